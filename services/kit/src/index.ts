@@ -1,0 +1,9 @@
+export * from "./config.js";
+export * from "./logger.js";
+export * from "./ids.js";
+export * from "./errors.js";
+export * from "./tokens.js";
+export * from "./connect.js";
+export * from "./jetstream.js";
+export * from "./store/port.js";
+export { openStore } from "./store/open.js";
