@@ -6,4 +6,3 @@ export * from "./tokens.js";
 export * from "./connect.js";
 export * from "./jetstream.js";
 export * from "./store/port.js";
-export { openStore } from "./store/open.js";

@@ -1,0 +1,14 @@
+import type { FastifyInstance } from "fastify";
+import type { GatewayDeps } from "../deps.js";
+
+/** A public route module: one file per route, registering itself on the app. */
+export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
+
+/**
+ * Routes under /v1 that need an API key. Each module registers its own path(s);
+ * the authenticated scope (auth hook, rate limit) is applied around all of them.
+ */
+export const apiRoutes: RouteModule[] = [];
+
+/** Public routes without an API key: tracking pixels, click redirects, unsubscribe. */
+export const publicRoutes: RouteModule[] = [];
