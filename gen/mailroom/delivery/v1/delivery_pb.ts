@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/delivery/v1/delivery.proto.
  */
 export const file_mailroom_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiNtYWlscm9vbS9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUbWFpbHJvb20uZGVsaXZlcnkudjEiEgoQR2V0U3RhdHVzUmVxdWVzdCKKAQoRR2V0U3RhdHVzUmVzcG9uc2USDQoFcmVsYXkYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgDEhIKCnNlbnRfdG90YWwYAyABKAMSFAoMZmFpbGVkX3RvdGFsGAQgASgDEhYKDmRlZmVycmVkX3RvdGFsGAUgASgDEhEKCWNhcHR1cmluZxgGIAEoCCItChVQYXVzZUJyb2FkY2FzdFJlcXVlc3QSFAoMYnJvYWRjYXN0X2lkGAEgASgJIhgKFlBhdXNlQnJvYWRjYXN0UmVzcG9uc2UiLgoWUmVzdW1lQnJvYWRjYXN0UmVxdWVzdBIUCgxicm9hZGNhc3RfaWQYASABKAkiGQoXUmVzdW1lQnJvYWRjYXN0UmVzcG9uc2UiTAoXU2V0V29ya3NwYWNlUmF0ZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhsKE21lc3NhZ2VzX3Blcl9zZWNvbmQYAiABKAEiGgoYU2V0V29ya3NwYWNlUmF0ZVJlc3BvbnNlIpsBCg9DYXB0dXJlZE1lc3NhZ2USCgoCaWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCRIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEg8KB3N1YmplY3QYBSABKAkSLwoLY2FwdHVyZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHNpemUYByABKAMiLAobTGlzdENhcHR1cmVkTWVzc2FnZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIlcKHExpc3RDYXB0dXJlZE1lc3NhZ2VzUmVzcG9uc2USNwoIbWVzc2FnZXMYASADKAsyJS5tYWlscm9vbS5kZWxpdmVyeS52MS5DYXB0dXJlZE1lc3NhZ2UiJwoZR2V0Q2FwdHVyZWRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoCSJ9ChpHZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZRI2CgdtZXNzYWdlGAEgASgLMiUubWFpbHJvb20uZGVsaXZlcnkudjEuQ2FwdHVyZWRNZXNzYWdlEgsKA3JhdxgCIAEoDBIMCgRodG1sGAMgASgJEgwKBHRleHQYBCABKAkytwUKD0RlbGl2ZXJ5U2VydmljZRJcCglHZXRTdGF0dXMSJi5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRTdGF0dXNSZXF1ZXN0GicubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0U3RhdHVzUmVzcG9uc2USawoOUGF1c2VCcm9hZGNhc3QSKy5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlcXVlc3QaLC5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlc3BvbnNlEm4KD1Jlc3VtZUJyb2FkY2FzdBIsLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlJlc3VtZUJyb2FkY2FzdFJlcXVlc3QaLS5tYWlscm9vbS5kZWxpdmVyeS52MS5SZXN1bWVCcm9hZGNhc3RSZXNwb25zZRJxChBTZXRXb3Jrc3BhY2VSYXRlEi0ubWFpbHJvb20uZGVsaXZlcnkudjEuU2V0V29ya3NwYWNlUmF0ZVJlcXVlc3QaLi5tYWlscm9vbS5kZWxpdmVyeS52MS5TZXRXb3Jrc3BhY2VSYXRlUmVzcG9uc2USfQoUTGlzdENhcHR1cmVkTWVzc2FnZXMSMS5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1JlcXVlc3QaMi5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlEncKEkdldENhcHR1cmVkTWVzc2FnZRIvLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkdldENhcHR1cmVkTWVzc2FnZVJlcXVlc3QaMC5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiNtYWlscm9vbS9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUbWFpbHJvb20uZGVsaXZlcnkudjEiEgoQR2V0U3RhdHVzUmVxdWVzdCKxAgoRR2V0U3RhdHVzUmVzcG9uc2USDQoFcmVsYXkYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgDEhIKCnNlbnRfdG90YWwYAyABKAMSFAoMZmFpbGVkX3RvdGFsGAQgASgDEhYKDmRlZmVycmVkX3RvdGFsGAUgASgDEhEKCWNhcHR1cmluZxgGIAEoCBIZChFwYXVzZWRfYnJvYWRjYXN0cxgHIAMoCRI8Cg93b3Jrc3BhY2VfcmF0ZXMYCCADKAsyIy5tYWlscm9vbS5kZWxpdmVyeS52MS5Xb3Jrc3BhY2VSYXRlEiEKGXJlbGF5X21lc3NhZ2VzX3Blcl9zZWNvbmQYCSABKAESFQoNYm91bmNlZF90b3RhbBgKIAEoAxISCgpwcm9jZXNzX2lkGAsgASgJIkIKDVdvcmtzcGFjZVJhdGUSFAoMd29ya3NwYWNlX2lkGAEgASgJEhsKE21lc3NhZ2VzX3Blcl9zZWNvbmQYAiABKAEiLQoVUGF1c2VCcm9hZGNhc3RSZXF1ZXN0EhQKDGJyb2FkY2FzdF9pZBgBIAEoCSIYChZQYXVzZUJyb2FkY2FzdFJlc3BvbnNlIi4KFlJlc3VtZUJyb2FkY2FzdFJlcXVlc3QSFAoMYnJvYWRjYXN0X2lkGAEgASgJIhkKF1Jlc3VtZUJyb2FkY2FzdFJlc3BvbnNlIkwKF1NldFdvcmtzcGFjZVJhdGVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIbChNtZXNzYWdlc19wZXJfc2Vjb25kGAIgASgBIhoKGFNldFdvcmtzcGFjZVJhdGVSZXNwb25zZSLGAQoPQ2FwdHVyZWRNZXNzYWdlEgoKAmlkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDAoEZnJvbRgDIAEoCRIKCgJ0bxgEIAEoCRIPCgdzdWJqZWN0GAUgASgJEi8KC2NhcHR1cmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRzaXplGAcgASgDEhMKC2RlbGl2ZXJ5X2lkGAggASgJEhQKDHdvcmtzcGFjZV9pZBgJIAEoCSJCChtMaXN0Q2FwdHVyZWRNZXNzYWdlc1JlcXVlc3QSDQoFbGltaXQYASABKAUSFAoMd29ya3NwYWNlX2lkGAIgASgJIlcKHExpc3RDYXB0dXJlZE1lc3NhZ2VzUmVzcG9uc2USNwoIbWVzc2FnZXMYASADKAsyJS5tYWlscm9vbS5kZWxpdmVyeS52MS5DYXB0dXJlZE1lc3NhZ2UiJwoZR2V0Q2FwdHVyZWRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoCSJ9ChpHZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZRI2CgdtZXNzYWdlGAEgASgLMiUubWFpbHJvb20uZGVsaXZlcnkudjEuQ2FwdHVyZWRNZXNzYWdlEgsKA3JhdxgCIAEoDBIMCgRodG1sGAMgASgJEgwKBHRleHQYBCABKAkytwUKD0RlbGl2ZXJ5U2VydmljZRJcCglHZXRTdGF0dXMSJi5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRTdGF0dXNSZXF1ZXN0GicubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0U3RhdHVzUmVzcG9uc2USawoOUGF1c2VCcm9hZGNhc3QSKy5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlcXVlc3QaLC5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlc3BvbnNlEm4KD1Jlc3VtZUJyb2FkY2FzdBIsLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlJlc3VtZUJyb2FkY2FzdFJlcXVlc3QaLS5tYWlscm9vbS5kZWxpdmVyeS52MS5SZXN1bWVCcm9hZGNhc3RSZXNwb25zZRJxChBTZXRXb3Jrc3BhY2VSYXRlEi0ubWFpbHJvb20uZGVsaXZlcnkudjEuU2V0V29ya3NwYWNlUmF0ZVJlcXVlc3QaLi5tYWlscm9vbS5kZWxpdmVyeS52MS5TZXRXb3Jrc3BhY2VSYXRlUmVzcG9uc2USfQoUTGlzdENhcHR1cmVkTWVzc2FnZXMSMS5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1JlcXVlc3QaMi5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlEncKEkdldENhcHR1cmVkTWVzc2FnZRIvLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkdldENhcHR1cmVkTWVzc2FnZVJlcXVlc3QaMC5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message mailroom.delivery.v1.GetStatusRequest
@@ -60,6 +60,37 @@ export type GetStatusResponse = Message<"mailroom.delivery.v1.GetStatusResponse"
    * @generated from field: bool capturing = 6;
    */
   capturing: boolean;
+
+  /**
+   * Broadcasts currently paused (shared by every delivery process through JetStream KV).
+   *
+   * @generated from field: repeated string paused_broadcasts = 7;
+   */
+  pausedBroadcasts: string[];
+
+  /**
+   * @generated from field: repeated mailroom.delivery.v1.WorkspaceRate workspace_rates = 8;
+   */
+  workspaceRates: WorkspaceRate[];
+
+  /**
+   * Relay-wide limit shared by every delivery process; 0 = unlimited.
+   *
+   * @generated from field: double relay_messages_per_second = 9;
+   */
+  relayMessagesPerSecond: number;
+
+  /**
+   * @generated from field: int64 bounced_total = 10;
+   */
+  bouncedTotal: bigint;
+
+  /**
+   * Identifies this delivery process (counters above are per process).
+   *
+   * @generated from field: string process_id = 11;
+   */
+  processId: string;
 };
 
 /**
@@ -68,6 +99,28 @@ export type GetStatusResponse = Message<"mailroom.delivery.v1.GetStatusResponse"
  */
 export const GetStatusResponseSchema: GenMessage<GetStatusResponse> = /*@__PURE__*/
   messageDesc(file_mailroom_delivery_v1_delivery, 1);
+
+/**
+ * @generated from message mailroom.delivery.v1.WorkspaceRate
+ */
+export type WorkspaceRate = Message<"mailroom.delivery.v1.WorkspaceRate"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: double messages_per_second = 2;
+   */
+  messagesPerSecond: number;
+};
+
+/**
+ * Describes the message mailroom.delivery.v1.WorkspaceRate.
+ * Use `create(WorkspaceRateSchema)` to create a new message.
+ */
+export const WorkspaceRateSchema: GenMessage<WorkspaceRate> = /*@__PURE__*/
+  messageDesc(file_mailroom_delivery_v1_delivery, 2);
 
 /**
  * @generated from message mailroom.delivery.v1.PauseBroadcastRequest
@@ -84,7 +137,7 @@ export type PauseBroadcastRequest = Message<"mailroom.delivery.v1.PauseBroadcast
  * Use `create(PauseBroadcastRequestSchema)` to create a new message.
  */
 export const PauseBroadcastRequestSchema: GenMessage<PauseBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 2);
+  messageDesc(file_mailroom_delivery_v1_delivery, 3);
 
 /**
  * @generated from message mailroom.delivery.v1.PauseBroadcastResponse
@@ -97,7 +150,7 @@ export type PauseBroadcastResponse = Message<"mailroom.delivery.v1.PauseBroadcas
  * Use `create(PauseBroadcastResponseSchema)` to create a new message.
  */
 export const PauseBroadcastResponseSchema: GenMessage<PauseBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 3);
+  messageDesc(file_mailroom_delivery_v1_delivery, 4);
 
 /**
  * @generated from message mailroom.delivery.v1.ResumeBroadcastRequest
@@ -114,7 +167,7 @@ export type ResumeBroadcastRequest = Message<"mailroom.delivery.v1.ResumeBroadca
  * Use `create(ResumeBroadcastRequestSchema)` to create a new message.
  */
 export const ResumeBroadcastRequestSchema: GenMessage<ResumeBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 4);
+  messageDesc(file_mailroom_delivery_v1_delivery, 5);
 
 /**
  * @generated from message mailroom.delivery.v1.ResumeBroadcastResponse
@@ -127,7 +180,7 @@ export type ResumeBroadcastResponse = Message<"mailroom.delivery.v1.ResumeBroadc
  * Use `create(ResumeBroadcastResponseSchema)` to create a new message.
  */
 export const ResumeBroadcastResponseSchema: GenMessage<ResumeBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 5);
+  messageDesc(file_mailroom_delivery_v1_delivery, 6);
 
 /**
  * @generated from message mailroom.delivery.v1.SetWorkspaceRateRequest
@@ -149,7 +202,7 @@ export type SetWorkspaceRateRequest = Message<"mailroom.delivery.v1.SetWorkspace
  * Use `create(SetWorkspaceRateRequestSchema)` to create a new message.
  */
 export const SetWorkspaceRateRequestSchema: GenMessage<SetWorkspaceRateRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 6);
+  messageDesc(file_mailroom_delivery_v1_delivery, 7);
 
 /**
  * @generated from message mailroom.delivery.v1.SetWorkspaceRateResponse
@@ -162,7 +215,7 @@ export type SetWorkspaceRateResponse = Message<"mailroom.delivery.v1.SetWorkspac
  * Use `create(SetWorkspaceRateResponseSchema)` to create a new message.
  */
 export const SetWorkspaceRateResponseSchema: GenMessage<SetWorkspaceRateResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 7);
+  messageDesc(file_mailroom_delivery_v1_delivery, 8);
 
 /**
  * @generated from message mailroom.delivery.v1.CapturedMessage
@@ -202,6 +255,16 @@ export type CapturedMessage = Message<"mailroom.delivery.v1.CapturedMessage"> & 
    * @generated from field: int64 size = 7;
    */
   size: bigint;
+
+  /**
+   * @generated from field: string delivery_id = 8;
+   */
+  deliveryId: string;
+
+  /**
+   * @generated from field: string workspace_id = 9;
+   */
+  workspaceId: string;
 };
 
 /**
@@ -209,7 +272,7 @@ export type CapturedMessage = Message<"mailroom.delivery.v1.CapturedMessage"> & 
  * Use `create(CapturedMessageSchema)` to create a new message.
  */
 export const CapturedMessageSchema: GenMessage<CapturedMessage> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 8);
+  messageDesc(file_mailroom_delivery_v1_delivery, 9);
 
 /**
  * @generated from message mailroom.delivery.v1.ListCapturedMessagesRequest
@@ -219,6 +282,13 @@ export type ListCapturedMessagesRequest = Message<"mailroom.delivery.v1.ListCapt
    * @generated from field: int32 limit = 1;
    */
   limit: number;
+
+  /**
+   * Only this workspace's messages when set.
+   *
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
 };
 
 /**
@@ -226,7 +296,7 @@ export type ListCapturedMessagesRequest = Message<"mailroom.delivery.v1.ListCapt
  * Use `create(ListCapturedMessagesRequestSchema)` to create a new message.
  */
 export const ListCapturedMessagesRequestSchema: GenMessage<ListCapturedMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 9);
+  messageDesc(file_mailroom_delivery_v1_delivery, 10);
 
 /**
  * @generated from message mailroom.delivery.v1.ListCapturedMessagesResponse
@@ -243,7 +313,7 @@ export type ListCapturedMessagesResponse = Message<"mailroom.delivery.v1.ListCap
  * Use `create(ListCapturedMessagesResponseSchema)` to create a new message.
  */
 export const ListCapturedMessagesResponseSchema: GenMessage<ListCapturedMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 10);
+  messageDesc(file_mailroom_delivery_v1_delivery, 11);
 
 /**
  * @generated from message mailroom.delivery.v1.GetCapturedMessageRequest
@@ -260,7 +330,7 @@ export type GetCapturedMessageRequest = Message<"mailroom.delivery.v1.GetCapture
  * Use `create(GetCapturedMessageRequestSchema)` to create a new message.
  */
 export const GetCapturedMessageRequestSchema: GenMessage<GetCapturedMessageRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 11);
+  messageDesc(file_mailroom_delivery_v1_delivery, 12);
 
 /**
  * @generated from message mailroom.delivery.v1.GetCapturedMessageResponse
@@ -294,7 +364,7 @@ export type GetCapturedMessageResponse = Message<"mailroom.delivery.v1.GetCaptur
  * Use `create(GetCapturedMessageResponseSchema)` to create a new message.
  */
 export const GetCapturedMessageResponseSchema: GenMessage<GetCapturedMessageResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 12);
+  messageDesc(file_mailroom_delivery_v1_delivery, 13);
 
 /**
  * DeliveryService is the admin/status face of the SMTP workers; the work itself
