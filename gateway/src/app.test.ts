@@ -60,7 +60,7 @@ describe("gateway core", () => {
   });
 
   it("rejects missing, malformed, unknown and under-scoped keys with 401", async () => {
-    for (const headers of [{}, { authorization: "Basic abc" }, { authorization: "Bearer mr_test_wrong_key" }, { authorization: "Bearer mr_test_readonly" }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: "Basic abc" }, { authorization: "Bearer mr_test_wrong_key" }, { authorization: "Bearer mr_test_readonly" }]) {
       const res = await post("/v1/echo", headers, "{}");
       expect(res.statusCode).toBe(401);
       expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", message: expect.any(String) });
