@@ -45,6 +45,8 @@ export interface UpdateResult {
 export interface IndexSpec {
   keys: Record<string, 1 | -1>;
   unique?: boolean;
+  /** Index only documents that have the field (e.g. a unique key that is optional). */
+  sparse?: boolean;
   /** Documents expire this many seconds after the date in the (single) indexed field. */
   expireAfterSeconds?: number;
 }

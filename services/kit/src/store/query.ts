@@ -1,0 +1,366 @@
+/**
+ * MongoDB query and update semantics for the operators the store port promises, evaluated
+ * in process. The embedded adapter uses these instead of nedb's own matcher because nedb
+ * differs from MongoDB where repositories care: `{f: null}` does not match a missing field,
+ * `$ne`/`$nin` on arrays match if any element differs, `$eq` and `$setOnInsert` do not exist.
+ */
+import { randomBytes } from "node:crypto";
+import type { Filter, Update } from "./port.js";
+
+type Plain = Record<string, unknown>;
+
+export function isPlainObject(value: unknown): value is Plain {
+  if (typeof value !== "object" || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Deep copy that keeps Dates and drops `undefined` properties (as MongoDB with ignoreUndefined). */
+export function cloneValue<V>(value: V): V {
+  if (value instanceof Date) return new Date(value.getTime()) as V;
+  if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : cloneValue(item))) as V;
+  if (isPlainObject(value)) {
+    const out: Plain = {};
+    for (const [key, item] of Object.entries(value)) if (item !== undefined) out[key] = cloneValue(item);
+    return out as V;
+  }
+  return value;
+}
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a instanceof Date || b instanceof Date) {
+    return a instanceof Date && b instanceof Date && a.getTime() === b.getTime();
+  }
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => deepEqual(item, b[i]));
+  }
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const aKeys = Object.keys(a).filter((k) => a[k] !== undefined);
+    const bKeys = Object.keys(b).filter((k) => b[k] !== undefined);
+    return aKeys.length === bKeys.length && aKeys.every((k) => deepEqual(a[k], b[k]));
+  }
+  return false;
+}
+
+/** A 24-hex-char id for upserted documents whose filter names no _id (MongoDB would make an ObjectId). */
+export function newStoreId(): string {
+  return randomBytes(12).toString("hex");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters
+
+const isIndex = (segment: string) => /^\d+$/.test(segment);
+
+/**
+ * Values reachable at a dotted path, walking through arrays of sub-documents like MongoDB
+ * does ("items.sku" looks inside every element of `items`). `undefined` stands for "missing".
+ */
+function valuesAt(value: unknown, segments: string[]): unknown[] {
+  if (segments.length === 0) return [value];
+  if (value === undefined || value === null) return [undefined];
+  const [head, ...rest] = segments;
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    if (isIndex(head) && Number(head) < value.length) out.push(...valuesAt(value[Number(head)], rest));
+    for (const item of value) if (isPlainObject(item)) out.push(...valuesAt(item, segments));
+    return out.length > 0 ? out : [undefined];
+  }
+  if (isPlainObject(value)) return valuesAt(value[head], rest);
+  return [undefined];
+}
+
+function equalsQueryValue(value: unknown, query: unknown): boolean {
+  if (query instanceof RegExp) {
+    const test = (v: unknown) => typeof v === "string" && query.test(v);
+    return test(value) || (Array.isArray(value) && value.some(test));
+  }
+  if (query === null) {
+    return value === undefined || value === null || (Array.isArray(value) && value.some((v) => v === null));
+  }
+  return deepEqual(value, query) || (Array.isArray(value) && value.some((v) => deepEqual(v, query)));
+}
+
+const anyEquals = (values: unknown[], query: unknown) => values.some((v) => equalsQueryValue(v, query));
+
+/** Orders two values of the same BSON type bracket; undefined when MongoDB would not compare them. */
+function compareSameType(a: unknown, b: unknown): number | undefined {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  if (typeof a === "string" && typeof b === "string") return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
+  if (a instanceof Date && b instanceof Date) return a.getTime() - b.getTime();
+  return undefined;
+}
+
+function comparisonHolds(value: unknown, op: string, query: unknown): boolean {
+  if (Array.isArray(value)) return value.some((v) => comparisonHolds(v, op, query));
+  if (query === null) return (op === "$gte" || op === "$lte") && (value === null || value === undefined);
+  const order = compareSameType(value, query);
+  if (order === undefined) return false;
+  switch (op) {
+    case "$gt": return order > 0;
+    case "$gte": return order >= 0;
+    case "$lt": return order < 0;
+    default: return order <= 0;
+  }
+}
+
+function requireArray(op: string, arg: unknown): unknown[] {
+  if (!Array.isArray(arg)) throw new Error(`${op} needs an array`);
+  return arg;
+}
+
+function matchesOperators(values: unknown[], ops: Plain): boolean {
+  for (const [op, arg] of Object.entries(ops)) {
+    switch (op) {
+      case "$eq":
+        if (!anyEquals(values, arg)) return false;
+        break;
+      case "$ne":
+        if (anyEquals(values, arg)) return false;
+        break;
+      case "$in":
+        if (!requireArray(op, arg).some((q) => anyEquals(values, q))) return false;
+        break;
+      case "$nin":
+        if (requireArray(op, arg).some((q) => anyEquals(values, q))) return false;
+        break;
+      case "$gt":
+      case "$gte":
+      case "$lt":
+      case "$lte":
+        if (!values.some((v) => comparisonHolds(v, op, arg))) return false;
+        break;
+      case "$exists":
+        if (values.some((v) => v !== undefined) !== Boolean(arg)) return false;
+        break;
+      case "$regex": {
+        const options = typeof ops.$options === "string" ? ops.$options : undefined;
+        const re = arg instanceof RegExp ? (options ? new RegExp(arg.source, options) : arg) : new RegExp(String(arg), options);
+        if (!anyEquals(values, re)) return false;
+        break;
+      }
+      case "$options":
+        if (!("$regex" in ops)) throw new Error("$options without $regex");
+        break;
+      default:
+        throw new Error(`unsupported query operator ${op}`);
+    }
+  }
+  return true;
+}
+
+function isOperatorObject(value: unknown): value is Plain {
+  if (!isPlainObject(value)) return false;
+  const first = Object.keys(value)[0];
+  return first !== undefined && first.startsWith("$");
+}
+
+function requireFilters(op: string, arg: unknown): Filter[] {
+  if (!Array.isArray(arg) || arg.length === 0 || !arg.every(isPlainObject)) {
+    throw new Error(`${op} needs a non-empty array of filters`);
+  }
+  return arg as Filter[];
+}
+
+export function matchesFilter(doc: Plain, filter: Filter): boolean {
+  for (const [key, condition] of Object.entries(filter)) {
+    if (key === "$and") {
+      if (!requireFilters(key, condition).every((f) => matchesFilter(doc, f))) return false;
+    } else if (key === "$or") {
+      if (!requireFilters(key, condition).some((f) => matchesFilter(doc, f))) return false;
+    } else if (key === "$nor") {
+      if (requireFilters(key, condition).some((f) => matchesFilter(doc, f))) return false;
+    } else if (key.startsWith("$")) {
+      throw new Error(`unsupported query operator ${key}`);
+    } else {
+      const values = valuesAt(doc, key.split("."));
+      const ok = isOperatorObject(condition) ? matchesOperators(values, condition) : anyEquals(values, condition);
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * Rejects `undefined` anywhere a filter compares a value. The MongoDB driver (ignoreUndefined)
+ * would silently drop such a condition and match every document, e.g. across tenants.
+ */
+export function assertDefinedFilter(filter: Filter, where = "filter"): void {
+  if (!isPlainObject(filter)) throw new Error(`${where} must be an object`);
+  for (const [key, condition] of Object.entries(filter)) {
+    if (condition === undefined) throw new Error(`${where}: value for "${key}" is undefined`);
+    if (key === "$and" || key === "$or" || key === "$nor") {
+      requireFilters(key, condition).forEach((f) => assertDefinedFilter(f, where));
+    } else if (isOperatorObject(condition)) {
+      for (const [op, arg] of Object.entries(condition)) {
+        if (arg === undefined) throw new Error(`${where}: value for "${key}.${op}" is undefined`);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Updates
+
+const UPDATE_OPERATORS = ["$set", "$unset", "$inc", "$push", "$setOnInsert"] as const;
+
+/** Throws on anything MongoDB would refuse, so both adapters fail alike. */
+export function validateUpdate(update: Update): void {
+  if (!isPlainObject(update)) throw new Error("update must be an object");
+  const keys = Object.keys(update);
+  if (keys.length === 0) throw new Error("Update document requires atomic operators");
+  const paths: string[] = [];
+  for (const key of keys) {
+    if (!(UPDATE_OPERATORS as readonly string[]).includes(key)) throw new Error(`unsupported update operator ${key}`);
+    const operand = (update as Plain)[key];
+    if (operand === undefined) continue;
+    if (!isPlainObject(operand)) throw new Error(`${key} needs an object`);
+    for (const [path, value] of Object.entries(operand)) {
+      if (value === undefined) continue;
+      if (path === "" || path.split(".").some((s) => s === "" || s.startsWith("$"))) {
+        throw new Error(`invalid field path "${path}" in ${key}`);
+      }
+      if (key === "$inc" && typeof value !== "number") throw new Error(`$inc needs a number for "${path}"`);
+      paths.push(path);
+    }
+  }
+  // Same rule as MongoDB: one update may not touch a path and its parent or itself twice.
+  const sorted = [...paths].sort();
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i] === sorted[i - 1] || sorted[i].startsWith(`${sorted[i - 1]}.`)) {
+      throw new Error(`Updating the path "${sorted[i]}" would create a conflict`);
+    }
+  }
+}
+
+function getPath(doc: Plain, path: string): unknown {
+  let current: unknown = doc;
+  for (const segment of path.split(".")) {
+    if (Array.isArray(current) && isIndex(segment)) current = current[Number(segment)];
+    else if (isPlainObject(current)) current = current[segment];
+    else return undefined;
+  }
+  return current;
+}
+
+function setPath(doc: Plain, path: string, value: unknown): void {
+  const segments = path.split(".");
+  let container: Plain | unknown[] = doc;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i];
+    const last = i === segments.length - 1;
+    if (Array.isArray(container)) {
+      if (!isIndex(segment)) throw new Error(`cannot create field "${segment}" in an array (path "${path}")`);
+      const index = Number(segment);
+      while (container.length < index) container.push(null);
+      if (last) container[index] = value;
+      else {
+        if (container[index] === undefined) container[index] = {};
+        container = descend(container[index], path);
+      }
+    } else {
+      if (last) container[segment] = value;
+      else {
+        if (container[segment] === undefined) container[segment] = {};
+        container = descend(container[segment], path);
+      }
+    }
+  }
+}
+
+function descend(value: unknown, path: string): Plain | unknown[] {
+  if (Array.isArray(value) || isPlainObject(value)) return value;
+  throw new Error(`cannot create field in a non-object value (path "${path}")`);
+}
+
+function unsetPath(doc: Plain, path: string): void {
+  const segments = path.split(".");
+  const leaf = segments.pop() as string;
+  const parent = segments.length ? getPath(doc, segments.join(".")) : doc;
+  if (Array.isArray(parent)) {
+    // MongoDB keeps array positions stable: an unset element becomes null.
+    if (isIndex(leaf) && Number(leaf) < parent.length) parent[Number(leaf)] = null;
+  } else if (isPlainObject(parent)) {
+    delete parent[leaf];
+  }
+}
+
+function pushItems(operand: unknown): { items: unknown[]; slice?: number } {
+  if (isPlainObject(operand) && "$each" in operand) {
+    for (const key of Object.keys(operand)) {
+      if (key !== "$each" && key !== "$slice") throw new Error(`unsupported $push modifier ${key}`);
+    }
+    const slice = operand.$slice;
+    if (slice !== undefined && !Number.isInteger(slice)) throw new Error("$slice needs an integer");
+    return { items: requireArray("$each", operand.$each), slice: slice as number | undefined };
+  }
+  return { items: [operand] };
+}
+
+/**
+ * Returns a new document with the update applied (the input is not touched). `inserting`
+ * says whether this is the document an upsert creates, which is when $setOnInsert applies.
+ */
+export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: boolean): T {
+  const next = cloneValue(doc) as Plain;
+  const entries = (operand: Record<string, unknown> | undefined) =>
+    Object.entries(operand ?? {}).filter(([, value]) => value !== undefined);
+
+  const assign = (path: string, value: unknown) => {
+    if (path === "_id" && !inserting && !deepEqual(next._id, value)) {
+      throw new Error("Performing an update on the path '_id' would modify the immutable field '_id'");
+    }
+    setPath(next, path, cloneValue(value));
+  };
+
+  for (const [path, value] of entries(update.$set)) assign(path, value);
+  if (inserting) for (const [path, value] of entries(update.$setOnInsert)) assign(path, value);
+  for (const [path] of entries(update.$unset)) {
+    if (path === "_id") throw new Error("cannot $unset _id");
+    unsetPath(next, path);
+  }
+  for (const [path, amount] of entries(update.$inc)) {
+    const current = getPath(next, path);
+    if (current !== undefined && typeof current !== "number") {
+      throw new Error(`Cannot apply $inc to a value of non-numeric type (path "${path}")`);
+    }
+    setPath(next, path, ((current as number | undefined) ?? 0) + (amount as number));
+  }
+  for (const [path, operand] of entries(update.$push)) {
+    const current = getPath(next, path);
+    if (current !== undefined && !Array.isArray(current)) {
+      throw new Error(`The field "${path}" must be an array to $push to it`);
+    }
+    const { items, slice } = pushItems(operand);
+    let array = [...((current as unknown[] | undefined) ?? []), ...items.map((item) => cloneValue(item))];
+    if (slice !== undefined) array = slice < 0 ? array.slice(slice) : array.slice(0, slice);
+    setPath(next, path, array);
+  }
+  return next as T;
+}
+
+/** The document an upsert starts from: the filter's equality conditions (MongoDB rule). */
+export function upsertSeed(filter: Filter): Plain {
+  const seed: Plain = {};
+  const collect = (f: Filter) => {
+    for (const [key, condition] of Object.entries(f)) {
+      if (key === "$and") (condition as Filter[]).forEach(collect);
+      else if (key.startsWith("$")) continue;
+      else if (isOperatorObject(condition)) {
+        if ("$eq" in condition) setPath(seed, key, cloneValue(condition.$eq));
+      } else if (!(condition instanceof RegExp)) setPath(seed, key, cloneValue(condition));
+    }
+  };
+  collect(filter);
+  return seed;
+}
+
+/** The `_id` a filter pins by equality, if any. */
+export function equalityId(filter: Filter): unknown {
+  const id = filter._id;
+  if (isOperatorObject(id)) return "$eq" in id ? id.$eq : undefined;
+  return id;
+}
