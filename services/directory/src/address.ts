@@ -1,0 +1,51 @@
+import emailAddresses from "email-addresses";
+
+/** A parsed mailbox: `Name <local@domain>` or `local@domain`. */
+export interface Mailbox {
+  name: string;
+  /** local part as given, domain lower-cased. */
+  address: string;
+  local: string;
+  domain: string;
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
+
+/** A hostname with at least two labels (no bare "localhost", no address literals). */
+export function isDomainName(domain: string): boolean {
+  if (domain.length === 0 || domain.length > 253) return false;
+  const labels = domain.split(".");
+  return labels.length >= 2 && labels.every((l) => LABEL.test(l));
+}
+
+/**
+ * Parses one mailbox with a real RFC 5322 parser. Returns undefined for anything that is
+ * not exactly one address (groups, lists, control characters, CRLF header injection).
+ */
+export function parseMailbox(input: string): Mailbox | undefined {
+  if (typeof input !== "string") return undefined;
+  const trimmed = input.trim();
+  if (!trimmed || trimmed.length > 512 || CONTROL.test(trimmed)) return undefined;
+  const parsed = emailAddresses.parseOneAddress({ input: trimmed, rfc6532: true });
+  if (!parsed || parsed.type !== "mailbox") return undefined;
+  const domain = parsed.domain.toLowerCase();
+  if (!isDomainName(domain) || parsed.local.length > 64) return undefined;
+  const address = `${parsed.local}@${domain}`;
+  if (address.length > 254) return undefined;
+  return { name: parsed.name ?? "", address, local: parsed.local, domain };
+}
+
+/** A bare address (no display name) normalised for identity: fully lower-cased. */
+export function normalizeEmail(input: string): string | undefined {
+  const box = parseMailbox(input);
+  if (!box || box.name) return undefined;
+  return box.address.toLowerCase();
+}
+
+/** Lower-cased, trailing-dot-free domain, or undefined when it is not a domain name. */
+export function normalizeDomain(input: string): string | undefined {
+  if (typeof input !== "string") return undefined;
+  const d = input.trim().toLowerCase().replace(/\.$/, "");
+  return isDomainName(d) ? d : undefined;
+}
