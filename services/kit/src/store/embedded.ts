@@ -109,7 +109,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   /** Runs a write under the collection mutex, mapping nedb's unique violations. */
-  private write<R>(fn: () => Promise<R>): Promise<R> {
+  private async write<R>(fn: () => Promise<R>): Promise<R> {
     this.assertOpen();
     return this.writes.run(async () => {
       await this.ready;
@@ -145,13 +145,13 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return doc;
   }
 
-  insertOne(doc: T): Promise<void> {
+  async insertOne(doc: T): Promise<void> {
     return this.write(async () => {
       await this.db.insertAsync(cloneValue(doc));
     });
   }
 
-  insertMany(docs: T[]): Promise<void> {
+  async insertMany(docs: T[]): Promise<void> {
     return this.write(async () => {
       if (docs.length === 0) return;
       const copies = docs.map((d) => cloneValue(d));
@@ -171,20 +171,20 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return doc ?? null;
   }
 
-  find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
     this.assertOpen();
     return this.select(filter, options);
   }
 
-  updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+  async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
     return this.updateMatching(filter, update, { upsert: options.upsert === true, multi: false });
   }
 
-  updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+  async updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
     return this.updateMatching(filter, update, { upsert: false, multi: true });
   }
 
-  private updateMatching(filter: Filter, update: Update, how: { upsert: boolean; multi: boolean }): Promise<UpdateResult> {
+  private async updateMatching(filter: Filter, update: Update, how: { upsert: boolean; multi: boolean }): Promise<UpdateResult> {
     validateUpdate(update);
     assertDefinedFilter(filter);
     return this.write(async () => {
@@ -205,7 +205,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     });
   }
 
-  findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
+  async findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
     validateUpdate(update);
     assertDefinedFilter(filter);
     const returnBefore = options.returnDocument === "before";
@@ -222,7 +222,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     });
   }
 
-  deleteOne(filter: Filter): Promise<{ deletedCount: number }> {
+  async deleteOne(filter: Filter): Promise<{ deletedCount: number }> {
     assertDefinedFilter(filter);
     return this.write(async () => {
       const [doc] = await this.select(filter, { limit: 1 });
@@ -231,7 +231,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     });
   }
 
-  deleteMany(filter: Filter): Promise<{ deletedCount: number }> {
+  async deleteMany(filter: Filter): Promise<{ deletedCount: number }> {
     assertDefinedFilter(filter);
     return this.write(async () => ({ deletedCount: await this.db.removeAsync(nedbQuery(filter), { multi: true }) }));
   }
@@ -243,7 +243,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     return (await this.db.countAsync(nedbQuery(filter))) as unknown as number;
   }
 
-  createIndex(spec: IndexSpec): Promise<void> {
+  async createIndex(spec: IndexSpec): Promise<void> {
     const fields = Object.keys(spec.keys ?? {});
     if (fields.length === 0) throw new Error("createIndex needs at least one key");
     if (spec.expireAfterSeconds !== undefined && fields.length !== 1) {
@@ -260,7 +260,7 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   }
 
   /** Rewrites the datafile without superseded lines (after pending writes). */
-  compact(): Promise<void> {
+  async compact(): Promise<void> {
     return this.writes.run(async () => {
       await this.ready;
       await this.db.compactDatafileAsync();

@@ -137,7 +137,7 @@ class MongoStoreCollection<T extends Doc> implements Collection<T> {
     return this.guard(() => this.coll.countDocuments(this.filter(filter)));
   }
 
-  createIndex(spec: IndexSpec): Promise<void> {
+  async createIndex(spec: IndexSpec): Promise<void> {
     const fields = Object.keys(spec.keys ?? {});
     if (fields.length === 0) throw new Error("createIndex needs at least one key");
     if (spec.expireAfterSeconds !== undefined && fields.length !== 1) {

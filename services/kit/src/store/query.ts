@@ -184,8 +184,11 @@ export function matchesFilter(doc: Plain, filter: Filter): boolean {
   return true;
 }
 
+const FIELD_OPERATORS = new Set(["$eq", "$ne", "$in", "$nin", "$gt", "$gte", "$lt", "$lte", "$exists", "$regex", "$options"]);
+
 /**
- * Rejects `undefined` anywhere a filter compares a value. The MongoDB driver (ignoreUndefined)
+ * Checks a filter uses only the port's operators (so both adapters accept the same filters)
+ * and rejects `undefined` anywhere a filter compares a value: the MongoDB driver (ignoreUndefined)
  * would silently drop such a condition and match every document, e.g. across tenants.
  */
 export function assertDefinedFilter(filter: Filter, where = "filter"): void {
@@ -194,8 +197,11 @@ export function assertDefinedFilter(filter: Filter, where = "filter"): void {
     if (condition === undefined) throw new Error(`${where}: value for "${key}" is undefined`);
     if (key === "$and" || key === "$or" || key === "$nor") {
       requireFilters(key, condition).forEach((f) => assertDefinedFilter(f, where));
+    } else if (key.startsWith("$")) {
+      throw new Error(`unsupported query operator ${key}`);
     } else if (isOperatorObject(condition)) {
       for (const [op, arg] of Object.entries(condition)) {
+        if (!FIELD_OPERATORS.has(op)) throw new Error(`unsupported query operator ${op}`);
         if (arg === undefined) throw new Error(`${where}: value for "${key}.${op}" is undefined`);
       }
     }
