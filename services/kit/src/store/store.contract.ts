@@ -1,0 +1,523 @@
+/**
+ * The store port contract: every adapter must pass this suite unchanged. Each test works in
+ * its own fresh collection, so adapters backed by a shared server need no cleanup between tests.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DuplicateKeyError, type Collection, type Doc, type Store } from "./port.js";
+
+export interface StoreContractOptions {
+  /** Skip the whole suite (e.g. no MongoDB available). */
+  skip?: boolean;
+  /** Called once after the suite, e.g. to drop a test database. */
+  cleanup?: () => Promise<void>;
+}
+
+type Item = Doc & Record<string, any>;
+
+export function describeStoreContract(name: string, open: () => Promise<Store>, options: StoreContractOptions = {}): void {
+  describe.skipIf(options.skip === true)(`store contract: ${name}`, () => {
+    let store: Store;
+    let counter = 0;
+    const fresh = (): Collection<Item> => store.collection<Item>(`contract_${Date.now().toString(36)}_${++counter}`);
+    const ids = (docs: Item[]) => docs.map((d) => d._id);
+
+    beforeAll(async () => {
+      store = await open();
+    });
+    afterAll(async () => {
+      await store?.close();
+      await options.cleanup?.();
+    });
+
+    describe("insert and read", () => {
+      it("round-trips plain objects with Dates, nested values and arrays", async () => {
+        const c = fresh();
+        const at = new Date("2024-05-06T07:08:09.123Z");
+        await c.insertOne({ _id: "a", at, nested: { deep: { n: 1 } }, list: [1, "two", { three: 3 }], flag: false, none: null });
+        const doc = await c.findOne({ _id: "a" });
+        expect(doc).toEqual({ _id: "a", at, nested: { deep: { n: 1 } }, list: [1, "two", { three: 3 }], flag: false, none: null });
+        expect(doc!.at).toBeInstanceOf(Date);
+        expect(doc!.at.getTime()).toBe(at.getTime());
+        expect(Object.getPrototypeOf(doc)).toBe(Object.prototype);
+      });
+
+      it("returns copies: mutating a result or the inserted object does not change the store", async () => {
+        const c = fresh();
+        const original = { _id: "a", tags: ["x"] };
+        await c.insertOne(original);
+        original.tags.push("changed-after-insert");
+        const doc = await c.findOne({ _id: "a" });
+        doc!.tags.push("changed-after-read");
+        expect((await c.findOne({ _id: "a" }))!.tags).toEqual(["x"]);
+      });
+
+      it("findOne returns null when nothing matches", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", n: 1 });
+        expect(await c.findOne({ _id: "b" })).toBeNull();
+        expect(await c.findOne({ n: 2 })).toBeNull();
+      });
+
+      it("drops undefined fields on insert (absent, not null)", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", gone: undefined, kept: 1 });
+        const doc = await c.findOne({ _id: "a" });
+        expect(doc).toEqual({ _id: "a", kept: 1 });
+        expect("gone" in doc!).toBe(false);
+      });
+
+      it("rejects a duplicate _id with DuplicateKeyError", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", v: 1 });
+        await expect(c.insertOne({ _id: "a", v: 2 })).rejects.toBeInstanceOf(DuplicateKeyError);
+        expect((await c.findOne({ _id: "a" }))!.v).toBe(1);
+      });
+
+      it("insertMany inserts all; on a duplicate it keeps the ones before it (ordered) and throws", async () => {
+        const c = fresh();
+        await c.insertMany([{ _id: "a" }, { _id: "b" }, { _id: "c" }]);
+        expect(await c.countDocuments()).toBe(3);
+        await expect(c.insertMany([{ _id: "d" }, { _id: "b" }, { _id: "e" }])).rejects.toBeInstanceOf(DuplicateKeyError);
+        expect(ids(await c.find({}, { sort: { _id: 1 } }))).toEqual(["a", "b", "c", "d"]);
+        await c.insertMany([]); // no-op, no error
+      });
+
+      it("rejects undefined filter values instead of matching everything", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", tenantId: "t1" });
+        await expect(c.find({ tenantId: undefined })).rejects.toThrow(/undefined/);
+        await expect(c.countDocuments({ $or: [{ tenantId: undefined }] })).rejects.toThrow(/undefined/);
+        await expect(c.updateMany({ tenantId: { $eq: undefined } }, { $set: { x: 1 } })).rejects.toThrow(/undefined/);
+        await expect(c.deleteMany({ tenantId: undefined })).rejects.toThrow(/undefined/);
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", tenantId: "t1" });
+      });
+    });
+
+    describe("filters", () => {
+      let c: Collection<Item>;
+      const d1 = new Date("2024-01-01T00:00:00Z");
+      const d2 = new Date("2024-06-01T00:00:00Z");
+      beforeAll(async () => {
+        c = fresh();
+        await c.insertMany([
+          { _id: "a", n: 1, s: "apple", at: d1, tags: ["x", "y"], sub: { k: "v1" }, status: "DRAFT", opt: "set" },
+          { _id: "b", n: 5, s: "banana", at: d2, tags: ["y"], sub: { k: "v2" }, status: "SCHEDULED", opt: null },
+          { _id: "c", n: 10, s: "cherry", tags: [], sub: { k: "v1" }, status: "SENT" },
+          { _id: "d", n: 5, s: "date", items: [{ sku: "p1", qty: 2 }, { sku: "p2", qty: 1 }], status: "DRAFT" },
+        ]);
+      });
+      const match = async (filter: Record<string, unknown>) => ids(await c.find(filter, { sort: { _id: 1 } }));
+
+      it("equality, dotted paths, array membership and sub-documents in arrays", async () => {
+        expect(await match({})).toEqual(["a", "b", "c", "d"]);
+        expect(await match({ n: 5 })).toEqual(["b", "d"]);
+        expect(await match({ n: 5, status: "DRAFT" })).toEqual(["d"]);
+        expect(await match({ "sub.k": "v1" })).toEqual(["a", "c"]);
+        expect(await match({ sub: { k: "v2" } })).toEqual(["b"]);
+        expect(await match({ tags: "y" })).toEqual(["a", "b"]);
+        expect(await match({ tags: ["x", "y"] })).toEqual(["a"]);
+        expect(await match({ "items.sku": "p2" })).toEqual(["d"]);
+        expect(await match({ at: d2 })).toEqual(["b"]);
+        expect(await match({ _id: "zzz" })).toEqual([]);
+      });
+
+      it("$eq and $ne (including missing fields and arrays)", async () => {
+        expect(await match({ status: { $eq: "SENT" } })).toEqual(["c"]);
+        expect(await match({ status: { $ne: "DRAFT" } })).toEqual(["b", "c"]);
+        expect(await match({ at: { $ne: d1 } })).toEqual(["b", "c", "d"]);
+        expect(await match({ tags: { $ne: "x" } })).toEqual(["b", "c", "d"]);
+      });
+
+      it("null matches missing and null; $ne null means present and not null", async () => {
+        expect(await match({ opt: null })).toEqual(["b", "c", "d"]);
+        expect(await match({ opt: { $ne: null } })).toEqual(["a"]);
+        expect(await match({ opt: { $eq: null } })).toEqual(["b", "c", "d"]);
+      });
+
+      it("$gt/$gte/$lt/$lte on numbers, strings and Dates (type-bracketed)", async () => {
+        expect(await match({ n: { $gt: 5 } })).toEqual(["c"]);
+        expect(await match({ n: { $gte: 5 } })).toEqual(["b", "c", "d"]);
+        expect(await match({ n: { $lt: 5 } })).toEqual(["a"]);
+        expect(await match({ n: { $lte: 5, $gt: 1 } })).toEqual(["b", "d"]);
+        expect(await match({ s: { $gt: "b", $lt: "d" } })).toEqual(["b", "c"]);
+        expect(await match({ at: { $lt: new Date("2024-03-01T00:00:00Z") } })).toEqual(["a"]);
+        expect(await match({ at: { $gte: d1 } })).toEqual(["a", "b"]);
+        expect(await match({ s: { $gt: 3 } })).toEqual([]); // strings never compare with numbers
+        expect(await match({ "items.qty": { $gt: 1 } })).toEqual(["d"]);
+      });
+
+      it("$in and $nin", async () => {
+        expect(await match({ status: { $in: ["DRAFT", "SENT"] } })).toEqual(["a", "c", "d"]);
+        expect(await match({ tags: { $in: ["x"] } })).toEqual(["a"]);
+        expect(await match({ status: { $nin: ["DRAFT", "SENT"] } })).toEqual(["b"]);
+        expect(await match({ tags: { $nin: ["y"] } })).toEqual(["c", "d"]);
+        expect(await match({ opt: { $in: [null, "set"] } })).toEqual(["a", "b", "c", "d"]);
+        expect(await match({ _id: { $in: [] } })).toEqual([]);
+      });
+
+      it("$exists", async () => {
+        expect(await match({ at: { $exists: true } })).toEqual(["a", "b"]);
+        expect(await match({ at: { $exists: false } })).toEqual(["c", "d"]);
+        expect(await match({ opt: { $exists: true } })).toEqual(["a", "b"]); // null counts as present
+        expect(await match({ tags: { $exists: true } })).toEqual(["a", "b", "c"]); // even an empty array
+        expect(await match({ "sub.k": { $exists: false } })).toEqual(["d"]);
+      });
+
+      it("$or and $and, nested", async () => {
+        expect(await match({ $or: [{ n: 1 }, { status: "SENT" }] })).toEqual(["a", "c"]);
+        expect(await match({ $and: [{ n: { $gte: 5 } }, { status: { $ne: "SENT" } }] })).toEqual(["b", "d"]);
+        expect(await match({ status: "DRAFT", $or: [{ tags: "x" }, { "items.sku": "p1" }] })).toEqual(["a", "d"]);
+        expect(await match({ $and: [{ $or: [{ n: 1 }, { n: 10 }] }, { $or: [{ s: "cherry" }, { s: "date" }] }] })).toEqual(["c"]);
+      });
+    });
+
+    describe("find options and paging", () => {
+      let c: Collection<Item>;
+      beforeAll(async () => {
+        c = fresh();
+        const docs: Item[] = [];
+        for (let i = 0; i < 25; i++) {
+          docs.push({ _id: `id_${String(i).padStart(2, "0")}`, group: i % 3, rank: 25 - i, name: `n${i}`, secret: "s" });
+        }
+        await c.insertMany([...docs].reverse()); // insertion order must not matter
+      });
+
+      it("sorts ascending, descending and by several keys", async () => {
+        expect(ids(await c.find({}, { sort: { _id: 1 }, limit: 3 }))).toEqual(["id_00", "id_01", "id_02"]);
+        expect(ids(await c.find({}, { sort: { rank: 1 }, limit: 2 }))).toEqual(["id_24", "id_23"]);
+        expect(ids(await c.find({}, { sort: { _id: -1 }, limit: 2 }))).toEqual(["id_24", "id_23"]);
+        const multi = await c.find({ rank: { $gt: 18 } }, { sort: { group: -1, rank: 1 } });
+        expect(multi.map((d) => [d.group, d.rank])).toEqual([[2, 20], [2, 23], [1, 21], [1, 24], [0, 19], [0, 22], [0, 25]]);
+      });
+
+      it("skip and limit", async () => {
+        expect(ids(await c.find({}, { sort: { _id: 1 }, skip: 5, limit: 2 }))).toEqual(["id_05", "id_06"]);
+        expect(await c.find({}, { sort: { _id: 1 }, skip: 30 })).toEqual([]);
+        expect((await c.find({})).length).toBe(25);
+      });
+
+      it("findOne honours sort and skip", async () => {
+        expect((await c.findOne({ group: 1 }, { sort: { rank: 1 } }))!._id).toBe("id_22");
+        expect((await c.findOne({}, { sort: { _id: -1 }, skip: 1 }))!._id).toBe("id_23");
+      });
+
+      it("projection includes or excludes fields", async () => {
+        expect(await c.find({ _id: "id_03" }, { projection: { name: 1 } })).toEqual([{ _id: "id_03", name: "n3" }]);
+        expect(await c.find({ _id: "id_03" }, { projection: { name: 1, _id: 0 } })).toEqual([{ name: "n3" }]);
+        expect(await c.findOne({ _id: "id_03" }, { projection: { secret: 0, rank: 0 } })).toEqual({ _id: "id_03", group: 0, name: "n3" });
+      });
+
+      it("pages with {_id: {$gt: cursor}} sorted by _id", async () => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        for (; pages < 10; pages++) {
+          const filter = cursor ? { group: { $ne: 1 }, _id: { $gt: cursor } } : { group: { $ne: 1 } };
+          const page = await c.find(filter, { sort: { _id: 1 }, limit: 4 });
+          if (page.length === 0) break;
+          seen.push(...ids(page));
+          cursor = page[page.length - 1]._id;
+        }
+        const expected = Array.from({ length: 25 }, (_, i) => i).filter((i) => i % 3 !== 1).map((i) => `id_${String(i).padStart(2, "0")}`);
+        expect(seen).toEqual(expected);
+        expect(pages).toBe(Math.ceil(expected.length / 4));
+      });
+
+      it("countDocuments with and without a filter", async () => {
+        expect(await c.countDocuments()).toBe(25);
+        expect(await c.countDocuments({})).toBe(25);
+        expect(await c.countDocuments({ group: 0 })).toBe(9);
+        expect(await c.countDocuments({ rank: { $gt: 20 }, group: { $in: [1, 2] } })).toBe(3);
+        expect(await fresh().countDocuments()).toBe(0);
+      });
+    });
+
+    describe("updates", () => {
+      it("$set top-level and dotted paths (creating intermediate objects)", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", name: "x", stats: { sent: 1 } });
+        const r = await c.updateOne({ _id: "a" }, { $set: { name: "y", "stats.opened": 2, "meta.source.kind": "api", when: new Date(5) } });
+        expect(r).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+        expect(r.upsertedId).toBeUndefined();
+        const doc = await c.findOne({ _id: "a" });
+        expect(doc).toEqual({ _id: "a", name: "y", stats: { sent: 1, opened: 2 }, meta: { source: { kind: "api" } }, when: new Date(5) });
+        expect(doc!.when).toBeInstanceOf(Date);
+      });
+
+      it("reports modifiedCount 0 when the update changes nothing", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", name: "x" });
+        expect(await c.updateOne({ _id: "a" }, { $set: { name: "x" } })).toMatchObject({ matchedCount: 1, modifiedCount: 0 });
+        expect(await c.updateOne({ _id: "missing" }, { $set: { name: "x" } })).toEqual({ matchedCount: 0, modifiedCount: 0 });
+        expect(await c.countDocuments()).toBe(1);
+      });
+
+      it("$unset removes top-level and dotted fields", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", keep: 1, drop: 2, nested: { x: 1, y: 2 } });
+        await c.updateOne({ _id: "a" }, { $unset: { drop: "", "nested.y": 1, notThere: "" } });
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", keep: 1, nested: { x: 1 } });
+      });
+
+      it("$inc increments existing, missing and dotted counters", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", n: 5, stats: { sent: 1 } });
+        await c.updateOne({ _id: "a" }, { $inc: { n: -2, fresh: 3, "stats.sent": 10, "stats.bounced": 1 } });
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", n: 3, fresh: 3, stats: { sent: 11, bounced: 1 } });
+        const increments = Array.from({ length: 20 }, () => c.updateOne({ _id: "a" }, { $inc: { n: 1 } }));
+        await Promise.all(increments);
+        expect((await c.findOne({ _id: "a" }))!.n).toBe(23);
+      });
+
+      it("$inc on a non-number fails and leaves the document unchanged", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", s: "text" });
+        await expect(c.updateOne({ _id: "a" }, { $inc: { s: 1 } })).rejects.toThrow();
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", s: "text" });
+      });
+
+      it("$push appends to existing or missing arrays, with $each and $slice", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", events: [{ t: "sent" }] });
+        await c.updateOne({ _id: "a" }, { $push: { events: { t: "opened", at: new Date(7) }, "log.lines": "first" } });
+        let doc = await c.findOne({ _id: "a" });
+        expect(doc).toEqual({ _id: "a", events: [{ t: "sent" }, { t: "opened", at: new Date(7) }], log: { lines: ["first"] } });
+        await c.updateOne({ _id: "a" }, { $push: { "log.lines": { $each: ["2", "3", "4"], $slice: -3 } } });
+        doc = await c.findOne({ _id: "a" });
+        expect(doc!.log.lines).toEqual(["2", "3", "4"]);
+      });
+
+      it("rejects an empty update and conflicting paths", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", n: 1 });
+        await expect(c.updateOne({ _id: "a" }, {})).rejects.toThrow();
+        await expect(c.updateOne({ _id: "a" }, { $set: { n: 2 }, $inc: { n: 1 } })).rejects.toThrow();
+        await expect(c.updateOne({ _id: "a" }, { $set: { a: 1, "a.b": 2 } })).rejects.toThrow();
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", n: 1 });
+      });
+
+      it("updateMany updates every match and only matches", async () => {
+        const c = fresh();
+        await c.insertMany([
+          { _id: "a", status: "QUEUED", tenant: "t1" },
+          { _id: "b", status: "QUEUED", tenant: "t1" },
+          { _id: "c", status: "QUEUED", tenant: "t2" },
+          { _id: "d", status: "SENT", tenant: "t1" },
+        ]);
+        const r = await c.updateMany({ tenant: "t1", status: "QUEUED" }, { $set: { status: "CANCELED" }, $inc: { version: 1 } });
+        expect(r).toEqual({ matchedCount: 2, modifiedCount: 2 });
+        const docs = await c.find({}, { sort: { _id: 1 } });
+        expect(docs.map((d) => [d._id, d.status, d.version])).toEqual([
+          ["a", "CANCELED", 1],
+          ["b", "CANCELED", 1],
+          ["c", "QUEUED", undefined],
+          ["d", "SENT", undefined],
+        ]);
+        expect(await c.updateMany({ tenant: "t3" }, { $set: { x: 1 } })).toEqual({ matchedCount: 0, modifiedCount: 0 });
+      });
+
+      it("upsert inserts filter equalities + $set + $setOnInsert once, then only $set applies", async () => {
+        const c = fresh();
+        const first = await c.updateOne(
+          { _id: "k1", tenant: "t1", kind: { $eq: "daily" }, n: { $gt: 0 } },
+          { $set: { total: 1 }, $setOnInsert: { createdAt: new Date(1000), origin: "upsert" }, $inc: { hits: 1 } },
+          { upsert: true },
+        );
+        expect(first).toEqual({ matchedCount: 0, modifiedCount: 0, upsertedId: "k1" });
+        expect(await c.findOne({ _id: "k1" })).toEqual({ _id: "k1", tenant: "t1", kind: "daily", total: 1, hits: 1, createdAt: new Date(1000), origin: "upsert" });
+
+        const second = await c.updateOne(
+          { _id: "k1", tenant: "t1" },
+          { $set: { total: 2 }, $setOnInsert: { createdAt: new Date(9999), origin: "again" }, $inc: { hits: 1 } },
+          { upsert: true },
+        );
+        expect(second).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+        expect(second.upsertedId).toBeUndefined();
+        expect(await c.findOne({ _id: "k1" })).toEqual({ _id: "k1", tenant: "t1", kind: "daily", total: 2, hits: 2, createdAt: new Date(1000), origin: "upsert" });
+        expect(await c.countDocuments()).toBe(1);
+      });
+
+      it("upsert without an _id in the filter generates a string _id", async () => {
+        const c = fresh();
+        const r = await c.updateOne({ email: "a@example.com" }, { $setOnInsert: { status: "new" } }, { upsert: true });
+        expect(typeof r.upsertedId).toBe("string");
+        const doc = await c.findOne({ email: "a@example.com" });
+        expect(doc).toEqual({ _id: r.upsertedId, email: "a@example.com", status: "new" });
+        expect(typeof doc!._id).toBe("string");
+      });
+
+      it("never changes _id", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", n: 1 });
+        await expect(c.updateOne({ _id: "a" }, { $set: { _id: "b" } })).rejects.toThrow();
+        expect(ids(await c.find({}))).toEqual(["a"]);
+      });
+    });
+
+    describe("findOneAndUpdate", () => {
+      it("returns the document after the update by default, or before it on request", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", status: "DRAFT", v: 1 });
+        const after = await c.findOneAndUpdate({ _id: "a", status: "DRAFT" }, { $set: { status: "SCHEDULED" }, $inc: { v: 1 } });
+        expect(after).toEqual({ _id: "a", status: "SCHEDULED", v: 2 });
+        const before = await c.findOneAndUpdate({ _id: "a" }, { $set: { status: "SENT" } }, { returnDocument: "before" });
+        expect(before).toEqual({ _id: "a", status: "SCHEDULED", v: 2 });
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", status: "SENT", v: 2 });
+      });
+
+      it("returns null and changes nothing when the compare fails", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", status: "SENT" });
+        expect(await c.findOneAndUpdate({ _id: "a", status: "DRAFT" }, { $set: { status: "SCHEDULED" } })).toBeNull();
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", status: "SENT" });
+      });
+
+      it("picks the first match by sort (claiming the oldest due item)", async () => {
+        const c = fresh();
+        await c.insertMany([
+          { _id: "late", status: "DUE", dueAt: new Date(3000) },
+          { _id: "early", status: "DUE", dueAt: new Date(1000) },
+          { _id: "done", status: "DONE", dueAt: new Date(500) },
+        ]);
+        const claimed = await c.findOneAndUpdate(
+          { status: "DUE", dueAt: { $lte: new Date(5000) } },
+          { $set: { status: "CLAIMED" } },
+          { sort: { dueAt: 1 } },
+        );
+        expect(claimed!._id).toBe("early");
+        const next = await c.findOneAndUpdate({ status: "DUE" }, { $set: { status: "CLAIMED" } }, { sort: { dueAt: -1 }, returnDocument: "before" });
+        expect(next).toMatchObject({ _id: "late", status: "DUE" });
+      });
+
+      it("upserts: after returns the new document, before returns null", async () => {
+        const c = fresh();
+        const created = await c.findOneAndUpdate({ _id: "x", kind: "k" }, { $setOnInsert: { n: 0 }, $set: { seen: true } }, { upsert: true });
+        expect(created).toEqual({ _id: "x", kind: "k", n: 0, seen: true });
+        expect(await c.findOneAndUpdate({ _id: "y" }, { $set: { seen: true } }, { upsert: true, returnDocument: "before" })).toBeNull();
+        expect(await c.findOne({ _id: "y" })).toEqual({ _id: "y", seen: true });
+      });
+
+      it("compare-and-set race: of 50 concurrent A->B transitions exactly one wins", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "job", status: "A" });
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => c.findOneAndUpdate({ _id: "job", status: "A" }, { $set: { status: "B", winner: i } })),
+        );
+        const winners = results.filter((r) => r !== null);
+        expect(winners).toHaveLength(1);
+        expect(await c.findOne({ _id: "job" })).toEqual({ _id: "job", status: "B", winner: winners[0]!.winner });
+      });
+
+      it("claim race: 40 concurrent claimers over 20 items claim each item exactly once", async () => {
+        const c = fresh();
+        await c.insertMany(Array.from({ length: 20 }, (_, i) => ({ _id: `q${String(i).padStart(2, "0")}`, status: "DUE" })));
+        const results = await Promise.all(
+          Array.from({ length: 40 }, (_, i) =>
+            c.findOneAndUpdate({ status: "DUE" }, { $set: { status: "CLAIMED", by: i } }, { sort: { _id: 1 } }),
+          ),
+        );
+        const claimed = results.filter((r) => r !== null).map((r) => r!._id);
+        expect(claimed).toHaveLength(20);
+        expect(new Set(claimed).size).toBe(20);
+        expect(await c.countDocuments({ status: "DUE" })).toBe(0);
+      });
+    });
+
+    describe("unique indexes", () => {
+      it("insertOne, updateOne and upsert that break a unique index throw DuplicateKeyError", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { email: 1 }, unique: true });
+        await c.createIndex({ keys: { email: 1 }, unique: true }); // idempotent
+        await c.insertOne({ _id: "a", email: "a@x.io" });
+        await c.insertOne({ _id: "b", email: "b@x.io" });
+        await expect(c.insertOne({ _id: "c", email: "a@x.io" })).rejects.toBeInstanceOf(DuplicateKeyError);
+        await expect(c.updateOne({ _id: "b" }, { $set: { email: "a@x.io" } })).rejects.toBeInstanceOf(DuplicateKeyError);
+        await expect(c.findOneAndUpdate({ _id: "b" }, { $set: { email: "a@x.io" } })).rejects.toBeInstanceOf(DuplicateKeyError);
+        await expect(
+          c.updateOne({ _id: "z" }, { $setOnInsert: { email: "b@x.io" } }, { upsert: true }),
+        ).rejects.toBeInstanceOf(DuplicateKeyError);
+        await expect(c.insertMany([{ _id: "m", email: "m@x.io" }, { _id: "n", email: "m@x.io" }])).rejects.toBeInstanceOf(
+          DuplicateKeyError,
+        );
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([
+          { _id: "a", email: "a@x.io" },
+          { _id: "b", email: "b@x.io" },
+          { _id: "m", email: "m@x.io" },
+        ]);
+        // Freed values can be reused.
+        await c.deleteOne({ _id: "a" });
+        await c.insertOne({ _id: "c", email: "a@x.io" });
+      });
+
+      it("compound unique indexes scope uniqueness (per tenant)", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { tenant: 1, email: 1 }, unique: true });
+        await c.insertOne({ _id: "a", tenant: "t1", email: "same@x.io" });
+        await c.insertOne({ _id: "b", tenant: "t2", email: "same@x.io" });
+        await expect(c.insertOne({ _id: "c", tenant: "t1", email: "same@x.io" })).rejects.toBeInstanceOf(DuplicateKeyError);
+        expect(await c.countDocuments()).toBe(2);
+      });
+
+      it("sparse unique indexes allow many documents without the field", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { idempotencyKey: 1 }, unique: true, sparse: true });
+        await c.insertMany([{ _id: "a" }, { _id: "b" }, { _id: "c", idempotencyKey: "k" }]);
+        await expect(c.insertOne({ _id: "d", idempotencyKey: "k" })).rejects.toBeInstanceOf(DuplicateKeyError);
+        expect(await c.countDocuments()).toBe(3);
+      });
+
+      it("creating a unique index over existing duplicates fails with DuplicateKeyError", async () => {
+        const c = fresh();
+        await c.insertMany([{ _id: "a", v: 1 }, { _id: "b", v: 1 }]);
+        await expect(c.createIndex({ keys: { v: 1 }, unique: true })).rejects.toBeInstanceOf(DuplicateKeyError);
+      });
+
+      it("concurrent upserts of the same key create exactly one document", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { key: 1 }, unique: true });
+        const settled = await Promise.allSettled(
+          Array.from({ length: 20 }, () => c.updateOne({ key: "same" }, { $inc: { n: 1 } }, { upsert: true })),
+        );
+        const failures = settled.filter((s) => s.status === "rejected") as PromiseRejectedResult[];
+        // MongoDB may let a racing upsert fail with a duplicate key; nothing else is acceptable.
+        for (const f of failures) expect(f.reason).toBeInstanceOf(DuplicateKeyError);
+        expect(await c.countDocuments({ key: "same" })).toBe(1);
+        expect((await c.findOne({ key: "same" }))!.n).toBe(20 - failures.length);
+      });
+    });
+
+    describe("deletes and indexes", () => {
+      it("deleteOne deletes a single match; deleteMany all matches", async () => {
+        const c = fresh();
+        await c.insertMany([
+          { _id: "a", t: "x" },
+          { _id: "b", t: "x" },
+          { _id: "c", t: "x" },
+          { _id: "d", t: "y" },
+        ]);
+        expect(await c.deleteOne({ t: "x" })).toEqual({ deletedCount: 1 });
+        expect(await c.countDocuments({ t: "x" })).toBe(2);
+        expect(await c.deleteOne({ t: "nope" })).toEqual({ deletedCount: 0 });
+        expect(await c.deleteMany({ t: "x" })).toEqual({ deletedCount: 2 });
+        expect(ids(await c.find({}))).toEqual(["d"]);
+        expect(await c.deleteMany({})).toEqual({ deletedCount: 1 });
+        expect(await c.countDocuments()).toBe(0);
+      });
+
+      it("accepts TTL indexes and keeps documents that have not expired", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { expiresAt: 1 }, expireAfterSeconds: 3600 });
+        await c.createIndex({ keys: { createdAt: 1 }, expireAfterSeconds: 86_400 });
+        await c.insertOne({ _id: "a", expiresAt: new Date(), createdAt: new Date() });
+        expect(await c.countDocuments()).toBe(1);
+        await expect(c.createIndex({ keys: { a: 1, b: 1 }, expireAfterSeconds: 10 })).rejects.toThrow(/TTL/);
+      });
+
+      it("hands out the same collection for the same name", async () => {
+        const name = `contract_same_${Date.now().toString(36)}`;
+        await store.collection<Item>(name).insertOne({ _id: "a" });
+        expect(await store.collection<Item>(name).findOne({ _id: "a" })).toEqual({ _id: "a" });
+      });
+    });
+  });
+}
