@@ -1,0 +1,62 @@
+import type { StoredEmail } from "./model.js";
+import type { Clock, DeliveryJobData, DeliveryQueue, EmailRepository } from "./ports.js";
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** The delivery job of one transactional email: one recipient, so one delivery. */
+export function jobOf(email: StoredEmail, now: Date): DeliveryJobData {
+  return {
+    deliveryId: email.id,
+    workspaceId: email.workspaceId,
+    emailId: email.id,
+    messageId: email.messageId,
+    recipient: email.recipient,
+    variables: email.variables,
+    fromEmail: email.fromEmail,
+    fromName: email.fromName,
+    replyTo: email.replyTo,
+    groupBy: email.groupBy,
+    contentRef: `email:${email.id}`,
+    enqueuedAt: now,
+  };
+}
+
+/**
+ * Publishes emails this process has claimed. The claim (a CAS in the store) makes one
+ * process responsible; the queue's deduplication by delivery id and the delivery
+ * service's own claim cover a publish repeated after a lease ran out.
+ */
+export class Publisher {
+  constructor(
+    private readonly emails: EmailRepository,
+    private readonly queue: DeliveryQueue,
+    private readonly clock: Clock,
+    private readonly owner: string,
+    private readonly logger: Logger,
+    private readonly retryMs = 5_000,
+  ) {}
+
+  /** True when the job is on the queue; false leaves the claim to expire and be retried. */
+  async publish(email: StoredEmail): Promise<boolean> {
+    try {
+      await this.queue.publish(jobOf(email, this.clock.now()));
+    } catch (err) {
+      this.logger.warn({ err, emailId: email.id }, "publishing a delivery job failed; will retry");
+      await this.emails
+        .deferClaim(email.id, this.owner, new Date(this.clock.now().getTime() + this.retryMs))
+        .catch(() => undefined);
+      return false;
+    }
+    try {
+      await this.emails.markPublished(email.id, this.owner, this.clock.now());
+    } catch (err) {
+      // The job is queued; a second publish after the lease is deduplicated downstream.
+      this.logger.warn({ err, emailId: email.id }, "marking an email published failed");
+    }
+    return true;
+  }
+}

@@ -1,0 +1,76 @@
+import type { Clock, DeliveryQueue, EmailRepository } from "./ports.js";
+import { Publisher, type Logger } from "./dispatch.js";
+
+export interface SchedulerOptions {
+  /** Name of this process in claims; unique per process. */
+  owner: string;
+  /** How often to look for due emails when the last look found none. */
+  intervalMs?: number;
+  /** How long a claim holds before another process may take the email over. */
+  leaseMs?: number;
+  /** Most emails released in one tick, so one tick never runs unbounded. */
+  maxPerTick?: number;
+}
+
+/**
+ * Releases due emails: scheduled ones whose time came, and immediate ones whose
+ * publisher died or failed before the job was queued. State lives in the store, so it
+ * survives restarts; each email is claimed with a compare-and-set, so with several
+ * email-service processes exactly one publishes it.
+ */
+export class Scheduler {
+  private readonly publisher: Publisher;
+  private readonly intervalMs: number;
+  private readonly leaseMs: number;
+  private readonly maxPerTick: number;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly emails: EmailRepository,
+    queue: DeliveryQueue,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly opts: SchedulerOptions,
+  ) {
+    this.publisher = new Publisher(emails, queue, clock, opts.owner, logger);
+    this.intervalMs = opts.intervalMs ?? 500;
+    this.leaseMs = opts.leaseMs ?? 30_000;
+    this.maxPerTick = opts.maxPerTick ?? 500;
+  }
+
+  /** Claims and publishes due emails until none is left (or the tick's cap). */
+  async tick(): Promise<number> {
+    let published = 0;
+    for (let i = 0; i < this.maxPerTick && !this.stopped; i++) {
+      const now = this.clock.now();
+      const email = await this.emails.claimDue(now, this.opts.owner, new Date(now.getTime() + this.leaseMs));
+      if (!email) break;
+      if (await this.publisher.publish(email)) published++;
+    }
+    return published;
+  }
+
+  start(): void {
+    this.stopped = false;
+    const loop = async () => {
+      if (this.stopped) return;
+      let published = 0;
+      this.running = this.tick()
+        .then((n) => void (published = n))
+        .catch((err) => this.logger.error({ err }, "scheduler tick failed"));
+      await this.running;
+      if (this.stopped) return;
+      // A full tick means more may be due already: go again at once.
+      this.timer = setTimeout(loop, published >= this.maxPerTick ? 0 : this.intervalMs);
+    };
+    this.timer = setTimeout(loop, 0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+}

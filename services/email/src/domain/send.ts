@@ -1,0 +1,362 @@
+import { EmailError, recordOf, type EmailRecord, type EmailRequest, type StoredEmail } from "./model.js";
+import type {
+  Clock,
+  DeliveryQueue,
+  DirectoryRepository,
+  EmailRepository,
+  IdempotencyRepository,
+  RendererRepository,
+  SenderCheck,
+  TemplateContent,
+} from "./ports.js";
+import { effectiveSettings, validateRequest, type ValidatedRequest } from "./validate.js";
+import { IdempotencyGate } from "./idempotency.js";
+import { Publisher, type Logger } from "./dispatch.js";
+import { payloadHash } from "./hash.js";
+
+export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: EmailError };
+
+export interface IdSource {
+  emailId(): string;
+  messageId(domain: string): string;
+}
+
+export interface SendDeps {
+  emails: EmailRepository;
+  idempotency: IdempotencyRepository;
+  directory: DirectoryRepository;
+  renderer: RendererRepository;
+  queue: DeliveryQueue;
+  clock: Clock;
+  logger: Logger;
+  ids: IdSource;
+  /** Name of this process in publish claims. */
+  owner: string;
+  /** How long a publish claim holds before another process may take it over. */
+  claimLeaseMs?: number;
+  /** How long an in-flight idempotency key blocks its duplicates. */
+  idempotencyLeaseMs?: number;
+}
+
+/** One email of a request on its way through the stages. */
+interface Item {
+  index: number;
+  req: EmailRequest;
+  emailId: string;
+  outcome?: Outcome;
+  valid?: ValidatedRequest;
+  /** Set while this request holds the item's idempotency key. */
+  heldKey?: string;
+  sender?: { fromEmail: string; fromName: string };
+  template?: TemplateContent;
+  suppressedReason?: string;
+  compiled?: Uint8Array;
+  stored?: StoredEmail;
+}
+
+const pending = (items: Item[]) => items.filter((i) => !i.outcome);
+
+const fail = (item: Item, error: EmailError) => {
+  item.outcome = { ok: false, error };
+};
+
+/** A refusal of one item (4xx) stays with the item; anything else is the request's problem. */
+const isItemError = (err: unknown): err is EmailError => err instanceof EmailError && err.httpStatus < 500;
+
+/**
+ * Runs `fn` for every item and waits for all of them; an item's own refusal marks that
+ * item failed, and the first other error is rethrown once everything has settled (so
+ * cleanup never races work still in progress).
+ */
+async function settleAll(items: Item[], fn: (item: Item) => Promise<void>): Promise<void> {
+  const results = await Promise.allSettled(
+    items.map(async (item) => {
+      try {
+        await fn(item);
+      } catch (err) {
+        if (isItemError(err)) fail(item, err);
+        else throw err;
+      }
+    }),
+  );
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failure) throw failure.reason;
+}
+
+/**
+ * Accepts transactional emails: one, or a batch whose items succeed or fail on their
+ * own. The stages run for all items together so a batch of 50 costs about as many
+ * round trips as one email: validate -> idempotency -> sender/template/suppression ->
+ * usage reservation (all or nothing) with compilation -> store -> publish.
+ */
+export class EmailSender {
+  private readonly gate: IdempotencyGate;
+  private readonly publisher: Publisher;
+  private readonly claimLeaseMs: number;
+
+  constructor(private readonly deps: SendDeps) {
+    this.gate = new IdempotencyGate(deps.idempotency, deps.emails, deps.clock, deps.idempotencyLeaseMs ?? 120_000);
+    this.claimLeaseMs = deps.claimLeaseMs ?? 30_000;
+    this.publisher = new Publisher(deps.emails, deps.queue, deps.clock, deps.owner, deps.logger);
+  }
+
+  async accept(workspaceId: string, requests: EmailRequest[]): Promise<Outcome[]> {
+    const now = this.deps.clock.now();
+    const items: Item[] = requests.map((req, index) => ({ index, req, emailId: this.deps.ids.emailId() }));
+
+    for (const item of items) {
+      try {
+        item.valid = validateRequest(item.req, now);
+      } catch (err) {
+        if (!isItemError(err)) throw err;
+        fail(item, err);
+      }
+    }
+
+    let reservation: { period: string; count: number } | undefined;
+    try {
+      await settleAll(pending(items).filter((i) => i.req.idempotencyKey !== undefined), (item) => this.enterGate(workspaceId, item));
+      const lookups = pending(items);
+      const looked = await Promise.allSettled([
+        this.resolveSenders(workspaceId, lookups),
+        this.resolveTemplates(workspaceId, lookups),
+        this.resolveSuppressions(workspaceId, lookups),
+      ]);
+      for (const r of looked) if (r.status === "rejected") throw r.reason;
+
+      const sendable = pending(items).filter((i) => !i.suppressedReason);
+      const [reserved, compiled] = await Promise.allSettled([
+        this.reserve(workspaceId, sendable.length),
+        settleAll(sendable, (item) => this.compile(workspaceId, item)),
+      ]);
+      if (reserved.status === "rejected") throw reserved.reason;
+      reservation = reserved.value;
+      if (compiled.status === "rejected") throw compiled.reason;
+
+      await settleAll(pending(items), async (item) => {
+        try {
+          await this.store(workspaceId, item, reservation?.period);
+        } catch (err) {
+          if (isItemError(err)) throw err;
+          // The store failed for this item only; the others are kept and sent.
+          this.deps.logger.error({ err, emailId: item.emailId }, "storing an email failed");
+          throw new EmailError("service_unavailable", 503, "The email could not be stored; try again shortly");
+        }
+      });
+    } catch (err) {
+      for (const item of items) {
+        if (!item.stored && !item.outcome) fail(item, err instanceof EmailError ? err : new EmailError("internal", 500, "Internal error"));
+      }
+      await this.finish(workspaceId, items, reservation);
+      throw err;
+    }
+    await this.finish(workspaceId, items, reservation);
+    return items.map((i) => i.outcome!);
+  }
+
+  /** Completes or frees idempotency keys, returns unused usage, publishes, upserts contacts. */
+  private async finish(workspaceId: string, items: Item[], reservation: { period: string; count: number } | undefined) {
+    const stored = items.filter((i) => i.stored);
+    const counted = stored.filter((i) => i.stored!.dispatch !== "none").length;
+    const tasks: Promise<unknown>[] = [];
+    if (reservation && reservation.count > counted) {
+      tasks.push(
+        this.deps.directory
+          .releaseUsage(workspaceId, reservation.count - counted, reservation.period)
+          .catch((err) => this.deps.logger.warn({ err, workspaceId }, "releasing unused usage failed")),
+      );
+    }
+    for (const item of items) {
+      if (item.heldKey === undefined) continue;
+      const key = item.heldKey;
+      const done = item.stored
+        ? this.gate.complete(workspaceId, key, item.emailId, recordOf(item.stored))
+        : this.gate.release(workspaceId, key, item.emailId);
+      // A key left in flight is taken over after its lease and resolved from the store.
+      tasks.push(done.catch((err) => this.deps.logger.warn({ err, workspaceId }, "settling an idempotency key failed")));
+    }
+    for (const item of stored) {
+      const email = item.stored!;
+      if (email.dispatch === "claimed") tasks.push(this.publisher.publish(email));
+      const content = item.req.content;
+      if (content.kind === "raw" && content.contactProperties && Object.keys(content.contactProperties).length) {
+        tasks.push(
+          this.deps.directory
+            .upsertContact(workspaceId, email.recipient, content.contactProperties)
+            .catch((err) => this.deps.logger.warn({ err, workspaceId, emailId: email.id }, "contact upsert failed")),
+        );
+      }
+    }
+    await Promise.all(tasks);
+  }
+
+  private async enterGate(workspaceId: string, item: Item): Promise<void> {
+    const key = item.req.idempotencyKey!;
+    const hash = item.req.payloadHash || payloadHash({ ...item.req, payloadHash: undefined });
+    const result = await this.gate.enter(workspaceId, key, hash, item.emailId);
+    if (result.kind === "refused") throw result.error;
+    if (result.kind === "replay") {
+      item.outcome = { ok: true, record: result.record };
+      return;
+    }
+    item.emailId = result.emailId;
+    item.heldKey = key;
+  }
+
+  /** Checks each distinct `from` once per request. */
+  private async resolveSenders(workspaceId: string, items: Item[]): Promise<void> {
+    const checks = new Map<string, Promise<SenderCheck>>();
+    let defaults: Promise<{ fromEmail: string; fromName: string }> | undefined;
+    await settleAll(items, async (item) => {
+      const content = item.req.content;
+      if (content.kind === "templated") {
+        defaults ??= this.defaultSender(workspaceId);
+        item.sender = await defaults;
+        return;
+      }
+      let pendingCheck = checks.get(content.from);
+      if (!pendingCheck) {
+        pendingCheck = this.deps.directory.checkSender(workspaceId, content.from);
+        checks.set(content.from, pendingCheck);
+      }
+      const check = await pendingCheck;
+      if (!check.allowed) {
+        throw new EmailError(
+          "invalid_from",
+          400,
+          `${check.address || content.from} is not a verified address or on a verified domain of this workspace`,
+          { allowedEmails: check.allowedEmails, allowedDomains: check.allowedDomains },
+        );
+      }
+      item.sender = { fromEmail: check.address, fromName: content.fromName ?? check.name ?? "" };
+    });
+  }
+
+  /**
+   * Templates carry no sender: templated emails go out from the workspace's first
+   * verified address, or no-reply@ its first verified domain.
+   */
+  private async defaultSender(workspaceId: string): Promise<{ fromEmail: string; fromName: string }> {
+    const senders = await this.deps.directory.verifiedSenders(workspaceId);
+    const fromEmail = senders.emails[0] ?? (senders.domains[0] ? `no-reply@${senders.domains[0]}` : undefined);
+    if (!fromEmail) {
+      throw new EmailError("invalid_from", 400, "The workspace has no verified address or domain to send templated emails from", {
+        allowedEmails: [],
+        allowedDomains: [],
+      });
+    }
+    return { fromEmail, fromName: "" };
+  }
+
+  private async resolveTemplates(workspaceId: string, items: Item[]): Promise<void> {
+    const byName = new Map<string, Promise<TemplateContent | null>>();
+    await settleAll(
+      items.filter((i) => i.req.content.kind === "templated"),
+      async (item) => {
+        const name = (item.req.content as { template: string }).template;
+        let lookup = byName.get(name);
+        if (!lookup) {
+          lookup = this.deps.directory.getTemplate(workspaceId, name);
+          byName.set(name, lookup);
+        }
+        const template = await lookup;
+        if (!template) {
+          throw new EmailError("template_not_found", 400, `Template "${name}" does not exist in this workspace`, {
+            extra: { template: JSON.stringify(name) },
+          });
+        }
+        item.template = template;
+      },
+    );
+  }
+
+  private async resolveSuppressions(workspaceId: string, items: Item[]): Promise<void> {
+    if (!items.length) return;
+    const recipients = [...new Set(items.map((i) => i.valid!.recipient.toLowerCase()))];
+    const suppressed = await this.deps.directory.suppressed(workspaceId, recipients);
+    for (const item of items) {
+      const reason = suppressed.get(item.valid!.recipient.toLowerCase());
+      if (reason !== undefined) item.suppressedReason = reason || "suppressed";
+    }
+  }
+
+  private async reserve(workspaceId: string, count: number): Promise<{ period: string; count: number } | undefined> {
+    if (count === 0) return undefined;
+    const res = await this.deps.directory.reserveUsage(workspaceId, count);
+    if (!res.granted) {
+      const detail = res.limit !== undefined && res.used !== undefined ? ` (${res.used} of ${res.limit} used)` : "";
+      throw new EmailError(
+        "monthly_limit_reached",
+        403,
+        count > 1
+          ? `Sending ${count} emails would exceed the monthly sending limit of your plan${detail}`
+          : `Monthly sending limit of your plan reached${detail}`,
+      );
+    }
+    return { period: res.period, count };
+  }
+
+  private async compile(workspaceId: string, item: Item): Promise<void> {
+    const content = item.req.content;
+    const source =
+      content.kind === "raw"
+        ? { subject: content.subject, html: content.html, text: content.text ?? "", previewText: content.previewText ?? "" }
+        : {
+            subject: item.template!.subject,
+            html: item.template!.html,
+            text: item.template!.text,
+            previewText: item.template!.previewText,
+          };
+    item.compiled = await this.deps.renderer.compile({
+      workspaceId,
+      contentId: item.emailId,
+      ...source,
+      ...effectiveSettings(item.req),
+    });
+  }
+
+  private async store(workspaceId: string, item: Item, usagePeriod: string | undefined): Promise<void> {
+    const now = this.deps.clock.now();
+    const { req, valid, sender } = item;
+    const content = req.content;
+    const suppressed = item.suppressedReason !== undefined;
+    const email: StoredEmail = {
+      id: item.emailId,
+      workspaceId,
+      messageId: this.deps.ids.messageId(sender!.fromEmail.split("@")[1] ?? ""),
+      status: suppressed ? "FAILED" : valid!.scheduled ? "SCHEDULED" : "SENT",
+      to: req.to,
+      type: content.kind,
+      createdAt: now,
+      updatedAt: now,
+      recipient: valid!.recipient,
+      fromEmail: sender!.fromEmail,
+      fromName: sender!.fromName,
+      variables: content.kind === "raw" ? (content.contactProperties ?? {}) : content.variables,
+      compiled: item.compiled,
+      dispatch: suppressed ? "none" : valid!.scheduled ? "pending" : "claimed",
+      dueAt: valid!.dueAt,
+    };
+    if (suppressed) email.statusReason = `Recipient is on the suppression list (${item.suppressedReason})`;
+    if (content.kind === "raw") {
+      email.from = content.from;
+      email.subject = content.subject;
+    } else {
+      email.template = content.template;
+    }
+    if (valid!.replyTo) email.replyTo = valid!.replyTo;
+    if (req.groupBy) email.groupBy = req.groupBy;
+    if (valid!.scheduled) email.sendAt = valid!.dueAt;
+    if (email.dispatch === "claimed") {
+      email.leaseOwner = this.deps.owner;
+      email.leaseUntil = new Date(now.getTime() + this.claimLeaseMs);
+    }
+    if (!suppressed && usagePeriod) email.usagePeriod = usagePeriod;
+
+    if (!(await this.deps.emails.insert(email))) {
+      throw new EmailError("idempotency_request_in_progress", 409, "A request with this idempotencyKey is still in progress; retry shortly");
+    }
+    item.stored = email;
+    item.outcome = { ok: true, record: recordOf(email) };
+  }
+}

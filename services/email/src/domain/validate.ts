@@ -1,0 +1,94 @@
+import emailAddresses from "email-addresses";
+import { EmailError, SCHEDULE_HORIZON_MS, type EmailRequest } from "./model.js";
+
+// Any C0 control character or DEL: CR/LF would let a caller inject headers.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+const MAX_KEY_LENGTH = 256;
+const MAX_GROUP_BY_LENGTH = 256;
+const MAX_SUBJECT_LENGTH = 998;
+
+/** The bare address of a single mailbox (`a@b` or `Name <a@b>`), or undefined. */
+export function mailboxAddress(value: string): string | undefined {
+  if (!value || value.length > 320 * 2) return undefined;
+  const parsed = emailAddresses.parseOneAddress({ input: value, rfc6532: true });
+  if (!parsed || parsed.type !== "mailbox") return undefined;
+  const address = (parsed as emailAddresses.ParsedMailbox).address;
+  return address.includes("@") ? address : undefined;
+}
+
+const headerField = (field: string, value: string | undefined) => {
+  if (value !== undefined && CONTROL.test(value)) {
+    throw new EmailError("header_injection", 400, `${field} must not contain line breaks or control characters`);
+  }
+};
+
+export interface ValidatedRequest {
+  /** Bare recipient address. */
+  recipient: string;
+  replyTo?: string;
+  /** When it is due: now for immediate sends. */
+  dueAt: Date;
+  scheduled: boolean;
+}
+
+/**
+ * Checks everything about one email that needs no other service: header safety,
+ * addresses, the scheduling window and the sizes of the small fields.
+ */
+export function validateRequest(req: EmailRequest, now: Date): ValidatedRequest {
+  headerField("to", req.to);
+  if (req.content.kind === "raw") {
+    headerField("from", req.content.from);
+    headerField("fromName", req.content.fromName);
+    headerField("subject", req.content.subject);
+    headerField("replyTo", req.content.replyTo);
+    if (!req.content.from.trim()) throw new EmailError("invalid_payload", 400, "from is required");
+    if (!req.content.subject.trim()) throw new EmailError("invalid_payload", 400, "subject must not be empty");
+    if (req.content.subject.length > MAX_SUBJECT_LENGTH) {
+      throw new EmailError("invalid_request", 400, `subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
+    }
+    if (!req.content.html.trim()) throw new EmailError("invalid_payload", 400, "html must not be empty");
+  } else {
+    headerField("template", req.content.template);
+    if (!req.content.template.trim()) throw new EmailError("invalid_payload", 400, "template must not be empty");
+  }
+  const recipient = mailboxAddress(req.to);
+  if (!recipient) throw new EmailError("invalid_request", 400, `to must be a single email address, got ${JSON.stringify(req.to.slice(0, 100))}`);
+
+  let replyTo: string | undefined;
+  if (req.content.kind === "raw" && req.content.replyTo) {
+    replyTo = mailboxAddress(req.content.replyTo);
+    if (!replyTo) throw new EmailError("invalid_request", 400, "replyTo must be an email address");
+  }
+  if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > MAX_KEY_LENGTH)) {
+    throw new EmailError("invalid_request", 400, `idempotencyKey must be 1 to ${MAX_KEY_LENGTH} characters`);
+  }
+  if (req.groupBy !== undefined && (req.groupBy.length > MAX_GROUP_BY_LENGTH || CONTROL.test(req.groupBy))) {
+    throw new EmailError("invalid_request", 400, `groupBy must be at most ${MAX_GROUP_BY_LENGTH} printable characters`);
+  }
+
+  let dueAt = now;
+  let scheduled = false;
+  if (req.sendAt) {
+    const at = req.sendAt.getTime();
+    if (Number.isNaN(at)) throw new EmailError("invalid_send_at", 400, "sendAt must be an ISO 8601 timestamp with a time zone");
+    if (at - now.getTime() > SCHEDULE_HORIZON_MS) {
+      throw new EmailError("send_at_out_of_range", 400, "sendAt must be at most 90 days in the future");
+    }
+    // In the past or now: send now.
+    if (at > now.getTime()) {
+      dueAt = req.sendAt;
+      scheduled = true;
+    }
+  }
+  return { recipient, replyTo, dueAt, scheduled };
+}
+
+/** Settings defaults: clicks tracked always; opens tracked for templated emails only. */
+export function effectiveSettings(req: EmailRequest): { trackClicks: boolean; trackOpens: boolean } {
+  return {
+    trackClicks: req.settings?.trackClicks ?? true,
+    trackOpens: req.settings?.trackOpens ?? req.content.kind === "templated",
+  };
+}

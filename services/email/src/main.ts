@@ -1,0 +1,72 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import {
+  connectClient,
+  connectNats,
+  createLogger,
+  defaultServicePort,
+  ensureStreams,
+  loadConfig,
+  newId,
+  newMessageId,
+  onShutdown,
+  startConnectServer,
+} from "../../kit/src/index.js";
+import { openStore } from "../../kit/src/store/open.js";
+import { systemClock } from "./domain/ports.js";
+import { EmailService } from "./domain/service.js";
+import { Scheduler } from "./domain/scheduler.js";
+import { openRepositories } from "./store.js";
+import { RpcDirectoryRepository } from "./repositories/directory.js";
+import { RpcRendererRepository } from "./repositories/renderer.js";
+import { JetStreamDeliveryQueue } from "./repositories/delivery-queue.js";
+import { consumeDeliveryEvents } from "./events.js";
+import { emailRoutes } from "./routes.js";
+
+const config = loadConfig();
+const logger = createLogger("email", config.logLevel);
+const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });
+const { emails, idempotency } = await openRepositories(store);
+const nc = await connectNats(config.natsUrl, "email");
+await ensureStreams(nc);
+
+// Names this process in publish claims, so two email services never publish one email.
+const owner = `email-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+const queue = new JetStreamDeliveryQueue(jetstream(nc));
+const service = new EmailService({
+  emails,
+  idempotency,
+  directory: new RpcDirectoryRepository(connectClient(DirectoryService, config.urls.directory)),
+  renderer: new RpcRendererRepository(connectClient(RendererService, config.urls.renderer)),
+  queue,
+  clock: systemClock,
+  logger,
+  ids: { emailId: () => newId("trs"), messageId: newMessageId },
+  owner,
+});
+const scheduler = new Scheduler(emails, queue, systemClock, logger, {
+  owner,
+  intervalMs: Number(process.env.MAILROOM_SCHEDULER_INTERVAL_MS ?? 500),
+});
+scheduler.start();
+const events = await consumeDeliveryEvents(nc, emails, systemClock, logger);
+
+const server = await startConnectServer({
+  routes: emailRoutes(service),
+  port: config.servicePort ?? defaultServicePort(config, "email"),
+  host: process.env.MAILROOM_SERVICE_HOST ?? "127.0.0.1",
+  logger,
+  healthy: () => !nc.isClosed(),
+});
+logger.info({ url: server.url, store: store.kind }, "email listening");
+
+onShutdown(logger, async () => {
+  await server.close();
+  await scheduler.stop();
+  await events.stop();
+  await nc.drain();
+  await store.close();
+});

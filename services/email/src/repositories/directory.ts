@@ -1,0 +1,91 @@
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { DirectoryRepository, SenderCheck, TemplateContent } from "../domain/ports.js";
+import { asDomainError } from "./errors.js";
+
+const RPC = { timeoutMs: 15_000 };
+
+/** The directory service over Connect. */
+export class RpcDirectoryRepository implements DirectoryRepository {
+  constructor(private readonly client: Client<typeof DirectoryService>) {}
+
+  async checkSender(workspaceId: string, from: string): Promise<SenderCheck> {
+    try {
+      const res = await this.client.checkSender({ workspaceId, from }, RPC);
+      return {
+        allowed: res.allowed,
+        address: res.address,
+        name: res.name,
+        allowedEmails: res.allowedEmails,
+        allowedDomains: res.allowedDomains,
+      };
+    } catch (err) {
+      throw asDomainError(err);
+    }
+  }
+
+  async verifiedSenders(workspaceId: string): Promise<{ emails: string[]; domains: string[] }> {
+    const res = await this.client.listSenders({ workspaceId }, RPC);
+    return {
+      emails: res.emails.filter((e) => e.verified).map((e) => e.email),
+      domains: res.domains.filter((d) => d.verified).map((d) => d.domain),
+    };
+  }
+
+  async getTemplate(workspaceId: string, name: string): Promise<TemplateContent | null> {
+    try {
+      const { template } = await this.client.getTemplate({ workspaceId, name }, RPC);
+      if (!template) return null;
+      return {
+        name: template.name,
+        subject: template.subject,
+        html: template.html,
+        text: template.text,
+        previewText: template.previewText,
+      };
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.NotFound) return null;
+      throw asDomainError(err);
+    }
+  }
+
+  async reserveUsage(workspaceId: string, count: number) {
+    const res = await this.client.reserveUsage({ workspaceId, count: BigInt(count) }, RPC);
+    return { granted: res.granted, period: res.period, used: Number(res.used), limit: Number(res.limit) };
+  }
+
+  async releaseUsage(workspaceId: string, count: number, period: string): Promise<void> {
+    await this.client.releaseUsage({ workspaceId, count: BigInt(count), period }, RPC);
+  }
+
+  async suppressed(workspaceId: string, emails: string[]): Promise<Map<string, string>> {
+    const res = await this.client.checkSuppression({ workspaceId, emails }, RPC);
+    const out = new Map<string, string>();
+    for (const s of res.suppressed) out.set(s.email.toLowerCase(), reasonText(s.reason) + (s.detail ? `: ${s.detail}` : ""));
+    return out;
+  }
+
+  /** firstName/lastName are built-in fields; everything else is a custom property. */
+  async upsertContact(workspaceId: string, email: string, properties: Record<string, unknown>): Promise<void> {
+    const { firstName, lastName, email: _ignored, ...custom } = properties;
+    await this.client.upsertContact(
+      {
+        workspaceId,
+        createMissingProperties: true,
+        contact: {
+          email,
+          firstName: typeof firstName === "string" ? firstName : undefined,
+          lastName: typeof lastName === "string" ? lastName : undefined,
+          properties: custom as JsonObject,
+        },
+      },
+      RPC,
+    );
+  }
+}
+
+function reasonText(reason: number): string {
+  // SuppressionReason: 1 unsubscribed, 2 hard bounce, 3 complaint, 4 manual.
+  return ["suppressed", "unsubscribed", "hard bounce", "complaint", "manually suppressed"][reason] ?? "suppressed";
+}

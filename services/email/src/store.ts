@@ -1,0 +1,177 @@
+import { DuplicateKeyError, type Collection, type Store } from "../../kit/src/store/port.js";
+import type { EmailRecord, EmailStatus, StoredEmail } from "./domain/model.js";
+import type { EmailRepository, IdempotencyEntry, IdempotencyRepository } from "./domain/ports.js";
+
+/** Idempotency keys live at least this long (design §6: ≥ 24 h). */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+
+type EmailDoc = Omit<StoredEmail, "id" | "compiled"> & { _id: string };
+type ContentDoc = { _id: string; workspaceId: string; compiled: string };
+type KeyDoc = Omit<IdempotencyEntry, "record"> & { _id: string; record?: EmailRecord };
+
+const TERMINAL: EmailStatus[] = ["DELIVERED", "FAILED", "CANCELLED"];
+
+function toEmail(doc: EmailDoc): StoredEmail {
+  const { _id, ...rest } = doc;
+  return { id: _id, ...rest } as StoredEmail;
+}
+
+/**
+ * Emails in two collections: `emails` (the record and its outbox state, small) and
+ * `email_contents` (the compiled message, dropped once the email reached a final
+ * status so memory stays bounded on the embedded store).
+ */
+export class StoreEmailRepository implements EmailRepository {
+  private readonly emails: Collection<EmailDoc>;
+  private readonly contents: Collection<ContentDoc>;
+
+  constructor(store: Store) {
+    this.emails = store.collection<EmailDoc>("emails");
+    this.contents = store.collection<ContentDoc>("email_contents");
+  }
+
+  async init(): Promise<void> {
+    // The claim queries select by dispatch state first; published emails drop out.
+    await this.emails.createIndex({ keys: { dispatch: 1 } });
+    await this.emails.createIndex({ keys: { workspaceId: 1 } });
+  }
+
+  async insert(email: StoredEmail): Promise<boolean> {
+    const { id, compiled, ...rest } = email;
+    try {
+      // Content first: an email the scheduler can see always has its content.
+      if (compiled) await this.contents.insertOne({ _id: id, workspaceId: email.workspaceId, compiled: Buffer.from(compiled).toString("base64") });
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+    try {
+      await this.emails.insertOne({ _id: id, ...rest } as EmailDoc);
+      return true;
+    } catch (err) {
+      // The other email of this id is final (its content is gone): drop the orphan.
+      if (compiled) await this.contents.deleteOne({ _id: id }).catch(() => undefined);
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+  }
+
+  async find(workspaceId: string, id: string): Promise<StoredEmail | null> {
+    const doc = await this.emails.findOne({ _id: id, workspaceId });
+    return doc ? toEmail(doc) : null;
+  }
+
+  async compiledContent(workspaceId: string, id: string): Promise<Uint8Array | null> {
+    const doc = await this.contents.findOne(workspaceId ? { _id: id, workspaceId } : { _id: id });
+    return doc ? new Uint8Array(Buffer.from(doc.compiled, "base64")) : null;
+  }
+
+  async cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null> {
+    const doc = await this.emails.findOneAndUpdate(
+      { _id: id, workspaceId, status: "SCHEDULED", dispatch: "pending" },
+      { $set: { status: "CANCELLED", dispatch: "none", updatedAt: at } },
+      { returnDocument: "after" },
+    );
+    if (!doc) return null;
+    await this.contents.deleteOne({ _id: id });
+    return toEmail(doc);
+  }
+
+  async claimDue(now: Date, owner: string, leaseUntil: Date): Promise<StoredEmail | null> {
+    // Scheduled emails whose time came: they become SENT as they are claimed, so a
+    // cancel racing the claim either wins (CANCELLED) or finds SENT and gets a 409.
+    const due = await this.emails.findOneAndUpdate(
+      { dispatch: "pending", dueAt: { $lte: now } },
+      { $set: { dispatch: "claimed", status: "SENT", leaseOwner: owner, leaseUntil, updatedAt: now } },
+      { sort: { dueAt: 1 }, returnDocument: "after" },
+    );
+    if (due) return toEmail(due);
+    // Claims whose process died (or whose publish failed) before queueing the job.
+    const stale = await this.emails.findOneAndUpdate(
+      { dispatch: "claimed", leaseUntil: { $lt: now } },
+      { $set: { leaseOwner: owner, leaseUntil } },
+      { sort: { leaseUntil: 1 }, returnDocument: "after" },
+    );
+    return stale ? toEmail(stale) : null;
+  }
+
+  async markPublished(id: string, owner: string, at: Date): Promise<boolean> {
+    const res = await this.emails.updateOne(
+      { _id: id, dispatch: "claimed", leaseOwner: owner },
+      { $set: { dispatch: "published", publishedAt: at }, $unset: { leaseOwner: "", leaseUntil: "" } },
+    );
+    return res.matchedCount === 1;
+  }
+
+  async deferClaim(id: string, owner: string, retryAt: Date): Promise<void> {
+    await this.emails.updateOne({ _id: id, dispatch: "claimed", leaseOwner: owner }, { $set: { leaseUntil: retryAt } });
+  }
+
+  async transition(id: string, from: EmailStatus[], to: EmailStatus, at: Date, reason?: string): Promise<boolean> {
+    const set: Record<string, unknown> = { status: to, updatedAt: at };
+    if (reason !== undefined) set.statusReason = reason;
+    const res = await this.emails.updateOne({ _id: id, status: { $in: from } }, { $set: set });
+    if (res.matchedCount === 1 && TERMINAL.includes(to)) await this.contents.deleteOne({ _id: id });
+    return res.matchedCount === 1;
+  }
+}
+
+const keyId = (workspaceId: string, key: string) => `${workspaceId}:${key}`;
+
+function toEntry(doc: KeyDoc): IdempotencyEntry {
+  const { _id, ...rest } = doc;
+  return rest as IdempotencyEntry;
+}
+
+/** Idempotency keys, one document per (workspace, key), expiring after a day. */
+export class StoreIdempotencyRepository implements IdempotencyRepository {
+  private readonly keys: Collection<KeyDoc>;
+
+  constructor(store: Store) {
+    this.keys = store.collection<KeyDoc>("idempotency_keys");
+  }
+
+  async init(): Promise<void> {
+    await this.keys.createIndex({ keys: { createdAt: 1 }, expireAfterSeconds: IDEMPOTENCY_TTL_SECONDS });
+  }
+
+  async tryInsert(entry: IdempotencyEntry): Promise<boolean> {
+    try {
+      await this.keys.insertOne({ _id: keyId(entry.workspaceId, entry.key), ...entry });
+      return true;
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+  }
+
+  async get(workspaceId: string, key: string): Promise<IdempotencyEntry | null> {
+    const doc = await this.keys.findOne({ _id: keyId(workspaceId, key) });
+    return doc ? toEntry(doc) : null;
+  }
+
+  async takeOver(workspaceId: string, key: string, now: Date, leaseUntil: Date): Promise<IdempotencyEntry | null> {
+    const doc = await this.keys.findOneAndUpdate(
+      { _id: keyId(workspaceId, key), state: "in_flight", leaseUntil: { $lt: now } },
+      { $set: { leaseUntil } },
+      { returnDocument: "after" },
+    );
+    return doc ? toEntry(doc) : null;
+  }
+
+  async complete(workspaceId: string, key: string, emailId: string, record: EmailRecord): Promise<void> {
+    await this.keys.updateOne({ _id: keyId(workspaceId, key), emailId }, { $set: { state: "done", record } });
+  }
+
+  async release(workspaceId: string, key: string, emailId: string): Promise<void> {
+    await this.keys.deleteOne({ _id: keyId(workspaceId, key), emailId, state: "in_flight" });
+  }
+}
+
+/** Both repositories, with their indexes in place. */
+export async function openRepositories(store: Store) {
+  const emails = new StoreEmailRepository(store);
+  const idempotency = new StoreIdempotencyRepository(store);
+  await Promise.all([emails.init(), idempotency.init()]);
+  return { emails, idempotency };
+}
