@@ -1,0 +1,255 @@
+import type { CompiledMessage, CompiledTemplate } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { escapeHtml } from "./escape.js";
+import { signRecipientToken } from "./tokens.js";
+
+/**
+ * Per-recipient merge of a compiled message: string concatenation only, no parsing.
+ * `prepare()` flattens the segments once per compiled message (cached by identity);
+ * each merge then signs one recipient token and walks literal/slot arrays.
+ *
+ * Values: HTML-escaped in the HTML, raw in the text, raw with line breaks folded to
+ * spaces in subject and preview text (no header injection through contact data).
+ * A missing value is empty text. System values are always computed, never taken from
+ * the caller's variables: unsubscribeUrl, manageUrl, contactId; email is the
+ * recipient's address.
+ */
+export interface MergeRecipient {
+  email: string;
+  contactId?: string;
+  /** Message-ID of this delivery; goes into the recipient token. */
+  messageId: string;
+  /** Contact properties / template variables by name. */
+  variables?: Readonly<Record<string, unknown>> | null;
+}
+
+export interface MergeContext {
+  secret: string;
+  /** Base of tracking and unsubscribe links (MAILROOM_PUBLIC_URL). */
+  publicUrl: string;
+}
+
+export interface MergedMessage {
+  subject: string;
+  html: string;
+  text: string;
+  previewText: string;
+  unsubscribeUrl: string;
+  /** For the List-Unsubscribe header; POST to it is the RFC 8058 one-click unsubscribe. */
+  listUnsubscribeUrl: string;
+  manageUrl: string;
+  /** The signed recipient token used in every link of this message. */
+  recipientToken: string;
+}
+
+export function mergeMessage(compiled: CompiledMessage, recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
+  return prepare(compiled).merge(recipient, ctx);
+}
+
+const cache = new WeakMap<CompiledMessage, PreparedMessage>();
+
+/** The fast merger for a compiled message, built once and cached by object identity. */
+export function prepare(compiled: CompiledMessage): PreparedMessage {
+  let prepared = cache.get(compiled);
+  if (!prepared) {
+    prepared = new PreparedMessage(compiled);
+    cache.set(compiled, prepared);
+  }
+  return prepared;
+}
+
+// Slot kinds: how a value is rendered in a given template.
+const VAR_HTML = 0; // HTML-escaped
+const VAR_RAW = 1;
+const VAR_LINE = 2; // raw, CR/LF folded (subject, preview text)
+const URL_HTML = 3; // percent-encoded, then HTML-escaped
+const URL_RAW = 4; // percent-encoded
+const LINK_HTML = 5;
+const LINK_RAW = 6;
+const PIXEL_HTML = 7;
+const PIXEL_RAW = 8;
+
+type Mode = "html" | "text" | "line";
+
+interface PreparedTemplate {
+  /** lits.length === kinds.length + 1: lit0 slot0 lit1 slot1 … litN. */
+  lits: string[];
+  kinds: Uint8Array;
+  refs: Int32Array;
+}
+
+export class PreparedMessage {
+  private readonly names: string[] = [];
+  private readonly nameIndex = new Map<string, number>();
+  /** Which renderings of each variable the templates need (bit per rendering). */
+  private needs: number[] = [];
+  private readonly subject: PreparedTemplate;
+  private readonly html: PreparedTemplate;
+  private readonly text: PreparedTemplate;
+  private readonly preview: PreparedTemplate;
+  private readonly linkTokens: string[];
+  private urls?: { publicUrl: string; clickRaw: string[]; clickHtml: string[]; openRaw: string; openHtml: string; base: string };
+
+  constructor(private readonly compiled: CompiledMessage) {
+    this.linkTokens = compiled.links.map((l) => l.token);
+    this.subject = this.flatten(compiled.subject, "line");
+    this.html = this.flatten(compiled.html, "html");
+    this.text = this.flatten(compiled.text, "text");
+    this.preview = this.flatten(compiled.previewText, "line");
+  }
+
+  merge(recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
+    const c = this.compiled;
+    const contactId = recipient.contactId ?? "";
+    const token = signRecipientToken(ctx.secret, {
+      workspaceId: c.workspaceId,
+      messageId: recipient.messageId,
+      email: recipient.email,
+      contactId,
+      contentId: c.contentId,
+    });
+    const urls = this.urlsFor(ctx.publicUrl);
+    const unsubscribeUrl = `${urls.base}/u/${token}`;
+    const manageUrl = `${unsubscribeUrl}?manage=1`;
+
+    const vars = recipient.variables ?? {};
+    const n = this.names.length;
+    const raw = new Array<string>(n);
+    const html = new Array<string>(n);
+    const line = new Array<string>(n);
+    const urlRaw = new Array<string>(n);
+    const urlHtml = new Array<string>(n);
+    for (let i = 0; i < n; i++) {
+      const name = this.names[i];
+      let value: string;
+      if (name === "unsubscribeUrl") value = unsubscribeUrl;
+      else if (name === "manageUrl") value = manageUrl;
+      else if (name === "contactId") value = contactId;
+      else if (name === "email") value = recipient.email || valueOf(vars, name);
+      else value = valueOf(vars, name);
+      const need = this.needs[i];
+      raw[i] = value;
+      if (need & (1 << VAR_HTML)) html[i] = escapeHtml(value);
+      if (need & (1 << VAR_LINE)) line[i] = /[\r\n]/.test(value) ? value.replace(/[\r\n]+/g, " ") : value;
+      if (need & ((1 << URL_RAW) | (1 << URL_HTML))) {
+        urlRaw[i] = encodeURIComponent(value);
+        urlHtml[i] = escapeHtml(urlRaw[i]);
+      }
+    }
+    const slots: string[][] = [html, raw, line, urlHtml, urlRaw];
+
+    const render = (t: PreparedTemplate): string => {
+      const { lits, kinds, refs } = t;
+      let out = lits[0];
+      for (let i = 0; i < kinds.length; i++) {
+        const kind = kinds[i];
+        let value: string;
+        if (kind <= URL_RAW) value = slots[kind][refs[i]];
+        else if (kind === LINK_HTML) value = urls.clickHtml[refs[i]] + token;
+        else if (kind === LINK_RAW) value = urls.clickRaw[refs[i]] + token;
+        else if (kind === PIXEL_HTML) value = urls.openHtml + token;
+        else value = urls.openRaw + token;
+        out += value + lits[i + 1];
+      }
+      return out;
+    };
+
+    return {
+      subject: render(this.subject),
+      html: render(this.html),
+      text: render(this.text),
+      previewText: render(this.preview),
+      unsubscribeUrl,
+      listUnsubscribeUrl: unsubscribeUrl,
+      manageUrl,
+      recipientToken: token,
+    };
+  }
+
+  /** Link and pixel URL prefixes depend only on publicUrl: computed once per value. */
+  private urlsFor(publicUrl: string) {
+    if (this.urls?.publicUrl === publicUrl) return this.urls;
+    const base = publicUrl.replace(/\/+$/, "");
+    const clickRaw = this.linkTokens.map((t) => `${base}/t/c/${t}/`);
+    this.urls = {
+      publicUrl,
+      base,
+      clickRaw,
+      clickHtml: clickRaw.map(escapeHtml),
+      openRaw: `${base}/t/o/`,
+      openHtml: escapeHtml(`${base}/t/o/`),
+    };
+    return this.urls;
+  }
+
+  private variable(name: string, kind: number): number {
+    let index = this.nameIndex.get(name);
+    if (index === undefined) {
+      index = this.names.push(name) - 1;
+      this.nameIndex.set(name, index);
+      this.needs.push(0);
+    }
+    this.needs[index] |= 1 << kind;
+    return index;
+  }
+
+  private flatten(template: CompiledTemplate | undefined, mode: Mode): PreparedTemplate {
+    const lits: string[] = [""];
+    const kinds: number[] = [];
+    const refs: number[] = [];
+    const slot = (kind: number, ref: number) => {
+      kinds.push(kind);
+      refs.push(ref);
+      lits.push("");
+    };
+    for (const seg of template?.segments ?? []) {
+      const part = seg.part;
+      switch (part.case) {
+        case "literal":
+          lits[lits.length - 1] += part.value;
+          break;
+        case "variable": {
+          const kind = mode === "html" ? VAR_HTML : mode === "line" ? VAR_LINE : VAR_RAW;
+          slot(kind, this.variable(part.value, kind));
+          break;
+        }
+        case "urlVariable": {
+          const kind = mode === "html" ? URL_HTML : URL_RAW;
+          slot(kind, this.variable(part.value, kind));
+          break;
+        }
+        case "link":
+          if (!Number.isInteger(part.value) || part.value < 0 || part.value >= this.linkTokens.length) {
+            throw new RangeError(`compiled message refers to link ${part.value} of ${this.linkTokens.length}`);
+          }
+          slot(mode === "html" ? LINK_HTML : LINK_RAW, part.value);
+          break;
+        case "openPixel":
+          slot(mode === "html" ? PIXEL_HTML : PIXEL_RAW, 0);
+          break;
+        default:
+          break;
+      }
+    }
+    return { lits, kinds: Uint8Array.from(kinds), refs: Int32Array.from(refs) };
+  }
+}
+
+/** Own properties only: `{{constructor}}` must not find Object.prototype.constructor. */
+function valueOf(vars: Readonly<Record<string, unknown>>, name: string): string {
+  return Object.hasOwn(vars, name) ? stringifyValue(vars[name]) : "";
+}
+
+/** How a contact property value reads in a message. */
+export function stringifyValue(value: unknown): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : "";
+  if (typeof value === "boolean" || typeof value === "bigint") return String(value);
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "" : value.toISOString();
+  if (Array.isArray(value)) return value.map(stringifyValue).join(", ");
+  try {
+    return JSON.stringify(value) ?? "";
+  } catch {
+    return "";
+  }
+}
