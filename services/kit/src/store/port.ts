@@ -6,6 +6,8 @@
  *
  * Filter operators: equality, $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $or, $and.
  * Update operators: $set, $unset, $inc, $push, $setOnInsert.
+ * Also on both: $nor, $regex (+ $options), $push with { $each, $slice }, sparse indexes.
+ * Anything else is rejected by both adapters, as is `undefined` as a filter value.
  */
 export type Doc = { _id: string } & Record<string, unknown>;
 

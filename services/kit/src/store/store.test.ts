@@ -67,6 +67,15 @@ describe.skipIf("skipReason" in mongo)("MongoDB server", () => {
       }
     },
   });
+
+  it("openStore picks MongoDB when a URL is given", async () => {
+    const store = await openStore({ dataDir: await tempDir(), mongodbUrl: mongoUrl, service: "contract" });
+    try {
+      expect(store.kind).toBe("mongodb");
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
