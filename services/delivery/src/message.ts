@@ -1,0 +1,78 @@
+import type { Job } from "./job.js";
+import type { MergedContent, OutgoingMail, SenderCheck } from "./repositories.js";
+
+/**
+ * Headers a DKIM signature covers. Both List-Unsubscribe headers are included, as the
+ * one-click unsubscribe spec (RFC 8058) requires, plus our correlation header.
+ */
+export const DKIM_SIGNED_HEADERS = [
+  "From", "Sender", "Reply-To", "Subject", "Date", "Message-ID", "To", "Cc", "MIME-Version",
+  "Content-Type", "Content-Transfer-Encoding", "List-Unsubscribe", "List-Unsubscribe-Post",
+  "X-Mailroom-Delivery-Id",
+].join(":");
+
+export const DELIVERY_ID_HEADER = "X-Mailroom-Delivery-Id";
+
+/** The message for one recipient: headers, bodies, envelope and signing key. */
+export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck): OutgoingMail {
+  const fromAddress = sender.address || job.fromEmail;
+  const fromDomain = domainOf(fromAddress);
+  const headers: OutgoingMail["headers"] = [{ key: DELIVERY_ID_HEADER, value: job.deliveryId }];
+  if (job.source !== "transactional" && merged.listUnsubscribeUrl) {
+    headers.push({ key: "List-Unsubscribe", value: listUnsubscribe(merged.listUnsubscribeUrl, fromDomain) });
+    headers.push({ key: "List-Unsubscribe-Post", value: "List-Unsubscribe=One-Click" });
+  }
+  const dkim = sender.dkim && signsFor(sender.dkim.domain, fromDomain) ? sender.dkim : undefined;
+  return {
+    envelope: { from: fromAddress, to: job.recipient.email },
+    from: { name: job.fromName || sender.name, address: fromAddress },
+    to: job.recipient.email,
+    replyTo: job.replyTo || undefined,
+    subject: oneLine(job.subjectPrefix + merged.subject),
+    html: merged.html,
+    text: merged.text,
+    messageId: `<${job.messageId}>`,
+    headers,
+    dkim: dkim && {
+      domainName: dkim.domain,
+      keySelector: dkim.selector,
+      privateKey: dkim.privateKeyPem,
+      headerFieldNames: DKIM_SIGNED_HEADERS,
+    },
+    meta: { deliveryId: job.deliveryId, workspaceId: job.workspaceId },
+  };
+}
+
+/**
+ * `<https://…/u/TOKEN>, <mailto:unsubscribe+TOKEN@domain>`: the https one for one-click
+ * POST, the mailto for clients that only know mail.
+ */
+export function listUnsubscribe(oneClickUrl: string, fromDomain: string): string {
+  const token = tokenOf(oneClickUrl);
+  const https = `<${oneClickUrl}>`;
+  return token && fromDomain ? `${https}, <mailto:unsubscribe+${token}@${fromDomain}>` : https;
+}
+
+function tokenOf(url: string): string | undefined {
+  try {
+    const last = new URL(url).pathname.split("/").filter(Boolean).pop();
+    return last && /^[A-Za-z0-9_.\-]+$/.test(last) ? last : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function domainOf(address: string): string {
+  const at = address.lastIndexOf("@");
+  return at < 0 ? "" : address.slice(at + 1).toLowerCase();
+}
+
+/** A key for acme.test signs mail from acme.test and its subdomains, nothing else. */
+function signsFor(keyDomain: string, fromDomain: string): boolean {
+  const d = keyDomain.toLowerCase();
+  return fromDomain === d || fromDomain.endsWith(`.${d}`);
+}
+
+function oneLine(value: string): string {
+  return value.replace(/[\r\n\t]+/g, " ").trim();
+}

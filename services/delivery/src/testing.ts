@@ -1,0 +1,246 @@
+/**
+ * Test doubles for the delivery service's repositories, and a builder that assembles the
+ * domain with them. Used by the unit tests beside the code and by test/delivery suites.
+ */
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { pino } from "pino";
+import { openMemoryStore } from "../../kit/src/store/open.js";
+import {
+  CompiledMessageSchema,
+  CompiledTemplateSchema,
+  ContentKind,
+  SegmentSchema,
+  type CompiledMessage,
+  type Segment,
+} from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { Deliverer, type DelivererOptions, type JobContext } from "./deliverer.js";
+import type { Job } from "./job.js";
+import { SimpleMerger } from "./merger.js";
+import { Pacer } from "./pacer.js";
+import {
+  PermanentError,
+  SmtpFailure,
+  type ContentSource,
+  type EventPublisher,
+  type MailTransport,
+  type OutcomeEvent,
+  type OutgoingMail,
+  type PacingRepository,
+  type SendResult,
+  type SenderCheck,
+  type SenderDirectory,
+  type TokenGrant,
+} from "./repositories.js";
+import { StoreDeliveries } from "./store.js";
+import { takeFromBucket, type BucketState } from "./token-bucket.js";
+
+/** A compiled message from a template string with {{variables}} (no links, no pixel). */
+export function compiledFrom(parts: { subject: string; html: string; text?: string; broadcast?: boolean; workspaceId?: string }): CompiledMessage {
+  return create(CompiledMessageSchema, {
+    subject: template(parts.subject),
+    html: template(parts.html),
+    text: template(parts.text ?? parts.html.replace(/<[^>]+>/g, "")),
+    previewText: template(""),
+    kind: parts.broadcast ? ContentKind.BROADCAST : ContentKind.TRANSACTIONAL,
+    workspaceId: parts.workspaceId ?? "ws_test",
+  });
+}
+
+function template(source: string) {
+  const segments: Segment[] = [];
+  let last = 0;
+  for (const m of source.matchAll(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g)) {
+    if (m.index > last) segments.push(create(SegmentSchema, { part: { case: "literal", value: source.slice(last, m.index) } }));
+    segments.push(create(SegmentSchema, { part: { case: "variable", value: m[1] } }));
+    last = m.index + m[0].length;
+  }
+  if (last < source.length) segments.push(create(SegmentSchema, { part: { case: "literal", value: source.slice(last) } }));
+  return create(CompiledTemplateSchema, { segments });
+}
+
+export class FakeContentSource implements ContentSource {
+  readonly contents = new Map<string, CompiledMessage>();
+  calls = 0;
+  /** Set to make the next calls fail as if the owning service were down. */
+  unavailable = false;
+
+  async get(workspaceId: string, contentRef: string): Promise<CompiledMessage> {
+    this.calls += 1;
+    if (this.unavailable) throw new Error("connect ECONNREFUSED (content owner down)");
+    const c = this.contents.get(`${workspaceId}/${contentRef}`);
+    if (!c) throw new PermanentError(`content ${contentRef}: not found`);
+    return c;
+  }
+
+  put(workspaceId: string, contentRef: string, compiled: CompiledMessage): void {
+    this.contents.set(`${workspaceId}/${contentRef}`, compiled);
+  }
+}
+
+export class FakeDirectory implements SenderDirectory {
+  readonly senders = new Map<string, SenderCheck>();
+  readonly suppressed: Array<{ workspaceId: string; email: string; detail: string }> = [];
+  failSuppression = false;
+
+  async checkSender(workspaceId: string, from: string): Promise<SenderCheck> {
+    const address = /<([^>]+)>/.exec(from)?.[1] ?? from;
+    const known = this.senders.get(`${workspaceId}/${address.toLowerCase()}`);
+    return known ?? { allowed: false, address, name: "" };
+  }
+
+  allow(workspaceId: string, address: string, dkim?: SenderCheck["dkim"]): void {
+    this.senders.set(`${workspaceId}/${address.toLowerCase()}`, { allowed: true, address, name: "", dkim });
+  }
+
+  async addHardBounce(workspaceId: string, email: string, detail: string): Promise<void> {
+    if (this.failSuppression) throw new Error("directory unavailable");
+    this.suppressed.push({ workspaceId, email, detail });
+  }
+}
+
+export class RecordingEvents implements EventPublisher {
+  readonly events: OutcomeEvent[] = [];
+  failNext = 0;
+
+  async publish(event: OutcomeEvent): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext -= 1;
+      throw new Error("nats: publish timed out");
+    }
+    this.events.push(event);
+  }
+
+  types(): string[] {
+    return this.events.map((e) => e.type);
+  }
+}
+
+export type ScriptedReply = { kind: "accept" } | { kind: "reject"; code: number; aboutRecipient?: boolean } | { kind: "drop" };
+
+/** A transport that answers from a script (default: accept) and records what it was given. */
+export class ScriptedTransport implements MailTransport {
+  readonly description = "scripted";
+  readonly capturing = false;
+  readonly sent: OutgoingMail[] = [];
+  readonly attempts: OutgoingMail[] = [];
+  script: ScriptedReply[] = [];
+  delayMs = 0;
+
+  async send(mail: OutgoingMail): Promise<SendResult> {
+    this.attempts.push(mail);
+    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
+    const reply = this.script.shift() ?? { kind: "accept" };
+    if (reply.kind === "drop") throw new SmtpFailure("Connection closed unexpectedly", 0, false);
+    if (reply.kind === "reject") throw new SmtpFailure(`${reply.code} rejected`, reply.code, reply.aboutRecipient ?? true);
+    this.sent.push(mail);
+    return { code: 250, response: "250 2.0.0 queued" };
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** PacingRepository in memory (one process); the KV one is tested against a real server. */
+export class MemoryPacing implements PacingRepository {
+  private readonly paused = new Set<string>();
+  private readonly rates = new Map<string, number>();
+  private readonly buckets = new Map<string, BucketState>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  isPaused(id: string) {
+    return this.paused.has(id);
+  }
+  async setPaused(id: string, paused: boolean) {
+    if (paused) this.paused.add(id);
+    else this.paused.delete(id);
+  }
+  workspaceRate(id: string) {
+    return this.rates.get(id) ?? 0;
+  }
+  async setWorkspaceRate(id: string, mps: number) {
+    if (mps > 0) this.rates.set(id, mps);
+    else this.rates.delete(id);
+  }
+  pausedBroadcasts() {
+    return [...this.paused].sort();
+  }
+  workspaceRates() {
+    return [...this.rates].map(([workspaceId, messagesPerSecond]) => ({ workspaceId, messagesPerSecond }));
+  }
+  async takeTokens(key: string, rate: number, burst: number, want: number): Promise<TokenGrant> {
+    const t = takeFromBucket(this.buckets.get(key), rate, burst, want, this.now());
+    this.buckets.set(key, t.state);
+    return { granted: t.granted, waitMs: t.waitMs };
+  }
+  async close() {}
+}
+
+export const silentLogger = pino({ level: "silent" });
+
+export interface TestDelivery {
+  deliverer: Deliverer;
+  deliveries: StoreDeliveries;
+  content: FakeContentSource;
+  directory: FakeDirectory;
+  events: RecordingEvents;
+  transport: ScriptedTransport;
+  pacing: MemoryPacing;
+  /** Runs one job as the consumer would, counting deliveries like JetStream. */
+  run(job: Job, deliveryCount?: number): ReturnType<Deliverer["handle"]>;
+}
+
+/** The delivery domain with every repository replaced by an in-memory one. */
+export async function buildTestDelivery(opts: Partial<DelivererOptions> & { relayRate?: number; now?: () => number } = {}): Promise<TestDelivery> {
+  const deliveries = new StoreDeliveries(openMemoryStore());
+  await deliveries.init();
+  const content = new FakeContentSource();
+  const directory = new FakeDirectory();
+  const events = new RecordingEvents();
+  const transport = new ScriptedTransport();
+  const pacing = new MemoryPacing(opts.now);
+  const deliverer = new Deliverer(
+    {
+      deliveries, content, directory, events, transport,
+      merger: new SimpleMerger(),
+      pacer: new Pacer(pacing, { key: "test", rate: opts.relayRate ?? 0 }, opts.now),
+      logger: silentLogger,
+      now: opts.now,
+    },
+    {
+      workerId: "worker-a",
+      maxAttempts: 3,
+      retryBaseMs: 1_000,
+      retryMaxMs: 60_000,
+      pauseRecheckMs: 5_000,
+      claimTtlMs: 30_000,
+      secret: "test-secret-test-secret",
+      publicUrl: "https://mail.example.test",
+      ...opts,
+    },
+  );
+  const ctx = (deliveryCount: number): JobContext => ({ deliveryCount, working: () => undefined });
+  return { deliverer, deliveries, content, directory, events, transport, pacing, run: (job, n = 1) => deliverer.handle(job, ctx(n)) };
+}
+
+let seq = 0;
+/** A well-formed job; override any field. */
+export function testJob(over: Partial<Job> & { variables?: JsonObject } = {}): Job {
+  seq += 1;
+  const { variables, ...rest } = over;
+  return {
+    deliveryId: `dlv_test_${seq}`,
+    workspaceId: "ws_test",
+    source: "transactional",
+    messageId: `msg${seq}@acme.test`,
+    emailId: `trs_${seq}`,
+    broadcastId: "",
+    recipient: { email: `user${seq}@example.test`, contactId: `ctc_${seq}`, variables: variables ?? { firstName: "Ann" } },
+    fromEmail: "news@acme.test",
+    fromName: "Acme",
+    replyTo: "",
+    contentRef: "email:trs_content",
+    subjectPrefix: "",
+    groupBy: "",
+    ...rest,
+  };
+}
