@@ -10,12 +10,14 @@ import { Suppressions } from "./suppression.js";
 import { Templates } from "./templates.js";
 import { Usage } from "./usage.js";
 import { Bootstrap } from "./bootstrap.js";
-import { createResolver, type DnsPolicy, type TxtResolver } from "./dns.js";
+import { createResolver, generateDkimKeyPair, type DkimKeyPair, type DnsPolicy, type TxtResolver } from "./dns.js";
 import { systemClock, type Clock } from "./validation.js";
 
 export interface DirectoryOptions {
   resolver?: TxtResolver;
   dns?: Partial<DnsPolicy>;
+  /** DKIM key pair source (tests reuse pre-generated pairs: RSA 2048 takes ~1 s each). */
+  generateDkimKey?: () => Promise<DkimKeyPair>;
   now?: Clock;
 }
 
@@ -42,7 +44,7 @@ export async function createDirectory(store: Store, opts: DirectoryOptions = {})
   const policy: DnsPolicy = { spfInclude: opts.dns?.spfInclude || process.env.MAILROOM_SPF_INCLUDE || DEFAULT_SPF_INCLUDE };
   const workspaces = new Workspaces(repos, now);
   const keys = new ApiKeys(repos, workspaces, now);
-  const senders = new Senders(repos, workspaces, opts.resolver ?? createResolver(), policy, now);
+  const senders = new Senders(repos, workspaces, opts.resolver ?? createResolver(), policy, now, opts.generateDkimKey ?? generateDkimKeyPair);
   const members = new Members(repos, workspaces, now);
   const properties = new ContactProperties(repos, workspaces, now);
   const contacts = new Contacts(repos, workspaces, properties, now);

@@ -1,7 +1,7 @@
 import { badRequest, conflict, errorInfoOf, notFound } from "../../kit/src/errors.js";
 import { DuplicateKeyError } from "../../kit/src/store/port.js";
 import { parseMailbox, normalizeDomain } from "./address.js";
-import { checkDomainRecords, dnsRecordsFor, generateDkimKeyPair, type DnsPolicy, type DnsRecordSpec, type TxtResolver } from "./dns.js";
+import { checkDomainRecords, dnsRecordsFor, generateDkimKeyPair, type DkimKeyPair, type DnsPolicy, type DnsRecordSpec, type TxtResolver } from "./dns.js";
 import { scopedId, type DirectoryRepos, type DomainDoc, type SenderEmailDoc } from "./store.js";
 import type { Workspaces } from "./workspaces.js";
 import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
@@ -30,6 +30,7 @@ export class Senders {
     private readonly resolver: TxtResolver,
     private readonly policy: DnsPolicy,
     private readonly now: Clock = systemClock,
+    private readonly generateKey: () => Promise<DkimKeyPair> = generateDkimKeyPair,
   ) {}
 
   private parseAddress(input: string, field = "email"): string {
@@ -65,7 +66,7 @@ export class Senders {
     const domain = this.parseDomain(domainInput);
     const existing = await this.repos.domains.findOne({ _id: scopedId(workspaceId, domain) });
     if (existing) throw conflict("domain_exists", `Domain ${domain} was already added; use its records or verify it`);
-    const pair = await generateDkimKeyPair();
+    const pair = await this.generateKey();
     const doc: DomainDoc = {
       _id: scopedId(workspaceId, domain),
       workspaceId,
