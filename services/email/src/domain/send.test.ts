@@ -1,0 +1,243 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { buildTestWorld, type TestWorld } from "../testing.js";
+import { EmailError, type EmailRequest } from "./model.js";
+
+const WS = "ws_acme";
+const raw = (over: Partial<EmailRequest> & { content?: Partial<Extract<EmailRequest["content"], { kind: "raw" }>> } = {}): EmailRequest => {
+  const { content, ...rest } = over;
+  return {
+    to: "ann@example.test",
+    content: { kind: "raw", from: "Acme <team@acme.test>", subject: "Hello", html: "<p>Hi</p>", ...content },
+    ...rest,
+  };
+};
+const templated = (over: Partial<EmailRequest> = {}): EmailRequest => ({
+  to: "bob@example.test",
+  content: { kind: "templated", template: "welcome", variables: { firstName: "Bob" } },
+  ...over,
+});
+
+async function refusal(p: Promise<unknown>): Promise<EmailError> {
+  const err = await p.then(
+    () => undefined,
+    (e) => e,
+  );
+  expect(err).toBeInstanceOf(EmailError);
+  return err as EmailError;
+}
+
+describe("sending one email", () => {
+  let w: TestWorld;
+  beforeEach(async () => {
+    w = await buildTestWorld();
+    w.directory.templates.set("welcome", { name: "welcome", subject: "Hi {{firstName}}", html: "<p>Welcome {{firstName}}</p>", text: "", previewText: "Your account" });
+  });
+
+  it("accepts a raw email: SENT record with from and subject, job queued with the parsed sender", async () => {
+    const record = await w.service.send(WS, raw({ content: { replyTo: "help@acme.test", text: "plain", previewText: "peek" } }));
+    expect(record).toMatchObject({ status: "SENT", type: "raw", to: "ann@example.test", from: "Acme <team@acme.test>", subject: "Hello" });
+    expect(record.id).toMatch(/^trs_[0-9a-z]{26}$/);
+    expect(record.messageId).toMatch(/@acme\.test$/);
+    expect(record).not.toHaveProperty("template");
+    expect(record).not.toHaveProperty("groupBy");
+
+    expect(w.queue.jobs).toHaveLength(1);
+    expect(w.queue.jobs[0]).toMatchObject({
+      deliveryId: record.id, emailId: record.id, messageId: record.messageId, recipient: "ann@example.test",
+      fromEmail: "team@acme.test", fromName: "Acme", replyTo: "help@acme.test", contentRef: `email:${record.id}`,
+    });
+    expect(w.renderer.inputs[0]).toMatchObject({
+      contentId: record.id, subject: "Hello", html: "<p>Hi</p>", text: "plain", previewText: "peek", trackClicks: true, trackOpens: false,
+    });
+    expect(w.directory.used).toBe(1);
+    const compiled = JSON.parse(new TextDecoder().decode(await w.service.compiledContent(WS, record.id)));
+    expect(compiled.contentId).toBe(record.id);
+  });
+
+  it("sends a templated email from the workspace's sender with the template's content and the variables", async () => {
+    const record = await w.service.send(WS, templated({ groupBy: "onboarding" }));
+    expect(record).toMatchObject({ status: "SENT", type: "templated", template: "welcome", groupBy: "onboarding", to: "bob@example.test" });
+    expect(record).not.toHaveProperty("from");
+    expect(record).not.toHaveProperty("subject");
+    expect(w.renderer.inputs[0]).toMatchObject({ subject: "Hi {{firstName}}", html: "<p>Welcome {{firstName}}</p>", previewText: "Your account", trackClicks: true, trackOpens: true });
+    expect(w.queue.jobs[0]).toMatchObject({ fromEmail: "founder@gmail.test", variables: { firstName: "Bob" }, groupBy: "onboarding" });
+  });
+
+  it("honours explicit tracking settings", async () => {
+    await w.service.send(WS, raw({ settings: { trackClicks: false, trackOpens: true } }));
+    await w.service.send(WS, templated({ settings: { trackOpens: false } }));
+    expect(w.renderer.inputs.map((i) => [i.trackClicks, i.trackOpens])).toEqual([[false, true], [true, false]]);
+  });
+
+  it("refuses an unverified sender with the allowed lists, sending and counting nothing", async () => {
+    const err = await refusal(w.service.send(WS, raw({ content: { from: "eve@evil.test" } })));
+    expect(err).toMatchObject({ code: "invalid_from", httpStatus: 400, details: { allowedEmails: ["founder@gmail.test"], allowedDomains: ["acme.test"] } });
+    expect(w.queue.jobs).toHaveLength(0);
+    expect(w.directory.used).toBe(0);
+  });
+
+  it("refuses an unknown template and names it", async () => {
+    const err = await refusal(w.service.send(WS, templated({ content: { kind: "templated", template: "nope", variables: {} } })));
+    expect(err.code).toBe("template_not_found");
+    expect(err.message).toContain('"nope"');
+    expect(w.queue.jobs).toHaveLength(0);
+  });
+
+  it.each([
+    ["to", raw({ to: "ann@example.test\r\nBcc: all@example.test" })],
+    ["from", raw({ content: { from: "team@acme.test\nBcc: x@y.test" } })],
+    ["fromName", raw({ content: { fromName: "Acme\r\nX-Evil: 1" } })],
+    ["subject", raw({ content: { subject: "Hi\r\nBcc: all@example.test" } })],
+    ["replyTo", raw({ content: { replyTo: "a@acme.test\u0000" } })],
+  ])("refuses control characters in %s (no header injection)", async (field, req) => {
+    const err = await refusal(w.service.send(WS, req));
+    expect(err).toMatchObject({ code: "header_injection", httpStatus: 400 });
+    expect(err.message).toContain(field);
+    expect(w.directory.calls).toHaveLength(0);
+  });
+
+  it("refuses a recipient that is not one address", async () => {
+    for (const to of ["not-an-address", "a@b.test, c@d.test", ""]) {
+      const err = await refusal(w.service.send(WS, raw({ to })));
+      expect(err.httpStatus).toBe(400);
+    }
+  });
+
+  it("schedules a future sendAt, sends a past one now, refuses one beyond 90 days", async () => {
+    const now = w.clock.now().getTime();
+    const past = await w.service.send(WS, raw({ sendAt: new Date(now - 60_000) }));
+    expect(past.status).toBe("SENT");
+    expect(past).not.toHaveProperty("sendAt");
+
+    const at90 = new Date(now + 90 * 24 * 3600 * 1000);
+    const scheduled = await w.service.send(WS, raw({ sendAt: at90 }));
+    expect(scheduled).toMatchObject({ status: "SCHEDULED", sendAt: at90 });
+    expect(w.queue.jobs.map((j) => j.emailId)).toEqual([past.id]);
+
+    const err = await refusal(w.service.send(WS, raw({ sendAt: new Date(at90.getTime() + 1000) })));
+    expect(err).toMatchObject({ code: "send_at_out_of_range", httpStatus: 400 });
+    const bad = await refusal(w.service.send(WS, raw({ sendAt: new Date("nonsense") })));
+    expect(bad.code).toBe("invalid_send_at");
+  });
+
+  it("accepts a suppressed recipient with a FAILED record and a reason, never queued nor counted", async () => {
+    w.directory.suppressions.set("ann@example.test", "hard bounce");
+    const record = await w.service.send(WS, raw({ to: "Ann@Example.test" }));
+    expect(record.status).toBe("FAILED");
+    expect(record.statusReason).toContain("hard bounce");
+    expect(w.queue.jobs).toHaveLength(0);
+    expect(w.directory.used).toBe(0);
+    expect((await w.service.get(WS, record.id)).status).toBe("FAILED");
+  });
+
+  it("refuses with 403 when the monthly limit is reached and stores nothing", async () => {
+    w.directory.limit = 1;
+    await w.service.send(WS, raw());
+    const err = await refusal(w.service.send(WS, raw()));
+    expect(err).toMatchObject({ code: "monthly_limit_reached", httpStatus: 403 });
+    expect(w.queue.jobs).toHaveLength(1);
+    expect(w.directory.used).toBe(1);
+  });
+
+  it("upserts the recipient contact with contactProperties and hands them to the merge", async () => {
+    await w.service.send(WS, raw({ content: { contactProperties: { firstName: "Ann", plan: "pro" } } }));
+    expect(w.directory.upserts).toEqual([{ workspaceId: WS, email: "ann@example.test", properties: { firstName: "Ann", plan: "pro" } }]);
+    expect(w.queue.jobs[0].variables).toEqual({ firstName: "Ann", plan: "pro" });
+  });
+
+  it("returns a clean 404 for another workspace's email", async () => {
+    const record = await w.service.send(WS, raw());
+    await expect(w.service.get("ws_other", record.id)).rejects.toMatchObject({ code: "email_not_found", httpStatus: 404 });
+    await expect(w.service.compiledContent("ws_other", record.id)).rejects.toMatchObject({ httpStatus: 404 });
+    expect((await w.service.get(WS, record.id)).id).toBe(record.id);
+  });
+
+  it("keeps the email when publishing fails and the scheduler queues it later", async () => {
+    w.queue.failNext = 1;
+    const record = await w.service.send(WS, raw());
+    expect(record.status).toBe("SENT");
+    expect(w.queue.jobs).toHaveLength(0);
+    const scheduler = w.scheduler("other-process");
+    expect(await scheduler.tick()).toBe(0); // the retry delay has not passed
+    w.clock.advance(6_000);
+    expect(await scheduler.tick()).toBe(1);
+    expect(w.queue.jobs.map((j) => j.emailId)).toEqual([record.id]);
+    expect(await scheduler.tick()).toBe(0);
+  });
+
+  it("frees reserved usage and reports 503-style failure when a dependency is down", async () => {
+    w.directory.failing.add("suppressed");
+    await expect(w.service.send(WS, raw())).rejects.toThrow(/unavailable/);
+    expect(w.directory.used).toBe(0);
+    expect(w.queue.jobs).toHaveLength(0);
+  });
+});
+
+describe("sending a batch", () => {
+  let w: TestWorld;
+  beforeEach(async () => {
+    w = await buildTestWorld();
+    w.directory.templates.set("welcome", { name: "welcome", subject: "Hi", html: "<p>Hi</p>", text: "", previewText: "" });
+  });
+
+  it("sends the valid items and fails each invalid one with its index and own error", async () => {
+    const future = new Date(w.clock.now().getTime() + 3600_000);
+    const result = await w.service.sendBatch(WS, [
+      raw({ groupBy: "g1" }),
+      raw({ content: { from: "eve@evil.test" } }),
+      templated({ sendAt: future }),
+      templated({ content: { kind: "templated", template: "missing", variables: {} } }),
+      raw({ to: "x@example.test\r\nBcc: y@example.test" }),
+      raw({ content: { html: "<p>bad</p><!--reject-->" } }),
+    ]);
+    expect(result.successful.map((r) => [r.type, r.status, r.groupBy])).toEqual([
+      ["raw", "SENT", "g1"],
+      ["templated", "SCHEDULED", undefined],
+    ]);
+    expect(result.failed.map((f) => [f.index, f.error.code])).toEqual([
+      [1, "invalid_from"],
+      [3, "template_not_found"],
+      [4, "header_injection"],
+      [5, "invalid_request"],
+    ]);
+    expect(result.failed[0].to).toBe("ann@example.test");
+    expect(result.failed[0].error.details.allowedDomains).toEqual(["acme.test"]);
+    // Reserved for the three that passed the checks at once, then the compile failure returned.
+    expect(w.directory.calls.filter((c) => c.method === "reserveUsage").map((c) => c.args[1])).toEqual([3]);
+    expect(w.directory.used).toBe(2);
+    expect(w.queue.jobs).toHaveLength(1);
+  });
+
+  it("checks each distinct sender once and looks suppressions up in one call", async () => {
+    await w.service.sendBatch(WS, Array.from({ length: 10 }, (_, i) => raw({ to: `u${i}@example.test` })));
+    expect(w.directory.count("checkSender")).toBe(1);
+    expect(w.directory.count("suppressed")).toBe(1);
+    expect(w.directory.count("reserveUsage")).toBe(1);
+    expect(w.queue.jobs).toHaveLength(10);
+  });
+
+  it("refuses an empty batch and one over 50 without sending anything", async () => {
+    await expect(w.service.sendBatch(WS, [])).rejects.toMatchObject({ code: "batch_invalid", httpStatus: 400 });
+    await expect(w.service.sendBatch(WS, Array.from({ length: 51 }, () => raw()))).rejects.toMatchObject({ code: "batch_invalid" });
+    expect(w.directory.calls).toHaveLength(0);
+    const fifty = await w.service.sendBatch(WS, Array.from({ length: 50 }, () => raw()));
+    expect(fifty.successful).toHaveLength(50);
+  });
+
+  it("sends nothing when the batch would cross the monthly limit", async () => {
+    w.directory.limit = 5;
+    w.directory.used = 3;
+    await expect(w.service.sendBatch(WS, [raw(), raw(), raw()])).rejects.toMatchObject({ code: "monthly_limit_reached", httpStatus: 403 });
+    expect(w.queue.jobs).toHaveLength(0);
+    expect(w.directory.used).toBe(3);
+    const ok = await w.service.sendBatch(WS, [raw(), raw()]);
+    expect(ok.successful).toHaveLength(2);
+  });
+
+  it("returns all items as failures when every one is invalid, reserving nothing", async () => {
+    const result = await w.service.sendBatch(WS, [raw({ content: { from: "eve@evil.test" } }), raw({ to: "nobody" })]);
+    expect(result.successful).toEqual([]);
+    expect(result.failed.map((f) => f.index)).toEqual([0, 1]);
+    expect(w.directory.count("reserveUsage")).toBe(0);
+  });
+});
