@@ -1,9 +1,10 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { buildTestWorld, type TestWorld } from "../testing.js";
-import { EmailError, type EmailRequest } from "./model.js";
+import { EmailError, type EmailRequest, type RawContent } from "./model.js";
 
 const WS = "ws_acme";
-const raw = (over: Partial<EmailRequest> & { content?: Partial<Extract<EmailRequest["content"], { kind: "raw" }>> } = {}): EmailRequest => {
+type RawOverrides = Omit<Partial<EmailRequest>, "content"> & { content?: Partial<RawContent> };
+const raw = (over: RawOverrides = {}): EmailRequest => {
   const { content, ...rest } = over;
   return {
     to: "ann@example.test",
