@@ -21,6 +21,8 @@ export async function buildGateway(
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT_BYTES,
+    // Signed tracking tokens ride in path segments and exceed the default 100 characters.
+    routerOptions: { maxParamLength: 4096 },
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();

@@ -1,5 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import type { GatewayDeps } from "../deps.js";
+import { registerTracking } from "./tracking.js";
+import { registerUnsubscribe } from "./unsubscribe.js";
+import { registerDevMail } from "./dev-mail.js";
 
 /** A public route module: one file per route, registering itself on the app. */
 export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
@@ -11,4 +14,4 @@ export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
 export const apiRoutes: RouteModule[] = [];
 
 /** Public routes without an API key: tracking pixels, click redirects, unsubscribe. */
-export const publicRoutes: RouteModule[] = [];
+export const publicRoutes: RouteModule[] = [registerTracking, registerUnsubscribe, registerDevMail];
