@@ -1,0 +1,20 @@
+import type { FastifyInstance } from "fastify";
+import type { GatewayDeps } from "../deps.js";
+import { rpcOptions } from "../deps.js";
+import { workspaceOf } from "../auth.js";
+import { publicErrorBody, replyWithError, sendError } from "../errors.js";
+import { EMAIL_ID, emailDetailJson } from "../schemas/email.js";
+
+/** GET /v1/emails/:id -> { email: <Email record with its current status> }. */
+export function registerGetEmail(app: FastifyInstance, deps: GatewayDeps): void {
+  app.get<{ Params: { id: string } }>("/v1/emails/:id", async (request, reply) => {
+    const { id } = request.params;
+    if (!EMAIL_ID.test(id)) return sendError(reply, publicErrorBody({ code: "email_not_found", message: `Email ${id.slice(0, 64)} not found` }));
+    try {
+      const res = await deps.clients.email.getEmail({ workspaceId: workspaceOf(request), id }, rpcOptions(request));
+      return reply.code(200).send({ email: emailDetailJson(res.email!) });
+    } catch (err) {
+      return replyWithError(reply, err);
+    }
+  });
+}
