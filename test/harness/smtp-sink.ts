@@ -12,7 +12,10 @@ export interface ReceivedMessage {
  * What the sink answers for one message: accept (250), a temporary (4xx) or permanent
  * (5xx) rejection, or a dropped connection mid-DATA.
  */
-export type SinkBehaviour = { kind: "accept" } | { kind: "reject"; code: number; message?: string } | { kind: "drop" };
+export type SinkBehaviour =
+  | { kind: "accept"; /** Hold the 250 reply this long (a slow relay: the message is recorded first). */ delayMs?: number }
+  | { kind: "reject"; code: number; message?: string }
+  | { kind: "drop" };
 
 export interface SmtpSink {
   port: number;
@@ -61,7 +64,8 @@ export async function startSmtpSink(): Promise<SmtpSink> {
           receivedAt: new Date(),
         });
         waiters.splice(0).forEach((w) => w());
-        callback();
+        if (b.delayMs) setTimeout(() => callback(), b.delayMs);
+        else callback();
       });
     },
   });

@@ -69,7 +69,7 @@ export class CaptureStore {
     const write = this.writes.then(() => appendFile(this.indexFile, `${JSON.stringify(entry)}\n`));
     this.writes = write.catch(() => undefined);
     await write;
-    if (++this.savedSincePrune >= 500) {
+    if (++this.savedSincePrune >= Math.min(500, this.maxEntries)) {
       this.savedSincePrune = 0;
       await this.prune();
     }

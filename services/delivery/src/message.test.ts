@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import { buildMail, DKIM_SIGNED_HEADERS, listUnsubscribe } from "./message.js";
+import { testJob } from "./testing.js";
+import type { MergedContent } from "./repositories.js";
+
+const merged: MergedContent = {
+  subject: "Hello\r\nBcc: x@y.test",
+  html: "<p>hi</p>",
+  text: "hi",
+  previewText: "",
+  unsubscribeUrl: "https://mail.example.test/u/tok.abc",
+  listUnsubscribeUrl: "https://mail.example.test/u/tok.abc",
+};
+const key = { domain: "acme.test", selector: "mr1", privateKeyPem: "-----BEGIN PRIVATE KEY-----…" };
+
+describe("buildMail", () => {
+  it("puts the List-Unsubscribe pair on broadcast and test messages, not on transactional ones", () => {
+    for (const source of ["broadcast", "test"] as const) {
+      const mail = buildMail(testJob({ source, broadcastId: "cmp_1" }), merged, { allowed: true, address: "news@acme.test", name: "" });
+      const h = Object.fromEntries(mail.headers.map((x) => [x.key, x.value]));
+      expect(h["List-Unsubscribe"]).toBe("<https://mail.example.test/u/tok.abc>, <mailto:unsubscribe+tok.abc@acme.test>");
+      expect(h["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+    }
+    const tx = buildMail(testJob(), merged, { allowed: true, address: "news@acme.test", name: "" });
+    expect(tx.headers.map((x) => x.key)).toEqual(["X-Mailroom-Delivery-Id"]);
+  });
+
+  it("carries the delivery id, message id, prefix and a subject that cannot break its header line", () => {
+    const job = testJob({ subjectPrefix: "[TEST] " });
+    const mail = buildMail(job, merged, { allowed: true, address: "news@acme.test", name: "" });
+    expect(mail.headers[0]).toEqual({ key: "X-Mailroom-Delivery-Id", value: job.deliveryId });
+    expect(mail.messageId).toBe(`<${job.messageId}>`);
+    expect(mail.subject).toBe("[TEST] Hello Bcc: x@y.test");
+    expect(mail.from).toEqual({ name: "Acme", address: "news@acme.test" });
+  });
+
+  it("signs with the domain's key only for that domain and its subdomains, covering both List-Unsubscribe headers", () => {
+    const sign = (address: string) => buildMail(testJob(), merged, { allowed: true, address, name: "", dkim: key }).dkim;
+    expect(sign("news@acme.test")).toMatchObject({ domainName: "acme.test", keySelector: "mr1" });
+    expect(sign("news@mail.acme.test")).toBeDefined();
+    expect(sign("news@evilacme.test")).toBeUndefined();
+    expect(DKIM_SIGNED_HEADERS.split(":")).toEqual(expect.arrayContaining(["List-Unsubscribe", "List-Unsubscribe-Post", "From", "Subject"]));
+  });
+
+  it("falls back to the https link alone when the URL has no token segment", () => {
+    expect(listUnsubscribe("https://x.test/", "acme.test")).toBe("<https://x.test/>");
+  });
+});

@@ -1,0 +1,229 @@
+/**
+ * The delivery service against a real nats-server (JetStream), a real SMTP server, its
+ * real store on disk and real Connect calls to stand-in neighbours.
+ */
+import { generateKeyPairSync } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dkimVerify } from "mailauth";
+import PostalMime from "postal-mime";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { startNats, type NatsHandle } from "../harness/nats.js";
+import { startSmtpSink, type SinkBehaviour, type SmtpSink } from "../harness/smtp-sink.js";
+import { connectClient, startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
+import { connectNats, ensureStreams, DELIVERY_STREAM } from "../../services/kit/src/jetstream.js";
+import { openStore } from "../../services/kit/src/store/open.js";
+import type { Store } from "../../services/kit/src/store/port.js";
+import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
+import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+import { deliveryRoutes } from "../../services/delivery/src/routes.js";
+import { startDelivery, type DeliveryRuntime } from "../../services/delivery/src/service.js";
+import { compiledFrom, silentLogger } from "../../services/delivery/src/testing.js";
+import {
+  configsFrom, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours,
+} from "./support.js";
+
+describe("delivery service (JetStream → SMTP)", () => {
+  let nats: NatsHandle;
+  let sink: SmtpSink;
+  let neighbours: Neighbours;
+  let nc: NatsConnection;
+  let store: Store;
+  let runtime: DeliveryRuntime;
+  let server: ConnectServer;
+  let client: Client<typeof DeliveryService>;
+  let events: ReturnType<typeof listenEvents>;
+  let data: Awaited<ReturnType<typeof tempDir>>;
+  const behaviours = new Map<string, SinkBehaviour[]>();
+  const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const dkimTxt = `v=DKIM1; k=rsa; p=${publicKey.export({ type: "spki", format: "der" }).toString("base64")}`;
+
+  beforeAll(async () => {
+    [nats, sink, neighbours, data] = await Promise.all([startNats(), startSmtpSink(), startNeighbours(), tempDir("mailroom-delivery-")]);
+    // Per recipient: a queue of answers, then accept.
+    sink.setBehaviour((raw) => {
+      const to = /^To: (.*)$/m.exec(raw)?.[1]?.trim() ?? "";
+      return behaviours.get(to)?.shift() ?? { kind: "accept" };
+    });
+    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>" }));
+    neighbours.contents.set(
+      "ws_acme/broadcast:cmp_news",
+      compiledFrom({ subject: "Grüße, {{firstName}} ✓", html: "<p>News for {{firstName}}</p>", broadcast: true }),
+    );
+    neighbours.senders.set("ws_acme/news@acme.test", {
+      address: "news@acme.test",
+      dkim: { domain: "acme.test", selector: "mr2024", privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
+    });
+    nc = await connectNats(nats.url, "delivery-suite");
+    await ensureStreams(nc);
+    events = listenEvents(nc);
+    const { config, settings } = configsFrom(
+      deliveryEnv({ natsUrl: nats.url, smtpUrl: sink.url, dataDir: data.dir, neighboursUrl: neighbours.url }),
+    );
+    store = await openStore({ dataDir: config.dataDir, service: "delivery" });
+    runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store });
+    server = await startConnectServer({ routes: deliveryRoutes(runtime.admin), logger: silentLogger });
+    client = connectClient(DeliveryService, server.url);
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await server?.close();
+    await store?.close();
+    events?.stop();
+    await nc?.close();
+    await Promise.all([nats?.stop(), sink?.stop(), neighbours?.stop()]);
+    await data?.remove();
+  });
+
+  const received = (to: string) => sink.messages.filter((m) => m.to.includes(to));
+  const typesOf = (id: string) => events.of(id).map((e) => MailEventType[e.type]);
+
+  it("retries a 4xx with backoff, then delivers (DEFERRED then SENT)", async () => {
+    behaviours.set("r1@example.test", [{ kind: "reject", code: 451, message: "greylisted" }]);
+    await publishJob(nc, { deliveryId: "dlv_r1", to: "r1@example.test" });
+    await events.waitFor(() => typesOf("dlv_r1").includes("SENT"));
+    expect(typesOf("dlv_r1")).toEqual(["DEFERRED", "SENT"]);
+    const [deferred, sent] = events.of("dlv_r1");
+    expect(deferred).toMatchObject({ smtpCode: 451, attempt: 1, source: DeliverySource.TRANSACTIONAL, emailId: "trs_1" });
+    expect(deferred.detail).toMatch(/greylisted/);
+    expect(sent).toMatchObject({ smtpCode: 250, attempt: 2, recipient: "r1@example.test", messageId: "dlv_r1@acme.test" });
+    expect(received("r1@example.test")).toHaveLength(1);
+  });
+
+  it("survives a connection dropped mid-DATA, then delivers", async () => {
+    behaviours.set("r2@example.test", [{ kind: "drop" }]);
+    await publishJob(nc, { deliveryId: "dlv_r2", to: "r2@example.test" });
+    await events.waitFor(() => typesOf("dlv_r2").includes("SENT"));
+    expect(typesOf("dlv_r2")).toEqual(["DEFERRED", "SENT"]);
+    expect(events.of("dlv_r2")[0].smtpCode).toBe(0);
+    expect(received("r2@example.test")).toHaveLength(1);
+  });
+
+  it("turns a 5xx into BOUNCED and puts the address on the directory's suppression list", async () => {
+    behaviours.set("gone@example.test", [{ kind: "reject", code: 550, message: "5.1.1 mailbox unavailable" }]);
+    await publishJob(nc, { deliveryId: "dlv_bounce", to: "gone@example.test" });
+    await events.waitFor(() => typesOf("dlv_bounce").length > 0);
+    expect(typesOf("dlv_bounce")).toEqual(["BOUNCED"]);
+    expect(events.of("dlv_bounce")[0]).toMatchObject({ smtpCode: 550 });
+    expect(neighbours.suppressions).toContainEqual(
+      expect.objectContaining({ workspaceId: "ws_acme", email: "gone@example.test", reason: 2 /* HARD_BOUNCE */ }),
+    );
+    expect(received("gone@example.test")).toHaveLength(0);
+  });
+
+  it("signs broadcast mail with DKIM covering the List-Unsubscribe pair, and encodes non-ASCII headers", async () => {
+    await publishJob(nc, {
+      deliveryId: "dlv_dkim",
+      to: "zoe@example.test",
+      source: DeliverySource.BROADCAST,
+      broadcastId: "cmp_news",
+      contentRef: "broadcast:cmp_news",
+      fromName: "Café Ünïcode",
+      replyTo: "Ré Ply <reply@acme.test>",
+      variables: { firstName: "Zoë" },
+    });
+    await events.waitFor(() => typesOf("dlv_dkim").includes("SENT"));
+    const [msg] = received("zoe@example.test");
+    const raw = msg.raw;
+
+    const listUnsub = headerOf(raw, "List-Unsubscribe") ?? "";
+    expect(listUnsub).toMatch(/^<https:\/\/mail\.acme\.test\/u\/([A-Za-z0-9_.-]+)>, <mailto:unsubscribe\+\1@acme\.test>$/);
+    expect(headerOf(raw, "List-Unsubscribe-Post")).toBe("List-Unsubscribe=One-Click");
+    expect(headerOf(raw, "X-Mailroom-Delivery-Id")).toBe("dlv_dkim");
+    expect(headerOf(raw, "Message-ID")).toBe("<dlv_dkim@acme.test>");
+    // The long header was folded on the wire, and the signature still holds.
+    expect(raw).toMatch(/List-Unsubscribe:[^\r\n]*\r?\n[ \t]/);
+
+    const resolver = async (name: string, type: string) => {
+      if (type === "TXT" && name === "mr2024._domainkey.acme.test") return [[dkimTxt]];
+      throw Object.assign(new Error(`no ${type} for ${name}`), { code: "ENOTFOUND" });
+    };
+    const verified = await dkimVerify(Buffer.from(raw), { resolver });
+    expect(verified.results).toHaveLength(1);
+    const sig = verified.results[0];
+    expect(sig.status.result).toBe("pass");
+    expect(sig.signingDomain).toBe("acme.test");
+    const hTag = /(?:^|;)\s*h=([^;]+)/.exec(headerOf(raw, "DKIM-Signature") ?? "")?.[1] ?? "";
+    const signedHeaders = hTag.toLowerCase().split(":").map((h) => h.trim());
+    expect(signedHeaders).toEqual(expect.arrayContaining(["list-unsubscribe", "list-unsubscribe-post", "from", "subject", "to"]));
+
+    // Tampering with the one-click header breaks the signature.
+    const tampered = raw.replace("List-Unsubscribe-Post: List-Unsubscribe=One-Click", "List-Unsubscribe-Post: List-Unsubscribe=Two-Click");
+    expect((await dkimVerify(Buffer.from(tampered), { resolver })).results[0].status.result).toBe("fail");
+
+    // Non-ASCII: encoded words on the wire, the right text once decoded.
+    expect(headerOf(raw, "Subject")).toMatch(/^=\?UTF-8\?/i);
+    expect(headerOf(raw, "From")).toMatch(/=\?UTF-8\?.*\?= <news@acme\.test>/i);
+    const parsed = await PostalMime.parse(raw);
+    expect(parsed.subject).toBe("Grüße, Zoë ✓");
+    expect(parsed.from).toMatchObject({ name: "Café Ünïcode", address: "news@acme.test" });
+    expect(parsed.replyTo?.[0]).toMatchObject({ name: "Ré Ply", address: "reply@acme.test" });
+    expect(parsed.html).toContain("News for Zoë");
+  });
+
+  it("never sends a delivery twice when its job comes again", async () => {
+    await publishJob(nc, { deliveryId: "dlv_once", to: "once@example.test" });
+    await events.waitFor(() => typesOf("dlv_once").includes("SENT"));
+    // A second copy of the same job, past JetStream's msgID dedupe (other msgID).
+    await publishJob(nc, { deliveryId: "dlv_once", to: "once@example.test" }, "dlv_once-copy");
+    await events.waitFor(() => typesOf("dlv_once").length >= 2);
+    await drained(nc);
+    expect(received("once@example.test")).toHaveLength(1);
+    const [first, again] = events.of("dlv_once");
+    expect(again.eventId).toBe(first.eventId); // republished outcome: same id, deduped downstream
+  });
+
+  it("holds a paused broadcast's jobs across processes until it is resumed", async () => {
+    await client.pauseBroadcast({ broadcastId: "cmp_news" });
+    expect((await client.getStatus({})).pausedBroadcasts).toContain("cmp_news");
+    await publishJob(nc, { deliveryId: "dlv_paused", to: "paused@example.test", source: DeliverySource.BROADCAST, broadcastId: "cmp_news", contentRef: "broadcast:cmp_news" });
+    await new Promise((r) => setTimeout(r, 700));
+    expect(received("paused@example.test")).toHaveLength(0);
+    await client.resumeBroadcast({ broadcastId: "cmp_news" });
+    await events.waitFor(() => typesOf("dlv_paused").includes("SENT"));
+    expect(received("paused@example.test")).toHaveLength(1);
+  });
+
+  it("reports FAILED for content that does not exist and for a sender the workspace may not use", async () => {
+    await publishJob(nc, { deliveryId: "dlv_nocontent", to: "a@example.test", contentRef: "email:trs_missing" });
+    await publishJob(nc, { deliveryId: "dlv_badsender", to: "b@example.test", fromEmail: "ceo@other.test" });
+    await events.waitFor(() => events.of("dlv_nocontent").length > 0 && events.of("dlv_badsender").length > 0);
+    expect(events.of("dlv_nocontent")[0]).toMatchObject({ type: MailEventType.FAILED });
+    expect(events.of("dlv_nocontent")[0].detail).toMatch(/not found/);
+    expect(events.of("dlv_badsender")[0]).toMatchObject({ type: MailEventType.FAILED, detail: "sender not allowed for this workspace" });
+    expect(received("a@example.test").length + received("b@example.test").length).toBe(0);
+  });
+
+  it("answers status and admin calls, and refuses bad input with InvalidArgument", async () => {
+    await client.setWorkspaceRate({ workspaceId: "ws_slow", messagesPerSecond: 5 });
+    const status = await client.getStatus({});
+    expect(status.relay).toBe(sink.url + "");
+    expect(status.capturing).toBe(false);
+    expect(status.sentTotal).toBeGreaterThan(0n);
+    expect(status.workspaceRates).toContainEqual(expect.objectContaining({ workspaceId: "ws_slow", messagesPerSecond: 5 }));
+    await client.setWorkspaceRate({ workspaceId: "ws_slow", messagesPerSecond: 0 });
+    expect((await client.getStatus({})).workspaceRates).toEqual([]);
+    for (const call of [
+      () => client.setWorkspaceRate({ workspaceId: "ws_slow", messagesPerSecond: -1 }),
+      () => client.setWorkspaceRate({ workspaceId: "ws.>", messagesPerSecond: 1 }),
+      () => client.pauseBroadcast({ broadcastId: "" }),
+      () => client.getCapturedMessage({ id: "../../etc/passwd" }),
+    ]) {
+      const err = await call().then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectError);
+      expect([Code.InvalidArgument, Code.NotFound]).toContain((err as ConnectError).code);
+    }
+  });
+});
+
+/** Waits until the work queue holds no job (all acked). */
+async function drained(nc: NatsConnection, timeoutMs = 10_000): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  const deadline = Date.now() + timeoutMs;
+  while ((await jsm.streams.info(DELIVERY_STREAM)).state.messages > 0) {
+    if (Date.now() > deadline) throw new Error("delivery queue did not drain");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Support for the delivery suites: stand-in Connect servers for the neighbours the
+ * delivery service calls (email, broadcast, directory — real Connect over HTTP, data from
+ * the test), a MailEvent listener, job publishing and configuration.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { loadConfig, type Config } from "../../services/kit/src/config.js";
+import { startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
+import { publishProto } from "../../services/kit/src/jetstream.js";
+import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { DirectoryService, DkimKeySchema, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
+import {
+  DeliveryJobSchema,
+  DeliverySource,
+  MailEventSchema,
+  MailEventType,
+  type MailEvent,
+} from "../../gen/mailroom/events/v1/events_pb.js";
+import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { loadDeliverySettings, type DeliverySettings } from "../../services/delivery/src/settings.js";
+import { silentLogger } from "../../services/delivery/src/testing.js";
+
+export interface Neighbours {
+  url: string;
+  contents: Map<string, CompiledMessage>;
+  senders: Map<string, { address: string; name?: string; dkim?: { domain: string; selector: string; privateKeyPem: string } }>;
+  suppressions: Array<{ workspaceId: string; email: string; reason: SuppressionReason; detail: string }>;
+  contentCalls: number;
+  stop(): Promise<void>;
+}
+
+/** One Connect server playing EmailService, BroadcastService and DirectoryService. */
+export async function startNeighbours(): Promise<Neighbours> {
+  const n = {
+    contents: new Map<string, CompiledMessage>(),
+    senders: new Map<string, { address: string; name?: string; dkim?: { domain: string; selector: string; privateKeyPem: string } }>(),
+    suppressions: [] as Neighbours["suppressions"],
+    contentCalls: 0,
+  };
+  const compiled = (kind: string) => async (req: { workspaceId: string; id: string }) => {
+    n.contentCalls += 1;
+    const c = n.contents.get(`${req.workspaceId}/${kind}:${req.id}`);
+    if (!c) throw new ConnectError(`${kind} ${req.id} not found`, Code.NotFound);
+    return { compiled: c };
+  };
+  const routes = (router: ConnectRouter) => {
+    router.service(EmailService, { getCompiledContent: compiled("email") });
+    router.service(BroadcastService, { getCompiledContent: compiled("broadcast") });
+    router.service(DirectoryService, {
+      async checkSender(req) {
+        const address = (/<([^>]+)>/.exec(req.from)?.[1] ?? req.from).trim();
+        const s = n.senders.get(`${req.workspaceId}/${address.toLowerCase()}`);
+        if (!s) return { allowed: false, address };
+        return { allowed: true, address: s.address, name: s.name ?? "", dkim: s.dkim && create(DkimKeySchema, s.dkim) };
+      },
+      async addSuppression(req) {
+        n.suppressions.push({ workspaceId: req.workspaceId, email: req.email, reason: req.reason, detail: req.detail });
+        return {};
+      },
+    });
+  };
+  const server: ConnectServer = await startConnectServer({ routes, logger: silentLogger });
+  return Object.assign(n, { url: server.url, stop: () => server.close() });
+}
+
+/** Every MailEvent published on the events subjects, as they arrive. */
+export function listenEvents(nc: NatsConnection) {
+  const events: MailEvent[] = [];
+  const sub = nc.subscribe("mail.events.>");
+  void (async () => {
+    for await (const m of sub) events.push(fromBinary(MailEventSchema, m.data));
+  })();
+  return {
+    events,
+    of: (deliveryId: string) => events.filter((e) => e.deliveryId === deliveryId),
+    async waitFor(pred: (e: MailEvent[]) => boolean, timeoutMs = 15_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (!pred(events)) {
+        if (Date.now() > deadline) throw new Error(`events did not arrive in ${timeoutMs} ms; got ${events.map((e) => `${e.deliveryId}:${MailEventType[e.type]}`).join(", ")}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    stop: () => sub.unsubscribe(),
+  };
+}
+
+export interface JobInit {
+  deliveryId: string;
+  to: string;
+  source?: DeliverySource;
+  workspaceId?: string;
+  contentRef?: string;
+  broadcastId?: string;
+  fromEmail?: string;
+  fromName?: string;
+  replyTo?: string;
+  variables?: JsonObject;
+  subjectPrefix?: string;
+}
+
+const SUBJECT_PART: Record<number, string> = {
+  [DeliverySource.TRANSACTIONAL]: "transactional",
+  [DeliverySource.BROADCAST]: "broadcast",
+  [DeliverySource.BROADCAST_TEST]: "test",
+};
+
+export function deliveryJob(j: JobInit) {
+  const source = j.source ?? DeliverySource.TRANSACTIONAL;
+  return create(DeliveryJobSchema, {
+    deliveryId: j.deliveryId,
+    workspaceId: j.workspaceId ?? "ws_acme",
+    source,
+    messageId: `${j.deliveryId}@acme.test`,
+    emailId: source === DeliverySource.TRANSACTIONAL ? "trs_1" : "",
+    broadcastId: j.broadcastId ?? "",
+    recipient: { email: j.to, contactId: `ctc_${j.deliveryId}`, variables: j.variables ?? { firstName: "Ann" } },
+    fromEmail: j.fromEmail ?? "news@acme.test",
+    fromName: j.fromName ?? "Acme",
+    replyTo: j.replyTo ?? "",
+    contentRef: j.contentRef ?? "email:trs_1",
+    subjectPrefix: j.subjectPrefix ?? "",
+  });
+}
+
+/** Publishes a job as the email and broadcast services do; msgID defaults to the delivery id. */
+export async function publishJob(nc: NatsConnection, j: JobInit, msgID = j.deliveryId): Promise<void> {
+  const job = deliveryJob(j);
+  await publishProto(jetstream(nc), `mail.delivery.${SUBJECT_PART[job.source]}`, DeliveryJobSchema, job, msgID);
+}
+
+/** Environment for a delivery process (or in-process config) wired to the test's servers. */
+export function deliveryEnv(opts: { natsUrl: string; smtpUrl?: string; dataDir: string; neighboursUrl: string; extra?: Record<string, string> }) {
+  return {
+    MAILROOM_NATS_URL: opts.natsUrl,
+    ...(opts.smtpUrl ? { MAILROOM_SMTP_URL: opts.smtpUrl } : {}),
+    MAILROOM_DATA_DIR: opts.dataDir,
+    MAILROOM_PUBLIC_URL: "https://mail.acme.test",
+    MAILROOM_SECRET: "delivery-suite-secret-0123456789",
+    MAILROOM_EMAIL_URL: opts.neighboursUrl,
+    MAILROOM_BROADCAST_URL: opts.neighboursUrl,
+    MAILROOM_DIRECTORY_URL: opts.neighboursUrl,
+    MAILROOM_SMTP_IGNORE_TLS: "1",
+    MAILROOM_SMTP_TIMEOUT_MS: "3000",
+    MAILROOM_DELIVERY_ACK_WAIT_MS: "3000",
+    MAILROOM_DELIVERY_RETRY_BASE_MS: "150",
+    MAILROOM_DELIVERY_PAUSE_RECHECK_MS: "150",
+    MAILROOM_DELIVERY_CONCURRENCY: "8",
+    MAILROOM_DELIVERY_SHUTDOWN_GRACE_MS: "2000",
+    MAILROOM_LOG_LEVEL: "warn",
+    ...opts.extra,
+  };
+}
+
+export function configsFrom(env: Record<string, string>): { config: Config; settings: DeliverySettings } {
+  return { config: loadConfig(env), settings: loadDeliverySettings(env) };
+}
+
+export async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The value of a header in a raw message, unfolded. */
+export function headerOf(raw: string, name: string): string | undefined {
+  const head = raw.split(/\r?\n\r?\n/)[0].replace(/\r?\n[ \t]+/g, " ");
+  const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`));
+  return line?.slice(name.length + 1).trim();
+}
