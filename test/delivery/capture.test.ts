@@ -1,0 +1,87 @@
+/**
+ * Without MAILROOM_SMTP_URL mail is captured under <dataDir>/captured/ and read back
+ * through DeliveryService (which the gateway renders as a small page).
+ */
+import { readdir } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { startNats, type NatsHandle } from "../harness/nats.js";
+import { connectClient, startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
+import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
+import { openStore } from "../../services/kit/src/store/open.js";
+import type { Store } from "../../services/kit/src/store/port.js";
+import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
+import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+import { deliveryRoutes } from "../../services/delivery/src/routes.js";
+import { startDelivery, type DeliveryRuntime } from "../../services/delivery/src/service.js";
+import { compiledFrom, silentLogger } from "../../services/delivery/src/testing.js";
+import { configsFrom, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours } from "./support.js";
+
+describe("local capture (no relay configured)", () => {
+  let nats: NatsHandle;
+  let neighbours: Neighbours;
+  let nc: NatsConnection;
+  let store: Store;
+  let runtime: DeliveryRuntime;
+  let server: ConnectServer;
+  let client: Client<typeof DeliveryService>;
+  let data: Awaited<ReturnType<typeof tempDir>>;
+
+  beforeAll(async () => {
+    [nats, neighbours, data] = await Promise.all([startNats(), startNeighbours(), tempDir("mailroom-capture-")]);
+    neighbours.contents.set("ws_acme/broadcast:cmp_1", compiledFrom({ subject: "Weekly {{firstName}}", html: "<p>Hi {{firstName}}</p>", broadcast: true }));
+    neighbours.contents.set("ws_other/email:trs_1", compiledFrom({ subject: "Other", html: "<p>other</p>" }));
+    neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
+    neighbours.senders.set("ws_other/hi@other.test", { address: "hi@other.test" });
+    nc = await connectNats(nats.url, "capture-suite");
+    await ensureStreams(nc);
+    const { config, settings } = configsFrom(deliveryEnv({ natsUrl: nats.url, dataDir: data.dir, neighboursUrl: neighbours.url }));
+    store = await openStore({ dataDir: config.dataDir, service: "delivery" });
+    runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store });
+    server = await startConnectServer({ routes: deliveryRoutes(runtime.admin), logger: silentLogger });
+    client = connectClient(DeliveryService, server.url);
+  });
+
+  afterAll(async () => {
+    await runtime?.stop();
+    await server?.close();
+    await store?.close();
+    await nc?.close();
+    await Promise.all([nats?.stop(), neighbours?.stop()]);
+    await data?.remove();
+  });
+
+  it("captures the exact message, lists it per workspace and returns its source and parts", async () => {
+    const events = listenEvents(nc);
+    await publishJob(nc, {
+      deliveryId: "dlv_cap1", to: "ann@example.test", source: DeliverySource.BROADCAST, broadcastId: "cmp_1", contentRef: "broadcast:cmp_1",
+    });
+    await publishJob(nc, { deliveryId: "dlv_cap2", to: "bob@example.test", workspaceId: "ws_other", fromEmail: "hi@other.test" });
+    await events.waitFor((all) => all.filter((e) => e.type === MailEventType.SENT).length === 2);
+    expect(events.of("dlv_cap1")[0].detail).toMatch(/captured locally/);
+    events.stop();
+
+    const status = await client.getStatus({});
+    expect(status).toMatchObject({ capturing: true, relay: "capture" });
+
+    const mine = (await client.listCapturedMessages({ workspaceId: "ws_acme" })).messages;
+    expect(mine.map((m) => m.deliveryId)).toEqual(["dlv_cap1"]);
+    expect(mine[0]).toMatchObject({ to: "ann@example.test", subject: "Weekly Ann", messageId: "dlv_cap1@acme.test", workspaceId: "ws_acme" });
+    expect((await client.listCapturedMessages({})).messages).toHaveLength(2);
+
+    const got = await client.getCapturedMessage({ id: mine[0].id });
+    const raw = Buffer.from(got.raw).toString("utf8");
+    expect(headerOf(raw, "Subject")).toBe("Weekly Ann");
+    expect(headerOf(raw, "List-Unsubscribe-Post")).toBe("List-Unsubscribe=One-Click");
+    expect(got.html).toBe("<p>Hi Ann</p>");
+    expect(got.text).toBe("Hi Ann");
+
+    const files = await readdir(path.join(data.dir, "captured"));
+    expect(files).toEqual(expect.arrayContaining([`${mine[0].id}.eml`, "index.jsonl"]));
+
+    const missing = await client.getCapturedMessage({ id: "cap_00000000000000000000000000" }).catch((e: unknown) => e);
+    expect((missing as ConnectError).code).toBe(Code.NotFound);
+  });
+});
