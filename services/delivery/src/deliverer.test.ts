@@ -18,7 +18,7 @@ describe("Deliverer", () => {
     expect(t.transport.sent).toHaveLength(1);
     const mail = t.transport.sent[0];
     expect(mail.subject).toBe("Hi Zoë <b>");
-    expect(mail.html).toBe("<p>Hello Zoë &#60;b&#62;</p>");
+    expect(mail.html).toBe("<p>Hello Zoë &lt;b&gt;</p>");
     expect(mail.messageId).toBe(`<${job.messageId}>`);
     expect(mail.envelope).toEqual({ from: "news@acme.test", to: job.recipient.email });
     expect(t.events.events).toMatchObject([{ type: "sent", deliveryId: job.deliveryId, attempt: 1, smtpCode: 250, source: "transactional" }]);

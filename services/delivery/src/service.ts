@@ -17,7 +17,7 @@ import { startDeliveryConsumer, type DeliveryConsumer } from "./consumer.js";
 import { CachedContentSource, RpcContentSource } from "./content-source.js";
 import { Deliverer } from "./deliverer.js";
 import { JetStreamEventPublisher } from "./events.js";
-import { SimpleMerger } from "./merger.js";
+import { RendererMerger } from "./merger.js";
 import { Pacer } from "./pacer.js";
 import { KvPacingRepository } from "./pacing-kv.js";
 import type {
@@ -103,7 +103,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
           new RpcContentSource(connectClient(EmailService, config.urls.email), connectClient(BroadcastService, config.urls.broadcast)),
           settings.contentCacheBytes,
         ),
-      merger: o.merger ?? (await loadMerger(logger)),
+      merger: o.merger ?? new RendererMerger(),
       directory: o.directory ?? new RpcSenderDirectory(connectClient(DirectoryService, config.urls.directory), settings.senderCacheMs),
       transport,
       events: o.events ?? new JetStreamEventPublisher(jetstream(nc)),
@@ -160,12 +160,4 @@ function relayKey(smtpUrl: string | undefined): string {
     // keep the raw string; only its hash is used
   }
   return createHash("sha256").update(hostPort).digest("hex").slice(0, 16);
-}
-
-/**
- * The renderer's per-recipient merge (a pure function, imported in process) when that
- * module is present; the built-in merger otherwise.
- */
-async function loadMerger(logger: Logger): Promise<ContentMerger> {
-  return new SimpleMerger();
 }

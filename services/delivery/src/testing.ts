@@ -15,7 +15,7 @@ import {
 } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { Deliverer, type DelivererOptions, type JobContext } from "./deliverer.js";
 import type { Job } from "./job.js";
-import { SimpleMerger } from "./merger.js";
+import { RendererMerger } from "./merger.js";
 import { Pacer } from "./pacer.js";
 import {
   PermanentError,
@@ -201,7 +201,7 @@ export async function buildTestDelivery(opts: Partial<DelivererOptions> & { rela
   const deliverer = new Deliverer(
     {
       deliveries, content, directory, events, transport,
-      merger: new SimpleMerger(),
+      merger: new RendererMerger(),
       pacer: new Pacer(pacing, { key: "test", rate: opts.relayRate ?? 0 }, opts.now),
       logger: silentLogger,
       now: opts.now,
