@@ -1,0 +1,191 @@
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import type { Command } from "commander";
+import cliProgress from "cli-progress";
+import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  CreateContactResponseSchema, GetContactResponseSchema, ListContactPropertiesResponseSchema, ListContactsResponseSchema,
+  ListSuppressionsResponseSchema, PropertyType, SuppressionReason, type Contact,
+} from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { coercePropertyText } from "../../services/directory/src/properties.js";
+import { action, parseLimit, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
+import { importContactsCsv, ImportAbortedError } from "../import-csv.js";
+import { table, when } from "../output.js";
+
+const TYPE_BY_NAME: Record<string, PropertyType> = {
+  string: PropertyType.STRING, number: PropertyType.NUMBER, boolean: PropertyType.BOOLEAN, date: PropertyType.DATE,
+};
+const TYPE_NAME = (t: PropertyType) => (PropertyType[t] ?? "unknown").toLowerCase();
+const REASONS: Record<string, SuppressionReason> = {
+  unsubscribed: SuppressionReason.UNSUBSCRIBED, hard_bounce: SuppressionReason.HARD_BOUNCE,
+  complaint: SuppressionReason.COMPLAINT, manual: SuppressionReason.MANUAL,
+};
+const MAX_REJECTED_SHOWN = 100;
+
+const contactRow = (c: Contact) => [c.email, c.firstName || "-", c.lastName || "-", c.subscribed ? "yes" : "no", c.timezone || "-", JSON.stringify(c.properties ?? {})];
+const CONTACT_HEADER = ["EMAIL", "FIRST", "LAST", "SUBSCRIBED", "TIMEZONE", "PROPERTIES"];
+
+export function contactCommands(program: Command, ctx: CliContext): void {
+  const property = program.command("property").description("custom contact properties (merge variables)");
+
+  property.command("create")
+    .argument("<slug>", "API name, e.g. plan")
+    .argument("<type>", "string | number | boolean | date")
+    .action(action(ctx, async (slug: string, type: string, _opts: unknown, cmd: Command) => {
+      const t = TYPE_BY_NAME[type.toLowerCase()];
+      if (t === undefined) throw new UsageError(`unknown property type "${type}"; use string, number, boolean or date`);
+      await ctx.client.createContactProperty({ workspaceId: workspaceOf(ctx, cmd), slug, type: t });
+      ctx.output.out(`created property ${slug} (${type.toLowerCase()})`);
+    }));
+
+  property.command("list")
+    .action(action(ctx, async (_opts: unknown, cmd: Command) => {
+      const res = await ctx.client.listContactProperties({ workspaceId: workspaceOf(ctx, cmd) });
+      if (ctx.output.json) return printJson(ctx, ListContactPropertiesResponseSchema, res);
+      ctx.output.out(table([["SLUG", "TYPE", "BUILT-IN"], ...res.properties.map((p) => [p.slug, TYPE_NAME(p.type), p.builtIn ? "yes" : "no"])]));
+    }));
+
+  const contact = program.command("contact").description("contacts: add, list, import from CSV");
+
+  contact.command("add")
+    .description("add a contact (409 when the email exists)")
+    .argument("<email>")
+    .option("--first-name <name>")
+    .option("--last-name <name>")
+    .option("--timezone <tz>")
+    .option("--unsubscribed", "add as unsubscribed")
+    .option("--prop <slug=value...>", "custom property values (typed by the property's type)")
+    .action(action(ctx, async (email: string, opts: { firstName?: string; lastName?: string; timezone?: string; unsubscribed?: boolean; prop?: string[] }, cmd: Command) => {
+      const workspaceId = workspaceOf(ctx, cmd);
+      const properties: JsonObject = {};
+      if (opts.prop?.length) {
+        const types = new Map((await ctx.client.listContactProperties({ workspaceId })).properties.map((p) => [p.slug, TYPE_NAME(p.type)]));
+        for (const pair of opts.prop) {
+          const eq = pair.indexOf("=");
+          if (eq <= 0) throw new UsageError(`--prop expects slug=value, got "${pair}"`);
+          const slug = pair.slice(0, eq);
+          const type = types.get(slug);
+          // Unknown slugs go through as text: the directory names them in its error.
+          const value = type && type !== "unknown" ? coercePropertyText(slug, type as "string", pair.slice(eq + 1)) : pair.slice(eq + 1);
+          if (value !== undefined) properties[slug] = value;
+        }
+      }
+      const res = await ctx.client.createContact({
+        workspaceId,
+        contact: { email, firstName: opts.firstName, lastName: opts.lastName, timezone: opts.timezone, subscribed: opts.unsubscribed ? false : undefined, properties },
+      });
+      if (ctx.output.json) return printJson(ctx, CreateContactResponseSchema, res);
+      ctx.output.out(`created ${res.contact!.email} (${res.contact!.id})`);
+    }));
+
+  contact.command("get")
+    .argument("<email>")
+    .action(action(ctx, async (email: string, _opts: unknown, cmd: Command) => {
+      const res = await ctx.client.getContact({ workspaceId: workspaceOf(ctx, cmd), email });
+      if (ctx.output.json) return printJson(ctx, GetContactResponseSchema, res);
+      const c = res.contact!;
+      ctx.output.out(table([["id", c.id], ["email", c.email], ["firstName", c.firstName], ["lastName", c.lastName], ["timezone", c.timezone],
+        ["subscribed", String(c.subscribed)], ["properties", JSON.stringify(c.properties ?? {})], ["created", when(c.createdAt)], ["updated", when(c.updatedAt)]]));
+    }));
+
+  contact.command("remove")
+    .argument("<email>")
+    .action(action(ctx, async (email: string, _opts: unknown, cmd: Command) => {
+      await ctx.client.deleteContact({ workspaceId: workspaceOf(ctx, cmd), email });
+      ctx.output.out(`removed ${email}`);
+    }));
+
+  contact.command("list")
+    .description("list contacts one page at a time, or all of them with --all")
+    .option("--limit <n>", "page size (1-500)", "50")
+    .option("--cursor <cursor>", "continue after this cursor")
+    .option("--all", "follow the cursor to the end")
+    .option("--subscribed", "only subscribed contacts")
+    .action(action(ctx, async (opts: { limit: string; cursor?: string; all?: boolean; subscribed?: boolean }, cmd: Command) => {
+      const workspaceId = workspaceOf(ctx, cmd);
+      const limit = parseLimit(opts.limit, "--limit");
+      let cursor = opts.cursor ?? "";
+      let first = true;
+      for (;;) {
+        const res = await ctx.client.listContacts({ workspaceId, page: { limit, cursor }, subscribedOnly: opts.subscribed ?? false });
+        if (ctx.output.json) printJson(ctx, ListContactsResponseSchema, res);
+        else {
+          const rows = res.contacts.map(contactRow);
+          if (rows.length || first) ctx.output.out(table(first ? [CONTACT_HEADER, ...rows] : rows));
+        }
+        first = false;
+        if (!res.page?.hasMore) break;
+        cursor = res.page.nextCursor;
+        if (!opts.all) {
+          ctx.output.err(`more: --cursor ${cursor}`);
+          break;
+        }
+      }
+    }));
+
+  contact.command("import")
+    .description("import contacts from a CSV file (header row: email, firstName, lastName, timezone, subscribed, <property slugs>)")
+    .argument("<file>", "CSV file")
+    .option("--batch-size <n>", "rows per request (1-1000)", "500")
+    .action(action(ctx, async (file: string, opts: { batchSize: string }, cmd: Command) => {
+      const workspaceId = workspaceOf(ctx, cmd);
+      const size = (await stat(file)).size;
+      const bar = ctx.interactive
+        ? new cliProgress.SingleBar({ format: "importing |{bar}| {percentage}% | {rows} rows | {rejected} rejected", stream: process.stderr, hideCursor: true }, cliProgress.Presets.shades_classic)
+        : undefined;
+      bar?.start(size, 0, { rows: 0, rejected: 0 });
+      let summary;
+      try {
+        summary = await importContactsCsv({
+          client: ctx.client,
+          workspaceId,
+          input: createReadStream(file),
+          batchSize: parseLimit(opts.batchSize, "--batch-size"),
+          onProgress: (p) => bar?.update(p.bytes, { rows: p.rows, rejected: p.rejected }),
+        });
+      } catch (err) {
+        if (err instanceof ImportAbortedError) throw new UsageError(`import aborted, nothing imported: ${err.message}`);
+        throw err;
+      } finally {
+        bar?.stop();
+      }
+      if (ctx.output.json) {
+        ctx.output.out(JSON.stringify(summary, null, 2));
+      } else {
+        ctx.output.out(`${summary.rows} rows: ${summary.created} created, ${summary.updated} updated, ${summary.rejected.length} rejected`);
+        for (const r of summary.rejected.slice(0, MAX_REJECTED_SHOWN)) ctx.output.out(`  line ${r.line}${r.email ? ` (${r.email})` : ""}: ${r.reason}`);
+        if (summary.rejected.length > MAX_REJECTED_SHOWN) ctx.output.out(`  … and ${summary.rejected.length - MAX_REJECTED_SHOWN} more (use --json for all)`);
+      }
+      if (summary.rejected.length) ctx.exitCode = 2;
+    }));
+
+  const suppression = program.command("suppression").description("addresses no mail goes to");
+
+  suppression.command("list")
+    .option("--limit <n>", "page size", "100")
+    .action(action(ctx, async (opts: { limit: string }, cmd: Command) => {
+      const res = await ctx.client.listSuppressions({ workspaceId: workspaceOf(ctx, cmd), page: { limit: parseLimit(opts.limit, "--limit"), cursor: "" } });
+      if (ctx.output.json) return printJson(ctx, ListSuppressionsResponseSchema, res);
+      ctx.output.out(table([["EMAIL", "REASON", "DETAIL", "SINCE"], ...res.suppressions.map((s) => [
+        s.email, (SuppressionReason[s.reason] ?? "").toLowerCase(), s.detail || "-", when(s.createdAt),
+      ])]));
+    }));
+
+  suppression.command("add")
+    .argument("<email>")
+    .option("--reason <reason>", "unsubscribed | hard_bounce | complaint | manual", "manual")
+    .option("--detail <text>", "why", "")
+    .action(action(ctx, async (email: string, opts: { reason: string; detail: string }, cmd: Command) => {
+      const reason = REASONS[opts.reason];
+      if (reason === undefined) throw new UsageError(`unknown reason "${opts.reason}"; use ${Object.keys(REASONS).join(", ")}`);
+      await ctx.client.addSuppression({ workspaceId: workspaceOf(ctx, cmd), email, reason, detail: opts.detail });
+      ctx.output.out(`suppressed ${email}`);
+    }));
+
+  suppression.command("remove")
+    .argument("<email>")
+    .action(action(ctx, async (email: string, _opts: unknown, cmd: Command) => {
+      await ctx.client.removeSuppression({ workspaceId: workspaceOf(ctx, cmd), email });
+      ctx.output.out(`lifted suppression of ${email}`);
+    }));
+}

@@ -1,0 +1,41 @@
+import type { Command } from "commander";
+import { CreateApiKeyResponseSchema, ListApiKeysResponseSchema } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { action, printJson, workspaceOf, type CliContext } from "../context.js";
+import { table, when } from "../output.js";
+
+export function keyCommands(program: Command, ctx: CliContext): void {
+  const key = program.command("key").description("API keys (stored hashed; a new key is shown once)");
+
+  key.command("create")
+    .description("create an API key and print it once")
+    .option("--name <name>", "a label for the key", "")
+    .option("--scopes <list>", "comma-separated scopes (api_user, admin)", "api_user")
+    .action(action(ctx, async (opts: { name: string; scopes: string }, cmd: Command) => {
+      const res = await ctx.client.createApiKey({
+        workspaceId: workspaceOf(ctx, cmd),
+        name: opts.name,
+        scopes: opts.scopes.split(",").map((s) => s.trim()).filter(Boolean),
+      });
+      if (ctx.output.json) return printJson(ctx, CreateApiKeyResponseSchema, res);
+      ctx.output.out(res.plainKey);
+      ctx.output.err(`key ${res.apiKey!.id} (scopes: ${res.apiKey!.scopes.join(", ")}). Store it now: it is not shown again.`);
+    }));
+
+  key.command("list")
+    .description("list the workspace's keys (prefixes only)")
+    .action(action(ctx, async (_opts: unknown, cmd: Command) => {
+      const res = await ctx.client.listApiKeys({ workspaceId: workspaceOf(ctx, cmd) });
+      if (ctx.output.json) return printJson(ctx, ListApiKeysResponseSchema, res);
+      ctx.output.out(table([["ID", "PREFIX", "NAME", "SCOPES", "CREATED", "REVOKED"], ...res.apiKeys.map((k) => [
+        k.id, `${k.prefix}…`, k.name || "-", k.scopes.join(","), when(k.createdAt), when(k.revokedAt) || "-",
+      ])]));
+    }));
+
+  key.command("revoke")
+    .description("revoke a key by id")
+    .argument("<keyId>")
+    .action(action(ctx, async (keyId: string, _opts: unknown, cmd: Command) => {
+      await ctx.client.revokeApiKey({ workspaceId: workspaceOf(ctx, cmd), keyId });
+      ctx.output.out(`revoked ${keyId}`);
+    }));
+}

@@ -1,0 +1,190 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { connectClient, createLogger, startConnectServer, type ConnectServer } from "../../services/kit/src/index.js";
+import { directoryRoutes } from "../../services/directory/src/routes.js";
+import { memoryDirectory } from "../../services/directory/src/test-support.js";
+import type { Directory } from "../../services/directory/src/directory.js";
+import { runCli } from "../../cli/program.js";
+import { importContactsCsv } from "../../cli/import-csv.js";
+
+describe("admin CLI", () => {
+  let server: ConnectServer;
+  let dir: Directory;
+  let tmp: string;
+  const client = () => connectClient(DirectoryService, server.url);
+
+  /** Runs `mailroom <args>` in-process against the test directory. */
+  async function cli(...args: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(args, {
+      env: { MAILROOM_DIRECTORY_URL: server.url, MAILROOM_WORKSPACE: "ws_cli" },
+      interactive: false,
+      output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
+    });
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  }
+
+  beforeAll(async () => {
+    dir = await memoryDirectory();
+    server = await startConnectServer({ routes: directoryRoutes(dir), port: 0, logger: createLogger("cli-test", "silent") });
+    tmp = await mkdtemp(path.join(os.tmpdir(), "mailroom-cli-"));
+    expect((await cli("workspace", "create", "--id", "ws_cli", "--name", "CLI Co", "--timezone", "Europe/Berlin", "--limit", "500", "--flags", "verified")).code).toBe(0);
+    expect((await cli("property", "create", "plan", "string")).code).toBe(0);
+    expect((await cli("property", "create", "seats", "number")).code).toBe(0);
+    expect((await cli("property", "create", "vip", "boolean")).code).toBe(0);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await rm(tmp, { recursive: true, force: true });
+  });
+
+  it("manages workspaces and flags", async () => {
+    const updated = await cli("workspace", "update", "ws_cli", "--enable", "broadcastEarlyAccess,emailApiAddon", "--disable", "verified");
+    expect(updated.code).toBe(0);
+    expect((await dir.workspaces.get("ws_cli")).flags).toEqual({ broadcastEarlyAccess: true, emailApiAddon: true, verified: false });
+    const list = await cli("workspace", "list");
+    expect(list.out).toMatch(/ws_cli\s+CLI Co\s+Europe\/Berlin\s+500/);
+    const bad = await cli("workspace", "update", "ws_cli", "--enable", "superpowers");
+    expect(bad).toMatchObject({ code: 1, err: expect.stringMatching(/unknown flag "superpowers"/) });
+  });
+
+  it("creates a key, prints it once, lists only its prefix, revokes it", async () => {
+    const created = await cli("key", "create", "--name", "deploy", "--scopes", "api_user,admin");
+    expect(created.code).toBe(0);
+    const plain = created.out.trim();
+    expect(plain).toMatch(/^mr_live_[0-9A-Za-z]{32}$/);
+    expect(created.err).toMatch(/not shown again/);
+    expect((await client().authenticate({ apiKey: plain })).scopes).toEqual(["api_user", "admin"]);
+    const list = await cli("key", "list");
+    expect(list.out).toContain(plain.slice(0, 12));
+    expect(list.out).not.toContain(plain);
+    const keyId = list.out.match(/key_[0-9a-z]{26}/)![0];
+    expect((await cli("key", "revoke", keyId)).code).toBe(0);
+    await expect(client().authenticate({ apiKey: plain })).rejects.toThrow(/Invalid API key/);
+  });
+
+  it("adds a domain and prints the DKIM, SPF and DMARC records; mark-verified lets it send", async () => {
+    const added = await cli("domain", "add", "cli.test");
+    expect(added.code).toBe(0);
+    expect(added.out).toMatch(/name: {2}mailroom\._domainkey\.cli\.test\n {4}value: v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]+/);
+    expect(added.out).toMatch(/_dmarc\.cli\.test/);
+    const verify = await cli("domain", "verify", "cli.test");
+    expect(verify.code).toBe(2);
+    expect(verify.out).toMatch(/not verified yet/);
+    expect((await cli("domain", "mark-verified", "cli.test")).code).toBe(0);
+    expect((await cli("sender", "check", "Team <team@cli.test>")).out).toMatch(/^allowed: team@cli.test \(DKIM mailroom._domainkey.cli.test\)/);
+  });
+
+  it("adds members and contacts, reporting bad input clearly", async () => {
+    expect((await cli("member", "add", "Owner@CLI.test")).code).toBe(0);
+    expect((await cli("member", "list")).out).toBe("owner@cli.test");
+    const added = await cli("contact", "add", "zoe@example.test", "--first-name", "Zoe", "--prop", "seats=3", "--prop", "vip=yes");
+    expect(added.code).toBe(0);
+    expect((await dir.contacts.get("ws_cli", "zoe@example.test")).properties).toEqual({ seats: 3, vip: true });
+    expect(await cli("contact", "add", "zoe@example.test")).toMatchObject({ code: 1, err: expect.stringMatching(/already exists \(contact_exists\)/) });
+    expect(await cli("contact", "add", "nope")).toMatchObject({ code: 1, err: expect.stringMatching(/not a valid email address \(invalid_email\)/) });
+    expect(await cli("contact", "add", "x@example.test", "--prop", "colour=red")).toMatchObject({ code: 1, err: expect.stringMatching(/Unknown contact property: colour/) });
+    expect(await cli("property", "create", "score", "float")).toMatchObject({ code: 1, err: expect.stringMatching(/unknown property type "float"/) });
+    expect(await cli("-w", "", "contact", "list", "--limit", "x")).toMatchObject({ code: 1 });
+  });
+
+  it("imports a CSV: good rows in, every bad row reported with its line and reason", async () => {
+    await dir.contacts.create("ws_cli", { email: "existing@example.test", firstName: "Old" });
+    const csv = [
+      "email,First Name,lastName,plan,seats,vip,subscribed", // 1
+      "amy@example.test,Amy,A,pro,2,true,true", // 2
+      "not-an-email,Bad,Row,pro,1,false,true", // 3
+      "ben@example.test,Ben,B,free,lots,false,true", // 4: seats not a number
+      "existing@example.test,New,E,,,,", // 5: updates
+      "cat@example.test,Cat", // 6: too few fields
+      'dan@example.test,"Dan ""D""",D,team,5,no,no', // 7
+      "AMY@example.test,Amy,Again,pro,2,true,true", // 8: duplicate of line 2
+      '"fay@example.test",Fay,"Multi', // 9-10: quoted line break
+      'line",pro,1,true,maybe', // 10: subscribed not a boolean
+      "gus@example.test,Gus,G,pro,1,true,true", // 11
+      'eve@example.test,Eve,"broken"quote,pro,1,true,true', // 12: malformed
+      "hal@example.test,Hal,H,pro,1,true,true", // 13: swallowed by the broken quote above, and reported
+    ].join("\n");
+    const file = path.join(tmp, "contacts.csv");
+    await writeFile(file, csv + "\n");
+    const res = await cli("contact", "import", file, "--batch-size", "2");
+    expect(res.code).toBe(2);
+    expect(res.out).toMatch(/^11 rows: 3 created, 1 updated, 7 rejected/);
+    const lines = res.out.split("\n").slice(1).map((l) => l.trim());
+    expect(lines).toHaveLength(7);
+    expect(lines[0]).toMatch(/^line 3 \(not-an-email\): .*not a valid email address/);
+    expect(lines[1]).toMatch(/^line 4 \(ben@example.test\): .*seats.*not a finite number/);
+    expect(lines[2]).toMatch(/^line 6 \(cat@example.test\): expected 7 fields, found 2/);
+    expect(lines[3]).toMatch(/^line 8 \(AMY@example.test\): duplicate of line 2/);
+    expect(lines[4]).toMatch(/^line 9 \(fay@example.test\): .*subscribed.*boolean/);
+    expect(lines[5]).toMatch(/^line 12: malformed CSV: Invalid Closing Quote/);
+    expect(lines[6]).toMatch(/^line 13: malformed CSV: Quote Not Closed/);
+    const emails = (await dir.contacts.list("ws_cli", { limit: 100 })).items.map((c) => c.email).sort();
+    expect(emails).toEqual(["amy@example.test", "dan@example.test", "existing@example.test", "gus@example.test", "zoe@example.test"]);
+    expect(await dir.contacts.get("ws_cli", "dan@example.test")).toMatchObject({ firstName: 'Dan "D"', subscribed: false, properties: { plan: "team", seats: 5, vip: false } });
+    expect(await dir.contacts.get("ws_cli", "amy@example.test")).toMatchObject({ firstName: "Amy", lastName: "A", properties: { plan: "pro", seats: 2, vip: true } });
+    expect(await dir.contacts.get("ws_cli", "existing@example.test")).toMatchObject({ firstName: "New", lastName: "E" });
+  });
+
+  it("aborts an import whose header names unknown columns, importing nothing", async () => {
+    const before = await dir.contacts.count("ws_cli");
+    const file = path.join(tmp, "unknown.csv");
+    await writeFile(file, "email,favouriteColour\nnew1@example.test,red\n");
+    const res = await cli("contact", "import", file);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(/import aborted, nothing imported: unknown column\(s\) "favouriteColour"/);
+    expect(await dir.contacts.count("ws_cli")).toBe(before);
+  });
+
+  it("streams large imports in batches and reports progress", async () => {
+    const rows = Array.from({ length: 1200 }, (_, i) => `bulk${i}@example.test,${i % 2 ? "pro" : "free"}`);
+    const progress: number[] = [];
+    const summary = await importContactsCsv({
+      client: client(),
+      workspaceId: "ws_cli",
+      input: Readable.from([`email,plan\n${rows.join("\n")}\n`]),
+      batchSize: 500,
+      onProgress: (p) => progress.push(p.rows),
+    });
+    expect(summary).toMatchObject({ rows: 1200, created: 1200, updated: 0, rejected: [] });
+    expect(progress.length).toBeGreaterThanOrEqual(3);
+    expect(progress.at(-1)).toBe(1200);
+  });
+
+  it("creates templates from a file and lists, shows and deletes them", async () => {
+    const html = path.join(tmp, "welcome.html");
+    await writeFile(html, "<h1>Hi {{firstName}}</h1><p>Your plan: {{plan}}</p>");
+    const created = await cli("template", "create", "--name", "welcome", "--subject", "Welcome {{firstName}}", "--html-file", html);
+    expect(created).toMatchObject({ code: 0, out: "created template welcome (variables: firstName, plan)" });
+    expect((await cli("template", "list")).out).toMatch(/welcome\s+Welcome \{\{firstName\}\}\s+firstName,plan/);
+    expect((await cli("template", "get", "welcome")).out).toContain("<h1>Hi {{firstName}}</h1>");
+    expect(await cli("template", "create", "--name", "welcome", "--subject", "x", "--html", "<p>x</p>")).toMatchObject({ code: 1, err: expect.stringMatching(/template_exists/) });
+    expect((await cli("template", "delete", "welcome")).code).toBe(0);
+    expect(await cli("template", "get", "welcome")).toMatchObject({ code: 1, err: expect.stringMatching(/template_not_found/) });
+  });
+
+  it("runs as `npx mailroom` through the bin shim", async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, [path.resolve("bin/mailroom.js"), "--json", "workspace", "list"], {
+      env: { ...process.env, MAILROOM_DIRECTORY_URL: server.url },
+    });
+    expect(JSON.parse(stdout).workspaces.map((w: { id: string }) => w.id)).toContain("ws_cli");
+  }, 30_000);
+
+  it("says clearly when the directory cannot be reached", async () => {
+    const out: string[] = [];
+    const code = await runCli(["workspace", "list"], {
+      env: { MAILROOM_DIRECTORY_URL: "http://127.0.0.1:9" },
+      interactive: false,
+      output: (json) => ({ out: (l) => out.push(l), err: (l) => out.push(l), json }),
+    });
+    expect(code).toBe(1);
+    expect(out.join("\n")).toMatch(/cannot reach the directory service at http:\/\/127.0.0.1:9/);
+  });
+});
