@@ -7,6 +7,10 @@ import { registerSendEmail } from "./emails.js";
 import { registerSendBatch } from "./emails-batch.js";
 import { registerGetEmail } from "./emails-get.js";
 import { registerCancelEmail } from "./emails-cancel.js";
+import { registerContacts } from "./contacts.js";
+import { registerContactItem } from "./contacts-item.js";
+import { registerTemplates } from "./templates.js";
+import { registerTemplateItem } from "./templates-item.js";
 
 /** A public route module: one file per route, registering itself on the app. */
 export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
@@ -15,7 +19,10 @@ export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
  * Routes under /v1 that need an API key. Each module registers its own path(s);
  * the authenticated scope (auth hook, rate limit) is applied around all of them.
  */
-export const apiRoutes: RouteModule[] = [registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail];
+export const apiRoutes: RouteModule[] = [
+  registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail,
+  registerContacts, registerContactItem, registerTemplates, registerTemplateItem,
+];
 
 /** Public routes without an API key: tracking pixels, click redirects, unsubscribe. */
 export const publicRoutes: RouteModule[] = [registerTracking, registerUnsubscribe, registerDevMail];
