@@ -5,15 +5,31 @@ import type { EmailRepository, IdempotencyEntry, IdempotencyRepository } from ".
 /** Idempotency keys live at least this long (design §6: ≥ 24 h). */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 
-type EmailDoc = Omit<StoredEmail, "id" | "compiled"> & { _id: string };
+/**
+ * `dispatch` is stored only while an email is in the outbox (pending or claimed) and is
+ * indexed sparse: finished emails leave the index, so index upkeep never grows with the
+ * number of emails ever sent. `dispatched` keeps how it left ("published" or "none").
+ */
+type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch"> & {
+  _id: string;
+  dispatch?: "pending" | "claimed";
+  dispatched?: "published" | "none";
+};
 type ContentDoc = { _id: string; workspaceId: string; compiled: string };
 type KeyDoc = Omit<IdempotencyEntry, "record"> & { _id: string; record?: EmailRecord };
 
 const TERMINAL: EmailStatus[] = ["DELIVERED", "FAILED", "CANCELLED"];
 
 function toEmail(doc: EmailDoc): StoredEmail {
-  const { _id, ...rest } = doc;
-  return { id: _id, ...rest } as StoredEmail;
+  const { _id, dispatch, dispatched, ...rest } = doc;
+  return { id: _id, ...rest, dispatch: dispatch ?? dispatched ?? "published" } as StoredEmail;
+}
+
+function toDoc(email: StoredEmail): EmailDoc {
+  const { id, compiled: _compiled, dispatch, ...rest } = email;
+  return dispatch === "pending" || dispatch === "claimed"
+    ? { _id: id, ...rest, dispatch }
+    : { _id: id, ...rest, dispatched: dispatch };
 }
 
 /**
@@ -31,13 +47,14 @@ export class StoreEmailRepository implements EmailRepository {
   }
 
   async init(): Promise<void> {
-    // The claim queries select by dispatch state first; published emails drop out.
-    await this.emails.createIndex({ keys: { dispatch: 1 } });
-    await this.emails.createIndex({ keys: { workspaceId: 1 } });
+    // Claim queries select by dispatch state; only outbox emails are in this index.
+    // (Lookups are by _id, so no index on low-cardinality fields such as workspaceId,
+    // whose upkeep on the embedded store costs O(emails) per update.)
+    await this.emails.createIndex({ keys: { dispatch: 1 }, sparse: true });
   }
 
   async insert(email: StoredEmail): Promise<boolean> {
-    const { id, compiled, ...rest } = email;
+    const { id, compiled } = email;
     try {
       // Content first: an email the scheduler can see always has its content.
       if (compiled) await this.contents.insertOne({ _id: id, workspaceId: email.workspaceId, compiled: Buffer.from(compiled).toString("base64") });
@@ -46,7 +63,7 @@ export class StoreEmailRepository implements EmailRepository {
       throw err;
     }
     try {
-      await this.emails.insertOne({ _id: id, ...rest } as EmailDoc);
+      await this.emails.insertOne(toDoc(email));
       return true;
     } catch (err) {
       // The other email of this id is final (its content is gone): drop the orphan.
@@ -69,7 +86,7 @@ export class StoreEmailRepository implements EmailRepository {
   async cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null> {
     const doc = await this.emails.findOneAndUpdate(
       { _id: id, workspaceId, status: "SCHEDULED", dispatch: "pending" },
-      { $set: { status: "CANCELLED", dispatch: "none", updatedAt: at } },
+      { $set: { status: "CANCELLED", dispatched: "none", updatedAt: at }, $unset: { dispatch: "" } },
       { returnDocument: "after" },
     );
     if (!doc) return null;
@@ -98,7 +115,7 @@ export class StoreEmailRepository implements EmailRepository {
   async markPublished(id: string, owner: string, at: Date): Promise<boolean> {
     const res = await this.emails.updateOne(
       { _id: id, dispatch: "claimed", leaseOwner: owner },
-      { $set: { dispatch: "published", publishedAt: at }, $unset: { leaseOwner: "", leaseUntil: "" } },
+      { $set: { dispatched: "published", publishedAt: at }, $unset: { dispatch: "", leaseOwner: "", leaseUntil: "" } },
     );
     return res.matchedCount === 1;
   }
