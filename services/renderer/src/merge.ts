@@ -3,7 +3,7 @@ import { escapeHtml } from "./escape.js";
 import { signRecipientToken } from "./tokens.js";
 
 /**
- * Per-recipient merge of a compiled message: string concatenation only, no parsing.
+ * Per-recipient merge of a compiled message: string joins only, no parsing.
  * `prepare()` flattens the segments once per compiled message (cached by identity);
  * each merge then signs one recipient token and walks literal/slot arrays.
  *
@@ -77,6 +77,24 @@ interface PreparedTemplate {
   refs: Int32Array;
 }
 
+/** Per-recipient values, one array per rendering (indexed by slot kind). */
+interface Bindings {
+  slots: string[][];
+  token: string;
+  urls: UrlPrefixes;
+  unsubscribeUrl: string;
+  manageUrl: string;
+}
+
+interface UrlPrefixes {
+  publicUrl: string;
+  base: string;
+  clickRaw: string[];
+  clickHtml: string[];
+  openRaw: string;
+  openHtml: string;
+}
+
 export class PreparedMessage {
   private readonly names: string[] = [];
   private readonly nameIndex = new Map<string, number>();
@@ -87,7 +105,7 @@ export class PreparedMessage {
   private readonly text: PreparedTemplate;
   private readonly preview: PreparedTemplate;
   private readonly linkTokens: string[];
-  private urls?: { publicUrl: string; clickRaw: string[]; clickHtml: string[]; openRaw: string; openHtml: string; base: string };
+  private urls?: UrlPrefixes;
 
   constructor(private readonly compiled: CompiledMessage) {
     this.linkTokens = compiled.links.map((l) => l.token);
@@ -98,6 +116,21 @@ export class PreparedMessage {
   }
 
   merge(recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
+    const b = this.bind(recipient, ctx);
+    return {
+      subject: renderString(this.subject, b),
+      html: renderString(this.html, b),
+      text: renderString(this.text, b),
+      previewText: renderString(this.preview, b),
+      unsubscribeUrl: b.unsubscribeUrl,
+      listUnsubscribeUrl: b.unsubscribeUrl,
+      manageUrl: b.manageUrl,
+      recipientToken: b.token,
+    };
+  }
+
+  /** Signs the recipient token and renders each variable the templates need. */
+  private bind(recipient: MergeRecipient, ctx: MergeContext): Bindings {
     const c = this.compiled;
     const contactId = recipient.contactId ?? "";
     const token = signRecipientToken(ctx.secret, {
@@ -135,38 +168,12 @@ export class PreparedMessage {
         urlHtml[i] = escapeHtml(urlRaw[i]);
       }
     }
-    const slots: string[][] = [html, raw, line, urlHtml, urlRaw];
-
-    const render = (t: PreparedTemplate): string => {
-      const { lits, kinds, refs } = t;
-      let out = lits[0];
-      for (let i = 0; i < kinds.length; i++) {
-        const kind = kinds[i];
-        let value: string;
-        if (kind <= URL_RAW) value = slots[kind][refs[i]];
-        else if (kind === LINK_HTML) value = urls.clickHtml[refs[i]] + token;
-        else if (kind === LINK_RAW) value = urls.clickRaw[refs[i]] + token;
-        else if (kind === PIXEL_HTML) value = urls.openHtml + token;
-        else value = urls.openRaw + token;
-        out += value + lits[i + 1];
-      }
-      return out;
-    };
-
-    return {
-      subject: render(this.subject),
-      html: render(this.html),
-      text: render(this.text),
-      previewText: render(this.preview),
-      unsubscribeUrl,
-      listUnsubscribeUrl: unsubscribeUrl,
-      manageUrl,
-      recipientToken: token,
-    };
+    // Indexed by slot kind: VAR_HTML, VAR_RAW, VAR_LINE, URL_HTML, URL_RAW.
+    return { slots: [html, raw, line, urlHtml, urlRaw], token, urls, unsubscribeUrl, manageUrl };
   }
 
   /** Link and pixel URL prefixes depend only on publicUrl: computed once per value. */
-  private urlsFor(publicUrl: string) {
+  private urlsFor(publicUrl: string): UrlPrefixes {
     if (this.urls?.publicUrl === publicUrl) return this.urls;
     const base = publicUrl.replace(/\/+$/, "");
     const clickRaw = this.linkTokens.map((t) => `${base}/t/c/${t}/`);
@@ -232,6 +239,31 @@ export class PreparedMessage {
     }
     return { lits, kinds: Uint8Array.from(kinds), refs: Int32Array.from(refs) };
   }
+}
+
+function slotValue(kind: number, ref: number, b: Bindings): string {
+  if (kind <= URL_RAW) return b.slots[kind][ref];
+  if (kind === LINK_HTML) return b.urls.clickHtml[ref] + b.token;
+  if (kind === LINK_RAW) return b.urls.clickRaw[ref] + b.token;
+  if (kind === PIXEL_HTML) return b.urls.openHtml + b.token;
+  return b.urls.openRaw + b.token;
+}
+
+/**
+ * Joins into a flat string in one pass. A `+=` chain would return a rope that every
+ * consumer (nodemailer, Buffer.from) must flatten later, which costs more in total.
+ */
+function renderString(t: PreparedTemplate, b: Bindings): string {
+  const { lits, kinds, refs } = t;
+  const n = kinds.length;
+  if (n === 0) return lits[0];
+  const parts = new Array<string>(2 * n + 1);
+  parts[0] = lits[0];
+  for (let i = 0; i < n; i++) {
+    parts[2 * i + 1] = slotValue(kinds[i], refs[i], b);
+    parts[2 * i + 2] = lits[i + 1];
+  }
+  return parts.join("");
 }
 
 /** Own properties only: `{{constructor}}` must not find Object.prototype.constructor. */
