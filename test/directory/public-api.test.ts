@@ -149,7 +149,8 @@ describe("public /v1/contacts and /v1/templates (gateway over the real directory
   });
 
   it("refuses missing, unknown and under-scoped keys with 401", async () => {
-    for (const headers of [{}, { authorization: "Bearer mr_test_nobody_123" }, { authorization: "Bearer mr_test_public_b_admin" }]) {
+    const keys: Array<Record<string, string>> = [{}, { authorization: "Bearer mr_test_nobody_123" }, { authorization: "Bearer mr_test_public_b_admin" }];
+    for (const headers of keys) {
       for (const url of ["/v1/contacts", "/v1/templates", "/v1/contacts/secret@a.test", "/v1/templates/a-only"]) {
         const res = await call("GET", url, headers);
         expect(res.statusCode, `${url} ${JSON.stringify(headers)}`).toBe(401);

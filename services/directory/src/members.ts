@@ -1,6 +1,6 @@
 import { badRequest } from "../../kit/src/errors.js";
 import { normalizeEmail } from "./address.js";
-import { scopedId, type DirectoryRepos } from "./store.js";
+import { ensureDoc, scopedId, type DirectoryRepos } from "./store.js";
 import type { Workspaces } from "./workspaces.js";
 import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
@@ -21,11 +21,7 @@ export class Members {
   async add(workspaceId: string, email: string): Promise<string> {
     await this.workspaces.get(workspaceId);
     const e = this.parse(email);
-    await this.repos.members.updateOne(
-      { _id: scopedId(workspaceId, e) },
-      { $setOnInsert: { workspaceId, email: e, createdAt: this.now() } },
-      { upsert: true },
-    );
+    await ensureDoc(this.repos.members, { _id: scopedId(workspaceId, e) }, { $setOnInsert: { workspaceId, email: e, createdAt: this.now() } });
     return e;
   }
 

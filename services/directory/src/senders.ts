@@ -2,7 +2,7 @@ import { badRequest, conflict, errorInfoOf, notFound } from "../../kit/src/error
 import { DuplicateKeyError } from "../../kit/src/store/port.js";
 import { parseMailbox, normalizeDomain } from "./address.js";
 import { checkDomainRecords, dnsRecordsFor, generateDkimKeyPair, type DkimKeyPair, type DnsPolicy, type DnsRecordSpec, type TxtResolver } from "./dns.js";
-import { scopedId, type DirectoryRepos, type DomainDoc, type SenderEmailDoc } from "./store.js";
+import { ensureDoc, scopedId, type DirectoryRepos, type DomainDoc, type SenderEmailDoc } from "./store.js";
 import type { Workspaces } from "./workspaces.js";
 import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
@@ -50,11 +50,7 @@ export class Senders {
     const address = this.parseAddress(email);
     const at = this.now();
     const id = scopedId(workspaceId, address);
-    await this.repos.senderEmails.updateOne(
-      { _id: id },
-      { $setOnInsert: { workspaceId, email: address, createdAt: at, verified: false, verifiedAt: null } },
-      { upsert: true },
-    );
+    await ensureDoc(this.repos.senderEmails, { _id: id }, { $setOnInsert: { workspaceId, email: address, createdAt: at, verified: false, verifiedAt: null } });
     if (verified) await this.repos.senderEmails.updateOne({ _id: id, verified: false }, { $set: { verified: true, verifiedAt: at } });
     const doc = await this.repos.senderEmails.findOne({ _id: id });
     return doc!;

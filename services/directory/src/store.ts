@@ -1,4 +1,4 @@
-import type { Collection, Store } from "../../kit/src/store/port.js";
+import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store, type Update } from "../../kit/src/store/port.js";
 
 /**
  * Documents of the directory's collections. Ids are strings; compound natural keys
@@ -180,4 +180,16 @@ export async function openRepos(store: Store): Promise<DirectoryRepos> {
     repos.templates.createIndex({ keys: { workspaceId: 1, _id: 1 } }),
   ]);
   return repos;
+}
+
+/**
+ * An insert-if-missing upsert. Two concurrent upserts of the same id can both miss and
+ * race to insert (MongoDB reports E11000 for the loser); the document exists either way.
+ */
+export async function ensureDoc<T extends Doc>(collection: Collection<T>, filter: Filter, update: Update): Promise<void> {
+  try {
+    await collection.updateOne(filter, update, { upsert: true });
+  } catch (err) {
+    if (!(err instanceof DuplicateKeyError)) throw err;
+  }
 }

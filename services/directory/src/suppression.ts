@@ -1,7 +1,7 @@
 import { badRequest } from "../../kit/src/errors.js";
 import { normalizeEmail } from "./address.js";
 import { checkListLimit, type Page } from "./contacts.js";
-import { scopedId, type DirectoryRepos, type SuppressionDoc, type SuppressionReason } from "./store.js";
+import { ensureDoc, scopedId, type DirectoryRepos, type SuppressionDoc, type SuppressionReason } from "./store.js";
 import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
 export const CHECK_MAX_EMAILS = 10_000;
@@ -21,11 +21,7 @@ export class Suppressions {
     if (!emailLower) throw badRequest("invalid_email", `"${String(email).slice(0, 200)}" is not a valid email address`);
     const id = scopedId(workspaceId, emailLower);
     const at = this.now();
-    await this.repos.suppressions.updateOne(
-      { _id: id },
-      { $setOnInsert: { workspaceId, emailLower, reason, detail: detail.slice(0, 1000), createdAt: at } },
-      { upsert: true },
-    );
+    await ensureDoc(this.repos.suppressions, { _id: id }, { $setOnInsert: { workspaceId, emailLower, reason, detail: detail.slice(0, 1000), createdAt: at } });
     if (reason !== "unsubscribed" && reason !== "manual") {
       await this.repos.suppressions.updateOne({ _id: id, reason: { $in: ["unsubscribed", "manual"] } }, { $set: { reason, detail: detail.slice(0, 1000) } });
     }

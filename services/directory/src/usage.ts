@@ -1,5 +1,5 @@
 import { badRequest } from "../../kit/src/errors.js";
-import { scopedId, type DirectoryRepos } from "./store.js";
+import { ensureDoc, scopedId, type DirectoryRepos } from "./store.js";
 import type { Workspaces } from "./workspaces.js";
 import { systemClock, type Clock } from "./validation.js";
 
@@ -37,7 +37,7 @@ export class Usage {
     const ws = await this.workspaces.get(workspaceId);
     const period = periodOf(this.now());
     const id = scopedId(workspaceId, period);
-    await this.repos.usage.updateOne({ _id: id }, { $setOnInsert: { workspaceId, period, used: 0 } }, { upsert: true });
+    await ensureDoc(this.repos.usage, { _id: id }, { $setOnInsert: { workspaceId, period, used: 0 } });
     const limit = ws.monthlyLimit;
     if (count <= limit) {
       const after = await this.repos.usage.findOneAndUpdate(
