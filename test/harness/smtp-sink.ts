@@ -29,7 +29,7 @@ export interface SmtpSink {
 }
 
 /** A real SMTP server on loopback that records what arrives. */
-export async function startSmtpSink(): Promise<SmtpSink> {
+export async function startSmtpSink(opts: { /** Listen on this port (default: a free one). */ port?: number } = {}): Promise<SmtpSink> {
   const messages: ReceivedMessage[] = [];
   let behaviour: (raw: string, attempt: number) => SinkBehaviour = () => ({ kind: "accept" });
   let attempts = 0;
@@ -70,7 +70,7 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     },
   });
   server.on("error", () => undefined);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
   const port = (server.server.address() as AddressInfo).port;
 
   return {

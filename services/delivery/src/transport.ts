@@ -1,5 +1,6 @@
 import nodemailer from "nodemailer";
 import type { CaptureStore } from "./capture.js";
+import { buildMime } from "./mime.js";
 import { SmtpFailure, type MailTransport, type OutgoingMail, type SendResult } from "./repositories.js";
 
 export interface SmtpOptions {
@@ -12,22 +13,12 @@ export interface SmtpOptions {
   ignoreTls: boolean;
 }
 
-/** nodemailer message options for one outgoing mail (MIME built and DKIM-signed by nodemailer). */
+/**
+ * nodemailer message options for one outgoing mail: the message is built by buildMime()
+ * and handed over raw; nodemailer adds the DKIM signature and speaks SMTP.
+ */
 export function toNodemailer(mail: OutgoingMail) {
-  return {
-    envelope: mail.envelope,
-    from: mail.from,
-    to: mail.to,
-    replyTo: mail.replyTo,
-    subject: mail.subject,
-    html: mail.html,
-    text: mail.text,
-    messageId: mail.messageId,
-    headers: mail.headers,
-    dkim: mail.dkim,
-    // Long base64/QP lines are folded by nodemailer; keep Date stable per send.
-    date: new Date(),
-  };
+  return { envelope: mail.envelope, raw: buildMime(mail), dkim: mail.dkim };
 }
 
 const RECIPIENT_COMMANDS = new Set(["RCPT TO", "DATA"]);

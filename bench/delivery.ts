@@ -1,0 +1,232 @@
+/**
+ * Delivery benchmark: N small messages (default 20,000; MAILROOM_BENCH_DELIVERY_MESSAGES)
+ * through the whole delivery path — jobs published to JetStream, pulled by the delivery
+ * workers (claim in the store, merge, MIME, SMTP pool, mark, outcome event, ack) — into a
+ * local SMTP sink, beside a raw nodemailer pool sending the same messages to the same sink
+ * in the same run. Target: the pipeline at >= 70% of the raw pool's rate.
+ *
+ * The sink is Postfix's smtp-sink when installed (Debian package postfix): a Node sink
+ * tops out near the sender's own rate and would measure itself. Otherwise the harness's
+ * Node sink runs in a child process, and the output says so.
+ *
+ * The neighbours (content owner, directory) are in-process repositories here: their
+ * answers are cached by the workers anyway, and they are not what is measured.
+ *
+ * Run: `npx tsx bench/delivery.ts` or `npm run bench delivery`.
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import nodemailer from "nodemailer";
+import { create } from "@bufbuild/protobuf";
+import { jetstream } from "@nats-io/jetstream";
+import { startNats } from "../test/harness/nats.js";
+import { freePort, waitForPort } from "../test/harness/ports.js";
+import { loadConfig } from "../services/kit/src/config.js";
+import { connectNats, ensureStreams } from "../services/kit/src/jetstream.js";
+import { openStore } from "../services/kit/src/store/open.js";
+import { DeliveryJobSchema, DeliverySource } from "../gen/mailroom/events/v1/events_pb.js";
+import { startDelivery } from "../services/delivery/src/service.js";
+import { loadDeliverySettings } from "../services/delivery/src/settings.js";
+import { compiledFrom, FakeContentSource, FakeDirectory, silentLogger } from "../services/delivery/src/testing.js";
+
+const TARGET_RATIO = 0.7;
+
+export interface DeliveryBenchResult {
+  messages: number;
+  sink: string;
+  rawPerSecond: number;
+  pipelinePerSecond: number;
+  ratio: number;
+}
+
+interface Sink {
+  port: number;
+  kind: string;
+  stop(): Promise<void>;
+}
+
+/** Postfix's smtp-sink when present, else the harness's Node sink in its own process. */
+async function startSink(): Promise<Sink> {
+  const port = await freePort();
+  const binary = findSmtpSink();
+  let child: ChildProcess;
+  let kind: string;
+  if (binary) {
+    // -u: drop root privileges; backlog 1024.
+    const args = [...(process.getuid?.() === 0 ? ["-u", "nobody"] : []), `127.0.0.1:${port}`, "1024"];
+    child = spawn(binary, args, { stdio: "ignore" });
+    kind = `Postfix smtp-sink (${binary})`;
+  } else {
+    child = spawn(process.execPath, ["--import", "tsx", fileURLPath(), "--sink-child", String(port)], { stdio: "ignore" });
+    kind = "Node smtp-server sink (test/harness, own process; install postfix for smtp-sink)";
+  }
+  await waitForPort(port, 20_000);
+  return {
+    port,
+    kind,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+function findSmtpSink(): string | undefined {
+  for (const candidate of ["/usr/sbin/smtp-sink", "/usr/bin/smtp-sink"]) {
+    try {
+      execFileSync("test", ["-x", candidate]);
+      return candidate;
+    } catch {
+      // next
+    }
+  }
+  try {
+    return execFileSync("which", ["smtp-sink"], { encoding: "utf8" }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function fileURLPath(): string {
+  return new URL(import.meta.url).pathname;
+}
+
+const message = (i: number) => ({
+  from: { name: "Acme", address: "news@acme.test" },
+  to: `user${i}@example.test`,
+  subject: `Hello Ann ${i}`,
+  html: `<p>Hi Ann, this is message ${i} of the benchmark.</p>`,
+  text: `Hi Ann, this is message ${i} of the benchmark.`,
+});
+
+/** A raw nodemailer pool sending `n` messages, at most `window` waiting at once. */
+async function rawPool(port: number, n: number, pool: { size: number; maxMessages: number }, window = 256): Promise<number> {
+  const transport = nodemailer.createTransport({
+    host: "127.0.0.1", port, secure: false, ignoreTLS: true, pool: true,
+    maxConnections: pool.size, maxMessages: pool.maxMessages,
+  });
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      await transport.sendMail({ ...message(i), messageId: `<raw${i}@acme.test>` });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(window, n) }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  transport.close();
+  return n / seconds;
+}
+
+/** The delivery path: publish n jobs to JetStream and wait until the workers sent them all. */
+async function pipeline(port: number, n: number, round: number): Promise<{ perSecond: number; pool: { size: number; maxMessages: number } }> {
+  const nats = await startNats();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-bench-delivery-"));
+  const env = {
+    ...process.env,
+    MAILROOM_NATS_URL: nats.url,
+    MAILROOM_SMTP_URL: `smtp://127.0.0.1:${port}`,
+    MAILROOM_SMTP_IGNORE_TLS: "1",
+    MAILROOM_DATA_DIR: dataDir,
+    MAILROOM_LOG_LEVEL: "warn",
+  };
+  const config = loadConfig(env);
+  const settings = loadDeliverySettings(env);
+  const nc = await connectNats(nats.url, "bench-delivery");
+  await ensureStreams(nc);
+  const store = await openStore({ dataDir, service: "delivery" });
+  const content = new FakeContentSource();
+  content.put("ws_bench", "broadcast:cmp_bench", compiledFrom({
+    subject: "Hello {{firstName}} {{n}}",
+    html: "<p>Hi {{firstName}}, this is message {{n}} of the benchmark.</p>",
+    text: "Hi {{firstName}}, this is message {{n}} of the benchmark.",
+    broadcast: true,
+    workspaceId: "ws_bench",
+  }));
+  const directory = new FakeDirectory();
+  directory.allow("ws_bench", "news@acme.test");
+  const runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store, overrides: { content, directory } });
+
+  const js = jetstream(nc);
+  const jobs = Array.from({ length: n }, (_, i) =>
+    create(DeliveryJobSchema, {
+      deliveryId: `dlv_bench_${round}_${i}`,
+      workspaceId: "ws_bench",
+      source: DeliverySource.BROADCAST,
+      messageId: `bench${round}_${i}@acme.test`,
+      broadcastId: "cmp_bench",
+      recipient: { email: `user${i}@example.test`, contactId: `ctc_${i}`, variables: { firstName: "Ann", n: String(i) } },
+      fromEmail: "news@acme.test",
+      fromName: "Acme",
+      contentRef: "broadcast:cmp_bench",
+    }),
+  );
+  const started = performance.now();
+  // Publish as the broadcast service would: pipelined, a bounded number awaiting acks.
+  let next = 0;
+  const publisher = async () => {
+    const { toBinary } = await import("@bufbuild/protobuf");
+    while (next < n) {
+      const job = jobs[next++];
+      await js.publish("mail.delivery.broadcast", toBinary(DeliveryJobSchema, job), { msgID: job.deliveryId });
+    }
+  };
+  await Promise.all(Array.from({ length: 64 }, publisher));
+  const published = performance.now();
+  const deadline = Date.now() + Math.max(120_000, n * 20);
+  while (runtime.deliverer.counters.sent < n) {
+    if (Date.now() > deadline) throw new Error(`only ${runtime.deliverer.counters.sent}/${n} sent before the deadline`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  if (round > 0) {
+    console.log(`  published ${n} jobs in ${((published - started) / 1000).toFixed(2)} s (while the workers were already sending)`);
+  }
+  await runtime.stop();
+  await store.close();
+  await nc.close();
+  await nats.stop();
+  await rm(dataDir, { recursive: true, force: true });
+  return { perSecond: n / seconds, pool: { size: settings.poolSize, maxMessages: settings.maxMessagesPerConnection } };
+}
+
+export async function runDeliveryBench(messages = Number(process.env.MAILROOM_BENCH_DELIVERY_MESSAGES ?? 20_000)): Promise<DeliveryBenchResult> {
+  const n = Math.max(100, Math.floor(messages));
+  const sink = await startSink();
+  try {
+    console.log(`delivery: ${n} small messages per run; sink: ${sink.kind}`);
+    // Warm both paths (JIT, connections) so neither pays start-up inside its timing.
+    const warm = await pipeline(sink.port, Math.min(1_000, n), 0);
+    await rawPool(sink.port, Math.min(1_000, n), warm.pool);
+    const pipe = await pipeline(sink.port, n, 1);
+    const raw = await rawPool(sink.port, n, pipe.pool);
+    const ratio = pipe.perSecond / raw;
+    console.log(`  raw nodemailer pool (${pipe.pool.size} connections): ${raw.toFixed(0)} msg/s`);
+    console.log(`  delivery pipeline (JetStream → workers → SMTP pool): ${pipe.perSecond.toFixed(0)} msg/s`);
+    console.log(`  ratio: ${(ratio * 100).toFixed(1)}% of the raw pool (target >= ${TARGET_RATIO * 100}%) ${ratio >= TARGET_RATIO ? "OK" : "BELOW TARGET"}`);
+    return { messages: n, sink: sink.kind, rawPerSecond: raw, pipelinePerSecond: pipe.perSecond, ratio };
+  } finally {
+    await sink.stop();
+  }
+}
+
+async function sinkChild(port: number): Promise<void> {
+  const { startSmtpSink } = await import("../test/harness/smtp-sink.js");
+  await startSmtpSink({ port });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const at = process.argv.indexOf("--sink-child");
+  if (at > 0) {
+    await sinkChild(Number(process.argv[at + 1]));
+  } else {
+    await runDeliveryBench();
+    process.exit(0);
+  }
+}
