@@ -10,7 +10,7 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
 
 export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "gateway";
 
-/** Start order: the directory first (it loads the bootstrap), the gateway last. */
+/** Every unit of the system; they start together and stop gateway-first. */
 export const UNITS: { name: UnitName; entry: string; urlVar?: string; defaultPort: number }[] = [
   { name: "directory", entry: "services/directory/src/main.ts", urlVar: "MAILROOM_DIRECTORY_URL", defaultPort: 7101 },
   { name: "renderer", entry: "services/renderer/src/main.ts", urlVar: "MAILROOM_RENDERER_URL", defaultPort: 7104 },
@@ -90,7 +90,11 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
   };
 
   try {
-    for (const unit of selected) running.push(await launch(unit));
+    // Units find each other lazily by URL, so they can all boot at once (tsx start-up dominates).
+    const started = await Promise.allSettled(selected.map((unit) => launch(unit)));
+    for (const r of started) if (r.status === "fulfilled") running.push(r.value);
+    const failed = started.find((r) => r.status === "rejected");
+    if (failed) throw (failed as PromiseRejectedResult).reason;
   } catch (err) {
     await Promise.all(running.map((u) => stopUnit(u)));
     throw err;
