@@ -40,6 +40,7 @@ describe("email payload schemas", () => {
     ["bad settings", { ...raw, settings: { trackClicks: "yes" } }],
     ["templated without to", { template: "welcome" }],
     ["null", null],
+    ["deeply nested variables", { template: "welcome", to: "a@b.test", variables: { v: JSON.parse("[".repeat(5000) + "]".repeat(5000)) } }],
     ["array", [raw]],
   ])("refuses %s as invalid_payload", (_name, body) => {
     const parsed = parseEmail(body);

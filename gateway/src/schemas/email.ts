@@ -18,7 +18,24 @@ import type { PublicErrorInit } from "../errors.js";
 
 // Optional fields tolerate an explicit null as "not given".
 const optionalString = z.string().nullish();
-const jsonObject = z.record(z.string(), z.unknown());
+const MAX_JSON_DEPTH = 16;
+
+/** Whether a JSON value nests deeper than `limit` (iterative: hostile input cannot blow the stack). */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    if (depth >= limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+// Variables and contact properties: string keys to JSON values of bounded depth.
+const jsonObject = z
+  .record(z.string(), z.unknown())
+  .refine((v) => !nestsDeeperThan(v, MAX_JSON_DEPTH), { message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` });
 
 const settings = z
   .object({ trackClicks: z.boolean().nullish(), trackOpens: z.boolean().nullish() })

@@ -1,0 +1,206 @@
+/**
+ * API benchmark: sustained `POST /v1/emails` requests per second and p50/p99 latency at 64
+ * concurrent keep-alive clients against the real system (gateway, directory, renderer,
+ * email service, nats-server), beside a bare Node HTTP server that reads the same request
+ * and answers the same JSON, driven by the same client in the same run. The ratio says
+ * what the whole path (auth, validation, sender check, suppression, usage reservation,
+ * compilation, store, JetStream publish) costs against HTTP alone.
+ *
+ * The delivery service is left out by default so SMTP sending does not take the two cores
+ * from the API being measured (jobs wait in JetStream); BENCH_API_WITH_DELIVERY=1 adds it.
+ * BENCH_API_SECONDS sets the measured duration (default 10), BENCH_API_CONCURRENCY the
+ * number of clients (default 64).
+ *
+ * Run: `npx tsx bench/api.ts` or `npm run bench api`.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
+import { startSystem, type TestSystem } from "../test/harness/system.js";
+import type { UnitName } from "../deploy/processes.js";
+
+const KEY = "mr_bench_api_key_0001";
+
+export interface LoadResult {
+  requests: number;
+  errors: number;
+  seconds: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  statuses: Record<number, number>;
+}
+
+export interface ApiBenchResult {
+  concurrency: number;
+  api: LoadResult;
+  baseline: LoadResult;
+  ratio: number;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : 0;
+
+/**
+ * `concurrency` clients, each sending its next request as soon as the last answered, over
+ * keep-alive connections, for `seconds` (after a warm-up that is not counted).
+ */
+export async function drive(
+  url: string,
+  opts: { body: string; headers: Record<string, string>; concurrency: number; seconds: number; warmupSeconds: number },
+): Promise<LoadResult> {
+  const target = new URL(url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.concurrency });
+  const post = () =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        {
+          agent,
+          host: target.hostname,
+          port: target.port,
+          path: target.pathname,
+          method: "POST",
+          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(opts.body), ...opts.headers },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode ?? 0));
+          res.on("error", reject);
+        },
+      );
+      req.setTimeout(30_000, () => req.destroy(new Error("request timed out")));
+      req.on("error", reject);
+      req.end(opts.body);
+    });
+
+  let measuring = false;
+  let stop = false;
+  const latencies: number[] = [];
+  const statuses: Record<number, number> = {};
+  let errors = 0;
+  const client = async () => {
+    while (!stop) {
+      const started = performance.now();
+      let status = 0;
+      try {
+        status = await post();
+      } catch {
+        status = 0;
+      }
+      if (!measuring) continue;
+      latencies.push(performance.now() - started);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status !== 200) errors++;
+    }
+  };
+  const clients = Array.from({ length: opts.concurrency }, client);
+  await new Promise((r) => setTimeout(r, opts.warmupSeconds * 1000));
+  measuring = true;
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, opts.seconds * 1000));
+  measuring = false;
+  const seconds = (performance.now() - t0) / 1000;
+  stop = true;
+  await Promise.all(clients);
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    errors,
+    seconds,
+    perSecond: latencies.length / seconds,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    statuses,
+  };
+}
+
+/** A bare Node server that reads the request body and answers a fixed JSON body. */
+async function startBareServer(responseBody: string): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      JSON.parse(Buffer.concat(chunks).toString("utf8")); // the API parses its body too
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(responseBody) });
+      res.end(responseBody);
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1/emails`,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+export async function runApiBench(
+  opts: { seconds?: number; concurrency?: number; withDelivery?: boolean; log?: (line: string) => void } = {},
+): Promise<ApiBenchResult> {
+  const log = opts.log ?? ((line: string) => console.log(line));
+  const seconds = opts.seconds ?? Number(process.env.BENCH_API_SECONDS ?? 10);
+  const concurrency = opts.concurrency ?? Number(process.env.BENCH_API_CONCURRENCY ?? 64);
+  const withDelivery = opts.withDelivery ?? process.env.BENCH_API_WITH_DELIVERY === "1";
+  const warmupSeconds = Math.min(3, Math.max(1, seconds / 5));
+  const units: UnitName[] = ["directory", "renderer", "email", "gateway", ...(withDelivery ? (["delivery"] as const) : [])];
+
+  log(`starting ${units.join(", ")} and nats-server …`);
+  const sys: TestSystem = await startSystem({
+    bootstrap: {
+      workspaces: [{
+        id: "ws_bench", name: "Bench", timezone: "UTC",
+        apiKeys: [{ key: KEY, scopes: ["api_user"] }],
+        verifiedEmails: [], verifiedDomains: ["bench.test"], members: [],
+        monthlyLimit: 100_000_000, sendingAccountNew: false,
+      }],
+    },
+    units,
+    smtp: withDelivery,
+    env: { MAILROOM_LOG_LEVEL: "warn", MAILROOM_RATE_LIMIT_PER_MINUTE: "100000000" },
+  });
+  try {
+    const body = JSON.stringify({
+      from: "Bench <hello@bench.test>",
+      to: "reader@example.test",
+      subject: "Your receipt",
+      html: '<html><body><h1>Thanks for your order</h1><p>Order <b>#1234</b> is confirmed. <a href="https://bench.test/orders/1234">View it</a>.</p></body></html>',
+    });
+    const headers = { authorization: `Bearer ${KEY}` };
+    const probe = await sys.api("POST", "/v1/emails", { key: KEY, body: JSON.parse(body) });
+    if (probe.status !== 200) throw new Error(`probe send failed: ${probe.status} ${JSON.stringify(probe.body)}`);
+    const responseBody = JSON.stringify(probe.body);
+
+    log(`POST /v1/emails through the system: ${concurrency} clients, ${seconds} s (+${warmupSeconds} s warm-up)`);
+    const api = await drive(`${sys.gatewayUrl}/v1/emails`, { body, headers, concurrency, seconds, warmupSeconds });
+
+    const bare = await startBareServer(responseBody);
+    let baseline: LoadResult;
+    try {
+      log(`bare Node http server, same JSON: ${concurrency} clients, ${seconds} s`);
+      baseline = await drive(bare.url, { body, headers, concurrency, seconds, warmupSeconds });
+    } finally {
+      await bare.close();
+    }
+
+    const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+    const row = (name: string, r: LoadResult) =>
+      `${name.padEnd(22)} ${fmt(r.perSecond).padStart(8)} req/s   p50 ${r.p50Ms.toFixed(1).padStart(7)} ms   p99 ${r.p99Ms.toFixed(1).padStart(7)} ms   ${r.requests} requests, ${r.errors} errors`;
+    log(row("POST /v1/emails", api));
+    log(row("bare http baseline", baseline));
+    const ratio = api.perSecond / baseline.perSecond;
+    log(`ratio (system / bare): ${(ratio * 100).toFixed(1)}% of the bare server's throughput; p50 ${(api.p50Ms / Math.max(baseline.p50Ms, 0.001)).toFixed(1)}x its latency`);
+    if (api.errors) log(`non-200 answers from the system: ${JSON.stringify(api.statuses)}`);
+    return { concurrency, api, baseline, ratio };
+  } finally {
+    await sys.stop();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const result = await runApiBench();
+  process.exit(result.api.requests > 0 ? 0 : 1);
+}
