@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createResolver, dkimRecordName, parseTags } from "./dns.js";
+import { createResolver, dkimRecordName, generateDkimKeyPair, parseTags } from "./dns.js";
 import { mapResolver, memoryDirectory } from "./test-support.js";
 
 /** A real DNS server on loopback (UDP) answering TXT queries from a mutable zone. */
@@ -67,7 +67,7 @@ describe("domain verification", () => {
     });
 
     it("reports an unreachable DNS server as a verification error, not a crash", async () => {
-      const dir = await memoryDirectory({ resolver: createResolver("127.0.0.1:9") });
+      const dir = await memoryDirectory({ resolver: createResolver("127.0.0.1:9", { timeoutMs: 200, tries: 1 }) });
       await dir.workspaces.create({ id: "ws_a", name: "A" });
       await dir.senders.addDomain("ws_a", "down.test");
       const res = await dir.senders.verifyDomain("ws_a", "down.test");
@@ -78,7 +78,7 @@ describe("domain verification", () => {
 
   it("works with an injected resolver and keeps tenants apart", async () => {
     const resolver = mapResolver();
-    const dir = await memoryDirectory({ resolver });
+    const dir = await memoryDirectory({ resolver, generateDkimKey: generateDkimKeyPair });
     await dir.workspaces.create({ id: "ws_a", name: "A" });
     await dir.workspaces.create({ id: "ws_b", name: "B" });
     const a = await dir.senders.addDomain("ws_a", "shared.test");

@@ -114,8 +114,8 @@ export async function checkDomainRecords(
  * node:dns Resolver, pointed at MAILROOM_DNS_SERVERS ("127.0.0.1:5353,…") when set,
  * else at the system's resolvers.
  */
-export function createResolver(servers = process.env.MAILROOM_DNS_SERVERS): TxtResolver {
-  const resolver = new Resolver({ timeout: 2_000, tries: 2 });
+export function createResolver(servers = process.env.MAILROOM_DNS_SERVERS, opts: { timeoutMs?: number; tries?: number } = {}): TxtResolver {
+  const resolver = new Resolver({ timeout: opts.timeoutMs ?? 2_000, tries: opts.tries ?? 2 });
   const list = (servers ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   if (list.length) resolver.setServers(list);
   return resolver;

@@ -15,13 +15,14 @@ export function mapResolver(records: Record<string, string[][]> = {}): TxtResolv
   };
 }
 
-const keyPool: Array<Promise<DkimKeyPair>> = [];
-let nextKey = 0;
-/** Real RSA 2048 pairs, generated once per test process and handed out in turn (3 distinct). */
+let sharedKey: Promise<DkimKeyPair> | undefined;
+/**
+ * One real RSA 2048 pair per test process, handed to every domain (generation takes about
+ * a second); tests that need distinct keys pass generateDkimKeyPair themselves.
+ */
 export function pooledDkimKey(): Promise<DkimKeyPair> {
-  const i = nextKey++ % 3;
-  keyPool[i] ??= generateDkimKeyPair();
-  return keyPool[i];
+  sharedKey ??= generateDkimKeyPair();
+  return sharedKey;
 }
 
 /** A directory over a fresh in-memory store, for unit tests. */
