@@ -136,10 +136,10 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   const closing: Edit = { start: closingAt, end: closingAt, html: [], textHtml: "" };
   if (addFooter) {
     const footer = footerPieces();
-    closing.html.push(...footer);
+    append(closing.html, footer);
     closing.textHtml += piecesAsTemplateHtml(footer);
   }
-  if (input.trackOpens) closing.html.push(...pixelPieces());
+  if (input.trackOpens) append(closing.html, pixelPieces());
   if (closing.html.length) edits.push(closing);
 
   // Stable sort keeps the preheader before the footer when both land on one offset.
@@ -150,14 +150,14 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   for (const edit of edits) {
     if (edit.start < pos) continue; // defensive: spans never overlap
     const between = html.slice(pos, edit.start);
-    htmlOut.push(...sourcePieces(between));
+    append(htmlOut, sourcePieces(between));
     textHtml += normalizeVariables(between);
-    htmlOut.push(...edit.html);
+    append(htmlOut, edit.html);
     textHtml += edit.textHtml;
     pos = edit.end;
   }
   const rest = html.slice(pos);
-  htmlOut.push(...sourcePieces(rest));
+  append(htmlOut, sourcePieces(rest));
   textHtml += normalizeVariables(rest);
 
   let textOut: Piece[];
@@ -170,14 +170,14 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
     const slotPattern = new RegExp(`x${nonce}s(\\d+)x`, "g");
     let last = 0;
     for (let m = slotPattern.exec(generated); m; m = slotPattern.exec(generated)) {
-      textOut.push(...sourcePieces(generated.slice(last, m.index)));
-      textOut.push(...(hrefSlots[Number(m[1])] ?? []));
+      append(textOut, sourcePieces(generated.slice(last, m.index)));
+      append(textOut, (hrefSlots[Number(m[1])] ?? []));
       last = m.index + m[0].length;
     }
-    textOut.push(...sourcePieces(generated.slice(last)));
+    append(textOut, sourcePieces(generated.slice(last)));
   }
   if (input.kind === ContentKind.BROADCAST && !textOut.some((p) => "variable" in p && p.variable === "unsubscribeUrl")) {
-    textOut.push(...FOOTER_TEXT);
+    append(textOut, FOOTER_TEXT);
   }
 
   const subjectOut = sourcePieces(input.subject);
@@ -241,6 +241,11 @@ function piecesAsTemplateHtml(pieces: Piece[]): string {
     else if ("urlVariable" in p) out += `{{${p.urlVariable}}}`;
   }
   return out;
+}
+
+/** push(...items) passes items as call arguments and overflows the stack past ~100k. */
+function append<T>(target: T[], items: readonly T[]): void {
+  for (let i = 0; i < items.length; i++) target.push(items[i]);
 }
 
 function firstNonNegative(...values: number[]): number {

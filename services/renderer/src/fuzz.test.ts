@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { errorInfoOf } from "../../kit/src/errors.js";
 import { mergeMessage } from "./merge.js";
 import { compile, CTX, RECIPIENT, SECRET } from "./test-helpers.js";
 import { verifyClick } from "./tokens.js";
@@ -94,15 +93,12 @@ describe("fuzz: generated junk never crashes or hangs the renderer", () => {
 });
 
 describe("large hostile documents", () => {
+  /** Any error fails the test: only a compiled result counts (these inputs are all within limits). */
   const timed = (html: string) => {
     const started = performance.now();
-    try {
-      const compiled = compile({ html, previewText: "p", trackOpens: true, kind: ContentKind.BROADCAST });
-      mergeMessage(compiled, RECIPIENT, CTX);
-      return { ms: performance.now() - started, compiled };
-    } catch (err) {
-      return { ms: performance.now() - started, error: errorInfoOf(err) };
-    }
+    const compiled = compile({ html, previewText: "p", trackOpens: true, kind: ContentKind.BROADCAST });
+    const merged = mergeMessage(compiled, RECIPIENT, CTX);
+    return { ms: performance.now() - started, compiled, merged };
   };
   const KB = 1024;
 
@@ -114,15 +110,17 @@ describe("large hostile documents", () => {
     ["unclosed comment", "<!--" + "<a href='https://x.test'>".repeat(18_000)],
     ["nested braces", "{{".repeat(120_000) + "x" + "}}".repeat(120_000)],
     ["entity soup", "&#x41;&amp;&#9999999999;&;".repeat(18_000)],
+    ["100k variables", "{{a}}".repeat(100_000)],
+    ["85k variables between text", "{{a}}x".repeat(85_000)],
   ])("%s: a result in bounded time", (_name, html) => {
     expect(Buffer.byteLength(html)).toBeLessThanOrEqual(500 * KB);
     const result = timed(html);
-    expect(result.error).toBeUndefined();
+    expect(result.merged.html.length).toBeGreaterThan(0);
     expect(result.ms).toBeLessThan(10_000);
   });
 
   it("a URL too long for a token stays untracked instead of breaking", () => {
     const result = timed(`<a href="https://x.test/${"a".repeat(10 * KB)}">x</a>`);
-    expect(result.compiled?.links).toHaveLength(0);
+    expect(result.compiled.links).toHaveLength(0);
   });
 });
