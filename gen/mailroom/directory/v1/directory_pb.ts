@@ -2410,7 +2410,8 @@ export const SuppressionReasonSchema: GenEnum<SuppressionReason> = /*@__PURE__*/
  */
 export const DirectoryService: GenService<{
   /**
-   * Auth
+   * Auth. Malformed, unknown and revoked keys: Unauthenticated (ErrorInfo "unauthorized",
+   * 401); a key lacking a required scope: Unauthenticated ("insufficient_scope", 401).
    *
    * @generated from rpc mailroom.directory.v1.DirectoryService.Authenticate
    */
@@ -2541,6 +2542,9 @@ export const DirectoryService: GenService<{
   },
   /**
    * Is `from` allowed for this workspace? Also returns the DKIM key when the domain has one.
+   * Allowed: a verified address (local part exact, domain case-insensitive) or any address
+   * on a verified domain; when not allowed the verified lists come back. An unparseable
+   * `from` is InvalidArgument ("invalid_from", 400, with allowed_emails/allowed_domains).
    *
    * @generated from rpc mailroom.directory.v1.DirectoryService.CheckSender
    */
@@ -2602,6 +2606,11 @@ export const DirectoryService: GenService<{
     output: typeof CreateContactResponseSchema;
   },
   /**
+   * Creates or merges (only given fields; a property set to null is removed). On an existing
+   * contact `subscribed: true` does not undo an unsubscribe (UpdateContact does).
+   * Errors: invalid_email, invalid_timezone, invalid_contact, unknown_contact_property,
+   * invalid_property_value, invalid_property_slug (all 400).
+   *
    * @generated from rpc mailroom.directory.v1.DirectoryService.UpsertContact
    */
   upsertContact: {
@@ -2680,6 +2689,8 @@ export const DirectoryService: GenService<{
     output: typeof RemoveSuppressionResponseSchema;
   },
   /**
+   * Up to 10000 addresses per call, compared case-insensitively.
+   *
    * @generated from rpc mailroom.directory.v1.DirectoryService.CheckSuppression
    */
   checkSuppression: {
@@ -2706,6 +2717,8 @@ export const DirectoryService: GenService<{
     output: typeof CreateTemplateResponseSchema;
   },
   /**
+   * NotFound ("template_not_found", 404) when the workspace has no template of that name.
+   *
    * @generated from rpc mailroom.directory.v1.DirectoryService.GetTemplate
    */
   getTemplate: {
