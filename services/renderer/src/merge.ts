@@ -47,7 +47,11 @@ export function mergeMessage(compiled: CompiledMessage, recipient: MergeRecipien
 
 const cache = new WeakMap<CompiledMessage, PreparedMessage>();
 
-/** The fast merger for a compiled message, built once and cached by object identity. */
+/**
+ * The fast merger for a compiled message, built once and cached by object identity:
+ * treat a CompiledMessage as immutable once it has been merged (cache the object, and
+ * decode a fresh one when the content changes).
+ */
 export function prepare(compiled: CompiledMessage): PreparedMessage {
   let prepared = cache.get(compiled);
   if (!prepared) {
@@ -99,7 +103,7 @@ export class PreparedMessage {
   private readonly names: string[] = [];
   private readonly nameIndex = new Map<string, number>();
   /** Which renderings of each variable the templates need (bit per rendering). */
-  private needs: number[] = [];
+  private readonly needs: number[] = [];
   private readonly subject: PreparedTemplate;
   private readonly html: PreparedTemplate;
   private readonly text: PreparedTemplate;
