@@ -63,7 +63,7 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
     const port = portOf(unit.name);
     const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, unit.entry)], {
       cwd: REPO_ROOT,
-      env: { ...baseEnv, MAILROOM_SERVICE_PORT: String(port) },
+      env: { ...baseEnv, MAILROOM_SERVICE_PORT: String(port), MAILROOM_EXIT_WITH_PARENT: "1" },
       stdio: ["ignore", "pipe", "pipe"],
     });
     if (opts.output.kind === "files") {

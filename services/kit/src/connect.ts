@@ -94,4 +94,15 @@ export function onShutdown(logger: Logger, close: () => Promise<void>): void {
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+  // Started by the launcher or a test harness: never outlive it, even if it was SIGKILLed.
+  if (process.env.MAILROOM_EXIT_WITH_PARENT === "1") {
+    const parent = process.ppid;
+    setInterval(() => {
+      try {
+        process.kill(parent, 0);
+      } catch {
+        void stop("parent exited");
+      }
+    }, 1_000).unref();
+  }
 }
