@@ -11,7 +11,8 @@ const config = loadConfig();
 const settings = loadDeliverySettings();
 const logger = createLogger("delivery", config.logLevel);
 
-const nc = await connectNats(config.natsUrl, "delivery");
+// Every job costs a few requests (ack, outcome publish): skip capturing a stack trace for each.
+const nc = await connectNats(config.natsUrl, "delivery", { noAsyncTraces: true });
 await ensureStreams(nc);
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "delivery" });
 const delivery = await startDelivery({ config, settings, logger, nc, store });

@@ -31,7 +31,7 @@ export function buildMime(mail: OutgoingMail, date = new Date()): Buffer {
     lines.push("Content-Type: text/html; charset=utf-8", `Content-Transfer-Encoding: ${html.cte}`);
     return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`), html.body]);
   }
-  const boundary = `=_mr_${randomBytes(12).toString("hex")}`;
+  const boundary = `=_mr_${BOUNDARY_PREFIX}${(boundaryCounter += 1).toString(36)}`;
   lines.push(`Content-Type: multipart/alternative;\r\n boundary="${boundary}"`);
   const head = `${lines.join("\r\n")}\r\n\r\n`;
   return Buffer.concat([
@@ -42,6 +42,10 @@ export function buildMime(mail: OutgoingMail, date = new Date()): Buffer {
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
 }
+
+/** Unique per message without a random draw each time; "=_" never occurs in base64 or QP. */
+const BOUNDARY_PREFIX = `${randomBytes(9).toString("hex")}_`;
+let boundaryCounter = 0;
 
 /** `Key: value`, folded at 76 columns on whitespace (continuation lines start with a space). */
 function header(key: string, value: string): string {

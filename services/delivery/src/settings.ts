@@ -24,7 +24,7 @@ const schema = z.object({
   /** Relay-wide messages per second shared by every delivery process; 0 = unlimited. */
   MAILROOM_SMTP_RATE: z.coerce.number().min(0).default(0),
   /** Jobs handled at once by one process. */
-  MAILROOM_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(32),
+  MAILROOM_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(64),
   /** SMTP attempts (4xx / connection failures) before a delivery is given up as failed. */
   MAILROOM_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
   /** First retry delay; doubles per attempt up to MAILROOM_DELIVERY_RETRY_MAX_MS. */

@@ -1,4 +1,4 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -21,8 +21,13 @@ export const DELIVERY_SUBJECTS = "mail.delivery.>";
 export const EVENTS_STREAM = "MAIL_EVENTS";
 export const EVENTS_SUBJECTS = "mail.events.>";
 
-export async function connectNats(url: string, name: string): Promise<NatsConnection> {
-  return connect({ servers: url.split(","), name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+export async function connectNats(
+  url: string,
+  name: string,
+  /** Extra connection options, e.g. `{ noAsyncTraces: true }` for hot paths. */
+  options: Partial<ConnectionOptions> = {},
+): Promise<NatsConnection> {
+  return connect({ servers: url.split(","), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, ...options });
 }
 
 /** Creates (or updates) the streams every service relies on. Idempotent. */
