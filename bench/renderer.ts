@@ -16,6 +16,7 @@
  * Run: `npx tsx bench/renderer.ts` or `npm run bench renderer`.
  */
 import { pathToFileURL } from "node:url";
+import os from "node:os";
 import { ContentKind } from "../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compileMessage } from "../services/renderer/src/compile.js";
 import { prepare, type MergeRecipient } from "../services/renderer/src/merge.js";
@@ -139,7 +140,10 @@ export interface RendererBenchResult {
 export async function runRendererBench(opts: { durationMs?: number; log?: (line: string) => void } = {}): Promise<RendererBenchResult> {
   const log = opts.log ?? console.log;
   const durationMs = opts.durationMs ?? 2_000;
-  log("rates are per CPU-second of this process (one core), median of 9 interleaved rounds");
+  const [load] = os.loadavg();
+  const cpus = os.availableParallelism();
+  log(`rates are per CPU-second of this process (one core), median of 9 interleaved rounds; load average ${load.toFixed(1)} on ${cpus} cores`);
+  if (load > cpus) log("  (the machine is oversubscribed: other processes share caches and cores, so absolute figures are low; ratios hold)");
   const input = buildNewsletter();
   const compileInput = {
     ...input,
