@@ -3,6 +3,8 @@
  * the real embedded adapter (in memory unless a store is given); the directory, renderer
  * and queue are small in-process fakes that record what they were asked.
  */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { openMemoryStore } from "../../kit/src/store/open.js";
 import type { Store } from "../../kit/src/store/port.js";
 import { newId, newMessageId } from "../../kit/src/ids.js";
@@ -112,7 +114,9 @@ export class FakeDirectory implements DirectoryRepository {
   }
 }
 
-/** Compiles to the JSON of its input, so tests can read what was compiled. */
+const literal = (value: string) => ({ segments: [{ part: { case: "literal" as const, value } }] });
+
+/** Compiles to a literal CompiledMessage of its input; `inputs` shows what was compiled. */
 export class FakeRenderer implements RendererRepository {
   inputs: CompileInput[] = [];
   /** Html containing this marker is refused as the renderer would refuse bad content. */
@@ -121,7 +125,20 @@ export class FakeRenderer implements RendererRepository {
   async compile(input: CompileInput): Promise<Uint8Array> {
     this.inputs.push(input);
     if (input.html.includes(this.rejectMarker)) throw new EmailError("invalid_request", 400, "html could not be compiled");
-    return new TextEncoder().encode(JSON.stringify(input));
+    return toBinary(
+      CompiledMessageSchema,
+      create(CompiledMessageSchema, {
+        subject: literal(input.subject),
+        html: literal(input.html),
+        text: literal(input.text),
+        previewText: literal(input.previewText),
+        trackClicks: input.trackClicks,
+        trackOpens: input.trackOpens,
+        kind: ContentKind.TRANSACTIONAL,
+        contentId: input.contentId,
+        workspaceId: input.workspaceId,
+      }),
+    );
   }
 }
 

@@ -1,4 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
+import { fromBinary } from "@bufbuild/protobuf";
+import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { buildTestWorld, type TestWorld } from "../testing.js";
 import { EmailError, type EmailRequest, type RawContent } from "./model.js";
 
@@ -51,8 +53,8 @@ describe("sending one email", () => {
       contentId: record.id, subject: "Hello", html: "<p>Hi</p>", text: "plain", previewText: "peek", trackClicks: true, trackOpens: false,
     });
     expect(w.directory.used).toBe(1);
-    const compiled = JSON.parse(new TextDecoder().decode(await w.service.compiledContent(WS, record.id)));
-    expect(compiled.contentId).toBe(record.id);
+    const compiled = fromBinary(CompiledMessageSchema, await w.service.compiledContent(WS, record.id));
+    expect(compiled).toMatchObject({ contentId: record.id, workspaceId: WS, trackClicks: true, trackOpens: false });
   });
 
   it("sends a templated email from the workspace's sender with the template's content and the variables", async () => {

@@ -6,20 +6,37 @@ import { asDomainError } from "./errors.js";
 
 const RPC = { timeoutMs: 15_000 };
 
-/** The directory service over Connect. */
+/**
+ * The directory service over Connect. Allowed sender checks are remembered briefly
+ * (`senderCacheMs`, like the gateway's key cache) so a burst of sends from one address
+ * costs one lookup; refusals are never cached, so a newly verified sender works at once.
+ */
 export class RpcDirectoryRepository implements DirectoryRepository {
-  constructor(private readonly client: Client<typeof DirectoryService>) {}
+  private readonly allowedSenders = new Map<string, { check: SenderCheck; expires: number }>();
+
+  constructor(
+    private readonly client: Client<typeof DirectoryService>,
+    private readonly senderCacheMs = 5_000,
+  ) {}
 
   async checkSender(workspaceId: string, from: string): Promise<SenderCheck> {
+    const key = `${workspaceId}\u0000${from}`;
+    const cached = this.allowedSenders.get(key);
+    if (cached && cached.expires > Date.now()) return cached.check;
     try {
       const res = await this.client.checkSender({ workspaceId, from }, RPC);
-      return {
+      const check: SenderCheck = {
         allowed: res.allowed,
         address: res.address,
         name: res.name,
         allowedEmails: res.allowedEmails,
         allowedDomains: res.allowedDomains,
       };
+      if (check.allowed && this.senderCacheMs > 0) {
+        if (this.allowedSenders.size >= 10_000) this.allowedSenders.clear();
+        this.allowedSenders.set(key, { check, expires: Date.now() + this.senderCacheMs });
+      }
+      return check;
     } catch (err) {
       throw asDomainError(err);
     }

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { EmailService, EmailStatus } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { errorInfoOf } from "../../kit/src/errors.js";
+import { buildTestWorld } from "./testing.js";
+import { emailRoutes } from "./routes.js";
+
+async function client() {
+  const w = await buildTestWorld();
+  w.directory.templates.set("welcome", { name: "welcome", subject: "Hi", html: "<p>Hi</p>", text: "", previewText: "" });
+  return { w, email: createClient(EmailService, createRouterTransport(emailRoutes(w.service))) };
+}
+
+const raw = (to: string, more: Record<string, unknown> = {}) => ({
+  to,
+  content: { case: "raw" as const, value: { from: "team@acme.test", subject: "Hello", html: "<p>Hi</p>", ...more } },
+});
+
+describe("email Connect routes", () => {
+  it("sends, reads, cancels and serves compiled content in protobuf terms", async () => {
+    const { w, email } = await client();
+    const sent = await email.sendEmail({ workspaceId: "ws", email: { ...raw("ann@example.test"), groupBy: "g" } });
+    expect(sent.email).toMatchObject({ status: EmailStatus.SENT, type: "raw", from: "team@acme.test", subject: "Hello", groupBy: "g", template: "" });
+    const compiled = await email.getCompiledContent({ workspaceId: "ws", id: sent.email!.id });
+    expect(compiled.compiled).toBeDefined();
+
+    const later = timestampFromDate(new Date(w.clock.now().getTime() + 3600_000));
+    const scheduled = await email.sendEmail({ workspaceId: "ws", email: { ...raw("bob@example.test"), sendAt: later } });
+    expect(scheduled.email?.status).toBe(EmailStatus.SCHEDULED);
+    expect(scheduled.email?.sendAt).toEqual(later);
+    const cancelled = await email.cancelEmail({ workspaceId: "ws", id: scheduled.email!.id });
+    expect(cancelled.email?.status).toBe(EmailStatus.CANCELLED);
+    expect((await email.getEmail({ workspaceId: "ws", id: scheduled.email!.id })).email?.status).toBe(EmailStatus.CANCELLED);
+  });
+
+  it("carries domain refusals as ErrorInfo with status, code and allowed lists", async () => {
+    const { email } = await client();
+    const err = await email.sendEmail({ workspaceId: "ws", email: raw("ann@example.test", { from: "eve@evil.test" }) }).catch((e) => e);
+    expect(errorInfoOf(err)).toMatchObject({ code: "invalid_from", httpStatus: 400, allowedDomains: ["acme.test"] });
+    const missing = await email.getEmail({ workspaceId: "ws", id: "trs_nope" }).catch((e) => e);
+    expect(errorInfoOf(missing)).toMatchObject({ code: "email_not_found", httpStatus: 404 });
+    const empty = await email.sendEmail({ workspaceId: "ws", email: { to: "ann@example.test" } }).catch((e) => e);
+    expect(errorInfoOf(empty)).toMatchObject({ code: "invalid_payload", httpStatus: 400 });
+  });
+
+  it("reports batch failures at their index in the request, including items with no content", async () => {
+    const { email } = await client();
+    const res = await email.sendBatch({
+      workspaceId: "ws",
+      emails: [
+        { to: "nobody@example.test" },
+        raw("ann@example.test"),
+        raw("eve@example.test", { from: "eve@evil.test" }),
+        { to: "t@example.test", content: { case: "templated", value: { template: "welcome" } } },
+      ],
+    });
+    expect(res.successful.map((r) => r.to)).toEqual(["ann@example.test", "t@example.test"]);
+    expect(res.failed.map((f) => [f.index, f.to, f.error?.code])).toEqual([
+      [0, "nobody@example.test", "invalid_payload"],
+      [2, "eve@example.test", "invalid_from"],
+    ]);
+    const tooMany = await email.sendBatch({ workspaceId: "ws", emails: Array.from({ length: 51 }, () => raw("a@example.test")) }).catch((e) => e);
+    expect(errorInfoOf(tooMany)).toMatchObject({ code: "batch_invalid", httpStatus: 400 });
+  });
+});
