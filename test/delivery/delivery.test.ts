@@ -20,8 +20,10 @@ import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/even
 import { deliveryRoutes } from "../../services/delivery/src/routes.js";
 import { startDelivery, type DeliveryRuntime } from "../../services/delivery/src/service.js";
 import { compiledFrom, silentLogger } from "../../services/delivery/src/testing.js";
+import { compileMessage } from "../../services/renderer/src/compile.js";
+import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
-  configsFrom, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours,
+  configsFrom, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours,
 } from "./support.js";
 
 describe("delivery service (JetStream → SMTP)", () => {
@@ -47,9 +49,17 @@ describe("delivery service (JetStream → SMTP)", () => {
       return behaviours.get(to)?.shift() ?? { kind: "accept" };
     });
     neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>" }));
+    // Compiled by the real renderer, as the broadcast service would: tracked links, footer, preheader.
     neighbours.contents.set(
       "ws_acme/broadcast:cmp_news",
-      compiledFrom({ subject: "Grüße, {{firstName}} ✓", html: "<p>News for {{firstName}}</p>", broadcast: true }),
+      compileMessage(
+        {
+          subject: "Grüße, {{firstName}} ✓", previewText: "Inside: the autumn news",
+          html: '<html><body><p>News for {{firstName}}</p><a href="https://acme.test/read">Read</a></body></html>',
+          text: "", trackClicks: true, trackOpens: false, kind: ContentKind.BROADCAST, contentId: "cmp_news", workspaceId: "ws_acme",
+        },
+        { secret: SECRET, publicUrl: "https://mail.acme.test" },
+      ),
     );
     neighbours.senders.set("ws_acme/news@acme.test", {
       address: "news@acme.test",
@@ -161,6 +171,10 @@ describe("delivery service (JetStream → SMTP)", () => {
     expect(parsed.from).toMatchObject({ name: "Café Ünïcode", address: "news@acme.test" });
     expect(parsed.replyTo?.[0]).toMatchObject({ name: "Ré Ply", address: "reply@acme.test" });
     expect(parsed.html).toContain("News for Zoë");
+    expect(parsed.html).toContain("Inside: the autumn news"); // the preheader, from the content
+    expect(parsed.html).toMatch(/href="https:\/\/mail\.acme\.test\/t\/c\/[^"]+"/); // tracked link
+    const unsubscribeUrl = /^<([^>]+)>/.exec(listUnsub)?.[1] ?? "";
+    expect(parsed.html).toContain(unsubscribeUrl); // the footer's link is the List-Unsubscribe one
   });
 
   it("never sends a delivery twice when its job comes again", async () => {

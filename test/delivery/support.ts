@@ -136,6 +136,9 @@ export async function publishJob(nc: NatsConnection, j: JobInit, msgID = j.deliv
   await publishProto(jetstream(nc), `mail.delivery.${SUBJECT_PART[job.source]}`, DeliveryJobSchema, job, msgID);
 }
 
+/** The secret the suites give the delivery service (and the renderer compile). */
+export const SECRET = "delivery-suite-secret-0123456789";
+
 /** Environment for a delivery process (or in-process config) wired to the test's servers. */
 export function deliveryEnv(opts: { natsUrl: string; smtpUrl?: string; dataDir: string; neighboursUrl: string; extra?: Record<string, string> }) {
   return {
@@ -143,7 +146,7 @@ export function deliveryEnv(opts: { natsUrl: string; smtpUrl?: string; dataDir: 
     ...(opts.smtpUrl ? { MAILROOM_SMTP_URL: opts.smtpUrl } : {}),
     MAILROOM_DATA_DIR: opts.dataDir,
     MAILROOM_PUBLIC_URL: "https://mail.acme.test",
-    MAILROOM_SECRET: "delivery-suite-secret-0123456789",
+    MAILROOM_SECRET: SECRET,
     MAILROOM_EMAIL_URL: opts.neighboursUrl,
     MAILROOM_BROADCAST_URL: opts.neighboursUrl,
     MAILROOM_DIRECTORY_URL: opts.neighboursUrl,
