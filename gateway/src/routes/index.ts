@@ -11,6 +11,7 @@ import { registerContacts } from "./contacts.js";
 import { registerContactItem } from "./contacts-item.js";
 import { registerTemplates } from "./templates.js";
 import { registerTemplateItem } from "./templates-item.js";
+import { registerOpenApi } from "./openapi.js";
 
 /** A public route module: one file per route, registering itself on the app. */
 export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
@@ -25,4 +26,4 @@ export const apiRoutes: RouteModule[] = [
 ];
 
 /** Public routes without an API key: tracking pixels, click redirects, unsubscribe. */
-export const publicRoutes: RouteModule[] = [registerTracking, registerUnsubscribe, registerDevMail];
+export const publicRoutes: RouteModule[] = [registerTracking, registerUnsubscribe, registerDevMail, registerOpenApi];

@@ -1,0 +1,643 @@
+import { readFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
+import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
+import type { MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
+import { createLogger, loadConfig } from "../../services/kit/src/index.js";
+import { badRequest, notFound } from "../../services/kit/src/errors.js";
+import { directoryRoutes } from "../../services/directory/src/routes.js";
+import { memoryDirectory } from "../../services/directory/src/test-support.js";
+import { emailRoutes } from "../../services/email/src/routes.js";
+import { buildTestWorld, ManualClock, type TestWorld } from "../../services/email/src/testing.js";
+import { signLinkToken, signRecipientToken } from "../../services/renderer/src/tokens.js";
+import { buildGateway } from "./app.js";
+import type { GatewayDeps, ServiceClients } from "./deps.js";
+import { OPENAPI_PATH } from "./routes/openapi.js";
+
+/**
+ * The OpenAPI document against the gateway: the routes registered are the routes
+ * documented, and real responses (the gateway over the real directory and email
+ * services, in memory) validate against the documented schemas for their status.
+ */
+
+// ajv-formats is CommonJS; under NodeNext its default export arrives as the module object.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
+
+type Schema = Record<string, unknown>;
+interface MediaType { schema?: Schema }
+interface Response { description: string; content?: Record<string, MediaType>; headers?: Record<string, { required?: boolean }>; $ref?: string }
+interface Operation { operationId: string; security?: unknown[]; requestBody?: { required?: boolean; content: Record<string, MediaType> }; responses: Record<string, Response> }
+interface Document {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema>; responses: Record<string, Response> };
+}
+
+const doc = JSON.parse(readFileSync(OPENAPI_PATH, "utf8")) as Document;
+const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"];
+const SECRET = "openapi-test-secret-0123456789";
+const KEY_A = { authorization: "Bearer mr_test_openapi_a_1" };
+const KEY_B = { authorization: "Bearer mr_test_openapi_b_1" };
+
+// --- the document as validators -------------------------------------------------------
+
+const SCHEMAS_ID = "https://mailroom.dev/openapi/schemas";
+/** Points component refs at one Ajv schema holding every component under $defs. */
+function rewriteRefs<T>(node: T): T {
+  if (Array.isArray(node)) return node.map(rewriteRefs) as T;
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    out[k] = k === "$ref" && typeof v === "string" ? v.replace("#/components/schemas/", `${SCHEMAS_ID}#/$defs/`) : rewriteRefs(v);
+  }
+  return out as T;
+}
+
+// Strict mode: a misspelt keyword in the document is an error, not a silently ignored word.
+const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
+addFormats(ajv);
+ajv.addSchema({ $id: SCHEMAS_ID, $defs: rewriteRefs(doc.components.schemas) });
+
+// Keyed by the schema itself: most responses share a few schemas, and compiling is the slow part.
+const compileCache = new Map<string, ValidateFunction>();
+function validatorFor(schema: Schema): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let v = compileCache.get(key);
+  if (!v) {
+    v = ajv.compile(rewriteRefs(schema));
+    compileCache.set(key, v);
+  }
+  return v;
+}
+
+const componentValidator = (name: string) => validatorFor({ $ref: `#/components/schemas/${name}` });
+
+function resolveResponse(r: Response): { response: Response; component?: string } {
+  if (!r.$ref) return { response: r };
+  const name = r.$ref.replace("#/components/responses/", "");
+  const response = doc.components.responses[name];
+  if (!response) throw new Error(`unresolved response ${r.$ref}`);
+  return { response, component: name };
+}
+
+/** "POST /v1/emails/{id}/cancel" -> the operation, its path template and method. */
+function operation(op: string): { method: string; path: string; operation: Operation } {
+  const [method, path] = op.split(" ");
+  const found = doc.paths[path]?.[method.toLowerCase()];
+  if (!found) throw new Error(`${op} is not documented`);
+  return { method, path, operation: found };
+}
+
+const templateToRegExp = (path: string) => new RegExp(`^${path.replace(/\{[^}]+\}/g, "[^/]+")}$`);
+const templateToFastify = (path: string) => path.replace(/\{([^}]+)\}/g, ":$1");
+
+function schemaErrors(v: ValidateFunction): string {
+  return ajv.errorsText(v.errors, { separator: "\n  " });
+}
+
+/** Operation/status pairs (and shared responses) the suite has driven through the gateway. */
+const covered = new Set<string>();
+const coveredComponents = new Set<string>();
+
+/** Validates a real response against the operation's documented response for its status. */
+function checkResponse(op: string, url: string, res: LightMyRequestResponse): void {
+  const { path, operation: o } = operation(op);
+  expect(url.split("?")[0], `${url} does not match ${op}`).toMatch(templateToRegExp(path));
+  const documented = o.responses[String(res.statusCode)];
+  expect(documented, `${op} answered ${res.statusCode}, which the document does not list: ${res.body.slice(0, 300)}`).toBeDefined();
+  const { response, component } = resolveResponse(documented);
+  covered.add(`${op} ${res.statusCode}`);
+  if (component) coveredComponents.add(component);
+
+  for (const [name, header] of Object.entries(response.headers ?? {})) {
+    if (header.required) expect(res.headers[name.toLowerCase()], `${op} ${res.statusCode}: header ${name}`).toBeDefined();
+  }
+  if (!response.content) return;
+  const mediaType = String(res.headers["content-type"] ?? "").split(";")[0].trim();
+  expect(Object.keys(response.content), `${op} ${res.statusCode}: content type ${mediaType}`).toContain(mediaType);
+  const schema = response.content[mediaType].schema;
+  if (mediaType !== "application/json" || !schema) return;
+  const body = res.json() as { statusCode?: unknown };
+  const v = validatorFor(schema);
+  if (!v(body)) throw new Error(`${op} ${res.statusCode}: body does not match the document:\n  ${schemaErrors(v)}\nbody: ${res.body.slice(0, 600)}`);
+  if (res.statusCode >= 400) expect(body.statusCode, `${op}: statusCode in the body`).toBe(res.statusCode);
+}
+
+/** Whether a JSON request body is valid by the operation's documented request schema. */
+function requestIsValid(op: string, body: unknown): { valid: boolean; errors: string } {
+  const { operation: o } = operation(op);
+  const schema = o.requestBody?.content["application/json"]?.schema;
+  if (!schema) throw new Error(`${op} documents no JSON request body`);
+  const v = validatorFor(schema);
+  const valid = v(body) as boolean;
+  return { valid, errors: valid ? "" : schemaErrors(v) };
+}
+
+// --- the gateway over in-memory services -------------------------------------------------
+
+interface Call {
+  url?: string;
+  body?: unknown;
+  /** A raw payload instead of JSON. */
+  payload?: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+describe("OpenAPI document (openapi/openapi.json) against the gateway", () => {
+  let app: FastifyInstance;
+  let degraded: FastifyInstance;
+  let world: TestWorld;
+  const events: MailEvent[] = [];
+
+  const recipient = { workspaceId: "ws_oa", messageId: "<m1@acme.test>", email: "ann@example.test", contactId: "", contentId: "trs_01jqz8k4m2x7v9c3n5b6t1w0ye" };
+  const recipientToken = signRecipientToken(SECRET, recipient);
+  const linkToken = signLinkToken(SECRET, { contentId: recipient.contentId, index: 0, url: "https://acme.test/pricing?plan=pro" });
+  const capturedAt = timestampNow();
+
+  beforeAll(async () => {
+    const dir = await memoryDirectory();
+    await dir.bootstrap.load({
+      workspaces: [
+        { id: "ws_oa", name: "A", apiKeys: [{ key: "mr_test_openapi_a_1" }], contactProperties: [{ slug: "plan", type: "string" }, { slug: "seats", type: "number" }] },
+        { id: "ws_ob", name: "B", apiKeys: [{ key: "mr_test_openapi_b_1" }] },
+      ],
+    });
+    world = await buildTestWorld({ clock: new ManualClock(Date.now()) });
+    world.directory.templates.set("welcome", { name: "welcome", subject: "Hi {{firstName}}", html: "<p>Hi {{firstName}}</p>", text: "", previewText: "" });
+
+    const delivery = createClient(DeliveryService, createRouterTransport(({ service }) => {
+      const message = { id: "cap_1", messageId: "<m1@acme.test>", from: "founder@gmail.test", to: "ann@example.test", subject: "Hello", capturedAt, size: 420n, deliveryId: "dlv_1", workspaceId: "ws_oa" };
+      service(DeliveryService, {
+        listCapturedMessages: () => ({ messages: [message] }),
+        getCapturedMessage(req) {
+          if (!/^[\w-]{1,128}$/.test(req.id)) throw badRequest("invalid_id", "id must be 1-128 letters, digits, '_' or '-'");
+          if (req.id !== "cap_1") throw notFound("captured_message_not_found", `no captured message ${req.id}`);
+          return { message, raw: new TextEncoder().encode("Subject: Hello\r\n\r\nHi Ann\r\n"), html: "<p>Hi Ann</p>", text: "Hi Ann" };
+        },
+      });
+    }));
+    const clients = {
+      directory: createClient(DirectoryService, createRouterTransport(directoryRoutes(dir))),
+      email: createClient(EmailService, createRouterTransport(emailRoutes(world.service))),
+      delivery,
+    } as unknown as ServiceClients;
+    const deps: GatewayDeps = {
+      config: { ...loadConfig({}), secret: SECRET, smtpUrl: undefined },
+      logger: createLogger("gateway-openapi-test", "silent"),
+      clients,
+      tracking: { publish: async (e) => void events.push(e) },
+      rateLimitPerMinute: 0,
+      authCacheMs: 60_000,
+    };
+    app = await buildGateway(deps);
+
+    // A second gateway whose email service is down and whose rate limit is tiny: 503 and 429.
+    const down = createClient(EmailService, createRouterTransport(({ service }) => {
+      service(EmailService, {
+        sendEmail() { throw new ConnectError("connection refused", Code.Unavailable); },
+      });
+    }));
+    degraded = await buildGateway({ ...deps, clients: { ...clients, email: down } as ServiceClients, rateLimitPerMinute: 2 });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await degraded?.close();
+  });
+
+  /** Calls an operation through the gateway and checks the response against the document. */
+  async function call(op: string, c: Call = {}, on: FastifyInstance = app): Promise<LightMyRequestResponse> {
+    const { method, path } = operation(op);
+    const url = c.url ?? path;
+    const hasBody = c.body !== undefined || c.payload !== undefined;
+    const headers: Record<string, string> = { ...(operation(op).operation.security?.length === 0 ? {} : KEY_A), ...c.headers };
+    if (hasBody) headers["content-type"] = c.contentType ?? "application/json";
+    const res = await on.inject({
+      method: method as "GET",
+      url,
+      headers,
+      payload: c.payload ?? (c.body === undefined ? undefined : JSON.stringify(c.body)),
+    });
+    checkResponse(op, url, res);
+    return res;
+  }
+
+  const rawEmail = { from: "Acme <hello@acme.test>", to: "ann@example.test", subject: "Welcome", html: "<p>Hi</p>" };
+  const templatedEmail = { template: "welcome", to: "bob@example.test", variables: { firstName: "Bob" } };
+  const inDays = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString();
+
+  describe("routes", () => {
+    /** Method and path of every route in the router, from fastify's own listing. */
+    function registeredRoutes(): Set<string> {
+      const routes = new Set<string>();
+      const stack: string[] = [];
+      for (const line of app.printRoutes({ commonPrefix: false }).split("\n")) {
+        const m = /^([│├└─ ]*)(\S.*?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+        if (!m) continue;
+        const depth = m[1].length / 4 - 1;
+        stack.length = depth;
+        stack.push(m[2]);
+        const url = stack.join("");
+        for (const method of m[3]?.split(", ") ?? []) {
+          // HEAD is fastify's automatic twin of every GET.
+          if (method !== "HEAD") routes.add(`${method} ${url}`);
+        }
+      }
+      return routes;
+    }
+
+    const documented = () =>
+      new Set(Object.entries(doc.paths).flatMap(([path, item]) =>
+        Object.keys(item).filter((k) => METHODS.includes(k)).map((m) => `${m.toUpperCase()} ${templateToFastify(path)}`)));
+
+    it("lists every registered route in the document", () => {
+      const registered = registeredRoutes();
+      for (const route of registered) {
+        const [method, url] = route.split(" ");
+        expect(app.hasRoute({ method: method as "GET", url }), `parsed route ${route}`).toBe(true);
+      }
+      expect(registered.size).toBeGreaterThan(20);
+      expect([...registered].filter((r) => !documented().has(r)), "registered but not documented").toEqual([]);
+    });
+
+    it("registers every documented operation", () => {
+      const missing = [...documented()].filter((route) => {
+        const [method, url] = route.split(" ");
+        return !app.hasRoute({ method: method as "GET", url });
+      });
+      expect(missing, "documented but not registered").toEqual([]);
+    });
+
+    it("is a well-formed OpenAPI 3.1 document", () => {
+      expect(doc.openapi).toMatch(/^3\.1\./);
+      const ids = new Set<string>();
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const [method, o] of Object.entries(item)) {
+          expect(METHODS, `${path}: ${method}`).toContain(method);
+          expect(ids.has(o.operationId), `duplicate operationId ${o.operationId}`).toBe(false);
+          ids.add(o.operationId);
+          // Every path parameter is declared, and every /v1 operation needs the key.
+          const declared = ((o as { parameters?: Array<{ name: string; in: string }> }).parameters ?? []).filter((p) => p.in === "path").map((p) => p.name);
+          expect(declared.sort(), `${method} ${path} parameters`).toEqual([...path.matchAll(/\{([^}]+)\}/g)].map((x) => x[1]).sort());
+          expect(o.security === undefined, `${method} ${path} security`).toBe(path.startsWith("/v1/"));
+          for (const [status, r] of Object.entries(o.responses)) {
+            expect(status, `${method} ${path}`).toMatch(/^[1-5]\d\d$/);
+            const { response } = resolveResponse(r);
+            expect(response.description).toBeTruthy();
+            for (const media of Object.values(response.content ?? {})) if (media.schema) validatorFor(media.schema);
+          }
+          for (const media of Object.values(o.requestBody?.content ?? {})) if (media.schema) validatorFor(media.schema);
+        }
+      }
+      // The broadcast endpoints are not served yet and must not be promised.
+      expect(Object.keys(doc.paths).filter((p) => p.includes("broadcast"))).toEqual([]);
+    });
+
+    it("is served at GET /openapi.json without a key, naming this gateway", async () => {
+      const res = await call("GET /openapi.json");
+      expect(res.statusCode).toBe(200);
+      const served = res.json() as Document & { servers: Array<{ url: string }> };
+      expect(served.paths).toEqual(doc.paths);
+      expect(served.servers).toEqual([{ url: loadConfig({}).publicUrl }]);
+    });
+  });
+
+  describe("emails", () => {
+    it("sends raw and templated emails in the documented envelope", async () => {
+      const raw = await call("POST /v1/emails", { body: { ...rawEmail, groupBy: "onboarding", settings: { trackOpens: true } } });
+      expect(raw.statusCode).toBe(200);
+      expect(raw.json().email).toMatchObject({ type: "raw", status: "SENT", groupBy: "onboarding" });
+      const templated = await call("POST /v1/emails", { body: templatedEmail });
+      expect(templated.statusCode).toBe(200);
+      expect(templated.json().email).toMatchObject({ type: "templated", template: "welcome" });
+      const scheduled = await call("POST /v1/emails", { body: { ...rawEmail, sendAt: inDays(2) } });
+      expect(scheduled.json().email.status).toBe("SCHEDULED");
+    });
+
+    it("accepts exactly the payloads the document accepts", async () => {
+      const accepted: unknown[] = [
+        rawEmail,
+        { ...rawEmail, fromName: null, text: null, previewText: "Hello", replyTo: "support@acme.test", contactProperties: { plan: "pro" }, settings: null, idempotencyKey: null },
+        { ...rawEmail, settings: { trackClicks: false, trackOpens: null }, sendAt: null },
+        { template: "welcome", to: "cy@example.test" },
+        { ...templatedEmail, variables: null, groupBy: "g1", settings: { trackClicks: true } },
+      ];
+      for (const body of accepted) {
+        const check = requestIsValid("POST /v1/emails", body);
+        expect(check.valid, `document refuses ${JSON.stringify(body)}: ${check.errors}`).toBe(true);
+        const res = await call("POST /v1/emails", { body });
+        expect(res.statusCode, `gateway refuses ${JSON.stringify(body)}: ${res.body}`).toBe(200);
+      }
+      const refused: unknown[] = [
+        {},
+        [rawEmail],
+        "hello",
+        { ...rawEmail, template: "welcome" },
+        { to: "ann@example.test", subject: "x" },
+        { ...rawEmail, html: "" },
+        { ...rawEmail, subject: undefined },
+        { ...rawEmail, cc: "x@example.test" },
+        { ...rawEmail, settings: { trackClicks: "yes" } },
+        { ...rawEmail, settings: { trackReplies: true } },
+        { ...rawEmail, to: 42 },
+        { ...templatedEmail, from: "hello@acme.test" },
+        { ...templatedEmail, variables: ["a"] },
+        { template: "welcome", variables: {} },
+      ];
+      for (const body of refused) {
+        expect(requestIsValid("POST /v1/emails", body).valid, `document accepts ${JSON.stringify(body)}`).toBe(false);
+        const res = await call("POST /v1/emails", { body });
+        expect(res.statusCode).toBe(400);
+        expect(res.json(), JSON.stringify(body)).toEqual({ statusCode: 400, error: "Bad Request", message: expect.any(String), docsUrl: expect.any(String) });
+      }
+    });
+
+    it("documents the error bodies of a single send", async () => {
+      const from = await call("POST /v1/emails", { body: { ...rawEmail, from: "someone@elsewhere.test" } });
+      expect(from.statusCode).toBe(400);
+      expect(componentValidator("InvalidFromError")(from.json()), from.body).toBe(true);
+
+      for (const [body, code] of [
+        [{ ...rawEmail, sendAt: inDays(120) }, "send_at_out_of_range"],
+        [{ ...rawEmail, sendAt: "next tuesday" }, "invalid_send_at"],
+        [{ ...templatedEmail, template: "missing" }, "template_not_found"],
+        [{ ...rawEmail, subject: "Hi\r\nBcc: victim@example.test" }, "header_injection"],
+      ] as const) {
+        const res = await call("POST /v1/emails", { body });
+        expect(res.json(), JSON.stringify(body)).toMatchObject({ statusCode: 400, code });
+      }
+      const badJson = await call("POST /v1/emails", { payload: "{not json" });
+      expect(badJson.json()).toMatchObject({ statusCode: 400, code: "invalid_json" });
+
+      await call("POST /v1/emails", { body: { ...rawEmail, idempotencyKey: "order-1" } });
+      const replay = await call("POST /v1/emails", { body: { ...rawEmail, idempotencyKey: "order-1" } });
+      expect(replay.statusCode).toBe(200);
+      const reused = await call("POST /v1/emails", { body: { ...rawEmail, subject: "Other", idempotencyKey: "order-1" } });
+      expect(reused.json()).toMatchObject({ statusCode: 409, code: "idempotency_key_reused" });
+
+      const { limit } = world.directory;
+      world.directory.limit = world.directory.used;
+      try {
+        const full = await call("POST /v1/emails", { body: rawEmail });
+        expect(full.json()).toEqual({ statusCode: 403, error: "Forbidden", message: expect.any(String) });
+        const fullBatch = await call("POST /v1/emails/batch", { body: { emails: [rawEmail, templatedEmail] } });
+        expect(fullBatch.statusCode).toBe(403);
+      } finally {
+        world.directory.limit = limit;
+      }
+
+      const text = await call("POST /v1/emails", { payload: "hello", contentType: "text/plain" });
+      expect(text.statusCode).toBe(415);
+      const big = await call("POST /v1/emails", { body: { ...rawEmail, html: "x".repeat(2 * 1024 * 1024 + 1) } });
+      expect(big.statusCode).toBe(413);
+    });
+
+    it("answers keys it does not know with the spec's 401 body", async () => {
+      for (const headers of [{ authorization: "" }, { authorization: "Bearer mr_test_unknown_key" }]) {
+        const res = await call("POST /v1/emails", { body: rawEmail, headers });
+        expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", message: expect.any(String) });
+      }
+    });
+
+    it("sends a mixed batch: successful items and indexed failures", async () => {
+      const body = {
+        emails: [
+          rawEmail,
+          { ...templatedEmail, sendAt: inDays(1) },
+          { ...rawEmail, from: "someone@elsewhere.test" },
+          { to: "no-form@example.test" },
+          { ...templatedEmail, template: "missing" },
+        ],
+      };
+      expect(requestIsValid("POST /v1/emails/batch", { emails: [rawEmail, templatedEmail] }).valid).toBe(true);
+      const res = await call("POST /v1/emails/batch", { body });
+      expect(res.statusCode).toBe(200);
+      const { successful, failed } = res.json().emails;
+      expect(successful.map((s: { type: string }) => s.type)).toEqual(["raw", "templated"]);
+      expect(failed.map((f: { index: number }) => f.index)).toEqual([2, 3, 4]);
+      expect(failed[0]).toMatchObject({ to: "ann@example.test", statusCode: 400, allowedDomains: ["acme.test"] });
+      expect(failed[1]).toMatchObject({ to: "no-form@example.test", statusCode: 400, docsUrl: expect.any(String) });
+      expect(failed[2]).toMatchObject({ to: "bob@example.test", code: "template_not_found" });
+
+      for (const envelope of [{ emails: [] }, { emails: Array(51).fill(rawEmail) }, { email: rawEmail }, { emails: [rawEmail], dryRun: true }, [rawEmail]]) {
+        expect(requestIsValid("POST /v1/emails/batch", envelope).valid, JSON.stringify(envelope).slice(0, 80)).toBe(false);
+        const refused = await call("POST /v1/emails/batch", { body: envelope });
+        expect(refused.json()).toMatchObject({ statusCode: 400, code: "batch_invalid" });
+      }
+    });
+
+    it("reads and cancels emails", async () => {
+      const scheduled = (await call("POST /v1/emails", { body: { ...templatedEmail, sendAt: inDays(3) } })).json().email;
+      const sent = (await call("POST /v1/emails", { body: rawEmail })).json().email;
+
+      const got = await call("GET /v1/emails/{id}", { url: `/v1/emails/${scheduled.id}` });
+      expect(got.json().email).toMatchObject({ id: scheduled.id, status: "SCHEDULED", sendAt: expect.any(String), createdAt: expect.any(String) });
+      const cancelled = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${scheduled.id}/cancel` });
+      expect(cancelled.json().email.status).toBe("CANCELLED");
+      const again = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${scheduled.id}/cancel` });
+      expect(again.json()).toMatchObject({ statusCode: 409, code: "email_not_cancellable" });
+      const notScheduled = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, body: {} });
+      expect(notScheduled.statusCode).toBe(409);
+
+      const otherWorkspace = await call("GET /v1/emails/{id}", { url: `/v1/emails/${sent.id}`, headers: KEY_B });
+      expect(otherWorkspace.json()).toMatchObject({ statusCode: 404, code: "email_not_found" });
+      await call("GET /v1/emails/{id}", { url: "/v1/emails/not-an-id" });
+      const missing = await call("POST /v1/emails/{id}/cancel", { url: "/v1/emails/trs_00000000000000000000000000/cancel" });
+      expect(missing.statusCode).toBe(404);
+      const emptyJson = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, payload: "" });
+      expect(emptyJson.json()).toMatchObject({ statusCode: 400, code: "invalid_json" });
+      const text = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, payload: "x", contentType: "text/plain" });
+      expect(text.statusCode).toBe(415);
+      const big = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, body: { pad: "x".repeat(2 * 1024 * 1024) } });
+      expect(big.statusCode).toBe(413);
+      const bigBatch = await call("POST /v1/emails/batch", { body: { emails: [{ ...rawEmail, html: "x".repeat(2 * 1024 * 1024) }] } });
+      expect(bigBatch.statusCode).toBe(413);
+      expect((await call("POST /v1/emails/batch", { payload: "a", contentType: "text/plain" })).statusCode).toBe(415);
+    });
+
+    it("documents the 503 of a service that is down and the 429 of the rate limit", async () => {
+      const first = await call("POST /v1/emails", { body: rawEmail }, degraded);
+      expect(first.json()).toMatchObject({ statusCode: 503, code: "service_unavailable" });
+      await call("POST /v1/emails", { body: rawEmail }, degraded);
+      const limited = await call("POST /v1/emails", { body: rawEmail }, degraded);
+      expect(limited.statusCode).toBe(429);
+      for (const header of ["retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]) expect(limited.headers[header]).toBeDefined();
+    });
+  });
+
+  describe("contacts", () => {
+    it("creates, reads, patches, lists and deletes contacts", async () => {
+      const body = { email: "ann@example.test", firstName: "Ann", timezone: "Asia/Tokyo", properties: { plan: "pro", seats: 2 } };
+      expect(requestIsValid("POST /v1/contacts", body).valid).toBe(true);
+      expect((await call("POST /v1/contacts", { body })).statusCode).toBe(201);
+      expect((await call("POST /v1/contacts", { body: { email: "bob@example.test", subscribed: false, lastName: null } })).statusCode).toBe(201);
+      const got = await call("GET /v1/contacts/{email}", { url: "/v1/contacts/ann%40example.test" });
+      expect(got.json().contact).toMatchObject({ email: "ann@example.test", lastName: null });
+      const patch = { lastName: "Lee", properties: { seats: null } };
+      expect(requestIsValid("PATCH /v1/contacts/{email}", patch).valid).toBe(true);
+      const patched = await call("PATCH /v1/contacts/{email}", { url: "/v1/contacts/ann@example.test", body: patch });
+      expect(patched.json().contact).toMatchObject({ lastName: "Lee", properties: { plan: "pro" } });
+
+      const page = await call("GET /v1/contacts", { url: "/v1/contacts?limit=1" });
+      expect(page.json().contacts).toMatchObject({ hasMore: true, cursor: expect.any(String) });
+      const last = await call("GET /v1/contacts", { url: `/v1/contacts?limit=1&cursor=${page.json().contacts.cursor}&subscribed=false` });
+      expect(last.json().contacts).toMatchObject({ hasMore: false, cursor: null });
+
+      const deleted = await call("DELETE /v1/contacts/{email}", { url: "/v1/contacts/bob@example.test" });
+      expect(deleted.json()).toEqual({ deleted: true, email: "bob@example.test" });
+    });
+
+    it("documents the contact errors", async () => {
+      const cases: Array<[string, Call, number, string]> = [
+        ["POST /v1/contacts", { body: { email: "ANN@example.test" } }, 409, "contact_exists"],
+        ["POST /v1/contacts", { body: { email: "not an email" } }, 400, "invalid_email"],
+        ["POST /v1/contacts", { body: { email: "x@example.test", properties: { colour: "red" } } }, 400, "unknown_contact_property"],
+        ["POST /v1/contacts", { body: { email: "x@example.test", nickname: "x" } }, 400, "invalid_request"],
+        ["POST /v1/contacts", { payload: "x", contentType: "text/plain" }, 415, "unsupported_media_type"],
+        ["POST /v1/contacts", { body: { email: "x@example.test", firstName: "x".repeat(2 * 1024 * 1024) } }, 413, "payload_too_large"],
+        ["GET /v1/contacts", { url: "/v1/contacts?limit=1000" }, 400, "invalid_request"],
+        ["GET /v1/contacts", { url: "/v1/contacts?cursor=abc" }, 400, "invalid_cursor"],
+        ["GET /v1/contacts/{email}", { url: "/v1/contacts/nobody@example.test" }, 404, "contact_not_found"],
+        ["GET /v1/contacts/{email}", { url: "/v1/contacts/ann@example.test", headers: KEY_B }, 404, "contact_not_found"],
+        ["GET /v1/contacts/{email}", { url: "/v1/contacts/nonsense" }, 400, "invalid_email"],
+        ["PATCH /v1/contacts/{email}", { url: "/v1/contacts/ann@example.test", body: { email: "new@example.test" } }, 400, "invalid_request"],
+        ["PATCH /v1/contacts/{email}", { url: "/v1/contacts/nobody@example.test", body: { firstName: "X" } }, 404, "contact_not_found"],
+        ["PATCH /v1/contacts/{email}", { url: "/v1/contacts/ann@example.test", payload: "x", contentType: "text/plain" }, 415, "unsupported_media_type"],
+        ["PATCH /v1/contacts/{email}", { url: "/v1/contacts/ann@example.test", body: { firstName: "x".repeat(2 * 1024 * 1024) } }, 413, "payload_too_large"],
+        ["DELETE /v1/contacts/{email}", { url: "/v1/contacts/nobody@example.test" }, 404, "contact_not_found"],
+        ["DELETE /v1/contacts/{email}", { url: "/v1/contacts/nonsense" }, 400, "invalid_email"],
+      ];
+      for (const [op, c, status, code] of cases) {
+        const res = await call(op, c);
+        expect(res.statusCode, `${op} ${JSON.stringify(c).slice(0, 120)}`).toBe(status);
+        expect(res.json().code).toBe(code);
+      }
+      expect(requestIsValid("POST /v1/contacts", { email: "x@example.test", nickname: "x" }).valid).toBe(false);
+      expect(requestIsValid("PATCH /v1/contacts/{email}", { email: "new@example.test" }).valid).toBe(false);
+    });
+  });
+
+  describe("templates", () => {
+    it("creates, reads, replaces, lists and deletes templates", async () => {
+      const body = { name: "receipt", subject: "Receipt for {{firstName}}", html: "<p>{{plan}}</p>" };
+      expect(requestIsValid("POST /v1/templates", body).valid).toBe(true);
+      const created = await call("POST /v1/templates", { body });
+      expect(created.statusCode).toBe(201);
+      expect(created.json().template.variables).toEqual(["firstName", "plan"]);
+      await call("POST /v1/templates", { body: { ...body, name: "digest", text: "plain", previewText: null } });
+      expect((await call("GET /v1/templates/{name}", { url: "/v1/templates/receipt" })).json().template.text).toBeNull();
+      const replace = { subject: "New", html: "<p>new</p>", text: "new", previewText: "Preview" };
+      expect(requestIsValid("PUT /v1/templates/{name}", replace).valid).toBe(true);
+      const replaced = await call("PUT /v1/templates/{name}", { url: "/v1/templates/receipt", body: replace });
+      expect(replaced.json().template).toMatchObject({ text: "new", previewText: "Preview" });
+      const page = await call("GET /v1/templates", { url: "/v1/templates?limit=1" });
+      expect(page.json().templates).toMatchObject({ hasMore: true });
+      expect(page.json().templates.items[0]).not.toHaveProperty("html");
+      const deleted = await call("DELETE /v1/templates/{name}", { url: "/v1/templates/digest" });
+      expect(deleted.json()).toEqual({ deleted: true, name: "digest" });
+    });
+
+    it("documents the template errors", async () => {
+      const cases: Array<[string, Call, number, string]> = [
+        ["POST /v1/templates", { body: { name: "receipt", subject: "x", html: "x" } }, 409, "template_exists"],
+        ["POST /v1/templates", { body: { name: "bad name!", subject: "x", html: "x" } }, 400, "invalid_template_name"],
+        ["POST /v1/templates", { body: { name: "big", subject: "x", html: "x".repeat(600 * 1024) } }, 413, "template_html_too_large"],
+        ["POST /v1/templates", { payload: "x", contentType: "text/plain" }, 415, "unsupported_media_type"],
+        ["GET /v1/templates", { url: "/v1/templates?sort=name" }, 400, "invalid_request"],
+        ["GET /v1/templates", { url: "/v1/templates?cursor=abc" }, 400, "invalid_cursor"],
+        ["GET /v1/templates/{name}", { url: "/v1/templates/nothing" }, 404, "not_found"],
+        ["GET /v1/templates/{name}", { url: "/v1/templates/receipt", headers: KEY_B }, 404, "not_found"],
+        ["PUT /v1/templates/{name}", { url: "/v1/templates/receipt", body: { name: "renamed", subject: "x", html: "x" } }, 400, "invalid_request"],
+        ["PUT /v1/templates/{name}", { url: "/v1/templates/nothing", body: { subject: "x", html: "x" } }, 404, "not_found"],
+        ["PUT /v1/templates/{name}", { url: "/v1/templates/receipt", body: { subject: "x", html: "x".repeat(600 * 1024) } }, 413, "template_html_too_large"],
+        ["PUT /v1/templates/{name}", { url: "/v1/templates/receipt", payload: "x", contentType: "text/plain" }, 415, "unsupported_media_type"],
+        ["DELETE /v1/templates/{name}", { url: "/v1/templates/nothing" }, 404, "not_found"],
+      ];
+      for (const [op, c, status, code] of cases) {
+        const res = await call(op, c);
+        expect(res.statusCode, `${op} ${JSON.stringify(c).slice(0, 120)}`).toBe(status);
+        expect(res.json().code).toBe(code);
+      }
+      expect(requestIsValid("POST /v1/templates", { name: "x", subject: "x" }).valid).toBe(false);
+    });
+  });
+
+  describe("recipient links, health and development routes", () => {
+    it("serves the open pixel, click redirect and unsubscribe as documented", async () => {
+      expect((await call("GET /t/o/{token}", { url: `/t/o/${recipientToken}` })).statusCode).toBe(200);
+      expect((await call("GET /t/o/{token}", { url: "/t/o/forged" })).statusCode).toBe(404);
+      const click = await call("GET /t/c/{link}/{token}", { url: `/t/c/${linkToken}/${recipientToken}` });
+      expect(click.headers.location).toBe("https://acme.test/pricing?plan=pro");
+      expect((await call("GET /t/c/{link}/{token}", { url: `/t/c/${linkToken}/forged` })).statusCode).toBe(404);
+      expect((await call("GET /u/{token}", { url: `/u/${recipientToken}?manage=1` })).statusCode).toBe(200);
+      expect((await call("GET /u/{token}", { url: "/u/forged" })).statusCode).toBe(404);
+      const oneClick = await call("POST /u/{token}", { url: `/u/${recipientToken}`, payload: "List-Unsubscribe=One-Click", contentType: "application/x-www-form-urlencoded" });
+      expect(oneClick.json()).toEqual({ unsubscribed: true });
+      const button = await call("POST /u/{token}", { url: `/u/${recipientToken}`, headers: { accept: "text/html" } });
+      expect(button.headers["content-type"]).toMatch(/^text\/html/);
+      expect((await call("POST /u/{token}", { url: "/u/forged" })).statusCode).toBe(404);
+      expect(events.length).toBeGreaterThanOrEqual(3);
+    });
+
+    it("serves health and the captured-mail pages", async () => {
+      expect((await call("GET /healthz")).json()).toEqual({ ok: true });
+      expect((await call("GET /dev/mail")).body).toContain("cap_1");
+      expect((await call("GET /dev/mail/{id}", { url: "/dev/mail/cap_1" })).statusCode).toBe(200);
+      expect((await call("GET /dev/mail/{id}", { url: "/dev/mail/cap_9" })).statusCode).toBe(404);
+      expect((await call("GET /dev/mail/{id}", { url: "/dev/mail/bad%20id" })).statusCode).toBe(400);
+      expect((await call("GET /dev/mail/{id}/raw", { url: "/dev/mail/cap_1/raw" })).body).toContain("Subject: Hello");
+      expect((await call("GET /dev/mail/{id}/raw", { url: "/dev/mail/cap_9/raw" })).statusCode).toBe(404);
+      expect((await call("GET /dev/mail/{id}/raw", { url: "/dev/mail/bad%20id/raw" })).statusCode).toBe(400);
+    });
+  });
+
+  describe("the checks themselves", () => {
+    it("fail on a missing required field, an undocumented field or a wrong error shape", async () => {
+      const res = await call("POST /v1/emails", { body: templatedEmail });
+      const ok = operation("POST /v1/emails").operation.responses["200"].content!["application/json"].schema!;
+      const v = validatorFor(ok);
+      const { email } = res.json();
+      expect(v({ email })).toBe(true);
+      const { messageId: _messageId, ...withoutMessageId } = email;
+      expect(v({ email: withoutMessageId })).toBe(false);
+      const { template: _template, ...withoutTemplate } = email;
+      expect(v({ email: withoutTemplate })).toBe(false);
+      expect(v({ email: { ...email, from: "hello@acme.test" } })).toBe(false);
+      expect(v({ email: { ...email, status: "QUEUED" } })).toBe(false);
+      expect(v(email)).toBe(false);
+      expect(() => checkResponse("POST /v1/emails", "/v1/emails", { ...res, json: () => ({ email: withoutMessageId }) } as LightMyRequestResponse)).toThrow(/messageId/);
+      expect(() => checkResponse("GET /v1/emails/{id}", "/v1/emails/x", { ...res, statusCode: 418 } as LightMyRequestResponse)).toThrow(/does not list/);
+
+      const invalidPayload = componentValidator("InvalidPayloadError");
+      const body = { statusCode: 400, error: "Bad Request", message: "m", docsUrl: "https://mailroom.dev/docs/errors#invalid_payload" };
+      expect(invalidPayload(body)).toBe(true);
+      expect(invalidPayload({ ...body, docsUrl: undefined })).toBe(false);
+      expect(invalidPayload({ ...body, code: "invalid_payload" })).toBe(false);
+      expect(componentValidator("ApiError")({ statusCode: 404, error: "Not Found", message: "m" })).toBe(false);
+    });
+
+    it("drove every documented response through the gateway", () => {
+      // Shared responses (401, 413, 415, 429, 503, link 404) are checked once each, on any
+      // operation; every response an operation documents itself was produced by that operation.
+      const notDriven = ["GET /openapi.json 404"]; // needs a deployment without the file
+      const missing: string[] = [];
+      for (const [path, item] of Object.entries(doc.paths)) {
+        for (const [method, o] of Object.entries(item)) {
+          for (const [status, r] of Object.entries(o.responses)) {
+            const key = `${method.toUpperCase()} ${path} ${status}`;
+            if (!r.$ref && !covered.has(key) && !notDriven.includes(key)) missing.push(key);
+          }
+        }
+      }
+      expect(missing).toEqual([]);
+      expect([...coveredComponents].sort()).toEqual(Object.keys(doc.components.responses).sort());
+    });
+  });
+});
