@@ -33,6 +33,11 @@ export async function buildGateway(
 
   // The API speaks JSON only; anything else is a 415 rather than a string body.
   app.removeContentTypeParser(["text/plain"]);
+  // Bodiless POSTs (cancel) often still say application/json: an empty body is no body.
+  const parseJson = app.getDefaultJsonParser("error", "error");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) =>
+    (body as string).trim() === "" ? done(null, undefined) : parseJson(request, body as string, done),
+  );
 
   // Malformed JSON, wrong content type, oversize bodies: a clear 4xx, never a 500.
   app.setErrorHandler((err: FastifyError, request, reply) => {

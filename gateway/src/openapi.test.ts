@@ -451,8 +451,11 @@ describe("OpenAPI document (openapi/openapi.json) against the gateway", () => {
       await call("GET /v1/emails/{id}", { url: "/v1/emails/not-an-id" });
       const missing = await call("POST /v1/emails/{id}/cancel", { url: "/v1/emails/trs_00000000000000000000000000/cancel" });
       expect(missing.statusCode).toBe(404);
+      // A bodiless POST that still says application/json is treated as having no body.
       const emptyJson = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, payload: "" });
-      expect(emptyJson.json()).toMatchObject({ statusCode: 400, code: "invalid_json" });
+      expect(emptyJson.json()).toMatchObject({ statusCode: 409, code: "email_not_cancellable" });
+      const badJson = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, payload: "{" });
+      expect(badJson.json()).toMatchObject({ statusCode: 400, code: "invalid_json" });
       const text = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, payload: "x", contentType: "text/plain" });
       expect(text.statusCode).toBe(415);
       const big = await call("POST /v1/emails/{id}/cancel", { url: `/v1/emails/${sent.id}/cancel`, body: { pad: "x".repeat(2 * 1024 * 1024) } });

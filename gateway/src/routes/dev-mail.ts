@@ -11,10 +11,12 @@ iframe{width:100%;height:60vh;border:1px solid #ddd}</style></head><body>${body}
 
 /**
  * Locally captured mail (no MAILROOM_SMTP_URL): a small inbox at /dev/mail for development.
- * It is only mounted while capturing, and the gateway listens on loopback by default.
+ * It is only mounted while capturing and while the gateway listens on loopback.
  */
 export const registerDevMail: RouteModule = (app, deps) => {
-  if (deps.config.smtpUrl) return;
+  // Captured mail spans every workspace: only serve it on a loopback-bound gateway.
+  const loopback = ["127.0.0.1", "localhost", "::1"].includes(deps.config.httpHost);
+  if (deps.config.smtpUrl || !loopback) return;
 
   app.get("/dev/mail", async (request, reply) => {
     try {
