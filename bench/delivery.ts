@@ -42,6 +42,12 @@ export interface DeliveryBenchResult {
   ratio: number;
 }
 
+/** Messages per second, and CPU time of this process per message (publishing included for the pipeline). */
+interface Run {
+  perSecond: number;
+  cpuUsPerMessage: number;
+}
+
 interface Sink {
   port: number;
   kind: string;
@@ -105,12 +111,13 @@ const message = (i: number) => ({
 });
 
 /** A raw nodemailer pool sending `n` messages, at most `window` waiting at once. */
-async function rawPool(port: number, n: number, pool: { size: number; maxMessages: number }, window = 256): Promise<number> {
+async function rawPool(port: number, n: number, pool: { size: number; maxMessages: number }, window = 256): Promise<Run> {
   const transport = nodemailer.createTransport({
     host: "127.0.0.1", port, secure: false, ignoreTLS: true, pool: true,
     maxConnections: pool.size, maxMessages: pool.maxMessages,
   });
   const started = performance.now();
+  const cpu = process.cpuUsage();
   let next = 0;
   const worker = async () => {
     while (next < n) {
@@ -120,12 +127,13 @@ async function rawPool(port: number, n: number, pool: { size: number; maxMessage
   };
   await Promise.all(Array.from({ length: Math.min(window, n) }, worker));
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
   transport.close();
-  return n / seconds;
+  return { perSecond: n / seconds, cpuUsPerMessage: (used.user + used.system) / n };
 }
 
 /** The delivery path: publish n jobs to JetStream and wait until the workers sent them all. */
-async function pipeline(port: number, n: number, round: number): Promise<{ perSecond: number; pool: { size: number; maxMessages: number } }> {
+async function pipeline(port: number, n: number, round: number): Promise<Run & { pool: { size: number; maxMessages: number } }> {
   const nats = await startNats();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-bench-delivery-"));
   const env = {
@@ -168,6 +176,7 @@ async function pipeline(port: number, n: number, round: number): Promise<{ perSe
     }),
   );
   const started = performance.now();
+  const cpu = process.cpuUsage();
   // Publish as the broadcast service would: pipelined, a bounded number awaiting acks.
   let next = 0;
   const publisher = async () => {
@@ -185,6 +194,7 @@ async function pipeline(port: number, n: number, round: number): Promise<{ perSe
     await new Promise((r) => setTimeout(r, 5));
   }
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
   if (round > 0) {
     console.log(`  published ${n} jobs in ${((published - started) / 1000).toFixed(2)} s (while the workers were already sending)`);
   }
@@ -193,7 +203,11 @@ async function pipeline(port: number, n: number, round: number): Promise<{ perSe
   await nc.close();
   await nats.stop();
   await rm(dataDir, { recursive: true, force: true });
-  return { perSecond: n / seconds, pool: { size: settings.poolSize, maxMessages: settings.maxMessagesPerConnection } };
+  return {
+    perSecond: n / seconds,
+    cpuUsPerMessage: (used.user + used.system) / n,
+    pool: { size: settings.poolSize, maxMessages: settings.maxMessagesPerConnection },
+  };
 }
 
 export async function runDeliveryBench(messages = Number(process.env.MAILROOM_BENCH_DELIVERY_MESSAGES ?? 20_000)): Promise<DeliveryBenchResult> {
@@ -207,21 +221,22 @@ export async function runDeliveryBench(messages = Number(process.env.MAILROOM_BE
     await rawPool(sink.port, Math.min(1_000, n), warm.pool);
     // Runs alternate (raw, pipeline, pipeline, raw, …) so a change in machine load
     // during the run weighs on both sides alike.
-    const raws: number[] = [];
-    const pipes: number[] = [];
+    const raws: Run[] = [];
+    const pipes: Run[] = [];
     for (let r = 1; r <= rounds; r++) {
       const order = r % 2 === 1 ? ["raw", "pipeline"] : ["pipeline", "raw"];
       for (const which of order) {
         if (which === "raw") raws.push(await rawPool(sink.port, n, warm.pool));
-        else pipes.push((await pipeline(sink.port, n, r)).perSecond);
+        else pipes.push(await pipeline(sink.port, n, r));
       }
-      console.log(`  run ${r}: raw pool ${raws[r - 1].toFixed(0)} msg/s, pipeline ${pipes[r - 1].toFixed(0)} msg/s`);
+      console.log(`  run ${r}: raw pool ${raws[r - 1].perSecond.toFixed(0)} msg/s, pipeline ${pipes[r - 1].perSecond.toFixed(0)} msg/s`);
     }
-    const raw = mean(raws);
-    const pipe = mean(pipes);
+    const raw = mean(raws.map((x) => x.perSecond));
+    const pipe = mean(pipes.map((x) => x.perSecond));
     const ratio = pipe / raw;
-    console.log(`  raw nodemailer pool (${warm.pool.size} connections, ${warm.pool.maxMessages} messages each): ${raw.toFixed(0)} msg/s`);
-    console.log(`  delivery pipeline (JetStream → workers → store claim/mark → SMTP pool → events): ${pipe.toFixed(0)} msg/s`);
+    const cpu = (runs: Run[]) => `${mean(runs.map((x) => x.cpuUsPerMessage)).toFixed(0)} µs CPU/message in this process`;
+    console.log(`  raw nodemailer pool (${warm.pool.size} connections, ${warm.pool.maxMessages} messages each): ${raw.toFixed(0)} msg/s (${cpu(raws)})`);
+    console.log(`  delivery pipeline (JetStream → workers → store claim/mark → SMTP pool → events): ${pipe.toFixed(0)} msg/s (${cpu(pipes)})`);
     console.log(`  ratio: ${(ratio * 100).toFixed(1)}% of the raw pool (target >= ${TARGET_RATIO * 100}%) ${ratio >= TARGET_RATIO ? "OK" : "BELOW TARGET"}`);
     return { messages: n, sink: sink.kind, rawPerSecond: raw, pipelinePerSecond: pipe, ratio };
   } finally {

@@ -167,4 +167,15 @@ describe("Deliverer", () => {
     expect((await t.run(testJob())).kind).toBe("ack");
     expect(t.transport.sent).toHaveLength(3);
   });
+
+  it("tells the queue a slow SMTP transaction is still being worked on", async () => {
+    const t = await setup({ claimTtlMs: 300 });
+    t.transport.delayMs = 450;
+    let beats = 0;
+    expect(await t.deliverer.handle(testJob(), { deliveryCount: 1, working: () => (beats += 1) })).toEqual({ kind: "ack" });
+    expect(beats).toBeGreaterThanOrEqual(2);
+    const after = beats;
+    await new Promise((r) => setTimeout(r, 250));
+    expect(beats).toBe(after); // no heartbeats once the send is over
+  });
 });

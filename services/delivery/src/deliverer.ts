@@ -77,6 +77,8 @@ export class Deliverer {
    * the retry finishes the bookkeeping instead of sending again.
    */
   private readonly unsettled = new Map<string, Outcome>();
+  private readonly sending = new Set<JobContext>();
+  private ticker?: NodeJS.Timeout;
 
   constructor(
     private readonly deps: DelivererDeps,
@@ -170,7 +172,7 @@ export class Deliverer {
 
   /** One SMTP transaction, turned into an outcome; keeps the job alive while it lasts. */
   private async transact(mail: OutgoingMail, attempt: number, ctx: JobContext): Promise<Outcome> {
-    const heartbeat = setInterval(() => ctx.working(), Math.max(100, Math.min(10_000, this.opts.claimTtlMs / 3)));
+    this.keepAlive(ctx);
     try {
       const result = await this.deps.transport.send(mail);
       return { type: "sent", detail: clip(result.response), smtpCode: result.code, attempt };
@@ -183,8 +185,25 @@ export class Deliverer {
       }
       return { type: "deferred", detail: verdict.detail, smtpCode: verdict.code, attempt };
     } finally {
-      clearInterval(heartbeat);
+      this.sending.delete(ctx);
     }
+  }
+
+  /**
+   * Jobs inside an SMTP transaction tell the queue they are being worked on, so a slow
+   * relay does not get them redelivered elsewhere. One shared ticker, not a timer per send.
+   */
+  private keepAlive(ctx: JobContext): void {
+    this.sending.add(ctx);
+    if (this.ticker) return;
+    this.ticker = setInterval(() => {
+      for (const c of this.sending) c.working();
+      if (this.sending.size === 0) {
+        clearInterval(this.ticker);
+        this.ticker = undefined;
+      }
+    }, Math.max(100, Math.min(10_000, this.opts.claimTtlMs / 3)));
+    this.ticker.unref();
   }
 
   private rememberUnsettled(deliveryId: string, outcome: Outcome): void {

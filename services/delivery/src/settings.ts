@@ -26,7 +26,7 @@ const schema = z.object({
   /** Jobs handled at once by one process. */
   MAILROOM_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(64),
   /** SMTP attempts (4xx / connection failures) before a delivery is given up as failed. */
-  MAILROOM_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(8),
+  MAILROOM_DELIVERY_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
   /** First retry delay; doubles per attempt up to MAILROOM_DELIVERY_RETRY_MAX_MS. */
   MAILROOM_DELIVERY_RETRY_BASE_MS: z.coerce.number().int().min(1).default(5_000),
   MAILROOM_DELIVERY_RETRY_MAX_MS: z.coerce.number().int().min(1).default(15 * 60_000),
