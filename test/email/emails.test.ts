@@ -419,6 +419,31 @@ describe("transactional emails over the public API", () => {
     });
   });
 
+  describe("hostile input", () => {
+    it("answers every malformed field value with a 4xx, never a 500", async () => {
+      const values: unknown[] = [null, 0, -1, true, [], {}, "", " ", "x".repeat(20_000), "\u0000", "a\r\nb", "😀@😀", { $gt: "" }, ["a@b.test"]];
+      const rawFields = ["from", "fromName", "to", "subject", "html", "text", "previewText", "replyTo", "contactProperties", "settings", "groupBy", "sendAt", "idempotencyKey"];
+      const tplFields = ["template", "to", "variables", "settings", "groupBy", "sendAt", "idempotencyKey"];
+      const bodies: unknown[] = [];
+      for (const field of rawFields) for (const v of values) bodies.push({ ...raw(`fuzz-${field}@example.test`), [field]: v });
+      for (const field of tplFields) for (const v of values) bodies.push({ template: "welcome", to: `fuzz-${field}@example.test`, variables: {}, [field]: v });
+      bodies.push({ ...raw("fuzz@example.test"), settings: { trackClicks: "yes" } }, { ...raw("fuzz@example.test"), settings: { other: true } });
+      const statuses = new Map<number, number>();
+      for (let i = 0; i < bodies.length; i += 16) {
+        const chunk = await Promise.all(bodies.slice(i, i + 16).map((b) => send(b)));
+        chunk.forEach((res, j) => {
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          expect(res.status, JSON.stringify(bodies[i + j]).slice(0, 200)).toBeLessThan(500);
+          expect(res.body.statusCode ?? 200).toBe(res.status);
+        });
+      }
+      const batchRes = await batch({ emails: bodies.slice(0, 50) });
+      expect(batchRes.status).toBeLessThan(500);
+      for (const f of batchRes.body.emails?.failed ?? []) expect(f.statusCode).toBeLessThan(500);
+      expect(statuses.get(400)).toBeGreaterThan(0);
+    });
+  });
+
   describe("batch", () => {
     it("sends mixed raw and templated items with their own sendAt and groupBy; invalid items fail alone with their index", async () => {
       const [r1, t1, s1, bad1, bad2, bad3] = [rcpt("b-raw"), rcpt("b-tpl"), rcpt("b-sched"), rcpt("b-bad"), rcpt("b-bad"), rcpt("b-bad")];

@@ -10,8 +10,10 @@ export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
  * indexed sparse: finished emails leave the index, so index upkeep never grows with the
  * number of emails ever sent. `dispatched` keeps how it left ("published" or "none").
  */
-type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch"> & {
+type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch" | "variables"> & {
   _id: string;
+  /** Caller-chosen keys ($…, dotted) are not valid field names in a document: kept as JSON text. */
+  variablesJson: string;
   dispatch?: "pending" | "claimed";
   dispatched?: "published" | "none";
 };
@@ -21,15 +23,19 @@ type KeyDoc = Omit<IdempotencyEntry, "record"> & { _id: string; record?: EmailRe
 const TERMINAL: EmailStatus[] = ["DELIVERED", "FAILED", "CANCELLED"];
 
 function toEmail(doc: EmailDoc): StoredEmail {
-  const { _id, dispatch, dispatched, ...rest } = doc;
-  return { id: _id, ...rest, dispatch: dispatch ?? dispatched ?? "published" } as StoredEmail;
+  const { _id, dispatch, dispatched, variablesJson, ...rest } = doc;
+  return {
+    id: _id,
+    ...rest,
+    variables: variablesJson ? JSON.parse(variablesJson) : {},
+    dispatch: dispatch ?? dispatched ?? "published",
+  } as StoredEmail;
 }
 
 function toDoc(email: StoredEmail): EmailDoc {
-  const { id, compiled: _compiled, dispatch, ...rest } = email;
-  return dispatch === "pending" || dispatch === "claimed"
-    ? { _id: id, ...rest, dispatch }
-    : { _id: id, ...rest, dispatched: dispatch };
+  const { id, compiled: _compiled, dispatch, variables, ...rest } = email;
+  const base = { _id: id, ...rest, variablesJson: JSON.stringify(variables ?? {}) };
+  return dispatch === "pending" || dispatch === "claimed" ? { ...base, dispatch } : { ...base, dispatched: dispatch };
 }
 
 /**

@@ -244,3 +244,17 @@ describe("sending a batch", () => {
     expect(w.directory.count("reserveUsage")).toBe(0);
   });
 });
+
+describe("caller-chosen keys", () => {
+  it("stores variables and contact properties whose keys are not valid field names", async () => {
+    const w = await buildTestWorld();
+    const record = await w.service.send("ws", {
+      to: "ann@example.test",
+      content: { kind: "raw", from: "team@acme.test", subject: "x", html: "<p>x</p>", contactProperties: { $gt: "", "a.b": 1 } },
+      sendAt: new Date(w.clock.now().getTime() + 60_000),
+    });
+    w.clock.advance(60_000);
+    expect(await w.scheduler().tick()).toBe(1);
+    expect(w.queue.jobs[0]).toMatchObject({ emailId: record.id, variables: { $gt: "", "a.b": 1 } });
+  });
+});
