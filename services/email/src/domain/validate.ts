@@ -7,6 +7,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 const MAX_KEY_LENGTH = 256;
 const MAX_GROUP_BY_LENGTH = 256;
 const MAX_SUBJECT_LENGTH = 998;
+const MAX_NAME_LENGTH = 256;
 
 /** The bare address of a single mailbox (`a@b` or `Name <a@b>`), or undefined. */
 export function mailboxAddress(value: string): string | undefined {
@@ -49,6 +50,9 @@ export function validateRequest(req: EmailRequest, now: Date): ValidatedRequest 
       throw new EmailError("invalid_request", 400, `subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
     }
     if (!req.content.html.trim()) throw new EmailError("invalid_payload", 400, "html must not be empty");
+    if ((req.content.fromName?.length ?? 0) > MAX_NAME_LENGTH) {
+      throw new EmailError("invalid_request", 400, `fromName must be at most ${MAX_NAME_LENGTH} characters`);
+    }
   } else {
     headerField("template", req.content.template);
     if (!req.content.template.trim()) throw new EmailError("invalid_payload", 400, "template must not be empty");
