@@ -1,0 +1,30 @@
+/**
+ * `npm run bench [renderer|delivery|api …]`: runs the benchmarks one after another. Each prints
+ * its figure beside a baseline measured in the same run and the ratio between them; none of
+ * them asserts a time, so a slow machine gives slower figures, not failures.
+ */
+const benches: Record<string, () => Promise<unknown>> = {
+  renderer: async () => (await import("./renderer.js")).runRendererBench(),
+  delivery: async () => (await import("./delivery.js")).runDeliveryBench(),
+  api: async () => (await import("./api.js")).runApiBench(),
+};
+
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
+const names = wanted.length ? wanted : Object.keys(benches);
+let failed = false;
+for (const name of names) {
+  const run = benches[name];
+  if (!run) {
+    console.error(`unknown benchmark "${name}"; choose from ${Object.keys(benches).join(", ")}`);
+    failed = true;
+    continue;
+  }
+  console.log(`\n=== ${name} ===`);
+  try {
+    await run();
+  } catch (err) {
+    failed = true;
+    console.error(`${name} benchmark failed:`, err);
+  }
+}
+process.exit(failed ? 1 : 0);
