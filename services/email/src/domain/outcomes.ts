@@ -25,7 +25,10 @@ export async function applyOutcome(emails: EmailRepository, clock: Clock, outcom
       const what = outcome.kind === "bounced" ? "Bounced" : outcome.kind === "suppressed" ? "Suppressed" : "Delivery failed";
       const code = outcome.smtpCode ? ` (${outcome.smtpCode})` : "";
       const reason = `${what}${code}${outcome.detail ? `: ${outcome.detail}` : ""}`.slice(0, 1000);
-      return emails.transition(outcome.emailId, ["SENT", "DELIVERED"], "FAILED", at, reason);
+      // Only a bounce can follow acceptance (an asynchronous bounce); a "failed" after
+      // DELIVERED would be a late republish that found the content gone, not a real failure.
+      const from: Array<"SENT" | "DELIVERED"> = outcome.kind === "bounced" ? ["SENT", "DELIVERED"] : ["SENT"];
+      return emails.transition(outcome.emailId, from, "FAILED", at, reason);
     }
     default:
       return false;

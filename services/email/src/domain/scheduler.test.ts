@@ -151,6 +151,9 @@ describe("delivery outcomes", () => {
     expect(await applyOutcome(w.deps.emails, w.clock, { emailId: b.id, kind: "bounced", smtpCode: 550, detail: "no such user" })).toBe(true);
     expect(await w.service.get(WS, a.id)).toMatchObject({ status: "DELIVERED" });
     expect(await w.service.get(WS, b.id)).toMatchObject({ status: "FAILED", statusReason: "Bounced (550): no such user" });
+    // A late "failed" cannot undo an acceptance; an asynchronous bounce can.
+    expect(await applyOutcome(w.deps.emails, w.clock, { emailId: a.id, kind: "failed", detail: "content gone" })).toBe(false);
+    expect((await w.service.get(WS, a.id)).status).toBe("DELIVERED");
     // Final emails no longer keep their compiled content.
     await expect(w.service.compiledContent(WS, a.id)).rejects.toMatchObject({ code: "email_not_found" });
   });
