@@ -1,4 +1,7 @@
+import { createPrivateKey } from "node:crypto";
+import { Readable } from "node:stream";
 import nodemailer from "nodemailer";
+import DKIM from "nodemailer/lib/dkim";
 import type { CaptureStore } from "./capture.js";
 import { buildMime } from "./mime.js";
 import { SmtpFailure, type MailTransport, type OutgoingMail, type SendResult } from "./repositories.js";
@@ -30,15 +33,37 @@ function asSmtpFailure(err: unknown): SmtpFailure {
   return new SmtpFailure(message, code, RECIPIENT_COMMANDS.has(e?.command ?? ""));
 }
 
-/** A pooled SMTP connection set to the relay in MAILROOM_SMTP_URL. */
+/** What nodemailer's SMTP pool reads from a queued message (its transport interface). */
+interface PoolMessage {
+  data: Record<string, unknown>;
+  message: {
+    getEnvelope(): { from: string; to: string[] };
+    messageId(): string;
+    getHeader(name: string): string | undefined;
+    createReadStream(): Readable;
+  };
+}
+
+interface SmtpPool {
+  send(mail: PoolMessage, callback: (err: Error | null, info?: { response?: string }) => void): boolean;
+}
+
+/**
+ * A pooled SMTP connection set to the relay in MAILROOM_SMTP_URL. The message is built
+ * by buildMime() and queued straight onto nodemailer's SMTP pool (its transport
+ * interface: envelope, message id, a stream per attempt), skipping the Mailer layer's
+ * per-message MIME tree and stream plumbing; DKIM uses nodemailer's signer.
+ */
 export class SmtpPoolTransport implements MailTransport {
   readonly capturing = false;
   readonly description: string;
-  private readonly transport: ReturnType<typeof nodemailer.createTransport>;
+  private readonly mailer: ReturnType<typeof nodemailer.createTransport>;
+  private readonly pool: SmtpPool;
+  private readonly signers = new Map<string, DKIM>();
 
   constructor(opts: SmtpOptions, description: string) {
     this.description = description;
-    this.transport = nodemailer.createTransport({
+    this.mailer = nodemailer.createTransport({
       url: opts.url,
       pool: true,
       maxConnections: opts.poolSize,
@@ -50,20 +75,46 @@ export class SmtpPoolTransport implements MailTransport {
       ignoreTLS: opts.ignoreTls,
       tls: { rejectUnauthorized: opts.tlsRejectUnauthorized },
     } as Parameters<typeof nodemailer.createTransport>[0]);
+    this.pool = (this.mailer as unknown as { transporter: SmtpPool }).transporter;
   }
 
-  async send(mail: OutgoingMail): Promise<SendResult> {
-    try {
-      const info = await this.transport.sendMail(toNodemailer(mail));
-      const response = String((info as { response?: string }).response ?? "250 OK");
-      return { code: Number(/^\d{3}/.exec(response)?.[0] ?? 250), response };
-    } catch (err) {
-      throw asSmtpFailure(err);
+  send(mail: OutgoingMail): Promise<SendResult> {
+    const raw = buildMime(mail);
+    const signer = mail.dkim && this.signer(mail.dkim);
+    const envelope = { from: mail.envelope.from, to: [mail.envelope.to] };
+    const queued: PoolMessage = {
+      data: {},
+      message: {
+        getEnvelope: () => ({ from: envelope.from, to: [...envelope.to] }),
+        messageId: () => mail.messageId,
+        getHeader: (name) => (name.toLowerCase() === "message-id" ? mail.messageId : undefined),
+        // A fresh stream per call: the pool may retry on another connection.
+        createReadStream: () => (signer ? signer.sign(raw) : Readable.from([raw], { objectMode: false })),
+      },
+    };
+    return new Promise((resolve, reject) => {
+      this.pool.send(queued, (err, info) => {
+        if (err) return reject(asSmtpFailure(err));
+        const response = String(info?.response ?? "250 OK");
+        resolve({ code: Number(/^\d{3}/.exec(response)?.[0] ?? 250), response });
+      });
+    });
+  }
+
+  /** Signers are kept per key: parsing a PEM key for every message costs more than signing. */
+  private signer(d: NonNullable<OutgoingMail["dkim"]>): DKIM {
+    const id = `${d.domainName}\u0000${d.keySelector}\u0000${d.headerFieldNames}\u0000${d.privateKey}`;
+    let signer = this.signers.get(id);
+    if (!signer) {
+      if (this.signers.size > 1_000) this.signers.clear();
+      signer = new DKIM({ ...d, privateKey: createPrivateKey(d.privateKey) });
+      this.signers.set(id, signer);
     }
+    return signer;
   }
 
   async close(): Promise<void> {
-    this.transport.close();
+    this.mailer.close();
   }
 }
 
