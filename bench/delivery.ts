@@ -12,7 +12,10 @@
  * The neighbours (content owner, directory) are in-process repositories here: their
  * answers are cached by the workers anyway, and they are not what is measured.
  *
- * Run: `npx tsx bench/delivery.ts` or `npm run bench delivery`.
+ * Run: `npx tsx bench/delivery.ts` or `npm run bench delivery`. Environment:
+ * MAILROOM_BENCH_DELIVERY_MESSAGES (20000), MAILROOM_BENCH_DELIVERY_ROUNDS (2),
+ * MAILROOM_BENCH_SINK=node (skip smtp-sink); MAILROOM_SMTP_POOL_SIZE and the other
+ * delivery settings apply to both sides.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -57,7 +60,8 @@ interface Sink {
 /** Postfix's smtp-sink when present, else the harness's Node sink in its own process. */
 async function startSink(): Promise<Sink> {
   const port = await freePort();
-  const binary = findSmtpSink();
+  // MAILROOM_BENCH_SINK=node forces the Node sink (to compare, or where smtp-sink misbehaves).
+  const binary = process.env.MAILROOM_BENCH_SINK === "node" ? undefined : findSmtpSink();
   let child: ChildProcess;
   let kind: string;
   if (binary) {
