@@ -139,7 +139,8 @@ describe("delivery service (JetStream → SMTP)", () => {
     const raw = msg.raw;
 
     const listUnsub = headerOf(raw, "List-Unsubscribe") ?? "";
-    expect(listUnsub).toMatch(/^<https:\/\/mail\.acme\.test\/u\/([A-Za-z0-9_.-]+)>, <mailto:unsubscribe\+\1@acme\.test>$/);
+    // The renderer's token is longer than a mailbox local part may be: it rides in the subject.
+    expect(listUnsub).toMatch(/^<https:\/\/mail\.acme\.test\/u\/([A-Za-z0-9_.-]+)>, <mailto:unsubscribe@acme\.test\?subject=unsubscribe%20\1>$/);
     expect(headerOf(raw, "List-Unsubscribe-Post")).toBe("List-Unsubscribe=One-Click");
     expect(headerOf(raw, "X-Mailroom-Delivery-Id")).toBe("dlv_dkim");
     expect(headerOf(raw, "Message-ID")).toBe("<dlv_dkim@acme.test>");

@@ -45,4 +45,17 @@ describe("buildMail", () => {
   it("falls back to the https link alone when the URL has no token segment", () => {
     expect(listUnsubscribe("https://x.test/", "acme.test")).toBe("<https://x.test/>");
   });
+
+  it("moves a token too long for a mailbox local part (64 octets) into the mailto subject", () => {
+    const token = "t".repeat(60);
+    expect(listUnsubscribe(`https://x.test/u/${token}`, "acme.test")).toBe(
+      `<https://x.test/u/${token}>, <mailto:unsubscribe@acme.test?subject=unsubscribe%20${token}>`,
+    );
+  });
+
+  it("writes internationalised domains in their ASCII form", () => {
+    const mail = buildMail(testJob({ recipient: { email: "anna@bücher.test", contactId: "c", variables: {} } }), merged, { allowed: true, address: "news@acme.test", name: "" });
+    expect(mail.to).toBe("anna@xn--bcher-kva.test");
+    expect(mail.envelope.to).toBe("anna@xn--bcher-kva.test");
+  });
 });

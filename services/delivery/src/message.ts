@@ -1,3 +1,4 @@
+import { domainToASCII } from "node:url";
 import type { Job } from "./job.js";
 import type { MergedContent, OutgoingMail, SenderCheck } from "./repositories.js";
 
@@ -15,7 +16,8 @@ export const DELIVERY_ID_HEADER = "X-Mailroom-Delivery-Id";
 
 /** The message for one recipient: headers, bodies, envelope and signing key. */
 export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck): OutgoingMail {
-  const fromAddress = sender.address || job.fromEmail;
+  const fromAddress = asciiDomain(sender.address || job.fromEmail);
+  const to = asciiDomain(job.recipient.email);
   const fromDomain = domainOf(fromAddress);
   const headers: OutgoingMail["headers"] = [{ key: DELIVERY_ID_HEADER, value: job.deliveryId }];
   if (job.source !== "transactional" && merged.listUnsubscribeUrl) {
@@ -24,9 +26,9 @@ export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck):
   }
   const dkim = sender.dkim && signsFor(sender.dkim.domain, fromDomain) ? sender.dkim : undefined;
   return {
-    envelope: { from: fromAddress, to: job.recipient.email },
+    envelope: { from: fromAddress, to },
     from: { name: job.fromName || sender.name, address: fromAddress },
-    to: job.recipient.email,
+    to,
     replyTo: job.replyTo || undefined,
     subject: oneLine(job.subjectPrefix + merged.subject),
     html: merged.html,
@@ -45,12 +47,17 @@ export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck):
 
 /**
  * `<https://…/u/TOKEN>, <mailto:unsubscribe+TOKEN@domain>`: the https one for one-click
- * POST, the mailto for clients that only know mail.
+ * POST, the mailto for clients that only know mail (`mailto:unsubscribe@domain?subject=
+ * unsubscribe%20TOKEN` when the token is too long for a local part).
  */
 export function listUnsubscribe(oneClickUrl: string, fromDomain: string): string {
   const token = tokenOf(oneClickUrl);
   const https = `<${oneClickUrl}>`;
-  return token && fromDomain ? `${https}, <mailto:unsubscribe+${token}@${fromDomain}>` : https;
+  if (!token || !fromDomain) return https;
+  // A local part may hold 64 octets (RFC 5321); longer tokens travel in the subject.
+  const local = `unsubscribe+${token}`;
+  const mailto = local.length <= 64 ? `mailto:${local}@${fromDomain}` : `mailto:unsubscribe@${fromDomain}?subject=unsubscribe%20${token}`;
+  return `${https}, <${mailto}>`;
 }
 
 function tokenOf(url: string): string | undefined {
@@ -60,6 +67,14 @@ function tokenOf(url: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Internationalised domains go out in their ASCII (punycode) form, in headers and envelope. */
+export function asciiDomain(address: string): string {
+  const at = address.lastIndexOf("@");
+  if (at < 0 || /^[\x00-\x7f]*$/.test(address)) return address;
+  const ascii = domainToASCII(address.slice(at + 1));
+  return ascii ? `${address.slice(0, at)}@${ascii}` : address;
 }
 
 export function domainOf(address: string): string {
