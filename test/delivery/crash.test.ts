@@ -98,4 +98,28 @@ describe("delivery worker killed mid-batch", () => {
     second.kill("SIGTERM"); // graceful: stops pulling, closes the pool
     expect(await stopped).toBe(0);
   }, 60_000);
+
+  it("on SIGTERM finishes what is in flight, hands back the rest, and exits cleanly: no duplicates", async () => {
+    sink.setBehaviour(() => ({ kind: "accept", delayMs: 150 }));
+    const ids = Array.from({ length: 40 }, (_, i) => `dlv_grace_${i}`);
+    const mine = () => sink.messages.filter((m) => ids.includes(headerOf(m.raw, "X-Mailroom-Delivery-Id") ?? ""));
+    const first = await startWorker();
+    await Promise.all(ids.map((id, i) => publishJob(nc, { deliveryId: id, to: `g${i}@example.test` })));
+    const deadline = Date.now() + 15_000;
+    while (mine().length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const exited = new Promise<number | null>((r) => first.once("exit", (code) => r(code)));
+    first.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(mine().length).toBeLessThan(ids.length);
+
+    const second = await startWorker();
+    const until = Date.now() + 30_000;
+    while (new Set(mine().map((m) => headerOf(m.raw, "X-Mailroom-Delivery-Id"))).size < ids.length && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(new Set(mine().map((m) => headerOf(m.raw, "X-Mailroom-Delivery-Id"))).size).toBe(ids.length);
+    expect(mine()).toHaveLength(ids.length);
+    second.kill("SIGTERM");
+  }, 60_000);
 });
