@@ -61,7 +61,9 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
   const running: RunningUnit[] = [];
   const launch = async (unit: (typeof UNITS)[number]): Promise<RunningUnit> => {
     const port = portOf(unit.name);
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, unit.entry)], {
+    // MAILROOM_NODE_ARGS passes flags NODE_OPTIONS refuses (e.g. --cpu-prof) to every unit.
+    const nodeArgs = (baseEnv.MAILROOM_NODE_ARGS ?? "").split(" ").filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", path.join(REPO_ROOT, unit.entry)], {
       cwd: REPO_ROOT,
       env: { ...baseEnv, MAILROOM_SERVICE_PORT: String(port), MAILROOM_EXIT_WITH_PARENT: "1" },
       stdio: ["ignore", "pipe", "pipe"],
