@@ -8,5 +8,6 @@ export default defineConfig({
     pool: "forks",
     // Suites that start nats-server and service processes share two cores.
     maxWorkers: 2,
+    reporters: ["default", "./test/summary-reporter.ts"],
   },
 });
