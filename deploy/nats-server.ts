@@ -31,7 +31,8 @@ export interface LocalNats {
 export async function startLocalNats(storeDir: string, port: number): Promise<LocalNats> {
   const binary = findNatsServer();
   await mkdir(storeDir, { recursive: true });
-  const child = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" });
+  // Own process group, so Ctrl-C does not take NATS away while the services drain.
+  const child = spawn(binary, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore", detached: true });
   const deadline = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`nats-server exited with code ${child.exitCode} (is port ${port} taken?)`);

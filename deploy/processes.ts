@@ -67,6 +67,9 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
       cwd: REPO_ROOT,
       env: { ...baseEnv, MAILROOM_SERVICE_PORT: String(port), MAILROOM_EXIT_WITH_PARENT: "1" },
       stdio: ["ignore", "pipe", "pipe"],
+      // Own process group: a terminal's Ctrl-C reaches only the launcher, which then stops
+      // each unit once, in order (MAILROOM_EXIT_WITH_PARENT covers a launcher that dies).
+      detached: true,
     });
     if (opts.output.kind === "files") {
       const log = createWriteStream(path.join(opts.output.dir, `${unit.name}.log`), { flags: "a" });
