@@ -76,7 +76,9 @@ export class Bootstrap {
     try {
       raw = JSON.parse(json);
     } catch (err) {
-      throw badRequest("invalid_bootstrap", `bootstrap is not valid JSON: ${(err as Error).message}`);
+      // V8's message quotes the text around the error, which may be an API key: keep only the position.
+      const position = /position (\d+)/.exec((err as Error).message)?.[1];
+      throw badRequest("invalid_bootstrap", `bootstrap is not valid JSON${position ? ` (at character ${position})` : ""}`);
     }
     return this.load(raw);
   }
