@@ -31,8 +31,8 @@ describe("local capture (no relay configured)", () => {
 
   beforeAll(async () => {
     [nats, neighbours, data] = await Promise.all([startNats(), startNeighbours(), tempDir("mailroom-capture-")]);
-    neighbours.contents.set("ws_acme/broadcast:cmp_1", compiledFrom({ subject: "Weekly {{firstName}}", html: "<p>Hi {{firstName}}</p>", broadcast: true }));
-    neighbours.contents.set("ws_other/email:trs_1", compiledFrom({ subject: "Other", html: "<p>other</p>" }));
+    neighbours.contents.set("ws_acme/broadcast:cmp_1", compiledFrom({ subject: "Weekly {{firstName}}", html: "<p>Hi {{firstName}}</p>", broadcast: true, workspaceId: "ws_acme" }));
+    neighbours.contents.set("ws_other/email:trs_1", compiledFrom({ subject: "Other", html: "<p>other</p>", workspaceId: "ws_other" }));
     neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
     neighbours.senders.set("ws_other/hi@other.test", { address: "hi@other.test" });
     nc = await connectNats(nats.url, "capture-suite");

@@ -28,7 +28,7 @@ describe("delivery worker killed mid-batch", () => {
 
   beforeAll(async () => {
     [nats, sink, neighbours, data] = await Promise.all([startNats(), startSmtpSink(), startNeighbours(), tempDir("mailroom-crash-")]);
-    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>" }));
+    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
     neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
     // A relay that takes a moment to answer, so a kill lands inside SMTP transactions.
     sink.setBehaviour(() => ({ kind: "accept", delayMs: 15 }));

@@ -48,7 +48,7 @@ describe("delivery service (JetStream → SMTP)", () => {
       const to = /^To: (.*)$/m.exec(raw)?.[1]?.trim() ?? "";
       return behaviours.get(to)?.shift() ?? { kind: "accept" };
     });
-    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>" }));
+    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
     // Compiled by the real renderer, as the broadcast service would: tracked links, footer, preheader.
     neighbours.contents.set(
       "ws_acme/broadcast:cmp_news",

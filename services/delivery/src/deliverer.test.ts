@@ -25,6 +25,15 @@ describe("Deliverer", () => {
     expect((await t.deliveries.get(job.deliveryId))?.state).toBe("sent");
   });
 
+  it("refuses content compiled for another workspace: nothing sent, FAILED", async () => {
+    const t = await setup();
+    t.content.put("ws_test", "broadcast:cmp_foreign", compiledFrom({ subject: "B's news", html: "<p>{{unsubscribeUrl}}</p>", broadcast: true, workspaceId: "ws_b" }));
+    const job = testJob({ source: "broadcast", broadcastId: "cmp_foreign", contentRef: "broadcast:cmp_foreign" });
+    expect(await t.run(job)).toEqual({ kind: "ack" });
+    expect(t.transport.sent).toHaveLength(0);
+    expect(t.events.events).toMatchObject([{ type: "failed", detail: expect.stringMatching(/does not belong to workspace ws_test/) }]);
+  });
+
   it("retries a 4xx with exponential backoff and sends on the next delivery", async () => {
     const t = await setup();
     t.transport.script = [{ kind: "reject", code: 451 }, { kind: "drop" }];

@@ -219,6 +219,9 @@ export class Deliverer {
       this.deps.content.get(job.workspaceId, job.contentRef),
     ]);
     if (!sender.allowed) return "sender_not_allowed" as const;
+    // The recipient token (unsubscribe, tracking) is signed for the content's workspace:
+    // content of another tenant must never go out, nor its unsubscribes land in that tenant's list.
+    if (compiled.workspaceId !== job.workspaceId) throw new PermanentError(`content ${job.contentRef} does not belong to workspace ${job.workspaceId}`);
     const merged = this.deps.merger.merge(
       compiled,
       { email: job.recipient.email, contactId: job.recipient.contactId, messageId: job.messageId, variables: job.recipient.variables },
