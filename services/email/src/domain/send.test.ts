@@ -92,6 +92,9 @@ describe("sending one email", () => {
     ["fromName", raw({ content: { fromName: "Acme\r\nX-Evil: 1" } })],
     ["subject", raw({ content: { subject: "Hi\r\nBcc: all@example.test" } })],
     ["replyTo", raw({ content: { replyTo: "a@acme.test\u0000" } })],
+    ["subject", raw({ content: { subject: "Hi\u0085Bcc: all@example.test" } })],
+    ["subject", raw({ content: { subject: "Hi\u2028Bcc: all@example.test" } })],
+    ["to", raw({ to: "ann@example.test\u009b" })],
   ])("refuses control characters in %s (no header injection)", async (field, req) => {
     const err = await refusal(w.service.send(WS, req));
     expect(err).toMatchObject({ code: "header_injection", httpStatus: 400 });
@@ -235,6 +238,20 @@ describe("sending a batch", () => {
     expect(w.directory.used).toBe(3);
     const ok = await w.service.sendBatch(WS, [raw(), raw()]);
     expect(ok.successful).toHaveLength(2);
+  });
+
+  it("answers with the stored items when storing one item fails, so a retry cannot send them twice", async () => {
+    const insert = w.deps.emails.insert.bind(w.deps.emails);
+    w.deps.emails.insert = async (email) => {
+      if (email.to === "broken@example.test") throw new Error("disk full");
+      return insert(email);
+    };
+    const result = await w.service.sendBatch(WS, [raw({ to: "a@example.test" }), raw({ to: "broken@example.test" }), templated()]);
+    expect(result.successful.map((r) => r.to)).toEqual(["a@example.test", "bob@example.test"]);
+    expect(result.failed.map((f) => [f.index, f.error.code, f.error.httpStatus])).toEqual([[1, "service_unavailable", 503]]);
+    expect(w.queue.jobs.map((j) => j.recipient).sort()).toEqual(["a@example.test", "bob@example.test"]);
+    expect(w.directory.used).toBe(2);
+    await expect(w.service.send(WS, raw({ to: "broken@example.test" }))).rejects.toMatchObject({ code: "service_unavailable", httpStatus: 503 });
   });
 
   it("returns all items as failures when every one is invalid, reserving nothing", async () => {

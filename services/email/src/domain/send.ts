@@ -138,9 +138,11 @@ export class EmailSender {
           await this.store(workspaceId, item, reservation?.period);
         } catch (err) {
           if (isItemError(err)) throw err;
-          // The store failed for this item only; the others are kept and sent.
+          // The store failed for this item only; the others are kept and sent, so the
+          // request must still answer with them (a whole-request 5xx after sending some
+          // would invite a retry that sends them twice).
           this.deps.logger.error({ err, emailId: item.emailId }, "storing an email failed");
-          throw new EmailError("service_unavailable", 503, "The email could not be stored; try again shortly");
+          fail(item, new EmailError("service_unavailable", 503, "The email could not be stored; try again shortly"));
         }
       });
     } catch (err) {
