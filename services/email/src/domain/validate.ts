@@ -1,8 +1,9 @@
 import emailAddresses from "email-addresses";
 import { EmailError, SCHEDULE_HORIZON_MS, type EmailRequest } from "./model.js";
 
-// Any C0 control character or DEL: CR/LF would let a caller inject headers.
-const CONTROL = /[\u0000-\u001f\u007f]/;
+// Any control character (C0, DEL, C1 such as NEL U+0085) or Unicode line/paragraph
+// separator: CR/LF would let a caller inject headers, and the others are line breaks too.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 const MAX_KEY_LENGTH = 256;
 const MAX_GROUP_BY_LENGTH = 256;
