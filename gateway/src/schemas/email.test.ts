@@ -48,6 +48,17 @@ describe("email payload schemas", () => {
     if (!parsed.ok) expect(parsed.error.code).toBe("invalid_payload");
   });
 
+  it("says a field is required only when it is missing, and names the wrong type otherwise", () => {
+    const message = (body: unknown) => {
+      const parsed = parseEmail(body);
+      return parsed.ok ? "" : parsed.error.message;
+    };
+    expect(message({ from: raw.from, to: raw.to, html: raw.html })).toContain("subject is required");
+    expect(message({ ...raw, subject: 5 })).not.toContain("subject is required");
+    expect(message({ ...raw, subject: 5 })).toMatch(/subject: .*string/i);
+    expect(message({ ...raw, settings: { trackOpens: "yes" } })).toMatch(/settings\.trackOpens: .*boolean/i);
+  });
+
   it("refuses a sendAt that is not ISO 8601 with a zone as invalid_send_at", () => {
     for (const sendAt of ["tomorrow", "2030-01-31", "2030-01-31T09:30:00", "2030-02-30T09:30:00Z", "2030-01-31T25:00:00Z"]) {
       const parsed = parseEmail({ ...raw, sendAt });

@@ -113,13 +113,23 @@ export type ParsedEmail = { ok: true; input: EmailInput } | { ok: false; error: 
 
 const invalidPayload = (message: string): ParsedEmail => ({ ok: false, error: { code: "invalid_payload", message } });
 
-function describeIssues(error: z.ZodError): string {
+/** Whether `path` names a value present in `body` (zod v4 issues do not carry the input). */
+function isPresent(body: unknown, path: PropertyKey[]): boolean {
+  let v: unknown = body;
+  for (const key of path) {
+    if (!v || typeof v !== "object") return false;
+    v = (v as Record<PropertyKey, unknown>)[key];
+  }
+  return v !== undefined;
+}
+
+function describeIssues(error: z.ZodError, body: unknown): string {
   return error.issues
     .slice(0, 5)
     .map((i) => {
       if (i.code === "unrecognized_keys") return `unknown field${i.keys.length > 1 ? "s" : ""} ${i.keys.join(", ")}`;
       const path = i.path.join(".");
-      if (i.code === "invalid_type" && i.input === undefined) return `${path} is required`;
+      if (i.code === "invalid_type" && !isPresent(body, i.path)) return `${path} is required`;
       return path ? `${path}: ${i.message}` : i.message;
     })
     .join("; ");
@@ -154,7 +164,7 @@ export function parseEmail(body: unknown): ParsedEmail {
 
   if (hasHtml) {
     const parsed = rawEmailSchema.safeParse(body);
-    if (!parsed.success) return invalidPayload(`Invalid raw email: ${describeIssues(parsed.error)}. ${FORMS}.`);
+    if (!parsed.success) return invalidPayload(`Invalid raw email: ${describeIssues(parsed.error, body)}. ${FORMS}.`);
     const p = parsed.data;
     const c = common(p);
     if (c.error) return { ok: false, error: c.error };
@@ -179,7 +189,7 @@ export function parseEmail(body: unknown): ParsedEmail {
     };
   }
   const parsed = templatedEmailSchema.safeParse(body);
-  if (!parsed.success) return invalidPayload(`Invalid templated email: ${describeIssues(parsed.error)}. ${FORMS}.`);
+  if (!parsed.success) return invalidPayload(`Invalid templated email: ${describeIssues(parsed.error, body)}. ${FORMS}.`);
   const p = parsed.data;
   const c = common(p);
   if (c.error) return { ok: false, error: c.error };
