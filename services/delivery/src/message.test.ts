@@ -34,6 +34,11 @@ describe("buildMail", () => {
     expect(mail.from).toEqual({ name: "Acme", address: "news@acme.test" });
   });
 
+  it("keeps NUL and other control characters of merged values out of the Subject header", () => {
+    const mail = buildMail(testJob(), { ...merged, subject: "Hi\u0000Ann\u000b\u000c\u001b[31m!\u007f" }, { allowed: true, address: "news@acme.test", name: "" });
+    expect(mail.subject).toBe("Hi Ann [31m!");
+  });
+
   it("signs with the domain's key only for that domain and its subdomains, covering both List-Unsubscribe headers", () => {
     const sign = (address: string) => buildMail(testJob(), merged, { allowed: true, address, name: "", dkim: key }).dkim;
     expect(sign("news@acme.test")).toMatchObject({ domainName: "acme.test", keySelector: "mr1" });

@@ -88,6 +88,8 @@ function signsFor(keyDomain: string, fromDomain: string): boolean {
   return fromDomain === d || fromDomain.endsWith(`.${d}`);
 }
 
+/** Merged values may hold any control character (template variables): none reaches the header raw. */
 function oneLine(value: string): string {
-  return value.replace(/[\r\n\t]+/g, " ").trim();
+  // eslint-disable-next-line no-control-regex
+  return value.replace(/[\u0000-\u001f\u007f]+/g, " ").trim();
 }
