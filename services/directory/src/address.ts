@@ -10,6 +10,12 @@ export interface Mailbox {
 }
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
+/**
+ * The parser unquotes local parts (`"a b"@x` → `a b`, `"boss@bank.test"@x` → `boss@bank.test`),
+ * and we store and send the unquoted form: only local parts that need no quotes are
+ * accepted, so every stored address is one the delivery service can send to as written.
+ */
+const DOT_ATOM_LOCAL = /^[^\s@"\\(),:;<>[\]]+$/u;
 const LABEL = /^[\p{L}\p{N}](?:[\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
 
 /** A hostname with at least two labels (no bare "localhost", no address literals). */
@@ -30,7 +36,7 @@ export function parseMailbox(input: string): Mailbox | undefined {
   const parsed = emailAddresses.parseOneAddress({ input: trimmed, rfc6532: true });
   if (!parsed || parsed.type !== "mailbox") return undefined;
   const domain = parsed.domain.toLowerCase();
-  if (!isDomainName(domain) || parsed.local.length > 64) return undefined;
+  if (!isDomainName(domain) || parsed.local.length > 64 || !DOT_ATOM_LOCAL.test(parsed.local)) return undefined;
   const address = `${parsed.local}@${domain}`;
   if (address.length > 254) return undefined;
   return { name: parsed.name ?? "", address, local: parsed.local, domain };
