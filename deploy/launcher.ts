@@ -118,7 +118,9 @@ async function resolveBootstrap(): Promise<{ file: string; apiKey?: string; from
     const from = ws?.verifiedEmails?.[0] ?? (ws?.verifiedDomains?.[0] ? `hello@${ws.verifiedDomains[0]}` : "you@example.com");
     return { file, apiKey: ws?.apiKeys?.[0]?.key, from };
   } catch (err) {
-    console.error(`cannot read MAILROOM_BOOTSTRAP ${file}: ${(err as Error).message}`);
+    // JSON.parse quotes the text around the error, which may be part of an API key.
+    const reason = err instanceof SyntaxError ? "not valid JSON" : (err as Error).message;
+    console.error(`cannot read MAILROOM_BOOTSTRAP ${file}: ${reason}`);
     process.exit(1);
   }
 }

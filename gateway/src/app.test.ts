@@ -41,6 +41,7 @@ describe("gateway core", () => {
     app = await buildGateway(deps, {
       api: [
         (scope) => scope.post("/v1/echo", async (request) => ({ workspaceId: workspaceOf(request), body: request.body })),
+        (scope) => scope.get("/v1/items/:id", async (request) => ({ id: (request.params as { id: string }).id })),
         (scope) => scope.post("/v1/fails", async (_request, reply) =>
           replyWithError(reply, appError({ code: "invalid_from", httpStatus: 400, message: "not verified", allowedEmails: ["a@x.test"], allowedDomains: ["x.test"] }))),
       ],
@@ -84,6 +85,15 @@ describe("gateway core", () => {
     expect(text.statusCode).toBe(415);
     const big = await post("/v1/echo", key, JSON.stringify({ html: "x".repeat(3 * 1024 * 1024) }));
     expect(big.statusCode).toBe(413);
+  });
+
+  it("answers router-level errors with the public body", async () => {
+    const badEncoding = await app.inject({ method: "GET", url: "/v1/items/%E0%A4%A" });
+    expect(badEncoding.statusCode).toBe(400);
+    expect(badEncoding.json()).toMatchObject({ statusCode: 400, error: "Bad Request", code: "invalid_request" });
+    const longParam = await app.inject({ method: "GET", url: `/v1/items/${"x".repeat(5000)}` });
+    expect(longParam.statusCode).toBe(414);
+    expect(longParam.json()).toMatchObject({ statusCode: 414, error: "URI Too Long", code: "uri_too_long" });
   });
 
   it("maps an ErrorInfo from a service to the spec's body with allowed lists and docsUrl", async () => {

@@ -28,6 +28,13 @@ export async function buildGateway(
       const given = req.headers["x-request-id"];
       return typeof given === "string" && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
+    // Router-level errors (bad URL encoding, over-long path parameters) get the public body too.
+    frameworkErrors: (err, _request, reply) => {
+      const tooLong = (err as FastifyError).code === "FST_ERR_PARAM_TOO_LONG" || (err as FastifyError).statusCode === 414;
+      return sendError(reply, publicErrorBody(tooLong
+        ? { code: "uri_too_long", status: 414, message: "A path parameter is too long" }
+        : { code: "invalid_request", message: `Malformed request URL: ${err.message}` }));
+    },
     return503OnClosing: true,
     forceCloseConnections: "idle",
   });
