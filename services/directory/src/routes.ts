@@ -20,6 +20,7 @@ import type { ContactInput } from "./contacts.js";
 import type { DomainView } from "./senders.js";
 import type { ApiKeyDoc, ContactDoc, PropertyType, SuppressionDoc, SuppressionReason, TemplateDoc, WorkspaceDoc } from "./store.js";
 import { parsePropertyType } from "./properties.js";
+import { reserveSendable } from "./sendable.js";
 
 /** Proto ⇄ domain mapping only; every rule lives in the domain modules. */
 
@@ -316,6 +317,17 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
     async getUsage(req) {
       const r = await dir.usage.get(req.workspaceId);
       return { used: BigInt(r.used), limit: BigInt(r.limit), period: r.period };
+    },
+    async reserveSendable(req) {
+      const r = await reserveSendable(dir, req.workspaceId, req.recipients);
+      return {
+        suppressed: r.suppressed.map(suppressionToPb),
+        granted: r.granted,
+        reserved: BigInt(r.reserved),
+        used: BigInt(r.used),
+        limit: BigInt(r.limit),
+        period: r.period,
+      };
     },
   };
 }
