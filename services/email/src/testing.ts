@@ -89,23 +89,20 @@ export class FakeDirectory implements DirectoryRepository {
     return this.templates.get(name) ?? null;
   }
 
-  async reserveUsage(workspaceId: string, count: number) {
-    await this.enter("reserveUsage", [workspaceId, count]);
-    if (this.used + count > this.limit) return { granted: false, period: "2030-01", used: this.used, limit: this.limit };
+  async reserveSendable(workspaceId: string, recipients: string[]) {
+    await this.enter("reserveSendable", [workspaceId, recipients]);
+    const suppressed = new Map<string, string>();
+    for (const r of recipients) if (this.suppressions.has(r)) suppressed.set(r, this.suppressions.get(r)!);
+    const count = recipients.filter((r) => !suppressed.has(r)).length;
+    if (count === 0) return { suppressed, granted: true, reserved: 0, period: "" };
+    if (this.used + count > this.limit) return { suppressed, granted: false, reserved: 0, period: "2030-01", used: this.used, limit: this.limit };
     this.used += count;
-    return { granted: true, period: "2030-01", used: this.used, limit: this.limit };
+    return { suppressed, granted: true, reserved: count, period: "2030-01", used: this.used, limit: this.limit };
   }
 
   async releaseUsage(workspaceId: string, count: number, period: string) {
     await this.enter("releaseUsage", [workspaceId, count, period]);
     this.used -= count;
-  }
-
-  async suppressed(workspaceId: string, emails: string[]) {
-    await this.enter("suppressed", [workspaceId, emails]);
-    const out = new Map<string, string>();
-    for (const e of emails) if (this.suppressions.has(e)) out.set(e, this.suppressions.get(e)!);
-    return out;
   }
 
   async upsertContact(workspaceId: string, email: string, properties: Record<string, unknown>) {

@@ -68,17 +68,30 @@ export interface TemplateContent {
   previewText: string;
 }
 
+export interface SendableReservation {
+  /** Lowercased suppressed address -> reason; these are not counted. */
+  suppressed: Map<string, string>;
+  granted: boolean;
+  /** Sends reserved (0 unless granted). */
+  reserved: number;
+  period: string;
+  used?: number;
+  limit?: number;
+}
+
 export interface DirectoryRepository {
   checkSender(workspaceId: string, from: string): Promise<SenderCheck>;
   /** Verified addresses and domains of the workspace. */
   verifiedSenders(workspaceId: string): Promise<{ emails: string[]; domains: string[] }>;
   /** Null when the workspace has no template of that name. */
   getTemplate(workspaceId: string, name: string): Promise<TemplateContent | null>;
-  /** Atomic: either all `count` sends fit this month's limit or none is counted. */
-  reserveUsage(workspaceId: string, count: number): Promise<{ granted: boolean; period: string; used?: number; limit?: number }>;
+  /**
+   * One call per request: the suppressed addresses among `recipients` (one entry per email)
+   * with their reason, and a usage reservation for the others, atomic: either all of them
+   * fit this month's limit or none is counted.
+   */
+  reserveSendable(workspaceId: string, recipients: string[]): Promise<SendableReservation>;
   releaseUsage(workspaceId: string, count: number, period: string): Promise<void>;
-  /** Suppressed addresses among `emails` (lowercased) with their reason. */
-  suppressed(workspaceId: string, emails: string[]): Promise<Map<string, string>>;
   upsertContact(workspaceId: string, email: string, properties: Record<string, unknown>): Promise<void>;
 }
 

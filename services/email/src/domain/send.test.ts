@@ -136,6 +136,15 @@ describe("sending one email", () => {
     expect((await w.service.get(WS, record.id)).status).toBe("FAILED");
   });
 
+  it("records a suppressed recipient FAILED even when its content would not compile (compiled before the check answered)", async () => {
+    w.directory.suppressions.set("ann@example.test", "unsubscribed");
+    const record = await w.service.send(WS, raw({ content: { html: "<p>x</p><!--reject-->" } }));
+    expect(record).toMatchObject({ status: "FAILED" });
+    expect(record.statusReason).toContain("unsubscribed");
+    expect(await w.deps.emails.compiledContent(WS, record.id)).toBeNull();
+    expect(w.directory.used).toBe(0);
+  });
+
   it("refuses with 403 when the monthly limit is reached and stores nothing", async () => {
     w.directory.limit = 1;
     await w.service.send(WS, raw());
@@ -172,7 +181,7 @@ describe("sending one email", () => {
   });
 
   it("frees reserved usage and reports 503-style failure when a dependency is down", async () => {
-    w.directory.failing.add("suppressed");
+    w.directory.failing.add("reserveSendable");
     await expect(w.service.send(WS, raw())).rejects.toThrow(/unavailable/);
     expect(w.directory.used).toBe(0);
     expect(w.queue.jobs).toHaveLength(0);
@@ -209,16 +218,15 @@ describe("sending a batch", () => {
     expect(result.failed[0].to).toBe("ann@example.test");
     expect(result.failed[0].error.details.allowedDomains).toEqual(["acme.test"]);
     // Reserved for the three that passed the checks at once, then the compile failure returned.
-    expect(w.directory.calls.filter((c) => c.method === "reserveUsage").map((c) => c.args[1])).toEqual([3]);
+    expect(w.directory.calls.filter((c) => c.method === "reserveSendable").map((c) => (c.args[1] as string[]).length)).toEqual([3]);
     expect(w.directory.used).toBe(2);
     expect(w.queue.jobs).toHaveLength(1);
   });
 
-  it("checks each distinct sender once and looks suppressions up in one call", async () => {
+  it("checks each distinct sender once and looks suppressions up and reserves usage in one call", async () => {
     await w.service.sendBatch(WS, Array.from({ length: 10 }, (_, i) => raw({ to: `u${i}@example.test` })));
     expect(w.directory.count("checkSender")).toBe(1);
-    expect(w.directory.count("suppressed")).toBe(1);
-    expect(w.directory.count("reserveUsage")).toBe(1);
+    expect(w.directory.count("reserveSendable")).toBe(1);
     expect(w.queue.jobs).toHaveLength(10);
   });
 
@@ -228,6 +236,17 @@ describe("sending a batch", () => {
     expect(w.directory.calls).toHaveLength(0);
     const fifty = await w.service.sendBatch(WS, Array.from({ length: 50 }, () => raw()));
     expect(fifty.successful).toHaveLength(50);
+  });
+
+  it("does not count suppressed recipients against the limit of a batch", async () => {
+    w.directory.limit = 2;
+    w.directory.suppressions.set("gone@example.test", "hard bounce");
+    const result = await w.service.sendBatch(WS, [raw({ to: "gone@example.test" }), raw(), templated(), raw({ to: "GONE@example.test" })]);
+    expect(result.successful.map((r) => r.status)).toEqual(["FAILED", "SENT", "SENT", "FAILED"]);
+    expect(w.directory.used).toBe(2);
+    expect(w.queue.jobs).toHaveLength(2);
+    const full = await refusal(w.service.sendBatch(WS, [raw({ to: "gone@example.test" }), raw()]));
+    expect(full).toMatchObject({ code: "monthly_limit_reached", httpStatus: 403 });
   });
 
   it("sends nothing when the batch would cross the monthly limit", async () => {
@@ -258,7 +277,7 @@ describe("sending a batch", () => {
     const result = await w.service.sendBatch(WS, [raw({ content: { from: "eve@evil.test" } }), raw({ to: "nobody" })]);
     expect(result.successful).toEqual([]);
     expect(result.failed.map((f) => f.index)).toEqual([0, 1]);
-    expect(w.directory.count("reserveUsage")).toBe(0);
+    expect(w.directory.count("reserveSendable")).toBe(0);
   });
 });
 

@@ -86,8 +86,9 @@ async function settleAll(items: Item[], fn: (item: Item) => Promise<void>): Prom
 /**
  * Accepts transactional emails: one, or a batch whose items succeed or fail on their
  * own. The stages run for all items together so a batch of 50 costs about as many
- * round trips as one email: validate -> idempotency -> sender/template/suppression ->
- * usage reservation (all or nothing) with compilation -> store -> publish.
+ * round trips as one email: validate -> idempotency -> sender/template -> suppression
+ * check with usage reservation (one call, all or nothing) alongside compilation ->
+ * store -> publish.
  */
 export class EmailSender {
   private readonly gate: IdempotencyGate;
@@ -117,21 +118,32 @@ export class EmailSender {
     try {
       await settleAll(pending(items).filter((i) => i.req.idempotencyKey !== undefined), (item) => this.enterGate(workspaceId, item));
       const lookups = pending(items);
-      const looked = await Promise.allSettled([
-        this.resolveSenders(workspaceId, lookups),
-        this.resolveTemplates(workspaceId, lookups),
-        this.resolveSuppressions(workspaceId, lookups),
-      ]);
+      const looked = await Promise.allSettled([this.resolveSenders(workspaceId, lookups), this.resolveTemplates(workspaceId, lookups)]);
       for (const r of looked) if (r.status === "rejected") throw r.reason;
 
-      const sendable = pending(items).filter((i) => !i.suppressedReason);
-      const [reserved, compiled] = await Promise.allSettled([
-        this.reserve(workspaceId, sendable.length),
-        settleAll(sendable, (item) => this.compile(workspaceId, item)),
+      // Suppression check and usage reservation are one directory call, in parallel with
+      // compilation. Suppressed recipients are rare, so compiling them too (and dropping
+      // the result) is cheaper than waiting for the suppression list before compiling.
+      const checked = pending(items);
+      const compileErrors = new Map<Item, unknown>();
+      const [reserved] = await Promise.allSettled([
+        this.reserveSendable(workspaceId, checked),
+        Promise.all(checked.map((item) => this.compile(workspaceId, item).catch((err) => void compileErrors.set(item, err)))),
       ]);
       if (reserved.status === "rejected") throw reserved.reason;
       reservation = reserved.value;
-      if (compiled.status === "rejected") throw compiled.reason;
+      let compileFailure: { err: unknown } | undefined;
+      for (const item of checked) {
+        if (item.suppressedReason !== undefined) {
+          item.compiled = undefined; // recorded FAILED without content, never sent
+          continue;
+        }
+        if (!compileErrors.has(item)) continue;
+        const err = compileErrors.get(item);
+        if (isItemError(err)) fail(item, err);
+        else compileFailure ??= { err };
+      }
+      if (compileFailure) throw compileFailure.err;
 
       await settleAll(pending(items), async (item) => {
         try {
@@ -272,20 +284,22 @@ export class EmailSender {
     );
   }
 
-  private async resolveSuppressions(workspaceId: string, items: Item[]): Promise<void> {
-    if (!items.length) return;
-    const recipients = [...new Set(items.map((i) => i.valid!.recipient.toLowerCase()))];
-    const suppressed = await this.deps.directory.suppressed(workspaceId, recipients);
+  /**
+   * Looks the recipients up on the suppression list and reserves usage for the others,
+   * all or nothing (403 `monthly_limit_reached`), in one directory call.
+   */
+  private async reserveSendable(workspaceId: string, items: Item[]): Promise<{ period: string; count: number } | undefined> {
+    if (!items.length) return undefined;
+    const res = await this.deps.directory.reserveSendable(
+      workspaceId,
+      items.map((i) => i.valid!.recipient.toLowerCase()),
+    );
     for (const item of items) {
-      const reason = suppressed.get(item.valid!.recipient.toLowerCase());
+      const reason = res.suppressed.get(item.valid!.recipient.toLowerCase());
       if (reason !== undefined) item.suppressedReason = reason || "suppressed";
     }
-  }
-
-  private async reserve(workspaceId: string, count: number): Promise<{ period: string; count: number } | undefined> {
-    if (count === 0) return undefined;
-    const res = await this.deps.directory.reserveUsage(workspaceId, count);
     if (!res.granted) {
+      const count = items.filter((i) => i.suppressedReason === undefined).length;
       const detail = res.limit !== undefined && res.used !== undefined ? ` (${res.used} of ${res.limit} used)` : "";
       throw new EmailError(
         "monthly_limit_reached",
@@ -295,7 +309,7 @@ export class EmailSender {
           : `Monthly sending limit of your plan reached${detail}`,
       );
     }
-    return { period: res.period, count };
+    return res.reserved > 0 ? { period: res.period, count: res.reserved } : undefined;
   }
 
   private async compile(workspaceId: string, item: Item): Promise<void> {

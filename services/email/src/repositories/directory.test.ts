@@ -19,8 +19,18 @@ function directory() {
         if (req.name !== "welcome") throw new ConnectError("no such template", Code.NotFound);
         return { template: { name: "welcome", subject: "Hi", html: "<p>Hi</p>", text: "", previewText: "" } };
       },
-      checkSuppression(req) {
-        return { suppressed: req.emails.filter((e) => e.startsWith("gone")).map((email) => ({ email: email.toUpperCase(), reason: SuppressionReason.HARD_BOUNCE, detail: "550" })) };
+      reserveSendable(req) {
+        calls.push(`reserveSendable ${req.recipients.join(",")}`);
+        const gone = [...new Set(req.recipients.filter((e) => e.startsWith("gone")))];
+        const reserved = BigInt(req.recipients.length - req.recipients.filter((e) => e.startsWith("gone")).length);
+        return {
+          suppressed: gone.map((email) => ({ email: email.toUpperCase(), reason: SuppressionReason.HARD_BOUNCE, detail: "550" })),
+          granted: true,
+          reserved,
+          used: reserved,
+          limit: 10n,
+          period: "2030-01",
+        };
       },
       upsertContact(req) {
         calls.push(`upsert ${JSON.stringify(req.contact)} ${req.createMissingProperties}`);
@@ -50,11 +60,13 @@ describe("directory repository", () => {
   });
 
   it("answers null for a missing template, and lowercases suppressed addresses with their reason", async () => {
-    const { repo } = directory();
+    const { repo, calls } = directory();
     expect(await repo.getTemplate("ws", "nope")).toBeNull();
     expect((await repo.getTemplate("ws", "welcome"))?.subject).toBe("Hi");
-    const suppressed = await repo.suppressed("ws", ["gone@x.test", "here@x.test"]);
-    expect([...suppressed.entries()]).toEqual([["gone@x.test", "hard bounce: 550"]]);
+    const r = await repo.reserveSendable("ws", ["gone@x.test", "here@x.test", "here@x.test"]);
+    expect([...r.suppressed.entries()]).toEqual([["gone@x.test", "hard bounce: 550"]]);
+    expect(r).toMatchObject({ granted: true, reserved: 2, period: "2030-01", used: 2, limit: 10 });
+    expect(calls).toEqual(["reserveSendable gone@x.test,here@x.test,here@x.test"]);
   });
 
   it("upserts contacts with firstName/lastName as fields and the rest as custom properties", async () => {

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { DirectoryRepository, SenderCheck, TemplateContent } from "../domain/ports.js";
+import type { DirectoryRepository, SendableReservation, SenderCheck, TemplateContent } from "../domain/ports.js";
 import { asDomainError } from "./errors.js";
 
 const RPC = { timeoutMs: 15_000 };
@@ -67,20 +67,22 @@ export class RpcDirectoryRepository implements DirectoryRepository {
     }
   }
 
-  async reserveUsage(workspaceId: string, count: number) {
-    const res = await this.client.reserveUsage({ workspaceId, count: BigInt(count) }, RPC);
-    return { granted: res.granted, period: res.period, used: Number(res.used), limit: Number(res.limit) };
+  async reserveSendable(workspaceId: string, recipients: string[]): Promise<SendableReservation> {
+    const res = await this.client.reserveSendable({ workspaceId, recipients }, RPC);
+    const suppressed = new Map<string, string>();
+    for (const s of res.suppressed) suppressed.set(s.email.toLowerCase(), reasonText(s.reason) + (s.detail ? `: ${s.detail}` : ""));
+    return {
+      suppressed,
+      granted: res.granted,
+      reserved: Number(res.reserved),
+      period: res.period,
+      used: Number(res.used),
+      limit: Number(res.limit),
+    };
   }
 
   async releaseUsage(workspaceId: string, count: number, period: string): Promise<void> {
     await this.client.releaseUsage({ workspaceId, count: BigInt(count), period }, RPC);
-  }
-
-  async suppressed(workspaceId: string, emails: string[]): Promise<Map<string, string>> {
-    const res = await this.client.checkSuppression({ workspaceId, emails }, RPC);
-    const out = new Map<string, string>();
-    for (const s of res.suppressed) out.set(s.email.toLowerCase(), reasonText(s.reason) + (s.detail ? `: ${s.detail}` : ""));
-    return out;
   }
 
   /** firstName/lastName are built-in fields; everything else is a custom property. */
