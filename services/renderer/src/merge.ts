@@ -41,8 +41,34 @@ export interface MergedMessage {
   recipientToken: string;
 }
 
+/**
+ * A body as it goes on the wire: UTF-8 bytes with CRLF line breaks (every CR, LF and
+ * CRLF of the merged text made CRLF), and whether it may travel as 7bit.
+ */
+export interface WireBody {
+  /** Read-only: may be shared between recipients (a body without variables). */
+  bytes: Buffer;
+  /** ASCII only and no line over 998 octets (RFC 5322): sendable as is, no base64. */
+  sevenBit: boolean;
+}
+
+/** The merge with HTML and text as wire bytes; subject and preview text stay strings (headers). */
+export interface MergedBytes extends Omit<MergedMessage, "html" | "text"> {
+  html: WireBody;
+  text: WireBody;
+}
+
 export function mergeMessage(compiled: CompiledMessage, recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
   return prepare(compiled).merge(recipient, ctx);
+}
+
+/**
+ * mergeMessage() straight to wire bytes: `html.bytes` equals
+ * `Buffer.from(mergeMessage(…).html.replace(/\r\n|\r|\n/g, "\r\n"))`, built by
+ * concatenating literals encoded once per compiled message with the few short values.
+ */
+export function mergeMessageBytes(compiled: CompiledMessage, recipient: MergeRecipient, ctx: MergeContext): MergedBytes {
+  return prepare(compiled).mergeBytes(recipient, ctx);
 }
 
 const cache = new WeakMap<CompiledMessage, PreparedMessage>();
@@ -110,6 +136,8 @@ export class PreparedMessage {
   private readonly preview: PreparedTemplate;
   private readonly linkTokens: string[];
   private urls?: UrlPrefixes;
+  /** Byte templates of html and text for one publicUrl (link prefixes folded into literals). */
+  private bytes?: { publicUrl: string; html: ByteTemplate; text: ByteTemplate };
 
   constructor(private readonly compiled: CompiledMessage) {
     this.linkTokens = compiled.links.map((l) => l.token);
@@ -131,6 +159,29 @@ export class PreparedMessage {
       manageUrl: b.manageUrl,
       recipientToken: b.token,
     };
+  }
+
+  mergeBytes(recipient: MergeRecipient, ctx: MergeContext): MergedBytes {
+    const b = this.bind(recipient, ctx);
+    const t = this.byteTemplates(ctx.publicUrl);
+    const values = new ValuePieces(b);
+    return {
+      subject: renderString(this.subject, b),
+      html: renderBytes(t.html, values),
+      text: renderBytes(t.text, values),
+      previewText: renderString(this.preview, b),
+      unsubscribeUrl: b.unsubscribeUrl,
+      listUnsubscribeUrl: b.unsubscribeUrl,
+      manageUrl: b.manageUrl,
+      recipientToken: b.token,
+    };
+  }
+
+  private byteTemplates(publicUrl: string): { html: ByteTemplate; text: ByteTemplate } {
+    if (this.bytes?.publicUrl === publicUrl) return this.bytes;
+    const urls = this.urlsFor(publicUrl);
+    this.bytes = { publicUrl, html: byteTemplate(this.html, urls), text: byteTemplate(this.text, urls) };
+    return this.bytes;
   }
 
   /** Signs the recipient token and renders each variable the templates need. */
@@ -242,6 +293,158 @@ export class PreparedMessage {
       }
     }
     return { lits, kinds: Uint8Array.from(kinds), refs: Int32Array.from(refs) };
+  }
+}
+
+// Byte templates: link and pixel URL prefixes are folded into the literals, leaving the
+// recipient token as the slot (escaped for HTML, raw for text).
+const TOKEN_HTML = 9;
+const TOKEN_RAW = 10;
+/** Longest line a 7bit body may hold, CRLF excluded (RFC 5322 2.1.1). */
+const MAX_LINE = 998;
+
+/** Text in wire form (UTF-8, CRLF) with what the 7bit decision needs to know about it. */
+interface Piece {
+  bytes: Buffer;
+  ascii: boolean;
+  /** Octets before the first line break; -1 when there is none. */
+  head: number;
+  /** Octets after the last line break. */
+  tail: number;
+  /** A line between two breaks of this piece is longer than MAX_LINE. */
+  longInside: boolean;
+  /** Starts with LF / ends with CR: glued to a neighbour ending in CR / starting with LF, the two make one CRLF. */
+  startsLF: boolean;
+  endsCR: boolean;
+}
+
+interface ByteTemplate {
+  /** lits.length === kinds.length + 1, as in PreparedTemplate. */
+  lits: Piece[];
+  kinds: Uint8Array;
+  refs: Int32Array;
+}
+
+function pieceOf(text: string): Piece {
+  const startsLF = text.charCodeAt(0) === 10;
+  const endsCR = text.charCodeAt(text.length - 1) === 13;
+  const hasBreak = text.includes("\n") || text.includes("\r");
+  const wire = hasBreak ? text.replace(/\r\n|\r|\n/g, "\r\n") : text;
+  const bytes = Buffer.from(wire, "utf8");
+  // Every non-ASCII character takes more than one octet. Line lengths below count UTF-16
+  // units: the exact octets for ASCII text, and irrelevant otherwise (base64 anyway).
+  const ascii = bytes.length === wire.length;
+  if (!hasBreak) return { bytes, ascii, head: -1, tail: 0, longInside: false, startsLF, endsCR };
+  const head = wire.indexOf("\r\n");
+  const last = wire.lastIndexOf("\r\n");
+  let longInside = false;
+  for (let start = head + 2; start <= last; ) {
+    const end = wire.indexOf("\r\n", start);
+    if (end - start > MAX_LINE) longInside = true;
+    start = end + 2;
+  }
+  return { bytes, ascii, head, tail: wire.length - last - 2, longInside, startsLF, endsCR };
+}
+
+/**
+ * A whole text in wire form, by the same rule as the byte merge: for bodies that were
+ * not merged to bytes (so a string and a byte merge of the same content go out alike).
+ */
+export function wireBody(text: string): WireBody {
+  const p = pieceOf(text);
+  const long = p.longInside || (p.head < 0 ? p.bytes.length > MAX_LINE : p.head > MAX_LINE || p.tail > MAX_LINE);
+  return { bytes: p.bytes, sevenBit: p.ascii && !long };
+}
+
+function byteTemplate(t: PreparedTemplate, urls: UrlPrefixes): ByteTemplate {
+  const lits = [t.lits[0]];
+  const kinds: number[] = [];
+  const refs: number[] = [];
+  for (let i = 0; i < t.kinds.length; i++) {
+    const kind = t.kinds[i];
+    const ref = t.refs[i];
+    if (kind <= URL_RAW) {
+      kinds.push(kind);
+      refs.push(ref);
+    } else {
+      lits[lits.length - 1] +=
+        kind === LINK_HTML ? urls.clickHtml[ref] : kind === LINK_RAW ? urls.clickRaw[ref] : kind === PIXEL_HTML ? urls.openHtml : urls.openRaw;
+      kinds.push(kind === LINK_HTML || kind === PIXEL_HTML ? TOKEN_HTML : TOKEN_RAW);
+      refs.push(0);
+    }
+    lits.push(t.lits[i + 1]);
+  }
+  return { lits: lits.map(pieceOf), kinds: Uint8Array.from(kinds), refs: Int32Array.from(refs) };
+}
+
+/** One recipient's values as pieces, encoded on first use and shared by the HTML and text. */
+class ValuePieces {
+  private readonly byKind: Piece[][] = [];
+  private tokenHtml?: Piece;
+  private tokenRaw?: Piece;
+
+  constructor(private readonly b: Bindings) {}
+
+  get(kind: number, ref: number): Piece {
+    if (kind === TOKEN_RAW) return (this.tokenRaw ??= pieceOf(this.b.token));
+    if (kind === TOKEN_HTML) return (this.tokenHtml ??= pieceOf(escapeHtml(this.b.token)));
+    const pieces = (this.byKind[kind] ??= []);
+    return (pieces[ref] ??= pieceOf(this.b.slots[kind][ref]));
+  }
+}
+
+/**
+ * Concatenates literal and value pieces (one native copy each) and decides 7bit from the
+ * pieces' line metadata, without scanning the literals again.
+ */
+function renderBytes(t: ByteTemplate, values: ValuePieces): WireBody {
+  const { lits, kinds, refs } = t;
+  const n = kinds.length;
+  const parts = new Array<Buffer>(2 * n + 1);
+  let count = 0;
+  let total = 0;
+  let ascii = true;
+  let long = false;
+  let line = 0; // octets of the line being built
+  let prevCR = false;
+  let rescan = false;
+  for (let i = 0; i <= 2 * n; i++) {
+    const p = i & 1 ? values.get(kinds[i >> 1], refs[i >> 1]) : lits[i >> 1];
+    let bytes = p.bytes;
+    if (bytes.length === 0) continue;
+    if (!p.ascii) ascii = false;
+    if (prevCR && p.startsLF) {
+      // CR here + LF there was one line break: the CR already became CRLF, drop the LF's.
+      bytes = bytes.subarray(2);
+      rescan = true;
+    } else if (p.head < 0) {
+      line += bytes.length;
+    } else {
+      if (line + p.head > MAX_LINE) long = true;
+      line = p.tail;
+    }
+    if (p.longInside) long = true;
+    prevCR = p.endsCR;
+    parts[count++] = bytes;
+    total += bytes.length;
+  }
+  if (line > MAX_LINE) long = true;
+  parts.length = count;
+  // A single literal is returned as is: callers must not write into the bytes.
+  const bytes = count === 1 ? parts[0] : Buffer.concat(parts, total);
+  if (rescan && ascii) long = hasLongLine(bytes);
+  return { bytes, sevenBit: ascii && !long };
+}
+
+/** Whether CRLF-separated bytes hold a line longer than MAX_LINE. */
+function hasLongLine(bytes: Buffer): boolean {
+  let start = 0;
+  for (;;) {
+    const cr = bytes.indexOf("\r\n", start, "latin1");
+    const end = cr < 0 ? bytes.length : cr;
+    if (end - start > MAX_LINE) return true;
+    if (cr < 0) return false;
+    start = cr + 2;
   }
 }
 
