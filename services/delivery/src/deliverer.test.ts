@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildTestDelivery, compiledFrom, testJob, type TestDelivery } from "./testing.js";
 import { outcomeEventId } from "./outcome.js";
+import { bodyText } from "./mime.js";
 
 async function setup(opts: Parameters<typeof buildTestDelivery>[0] = {}): Promise<TestDelivery> {
   const t = await buildTestDelivery(opts);
@@ -18,7 +19,7 @@ describe("Deliverer", () => {
     expect(t.transport.sent).toHaveLength(1);
     const mail = t.transport.sent[0];
     expect(mail.subject).toBe("Hi Zoë <b>");
-    expect(mail.html).toBe("<p>Hello Zoë &lt;b&gt;</p>");
+    expect(bodyText(mail.html)).toBe("<p>Hello Zoë &lt;b&gt;</p>");
     expect(mail.messageId).toBe(`<${job.messageId}>`);
     expect(mail.envelope).toEqual({ from: "news@acme.test", to: job.recipient.email });
     expect(t.events.events).toMatchObject([{ type: "sent", deliveryId: job.deliveryId, attempt: 1, smtpCode: 250, source: "transactional" }]);

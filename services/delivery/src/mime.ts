@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { encodeWord, encodeWords, foldLines, quoteString } from "nodemailer/lib/mime-funcs";
-import type { OutgoingMail } from "./repositories.js";
+import { wireBody } from "../../renderer/src/merge.js";
+import type { Body, OutgoingMail } from "./repositories.js";
 
 /**
  * The RFC 5322 message for one recipient, built directly instead of through nodemailer's
@@ -26,7 +27,7 @@ export function buildMime(mail: OutgoingMail, date = new Date()): Buffer {
   for (const h of mail.headers) lines.push(header(h.key, h.value));
 
   const html = bodyPart(mail.html);
-  const text = mail.text ? bodyPart(mail.text) : undefined;
+  const text = bodyLength(mail.text) > 0 ? bodyPart(mail.text) : undefined;
   if (!text) {
     lines.push("Content-Type: text/html; charset=utf-8", `Content-Transfer-Encoding: ${html.cte}`);
     return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`), html.body]);
@@ -73,35 +74,52 @@ export function parseAddress(value: string): { name: string; address: string } {
 }
 
 /**
- * 7bit when every byte is ASCII and no line exceeds 998 characters (line breaks made
- * CRLF); otherwise base64 in 76-character lines.
+ * 7bit when every byte is ASCII and no line exceeds 998 octets, line breaks made CRLF;
+ * otherwise base64 (of the same CRLF text) in 76-character lines. A body merged to bytes
+ * by the renderer carries that decision and is used as is.
  */
-export function bodyPart(content: string): { cte: "7bit" | "base64"; body: Buffer } {
-  if (/^[\x00-\x7f]*$/.test(content) && !hasLineLongerThan(content, 998)) {
-    const normalized = content.includes("\r") || content.includes("\n") ? content.replace(/\r?\n|\r/g, "\r\n") : content;
-    return { cte: "7bit", body: Buffer.from(normalized, "latin1") };
-  }
-  return { cte: "base64", body: wrapBase64(Buffer.from(content, "utf8").toString("base64")) };
+export function bodyPart(content: Body): { cte: "7bit" | "base64"; body: Buffer } {
+  const wire = typeof content === "string" ? wireBody(content) : content;
+  return wire.sevenBit ? { cte: "7bit", body: wire.bytes } : { cte: "base64", body: base64Lines(wire.bytes) };
 }
 
-function hasLineLongerThan(s: string, max: number): boolean {
-  if (s.length <= max) return false;
-  let start = 0;
-  for (;;) {
-    const nl = s.indexOf("\n", start);
-    const end = nl < 0 ? s.length : nl;
-    if (end - start > max + 1) return true; // +1: a CR before the LF
-    if (nl < 0) return false;
-    start = nl + 1;
-  }
+export function bodyLength(body: Body): number {
+  return typeof body === "string" ? body.length : body.bytes.length;
 }
 
-function wrapBase64(b64: string): Buffer {
-  const out = Buffer.allocUnsafe(b64.length + Math.ceil(b64.length / 76) * 2);
+/** A body as text again (local capture keeps the parts readable). */
+export function bodyText(body: Body): string {
+  return typeof body === "string" ? body : body.bytes.toString("utf8");
+}
+
+/** Input bytes per native base64 call: 32 lines of 57 bytes (76 characters). */
+const BASE64_CHUNK = 57 * 32;
+
+/**
+ * Base64 in 76-character CRLF lines, written straight into the output: each chunk is
+ * encoded natively into place and its lines are moved apart from the last one back.
+ * (A whole-body base64 string and a write per line cost about four times as much.)
+ */
+export function base64Lines(src: Buffer): Buffer {
+  const len = src.length;
+  const lines = Math.ceil(len / 57);
+  const out = Buffer.allocUnsafe(Math.ceil(len / 3) * 4 + Math.max(0, lines - 1) * 2);
   let o = 0;
-  for (let i = 0; i < b64.length; i += 76) {
-    if (i > 0) o += out.write("\r\n", o, "latin1");
-    o += out.write(b64.slice(i, i + 76), o, "latin1");
+  for (let a = 0; a < len; a += BASE64_CHUNK) {
+    if (a > 0) {
+      out[o++] = 13;
+      out[o++] = 10;
+    }
+    const written = out.write(src.toString("base64", a, Math.min(a + BASE64_CHUNK, len)), o, "latin1");
+    const n = Math.ceil(written / 76);
+    for (let k = n - 1; k > 0; k--) {
+      const start = o + k * 76;
+      const dst = start + k * 2;
+      out.copyWithin(dst, start, Math.min(start + 76, o + written));
+      out[dst - 2] = 13;
+      out[dst - 1] = 10;
+    }
+    o += written + (n - 1) * 2;
   }
   return out.subarray(0, o);
 }

@@ -5,6 +5,7 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { CompiledMessage } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { WireBody } from "../../renderer/src/merge.js";
 import type { JobSource } from "./job.js";
 
 // ---------- deliveries (the exactly-once ledger) ----------
@@ -73,10 +74,13 @@ export interface MergeRecipient {
   variables: JsonObject;
 }
 
+/** A body as text, or already merged to wire bytes (UTF-8, CRLF) by the renderer. */
+export type Body = string | WireBody;
+
 export interface MergedContent {
   subject: string;
-  html: string;
-  text: string;
+  html: Body;
+  text: Body;
   previewText: string;
   unsubscribeUrl: string;
   /** The one-click (POST) unsubscribe URL for List-Unsubscribe; empty when none. */
@@ -116,8 +120,9 @@ export interface OutgoingMail {
   to: string;
   replyTo?: string;
   subject: string;
-  html: string;
-  text: string;
+  html: Body;
+  /** Empty (string or bytes): no text/plain part. */
+  text: Body;
   messageId: string;
   headers: Array<{ key: string; value: string }>;
   dkim?: { domainName: string; keySelector: string; privateKey: string; headerFieldNames: string };

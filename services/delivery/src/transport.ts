@@ -3,7 +3,7 @@ import { Readable } from "node:stream";
 import nodemailer from "nodemailer";
 import DKIM from "nodemailer/lib/dkim";
 import type { CaptureStore } from "./capture.js";
-import { buildMime } from "./mime.js";
+import { bodyText, buildMime } from "./mime.js";
 import { SmtpFailure, type MailTransport, type OutgoingMail, type SendResult } from "./repositories.js";
 
 export interface SmtpOptions {
@@ -139,8 +139,8 @@ export class CaptureTransport implements MailTransport {
       to: mail.to,
       subject: mail.subject,
       raw: info.message,
-      html: mail.html,
-      text: mail.text,
+      html: bodyText(mail.html),
+      text: bodyText(mail.text),
     });
     return { code: 250, response: "250 captured locally" };
   }
