@@ -1,0 +1,38 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";
+import { createLogger } from "./logger.js";
+
+describe("kit Connect server and clients", () => {
+  let server: ConnectServer;
+  const acceptEncodings: Array<string | null> = [];
+  beforeAll(async () => {
+    server = await startConnectServer({
+      logger: createLogger("kit-connect-test"),
+      routes: (router) =>
+        router.service(RendererService, {
+          detectVariables(req, ctx) {
+            acceptEncodings.push(ctx.requestHeader.get("accept-encoding"));
+            // Well over the 1 KiB above which a Connect server compresses for a client that accepts it.
+            return { detected: Array.from({ length: 500 }, (_, i) => `${req.html}${i}`), unknown: [] };
+          },
+        }),
+    });
+  });
+  afterAll(() => server.close());
+
+  it("clients ask for uncompressed answers (gzip on every large answer cost both sides CPU) and get them intact", async () => {
+    const client = connectClient(RendererService, server.url);
+    const res = await client.detectVariables({ html: "variable_" });
+    expect(res.detected).toHaveLength(500);
+    expect(res.detected[499]).toBe("variable_499");
+    expect(acceptEncodings).toHaveLength(1);
+    expect(acceptEncodings[0] ?? "").not.toMatch(/gzip|br/);
+  });
+
+  it("the server answers GET /healthz beside the routes", async () => {
+    const res = await fetch(`${server.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+  });
+});
