@@ -11,6 +11,7 @@
  */
 import { join } from "node:path";
 import nedbModule from "@seald-io/nedb";
+import { closeAppendHandle, installPersistentAppends } from "./nedb-append.js";
 import {
   DuplicateKeyError,
   type Collection,
@@ -276,6 +277,7 @@ class EmbeddedStore implements Store {
 
   constructor(private readonly options: EmbeddedStoreOptions) {
     if (options.dir) {
+      installPersistentAppends();
       this.timer = setInterval(() => void this.compactAll().catch(() => undefined), options.compactionIntervalMs ?? 600_000);
       this.timer.unref(); // never keeps a process (or a test worker) alive
     }
@@ -308,7 +310,10 @@ class EmbeddedStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.timer) clearInterval(this.timer);
-    if (this.options.dir) await this.compactAll();
+    if (this.options.dir) {
+      await this.compactAll();
+      for (const name of this.collections.keys()) await closeAppendHandle(join(this.options.dir, `${name}.db`));
+    }
     this.closed = true;
   }
 }
