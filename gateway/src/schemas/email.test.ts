@@ -24,6 +24,15 @@ describe("email payload schemas", () => {
     expect(input.payloadHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it("refuses an empty idempotencyKey instead of sending without duplicate protection", () => {
+    for (const body of [{ ...raw, idempotencyKey: "" }, { template: "welcome", to: "ann@example.test", idempotencyKey: "" }]) {
+      const parsed = parseEmail(body);
+      expect(parsed.ok).toBe(false);
+      if (!parsed.ok) expect(parsed.error).toMatchObject({ code: "invalid_payload", message: expect.stringContaining("idempotencyKey must not be empty") });
+    }
+    expect(parseEmail({ ...raw, idempotencyKey: null }).ok).toBe(true);
+  });
+
   it("turns a templated email into EmailInput, with or without variables", () => {
     const a = parseEmail({ template: "welcome", to: "ann@example.test", variables: { firstName: "Ann" } });
     const b = parseEmail({ template: "welcome", to: "ann@example.test" });

@@ -47,7 +47,8 @@ const common = {
   settings,
   groupBy: optionalString,
   sendAt: optionalString,
-  idempotencyKey: optionalString,
+  // "" would read as "no key" downstream and silently drop the duplicate protection asked for.
+  idempotencyKey: z.string().min(1, "idempotencyKey must not be empty").nullish(),
 };
 
 export const rawEmailSchema = z
