@@ -8,24 +8,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { connectClient, startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
 import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
-import { openStore } from "../../services/kit/src/store/open.js";
-import type { Store } from "../../services/kit/src/store/port.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
-import { deliveryRoutes } from "../../services/delivery/src/routes.js";
-import { startDelivery, type DeliveryRuntime } from "../../services/delivery/src/service.js";
-import { compiledFrom, silentLogger } from "../../services/delivery/src/testing.js";
-import { configsFrom, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours } from "./support.js";
+import { compiledFrom } from "../../services/delivery/src/testing.js";
+import { startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours } from "./support.js";
 
 describe("local capture (no relay configured)", () => {
   let nats: NatsHandle;
   let neighbours: Neighbours;
   let nc: NatsConnection;
-  let store: Store;
-  let runtime: DeliveryRuntime;
-  let server: ConnectServer;
+  let delivery: Awaited<ReturnType<typeof startDeliveryUnderTest>>;
   let client: Client<typeof DeliveryService>;
   let data: Awaited<ReturnType<typeof tempDir>>;
 
@@ -37,17 +30,12 @@ describe("local capture (no relay configured)", () => {
     neighbours.senders.set("ws_other/hi@other.test", { address: "hi@other.test" });
     nc = await connectNats(nats.url, "capture-suite");
     await ensureStreams(nc);
-    const { config, settings } = configsFrom(deliveryEnv({ natsUrl: nats.url, dataDir: data.dir, neighboursUrl: neighbours.url }));
-    store = await openStore({ dataDir: config.dataDir, service: "delivery" });
-    runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store });
-    server = await startConnectServer({ routes: deliveryRoutes(runtime.admin), logger: silentLogger });
-    client = connectClient(DeliveryService, server.url);
+    delivery = await startDeliveryUnderTest(nc, deliveryEnv({ natsUrl: nats.url, dataDir: data.dir, neighboursUrl: neighbours.url }));
+    client = delivery.client;
   });
 
   afterAll(async () => {
-    await runtime?.stop();
-    await server?.close();
-    await store?.close();
+    await delivery?.stop();
     await nc?.close();
     await Promise.all([nats?.stop(), neighbours?.stop()]);
     await data?.remove();

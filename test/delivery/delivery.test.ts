@@ -11,19 +11,14 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { startSmtpSink, type SinkBehaviour, type SmtpSink } from "../harness/smtp-sink.js";
-import { connectClient, startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
 import { connectNats, ensureStreams, DELIVERY_STREAM } from "../../services/kit/src/jetstream.js";
-import { openStore } from "../../services/kit/src/store/open.js";
-import type { Store } from "../../services/kit/src/store/port.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
-import { deliveryRoutes } from "../../services/delivery/src/routes.js";
-import { startDelivery, type DeliveryRuntime } from "../../services/delivery/src/service.js";
-import { compiledFrom, silentLogger } from "../../services/delivery/src/testing.js";
+import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { compileMessage } from "../../services/renderer/src/compile.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
-  configsFrom, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours,
+  startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours,
 } from "./support.js";
 
 describe("delivery service (JetStream → SMTP)", () => {
@@ -31,9 +26,7 @@ describe("delivery service (JetStream → SMTP)", () => {
   let sink: SmtpSink;
   let neighbours: Neighbours;
   let nc: NatsConnection;
-  let store: Store;
-  let runtime: DeliveryRuntime;
-  let server: ConnectServer;
+  let delivery: Awaited<ReturnType<typeof startDeliveryUnderTest>>;
   let client: Client<typeof DeliveryService>;
   let events: ReturnType<typeof listenEvents>;
   let data: Awaited<ReturnType<typeof tempDir>>;
@@ -68,19 +61,12 @@ describe("delivery service (JetStream → SMTP)", () => {
     nc = await connectNats(nats.url, "delivery-suite");
     await ensureStreams(nc);
     events = listenEvents(nc);
-    const { config, settings } = configsFrom(
-      deliveryEnv({ natsUrl: nats.url, smtpUrl: sink.url, dataDir: data.dir, neighboursUrl: neighbours.url }),
-    );
-    store = await openStore({ dataDir: config.dataDir, service: "delivery" });
-    runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store });
-    server = await startConnectServer({ routes: deliveryRoutes(runtime.admin), logger: silentLogger });
-    client = connectClient(DeliveryService, server.url);
+    delivery = await startDeliveryUnderTest(nc, deliveryEnv({ natsUrl: nats.url, smtpUrl: sink.url, dataDir: data.dir, neighboursUrl: neighbours.url }),);
+    client = delivery.client;
   });
 
   afterAll(async () => {
-    await runtime?.stop();
-    await server?.close();
-    await store?.close();
+    await delivery?.stop();
     events?.stop();
     await nc?.close();
     await Promise.all([nats?.stop(), sink?.stop(), neighbours?.stop()]);

@@ -12,7 +12,12 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadConfig, type Config } from "../../services/kit/src/config.js";
-import { startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
+import { connectClient, startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
+import { openStore } from "../../services/kit/src/store/open.js";
+import type { Client } from "@connectrpc/connect";
+import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
+import { deliveryRoutes } from "../../services/delivery/src/routes.js";
+import { startDelivery } from "../../services/delivery/src/service.js";
 import { publishProto } from "../../services/kit/src/jetstream.js";
 import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { DirectoryService, DkimKeySchema, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
@@ -176,4 +181,25 @@ export function headerOf(raw: string, name: string): string | undefined {
   const head = raw.split(/\r?\n\r?\n/)[0].replace(/\r?\n[ \t]+/g, " ");
   const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`));
   return line?.slice(name.length + 1).trim();
+}
+
+/**
+ * The delivery service in this process, as main.ts wires it: its store on disk, the
+ * JetStream consumer and the Connect admin server, plus a client for that server.
+ */
+export async function startDeliveryUnderTest(nc: NatsConnection, env: Record<string, string>) {
+  const { config, settings } = configsFrom(env);
+  const store = await openStore({ dataDir: config.dataDir, service: "delivery" });
+  const runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store });
+  const server = await startConnectServer({ routes: deliveryRoutes(runtime.admin), logger: silentLogger });
+  const client: Client<typeof DeliveryService> = connectClient(DeliveryService, server.url);
+  return {
+    runtime,
+    client,
+    async stop() {
+      await runtime.stop();
+      await server.close();
+      await store.close();
+    },
+  };
 }

@@ -1,15 +1,11 @@
 import { z } from "zod";
 import { badRequest, errorInfoOf } from "../../kit/src/errors.js";
 import { normalizeDomain, normalizeEmail } from "./address.js";
-import { hashApiKey, KEY_SHAPE, checkScopes, type ApiKeys } from "./keys.js";
-import { checkSlug, parsePropertyType, type ContactProperties } from "./properties.js";
-import type { Contacts } from "./contacts.js";
-import type { Members } from "./members.js";
-import type { Senders } from "./senders.js";
-import type { Templates } from "./templates.js";
+import { hashApiKey, KEY_SHAPE, checkScopes } from "./keys.js";
+import { checkSlug, parsePropertyType } from "./properties.js";
 import { validateTemplate } from "./templates.js";
-import type { Workspaces } from "./workspaces.js";
-import type { DirectoryRepos, PropertyType } from "./store.js";
+import type { Directory } from "./directory.js";
+import type { PropertyType } from "./store.js";
 import { requireTimeZone } from "./validation.js";
 
 /** The MAILROOM_BOOTSTRAP document (DESIGN.md §5). */
@@ -50,16 +46,7 @@ export const bootstrapSchema = z.object({ workspaces: z.array(workspaceSchema) }
 export type BootstrapDocument = z.infer<typeof bootstrapSchema>;
 type BootstrapWorkspace = z.infer<typeof workspaceSchema>;
 
-interface Deps {
-  repos: DirectoryRepos;
-  workspaces: Workspaces;
-  keys: ApiKeys;
-  senders: Senders;
-  members: Members;
-  properties: ContactProperties;
-  contacts: Contacts;
-  templates: Templates;
-}
+type Deps = Pick<Directory, "repos" | "workspaces" | "keys" | "senders" | "members" | "properties" | "contacts" | "templates">;
 
 /**
  * Loads workspaces declaratively and idempotently: the whole document is validated
