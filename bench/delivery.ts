@@ -14,10 +14,15 @@
  *
  * Run: `npx tsx bench/delivery.ts` or `npm run bench delivery`. Environment:
  * MAILROOM_BENCH_DELIVERY_MESSAGES (20000), MAILROOM_BENCH_DELIVERY_ROUNDS (2),
- * MAILROOM_BENCH_SINK=node (skip smtp-sink); MAILROOM_SMTP_POOL_SIZE and the other
+ * MAILROOM_BENCH_SINK=node (skip smtp-sink), MAILROOM_BENCH_DELIVERY_DKIM=1 (both sides
+ * sign every message with one RSA-2048 key); MAILROOM_SMTP_POOL_SIZE and the other
  * delivery settings apply to both sides.
+ *
+ * The jobs are broadcast jobs (the broadcast lane, messages built from the broadcast's
+ * MIME skeleton); the raw pool builds each message from scratch, as nodemailer does.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -28,14 +33,21 @@ import { jetstream } from "@nats-io/jetstream";
 import { startNats } from "../test/harness/nats.js";
 import { freePort, waitForPort } from "../test/harness/ports.js";
 import { loadConfig } from "../services/kit/src/config.js";
-import { connectNats, ensureStreams } from "../services/kit/src/jetstream.js";
+import { connectNats, deliveryJobSubject, ensureStreams } from "../services/kit/src/jetstream.js";
 import { openStore } from "../services/kit/src/store/open.js";
 import { DeliveryJobSchema, DeliverySource } from "../gen/mailroom/events/v1/events_pb.js";
-import { startDelivery } from "../services/delivery/src/service.js";
+import { startDelivery } from "../services/delivery/src/main.js";
 import { loadDeliverySettings } from "../services/delivery/src/settings.js";
 import { compiledFrom, FakeContentSource, FakeDirectory, silentLogger } from "../services/delivery/src/testing.js";
 
 const TARGET_RATIO = 0.7;
+
+/** One signing key for both sides when MAILROOM_BENCH_DELIVERY_DKIM=1. */
+const DKIM_KEY = (() => {
+  if (!/^(1|true|yes)$/.test(process.env.MAILROOM_BENCH_DELIVERY_DKIM ?? "")) return undefined;
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  return { domain: "acme.test", selector: "bench", privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString() };
+})();
 
 export interface DeliveryBenchResult {
   messages: number;
@@ -119,6 +131,7 @@ async function rawPool(port: number, n: number, pool: { size: number; maxMessage
   const transport = nodemailer.createTransport({
     host: "127.0.0.1", port, secure: false, ignoreTLS: true, pool: true,
     maxConnections: pool.size, maxMessages: pool.maxMessages,
+    ...(DKIM_KEY ? { dkim: { domainName: DKIM_KEY.domain, keySelector: DKIM_KEY.selector, privateKey: DKIM_KEY.privateKeyPem } } : {}),
   });
   const started = performance.now();
   const cpu = process.cpuUsage();
@@ -162,7 +175,7 @@ async function pipeline(port: number, n: number, round: number): Promise<Run & {
     workspaceId: "ws_bench",
   }));
   const directory = new FakeDirectory();
-  directory.allow("ws_bench", "news@acme.test");
+  directory.allow("ws_bench", "news@acme.test", DKIM_KEY);
   const runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store, overrides: { content, directory } });
 
   const js = jetstream(nc);
@@ -187,7 +200,7 @@ async function pipeline(port: number, n: number, round: number): Promise<Run & {
     const { toBinary } = await import("@bufbuild/protobuf");
     while (next < n) {
       const job = jobs[next++];
-      await js.publish("mail.delivery.broadcast", toBinary(DeliveryJobSchema, job), { msgID: job.deliveryId });
+      await js.publish(deliveryJobSubject("broadcast", job.broadcastId), toBinary(DeliveryJobSchema, job), { msgID: job.deliveryId });
     }
   };
   await Promise.all(Array.from({ length: 64 }, publisher));
@@ -219,7 +232,7 @@ export async function runDeliveryBench(messages = Number(process.env.MAILROOM_BE
   const rounds = Math.max(1, Number(process.env.MAILROOM_BENCH_DELIVERY_ROUNDS ?? 2));
   const sink = await startSink();
   try {
-    console.log(`delivery: ${n} small messages per run, ${rounds} run(s) of each; sink: ${sink.kind}`);
+    console.log(`delivery: ${n} small messages per run, ${rounds} run(s) of each; sink: ${sink.kind}${DKIM_KEY ? "; DKIM-signed (RSA-2048)" : ""}`);
     // Warm both paths (JIT, connections) so neither pays start-up inside its timing.
     const warm = await pipeline(sink.port, Math.min(1_000, n), 0);
     await rawPool(sink.port, Math.min(1_000, n), warm.pool);

@@ -23,70 +23,14 @@
 import { pathToFileURL } from "node:url";
 import os from "node:os";
 import { ContentKind } from "../gen/mailroom/renderer/v1/renderer_pb.js";
-import { compileMessage } from "../services/renderer/src/compile.js";
-import { prepare, type MergeRecipient } from "../services/renderer/src/merge.js";
-import { bodyPart } from "../services/delivery/src/mime.js";
+import { compileMessage } from "../services/renderer/src/domain/compile.js";
+import { prepare, type MergeRecipient } from "../services/content/src/merge.js";
+import { bodyPart } from "../services/delivery/src/adapters/mime.js";
+import { buildNewsletter, VARIABLES } from "../services/renderer/src/fixtures/newsletter.js";
 
 const SECRET = "bench-secret-0123456789abcdef";
 const PUBLIC_URL = "https://mail.example.com";
 const TARGET_MERGES_PER_SECOND = 20_000;
-
-export const VARIABLES = [
-  "firstName", "lastName", "email", "company", "plan", "city", "country", "orderCount", "couponCode", "unsubscribeUrl",
-] as const;
-
-/**
- * A table-based newsletter like the ones email builders produce: nested layout tables,
- * inline styles everywhere, images and spacer rows, and a few hundred characters of
- * copy per story (so the generated text part is a fraction of the HTML, as in real mail).
- */
-export function buildNewsletter(targetBytes = 100 * 1024): { html: string; subject: string; previewText: string } {
-  const font = "font-family:Helvetica,Arial,sans-serif;-webkit-font-smoothing:antialiased;mso-line-height-rule:exactly;";
-  const head =
-    '<!DOCTYPE html><html lang="en" xmlns:v="urn:schemas-microsoft-com:vml"><head><meta charset="utf-8">' +
-    '<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="x-apple-disable-message-reformatting">' +
-    "<title>Weekly digest</title><style>@media (max-width:600px){.col{width:100%!important;display:block!important}" +
-    ".hide-mobile{display:none!important}}</style></head>" +
-    '<body style="margin:0;padding:0;background:#f4f4f5;word-spacing:normal;">' +
-    '<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" style="background:#f4f4f5;"><tr><td align="center" style="padding:24px 0;">' +
-    '<table role="presentation" width="600" cellpadding="0" cellspacing="0" border="0" style="width:600px;max-width:600px;background:#ffffff;border-radius:8px;">' +
-    `<tr><td style="padding:24px;${font}font-size:20px;line-height:28px;color:#111827;">Hi {{firstName}} {{ lastName }},</td></tr>`;
-  const tail =
-    `<tr><td style="padding:24px;${font}font-size:12px;line-height:18px;color:#6b7280;">Sent to {{email}} for {{company}} in {{city}}, {{country}}. ` +
-    '<a href="{{unsubscribeUrl}}" style="color:#6b7280;">Unsubscribe</a></td></tr></table></td></tr></table></body></html>';
-  const copy =
-    "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore " +
-    "magna aliqua. Ut enim ad minim veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo " +
-    "consequat. Duis aute irure dolor in reprehenderit in voluptate velit esse cillum dolore eu fugiat nulla pariatur. " +
-    "Excepteur sint occaecat cupidatat non proident, sunt in culpa qui officia deserunt mollit anim id est laborum. ";
-  const spacer =
-    '<tr><td class="hide-mobile" height="12" style="height:12px;font-size:12px;line-height:12px;mso-line-height-rule:exactly;" aria-hidden="true">&nbsp;</td></tr>';
-  const links = 29; // + the unsubscribe link = 30
-  const perBlock = Math.floor((targetBytes - head.length - tail.length) / links);
-  const blocks: string[] = [];
-  for (let i = 0; i < links; i++) {
-    const variable = i % 3 === 0 ? " Your code: {{couponCode}}." : i % 3 === 1 ? " Orders so far: {{orderCount}}." : "";
-    let block =
-      `<tr><td class="col" style="padding:0 24px;"><table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0">` +
-      `<tr><td style="padding:0;"><img src="https://cdn.example.com/newsletter/2030-01/story-${i}.jpg" width="552" alt="Story ${i + 1}" ` +
-      'style="display:block;width:100%;max-width:552px;height:auto;border:0;outline:none;text-decoration:none;border-radius:6px;"></td></tr>' +
-      `<tr><td style="padding:16px 0 8px;${font}font-size:18px;line-height:24px;font-weight:bold;color:#111827;">Story ${i + 1} for the {{plan}} plan</td></tr>` +
-      `<tr><td style="padding:0 0 12px;${font}font-size:15px;line-height:22px;color:#374151;">${copy}${variable}</td></tr>`;
-    const close =
-      '<tr><td align="left" style="padding:0 0 16px;"><table role="presentation" cellpadding="0" cellspacing="0" border="0"><tr>' +
-      '<td align="center" bgcolor="#2563eb" style="border-radius:4px;mso-padding-alt:10px 16px;">' +
-      `<a href="https://www.example.com/stories/${i}?utm_source=newsletter&amp;utm_medium=email&amp;utm_campaign=weekly#top" target="_blank" ` +
-      `style="display:inline-block;padding:10px 16px;${font}font-size:14px;font-weight:bold;color:#ffffff;text-decoration:none;border-radius:4px;">Read more</a>` +
-      "</td></tr></table></td></tr></table></td></tr>";
-    while (block.length + close.length + spacer.length < perBlock) block += spacer;
-    blocks.push(block + close);
-  }
-  return {
-    html: head + blocks.join("") + tail,
-    subject: "{{firstName}}, your {{plan}} digest from {{company}}",
-    previewText: "This week in {{city}}",
-  };
-}
 
 function recipient(i: number): MergeRecipient {
   return {

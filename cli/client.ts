@@ -1,13 +1,12 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
-import { connectClient, errorInfoOf } from "../services/kit/src/index.js";
+import { connectClient, errorInfoOf, loadConfig } from "../services/kit/src/index.js";
 
 export type DirectoryClient = Client<typeof DirectoryService>;
 
-export const DEFAULT_DIRECTORY_URL = "http://127.0.0.1:7101";
-
+/** MAILROOM_DIRECTORY_URL as kit's config reads it (default: the local launcher's port). */
 export function directoryUrl(env: NodeJS.ProcessEnv = process.env): string {
-  return env.MAILROOM_DIRECTORY_URL || DEFAULT_DIRECTORY_URL;
+  return loadConfig(env).urls.directory;
 }
 
 export function directoryClient(url = directoryUrl()): DirectoryClient {

@@ -1,4 +1,5 @@
 import { Command, CommanderError } from "commander";
+import { ConfigError } from "../services/kit/src/index.js";
 import { directoryClient, directoryUrl, type DirectoryClient } from "./client.js";
 import type { CliContext } from "./context.js";
 import { consoleOutput, type Output } from "./output.js";
@@ -25,16 +26,24 @@ export async function runCli(argv: string[], opts: RunOptions = {}): Promise<num
   const env = opts.env ?? process.env;
   const json = argv.includes("--json");
   const output = (opts.output ?? consoleOutput)(json);
+  let url: string;
+  try {
+    url = directoryUrl(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    output.err(`error: ${err.message}`);
+    return 1;
+  }
   const ctx: CliContext = {
-    client: opts.client ?? directoryClient(directoryUrl(env)),
+    client: opts.client ?? directoryClient(url),
     output,
     env,
-    url: directoryUrl(env),
+    url,
     interactive: opts.interactive ?? Boolean(process.stderr.isTTY),
     exitCode: 0,
   };
   const program = new Command("mailroom")
-    .description(`Mailroom admin CLI (directory at ${directoryUrl(env)}; set MAILROOM_DIRECTORY_URL to change)`)
+    .description(`Mailroom admin CLI (directory at ${url}; set MAILROOM_DIRECTORY_URL to change)`)
     .option("-w, --workspace <id>", "workspace to act on (default: $MAILROOM_WORKSPACE)")
     .option("--json", "print JSON")
     .showHelpAfterError()

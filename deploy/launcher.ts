@@ -3,24 +3,89 @@
  * nats-server with JetStream (unless MAILROOM_NATS_URL is set), every service and the
  * gateway — prints the gateway URL and a development API key, and stops everything on Ctrl-C.
  */
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
-import { loadConfig } from "../services/kit/src/config.js";
+import { ConfigError, loadConfig } from "../services/kit/src/config.js";
 import { redactUrl } from "../services/kit/src/logger.js";
-import { startUnits, UNITS, type UnitName } from "./processes.js";
-import { NatsServerMissingError, startLocalNats, type LocalNats } from "./nats-server.js";
+import { startUnits, UNITS, type RunningSystem, type UnitEvent, type UnitName } from "./processes.js";
+import { NatsServerMissingError, startLocalNats, stopStaleNats, type LocalNats } from "./nats-server.js";
+import { DEFAULT_RESTART_POLICY, describeExit, RestartTracker, signalGroup } from "./supervisor.js";
 
-const config = loadConfig();
+const config = (() => {
+  try {
+    return loadConfig();
+  } catch (err) {
+    // A configuration mistake is the user's to fix: the message, without a stack.
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(1);
+    }
+    throw err;
+  }
+})();
 await mkdir(config.dataDir, { recursive: true });
+/** <dataDir>/run/<unit>.pid and nats-server.pid: what runs now, for you and for tests. */
+const runDir = path.join(config.dataDir, "run");
+/** <dataDir>/logs/<unit>.log: each unit's output, also shown here. */
+const logDir = path.join(config.dataDir, "logs");
+await mkdir(runDir, { recursive: true });
+const natsPidFile = path.join(runDir, "nats-server.pid");
+
+const red = (text: string) => `\x1b[1;31m${text}\x1b[0m`;
+const logPath = (unit: string) => path.join(logDir, `${unit}.log`);
 
 let nats: LocalNats | undefined;
+let system: RunningSystem | undefined;
+let stopping = false;
+
+/**
+ * Last resort when the launcher exits: whatever path led here (a crash of this code,
+ * process.exit anywhere), nats-server and the units' process groups are signalled, so
+ * none is left holding the data directory. A clean shutdown has already stopped them.
+ */
+process.on("exit", () => {
+  const running = (child?: ChildProcess) => child && child.exitCode === null && child.signalCode === null;
+  if (running(nats?.child)) signalGroup(nats!.child.pid, "SIGTERM");
+  for (const u of system?.units ?? []) if (running(u.child)) signalGroup(u.child.pid, "SIGTERM");
+  rmSync(natsPidFile, { force: true });
+  for (const u of UNITS) rmSync(path.join(runDir, `${u.name}.pid`), { force: true });
+});
+
+/** Stops every unit, then nats-server, then exits with `code`; a second signal exits at once. */
+async function shutdown(code: number): Promise<never> {
+  if (stopping) process.exit(code || 1);
+  stopping = true;
+  console.log("\nstopping…");
+  const forced = setTimeout(() => {
+    console.error(red("units did not stop within 30 s; killing them"));
+    process.exit(code || 1);
+  }, 30_000);
+  forced.unref();
+  await system?.stop().catch((err) => console.error(`stopping units: ${(err as Error).message}`));
+  await nats?.stop().catch((err) => console.error(`stopping nats-server: ${(err as Error).message}`));
+  process.exit(code);
+}
+
+process.on("SIGINT", () => void shutdown(0));
+process.on("SIGTERM", () => void shutdown(0));
+process.on("SIGHUP", () => void shutdown(0));
+for (const event of ["uncaughtException", "unhandledRejection"] as const) {
+  process.on(event, (err) => {
+    console.error(red(`launcher error: ${(err as Error)?.stack ?? err}`));
+    void shutdown(1);
+  });
+}
+
 let natsUrl = process.env.MAILROOM_NATS_URL;
 if (!natsUrl) {
+  const stale = await stopStaleNats(natsPidFile);
+  if (stale) console.log(`stopped nats-server ${stale} left running by an earlier launcher`);
   try {
-    nats = await startLocalNats(path.join(config.dataDir, "nats"), await portOr(4222));
+    nats = await superviseNats(path.join(config.dataDir, "nats"), await portOr(4222));
     natsUrl = nats.url;
   } catch (err) {
     console.error(err instanceof NatsServerMissingError ? err.message : `cannot start nats-server: ${(err as Error).message}`);
@@ -30,10 +95,12 @@ if (!natsUrl) {
 
 const bootstrap = await resolveBootstrap();
 const ports: Partial<Record<UnitName, number>> = { gateway: config.httpPort };
-for (const u of UNITS) if (u.name !== "gateway") ports[u.name] = await portOr(u.defaultPort);
+// The inbound unit's SMTP port is the operator's to choose (MAILROOM_INBOUND_PORT); the others find each other by URL.
+for (const u of UNITS) if (u.name !== "gateway") ports[u.name] = await portOr(u.name === "inbound" ? config.inbound.port : u.defaultPort);
 
-const colours: Record<UnitName, number> = { directory: 36, renderer: 35, email: 32, broadcast: 34, delivery: 33, gateway: 37 };
-const system = await startUnits({
+const COLOURS = [36, 35, 32, 34, 33, 37, 96, 95, 92, 94, 93];
+const colourOf = (unit: UnitName) => COLOURS[Math.max(0, UNITS.findIndex((u) => u.name === unit)) % COLOURS.length];
+system = await startUnits({
   env: {
     MAILROOM_NATS_URL: natsUrl,
     MAILROOM_DATA_DIR: config.dataDir,
@@ -41,9 +108,14 @@ const system = await startUnits({
     MAILROOM_PUBLIC_URL: config.publicUrl,
   },
   ports,
-  output: { kind: "lines", onLine: (unit, line) => console.log(`\x1b[${colours[unit]}m${unit.padEnd(9)}\x1b[0m ${formatLine(line)}`) },
+  output: {
+    kind: "lines",
+    logDir,
+    onLine: (unit, line) => console.log(`\x1b[${colourOf(unit)}m${unit.padEnd(9)}\x1b[0m ${formatLine(line)}`),
+  },
+  supervise: { runDir, onEvent: reportUnitEvent },
 }).catch(async (err) => {
-  console.error(`failed to start: ${(err as Error).message}`);
+  console.error(`failed to start: ${(err as Error).message} (unit logs in ${logDir})`);
   await nats?.stop();
   process.exit(1);
 });
@@ -54,8 +126,10 @@ Mailroom is running.
   Gateway:      ${gatewayUrl}
   API key:      ${bootstrap.apiKey ?? "(see your MAILROOM_BOOTSTRAP file)"}
   NATS:         ${natsUrl}${nats ? " (started here, data in " + path.join(config.dataDir, "nats") + ")" : ""}
+  Inbound SMTP: 127.0.0.1:${ports.inbound} (bounces, complaints, mailto unsubscribes)
   Mail:         ${config.smtpUrl ? `relayed to ${redactUrl(config.smtpUrl)}` : `captured locally — open ${gatewayUrl}/dev/mail`}
   Data:         ${config.dataDir}${config.mongodbUrl ? " (records in MongoDB)" : ""}
+  Logs, pids:   ${logDir}, ${runDir}
 
 Try it:
   curl -s ${gatewayUrl}/v1/emails -H 'Authorization: Bearer ${bootstrap.apiKey ?? "<API_KEY>"}' \\
@@ -64,17 +138,66 @@ Try it:
 
 Press Ctrl-C to stop.`);
 
-let stopping = false;
-const shutdown = async () => {
-  if (stopping) process.exit(1);
-  stopping = true;
-  console.log("\nstopping…");
-  await system.stop();
-  await nats?.stop();
-  process.exit(0);
-};
-process.on("SIGINT", () => void shutdown());
-process.on("SIGTERM", () => void shutdown());
+/** Says loudly what happened to a unit; gives up (and stops everything) after repeated crashes. */
+function reportUnitEvent(event: UnitEvent): void {
+  switch (event.kind) {
+    case "exited":
+      console.error(red(`${event.unit} (pid ${event.pid}) exited unexpectedly with ${describeExit(event.code, event.signal)} after ${(event.uptimeMs / 1000).toFixed(1)} s; its log: ${logPath(event.unit)}`));
+      break;
+    case "restarting":
+      console.error(red(`restarting ${event.unit} in ${(event.delayMs / 1000).toFixed(1)} s`));
+      break;
+    case "restarted":
+      console.log(`${event.unit} restarted (pid ${event.pid})`);
+      break;
+    case "restart-failed":
+      console.error(red(`${event.unit} did not come back: ${event.error.message}`));
+      break;
+    case "gave-up":
+      console.error(red(
+        `${event.unit} crashed ${event.crashes} times within ${event.windowMs / 1000} s; giving up and stopping Mailroom.\n` +
+          `  See why in its log: ${logPath(event.unit)}`,
+      ));
+      void shutdown(1);
+      break;
+  }
+}
+
+/** nats-server, restarted on the same port and store (with the units' policy) when it dies. */
+async function superviseNats(storeDir: string, port: number): Promise<LocalNats> {
+  const tracker = new RestartTracker(DEFAULT_RESTART_POLICY);
+  const start = async (): Promise<LocalNats> => {
+    const started = await startLocalNats(storeDir, port, { onUnexpectedExit });
+    tracker.started();
+    writeFileSync(natsPidFile, `${started.child.pid}\n`);
+    return started;
+  };
+  const onUnexpectedExit = (code: number | null, signal: NodeJS.Signals | null) => {
+    if (stopping) return;
+    console.error(red(`nats-server (pid ${nats?.child.pid}) exited unexpectedly with ${describeExit(code, signal)}; the units reconnect once it is back`));
+    const decision = tracker.crashed();
+    if (decision.giveUp) {
+      console.error(red(`nats-server crashed ${decision.crashes} times within ${DEFAULT_RESTART_POLICY.windowMs / 1000} s; giving up and stopping Mailroom. Store: ${storeDir}`));
+      void shutdown(1);
+      return;
+    }
+    console.error(red(`restarting nats-server in ${(decision.delayMs / 1000).toFixed(1)} s`));
+    setTimeout(() => {
+      if (stopping) return;
+      start().then(
+        (fresh) => {
+          nats = fresh;
+          console.log(`nats-server restarted (pid ${fresh.child.pid})`);
+        },
+        (err: Error) => {
+          console.error(red(`nats-server did not come back: ${err.message}`));
+          onUnexpectedExit(null, null);
+        },
+      );
+    }, decision.delayMs);
+  };
+  return start();
+}
 
 /** The default port when it is free, else any free port (services find each other by URL). */
 async function portOr(preferred: number): Promise<number> {

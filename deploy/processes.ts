@@ -1,22 +1,29 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, existsSync } from "node:fs";
+import { createWriteStream, existsSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import readline from "node:readline";
 import { fileURLToPath } from "node:url";
+import { DEFAULT_RESTART_POLICY, RestartTracker, signalGroup, type RestartPolicy } from "./supervisor.js";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "gateway";
+export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "inbound" | "webhooks" | "gateway";
 
-/** Every unit of the system; they start together and stop gateway-first. */
-export const UNITS: { name: UnitName; entry: string; urlVar?: string; defaultPort: number }[] = [
+/**
+ * Every unit of the system, one row each (add a unit by adding its row); they start
+ * together and stop gateway-first. A unit gets its port in MAILROOM_SERVICE_PORT unless it
+ * names another `portVar` (inbound: its SMTP port).
+ */
+export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: string; defaultPort: number }[] = [
   { name: "directory", entry: "services/directory/src/main.ts", urlVar: "MAILROOM_DIRECTORY_URL", defaultPort: 7101 },
   { name: "renderer", entry: "services/renderer/src/main.ts", urlVar: "MAILROOM_RENDERER_URL", defaultPort: 7104 },
   { name: "email", entry: "services/email/src/main.ts", urlVar: "MAILROOM_EMAIL_URL", defaultPort: 7102 },
   { name: "broadcast", entry: "services/broadcast/src/main.ts", urlVar: "MAILROOM_BROADCAST_URL", defaultPort: 7103 },
   { name: "delivery", entry: "services/delivery/src/main.ts", urlVar: "MAILROOM_DELIVERY_URL", defaultPort: 7105 },
+  { name: "inbound", entry: "services/inbound/src/main.ts", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525 },
+  { name: "webhooks", entry: "services/webhooks/src/main.ts", urlVar: "MAILROOM_WEBHOOKS_URL", defaultPort: 7107 },
   { name: "gateway", entry: "gateway/src/main.ts", defaultPort: 8080 },
 ];
 
@@ -36,10 +43,33 @@ export interface StartOptions {
   env: Record<string, string | undefined>;
   /** Port per unit; the gateway's is MAILROOM_HTTP_PORT. */
   ports: Partial<Record<UnitName, number>>;
-  /** Where each unit's output goes: a line callback (launcher) or log files (tests). */
-  output: { kind: "lines"; onLine: (unit: UnitName, line: string) => void } | { kind: "files"; dir: string };
+  /**
+   * Where each unit's output goes: a line callback (launcher; with `logDir`, also appended
+   * to <logDir>/<unit>.log) or log files only (tests).
+   */
+  output: { kind: "lines"; onLine: (unit: UnitName, line: string) => void; logDir?: string } | { kind: "files"; dir: string };
   units?: UnitName[];
+  /**
+   * Units wired as containers are (test/deploy): each listens on its own address and gets its
+   * own complete Mailroom environment, with nothing derived from `ports` and no MAILROOM_*
+   * variable inherited from this process — the env alone says where the others are.
+   */
+  isolated?: Partial<Record<UnitName, { host: string; env: Record<string, string | undefined> }>>;
+  /**
+   * `npm start`: once every unit listens, a unit that dies is restarted with backoff
+   * (deploy/supervisor.ts) and <runDir>/<unit>.pid always holds each unit's current pid.
+   * Without it (tests), a unit that dies stays dead.
+   */
+  supervise?: { runDir: string; policy?: RestartPolicy; onEvent: (event: UnitEvent) => void };
 }
+
+/** What the supervisor reports about a unit. */
+export type UnitEvent =
+  | { kind: "exited"; unit: UnitName; pid: number; code: number | null; signal: NodeJS.Signals | null; uptimeMs: number }
+  | { kind: "restarting"; unit: UnitName; delayMs: number }
+  | { kind: "restarted"; unit: UnitName; pid: number }
+  | { kind: "restart-failed"; unit: UnitName; error: Error }
+  | { kind: "gave-up"; unit: UnitName; crashes: number; windowMs: number };
 
 export interface RunningSystem {
   units: RunningUnit[];
@@ -56,42 +86,103 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
   const baseEnv: Record<string, string | undefined> = { ...process.env, ...opts.env };
   for (const u of UNITS) if (u.urlVar) baseEnv[u.urlVar] = `http://127.0.0.1:${portOf(u.name)}`;
   baseEnv.MAILROOM_HTTP_PORT = String(portOf("gateway"));
-  if (opts.output.kind === "files") await mkdir(opts.output.dir, { recursive: true });
+  const logDir = opts.output.kind === "files" ? opts.output.dir : opts.output.logDir;
+  if (logDir) await mkdir(logDir, { recursive: true });
+  const supervise = opts.supervise;
+  if (supervise) await mkdir(supervise.runDir, { recursive: true });
+  const policy = supervise?.policy ?? DEFAULT_RESTART_POLICY;
+  const pidFile = (name: UnitName) => path.join(supervise!.runDir, `${name}.pid`);
+  /** Set once every unit listens: from then on a unit that exits by itself is restarted. */
+  let supervising = false;
+  let systemStopping = false;
+  /** Units stopped on purpose (stop, kill, restart): their exit is no crash. */
+  const stoppedOnPurpose = new Set<ChildProcess>();
+  const trackers = new Map<UnitName, RestartTracker>();
+  const restartTimers = new Set<NodeJS.Timeout>();
+  const startedAt = new WeakMap<ChildProcess, number>();
 
   const running: RunningUnit[] = [];
+  const replace = (fresh: RunningUnit) => {
+    const i = running.findIndex((u) => u.name === fresh.name);
+    if (i >= 0) running[i] = fresh;
+    else running.push(fresh);
+  };
+
+  const onUnexpectedExit = (unit: (typeof UNITS)[number], child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => {
+    if (supervise && child.pid && running.find((u) => u.name === unit.name)?.child === child) rmSync(pidFile(unit.name), { force: true });
+    if (!supervise || !supervising || systemStopping || stoppedOnPurpose.has(child)) return;
+    const tracker = trackers.get(unit.name)!;
+    const uptimeMs = Date.now() - (startedAt.get(child) ?? Date.now());
+    supervise.onEvent({ kind: "exited", unit: unit.name, pid: child.pid ?? 0, code, signal, uptimeMs });
+    const decision = tracker.crashed();
+    if (decision.giveUp) {
+      supervise.onEvent({ kind: "gave-up", unit: unit.name, crashes: decision.crashes, windowMs: policy.windowMs });
+      return;
+    }
+    supervise.onEvent({ kind: "restarting", unit: unit.name, delayMs: decision.delayMs });
+    const timer = setTimeout(() => {
+      restartTimers.delete(timer);
+      if (systemStopping) return;
+      launch(unit).then(
+        (fresh) => supervise.onEvent({ kind: "restarted", unit: unit.name, pid: fresh.child.pid ?? 0 }),
+        // Its exit (before listening) was already reported and counted as a crash.
+        (error: Error) => supervise.onEvent({ kind: "restart-failed", unit: unit.name, error }),
+      );
+    }, decision.delayMs);
+    restartTimers.add(timer);
+  };
+
   const launch = async (unit: (typeof UNITS)[number]): Promise<RunningUnit> => {
     const port = portOf(unit.name);
     // MAILROOM_NODE_ARGS passes flags NODE_OPTIONS refuses (e.g. --cpu-prof) to every unit.
     const nodeArgs = (baseEnv.MAILROOM_NODE_ARGS ?? "").split(" ").filter(Boolean);
+    const own = opts.isolated?.[unit.name];
+    const env = own
+      ? { ...withoutMailroomVariables(process.env), ...opts.env, ...own.env }
+      : { ...baseEnv, [unit.portVar ?? "MAILROOM_SERVICE_PORT"]: String(port) };
     const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", path.join(REPO_ROOT, unit.entry)], {
       cwd: REPO_ROOT,
-      env: { ...baseEnv, MAILROOM_SERVICE_PORT: String(port), MAILROOM_EXIT_WITH_PARENT: "1" },
+      env: { ...env, MAILROOM_EXIT_WITH_PARENT: "1" },
       stdio: ["ignore", "pipe", "pipe"],
       // Own process group: a terminal's Ctrl-C reaches only the launcher, which then stops
       // each unit once, in order (MAILROOM_EXIT_WITH_PARENT covers a launcher that dies).
       detached: true,
     });
-    if (opts.output.kind === "files") {
-      const log = createWriteStream(path.join(opts.output.dir, `${unit.name}.log`), { flags: "a" });
+    startedAt.set(child, Date.now());
+    if (supervise) {
+      trackers.set(unit.name, trackers.get(unit.name) ?? new RestartTracker(policy));
+      trackers.get(unit.name)!.started();
+      if (child.pid) writeFileSync(pidFile(unit.name), `${child.pid}\n`);
+    }
+    const runningUnit: RunningUnit = { name: unit.name, port, child };
+    // Registered at once, so a stop during start-up reaches this child too.
+    if (supervising) replace(runningUnit);
+    child.once("exit", (code, signal) => onUnexpectedExit(unit, child, code, signal));
+    if (logDir) {
+      const log = createWriteStream(path.join(logDir, `${unit.name}.log`), { flags: "a" });
       child.stdout!.pipe(log);
       child.stderr!.pipe(log);
-    } else {
+    }
+    if (opts.output.kind === "lines") {
       const onLine = opts.output.onLine;
       for (const stream of [child.stdout!, child.stderr!]) {
         readline.createInterface({ input: stream }).on("line", (line) => onLine(unit.name, line));
       }
     }
-    await waitListening(port, child, unit.name);
-    return { name: unit.name, port, child };
+    await waitListening(port, own?.host ?? "127.0.0.1", child, unit.name);
+    return runningUnit;
   };
 
   const stopUnit = async (u: RunningUnit, signal: NodeJS.Signals = "SIGTERM") => {
+    stoppedOnPurpose.add(u.child);
     if (u.child.exitCode !== null || u.child.signalCode !== null) return;
     const exited = new Promise((r) => u.child.once("exit", r));
     u.child.kill(signal);
-    const timer = setTimeout(() => u.child.kill("SIGKILL"), 10_000);
+    // The whole process group: anything the unit started goes with it.
+    const timer = setTimeout(() => signalGroup(u.child.pid, "SIGKILL"), 10_000);
     await exited;
     clearTimeout(timer);
+    signalGroup(u.child.pid, "SIGKILL");
   };
 
   try {
@@ -101,9 +192,11 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
     const failed = started.find((r) => r.status === "rejected");
     if (failed) throw (failed as PromiseRejectedResult).reason;
   } catch (err) {
+    systemStopping = true;
     await Promise.all(running.map((u) => stopUnit(u)));
     throw err;
   }
+  supervising = true;
 
   return {
     units: running,
@@ -118,23 +211,30 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
       if (u) await stopUnit(u, signal);
     },
     async stop() {
+      systemStopping = true;
+      for (const timer of restartTimers) clearTimeout(timer);
       // Reverse order: the gateway stops taking requests before the services go.
       for (const u of [...running].reverse()) await stopUnit(u);
+      if (supervise) for (const u of running) rmSync(pidFile(u.name), { force: true });
     },
   };
 }
 
-async function waitListening(port: number, child: ChildProcess, name: string, timeoutMs = 60_000): Promise<void> {
+function withoutMailroomVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith("MAILROOM_")));
+}
+
+async function waitListening(port: number, host: string, child: ChildProcess, name: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} before listening on ${port}`);
+    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} before listening on ${host}:${port}`);
     const open = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, "127.0.0.1");
+      const s = net.connect(port, host);
       s.once("connect", () => { s.destroy(); resolve(true); });
       s.once("error", () => resolve(false));
     });
     if (open) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${name} did not listen on ${port} within ${timeoutMs} ms`);
+  throw new Error(`${name} did not listen on ${host}:${port} within ${timeoutMs} ms`);
 }

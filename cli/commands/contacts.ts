@@ -2,19 +2,25 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { Command } from "commander";
 import cliProgress from "cli-progress";
-import type { JsonObject } from "@bufbuild/protobuf";
 import {
   CreateContactResponseSchema, GetContactResponseSchema, ListContactPropertiesResponseSchema, ListContactsResponseSchema,
-  ListSuppressionsResponseSchema, PropertyType, SuppressionReason, type Contact,
+  ListSuppressionsResponseSchema, PropertyType, SuppressionReason, ContactSource, ContactStatus, type Contact,
 } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { coercePropertyText } from "../../services/directory/src/properties.js";
 import { action, parseLimit, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
-import { importContactsCsv, ImportAbortedError } from "../import-csv.js";
+import { DEFAULT_BATCH_SIZE, importContactsCsv, ImportAbortedError } from "../import-csv.js";
 import { table, when } from "../output.js";
 
 const TYPE_BY_NAME: Record<string, PropertyType> = {
   string: PropertyType.STRING, number: PropertyType.NUMBER, boolean: PropertyType.BOOLEAN, date: PropertyType.DATE,
+  select: PropertyType.SELECT, multi_select: PropertyType.MULTI_SELECT,
 };
+const STATUS_NAMES = ["SUBSCRIBED", "UNSUBSCRIBED", "ARCHIVED", "OPT_IN_PENDING", "BANNED"] as const;
+function parseStatus(raw: string): ContactStatus {
+  const name = raw.trim().toUpperCase();
+  if (!(STATUS_NAMES as readonly string[]).includes(name)) throw new UsageError(`unknown status "${raw}"; use ${STATUS_NAMES.join(", ")}`);
+  return ContactStatus[name as (typeof STATUS_NAMES)[number]];
+}
+const statusName = (c: Contact) => ContactStatus[c.status] ?? "SUBSCRIBED";
 const TYPE_NAME = (t: PropertyType) => (PropertyType[t] ?? "unknown").toLowerCase();
 const REASONS: Record<string, SuppressionReason> = {
   unsubscribed: SuppressionReason.UNSUBSCRIBED, hard_bounce: SuppressionReason.HARD_BOUNCE,
@@ -22,19 +28,22 @@ const REASONS: Record<string, SuppressionReason> = {
 };
 const MAX_REJECTED_SHOWN = 100;
 
-const contactRow = (c: Contact) => [c.email, c.firstName || "-", c.lastName || "-", c.subscribed ? "yes" : "no", c.timezone || "-", JSON.stringify(c.properties ?? {})];
-const CONTACT_HEADER = ["EMAIL", "FIRST", "LAST", "SUBSCRIBED", "TIMEZONE", "PROPERTIES"];
+const contactRow = (c: Contact) => [c.email, c.firstName || "-", c.lastName || "-", statusName(c), c.timezone || "-", JSON.stringify(c.properties ?? {})];
+const CONTACT_HEADER = ["EMAIL", "FIRST", "LAST", "STATUS", "TIMEZONE", "PROPERTIES"];
 
 export function contactCommands(program: Command, ctx: CliContext): void {
   const property = program.command("property").description("custom contact properties (merge variables)");
 
   property.command("create")
     .argument("<slug>", "API name, e.g. plan")
-    .argument("<type>", "string | number | boolean | date")
-    .action(action(ctx, async (slug: string, type: string, _opts: unknown, cmd: Command) => {
+    .argument("<type>", "string | number | boolean | date | select | multi_select")
+    .option("--options <list>", "select / multi_select: comma-separated option values")
+    .option("--display-name <name>", "shown name (default: the slug)")
+    .action(action(ctx, async (slug: string, type: string, opts: { options?: string; displayName?: string }, cmd: Command) => {
       const t = TYPE_BY_NAME[type.toLowerCase()];
-      if (t === undefined) throw new UsageError(`unknown property type "${type}"; use string, number, boolean or date`);
-      await ctx.client.createContactProperty({ workspaceId: workspaceOf(ctx, cmd), slug, type: t });
+      if (t === undefined) throw new UsageError(`unknown property type "${type}"; use string, number, boolean, date, select or multi_select`);
+      const options = (opts.options ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+      await ctx.client.createContactProperty({ workspaceId: workspaceOf(ctx, cmd), slug, type: t, options, displayName: opts.displayName ?? "" });
       ctx.output.out(`created property ${slug} (${type.toLowerCase()})`);
     }));
 
@@ -42,7 +51,9 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     .action(action(ctx, async (_opts: unknown, cmd: Command) => {
       const res = await ctx.client.listContactProperties({ workspaceId: workspaceOf(ctx, cmd) });
       if (ctx.output.json) return printJson(ctx, ListContactPropertiesResponseSchema, res);
-      ctx.output.out(table([["SLUG", "TYPE", "BUILT-IN"], ...res.properties.map((p) => [p.slug, TYPE_NAME(p.type), p.builtIn ? "yes" : "no"])]));
+      ctx.output.out(table([["SLUG", "TYPE", "BUILT-IN", "ID", "OPTIONS"], ...res.properties.map((p) => [
+        p.slug, TYPE_NAME(p.type), p.builtIn ? "yes" : "no", p.builtIn ? "-" : p.id || "-", p.options.map((o) => o.value).join(",") || "-",
+      ])]));
     }));
 
   const contact = program.command("contact").description("contacts: add, list, import from CSV");
@@ -53,26 +64,22 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     .option("--first-name <name>")
     .option("--last-name <name>")
     .option("--timezone <tz>")
-    .option("--unsubscribed", "add as unsubscribed")
-    .option("--prop <slug=value...>", "custom property values (typed by the property's type)")
-    .action(action(ctx, async (email: string, opts: { firstName?: string; lastName?: string; timezone?: string; unsubscribed?: boolean; prop?: string[] }, cmd: Command) => {
-      const workspaceId = workspaceOf(ctx, cmd);
-      const properties: JsonObject = {};
-      if (opts.prop?.length) {
-        const types = new Map((await ctx.client.listContactProperties({ workspaceId })).properties.map((p) => [p.slug, TYPE_NAME(p.type)]));
-        for (const pair of opts.prop) {
-          const eq = pair.indexOf("=");
-          if (eq <= 0) throw new UsageError(`--prop expects slug=value, got "${pair}"`);
-          const slug = pair.slice(0, eq);
-          const type = types.get(slug);
-          // Unknown slugs go through as text: the directory names them in its error.
-          const value = type && type !== "unknown" ? coercePropertyText(slug, type as "string", pair.slice(eq + 1)) : pair.slice(eq + 1);
-          if (value !== undefined) properties[slug] = value;
-        }
+    .option("--status <status>", "SUBSCRIBED (default), UNSUBSCRIBED, ARCHIVED, OPT_IN_PENDING or BANNED")
+    .option("--unsubscribed", "add as UNSUBSCRIBED (same as --status UNSUBSCRIBED)")
+    .option("--prop <slug=value...>", "custom property values (the directory converts them to the property's type)")
+    .action(action(ctx, async (email: string, opts: { firstName?: string; lastName?: string; timezone?: string; status?: string; unsubscribed?: boolean; prop?: string[] }, cmd: Command) => {
+      const textProperties: Record<string, string> = {};
+      for (const pair of opts.prop ?? []) {
+        const eq = pair.indexOf("=");
+        if (eq <= 0) throw new UsageError(`--prop expects slug=value, got "${pair}"`);
+        textProperties[pair.slice(0, eq)] = pair.slice(eq + 1);
       }
       const res = await ctx.client.createContact({
-        workspaceId,
-        contact: { email, firstName: opts.firstName, lastName: opts.lastName, timezone: opts.timezone, subscribed: opts.unsubscribed ? false : undefined, properties },
+        workspaceId: workspaceOf(ctx, cmd),
+        contact: {
+          email, firstName: opts.firstName, lastName: opts.lastName, timezone: opts.timezone, textProperties, source: ContactSource.DASHBOARD,
+          status: opts.status ? parseStatus(opts.status) : opts.unsubscribed ? ContactStatus.UNSUBSCRIBED : undefined,
+        },
       });
       if (ctx.output.json) return printJson(ctx, CreateContactResponseSchema, res);
       ctx.output.out(`created ${res.contact!.email} (${res.contact!.id})`);
@@ -85,7 +92,9 @@ export function contactCommands(program: Command, ctx: CliContext): void {
       if (ctx.output.json) return printJson(ctx, GetContactResponseSchema, res);
       const c = res.contact!;
       ctx.output.out(table([["id", c.id], ["email", c.email], ["firstName", c.firstName], ["lastName", c.lastName], ["timezone", c.timezone],
-        ["subscribed", String(c.subscribed)], ["properties", JSON.stringify(c.properties ?? {})], ["created", when(c.createdAt)], ["updated", when(c.updatedAt)]]));
+        ["status", statusName(c)], ["source", ContactSource[c.source] ?? "-"],
+        ...(["avatarUrl", "city", "language", "phone", "birthday", "countryCode"] as const).filter((k) => c[k]).map((k) => [k, c[k]]),
+        ["properties", JSON.stringify(c.properties ?? {})], ["created", when(c.createdAt)], ["updated", when(c.updatedAt)]]));
     }));
 
   contact.command("remove")
@@ -100,14 +109,16 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     .option("--limit <n>", "page size (1-500)", "50")
     .option("--cursor <cursor>", "continue after this cursor")
     .option("--all", "follow the cursor to the end")
-    .option("--subscribed", "only subscribed contacts")
-    .action(action(ctx, async (opts: { limit: string; cursor?: string; all?: boolean; subscribed?: boolean }, cmd: Command) => {
+    .option("--subscribed", "only SUBSCRIBED contacts (a broadcast audience)")
+    .option("--status <status>", "only contacts with this status")
+    .action(action(ctx, async (opts: { limit: string; cursor?: string; all?: boolean; subscribed?: boolean; status?: string }, cmd: Command) => {
+      const status = opts.status ? parseStatus(opts.status) : ContactStatus.UNSPECIFIED;
       const workspaceId = workspaceOf(ctx, cmd);
       const limit = parseLimit(opts.limit, "--limit");
       let cursor = opts.cursor ?? "";
       let first = true;
       for (;;) {
-        const res = await ctx.client.listContacts({ workspaceId, page: { limit, cursor }, subscribedOnly: opts.subscribed ?? false });
+        const res = await ctx.client.listContacts({ workspaceId, page: { limit, cursor }, subscribedOnly: opts.subscribed ?? false, status });
         if (ctx.output.json) printJson(ctx, ListContactsResponseSchema, res);
         else {
           const rows = res.contacts.map(contactRow);
@@ -124,9 +135,9 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     }));
 
   contact.command("import")
-    .description("import contacts from a CSV file (header row: email, firstName, lastName, timezone, subscribed, <property slugs>)")
+    .description("import contacts from a CSV file (header row: email, firstName, lastName, timezone, status (or yes/no subscribed), <property slugs>)")
     .argument("<file>", "CSV file")
-    .option("--batch-size <n>", "rows per request (1-1000)", "500")
+    .option("--batch-size <n>", "rows per request (1-1000)", String(DEFAULT_BATCH_SIZE))
     .action(action(ctx, async (file: string, opts: { batchSize: string }, cmd: Command) => {
       const workspaceId = workspaceOf(ctx, cmd);
       const size = (await stat(file)).size;
@@ -152,11 +163,18 @@ export function contactCommands(program: Command, ctx: CliContext): void {
       if (ctx.output.json) {
         ctx.output.out(JSON.stringify(summary, null, 2));
       } else {
-        ctx.output.out(`${summary.rows} rows: ${summary.created} created, ${summary.updated} updated, ${summary.rejected.length} rejected`);
+        ctx.output.out(`${summary.rows} rows: ${summary.created} created, ${summary.updated} updated, ${summary.rejectedCount} rejected`);
         for (const r of summary.rejected.slice(0, MAX_REJECTED_SHOWN)) ctx.output.out(`  line ${r.line}${r.email ? ` (${r.email})` : ""}: ${r.reason}`);
-        if (summary.rejected.length > MAX_REJECTED_SHOWN) ctx.output.out(`  … and ${summary.rejected.length - MAX_REJECTED_SHOWN} more (use --json for all)`);
+        if (summary.rejectedCount > MAX_REJECTED_SHOWN) {
+          ctx.output.out(`  … and ${summary.rejectedCount - MAX_REJECTED_SHOWN} more (--json lists the first ${summary.rejected.length})`);
+        }
       }
-      if (summary.rejected.length) ctx.exitCode = 2;
+      if (summary.stopped) {
+        ctx.output.err(`error: import stopped at line ${summary.stopped.line}: ${summary.stopped.reason}`);
+        ctx.exitCode = 1;
+      } else if (summary.rejectedCount) {
+        ctx.exitCode = 2;
+      }
     }));
 
   const suppression = program.command("suppression").description("addresses no mail goes to");

@@ -9,12 +9,13 @@ export function keyCommands(program: Command, ctx: CliContext): void {
   key.command("create")
     .description("create an API key and print it once")
     .option("--name <name>", "a label for the key", "")
-    .option("--scopes <list>", "comma-separated scopes (api_user, admin)", "api_user")
-    .action(action(ctx, async (opts: { name: string; scopes: string }, cmd: Command) => {
+    .option("--scopes <list>", "comma-separated scopes (api_user, api_read, admin); an empty list gives no scope", "api_user")
+    .option("--role <role>", "EDITOR (= api_user) or VIEWER (= api_read, read only) instead of --scopes")
+    .action(action(ctx, async (opts: { name: string; scopes: string; role?: string }, cmd: Command) => {
       const res = await ctx.client.createApiKey({
         workspaceId: workspaceOf(ctx, cmd),
         name: opts.name,
-        scopes: opts.scopes.split(",").map((s) => s.trim()).filter(Boolean),
+        ...(opts.role ? { role: opts.role.toUpperCase() } : { scopes: opts.scopes.split(",").map((s) => s.trim()).filter(Boolean) }),
       });
       if (ctx.output.json) return printJson(ctx, CreateApiKeyResponseSchema, res);
       ctx.output.out(res.plainKey);
@@ -26,8 +27,8 @@ export function keyCommands(program: Command, ctx: CliContext): void {
     .action(action(ctx, async (_opts: unknown, cmd: Command) => {
       const res = await ctx.client.listApiKeys({ workspaceId: workspaceOf(ctx, cmd) });
       if (ctx.output.json) return printJson(ctx, ListApiKeysResponseSchema, res);
-      ctx.output.out(table([["ID", "PREFIX", "NAME", "SCOPES", "CREATED", "REVOKED"], ...res.apiKeys.map((k) => [
-        k.id, `${k.prefix}…`, k.name || "-", k.scopes.join(","), when(k.createdAt), when(k.revokedAt) || "-",
+      ctx.output.out(table([["ID", "PREFIX", "NAME", "ROLE", "SCOPES", "CREATED", "REVOKED"], ...res.apiKeys.map((k) => [
+        k.id, `${k.prefix}…`, k.name || "-", k.role, k.scopes.join(",") || "-", when(k.createdAt), when(k.revokedAt) || "-",
       ])]));
     }));
 

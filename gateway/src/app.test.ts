@@ -1,5 +1,6 @@
+import { memoryTransport } from "../../services/kit/src/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient, createRouterTransport, Code, ConnectError } from "@connectrpc/connect";
+import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { loadConfig, createLogger } from "../../services/kit/src/index.js";
@@ -7,10 +8,10 @@ import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "./deps.js";
 import { workspaceOf } from "./auth.js";
 import { appError } from "../../services/kit/src/errors.js";
-import { replyWithError } from "./errors.js";
+import { MemoryTokenBuckets } from "./rate-limit.js";
 
 // An in-memory directory that knows two keys: one with api_user, one without.
-const directoryTransport = createRouterTransport(({ service }) => {
+const directoryTransport = memoryTransport(({ service }) => {
   service(DirectoryService, {
     authenticate(req) {
       if (req.apiKey === "mr_test_good_key") return { workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] };
@@ -32,7 +33,7 @@ describe("gateway core", () => {
       },
     });
     const deps: GatewayDeps = {
-      config: loadConfig({}),
+      config: loadConfig({ MAILROOM_DOCS_URL: "https://docs.example.test/errors/" }),
       logger: createLogger("gateway-test", "silent"),
       clients: { directory: counted } as unknown as ServiceClients,
       rateLimitPerMinute: 5,
@@ -42,8 +43,9 @@ describe("gateway core", () => {
       api: [
         (scope) => scope.post("/v1/echo", async (request) => ({ workspaceId: workspaceOf(request), body: request.body })),
         (scope) => scope.get("/v1/items/:id", async (request) => ({ id: (request.params as { id: string }).id })),
-        (scope) => scope.post("/v1/fails", async (_request, reply) =>
-          replyWithError(reply, appError({ code: "invalid_from", httpStatus: 400, message: "not verified", allowedEmails: ["a@x.test"], allowedDomains: ["x.test"] }))),
+        (scope) => scope.post("/v1/fails", async () => {
+          throw appError({ code: "invalid_from", httpStatus: 400, message: "not verified", allowedEmails: ["a@x.test"], allowedDomains: ["x.test"] });
+        }),
       ],
       public: [],
     });
@@ -64,7 +66,7 @@ describe("gateway core", () => {
     for (const headers of [{} as Record<string, string>, { authorization: "Basic abc" }, { authorization: "Bearer mr_test_wrong_key" }, { authorization: "Bearer mr_test_readonly" }]) {
       const res = await post("/v1/echo", headers, "{}");
       expect(res.statusCode).toBe(401);
-      expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", message: expect.any(String) });
+      expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String) });
     }
   });
 
@@ -96,12 +98,19 @@ describe("gateway core", () => {
     expect(longParam.json()).toMatchObject({ statusCode: 414, error: "URI Too Long", code: "uri_too_long" });
   });
 
+  it("answers requests Node's HTTP parser refuses (a 20 KB URL) with the public body, not Node's", async () => {
+    const address = await app.listen({ port: 0, host: "127.0.0.1" });
+    const res = await fetch(`${address}/v1/items/${"x".repeat(20_000)}`);
+    expect(res.status).toBe(431);
+    expect(await res.json()).toEqual({ statusCode: 431, error: "Request Header Fields Too Large", code: "header_too_large", message: expect.any(String) });
+  });
+
   it("maps an ErrorInfo from a service to the spec's body with allowed lists and docsUrl", async () => {
     const res = await post("/v1/fails", key, "{}");
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({
-      statusCode: 400, error: "Bad Request", message: "not verified",
-      allowedEmails: ["a@x.test"], allowedDomains: ["x.test"], docsUrl: expect.stringMatching(/^https:\/\//),
+      statusCode: 400, error: "Bad Request", code: "invalid_from", message: "not verified",
+      allowedEmails: ["a@x.test"], allowedDomains: ["x.test"], docsUrl: "https://docs.example.test/errors/invalid_from",
     });
   });
 
@@ -112,5 +121,128 @@ describe("gateway core", () => {
     expect(last!.headers["retry-after"]).toBeDefined();
     expect(last!.headers["ratelimit-limit"]).toBe("5");
     expect(last!.json()).toMatchObject({ statusCode: 429, error: "Too Many Requests", code: "rate_limited" });
+  });
+
+  it("accepts the Authorization scheme in any case", async () => {
+    for (const scheme of ["bearer", "BEARER", "bEaReR"]) {
+      const res = await post("/v1/echo", { authorization: `${scheme} mr_test_good_key` }, "{}");
+      expect(res.statusCode, scheme).not.toBe(401);
+    }
+  });
+
+  it("names every answer with x-request-id: the caller's own when acceptable, else a new one", async () => {
+    const own = await post("/v1/echo", { ...key, "x-request-id": "trace:abc/123 def" }, "{}");
+    expect(own.headers["x-request-id"]).toBe("trace:abc/123 def");
+    for (const res of [
+      await app.inject({ method: "GET", url: "/v1/nope" }),
+      await post("/v1/echo", {}, "{}"),
+      await post("/v1/echo", key, "{not json"),
+      await app.inject({ method: "GET", url: "/v1/items/%E0%A4%A" }),
+      await app.inject({ method: "GET", url: "/healthz" }),
+    ]) {
+      expect(res.headers["x-request-id"], res.body).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const longId = "x".repeat(128);
+    expect((await app.inject({ method: "GET", url: "/healthz", headers: { "x-request-id": longId } })).headers["x-request-id"]).toBe(longId);
+    for (const bad of ["x".repeat(129), "tab\there", "é", " padded"]) {
+      const res = await app.inject({ method: "GET", url: "/healthz", headers: { "x-request-id": bad } });
+      expect(res.headers["x-request-id"], bad).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+});
+
+describe("gateway limits", () => {
+  const directory = (calls: { count: number }) => {
+    const client = createClient(DirectoryService, directoryTransport);
+    return new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop === "authenticate") calls.count++;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+  };
+  const gateway = (calls: { count: number }, extra: Partial<GatewayDeps>) =>
+    buildGateway({
+      config: loadConfig({}),
+      logger: createLogger("gateway-test", "silent"),
+      clients: { directory: directory(calls) } as unknown as ServiceClients,
+      rateLimitPerMinute: 0,
+      authCacheMs: 60_000,
+      ...extra,
+    }, { api: [(scope) => scope.post("/v1/echo", async () => ({ ok: true }))], public: [] });
+  const echo = (app: FastifyInstance, apiKey: string, ip = "203.0.113.7") =>
+    app.inject({ method: "POST", url: "/v1/echo", remoteAddress: ip, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, payload: "{}" });
+
+  it("stops a flood of bad keys from one address before it reaches the directory", async () => {
+    const calls = { count: 0 };
+    const app = await gateway(calls, { authFailuresPerMinute: 20 });
+    try {
+      const answers: number[] = [];
+      for (let i = 0; i < 60; i++) answers.push((await echo(app, `mr_test_guess_${i}_xxxxxxxx`)).statusCode);
+      expect(calls.count).toBe(20);
+      expect(answers.slice(0, 20).every((s) => s === 401)).toBe(true);
+      expect(answers.slice(20).every((s) => s === 429)).toBe(true);
+      const limited = await echo(app, "mr_test_guess_again");
+      expect(limited.headers["retry-after"]).toBeDefined();
+      expect(limited.json()).toMatchObject({ statusCode: 429, code: "rate_limited" });
+      // A flood running in parallel is held to the same budget.
+      const parallelCalls = { count: 0 };
+      const fresh = await gateway(parallelCalls, { authFailuresPerMinute: 20 });
+      await Promise.all(Array.from({ length: 50 }, (_, i) => echo(fresh, `mr_test_parallel_${i}_xxxxxx`, "203.0.113.8")));
+      expect(parallelCalls.count).toBe(20);
+      await fresh.close();
+      // Another address, and valid keys, are not affected.
+      expect((await echo(app, "mr_test_guess_other", "198.51.100.1")).statusCode).toBe(401);
+      expect((await echo(app, "mr_test_good_key", "198.51.100.2")).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("gives valid keys their attempts back", async () => {
+    const calls = { count: 0 };
+    const app = await gateway(calls, { authFailuresPerMinute: 3, authCacheMs: 0 });
+    try {
+      for (let i = 0; i < 10; i++) {
+        expect((await echo(app, "mr_test_good_key")).statusCode).toBe(200);
+        await new Promise((r) => setTimeout(r, 3)); // past the 1 ms cache
+      }
+      expect(calls.count).toBe(10);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("is a token bucket per key: a burst, then the steady rate, with RateLimit headers", async () => {
+    let now = 1_000_000;
+    const calls = { count: 0 };
+    const app = await gateway(calls, { rateLimitPerMinute: 60, rateLimitBurst: 3, rateLimitBuckets: new MemoryTokenBuckets(() => now) });
+    try {
+      const first = await echo(app, "mr_test_good_key");
+      expect(first.headers).toMatchObject({ "ratelimit-limit": "3", "ratelimit-remaining": "2", "ratelimit-reset": "1" });
+      expect((await echo(app, "mr_test_good_key")).statusCode).toBe(200);
+      expect((await echo(app, "mr_test_good_key")).statusCode).toBe(200);
+      const limited = await echo(app, "mr_test_good_key");
+      expect(limited.statusCode).toBe(429);
+      expect(limited.headers).toMatchObject({ "retry-after": "1", "ratelimit-remaining": "0" });
+      // Another key has its own bucket.
+      expect((await echo(app, "mr_test_readonly")).statusCode).toBe(401);
+      now += 1_000; // one token a second
+      expect((await echo(app, "mr_test_good_key")).statusCode).toBe(200);
+      expect((await echo(app, "mr_test_good_key")).statusCode).toBe(429);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("lets requests through, never a 500, when the shared buckets are unreachable", async () => {
+    const calls = { count: 0 };
+    const unreachable = { take: async () => Promise.reject(new Error("TIMEOUT")) };
+    const app = await gateway(calls, { rateLimitPerMinute: 60, rateLimitBurst: 3, rateLimitBuckets: unreachable });
+    try {
+      for (let i = 0; i < 5; i++) expect((await echo(app, "mr_test_good_key")).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,13 +1,14 @@
-import { randomUUID, createHash } from "node:crypto";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
-import rateLimit from "@fastify/rate-limit";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { z } from "zod";
 import type { GatewayDeps } from "./deps.js";
 import { createAuthHook } from "./auth.js";
-import { publicErrorBody, sendError } from "./errors.js";
-import { apiRoutes, publicRoutes, type RouteModule } from "./routes/index.js";
-
-/** Requests larger than this are refused with 413 (broadcast HTML is capped at 500 KB). */
-export const BODY_LIMIT_BYTES = 2 * 1024 * 1024;
+import { AuthFailureLimiter, MemoryTokenBuckets, createKeyRateLimitHook } from "./rate-limit.js";
+import { requestIdOf, runWithRequestId } from "./request-context.js";
+import { DEFAULT_BODY_LIMIT_BYTES, bodyFromRouterError, clientErrorResponse, handleError, refusal, sendError } from "./errors.js";
+import { collectOpenApi } from "./openapi.js";
+import { installMetrics } from "./metrics.js";
+import { apiRoutes, publicRoutes } from "./routes/index.js";
+import { defineRoute, type RouteModule } from "./routes/route.js";
 
 /**
  * Builds the public HTTP gateway: JSON in and out, auth, rate limits and error bodies.
@@ -21,19 +22,17 @@ export async function buildGateway(
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     // Per-request access lines cost more than the request at load; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: BODY_LIMIT_BYTES,
+    bodyLimit: DEFAULT_BODY_LIMIT_BYTES,
     // Signed tracking tokens ride in path segments and exceed the default 100 characters.
     routerOptions: { maxParamLength: 4096 },
-    genReqId: (req) => {
-      const given = req.headers["x-request-id"];
-      return typeof given === "string" && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
-    },
+    // The caller's x-request-id when acceptable (printable, at most 128 characters), else a new one.
+    genReqId: (req) => requestIdOf(req.headers["x-request-id"]),
     // Router-level errors (bad URL encoding, over-long path parameters) get the public body too.
-    frameworkErrors: (err, _request, reply) => {
-      const tooLong = (err as FastifyError).code === "FST_ERR_PARAM_TOO_LONG" || (err as FastifyError).statusCode === 414;
-      return sendError(reply, publicErrorBody(tooLong
-        ? { code: "uri_too_long", status: 414, message: "A path parameter is too long" }
-        : { code: "invalid_request", message: `Malformed request URL: ${err.message}` }));
+    frameworkErrors: (err, request, reply) => sendError(reply.header("x-request-id", request.id), bodyFromRouterError(err)),
+    // Requests Node's HTTP parser refuses (headers or URL over 16 KB, broken framing) get the public body too.
+    clientErrorHandler: (err, socket) => {
+      if (socket.writable && (err as NodeJS.ErrnoException).code !== "ECONNRESET") socket.end(clientErrorResponse(err));
+      else socket.destroy(err);
     },
     return503OnClosing: true,
     forceCloseConnections: "idle",
@@ -47,50 +46,55 @@ export async function buildGateway(
     (body as string).trim() === "" ? done(null, undefined) : parseJson(request, body as string, done),
   );
 
-  // Malformed JSON, wrong content type, oversize bodies: a clear 4xx, never a 500.
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const status = err.statusCode ?? 500;
-    if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
-      return sendError(reply, publicErrorBody({ code: "unsupported_media_type", message: "Content-Type must be application/json" }));
-    }
-    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE" || status === 413) {
-      return sendError(reply, publicErrorBody({ code: "payload_too_large", message: `Request body exceeds ${BODY_LIMIT_BYTES} bytes` }));
-    }
-    if (status === 429) {
-      return sendError(reply, publicErrorBody({ code: "rate_limited", message: err.message }));
-    }
-    if (status >= 400 && status < 500) {
-      const invalidJson = err instanceof SyntaxError || err.code?.startsWith("FST_ERR_CTP");
-      return sendError(reply, publicErrorBody({
-        code: invalidJson ? "invalid_json" : "invalid_request",
-        message: invalidJson ? `Malformed JSON body: ${err.message}` : err.message,
-      }));
-    }
-    request.log.error({ err }, "unhandled error");
-    return sendError(reply, publicErrorBody({ code: "internal", message: "Internal error" }));
+  app.decorate("errorDocsBase", deps.config.errorDocsUrl);
+  // Every answer names its request; every RPC made while serving it carries the same id.
+  app.addHook("onRequest", (request, reply, done) => {
+    reply.header("x-request-id", request.id);
+    runWithRequestId(String(request.id), done);
+  });
+  // A trace line per request at debug only (an access log at info costs more than the request).
+  app.addHook("onResponse", (request, reply, done) => {
+    request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request done");
+    done();
+  });
+  // Body parsing may leave the context behind: enter it again for the handler.
+  app.addHook("preHandler", (request, _reply, done) => runWithRequestId(String(request.id), done));
+
+  // Every error (routes, hooks, parsers, plugins) becomes its public body in one place.
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(async (request) => {
+    throw refusal({ code: "not_found", message: `Route ${request.method} ${request.url.split("?")[0]} not found` });
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, publicErrorBody({ code: "not_found", message: `Route ${request.method} ${request.url.split("?")[0]} not found` })),
-  );
+  // Before any route: the OpenAPI document is generated from the routes as they register.
+  collectOpenApi(app, deps.config.publicUrl);
+  installMetrics(app, deps);
 
-  app.get("/healthz", async () => ({ ok: true }));
+  defineRoute(app, {
+    method: "GET",
+    url: "/healthz",
+    operationId: "health",
+    tags: ["Operations"],
+    summary: "Liveness of the gateway",
+    responses: { 200: { description: "The gateway is up.", body: z.strictObject({ ok: z.literal(true) }).meta({ id: "Health" }) } },
+    handler: async () => ({ ok: true }),
+  });
 
   await app.register(async (scope) => {
-    // Auth runs first (onRequest, before the body is read); the rate limit then counts per key.
-    scope.addHook("onRequest", createAuthHook(deps));
+    // What this scope registers needs the key (the document says so from this mark).
+    scope.addHook("onRoute", (options) => {
+      options.config = { ...options.config, requiresApiKey: true };
+    });
+    // Auth runs first (onRequest, before the body is read), limited per client address in
+    // failed attempts; the token bucket then counts the key's well-formed requests.
+    const failures = deps.authFailuresPerMinute ? new AuthFailureLimiter(deps.authFailuresPerMinute) : undefined;
+    scope.addHook("onRequest", createAuthHook(deps, failures));
     if (deps.rateLimitPerMinute > 0) {
-      await scope.register(rateLimit, {
-        hook: "preHandler",
-        max: deps.rateLimitPerMinute,
-        timeWindow: 60_000,
-        enableDraftSpec: true,
-        keyGenerator: (request) => request.auth?.keyId ?? createHash("sha256").update(request.ip).digest("hex"),
-        errorResponseBuilder: (_request, context) => ({
-          statusCode: 429,
-          message: `Rate limit of ${context.max} requests per minute exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
-        }),
-      });
+      scope.addHook("preHandler", createKeyRateLimitHook({
+        buckets: deps.rateLimitBuckets ?? new MemoryTokenBuckets(),
+        perMinute: deps.rateLimitPerMinute,
+        burst: deps.rateLimitBurst ?? deps.rateLimitPerMinute,
+      }));
     }
     for (const register of routes.api) register(scope, deps);
   });

@@ -1,8 +1,11 @@
 import { createHash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { LRUCache } from "lru-cache";
 import type { GatewayDeps } from "./deps.js";
-import { publicErrorBody, replyWithError, sendError } from "./errors.js";
+import { refusal } from "./errors.js";
+import { errorInfoOf } from "../../services/kit/src/errors.js";
+import type { AuthFailureLimiter } from "./rate-limit.js";
 
 export interface AuthContext {
   workspaceId: string;
@@ -20,44 +23,62 @@ declare module "fastify" {
   }
 }
 
-const BEARER = /^Bearer\s+([A-Za-z0-9_\-.~+/=]{8,256})\s*$/;
+// The scheme is case-insensitive (RFC 9110 §11.1; DESIGN §6): `bearer`, `BEARER` too.
+const BEARER = /^Bearer\s+([A-Za-z0-9_\-.~+/=]{8,256})\s*$/i;
+/** Distinct keys remembered at once; the least recently used is forgotten first. */
+const MAX_CACHED_KEYS = 10_000;
+/** Directory answers that mean "no such key" rather than "the directory is in trouble". */
+const UNKNOWN_KEY = [Code.Unauthenticated, Code.NotFound, Code.PermissionDenied, Code.InvalidArgument];
+
+const unauthorized = (message: string) => refusal({ code: "unauthorized", message });
 
 /**
  * Resolves `Authorization: Bearer <key>` through the directory and caches successes
- * briefly (by key hash, never the key) so a burst of sends costs one lookup.
+ * briefly (by key hash, never the key) so a burst of sends costs one lookup: concurrent
+ * requests with a key not yet cached share one directory call. Failures are not cached.
+ * Refusals are thrown and answered by the gateway's error handler. With a `failures`
+ * limiter, a key not yet verified costs its client address one attempt (given back when
+ * the key is valid): an address out of attempts is refused before the directory is asked.
  */
-export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs">) {
-  const cache = new Map<string, { auth: AuthContext; expires: number }>();
-  const unauthorized = (reply: FastifyReply, message: string) =>
-    sendError(reply, publicErrorBody({ code: "unauthorized", message }));
-
-  return async function authenticate(request: FastifyRequest, reply: FastifyReply) {
-    const header = request.headers.authorization;
-    if (!header) return unauthorized(reply, "Missing API key. Send Authorization: Bearer <API_KEY>.");
-    const match = BEARER.exec(header);
-    if (!match) return unauthorized(reply, "Invalid API key");
-    const keyHash = createHash("sha256").update(match[1]).digest("hex");
-    const now = Date.now();
-    let auth = cache.get(keyHash);
-    if (!auth || auth.expires < now) {
+export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs">, failures?: AuthFailureLimiter) {
+  const cache = new LRUCache<string, AuthContext, string>({
+    max: MAX_CACHED_KEYS,
+    // lru-cache reads a ttl of 0 as "forever"; 1 ms is the closest to "do not cache".
+    ttl: Math.max(1, deps.authCacheMs),
+    fetchMethod: async (_keyHash, _stale, { context: apiKey }) => {
       try {
-        const res = await deps.clients.directory.authenticate({ apiKey: match[1] }, { timeoutMs: 10_000 });
-        auth = { auth: { workspaceId: res.workspaceId, keyId: res.keyId, scopes: res.scopes }, expires: now + deps.authCacheMs };
-        if (cache.size > 10_000) cache.clear();
-        cache.set(keyHash, auth);
+        const res = await deps.clients.directory.authenticate({ apiKey }, { timeoutMs: 10_000 });
+        return { workspaceId: res.workspaceId, keyId: res.keyId, scopes: res.scopes };
       } catch (err) {
-        cache.delete(keyHash);
-        if (err instanceof ConnectError && [Code.Unauthenticated, Code.NotFound, Code.PermissionDenied, Code.InvalidArgument].includes(err.code)) {
-          return unauthorized(reply, "Invalid API key");
-        }
-        return replyWithError(reply, err);
+        if (err instanceof ConnectError && UNKNOWN_KEY.includes(err.code)) throw unauthorized("Invalid API key");
+        throw err;
       }
+    },
+  });
+
+  return async function authenticate(request: FastifyRequest, reply?: FastifyReply) {
+    const header = request.headers.authorization;
+    if (!header) throw unauthorized("Missing API key. Send Authorization: Bearer <API_KEY>.");
+    const match = BEARER.exec(header);
+    if (!match) {
+      failures?.attempt(request.ip, reply);
+      throw unauthorized("Invalid API key");
     }
+    const keyHash = createHash("sha256").update(match[1]).digest("hex");
+    const known = cache.has(keyHash);
+    if (!known) failures?.attempt(request.ip, reply);
+    let auth: AuthContext;
+    try {
+      auth = (await cache.fetch(keyHash, { context: match[1] }))!;
+    } catch (err) {
+      // Only a refused key counts as a failed attempt, not a directory outage.
+      if (!known && errorInfoOf(err)?.code !== "unauthorized") failures?.refund(request.ip);
+      throw err;
+    }
+    if (!known) failures?.refund(request.ip);
     const required = request.routeOptions.config.scope ?? "api_user";
-    if (!auth.auth.scopes.includes(required)) {
-      return unauthorized(reply, `Insufficient scope: this endpoint requires the ${required} scope`);
-    }
-    request.auth = auth.auth;
+    if (!auth.scopes.includes(required)) throw unauthorized(`Insufficient scope: this endpoint requires the ${required} scope`);
+    request.auth = auth;
   };
 }
 

@@ -6,7 +6,10 @@ import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
 import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { RendererService } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
+import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
 import { connectClient, type Config, type Logger } from "../../services/kit/src/index.js";
+import type { TokenBuckets } from "./rate-limit.js";
+import { requestIdInterceptor } from "./request-context.js";
 
 export interface ServiceClients {
   directory: Client<typeof DirectoryService>;
@@ -14,6 +17,7 @@ export interface ServiceClients {
   broadcast: Client<typeof BroadcastService>;
   renderer: Client<typeof RendererService>;
   delivery: Client<typeof DeliveryService>;
+  webhooks: Client<typeof WebhookService>;
 }
 
 /** Publishes tracking events (opened, clicked, unsubscribed); absent in unit tests. */
@@ -28,17 +32,26 @@ export interface GatewayDeps {
   tracking?: TrackingEvents;
   /** Requests per minute per API key (0 disables). */
   rateLimitPerMinute: number;
+  /** Token bucket size per key (default: a minute's worth). */
+  rateLimitBurst?: number;
+  /** Where the per-key buckets live (NATS KV in main.ts, shared by every gateway; default in memory). */
+  rateLimitBuckets?: TokenBuckets;
+  /** Failed API key attempts per client address per minute (absent or 0: unlimited). */
+  authFailuresPerMinute?: number;
   /** How long a successful key lookup is trusted before asking the directory again. */
   authCacheMs: number;
 }
 
+/** Clients of the services; every call made while serving a request carries its x-request-id. */
 export function createServiceClients(config: Config): ServiceClients {
+  const interceptors = [requestIdInterceptor];
   return {
-    directory: connectClient(DirectoryService, config.urls.directory),
-    email: connectClient(EmailService, config.urls.email),
-    broadcast: connectClient(BroadcastService, config.urls.broadcast),
-    renderer: connectClient(RendererService, config.urls.renderer),
-    delivery: connectClient(DeliveryService, config.urls.delivery),
+    directory: connectClient(DirectoryService, config.urls.directory, interceptors),
+    email: connectClient(EmailService, config.urls.email, interceptors),
+    broadcast: connectClient(BroadcastService, config.urls.broadcast, interceptors),
+    renderer: connectClient(RendererService, config.urls.renderer, interceptors),
+    delivery: connectClient(DeliveryService, config.urls.delivery, interceptors),
+    webhooks: connectClient(WebhookService, config.urls.webhooks, interceptors),
   };
 }
 

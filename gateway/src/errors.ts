@@ -1,59 +1,114 @@
 import { STATUS_CODES } from "node:http";
+import { z } from "zod";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { FastifyReply } from "fastify";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { ErrorInfo } from "../../gen/mailroom/common/v1/common_pb.js";
-import { errorInfoOf } from "../../services/kit/src/errors.js";
+import { appError, errorInfoOf, type AppError } from "../../services/kit/src/errors.js";
 
-export const DOCS_BASE = "https://mailroom.dev/docs/errors";
+/** HTML of one email: 5 MB of UTF-8. */
+export const MAX_HTML_BYTES = 5 * 1024 * 1024;
+/** A batch request of up to 50 emails. */
+export const BATCH_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
+/** A single email's request: its 5 MB of HTML, JSON-escaped, plus text and the small fields. */
+export const SINGLE_EMAIL_BODY_LIMIT_BYTES = 12 * 1024 * 1024;
+/** Every other JSON endpoint (contacts, templates, …): the server's default. */
+export const DEFAULT_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
 interface ErrorRule {
   status: number;
   /** Add `docsUrl` to the body. */
   docs?: boolean;
-  /**
-   * Hide `code` in the body: the spec's four email error rows have a fixed body shape
-   * `{ statusCode, error, message, docsUrl? }` and name no code.
-   */
-  specShape?: boolean;
+  /** For the documentation page: what the error means and what to do about it. */
+  description: string;
 }
 
-/** The one table that maps error codes to HTTP statuses and public body rules. */
+/**
+ * The one table that maps error codes to HTTP statuses and public body rules; the
+ * documentation pages under /docs/errors are generated from it. Every body carries its
+ * `code` (the spec's four email rows included: the field is an addition the client reads).
+ */
 export const ERROR_TABLE: Record<string, ErrorRule> = {
   // Spec: email endpoints
-  invalid_payload: { status: 400, docs: true, specShape: true },
-  invalid_from: { status: 400, docs: true, specShape: true },
-  unauthorized: { status: 401, specShape: true },
-  monthly_limit_reached: { status: 403, specShape: true },
+  invalid_payload: {
+    status: 400, docs: true,
+    description: "The body matches neither the raw form (`from`, `to`, `subject`, `html`) nor the templated form (`template`, `to`, `variables`), carries both `html` and `template`, or a field has the wrong type. Fix the field the message names and send again.",
+  },
+  invalid_from: {
+    status: 400, docs: true,
+    description: "`from` is not a verified address of the workspace nor on one of its verified domains. Use one of `allowedEmails`, or any address on one of `allowedDomains`, or verify the sender first.",
+  },
+  unauthorized: {
+    status: 401,
+    description: "The `Authorization: Bearer <API_KEY>` header is missing or malformed, the key is unknown or revoked, or it lacks the scope the endpoint needs (`api_user`). Check the key; do not retry with the same one.",
+  },
+  monthly_limit_reached: {
+    status: 403,
+    description: "The workspace has used its plan's monthly sending allowance (a batch is refused whole when it would exceed it). Wait for the next period or upgrade the plan.",
+  },
   // Design §6 decisions and obvious additions
-  invalid_json: { status: 400 },
-  invalid_request: { status: 400, docs: true },
-  template_not_found: { status: 400, docs: true },
-  send_at_out_of_range: { status: 400, docs: true },
-  invalid_send_at: { status: 400, docs: true },
-  header_injection: { status: 400, docs: true },
-  batch_invalid: { status: 400, docs: true },
-  recipient_suppressed: { status: 400 },
-  idempotency_key_reused: { status: 409 },
-  idempotency_request_in_progress: { status: 409 },
-  email_not_found: { status: 404 },
-  email_not_cancellable: { status: 409 },
-  not_found: { status: 404 },
-  unsupported_media_type: { status: 415 },
-  payload_too_large: { status: 413 },
-  rate_limited: { status: 429 },
-  service_unavailable: { status: 503 },
-  internal: { status: 500 },
+  invalid_json: { status: 400, description: "The body is not valid JSON. Send a JSON object with `Content-Type: application/json`." },
+  invalid_request: { status: 400, docs: true, description: "A field or parameter is invalid; the message names it and says why. Fix it and send again." },
+  template_not_found: { status: 400, docs: true, description: "No template with the name in `template` exists in this workspace. Create it, or correct the name (the body's `template` field repeats it)." },
+  send_at_out_of_range: { status: 400, docs: true, description: "`sendAt` is more than 90 days in the future. Pick an earlier time (a time in the past or now sends at once)." },
+  invalid_send_at: {
+    status: 400, docs: true,
+    description: "`sendAt` is not an ISO 8601 date-time with a time zone. Accepted: `2030-01-31T09:30:00Z`, `…+02:00`, `…+0200`, `…+02`, fractional seconds, and the basic form `20300131T093000Z`. A time without a zone is refused because it would be ambiguous.",
+  },
+  header_injection: { status: 400, docs: true, description: "A value that becomes a mail header (`to`, `from`, `fromName`, `subject`, `replyTo`, …) contains a line break or control character. Remove it." },
+  batch_invalid: { status: 400, docs: true, description: "The batch body must be `{ emails: [...] }` with 1 to 50 emails and no other top-level field; nothing was sent. Split larger batches." },
+  recipient_suppressed: { status: 400, description: "The recipient is on the workspace's suppression list (unsubscribed, bounced or complained); nothing is sent to it." },
+  idempotency_key_reused: { status: 409, description: "This `idempotencyKey` was already used with a different request in the last 24 hours. Use a new key for a new email; resend the identical request to get the first answer." },
+  idempotency_request_in_progress: { status: 409, description: "The first request with this `idempotencyKey` is still being processed. Retry shortly: you will get its answer." },
+  email_not_found: { status: 404, description: "No email with this id exists in the workspace." },
+  email_not_cancellable: { status: 409, description: "Only a `SCHEDULED` email can be cancelled; this one was already sent, failed or cancelled." },
+  not_found: { status: 404, description: "The route or resource does not exist (check the path and the `/v1` prefix)." },
+  unsupported_media_type: { status: 415, description: "The body is not `application/json`. Send JSON with that `Content-Type`." },
+  payload_too_large: {
+    status: 413,
+    description: "The request body is too large: at most 5 MB of HTML per email (5,242,880 bytes of UTF-8) and 25 MB for a whole batch. Host large images elsewhere and link them.",
+  },
+  rate_limited: {
+    status: 429,
+    description: "Too many requests for this API key (a token bucket per key), or too many failed API key attempts from this address. Wait the number of seconds in `Retry-After`; `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` describe the budget.",
+  },
+  service_unavailable: { status: 503, description: "A backing service is briefly unavailable. Retry with backoff; with an `idempotencyKey` a retry never sends twice." },
+  internal: { status: 500, description: "An unexpected error on our side. Retry with backoff; report the `x-request-id` response header if it persists." },
   // Broadcast endpoints (spec)
-  broadcast_api_not_enabled: { status: 403 },
-  broadcast_api_addon_required: { status: 402 },
-  broadcast_api_workspace_not_verified: { status: 403 },
-  broadcast_unknown_variables: { status: 400 },
-  "campaigns/invalid_from_email": { status: 400, docs: true },
-  "campaigns/delivery_method_not_available": { status: 400, docs: true },
-  broadcast_html_too_large: { status: 413 },
-  broadcast_not_cancellable: { status: 409 },
-  broadcast_not_found: { status: 404 },
+  broadcast_api_not_enabled: { status: 403, description: "The broadcast API is not enabled for this workspace." },
+  broadcast_api_addon_required: { status: 402, description: "The broadcast API needs the add-on on the workspace's plan." },
+  broadcast_api_workspace_not_verified: { status: 403, description: "The workspace must be verified before it can send broadcasts." },
+  broadcast_unknown_variables: { status: 400, description: "The broadcast uses merge variables that are neither built-ins nor custom contact properties (listed in `unknownVariables`). Fix them or allow unknown variables." },
+  "campaigns/invalid_from_email": { status: 400, docs: true, description: "The broadcast's sender is not verified. Use one of `allowedEmails` or an address on one of `allowedDomains`." },
+  "campaigns/delivery_method_not_available": { status: 400, docs: true, description: "This delivery method is not available for the sending account (a new account can only use `WARMUP`)." },
+  broadcast_html_too_large: { status: 413, description: "Broadcast HTML is limited to 500 KB (512,000 bytes of UTF-8)." },
+  broadcast_not_cancellable: { status: 409, description: "The broadcast is a draft or sending has already started; it cannot be cancelled." },
+  broadcast_not_found: { status: 404, description: "No broadcast with this id exists in the workspace." },
+  // The official client's endpoints (contacts, properties, events, API keys)
+  contacts_batch_invalid: {
+    status: 400, docs: true,
+    description: "Without `allowPartialSuccess=true` one invalid contact fails the whole `POST /v1/contacts/batch`: nothing was written. `errors` lists each invalid contact by index (and `failedContacts` repeats them in the input form when `includeFailedContacts=true`). Fix them, or send `allowPartialSuccess=true` to write the valid ones.",
+  },
+  invalid_event: { status: 400, docs: true, description: "An event is invalid: its `event` name (letters, digits, `_`, `-`, `:`, and `.` between parts), `identify.email`, `timestamp` (ISO 8601 or Unix time), `messageId` or the size of `properties`. The message names the field." },
+  invalid_property: { status: 400, docs: true, description: "A contact property definition is invalid: a `displayName` without letters or digits, a SELECT or MULTI_SELECT without `typeConfig.options`, or a change to a built-in property." },
+  property_not_found: { status: 404, description: "No custom contact property with this id exists in the workspace." },
+  invalid_role: { status: 400, description: "An API key's `role` must be `EDITOR` or `VIEWER`." },
+  api_key_not_found: { status: 404, description: "No API key with this id exists in the workspace." },
+  api_key_revoked: { status: 409, description: "The API key is revoked (ARCHIVED) and cannot change." },
+  // Broadcast endpoints (design §6)
+  invalid_test_recipients: { status: 400, docs: true, description: "A test send needs `emails`: a list of 1 to 10 valid addresses. Nothing was sent." },
+  test_recipients_not_members: { status: 400, docs: true, description: "Test sends go to workspace members only; the addresses in `notMembers` are not members. Nothing was sent." },
+  broadcast_not_schedulable: { status: 409, description: "Only a `DRAFT` broadcast can be scheduled; this one is already scheduled, sending or completed. Cancel a scheduled one first to change it." },
+  // Webhooks (issue 13)
+  webhook_not_found: { status: 404, description: "No webhook with this id exists in the workspace." },
+  webhook_not_active: { status: 409, description: "The webhook is paused (by you or after a day of failed deliveries); update its status to `ACTIVE` first." },
+  delivery_not_found: { status: 404, description: "The webhook has no delivery with this id (deliveries are kept 8 days)." },
+  delivery_in_progress: { status: 409, description: "This delivery is being sent right now; wait for the attempt to finish and try again." },
 };
+
+/** A code as one URL path segment: `campaigns/invalid_from_email` -> `campaigns.invalid_from_email`. */
+export const docsSlug = (code: string) => code.replaceAll("/", ".");
+/** The code a documentation path segment names (either form). */
+export const codeOfDocsSlug = (slug: string) => slug.replaceAll(".", "/");
 
 export type PublicErrorBody = {
   statusCode: number;
@@ -74,26 +129,36 @@ export interface PublicErrorInit {
   extra?: Record<string, unknown>;
 }
 
-export function publicErrorBody(init: PublicErrorInit): PublicErrorBody {
-  const rule = ERROR_TABLE[init.code] ?? { status: init.status ?? 400 };
+/**
+ * The public body of an error. `docsBase` is where the error pages are served
+ * (`config.errorDocsUrl`); codes the table documents get `docsUrl` = `<docsBase>/<code>`.
+ */
+export function publicErrorBody(init: PublicErrorInit, docsBase?: string): PublicErrorBody {
+  const rule: Partial<ErrorRule> & { status: number } = ERROR_TABLE[init.code] ?? { status: init.status ?? 400 };
   const body: PublicErrorBody = {
     statusCode: rule.status,
     error: STATUS_CODES[rule.status] ?? "Error",
+    code: init.code,
     message: init.message,
   };
-  if (!rule.specShape) body.code = init.code;
   if (init.code === "invalid_from" || init.code === "campaigns/invalid_from_email" || init.allowedEmails?.length || init.allowedDomains?.length) {
     body.allowedEmails = init.allowedEmails ?? [];
     body.allowedDomains = init.allowedDomains ?? [];
   }
   if (init.unknownVariables?.length) body.unknownVariables = init.unknownVariables;
   if (init.extra) Object.assign(body, init.extra);
-  if (rule.docs) body.docsUrl = `${DOCS_BASE}#${encodeURIComponent(init.code)}`;
+  return docsBase ? withDocsUrl(body, docsBase) : body;
+}
+
+/** Adds `docsUrl` (`<docsBase>/<code>`) to a body whose code the table documents. */
+export function withDocsUrl(body: PublicErrorBody, docsBase: string): PublicErrorBody {
+  const code = body.code;
+  if (code && ERROR_TABLE[code]?.docs && !body.docsUrl) body.docsUrl = `${docsBase}/${docsSlug(code)}`;
   return body;
 }
 
 /** Body for an ErrorInfo that crossed RPC from a service. */
-export function bodyFromErrorInfo(info: ErrorInfo): PublicErrorBody {
+export function bodyFromErrorInfo(info: ErrorInfo, docsBase?: string): PublicErrorBody {
   const extra: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(info.extra)) {
     try {
@@ -110,43 +175,178 @@ export function bodyFromErrorInfo(info: ErrorInfo): PublicErrorBody {
     allowedDomains: info.allowedDomains,
     unknownVariables: info.unknownVariables,
     extra: Object.keys(extra).length ? extra : undefined,
-  });
+  }, docsBase);
 }
 
-/** Maps any error from an RPC call (or our own code) to a public body. */
+/** Maps any error from an RPC call, our own code or fastify itself to a public body. */
 export function bodyFromError(err: unknown): PublicErrorBody {
   const info = errorInfoOf(err);
   if (info) return bodyFromErrorInfo(info);
-  if (err instanceof ConnectError) {
-    switch (err.code) {
-      case Code.Unavailable:
-      case Code.DeadlineExceeded:
-      case Code.Canceled:
-        return publicErrorBody({ code: "service_unavailable", message: "A backing service is unavailable; try again shortly." });
-      case Code.NotFound:
-        return publicErrorBody({ code: "not_found", message: err.rawMessage });
-      case Code.InvalidArgument:
-      case Code.FailedPrecondition:
-      case Code.OutOfRange:
-        return publicErrorBody({ code: "invalid_request", message: err.rawMessage });
-      case Code.AlreadyExists:
-        return publicErrorBody({ code: "conflict", status: 409, message: err.rawMessage });
-      case Code.Unauthenticated:
-      case Code.PermissionDenied:
-        return publicErrorBody({ code: "unauthorized", message: "Invalid API key" });
-      case Code.ResourceExhausted:
-        return publicErrorBody({ code: "rate_limited", message: err.rawMessage });
-    }
+  if (err instanceof ConnectError) return bodyFromConnectCode(err);
+  const fastifyError = err as Partial<FastifyError> | undefined;
+  if (fastifyError && typeof fastifyError === "object" && typeof fastifyError.statusCode === "number") return bodyFromFastifyError(fastifyError);
+  return publicErrorBody({ code: "internal", message: "Internal error" });
+}
+
+/** A ConnectError without ErrorInfo (transport failures, other services' plain codes). */
+function bodyFromConnectCode(err: ConnectError): PublicErrorBody {
+  switch (err.code) {
+    case Code.Unavailable:
+    case Code.DeadlineExceeded:
+    case Code.Canceled:
+      return publicErrorBody({ code: "service_unavailable", message: "A backing service is unavailable; try again shortly." });
+    case Code.NotFound:
+      return publicErrorBody({ code: "not_found", message: err.rawMessage });
+    case Code.InvalidArgument:
+    case Code.FailedPrecondition:
+    case Code.OutOfRange:
+      return publicErrorBody({ code: "invalid_request", message: err.rawMessage });
+    case Code.AlreadyExists:
+      return publicErrorBody({ code: "conflict", status: 409, message: err.rawMessage });
+    case Code.Unauthenticated:
+    case Code.PermissionDenied:
+      return publicErrorBody({ code: "unauthorized", message: "Invalid API key" });
+    case Code.ResourceExhausted:
+      return publicErrorBody({ code: "rate_limited", message: err.rawMessage });
+    default:
+      return publicErrorBody({ code: "internal", message: "Internal error" });
+  }
+}
+
+/** Malformed JSON, wrong content type, oversize bodies, the rate limit: a clear 4xx, never a 500. */
+function bodyFromFastifyError(err: Partial<FastifyError>): PublicErrorBody {
+  const status = err.statusCode ?? 500;
+  if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+    return publicErrorBody({ code: "unsupported_media_type", message: "Content-Type must be application/json" });
+  }
+  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE" || status === 413) {
+    return publicErrorBody({ code: "payload_too_large", message: "Request body too large: at most 5 MB of HTML per email and 25 MB per batch request" });
+  }
+  if (status === 429) return publicErrorBody({ code: "rate_limited", message: err.message ?? "" });
+  if (status >= 400 && status < 500) {
+    const invalidJson = err instanceof SyntaxError || err.code?.startsWith("FST_ERR_CTP");
+    return publicErrorBody({
+      code: invalidJson ? "invalid_json" : "invalid_request",
+      message: invalidJson ? `Malformed JSON body: ${err.message}` : (err.message ?? ""),
+    });
   }
   return publicErrorBody({ code: "internal", message: "Internal error" });
 }
 
-export function sendError(reply: FastifyReply, body: PublicErrorBody): FastifyReply {
-  return reply.code(body.statusCode).type("application/json").send(body);
+/** Router-level errors (bad URL encoding, over-long path parameters), before any route runs. */
+export function bodyFromRouterError(err: Partial<FastifyError>): PublicErrorBody {
+  const tooLong = err.code === "FST_ERR_PARAM_TOO_LONG" || err.statusCode === 414;
+  return publicErrorBody(tooLong
+    ? { code: "uri_too_long", status: 414, message: "A path parameter is too long" }
+    : { code: "invalid_request", message: `Malformed request URL: ${err.message}` });
 }
 
-export function replyWithError(reply: FastifyReply, err: unknown): FastifyReply {
-  const body = bodyFromError(err);
-  if (body.statusCode >= 500) reply.log.error({ err }, "request failed");
+/**
+ * The raw HTTP answer to a request Node's parser refused before fastify saw it (Node's own
+ * answer lacks `code`): 431 for headers or a URL beyond the 16 KB header limit, else 400.
+ */
+export function clientErrorResponse(err: Error & { code?: string }): string {
+  const body = err.code === "HPE_HEADER_OVERFLOW"
+    ? publicErrorBody({ code: "header_too_large", status: 431, message: "The request line and headers exceed 16 KB" })
+    : publicErrorBody({ code: "invalid_request", status: 400, message: "Malformed HTTP request" });
+  const json = JSON.stringify(body);
+  return `HTTP/1.1 ${body.statusCode} ${body.error}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /**
+     * Error codes this route answers under another code, with the message only: on the
+     * template resource a missing template is a plain 404 `not_found`, while on sends it is
+     * the table's 400 `template_not_found`.
+     */
+    errorCodes?: Record<string, string>;
+  }
+}
+
+/**
+ * The gateway's one error handler (fastify's setErrorHandler): every error a route, hook,
+ * parser or plugin throws becomes its public body here, and only here.
+ */
+export function handleError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const info = errorInfoOf(err);
+  const alias = info && request.routeOptions.config?.errorCodes?.[info.code];
+  const body = alias ? publicErrorBody({ code: alias, message: info.message }) : bodyFromError(err);
+  if (body.statusCode >= 500) request.log.error({ err }, "request failed");
   return sendError(reply, body);
 }
+
+/** The gateway's own refusal of a request, thrown like any domain error and answered by handleError. */
+export function refusal(init: PublicErrorInit): AppError {
+  return appError({
+    code: init.code,
+    httpStatus: ERROR_TABLE[init.code]?.status ?? init.status ?? 400,
+    message: init.message,
+    allowedEmails: init.allowedEmails,
+    allowedDomains: init.allowedDomains,
+    unknownVariables: init.unknownVariables,
+    extra: init.extra && Object.fromEntries(Object.entries(init.extra).map(([k, v]) => [k, JSON.stringify(v)])),
+  });
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Base URL of the error documentation pages (config.errorDocsUrl). */
+    errorDocsBase: string;
+  }
+}
+
+export function sendError(reply: FastifyReply, body: PublicErrorBody): FastifyReply {
+  return reply.code(body.statusCode).type("application/json").send(withDocsUrl(body, reply.server.errorDocsBase));
+}
+
+// --- the public error bodies as schemas (for the generated OpenAPI document) ---------------
+
+const message = z.string().meta({ description: "What went wrong, for a human." });
+const docsUrl = z.url().meta({ description: "Link to the documentation of this error." });
+const addresses = z.array(z.string());
+
+export const invalidPayloadErrorSchema = z
+  .strictObject({ statusCode: z.literal(400), error: z.literal("Bad Request"), code: z.literal("invalid_payload"), message, docsUrl })
+  .meta({ id: "InvalidPayloadError", description: "Spec body (plus `code`): the payload matches neither the raw form nor the templated form." });
+
+export const invalidFromErrorSchema = z
+  .strictObject({
+    statusCode: z.literal(400),
+    error: z.literal("Bad Request"),
+    code: z.literal("invalid_from"),
+    message,
+    docsUrl,
+    allowedEmails: addresses.meta({ description: "Verified sender addresses of the workspace." }),
+    allowedDomains: addresses.meta({ description: "Verified sending domains of the workspace." }),
+  })
+  .meta({ id: "InvalidFromError", description: "Spec body (plus `code`): `from` is not a verified address or on a verified domain." });
+
+export const unauthorizedErrorSchema = z
+  .strictObject({ statusCode: z.literal(401), error: z.literal("Unauthorized"), code: z.literal("unauthorized"), message })
+  .meta({ id: "UnauthorizedError", description: "Spec body (plus `code`): missing, invalid or under-scoped API key (required scope `api_user`)." });
+
+export const monthlyLimitErrorSchema = z
+  .strictObject({ statusCode: z.literal(403), error: z.literal("Forbidden"), code: z.literal("monthly_limit_reached"), message })
+  .meta({ id: "MonthlyLimitError", description: "Spec body (plus `code`): the monthly sending limit of the plan is reached." });
+
+/** The fields of every coded error body, also the shape of a batch's failed items. */
+export const codedErrorFields = {
+  statusCode: z.number().int().min(400).max(599).meta({ description: "The HTTP status, repeated." }),
+  error: z.string().meta({ description: "The HTTP reason phrase, e.g. `Bad Request`." }),
+  message,
+  docsUrl: docsUrl.optional(),
+  allowedEmails: addresses.optional(),
+  allowedDomains: addresses.optional(),
+};
+
+export const apiErrorSchema = z
+  .looseObject({
+    ...codedErrorFields,
+    code: z.string().regex(/^[a-z_/]+$/).meta({ examples: ["invalid_request", "email_not_found", "idempotency_key_reused"] }),
+  })
+  .meta({
+    id: "ApiError",
+    description: `Every other error: the email-style body with its machine-readable \`code\` and, per code, extra fields (\`allowedEmails\`/\`allowedDomains\`, \`template\`, …). Every code is documented at \`/docs/errors/{code}\`; \`docsUrl\` (a link there) is present for: ${
+      Object.entries(ERROR_TABLE).filter(([, rule]) => rule.docs).map(([code]) => code).join(", ")}.`,
+  });

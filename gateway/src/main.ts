@@ -2,6 +2,7 @@ import { loadConfig, createLogger, onShutdown, connectNats, ensureStreams } from
 import { buildGateway } from "./app.js";
 import { createServiceClients } from "./deps.js";
 import { natsTrackingEvents } from "./tracking-events.js";
+import { KvTokenBuckets } from "./rate-limit-kv.js";
 
 const config = loadConfig();
 const logger = createLogger("gateway", config.logLevel);
@@ -13,8 +14,12 @@ const app = await buildGateway({
   logger,
   clients: createServiceClients(config),
   tracking: natsTrackingEvents(nc),
-  rateLimitPerMinute: Number(process.env.MAILROOM_RATE_LIMIT_PER_MINUTE ?? 6000),
-  authCacheMs: Number(process.env.MAILROOM_AUTH_CACHE_MS ?? 10_000),
+  rateLimitPerMinute: config.rateLimitPerMinute,
+  rateLimitBurst: config.rateLimitBurst,
+  // Shared by every gateway process; an idle key's entry expires once it would be full again.
+  rateLimitBuckets: await KvTokenBuckets.open(nc, { idleMs: Math.max(60_000, Math.ceil((config.rateLimitBurst / config.rateLimitPerMinute) * 60_000) * 2) }),
+  authFailuresPerMinute: config.authFailuresPerMinute,
+  authCacheMs: config.authCacheMs,
 });
 await app.listen({ port: config.httpPort, host: config.httpHost });
 logger.info({ url: `http://${config.httpHost}:${config.httpPort}` }, "gateway listening");

@@ -1,7 +1,7 @@
-import { jetstream } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { toBinary } from "@bufbuild/protobuf";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { MailEventSchema, MailEventType, DeliverySource, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
-import { publishProto } from "../../services/kit/src/jetstream.js";
+import { eventSubject as subjectOf } from "../../services/kit/src/jetstream.js";
 import type { TrackingEvents } from "./deps.js";
 
 const SOURCE = { [DeliverySource.TRANSACTIONAL]: "transactional", [DeliverySource.BROADCAST]: "broadcast", [DeliverySource.BROADCAST_TEST]: "test" } as Record<number, string>;
@@ -10,12 +10,43 @@ const SOURCE = { [DeliverySource.TRANSACTIONAL]: "transactional", [DeliverySourc
 export function eventSubject(event: MailEvent): string {
   const source = SOURCE[event.source] ?? "unknown";
   const type = MailEventType[event.type]?.toLowerCase() ?? "unspecified";
-  return `mail.events.${source}.${type}`;
+  return subjectOf(source, type);
 }
 
+/**
+ * Tracking events go out as plain NATS publishes on the MAIL_EVENTS subjects (the stream
+ * stores them; `Nats-Msg-Id` still deduplicates reloads): no JetStream ack is requested,
+ * so an open or a click costs one buffered write and no round trip. The client buffers
+ * across reconnects; an event published while the stream itself is gone is lost, which is
+ * the price of answering recipients without waiting on storage (tracking is best effort).
+ */
 export function natsTrackingEvents(nc: NatsConnection): TrackingEvents {
-  const js = jetstream(nc);
+  // Events of one turn of the event loop go out together: the NATS client then writes them
+  // to its socket in one write instead of one per click.
+  let batch: MailEvent[] = [];
+  let flushed: Promise<void> | undefined;
+  const flush = () => {
+    const events = batch;
+    batch = [];
+    flushed = undefined;
+    for (const event of events) {
+      const h = headers();
+      h.set("Nats-Msg-Id", event.eventId);
+      nc.publish(eventSubject(event), toBinary(MailEventSchema, event), { headers: h });
+    }
+  };
   return {
-    publish: (event) => publishProto(js, eventSubject(event), MailEventSchema, event, event.eventId),
+    publish: (event) => {
+      batch.push(event);
+      flushed ??= new Promise<void>((resolve, reject) => setImmediate(() => {
+        try {
+          flush();
+          resolve();
+        } catch (err) {
+          reject(err);
+        }
+      }));
+      return flushed;
+    },
   };
 }

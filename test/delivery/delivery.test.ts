@@ -15,7 +15,8 @@ import { connectNats, ensureStreams, DELIVERY_STREAM } from "../../services/kit/
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
-import { compileMessage } from "../../services/renderer/src/compile.js";
+import { parseVerpAddress } from "../../services/content/src/verp.js";
+import { compileMessage } from "../../services/renderer/src/domain/compile.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
   startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours,
@@ -86,6 +87,8 @@ describe("delivery service (JetStream → SMTP)", () => {
     expect(deferred.detail).toMatch(/greylisted/);
     expect(sent).toMatchObject({ smtpCode: 250, attempt: 2, recipient: "r1@example.test", messageId: "dlv_r1@acme.test" });
     expect(received("r1@example.test")).toHaveLength(1);
+    // Transactional mail leaves with the delivery's VERP return path too.
+    expect(parseVerpAddress(SECRET, received("r1@example.test")[0].from)).toEqual({ deliveryId: "dlv_r1", domain: "bounces.acme.test" });
   });
 
   it("survives a connection dropped mid-DATA, then delivers", async () => {
@@ -126,7 +129,10 @@ describe("delivery service (JetStream → SMTP)", () => {
 
     const listUnsub = headerOf(raw, "List-Unsubscribe") ?? "";
     // The renderer's token is longer than a mailbox local part may be: it rides in the subject.
-    expect(listUnsub).toMatch(/^<https:\/\/mail\.acme\.test\/u\/([A-Za-z0-9_.-]+)>, <mailto:unsubscribe@acme\.test\?subject=unsubscribe%20\1>$/);
+    expect(listUnsub).toMatch(/^<https:\/\/mail\.acme\.test\/u\/([A-Za-z0-9_.-]+)>, <mailto:unsubscribe@bounces\.acme\.test\?subject=unsubscribe%20\1>$/);
+    // The envelope sender is the delivery's VERP return path on the sender's bounce subdomain.
+    expect(msg.from).toMatch(/^bounces\+[a-z2-7]+@bounces\.acme\.test$/);
+    expect(parseVerpAddress(SECRET, msg.from)).toEqual({ deliveryId: "dlv_dkim", domain: "bounces.acme.test" });
     expect(headerOf(raw, "List-Unsubscribe-Post")).toBe("List-Unsubscribe=One-Click");
     expect(headerOf(raw, "X-Mailroom-Delivery-Id")).toBe("dlv_dkim");
     expect(headerOf(raw, "Message-ID")).toBe("<dlv_dkim@acme.test>");

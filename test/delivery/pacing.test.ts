@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { connectNats } from "../../services/kit/src/jetstream.js";
-import { KvPacingRepository } from "../../services/delivery/src/pacing-kv.js";
-import { Pacer } from "../../services/delivery/src/pacer.js";
+import { KvPacingRepository } from "../../services/delivery/src/adapters/pacing-kv.js";
+import { Pacer } from "../../services/delivery/src/domain/pacer.js";
 import { silentLogger } from "../../services/delivery/src/testing.js";
 
 describe("KV pacing across processes", () => {

@@ -17,8 +17,8 @@ import { openStore } from "../../services/kit/src/store/open.js";
 import type { Client } from "@connectrpc/connect";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { deliveryRoutes } from "../../services/delivery/src/routes.js";
-import { startDelivery } from "../../services/delivery/src/service.js";
-import { publishProto } from "../../services/kit/src/jetstream.js";
+import { startDelivery } from "../../services/delivery/src/main.js";
+import { deliveryJobSubject, EVENTS_SUBJECTS, publishProto, type DeliverySourceName } from "../../services/kit/src/jetstream.js";
 import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { DirectoryService, DkimKeySchema, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
@@ -79,7 +79,7 @@ export async function startNeighbours(): Promise<Neighbours> {
 /** Every MailEvent published on the events subjects, as they arrive. */
 export function listenEvents(nc: NatsConnection) {
   const events: MailEvent[] = [];
-  const sub = nc.subscribe("mail.events.>");
+  const sub = nc.subscribe(EVENTS_SUBJECTS);
   void (async () => {
     for await (const m of sub) events.push(fromBinary(MailEventSchema, m.data));
   })();
@@ -111,7 +111,7 @@ export interface JobInit {
   subjectPrefix?: string;
 }
 
-const SUBJECT_PART: Record<number, string> = {
+const SOURCE_NAME: Record<number, DeliverySourceName> = {
   [DeliverySource.TRANSACTIONAL]: "transactional",
   [DeliverySource.BROADCAST]: "broadcast",
   [DeliverySource.BROADCAST_TEST]: "test",
@@ -138,7 +138,7 @@ export function deliveryJob(j: JobInit) {
 /** Publishes a job as the email and broadcast services do; msgID defaults to the delivery id. */
 export async function publishJob(nc: NatsConnection, j: JobInit, msgID = j.deliveryId): Promise<void> {
   const job = deliveryJob(j);
-  await publishProto(jetstream(nc), `mail.delivery.${SUBJECT_PART[job.source]}`, DeliveryJobSchema, job, msgID);
+  await publishProto(jetstream(nc), deliveryJobSubject(SOURCE_NAME[job.source], job.broadcastId), DeliveryJobSchema, job, msgID);
 }
 
 /** The secret the suites give the delivery service (and the renderer compile). */

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient, createLogger, startConnectServer, type ConnectServer } from "../../services/kit/src/index.js";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../services/directory/src/test-support.js";
-import type { Directory } from "../../services/directory/src/directory.js";
+import { memoryDirectory } from "../../services/directory/src/testing.js";
+import type { Directory } from "../../services/directory/src/domain/directory.js";
 import { runCli } from "../../cli/program.js";
 import { importContactsCsv } from "../../cli/import-csv.js";
 
@@ -61,7 +61,7 @@ describe("admin CLI", () => {
     const plain = created.out.trim();
     expect(plain).toMatch(/^mr_live_[0-9A-Za-z]{32}$/);
     expect(created.err).toMatch(/not shown again/);
-    expect((await client().authenticate({ apiKey: plain })).scopes).toEqual(["api_user", "admin"]);
+    expect((await client().authenticate({ apiKey: plain })).scopes).toEqual(["api_user", "admin", "api_read"]);
     const list = await cli("key", "list");
     expect(list.out).toContain(plain.slice(0, 12));
     expect(list.out).not.toContain(plain);
@@ -123,12 +123,12 @@ describe("admin CLI", () => {
     expect(lines[1]).toMatch(/^line 4 \(ben@example.test\): .*seats.*not a finite number/);
     expect(lines[2]).toMatch(/^line 6 \(cat@example.test\): expected 7 fields, found 2/);
     expect(lines[3]).toMatch(/^line 8 \(AMY@example.test\): duplicate of line 2/);
-    expect(lines[4]).toMatch(/^line 9 \(fay@example.test\): .*subscribed.*boolean/);
+    expect(lines[4]).toMatch(/^line 9 \(fay@example.test\): .*subscribed.*BOOLEAN/);
     expect(lines[5]).toMatch(/^line 12: malformed CSV: Invalid Closing Quote/);
     expect(lines[6]).toMatch(/^line 13: malformed CSV: Quote Not Closed/);
     const emails = (await dir.contacts.list("ws_cli", { limit: 100 })).items.map((c) => c.email).sort();
     expect(emails).toEqual(["amy@example.test", "dan@example.test", "existing@example.test", "gus@example.test", "zoe@example.test"]);
-    expect(await dir.contacts.get("ws_cli", "dan@example.test")).toMatchObject({ firstName: 'Dan "D"', subscribed: false, properties: { plan: "team", seats: 5, vip: false } });
+    expect(await dir.contacts.get("ws_cli", "dan@example.test")).toMatchObject({ firstName: 'Dan "D"', status: "UNSUBSCRIBED", source: "CSV_IMPORT", properties: { plan: "team", seats: 5, vip: false } });
     expect(await dir.contacts.get("ws_cli", "amy@example.test")).toMatchObject({ firstName: "Amy", lastName: "A", properties: { plan: "pro", seats: 2, vip: true } });
     expect(await dir.contacts.get("ws_cli", "existing@example.test")).toMatchObject({ firstName: "New", lastName: "E" });
   });
@@ -156,6 +156,19 @@ describe("admin CLI", () => {
     expect(summary).toMatchObject({ rows: 1200, created: 1200, updated: 0, rejected: [] });
     expect(progress.length).toBeGreaterThanOrEqual(3);
     expect(progress.at(-1)).toBe(1200);
+  });
+
+  it("stops an import at a quote that is never closed, saying where, with the rows before it imported", async () => {
+    const file = path.join(tmp, "unclosed.csv");
+    const filler = Array.from({ length: 20_000 }, (_, i) => `later${i}@example.test,free`).join("\n");
+    // ~0.5 MB after the bad quote on line 3, 64 times over: 30+ MB the import must not buffer.
+    await writeFile(file, `email,plan\nbefore@example.test,pro\n"broken@example.test,pro\n${Array(64).fill(filler).join("\n")}\n`);
+    const res = await cli("contact", "import", file);
+    expect(res.code).toBe(1);
+    expect(res.out).toMatch(/^1 rows: 1 created, 0 updated, 0 rejected/);
+    expect(res.err).toMatch(/^error: import stopped at line 3: the record starting at line 3 is longer than 64 KB \(a quote opened there is probably never closed\); nothing from that line on was imported/);
+    expect((await dir.contacts.get("ws_cli", "before@example.test")).properties).toEqual({ plan: "pro" });
+    await expect(dir.contacts.get("ws_cli", "later0@example.test")).rejects.toThrow(/not found/);
   });
 
   it("creates templates from a file and lists, shows and deletes them", async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { DirectoryService, PropertyType, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { ContactSource, ContactStatus, DirectoryService, PropertyType, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient, createLogger, errorInfoOf, startConnectServer, type ConnectServer } from "../../services/kit/src/index.js";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../services/directory/src/test-support.js";
+import { memoryDirectory } from "../../services/directory/src/testing.js";
 
 const BOOTSTRAP = {
   workspaces: [
@@ -39,7 +39,8 @@ describe("directory over Connect (real server on a free port)", () => {
   afterAll(async () => server?.close());
 
   it("authenticates keys and refuses unknown or under-scoped ones with Unauthenticated", async () => {
-    expect(await client.authenticate({ apiKey: "mr_test_a_key_1" })).toMatchObject({ workspaceId: "ws_a", scopes: ["api_user"] });
+    // api_user (the bootstrap default) implies api_read.
+    expect(await client.authenticate({ apiKey: "mr_test_a_key_1" })).toMatchObject({ workspaceId: "ws_a", scopes: ["api_user", "api_read"] });
     const unknown = await failure(client.authenticate({ apiKey: "mr_test_nobody_1" }));
     expect(unknown.code).toBe(Code.Unauthenticated);
     expect(errorInfoOf(unknown)).toMatchObject({ code: "unauthorized", httpStatus: 401 });
@@ -104,14 +105,20 @@ describe("directory over Connect (real server on a free port)", () => {
     expect(errorInfoOf(unknownProp)?.code).toBe("unknown_contact_property");
     expect(await failure(client.getContact({ workspaceId: "ws_a", email: "new@a.test" })).then((e) => e.code)).toBe(Code.NotFound);
     const props = await client.listContactProperties({ workspaceId: "ws_a" });
-    expect(props.properties.map((p) => p.slug)).toEqual(["firstName", "lastName", "email", "plan"]);
-    expect(props.properties[3].type).toBe(PropertyType.STRING);
+    expect(props.properties.map((p) => p.slug)).toEqual([
+      "firstName", "lastName", "email", "avatarUrl", "city", "language", "phone", "birthday", "countryCode", "status", "timezone", "plan",
+    ]);
+    expect(props.properties.filter((p) => p.builtIn)).toHaveLength(11);
+    expect(props.properties[11]).toMatchObject({ slug: "plan", type: PropertyType.STRING, builtIn: false });
   });
 
   it("upserts transactional contactProperties, creating missing properties", async () => {
     const res = await client.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "buyer@x.test", properties: { orders: 2, firstName: "Bo" } } });
     expect(res.created).toBe(true);
-    expect(res.contact).toMatchObject({ firstName: "Bo", subscribed: true, properties: { orders: 2 } });
+    expect(res.contact).toMatchObject({ firstName: "Bo", status: ContactStatus.SUBSCRIBED, subscribed: true, properties: { orders: 2 } });
+    // From a transactional send: kept out of audiences until subscribed.
+    const sent = await client.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "tx@x.test", source: ContactSource.TRANSACTIONAL_EMAIL } });
+    expect(sent.contact).toMatchObject({ status: ContactStatus.OPT_IN_PENDING, source: ContactSource.TRANSACTIONAL_EMAIL, subscribed: false });
     const again = await client.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "buyer@x.test", properties: { orders: 3 } } });
     expect(again).toMatchObject({ created: false, contact: { properties: { orders: 3 } } });
   });

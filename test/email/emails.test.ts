@@ -100,8 +100,8 @@ describe("transactional emails over the public API", () => {
       const res = await send(raw(to, { from: "Eve <eve@evil.test>" }));
       expect(res.status).toBe(400);
       expect(res.body).toEqual({
-        statusCode: 400, error: "Bad Request", message: expect.stringContaining("eve@evil.test"),
-        allowedEmails: ["founder@gmail.test"], allowedDomains: ["acme.test"], docsUrl: expect.stringMatching(/^https?:\/\//),
+        statusCode: 400, error: "Bad Request", code: "invalid_from", message: expect.stringContaining("eve@evil.test"),
+        allowedEmails: ["founder@gmail.test"], allowedDomains: ["acme.test"], docsUrl: `${sys.publicUrl}/docs/errors/invalid_from`,
       });
       await sleep(300);
       expect(mailCount(to)).toBe(0);
@@ -120,7 +120,7 @@ describe("transactional emails over the public API", () => {
       ]) {
         const res = await send(body);
         expect(res.status, JSON.stringify(body)).toBe(400);
-        expect(res.body).toEqual({ statusCode: 400, error: "Bad Request", message: expect.any(String), docsUrl: expect.stringMatching(/^https?:\/\//) });
+        expect(res.body).toEqual({ statusCode: 400, error: "Bad Request", code: "invalid_payload", message: expect.any(String), docsUrl: `${sys.publicUrl}/docs/errors/invalid_payload` });
       }
     });
 
@@ -137,7 +137,7 @@ describe("transactional emails over the public API", () => {
         for (const key of [undefined, "mr_test_no_such_key_123", ADMIN_ONLY_KEY]) {
           const res = await call(key);
           expect(res.status).toBe(401);
-          expect(res.body).toEqual({ statusCode: 401, error: "Unauthorized", message: expect.any(String) });
+          expect(res.body).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String) });
         }
       }
       expect(mailCount("x@example.test")).toBe(0);
@@ -154,13 +154,13 @@ describe("transactional emails over the public API", () => {
       const d = rcpt("small");
       const crossing = await batch({ emails: [raw(c, { from: "hi@small.test" }), raw(d, { from: "hi@small.test" })] }, SMALL_KEY);
       expect(crossing.status).toBe(403);
-      expect(crossing.body).toEqual({ statusCode: 403, error: "Forbidden", message: expect.any(String) });
+      expect(crossing.body).toEqual({ statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.any(String) });
 
       const last = await send(raw(c, { from: "hi@small.test" }), SMALL_KEY);
       expect(last.status).toBe(200);
       const over = await send(raw(d, { from: "hi@small.test" }), SMALL_KEY);
       expect(over.status).toBe(403);
-      expect(over.body).toEqual({ statusCode: 403, error: "Forbidden", message: expect.any(String) });
+      expect(over.body).toEqual({ statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.any(String) });
       await mailTo(c);
       await sleep(300);
       expect(mailCount(d)).toBe(0);
@@ -466,8 +466,8 @@ describe("transactional emails over the public API", () => {
         { id: expect.stringMatching(/^trs_/), messageId: expect.any(String), status: "SCHEDULED", to: s1, type: "raw" },
       ]);
       expect(failed).toEqual([
-        { index: 3, to: bad1, statusCode: 400, error: "Bad Request", message: expect.any(String), allowedEmails: ["founder@gmail.test"], allowedDomains: ["acme.test"], docsUrl: expect.any(String) },
-        { index: 4, to: bad2, statusCode: 400, error: "Bad Request", message: expect.any(String), docsUrl: expect.any(String) },
+        { index: 3, to: bad1, statusCode: 400, error: "Bad Request", code: "invalid_from", message: expect.any(String), allowedEmails: ["founder@gmail.test"], allowedDomains: ["acme.test"], docsUrl: expect.any(String) },
+        { index: 4, to: bad2, statusCode: 400, error: "Bad Request", code: "invalid_payload", message: expect.any(String), docsUrl: expect.any(String) },
         expect.objectContaining({ index: 5, to: bad3, statusCode: 400, error: "Bad Request", code: "template_not_found" }),
       ]);
       expect((await get(successful[0].id)).body.email.groupBy).toBe("g-raw");
@@ -491,5 +491,88 @@ describe("transactional emails over the public API", () => {
       await sleep(300);
       expect(mailCount(to)).toBe(0);
     });
+  });
+
+  describe("the public API's rough edges (issue 12)", () => {
+    it("sends raw content as given: {{name}} survives in HTML, subject, preview text and text; links are still tracked", async () => {
+      const to = rcpt("literal");
+      const res = await send(raw(to, {
+        subject: "Hi {{name}}", previewText: "Peek {{name}}", text: "Text {{name}}",
+        html: '<p>Hello {{name}} and {{ firstName }}</p><a href="https://acme.test/x?u={{name}}">go</a>',
+        contactProperties: { name: "Ann", firstName: "Ann" },
+      }));
+      expect(res.status).toBe(200);
+      const mail = await mailTo(to);
+      expect(mail.subject).toBe("Hi {{name}}");
+      expect(mail.html).toContain("<p>Hello {{name}} and {{ firstName }}</p>");
+      expect(mail.html).toMatch(/display:none[^>]*>Peek \{\{name\}\}/);
+      expect(mail.text?.trim()).toBe("Text {{name}}");
+      expect(mail.html).not.toContain("Ann");
+      const click = /href="([^"]*\/t\/c\/[^"]+)"/.exec(mail.html!)![1];
+      const redirect = await fetch(click, { redirect: "manual" });
+      expect(redirect.headers.get("location")).toBe("https://acme.test/x?u={{name}}");
+    });
+
+    it("puts every replyTo address in Reply-To, raw or templated (duplicates dropped), and checks each", async () => {
+      const a = rcpt("reply-list");
+      expect((await send(raw(a, { replyTo: ["Help <help@acme.test>", "sales@acme.test", "HELP@ACME.TEST"] }))).status).toBe(200);
+      expect((await mailTo(a)).replyTo?.map((r) => r.address)).toEqual(["help@acme.test", "sales@acme.test"]);
+      const b = rcpt("reply-tpl");
+      expect((await send({ template: "welcome", to: b, replyTo: "owner@acme.test" })).status).toBe(200);
+      expect((await mailTo(b)).replyTo?.map((r) => r.address)).toEqual(["owner@acme.test"]);
+      const c = rcpt("reply-tpl-list");
+      expect((await send({ template: "welcome", to: c, replyTo: ["x@acme.test", "y@acme.test"] })).status).toBe(200);
+      expect((await mailTo(c)).replyTo?.map((r) => r.address)).toEqual(["x@acme.test", "y@acme.test"]);
+      for (const replyTo of [["ok@acme.test", "a@acme.test\r\nBcc: victim@example.test"], ["not an address"], Array.from({ length: 6 }, (_, i) => `r${i}@acme.test`)]) {
+        const res = await send(raw(rcpt("reply-bad"), { replyTo }));
+        expect(res.status, JSON.stringify(replyTo)).toBe(400);
+      }
+    });
+
+    it("accepts sendAt in every ISO 8601 form with a zone, and refuses one without", async () => {
+      const at = new Date(Math.ceil((Date.now() + 2 * 86_400_000) / 60_000) * 60_000);
+      const shifted = new Date(at.getTime() + 3_600_000); // the wall-clock time at +01:00
+      const basic = shifted.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "").slice(0, 13) + "+01";
+      for (const sendAt of [basic, shifted.toISOString().replace(/:00\.000Z$/, "+0100"), at.toISOString().replace(/\.\d+Z$/, "z")]) {
+        const res = await send(raw(rcpt("send-at"), { sendAt }));
+        expect(res.body.email?.status, `${sendAt}: ${JSON.stringify(res.body)}`).toBe("SCHEDULED");
+        expect((await get(res.body.email.id)).body.email.sendAt).toBe(at.toISOString());
+      }
+      const noZone = await send(raw(rcpt("send-at"), { sendAt: at.toISOString().replace("Z", "") }));
+      expect(noZone.body).toMatchObject({ statusCode: 400, code: "invalid_send_at", docsUrl: `${sys.publicUrl}/docs/errors/invalid_send_at` });
+    });
+
+    it("names every answer with x-request-id, takes the scheme in any case, and serves the error pages", async () => {
+      const ok = await sys.api("POST", "/v1/emails", { body: raw(rcpt("rid")), headers: { authorization: `bearer ${KEY}`, "x-request-id": "sdk-call-42" } });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get("x-request-id")).toBe("sdk-call-42");
+      const refused = await sys.api("POST", "/v1/emails", { body: {}, headers: { authorization: `BEARER ${KEY}` } });
+      expect(refused.status).toBe(400);
+      expect(refused.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      const page = await fetch(refused.body.docsUrl);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("invalid_payload");
+      expect((await fetch(`${sys.publicUrl}/docs/errors/nope`)).status).toBe(404);
+    });
+
+    it("carries a 50-item batch of 400 KB emails through every process, and 5 MB of HTML in one email", async () => {
+      const filler = "<p>" + "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(7_100) + "</p>";
+      expect(filler.length).toBeGreaterThan(400_000);
+      const recipients = Array.from({ length: 50 }, () => rcpt("big-batch"));
+      const res = await batch({ emails: recipients.map((to, i) => raw(to, { subject: `Big ${i}`, html: `<p>item ${i}</p>${filler}` })) });
+      expect(res.status, JSON.stringify(res.body).slice(0, 300)).toBe(200);
+      expect(res.body.emails.failed).toEqual([]);
+      expect(res.body.emails.successful).toHaveLength(50);
+      for (const to of [recipients[0], recipients[49]]) expect((await mailTo(to, 60_000)).html).toContain("Lorem ipsum");
+
+      const huge = rcpt("huge");
+      const html = "<p>" + "x".repeat(5 * 1024 * 1024 - 7) + "</p>";
+      const single = await send(raw(huge, { html }));
+      expect(single.status, JSON.stringify(single.body).slice(0, 300)).toBe(200);
+      expect((await mailTo(huge, 60_000)).html!.length).toBeGreaterThan(5_000_000);
+      const over = await send(raw(rcpt("huge"), { html: html + "x" }));
+      expect(over.status).toBe(413);
+      expect(over.body).toMatchObject({ statusCode: 413, code: "payload_too_large" });
+    }, 120_000);
   });
 });

@@ -24,6 +24,12 @@ export interface SmtpSink {
   /** Number of DATA transactions attempted, including rejected and dropped ones. */
   attempts: number;
   setBehaviour(fn: (raw: string, attempt: number) => SinkBehaviour): void;
+  /** Fault mode: answer RCPT TO with this code (e.g. 550 for chosen recipients, 450 for a while); undefined accepts. */
+  setRecipientFault(fn: ((recipient: string) => { code: number; message?: string } | undefined) | undefined): void;
+  /** Fault mode: cut the connection after the first chunk of DATA (the message half sent) when fn says so. */
+  setMidDataCut(fn: (() => boolean) | undefined): void;
+  /** DATA transactions cut mid-stream by setMidDataCut. */
+  readonly cuts: number;
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   stop(): Promise<void>;
 }
@@ -33,6 +39,9 @@ export async function startSmtpSink(opts: { /** Listen on this port (default: a 
   const messages: ReceivedMessage[] = [];
   let behaviour: (raw: string, attempt: number) => SinkBehaviour = () => ({ kind: "accept" });
   let attempts = 0;
+  let cuts = 0;
+  let recipientFault: ((recipient: string) => { code: number; message?: string } | undefined) | undefined;
+  let midDataCut: (() => boolean) | undefined;
   const waiters: Array<() => void> = [];
 
   const server = new SMTPServer({
@@ -40,17 +49,29 @@ export async function startSmtpSink(opts: { /** Listen on this port (default: a 
     disabledCommands: ["STARTTLS"],
     logger: false,
     size: 50 * 1024 * 1024,
+    onRcptTo(address, _session, callback) {
+      const fault = recipientFault?.(address.address);
+      if (!fault) return callback();
+      callback(Object.assign(new Error(fault.message ?? `recipient refused with ${fault.code}`), { responseCode: fault.code }));
+    },
     onData(stream, session: SMTPServerSession, callback) {
       const chunks: Buffer[] = [];
-      stream.on("data", (c: Buffer) => chunks.push(c));
+      let cut = false;
+      stream.on("data", (c: Buffer) => {
+        if (!chunks.length && !cut && midDataCut?.()) {
+          cut = true;
+          cuts += 1;
+          cutConnection(session.id);
+        }
+        chunks.push(c);
+      });
       stream.on("end", () => {
+        if (cut) return;
         attempts += 1;
         const raw = Buffer.concat(chunks).toString("utf8");
         const b = behaviour(raw, attempts);
         if (b.kind === "drop") {
-          // The session has no socket; find its connection and cut it before replying.
-          const connections = (server as unknown as { connections: Set<{ id: string; _socket: { destroy(): void } }> }).connections;
-          for (const c of connections) if (c.id === session.id) c._socket.destroy();
+          cutConnection(session.id);
           return;
         }
         if (b.kind === "reject") {
@@ -69,6 +90,11 @@ export async function startSmtpSink(opts: { /** Listen on this port (default: a 
       });
     },
   });
+  // The session has no socket; find its connection and cut it before replying.
+  function cutConnection(sessionId: string) {
+    const connections = (server as unknown as { connections: Set<{ id: string; _socket: { destroy(): void } }> }).connections;
+    for (const c of connections) if (c.id === sessionId) c._socket.destroy();
+  }
   server.on("error", () => undefined);
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
   const port = (server.server.address() as AddressInfo).port;
@@ -78,7 +104,10 @@ export async function startSmtpSink(opts: { /** Listen on this port (default: a 
     url: `smtp://127.0.0.1:${port}`,
     messages,
     get attempts() { return attempts; },
+    get cuts() { return cuts; },
     setBehaviour(fn) { behaviour = fn; },
+    setRecipientFault(fn) { recipientFault = fn; },
+    setMidDataCut(fn) { midDataCut = fn; },
     async waitFor(count, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       while (messages.length < count) {

@@ -7,13 +7,35 @@ import { startNats, type NatsHandle } from "./nats.js";
 import { startSmtpSink, type SmtpSink } from "./smtp-sink.js";
 
 export interface SystemOptions {
-  /** The MAILROOM_BOOTSTRAP document (DESIGN.md §5). */
-  bootstrap: unknown;
+  /** The MAILROOM_BOOTSTRAP document (DESIGN.md §5); with `topology`, the placements name their own. */
+  bootstrap?: unknown;
   /** Extra environment for every unit. */
   env?: Record<string, string>;
   units?: UnitName[];
   /** Start an SMTP sink and point MAILROOM_SMTP_URL at it (default true). */
   smtp?: boolean;
+  /**
+   * Run the units as containers run them (test/deploy): given where NATS, the SMTP sink and
+   * the data are, returns each unit's own address, port and complete environment. The harness
+   * then sets nothing that wires units together: no URLs, ports, bind addresses or NATS URL.
+   */
+  topology?: (infra: TopologyInfra) => Partial<Record<UnitName, UnitPlacement>>;
+  /** Runs once the data dir exists, before any unit starts (e.g. mount a small tmpfs for one service's store). */
+  prepareDataDir?: (dataDir: string) => Promise<void>;
+}
+
+export interface TopologyInfra {
+  natsUrl: string;
+  smtpUrl?: string;
+  dataDir: string;
+  secret: string;
+}
+
+/** Where one unit runs and the whole Mailroom environment it gets. */
+export interface UnitPlacement {
+  host: string;
+  port: number;
+  env: Record<string, string>;
 }
 
 export interface TestSystem {
@@ -39,17 +61,24 @@ export interface TestSystem {
 export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-e2e-"));
   const [nats, sink] = await Promise.all([startNats(), opts.smtp === false ? undefined : startSmtpSink()]);
+  await opts.prepareDataDir?.(dataDir);
   const bootstrapFile = path.join(dataDir, "bootstrap.json");
-  await writeFile(bootstrapFile, JSON.stringify(opts.bootstrap));
-  const ports = {} as Record<UnitName, number>;
-  for (const u of UNITS) ports[u.name] = await freePort();
-  const gatewayUrl = `http://127.0.0.1:${ports.gateway}`;
+  if (opts.bootstrap !== undefined) await writeFile(bootstrapFile, JSON.stringify(opts.bootstrap));
   const secret = "test-secret-0123456789abcdef";
+  const placements = opts.topology?.({ natsUrl: nats.url, smtpUrl: sink?.url, dataDir, secret });
+  const ports = {} as Record<UnitName, number>;
+  for (const u of UNITS) ports[u.name] = placements?.[u.name]?.port ?? (await freePort());
+  const gatewayUrl = `http://${placements?.gateway?.host ?? "127.0.0.1"}:${ports.gateway}`;
   const logDir = path.join(dataDir, "logs");
-  const env: Record<string, string> = {
+  const env: Record<string, string> = placements ? {
+    // Settings only; the placements carry all the wiring.
+    MAILROOM_LOG_LEVEL: "info",
+    MAILROOM_RATE_LIMIT_PER_MINUTE: "100000",
+    ...opts.env,
+  } : {
     MAILROOM_NATS_URL: nats.url,
     MAILROOM_DATA_DIR: dataDir,
-    MAILROOM_BOOTSTRAP: bootstrapFile,
+    ...(opts.bootstrap !== undefined ? { MAILROOM_BOOTSTRAP: bootstrapFile } : {}),
     MAILROOM_PUBLIC_URL: gatewayUrl,
     MAILROOM_SECRET: secret,
     MAILROOM_LOG_LEVEL: "info",
@@ -59,7 +88,9 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
   };
   let processes: RunningSystem;
   try {
-    processes = await startUnits({ env, ports, output: { kind: "files", dir: logDir }, units: opts.units });
+    const isolated = placements && Object.fromEntries(Object.entries(placements).map(([name, p]) => [name, { host: p.host, env: p.env }]));
+    const units = opts.units ?? (placements && (Object.keys(placements) as UnitName[]));
+    processes = await startUnits({ env, ports, output: { kind: "files", dir: logDir }, units, isolated });
   } catch (err) {
     await Promise.all([nats.stop(), sink?.stop()]);
     throw err;

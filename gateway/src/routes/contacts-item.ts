@@ -1,48 +1,152 @@
-import type { FastifyInstance } from "fastify";
-import type { GatewayDeps } from "../deps.js";
+import { z } from "zod";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
-import { publicErrorBody, replyWithError, sendError } from "../errors.js";
-import { contactInput, contactJson, invalid, updateContactSchema } from "./contacts-schema.js";
+import { apiErrorSchema } from "../errors.js";
+import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
+import { defineRoute, type RouteModule } from "./route.js";
+import {
+  contactDeletedSchema, contactEmailParams, contactIdParams, contactInput, contactJson, contactResponseSchema, iso, updateContactSchema,
+} from "./contacts-schema.js";
 
-type EmailParams = { Params: { email: string } };
+const contactEventSchema = z
+  .strictObject({
+    id: z.string(),
+    event: z.string(),
+    messageId: z.string(),
+    properties: z.record(z.string(), z.unknown()),
+    timestamp: z.iso.datetime(),
+    receivedAt: z.iso.datetime(),
+  })
+  .meta({ id: "ContactEvent" });
+
+const contactEventsSchema = z
+  .strictObject({ events: z.strictObject({ items: z.array(contactEventSchema), cursor: z.string().nullable(), hasMore: z.boolean() }) })
+  .meta({ id: "ContactEventList" });
 
 /**
- * GET /v1/contacts/:email -> { contact }
- * PATCH /v1/contacts/:email -> { contact } (only the given fields change; a property set to null is removed)
- * DELETE /v1/contacts/:email -> { deleted: true, email }
+ * GET /v1/contacts/:id -> { contact }
+ * PUT /v1/contacts/:id -> { contact } (only the given properties change)
+ * DELETE /v1/contacts/:id, DELETE /v1/contacts/by-email/:email -> { isDeleted: true, contact }
+ * GET /v1/contacts/:id/events -> { events: { items, cursor, hasMore } } (a Mailroom addition)
  * Another workspace's contact is a 404 like a missing one.
  */
-export function registerContactItem(app: FastifyInstance, deps: GatewayDeps): void {
-  app.get<EmailParams>("/v1/contacts/:email", async (request, reply) => {
-    try {
-      const res = await deps.clients.directory.getContact({ workspaceId: workspaceOf(request), email: request.params.email }, rpcOptions(request));
+export const registerContactItem: RouteModule = (app, deps) => {
+  defineRoute(app, {
+    method: "GET",
+    url: "/v1/contacts/:id",
+    operationId: "getContact",
+    tags: ["Contacts"],
+    summary: "Read a contact",
+    scope: "api_read",
+    params: contactIdParams,
+    responses: {
+      200: { description: "The contact.", body: contactResponseSchema },
+      404: { description: "`contact_not_found` (also for another workspace's contact).", body: apiErrorSchema },
+      ...API_KEY_RESPONSES,
+    },
+    handler: async (request, reply, { params }) => {
+      const res = await deps.clients.directory.getContact({ workspaceId: workspaceOf(request), contactId: params.id }, rpcOptions(request));
       return reply.send({ contact: contactJson(res.contact!) });
-    } catch (err) {
-      return replyWithError(reply, err);
-    }
+    },
   });
 
-  app.patch<EmailParams>("/v1/contacts/:email", async (request, reply) => {
-    const body = updateContactSchema.safeParse(request.body);
-    if (!body.success) return sendError(reply, publicErrorBody(invalid(body.error)));
-    try {
+  defineRoute(app, {
+    method: "PUT",
+    url: "/v1/contacts/:id",
+    operationId: "updateContact",
+    tags: ["Contacts"],
+    summary: "Change some properties of a contact",
+    description: "Only the given properties change; null clears one; `email`, when given, must be the contact's. `status: SUBSCRIBED` resubscribes (lifts an unsubscribe, never a bounce or complaint).",
+    params: contactIdParams,
+    body: updateContactSchema,
+    responses: {
+      200: { description: "The updated contact.", body: contactResponseSchema },
+      400: {
+        description: "`invalid_request`, `invalid_json`, `unknown_contact_property`, `invalid_property_value`, `invalid_timezone`, `invalid_contact`.",
+        body: apiErrorSchema,
+      },
+      404: { description: "`contact_not_found`.", body: apiErrorSchema },
+      ...API_KEY_RESPONSES,
+      ...JSON_BODY_RESPONSES,
+    },
+    handler: async (request, reply, { params, body }) => {
       const res = await deps.clients.directory.updateContact(
-        { workspaceId: workspaceOf(request), contact: contactInput(request.params.email, body.data) },
+        { workspaceId: workspaceOf(request), contactId: params.id, contact: contactInput(body.properties) },
         rpcOptions(request),
       );
       return reply.send({ contact: contactJson(res.contact!) });
-    } catch (err) {
-      return replyWithError(reply, err);
-    }
+    },
   });
 
-  app.delete<EmailParams>("/v1/contacts/:email", async (request, reply) => {
-    try {
-      await deps.clients.directory.deleteContact({ workspaceId: workspaceOf(request), email: request.params.email }, rpcOptions(request));
-      return reply.send({ deleted: true, email: request.params.email });
-    } catch (err) {
-      return replyWithError(reply, err);
-    }
+  defineRoute(app, {
+    method: "DELETE",
+    url: "/v1/contacts/:id",
+    operationId: "deleteContact",
+    tags: ["Contacts"],
+    summary: "Delete a contact",
+    params: contactIdParams,
+    responses: {
+      200: { description: "Deleted: the contact as it was.", body: contactDeletedSchema },
+      404: { description: "`contact_not_found`.", body: apiErrorSchema },
+      ...API_KEY_RESPONSES,
+    },
+    handler: async (request, reply, { params }) => {
+      const res = await deps.clients.directory.deleteContact({ workspaceId: workspaceOf(request), contactId: params.id }, rpcOptions(request));
+      return reply.send({ isDeleted: true, contact: contactJson(res.contact!) });
+    },
   });
-}
+
+  defineRoute(app, {
+    method: "DELETE",
+    url: "/v1/contacts/by-email/:email",
+    operationId: "deleteContactByEmail",
+    tags: ["Contacts"],
+    summary: "Delete the contact with an address",
+    params: contactEmailParams,
+    responses: {
+      200: { description: "Deleted: the contact as it was.", body: contactDeletedSchema },
+      400: { description: "`invalid_email`.", body: apiErrorSchema },
+      404: { description: "`contact_not_found`.", body: apiErrorSchema },
+      ...API_KEY_RESPONSES,
+    },
+    handler: async (request, reply, { params }) => {
+      const res = await deps.clients.directory.deleteContact({ workspaceId: workspaceOf(request), email: params.email }, rpcOptions(request));
+      return reply.send({ isDeleted: true, contact: contactJson(res.contact!) });
+    },
+  });
+
+  defineRoute(app, {
+    method: "GET",
+    url: "/v1/contacts/:id/events",
+    operationId: "listContactEvents",
+    tags: ["Contacts", "Events"],
+    summary: "A contact's events, newest first",
+    scope: "api_read",
+    params: contactIdParams,
+    query: z.strictObject({
+      limit: z.coerce.number().int().min(1).max(100).optional().meta({ default: 20 }),
+      cursor: z.string().max(200).optional().meta({ description: "The `cursor` of the previous page." }),
+    }),
+    responses: {
+      200: { description: "One page.", body: contactEventsSchema },
+      404: { description: "`contact_not_found`.", body: apiErrorSchema },
+      ...API_KEY_RESPONSES,
+    },
+    handler: async (request, reply, { params, query }) => {
+      const res = await deps.clients.directory.listContactEvents(
+        { workspaceId: workspaceOf(request), contactId: params.id, page: { limit: query.limit ?? 20, cursor: query.cursor ?? "" } },
+        rpcOptions(request),
+      );
+      const hasMore = res.page?.hasMore ?? false;
+      return reply.send({
+        events: {
+          items: res.events.map((e) => ({
+            id: e.id, event: e.name, messageId: e.messageId, properties: e.properties ?? {}, timestamp: iso(e.timestamp)!, receivedAt: iso(e.receivedAt)!,
+          })),
+          cursor: hasMore ? res.page!.nextCursor : null,
+          hasMore,
+        },
+      });
+    },
+  });
+};

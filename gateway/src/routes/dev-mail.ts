@@ -1,13 +1,26 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { RouteModule } from "./index.js";
-import { replyWithError } from "../errors.js";
+import { z } from "zod";
+import { apiErrorSchema } from "../errors.js";
+import { defineRoute, type RouteModule } from "./route.js";
+import { escapeHtml as escape, page } from "./page.js";
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** The http(s) links of a message's HTML, in order, once each: the viewer lists them under the message. */
+function linksOf(html: string): string[] {
+  const hrefs = [...html.matchAll(/<a\b[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)')/gi)].map((m) => decodeEntities(m[1] ?? m[2]));
+  return [...new Set(hrefs.filter((h) => /^https?:/i.test(h)))];
+}
 
-const page = (title: string, body: string) => `<!doctype html><html><head><meta charset="utf-8"><title>${escape(title)}</title>
-<style>body{font:14px system-ui,sans-serif;margin:2rem;color:#222}table{border-collapse:collapse;width:100%}
-td,th{padding:.4rem .6rem;border-bottom:1px solid #eee;text-align:left}a{color:#2456d3}pre{white-space:pre-wrap;background:#f6f6f6;padding:1rem}
-iframe{width:100%;height:60vh;border:1px solid #ddd}</style></head><body>${body}</body></html>`;
+const decodeEntities = (s: string) =>
+  s.replace(/&(?:amp|#38|#x26);/gi, "&").replace(/&(?:quot|#34);/gi, '"').replace(/&(?:#39|apos);/gi, "'").replace(/&lt;/gi, "<").replace(/&gt;/gi, ">");
+
+/**
+ * The message's HTML for a sandboxed frame: no scripts, no access to this page; links
+ * open in a new tab (a frame cannot navigate the viewer).
+ */
+const framed = (html: string) => `<base target="_blank">${html}`;
+
+const htmlPage = (description: string) => ({ description, content: { "text/html": z.string() } });
+const capturedId = z.object({ id: z.string() });
 
 /**
  * Locally captured mail (no MAILROOM_SMTP_URL): a small inbox at /dev/mail for development.
@@ -18,39 +31,69 @@ export const registerDevMail: RouteModule = (app, deps) => {
   const loopback = ["127.0.0.1", "localhost", "::1"].includes(deps.config.httpHost);
   if (deps.config.smtpUrl || !loopback) return;
 
-  app.get("/dev/mail", async (request, reply) => {
-    try {
+  defineRoute(app, {
+    method: "GET",
+    url: "/dev/mail",
+    operationId: "devMailList",
+    tags: ["Development"],
+    summary: "Captured mail (development only)",
+    description: "Mounted only when no relay is configured (`MAILROOM_SMTP_URL` unset) and mail is captured locally: an HTML list of the last 200 messages of every workspace. No API key: keep the gateway on loopback when capturing.",
+    responses: { 200: htmlPage("HTML page."), 503: "ServiceUnavailable" },
+    handler: async (_request, reply) => {
       const { messages } = await deps.clients.delivery.listCapturedMessages({ limit: 200 });
-      const rows = messages
-        .map((m) => `<tr><td>${m.capturedAt ? escape(timestampDate(m.capturedAt).toISOString()) : ""}</td><td>${escape(m.from)}</td>
-<td>${escape(m.to)}</td><td><a href="/dev/mail/${encodeURIComponent(m.id)}">${escape(m.subject || "(no subject)")}</a></td></tr>`)
-        .join("");
-      return reply.type("text/html").send(page("Captured mail", `<h1>Captured mail</h1><p>${messages.length} message(s), newest first.</p>
-<table><tr><th>Captured</th><th>From</th><th>To</th><th>Subject</th></tr>${rows}</table>`));
-    } catch (err) {
-      return replyWithError(reply, err);
-    }
+      const items = messages
+        .map((m) => `<li><a href="/dev/mail/${encodeURIComponent(m.id)}">${escape(m.subject || "(no subject)")}</a>
+<div class="muted">From ${escape(m.from)} to ${escape(m.to)}${m.capturedAt ? ` · <time datetime="${escape(timestampDate(m.capturedAt).toISOString())}">${escape(timestampDate(m.capturedAt).toISOString().replace("T", " ").slice(0, 19))} UTC</time>` : ""}</div></li>`)
+        .join("\n");
+      const list = messages.length ? `<ul class="mail">${items}</ul>` : `<p class="notice">No mail captured yet. Send an email through the API and reload.</p>`;
+      return reply.header("cache-control", "no-store").type("text/html; charset=utf-8").send(page("Captured mail", `<h1>Captured mail</h1>
+<p class="muted">${messages.length} message(s), newest first. Captured locally: nothing was sent.</p>
+${list}`, { width: "60rem" }));
+    },
   });
 
-  app.get<{ Params: { id: string } }>("/dev/mail/:id", async (request, reply) => {
-    try {
-      const res = await deps.clients.delivery.getCapturedMessage({ id: request.params.id });
+  const messageErrors = {
+    400: { description: "`invalid_id`: not a captured message id.", body: apiErrorSchema },
+    404: { description: "`captured_message_not_found`.", body: apiErrorSchema },
+    503: "ServiceUnavailable",
+  } as const;
+
+  defineRoute(app, {
+    method: "GET",
+    url: "/dev/mail/:id",
+    operationId: "devMailMessage",
+    tags: ["Development"],
+    summary: "One captured message (development only)",
+    params: capturedId,
+    responses: { 200: htmlPage("HTML page with the message."), ...messageErrors },
+    handler: async (_request, reply, { params }) => {
+      const res = await deps.clients.delivery.getCapturedMessage({ id: params.id });
       const m = res.message!;
-      const srcdoc = escape(res.html || `<pre>${escape(res.text)}</pre>`);
-      return reply.type("text/html").send(page(m.subject, `<p><a href="/dev/mail">← all mail</a></p><h1>${escape(m.subject)}</h1>
-<p>From ${escape(m.from)} to ${escape(m.to)} · <a href="/dev/mail/${encodeURIComponent(m.id)}/raw">raw source</a></p>
-<iframe sandbox srcdoc="${srcdoc}"></iframe><h2>Plain text</h2><pre>${escape(res.text)}</pre>`));
-    } catch (err) {
-      return replyWithError(reply, err);
-    }
+      const links = linksOf(res.html);
+      const linkList = links.length
+        ? `<h2>Links</h2><ul>${links.map((href) => `<li><a href="${escape(href)}">${escape(href)}</a></li>`).join("")}</ul>`
+        : "";
+      const body = res.html
+        ? `<h2>HTML</h2><iframe title="HTML body of the message" sandbox="allow-popups allow-popups-to-escape-sandbox" srcdoc="${escape(framed(res.html))}"></iframe>`
+        : "";
+      return reply.header("cache-control", "no-store").type("text/html; charset=utf-8").send(page(m.subject || "(no subject)", `<p><a href="/dev/mail">← All captured mail</a></p>
+<h1>${escape(m.subject || "(no subject)")}</h1>
+<p class="muted">From ${escape(m.from)} to ${escape(m.to)} · <a href="/dev/mail/${encodeURIComponent(m.id)}/raw">Raw source</a></p>
+${body}${linkList}<h2>Plain text</h2><pre>${escape(res.text)}</pre>`, { width: "60rem" }));
+    },
   });
 
-  app.get<{ Params: { id: string } }>("/dev/mail/:id/raw", async (request, reply) => {
-    try {
-      const res = await deps.clients.delivery.getCapturedMessage({ id: request.params.id });
+  defineRoute(app, {
+    method: "GET",
+    url: "/dev/mail/:id/raw",
+    operationId: "devMailRaw",
+    tags: ["Development"],
+    summary: "Raw RFC 5322 source of one captured message (development only)",
+    params: capturedId,
+    responses: { 200: { description: "The message source.", content: { "text/plain": z.string() } }, ...messageErrors },
+    handler: async (_request, reply, { params }) => {
+      const res = await deps.clients.delivery.getCapturedMessage({ id: params.id });
       return reply.type("text/plain; charset=utf-8").send(Buffer.from(res.raw));
-    } catch (err) {
-      return replyWithError(reply, err);
-    }
+    },
   });
 };

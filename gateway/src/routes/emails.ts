@@ -1,20 +1,35 @@
-import type { FastifyInstance } from "fastify";
-import type { GatewayDeps } from "../deps.js";
+import { z } from "zod";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
-import { publicErrorBody, replyWithError, sendError } from "../errors.js";
-import { emailRecordJson, parseEmail } from "../schemas/email.js";
+import { SINGLE_EMAIL_BODY_LIMIT_BYTES, apiErrorSchema, invalidFromErrorSchema, invalidPayloadErrorSchema, monthlyLimitErrorSchema } from "../errors.js";
+import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
+import { emailEnvelope, emailRecordJson, emailRecordSchema, parseEmailOrRefuse, sendEmailRequestSchema } from "../schemas/email.js";
+import { defineRoute, type RouteModule } from "./route.js";
 
 /** POST /v1/emails: one raw or templated email -> { email: <Email record> }. */
-export function registerSendEmail(app: FastifyInstance, deps: GatewayDeps): void {
-  app.post("/v1/emails", async (request, reply) => {
-    const parsed = parseEmail(request.body);
-    if (!parsed.ok) return sendError(reply, publicErrorBody(parsed.error));
-    try {
-      const res = await deps.clients.email.sendEmail({ workspaceId: workspaceOf(request), email: parsed.input }, rpcOptions(request));
+export const registerSendEmail: RouteModule = (app, deps) =>
+  defineRoute(app, {
+    method: "POST",
+    url: "/v1/emails",
+    operationId: "sendEmail",
+    tags: ["Emails"],
+    summary: "Send one email (raw or templated)",
+    body: sendEmailRequestSchema,
+    parseBody: parseEmailOrRefuse,
+    bodyLimit: SINGLE_EMAIL_BODY_LIMIT_BYTES,
+    responses: {
+      200: { description: "Accepted: sent now (`SENT`) or scheduled (`SCHEDULED`).", body: emailEnvelope(emailRecordSchema) },
+      400: {
+        description: "Invalid payload (spec body with `docsUrl`), `from` not verified (spec body with the allowed lists), or a coded error: `invalid_json`, `invalid_send_at`, `send_at_out_of_range`, `template_not_found` (with `template`), `header_injection`, `invalid_request`.",
+        body: z.union([invalidPayloadErrorSchema, invalidFromErrorSchema, apiErrorSchema]),
+      },
+      403: { description: "Monthly sending limit reached.", body: monthlyLimitErrorSchema },
+      409: { description: "`idempotency_key_reused` or `idempotency_request_in_progress`.", body: apiErrorSchema },
+      ...API_KEY_RESPONSES,
+      ...JSON_BODY_RESPONSES,
+    },
+    handler: async (request, reply, { body: email }) => {
+      const res = await deps.clients.email.sendEmail({ workspaceId: workspaceOf(request), email }, rpcOptions(request));
       return reply.code(200).send({ email: emailRecordJson(res.email!) });
-    } catch (err) {
-      return replyWithError(reply, err);
-    }
+    },
   });
-}

@@ -1,5 +1,7 @@
-import type { FastifyInstance } from "fastify";
-import type { GatewayDeps } from "../deps.js";
+import { z } from "zod";
+import type { OperationDoc } from "../openapi.js";
+import { apiErrorSchema } from "../errors.js";
+import { withDocs, type RouteModule } from "./route.js";
 import { registerTracking } from "./tracking.js";
 import { registerUnsubscribe } from "./unsubscribe.js";
 import { registerDevMail } from "./dev-mail.js";
@@ -12,9 +14,23 @@ import { registerContactItem } from "./contacts-item.js";
 import { registerTemplates } from "./templates.js";
 import { registerTemplateItem } from "./templates-item.js";
 import { registerOpenApi } from "./openapi.js";
-
-/** A public route module: one file per route, registering itself on the app. */
-export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
+import { registerContactProperties } from "./contact-properties.js";
+import { registerTransactional } from "./transactional.js";
+import { registerIdentities } from "./identities.js";
+import { registerApiKeys } from "./api-keys.js";
+import { registerEvents } from "./events.js";
+import { registerErrorDocs } from "./error-docs.js";
+import { registerReadyz } from "./readyz.js";
+import { broadcastScope } from "./broadcasts-schema.js";
+import { registerCreateBroadcast } from "./broadcasts-create.js";
+import { registerListBroadcasts } from "./broadcasts-list.js";
+import { registerGetBroadcast } from "./broadcasts-get.js";
+import { registerTestBroadcast } from "./broadcasts-test.js";
+import { registerScheduleBroadcast } from "./broadcasts-schedule.js";
+import { registerCancelBroadcast } from "./broadcasts-cancel.js";
+import { registerEmailStats } from "./stats.js";
+import { registerBroadcastStats } from "./stats-broadcast.js";
+import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
 
 /**
  * Routes under /v1 that need an API key. Each module registers its own path(s);
@@ -23,7 +39,112 @@ export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
 export const apiRoutes: RouteModule[] = [
   registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail,
   registerContacts, registerContactItem, registerTemplates, registerTemplateItem,
+  registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
+  // Broadcasts: a schema refusal is `invalid_payload` (design §6).
+  ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast].map(broadcastScope),
+  // Outcomes (issue 13): stats and webhooks.
+  registerEmailStats, registerBroadcastStats, registerWebhooks, registerWebhookDeliveries,
 ];
 
-/** Public routes without an API key: tracking pixels, click redirects, unsubscribe. */
-export const publicRoutes: RouteModule[] = [registerTracking, registerUnsubscribe, registerDevMail, registerOpenApi];
+// The recipient-link modules register plain fastify routes; their operations are declared here.
+const recipientToken = z.object({ token: z.string().meta({ description: "Signed recipient token." }) });
+const html = z.string();
+
+const trackingDocs: Record<string, OperationDoc> = {
+  "GET /t/o/:token": {
+    operationId: "trackOpen",
+    tags: ["Recipients"],
+    summary: "Open-tracking pixel",
+    description: "Linked from sent messages; records an `opened` event.",
+    params: recipientToken,
+    responses: {
+      200: { description: "A 1×1 transparent GIF (`Cache-Control: no-store`).", content: { "image/gif": z.string().meta({ contentMediaType: "image/gif" }) } },
+      404: "LinkNotFound",
+    },
+  },
+  "GET /t/c/:link/:token": {
+    operationId: "trackClick",
+    tags: ["Recipients"],
+    summary: "Click-tracking redirect",
+    description: "Linked from sent messages; records a `clicked` event and redirects to the original link.",
+    params: z.object({ link: z.string().meta({ description: "Signed link token." }), ...recipientToken.shape }),
+    responses: {
+      302: {
+        description: "Redirect to the original URL.",
+        headers: { Location: { required: true, description: "The link's original URL.", schema: { type: "string", format: "uri" } } },
+      },
+      404: "LinkNotFound",
+    },
+  },
+};
+
+const unsubscribeDocs: Record<string, OperationDoc> = {
+  "GET /u/:token": {
+    operationId: "unsubscribePage",
+    tags: ["Recipients"],
+    summary: "Unsubscribe confirmation page",
+    description: "Shows a page with a button; does not unsubscribe (mail scanners prefetch links).",
+    params: recipientToken,
+    query: z.object({ manage: z.string().optional().meta({ description: "Any value: the manage-preferences page (shows whether the address is subscribed; offers to resubscribe)." }) }),
+    responses: { 200: { description: "The confirmation page.", content: { "text/html": html } }, 404: "LinkNotFound" },
+  },
+  "POST /u/:token": {
+    operationId: "unsubscribe",
+    tags: ["Recipients"],
+    summary: "Unsubscribe at once (RFC 8058 one-click, or the page's button)",
+    description: "Adds the recipient to the workspace's suppression list and marks the contact unsubscribed. The body is ignored.",
+    params: recipientToken,
+    requestContent: {
+      required: false,
+      content: {
+        "application/x-www-form-urlencoded": z.string().meta({ examples: ["List-Unsubscribe=One-Click"] }),
+        "multipart/form-data": z.string(),
+      },
+    },
+    responses: {
+      200: {
+        description: "Unsubscribed: JSON, or a page when `Accept` includes `text/html`.",
+        body: z.strictObject({ unsubscribed: z.literal(true) }).meta({ id: "Unsubscribed" }),
+        content: { "text/html": html },
+      },
+      404: "LinkNotFound",
+      503: "ServiceUnavailable",
+    },
+  },
+  "POST /u/:token/resubscribe": {
+    operationId: "resubscribe",
+    tags: ["Recipients"],
+    summary: "Resubscribe (the manage page's button)",
+    description: "Lifts the recipient's own unsubscribe (never a bounce, complaint or manual block) and marks the contact subscribed. Refused (403) when the browser names another site as the form's origin. The body is ignored.",
+    params: recipientToken,
+    requestContent: {
+      required: false,
+      content: { "application/x-www-form-urlencoded": z.string(), "multipart/form-data": z.string() },
+    },
+    responses: {
+      200: {
+        description: "Subscribed: JSON, or a page when `Accept` includes `text/html`.",
+        body: z.strictObject({ subscribed: z.literal(true) }).meta({ id: "Resubscribed" }),
+        content: { "text/html": html },
+      },
+      403: { description: "`forbidden`: the request came from another site's page.", body: apiErrorSchema },
+      404: "LinkNotFound",
+      409: {
+        description: "`conflict`: the address is suppressed for another reason (bounce, complaint, manual), which only the sender lifts. A page when `Accept` includes `text/html`.",
+        body: apiErrorSchema,
+        content: { "text/html": html },
+      },
+      503: "ServiceUnavailable",
+    },
+  },
+};
+
+/** Public routes without an API key: tracking pixels, click redirects, unsubscribe, dev mail, this document, error docs. */
+export const publicRoutes: RouteModule[] = [
+  withDocs(registerTracking, trackingDocs),
+  withDocs(registerUnsubscribe, unsubscribeDocs),
+  registerDevMail,
+  registerOpenApi,
+  registerErrorDocs,
+  registerReadyz,
+];

@@ -5,19 +5,66 @@ import { iso } from "./contacts-schema.js";
 /** Public JSON of stored templates (/v1/templates); content rules live in the directory. */
 
 const content = {
-  subject: z.string().min(1, "subject is required"),
-  html: z.string().min(1, "html is required"),
+  subject: z.string().min(1, "subject is required").meta({
+    description: "One line of at most 998 characters (else 400 `invalid_template`); may contain `{{variables}}`.",
+  }),
+  html: z.string().min(1, "html is required").meta({ description: "At most 500 KB (else 413 `template_html_too_large`)." }),
   text: z.string().nullish(),
   previewText: z.string().nullish(),
+  displayName: z.string().max(200).nullish().meta({ description: "Shown name (default: the name)." }),
+  fromEmail: z.string().max(320).nullish().meta({
+    description: "Sender of templated sends: a verified address or one on a verified domain (else 400 `invalid_from` with `allowedEmails`/`allowedDomains`). Absent: the workspace's first verified address.",
+  }),
+  fromName: z.string().max(200).nullish(),
+  replyTo: z.array(z.strictObject({ email: z.string().max(320), name: z.string().max(200).optional() })).max(5).nullish().meta({
+    description: "Reply-to addresses of templated sends; a send's own `replyTo` overrides them.",
+  }),
+  status: z.enum(["DRAFT", "ACTIVE", "ARCHIVED", "PAUSED"]).nullish().meta({ description: "Default ACTIVE (on PUT: unchanged when absent)." }),
 };
 
-export const createTemplateSchema = z.object({ name: z.string().min(1, "name is required").max(100), ...content }).strict();
+/** The request's content fields as the directory's TemplateInput (absent = empty). */
+export function templateInput(name: string, body: z.infer<typeof replaceTemplateSchema>) {
+  return {
+    name,
+    subject: body.subject,
+    html: body.html,
+    text: body.text ?? "",
+    previewText: body.previewText ?? "",
+    displayName: body.displayName ?? "",
+    fromEmail: body.fromEmail ?? "",
+    fromName: body.fromName ?? "",
+    replyTo: (body.replyTo ?? []).map((r) => ({ email: r.email, name: r.name ?? "" })),
+    status: body.status ?? "",
+  };
+}
+
+export const createTemplateSchema = z
+  .object({
+    name: z.string().min(1, "name is required").max(100).meta({
+      description: "Unique per workspace; 1-100 letters, digits, `.`, `_` or `-`, starting with a letter or digit (else 400 `invalid_template_name`).",
+    }),
+    ...content,
+  })
+  .strict()
+  .meta({ id: "CreateTemplateRequest" });
+
 /** PUT replaces the content; `name`, when given, must be the one in the path. */
-export const replaceTemplateSchema = z.object({ name: z.string().optional(), ...content }).strict();
+export const replaceTemplateSchema = z
+  .object({
+    name: z.string().optional().meta({ description: "Optional; when given it must be the name in the path (templates cannot be renamed)." }),
+    ...content,
+  })
+  .strict()
+  .meta({ id: "ReplaceTemplateRequest" });
 
 export const listTemplatesQuerySchema = z
-  .object({ limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().max(200).optional() })
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).optional().meta({ default: 20 }),
+    cursor: z.string().max(200).optional().meta({ description: "The `cursor` of the previous page." }),
+  })
   .strict();
+
+export const templateNameParams = z.object({ name: z.string() });
 
 export function templateJson(t: Template) {
   return {
@@ -28,6 +75,11 @@ export function templateJson(t: Template) {
     text: t.text || null,
     previewText: t.previewText || null,
     variables: t.variables,
+    displayName: t.displayName || t.name,
+    fromEmail: t.fromEmail || null,
+    fromName: t.fromName || null,
+    replyTo: t.replyTo.map((r) => (r.name ? { email: r.email, name: r.name } : { email: r.email })),
+    status: (t.status || "ACTIVE") as "DRAFT" | "ACTIVE" | "ARCHIVED" | "PAUSED",
     createdAt: iso(t.createdAt),
     updatedAt: iso(t.updatedAt),
   };
@@ -38,3 +90,43 @@ export function templateSummaryJson(t: Template) {
   const { html: _html, text: _text, ...summary } = templateJson(t);
   return summary;
 }
+
+const timestamp = z.iso.datetime().nullable();
+const summaryFields = {
+  id: z.string().regex(/^tpl_/).meta({ description: "`tpl_` followed by a lowercase ULID." }),
+  name: z.string(),
+  subject: z.string(),
+  previewText: z.string().nullable(),
+  variables: z.array(z.string()).meta({
+    description: "Merge variables found in subject, preview text, HTML and text, in order of first appearance.",
+  }),
+  displayName: z.string(),
+  fromEmail: z.string().nullable().meta({ description: "The template's sender; null: the workspace's first verified address." }),
+  fromName: z.string().nullable(),
+  replyTo: z.array(z.strictObject({ email: z.string(), name: z.string().optional() })),
+  status: z.enum(["DRAFT", "ACTIVE", "ARCHIVED", "PAUSED"]),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+};
+
+export const templateSchema = z
+  .strictObject({ ...summaryFields, html: z.string(), text: z.string().nullable() })
+  .meta({ id: "Template" });
+
+const templateSummarySchema = z
+  .strictObject(summaryFields)
+  .meta({ id: "TemplateSummary", description: "A template without its bodies (html, text): fetch one template for those." });
+
+export const templateResponseSchema = z.strictObject({ template: templateSchema }).meta({ id: "TemplateResponse" });
+
+export const templateListSchema = z
+  .strictObject({
+    templates: z.strictObject({
+      items: z.array(templateSummarySchema),
+      cursor: z.string().nullable().meta({ description: "Pass as `cursor` for the next page; null on the last page." }),
+      hasMore: z.boolean(),
+    }),
+  })
+  .meta({ id: "TemplateList" });
+
+export const templateDeletedSchema = z.strictObject({ deleted: z.literal(true), name: z.string() }).meta({ id: "TemplateDeleted" });

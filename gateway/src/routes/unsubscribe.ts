@@ -1,37 +1,96 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
-import { SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { parseRecipientToken, type RecipientRef } from "../../../services/renderer/src/tokens.js";
+import { ContactStatus, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { parseRecipientToken, tokenSecretsOf, type RecipientRef } from "../../../services/content/src/tokens.js";
+import { LINK_ROUTES, linkPath, manageUrl, MANAGE_PARAM } from "../../../services/content/src/urls.js";
 import type { GatewayDeps } from "../deps.js";
-import type { RouteModule } from "./index.js";
+import type { RouteModule } from "./route.js";
 import { publicErrorBody, sendError } from "../errors.js";
 import { recordEvent } from "./tracking.js";
+import { escapeHtml as escape, page } from "./page.js";
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** POST here resubscribes (the manage page's button). */
+export const RESUBSCRIBE_ROUTE = `${LINK_ROUTES.unsubscribe}/resubscribe`;
 
-const page = (title: string, inner: string) => `<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)}</title>
-<style>body{font:16px system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
-button{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:6px;background:#222;color:#fff;cursor:pointer}</style>
-</head><body>${inner}</body></html>`;
+type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
+
+const rpcHeaders = (request: FastifyRequest) => ({ headers: { "x-request-id": String(request.id) } });
 
 async function unsubscribe(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<void> {
-  const headers = { "x-request-id": String(request.id) };
   await deps.clients.directory.addSuppression(
     { workspaceId: r.workspaceId, email: r.email, reason: SuppressionReason.UNSUBSCRIBED, detail: `unsubscribed from ${r.contentId}` },
-    { headers },
+    rpcHeaders(request),
   );
   // The contact (when there is one) shows as unsubscribed too; the suppression is what guards sends.
   await deps.clients.directory
-    .updateContact({ workspaceId: r.workspaceId, contact: { email: r.email, subscribed: false } }, { headers })
+    .updateContact({ workspaceId: r.workspaceId, contact: { email: r.email, status: ContactStatus.UNSUBSCRIBED } }, rpcHeaders(request))
     .catch(() => undefined);
   recordEvent(deps, request, MailEventType.UNSUBSCRIBED, r);
 }
+
+/** Why the address is suppressed in its workspace, none when it is not; undefined when the directory did not answer. */
+async function suppressionOf(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<SuppressionReason | "none" | undefined> {
+  try {
+    const { suppressed } = await deps.clients.directory.checkSuppression({ workspaceId: r.workspaceId, emails: [r.email] }, rpcHeaders(request));
+    return suppressed[0]?.reason ?? "none";
+  } catch (err) {
+    request.log.warn({ err }, "suppression check failed");
+    return undefined;
+  }
+}
+
+/**
+ * A resubscribe is the recipient's own choice: lifts their unsubscribe (never a bounce, a
+ * complaint or the sender's own block) and marks the contact subscribed. False when the
+ * address is suppressed for another reason.
+ */
+async function resubscribe(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<boolean> {
+  const reason = await suppressionOf(deps, request, r);
+  if (reason === undefined) throw new Error("directory unavailable");
+  if (reason !== "none" && reason !== SuppressionReason.UNSUBSCRIBED) return false;
+  if (reason === SuppressionReason.UNSUBSCRIBED) {
+    await deps.clients.directory.removeSuppression({ workspaceId: r.workspaceId, email: r.email }, rpcHeaders(request));
+  }
+  await deps.clients.directory
+    .updateContact({ workspaceId: r.workspaceId, contact: { email: r.email, status: ContactStatus.SUBSCRIBED } }, rpcHeaders(request))
+    .catch(() => undefined); // no contact: lifting the suppression was all there was to do
+  return true;
+}
+
+/**
+ * The token in the URL is the capability; a cross-site form must still not resubscribe
+ * anyone. Browsers name the page a form came from (Origin, else Referer): when they do,
+ * it must be this gateway.
+ */
+function sameOrigin(deps: GatewayDeps, request: FastifyRequest): boolean {
+  if (request.headers["sec-fetch-site"] === "cross-site") return false;
+  const given = request.headers.origin ?? request.headers.referer;
+  if (given === undefined) return true;
+  let origin: string;
+  try {
+    origin = new URL(given).origin;
+  } catch {
+    return false; // "null" (sandboxed or privacy-stripped) included
+  }
+  const ours = new Set([`${request.protocol}://${request.host}`]);
+  try {
+    ours.add(new URL(deps.config.publicUrl).origin);
+  } catch {
+    // no public URL configured: the request's own host decides
+  }
+  return ours.has(origin);
+}
+
+const wantsHtml = (request: FastifyRequest) => String(request.headers.accept ?? "").includes("text/html");
+
+const form = (action: string, label: string, secondary = false) =>
+  `<form method="post" action="${action}"><button type="submit"${secondary ? ` class="secondary"` : ""}>${label}</button></form>`;
 
 /**
  * Unsubscribe links. GET shows a confirmation page (mail scanners that prefetch links
  * must not unsubscribe anyone); POST unsubscribes at once — the RFC 8058 one-click
  * request from the mailbox provider (`List-Unsubscribe=One-Click`) or the page's button.
+ * With `?manage=1` the page shows the subscription and offers to resubscribe.
  */
 export const registerUnsubscribe: RouteModule = (app, deps) => {
   app.register(async (scope) => {
@@ -39,23 +98,36 @@ export const registerUnsubscribe: RouteModule = (app, deps) => {
     scope.addContentTypeParser("application/x-www-form-urlencoded", { parseAs: "string", bodyLimit: 4096 }, (_req, body, done) => done(null, body));
     scope.addContentTypeParser("multipart/form-data", { parseAs: "string", bodyLimit: 4096 }, (_req, body, done) => done(null, body));
 
-    const recipientOr404 = (request: FastifyRequest<{ Params: { token: string } }>, reply: FastifyReply) => {
-      const r = parseRecipientToken(deps.config.secret, request.params.token);
+    const recipientOr404 = (request: TokenRequest, reply: FastifyReply) => {
+      const r = parseRecipientToken(tokenSecretsOf(deps.config), request.params.token);
       if (!r) sendError(reply, publicErrorBody({ code: "not_found", message: "Unknown or invalid unsubscribe link" }));
       return r;
     };
+    const unsubscribeAction = (request: TokenRequest) => linkPath("unsubscribe", { token: encodeURIComponent(request.params.token) });
+    const manageAction = (request: TokenRequest) => manageUrl(unsubscribeAction(request));
+    const resubscribeAction = (request: TokenRequest) => `${unsubscribeAction(request)}/resubscribe`;
+    const html = (reply: FastifyReply, title: string, body: string) => reply.header("cache-control", "no-store").type("text/html; charset=utf-8").send(page(title, body));
 
-    scope.get<{ Params: { token: string }; Querystring: { manage?: string } }>("/u/:token", async (request, reply) => {
+    scope.get<{ Params: { token: string }; Querystring: { [MANAGE_PARAM]?: string } }>(LINK_ROUTES.unsubscribe, async (request, reply) => {
       const r = recipientOr404(request, reply);
       if (!r) return reply;
-      const action = `/u/${encodeURIComponent(request.params.token)}`;
-      const heading = request.query.manage ? "Manage your subscription" : "Unsubscribe";
-      return reply.type("text/html").send(page(heading, `<h1>${heading}</h1>
-<p>Stop emails like this one to <strong>${escape(r.email)}</strong>?</p>
-<form method="post" action="${action}"><button type="submit">Unsubscribe</button></form>`));
+      const who = `<strong>${escape(r.email)}</strong>`;
+      if (!request.query[MANAGE_PARAM]) {
+        return html(reply, "Unsubscribe", `<h1>Unsubscribe</h1>
+<p>Stop emails like this one to ${who}?</p>
+${form(unsubscribeAction(request), "Unsubscribe")}
+<p class="muted">Changed your mind? Just close this page.</p>`);
+      }
+      const reason = await suppressionOf(deps, request, r);
+      const status =
+        reason === "none" ? `<p>${who} is subscribed.</p>${form(unsubscribeAction(request), "Unsubscribe")}`
+        : reason === SuppressionReason.UNSUBSCRIBED ? `<p>${who} is unsubscribed: no emails like this one are sent to it.</p>${form(resubscribeAction(request), "Resubscribe")}`
+        : reason === undefined ? `<p>Emails to ${who}:</p>${form(unsubscribeAction(request), "Unsubscribe")}${form(resubscribeAction(request), "Resubscribe", true)}`
+        : `<p>Emails to ${who} are blocked by the sender (the address bounced or reported mail as spam). Contact the sender to receive them again.</p>${form(unsubscribeAction(request), "Unsubscribe")}`;
+      return html(reply, "Manage your subscription", `<h1>Manage your subscription</h1>\n${status}`);
     });
 
-    scope.post<{ Params: { token: string } }>("/u/:token", async (request, reply) => {
+    scope.post<{ Params: { token: string } }>(LINK_ROUTES.unsubscribe, async (request, reply) => {
       const r = recipientOr404(request, reply);
       if (!r) return reply;
       try {
@@ -64,10 +136,37 @@ export const registerUnsubscribe: RouteModule = (app, deps) => {
         request.log.error({ err }, "unsubscribe failed");
         return sendError(reply, publicErrorBody({ code: "service_unavailable", message: "Could not unsubscribe right now; please try again." }));
       }
-      const wantsHtml = String(request.headers.accept ?? "").includes("text/html");
-      if (!wantsHtml) return reply.code(200).send({ unsubscribed: true });
-      return reply.type("text/html").send(page("Unsubscribed", `<h1>You are unsubscribed</h1>
-<p><strong>${escape(r.email)}</strong> will no longer receive these emails.</p>`));
+      request.log.info({ workspaceId: r.workspaceId, contentId: r.contentId }, "recipient unsubscribed");
+      if (!wantsHtml(request)) return reply.code(200).send({ unsubscribed: true });
+      return html(reply, "Unsubscribed", `<h1>You are unsubscribed</h1>
+<p><strong>${escape(r.email)}</strong> will no longer receive these emails.</p>
+<p><a href="${manageAction(request)}">Manage your subscription</a> (you can resubscribe there).</p>`);
+    });
+
+    scope.post<{ Params: { token: string } }>(RESUBSCRIBE_ROUTE, async (request, reply) => {
+      const r = recipientOr404(request, reply);
+      if (!r) return reply;
+      if (!sameOrigin(deps, request)) {
+        return sendError(reply, publicErrorBody({ code: "forbidden", status: 403, message: "Resubscribe from the manage page of your email's link." }));
+      }
+      let done: boolean;
+      try {
+        done = await resubscribe(deps, request, r);
+      } catch (err) {
+        request.log.error({ err }, "resubscribe failed");
+        return sendError(reply, publicErrorBody({ code: "service_unavailable", message: "Could not resubscribe right now; please try again." }));
+      }
+      if (done) request.log.info({ workspaceId: r.workspaceId, contentId: r.contentId }, "recipient resubscribed");
+      const back = `<p><a href="${manageAction(request)}">Back to your subscription</a></p>`;
+      if (!done) {
+        const message = "The sender blocks emails to this address (it bounced or reported mail as spam); contact the sender.";
+        if (!wantsHtml(request)) return sendError(reply, publicErrorBody({ code: "conflict", status: 409, message }));
+        return html(reply.code(409), "Cannot resubscribe", `<h1>Cannot resubscribe here</h1>
+<p>The sender blocks emails to <strong>${escape(r.email)}</strong> (the address bounced or reported mail as spam). Contact the sender to receive them again.</p>${back}`);
+      }
+      if (!wantsHtml(request)) return reply.code(200).send({ subscribed: true });
+      return html(reply, "Subscribed", `<h1>You are subscribed again</h1>
+<p><strong>${escape(r.email)}</strong> will receive these emails again.</p>${back}`);
     });
   });
 };

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { EmailRecordSchema, EmailStatus } from "../../../gen/mailroom/email/v1/email_pb.js";
-import { batchItemJson, emailDetailJson, emailRecordJson, parseEmail, parseSendAt, payloadHashOf } from "./email.js";
+import { batchItemJson, emailDetailJson, emailRecordJson, parseEmail, parseSendAt, replyToList } from "./email.js";
 
 const raw = { from: "Acme <team@acme.test>", to: "ann@example.test", subject: "Hi", html: "<p>Hi</p>" };
 
@@ -16,12 +16,14 @@ describe("email payload schemas", () => {
     if (!parsed.ok) return;
     const input = parsed.input;
     expect(input.content.case).toBe("raw");
-    expect(input.content.value).toMatchObject({ from: raw.from, fromName: "Acme Team", text: "Hi", previewText: "peek", replyTo: "help@acme.test", contactProperties: { plan: "pro", seats: 3 } });
+    expect(input.content.value).toMatchObject({ from: raw.from, fromName: "Acme Team", text: "Hi", previewText: "peek", contactProperties: { plan: "pro", seats: 3 } });
+    expect(input.replyTo).toEqual(["help@acme.test"]);
     expect(input.settings).toMatchObject({ trackOpens: true });
     expect(input.settings?.trackClicks).toBeUndefined();
     expect(timestampDate(input.sendAt!).toISOString()).toBe("2030-01-31T08:30:00.000Z");
     expect(input).toMatchObject({ to: raw.to, groupBy: "g", idempotencyKey: "k1" });
-    expect(input.payloadHash).toMatch(/^[0-9a-f]{64}$/);
+    // The idempotency hash is the email service's, of the parsed request (domain/hash.ts).
+    expect(input.payloadHash).toBe("");
   });
 
   it("refuses an empty idempotencyKey instead of sending without duplicate protection", () => {
@@ -78,9 +80,32 @@ describe("email payload schemas", () => {
     expect(parseSendAt("2030-01-31T09:30:00.5-0230")?.toISOString()).toBe("2030-01-31T12:00:00.500Z");
   });
 
-  it("hashes payloads independently of key order, and differently when content differs", () => {
-    expect(payloadHashOf({ a: 1, b: { c: 2, d: [1, 2] } })).toBe(payloadHashOf({ b: { d: [1, 2], c: 2 }, a: 1 }));
-    expect(payloadHashOf({ ...raw, subject: "A" })).not.toBe(payloadHashOf({ ...raw, subject: "B" }));
+  it("takes replyTo as one address or a list of up to 5, on both forms, dropping duplicates case-insensitively", () => {
+    const replyTo = (body: Record<string, unknown>) => {
+      const parsed = parseEmail(body);
+      return parsed.ok ? parsed.input.replyTo : parsed.error;
+    };
+    expect(replyTo({ ...raw, replyTo: "Help <help@acme.test>" })).toEqual(["Help <help@acme.test>"]);
+    expect(replyTo({ ...raw, replyTo: ["a@acme.test", "B@acme.test", "A@ACME.test", "b@acme.test"] })).toEqual(["a@acme.test", "B@acme.test"]);
+    expect(replyTo({ template: "welcome", to: "ann@example.test", replyTo: ["x@acme.test", "y@acme.test"] })).toEqual(["x@acme.test", "y@acme.test"]);
+    expect(replyTo({ template: "welcome", to: "ann@example.test", replyTo: "x@acme.test" })).toEqual(["x@acme.test"]);
+    for (const none of [undefined, null, "", []]) expect(replyTo({ ...raw, replyTo: none })).toEqual([]);
+    // More than five entries are refused.
+    expect(replyTo({ ...raw, replyTo: ["a@x.test", "b@x.test", "c@x.test", "d@x.test", "e@x.test", "f@x.test"] })).toMatchObject({ code: "invalid_payload" });
+    expect(replyTo({ ...raw, replyTo: [""] })).toMatchObject({ code: "invalid_payload" });
+    expect(replyTo({ ...raw, replyTo: [5] })).toMatchObject({ code: "invalid_payload" });
+    expect(replyTo({ ...raw, replyTo: { email: "a@x.test" } })).toMatchObject({ code: "invalid_payload" });
+    expect(replyToList(["a@x.test", " A@X.TEST "])).toEqual(["a@x.test"]);
+  });
+
+  it("allows 5 MB of HTML (UTF-8 bytes) and refuses more with payload_too_large", () => {
+    expect(parseEmail({ ...raw, html: "x".repeat(5 * 1024 * 1024) }).ok).toBe(true);
+    expect(parseEmail({ ...raw, html: "€".repeat(Math.floor((5 * 1024 * 1024) / 3)) }).ok).toBe(true);
+    for (const html of ["x".repeat(5 * 1024 * 1024 + 1), "é".repeat(2.5 * 1024 * 1024 + 1)]) {
+      const parsed = parseEmail({ ...raw, html });
+      expect(parsed.ok).toBe(false);
+      if (!parsed.ok) expect(parsed.error.code).toBe("payload_too_large");
+    }
   });
 });
 

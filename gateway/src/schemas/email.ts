@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -8,7 +7,10 @@ import {
   type EmailInput,
   type EmailRecord,
 } from "../../../gen/mailroom/email/v1/email_pb.js";
-import type { PublicErrorInit } from "../errors.js";
+import { MAX_HTML_BYTES, codedErrorFields, refusal, type PublicErrorInit } from "../errors.js";
+import { parseSendAt } from "./send-at.js";
+
+export { parseSendAt };
 
 /**
  * The public JSON of transactional emails: the raw and templated request forms (spec,
@@ -32,83 +34,93 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
   return false;
 }
 
-// Variables and contact properties: string keys to JSON values of bounded depth.
-const jsonObject = z
+// Variables, contact properties, event data: string keys to JSON values of bounded depth
+// (deeper input would exceed protobuf's recursion limit between units: a 500, not a 400).
+export const jsonObject = z
   .record(z.string(), z.unknown())
   .refine((v) => !nestsDeeperThan(v, MAX_JSON_DEPTH), { message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` });
 
 const settings = z
-  .object({ trackClicks: z.boolean().nullish(), trackOpens: z.boolean().nullish() })
+  .object({
+    trackClicks: z.boolean().nullish().meta({ description: "Rewrite links for click tracking. Default true." }),
+    trackOpens: z.boolean().nullish().meta({ description: "Add an open pixel. Default true for templated emails, false for raw emails." }),
+  })
   .strict()
-  .nullish();
+  .nullish()
+  .meta({ id: "EmailSettings" });
+
+const recipient = { description: "A single recipient address." };
+
+export const MAX_REPLY_TO = 5;
+
+const replyTo = z
+  .union([
+    z.string(),
+    z.array(z.string().min(1, "must not be empty")).max(MAX_REPLY_TO, `at most ${MAX_REPLY_TO} addresses`),
+  ])
+  .nullish()
+  .meta({
+    description: `Reply-To: one address, or a list of up to ${MAX_REPLY_TO} (\`addr\` or \`Name <addr>\`; duplicates, compared case-insensitively, are dropped). On a templated email it replaces the template's reply-to.`,
+  });
 
 const common = {
-  to: z.string().min(1, "to is required"),
+  to: z.string().min(1, "to is required").meta(recipient),
   settings,
-  groupBy: optionalString,
-  sendAt: optionalString,
+  groupBy: optionalString.meta({ description: "Identifier that groups analytics." }),
+  sendAt: optionalString.meta({
+    description: "Future delivery time: an ISO 8601 date-time with a time zone, extended or basic form (`2030-01-31T09:30:00Z`, `…:00.123+02:00`, `…T09:30+0200`, `…+02`, `20300131T093000Z`). In the past or now: sent now. More than 90 days ahead: 400 `send_at_out_of_range`; no zone or unparseable: 400 `invalid_send_at`.",
+  }),
+  replyTo,
   // "" would read as "no key" downstream and silently drop the duplicate protection asked for.
-  idempotencyKey: z.string().min(1, "idempotencyKey must not be empty").nullish(),
+  idempotencyKey: z.string().min(1, "idempotencyKey must not be empty").nullish().meta({
+    description: "Unique, non-empty key (per workspace, kept at least 24 h) that prevents duplicate sends: the same key with the same payload returns the first response again; with another payload 409 `idempotency_key_reused`; while the first request is in flight 409 `idempotency_request_in_progress`.",
+  }),
 };
 
 export const rawEmailSchema = z
   .object({
     ...common,
-    from: z.string().min(1, "from is required"),
-    fromName: optionalString,
+    from: z.string().min(1, "from is required").meta({
+      description: "Sender address or `Name <address>`; must be a verified address or on a verified domain (else 400 with `allowedEmails` and `allowedDomains`).",
+    }),
+    fromName: optionalString.meta({ description: "Sender display name." }),
     subject: z.string().min(1, "subject is required"),
-    html: z.string().min(1, "html is required"),
-    text: optionalString,
-    previewText: optionalString,
-    replyTo: optionalString,
-    contactProperties: jsonObject.nullish(),
+    html: z.string().min(1, "html is required").meta({ description: "At most 5 MB (5,242,880 bytes of UTF-8); larger: 413 `payload_too_large`. Sent as given: `{{…}}` is not a merge variable in raw emails." }),
+    text: optionalString.meta({ description: "Plain-text version; generated from the HTML when absent." }),
+    previewText: optionalString.meta({ description: "Inbox preview text." }),
+    contactProperties: jsonObject.nullish().meta({ description: "Additional contact data, stored on the recipient's contact." }),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: "RawEmail",
+    description: "A raw email: the caller supplies sender, subject and HTML. Optional fields also accept null, meaning not given.",
+  });
 
 export const templatedEmailSchema = z
   .object({
     ...common,
-    template: z.string().min(1, "template is required"),
-    variables: jsonObject.nullish(),
+    template: z.string().min(1, "template is required").meta({
+      description: "Name of a template created in the workspace (unknown: 400 `template_not_found`).",
+    }),
+    variables: jsonObject.nullish().meta({ description: "Substitution values by variable name." }),
   })
-  .strict();
+  .strict()
+  .meta({
+    id: "TemplatedEmail",
+    description: "An email rendered from a template stored in the workspace. `variables` may be omitted (missing values render as empty text). Optional fields also accept null, meaning not given.",
+  });
+
+/** The documented request of POST /v1/emails; parseEmail checks it (with the spec's messages). */
+export const sendEmailRequestSchema = z.union([rawEmailSchema, templatedEmailSchema]).meta({
+  id: "SendEmailRequest",
+  description: "Either form. A payload carrying both `html` and `template`, or neither, is a 400 invalid payload.",
+});
 
 export type RawEmailJson = z.infer<typeof rawEmailSchema>;
 export type TemplatedEmailJson = z.infer<typeof templatedEmailSchema>;
 
 const FORMS =
   "The payload must match the raw form (from, to, subject, html) or the templated form (template, to, variables)";
-
-// ISO 8601 date-time with a zone: 2030-01-31T09:30:00Z, …:00.123+02:00, …T09:30+0200.
-const ISO_WITH_ZONE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
-
-/** A sendAt string as a Date, or undefined when it is not an ISO 8601 timestamp with a zone. */
-export function parseSendAt(value: string): Date | undefined {
-  const m = ISO_WITH_ZONE.exec(value.trim());
-  if (!m) return undefined;
-  const [, y, mo, d, h, mi, s] = m.map(Number);
-  if (mo < 1 || mo > 12 || h > 23 || mi > 59 || (s || 0) > 59) return undefined;
-  if (new Date(Date.UTC(y, mo - 1, d)).getUTCDate() !== d) return undefined; // 2030-02-30
-  const normalized = value.trim().replace(/([+-]\d{2})(\d{2})$/, "$1:$2");
-  const date = new Date(normalized);
-  return Number.isNaN(date.getTime()) ? undefined : date;
-}
-
-/** JSON with object keys sorted at every level: equal payloads give equal text. */
-export function canonicalJson(value: unknown): string {
-  const sort = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(sort);
-    if (v && typeof v === "object") {
-      const out: Record<string, unknown> = {};
-      for (const k of Object.keys(v).sort()) out[k] = sort((v as Record<string, unknown>)[k]);
-      return out;
-    }
-    return v;
-  };
-  return JSON.stringify(sort(value));
-}
-
-export const payloadHashOf = (item: unknown) => createHash("sha256").update(canonicalJson(item)).digest("hex");
 
 export type ParsedEmail = { ok: true; input: EmailInput } | { ok: false; error: PublicErrorInit };
 
@@ -158,7 +170,7 @@ export function parseEmail(body: unknown): ParsedEmail {
         groupBy: p.groupBy ?? "",
         sendAt: sendAt ? timestampFromDate(sendAt) : undefined,
         idempotencyKey: p.idempotencyKey ?? "",
-        payloadHash: payloadHashOf(body),
+        replyTo: replyToList(p.replyTo),
       },
     };
   };
@@ -167,6 +179,9 @@ export function parseEmail(body: unknown): ParsedEmail {
     const parsed = rawEmailSchema.safeParse(body);
     if (!parsed.success) return invalidPayload(`Invalid raw email: ${describeIssues(parsed.error, body)}. ${FORMS}.`);
     const p = parsed.data;
+    if (Buffer.byteLength(p.html, "utf8") > MAX_HTML_BYTES) {
+      return { ok: false, error: { code: "payload_too_large", message: `html is larger than 5 MB (${MAX_HTML_BYTES} bytes of UTF-8)` } };
+    }
     const c = common(p);
     if (c.error) return { ok: false, error: c.error };
     return {
@@ -182,7 +197,6 @@ export function parseEmail(body: unknown): ParsedEmail {
             html: p.html,
             text: p.text ?? "",
             previewText: p.previewText ?? "",
-            replyTo: p.replyTo ?? "",
             contactProperties: (p.contactProperties ?? undefined) as JsonObject | undefined,
           },
         },
@@ -201,6 +215,26 @@ export function parseEmail(body: unknown): ParsedEmail {
       content: { case: "templated", value: { template: p.template, variables: (p.variables ?? {}) as JsonObject } },
     }),
   };
+}
+
+/** The Reply-To list: one string or several, blanks and case-insensitive duplicates dropped. */
+export function replyToList(value: string | string[] | null | undefined): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const address of [value ?? []].flat()) {
+    const key = address.trim().toLowerCase();
+    if (!key || seen.has(key)) continue;
+    seen.add(key);
+    out.push(address);
+  }
+  return out;
+}
+
+/** parseEmail for a route: the EmailInput, or the error body thrown as a refusal. */
+export function parseEmailOrRefuse(body: unknown): EmailInput {
+  const parsed = parseEmail(body);
+  if (!parsed.ok) throw refusal(parsed.error);
+  return parsed.input;
 }
 
 const STATUS_NAMES: Record<EmailStatus, string> = {
@@ -248,3 +282,79 @@ export function emailDetailJson(r: EmailRecord): Record<string, unknown> {
 
 /** Email ids are trs_ + a lowercase ULID; anything else cannot exist. */
 export const EMAIL_ID = /^trs_[0-9a-z]{26}$/;
+
+// --- response records as schemas (for the generated OpenAPI document) ------------------------
+
+const STATUSES = ["SCHEDULED", "SENT", "DELIVERED", "FAILED", "CANCELLED"] as const;
+
+const recordFields = {
+  id: z.string().regex(EMAIL_ID).meta({ description: "`trs_` followed by a lowercase ULID.", examples: ["trs_01jqz8k4m2x7v9c3n5b6t1w0ye"] }),
+  messageId: z.string().min(1).meta({ description: "The Message-ID the email is sent with (provider message identifier)." }),
+  status: z.enum(STATUSES).meta({
+    description: "`SENT` once accepted for sending now, `SCHEDULED` when `sendAt` is in the future, `FAILED` when the recipient is suppressed; `DELIVERED`, `FAILED` and `CANCELLED` later, as GET /v1/emails/{id} shows. An idempotent replay returns the record as first answered.",
+  }),
+  to: z.string().meta({ description: "The recipient, as given." }),
+};
+const rawFields = { type: z.literal("raw"), from: z.string().meta({ description: "The sender, as given." }), subject: z.string() };
+const templatedFields = { type: z.literal("templated"), template: z.string().meta({ description: "Name of the template the email was rendered from." }) };
+const groupBy = { groupBy: z.string().min(1).optional().meta({ description: "Present only when the request carried one." }) };
+const detailFields = {
+  sendAt: z.iso.datetime().optional().meta({ description: "When the email is (or was) due; present for scheduled emails." }),
+  createdAt: z.iso.datetime().optional().meta({ description: "When the email was accepted." }),
+  reason: z.string().optional().meta({ description: "Why the email failed (suppressed, bounced, …); present on FAILED emails that have one." }),
+};
+
+export const emailRecordSchema = z
+  .union([
+    z.strictObject({ ...recordFields, ...rawFields, ...groupBy }).meta({ id: "RawEmailRecord" }),
+    z.strictObject({ ...recordFields, ...templatedFields, ...groupBy }).meta({ id: "TemplatedEmailRecord" }),
+  ])
+  .meta({ id: "EmailRecord", description: "The email record: `from` and `subject` for raw emails, `template` for templated ones, `groupBy` only when given." });
+
+export const emailDetailSchema = z
+  .union([
+    z.strictObject({ ...recordFields, ...rawFields, ...groupBy, ...detailFields }).meta({ id: "RawEmailDetail" }),
+    z.strictObject({ ...recordFields, ...templatedFields, ...groupBy, ...detailFields }).meta({ id: "TemplatedEmailDetail" }),
+  ])
+  .meta({ id: "EmailDetail", description: "The email record with its current status, plus `sendAt`, `createdAt` and the failure `reason` when there is one." });
+
+/** Bodies of single-email responses: { email: … }. */
+export const emailEnvelope = (email: z.ZodType) => z.strictObject({ email });
+
+export const MAX_BATCH = 50;
+
+export const sendBatchRequestSchema = z
+  .strictObject({
+    emails: z.array(sendEmailRequestSchema).min(1).max(MAX_BATCH).meta({
+      description: `1 to ${MAX_BATCH} emails; the forms may be mixed and each item has its own \`sendAt\`, \`groupBy\` and \`idempotencyKey\`. An item that is not a valid email does not refuse the request: it is reported in \`failed\`, the valid items are sent. Not an array, empty, over ${MAX_BATCH} or another top-level field: 400 \`batch_invalid\`, nothing sent.`,
+    }),
+  })
+  .meta({ id: "SendBatchRequest" });
+
+const batchSuccessItemSchema = z
+  .union([
+    z.strictObject({ ...recordFields, type: z.literal("raw") }),
+    z.strictObject({ ...recordFields, type: templatedFields.type, template: templatedFields.template }),
+  ])
+  .meta({ id: "BatchSuccessItem", description: "A sent (or scheduled) batch item: id, messageId, status, to, type and, for templated items, template." });
+
+const batchFailedItemSchema = z
+  .looseObject({
+    index: z.number().int().min(0).max(MAX_BATCH - 1),
+    to: z.string().nullable(),
+    ...codedErrorFields,
+    code: z.string().optional(),
+  })
+  .meta({
+    id: "BatchFailedItem",
+    description: "A refused batch item: its position in the request, its `to` (null when it had none) and the error body the item would have got if sent alone (`code` shown except for the spec's invalid payload / invalid from bodies).",
+  });
+
+export const sendBatchResponseSchema = z
+  .strictObject({
+    emails: z.strictObject({
+      successful: z.array(batchSuccessItemSchema),
+      failed: z.array(batchFailedItemSchema).meta({ description: "Sorted by index." }),
+    }),
+  })
+  .meta({ id: "SendBatchResponse" });

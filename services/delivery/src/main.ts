@@ -1,33 +1,198 @@
-import { loadConfig, defaultServicePort } from "../../kit/src/config.js";
-import { startConnectServer, onShutdown } from "../../kit/src/connect.js";
-import { connectNats, ensureStreams } from "../../kit/src/jetstream.js";
-import { createLogger } from "../../kit/src/logger.js";
+/**
+ * Wiring only: config → adapters → domain → transports (JetStream consumer, Connect admin).
+ * `startDelivery` is the same wiring for an in-process delivery service (suites, bench).
+ */
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { defaultServicePort, loadConfig, type Config } from "../../kit/src/config.js";
+import { connectClient, onShutdown, startConnectServer } from "../../kit/src/connect.js";
+import { connectNats, ensureStreams, type ConsumeLoop } from "../../kit/src/jetstream.js";
+import { createLogger, redactUrl, type Logger } from "../../kit/src/logger.js";
 import { openStore } from "../../kit/src/store/open.js";
+import type { Store } from "../../kit/src/store/port.js";
+import { BroadcastService } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { CaptureStore } from "./adapters/capture.js";
+import { CachedContentSource, RpcContentSource, type CompiledMessageSource } from "./adapters/content-source.js";
+import { JetStreamEventPublisher } from "./adapters/events.js";
+import { RendererMerger } from "./adapters/merger.js";
+import { KvPacingRepository } from "./adapters/pacing-kv.js";
+import { RpcSenderDirectory } from "./adapters/sender-directory.js";
+import { CaptureTransport, SmtpPoolTransport } from "./adapters/smtp-transport.js";
+import { StoreDeliveries } from "./adapters/store.js";
+import { startDeliveryConsumers } from "./consumers.js";
+import { DeliveryAdmin } from "./domain/admin.js";
+import { Deliverer } from "./domain/deliverer.js";
+import { Pacer, relayKeyOf } from "./domain/pacer.js";
+import type {
+  ContentMerger,
+  DeliveriesRepository,
+  EventPublisher,
+  MailTransport,
+  PacingRepository,
+  SenderDirectory,
+} from "./domain/ports.js";
 import { deliveryRoutes } from "./routes.js";
-import { startDelivery } from "./service.js";
-import { loadDeliverySettings } from "./settings.js";
+import { prometheusDeliveryMetrics, recordSmtpPoolSize } from "./adapters/metrics.js";
+import type { DeliverySettings } from "./settings.js";
 
-const config = loadConfig();
-const settings = loadDeliverySettings();
-const logger = createLogger("delivery", config.logLevel);
+/** Any adapter may be replaced (tests, benchmarks); the rest are built from config. */
+export interface DeliveryOverrides {
+  deliveries?: DeliveriesRepository;
+  content?: CompiledMessageSource;
+  merger?: ContentMerger;
+  directory?: SenderDirectory;
+  transport?: MailTransport;
+  events?: EventPublisher;
+  pacing?: PacingRepository;
+}
 
-// Every job costs a few requests (ack, outcome publish): skip capturing a stack trace for each.
-const nc = await connectNats(config.natsUrl, "delivery", { noAsyncTraces: true });
-await ensureStreams(nc);
-const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "delivery" });
-const delivery = await startDelivery({ config, settings, logger, nc, store });
-const server = await startConnectServer({
-  routes: deliveryRoutes(delivery.admin),
-  port: config.servicePort ?? defaultServicePort(config, "delivery"),
-  host: "127.0.0.1",
-  logger,
-  healthy: () => !nc.isClosed(),
-});
-logger.info({ url: server.url }, "delivery service listening");
+export interface DeliveryRuntime {
+  admin: DeliveryAdmin;
+  deliverer: Deliverer;
+  consumer: ConsumeLoop;
+  transport: MailTransport;
+  /** Stop pulling, finish or hand back in-flight jobs, close the SMTP pool and KV watches. */
+  stop(): Promise<void>;
+}
 
-onShutdown(logger, async () => {
-  await delivery.stop(); // stop pulling, finish or hand back in-flight jobs, close the pool
-  await server.close();
-  await store.close();
-  await nc.drain();
-});
+export interface DeliveryDependencies {
+  config: Config;
+  settings: DeliverySettings;
+  logger: Logger;
+  nc: NatsConnection;
+  store: Store;
+  overrides?: DeliveryOverrides;
+}
+
+/** Builds the adapters and the domain, and starts consuming delivery jobs. */
+export async function startDelivery(deps: DeliveryDependencies): Promise<DeliveryRuntime> {
+  const { config, settings, logger, nc, store } = deps;
+  const o = deps.overrides ?? {};
+  const workerId = `${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+
+  let deliveries = o.deliveries;
+  if (!deliveries) {
+    const repo = new StoreDeliveries(store);
+    await repo.init();
+    deliveries = repo;
+  }
+  const capture = config.smtpUrl ? undefined : new CaptureStore(path.join(config.dataDir, "captured"));
+  const transport =
+    o.transport ??
+    (config.smtpUrl
+      ? new SmtpPoolTransport(
+          {
+            url: config.smtpUrl,
+            poolSize: settings.poolSize,
+            maxMessagesPerConnection: settings.maxMessagesPerConnection,
+            timeoutMs: settings.smtpTimeoutMs,
+            tlsRejectUnauthorized: settings.tlsRejectUnauthorized,
+            requireTls: settings.requireTls,
+            ignoreTls: settings.ignoreTls,
+            skeletonCacheEntries: settings.skeletonCacheEntries,
+          },
+          redactUrl(config.smtpUrl),
+        )
+      : new CaptureTransport(capture!));
+  if (config.smtpUrl) recordSmtpPoolSize(settings.poolSize);
+  const pacing = o.pacing ?? (await KvPacingRepository.open(nc, logger));
+  const pacer = new Pacer(pacing, { key: relayKeyOf(config.smtpUrl), rate: settings.relayRate });
+  const deliverer = new Deliverer(
+    {
+      deliveries,
+      content:
+        o.content ??
+        new CachedContentSource(
+          new RpcContentSource(connectClient(EmailService, config.urls.email), connectClient(BroadcastService, config.urls.broadcast)),
+          settings.contentCacheBytes,
+        ),
+      merger: o.merger ?? new RendererMerger(),
+      directory: o.directory ?? new RpcSenderDirectory(connectClient(DirectoryService, config.urls.directory), settings.senderCacheMs),
+      transport,
+      events: o.events ?? new JetStreamEventPublisher(jetstream(nc)),
+      pacer,
+      logger,
+      metrics: prometheusDeliveryMetrics,
+    },
+    {
+      workerId,
+      maxAttempts: settings.maxAttempts,
+      retryBaseMs: settings.retryBaseMs,
+      retryMaxMs: settings.retryMaxMs,
+      pauseRecheckMs: settings.pauseRecheckMs,
+      claimTtlMs: settings.ackWaitMs,
+      secret: config.secret,
+      publicUrl: config.publicUrl,
+      bounceDomain: config.bounceDomain,
+    },
+  );
+  const consumer = await startDeliveryConsumers(nc, deliverer, {
+    lanes: {
+      transactional: { concurrency: settings.concurrency, maxAckPending: settings.maxAckPending },
+      broadcast: { concurrency: settings.broadcastConcurrency, maxAckPending: settings.broadcastMaxAckPending },
+    },
+    ackWaitMs: settings.ackWaitMs,
+    maxDeliver: settings.maxDeliver,
+    shutdownGraceMs: settings.shutdownGraceMs,
+    logger,
+  });
+  const admin = new DeliveryAdmin({
+    pacing,
+    capture,
+    counters: deliverer.counters,
+    relay: { description: transport.description, capturing: transport.capturing, rate: settings.relayRate },
+    processId: workerId,
+  });
+  logger.info(
+    { relay: transport.description, concurrency: settings.concurrency, broadcastConcurrency: settings.broadcastConcurrency, workerId },
+    "delivery consumers started",
+  );
+  return {
+    admin,
+    deliverer,
+    consumer,
+    transport,
+    async stop() {
+      await consumer.stop();
+      await transport.close();
+      await pacing.close();
+    },
+  };
+}
+
+/** The delivery process: NATS, store, the service above and its Connect admin server. */
+async function runDeliveryProcess(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger("delivery", config.logLevel);
+  // Every job costs a few requests (ack, outcome publish): skip capturing a stack trace for each.
+  const nc = await connectNats(config.natsUrl, "delivery", { noAsyncTraces: true });
+  await ensureStreams(nc);
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "delivery" });
+  const delivery = await startDelivery({ config, settings: config.delivery, logger, nc, store });
+  const server = await startConnectServer({
+    routes: deliveryRoutes(delivery.admin),
+    port: config.servicePort ?? defaultServicePort(config, "delivery"),
+    host: config.serviceHost,
+    logger,
+    healthy: () => !nc.isClosed(),
+  });
+  logger.info({ url: server.url }, "delivery service listening");
+
+  onShutdown(logger, async () => {
+    await delivery.stop(); // stop pulling, finish or hand back in-flight jobs, close the pool
+    await server.close();
+    await store.close();
+    await nc.drain();
+  });
+}
+
+/** Run as a program (not imported by a suite or the bench); argv[1] may be relative or a symlink. */
+const isEntryPoint = process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+if (isEntryPoint) await runDeliveryProcess();

@@ -7,8 +7,8 @@ import {
   GetStatusResponseSchema,
   WorkspaceRateSchema,
 } from "../../../gen/mailroom/delivery/v1/delivery_pb.js";
-import type { DeliveryAdmin } from "./admin.js";
-import type { CapturedEntry } from "./capture.js";
+import type { DeliveryAdmin } from "./domain/admin.js";
+import type { CapturedEntry } from "./domain/ports.js";
 
 const captured = (e: CapturedEntry) =>
   create(CapturedMessageSchema, {

@@ -1,6 +1,6 @@
 /**
- * Test doubles for the delivery service's repositories, and a builder that assembles the
- * domain with them. Used by the unit tests beside the code and by test/delivery suites.
+ * In-memory adapters for the delivery service's ports, and a builder that assembles the
+ * domain with them. Used by the unit tests beside the code, test/delivery suites and the bench.
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { pino } from "pino";
@@ -13,14 +13,15 @@ import {
   type CompiledMessage,
   type Segment,
 } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { Deliverer, type DelivererOptions, type JobContext } from "./deliverer.js";
-import type { Job } from "./job.js";
-import { RendererMerger } from "./merger.js";
-import { Pacer } from "./pacer.js";
+import type { CompiledMessageSource } from "./adapters/content-source.js";
+import { RendererMerger } from "./adapters/merger.js";
+import { StoreDeliveries } from "./adapters/store.js";
+import { Deliverer, type DelivererOptions, type JobContext } from "./domain/deliverer.js";
+import type { Job } from "./domain/job.js";
+import { Pacer } from "./domain/pacer.js";
 import {
   PermanentError,
   SmtpFailure,
-  type ContentSource,
   type EventPublisher,
   type MailTransport,
   type OutcomeEvent,
@@ -30,9 +31,8 @@ import {
   type SenderCheck,
   type SenderDirectory,
   type TokenGrant,
-} from "./repositories.js";
-import { StoreDeliveries } from "./store.js";
-import { takeFromBucket, type BucketState } from "./token-bucket.js";
+} from "./domain/ports.js";
+import { takeFromBucket, type BucketState } from "./domain/token-bucket.js";
 
 /** A compiled message from a template string with {{variables}} (no links, no pixel). */
 export function compiledFrom(parts: { subject: string; html: string; text?: string; broadcast?: boolean; workspaceId?: string }): CompiledMessage {
@@ -58,7 +58,7 @@ function template(source: string) {
   return create(CompiledTemplateSchema, { segments });
 }
 
-export class FakeContentSource implements ContentSource {
+export class FakeContentSource implements CompiledMessageSource {
   readonly contents = new Map<string, CompiledMessage>();
   calls = 0;
   /** Set to make the next calls fail as if the owning service were down. */
@@ -139,7 +139,7 @@ export class ScriptedTransport implements MailTransport {
   async close(): Promise<void> {}
 }
 
-/** PacingRepository in memory (one process); the KV one is tested against a real server. */
+/** PacingRepository in memory (one process); the KV adapter is tested against a real server. */
 export class MemoryPacing implements PacingRepository {
   private readonly paused = new Set<string>();
   private readonly rates = new Map<string, number>();
@@ -189,7 +189,7 @@ export interface TestDelivery {
   run(job: Job, deliveryCount?: number): ReturnType<Deliverer["handle"]>;
 }
 
-/** The delivery domain with every repository replaced by an in-memory one. */
+/** The delivery domain with every port served by an in-memory adapter. */
 export async function buildTestDelivery(opts: Partial<DelivererOptions> & { relayRate?: number; now?: () => number } = {}): Promise<TestDelivery> {
   const deliveries = new StoreDeliveries(openMemoryStore());
   await deliveries.init();

@@ -1,33 +1,57 @@
 import { readFile } from "node:fs/promises";
-import { createLogger, defaultServicePort, errorInfoOf, loadConfig, onShutdown, startConnectServer } from "../../kit/src/index.js";
+import { connectNats, createLogger, ensureStreams, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "../../kit/src/index.js";
 import { openStore } from "../../kit/src/store/open.js";
-import { createDirectory } from "./directory.js";
+import { secretKeysOf } from "../../kit/src/secrets.js";
+import { createDirectory } from "./domain/directory.js";
+import { openStoreRepositories } from "./adapters/store.js";
+import { createResolver, generateDkimKeyPair } from "./adapters/dns.js";
+import { natsContactEventPublisher } from "./adapters/event-publisher.js";
 import { directoryRoutes } from "./routes.js";
+import { consumeMailOutcomes } from "./consumers.js";
 
 const config = loadConfig();
 const logger = createLogger("directory", config.logLevel);
+// Contact events are announced on NATS; the directory serves without it (events wait for it).
+const nats = connectNats(config.natsUrl, "directory", { waitOnFirstConnect: true });
+nats.catch((err) => logger.warn({ err }, "NATS unavailable: contact events are stored but not announced"));
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "directory" });
-const directory = await createDirectory(store);
+const directory = createDirectory({
+  repositories: await openStoreRepositories(store, secretKeysOf(config)),
+  resolver: createResolver(config.dnsServers),
+  generateDkimKey: generateDkimKeyPair,
+  dns: { spfInclude: config.spfInclude, inboundMxHost: config.inbound.mxHost, bounceDomain: config.bounceDomain },
+  publishEvent: natsContactEventPublisher(nats, logger),
+});
 
 if (config.bootstrapFile) {
   try {
     const ids = await directory.bootstrap.loadJson(await readFile(config.bootstrapFile, "utf8"));
     logger.info({ workspaces: ids, file: config.bootstrapFile }, "bootstrap loaded");
   } catch (err) {
-    logger.fatal({ file: config.bootstrapFile, reason: errorInfoOf(err)?.message ?? (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
+    logger.fatal({ file: config.bootstrapFile, reason: (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
     process.exit(1);
   }
 }
 
+// Bounces, complaints and unsubscribes → suppressions and contact status, once NATS is there.
+const outcomeEvents = nats.then(async (nc) => {
+  await ensureStreams(nc, config.natsReplicas);
+  return consumeMailOutcomes(nc, directory.outcomes, logger);
+});
+outcomeEvents.catch((err) => logger.warn({ err }, "mail outcome consumer not started"));
+
 const server = await startConnectServer({
   routes: directoryRoutes(directory),
   port: config.servicePort ?? defaultServicePort(config, "directory"),
-  host: process.env.MAILROOM_SERVICE_HOST ?? "127.0.0.1",
+  host: config.serviceHost,
   logger,
 });
 logger.info({ url: server.url, store: store.kind }, "directory listening");
 
 onShutdown(logger, async () => {
   await server.close();
+  await Promise.race([outcomeEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await store.close();
+  // Not yet connected: closing waits for nothing (the pending connect is abandoned with the process).
+  await Promise.race([nats.then((nc) => nc.drain()), new Promise((resolve) => setTimeout(resolve, 1_000))]);
 });

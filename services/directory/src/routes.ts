@@ -1,11 +1,16 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import {
   DirectoryService,
   PropertyType as PbPropertyType,
+  ContactStatus as PbContactStatus,
+  ContactSource as PbContactSource,
+  type ContactEventSchema,
+  type ContactPropertySchema,
   SuppressionReason as PbSuppressionReason,
   type ContactInput as PbContactInput,
+  type TemplateInput as PbTemplateInput,
   type ContactSchema,
   type DomainSchema,
   type TemplateSchema,
@@ -14,13 +19,19 @@ import {
   type SuppressionSchema,
   type WorkspaceFlags as PbWorkspaceFlags,
 } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { badRequest } from "../../kit/src/errors.js";
-import type { Directory } from "./directory.js";
-import type { ContactInput } from "./contacts.js";
-import type { DomainView } from "./senders.js";
-import type { ApiKeyDoc, ContactDoc, PropertyType, SuppressionDoc, SuppressionReason, TemplateDoc, WorkspaceDoc } from "./store.js";
-import { parsePropertyType } from "./properties.js";
-import { reserveSendable } from "./sendable.js";
+import { badRequest, toErrorInfo } from "../../kit/src/errors.js";
+import type { Directory } from "./domain/directory.js";
+import type { ContactInput } from "./domain/contacts.js";
+import type { PropertyView } from "./domain/properties.js";
+import { roleOf } from "./domain/keys.js";
+import { templateStatus } from "./domain/templates.js";
+import type { DomainView } from "./domain/senders.js";
+import {
+  CONTACT_SOURCES, CONTACT_STATUSES, contactStatus,
+  type ApiKey, type Contact, type ContactEvent, type ContactSource, type ContactStatus, type PropertyType, type Suppression, type SuppressionReason, type Template, type Workspace,
+} from "./domain/model.js";
+import { parsePropertyType } from "./domain/properties.js";
+import { reserveSendable } from "./domain/sendable.js";
 
 /** Proto ⇄ domain mapping only; every rule lives in the domain modules. */
 
@@ -31,13 +42,33 @@ const PROPERTY_TYPE_TO_PB: Record<PropertyType, PbPropertyType> = {
   number: PbPropertyType.NUMBER,
   boolean: PbPropertyType.BOOLEAN,
   date: PbPropertyType.DATE,
+  select: PbPropertyType.SELECT,
+  multi_select: PbPropertyType.MULTI_SELECT,
 };
 const PROPERTY_TYPE_FROM_PB: Partial<Record<number, PropertyType>> = {
   [PbPropertyType.STRING]: "string",
   [PbPropertyType.NUMBER]: "number",
   [PbPropertyType.BOOLEAN]: "boolean",
   [PbPropertyType.DATE]: "date",
+  [PbPropertyType.SELECT]: "select",
+  [PbPropertyType.MULTI_SELECT]: "multi_select",
 };
+/** Enum values are named like the domain's (CONTACT_STATUS_SUBSCRIBED = SUBSCRIBED). */
+const statusToPb = (s: ContactStatus) => PbContactStatus[s];
+const sourceToPb = (s: ContactSource | undefined) => PbContactSource[s ?? "PUBLIC_API"];
+function statusFromPb(value: PbContactStatus | undefined): ContactStatus | undefined {
+  if (!value) return undefined;
+  const name = PbContactStatus[value];
+  if (!(CONTACT_STATUSES as readonly string[]).includes(name)) throw badRequest("invalid_contact", `unknown contact status ${value}`);
+  return name as ContactStatus;
+}
+function sourceFromPb(value: PbContactSource): ContactSource | undefined {
+  if (!value) return undefined;
+  const name = PbContactSource[value];
+  if (!(CONTACT_SOURCES as readonly string[]).includes(name)) throw badRequest("invalid_contact", `unknown contact source ${value}`);
+  return name as ContactSource;
+}
+const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
 const REASON_TO_PB: Record<SuppressionReason, PbSuppressionReason> = {
   unsubscribed: PbSuppressionReason.UNSUBSCRIBED,
   hard_bounce: PbSuppressionReason.HARD_BOUNCE,
@@ -52,7 +83,7 @@ const REASON_FROM_PB: Partial<Record<number, SuppressionReason>> = {
   [PbSuppressionReason.MANUAL]: "manual",
 };
 
-export function workspaceToPb(w: WorkspaceDoc): MessageInitShape<typeof WorkspaceSchema> {
+export function workspaceToPb(w: Workspace): MessageInitShape<typeof WorkspaceSchema> {
   return {
     id: w._id,
     name: w.name,
@@ -64,8 +95,25 @@ export function workspaceToPb(w: WorkspaceDoc): MessageInitShape<typeof Workspac
   };
 }
 
-function apiKeyToPb(k: ApiKeyDoc): MessageInitShape<typeof ApiKeySchema> {
-  return { id: k._id, workspaceId: k.workspaceId, name: k.name, prefix: k.prefix, scopes: k.scopes, createdAt: ts(k.createdAt), revokedAt: ts(k.revokedAt) };
+function apiKeyToPb(k: ApiKey): MessageInitShape<typeof ApiKeySchema> {
+  return {
+    id: k._id, workspaceId: k.workspaceId, name: k.name, prefix: k.prefix, scopes: k.scopes, createdAt: ts(k.createdAt), revokedAt: ts(k.revokedAt),
+    role: roleOf(k.scopes), updatedAt: ts(k.updatedAt ?? k.createdAt),
+  };
+}
+
+function propertyToPb(p: PropertyView): MessageInitShape<typeof ContactPropertySchema> {
+  return {
+    slug: p.slug, type: PROPERTY_TYPE_TO_PB[p.type], builtIn: p.builtIn, id: p.id, displayName: p.displayName, description: p.description,
+    options: p.options ?? [], createdAt: ts(p.createdAt), updatedAt: ts(p.updatedAt),
+  };
+}
+
+function eventToPb(e: ContactEvent): MessageInitShape<typeof ContactEventSchema> {
+  return {
+    id: e._id, workspaceId: e.workspaceId, contactId: e.contactId, email: e.email, name: e.name, properties: e.properties as JsonObject,
+    timestamp: ts(e.timestamp), messageId: e.messageId, receivedAt: ts(e.receivedAt),
+  };
 }
 
 function domainToPb(d: DomainView): MessageInitShape<typeof DomainSchema> {
@@ -81,14 +129,23 @@ function domainToPb(d: DomainView): MessageInitShape<typeof DomainSchema> {
   };
 }
 
-export function contactToPb(c: ContactDoc): MessageInitShape<typeof ContactSchema> {
+export function contactToPb(c: Contact): MessageInitShape<typeof ContactSchema> {
   return {
     id: c._id,
     email: c.email,
     firstName: c.firstName,
     lastName: c.lastName,
     timezone: c.timezone,
-    subscribed: c.subscribed,
+    subscribed: contactStatus(c) === "SUBSCRIBED",
+    status: statusToPb(contactStatus(c)),
+    source: sourceToPb(c.source),
+    workspaceId: c.workspaceId,
+    avatarUrl: c.avatarUrl ?? "",
+    city: c.city ?? "",
+    language: c.language ?? "",
+    phone: c.phone ?? "",
+    birthday: c.birthday ?? "",
+    countryCode: c.countryCode ?? "",
     properties: { ...(c.properties ?? {}) } as JsonObject,
     createdAt: ts(c.createdAt),
     updatedAt: ts(c.updatedAt),
@@ -103,11 +160,15 @@ function contactFromPb(input: PbContactInput | undefined): ContactInput {
     lastName: input.lastName,
     timezone: input.timezone,
     subscribed: input.subscribed,
+    status: statusFromPb(input.status),
+    source: sourceFromPb(input.source),
+    createdAt: dateOf(input.createdAt),
     properties: input.properties,
+    textProperties: input.textProperties,
   };
 }
 
-export function templateToPb(t: TemplateDoc): MessageInitShape<typeof TemplateSchema> {
+export function templateToPb(t: Template): MessageInitShape<typeof TemplateSchema> {
   return {
     id: t._id,
     name: t.name,
@@ -118,10 +179,15 @@ export function templateToPb(t: TemplateDoc): MessageInitShape<typeof TemplateSc
     variables: t.variables,
     createdAt: ts(t.createdAt),
     updatedAt: ts(t.updatedAt),
+    fromEmail: t.fromEmail ?? "",
+    fromName: t.fromName ?? "",
+    replyTo: (t.replyTo ?? []).map((r) => ({ email: r.email, name: r.name ?? "" })),
+    status: templateStatus(t),
+    displayName: t.displayName ?? "",
   };
 }
 
-function suppressionToPb(s: SuppressionDoc): MessageInitShape<typeof SuppressionSchema> {
+function suppressionToPb(s: Suppression): MessageInitShape<typeof SuppressionSchema> {
   return { email: s.emailLower, reason: REASON_TO_PB[s.reason], detail: s.detail, createdAt: ts(s.createdAt) };
 }
 
@@ -173,15 +239,22 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
     },
 
     async createApiKey(req) {
-      const { key, plain } = await dir.keys.create(req.workspaceId, { name: req.name, scopes: req.scopes, fixedKey: req.key });
+      const { key, plain } = await dir.keys.create(req.workspaceId, { name: req.name, scopes: req.scopes, role: req.role || undefined, fixedKey: req.key });
       return { apiKey: apiKeyToPb(key), plainKey: plain };
     },
     async listApiKeys(req) {
-      return { apiKeys: (await dir.keys.list(req.workspaceId)).map(apiKeyToPb) };
+      if (!req.limit && !req.startAt && !req.oldestFirst) return { apiKeys: (await dir.keys.list(req.workspaceId)).map(apiKeyToPb) };
+      const page = await dir.keys.page(req.workspaceId, { limit: req.limit, newestFirst: !req.oldestFirst, startAt: dateOf(req.startAt) });
+      return { apiKeys: page.items.map(apiKeyToPb), hasMore: page.hasMore, nextStartAt: ts(page.nextStartAt) };
     },
     async revokeApiKey(req) {
-      await dir.keys.revoke(req.workspaceId, req.keyId);
-      return {};
+      return { apiKey: apiKeyToPb(await dir.keys.revoke(req.workspaceId, req.keyId)) };
+    },
+    async getApiKey(req) {
+      return { apiKey: apiKeyToPb(await dir.keys.get(req.workspaceId, req.keyId)) };
+    },
+    async updateApiKey(req) {
+      return { apiKey: apiKeyToPb(await dir.keys.update(req.workspaceId, req.keyId, { name: req.name, role: req.role })) };
     },
 
     async addVerifiedEmail(req) {
@@ -225,12 +298,20 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
     },
 
     async createContactProperty(req) {
-      const p = await dir.properties.create(req.workspaceId, req.slug, PROPERTY_TYPE_FROM_PB[req.type] ?? parsePropertyType(PbPropertyType[req.type] ?? req.type));
-      return { property: { slug: p.slug, type: PROPERTY_TYPE_TO_PB[p.type], builtIn: p.builtIn } };
+      const p = await dir.properties.create(req.workspaceId, {
+        slug: req.slug || undefined,
+        type: PROPERTY_TYPE_FROM_PB[req.type] ?? parsePropertyType(PbPropertyType[req.type] ?? req.type),
+        displayName: req.displayName || undefined,
+        description: req.description || undefined,
+        options: req.options,
+      });
+      return { property: propertyToPb(p) };
     },
     async listContactProperties(req) {
-      const list = await dir.properties.list(req.workspaceId);
-      return { properties: list.map((p) => ({ slug: p.slug, type: PROPERTY_TYPE_TO_PB[p.type], builtIn: p.builtIn })) };
+      return { properties: (await dir.properties.list(req.workspaceId)).map(propertyToPb) };
+    },
+    async updateContactProperty(req) {
+      return { property: propertyToPb(await dir.properties.update(req.workspaceId, req.propertyId, { displayName: req.displayName, description: req.description })) };
     },
     async createContact(req) {
       return { contact: contactToPb(await dir.contacts.create(req.workspaceId, contactFromPb(req.contact))) };
@@ -242,32 +323,53 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
       return { contact: contactToPb(contact), created };
     },
     async batchUpsertContacts(req) {
-      const results = await dir.contacts.batchUpsert(req.workspaceId, req.contacts.map((c) => contactFromPb(c)));
-      return { results };
+      const results = await dir.contacts.batchUpsert(req.workspaceId, req.contacts.map((c) => contactFromPb(c)), { allOrNothing: req.allOrNothing });
+      return { results: results.map((r) => ({ ...r, contact: r.contact && contactToPb(r.contact), error: r.error && toErrorInfo(r.error) })) };
     },
     async getContact(req) {
       const c = req.contactId ? await dir.contacts.getById(req.workspaceId, req.contactId) : await dir.contacts.get(req.workspaceId, req.email);
       return { contact: contactToPb(c) };
     },
     async updateContact(req) {
-      return { contact: contactToPb(await dir.contacts.update(req.workspaceId, contactFromPb(req.contact))) };
+      return { contact: contactToPb(await dir.contacts.update(req.workspaceId, contactFromPb(req.contact), req.contactId || undefined)) };
     },
     async deleteContact(req) {
-      await dir.contacts.delete(req.workspaceId, req.email);
-      return {};
+      return { contact: contactToPb(await dir.contacts.delete(req.workspaceId, req.email, req.contactId || undefined)) };
     },
     async listContacts(req) {
-      const page = await dir.contacts.list(req.workspaceId, {
-        limit: req.page?.limit,
-        cursor: req.page?.cursor,
+      const query = {
         subscribedOnly: req.subscribedOnly,
-      });
-      return { contacts: page.items.map(contactToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
+        status: statusFromPb(req.status),
+        search: req.search || undefined,
+      };
+      const page = await dir.contacts.list(req.workspaceId, { ...query, limit: req.page?.limit, cursor: req.page?.cursor, newestFirst: req.newestFirst });
+      const totalCount = req.includeCount ? BigInt(await dir.contacts.count(req.workspaceId, query)) : undefined;
+      return { contacts: page.items.map(contactToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore }, totalCount };
     },
     async *streamContacts(req) {
       for await (const page of dir.contacts.stream(req.workspaceId, { batchSize: req.batchSize, subscribedOnly: req.subscribedOnly })) {
         yield { contacts: page.map(contactToPb) };
       }
+    },
+
+    async recordContactEvents(req) {
+      const results = await dir.events.record(req.workspaceId, req.events.map((e) => ({
+        name: e.name,
+        email: e.email,
+        traits: e.traits,
+        properties: e.properties,
+        timestamp: e.timestamp || undefined,
+        messageId: e.messageId || undefined,
+      })));
+      return {
+        results: results.map((r) => ({
+          index: r.index, messageId: r.messageId, status: r.status, error: r.error && toErrorInfo(r.error), event: r.event && eventToPb(r.event),
+        })),
+      };
+    },
+    async listContactEvents(req) {
+      const page = await dir.events.list(req.workspaceId, req.contactId, { limit: req.page?.limit, cursor: req.page?.cursor });
+      return { events: page.items.map(eventToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
     },
 
     async addSuppression(req) {
@@ -292,7 +394,8 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
       return { template: templateToPb(await dir.templates.create(req.workspaceId, templateFromPb(req.template))) };
     },
     async getTemplate(req) {
-      return { template: templateToPb(await dir.templates.get(req.workspaceId, req.name)) };
+      const t = req.templateId ? await dir.templates.getById(req.workspaceId, req.templateId) : await dir.templates.get(req.workspaceId, req.name);
+      return { template: templateToPb(t) };
     },
     async updateTemplate(req) {
       return { template: templateToPb(await dir.templates.update(req.workspaceId, templateFromPb(req.template))) };
@@ -302,7 +405,7 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
       return {};
     },
     async listTemplates(req) {
-      const page = await dir.templates.list(req.workspaceId, { limit: req.page?.limit, cursor: req.page?.cursor });
+      const page = await dir.templates.list(req.workspaceId, { limit: req.page?.limit, cursor: req.page?.cursor, status: req.status || undefined, newestFirst: req.newestFirst });
       return { templates: page.items.map(templateToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
     },
 
@@ -332,9 +435,13 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
   };
 }
 
-function templateFromPb(t: { name: string; subject: string; html: string; text: string; previewText: string } | undefined) {
+function templateFromPb(t: PbTemplateInput | undefined) {
   if (!t) throw badRequest("invalid_request", "template is required");
-  return { name: t.name, subject: t.subject, html: t.html, text: t.text, previewText: t.previewText };
+  return {
+    name: t.name, subject: t.subject, html: t.html, text: t.text, previewText: t.previewText,
+    displayName: t.displayName, fromEmail: t.fromEmail, fromName: t.fromName,
+    replyTo: t.replyTo.map((r) => (r.name ? { email: r.email, name: r.name } : { email: r.email })), status: t.status || undefined,
+  };
 }
 
 export function directoryRoutes(dir: Directory) {

@@ -1,3 +1,4 @@
+/** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumer). */
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
@@ -16,20 +17,20 @@ import {
   startConnectServer,
 } from "../../kit/src/index.js";
 import { openStore } from "../../kit/src/store/open.js";
-import { systemClock } from "./domain/ports.js";
+import { systemClock } from "./adapters/clock.js";
+import { openCollections } from "./adapters/store.js";
+import { ConnectDirectory } from "./adapters/directory.js";
+import { ConnectRenderer } from "./adapters/renderer.js";
+import { JetStreamDeliveryQueue } from "./adapters/delivery-queue.js";
 import { EmailService } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
-import { openRepositories } from "./store.js";
-import { RpcDirectoryRepository } from "./repositories/directory.js";
-import { RpcRendererRepository } from "./repositories/renderer.js";
-import { JetStreamDeliveryQueue } from "./repositories/delivery-queue.js";
-import { consumeDeliveryEvents } from "./events.js";
+import { consumeMailEvents } from "./consumers.js";
 import { emailRoutes } from "./routes.js";
 
 const config = loadConfig();
 const logger = createLogger("email", config.logLevel);
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });
-const { emails, idempotency } = await openRepositories(store);
+const { emails, idempotency, outcomes, stats } = await openCollections(store);
 const nc = await connectNats(config.natsUrl, "email");
 await ensureStreams(nc);
 
@@ -39,9 +40,10 @@ const queue = new JetStreamDeliveryQueue(jetstream(nc));
 const service = new EmailService({
   emails,
   idempotency,
-  directory: new RpcDirectoryRepository(connectClient(DirectoryService, config.urls.directory)),
-  renderer: new RpcRendererRepository(connectClient(RendererService, config.urls.renderer)),
+  directory: new ConnectDirectory(connectClient(DirectoryService, config.urls.directory)),
+  renderer: new ConnectRenderer(connectClient(RendererService, config.urls.renderer)),
   queue,
+  stats,
   clock: systemClock,
   logger,
   ids: { emailId: () => newId("trs"), messageId: newMessageId },
@@ -49,15 +51,15 @@ const service = new EmailService({
 });
 const scheduler = new Scheduler(emails, queue, systemClock, logger, {
   owner,
-  intervalMs: Number(process.env.MAILROOM_SCHEDULER_INTERVAL_MS ?? 500),
+  intervalMs: config.schedulerIntervalMs,
 });
 scheduler.start();
-const events = await consumeDeliveryEvents(nc, emails, systemClock, logger);
+const events = await consumeMailEvents(nc, { emails, outcomes, stats, clock: systemClock }, logger);
 
 const server = await startConnectServer({
   routes: emailRoutes(service),
   port: config.servicePort ?? defaultServicePort(config, "email"),
-  host: process.env.MAILROOM_SERVICE_HOST ?? "127.0.0.1",
+  host: config.serviceHost,
   logger,
   healthy: () => !nc.isClosed(),
 });

@@ -1,5 +1,6 @@
+import { memoryTransport } from "../../kit/src/connect.js";
 import { describe, expect, it } from "vitest";
-import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { createClient} from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { EmailService, EmailStatus } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { errorInfoOf } from "../../kit/src/errors.js";
@@ -9,7 +10,7 @@ import { emailRoutes } from "./routes.js";
 async function client() {
   const w = await buildTestWorld();
   w.directory.templates.set("welcome", { name: "welcome", subject: "Hi", html: "<p>Hi</p>", text: "", previewText: "" });
-  return { w, email: createClient(EmailService, createRouterTransport(emailRoutes(w.service))) };
+  return { w, email: createClient(EmailService, memoryTransport(emailRoutes(w.service))) };
 }
 
 const raw = (to: string, more: Record<string, unknown> = {}) => ({

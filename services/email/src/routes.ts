@@ -3,15 +3,20 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import {
   BatchFailureSchema,
+  EmailOutcomesSchema,
   EmailRecordSchema,
+  StatsCountersSchema,
+  type EmailOutcomes as ProtoOutcomes,
+  type StatsCounters as ProtoCounters,
   EmailService as EmailServiceDesc,
   EmailStatus as ProtoStatus,
   type EmailInput,
   type EmailRecord as ProtoRecord,
 } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { appError, toErrorInfo, type AppErrorInit } from "../../kit/src/errors.js";
-import { EmailError, type EmailRecord, type EmailRequest, type EmailStatus } from "./domain/model.js";
+import { AppError, badRequest, toErrorInfo } from "../../kit/src/errors.js";
+import type { EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
+import type { StatsCounters } from "./domain/ports.js";
 import { assertBatchSize, type EmailService } from "./domain/service.js";
 
 const STATUS: Record<EmailStatus, ProtoStatus> = {
@@ -26,14 +31,15 @@ const orUndefined = (s: string) => (s === "" ? undefined : s);
 
 /** Proto in -> domain request. */
 export function requestOf(input: EmailInput | undefined): EmailRequest {
-  if (!input) throw new EmailError("invalid_payload", 400, "email is required");
+  if (!input) throw badRequest("invalid_payload", "email is required");
   const base = {
     to: input.to,
     settings: { trackClicks: input.settings?.trackClicks, trackOpens: input.settings?.trackOpens },
     groupBy: orUndefined(input.groupBy),
     sendAt: input.sendAt ? timestampDate(input.sendAt) : undefined,
     idempotencyKey: orUndefined(input.idempotencyKey),
-    payloadHash: orUndefined(input.payloadHash),
+    // The list supersedes the raw form's single field (kept for older callers).
+    replyTo: input.replyTo.length ? input.replyTo : input.content.case === "raw" && input.content.value.replyTo ? [input.content.value.replyTo] : undefined,
   };
   const content = input.content;
   if (content.case === "raw") {
@@ -48,7 +54,6 @@ export function requestOf(input: EmailInput | undefined): EmailRequest {
         html: raw.html,
         text: orUndefined(raw.text),
         previewText: orUndefined(raw.previewText),
-        replyTo: orUndefined(raw.replyTo),
         contactProperties: raw.contactProperties as Record<string, unknown> | undefined,
       },
     };
@@ -59,7 +64,7 @@ export function requestOf(input: EmailInput | undefined): EmailRequest {
       content: { kind: "templated", template: content.value.template, variables: (content.value.variables ?? {}) as Record<string, unknown> },
     };
   }
-  throw new EmailError("invalid_payload", 400, "An email needs either raw content (from, subject, html) or a template");
+  throw badRequest("invalid_payload", "An email needs either raw content (from, subject, html) or a template");
 }
 
 /** Domain record -> proto. */
@@ -78,68 +83,97 @@ export function protoRecord(record: EmailRecord): ProtoRecord {
     createdAt: timestampFromDate(new Date(record.createdAt)),
     updatedAt: timestampFromDate(new Date(record.updatedAt)),
     statusReason: record.statusReason ?? "",
+    outcomes: record.outcomes ? protoOutcomes(record.outcomes) : undefined,
   });
 }
 
-function errorInit(err: EmailError): AppErrorInit {
-  return {
-    code: err.code,
-    httpStatus: err.httpStatus,
-    message: err.message,
-    allowedEmails: err.details.allowedEmails,
-    allowedDomains: err.details.allowedDomains,
-    extra: err.details.extra,
-  };
+const ts = (d: Date | undefined) => (d ? timestampFromDate(new Date(d)) : undefined);
+
+function protoOutcomes(o: EmailOutcomes): ProtoOutcomes {
+  return create(EmailOutcomesSchema, {
+    opens: o.opens,
+    clicks: o.clicks,
+    firstOpenedAt: ts(o.firstOpenedAt),
+    lastOpenedAt: ts(o.lastOpenedAt),
+    firstClickedAt: ts(o.firstClickedAt),
+    lastClickedAt: ts(o.lastClickedAt),
+    deliveredAt: ts(o.deliveredAt),
+    bouncedAt: ts(o.bouncedAt),
+    bounceType: o.bounceType ?? "",
+    failedAt: ts(o.failedAt),
+    complainedAt: ts(o.complainedAt),
+    unsubscribedAt: ts(o.unsubscribedAt),
+    links: o.links.map((l) => ({ url: l.url, clicks: l.clicks, lastClickedAt: ts(l.lastClickedAt) })),
+    lastEvent: o.lastEvent?.type ?? "",
+    lastEventAt: ts(o.lastEvent?.at),
+  });
 }
 
-/** Domain errors cross RPC as ConnectErrors with ErrorInfo; others pass unchanged. */
-async function translated<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof EmailError) throw appError(errorInit(err));
-    throw err;
-  }
-}
+const protoCounters = (c: StatsCounters): ProtoCounters => create(StatsCountersSchema, {
+  sent: BigInt(c.sent),
+  delivered: BigInt(c.delivered),
+  bounced: BigInt(c.bounced),
+  hardBounced: BigInt(c.hardBounced),
+  failed: BigInt(c.failed),
+  complained: BigInt(c.complained),
+  opened: BigInt(c.opened),
+  clicked: BigInt(c.clicked),
+  unsubscribed: BigInt(c.unsubscribed),
+  opens: BigInt(c.opens),
+  clicks: BigInt(c.clicks),
+});
 
-/** The Connect EmailService: proto in, proto out, no business rules. */
+/**
+ * The Connect EmailService: proto in, proto out, no business rules. Domain refusals are
+ * AppErrors, which kit's interceptor turns into ConnectErrors with ErrorInfo; only a
+ * batch's per-item failures are carried here, as ErrorInfo in the response.
+ */
 export function emailRoutes(service: EmailService) {
   return (router: ConnectRouter) =>
     router.service(EmailServiceDesc, {
-      sendEmail: (req) =>
-        translated(async () => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email))) })),
+      sendEmail: async (req) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email))) }),
 
-      sendBatch: (req) =>
-        translated(async () => {
-          assertBatchSize(req.emails.length);
-          const requests: EmailRequest[] = [];
-          const invalid: Array<{ index: number; to: string; error: EmailError }> = [];
-          // An item the proto cannot express as an email fails alone, like any invalid item.
-          const positions: number[] = [];
-          req.emails.forEach((input, index) => {
-            try {
-              requests.push(requestOf(input));
-              positions.push(index);
-            } catch (err) {
-              if (!(err instanceof EmailError)) throw err;
-              invalid.push({ index, to: input.to, error: err });
-            }
-          });
-          const result = requests.length
-            ? await service.sendBatch(req.workspaceId, requests)
-            : { successful: [], failed: [] };
-          const failed = [...invalid, ...result.failed.map((f) => ({ ...f, index: positions[f.index] }))].sort((a, b) => a.index - b.index);
-          return {
-            successful: result.successful.map(protoRecord),
-            failed: failed.map((f) => create(BatchFailureSchema, { index: f.index, to: f.to, error: toErrorInfo(errorInit(f.error)) })),
-          };
-        }),
+      sendBatch: async (req) => {
+        assertBatchSize(req.emails.length);
+        const requests: EmailRequest[] = [];
+        const invalid: Array<{ index: number; to: string; error: AppError }> = [];
+        // An item the proto cannot express as an email fails alone, like any invalid item.
+        const positions: number[] = [];
+        req.emails.forEach((input, index) => {
+          try {
+            requests.push(requestOf(input));
+            positions.push(index);
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err;
+            invalid.push({ index, to: input.to, error: err });
+          }
+        });
+        const result = requests.length ? await service.sendBatch(req.workspaceId, requests) : { successful: [], failed: [] };
+        const failed = [...invalid, ...result.failed.map((f) => ({ ...f, index: positions[f.index] }))].sort((a, b) => a.index - b.index);
+        return {
+          successful: result.successful.map(protoRecord),
+          failed: failed.map((f) => create(BatchFailureSchema, { index: f.index, to: f.to, error: toErrorInfo(f.error.toInit()) })),
+        };
+      },
 
-      getEmail: (req) => translated(async () => ({ email: protoRecord(await service.get(req.workspaceId, req.id)) })),
+      getEmail: async (req) => ({ email: protoRecord(await service.get(req.workspaceId, req.id)) }),
 
-      cancelEmail: (req) => translated(async () => ({ email: protoRecord(await service.cancel(req.workspaceId, req.id)) })),
+      cancelEmail: async (req) => ({ email: protoRecord(await service.cancel(req.workspaceId, req.id)) }),
 
-      getCompiledContent: (req) =>
-        translated(async () => ({ compiled: fromBinary(CompiledMessageSchema, await service.compiledContent(req.workspaceId, req.id)) })),
+      getStats: async (req) => {
+        const stats = await service.stats(req.workspaceId, { from: req.from, to: req.to, groupBy: req.groupBy });
+        return {
+          from: stats.from,
+          to: stats.to,
+          totals: protoCounters(stats.totals),
+          days: stats.days.map((d) => ({ date: d.date, counters: protoCounters(d.counters) })),
+          groups: stats.groups.map((g) => ({ groupBy: g.groupBy, counters: protoCounters(g.counters) })),
+        };
+      },
+
+      // The compiled content is opaque to the domain: it is decoded only here, for the wire.
+      getCompiledContent: async (req) => ({
+        compiled: fromBinary(CompiledMessageSchema, await service.compiledContent(req.workspaceId, req.id)),
+      }),
     });
 }

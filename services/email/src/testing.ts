@@ -1,44 +1,37 @@
 /**
- * Test helpers: the email service built with its outside world replaced. The store is
- * the real embedded adapter (in memory unless a store is given); the directory, renderer
- * and queue are small in-process fakes that record what they were asked.
+ * Test helpers: the email domain built with in-memory adapters. The store is the real
+ * store adapter over the embedded engine (in memory unless a store is given); the
+ * directory, renderer and queue are small in-process fakes that record what they were asked.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { openMemoryStore } from "../../kit/src/store/open.js";
 import type { Store } from "../../kit/src/store/port.js";
 import { newId, newMessageId } from "../../kit/src/ids.js";
+import { badRequest } from "../../kit/src/errors.js";
 import type {
-  Clock,
   CompileInput,
   DeliveryJobData,
   DeliveryQueue,
-  DirectoryRepository,
-  RendererRepository,
+  Directory,
+  Renderer,
   SenderCheck,
   TemplateContent,
 } from "./domain/ports.js";
-import { EmailError } from "./domain/model.js";
+import type { CompiledContent } from "./domain/model.js";
 import { EmailService } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
-import type { SendDeps } from "./domain/send.js";
-import { openRepositories } from "./store.js";
+import type { EmailServiceDeps } from "./domain/service.js";
+import type { OutcomeDeps } from "./domain/outcomes.js";
+import { openCollections } from "./adapters/store.js";
+import { silentLogger, ManualClock } from "../../kit/src/testing.js";
+export { silentLogger, ManualClock };
 
-export const silentLogger = { info() {}, warn() {}, error() {}, debug() {} };
 
-export class ManualClock implements Clock {
-  constructor(private t = Date.parse("2030-01-15T12:00:00Z")) {}
-  now() {
-    return new Date(this.t);
-  }
-  advance(ms: number) {
-    this.t += ms;
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export class FakeDirectory implements DirectoryRepository {
+export class FakeDirectory implements Directory {
   verifiedEmails = ["founder@gmail.test"];
   verifiedDomains = ["acme.test"];
   templates = new Map<string, TemplateContent>();
@@ -66,7 +59,7 @@ export class FakeDirectory implements DirectoryRepository {
     await this.enter("checkSender", [workspaceId, from]);
     const m = /^\s*(?:"?([^"<]*?)"?\s*<)?([^<>\s]+@([^<>\s]+?))>?\s*$/.exec(from);
     if (!m) {
-      throw new EmailError("invalid_from", 400, "not an address", { allowedEmails: this.verifiedEmails, allowedDomains: this.verifiedDomains });
+      throw badRequest("invalid_from", "not an address", { allowedEmails: this.verifiedEmails, allowedDomains: this.verifiedDomains });
     }
     const address = m[2];
     const allowed = this.verifiedEmails.includes(address) || this.verifiedDomains.includes(m[3].toLowerCase());
@@ -114,14 +107,14 @@ export class FakeDirectory implements DirectoryRepository {
 const literal = (value: string) => ({ segments: [{ part: { case: "literal" as const, value } }] });
 
 /** Compiles to a literal CompiledMessage of its input; `inputs` shows what was compiled. */
-export class FakeRenderer implements RendererRepository {
+export class FakeRenderer implements Renderer {
   inputs: CompileInput[] = [];
   /** Html containing this marker is refused as the renderer would refuse bad content. */
   rejectMarker = "<!--reject-->";
 
-  async compile(input: CompileInput): Promise<Uint8Array> {
+  async compile(input: CompileInput): Promise<CompiledContent> {
     this.inputs.push(input);
-    if (input.html.includes(this.rejectMarker)) throw new EmailError("invalid_request", 400, "html could not be compiled");
+    if (input.html.includes(this.rejectMarker)) throw badRequest("invalid_request", "html could not be compiled");
     return toBinary(
       CompiledMessageSchema,
       create(CompiledMessageSchema, {
@@ -138,6 +131,9 @@ export class FakeRenderer implements RendererRepository {
     );
   }
 }
+
+/** The CompiledMessage inside the domain's opaque compiled content, for assertions. */
+export const decodeCompiled = (compiled: CompiledContent) => fromBinary(CompiledMessageSchema, compiled);
 
 export class FakeQueue implements DeliveryQueue {
   jobs: DeliveryJobData[] = [];
@@ -162,7 +158,9 @@ export class FakeQueue implements DeliveryQueue {
 export interface TestWorld {
   store: Store;
   service: EmailService;
-  deps: SendDeps;
+  deps: EmailServiceDeps;
+  /** What the event consumer records outcomes with. */
+  outcomeDeps: OutcomeDeps;
   directory: FakeDirectory;
   renderer: FakeRenderer;
   queue: FakeQueue;
@@ -172,14 +170,15 @@ export interface TestWorld {
 
 export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock; owner?: string } = {}): Promise<TestWorld> {
   const store = opts.store ?? openMemoryStore();
-  const { emails, idempotency } = await openRepositories(store);
+  const { emails, idempotency, outcomes, stats } = await openCollections(store);
   const directory = new FakeDirectory();
   const renderer = new FakeRenderer();
   const queue = new FakeQueue();
   const clock = opts.clock ?? new ManualClock();
-  const deps: SendDeps = {
+  const deps: EmailServiceDeps = {
     emails,
     idempotency,
+    stats,
     directory,
     renderer,
     queue,
@@ -192,6 +191,7 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     store,
     service: new EmailService(deps),
     deps,
+    outcomeDeps: { emails, outcomes, stats, clock },
     directory,
     renderer,
     queue,

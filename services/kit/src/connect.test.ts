@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";
 import { createLogger } from "./logger.js";
+import { requestContext, runWithRequestContext } from "./request-context.js";
 
 describe("kit Connect server and clients", () => {
   let server: ConnectServer;
   const acceptEncodings: Array<string | null> = [];
+  const handlerRequestIds: Array<string | undefined> = [];
   beforeAll(async () => {
     server = await startConnectServer({
       logger: createLogger("kit-connect-test"),
@@ -13,6 +15,7 @@ describe("kit Connect server and clients", () => {
         router.service(RendererService, {
           detectVariables(req, ctx) {
             acceptEncodings.push(ctx.requestHeader.get("accept-encoding"));
+            handlerRequestIds.push(requestContext()?.requestId);
             // Well over the 1 KiB above which a Connect server compresses for a client that accepts it.
             return { detected: Array.from({ length: 500 }, (_, i) => `${req.html}${i}`), unknown: [] };
           },
@@ -28,6 +31,16 @@ describe("kit Connect server and clients", () => {
     expect(res.detected[499]).toBe("variable_499");
     expect(acceptEncodings).toHaveLength(1);
     expect(acceptEncodings[0] ?? "").not.toMatch(/gzip|br/);
+  });
+
+  it("handlers run in the request's context, and a client called inside a context carries its id on", async () => {
+    const client = connectClient(RendererService, server.url);
+    await runWithRequestContext("trace-kit-1", () => client.detectVariables({ html: "x" }));
+    await client.detectVariables({ html: "x" }, { headers: { "x-request-id": "trace-kit-2" } });
+    await client.detectVariables({ html: "x" });
+    expect(handlerRequestIds.slice(-3, -1)).toEqual(["trace-kit-1", "trace-kit-2"]);
+    // No id given: the server names the request itself.
+    expect(handlerRequestIds.at(-1)).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("the server answers GET /healthz beside the routes", async () => {

@@ -2,10 +2,15 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import type { DescService } from "@bufbuild/protobuf";
-import { createClient, type Client, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { createClient, createRouterTransport, ConnectError, type Client, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import type { Logger } from "./logger.js";
-import { errorInfoOf } from "./errors.js";
+import { loadConfig } from "./config.js";
+import { AppError, errorInfoOf, toConnectError } from "./errors.js";
+import { checkReadiness, processReadyChecks, type ReadyCheck } from "./health.js";
+import { requestContext, runWithRequestContext } from "./request-context.js";
+import { collectProcessMetrics, counter, histogram, metricsAuthorized, scrapeMetrics, secondsSince } from "./metrics.js";
 
 export interface ConnectServer {
   port: number;
@@ -13,40 +18,115 @@ export interface ConnectServer {
   close(): Promise<void>;
 }
 
+/**
+ * The one place a domain error becomes a ConnectError: services throw AppError and never
+ * build ConnectErrors themselves.
+ */
+export const appErrorInterceptor: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (err) {
+    throw err instanceof AppError ? toConnectError(err) : err;
+  }
+};
+
+/** An in-memory transport to `routes` with the same interceptors a real server has (tests, wiring). */
+export function memoryTransport(routes: (router: ConnectRouter) => void): Transport {
+  return createRouterTransport(routes, { router: { interceptors: [appErrorInterceptor] } });
+}
+
+const rpcHandled = counter("mailroom_rpc_server_handled_total", "RPCs served, by service, method and Connect code (ok when it succeeded).", [
+  "service",
+  "method",
+  "code",
+]);
+const rpcSeconds = histogram("mailroom_rpc_server_duration_seconds", "Time to serve an RPC, by service and method.", ["service", "method"]);
+
+/** Counts and times every RPC; outside appErrorInterceptor, so it sees the Connect code. */
+export const rpcMetricsInterceptor: Interceptor = (next) => async (req) => {
+  const started = performance.now();
+  const labels = { service: req.service.typeName, method: req.method.name };
+  try {
+    const res = await next(req);
+    rpcHandled.inc({ ...labels, code: "ok" });
+    return res;
+  } catch (err) {
+    rpcHandled.inc({ ...labels, code: codeToString(ConnectError.from(err).code) });
+    throw err;
+  } finally {
+    rpcSeconds.observe(labels, secondsSince(started));
+  }
+};
+
 export interface ConnectServerOptions {
   routes: (router: ConnectRouter) => void;
   port?: number;
   host?: string;
   logger: Logger;
-  /** Extra readiness check for /healthz (e.g. NATS connected). */
+  /** Extra liveness condition for /healthz (e.g. NATS not closed). */
   healthy?: () => boolean;
+  /**
+   * Extra checks for /readyz, beside those kit registered for this process (its NATS
+   * connections and stores, see health.ts).
+   */
+  ready?: ReadyCheck[];
+  /** Bearer token GET /metrics requires; default MAILROOM_METRICS_TOKEN (none: open). */
+  metricsToken?: string;
 }
 
 /**
- * Serves Connect routes plus GET /healthz on one HTTP/1.1 server. Requests carry an
- * x-request-id (propagated when given) that appears in the logs of every hop.
+ * Serves Connect routes plus the operations endpoints on one HTTP/1.1 server:
+ *   GET /healthz  alive (200 while the process answers)
+ *   GET /readyz   dependencies reachable (NATS connected, store answering, `ready` checks): 200 or 503
+ *   GET /metrics  Prometheus metrics of this process
+ * Requests carry an x-request-id (propagated when given) that appears in the logs of every hop.
  */
 export async function startConnectServer(opts: ConnectServerOptions): Promise<ConnectServer> {
+  collectProcessMetrics();
+  const metricsToken = opts.metricsToken ?? loadConfig().metricsToken;
   const logging: Interceptor = (next) => async (req) => {
     const requestId = req.header.get("x-request-id") ?? randomUUID();
     const started = performance.now();
     try {
-      const res = await next(req);
+      // The handler (and whatever it logs or publishes) runs inside the request's context.
+      const res = await runWithRequestContext(requestId, () => next(req));
       opts.logger.debug({ requestId, rpc: req.method.name, ms: Math.round(performance.now() - started) }, "rpc ok");
       return res;
     } catch (err) {
       const info = errorInfoOf(err);
-      const log = info ? opts.logger.debug.bind(opts.logger) : opts.logger.error.bind(opts.logger);
+      // Refusals (4xx) are the caller's business; a 5xx AppError (a neighbour down) is an outage.
+      const log = info && info.httpStatus < 500 ? opts.logger.debug.bind(opts.logger) : opts.logger.error.bind(opts.logger);
       log({ requestId, rpc: req.method.name, code: info?.code, err: info ? undefined : err }, "rpc failed");
       throw err;
     }
   };
-  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [logging] });
+  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [logging, rpcMetricsInterceptor, appErrorInterceptor] });
+  const json = (res: http.ServerResponse, status: number, body: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  };
   const server = http.createServer((req, res) => {
-    if (req.url === "/healthz") {
+    const path = req.url?.split("?")[0];
+    if (req.method === "GET" && path === "/healthz") {
       const ok = opts.healthy ? opts.healthy() : true;
-      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
-      res.end(JSON.stringify({ ok }));
+      return json(res, ok ? 200 : 503, { ok });
+    }
+    if (req.method === "GET" && path === "/readyz") {
+      void checkReadiness([...processReadyChecks(), ...(opts.ready ?? [])]).then((report) => json(res, report.ok ? 200 : 503, report));
+      return;
+    }
+    if (req.method === "GET" && path === "/metrics") {
+      if (!metricsAuthorized(req.headers.authorization, metricsToken)) return json(res, 401, { ok: false, error: "metrics need the bearer token" });
+      void scrapeMetrics().then(
+        ({ contentType, body }) => {
+          res.writeHead(200, { "content-type": contentType });
+          res.end(body);
+        },
+        (err) => {
+          opts.logger.error({ err }, "metrics scrape failed");
+          json(res, 500, { ok: false });
+        },
+      );
       return;
     }
     handler(req, res);
@@ -69,20 +149,30 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
   };
 }
 
-/** A typed Connect client over HTTP/1.1 to another service. */
-export function connectClient<T extends DescService>(service: T, baseUrl: string): Client<T> {
+/** A typed Connect client over HTTP/1.1 to another service (`interceptors`: e.g. the gateway's request id). */
+/** Client interceptor: an RPC made inside a request context carries its request id on. */
+export const forwardRequestId: Interceptor = (next) => (req) => {
+  const requestId = requestContext()?.requestId;
+  if (requestId && !req.header.has("x-request-id")) req.header.set("x-request-id", requestId);
+  return next(req);
+};
+
+export function connectClient<T extends DescService>(service: T, baseUrl: string, interceptors: Interceptor[] = []): Client<T> {
   // Binary protobuf: JSON encoding through reflection costs more CPU than the call itself.
   // No compression: by default the client accepts gzip, so every answer over 1 KiB (a
   // compiled message, a template) was gzipped by one service and gunzipped by the other,
   // CPU spent to save bytes on what is in practice a local network.
-  return createClient(service, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [] }));
+  return createClient(
+    service,
+    createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [], interceptors: [...interceptors, forwardRequestId] }),
+  );
 }
 
 /**
  * Runs `close` once on SIGINT/SIGTERM and exits; a second signal exits at once.
  * Used by every main.ts so Ctrl-C in the launcher stops everything cleanly.
  */
-export function onShutdown(logger: Logger, close: () => Promise<void>): void {
+export function onShutdown(logger: Logger, close: () => Promise<void>, exitWithParent = loadConfig().exitWithParent): void {
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) process.exit(1);
@@ -99,7 +189,7 @@ export function onShutdown(logger: Logger, close: () => Promise<void>): void {
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
   // Started by the launcher or a test harness: never outlive it, even if it was SIGKILLed.
-  if (process.env.MAILROOM_EXIT_WITH_PARENT === "1") {
+  if (exitWithParent) {
     const parent = process.ppid;
     setInterval(() => {
       try {

@@ -9,7 +9,31 @@ export interface AppErrorInit {
   allowedEmails?: string[];
   allowedDomains?: string[];
   unknownVariables?: string[];
+  /** More body fields; values are JSON-encoded on the wire. */
   extra?: Record<string, string>;
+}
+
+/**
+ * The one error type domain code throws: a code, the HTTP status the public API answers
+ * with, and details. It knows nothing of Connect; the server interceptor
+ * (`appErrorInterceptor` in connect.ts) turns it into a ConnectError with an ErrorInfo
+ * detail, and the gateway's error handler alone turns that into the public body.
+ */
+export class AppError extends Error {
+  readonly code: string;
+  readonly httpStatus: number;
+  readonly details: Omit<AppErrorInit, "code" | "httpStatus" | "message">;
+  constructor(init: AppErrorInit) {
+    super(init.message);
+    this.name = "AppError";
+    this.code = init.code;
+    this.httpStatus = init.httpStatus;
+    const { code: _c, httpStatus: _s, message: _m, ...details } = init;
+    this.details = details;
+  }
+  toInit(): AppErrorInit {
+    return { code: this.code, httpStatus: this.httpStatus, message: this.message, ...this.details };
+  }
 }
 
 const connectCodeFor = (status: number): Code => {
@@ -23,13 +47,15 @@ const connectCodeFor = (status: number): Code => {
   return Code.Internal;
 };
 
-/**
- * A domain error that crosses RPC as a ConnectError with an ErrorInfo detail.
- * Services throw these; the gateway alone turns them into public bodies.
- */
-export function appError(init: AppErrorInit): ConnectError {
-  return new ConnectError(init.message, connectCodeFor(init.httpStatus), undefined, [
-    { desc: ErrorInfoSchema, value: toErrorInfo(init) },
+/** A domain error. Throw it from domain code; see AppError. */
+export function appError(init: AppErrorInit): AppError {
+  return new AppError(init);
+}
+
+/** The ConnectError an AppError crosses RPC as (used by the server interceptor). */
+export function toConnectError(err: AppError): ConnectError {
+  return new ConnectError(err.message, connectCodeFor(err.httpStatus), undefined, [
+    { desc: ErrorInfoSchema, value: toErrorInfo(err.toInit()) },
   ]);
 }
 
@@ -45,8 +71,9 @@ export function toErrorInfo(init: AppErrorInit): ErrorInfo {
   });
 }
 
-/** The ErrorInfo carried by an error, if it is one of ours. */
+/** The ErrorInfo carried by an error, if it is one of ours (thrown here or received over RPC). */
 export function errorInfoOf(err: unknown): ErrorInfo | undefined {
+  if (err instanceof AppError) return toErrorInfo(err.toInit());
   if (!(err instanceof ConnectError)) return undefined;
   return err.findDetails(ErrorInfoSchema)[0];
 }
@@ -55,3 +82,4 @@ export const badRequest = (code: string, message: string, more: Partial<AppError
   appError({ code, httpStatus: 400, message, ...more });
 export const notFound = (code: string, message: string) => appError({ code, httpStatus: 404, message });
 export const conflict = (code: string, message: string) => appError({ code, httpStatus: 409, message });
+export const unavailable = (code: string, message: string) => appError({ code, httpStatus: 503, message });

@@ -1,5 +1,6 @@
 export * from "./config.js";
 export * from "./logger.js";
+export * from "./request-context.js";
 export * from "./ids.js";
 export * from "./errors.js";
 export * from "./tokens.js";

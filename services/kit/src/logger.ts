@@ -1,25 +1,32 @@
 import { pino, type Logger } from "pino";
+import { requestContext } from "./request-context.js";
 
 export type { Logger };
 
-const SECRET_FIELDS = ["apiKey", "api_key", "plainKey", "password", "pass", "privateKeyPem", "privateKey", "authorization", "smtpUrl", "secret"];
+const SECRET_FIELDS = ["apiKey", "api_key", "plainKey", "password", "pass", "privateKeyPem", "privateKey", "authorization", "smtpUrl", "secret", "token"];
 
 /** Each secret field at the top level and up to two objects deep (pino wildcards match one level). */
 const REDACTED_PATHS = SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`]);
 
 /**
- * Structured JSON logs. Secrets never reach them: keys, passwords and auth headers
+ * Structured JSON logs, with the current request id (request-context.ts). Secrets never reach them: keys, passwords and auth headers
  * are redacted wherever they appear in a logged object.
  */
 export function createLogger(
   service: string,
-  level: string = process.env.MAILROOM_LOG_LEVEL ?? "info",
+  level: string = "info",
   destination?: NodeJS.WritableStream,
 ): Logger {
   const options = {
     name: service,
     level,
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+    // Inside an RPC or a queued job every line names its request id, so one grep follows
+    // an email across processes. A line that sets requestId itself keeps its own.
+    mixin: (mergeObject: object) => {
+      const requestId = requestContext()?.requestId;
+      return requestId && !("requestId" in mergeObject) ? { requestId } : {};
+    },
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -1,13 +1,16 @@
 import { loadConfig, defaultServicePort } from "../../kit/src/config.js";
 import { createLogger } from "../../kit/src/logger.js";
 import { onShutdown, startConnectServer } from "../../kit/src/connect.js";
+import { Renderer } from "./domain/renderer.js";
 import { rendererRoutes } from "./routes.js";
 
 const config = loadConfig();
 const logger = createLogger("renderer", config.logLevel);
+const renderer = new Renderer({ secret: config.secret, publicUrl: config.publicUrl });
 const server = await startConnectServer({
-  routes: rendererRoutes({ secret: config.secret, publicUrl: config.publicUrl }),
+  routes: rendererRoutes(renderer),
   port: config.servicePort ?? defaultServicePort(config, "renderer"),
+  host: config.serviceHost,
   logger,
 });
 logger.info({ url: server.url }, "renderer listening");

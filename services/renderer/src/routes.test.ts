@@ -1,6 +1,7 @@
+import { memoryTransport } from "../../kit/src/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { ConnectError, createClient, createRouterTransport, type Client } from "@connectrpc/connect";
+import { ConnectError, createClient, type Client } from "@connectrpc/connect";
 import {
   CompileRequestSchema,
   ContentKind,
@@ -10,7 +11,8 @@ import { connectClient, startConnectServer, type ConnectServer } from "../../kit
 import { errorInfoOf } from "../../kit/src/errors.js";
 import { createLogger } from "../../kit/src/logger.js";
 import { rendererRoutes } from "./routes.js";
-import { parseRecipientToken, verifyClick } from "./tokens.js";
+import { Renderer } from "./domain/renderer.js";
+import { parseRecipientToken, verifyClick } from "../../content/src/tokens.js";
 
 const deps = { secret: "routes-secret-0123456789", publicUrl: "https://pub.test" };
 const content = create(CompileRequestSchema, {
@@ -90,13 +92,13 @@ function contract(name: string, getClient: () => Client<typeof RendererService>)
 let server: ConnectServer;
 let httpClient: Client<typeof RendererService>;
 beforeAll(async () => {
-  server = await startConnectServer({ routes: rendererRoutes(deps), port: 0, logger: createLogger("renderer-test", "silent") });
+  server = await startConnectServer({ routes: rendererRoutes(new Renderer(deps)), port: 0, logger: createLogger("renderer-test", "silent") });
   httpClient = connectClient(RendererService, server.url);
 });
 afterAll(() => server?.close());
 
 contract("renderer over a real Connect server (HTTP, port 0)", () => httpClient);
-const memoryClient = createClient(RendererService, createRouterTransport(rendererRoutes(deps)));
+const memoryClient = createClient(RendererService, memoryTransport(rendererRoutes(new Renderer(deps))));
 contract("renderer over an in-memory router transport", () => memoryClient);
 
 describe("health", () => {

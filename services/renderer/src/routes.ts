@@ -6,48 +6,33 @@ import {
   RenderResponseSchema,
   RendererService,
   type CompileRequest,
-  type CompiledMessage,
+  type RenderRequest,
 } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { badRequest } from "../../kit/src/errors.js";
-import { compileMessage, type CompileInput } from "./compile.js";
-import { mergeMessage } from "./merge.js";
-import { detectVariables } from "./variables.js";
+import type { CompileInput } from "./domain/compile.js";
+import type { Renderer, RenderSource } from "./domain/renderer.js";
 
-export interface RendererDeps {
-  secret: string;
-  publicUrl: string;
-}
-
-/** Connect service: proto in, proto out; the rules live in compile/merge/variables. */
-export function rendererRoutes(deps: RendererDeps) {
-  const compile = (req: CompileRequest) => compileMessage(compileInput(req), deps);
+/** Connect transport: proto in, proto out; the rules live in domain/. */
+export function rendererRoutes(renderer: Renderer) {
   return (router: ConnectRouter) =>
     router.service(RendererService, {
       detectVariables(req) {
-        return create(DetectVariablesResponseSchema, detectVariables(req));
+        const { html, subject, previewText, customProperties } = req;
+        return create(DetectVariablesResponseSchema, renderer.detectVariables({ html, subject, previewText, customProperties }));
       },
       compile(req) {
-        return create(CompileResponseSchema, { compiled: compile(req) });
+        return create(CompileResponseSchema, { compiled: renderer.compile(compileInput(req)) });
       },
       render(req) {
-        let compiled: CompiledMessage;
-        if (req.source.case === "content") compiled = compile(req.source.value);
-        else if (req.source.case === "compiled") compiled = req.source.value;
-        else throw badRequest("source_required", "either content or compiled is required");
-        let merged;
-        try {
-          merged = mergeMessage(
-            compiled,
-            { email: req.recipientEmail, contactId: req.contactId, messageId: req.messageId, variables: req.variables },
-            deps,
-          );
-        } catch (err) {
-          if (err instanceof RangeError) throw badRequest("invalid_compiled_message", err.message);
-          throw err;
-        }
-        return create(RenderResponseSchema, merged);
+        const recipient = { email: req.recipientEmail, contactId: req.contactId, messageId: req.messageId, variables: req.variables };
+        return create(RenderResponseSchema, renderer.render(renderSource(req), recipient));
       },
     });
+}
+
+function renderSource(req: RenderRequest): RenderSource | undefined {
+  if (req.source.case === "content") return { content: compileInput(req.source.value) };
+  if (req.source.case === "compiled") return { compiled: req.source.value };
+  return undefined;
 }
 
 function compileInput(req: CompileRequest): CompileInput {
@@ -61,5 +46,6 @@ function compileInput(req: CompileRequest): CompileInput {
     kind: req.kind,
     contentId: req.contentId,
     workspaceId: req.workspaceId,
+    literal: req.literal,
   };
 }

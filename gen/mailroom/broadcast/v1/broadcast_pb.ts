@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/broadcast/v1/broadcast.proto.
  */
 export const file_mailroom_broadcast_v1_broadcast: GenFile = /*@__PURE__*/
-  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEiFwoIQXVkaWVuY2USCwoDYWxsGAEgASgIImkKEUJyb2FkY2FzdFNldHRpbmdzEhgKC3RyYWNrX29wZW5zGAEgASgISACIAQESGQoMdHJhY2tfY2xpY2tzGAIgASgISAGIAQFCDgoMX3RyYWNrX29wZW5zQg8KDV90cmFja19jbGlja3MirAEKEUJyb2FkY2FzdFByb2dyZXNzEg0KBXRvdGFsGAEgASgDEg4KBnF1ZXVlZBgCIAEoAxIMCgRzZW50GAMgASgDEg4KBmZhaWxlZBgEIAEoAxIPCgdib3VuY2VkGAUgASgDEhIKCnN1cHByZXNzZWQYBiABKAMSDgoGb3BlbmVkGAcgASgDEg8KB2NsaWNrZWQYCCABKAMSFAoMdW5zdWJzY3JpYmVkGAkgASgDIsQFCglCcm9hZGNhc3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRI2CgZzdGF0dXMYAyABKA4yJi5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U3RhdHVzEg8KB3N1YmplY3QYBCABKAkSFAoMcHJldmlld190ZXh0GAUgASgJEhIKCmZyb21fZW1haWwYBiABKAkSEQoJZnJvbV9uYW1lGAcgASgJEgwKBGh0bWwYCCABKAkSDAoEdGV4dBgJIAEoCRIxCghhdWRpZW5jZRgKIAEoCzIfLm1haWxyb29tLmJyb2FkY2FzdC52MS5BdWRpZW5jZRI6CghzZXR0aW5ncxgLIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTZXR0aW5ncxIfChdhbGxvd191bmtub3duX3ZhcmlhYmxlcxgMIAEoCBIwCgxzY2hlZHVsZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKB3NlbnRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj4KD2RlbGl2ZXJ5X21ldGhvZBgPIAEoDjIlLm1haWxyb29tLmJyb2FkY2FzdC52MS5EZWxpdmVyeU1ldGhvZBI6Cghwcm9ncmVzcxgQIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RQcm9ncmVzcxIuCgpjcmVhdGVkX2F0GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxjb21wbGV0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrYCChZDcmVhdGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB3N1YmplY3QYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJEhIKCmZyb21fZW1haWwYBSABKAkSEQoJZnJvbV9uYW1lGAYgASgJEgwKBGh0bWwYByABKAkSDAoEdGV4dBgIIAEoCRIxCghhdWRpZW5jZRgJIAEoCzIfLm1haWxyb29tLmJyb2FkY2FzdC52MS5BdWRpZW5jZRI6CghzZXR0aW5ncxgKIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTZXR0aW5ncxIfChdhbGxvd191bmtub3duX3ZhcmlhYmxlcxgLIAEoCCIuCglWYXJpYWJsZXMSEAoIZGV0ZWN0ZWQYASADKAkSDwoHdW5rbm93bhgCIAMoCSKDAQoXQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIzCgl2YXJpYWJsZXMYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuVmFyaWFibGVzIjcKE0dldEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIksKFEdldEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QilAEKFUxpc3RCcm9hZGNhc3RzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxItCgRwYWdlGAMgASgLMh8ubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VSZXF1ZXN0InoKFkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USNAoKYnJvYWRjYXN0cxgBIAMoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSKgoEcGFnZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5QYWdlSW5mbyJDCg9TZW5kVGVzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg4KBmVtYWlscxgDIAMoCSIjChBTZW5kVGVzdFJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkiqQEKGFNjaGVkdWxlQnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKwoHc2VuZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoPZGVsaXZlcnlfbWV0aG9kGAQgASgOMiUubWFpbHJvb20uYnJvYWRjYXN0LnYxLkRlbGl2ZXJ5TWV0aG9kIlAKGVNjaGVkdWxlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCI6ChZDYW5jZWxCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJOChdDYW5jZWxCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0Ij0KGUdldENvbXBpbGVkQ29udGVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIlUKGkdldENvbXBpbGVkQ29udGVudFJlc3BvbnNlEjcKCGNvbXBpbGVkGAEgASgLMiUubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRNZXNzYWdlKrEBCg9Ccm9hZGNhc3RTdGF0dXMSIAocQlJPQURDQVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkJST0FEQ0FTVF9TVEFUVVNfRFJBRlQQARIeChpCUk9BRENBU1RfU1RBVFVTX1NDSEVEVUxFRBACEiAKHEJST0FEQ0FTVF9TVEFUVVNfSU5fUFJPR1JFU1MQAxIeChpCUk9BRENBU1RfU1RBVFVTX0NPTVBMRVRFRBAEKqMBCg5EZWxpdmVyeU1ldGhvZBIfChtERUxJVkVSWV9NRVRIT0RfVU5TUEVDSUZJRUQQABIYChRERUxJVkVSWV9NRVRIT0RfQVNBUBABEh8KG0RFTElWRVJZX01FVEhPRF9QUk9HUkVTU0lWRRACEhkKFURFTElWRVJZX01FVEhPRF9TTUFSVBADEhoKFkRFTElWRVJZX01FVEhPRF9XQVJNVVAQBDKeBgoQQnJvYWRjYXN0U2VydmljZRJwCg9DcmVhdGVCcm9hZGNhc3QSLS5tYWlscm9vbS5icm9hZGNhc3QudjEuQ3JlYXRlQnJvYWRjYXN0UmVxdWVzdBouLm1haWxyb29tLmJyb2FkY2FzdC52MS5DcmVhdGVCcm9hZGNhc3RSZXNwb25zZRJnCgxHZXRCcm9hZGNhc3QSKi5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0UmVxdWVzdBorLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RSZXNwb25zZRJtCg5MaXN0QnJvYWRjYXN0cxIsLm1haWxyb29tLmJyb2FkY2FzdC52MS5MaXN0QnJvYWRjYXN0c1JlcXVlc3QaLS5tYWlscm9vbS5icm9hZGNhc3QudjEuTGlzdEJyb2FkY2FzdHNSZXNwb25zZRJbCghTZW5kVGVzdBImLm1haWxyb29tLmJyb2FkY2FzdC52MS5TZW5kVGVzdFJlcXVlc3QaJy5tYWlscm9vbS5icm9hZGNhc3QudjEuU2VuZFRlc3RSZXNwb25zZRJ2ChFTY2hlZHVsZUJyb2FkY2FzdBIvLm1haWxyb29tLmJyb2FkY2FzdC52MS5TY2hlZHVsZUJyb2FkY2FzdFJlcXVlc3QaMC5tYWlscm9vbS5icm9hZGNhc3QudjEuU2NoZWR1bGVCcm9hZGNhc3RSZXNwb25zZRJwCg9DYW5jZWxCcm9hZGNhc3QSLS5tYWlscm9vbS5icm9hZGNhc3QudjEuQ2FuY2VsQnJvYWRjYXN0UmVxdWVzdBouLm1haWxyb29tLmJyb2FkY2FzdC52MS5DYW5jZWxCcm9hZGNhc3RSZXNwb25zZRJ5ChJHZXRDb21waWxlZENvbnRlbnQSMC5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0Q29tcGlsZWRDb250ZW50UmVxdWVzdBoxLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRDb21waWxlZENvbnRlbnRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
+  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEiFwoIQXVkaWVuY2USCwoDYWxsGAEgASgIImkKEUJyb2FkY2FzdFNldHRpbmdzEhgKC3RyYWNrX29wZW5zGAEgASgISACIAQESGQoMdHJhY2tfY2xpY2tzGAIgASgISAGIAQFCDgoMX3RyYWNrX29wZW5zQg8KDV90cmFja19jbGlja3Mi2AEKEUJyb2FkY2FzdFByb2dyZXNzEhIKCnJlY2lwaWVudHMYASABKAMSEAoIcmVsZWFzZWQYAiABKAMSDAoEc2VudBgDIAEoAxIOCgZmYWlsZWQYBCABKAMSDwoHYm91bmNlZBgFIAEoAxISCgpzdXBwcmVzc2VkGAYgASgDEg4KBm9wZW5lZBgHIAEoAxIPCgdjbGlja2VkGAggASgDEhQKDHVuc3Vic2NyaWJlZBgJIAEoAxIRCglkZWxpdmVyZWQYCiABKAMSEAoIZGVmZXJyZWQYCyABKAMi7AUKCUJyb2FkY2FzdBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEjYKBnN0YXR1cxgDIAEoDjImLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTdGF0dXMSDwoHc3ViamVjdBgEIAEoCRIUCgxwcmV2aWV3X3RleHQYBSABKAkSEgoKZnJvbV9lbWFpbBgGIAEoCRIRCglmcm9tX25hbWUYByABKAkSDAoEaHRtbBgIIAEoCRIMCgR0ZXh0GAkgASgJEjEKCGF1ZGllbmNlGAogASgLMh8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAsgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAwgASgIEjAKDHNjaGVkdWxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VudF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoPZGVsaXZlcnlfbWV0aG9kGA8gASgOMiUubWFpbHJvb20uYnJvYWRjYXN0LnYxLkRlbGl2ZXJ5TWV0aG9kEjoKCHByb2dyZXNzGBAgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFByb2dyZXNzEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVwbHlfdG8YFCADKAkSFAoMcGF1c2VfcmVhc29uGBUgASgJIsgCChZDcmVhdGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB3N1YmplY3QYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJEhIKCmZyb21fZW1haWwYBSABKAkSEQoJZnJvbV9uYW1lGAYgASgJEgwKBGh0bWwYByABKAkSDAoEdGV4dBgIIAEoCRIxCghhdWRpZW5jZRgJIAEoCzIfLm1haWxyb29tLmJyb2FkY2FzdC52MS5BdWRpZW5jZRI6CghzZXR0aW5ncxgKIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTZXR0aW5ncxIfChdhbGxvd191bmtub3duX3ZhcmlhYmxlcxgLIAEoCBIQCghyZXBseV90bxgMIAMoCSIuCglWYXJpYWJsZXMSEAoIZGV0ZWN0ZWQYASADKAkSDwoHdW5rbm93bhgCIAMoCSKVAQoXQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIzCgl2YXJpYWJsZXMYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuVmFyaWFibGVzEhAKCHdhcm5pbmdzGAMgAygJIjcKE0dldEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIksKFEdldEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QilAEKFUxpc3RCcm9hZGNhc3RzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxItCgRwYWdlGAMgASgLMh8ubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VSZXF1ZXN0InoKFkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USNAoKYnJvYWRjYXN0cxgBIAMoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSKgoEcGFnZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5QYWdlSW5mbyJDCg9TZW5kVGVzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg4KBmVtYWlscxgDIAMoCSJYChBTZW5kVGVzdFJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSMwoJYnJvYWRjYXN0GAIgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCKpAQoYU2NoZWR1bGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIrCgdzZW5kX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI+Cg9kZWxpdmVyeV9tZXRob2QYBCABKA4yJS5tYWlscm9vbS5icm9hZGNhc3QudjEuRGVsaXZlcnlNZXRob2QiYgoZU2NoZWR1bGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EhAKCHdhcm5pbmdzGAIgAygJIjoKFkNhbmNlbEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIk4KF0NhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QiPQoZR2V0Q29tcGlsZWRDb250ZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiVQoaR2V0Q29tcGlsZWRDb250ZW50UmVzcG9uc2USNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2UqsQEKD0Jyb2FkY2FzdFN0YXR1cxIgChxCUk9BRENBU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWQlJPQURDQVNUX1NUQVRVU19EUkFGVBABEh4KGkJST0FEQ0FTVF9TVEFUVVNfU0NIRURVTEVEEAISIAocQlJPQURDQVNUX1NUQVRVU19JTl9QUk9HUkVTUxADEh4KGkJST0FEQ0FTVF9TVEFUVVNfQ09NUExFVEVEEAQqowEKDkRlbGl2ZXJ5TWV0aG9kEh8KG0RFTElWRVJZX01FVEhPRF9VTlNQRUNJRklFRBAAEhgKFERFTElWRVJZX01FVEhPRF9BU0FQEAESHwobREVMSVZFUllfTUVUSE9EX1BST0dSRVNTSVZFEAISGQoVREVMSVZFUllfTUVUSE9EX1NNQVJUEAMSGgoWREVMSVZFUllfTUVUSE9EX1dBUk1VUBAEMp4GChBCcm9hZGNhc3RTZXJ2aWNlEnAKD0NyZWF0ZUJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DcmVhdGVCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNyZWF0ZUJyb2FkY2FzdFJlc3BvbnNlEmcKDEdldEJyb2FkY2FzdBIqLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RSZXF1ZXN0GisubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFJlc3BvbnNlEm0KDkxpc3RCcm9hZGNhc3RzEiwubWFpbHJvb20uYnJvYWRjYXN0LnYxLkxpc3RCcm9hZGNhc3RzUmVxdWVzdBotLm1haWxyb29tLmJyb2FkY2FzdC52MS5MaXN0QnJvYWRjYXN0c1Jlc3BvbnNlElsKCFNlbmRUZXN0EiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNlbmRUZXN0UmVxdWVzdBonLm1haWxyb29tLmJyb2FkY2FzdC52MS5TZW5kVGVzdFJlc3BvbnNlEnYKEVNjaGVkdWxlQnJvYWRjYXN0Ei8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNjaGVkdWxlQnJvYWRjYXN0UmVxdWVzdBowLm1haWxyb29tLmJyb2FkY2FzdC52MS5TY2hlZHVsZUJyb2FkY2FzdFJlc3BvbnNlEnAKD0NhbmNlbEJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DYW5jZWxCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEnkKEkdldENvbXBpbGVkQ29udGVudBIwLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRDb21waWxlZENvbnRlbnRSZXF1ZXN0GjEubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldENvbXBpbGVkQ29udGVudFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
 
 /**
  * @generated from message mailroom.broadcast.v1.Audience
@@ -58,20 +58,29 @@ export const BroadcastSettingsSchema: GenMessage<BroadcastSettings> = /*@__PURE_
   messageDesc(file_mailroom_broadcast_v1_broadcast, 1);
 
 /**
+ * Live counters of a broadcast. Each delivery counts at most once per kind (unique opens,
+ * unique clicks), whatever the number of events.
+ *
  * @generated from message mailroom.broadcast.v1.BroadcastProgress
  */
 export type BroadcastProgress = Message<"mailroom.broadcast.v1.BroadcastProgress"> & {
   /**
-   * @generated from field: int64 total = 1;
+   * Audience resolved when sending started (subscribed contacts minus suppressions).
+   *
+   * @generated from field: int64 recipients = 1;
    */
-  total: bigint;
+  recipients: bigint;
 
   /**
-   * @generated from field: int64 queued = 2;
+   * Handed to the delivery service (or settled without it: suppressed, over the limit).
+   *
+   * @generated from field: int64 released = 2;
    */
-  queued: bigint;
+  released: bigint;
 
   /**
+   * Accepted by the receiving server (or relay).
+   *
    * @generated from field: int64 sent = 3;
    */
   sent: bigint;
@@ -87,6 +96,8 @@ export type BroadcastProgress = Message<"mailroom.broadcast.v1.BroadcastProgress
   bounced: bigint;
 
   /**
+   * Found on the suppression list when their window was released; never sent.
+   *
    * @generated from field: int64 suppressed = 6;
    */
   suppressed: bigint;
@@ -105,6 +116,20 @@ export type BroadcastProgress = Message<"mailroom.broadcast.v1.BroadcastProgress
    * @generated from field: int64 unsubscribed = 9;
    */
   unsubscribed: bigint;
+
+  /**
+   * Sent and not bounced afterwards.
+   *
+   * @generated from field: int64 delivered = 10;
+   */
+  delivered: bigint;
+
+  /**
+   * Deliveries that were deferred (4xx) at least once.
+   *
+   * @generated from field: int64 deferred = 11;
+   */
+  deferred: bigint;
 };
 
 /**
@@ -212,6 +237,18 @@ export type Broadcast = Message<"mailroom.broadcast.v1.Broadcast"> & {
    * @generated from field: google.protobuf.Timestamp completed_at = 19;
    */
   completedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: repeated string reply_to = 20;
+   */
+  replyTo: string[];
+
+  /**
+   * Why releasing stopped early (e.g. "bounce_rate" for PROGRESSIVE); empty while it runs.
+   *
+   * @generated from field: string pause_reason = 21;
+   */
+  pauseReason: string;
 };
 
 /**
@@ -279,6 +316,11 @@ export type CreateBroadcastRequest = Message<"mailroom.broadcast.v1.CreateBroadc
    * @generated from field: bool allow_unknown_variables = 11;
    */
   allowUnknownVariables: boolean;
+
+  /**
+   * @generated from field: repeated string reply_to = 12;
+   */
+  replyTo: string[];
 };
 
 /**
@@ -323,6 +365,13 @@ export type CreateBroadcastResponse = Message<"mailroom.broadcast.v1.CreateBroad
    * @generated from field: mailroom.broadcast.v1.Variables variables = 2;
    */
   variables?: Variables | undefined;
+
+  /**
+   * E.g. "html_over_102kb_may_be_clipped".
+   *
+   * @generated from field: repeated string warnings = 3;
+   */
+  warnings: string[];
 };
 
 /**
@@ -455,6 +504,13 @@ export type SendTestResponse = Message<"mailroom.broadcast.v1.SendTestResponse">
    * @generated from field: repeated string sent_to = 1;
    */
   sentTo: string[];
+
+  /**
+   * The broadcast, unchanged by the test.
+   *
+   * @generated from field: mailroom.broadcast.v1.Broadcast broadcast = 2;
+   */
+  broadcast?: Broadcast | undefined;
 };
 
 /**
@@ -506,6 +562,11 @@ export type ScheduleBroadcastResponse = Message<"mailroom.broadcast.v1.ScheduleB
    * @generated from field: mailroom.broadcast.v1.Broadcast broadcast = 1;
    */
   broadcast?: Broadcast | undefined;
+
+  /**
+   * @generated from field: repeated string warnings = 2;
+   */
+  warnings: string[];
 };
 
 /**
@@ -721,7 +782,8 @@ export const BroadcastService: GenService<{
     output: typeof CancelBroadcastResponseSchema;
   },
   /**
-   * Used by the delivery service to fetch the compiled content of a scheduled broadcast.
+   * Used by the delivery service to fetch the compiled content of a scheduled broadcast
+   * (id = cmp_…) or of one test send (id = cmp_…-test-…). Not gated: delivery is internal.
    *
    * @generated from rpc mailroom.broadcast.v1.BroadcastService.GetCompiledContent
    */

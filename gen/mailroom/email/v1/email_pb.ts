@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/email/v1/email.proto.
  */
 export const file_mailroom_email_v1_email: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYWlscm9vbS9lbWFpbC92MS9lbWFpbC5wcm90bxIRbWFpbHJvb20uZW1haWwudjEiZQoNRW1haWxTZXR0aW5ncxIZCgx0cmFja19jbGlja3MYASABKAhIAIgBARIYCgt0cmFja19vcGVucxgCIAEoCEgBiAEBQg8KDV90cmFja19jbGlja3NCDgoMX3RyYWNrX29wZW5zIrUBCghSYXdFbWFpbBIMCgRmcm9tGAEgASgJEhEKCWZyb21fbmFtZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBGh0bWwYBCABKAkSDAoEdGV4dBgFIAEoCRIUCgxwcmV2aWV3X3RleHQYBiABKAkSEAoIcmVwbHlfdG8YByABKAkSMwoSY29udGFjdF9wcm9wZXJ0aWVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJOCg5UZW1wbGF0ZWRFbWFpbBIQCgh0ZW1wbGF0ZRgBIAEoCRIqCgl2YXJpYWJsZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IqkCCgpFbWFpbElucHV0EgoKAnRvGAEgASgJEioKA3JhdxgCIAEoCzIbLm1haWxyb29tLmVtYWlsLnYxLlJhd0VtYWlsSAASNgoJdGVtcGxhdGVkGAMgASgLMiEubWFpbHJvb20uZW1haWwudjEuVGVtcGxhdGVkRW1haWxIABIyCghzZXR0aW5ncxgEIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU2V0dGluZ3MSEAoIZ3JvdXBfYnkYBSABKAkSKwoHc2VuZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEhQKDHBheWxvYWRfaGFzaBgIIAEoCUIJCgdjb250ZW50It4CCgtFbWFpbFJlY29yZBIKCgJpZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEi4KBnN0YXR1cxgDIAEoDjIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU3RhdHVzEgoKAnRvGAQgASgJEgwKBHR5cGUYBSABKAkSDAoEZnJvbRgGIAEoCRIPCgdzdWJqZWN0GAcgASgJEhAKCHRlbXBsYXRlGAggASgJEhAKCGdyb3VwX2J5GAkgASgJEisKB3NlbmRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXN0YXR1c19yZWFzb24YDSABKAkiVgoQU2VuZEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSLAoFZW1haWwYAiABKAsyHS5tYWlscm9vbS5lbWFpbC52MS5FbWFpbElucHV0IkIKEVNlbmRFbWFpbFJlc3BvbnNlEi0KBWVtYWlsGAEgASgLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQiVwoQU2VuZEJhdGNoUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSLQoGZW1haWxzGAIgAygLMh0ubWFpbHJvb20uZW1haWwudjEuRW1haWxJbnB1dCJXCgxCYXRjaEZhaWx1cmUSDQoFaW5kZXgYASABKAUSCgoCdG8YAiABKAkSLAoFZXJyb3IYAyABKAsyHS5tYWlscm9vbS5jb21tb24udjEuRXJyb3JJbmZvIngKEVNlbmRCYXRjaFJlc3BvbnNlEjIKCnN1Y2Nlc3NmdWwYASADKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFJlY29yZBIvCgZmYWlsZWQYAiADKAsyHy5tYWlscm9vbS5lbWFpbC52MS5CYXRjaEZhaWx1cmUiMwoPR2V0RW1haWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJBChBHZXRFbWFpbFJlc3BvbnNlEi0KBWVtYWlsGAEgASgLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQiNgoSQ2FuY2VsRW1haWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJEChNDYW5jZWxFbWFpbFJlc3BvbnNlEi0KBWVtYWlsGAEgASgLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQiPQoZR2V0Q29tcGlsZWRDb250ZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiVQoaR2V0Q29tcGlsZWRDb250ZW50UmVzcG9uc2USNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2UqrwEKC0VtYWlsU3RhdHVzEhwKGEVNQUlMX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkVNQUlMX1NUQVRVU19TQ0hFRFVMRUQQARIVChFFTUFJTF9TVEFUVVNfU0VOVBACEhoKFkVNQUlMX1NUQVRVU19ERUxJVkVSRUQQAxIXChNFTUFJTF9TVEFUVVNfRkFJTEVEEAQSGgoWRU1BSUxfU1RBVFVTX0NBTkNFTExFRBAFMuQDCgxFbWFpbFNlcnZpY2USVgoJU2VuZEVtYWlsEiMubWFpbHJvb20uZW1haWwudjEuU2VuZEVtYWlsUmVxdWVzdBokLm1haWxyb29tLmVtYWlsLnYxLlNlbmRFbWFpbFJlc3BvbnNlElYKCVNlbmRCYXRjaBIjLm1haWxyb29tLmVtYWlsLnYxLlNlbmRCYXRjaFJlcXVlc3QaJC5tYWlscm9vbS5lbWFpbC52MS5TZW5kQmF0Y2hSZXNwb25zZRJTCghHZXRFbWFpbBIiLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsUmVxdWVzdBojLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsUmVzcG9uc2USXAoLQ2FuY2VsRW1haWwSJS5tYWlscm9vbS5lbWFpbC52MS5DYW5jZWxFbWFpbFJlcXVlc3QaJi5tYWlscm9vbS5lbWFpbC52MS5DYW5jZWxFbWFpbFJlc3BvbnNlEnEKEkdldENvbXBpbGVkQ29udGVudBIsLm1haWxyb29tLmVtYWlsLnYxLkdldENvbXBpbGVkQ29udGVudFJlcXVlc3QaLS5tYWlscm9vbS5lbWFpbC52MS5HZXRDb21waWxlZENvbnRlbnRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
+  fileDesc("Ch1tYWlscm9vbS9lbWFpbC92MS9lbWFpbC5wcm90bxIRbWFpbHJvb20uZW1haWwudjEiZQoNRW1haWxTZXR0aW5ncxIZCgx0cmFja19jbGlja3MYASABKAhIAIgBARIYCgt0cmFja19vcGVucxgCIAEoCEgBiAEBQg8KDV90cmFja19jbGlja3NCDgoMX3RyYWNrX29wZW5zIrUBCghSYXdFbWFpbBIMCgRmcm9tGAEgASgJEhEKCWZyb21fbmFtZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBGh0bWwYBCABKAkSDAoEdGV4dBgFIAEoCRIUCgxwcmV2aWV3X3RleHQYBiABKAkSEAoIcmVwbHlfdG8YByABKAkSMwoSY29udGFjdF9wcm9wZXJ0aWVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJOCg5UZW1wbGF0ZWRFbWFpbBIQCgh0ZW1wbGF0ZRgBIAEoCRIqCgl2YXJpYWJsZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrsCCgpFbWFpbElucHV0EgoKAnRvGAEgASgJEioKA3JhdxgCIAEoCzIbLm1haWxyb29tLmVtYWlsLnYxLlJhd0VtYWlsSAASNgoJdGVtcGxhdGVkGAMgASgLMiEubWFpbHJvb20uZW1haWwudjEuVGVtcGxhdGVkRW1haWxIABIyCghzZXR0aW5ncxgEIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU2V0dGluZ3MSEAoIZ3JvdXBfYnkYBSABKAkSKwoHc2VuZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEhQKDHBheWxvYWRfaGFzaBgIIAEoCRIQCghyZXBseV90bxgJIAMoCUIJCgdjb250ZW50IpIDCgtFbWFpbFJlY29yZBIKCgJpZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEi4KBnN0YXR1cxgDIAEoDjIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU3RhdHVzEgoKAnRvGAQgASgJEgwKBHR5cGUYBSABKAkSDAoEZnJvbRgGIAEoCRIPCgdzdWJqZWN0GAcgASgJEhAKCHRlbXBsYXRlGAggASgJEhAKCGdyb3VwX2J5GAkgASgJEisKB3NlbmRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXN0YXR1c19yZWFzb24YDSABKAkSMgoIb3V0Y29tZXMYDiABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5FbWFpbE91dGNvbWVzIl4KCkxpbmtDbGlja3MSCwoDdXJsGAEgASgJEg4KBmNsaWNrcxgCIAEoBRIzCg9sYXN0X2NsaWNrZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoUFCg1FbWFpbE91dGNvbWVzEg0KBW9wZW5zGAEgASgFEg4KBmNsaWNrcxgCIAEoBRIzCg9maXJzdF9vcGVuZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3Rfb3BlbmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBmaXJzdF9jbGlja2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9sYXN0X2NsaWNrZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGRlbGl2ZXJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKYm91bmNlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYm91bmNlX3R5cGUYCSABKAkSLQoJZmFpbGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGFpbmVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg91bnN1YnNjcmliZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKBWxpbmtzGA0gAygLMh0ubWFpbHJvb20uZW1haWwudjEuTGlua0NsaWNrcxISCgpsYXN0X2V2ZW50GA4gASgJEjEKDWxhc3RfZXZlbnRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlYKEFNlbmRFbWFpbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEiwKBWVtYWlsGAIgASgLMh0ubWFpbHJvb20uZW1haWwudjEuRW1haWxJbnB1dCJCChFTZW5kRW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkIlcKEFNlbmRCYXRjaFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEi0KBmVtYWlscxgCIAMoCzIdLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSW5wdXQiVwoMQmF0Y2hGYWlsdXJlEg0KBWluZGV4GAEgASgFEgoKAnRvGAIgASgJEiwKBWVycm9yGAMgASgLMh0ubWFpbHJvb20uY29tbW9uLnYxLkVycm9ySW5mbyJ4ChFTZW5kQmF0Y2hSZXNwb25zZRIyCgpzdWNjZXNzZnVsGAEgAygLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQSLwoGZmFpbGVkGAIgAygLMh8ubWFpbHJvb20uZW1haWwudjEuQmF0Y2hGYWlsdXJlIjMKD0dldEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiQQoQR2V0RW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkIjYKEkNhbmNlbEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiRAoTQ2FuY2VsRW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkIj0KGUdldENvbXBpbGVkQ29udGVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIlUKGkdldENvbXBpbGVkQ29udGVudFJlc3BvbnNlEjcKCGNvbXBpbGVkGAEgASgLMiUubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRNZXNzYWdlImUKD0dldFN0YXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIVCghncm91cF9ieRgEIAEoCUgAiAEBQgsKCV9ncm91cF9ieSLRAQoNU3RhdHNDb3VudGVycxIMCgRzZW50GAEgASgDEhEKCWRlbGl2ZXJlZBgCIAEoAxIPCgdib3VuY2VkGAMgASgDEhQKDGhhcmRfYm91bmNlZBgEIAEoAxIOCgZmYWlsZWQYBSABKAMSEgoKY29tcGxhaW5lZBgGIAEoAxIOCgZvcGVuZWQYByABKAMSDwoHY2xpY2tlZBgIIAEoAxIUCgx1bnN1YnNjcmliZWQYCSABKAMSDQoFb3BlbnMYCiABKAMSDgoGY2xpY2tzGAsgASgDIkwKCERheVN0YXRzEgwKBGRhdGUYASABKAkSMgoIY291bnRlcnMYAiABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5TdGF0c0NvdW50ZXJzIlIKCkdyb3VwU3RhdHMSEAoIZ3JvdXBfYnkYASABKAkSMgoIY291bnRlcnMYAiABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5TdGF0c0NvdW50ZXJzIrgBChBHZXRTdGF0c1Jlc3BvbnNlEgwKBGZyb20YASABKAkSCgoCdG8YAiABKAkSMAoGdG90YWxzGAMgASgLMiAubWFpbHJvb20uZW1haWwudjEuU3RhdHNDb3VudGVycxIpCgRkYXlzGAQgAygLMhsubWFpbHJvb20uZW1haWwudjEuRGF5U3RhdHMSLQoGZ3JvdXBzGAUgAygLMh0ubWFpbHJvb20uZW1haWwudjEuR3JvdXBTdGF0cyqvAQoLRW1haWxTdGF0dXMSHAoYRU1BSUxfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWRU1BSUxfU1RBVFVTX1NDSEVEVUxFRBABEhUKEUVNQUlMX1NUQVRVU19TRU5UEAISGgoWRU1BSUxfU1RBVFVTX0RFTElWRVJFRBADEhcKE0VNQUlMX1NUQVRVU19GQUlMRUQQBBIaChZFTUFJTF9TVEFUVVNfQ0FOQ0VMTEVEEAUyuQQKDEVtYWlsU2VydmljZRJWCglTZW5kRW1haWwSIy5tYWlscm9vbS5lbWFpbC52MS5TZW5kRW1haWxSZXF1ZXN0GiQubWFpbHJvb20uZW1haWwudjEuU2VuZEVtYWlsUmVzcG9uc2USVgoJU2VuZEJhdGNoEiMubWFpbHJvb20uZW1haWwudjEuU2VuZEJhdGNoUmVxdWVzdBokLm1haWxyb29tLmVtYWlsLnYxLlNlbmRCYXRjaFJlc3BvbnNlElMKCEdldEVtYWlsEiIubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxSZXF1ZXN0GiMubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxSZXNwb25zZRJcCgtDYW5jZWxFbWFpbBIlLm1haWxyb29tLmVtYWlsLnYxLkNhbmNlbEVtYWlsUmVxdWVzdBomLm1haWxyb29tLmVtYWlsLnYxLkNhbmNlbEVtYWlsUmVzcG9uc2UScQoSR2V0Q29tcGlsZWRDb250ZW50EiwubWFpbHJvb20uZW1haWwudjEuR2V0Q29tcGlsZWRDb250ZW50UmVxdWVzdBotLm1haWxyb29tLmVtYWlsLnYxLkdldENvbXBpbGVkQ29udGVudFJlc3BvbnNlElMKCEdldFN0YXRzEiIubWFpbHJvb20uZW1haWwudjEuR2V0U3RhdHNSZXF1ZXN0GiMubWFpbHJvb20uZW1haWwudjEuR2V0U3RhdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
 
 /**
  * @generated from message mailroom.email.v1.EmailSettings
@@ -75,6 +75,8 @@ export type RawEmail = Message<"mailroom.email.v1.RawEmail"> & {
   previewText: string;
 
   /**
+   * Superseded by EmailInput.reply_to: used only when that list is empty.
+   *
    * @generated from field: string reply_to = 7;
    */
   replyTo: string;
@@ -165,11 +167,20 @@ export type EmailInput = Message<"mailroom.email.v1.EmailInput"> & {
   idempotencyKey: string;
 
   /**
-   * sha256 of the canonical public JSON payload, for idempotency comparisons.
+   * Ignored: the email service hashes the canonical form of the parsed request itself,
+   * so that equal requests written differently (key order, nulls) compare equal.
    *
    * @generated from field: string payload_hash = 8;
    */
   payloadHash: string;
+
+  /**
+   * Reply-To addresses (raw and templated; at most 5, each `addr` or `Name <addr>`); on a
+   * templated email they replace the template's own.
+   *
+   * @generated from field: repeated string reply_to = 9;
+   */
+  replyTo: string[];
 };
 
 /**
@@ -251,6 +262,13 @@ export type EmailRecord = Message<"mailroom.email.v1.EmailRecord"> & {
    * @generated from field: string status_reason = 13;
    */
   statusReason: string;
+
+  /**
+   * What happened to the email after it was handed to delivery (absent before).
+   *
+   * @generated from field: mailroom.email.v1.EmailOutcomes outcomes = 14;
+   */
+  outcomes?: EmailOutcomes | undefined;
 };
 
 /**
@@ -259,6 +277,130 @@ export type EmailRecord = Message<"mailroom.email.v1.EmailRecord"> & {
  */
 export const EmailRecordSchema: GenMessage<EmailRecord> = /*@__PURE__*/
   messageDesc(file_mailroom_email_v1_email, 4);
+
+/**
+ * Clicks on one tracked link of an email.
+ *
+ * @generated from message mailroom.email.v1.LinkClicks
+ */
+export type LinkClicks = Message<"mailroom.email.v1.LinkClicks"> & {
+  /**
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * @generated from field: int32 clicks = 2;
+   */
+  clicks: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_clicked_at = 3;
+   */
+  lastClickedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message mailroom.email.v1.LinkClicks.
+ * Use `create(LinkClicksSchema)` to create a new message.
+ */
+export const LinkClicksSchema: GenMessage<LinkClicks> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 5);
+
+/**
+ * Per-email outcomes, each event counted once however often it is redelivered.
+ *
+ * @generated from message mailroom.email.v1.EmailOutcomes
+ */
+export type EmailOutcomes = Message<"mailroom.email.v1.EmailOutcomes"> & {
+  /**
+   * @generated from field: int32 opens = 1;
+   */
+  opens: number;
+
+  /**
+   * @generated from field: int32 clicks = 2;
+   */
+  clicks: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp first_opened_at = 3;
+   */
+  firstOpenedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_opened_at = 4;
+   */
+  lastOpenedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp first_clicked_at = 5;
+   */
+  firstClickedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_clicked_at = 6;
+   */
+  lastClickedAt?: Timestamp | undefined;
+
+  /**
+   * Accepted by the relay or the receiving server (delivery's SENT).
+   *
+   * @generated from field: google.protobuf.Timestamp delivered_at = 7;
+   */
+  deliveredAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp bounced_at = 8;
+   */
+  bouncedAt?: Timestamp | undefined;
+
+  /**
+   * "hard" (permanent) or "soft" (transient); empty when it did not bounce.
+   *
+   * @generated from field: string bounce_type = 9;
+   */
+  bounceType: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp failed_at = 10;
+   */
+  failedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp complained_at = 11;
+   */
+  complainedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp unsubscribed_at = 12;
+   */
+  unsubscribedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: repeated mailroom.email.v1.LinkClicks links = 13;
+   */
+  links: LinkClicks[];
+
+  /**
+   * The latest event's kind (DELIVERED, BOUNCED, FAILED, OPENED, CLICKED, COMPLAINED, UNSUBSCRIBED).
+   *
+   * @generated from field: string last_event = 14;
+   */
+  lastEvent: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_event_at = 15;
+   */
+  lastEventAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message mailroom.email.v1.EmailOutcomes.
+ * Use `create(EmailOutcomesSchema)` to create a new message.
+ */
+export const EmailOutcomesSchema: GenMessage<EmailOutcomes> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 6);
 
 /**
  * @generated from message mailroom.email.v1.SendEmailRequest
@@ -280,7 +422,7 @@ export type SendEmailRequest = Message<"mailroom.email.v1.SendEmailRequest"> & {
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 5);
+  messageDesc(file_mailroom_email_v1_email, 7);
 
 /**
  * @generated from message mailroom.email.v1.SendEmailResponse
@@ -297,7 +439,7 @@ export type SendEmailResponse = Message<"mailroom.email.v1.SendEmailResponse"> &
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 6);
+  messageDesc(file_mailroom_email_v1_email, 8);
 
 /**
  * @generated from message mailroom.email.v1.SendBatchRequest
@@ -319,7 +461,7 @@ export type SendBatchRequest = Message<"mailroom.email.v1.SendBatchRequest"> & {
  * Use `create(SendBatchRequestSchema)` to create a new message.
  */
 export const SendBatchRequestSchema: GenMessage<SendBatchRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 7);
+  messageDesc(file_mailroom_email_v1_email, 9);
 
 /**
  * @generated from message mailroom.email.v1.BatchFailure
@@ -346,7 +488,7 @@ export type BatchFailure = Message<"mailroom.email.v1.BatchFailure"> & {
  * Use `create(BatchFailureSchema)` to create a new message.
  */
 export const BatchFailureSchema: GenMessage<BatchFailure> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 8);
+  messageDesc(file_mailroom_email_v1_email, 10);
 
 /**
  * @generated from message mailroom.email.v1.SendBatchResponse
@@ -368,7 +510,7 @@ export type SendBatchResponse = Message<"mailroom.email.v1.SendBatchResponse"> &
  * Use `create(SendBatchResponseSchema)` to create a new message.
  */
 export const SendBatchResponseSchema: GenMessage<SendBatchResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 9);
+  messageDesc(file_mailroom_email_v1_email, 11);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailRequest
@@ -390,7 +532,7 @@ export type GetEmailRequest = Message<"mailroom.email.v1.GetEmailRequest"> & {
  * Use `create(GetEmailRequestSchema)` to create a new message.
  */
 export const GetEmailRequestSchema: GenMessage<GetEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 10);
+  messageDesc(file_mailroom_email_v1_email, 12);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailResponse
@@ -407,7 +549,7 @@ export type GetEmailResponse = Message<"mailroom.email.v1.GetEmailResponse"> & {
  * Use `create(GetEmailResponseSchema)` to create a new message.
  */
 export const GetEmailResponseSchema: GenMessage<GetEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 11);
+  messageDesc(file_mailroom_email_v1_email, 13);
 
 /**
  * @generated from message mailroom.email.v1.CancelEmailRequest
@@ -429,7 +571,7 @@ export type CancelEmailRequest = Message<"mailroom.email.v1.CancelEmailRequest">
  * Use `create(CancelEmailRequestSchema)` to create a new message.
  */
 export const CancelEmailRequestSchema: GenMessage<CancelEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 12);
+  messageDesc(file_mailroom_email_v1_email, 14);
 
 /**
  * @generated from message mailroom.email.v1.CancelEmailResponse
@@ -446,7 +588,7 @@ export type CancelEmailResponse = Message<"mailroom.email.v1.CancelEmailResponse
  * Use `create(CancelEmailResponseSchema)` to create a new message.
  */
 export const CancelEmailResponseSchema: GenMessage<CancelEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 13);
+  messageDesc(file_mailroom_email_v1_email, 15);
 
 /**
  * @generated from message mailroom.email.v1.GetCompiledContentRequest
@@ -468,7 +610,7 @@ export type GetCompiledContentRequest = Message<"mailroom.email.v1.GetCompiledCo
  * Use `create(GetCompiledContentRequestSchema)` to create a new message.
  */
 export const GetCompiledContentRequestSchema: GenMessage<GetCompiledContentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 14);
+  messageDesc(file_mailroom_email_v1_email, 16);
 
 /**
  * @generated from message mailroom.email.v1.GetCompiledContentResponse
@@ -485,7 +627,205 @@ export type GetCompiledContentResponse = Message<"mailroom.email.v1.GetCompiledC
  * Use `create(GetCompiledContentResponseSchema)` to create a new message.
  */
 export const GetCompiledContentResponseSchema: GenMessage<GetCompiledContentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 15);
+  messageDesc(file_mailroom_email_v1_email, 17);
+
+/**
+ * @generated from message mailroom.email.v1.GetStatsRequest
+ */
+export type GetStatsRequest = Message<"mailroom.email.v1.GetStatsRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * First and last day, inclusive, as YYYY-MM-DD in UTC; empty: the last 30 days.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 3;
+   */
+  to: string;
+
+  /**
+   * Only this group (the emails' groupBy; "" = emails sent without one); absent: all.
+   *
+   * @generated from field: optional string group_by = 4;
+   */
+  groupBy?: string | undefined;
+};
+
+/**
+ * Describes the message mailroom.email.v1.GetStatsRequest.
+ * Use `create(GetStatsRequestSchema)` to create a new message.
+ */
+export const GetStatsRequestSchema: GenMessage<GetStatsRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 18);
+
+/**
+ * Emails counted once each, on the UTC day they were sent (their cohort).
+ *
+ * @generated from message mailroom.email.v1.StatsCounters
+ */
+export type StatsCounters = Message<"mailroom.email.v1.StatsCounters"> & {
+  /**
+   * Handed to a receiving server: delivered, bounced or failed.
+   *
+   * @generated from field: int64 sent = 1;
+   */
+  sent: bigint;
+
+  /**
+   * @generated from field: int64 delivered = 2;
+   */
+  delivered: bigint;
+
+  /**
+   * @generated from field: int64 bounced = 3;
+   */
+  bounced: bigint;
+
+  /**
+   * @generated from field: int64 hard_bounced = 4;
+   */
+  hardBounced: bigint;
+
+  /**
+   * @generated from field: int64 failed = 5;
+   */
+  failed: bigint;
+
+  /**
+   * @generated from field: int64 complained = 6;
+   */
+  complained: bigint;
+
+  /**
+   * Emails opened / clicked at least once.
+   *
+   * @generated from field: int64 opened = 7;
+   */
+  opened: bigint;
+
+  /**
+   * @generated from field: int64 clicked = 8;
+   */
+  clicked: bigint;
+
+  /**
+   * @generated from field: int64 unsubscribed = 9;
+   */
+  unsubscribed: bigint;
+
+  /**
+   * Every open and click, repeats included.
+   *
+   * @generated from field: int64 opens = 10;
+   */
+  opens: bigint;
+
+  /**
+   * @generated from field: int64 clicks = 11;
+   */
+  clicks: bigint;
+};
+
+/**
+ * Describes the message mailroom.email.v1.StatsCounters.
+ * Use `create(StatsCountersSchema)` to create a new message.
+ */
+export const StatsCountersSchema: GenMessage<StatsCounters> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 19);
+
+/**
+ * @generated from message mailroom.email.v1.DayStats
+ */
+export type DayStats = Message<"mailroom.email.v1.DayStats"> & {
+  /**
+   * YYYY-MM-DD (UTC).
+   *
+   * @generated from field: string date = 1;
+   */
+  date: string;
+
+  /**
+   * @generated from field: mailroom.email.v1.StatsCounters counters = 2;
+   */
+  counters?: StatsCounters | undefined;
+};
+
+/**
+ * Describes the message mailroom.email.v1.DayStats.
+ * Use `create(DayStatsSchema)` to create a new message.
+ */
+export const DayStatsSchema: GenMessage<DayStats> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 20);
+
+/**
+ * @generated from message mailroom.email.v1.GroupStats
+ */
+export type GroupStats = Message<"mailroom.email.v1.GroupStats"> & {
+  /**
+   * @generated from field: string group_by = 1;
+   */
+  groupBy: string;
+
+  /**
+   * @generated from field: mailroom.email.v1.StatsCounters counters = 2;
+   */
+  counters?: StatsCounters | undefined;
+};
+
+/**
+ * Describes the message mailroom.email.v1.GroupStats.
+ * Use `create(GroupStatsSchema)` to create a new message.
+ */
+export const GroupStatsSchema: GenMessage<GroupStats> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 21);
+
+/**
+ * @generated from message mailroom.email.v1.GetStatsResponse
+ */
+export type GetStatsResponse = Message<"mailroom.email.v1.GetStatsResponse"> & {
+  /**
+   * @generated from field: string from = 1;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * @generated from field: mailroom.email.v1.StatsCounters totals = 3;
+   */
+  totals?: StatsCounters | undefined;
+
+  /**
+   * Every day of the range, oldest first (zeros included).
+   *
+   * @generated from field: repeated mailroom.email.v1.DayStats days = 4;
+   */
+  days: DayStats[];
+
+  /**
+   * One entry per groupBy seen in the range, most sent first.
+   *
+   * @generated from field: repeated mailroom.email.v1.GroupStats groups = 5;
+   */
+  groups: GroupStats[];
+};
+
+/**
+ * Describes the message mailroom.email.v1.GetStatsResponse.
+ * Use `create(GetStatsResponseSchema)` to create a new message.
+ */
+export const GetStatsResponseSchema: GenMessage<GetStatsResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 22);
 
 /**
  * @generated from enum mailroom.email.v1.EmailStatus
@@ -576,6 +916,16 @@ export const EmailService: GenService<{
     methodKind: "unary";
     input: typeof GetCompiledContentRequestSchema;
     output: typeof GetCompiledContentResponseSchema;
+  },
+  /**
+   * Daily outcome counters of the workspace's transactional emails (days in UTC).
+   *
+   * @generated from rpc mailroom.email.v1.EmailService.GetStats
+   */
+  getStats: {
+    methodKind: "unary";
+    input: typeof GetStatsRequestSchema;
+    output: typeof GetStatsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_mailroom_email_v1_email, 0);

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/events/v1/events.proto.
  */
 export const file_mailroom_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch9tYWlscm9vbS9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJtYWlscm9vbS5ldmVudHMudjEiWgoJUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSKgoJdmFyaWFibGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKDAwoLRGVsaXZlcnlKb2ISEwoLZGVsaXZlcnlfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEjIKBnNvdXJjZRgDIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRISCgptZXNzYWdlX2lkGAQgASgJEhAKCGVtYWlsX2lkGAUgASgJEhQKDGJyb2FkY2FzdF9pZBgGIAEoCRIwCglyZWNpcGllbnQYByABKAsyHS5tYWlscm9vbS5ldmVudHMudjEuUmVjaXBpZW50EhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhMKC2NvbnRlbnRfcmVmGAsgASgJEhYKDnN1YmplY3RfcHJlZml4GAwgASgJEhAKCGdyb3VwX2J5GA0gASgJEi8KC2VucXVldWVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKUAwoJTWFpbEV2ZW50EhAKCGV2ZW50X2lkGAEgASgJEi8KBHR5cGUYAiABKA4yIS5tYWlscm9vbS5ldmVudHMudjEuTWFpbEV2ZW50VHlwZRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSMgoGc291cmNlGAQgASgOMiIubWFpbHJvb20uZXZlbnRzLnYxLkRlbGl2ZXJ5U291cmNlEhMKC2RlbGl2ZXJ5X2lkGAUgASgJEhAKCGVtYWlsX2lkGAYgASgJEhQKDGJyb2FkY2FzdF9pZBgHIAEoCRISCgptZXNzYWdlX2lkGAggASgJEhEKCXJlY2lwaWVudBgJIAEoCRISCgpjb250YWN0X2lkGAogASgJEg4KBmRldGFpbBgLIAEoCRIRCglzbXRwX2NvZGUYDCABKAUSDwoHYXR0ZW1wdBgNIAEoBRILCgN1cmwYDiABKAkSLwoLb2NjdXJyZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCGdyb3VwX2J5GBAgASgJKpcBCg5EZWxpdmVyeVNvdXJjZRIfChtERUxJVkVSWV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIhCh1ERUxJVkVSWV9TT1VSQ0VfVFJBTlNBQ1RJT05BTBABEh0KGURFTElWRVJZX1NPVVJDRV9CUk9BRENBU1QQAhIiCh5ERUxJVkVSWV9TT1VSQ0VfQlJPQURDQVNUX1RFU1QQAyq8AgoNTWFpbEV2ZW50VHlwZRIfChtNQUlMX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIYChRNQUlMX0VWRU5UX1RZUEVfU0VOVBABEhwKGE1BSUxfRVZFTlRfVFlQRV9ERUZFUlJFRBACEhsKF01BSUxfRVZFTlRfVFlQRV9CT1VOQ0VEEAMSGgoWTUFJTF9FVkVOVF9UWVBFX0ZBSUxFRBAEEhoKFk1BSUxfRVZFTlRfVFlQRV9PUEVORUQQBRIbChdNQUlMX0VWRU5UX1RZUEVfQ0xJQ0tFRBAGEiAKHE1BSUxfRVZFTlRfVFlQRV9VTlNVQlNDUklCRUQQBxIeChpNQUlMX0VWRU5UX1RZUEVfQ09NUExBSU5FRBAIEh4KGk1BSUxfRVZFTlRfVFlQRV9TVVBQUkVTU0VEEAliBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch9tYWlscm9vbS9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJtYWlscm9vbS5ldmVudHMudjEiWgoJUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSKgoJdmFyaWFibGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKuAwoLRGVsaXZlcnlKb2ISEwoLZGVsaXZlcnlfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEjIKBnNvdXJjZRgDIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRISCgptZXNzYWdlX2lkGAQgASgJEhAKCGVtYWlsX2lkGAUgASgJEhQKDGJyb2FkY2FzdF9pZBgGIAEoCRIwCglyZWNpcGllbnQYByABKAsyHS5tYWlscm9vbS5ldmVudHMudjEuUmVjaXBpZW50EhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhMKC2NvbnRlbnRfcmVmGAsgASgJEhYKDnN1YmplY3RfcHJlZml4GAwgASgJEhAKCGdyb3VwX2J5GA0gASgJEi8KC2VucXVldWVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZXBseV90b19saXN0GA8gAygJEhIKCnJlcXVlc3RfaWQYECABKAkiwAMKCU1haWxFdmVudBIQCghldmVudF9pZBgBIAEoCRIvCgR0eXBlGAIgASgOMiEubWFpbHJvb20uZXZlbnRzLnYxLk1haWxFdmVudFR5cGUSFAoMd29ya3NwYWNlX2lkGAMgASgJEjIKBnNvdXJjZRgEIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRITCgtkZWxpdmVyeV9pZBgFIAEoCRIQCghlbWFpbF9pZBgGIAEoCRIUCgxicm9hZGNhc3RfaWQYByABKAkSEgoKbWVzc2FnZV9pZBgIIAEoCRIRCglyZWNpcGllbnQYCSABKAkSEgoKY29udGFjdF9pZBgKIAEoCRIOCgZkZXRhaWwYCyABKAkSEQoJc210cF9jb2RlGAwgASgFEg8KB2F0dGVtcHQYDSABKAUSCwoDdXJsGA4gASgJEi8KC29jY3VycmVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghncm91cF9ieRgQIAEoCRIRCglwZXJtYW5lbnQYESABKAgSFwoPZW5oYW5jZWRfc3RhdHVzGBIgASgJKpcBCg5EZWxpdmVyeVNvdXJjZRIfChtERUxJVkVSWV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIhCh1ERUxJVkVSWV9TT1VSQ0VfVFJBTlNBQ1RJT05BTBABEh0KGURFTElWRVJZX1NPVVJDRV9CUk9BRENBU1QQAhIiCh5ERUxJVkVSWV9TT1VSQ0VfQlJPQURDQVNUX1RFU1QQAyq8AgoNTWFpbEV2ZW50VHlwZRIfChtNQUlMX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIYChRNQUlMX0VWRU5UX1RZUEVfU0VOVBABEhwKGE1BSUxfRVZFTlRfVFlQRV9ERUZFUlJFRBACEhsKF01BSUxfRVZFTlRfVFlQRV9CT1VOQ0VEEAMSGgoWTUFJTF9FVkVOVF9UWVBFX0ZBSUxFRBAEEhoKFk1BSUxfRVZFTlRfVFlQRV9PUEVORUQQBRIbChdNQUlMX0VWRU5UX1RZUEVfQ0xJQ0tFRBAGEiAKHE1BSUxfRVZFTlRfVFlQRV9VTlNVQlNDUklCRUQQBxIeChpNQUlMX0VWRU5UX1RZUEVfQ09NUExBSU5FRBAIEh4KGk1BSUxfRVZFTlRfVFlQRV9TVVBQUkVTU0VEEAliBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message mailroom.events.v1.Recipient
@@ -135,6 +135,22 @@ export type DeliveryJob = Message<"mailroom.events.v1.DeliveryJob"> & {
    * @generated from field: google.protobuf.Timestamp enqueued_at = 14;
    */
   enqueuedAt?: Timestamp | undefined;
+
+  /**
+   * Every Reply-To address (each `addr` or `Name <addr>`); when not empty it supersedes
+   * reply_to, which then holds the first of them for older workers.
+   *
+   * @generated from field: repeated string reply_to_list = 15;
+   */
+  replyToList: string[];
+
+  /**
+   * x-request-id of the API request that produced the job ("" when none), so delivery's
+   * log lines for it carry the same id as the gateway's and the email service's.
+   *
+   * @generated from field: string request_id = 16;
+   */
+  requestId: string;
 };
 
 /**
@@ -234,6 +250,21 @@ export type MailEvent = Message<"mailroom.events.v1.MailEvent"> & {
    * @generated from field: string group_by = 16;
    */
   groupBy: string;
+
+  /**
+   * Bounced: true when the failure is permanent (RFC 3463 class 5: a hard bounce, the
+   * address is suppressed), false when it is transient (class 4: a soft bounce, counted only).
+   *
+   * @generated from field: bool permanent = 17;
+   */
+  permanent: boolean;
+
+  /**
+   * Bounced: the RFC 3463 enhanced status code of a delivery status notification ("5.1.1").
+   *
+   * @generated from field: string enhanced_status = 18;
+   */
+  enhancedStatus: string;
 };
 
 /**

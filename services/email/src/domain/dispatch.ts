@@ -1,11 +1,5 @@
 import type { StoredEmail } from "./model.js";
-import type { Clock, DeliveryJobData, DeliveryQueue, EmailRepository } from "./ports.js";
-
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+import type { Clock, DeliveryJobData, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 
 /** The delivery job of one transactional email: one recipient, so one delivery. */
 export function jobOf(email: StoredEmail, now: Date): DeliveryJobData {
@@ -32,7 +26,7 @@ export function jobOf(email: StoredEmail, now: Date): DeliveryJobData {
  */
 export class Publisher {
   constructor(
-    private readonly emails: EmailRepository,
+    private readonly emails: EmailStore,
     private readonly queue: DeliveryQueue,
     private readonly clock: Clock,
     private readonly owner: string,

@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import type { EmailRequest } from "./model.js";
+import { effectiveSettings } from "./validate.js";
 
 /** JSON with object keys sorted at every level, so equal payloads give equal text. */
 export function canonicalJson(value: unknown): string {
@@ -22,4 +24,28 @@ function sortKeys(value: unknown): unknown {
 
 export function payloadHash(value: unknown): string {
   return createHash("sha256").update(canonicalJson(value)).digest("hex");
+}
+
+const nonEmpty = (o: Record<string, unknown> | undefined) => (o && Object.keys(o).length ? o : undefined);
+
+/**
+ * The idempotency digest of a request: its canonical form, so that requests that mean the
+ * same thing hash alike whatever the caller's JSON looked like (key order, spacing, an
+ * explicit null or an empty object for an absent field, a default spelled out, the same
+ * instant in another zone). Only a real difference changes it.
+ */
+export function requestHash(req: EmailRequest): string {
+  const content = req.content;
+  return payloadHash({
+    to: req.to,
+    content:
+      content.kind === "raw"
+        ? { ...content, contactProperties: nonEmpty(content.contactProperties) }
+        : { ...content, variables: nonEmpty(content.variables) },
+    settings: effectiveSettings(req),
+    groupBy: req.groupBy || undefined,
+    sendAt: req.sendAt,
+    replyTo: req.replyTo?.length ? req.replyTo : undefined,
+    idempotencyKey: req.idempotencyKey,
+  });
 }

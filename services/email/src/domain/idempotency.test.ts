@@ -1,14 +1,13 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { buildTestWorld, type TestWorld } from "../testing.js";
 import type { EmailRequest } from "./model.js";
-import { payloadHash } from "./hash.js";
+import { requestHash } from "./hash.js";
 
 const WS = "ws_acme";
-const email = (key: string | undefined, subject = "Hello", hash?: string): EmailRequest => ({
+const email = (key: string | undefined, subject = "Hello"): EmailRequest => ({
   to: "ann@example.test",
   content: { kind: "raw", from: "team@acme.test", subject, html: "<p>Hi</p>" },
   idempotencyKey: key,
-  payloadHash: hash ?? payloadHash({ subject, key }),
 });
 
 describe("idempotency keys", () => {
@@ -84,7 +83,7 @@ describe("idempotency keys", () => {
     const now = w.clock.now();
     // A request died after storing its email but before completing the key.
     const stored = await w.service.send(WS, email(undefined));
-    await idempotency.tryInsert({ workspaceId: WS, key: "dead-1", payloadHash: payloadHash({ subject: "Hello", key: "dead-1" }), emailId: stored.id, state: "in_flight", leaseUntil: new Date(now.getTime() + 1000), createdAt: now });
+    await idempotency.tryInsert({ workspaceId: WS, key: "dead-1", payloadHash: requestHash(email("dead-1")), emailId: stored.id, state: "in_flight", leaseUntil: new Date(now.getTime() + 1000), createdAt: now });
     await expect(w.service.send(WS, email("dead-1"))).rejects.toMatchObject({ code: "idempotency_request_in_progress" });
     w.clock.advance(5_000);
     const replay = await w.service.send(WS, email("dead-1"));
@@ -92,7 +91,7 @@ describe("idempotency keys", () => {
     expect(w.queue.jobs).toHaveLength(1);
 
     // A request died before storing anything: the taker sends, with the id the key holds.
-    await idempotency.tryInsert({ workspaceId: WS, key: "dead-2", payloadHash: payloadHash({ subject: "Hello", key: "dead-2" }), emailId: "trs_reserved0000000000000000000", state: "in_flight", leaseUntil: w.clock.now(), createdAt: w.clock.now() });
+    await idempotency.tryInsert({ workspaceId: WS, key: "dead-2", payloadHash: requestHash(email("dead-2")), emailId: "trs_reserved0000000000000000000", state: "in_flight", leaseUntil: w.clock.now(), createdAt: w.clock.now() });
     w.clock.advance(1);
     const sent = await w.service.send(WS, email("dead-2"));
     expect(sent.id).toBe("trs_reserved0000000000000000000");

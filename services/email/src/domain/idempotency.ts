@@ -1,16 +1,16 @@
-import { EmailError, recordOf, type EmailRecord } from "./model.js";
-import type { Clock, EmailRepository, IdempotencyRepository } from "./ports.js";
+import { conflict, type AppError } from "../../../kit/src/errors.js";
+import { recordOf, type EmailRecord } from "./model.js";
+import type { Clock, EmailStore, IdempotencyStore } from "./ports.js";
 
 /** What a request holding an idempotency key may do. */
 export type GateResult =
   | { kind: "proceed"; emailId: string }
   | { kind: "replay"; record: EmailRecord }
-  | { kind: "refused"; error: EmailError };
+  | { kind: "refused"; error: AppError };
 
-const reused = () =>
-  new EmailError("idempotency_key_reused", 409, "This idempotencyKey was already used with a different payload");
+const reused = () => conflict("idempotency_key_reused", "This idempotencyKey was already used with a different payload");
 const inProgress = () =>
-  new EmailError("idempotency_request_in_progress", 409, "A request with this idempotencyKey is still in progress; retry shortly");
+  conflict("idempotency_request_in_progress", "A request with this idempotencyKey is still in progress; retry shortly");
 
 /**
  * Idempotency keys per workspace (design §6): the first request inserts the key with
@@ -21,8 +21,8 @@ const inProgress = () =>
  */
 export class IdempotencyGate {
   constructor(
-    private readonly keys: IdempotencyRepository,
-    private readonly emails: EmailRepository,
+    private readonly keys: IdempotencyStore,
+    private readonly emails: EmailStore,
     private readonly clock: Clock,
     private readonly leaseMs: number,
   ) {}

@@ -1,6 +1,14 @@
 /**
  * The transactional email domain: plain types that know nothing of HTTP, protobuf or NATS.
+ * Refusals are kit's AppError (a code from the gateway's error table and its HTTP status).
  */
+
+/**
+ * The renderer's compiled message (the content contract shared with the renderer and
+ * delivery through services/content), encoded. The domain stores and hands it on, never
+ * reads it.
+ */
+export type CompiledContent = Uint8Array;
 
 export type EmailStatus = "SCHEDULED" | "SENT" | "DELIVERED" | "FAILED" | "CANCELLED";
 export type EmailType = "raw" | "templated";
@@ -18,7 +26,6 @@ export interface RawContent {
   html: string;
   text?: string;
   previewText?: string;
-  replyTo?: string;
   contactProperties?: Record<string, unknown>;
 }
 
@@ -37,8 +44,8 @@ export interface EmailRequest {
   /** Absent: send now. */
   sendAt?: Date;
   idempotencyKey?: string;
-  /** Digest of the caller's payload; equal digests mean "the same request". */
-  payloadHash?: string;
+  /** Reply-To addresses as given (`addr` or `Name <addr>`); on templated emails they replace the template's. */
+  replyTo?: string[];
 }
 
 /** What callers see of an email. */
@@ -58,6 +65,35 @@ export interface EmailRecord {
   sendAt?: Date;
   createdAt: Date;
   updatedAt: Date;
+  /** What happened after delivery took it (absent until the first event). */
+  outcomes?: EmailOutcomes;
+}
+
+/** Clicks on one tracked link of an email. */
+export interface LinkClicks {
+  url: string;
+  clicks: number;
+  lastClickedAt: Date;
+}
+
+export type OutcomeEventType = "DELIVERED" | "DEFERRED" | "BOUNCED" | "FAILED" | "OPENED" | "CLICKED" | "COMPLAINED" | "UNSUBSCRIBED";
+
+/** Per-email outcomes; every event counted once however often it is redelivered. */
+export interface EmailOutcomes {
+  opens: number;
+  clicks: number;
+  firstOpenedAt?: Date;
+  lastOpenedAt?: Date;
+  firstClickedAt?: Date;
+  lastClickedAt?: Date;
+  deliveredAt?: Date;
+  bouncedAt?: Date;
+  bounceType?: "hard" | "soft";
+  failedAt?: Date;
+  complainedAt?: Date;
+  unsubscribedAt?: Date;
+  links: LinkClicks[];
+  lastEvent?: { type: OutcomeEventType; at: Date };
 }
 
 /**
@@ -73,11 +109,11 @@ export interface StoredEmail extends EmailRecord {
   recipient: string;
   fromEmail: string;
   fromName: string;
-  replyTo?: string;
+  /** Bare Reply-To addresses (records stored before lists existed hold one string). */
+  replyTo?: string[];
   /** Merge values handed to delivery (templated variables, or contact properties). */
   variables: Record<string, unknown>;
-  /** The renderer's compiled message, opaque to the domain. */
-  compiled?: Uint8Array;
+  compiled?: CompiledContent;
   dispatch: DispatchState;
   dueAt: Date;
   leaseOwner?: string;
@@ -107,27 +143,12 @@ export function recordOf(email: StoredEmail): EmailRecord {
   }
   if (email.groupBy) record.groupBy = email.groupBy;
   if (email.sendAt) record.sendAt = email.sendAt;
+  if (email.outcomes) record.outcomes = email.outcomes;
   return record;
 }
 
-export interface EmailErrorDetails {
-  allowedEmails?: string[];
-  allowedDomains?: string[];
-  extra?: Record<string, string>;
-}
-
-/** A refusal the caller can act on; `code` names a row of the gateway's error table. */
-export class EmailError extends Error {
-  constructor(
-    readonly code: string,
-    readonly httpStatus: number,
-    message: string,
-    readonly details: EmailErrorDetails = {},
-  ) {
-    super(message);
-    this.name = "EmailError";
-  }
-}
-
 export const MAX_BATCH = 50;
+export const MAX_REPLY_TO = 5;
+/** HTML of one email: 5 MB of UTF-8. */
+export const MAX_HTML_BYTES = 5 * 1024 * 1024;
 export const SCHEDULE_HORIZON_MS = 90 * 24 * 3600 * 1000;

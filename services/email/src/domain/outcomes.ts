@@ -1,4 +1,4 @@
-import type { Clock, EmailRepository } from "./ports.js";
+import type { Clock, EmailStore, Milestone, OutcomeChange, OutcomeStore, StatsCounters, StatsStore } from "./ports.js";
 
 /** What the delivery service reported for one transactional email. */
 export interface DeliveryOutcome {
@@ -14,7 +14,7 @@ export interface DeliveryOutcome {
  * reason. Transitions are compare-and-set on the status, so replays and late events
  * are harmless. Returns whether the status changed.
  */
-export async function applyOutcome(emails: EmailRepository, clock: Clock, outcome: DeliveryOutcome): Promise<boolean> {
+export async function applyOutcome(emails: EmailStore, clock: Clock, outcome: DeliveryOutcome): Promise<boolean> {
   const at = clock.now();
   switch (outcome.kind) {
     case "sent":
@@ -33,4 +33,98 @@ export async function applyOutcome(emails: EmailRepository, clock: Clock, outcom
     default:
       return false;
   }
+}
+
+/** One delivery or tracking event of a transactional email, in domain terms. */
+export interface OutcomeEvent {
+  eventId: string;
+  emailId: string;
+  kind: DeliveryOutcome["kind"] | "deferred" | "opened" | "clicked" | "complained" | "unsubscribed";
+  at: Date;
+  detail?: string;
+  smtpCode?: number;
+  /** Bounces: permanent (hard) or transient (soft). */
+  permanent?: boolean;
+  /** Clicks: the link's target. */
+  url?: string;
+}
+
+const CHANGE: Partial<Record<OutcomeEvent["kind"], OutcomeChange["type"]>> = {
+  sent: "DELIVERED",
+  deferred: "DEFERRED",
+  bounced: "BOUNCED",
+  failed: "FAILED",
+  opened: "OPENED",
+  clicked: "CLICKED",
+  complained: "COMPLAINED",
+  unsubscribed: "UNSUBSCRIBED",
+};
+
+/**
+ * The milestones an event can reach. "sent" means handed to a receiving server, whatever
+ * it answered, so it is the first of delivered, bounced or failed (the denominator of rates).
+ */
+function milestonesOf(event: OutcomeEvent): Milestone[] {
+  switch (event.kind) {
+    case "sent":
+      return ["sent", "delivered"];
+    case "bounced":
+      return event.permanent ? ["sent", "bounced", "hardBounced"] : ["sent", "bounced"];
+    case "failed":
+      return ["sent", "failed"];
+    case "opened":
+    case "clicked":
+    case "complained":
+    case "unsubscribed":
+      return [event.kind];
+    default:
+      return [];
+  }
+}
+
+/** The UTC day of a date, YYYY-MM-DD: stats days are UTC days. */
+export const utcDay = (at: Date) => at.toISOString().slice(0, 10);
+
+export interface OutcomeDeps {
+  emails: EmailStore;
+  outcomes: OutcomeStore;
+  stats: StatsStore;
+  clock: Clock;
+}
+
+/**
+ * Applies one event of a transactional email: its status (compare-and-set), its per-email
+ * outcomes (once per event id) and the daily stats of the day the email was sent (each
+ * milestone once per email, opens and clicks once per event). Safe to call again with the
+ * same event: a redelivery changes nothing. Returns whether the event was new.
+ *
+ * Stats are written after the email's own record, each count taken back from the record by
+ * compare-and-set first: a redelivery after a failure between the writes still counts it,
+ * and only a process dying between taking a count and writing it loses one (never twice).
+ */
+export async function recordEvent(deps: OutcomeDeps, event: OutcomeEvent): Promise<boolean> {
+  if (event.kind === "sent" || event.kind === "bounced" || event.kind === "failed" || event.kind === "suppressed") {
+    await applyOutcome(deps.emails, deps.clock, { ...event, kind: event.kind });
+  }
+  const type = CHANGE[event.kind];
+  if (!type) return false;
+  const change: OutcomeChange = { type, at: event.at };
+  if (event.kind === "opened") change.open = true;
+  if (event.kind === "clicked" && event.url) change.click = { url: event.url };
+  if (event.kind === "bounced") change.bounce = { hard: event.permanent === true };
+  const result = await deps.outcomes.applyOnce(event.emailId, event.eventId, change);
+  if (!result) return false;
+
+  const by: Partial<StatsCounters> = {};
+  if ((event.kind === "opened" || change.click) && (await deps.outcomes.takeOwedCount(event.emailId, event.eventId))) {
+    by[event.kind === "opened" ? "opens" : "clicks"] = 1;
+  }
+  for (const milestone of milestonesOf(event)) {
+    if (await deps.outcomes.claimAndCount(event.emailId, milestone, event.eventId, event.at)) by[milestone] = 1;
+  }
+  if (Object.keys(by).length) {
+    const { workspaceId, groupBy, sentAt } = result.target;
+    await deps.stats.increment(workspaceId, utcDay(sentAt), groupBy, by);
+  }
+  return result.applied;
 }

@@ -1,17 +1,21 @@
-import type { EmailRecord, EmailStatus, StoredEmail } from "./model.js";
+import type { CompiledContent, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
 
 /**
- * Everything the email domain needs from the outside world. The service depends only on
- * these interfaces; I/O lives in their implementations (store.ts, repositories/), and
- * unit tests build the service with in-memory ones.
+ * Everything the email domain needs from the outside world. The domain depends only on
+ * these interfaces; their implementations (the I/O) live in ../adapters/, and unit tests
+ * build the domain with in-memory ones (../testing.ts).
+ *
+ * Failures: a refusal the caller can act on is an AppError with a 4xx status (it fails
+ * only the email it concerns); anything else fails the whole request.
  */
 
-export interface EmailRepository {
+/** Emails and their outbox state. */
+export interface EmailStore {
   /** False when an email with that id already exists. */
   insert(email: StoredEmail): Promise<boolean>;
   /** The email without its compiled content. */
   find(workspaceId: string, id: string): Promise<StoredEmail | null>;
-  compiledContent(workspaceId: string, id: string): Promise<Uint8Array | null>;
+  compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null>;
   /** CAS: SCHEDULED and not yet claimed -> CANCELLED. Null when it was not in that state. */
   cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null>;
   /**
@@ -41,7 +45,8 @@ export interface IdempotencyEntry {
   createdAt: Date;
 }
 
-export interface IdempotencyRepository {
+/** Idempotency keys per workspace, expiring after a day. */
+export interface IdempotencyStore {
   /** Atomic insert; false when the key already exists for the workspace. */
   tryInsert(entry: IdempotencyEntry): Promise<boolean>;
   get(workspaceId: string, key: string): Promise<IdempotencyEntry | null>;
@@ -66,6 +71,10 @@ export interface TemplateContent {
   html: string;
   text: string;
   previewText: string;
+  /** The template's own sender ("" or absent: the workspace's default sender) and reply-to addresses. */
+  fromEmail?: string;
+  fromName?: string;
+  replyTo?: string[];
 }
 
 export interface SendableReservation {
@@ -79,7 +88,8 @@ export interface SendableReservation {
   limit?: number;
 }
 
-export interface DirectoryRepository {
+/** The directory service: senders, templates, suppressions, usage, contacts. */
+export interface Directory {
   checkSender(workspaceId: string, from: string): Promise<SenderCheck>;
   /** Verified addresses and domains of the workspace. */
   verifiedSenders(workspaceId: string): Promise<{ emails: string[]; domains: string[] }>;
@@ -104,11 +114,13 @@ export interface CompileInput {
   previewText: string;
   trackClicks: boolean;
   trackOpens: boolean;
+  /** Sent as given: `{{…}}` is literal text, not a merge variable (raw emails). */
+  literal: boolean;
 }
 
-export interface RendererRepository {
-  /** Returns the compiled message, opaque bytes the delivery service merges later. */
-  compile(input: CompileInput): Promise<Uint8Array>;
+export interface Renderer {
+  /** The compiled message, which the delivery service merges per recipient later. */
+  compile(input: CompileInput): Promise<CompiledContent>;
 }
 
 /** A delivery job in domain terms. */
@@ -121,7 +133,7 @@ export interface DeliveryJobData {
   variables: Record<string, unknown>;
   fromEmail: string;
   fromName: string;
-  replyTo?: string;
+  replyTo?: string[];
   groupBy?: string;
   contentRef: string;
   enqueuedAt: Date;
@@ -136,4 +148,69 @@ export interface Clock {
   now(): Date;
 }
 
-export const systemClock: Clock = { now: () => new Date() };
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** A per-email milestone: reached once per email, counted once in the daily stats. */
+export type Milestone =
+  | "sent" | "delivered" | "bounced" | "hardBounced" | "failed" | "complained" | "opened" | "clicked" | "unsubscribed";
+
+/** What one event changes on its email's outcomes. */
+export interface OutcomeChange {
+  type: OutcomeEventType;
+  at: Date;
+  open?: boolean;
+  click?: { url: string };
+  bounce?: { hard: boolean };
+}
+
+/** Where an email's outcomes are counted in the daily stats. */
+export interface StatsTarget {
+  workspaceId: string;
+  groupBy: string;
+  /** When the email went (or was due to go) out: its stats day. */
+  sentAt: Date;
+}
+
+/** Per-email outcomes, written once per event id. */
+export interface OutcomeStore {
+  /**
+   * Applies `change` unless the email already applied `eventId` (a bounded set of recent
+   * event ids per email, updated in the same atomic write). Null when no such email exists.
+   */
+  applyOnce(emailId: string, eventId: string, change: OutcomeChange): Promise<{ applied: boolean; target: StatsTarget } | null>;
+  /**
+   * CAS: `eventId` claims the email's milestone unless another event did; then, once, the
+   * milestone is marked counted. True when this call is the one that marks it (the caller
+   * counts it in the stats), so a redelivered event never counts twice.
+   */
+  claimAndCount(emailId: string, milestone: Milestone, eventId: string, at: Date): Promise<boolean>;
+  /**
+   * CAS: an applied open or click leaves an owed stats count on its email (in the same
+   * write); taking it back is what lets the caller count it. True once per event, also
+   * when a redelivery follows a failure between the two writes.
+   */
+  takeOwedCount(emailId: string, eventId: string): Promise<boolean>;
+}
+
+export type StatsCounterName =
+  | "sent" | "delivered" | "bounced" | "hardBounced" | "failed" | "complained" | "opened" | "clicked" | "unsubscribed" | "opens" | "clicks";
+export type StatsCounters = Record<StatsCounterName, number>;
+
+export interface DailyStatsRow {
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  groupBy: string;
+  counters: Partial<StatsCounters>;
+}
+
+/** Daily counters per (workspace, UTC day, groupBy). */
+export interface StatsStore {
+  increment(workspaceId: string, day: string, groupBy: string, by: Partial<StatsCounters>): Promise<void>;
+  /** Rows of the days from..to (inclusive), of one group when `groupBy` is given. */
+  rows(workspaceId: string, fromDay: string, toDay: string, groupBy?: string): Promise<DailyStatsRow[]>;
+}

@@ -1,5 +1,5 @@
-import type { Clock, DeliveryQueue, EmailRepository } from "./ports.js";
-import { Publisher, type Logger } from "./dispatch.js";
+import type { Clock, DeliveryQueue, EmailStore, Logger } from "./ports.js";
+import { Publisher } from "./dispatch.js";
 
 export interface SchedulerOptions {
   /** Name of this process in claims; unique per process. */
@@ -28,7 +28,7 @@ export class Scheduler {
   private stopped = false;
 
   constructor(
-    private readonly emails: EmailRepository,
+    private readonly emails: EmailStore,
     queue: DeliveryQueue,
     private readonly clock: Clock,
     private readonly logger: Logger,

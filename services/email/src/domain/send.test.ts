@@ -1,8 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { fromBinary } from "@bufbuild/protobuf";
-import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { buildTestWorld, type TestWorld } from "../testing.js";
-import { EmailError, type EmailRequest, type RawContent } from "./model.js";
+import { AppError } from "../../../kit/src/errors.js";
+import { buildTestWorld, decodeCompiled, type TestWorld } from "../testing.js";
+import type { EmailRequest, RawContent } from "./model.js";
 
 const WS = "ws_acme";
 type RawOverrides = Omit<Partial<EmailRequest>, "content"> & { content?: Partial<RawContent> };
@@ -20,13 +19,13 @@ const templated = (over: Partial<EmailRequest> = {}): EmailRequest => ({
   ...over,
 });
 
-async function refusal(p: Promise<unknown>): Promise<EmailError> {
+async function refusal(p: Promise<unknown>): Promise<AppError> {
   const err = await p.then(
     () => undefined,
     (e) => e,
   );
-  expect(err).toBeInstanceOf(EmailError);
-  return err as EmailError;
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
 }
 
 describe("sending one email", () => {
@@ -37,7 +36,7 @@ describe("sending one email", () => {
   });
 
   it("accepts a raw email: SENT record with from and subject, job queued with the parsed sender", async () => {
-    const record = await w.service.send(WS, raw({ content: { replyTo: "help@acme.test", text: "plain", previewText: "peek" } }));
+    const record = await w.service.send(WS, raw({ replyTo: ["Help Desk <help@acme.test>"], content: { text: "plain", previewText: "peek" } }));
     expect(record).toMatchObject({ status: "SENT", type: "raw", to: "ann@example.test", from: "Acme <team@acme.test>", subject: "Hello" });
     expect(record.id).toMatch(/^trs_[0-9a-z]{26}$/);
     expect(record.messageId).toMatch(/@acme\.test$/);
@@ -47,13 +46,13 @@ describe("sending one email", () => {
     expect(w.queue.jobs).toHaveLength(1);
     expect(w.queue.jobs[0]).toMatchObject({
       deliveryId: record.id, emailId: record.id, messageId: record.messageId, recipient: "ann@example.test",
-      fromEmail: "team@acme.test", fromName: "Acme", replyTo: "help@acme.test", contentRef: `email:${record.id}`,
+      fromEmail: "team@acme.test", fromName: "Acme", replyTo: ["help@acme.test"], contentRef: `email:${record.id}`,
     });
     expect(w.renderer.inputs[0]).toMatchObject({
       contentId: record.id, subject: "Hello", html: "<p>Hi</p>", text: "plain", previewText: "peek", trackClicks: true, trackOpens: false,
     });
     expect(w.directory.used).toBe(1);
-    const compiled = fromBinary(CompiledMessageSchema, await w.service.compiledContent(WS, record.id));
+    const compiled = decodeCompiled(await w.service.compiledContent(WS, record.id));
     expect(compiled).toMatchObject({ contentId: record.id, workspaceId: WS, trackClicks: true, trackOpens: false });
   });
 
@@ -64,6 +63,31 @@ describe("sending one email", () => {
     expect(record).not.toHaveProperty("subject");
     expect(w.renderer.inputs[0]).toMatchObject({ subject: "Hi {{firstName}}", html: "<p>Welcome {{firstName}}</p>", previewText: "Your account", trackClicks: true, trackOpens: true });
     expect(w.queue.jobs[0]).toMatchObject({ fromEmail: "founder@gmail.test", variables: { firstName: "Bob" }, groupBy: "onboarding" });
+  });
+
+  it("puts every Reply-To address on the job, raw or templated, duplicates dropped case-insensitively", async () => {
+    await w.service.send(WS, raw({ replyTo: ["Help <help@acme.test>", "sales@acme.test", "HELP@acme.test"] }));
+    await w.service.send(WS, templated({ replyTo: ["owner@acme.test"] }));
+    await w.service.send(WS, templated());
+    expect(w.queue.jobs.map((j) => j.replyTo)).toEqual([["help@acme.test", "sales@acme.test"], ["owner@acme.test"], undefined]);
+    for (const replyTo of [["not an address"], ["a@acme.test, b@acme.test"], ["a@x.test", "b@x.test", "c@x.test", "d@x.test", "e@x.test", "f@x.test"]]) {
+      const err = await refusal(w.service.send(WS, raw({ replyTo })));
+      expect(err, JSON.stringify(replyTo)).toMatchObject({ code: "invalid_request", httpStatus: 400 });
+    }
+    expect(w.queue.jobs).toHaveLength(3);
+  });
+
+  it("asks the renderer to compile raw content literally and templates with variables", async () => {
+    await w.service.send(WS, raw({ content: { html: "<p>{{name}}</p>" } }));
+    await w.service.send(WS, templated());
+    expect(w.renderer.inputs.map((i) => i.literal)).toEqual([true, false]);
+  });
+
+  it("refuses more than 5 MB of HTML with 413 payload_too_large", async () => {
+    const ok = await w.service.send(WS, raw({ content: { html: "x".repeat(5 * 1024 * 1024) } }));
+    expect(ok.status).toBe("SENT");
+    const err = await refusal(w.service.send(WS, raw({ content: { html: "é".repeat(2.5 * 1024 * 1024 + 1) } })));
+    expect(err).toMatchObject({ code: "payload_too_large", httpStatus: 413 });
   });
 
   it("honours explicit tracking settings", async () => {
@@ -91,7 +115,9 @@ describe("sending one email", () => {
     ["from", raw({ content: { from: "team@acme.test\nBcc: x@y.test" } })],
     ["fromName", raw({ content: { fromName: "Acme\r\nX-Evil: 1" } })],
     ["subject", raw({ content: { subject: "Hi\r\nBcc: all@example.test" } })],
-    ["replyTo", raw({ content: { replyTo: "a@acme.test\u0000" } })],
+    ["replyTo", raw({ replyTo: ["a@acme.test\u0000"] })],
+    ["replyTo", raw({ replyTo: ["ok@acme.test", "b@acme.test\r\nBcc: all@example.test"] })],
+    ["replyTo", templated({ replyTo: ["b@acme.test\nBcc: all@example.test"] })],
     ["subject", raw({ content: { subject: "Hi\u0085Bcc: all@example.test" } })],
     ["subject", raw({ content: { subject: "Hi\u2028Bcc: all@example.test" } })],
     ["to", raw({ to: "ann@example.test\u009b" })],

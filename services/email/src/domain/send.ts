@@ -1,20 +1,22 @@
-import { EmailError, recordOf, type EmailRecord, type EmailRequest, type StoredEmail } from "./model.js";
+import { AppError, appError, badRequest, conflict, unavailable } from "../../../kit/src/errors.js";
+import { recordOf, type CompiledContent, type EmailRecord, type EmailRequest, type StoredEmail } from "./model.js";
 import type {
   Clock,
   DeliveryQueue,
-  DirectoryRepository,
-  EmailRepository,
-  IdempotencyRepository,
-  RendererRepository,
+  Directory,
+  EmailStore,
+  IdempotencyStore,
+  Logger,
+  Renderer,
   SenderCheck,
   TemplateContent,
 } from "./ports.js";
 import { effectiveSettings, validateRequest, type ValidatedRequest } from "./validate.js";
 import { IdempotencyGate } from "./idempotency.js";
-import { Publisher, type Logger } from "./dispatch.js";
-import { payloadHash } from "./hash.js";
+import { Publisher } from "./dispatch.js";
+import { requestHash } from "./hash.js";
 
-export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: EmailError };
+export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: AppError };
 
 export interface IdSource {
   emailId(): string;
@@ -22,10 +24,10 @@ export interface IdSource {
 }
 
 export interface SendDeps {
-  emails: EmailRepository;
-  idempotency: IdempotencyRepository;
-  directory: DirectoryRepository;
-  renderer: RendererRepository;
+  emails: EmailStore;
+  idempotency: IdempotencyStore;
+  directory: Directory;
+  renderer: Renderer;
   queue: DeliveryQueue;
   clock: Clock;
   logger: Logger;
@@ -50,18 +52,18 @@ interface Item {
   sender?: { fromEmail: string; fromName: string };
   template?: TemplateContent;
   suppressedReason?: string;
-  compiled?: Uint8Array;
+  compiled?: CompiledContent;
   stored?: StoredEmail;
 }
 
 const pending = (items: Item[]) => items.filter((i) => !i.outcome);
 
-const fail = (item: Item, error: EmailError) => {
+const fail = (item: Item, error: AppError) => {
   item.outcome = { ok: false, error };
 };
 
 /** A refusal of one item (4xx) stays with the item; anything else is the request's problem. */
-const isItemError = (err: unknown): err is EmailError => err instanceof EmailError && err.httpStatus < 500;
+const isItemError = (err: unknown): err is AppError => err instanceof AppError && err.httpStatus < 500;
 
 /**
  * Runs `fn` for every item and waits for all of them; an item's own refusal marks that
@@ -118,8 +120,9 @@ export class EmailSender {
     try {
       await settleAll(pending(items).filter((i) => i.req.idempotencyKey !== undefined), (item) => this.enterGate(workspaceId, item));
       const lookups = pending(items);
-      const looked = await Promise.allSettled([this.resolveSenders(workspaceId, lookups), this.resolveTemplates(workspaceId, lookups)]);
-      for (const r of looked) if (r.status === "rejected") throw r.reason;
+      // Templates first: a templated send goes out from its template's sender when it has one.
+      await this.resolveTemplates(workspaceId, lookups);
+      await this.resolveSenders(workspaceId, pending(lookups));
 
       // Suppression check and usage reservation are one directory call, in parallel with
       // compilation. Suppressed recipients are rare, so compiling them too (and dropping
@@ -154,12 +157,12 @@ export class EmailSender {
           // request must still answer with them (a whole-request 5xx after sending some
           // would invite a retry that sends them twice).
           this.deps.logger.error({ err, emailId: item.emailId }, "storing an email failed");
-          fail(item, new EmailError("service_unavailable", 503, "The email could not be stored; try again shortly"));
+          fail(item, unavailable("service_unavailable", "The email could not be stored; try again shortly"));
         }
       });
     } catch (err) {
       for (const item of items) {
-        if (!item.stored && !item.outcome) fail(item, err instanceof EmailError ? err : new EmailError("internal", 500, "Internal error"));
+        if (!item.stored && !item.outcome) fail(item, err instanceof AppError ? err : appError({ code: "internal", httpStatus: 500, message: "Internal error" }));
       }
       await this.finish(workspaceId, items, reservation);
       throw err;
@@ -206,7 +209,7 @@ export class EmailSender {
 
   private async enterGate(workspaceId: string, item: Item): Promise<void> {
     const key = item.req.idempotencyKey!;
-    const hash = item.req.payloadHash || payloadHash({ ...item.req, payloadHash: undefined });
+    const hash = requestHash(item.req);
     const result = await this.gate.enter(workspaceId, key, hash, item.emailId);
     if (result.kind === "refused") throw result.error;
     if (result.kind === "replay") {
@@ -224,6 +227,10 @@ export class EmailSender {
     await settleAll(items, async (item) => {
       const content = item.req.content;
       if (content.kind === "templated") {
+        if (item.template?.fromEmail) {
+          item.sender = { fromEmail: item.template.fromEmail, fromName: item.template.fromName ?? "" };
+          return;
+        }
         defaults ??= this.defaultSender(workspaceId);
         item.sender = await defaults;
         return;
@@ -235,9 +242,8 @@ export class EmailSender {
       }
       const check = await pendingCheck;
       if (!check.allowed) {
-        throw new EmailError(
+        throw badRequest(
           "invalid_from",
-          400,
           `${check.address || content.from} is not a verified address or on a verified domain of this workspace`,
           { allowedEmails: check.allowedEmails, allowedDomains: check.allowedDomains },
         );
@@ -247,14 +253,14 @@ export class EmailSender {
   }
 
   /**
-   * Templates carry no sender: templated emails go out from the workspace's first
+   * A template without its own sender: templated emails go out from the workspace's first
    * verified address, or no-reply@ its first verified domain.
    */
   private async defaultSender(workspaceId: string): Promise<{ fromEmail: string; fromName: string }> {
     const senders = await this.deps.directory.verifiedSenders(workspaceId);
     const fromEmail = senders.emails[0] ?? (senders.domains[0] ? `no-reply@${senders.domains[0]}` : undefined);
     if (!fromEmail) {
-      throw new EmailError("invalid_from", 400, "The workspace has no verified address or domain to send templated emails from", {
+      throw badRequest("invalid_from", "The workspace has no verified address or domain to send templated emails from", {
         allowedEmails: [],
         allowedDomains: [],
       });
@@ -275,7 +281,7 @@ export class EmailSender {
         }
         const template = await lookup;
         if (!template) {
-          throw new EmailError("template_not_found", 400, `Template "${name}" does not exist in this workspace`, {
+          throw badRequest("template_not_found", `Template "${name}" does not exist in this workspace`, {
             extra: { template: JSON.stringify(name) },
           });
         }
@@ -301,13 +307,14 @@ export class EmailSender {
     if (!res.granted) {
       const count = items.filter((i) => i.suppressedReason === undefined).length;
       const detail = res.limit !== undefined && res.used !== undefined ? ` (${res.used} of ${res.limit} used)` : "";
-      throw new EmailError(
-        "monthly_limit_reached",
-        403,
-        count > 1
-          ? `Sending ${count} emails would exceed the monthly sending limit of your plan${detail}`
-          : `Monthly sending limit of your plan reached${detail}`,
-      );
+      throw appError({
+        code: "monthly_limit_reached",
+        httpStatus: 403,
+        message:
+          count > 1
+            ? `Sending ${count} emails would exceed the monthly sending limit of your plan${detail}`
+            : `Monthly sending limit of your plan reached${detail}`,
+      });
     }
     return res.reserved > 0 ? { period: res.period, count: res.reserved } : undefined;
   }
@@ -328,6 +335,8 @@ export class EmailSender {
       contentId: item.emailId,
       ...source,
       ...effectiveSettings(item.req),
+      // Raw emails are sent as given: `{{…}}` in the caller's content is text (DESIGN §6).
+      literal: content.kind === "raw",
     });
   }
 
@@ -360,7 +369,9 @@ export class EmailSender {
     } else {
       email.template = content.template;
     }
-    if (valid!.replyTo) email.replyTo = valid!.replyTo;
+    // The request's replyTo overrides the template's own.
+    const replyTo = valid!.replyTo.length ? valid!.replyTo : (item.template?.replyTo ?? []);
+    if (replyTo.length) email.replyTo = replyTo;
     if (req.groupBy) email.groupBy = req.groupBy;
     if (valid!.scheduled) email.sendAt = valid!.dueAt;
     if (email.dispatch === "claimed") {
@@ -370,7 +381,7 @@ export class EmailSender {
     if (!suppressed && usagePeriod) email.usagePeriod = usagePeriod;
 
     if (!(await this.deps.emails.insert(email))) {
-      throw new EmailError("idempotency_request_in_progress", 409, "A request with this idempotencyKey is still in progress; retry shortly");
+      throw conflict("idempotency_request_in_progress", "A request with this idempotencyKey is still in progress; retry shortly");
     }
     item.stored = email;
     item.outcome = { ok: true, record: recordOf(email) };

@@ -1,19 +1,25 @@
-import { EmailError, MAX_BATCH, recordOf, type EmailRecord, type EmailRequest } from "./model.js";
+import { appError, badRequest, notFound, type AppError } from "../../../kit/src/errors.js";
+import { MAX_BATCH, recordOf, type CompiledContent, type EmailRecord, type EmailRequest } from "./model.js";
 import { EmailSender, type SendDeps } from "./send.js";
+import type { StatsStore } from "./ports.js";
+import { emailStats, type EmailStats, type StatsQuery } from "./stats.js";
+
+/** The send path's ports plus the daily stats the outcome consumer maintains. */
+export type EmailServiceDeps = SendDeps & { stats: StatsStore };
 
 export interface BatchResult {
   successful: EmailRecord[];
-  failed: Array<{ index: number; to: string; error: EmailError }>;
+  failed: Array<{ index: number; to: string; error: AppError }>;
 }
 
 /**
- * The email service's use cases. It depends only on repositories (SendDeps), so tests
- * build it with in-memory ones.
+ * The email service's use cases (the facade transports call). It depends only on the
+ * ports (SendDeps), so tests build it with in-memory adapters.
  */
 export class EmailService {
   private readonly sender: EmailSender;
 
-  constructor(private readonly deps: SendDeps) {
+  constructor(private readonly deps: EmailServiceDeps) {
     this.sender = new EmailSender(deps);
   }
 
@@ -37,7 +43,7 @@ export class EmailService {
 
   async get(workspaceId: string, id: string): Promise<EmailRecord> {
     const email = await this.deps.emails.find(workspaceId, id);
-    if (!email) throw notFound(id);
+    if (!email) throw emailNotFound(id);
     return recordOf(email);
   }
 
@@ -46,8 +52,11 @@ export class EmailService {
     const cancelled = await this.deps.emails.cancelScheduled(workspaceId, id, this.deps.clock.now());
     if (!cancelled) {
       const email = await this.deps.emails.find(workspaceId, id);
-      if (!email) throw notFound(id);
-      throw new EmailError("email_not_cancellable", 409, `Only SCHEDULED emails can be cancelled; this one is ${email.status}`, {
+      if (!email) throw emailNotFound(id);
+      throw appError({
+        code: "email_not_cancellable",
+        httpStatus: 409,
+        message: `Only SCHEDULED emails can be cancelled; this one is ${email.status}`,
         extra: { status: JSON.stringify(email.status) },
       });
     }
@@ -59,18 +68,23 @@ export class EmailService {
     return recordOf(cancelled);
   }
 
+  /** Daily outcome counters of the workspace's transactional emails (UTC days). */
+  stats(workspaceId: string, query: StatsQuery): Promise<EmailStats> {
+    return emailStats(this.deps.stats, this.deps.clock, workspaceId, query);
+  }
+
   /** The compiled message delivery merges for this email. */
-  async compiledContent(workspaceId: string, id: string): Promise<Uint8Array> {
+  async compiledContent(workspaceId: string, id: string): Promise<CompiledContent> {
     const compiled = await this.deps.emails.compiledContent(workspaceId, id);
-    if (!compiled) throw notFound(id);
+    if (!compiled) throw emailNotFound(id);
     return compiled;
   }
 }
 
-const notFound = (id: string) => new EmailError("email_not_found", 404, `Email ${id} not found`);
+const emailNotFound = (id: string) => notFound("email_not_found", `Email ${id} not found`);
 
 /** A batch holds 1 to 50 emails; anything else refuses the whole request. */
 export function assertBatchSize(count: number): void {
-  if (count === 0) throw new EmailError("batch_invalid", 400, "emails must contain at least one email");
-  if (count > MAX_BATCH) throw new EmailError("batch_invalid", 400, `A batch holds at most ${MAX_BATCH} emails; got ${count}`);
+  if (count === 0) throw badRequest("batch_invalid", "emails must contain at least one email");
+  if (count > MAX_BATCH) throw badRequest("batch_invalid", `A batch holds at most ${MAX_BATCH} emails; got ${count}`);
 }

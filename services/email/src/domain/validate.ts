@@ -1,5 +1,6 @@
 import emailAddresses from "email-addresses";
-import { EmailError, SCHEDULE_HORIZON_MS, type EmailRequest } from "./model.js";
+import { appError, badRequest } from "../../../kit/src/errors.js";
+import { MAX_HTML_BYTES, MAX_REPLY_TO, SCHEDULE_HORIZON_MS, type EmailRequest } from "./model.js";
 
 // Any control character (C0, DEL, C1 such as NEL U+0085) or Unicode line/paragraph
 // separator: CR/LF would let a caller inject headers, and the others are line breaks too.
@@ -31,14 +32,15 @@ export function parsedMailboxAddress(value: string): string | undefined {
 
 const headerField = (field: string, value: string | undefined) => {
   if (value !== undefined && CONTROL.test(value)) {
-    throw new EmailError("header_injection", 400, `${field} must not contain line breaks or control characters`);
+    throw badRequest("header_injection", `${field} must not contain line breaks or control characters`);
   }
 };
 
 export interface ValidatedRequest {
   /** Bare recipient address. */
   recipient: string;
-  replyTo?: string;
+  /** Bare Reply-To addresses, duplicates (case-insensitive) dropped. */
+  replyTo: string[];
   /** When it is due: now for immediate sends. */
   dueAt: Date;
   scheduled: boolean;
@@ -54,42 +56,40 @@ export function validateRequest(req: EmailRequest, now: Date): ValidatedRequest 
     headerField("from", req.content.from);
     headerField("fromName", req.content.fromName);
     headerField("subject", req.content.subject);
-    headerField("replyTo", req.content.replyTo);
-    if (!req.content.from.trim()) throw new EmailError("invalid_payload", 400, "from is required");
-    if (!req.content.subject.trim()) throw new EmailError("invalid_payload", 400, "subject must not be empty");
+    if (!req.content.from.trim()) throw badRequest("invalid_payload", "from is required");
+    if (!req.content.subject.trim()) throw badRequest("invalid_payload", "subject must not be empty");
     if (req.content.subject.length > MAX_SUBJECT_LENGTH) {
-      throw new EmailError("invalid_request", 400, `subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
+      throw badRequest("invalid_request", `subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
     }
-    if (!req.content.html.trim()) throw new EmailError("invalid_payload", 400, "html must not be empty");
+    if (!req.content.html.trim()) throw badRequest("invalid_payload", "html must not be empty");
+    if (req.content.html.length > MAX_HTML_BYTES / 3 && Buffer.byteLength(req.content.html, "utf8") > MAX_HTML_BYTES) {
+      throw appError({ code: "payload_too_large", httpStatus: 413, message: `html is larger than 5 MB (${MAX_HTML_BYTES} bytes of UTF-8)` });
+    }
     if ((req.content.fromName?.length ?? 0) > MAX_NAME_LENGTH) {
-      throw new EmailError("invalid_request", 400, `fromName must be at most ${MAX_NAME_LENGTH} characters`);
+      throw badRequest("invalid_request", `fromName must be at most ${MAX_NAME_LENGTH} characters`);
     }
   } else {
     headerField("template", req.content.template);
-    if (!req.content.template.trim()) throw new EmailError("invalid_payload", 400, "template must not be empty");
+    if (!req.content.template.trim()) throw badRequest("invalid_payload", "template must not be empty");
   }
   const recipient = mailboxAddress(req.to);
-  if (!recipient) throw new EmailError("invalid_request", 400, `to must be a single email address, got ${JSON.stringify(req.to.slice(0, 100))}`);
+  if (!recipient) throw badRequest("invalid_request", `to must be a single email address, got ${JSON.stringify(req.to.slice(0, 100))}`);
 
-  let replyTo: string | undefined;
-  if (req.content.kind === "raw" && req.content.replyTo) {
-    replyTo = mailboxAddress(req.content.replyTo);
-    if (!replyTo) throw new EmailError("invalid_request", 400, "replyTo must be an email address");
-  }
+  const replyTo = replyToAddresses(req.replyTo ?? []);
   if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > MAX_KEY_LENGTH)) {
-    throw new EmailError("invalid_request", 400, `idempotencyKey must be 1 to ${MAX_KEY_LENGTH} characters`);
+    throw badRequest("invalid_request", `idempotencyKey must be 1 to ${MAX_KEY_LENGTH} characters`);
   }
   if (req.groupBy !== undefined && (req.groupBy.length > MAX_GROUP_BY_LENGTH || CONTROL.test(req.groupBy))) {
-    throw new EmailError("invalid_request", 400, `groupBy must be at most ${MAX_GROUP_BY_LENGTH} printable characters`);
+    throw badRequest("invalid_request", `groupBy must be at most ${MAX_GROUP_BY_LENGTH} printable characters`);
   }
 
   let dueAt = now;
   let scheduled = false;
   if (req.sendAt) {
     const at = req.sendAt.getTime();
-    if (Number.isNaN(at)) throw new EmailError("invalid_send_at", 400, "sendAt must be an ISO 8601 timestamp with a time zone");
+    if (Number.isNaN(at)) throw badRequest("invalid_send_at", "sendAt must be an ISO 8601 timestamp with a time zone");
     if (at - now.getTime() > SCHEDULE_HORIZON_MS) {
-      throw new EmailError("send_at_out_of_range", 400, "sendAt must be at most 90 days in the future");
+      throw badRequest("send_at_out_of_range", "sendAt must be at most 90 days in the future");
     }
     // In the past or now: send now.
     if (at > now.getTime()) {
@@ -98,6 +98,19 @@ export function validateRequest(req: EmailRequest, now: Date): ValidatedRequest 
     }
   }
   return { recipient, replyTo, dueAt, scheduled };
+}
+
+/** Each Reply-To value as a bare address (header-safe, one mailbox each), duplicates dropped. */
+function replyToAddresses(values: string[]): string[] {
+  const addresses = new Map<string, string>();
+  for (const value of values) {
+    headerField("replyTo", value);
+    const address = mailboxAddress(value.trim());
+    if (!address) throw badRequest("invalid_request", `replyTo must hold email addresses, got ${JSON.stringify(value.slice(0, 100))}`);
+    if (!addresses.has(address.toLowerCase())) addresses.set(address.toLowerCase(), address);
+  }
+  if (addresses.size > MAX_REPLY_TO) throw badRequest("invalid_request", `replyTo holds at most ${MAX_REPLY_TO} addresses`);
+  return [...addresses.values()];
 }
 
 /** Settings defaults: clicks tracked always; opens tracked for templated emails only. */

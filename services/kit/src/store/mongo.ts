@@ -13,6 +13,8 @@ import {
 } from "mongodb";
 import {
   DuplicateKeyError,
+  type BulkWriteOperation,
+  type BulkWriteResult,
   type Collection,
   type Doc,
   type Filter,
@@ -97,6 +99,34 @@ class MongoStoreCollection<T extends Doc> implements Collection<T> {
         matchedCount: result.matchedCount,
         modifiedCount: result.modifiedCount,
         ...(result.upsertedId != null ? { upsertedId: String(result.upsertedId) } : {}),
+      };
+    });
+  }
+
+  bulkWrite(operations: BulkWriteOperation<T>[]): Promise<BulkWriteResult> {
+    return this.guard(async () => {
+      const empty: BulkWriteResult = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedIds: {} };
+      if (operations.length === 0) return empty;
+      const ops = operations.map((op) => {
+        if ("insertOne" in op) return { insertOne: { document: { ...op.insertOne.document } as Document } };
+        const { filter, update, upsert } = op.updateOne;
+        return {
+          updateOne: {
+            filter: this.filter(filter),
+            update: withStringIdOnInsert(filter, update, upsert) as UpdateFilter<Document>,
+            upsert: upsert === true,
+          },
+        };
+      });
+      const result = await this.coll.bulkWrite(ops, { ordered: true });
+      const upsertedIds: Record<number, string> = {};
+      for (const [i, id] of Object.entries(result.upsertedIds)) upsertedIds[Number(i)] = String(id);
+      return {
+        insertedCount: result.insertedCount,
+        matchedCount: result.matchedCount,
+        modifiedCount: result.modifiedCount,
+        upsertedCount: result.upsertedCount,
+        upsertedIds,
       };
     });
   }

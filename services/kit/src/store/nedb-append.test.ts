@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createEmbeddedStore } from "./embedded.js";
+import { createEmbeddedStore } from "./nedb-legacy.js";
 
 type Item = { _id: string; n: number };
 

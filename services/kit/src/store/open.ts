@@ -1,7 +1,11 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { createEmbeddedStore } from "./embedded.js";
+import { openLmdbStore, type MigrationInfo, type StoreLogger } from "./lmdb.js";
+import { createEmbeddedStore } from "./nedb-legacy.js";
 import type { Store } from "./port.js";
+import { instrumentStore } from "./instrumented.js";
+
+export type { MigrationInfo, StoreLogger } from "./lmdb.js";
 
 export interface OpenStoreOptions {
   /** Root data directory; the embedded store keeps its files in <dataDir>/<service>/. */
@@ -10,26 +14,33 @@ export interface OpenStoreOptions {
   mongodbUrl?: string;
   /** Service name, e.g. "email". */
   service: string;
-  /** Embedded store only: datafile compaction interval. */
+  /** Unused since the embedded store moved to LMDB (was: nedb datafile compaction interval). */
   compactionIntervalMs?: number;
+  /** Embedded store: where the one-line notice of a migration from the old nedb files goes (default console). */
+  logger?: StoreLogger;
+  /** Embedded store: called once per collection migrated from the old nedb files. */
+  onMigrate?: (info: MigrationInfo) => void;
 }
 
 const SERVICE_NAME = /^[a-z0-9][a-z0-9_-]{0,40}$/;
 
-/** The store a service uses: MongoDB when a URL is configured, else the embedded file store. */
+/**
+ * The store a service uses: MongoDB when a URL is configured, else the embedded LMDB store in
+ * <dataDir>/<service>/store.mdb (old nedb datafiles there are migrated on first open).
+ */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   if (!SERVICE_NAME.test(options.service)) throw new Error(`invalid service name "${options.service}"`);
   if (options.mongodbUrl) {
     // Loaded lazily: services on the embedded store never pay for the driver.
     const { openMongoStore } = await import("./mongo.js");
-    return openMongoStore({ url: options.mongodbUrl, service: options.service });
+    return instrumentStore(await openMongoStore({ url: options.mongodbUrl, service: options.service }), options.service);
   }
   const dir = join(options.dataDir, options.service);
   await mkdir(dir, { recursive: true });
-  return createEmbeddedStore({ dir, compactionIntervalMs: options.compactionIntervalMs });
+  return instrumentStore(await openLmdbStore({ dir, logger: options.logger, onMigrate: options.onMigrate }), options.service);
 }
 
-/** A fresh in-memory store (embedded semantics, nothing on disk) for unit tests. */
+/** A fresh in-memory store (nedb in memory, same port semantics, nothing on disk) for unit tests. */
 export function openMemoryStore(): Store {
   return createEmbeddedStore();
 }

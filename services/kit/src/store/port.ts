@@ -1,8 +1,9 @@
 /**
  * The store port: a small subset of the MongoDB collection API that every service's
- * repositories are written against. Two adapters implement it: MongoDB (production)
- * and an embedded file store (single machine, CI). Filters and updates use MongoDB
- * syntax; only the operators listed here are guaranteed on both adapters.
+ * repositories are written against. Adapters: MongoDB (production), the embedded LMDB
+ * store (lmdb.ts: single machine, on disk) and nedb in memory (nedb-legacy.ts: unit tests).
+ * Filters and updates use MongoDB syntax; only the operators listed here are guaranteed on
+ * every adapter.
  *
  * Filter operators: equality, $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $or, $and.
  * Update operators: $set, $unset, $inc, $push, $setOnInsert.
@@ -53,6 +54,23 @@ export interface IndexSpec {
   expireAfterSeconds?: number;
 }
 
+/**
+ * One operation of a bulkWrite (MongoDB's shapes): insert a document, or update the first
+ * document matching a filter (with `upsert`, insert one if none matches).
+ */
+export type BulkWriteOperation<T extends Doc> =
+  | { insertOne: { document: T } }
+  | { updateOne: { filter: Filter; update: Update; upsert?: boolean } };
+
+export interface BulkWriteResult {
+  insertedCount: number;
+  matchedCount: number;
+  modifiedCount: number;
+  upsertedCount: number;
+  /** _id of each upserted document by the index of its operation. */
+  upsertedIds: Record<number, string>;
+}
+
 /** Thrown by insertOne/updateOne/upserts that would break a unique index. */
 export class DuplicateKeyError extends Error {
   constructor(message = "duplicate key") {
@@ -74,6 +92,12 @@ export interface Collection<T extends Doc> {
   deleteMany(filter: Filter): Promise<{ deletedCount: number }>;
   countDocuments(filter?: Filter): Promise<number>;
   createIndex(spec: IndexSpec): Promise<void>;
+  /**
+   * Runs the operations in order, like MongoDB's ordered bulkWrite: on an error (e.g. a
+   * DuplicateKeyError) the operations before it stay applied and the rest are not run. The
+   * embedded store commits the whole batch in one transaction (one disk flush for all).
+   */
+  bulkWrite(operations: BulkWriteOperation<T>[]): Promise<BulkWriteResult>;
 }
 
 export interface Store {

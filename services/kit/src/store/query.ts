@@ -58,7 +58,7 @@ const isIndex = (segment: string) => /^\d+$/.test(segment);
  * Values reachable at a dotted path, walking through arrays of sub-documents like MongoDB
  * does ("items.sku" looks inside every element of `items`). `undefined` stands for "missing".
  */
-function valuesAt(value: unknown, segments: string[]): unknown[] {
+export function valuesAt(value: unknown, segments: string[]): unknown[] {
   if (segments.length === 0) return [value];
   if (value === undefined || value === null) return [undefined];
   const [head, ...rest] = segments;
@@ -242,7 +242,7 @@ export function validateUpdate(update: Update): void {
   }
 }
 
-function getPath(doc: Plain, path: string): unknown {
+export function getPath(doc: Plain, path: string): unknown {
   let current: unknown = doc;
   for (const segment of path.split(".")) {
     if (Array.isArray(current) && isIndex(segment)) current = current[Number(segment)];
@@ -252,7 +252,7 @@ function getPath(doc: Plain, path: string): unknown {
   return current;
 }
 
-function setPath(doc: Plain, path: string, value: unknown): void {
+export function setPath(doc: Plain, path: string, value: unknown): void {
   const segments = path.split(".");
   let container: Plain | unknown[] = doc;
   for (let i = 0; i < segments.length; i++) {
@@ -282,7 +282,7 @@ function descend(value: unknown, path: string): Plain | unknown[] {
   throw new Error(`cannot create field in a non-object value (path "${path}")`);
 }
 
-function unsetPath(doc: Plain, path: string): void {
+export function unsetPath(doc: Plain, path: string): void {
   const segments = path.split(".");
   const leaf = segments.pop() as string;
   const parent = segments.length ? getPath(doc, segments.join(".")) : doc;

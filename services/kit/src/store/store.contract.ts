@@ -82,6 +82,44 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         await c.insertMany([]); // no-op, no error
       });
 
+      it("bulkWrite runs inserts and (upserting) updates in order and counts them like MongoDB", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { email: 1 }, unique: true });
+        await c.insertOne({ _id: "a", email: "a@x.io", n: 1 });
+        const result = await c.bulkWrite([
+          { updateOne: { filter: { email: "a@x.io" }, update: { $set: { n: 2 } }, upsert: true } },
+          { updateOne: { filter: { email: "b@x.io" }, update: { $set: { n: 1 }, $setOnInsert: { created: true } }, upsert: true } },
+          { updateOne: { filter: { email: "a@x.io" }, update: { $set: { n: 2 } } } },
+          { updateOne: { filter: { email: "nobody@x.io" }, update: { $set: { n: 9 } } } },
+          { insertOne: { document: { _id: "c", email: "c@x.io", n: 3 } } },
+          { updateOne: { filter: { email: "b@x.io" }, update: { $inc: { n: 5 } }, upsert: true } },
+        ]);
+        expect(result).toMatchObject({ insertedCount: 1, matchedCount: 3, modifiedCount: 2, upsertedCount: 1 });
+        expect(Object.keys(result.upsertedIds)).toEqual(["1"]);
+        const b = await c.findOne({ email: "b@x.io" });
+        expect(b).toEqual({ _id: result.upsertedIds[1], email: "b@x.io", n: 6, created: true });
+        expect(typeof b!._id).toBe("string");
+        expect((await c.findOne({ _id: "a" }))!.n).toBe(2);
+        expect(await c.bulkWrite([])).toEqual({ insertedCount: 0, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedIds: {} });
+      });
+
+      it("bulkWrite stops at a duplicate key: the operations before it stay, the rest do not run", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { email: 1 }, unique: true });
+        await c.insertOne({ _id: "a", email: "a@x.io" });
+        await expect(
+          c.bulkWrite([
+            { updateOne: { filter: { _id: "b" }, update: { $set: { email: "b@x.io" } }, upsert: true } },
+            { updateOne: { filter: { _id: "b" }, update: { $set: { email: "a@x.io" } } } },
+            { insertOne: { document: { _id: "c", email: "c@x.io" } } },
+          ]),
+        ).rejects.toBeInstanceOf(DuplicateKeyError);
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([
+          { _id: "a", email: "a@x.io" },
+          { _id: "b", email: "b@x.io" },
+        ]);
+      });
+
       it("rejects undefined filter values instead of matching everything", async () => {
         const c = fresh();
         await c.insertOne({ _id: "a", tenantId: "t1" });

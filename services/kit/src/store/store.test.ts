@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createEmbeddedStore } from "./embedded.js";
+import { createEmbeddedStore } from "./nedb-legacy.js";
+import { openLmdbStore } from "./lmdb.js";
 import { openMongoStore } from "./mongo.js";
 import { openMemoryStore, openStore } from "./open.js";
 import { DuplicateKeyError, type Doc } from "./port.js";
@@ -19,7 +20,8 @@ afterAll(async () => {
   await Promise.all(tempDirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
-describeStoreContract("embedded (files)", async () => createEmbeddedStore({ dir: await tempDir() }));
+describeStoreContract("embedded (lmdb)", async () => openLmdbStore({ dir: await tempDir() }));
+describeStoreContract("nedb (files, legacy)", async () => createEmbeddedStore({ dir: await tempDir() }));
 describeStoreContract("embedded (memory)", async () => openMemoryStore());
 
 // ---------------------------------------------------------------------------------------------
@@ -84,14 +86,14 @@ describe.skipIf("skipReason" in mongo)("MongoDB server", () => {
 type Row = Doc & Record<string, any>;
 
 describe("embedded store", () => {
-  it("openStore keeps one datafile per collection under <dataDir>/<service>/", async () => {
+  it("openStore keeps one LMDB environment under <dataDir>/<service>/", async () => {
     const dataDir = await tempDir();
     const store = await openStore({ dataDir, service: "email" });
     expect(store.kind).toBe("embedded");
     await store.collection<Row>("emails").insertOne({ _id: "e1" });
     await store.collection<Row>("events").insertOne({ _id: "v1" });
     await store.close();
-    expect((await readdir(join(dataDir, "email"))).sort()).toEqual(["emails.db", "events.db"]);
+    expect((await readdir(join(dataDir, "email"))).sort()).toEqual(["store.mdb", "store.mdb-lock"]);
   });
 
   it("survives a reopen from disk: documents, Dates, updates, deletes and unique indexes", async () => {

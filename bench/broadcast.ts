@@ -1,0 +1,279 @@
+/**
+ * Broadcast benchmark: one ASAP broadcast to N subscribed contacts (default 100,000;
+ * BENCH_BROADCAST_CONTACTS, e.g. 1000000) through the whole system as separate processes —
+ * gateway, directory, renderer, broadcast, delivery, nats-server — into Postfix's smtp-sink,
+ * beside a raw nodemailer pool sending the same kind of message to the same sink in the
+ * same run.
+ *
+ * Timed: from the schedule request (POST /v1/broadcasts/:id/schedule, no sendAt) until the
+ * broadcast's `sent` counter reaches N, i.e. the last message accepted by the sink (each
+ * `sent` is an SMTP 250 reported by delivery). Not timed: loading the contacts (the
+ * directory's BatchUpsertContacts RPC, 1,000 a call) and creating the draft.
+ *
+ * Also prints each process's peak resident memory (VmHWM of /proc/<pid>/status).
+ *
+ * Run: `npm run bench broadcast` or `npx tsx bench/broadcast.ts`. Environment:
+ * BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_RAW_MESSAGES (messages for the raw pool,
+ * default min(N, 20000): a rate, so a shorter run measures the same), MAILROOM_BENCH_SINK=node
+ * (the harness's Node sink instead of smtp-sink); MAILROOM_SMTP_POOL_SIZE and the other
+ * delivery settings apply to both sides.
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
+import nodemailer from "nodemailer";
+import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
+import { connectClient } from "../services/kit/src/connect.js";
+import { loadConfig } from "../services/kit/src/config.js";
+import { freePort, waitForPort } from "../test/harness/ports.js";
+import { startSystem, type TestSystem } from "../test/harness/system.js";
+
+const WS = "ws_bench_broadcast";
+const KEY = "mr_test_bench_broadcast_1";
+const BATCH = 1_000;
+const HTML = `<html><body><h1>Spring news</h1><p>Hi {{firstName}}, here is what is new this month.</p>
+<p><a href="https://acme.test/spring">Read the spring issue</a> · <a href="https://acme.test/pricing">Pricing</a></p>
+<p>${"Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(20)}</p></body></html>`;
+
+export interface BroadcastBenchResult {
+  contacts: number;
+  perSecond: number;
+  rawPerSecond: number;
+  ratio: number;
+  maxRssMb: Record<string, number>;
+}
+
+interface Sink {
+  port: number;
+  kind: string;
+  pid?: number;
+  stop(): Promise<void>;
+}
+
+/** Postfix's smtp-sink when installed (a Node sink tops out near the sender's own rate), else the harness's. */
+async function startSink(): Promise<Sink> {
+  const port = await freePort();
+  const binary = process.env.MAILROOM_BENCH_SINK === "node" ? undefined : ["/usr/sbin/smtp-sink", "/usr/bin/smtp-sink"].find(isExecutable);
+  let child: ChildProcess;
+  let kind: string;
+  if (binary) {
+    child = spawn(binary, [...(process.getuid?.() === 0 ? ["-u", "nobody"] : []), `127.0.0.1:${port}`, "1024"], { stdio: "ignore" });
+    kind = `Postfix smtp-sink (${binary})`;
+  } else {
+    child = spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname, "--sink-child", String(port)], { stdio: "ignore" });
+    kind = "Node smtp-server sink (test/harness, own process)";
+  }
+  await waitForPort(port, 20_000);
+  return {
+    port,
+    kind,
+    pid: child.pid,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    execFileSync("test", ["-x", file]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Peak resident set (VmHWM) of a process in MB, or undefined once it is gone. */
+async function peakRssMb(pid: number | undefined): Promise<number | undefined> {
+  if (!pid) return undefined;
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"));
+    return m ? Math.round(Number(m[1]) / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+async function cpuSeconds(pid: number | undefined): Promise<number | undefined> {
+  if (!pid) return undefined;
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, "utf8")).replace(/^.*\) /, "").split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100/s)
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pid of a process whose command line names `binary` and `port` (nats-server does not say its pid). */
+async function pidListeningAs(binary: string, port: number): Promise<number | undefined> {
+  const { readdir } = await import("node:fs/promises");
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes(binary) && cmdline.includes(String(port))) return Number(entry);
+  }
+  return undefined;
+}
+
+/** A raw nodemailer pool sending `n` messages like the broadcast's, at most `window` waiting at once. */
+async function rawPool(port: number, n: number, pool: { size: number; maxMessages: number }, window = 256): Promise<number> {
+  const transport = nodemailer.createTransport({
+    host: "127.0.0.1", port, secure: false, ignoreTLS: true, pool: true,
+    maxConnections: pool.size, maxMessages: pool.maxMessages,
+  });
+  const html = HTML.replace("{{firstName}}", "Ann");
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      await transport.sendMail({
+        from: { name: "Acme News", address: "news@acme.test" },
+        to: `c${i}@example.test`,
+        subject: `Spring news for Ann`,
+        html,
+        text: "Hi Ann, here is what is new this month.",
+        messageId: `<raw${i}@acme.test>`,
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(window, n) }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  transport.close();
+  return n / seconds;
+}
+
+async function loadContacts(sys: TestSystem, n: number): Promise<number> {
+  const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+  const started = performance.now();
+  let next = 0;
+  const worker = async () => {
+    for (let from = (next += BATCH) - BATCH; from < n; from = (next += BATCH) - BATCH) {
+      const contacts = Array.from({ length: Math.min(BATCH, n - from) }, (_, k) => ({
+        email: `c${from + k}@example.test`, firstName: `F${from + k}`, subscribed: true,
+      }));
+      const res = await directory.batchUpsertContacts({ workspaceId: WS, contacts });
+      const failed = res.results?.find((r) => !r.ok);
+      if (failed) throw new Error(`contact ${from + failed.index} refused: ${failed.error?.message}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, worker));
+  return (performance.now() - started) / 1000;
+}
+
+export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROADCAST_CONTACTS ?? 100_000)): Promise<BroadcastBenchResult> {
+  const n = Math.max(100, Math.floor(contacts));
+  const sink = await startSink();
+  const settings = loadConfig(process.env).delivery;
+  const pool = { size: settings.poolSize, maxMessages: settings.maxMessagesPerConnection };
+  let sys: TestSystem | undefined;
+  try {
+    console.log(`broadcast: ${n} subscribed contacts, one ASAP broadcast; sink: ${sink.kind}`);
+    sys = await startSystem({
+      smtp: false,
+      units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
+      bootstrap: {
+        workspaces: [{
+          id: WS, name: "Bench", timezone: "UTC",
+          apiKeys: [{ key: KEY, scopes: ["api_user"] }],
+          verifiedDomains: ["acme.test"], members: ["owner@acme.test"],
+          flags: { broadcastEarlyAccess: true, emailApiAddon: true, verified: true },
+          monthlyLimit: n * 2, sendingAccountNew: false,
+        }],
+      },
+      env: {
+        MAILROOM_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
+        MAILROOM_SMTP_IGNORE_TLS: "1",
+        MAILROOM_LOG_LEVEL: "warn",
+      },
+    });
+    const loadSeconds = await loadContacts(sys, n);
+    console.log(`  loaded ${n} contacts through BatchUpsertContacts in ${loadSeconds.toFixed(1)} s (not timed)`);
+
+    const api = (method: string, path: string, body?: unknown) => sys!.api(method, path, { key: KEY, body });
+    const created = await api("POST", "/v1/broadcasts", {
+      name: "Bench", subject: "Spring news for {{firstName}}", previewText: "What is new, {{firstName}}",
+      fromEmail: "news@acme.test", fromName: "Acme News", html: HTML, audience: { all: true },
+    });
+    if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
+    const id = created.body.broadcast.id as string;
+
+    const pids = new Map(sys.processes.units.map((u) => [u.name as string, u.child.pid]));
+    pids.set("nats-server", await pidListeningAs("nats-server", sys.nats.port));
+    pids.set("smtp-sink", sink.pid);
+    const cpuBefore = new Map(await Promise.all([...pids].map(async ([name, pid]) => [name, (await cpuSeconds(pid)) ?? 0] as const)));
+    const started = performance.now();
+    const scheduled = await api("POST", `/v1/broadcasts/${id}/schedule`, { deliveryMethod: "ASAP" });
+    if (scheduled.status !== 200) throw new Error(`schedule: ${scheduled.status} ${JSON.stringify(scheduled.body)}`);
+    const deadline = Date.now() + Math.max(600_000, n * 20);
+    let last = { sent: 0, at: performance.now() };
+    let lastReport = performance.now();
+    for (;;) {
+      const b = (await api("GET", `/v1/broadcasts/${id}`)).body.broadcast;
+      const sent = b.progress.sent as number;
+      if (sent !== last.sent) last = { sent, at: performance.now() };
+      if (sent >= n) break;
+      if (b.progress.failed > 0) throw new Error(`${b.progress.failed} messages failed: ${await sys.log("delivery")}`);
+      if (Date.now() > deadline) throw new Error(`only ${sent}/${n} sent before the deadline`);
+      if (performance.now() - lastReport > 15_000) {
+        lastReport = performance.now();
+        console.log(`  … ${sent}/${n} sent after ${((lastReport - started) / 1000).toFixed(0)} s (released ${b.progress.released}, status ${b.status})`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const seconds = (last.at - started) / 1000;
+    const perSecond = n / seconds;
+
+    const cpu: string[] = [];
+    for (const [name, pid] of pids) {
+      const used = await cpuSeconds(pid);
+      if (used !== undefined) cpu.push(`${name} ${(used - (cpuBefore.get(name) ?? 0)).toFixed(1)} s`);
+    }
+    const rss: Record<string, number> = {};
+    for (const unit of sys.processes.units) {
+      const mb = await peakRssMb(unit.child.pid);
+      if (mb !== undefined) rss[unit.name] = mb;
+    }
+    const natsMb = await peakRssMb(await pidListeningAs("nats-server", sys.nats.port));
+    if (natsMb !== undefined) rss["nats-server"] = natsMb;
+    const sinkMb = await peakRssMb(sink.pid);
+    if (sinkMb !== undefined) rss["smtp-sink"] = sinkMb;
+
+    await sys.stop();
+    sys = undefined;
+    const rawN = Math.min(n, Number(process.env.BENCH_BROADCAST_RAW_MESSAGES ?? 20_000));
+    await rawPool(sink.port, Math.min(1_000, rawN), pool); // warm-up
+    const rawPerSecond = await rawPool(sink.port, rawN, pool);
+    const ratio = perSecond / rawPerSecond;
+
+    console.log(`  ${n} messages in ${seconds.toFixed(1)} s; raw pool: ${rawN} messages, ${pool.size} connections`);
+    console.log(`  CPU while sending: ${cpu.join(", ")} (2 cores shared with whatever else runs)`);
+    console.log(`broadcast: ${perSecond.toFixed(0)} msg/s end to end (schedule → last message accepted by the sink)`);
+    console.log(`raw pool: ${rawPerSecond.toFixed(0)} msg/s`);
+    console.log(`ratio: ${(ratio * 100).toFixed(0)}% of the raw pool`);
+    for (const [name, mb] of Object.entries(rss)) console.log(`max RSS: ${name} ${mb} MB`);
+    return { contacts: n, perSecond, rawPerSecond, ratio, maxRssMb: rss };
+  } finally {
+    await sys?.stop();
+    await sink.stop();
+  }
+}
+
+async function sinkChild(port: number): Promise<void> {
+  const { startSmtpSink } = await import("../test/harness/smtp-sink.js");
+  await startSmtpSink({ port });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const at = process.argv.indexOf("--sink-child");
+  if (at > 0) {
+    await sinkChild(Number(process.argv[at + 1]));
+  } else {
+    await runBroadcastBench();
+    process.exit(0);
+  }
+}

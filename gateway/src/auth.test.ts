@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyRequest } from "fastify";
+import { AppError } from "../../services/kit/src/errors.js";
+import { createAuthHook } from "./auth.js";
+import type { ServiceClients } from "./deps.js";
+
+/** A directory whose authenticate answers after a tick and counts its calls. */
+function countingDirectory(answer: (apiKey: string) => { workspaceId: string; keyId: string; scopes: string[] }) {
+  const calls: string[] = [];
+  const directory = {
+    async authenticate({ apiKey }: { apiKey: string }) {
+      calls.push(apiKey);
+      await new Promise((r) => setTimeout(r, 5));
+      return answer(apiKey);
+    },
+  };
+  return { calls, clients: { directory } as unknown as ServiceClients };
+}
+
+const requestWith = (key: string) =>
+  ({ headers: { authorization: `Bearer ${key}` }, routeOptions: { config: {} } }) as unknown as FastifyRequest;
+
+describe("API key authentication", () => {
+  it("makes one directory call for concurrent requests with a key not yet cached", async () => {
+    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+    const authenticate = createAuthHook({ clients, authCacheMs: 60_000 });
+    const requests = Array.from({ length: 10 }, () => requestWith("mr_test_key_1"));
+    await Promise.all(requests.map((r) => authenticate(r)));
+    expect(calls).toEqual(["mr_test_key_1"]);
+    expect(requests.every((r) => r.auth?.workspaceId === "ws_a")).toBe(true);
+    await authenticate(requestWith("mr_test_key_1"));
+    expect(calls.length).toBe(1);
+  });
+
+  it("asks again once the cached answer is older than authCacheMs", async () => {
+    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+    const authenticate = createAuthHook({ clients, authCacheMs: 20 });
+    await authenticate(requestWith("mr_test_key_1"));
+    await new Promise((r) => setTimeout(r, 40));
+    await authenticate(requestWith("mr_test_key_1"));
+    expect(calls.length).toBe(2);
+  });
+
+  it("does not cache refusals: an unknown key is a 401 every time it is asked", async () => {
+    let known = false;
+    const { calls, clients } = countingDirectory(() => {
+      if (!known) throw new ConnectError("unknown key", Code.Unauthenticated);
+      return { workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] };
+    });
+    const authenticate = createAuthHook({ clients, authCacheMs: 60_000 });
+    const refused = await authenticate(requestWith("mr_test_key_2")).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused).toMatchObject({ code: "unauthorized", httpStatus: 401, message: "Invalid API key" });
+    known = true;
+    await authenticate(requestWith("mr_test_key_2"));
+    expect(calls.length).toBe(2);
+  });
+
+  it("passes other directory failures on to the error handler", async () => {
+    const { clients } = countingDirectory(() => {
+      throw new ConnectError("down", Code.Unavailable);
+    });
+    const err = await createAuthHook({ clients, authCacheMs: 60_000 })(requestWith("mr_test_key_3")).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+  });
+});

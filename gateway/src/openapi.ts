@@ -1,0 +1,256 @@
+import { z } from "zod";
+import type { FastifyInstance, RouteOptions } from "fastify";
+import { apiErrorSchema, unauthorizedErrorSchema } from "./errors.js";
+
+/**
+ * The OpenAPI 3.1 document is generated, never written by hand: every route declares its
+ * operation (summary, tags, zod schemas of params, query, body and each response) in its
+ * route config, and the document is assembled from the routes the app actually registered.
+ * A route without a declaration is simply missing from the document (openapi.test.ts fails).
+ */
+
+type JsonSchema = Record<string, unknown>;
+
+/** A response of one status: JSON (`body`) or other media types (`content`), optionally with headers. */
+export interface ResponseDoc {
+  description: string;
+  body?: z.ZodType;
+  content?: Record<string, z.ZodType>;
+  headers?: Record<string, { description: string; required?: boolean; schema: JsonSchema }>;
+}
+
+/** Responses every /v1 route (or every link route) shares, documented once under components.responses. */
+const SHARED_RESPONSES = {
+  Unauthorized: { description: "Missing, malformed, unknown or under-scoped API key.", body: unauthorizedErrorSchema },
+  PayloadTooLarge: {
+    description: "Request body too large: code `payload_too_large`. Sends allow 5 MB of HTML per email (12 MB of JSON for one email, 25 MB for a batch); other endpoints 2 MB.",
+    body: apiErrorSchema,
+  },
+  UnsupportedMediaType: { description: "A body that is not `application/json`: code `unsupported_media_type`.", body: apiErrorSchema },
+  RateLimited: {
+    description: "Too many requests for this API key (a token bucket per key, shared by every gateway process), or too many failed API key attempts from this client address: code `rate_limited`. Successful answers of `/v1` routes carry the `RateLimit-*` headers too.",
+    body: apiErrorSchema,
+    headers: {
+      "Retry-After": { description: "Seconds until a request is accepted again.", required: true, schema: { type: "integer", minimum: 1 } },
+      "RateLimit-Limit": { description: "The key's bucket size: requests it may send at once.", schema: { type: "integer" } },
+      "RateLimit-Remaining": { description: "Requests left in the bucket now.", schema: { type: "integer" } },
+      "RateLimit-Reset": { description: "Seconds until a request is accepted again (on a 429), or until the bucket is full (otherwise).", schema: { type: "integer" } },
+    },
+  },
+  ServiceUnavailable: { description: "A backing service is unavailable: code `service_unavailable`; retry shortly.", body: apiErrorSchema },
+  LinkNotFound: { description: "Unknown, tampered or foreign token: code `not_found` (never a redirect).", body: apiErrorSchema },
+} satisfies Record<string, ResponseDoc>;
+
+export type SharedResponse = keyof typeof SHARED_RESPONSES;
+
+/** The statuses every authenticated route can answer whatever it does. */
+export const API_KEY_RESPONSES = { 401: "Unauthorized", 429: "RateLimited", 503: "ServiceUnavailable" } as const satisfies Record<number, SharedResponse>;
+/** …and those of a route that reads a JSON body. */
+export const JSON_BODY_RESPONSES = { 413: "PayloadTooLarge", 415: "UnsupportedMediaType" } as const satisfies Record<number, SharedResponse>;
+
+export const TAGS = [
+  { name: "Emails", description: "Transactional emails." },
+  { name: "Contacts", description: "The workspace's contacts (merge data, subscription state)." },
+  { name: "Templates", description: "Stored templates for templated emails (also served as the official client's `transactional` resource)." },
+  { name: "Contact properties", description: "Custom contact properties (the official client's `contacts.*Property`)." },
+  { name: "Events", description: "Events about contacts, stored per contact and published on the event stream." },
+  { name: "API keys", description: "The calling key and the keys of its own workspace (roles EDITOR and VIEWER)." },
+  { name: "Identities", description: "The senders the workspace may use." },
+  { name: "Broadcasts", description: "Marketing sends to the workspace's subscribed contacts (early access: gated by the early-access flag, the Email API add-on and a verified workspace, in that order)." },
+  { name: "Recipients", description: "Links inside sent messages: open pixel, click redirects, unsubscribe. No API key; tokens are HMAC-signed." },
+  { name: "Operations", description: "Health and this document." },
+  { name: "Development", description: "Local mail capture, only when no SMTP relay is configured." },
+  { name: "Stats", description: "Outcome counters and rates of transactional emails and broadcasts." },
+  { name: "Webhooks", description: "Signed HTTP callbacks for contact, workspace and email events." },
+] as const;
+
+/** One operation, as a route declares it. Whether it needs the API key follows from where it is registered. */
+export interface OperationDoc {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: Array<(typeof TAGS)[number]["name"]>;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  /** A required JSON request body. */
+  body?: z.ZodType;
+  /** A request body in other media types. */
+  requestContent?: { required: boolean; content: Record<string, z.ZodType> };
+  responses: Record<number, ResponseDoc | SharedResponse>;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The route's OpenAPI operation. */
+    openapi?: OperationDoc;
+    /** Set on routes registered in the authenticated scope. */
+    requiresApiKey?: boolean;
+  }
+  interface FastifyInstance {
+    /** The OpenAPI document of the routes registered so far (complete once the app is ready). */
+    openapiDocument(): OpenApiDocument;
+  }
+}
+
+export interface OpenApiDocument {
+  openapi: string;
+  info: Record<string, unknown>;
+  servers?: Array<{ url: string; description?: string }>;
+  paths: Record<string, Record<string, unknown>>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    responses: Record<string, unknown>;
+    headers: Record<string, unknown>;
+    securitySchemes: Record<string, unknown>;
+  };
+  [key: string]: unknown;
+}
+
+const INFO = {
+  title: "Mailroom public API",
+  version: "1.0.0",
+  description: [
+    "The public HTTP API of the Mailroom gateway: transactional emails (single and batch, raw or templated), contacts and templates under `/v1`, plus the recipient-facing tracking and unsubscribe links.",
+    "Every `/v1` endpoint needs `Authorization: Bearer <API_KEY>` with scope `api_user` (role EDITOR); the reading endpoints of contacts, properties, transactional templates, identities and API keys also take scope `api_read` (role VIEWER). The workspace is derived from the key. Requests with a body must be `Content-Type: application/json` (else 415), at most 2 MB (else 413; sends allow 5 MB of HTML per email and 25 MB per batch); malformed JSON is a 400 `invalid_json`; an unknown route is a 404 `not_found`.",
+    "Error bodies are `{ statusCode, error, code, message, docsUrl? }`: the spec's body plus a machine-readable `code` (the four error rows of the email endpoints in the spec keep their fields: invalid payload, invalid from with `allowedEmails`/`allowedDomains`, unauthorized, monthly limit) and, per code, extra fields. Every code is documented at `/docs/errors/{code}` (HTML), where `docsUrl` points.",
+    "Every response carries `x-request-id`: the caller's own when it sent an acceptable one (printable ASCII, at most 128 characters), else a generated one. Rate limits: a token bucket per API key shared by every gateway process (429 with `Retry-After` and `RateLimit-Limit`/`RateLimit-Remaining`/`RateLimit-Reset`), and failed API key attempts are limited per client address.",
+    "Broadcast endpoints (early access) are gated in this order: 403 `broadcast_api_not_enabled`, 402 `broadcast_api_addon_required`, 403 `broadcast_api_workspace_not_verified`; their errors carry, per code, `unknownVariables`, `allowedEmails`/`allowedDomains` or `notMembers`, and a request their schema refuses is a 400 `invalid_payload`.",
+    "This document is generated at start from the routes the gateway registers and their zod schemas (gateway/src/openapi.ts); gateway/src/openapi.test.ts validates real responses against it.",
+  ].join("\n\n"),
+};
+
+const HTTP_METHODS = new Set(["get", "put", "post", "delete", "patch", "options"]);
+
+/** Turns zod schemas into JSON Schema, gathering every schema with a `meta({ id })` under components.schemas. */
+class SchemaCollector {
+  readonly components: Record<string, JsonSchema> = {};
+
+  convert(schema: z.ZodType, io: "input" | "output"): JsonSchema {
+    const { $schema: _dialect, $defs, ...json } = z.toJSONSchema(schema, { target: "draft-2020-12", io }) as JsonSchema & { $defs?: Record<string, JsonSchema> };
+    for (const [id, def] of Object.entries($defs ?? {})) {
+      const named = pointAtComponents(def);
+      const known = this.components[id];
+      if (known && JSON.stringify(known) !== JSON.stringify(named)) throw new Error(`Two different schemas are named ${id}`);
+      this.components[id] = named;
+    }
+    return pointAtComponents(json);
+  }
+}
+
+function pointAtComponents<T>(node: T): T {
+  if (Array.isArray(node)) return node.map(pointAtComponents) as T;
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    out[k] = k === "$ref" && typeof v === "string" ? v.replace("#/$defs/", "#/components/schemas/") : pointAtComponents(v);
+  }
+  return out as T;
+}
+
+/** Sent on every response (components.headers.XRequestId). */
+const REQUEST_ID_HEADER = {
+  description: "The request's id: the caller's `x-request-id` when it sent an acceptable one (printable ASCII, at most 128 characters), else a generated one. Also passed to the internal services; quote it when reporting a problem.",
+  required: true,
+  schema: { type: "string", maxLength: 128 },
+};
+
+function responseObject(r: ResponseDoc, schemas: SchemaCollector): Record<string, unknown> {
+  const content: Record<string, unknown> = {};
+  if (r.body) content["application/json"] = { schema: schemas.convert(r.body, "output") };
+  for (const [media, schema] of Object.entries(r.content ?? {})) content[media] = { schema: schemas.convert(schema, "output") };
+  return {
+    description: r.description,
+    headers: { "x-request-id": { $ref: "#/components/headers/XRequestId" }, ...r.headers },
+    ...(Object.keys(content).length ? { content } : {}),
+  };
+}
+
+/** Path or query parameters from a zod object: one parameter per property, its description lifted out. */
+function parameters(where: "path" | "query", object: z.ZodObject | undefined, schemas: SchemaCollector): unknown[] {
+  if (!object) return [];
+  const json = schemas.convert(object, "input") as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(json.properties ?? {}).map(([name, { description, ...schema }]) => ({
+    name,
+    in: where,
+    ...(where === "path" || json.required?.includes(name) ? { required: true } : {}),
+    schema,
+    ...(description ? { description } : {}),
+  }));
+}
+
+/** `/v1/emails/:id/cancel` -> `/v1/emails/{id}/cancel`. */
+export const openApiPath = (url: string) => url.replace(/:(\w+)/g, "{$1}");
+
+interface RegisteredRoute {
+  method: string;
+  url: string;
+  /** Read when the document is built: hooks of inner scopes may still add to the route's config. */
+  options: RouteOptions;
+}
+
+export function buildOpenApiDocument(routes: RegisteredRoute[], serverUrl?: string): OpenApiDocument {
+  const schemas = new SchemaCollector();
+  const paths: OpenApiDocument["paths"] = {};
+  for (const { method, url, options } of routes) {
+    const doc = options.config?.openapi;
+    if (!doc || !HTTP_METHODS.has(method)) continue;
+    const path = openApiPath(url);
+    const declared = parameters("path", doc.params, schemas) as Array<{ name: string }>;
+    // A path parameter the route does not describe is still a string in the path.
+    const undeclared = [...path.matchAll(/\{(\w+)\}/g)]
+      .map((m) => m[1])
+      .filter((name) => !declared.some((p) => p.name === name))
+      .map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
+    const params = [...declared, ...undeclared, ...parameters("query", doc.query, schemas)];
+    const requestBody = doc.body
+      ? { required: true, content: { "application/json": { schema: schemas.convert(doc.body, "input") } } }
+      : doc.requestContent
+        ? {
+            required: doc.requestContent.required,
+            content: Object.fromEntries(Object.entries(doc.requestContent.content).map(([media, s]) => [media, { schema: schemas.convert(s, "input") }])),
+          }
+        : undefined;
+    const responses = Object.fromEntries(
+      Object.entries(doc.responses).map(([status, r]) => [status, typeof r === "string" ? { $ref: `#/components/responses/${r}` } : responseObject(r, schemas)]),
+    );
+    paths[path] ??= {};
+    paths[path][method] = {
+      operationId: doc.operationId,
+      tags: doc.tags,
+      summary: doc.summary,
+      ...(doc.description ? { description: doc.description } : {}),
+      // The document-wide default is the API key; routes outside the authenticated scope need none.
+      ...(options.config?.requiresApiKey ? {} : { security: [] }),
+      ...(params.length ? { parameters: params } : {}),
+      ...(requestBody ? { requestBody } : {}),
+      responses,
+    };
+  }
+  const sharedResponses = Object.fromEntries(Object.entries(SHARED_RESPONSES).map(([name, r]) => [name, responseObject(r, schemas)]));
+  return {
+    openapi: "3.1.0",
+    info: INFO,
+    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    security: [{ bearerAuth: [] }],
+    tags: TAGS.map((t) => ({ ...t })),
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An API key with scope `api_user` (EDITOR), or `api_read` (VIEWER) on reading endpoints." } },
+      schemas: schemas.components,
+      responses: sharedResponses,
+      headers: { XRequestId: REQUEST_ID_HEADER },
+    },
+  };
+}
+
+/**
+ * Records every route the app registers (fastify's onRoute hook, so it must be installed
+ * before any route) and decorates the app with `openapiDocument()`.
+ */
+export function collectOpenApi(app: FastifyInstance, serverUrl: string): void {
+  const routes: RegisteredRoute[] = [];
+  app.addHook("onRoute", (options) => {
+    for (const method of [options.method].flat()) routes.push({ method: method.toLowerCase(), url: options.url, options });
+  });
+  app.decorate("openapiDocument", () => buildOpenApiDocument(routes, serverUrl));
+}

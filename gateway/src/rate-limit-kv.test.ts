@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { createClient, Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { startNats, type NatsHandle } from "../../test/harness/nats.js";
+import { connectNats } from "../../services/kit/src/jetstream.js";
+import { memoryTransport } from "../../services/kit/src/connect.js";
+import { createLogger, loadConfig } from "../../services/kit/src/index.js";
+import { buildGateway } from "./app.js";
+import type { ServiceClients } from "./deps.js";
+import { KvTokenBuckets } from "./rate-limit-kv.js";
+
+const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
+  service(DirectoryService, {
+    authenticate(req) {
+      if (req.apiKey === "mr_test_shared_key") return { workspaceId: "ws_a", keyId: "key_shared", scopes: ["api_user"] };
+      if (req.apiKey === "mr_test_other_key") return { workspaceId: "ws_a", keyId: "key_other", scopes: ["api_user"] };
+      if (req.apiKey === "mr_test_third_key") return { workspaceId: "ws_a", keyId: "key_third", scopes: ["api_user"] };
+      throw new ConnectError("unknown key", Code.Unauthenticated);
+    },
+  });
+}));
+
+describe("the per-key token bucket shared through NATS KV", () => {
+  let nats: NatsHandle;
+  const connections: NatsConnection[] = [];
+  const gateways: FastifyInstance[] = [];
+
+  beforeAll(async () => {
+    nats = await startNats();
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(gateways.map((g) => g.close()));
+    await Promise.all(connections.map((c) => c.close()));
+    await nats?.stop();
+  });
+
+  /** A gateway process of its own: its own NATS connection, the shared bucket. */
+  async function gateway(perMinute: number, burst: number): Promise<FastifyInstance> {
+    const nc = await connectNats(nats.url, `gateway-${gateways.length}`);
+    connections.push(nc);
+    const app = await buildGateway({
+      config: loadConfig({}),
+      logger: createLogger("gateway-kv-test", "silent"),
+      clients: { directory } as unknown as ServiceClients,
+      rateLimitPerMinute: perMinute,
+      rateLimitBurst: burst,
+      rateLimitBuckets: await KvTokenBuckets.open(nc, { bucket: "test_rate_limit", idleMs: 60_000 }),
+      authCacheMs: 60_000,
+    }, { api: [(scope) => scope.get("/v1/ping", async () => ({ ok: true }))], public: [] });
+    gateways.push(app);
+    return app;
+  }
+  const ping = (app: FastifyInstance, key = "mr_test_shared_key") =>
+    app.inject({ method: "GET", url: "/v1/ping", headers: { authorization: `Bearer ${key}` } });
+
+  it("two gateways share one budget per key", async () => {
+    // One token a minute after a burst of 10: no refill during the test.
+    const [a, b] = [await gateway(1, 10), await gateway(1, 10)];
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) statuses.push((await ping(i % 2 ? a : b)).statusCode);
+    // Concurrent requests on both race for the last tokens: compare-and-set keeps the count exact.
+    const raced = await Promise.all(Array.from({ length: 6 }, (_, i) => ping(i % 2 ? a : b)));
+    statuses.push(...raced.map((r) => r.statusCode));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(4);
+    const limited = await ping(a);
+    expect(limited.statusCode).toBe(429);
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+    expect(limited.headers).toMatchObject({ "ratelimit-limit": "10", "ratelimit-remaining": "0" });
+    expect(limited.json()).toMatchObject({ statusCode: 429, code: "rate_limited" });
+    // Another key has its own bucket.
+    expect((await ping(b, "mr_test_other_key")).statusCode).toBe(200);
+  }, 30_000);
+
+  it("never refuses a busy key for contention while its bucket holds tokens, and stays exact", async () => {
+    // Requests of one key in one process share compare-and-sets instead of racing each other.
+    const [roomy, tight] = [await gateway(600_000, 100_000), await gateway(1, 50)];
+    const busy = await Promise.all(Array.from({ length: 300 }, () => ping(roomy, "mr_test_other_key")));
+    expect(busy.filter((r) => r.statusCode !== 200).map((r) => r.statusCode)).toEqual([]);
+    // A burst of 50 under 120 concurrent requests: exactly 50 through (the shared key's bucket
+    // is already empty from the test above, so use a fresh bucket name through another key).
+    const raced = await Promise.all(Array.from({ length: 120 }, () => ping(tight, "mr_test_third_key")));
+    expect(raced.filter((r) => r.statusCode === 200)).toHaveLength(50);
+    expect(raced.filter((r) => r.statusCode === 429)).toHaveLength(70);
+  }, 60_000);
+});

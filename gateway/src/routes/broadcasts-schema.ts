@@ -1,0 +1,222 @@
+import { z } from "zod";
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import {
+  BroadcastStatus,
+  DeliveryMethod,
+  type Broadcast,
+} from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { apiErrorSchema, refusal } from "../errors.js";
+import type { RouteModule } from "./route.js";
+
+/**
+ * Public JSON of broadcasts (/v1/broadcasts). The gateway checks shapes only; every rule
+ * (gating, sender, variables, sizes, states, pacing) lives in the broadcast service.
+ */
+
+export const STATUSES = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"] as const;
+export const METHODS = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP"] as const;
+
+const STATUS_BY_NAME: Record<(typeof STATUSES)[number], BroadcastStatus> = {
+  DRAFT: BroadcastStatus.DRAFT,
+  SCHEDULED: BroadcastStatus.SCHEDULED,
+  IN_PROGRESS: BroadcastStatus.IN_PROGRESS,
+  COMPLETED: BroadcastStatus.COMPLETED,
+};
+const METHOD_BY_NAME: Record<(typeof METHODS)[number], DeliveryMethod> = {
+  ASAP: DeliveryMethod.ASAP,
+  PROGRESSIVE: DeliveryMethod.PROGRESSIVE,
+  SMART: DeliveryMethod.SMART,
+  WARMUP: DeliveryMethod.WARMUP,
+};
+export const statusOf = (name: (typeof STATUSES)[number]) => STATUS_BY_NAME[name];
+export const methodOf = (name: (typeof METHODS)[number]) => METHOD_BY_NAME[name];
+
+export const broadcastIdParams = z.object({
+  id: z.string().meta({ description: "A broadcast id (`cmp_…`). Another workspace's or an unknown id is a 404 `broadcast_not_found` (after the gating, like every broadcast call)." }),
+});
+
+/** On broadcast routes a request the route's schema refuses is an `invalid_payload` naming what is allowed (design §6). */
+export function broadcastScope(register: RouteModule): RouteModule {
+  return (app, deps) => {
+    app.register(async (scope) => {
+      scope.addHook("onRoute", (options) => {
+        options.config = { ...options.config, errorCodes: { invalid_request: "invalid_payload", ...options.config?.errorCodes } };
+      });
+      register(scope, deps);
+    });
+  };
+}
+
+// --- requests -----------------------------------------------------------------------------
+
+const address = z.string().max(512);
+
+export const createBroadcastRequestSchema = z
+  .object({
+    name: z.string().meta({ description: "Required." }),
+    subject: z.string().meta({ description: "May contain merge variables." }),
+    previewText: z.string().optional().meta({ description: "Inbox preview text; may contain merge variables." }),
+    fromEmail: address.meta({ description: "A verified address or one on a verified domain (else 400 `campaigns/invalid_from_email` with the allowed lists)." }),
+    fromName: z.string().meta({ description: "Required." }),
+    replyTo: z.array(address).max(10).optional().meta({ description: "Reply-To addresses." }),
+    html: z.string().meta({ description: "Stored exactly as sent. At most 512,000 bytes of UTF-8 (else 413 `broadcast_html_too_large`); over 102 KB the answer warns `html_over_102kb_may_be_clipped`." }),
+    text: z.string().optional().meta({ description: "The plain-text part; generated from the HTML when absent." }),
+    audience: z.object({ all: z.literal(true) }).meta({ description: "Only `{ all: true }`: subscribed contacts minus suppressions, resolved when sending starts." }),
+    settings: z
+      .object({ trackOpens: z.boolean().optional(), trackClicks: z.boolean().optional() })
+      .optional()
+      .meta({ description: "Both default to true." }),
+    allowUnknownVariables: z.boolean().optional().meta({ description: "Render unknown merge variables as empty text instead of refusing (400 `broadcast_unknown_variables`)." }),
+  })
+  .meta({ id: "CreateBroadcastRequest" });
+
+export const testBroadcastRequestSchema = z
+  .object({ emails: z.array(z.string()).meta({ description: "1 to 10 addresses of workspace members (else 400 `invalid_test_recipients` / `test_recipients_not_members` with `notMembers`)." }) })
+  .meta({ id: "TestBroadcastRequest" });
+
+/** The test body: anything but a list of addresses is `invalid_test_recipients` (design §6). */
+export function parseTestBody(raw: unknown): { emails: string[] } {
+  const parsed = testBroadcastRequestSchema.safeParse(raw);
+  if (!parsed.success) throw refusal({ code: "invalid_test_recipients", message: "emails must be a list of 1 to 10 member addresses" });
+  return parsed.data;
+}
+
+export const scheduleBroadcastRequestSchema = z
+  .object({
+    sendAt: z.string().nullish().meta({ description: "ISO 8601 with a time zone. Omitted, null, now or in the past: send now. More than 90 days ahead: 400 `send_at_out_of_range`; unparseable: 400 `invalid_send_at`." }),
+    deliveryMethod: z.enum(METHODS).nullish().meta({ description: "Pacing. Omitted: `WARMUP` for a new sending account, else `PROGRESSIVE`. A new sending account may only use `WARMUP` (400 `campaigns/delivery_method_not_available`)." }),
+  })
+  .meta({ id: "ScheduleBroadcastRequest", description: "`{}` (or no body) sends now with the safest method." });
+
+export const listBroadcastsQuerySchema = z.object({
+  status: z.enum(STATUSES).optional().meta({ description: "Only broadcasts in this status." }),
+  limit: z.coerce.number().int().min(1).max(100).optional().meta({ default: 20 }),
+  cursor: z.string().max(200).optional().meta({ description: "The `cursor` of the previous page." }),
+});
+
+// --- responses ----------------------------------------------------------------------------
+
+const timestamp = z.iso.datetime().nullable();
+const counter = z.number().int().min(0);
+
+export const broadcastSchema = z
+  .strictObject({
+    id: z.string().regex(/^cmp_/),
+    name: z.string(),
+    status: z.enum(STATUSES),
+    subject: z.string(),
+    previewText: z.string(),
+    fromEmail: z.string(),
+    fromName: z.string(),
+    replyTo: z.array(z.string()),
+    html: z.string().meta({ description: "As created (compiling for the send never changes it)." }),
+    text: z.string(),
+    audience: z.strictObject({ all: z.boolean() }),
+    settings: z.strictObject({ trackOpens: z.boolean(), trackClicks: z.boolean() }),
+    allowUnknownVariables: z.boolean(),
+    deliveryMethod: z.enum(METHODS).nullable().meta({ description: "Set at scheduling." }),
+    scheduledAt: timestamp.meta({ description: "When sending is due; null on a draft." }),
+    sentAt: timestamp.meta({ description: "When sending started (the move to IN_PROGRESS); null before." }),
+    completedAt: timestamp,
+    createdAt: z.iso.datetime(),
+    updatedAt: z.iso.datetime(),
+    pauseReason: z.string().nullable().meta({ description: "Why releasing stopped early: `bounce_rate` (PROGRESSIVE stopped by bounces); null otherwise." }),
+    progress: z
+      .strictObject({
+        recipients: counter.meta({ description: "Audience resolved at the start." }),
+        released: counter.meta({ description: "Handed to delivery or settled without it." }),
+        sent: counter.meta({ description: "Accepted by the receiving server." }),
+        delivered: counter,
+        deferred: counter,
+        bounced: counter,
+        failed: counter,
+        suppressed: counter,
+        opened: counter.meta({ description: "Unique opens." }),
+        clicked: counter.meta({ description: "Unique clickers." }),
+        unsubscribed: counter,
+      })
+      .meta({ id: "BroadcastProgress" }),
+  })
+  .meta({ id: "Broadcast" });
+
+export const broadcastEnvelope = z.strictObject({ broadcast: broadcastSchema }).meta({ id: "BroadcastEnvelope" });
+export const warnings = z.array(z.string()).optional().meta({ description: "E.g. `html_over_102kb_may_be_clipped`." });
+
+export const createBroadcastResponseSchema = z
+  .strictObject({
+    broadcast: broadcastSchema,
+    variables: z.strictObject({
+      detected: z.array(z.string()).meta({ description: "Every merge variable in the HTML, subject and preview text." }),
+      unknown: z.array(z.string()).meta({ description: "Those that are neither built-ins, system values nor contact properties." }),
+    }),
+    warnings,
+  })
+  .meta({ id: "CreateBroadcastResponse" });
+
+export const scheduleBroadcastResponseSchema = z.strictObject({ broadcast: broadcastSchema, warnings }).meta({ id: "ScheduleBroadcastResponse" });
+
+export const broadcastListSchema = z
+  .strictObject({
+    broadcasts: z.strictObject({
+      items: z.array(broadcastSchema).meta({ description: "Newest first." }),
+      cursor: z.string().nullable().meta({ description: "Pass as `cursor` for the next page; null on the last." }),
+      hasMore: z.boolean(),
+    }),
+  })
+  .meta({ id: "BroadcastList" });
+
+/** Error bodies of broadcast routes: always with `code`, plus the fields their code names. */
+export const broadcastErrorSchema = apiErrorSchema;
+
+/** 403/402 answers of every broadcast route: the gating, in its order. */
+export const GATING_RESPONSES = {
+  402: { description: "`broadcast_api_addon_required`: the Email API add-on is not enabled.", body: broadcastErrorSchema },
+  403: { description: "`broadcast_api_not_enabled` (no early access; checked first), then `broadcast_api_workspace_not_verified` (checked after the add-on).", body: broadcastErrorSchema },
+};
+
+export const UNAUTHORIZED_RESPONSE = {
+  401: { description: "Missing, invalid or under-scoped API key (scope `api_user`): code `unauthorized`.", body: broadcastErrorSchema },
+};
+
+const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
+const n = (v: bigint | undefined) => Number(v ?? 0n);
+
+/** Proto broadcast -> public JSON, every field. */
+export function broadcastJson(b: Broadcast): z.output<typeof broadcastSchema> {
+  const p = b.progress;
+  return {
+    id: b.id,
+    name: b.name,
+    status: BroadcastStatus[b.status] as (typeof STATUSES)[number],
+    subject: b.subject,
+    previewText: b.previewText,
+    fromEmail: b.fromEmail,
+    fromName: b.fromName,
+    replyTo: b.replyTo,
+    html: b.html,
+    text: b.text,
+    audience: { all: b.audience?.all ?? true },
+    settings: { trackOpens: b.settings?.trackOpens ?? true, trackClicks: b.settings?.trackClicks ?? true },
+    allowUnknownVariables: b.allowUnknownVariables,
+    deliveryMethod: b.deliveryMethod ? (DeliveryMethod[b.deliveryMethod] as (typeof METHODS)[number]) : null,
+    scheduledAt: iso(b.scheduledAt),
+    sentAt: iso(b.sentAt),
+    completedAt: iso(b.completedAt),
+    createdAt: iso(b.createdAt) ?? new Date(0).toISOString(),
+    updatedAt: iso(b.updatedAt) ?? iso(b.createdAt) ?? new Date(0).toISOString(),
+    pauseReason: b.pauseReason || null,
+    progress: {
+      recipients: n(p?.recipients),
+      released: n(p?.released),
+      sent: n(p?.sent),
+      delivered: n(p?.delivered),
+      deferred: n(p?.deferred),
+      bounced: n(p?.bounced),
+      failed: n(p?.failed),
+      suppressed: n(p?.suppressed),
+      opened: n(p?.opened),
+      clicked: n(p?.clicked),
+      unsubscribed: n(p?.unsubscribed),
+    },
+  };
+}

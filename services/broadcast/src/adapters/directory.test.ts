@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { DirectoryService, SuppressionReason } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import { memoryTransport } from "../../../kit/src/connect.js";
+import { notFound } from "../../../kit/src/errors.js";
+import { RpcDirectory } from "./directory.js";
+
+const contacts = Array.from({ length: 7 }, (_, i) => ({
+  id: `ctc_${i}`,
+  email: `c${i}@example.test`,
+  firstName: `C${i}`,
+  timezone: i === 0 ? "Asia/Tokyo" : "",
+  subscribed: i !== 3,
+  properties: { plan: "pro" },
+}));
+
+function directory() {
+  const calls: string[] = [];
+  const transport = memoryTransport(({ service }) => {
+    service(DirectoryService, {
+      getWorkspace(req) {
+        calls.push("getWorkspace");
+        return { workspace: { id: req.workspaceId, timezone: "Europe/Paris", flags: { broadcastEarlyAccess: true, emailApiAddon: false, verified: true }, sendingAccountNew: true } };
+      },
+      async *streamContacts(req) {
+        calls.push(`stream subscribedOnly=${req.subscribedOnly}`);
+        for (let i = 0; i < contacts.length; i += 3) yield { contacts: contacts.slice(i, i + 3) };
+      },
+      getContact(req) {
+        if (req.email !== "c1@example.test") throw notFound("contact_not_found", "no");
+        return { contact: contacts[1] };
+      },
+      checkSuppression(req) {
+        calls.push(`checkSuppression ${req.emails.length}`);
+        return { suppressed: req.emails.filter((e) => e.startsWith("gone")).map((email) => ({ email: email.toUpperCase(), reason: SuppressionReason.HARD_BOUNCE })) };
+      },
+    });
+  });
+  return { dir: new RpcDirectory(createClient(DirectoryService, transport), 60_000), calls };
+}
+
+describe("directory adapter", () => {
+  it("reads workspace flags once per cache period", async () => {
+    const { dir, calls } = directory();
+    expect(await dir.workspace("ws")).toEqual({ id: "ws", timezone: "Europe/Paris", broadcastEarlyAccess: true, emailApiAddon: false, verified: true, sendingAccountNew: true });
+    await dir.workspace("ws");
+    expect(calls.filter((c) => c === "getWorkspace")).toHaveLength(1);
+  });
+
+  it("streams the subscribed audience in id order, resuming after a cursor", async () => {
+    const { dir, calls } = directory();
+    const all: string[] = [];
+    for await (const batch of dir.subscribedContacts("ws")) all.push(...batch.map((c) => c.id));
+    expect(all).toEqual(["ctc_0", "ctc_1", "ctc_2", "ctc_4", "ctc_5", "ctc_6"]);
+    expect(calls).toContain("stream subscribedOnly=true");
+    const rest: string[] = [];
+    for await (const batch of dir.subscribedContacts("ws", "ctc_4")) rest.push(...batch.map((c) => c.id));
+    expect(rest).toEqual(["ctc_5", "ctc_6"]);
+  });
+
+  it("answers null for an unknown contact, and lowercases suppressed addresses in batches of 10,000", async () => {
+    const { dir, calls } = directory();
+    expect(await dir.contactByEmail("ws", "nobody@example.test")).toBeNull();
+    expect((await dir.contactByEmail("ws", "c1@example.test"))?.firstName).toBe("C1");
+    const emails = Array.from({ length: 12_000 }, (_, i) => (i === 11_999 ? "gone@example.test" : `a${i}@example.test`));
+    expect([...(await dir.suppressed("ws", emails))]).toEqual(["gone@example.test"]);
+    expect(calls.filter((c) => c.startsWith("checkSuppression"))).toEqual(["checkSuppression 10000", "checkSuppression 2000"]);
+  });
+});

@@ -1,0 +1,127 @@
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { LRUCache } from "lru-cache";
+import type { Contact as PbContact, DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { Contact, Directory, SenderCheck, UsageReservation, WorkspaceInfo } from "../domain/ports.js";
+import { asDomainError } from "./errors.js";
+
+const RPC = { timeoutMs: 15_000 };
+/** CheckSuppression takes up to 10000 addresses per call. */
+const SUPPRESSION_BATCH = 10_000;
+const STREAM_BATCH = 1_000;
+
+/**
+ * The audience rule lives here, in one place: today a contact is in the audience when
+ * `subscribed` is true (the directory is moving to a `status` field; only this changes).
+ */
+export const inAudience = (c: PbContact) => c.subscribed;
+
+function contactOf(c: PbContact): Contact {
+  return {
+    id: c.id,
+    email: c.email,
+    firstName: c.firstName,
+    lastName: c.lastName,
+    timezone: c.timezone,
+    properties: { ...(c.properties ?? {}) },
+  };
+}
+
+/**
+ * The directory over Connect. Workspace flags are cached briefly (gating reads them on
+ * every call); everything else is asked each time.
+ */
+export class RpcDirectory implements Directory {
+  private readonly workspaces: LRUCache<string, WorkspaceInfo>;
+
+  constructor(
+    private readonly client: Client<typeof DirectoryService>,
+    workspaceCacheMs = 2_000,
+  ) {
+    this.workspaces = new LRUCache({ max: 10_000, ttl: Math.max(1, workspaceCacheMs) });
+  }
+
+  async workspace(workspaceId: string): Promise<WorkspaceInfo> {
+    const hit = this.workspaces.get(workspaceId);
+    if (hit) return hit;
+    try {
+      const { workspace } = await this.client.getWorkspace({ workspaceId }, RPC);
+      if (!workspace) throw new Error(`directory returned no workspace ${workspaceId}`);
+      const info: WorkspaceInfo = {
+        id: workspace.id,
+        timezone: workspace.timezone,
+        broadcastEarlyAccess: workspace.flags?.broadcastEarlyAccess ?? false,
+        emailApiAddon: workspace.flags?.emailApiAddon ?? false,
+        verified: workspace.flags?.verified ?? false,
+        sendingAccountNew: workspace.sendingAccountNew,
+      };
+      this.workspaces.set(workspaceId, info);
+      return info;
+    } catch (err) {
+      throw asDomainError(err);
+    }
+  }
+
+  async checkSender(workspaceId: string, from: string): Promise<SenderCheck> {
+    try {
+      const res = await this.client.checkSender({ workspaceId, from }, RPC);
+      return { allowed: res.allowed, allowedEmails: res.allowedEmails, allowedDomains: res.allowedDomains };
+    } catch (err) {
+      throw asDomainError(err);
+    }
+  }
+
+  async customPropertySlugs(workspaceId: string): Promise<string[]> {
+    const { properties } = await this.client.listContactProperties({ workspaceId }, RPC);
+    return properties.filter((p) => !p.builtIn).map((p) => p.slug);
+  }
+
+  async members(workspaceId: string): Promise<string[]> {
+    return (await this.client.listMembers({ workspaceId }, RPC)).emails;
+  }
+
+  async contactByEmail(workspaceId: string, email: string): Promise<Contact | null> {
+    try {
+      const { contact } = await this.client.getContact({ workspaceId, email }, RPC);
+      return contact ? contactOf(contact) : null;
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.NotFound) return null;
+      throw asDomainError(err);
+    }
+  }
+
+  /**
+   * StreamContacts in contact-id order. It has no start cursor yet, so resuming after
+   * `afterId` skips what came before on this side (ids are ordered); when the directory
+   * gains one, pass it here instead.
+   */
+  async *subscribedContacts(workspaceId: string, afterId?: string): AsyncIterable<Contact[]> {
+    const stream = this.client.streamContacts({ workspaceId, subscribedOnly: true, batchSize: STREAM_BATCH }, { timeoutMs: 30 * 60_000 });
+    for await (const res of stream) {
+      const batch = res.contacts.filter((c) => inAudience(c) && (!afterId || c.id > afterId)).map(contactOf);
+      if (batch.length) yield batch;
+    }
+  }
+
+  async suppressed(workspaceId: string, emails: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < emails.length; i += SUPPRESSION_BATCH) {
+      const { suppressed } = await this.client.checkSuppression({ workspaceId, emails: emails.slice(i, i + SUPPRESSION_BATCH) }, RPC);
+      for (const s of suppressed) out.add(s.email.toLowerCase());
+    }
+    return out;
+  }
+
+  async usageLeft(workspaceId: string): Promise<number> {
+    const res = await this.client.getUsage({ workspaceId }, RPC);
+    return Number(res.limit) - Number(res.used);
+  }
+
+  async reserveSendable(workspaceId: string, emails: string[]): Promise<UsageReservation> {
+    const res = await this.client.reserveSendable({ workspaceId, recipients: emails }, RPC);
+    return { granted: res.granted, reserved: Number(res.reserved), suppressed: res.suppressed.map((s) => s.email.toLowerCase()), period: res.period };
+  }
+
+  async releaseUsage(workspaceId: string, count: number, period: string): Promise<void> {
+    await this.client.releaseUsage({ workspaceId, count: BigInt(count), period }, RPC);
+  }
+}

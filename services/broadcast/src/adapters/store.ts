@@ -1,0 +1,353 @@
+import { DuplicateKeyError, type Collection, type Store } from "../../../kit/src/store/port.js";
+import { FINAL_OUTCOMES, type Broadcast, type OutcomeKind, type Progress, type RecipientPage, type SendingState, type WindowReservation } from "../domain/model.js";
+import { waveKey, type WarmupAccount } from "../domain/pacing.js";
+import type {
+  BroadcastRepository,
+  ContentRepository,
+  DeliveryLedger,
+  LedgerEntry,
+  ListQuery,
+  MarkResult,
+  PageRepository,
+  WarmupRepository,
+  DeliveryTally,
+} from "../domain/ports.js";
+
+/**
+ * The broadcast service's collections, with the queries and the indexes that serve them:
+ *
+ * - `broadcasts`: one document per broadcast, with its sending state, lease and counters;
+ * - `broadcast_contents`: compiled messages (locked content; test sends, expiring);
+ * - `broadcast_pages`: the audience snapshot, pages of up to 1000 recipients (the outbox);
+ * - `broadcast_deliveries`: one entry per released delivery, each outcome kind once;
+ * - `warmup_accounts`: per-workspace WARMUP day and count.
+ */
+
+type BroadcastDoc = Omit<Broadcast, "id"> & {
+  _id: string;
+  /** When the sender loop should look at it next (IN_PROGRESS only). */
+  workAt?: Date;
+  leaseOwner?: string;
+  leaseUntil?: Date;
+};
+
+const EPOCH = new Date(0);
+
+function toBroadcast(doc: BroadcastDoc): Broadcast {
+  const { _id, workAt: _w, leaseOwner: _o, leaseUntil: _u, ...rest } = doc;
+  return { id: _id, ...rest, replyTo: rest.replyTo ?? [] };
+}
+
+export class StoreBroadcastRepository implements BroadcastRepository {
+  private readonly docs: Collection<BroadcastDoc>;
+
+  constructor(store: Store) {
+    this.docs = store.collection<BroadcastDoc>("broadcasts");
+  }
+
+  async init(): Promise<void> {
+    // Listing: a workspace's broadcasts newest first (ids are time-ordered ULIDs).
+    await this.docs.createIndex({ keys: { workspaceId: 1, _id: -1 } });
+    // The sender loop: due SCHEDULED broadcasts, and IN_PROGRESS ones whose work is due
+    // (workAt exists only while IN_PROGRESS, so the index holds just those).
+    await this.docs.createIndex({ keys: { status: 1, scheduledAt: 1 } });
+    await this.docs.createIndex({ keys: { workAt: 1 }, sparse: true });
+  }
+
+  async insert(b: Broadcast): Promise<void> {
+    const { id, ...rest } = b;
+    await this.docs.insertOne({ _id: id, ...rest });
+  }
+
+  async find(workspaceId: string, id: string): Promise<Broadcast | null> {
+    const doc = await this.docs.findOne({ _id: id, workspaceId });
+    return doc ? toBroadcast(doc) : null;
+  }
+
+  async findById(id: string): Promise<Broadcast | null> {
+    const doc = await this.docs.findOne({ _id: id });
+    return doc ? toBroadcast(doc) : null;
+  }
+
+  async list(workspaceId: string, q: ListQuery): Promise<Broadcast[]> {
+    const filter: Record<string, unknown> = { workspaceId };
+    if (q.status) filter.status = q.status;
+    if (q.before) filter._id = { $lt: q.before };
+    const docs = await this.docs.find(filter, { sort: { _id: -1 }, limit: q.limit });
+    return docs.map(toBroadcast);
+  }
+
+  async schedule(workspaceId: string, id: string, set: { scheduledAt: Date; deliveryMethod: Broadcast["deliveryMethod"]; contentKey: string; at: Date }): Promise<Broadcast | null> {
+    const doc = await this.docs.findOneAndUpdate(
+      { _id: id, workspaceId, status: "DRAFT" },
+      { $set: { status: "SCHEDULED", scheduledAt: set.scheduledAt, deliveryMethod: set.deliveryMethod, contentKey: set.contentKey, updatedAt: set.at } },
+      { returnDocument: "after" },
+    );
+    return doc ? toBroadcast(doc) : null;
+  }
+
+  async cancel(workspaceId: string, id: string, at: Date): Promise<Broadcast | null> {
+    // Status SCHEDULED is the whole condition: the start claim moves it to IN_PROGRESS.
+    const doc = await this.docs.findOneAndUpdate(
+      { _id: id, workspaceId, status: "SCHEDULED" },
+      { $set: { status: "DRAFT", updatedAt: at }, $unset: { scheduledAt: "", deliveryMethod: "", contentKey: "" } },
+      { returnDocument: "before" },
+    );
+    return doc ? toBroadcast(doc) : null;
+  }
+
+  async claimDue(now: Date, owner: string, leaseUntil: Date, initial: SendingState): Promise<Broadcast | null> {
+    const doc = await this.docs.findOneAndUpdate(
+      { status: "SCHEDULED", scheduledAt: { $lte: now } },
+      { $set: { status: "IN_PROGRESS", sentAt: now, updatedAt: now, sending: initial, workAt: now, leaseOwner: owner, leaseUntil } },
+      { sort: { scheduledAt: 1 }, returnDocument: "after" },
+    );
+    return doc ? toBroadcast(doc) : null;
+  }
+
+  async claimWork(now: Date, owner: string, leaseUntil: Date): Promise<Broadcast | null> {
+    const doc = await this.docs.findOneAndUpdate(
+      { workAt: { $lte: now }, status: "IN_PROGRESS", leaseUntil: { $lt: now } },
+      { $set: { leaseOwner: owner, leaseUntil } },
+      { sort: { workAt: 1 }, returnDocument: "after" },
+    );
+    return doc ? toBroadcast(doc) : null;
+  }
+
+  async saveSending(id: string, owner: string, sending: SendingState, inc: Partial<Progress> = {}, leaseUntil?: Date): Promise<boolean> {
+    // waveBounces are counted by the events consumer: never overwrite them from here.
+    const { waveBounces: _ignored, ...rest } = sending;
+    const set: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(rest)) if (v !== undefined) set[`sending.${k}`] = v;
+    if (leaseUntil) set.leaseUntil = leaseUntil;
+    const res = await this.docs.updateOne(
+      { _id: id, leaseOwner: owner },
+      { $set: set, ...(Object.keys(inc).length ? { $inc: progressInc(inc) } : {}) },
+    );
+    return res.matchedCount === 1;
+  }
+
+  async releaseLease(id: string, owner: string, workAt: Date): Promise<void> {
+    await this.docs.updateOne({ _id: id, leaseOwner: owner, status: "IN_PROGRESS" }, { $set: { leaseUntil: EPOCH, workAt } });
+  }
+
+  async increment(id: string, inc: Partial<Progress>, waveBounce?: number): Promise<void> {
+    const $inc = progressInc(inc);
+    if (waveBounce !== undefined) $inc[`sending.waveBounces.${waveKey(waveBounce)}`] = 1;
+    if (Object.keys($inc).length) await this.docs.updateOne({ _id: id }, { $inc });
+  }
+
+  async progressOf(id: string): Promise<Pick<Broadcast, "id" | "status" | "progress" | "sending"> | null> {
+    const doc = await this.docs.findOne({ _id: id }, { projection: { status: 1, progress: 1, sending: 1 } });
+    return doc ? { id: doc._id, status: doc.status, progress: doc.progress, sending: doc.sending } : null;
+  }
+
+  async complete(id: string, at: Date, exact: Partial<Progress> = {}): Promise<boolean> {
+    const counters = Object.fromEntries(Object.entries(exact).map(([k, v]) => [`progress.${k}`, v]));
+    const res = await this.docs.updateOne(
+      { _id: id, status: "IN_PROGRESS", "sending.phase": "draining" },
+      { $set: { status: "COMPLETED", completedAt: at, updatedAt: at, ...counters }, $unset: { workAt: "", leaseOwner: "", leaseUntil: "" } },
+    );
+    return res.matchedCount === 1;
+  }
+}
+
+function progressInc(inc: Partial<Progress>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(inc)) if (v) out[`progress.${k}`] = v;
+  return out;
+}
+
+type ContentDoc = { _id: string; workspaceId: string; compiled: string; expiresAt?: Date };
+
+export class StoreContentRepository implements ContentRepository {
+  private readonly docs: Collection<ContentDoc>;
+
+  constructor(store: Store) {
+    this.docs = store.collection<ContentDoc>("broadcast_contents");
+  }
+
+  async init(): Promise<void> {
+    // Test contents carry expiresAt; locked contents do not and stay.
+    await this.docs.createIndex({ keys: { expiresAt: 1 }, expireAfterSeconds: 0, sparse: true });
+  }
+
+  async put(key: string, workspaceId: string, compiled: Uint8Array, expiresAt?: Date): Promise<void> {
+    const fields: Omit<ContentDoc, "_id"> = { workspaceId, compiled: Buffer.from(compiled).toString("base64") };
+    if (expiresAt) fields.expiresAt = expiresAt;
+    await this.docs.updateOne({ _id: key }, { $set: fields }, { upsert: true });
+  }
+
+  async get(key: string): Promise<{ workspaceId: string; compiled: Uint8Array } | null> {
+    const doc = await this.docs.findOne({ _id: key });
+    return doc ? { workspaceId: doc.workspaceId, compiled: new Uint8Array(Buffer.from(doc.compiled, "base64")) } : null;
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.docs.deleteOne({ _id: key });
+  }
+}
+
+type PageDoc = Omit<RecipientPage, "id"> & { _id: string };
+
+const toPage = ({ _id, ...rest }: PageDoc): RecipientPage => ({ id: _id, ...rest });
+
+export class StorePageRepository implements PageRepository {
+  private readonly docs: Collection<PageDoc>;
+
+  constructor(store: Store) {
+    this.docs = store.collection<PageDoc>("broadcast_pages");
+  }
+
+  async init(): Promise<void> {
+    // Unfinished pages of a broadcast by due time; finished pages drop nextDueAt.
+    await this.docs.createIndex({ keys: { broadcastId: 1, nextDueAt: 1, seq: 1 } });
+  }
+
+  async put(page: RecipientPage): Promise<void> {
+    const { id, ...rest } = page;
+    await this.docs.updateOne({ _id: id }, { $set: rest }, { upsert: true });
+  }
+
+  async nextDue(broadcastId: string, now: number): Promise<RecipientPage | null> {
+    const doc = await this.docs.findOne({ broadcastId, nextDueAt: { $lte: now } }, { sort: { nextDueAt: 1, seq: 1 } });
+    return doc ? toPage(doc) : null;
+  }
+
+  async earliestDue(broadcastId: string): Promise<number | null> {
+    const doc = await this.docs.findOne({ broadcastId, nextDueAt: { $exists: true } }, { sort: { nextDueAt: 1 }, projection: { nextDueAt: 1 } });
+    return doc?.nextDueAt ?? null;
+  }
+
+  async reserve(pageId: string, released: number, reservedUpTo: number, reservation: WindowReservation): Promise<boolean> {
+    const res = await this.docs.updateOne({ _id: pageId, released, reservedUpTo: { $lte: released } }, { $set: { reservedUpTo, reservation } });
+    return res.matchedCount === 1;
+  }
+
+  async markReleased(pageId: string, released: number, nextDueAt: number | undefined): Promise<boolean> {
+    const doc = await this.docs.findOne({ _id: pageId, released });
+    if (!doc) return false;
+    const update = nextDueAt === undefined
+      ? { $set: { released: doc.reservedUpTo }, $unset: { nextDueAt: "", reservation: "" } }
+      : { $set: { released: doc.reservedUpTo, nextDueAt }, $unset: { reservation: "" } };
+    const res = await this.docs.updateOne({ _id: pageId, released, reservedUpTo: doc.reservedUpTo }, update);
+    return res.matchedCount === 1;
+  }
+
+  async deleteAll(broadcastId: string): Promise<void> {
+    await this.docs.deleteMany({ broadcastId });
+  }
+}
+
+type LedgerDoc = { _id: string; broadcastId: string; wave: number; final?: boolean } & Partial<Record<OutcomeKind, boolean>>;
+
+export class StoreDeliveryLedger implements DeliveryLedger {
+  private readonly docs: Collection<LedgerDoc>;
+
+  constructor(private readonly store: Store) {
+    this.docs = store.collection<LedgerDoc>("broadcast_deliveries");
+  }
+
+  async init(): Promise<void> {
+    // Completion counts a broadcast's finished deliveries (every few seconds while one
+    // drains). On MongoDB an index serves it. The embedded engine keeps one array of
+    // documents per index key, so with every delivery of a broadcast under one key each
+    // later open or click would cost O(recipients): there the count scans instead.
+    if (this.store.kind === "mongodb") await this.docs.createIndex({ keys: { final: 1, broadcastId: 1 }, sparse: true });
+  }
+
+  async add(entries: LedgerEntry[]): Promise<void> {
+    const docs = entries.map((e): LedgerDoc => {
+      const doc: LedgerDoc = { _id: e.deliveryId, broadcastId: e.broadcastId, wave: e.wave };
+      if (e.settled) Object.assign(doc, { [e.settled]: true, final: true });
+      return doc;
+    });
+    try {
+      await this.docs.insertMany(docs);
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      // A window published again after a restart: keep what exists, add what is missing.
+      for (const doc of docs) {
+        const { _id, ...rest } = doc;
+        await this.docs.updateOne({ _id }, { $setOnInsert: rest }, { upsert: true });
+      }
+    }
+  }
+
+  async mark(deliveryId: string, kind: OutcomeKind): Promise<MarkResult> {
+    const final = FINAL_OUTCOMES.has(kind);
+    const before = await this.docs.findOneAndUpdate(
+      { _id: deliveryId },
+      { $set: final ? { [kind]: true, final: true } : { [kind]: true } },
+      { returnDocument: "before" },
+    );
+    if (!before) return { known: false, first: false, becameFinal: false, wasSent: false, wave: 0 };
+    return { known: true, first: before[kind] !== true, becameFinal: final && before.final !== true, wasSent: before.sent === true, wave: before.wave };
+  }
+
+  async countFinal(broadcastId: string): Promise<number> {
+    return this.docs.countDocuments({ final: true, broadcastId });
+  }
+
+  async tally(broadcastId: string): Promise<DeliveryTally> {
+    const kinds = { sent: 1, deferred: 1, bounced: 1, failed: 1, suppressed: 1, final: 1 } as const;
+    const docs = await this.docs.find({ broadcastId }, { projection: kinds });
+    const t: DeliveryTally = { sent: 0, delivered: 0, deferred: 0, bounced: 0, failed: 0, suppressed: 0, finalized: 0 };
+    for (const d of docs) {
+      if (d.sent) t.sent++;
+      if (d.sent && !d.bounced) t.delivered++;
+      if (d.deferred) t.deferred++;
+      if (d.bounced) t.bounced++;
+      if (d.failed) t.failed++;
+      if (d.suppressed) t.suppressed++;
+      if (d.final) t.finalized++;
+    }
+    return t;
+  }
+}
+
+type WarmupDoc = { _id: string; day: string; activeDaysBefore: number; sentOnDay: number };
+
+export class StoreWarmupRepository implements WarmupRepository {
+  private readonly docs: Collection<WarmupDoc>;
+
+  constructor(store: Store) {
+    this.docs = store.collection<WarmupDoc>("warmup_accounts");
+  }
+
+  async get(workspaceId: string): Promise<WarmupAccount | undefined> {
+    const doc = await this.docs.findOne({ _id: workspaceId });
+    if (!doc) return undefined;
+    const { _id, ...account } = doc;
+    return account;
+  }
+
+  async take(workspaceId: string, expected: WarmupAccount | undefined, today: WarmupAccount, count: number): Promise<boolean> {
+    const next = { ...today, sentOnDay: today.sentOnDay + count };
+    if (!expected) {
+      try {
+        await this.docs.insertOne({ _id: workspaceId, ...next });
+        return true;
+      } catch (err) {
+        if (err instanceof DuplicateKeyError) return false;
+        throw err;
+      }
+    }
+    const res = await this.docs.updateOne(
+      { _id: workspaceId, day: expected.day, sentOnDay: expected.sentOnDay, activeDaysBefore: expected.activeDaysBefore },
+      { $set: next },
+    );
+    return res.matchedCount === 1;
+  }
+}
+
+/** Every repository, with its indexes in place. */
+export async function openRepositories(store: Store) {
+  const broadcasts = new StoreBroadcastRepository(store);
+  const contents = new StoreContentRepository(store);
+  const pages = new StorePageRepository(store);
+  const ledger = new StoreDeliveryLedger(store);
+  const warmup = new StoreWarmupRepository(store);
+  await Promise.all([broadcasts.init(), contents.init(), pages.init(), ledger.init()]);
+  return { broadcasts, contents, pages, ledger, warmup };
+}

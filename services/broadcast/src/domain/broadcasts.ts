@@ -1,0 +1,331 @@
+import { appError, badRequest, conflict, notFound, type AppError } from "../../../kit/src/errors.js";
+import { assertBroadcastAccess } from "./gating.js";
+import {
+  BROADCAST_STATUSES,
+  DELIVERY_METHODS,
+  HTML_CLIP_BYTES,
+  HTML_CLIP_WARNING,
+  HTML_MAX_BYTES,
+  LIST_DEFAULT_LIMIT,
+  LIST_MAX_LIMIT,
+  SCHEDULE_HORIZON_MS,
+  TEST_MAX_RECIPIENTS,
+  TEST_SUBJECT_PREFIX,
+  emptyProgress,
+  type Broadcast,
+  type BroadcastStatus,
+  type DeliveryMethod,
+} from "./model.js";
+import type { BroadcastRepository, Clock, ContentRepository, DeliveryQueue, Directory, Logger, Renderer } from "./ports.js";
+
+export interface CreateInput {
+  name: string;
+  subject: string;
+  previewText?: string;
+  fromEmail: string;
+  fromName: string;
+  html: string;
+  text?: string;
+  replyTo?: string[];
+  audience?: { all?: boolean };
+  settings?: { trackOpens?: boolean; trackClicks?: boolean };
+  allowUnknownVariables?: boolean;
+}
+
+export interface BroadcastDeps {
+  broadcasts: BroadcastRepository;
+  contents: ContentRepository;
+  directory: Directory;
+  renderer: Renderer;
+  queue: DeliveryQueue;
+  clock: Clock;
+  logger: Logger;
+  ids: { broadcastId(): string; unique(): string; messageId(domain: string): string };
+  /** Called after a schedule without a future sendAt, so sending starts at once. */
+  onScheduled?: () => void;
+}
+
+export interface Created {
+  broadcast: Broadcast;
+  variables: { detected: string[]; unknown: string[] };
+  warnings: string[];
+}
+
+/** Test contents live a day: long enough for every retry of the test's delivery. */
+const TEST_CONTENT_TTL_MS = 24 * 3600 * 1000;
+const TEST_CONTENT_SEPARATOR = "-test-";
+// CR, LF, NUL and other C0 controls would let a value break out of its header line.
+const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+const ADDRESS = /^[^\s@<>()",;:\\[\]]+@[^\s@<>()",;:\\[\]]+\.[^\s@<>()",;:\\[\]]+$/;
+const CURSOR = /^cmp_[0-9a-z]{26}$/;
+
+const invalidPayload = (message: string) => badRequest("invalid_payload", message);
+const broadcastNotFound = (id: string) => notFound("broadcast_not_found", `Broadcast ${id} not found`);
+
+/** The broadcast use cases behind the Connect API. Every call is gated first. */
+export class Broadcasts {
+  constructor(private readonly deps: BroadcastDeps) {}
+
+  private async gate(workspaceId: string) {
+    const ws = await this.deps.directory.workspace(workspaceId);
+    assertBroadcastAccess(ws);
+    return ws;
+  }
+
+  async create(workspaceId: string, input: CreateInput): Promise<Created> {
+    await this.gate(workspaceId);
+    const fields = validateCreate(input);
+    await this.assertSender(workspaceId, fields.fromEmail);
+    const customProperties = await this.deps.directory.customPropertySlugs(workspaceId);
+    const variables = await this.deps.renderer.detectVariables({ html: fields.html, subject: fields.subject, previewText: fields.previewText, customProperties });
+    if (variables.unknown.length > 0 && !input.allowUnknownVariables) {
+      throw appError({
+        code: "broadcast_unknown_variables",
+        httpStatus: 400,
+        message: `Unknown merge variables: ${variables.unknown.join(", ")}. Use contact properties, or set allowUnknownVariables to render them empty.`,
+        unknownVariables: variables.unknown,
+      });
+    }
+    const now = this.deps.clock.now();
+    const broadcast: Broadcast = {
+      id: this.deps.ids.broadcastId(),
+      workspaceId,
+      ...fields,
+      status: "DRAFT",
+      audience: { all: true },
+      settings: { trackOpens: input.settings?.trackOpens ?? true, trackClicks: input.settings?.trackClicks ?? true },
+      allowUnknownVariables: input.allowUnknownVariables === true,
+      createdAt: now,
+      updatedAt: now,
+      progress: emptyProgress(),
+    };
+    await this.deps.broadcasts.insert(broadcast);
+    return { broadcast, variables, warnings: htmlWarnings(broadcast.html) };
+  }
+
+  async get(workspaceId: string, id: string): Promise<Broadcast> {
+    await this.gate(workspaceId);
+    return this.load(workspaceId, id);
+  }
+
+  async list(workspaceId: string, query: { status?: string; limit?: number; cursor?: string }): Promise<{ items: Broadcast[]; cursor: string; hasMore: boolean }> {
+    await this.gate(workspaceId);
+    if (query.status !== undefined && !BROADCAST_STATUSES.includes(query.status as BroadcastStatus)) {
+      throw invalidPayload(`status must be one of ${BROADCAST_STATUSES.join(", ")}`);
+    }
+    const limit = query.limit || LIST_DEFAULT_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX_LIMIT) throw invalidPayload(`limit must be between 1 and ${LIST_MAX_LIMIT}`);
+    if (query.cursor && !CURSOR.test(query.cursor)) throw invalidPayload("cursor is not one this API returned");
+    const rows = await this.deps.broadcasts.list(workspaceId, {
+      status: query.status as BroadcastStatus | undefined,
+      limit: limit + 1,
+      before: query.cursor || undefined,
+    });
+    const hasMore = rows.length > limit;
+    const items = rows.slice(0, limit);
+    return { items, hasMore, cursor: hasMore ? items[items.length - 1].id : "" };
+  }
+
+  /**
+   * Sends the broadcast to up to 10 workspace members with "[TEST] " before the subject,
+   * compiled exactly as the real send would be (tracking, footer), merged with the
+   * member's contact record when there is one. Not counted, status unchanged.
+   */
+  async sendTest(workspaceId: string, id: string, emails: string[]): Promise<{ broadcast: Broadcast; sentTo: string[] }> {
+    await this.gate(workspaceId);
+    const broadcast = await this.load(workspaceId, id);
+    const addresses = [...new Set(emails.map((e) => String(e).trim()))];
+    if (addresses.length < 1 || emails.length > TEST_MAX_RECIPIENTS || addresses.some((a) => !ADDRESS.test(a) || CONTROL.test(a))) {
+      throw badRequest("invalid_test_recipients", `emails must hold 1 to ${TEST_MAX_RECIPIENTS} valid addresses`);
+    }
+    const members = new Set((await this.deps.directory.members(workspaceId)).map((m) => m.toLowerCase()));
+    const notMembers = addresses.filter((a) => !members.has(a.toLowerCase()));
+    if (notMembers.length > 0) {
+      throw badRequest("test_recipients_not_members", `Test sends go to workspace members only; not members: ${notMembers.join(", ")}`, {
+        extra: { notMembers: JSON.stringify(notMembers) },
+      });
+    }
+    const testId = `${broadcast.id}${TEST_CONTENT_SEPARATOR}${this.deps.ids.unique()}`;
+    const now = this.deps.clock.now();
+    const compiled = await this.deps.renderer.compile(compileInputOf(broadcast));
+    await this.deps.contents.put(testId, workspaceId, compiled, new Date(now.getTime() + TEST_CONTENT_TTL_MS));
+    const contacts = await Promise.all(addresses.map((a) => this.deps.directory.contactByEmail(workspaceId, a)));
+    const domain = broadcast.fromEmail.slice(broadcast.fromEmail.lastIndexOf("@") + 1);
+    await Promise.all(
+      addresses.map((email, i) => {
+        const contact = contacts[i];
+        return this.deps.queue.publish({
+          deliveryId: `${testId}-${i}`,
+          workspaceId,
+          broadcastId: broadcast.id,
+          messageId: this.deps.ids.messageId(domain),
+          recipient: {
+            email,
+            contactId: contact?.id ?? "",
+            variables: contact ? { ...contact.properties, firstName: contact.firstName, lastName: contact.lastName } : {},
+          },
+          fromEmail: broadcast.fromEmail,
+          fromName: broadcast.fromName,
+          replyTo: broadcast.replyTo.join(", "),
+          contentRef: `broadcast:${testId}`,
+          subjectPrefix: TEST_SUBJECT_PREFIX,
+          test: true,
+          enqueuedAt: now,
+        });
+      }),
+    );
+    return { broadcast, sentTo: addresses };
+  }
+
+  /**
+   * DRAFT -> SCHEDULED: checks the method, the horizon and this month's usage, compiles
+   * the content once (tracking, footer, preheader, text) and locks it, then a CAS.
+   */
+  async schedule(workspaceId: string, id: string, input: { sendAt?: Date; deliveryMethod?: string }): Promise<{ broadcast: Broadcast; warnings: string[] }> {
+    const ws = await this.gate(workspaceId);
+    const broadcast = await this.load(workspaceId, id);
+    if (broadcast.status !== "DRAFT") throw notSchedulable(broadcast.status);
+    const now = this.deps.clock.now();
+    const sendAt = input.sendAt && input.sendAt.getTime() > now.getTime() ? input.sendAt : now;
+    if (sendAt.getTime() - now.getTime() > SCHEDULE_HORIZON_MS) {
+      throw badRequest("send_at_out_of_range", "sendAt must be at most 90 days ahead");
+    }
+    const method = chooseMethod(input.deliveryMethod, ws.sendingAccountNew);
+    await this.assertSender(workspaceId, broadcast.fromEmail);
+    const [audience, left] = await Promise.all([this.countAudience(workspaceId), this.deps.directory.usageLeft(workspaceId)]);
+    if (audience > left) {
+      throw appError({
+        code: "monthly_limit_reached",
+        httpStatus: 403,
+        message: `This broadcast would send ${audience} emails; ${Math.max(0, left)} are left in this month's limit`,
+      });
+    }
+    const contentKey = `${broadcast.id}:${this.deps.ids.unique()}`;
+    await this.deps.contents.put(contentKey, workspaceId, await this.deps.renderer.compile(compileInputOf(broadcast)));
+    const scheduled = await this.deps.broadcasts.schedule(workspaceId, id, { scheduledAt: sendAt, deliveryMethod: method, contentKey, at: now });
+    if (!scheduled) {
+      // Another schedule (or nothing) won the race: this compilation is nobody's.
+      await this.deps.contents.delete(contentKey).catch(() => undefined);
+      const current = await this.load(workspaceId, id);
+      throw notSchedulable(current.status);
+    }
+    if (sendAt.getTime() <= now.getTime()) this.deps.onScheduled?.();
+    return { broadcast: scheduled, warnings: htmlWarnings(scheduled.html) };
+  }
+
+  /** SCHEDULED (not started) -> DRAFT, content unlocked; a CAS the start claim races. */
+  async cancel(workspaceId: string, id: string): Promise<Broadcast> {
+    await this.gate(workspaceId);
+    const before = await this.deps.broadcasts.cancel(workspaceId, id, this.deps.clock.now());
+    if (!before) {
+      const current = await this.load(workspaceId, id);
+      throw conflict("broadcast_not_cancellable", `Only a SCHEDULED broadcast that has not started can be cancelled; this one is ${current.status}`);
+    }
+    if (before.contentKey) await this.deps.contents.delete(before.contentKey).catch(() => undefined);
+    return this.load(workspaceId, id);
+  }
+
+  /** The locked compiled message (or a test send's), for the delivery service. */
+  async compiledContent(workspaceId: string, id: string): Promise<Uint8Array> {
+    let key = id;
+    if (!id.includes(TEST_CONTENT_SEPARATOR)) {
+      const broadcast = await this.deps.broadcasts.findById(id);
+      if (!broadcast || broadcast.workspaceId !== workspaceId || !broadcast.contentKey) throw broadcastNotFound(id);
+      key = broadcast.contentKey;
+    }
+    const content = await this.deps.contents.get(key);
+    if (!content || content.workspaceId !== workspaceId) throw broadcastNotFound(id);
+    return content.compiled;
+  }
+
+  private async load(workspaceId: string, id: string): Promise<Broadcast> {
+    const broadcast = await this.deps.broadcasts.find(workspaceId, id);
+    if (!broadcast) throw broadcastNotFound(id);
+    return broadcast;
+  }
+
+  private async assertSender(workspaceId: string, fromEmail: string): Promise<void> {
+    let check;
+    try {
+      check = await this.deps.directory.checkSender(workspaceId, fromEmail);
+    } catch (err) {
+      const refusal = err as AppError;
+      if (refusal?.code !== "invalid_from") throw err;
+      check = { allowed: false, allowedEmails: refusal.details.allowedEmails ?? [], allowedDomains: refusal.details.allowedDomains ?? [] };
+    }
+    if (!check.allowed) {
+      throw badRequest("campaigns/invalid_from_email", `${fromEmail} is not a verified sender address or on a verified domain`, {
+        allowedEmails: check.allowedEmails,
+        allowedDomains: check.allowedDomains,
+      });
+    }
+  }
+
+  /** Subscribed contacts today: what the monthly limit is checked against at schedule time. */
+  private async countAudience(workspaceId: string): Promise<number> {
+    let count = 0;
+    for await (const batch of this.deps.directory.subscribedContacts(workspaceId)) count += batch.length;
+    return count;
+  }
+}
+
+function notSchedulable(status: BroadcastStatus): AppError {
+  return conflict("broadcast_not_schedulable", `Only a DRAFT broadcast can be scheduled; this one is ${status}`);
+}
+
+/** New sending accounts may only warm up; omitted means the safest available method. */
+export function chooseMethod(requested: string | undefined, sendingAccountNew: boolean): DeliveryMethod {
+  if (requested !== undefined && !DELIVERY_METHODS.includes(requested as DeliveryMethod)) {
+    throw invalidPayload(`deliveryMethod must be one of ${DELIVERY_METHODS.join(", ")}`);
+  }
+  if (!requested) return sendingAccountNew ? "WARMUP" : "PROGRESSIVE";
+  if (sendingAccountNew && requested !== "WARMUP") {
+    throw badRequest("campaigns/delivery_method_not_available", `${requested} is not available for a new sending account; use WARMUP`);
+  }
+  return requested as DeliveryMethod;
+}
+
+export function htmlWarnings(html: string): string[] {
+  return Buffer.byteLength(html, "utf8") > HTML_CLIP_BYTES ? [HTML_CLIP_WARNING] : [];
+}
+
+function compileInputOf(b: Broadcast) {
+  return {
+    workspaceId: b.workspaceId,
+    contentId: b.id,
+    subject: b.subject,
+    html: b.html,
+    text: b.text,
+    previewText: b.previewText,
+    trackClicks: b.settings.trackClicks,
+    trackOpens: b.settings.trackOpens,
+  };
+}
+
+function validateCreate(input: CreateInput) {
+  const required = ["name", "subject", "fromEmail", "fromName", "html"] as const;
+  for (const field of required) {
+    if (typeof input[field] !== "string" || input[field].trim() === "") throw invalidPayload(`${field} is required`);
+  }
+  if (input.audience?.all !== true) throw invalidPayload("audience must be { all: true }");
+  if (Buffer.byteLength(input.html, "utf8") > HTML_MAX_BYTES) {
+    throw appError({ code: "broadcast_html_too_large", httpStatus: 413, message: `html is larger than ${HTML_MAX_BYTES} bytes` });
+  }
+  const replyTo = (input.replyTo ?? []).map((r) => String(r).trim()).filter(Boolean);
+  for (const [field, value] of [["fromEmail", input.fromEmail], ["fromName", input.fromName], ["subject", input.subject], ["previewText", input.previewText ?? ""], ...replyTo.map((r) => ["replyTo", r])]) {
+    if (CONTROL.test(value)) throw badRequest("header_injection", `${field} must not contain line breaks or control characters`);
+  }
+  if (!ADDRESS.test(input.fromEmail.trim())) throw invalidPayload("fromEmail must be an email address");
+  const badReplyTo = replyTo.find((r) => !ADDRESS.test(r));
+  if (badReplyTo) throw invalidPayload(`replyTo holds an invalid address: ${badReplyTo}`);
+  return {
+    name: input.name,
+    subject: input.subject,
+    previewText: input.previewText ?? "",
+    fromEmail: input.fromEmail.trim(),
+    fromName: input.fromName,
+    html: input.html,
+    text: input.text ?? "",
+    replyTo,
+  };
+}

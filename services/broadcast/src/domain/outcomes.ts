@@ -1,0 +1,70 @@
+import { deliveryIdOf, type Broadcast, type OutcomeKind, type Progress } from "./model.js";
+import type { BroadcastRepository, Clock, DeliveryLedger, Logger, PageRepository } from "./ports.js";
+
+/** A MailEvent about a broadcast message, in domain terms. */
+export interface BroadcastEvent {
+  kind: OutcomeKind;
+  broadcastId: string;
+  /** Set on delivery outcomes (sent, deferred, bounced, failed, suppressed). */
+  deliveryId: string;
+  /** Set on tracking events (opened, clicked, unsubscribed), which carry no delivery id. */
+  contactId: string;
+  messageId: string;
+}
+
+export interface OutcomeDeps {
+  broadcasts: BroadcastRepository;
+  pages: PageRepository;
+  ledger: DeliveryLedger;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Counts one event into the broadcast's progress. Each (delivery, kind) counts once, so a
+ * redelivered event, a reloaded pixel or a second click changes nothing; tracking events
+ * of test sends (whose message ids are not the broadcast's) are ignored. The delivery that
+ * gives the last recipient a final outcome completes the broadcast. Returns whether
+ * anything was counted.
+ */
+export async function applyEvent(deps: OutcomeDeps, event: BroadcastEvent): Promise<boolean> {
+  const deliveryId = event.deliveryId || (event.contactId ? deliveryIdOf(event.broadcastId, event.contactId) : "");
+  if (!deliveryId || !event.broadcastId) return false;
+  const tracking = event.kind === "opened" || event.kind === "clicked" || event.kind === "unsubscribed";
+  // Test sends' tracking comes with another Message-ID (format-1 tokens) or on the test
+  // subject (format-3 tokens carry no Message-ID, and name test sends as such).
+  if (tracking && event.messageId && !event.messageId.startsWith(`${event.contactId}.${event.broadcastId}@`)) return false;
+  const mark = await deps.ledger.mark(deliveryId, event.kind);
+  if (!mark.known || !mark.first) return false;
+  const inc: Partial<Progress> = { [event.kind]: 1 };
+  if (event.kind === "sent") inc.delivered = 1;
+  if (event.kind === "bounced" && mark.wasSent) inc.delivered = -1;
+  if (mark.becameFinal) inc.finalized = 1;
+  await deps.broadcasts.increment(event.broadcastId, inc, event.kind === "bounced" ? mark.wave : undefined);
+  if (!mark.becameFinal) return true;
+  const after = await deps.broadcasts.progressOf(event.broadcastId);
+  if (after && after.status === "IN_PROGRESS" && after.sending?.phase === "draining" && after.progress.finalized >= finalTarget(after)) {
+    await completeBroadcast(deps, after.id, after.progress.recipients);
+  }
+  return true;
+}
+
+/**
+ * Final outcomes a draining broadcast waits for: every recipient, or, when releasing was
+ * stopped early (PROGRESSIVE by its bounce rate), every recipient that was released.
+ */
+export function finalTarget(b: Pick<Broadcast, "progress" | "sending">): number {
+  return b.sending?.pauseReason ? b.progress.released : b.progress.recipients;
+}
+
+/**
+ * IN_PROGRESS -> COMPLETED (a CAS: whoever notices first), with the delivery counters set
+ * from the ledger's exact tally (a count lost to a crash is restored); the winner drops the
+ * recipient pages.
+ */
+export async function completeBroadcast(deps: OutcomeDeps, broadcastId: string, recipients: number): Promise<void> {
+  const exact = await deps.ledger.tally(broadcastId);
+  if (!(await deps.broadcasts.complete(broadcastId, deps.clock.now(), exact))) return;
+  deps.logger.info({ broadcastId, recipients }, "broadcast completed");
+  await deps.pages.deleteAll(broadcastId).catch((err) => deps.logger.warn({ err, broadcastId }, "dropping recipient pages failed"));
+}

@@ -1,0 +1,224 @@
+import type {
+  Broadcast,
+  BroadcastStatus,
+  DeliveryMethod,
+  OutcomeKind,
+  Progress,
+  Recipient,
+  RecipientPage,
+  SendingState,
+  WindowReservation,
+} from "./model.js";
+import type { WarmupAccount } from "./pacing.js";
+
+/**
+ * Everything the broadcast domain needs from the outside world. The domain depends only on
+ * these interfaces; adapters/ implements them (store, Connect clients, JetStream), and unit
+ * tests use in-memory ones (testing.ts).
+ */
+
+export interface Clock {
+  now(): Date;
+}
+export const systemClock: Clock = { now: () => new Date() };
+
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface ListQuery {
+  status?: BroadcastStatus;
+  limit: number;
+  /** Id of the last item of the previous page. */
+  before?: string;
+}
+
+export interface BroadcastRepository {
+  insert(b: Broadcast): Promise<void>;
+  find(workspaceId: string, id: string): Promise<Broadcast | null>;
+  /** By id alone (delivery's content lookups carry the workspace separately). */
+  findById(id: string): Promise<Broadcast | null>;
+  /** Newest first. */
+  list(workspaceId: string, query: ListQuery): Promise<Broadcast[]>;
+  /** CAS DRAFT -> SCHEDULED; null when it was not a DRAFT any more. */
+  schedule(workspaceId: string, id: string, set: { scheduledAt: Date; deliveryMethod: DeliveryMethod; contentKey: string; at: Date }): Promise<Broadcast | null>;
+  /** CAS SCHEDULED -> DRAFT (sending has not started); returns the broadcast before, or null. */
+  cancel(workspaceId: string, id: string, at: Date): Promise<Broadcast | null>;
+  /** CAS: one due SCHEDULED broadcast becomes IN_PROGRESS (sentAt = now, work due now), with the given lease. */
+  claimDue(now: Date, owner: string, leaseUntil: Date, initial: SendingState): Promise<Broadcast | null>;
+  /** CAS: one IN_PROGRESS broadcast whose next work is due and whose lease is free. */
+  claimWork(now: Date, owner: string, leaseUntil: Date): Promise<Broadcast | null>;
+  /** Updates sending state while holding the lease (extending it when given); false when the lease was lost. */
+  saveSending(id: string, owner: string, sending: SendingState, inc?: Partial<Progress>, leaseUntil?: Date): Promise<boolean>;
+  /** Gives the lease back and says when to look again. */
+  releaseLease(id: string, owner: string, workAt: Date): Promise<void>;
+  /** Adds to counters (and a PROGRESSIVE wave's bounces). */
+  increment(id: string, inc: Partial<Progress>, waveBounce?: number): Promise<void>;
+  /** Status, counters and sending state only: what pacing and completion read often (never the HTML). */
+  progressOf(id: string): Promise<Pick<Broadcast, "id" | "status" | "progress" | "sending"> | null>;
+  /** CAS IN_PROGRESS (draining) -> COMPLETED, setting the delivery counters to `exact` in the same write. */
+  complete(id: string, at: Date, exact?: Partial<Progress>): Promise<boolean>;
+}
+
+/** Compiled messages (opaque bytes from the renderer), by key. */
+export interface ContentRepository {
+  put(key: string, workspaceId: string, compiled: Uint8Array, expiresAt?: Date): Promise<void>;
+  get(key: string): Promise<{ workspaceId: string; compiled: Uint8Array } | null>;
+  delete(key: string): Promise<void>;
+}
+
+export interface PageRepository {
+  /** Writes (or rewrites, when resolution resumes) a page. */
+  put(page: RecipientPage): Promise<void>;
+  /** The due page (nextDueAt ≤ now) that comes first by dueAt, then seq. */
+  nextDue(broadcastId: string, now: number): Promise<RecipientPage | null>;
+  /** The earliest nextDueAt among unfinished pages, or null when every page is released. */
+  earliestDue(broadcastId: string): Promise<number | null>;
+  /** CAS on `released`: records a reserved window. */
+  reserve(pageId: string, released: number, reservedUpTo: number, reservation: WindowReservation): Promise<boolean>;
+  /** CAS on `released`: the reserved window went out. */
+  markReleased(pageId: string, released: number, nextDueAt: number | undefined): Promise<boolean>;
+  /** Drops a completed broadcast's pages (the ledger keeps what later events need). */
+  deleteAll(broadcastId: string): Promise<void>;
+}
+
+export interface LedgerEntry {
+  deliveryId: string;
+  broadcastId: string;
+  /** PROGRESSIVE wave (release sequence), for per-wave bounce rates. */
+  wave: number;
+  /** Settled without delivery (suppressed, over the monthly limit). */
+  settled?: "suppressed" | "failed";
+}
+
+export interface MarkResult {
+  /** The delivery exists in this broadcast's ledger. */
+  known: boolean;
+  /** First time this kind was seen for the delivery. */
+  first: boolean;
+  /** This event gave the delivery its first final outcome. */
+  becameFinal: boolean;
+  /** The delivery had been sent before (an asynchronous bounce after acceptance). */
+  wasSent: boolean;
+  wave: number;
+}
+
+/** One entry per released delivery: what happened to it, each kind recorded once. */
+export interface DeliveryLedger {
+  /** Idempotent: entries that exist already are left as they are. */
+  add(entries: LedgerEntry[]): Promise<void>;
+  mark(deliveryId: string, kind: OutcomeKind): Promise<MarkResult>;
+  countFinal(broadcastId: string): Promise<number>;
+  /**
+   * The delivery counters as the ledger has them. Marking an outcome and adding it to the
+   * counters are two writes, so a process killed between them loses one count; completion
+   * sets the counters from this exact tally.
+   */
+  tally(broadcastId: string): Promise<DeliveryTally>;
+}
+
+export type DeliveryTally = Pick<Progress, "sent" | "delivered" | "deferred" | "bounced" | "failed" | "suppressed" | "finalized">;
+
+export interface WarmupRepository {
+  get(workspaceId: string): Promise<WarmupAccount | undefined>;
+  /** CAS: takes `count` of today's cap (the account as `today` computed it); false when it moved. */
+  take(workspaceId: string, expected: WarmupAccount | undefined, today: WarmupAccount, count: number): Promise<boolean>;
+}
+
+export interface WorkspaceInfo {
+  id: string;
+  timezone: string;
+  broadcastEarlyAccess: boolean;
+  emailApiAddon: boolean;
+  verified: boolean;
+  sendingAccountNew: boolean;
+}
+
+export interface SenderCheck {
+  allowed: boolean;
+  allowedEmails: string[];
+  allowedDomains: string[];
+}
+
+export interface Contact {
+  id: string;
+  email: string;
+  firstName: string;
+  lastName: string;
+  timezone: string;
+  properties: Record<string, unknown>;
+}
+
+export interface UsageReservation {
+  granted: boolean;
+  /** Sends counted (the addresses not suppressed), 0 unless granted. */
+  reserved: number;
+  /** Lowercased suppressed addresses (not counted). */
+  suppressed: string[];
+  period: string;
+}
+
+export interface Directory {
+  /** Cached briefly: gating reads it on every call. */
+  workspace(workspaceId: string): Promise<WorkspaceInfo>;
+  checkSender(workspaceId: string, from: string): Promise<SenderCheck>;
+  customPropertySlugs(workspaceId: string): Promise<string[]>;
+  members(workspaceId: string): Promise<string[]>;
+  /** Null when the workspace has no contact with that address. */
+  contactByEmail(workspaceId: string, email: string): Promise<Contact | null>;
+  /**
+   * The broadcast audience in contact-id order, in batches: subscribed contacts after
+   * `afterId` (exclusive). Suppressions are not applied here.
+   */
+  subscribedContacts(workspaceId: string, afterId?: string): AsyncIterable<Contact[]>;
+  /** Lowercased suppressed addresses among `emails`. */
+  suppressed(workspaceId: string, emails: string[]): Promise<Set<string>>;
+  /** Sends left this month (limit - used). */
+  usageLeft(workspaceId: string): Promise<number>;
+  /** Suppression check plus an all-or-nothing usage reservation for the others. */
+  reserveSendable(workspaceId: string, emails: string[]): Promise<UsageReservation>;
+  releaseUsage(workspaceId: string, count: number, period: string): Promise<void>;
+}
+
+export interface CompileInput {
+  workspaceId: string;
+  contentId: string;
+  subject: string;
+  html: string;
+  text: string;
+  previewText: string;
+  trackClicks: boolean;
+  trackOpens: boolean;
+}
+
+export interface Renderer {
+  detectVariables(input: { html: string; subject: string; previewText: string; customProperties: string[] }): Promise<{ detected: string[]; unknown: string[] }>;
+  /** Broadcast compilation (footer unless {{unsubscribeUrl}}, tracking, preheader, text). */
+  compile(input: CompileInput): Promise<Uint8Array>;
+}
+
+/** A delivery job in domain terms. */
+export interface DeliveryJobData {
+  deliveryId: string;
+  workspaceId: string;
+  broadcastId: string;
+  messageId: string;
+  recipient: { email: string; contactId: string; variables: Record<string, unknown> };
+  fromEmail: string;
+  fromName: string;
+  replyTo: string;
+  contentRef: string;
+  subjectPrefix: string;
+  test: boolean;
+  enqueuedAt: Date;
+}
+
+export interface DeliveryQueue {
+  /** Idempotent per deliveryId (the queue deduplicates by msgID). */
+  publish(job: DeliveryJobData): Promise<void>;
+}
+
+export type { Recipient };

@@ -1,0 +1,444 @@
+import {
+  PAGE_SIZE,
+  deliveryIdOf,
+  messageIdOf,
+  type Broadcast,
+  type Progress,
+  type Recipient,
+  type RecipientPage,
+  type SendingState,
+  type WindowReservation,
+} from "./model.js";
+import { completeBroadcast, finalTarget } from "./outcomes.js";
+import { releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
+import type {
+  BroadcastRepository,
+  Clock,
+  Contact,
+  DeliveryLedger,
+  DeliveryQueue,
+  Directory,
+  LedgerEntry,
+  Logger,
+  PageRepository,
+  WarmupRepository,
+} from "./ports.js";
+
+export interface SenderDeps {
+  broadcasts: BroadcastRepository;
+  pages: PageRepository;
+  ledger: DeliveryLedger;
+  warmup: WarmupRepository;
+  directory: Directory;
+  queue: DeliveryQueue;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface SenderOptions {
+  /** Names this process in leases; unique per process. */
+  owner: string;
+  intervalMs?: number;
+  leaseMs?: number;
+  /** Recipients in one released window (one usage reservation, one publish burst). */
+  windowSize?: number;
+  /** Most recipients one broadcast gets per claim, so several broadcasts take turns. */
+  maxPerClaim?: number;
+  /** Pages resolved per claim (default: all; the lease is extended page by page). */
+  pagesPerClaim?: number;
+  /** How often a draining broadcast is checked for completion without an event. */
+  drainCheckMs?: number;
+  /** Broadcasts worked at once by this process. */
+  concurrency?: number;
+}
+
+const FAR_FUTURE = new Date(Date.UTC(9999, 0, 1));
+const EPOCH = new Date(0);
+
+/**
+ * The claim loop that moves broadcasts along, with every step a compare-and-set in the
+ * store so it is restart-safe and several processes can run it:
+ *
+ * 1. a due SCHEDULED broadcast is claimed into IN_PROGRESS (the CAS a cancel races);
+ * 2. its audience is resolved into recipient pages, resumable from a persisted cursor;
+ * 3. windows of recipients are released to delivery as the pacing policy allows;
+ * 4. once everything is released and every delivery has a final outcome it is COMPLETED.
+ */
+export class Sender {
+  private readonly intervalMs: number;
+  private readonly leaseMs: number;
+  private readonly windowSize: number;
+  private readonly maxPerClaim: number;
+  private readonly pagesPerClaim: number;
+  private readonly drainCheckMs: number;
+  private readonly concurrency: number;
+  private starter: Repeater | undefined;
+  private workers: Repeater[] = [];
+  private halted = false;
+
+  constructor(
+    private readonly deps: SenderDeps,
+    private readonly opts: SenderOptions,
+  ) {
+    this.intervalMs = opts.intervalMs ?? 250;
+    this.leaseMs = opts.leaseMs ?? 60_000;
+    this.windowSize = opts.windowSize ?? 500;
+    this.maxPerClaim = opts.maxPerClaim ?? 5_000;
+    this.pagesPerClaim = opts.pagesPerClaim ?? Number.POSITIVE_INFINITY;
+    this.drainCheckMs = opts.drainCheckMs ?? 5_000;
+    this.concurrency = opts.concurrency ?? 4;
+  }
+
+  /**
+   * Moves every due SCHEDULED broadcast to IN_PROGRESS (the CAS a cancel races) and leaves
+   * its work to whichever worker claims it next, so a start never waits behind another
+   * broadcast's long step.
+   */
+  async startDue(): Promise<number> {
+    let started = 0;
+    while (started < 1_000 && !this.halted) {
+      const broadcast = await this.deps.broadcasts.claimDue(this.deps.clock.now(), this.opts.owner, EPOCH, {
+        phase: "resolving",
+        pages: 0,
+        workspaceTimezone: "",
+        waveBounces: {},
+      });
+      if (!broadcast) break;
+      this.deps.logger.info({ broadcastId: broadcast.id }, "broadcast started");
+      started++;
+    }
+    if (started > 0) for (const worker of this.workers) worker.wake();
+    return started;
+  }
+
+  /** Claims one IN_PROGRESS broadcast whose next step is due and runs that step; false when none is due. */
+  async workOnce(): Promise<boolean> {
+    const broadcast = await this.deps.broadcasts.claimWork(this.deps.clock.now(), this.opts.owner, this.leaseUntil());
+    if (!broadcast) return false;
+    let workAt: Date;
+    try {
+      workAt = await this.work(broadcast);
+    } catch (err) {
+      this.deps.logger.warn({ err, broadcastId: broadcast.id }, "broadcast step failed; will retry");
+      workAt = new Date(this.deps.clock.now().getTime() + 2_000);
+    }
+    await this.deps.broadcasts.releaseLease(broadcast.id, this.opts.owner, workAt);
+    return true;
+  }
+
+  /** One pass of everything (tests drive the loop with it): starts, then due steps. */
+  async tick(): Promise<number> {
+    let steps = await this.startDue();
+    for (let i = 0; i < 100 && !this.halted && (await this.workOnce()); i++) steps++;
+    return steps;
+  }
+
+  /** Runs the claimed broadcast's next step; returns when to look at it again. */
+  async work(broadcast: Broadcast): Promise<Date> {
+    let sending = broadcast.sending!;
+    if (sending.phase === "resolving") {
+      const next = await this.resolve(broadcast, sending);
+      if (!next) return new Date(0); // lease lost; whoever holds it carries on
+      sending = next;
+      if (sending.phase === "resolving") return this.deps.clock.now();
+    }
+    if (sending.phase === "releasing") {
+      const { sending: after, workAt } = await this.release(broadcast, sending);
+      if (after.phase === "releasing") return workAt;
+      sending = after;
+    }
+    return this.drain(broadcast);
+  }
+
+  // ---- 2. resolution ----------------------------------------------------------------------
+
+  /**
+   * Writes up to `pagesPerClaim` pages of recipients after the cursor: subscribed contacts
+   * minus suppressions, as of now. Each page is written before the cursor moves past it,
+   * so a restart rewrites at most the page in flight.
+   */
+  private async resolve(broadcast: Broadcast, sending: SendingState): Promise<SendingState | null> {
+    const { directory, pages } = this.deps;
+    let state = sending;
+    if (!state.workspaceTimezone) {
+      state = { ...state, workspaceTimezone: (await directory.workspace(broadcast.workspaceId)).timezone || "UTC" };
+    }
+    const startedAt = broadcast.sentAt ?? this.deps.clock.now();
+    const scheduledAt = broadcast.scheduledAt ?? startedAt;
+    let buffer: Contact[] = [];
+    let written = 0;
+
+    const flush = async (contacts: Contact[]): Promise<boolean> => {
+      const suppressed = await directory.suppressed(broadcast.workspaceId, contacts.map((c) => c.email));
+      const recipients = contacts
+        .filter((c) => !suppressed.has(c.email.toLowerCase()))
+        .map((c) => recipientOf(c, broadcast.deliveryMethod === "SMART" ? smartDueAt(scheduledAt, state.workspaceTimezone, c.timezone).getTime() : startedAt.getTime()))
+        .sort((a, b) => a.dueAt - b.dueAt);
+      const seq = state.pages;
+      if (recipients.length > 0) {
+        const page: RecipientPage = {
+          id: `${broadcast.id}:${String(seq).padStart(6, "0")}`,
+          broadcastId: broadcast.id,
+          seq,
+          recipients,
+          released: 0,
+          reservedUpTo: 0,
+          nextDueAt: recipients[0].dueAt,
+        };
+        await pages.put(page);
+      }
+      const next: SendingState = { ...state, cursor: contacts[contacts.length - 1].id, pages: recipients.length > 0 ? seq + 1 : seq };
+      if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next, { recipients: recipients.length }, this.leaseUntil()))) return false;
+      state = next;
+      written++;
+      return true;
+    };
+
+    for await (const batch of directory.subscribedContacts(broadcast.workspaceId, state.cursor)) {
+      buffer.push(...batch);
+      while (buffer.length >= PAGE_SIZE) {
+        if (!(await flush(buffer.slice(0, PAGE_SIZE)))) return null;
+        buffer = buffer.slice(PAGE_SIZE);
+        // Stop the stream here; the next claim resumes after the cursor.
+        if (written >= this.pagesPerClaim) return state;
+      }
+    }
+    if (buffer.length > 0 && !(await flush(buffer))) return null;
+    const done: SendingState = { ...state, phase: "releasing" };
+    if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, done))) return null;
+    this.deps.logger.info({ broadcastId: broadcast.id, pages: done.pages }, "audience resolved");
+    return done;
+  }
+
+  // ---- 3. release -------------------------------------------------------------------------
+
+  private async release(broadcast: Broadcast, sending: SendingState): Promise<{ sending: SendingState; workAt: Date }> {
+    const { pages, broadcasts } = this.deps;
+    let released = 0;
+    let sequence = broadcast.progress.released;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const fresh = (await broadcasts.progressOf(broadcast.id)) ?? broadcast;
+      const waveBounces = fresh.sending?.waveBounces ?? sending.waveBounces;
+      sequence = Math.max(sequence, fresh.progress.released);
+      const account = broadcast.deliveryMethod === "WARMUP" ? await this.deps.warmup.get(broadcast.workspaceId) : undefined;
+      const decision = releaseDecision({
+        method: broadcast.deliveryMethod ?? "ASAP",
+        startedAt: broadcast.sentAt ?? now,
+        now,
+        released: sequence,
+        waveBounces,
+        warmupAccount: account,
+      });
+      if (decision.pause) {
+        const paused = { ...sending, waveBounces, pauseReason: decision.pause };
+        if (sending.pauseReason !== decision.pause) {
+          this.deps.logger.warn({ broadcastId: broadcast.id, reason: decision.pause }, "broadcast paused");
+          await broadcasts.saveSending(broadcast.id, this.opts.owner, paused);
+        }
+        // Stopped early (design §6): nothing more goes out, and the broadcast COMPLETES once
+        // what was released has settled; the rest shows as recipients - released.
+        return this.finishReleasing(broadcast, paused);
+      }
+      const page = await pages.nextDue(broadcast.id, now.getTime());
+      if (!page) {
+        const earliest = await pages.earliestDue(broadcast.id);
+        if (earliest === null) return this.finishReleasing(broadcast, sending);
+        return { sending, workAt: new Date(earliest) };
+      }
+      const budget = Math.min(decision.allowed, this.windowSize, this.maxPerClaim - released);
+      if (budget <= 0) {
+        const workAt = released >= this.maxPerClaim ? now : (decision.nextAt ?? FAR_FUTURE);
+        return { sending, workAt };
+      }
+      const count = await this.releaseWindow(broadcast, page, budget, sequence, now, account);
+      if (count === null) return { sending, workAt: new Date(0) }; // lost the race for this window
+      if (count === 0) return { sending, workAt: decision.nextAt ?? new Date(now.getTime() + 1_000) };
+      released += count;
+      sequence += count;
+    }
+  }
+
+  /**
+   * Releases up to `budget` due recipients of a page: reserve (suppression check and usage,
+   * recorded on the page), ledger entries, publish, mark released. A window already
+   * reserved by a process that died is published again without a second reservation.
+   */
+  private async releaseWindow(
+    broadcast: Broadcast,
+    page: RecipientPage,
+    budget: number,
+    sequence: number,
+    now: Date,
+    account: Parameters<typeof warmupToday>[0],
+  ): Promise<number | null> {
+    const { pages, directory } = this.deps;
+    let end = page.reservedUpTo;
+    let reservation = page.reservation;
+    if (!(end > page.released && reservation)) {
+      end = page.released;
+      while (end < page.recipients.length && end - page.released < budget && page.recipients[end].dueAt <= now.getTime()) end++;
+      if (end === page.released) return 0;
+      if (broadcast.deliveryMethod === "WARMUP") {
+        const today = warmupToday(account, now);
+        // Another broadcast of the account took from today's cap first: look again at once.
+        if (!(await this.deps.warmup.take(broadcast.workspaceId, account, today, end - page.released))) return null;
+      }
+      const window = page.recipients.slice(page.released, end);
+      const usage = await directory.reserveSendable(broadcast.workspaceId, window.map((r) => r.email));
+      reservation = { granted: usage.granted, suppressed: usage.suppressed, period: usage.period, firstSequence: sequence };
+      if (!(await pages.reserve(page.id, page.released, end, reservation))) {
+        // Someone else reserved this window first: give back what this reservation counted.
+        if (usage.reserved > 0) await directory.releaseUsage(broadcast.workspaceId, usage.reserved, usage.period).catch(() => undefined);
+        return null;
+      }
+      if (!usage.granted) this.deps.logger.warn({ broadcastId: broadcast.id, count: window.length }, "monthly limit reached; window failed");
+    }
+    const window = page.recipients.slice(page.released, end);
+    const settled = await this.publishWindow(broadcast, window, reservation, now);
+    const nextDueAt = end < page.recipients.length ? page.recipients[end].dueAt : undefined;
+    if (!(await pages.markReleased(page.id, page.released, nextDueAt))) return null;
+    await this.deps.broadcasts.increment(broadcast.id, { released: window.length, ...settled });
+    return window.length;
+  }
+
+  private async publishWindow(broadcast: Broadcast, window: Recipient[], reservation: WindowReservation, now: Date): Promise<Partial<Progress>> {
+    const suppressed = new Set(reservation.suppressed);
+    const entries: LedgerEntry[] = window.map((r, i) => {
+      const settled = !reservation.granted ? "failed" : suppressed.has(r.email.toLowerCase()) ? "suppressed" : undefined;
+      return { deliveryId: deliveryIdOf(broadcast.id, r.contactId), broadcastId: broadcast.id, wave: waveOf(reservation.firstSequence + i), settled };
+    });
+    await this.deps.ledger.add(entries);
+    const toSend = window.filter((_, i) => !entries[i].settled);
+    await Promise.all(
+      toSend.map((r) =>
+        this.deps.queue.publish({
+          deliveryId: deliveryIdOf(broadcast.id, r.contactId),
+          workspaceId: broadcast.workspaceId,
+          broadcastId: broadcast.id,
+          messageId: messageIdOf(broadcast.id, r.contactId, broadcast.fromEmail),
+          recipient: { email: r.email, contactId: r.contactId, variables: { ...r.properties, firstName: r.firstName, lastName: r.lastName } },
+          fromEmail: broadcast.fromEmail,
+          fromName: broadcast.fromName,
+          replyTo: broadcast.replyTo.join(", "),
+          contentRef: `broadcast:${broadcast.id}`,
+          subjectPrefix: "",
+          test: false,
+          enqueuedAt: now,
+        }),
+      ),
+    );
+    const failed = entries.filter((e) => e.settled === "failed").length;
+    const suppressedCount = entries.filter((e) => e.settled === "suppressed").length;
+    return { failed, suppressed: suppressedCount, finalized: failed + suppressedCount };
+  }
+
+  private async finishReleasing(broadcast: Broadcast, sending: SendingState) {
+    const draining: SendingState = { ...sending, phase: "draining" };
+    await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, draining);
+    return { sending: draining, workAt: this.deps.clock.now() };
+  }
+
+  // ---- 4. completion ----------------------------------------------------------------------
+
+  /** COMPLETED once every recipient has a final outcome (counted exactly from the ledger). */
+  private async drain(broadcast: Broadcast): Promise<Date> {
+    const fresh = (await this.deps.broadcasts.progressOf(broadcast.id)) ?? broadcast;
+    const finals = await this.deps.ledger.countFinal(broadcast.id);
+    if (finals >= finalTarget(fresh)) {
+      await completeBroadcast({ ...this.deps }, broadcast.id, fresh.progress.recipients);
+      return FAR_FUTURE;
+    }
+    return new Date(this.deps.clock.now().getTime() + this.drainCheckMs);
+  }
+
+  // ---- loop ---------------------------------------------------------------------------------
+
+  private leaseUntil(): Date {
+    return new Date(this.deps.clock.now().getTime() + this.leaseMs);
+  }
+
+  /** Looks again at once (after a schedule without a future sendAt). */
+  wake(): void {
+    this.starter?.wake();
+  }
+
+  /** One starter and `concurrency` workers, each repeating its step (at once while busy). */
+  start(): void {
+    this.halted = false;
+    const onError = (err: unknown) => this.deps.logger.error({ err }, "sender step failed");
+    this.starter = new Repeater(async () => (await this.startDue(), false), this.intervalMs, onError);
+    this.workers = Array.from({ length: this.concurrency }, () => new Repeater(() => this.workOnce(), this.intervalMs, onError));
+    this.starter.start();
+    for (const worker of this.workers) worker.start();
+  }
+
+  async stop(): Promise<void> {
+    this.halted = true;
+    await Promise.all([this.starter?.stop(), ...this.workers.map((w) => w.stop())]);
+  }
+}
+
+/** Runs `step` again and again: at once after a busy step or a wake, else after `intervalMs`. */
+class Repeater {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private halted = true;
+
+  constructor(
+    private readonly step: () => Promise<boolean>,
+    private readonly intervalMs: number,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  start(): void {
+    this.halted = false;
+    this.schedule(0);
+  }
+
+  wake(): void {
+    if (this.halted) return;
+    if (this.running) this.again = true;
+    else this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.halted = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.run(), ms);
+  }
+
+  private run(): void {
+    if (this.halted) return;
+    this.running = this.step()
+      .catch((err) => {
+        this.onError(err);
+        return false;
+      })
+      .then((busy) => {
+        this.running = undefined;
+        if (this.halted) return;
+        const soon = busy || this.again;
+        this.again = false;
+        this.schedule(soon ? 0 : this.intervalMs);
+      });
+  }
+}
+
+function recipientOf(c: Contact, dueAt: number): Recipient {
+  return {
+    contactId: c.id,
+    email: c.email,
+    firstName: c.firstName,
+    lastName: c.lastName,
+    timezone: c.timezone,
+    properties: c.properties,
+    dueAt,
+  };
+}

@@ -1,0 +1,72 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import {
+  connectClient,
+  connectNats,
+  createLogger,
+  defaultServicePort,
+  ensureStreams,
+  loadConfig,
+  newId,
+  newMessageId,
+  onShutdown,
+  startConnectServer,
+} from "../../kit/src/index.js";
+import { openStore } from "../../kit/src/store/open.js";
+import { systemClock } from "./domain/ports.js";
+import { Broadcasts } from "./domain/broadcasts.js";
+import { Sender } from "./domain/sending.js";
+import { openRepositories } from "./adapters/store.js";
+import { RpcDirectory } from "./adapters/directory.js";
+import { RpcRenderer } from "./adapters/renderer.js";
+import { JetStreamDeliveryQueue } from "./adapters/delivery-queue.js";
+import { consumeBroadcastEvents } from "./consumers.js";
+import { broadcastRoutes } from "./routes.js";
+
+const config = loadConfig();
+const logger = createLogger("broadcast", config.logLevel);
+const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "broadcast" });
+const repos = await openRepositories(store);
+const nc = await connectNats(config.natsUrl, "broadcast");
+await ensureStreams(nc);
+
+// Names this process in leases, so two broadcast processes never work one broadcast at once.
+const owner = `broadcast-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+const directory = new RpcDirectory(connectClient(DirectoryService, config.urls.directory));
+const queue = new JetStreamDeliveryQueue(jetstream(nc));
+const sender = new Sender(
+  { ...repos, directory, queue, clock: systemClock, logger },
+  { owner, intervalMs: Math.min(config.schedulerIntervalMs, 250) },
+);
+const broadcasts = new Broadcasts({
+  ...repos,
+  directory,
+  renderer: new RpcRenderer(connectClient(RendererService, config.urls.renderer)),
+  queue,
+  clock: systemClock,
+  logger,
+  ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: newMessageId },
+  onScheduled: () => sender.wake(),
+});
+sender.start();
+const events = await consumeBroadcastEvents(nc, { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, clock: systemClock, logger }, logger);
+
+const server = await startConnectServer({
+  routes: broadcastRoutes(broadcasts),
+  port: config.servicePort ?? defaultServicePort(config, "broadcast"),
+  host: config.serviceHost,
+  logger,
+  healthy: () => !nc.isClosed(),
+});
+logger.info({ url: server.url, store: store.kind }, "broadcast listening");
+
+onShutdown(logger, async () => {
+  await server.close();
+  await sender.stop();
+  await events.stop();
+  await nc.drain();
+  await store.close();
+});

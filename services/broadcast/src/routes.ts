@@ -1,0 +1,134 @@
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ConnectRouter } from "@connectrpc/connect";
+import {
+  BroadcastSchema,
+  BroadcastService,
+  BroadcastStatus as PbStatus,
+  DeliveryMethod as PbMethod,
+  type Broadcast as PbBroadcast,
+} from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { badRequest } from "../../kit/src/errors.js";
+import type { Broadcasts } from "./domain/broadcasts.js";
+import type { Broadcast, BroadcastStatus, DeliveryMethod } from "./domain/model.js";
+
+const STATUS_TO_PB: Record<BroadcastStatus, PbStatus> = {
+  DRAFT: PbStatus.DRAFT,
+  SCHEDULED: PbStatus.SCHEDULED,
+  IN_PROGRESS: PbStatus.IN_PROGRESS,
+  COMPLETED: PbStatus.COMPLETED,
+};
+const METHOD_TO_PB: Record<DeliveryMethod, PbMethod> = {
+  ASAP: PbMethod.ASAP,
+  PROGRESSIVE: PbMethod.PROGRESSIVE,
+  SMART: PbMethod.SMART,
+  WARMUP: PbMethod.WARMUP,
+};
+
+/** Enum value -> its name ("SCHEDULED"), undefined for UNSPECIFIED, an error for unknown numbers. */
+function enumName<T extends Record<string, string | number>>(e: T, value: number, field: string): string | undefined {
+  if (value === 0) return undefined;
+  const name = e[value as unknown as keyof T];
+  if (typeof name !== "string") throw badRequest("invalid_payload", `${field} has an unknown value ${value}`);
+  return name;
+}
+
+const ts = (d: Date | undefined) => (d ? timestampFromDate(new Date(d)) : undefined);
+
+/** Domain broadcast -> proto, every field. */
+export function protoBroadcast(b: Broadcast): PbBroadcast {
+  const p = b.progress;
+  return create(BroadcastSchema, {
+    id: b.id,
+    name: b.name,
+    status: STATUS_TO_PB[b.status],
+    subject: b.subject,
+    previewText: b.previewText,
+    fromEmail: b.fromEmail,
+    fromName: b.fromName,
+    html: b.html,
+    text: b.text,
+    replyTo: b.replyTo,
+    audience: { all: true },
+    settings: { trackOpens: b.settings.trackOpens, trackClicks: b.settings.trackClicks },
+    allowUnknownVariables: b.allowUnknownVariables,
+    scheduledAt: ts(b.scheduledAt),
+    sentAt: ts(b.sentAt),
+    deliveryMethod: b.deliveryMethod ? METHOD_TO_PB[b.deliveryMethod] : PbMethod.UNSPECIFIED,
+    progress: {
+      recipients: BigInt(p.recipients),
+      released: BigInt(p.released),
+      sent: BigInt(p.sent),
+      delivered: BigInt(p.delivered),
+      deferred: BigInt(p.deferred),
+      bounced: BigInt(p.bounced),
+      failed: BigInt(p.failed),
+      suppressed: BigInt(p.suppressed),
+      opened: BigInt(p.opened),
+      clicked: BigInt(p.clicked),
+      unsubscribed: BigInt(p.unsubscribed),
+    },
+    createdAt: ts(b.createdAt),
+    updatedAt: ts(b.updatedAt),
+    completedAt: ts(b.completedAt),
+    pauseReason: b.sending?.pauseReason ?? "",
+  });
+}
+
+/** The Connect BroadcastService: proto in, proto out, no business rules. */
+export function broadcastRoutes(broadcasts: Broadcasts) {
+  return (router: ConnectRouter) =>
+    router.service(BroadcastService, {
+      async createBroadcast(req) {
+        const created = await broadcasts.create(req.workspaceId, {
+          name: req.name,
+          subject: req.subject,
+          previewText: req.previewText,
+          fromEmail: req.fromEmail,
+          fromName: req.fromName,
+          html: req.html,
+          text: req.text,
+          replyTo: req.replyTo,
+          audience: req.audience ? { all: req.audience.all } : undefined,
+          settings: req.settings ? { trackOpens: req.settings.trackOpens, trackClicks: req.settings.trackClicks } : undefined,
+          allowUnknownVariables: req.allowUnknownVariables,
+        });
+        return { broadcast: protoBroadcast(created.broadcast), variables: created.variables, warnings: created.warnings };
+      },
+
+      async getBroadcast(req) {
+        return { broadcast: protoBroadcast(await broadcasts.get(req.workspaceId, req.id)) };
+      },
+
+      async listBroadcasts(req) {
+        const page = await broadcasts.list(req.workspaceId, {
+          status: enumName(PbStatus, req.status, "status"),
+          limit: req.page?.limit,
+          cursor: req.page?.cursor,
+        });
+        return { broadcasts: page.items.map(protoBroadcast), page: { nextCursor: page.cursor, hasMore: page.hasMore } };
+      },
+
+      async sendTest(req) {
+        const { broadcast, sentTo } = await broadcasts.sendTest(req.workspaceId, req.id, req.emails);
+        return { broadcast: protoBroadcast(broadcast), sentTo };
+      },
+
+      async scheduleBroadcast(req) {
+        const { broadcast, warnings } = await broadcasts.schedule(req.workspaceId, req.id, {
+          sendAt: req.sendAt ? timestampDate(req.sendAt) : undefined,
+          deliveryMethod: enumName(PbMethod, req.deliveryMethod, "deliveryMethod"),
+        });
+        return { broadcast: protoBroadcast(broadcast), warnings };
+      },
+
+      async cancelBroadcast(req) {
+        return { broadcast: protoBroadcast(await broadcasts.cancel(req.workspaceId, req.id)) };
+      },
+
+      async getCompiledContent(req) {
+        return { compiled: fromBinary(CompiledMessageSchema, await broadcasts.compiledContent(req.workspaceId, req.id)) };
+      },
+    });
+}

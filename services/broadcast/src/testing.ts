@@ -1,0 +1,239 @@
+/**
+ * Test helpers: the broadcast domain built with its outside world replaced. The store is
+ * the real embedded adapter (in memory unless one is given); the directory, renderer and
+ * queue are small in-process fakes that record what they were asked.
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { newId } from "../../kit/src/ids.js";
+import { badRequest } from "../../kit/src/errors.js";
+import { openMemoryStore } from "../../kit/src/store/open.js";
+import type { Store } from "../../kit/src/store/port.js";
+import { openRepositories } from "./adapters/store.js";
+import { Broadcasts, type CreateInput } from "./domain/broadcasts.js";
+import { applyEvent, type BroadcastEvent } from "./domain/outcomes.js";
+import type {
+  CompileInput,
+  Contact,
+  DeliveryJobData,
+  DeliveryQueue,
+  Directory,
+  Renderer,
+  SenderCheck,
+  UsageReservation,
+  WorkspaceInfo,
+} from "./domain/ports.js";
+import { Sender, type SenderOptions } from "./domain/sending.js";
+import { silentLogger, ManualClock } from "../../kit/src/testing.js";
+export { silentLogger, ManualClock };
+
+
+
+const BUILT_INS = new Set(["firstName", "lastName", "email", "unsubscribeUrl", "manageUrl", "contactId"]);
+
+export class FakeDirectory implements Directory {
+  workspaces = new Map<string, WorkspaceInfo>();
+  verifiedDomains = ["acme.test"];
+  customProperties = ["plan"];
+  memberList = ["owner@acme.test"];
+  contacts: Array<Contact & { subscribed: boolean }> = [];
+  suppressions = new Set<string>();
+  limit = 1_000_000;
+  used = 0;
+  calls: string[] = [];
+  /** subscribedContacts throws before serving the contact at this index (a failure mid-resolution). */
+  streamFailsAt: number | undefined;
+
+  constructor() {
+    this.setWorkspace("ws_acme", {});
+  }
+
+  setWorkspace(id: string, over: Partial<WorkspaceInfo>) {
+    this.workspaces.set(id, {
+      id,
+      timezone: "UTC",
+      broadcastEarlyAccess: true,
+      emailApiAddon: true,
+      verified: true,
+      sendingAccountNew: false,
+      ...this.workspaces.get(id),
+      ...over,
+    });
+  }
+
+  /** Adds `n` subscribed contacts named c<i>@example.test (ids in order). */
+  addContacts(n: number, extra: (i: number) => Partial<Contact & { subscribed: boolean }> = () => ({})) {
+    const start = this.contacts.length;
+    for (let i = start; i < start + n; i++) {
+      this.contacts.push({
+        id: `ctc_${String(i).padStart(26, "0")}`,
+        email: `c${i}@example.test`,
+        firstName: `First${i}`,
+        lastName: "",
+        timezone: "",
+        properties: { plan: "pro" },
+        subscribed: true,
+        ...extra(i),
+      });
+    }
+  }
+
+  async workspace(workspaceId: string) {
+    this.calls.push("workspace");
+    const ws = this.workspaces.get(workspaceId);
+    if (!ws) throw badRequest("workspace_not_found", "no such workspace");
+    return ws;
+  }
+
+  async checkSender(_ws: string, from: string): Promise<SenderCheck> {
+    this.calls.push("checkSender");
+    const allowed = this.verifiedDomains.includes(from.slice(from.lastIndexOf("@") + 1).toLowerCase());
+    return { allowed, allowedEmails: allowed ? [] : ["founder@gmail.test"], allowedDomains: allowed ? [] : this.verifiedDomains };
+  }
+
+  async customPropertySlugs() {
+    return this.customProperties;
+  }
+
+  async members() {
+    return this.memberList;
+  }
+
+  async contactByEmail(_ws: string, email: string) {
+    return this.contacts.find((c) => c.email.toLowerCase() === email.toLowerCase()) ?? null;
+  }
+
+  async *subscribedContacts(_ws: string, afterId?: string): AsyncIterable<Contact[]> {
+    this.calls.push(`stream after ${afterId ?? "-"}`);
+    const all = this.contacts.filter((c) => c.subscribed && (!afterId || c.id > afterId));
+    for (let i = 0; i < all.length; i += 250) {
+      const batch = all.slice(i, i + 250);
+      const failAt = this.streamFailsAt === undefined ? undefined : this.contacts[this.streamFailsAt]?.id;
+      if (failAt && batch.some((c) => c.id >= failAt)) throw new Error("directory went away");
+      yield batch.map(({ subscribed: _s, ...c }) => c);
+    }
+  }
+
+  async suppressed(_ws: string, emails: string[]) {
+    return new Set(emails.map((e) => e.toLowerCase()).filter((e) => this.suppressions.has(e)));
+  }
+
+  async usageLeft() {
+    return this.limit - this.used;
+  }
+
+  async reserveSendable(_ws: string, emails: string[]): Promise<UsageReservation> {
+    this.calls.push(`reserve ${emails.length}`);
+    const suppressed = emails.map((e) => e.toLowerCase()).filter((e) => this.suppressions.has(e));
+    const count = emails.length - suppressed.length;
+    if (this.used + count > this.limit) return { granted: false, reserved: 0, suppressed, period: "2030-01" };
+    this.used += count;
+    return { granted: true, reserved: count, suppressed, period: "2030-01" };
+  }
+
+  async releaseUsage(_ws: string, count: number) {
+    this.calls.push(`release ${count}`);
+    this.used -= count;
+  }
+}
+
+const literal = (value: string) => ({ segments: [{ part: { case: "literal" as const, value } }] });
+
+/** Detects {{names}} the way the renderer does; compiles to a literal CompiledMessage of its input. */
+export class FakeRenderer implements Renderer {
+  compiled: CompileInput[] = [];
+
+  async detectVariables(input: { html: string; subject: string; previewText: string; customProperties: string[] }) {
+    const detected = [...new Set([...`${input.html} ${input.subject} ${input.previewText}`.matchAll(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g)].map((m) => m[1]))];
+    const known = new Set([...BUILT_INS, ...input.customProperties]);
+    return { detected, unknown: detected.filter((v) => !known.has(v)) };
+  }
+
+  async compile(input: CompileInput): Promise<Uint8Array> {
+    this.compiled.push(input);
+    return toBinary(
+      CompiledMessageSchema,
+      create(CompiledMessageSchema, {
+        subject: literal(input.subject),
+        html: literal(input.html),
+        text: literal(input.text),
+        previewText: literal(input.previewText),
+        trackClicks: input.trackClicks,
+        trackOpens: input.trackOpens,
+        kind: ContentKind.BROADCAST,
+        contentId: input.contentId,
+        workspaceId: input.workspaceId,
+      }),
+    );
+  }
+}
+
+export class FakeQueue implements DeliveryQueue {
+  jobs: DeliveryJobData[] = [];
+  failNext = 0;
+
+  async publish(job: DeliveryJobData): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error("nats unavailable");
+    }
+    this.jobs.push(job);
+  }
+
+  /** Distinct delivery ids: what reaches delivery after msgID deduplication. */
+  distinct(filter: (j: DeliveryJobData) => boolean = () => true): Set<string> {
+    return new Set(this.jobs.filter(filter).map((j) => j.deliveryId));
+  }
+}
+
+export type TestWorld = Awaited<ReturnType<typeof buildTestWorld>>;
+
+export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock; directory?: FakeDirectory; sender?: Partial<SenderOptions> } = {}) {
+  const store = opts.store ?? openMemoryStore();
+  const repos = await openRepositories(store);
+  const directory = opts.directory ?? new FakeDirectory();
+  const renderer = new FakeRenderer();
+  const queue = new FakeQueue();
+  const clock = opts.clock ?? new ManualClock();
+  const service = new Broadcasts({
+    ...repos,
+    directory,
+    renderer,
+    queue,
+    clock,
+    logger: silentLogger,
+    ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: (d) => `${newId("m").slice(2)}@${d}` },
+  });
+  const sender = (owner = "test-process", more: Partial<SenderOptions> = {}) =>
+    new Sender({ ...repos, directory, queue, clock, logger: silentLogger }, { owner, ...opts.sender, ...more });
+  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, clock, logger: silentLogger };
+  return {
+    store,
+    repos,
+    service,
+    directory,
+    renderer,
+    queue,
+    clock,
+    sender,
+    /** Feeds a delivery outcome or tracking event as the events consumer would. */
+    event: (e: Partial<BroadcastEvent> & Pick<BroadcastEvent, "kind" | "broadcastId">) =>
+      applyEvent(outcomeDeps, { deliveryId: "", contactId: "", messageId: "", ...e }),
+    /** Reports `kind` for every job published so far for the broadcast (as delivery would). */
+    async settleAll(broadcastId: string, kind: BroadcastEvent["kind"] = "sent") {
+      for (const id of new Set(queue.jobs.filter((j) => j.broadcastId === broadcastId && !j.test).map((j) => j.deliveryId))) {
+        await applyEvent(outcomeDeps, { kind, broadcastId, deliveryId: id, contactId: "", messageId: "" });
+      }
+    },
+  };
+}
+
+export const draft = (over: Partial<CreateInput> = {}): CreateInput => ({
+  name: "Spring news",
+  subject: "Hello {{firstName}}",
+  fromEmail: "news@acme.test",
+  fromName: "Acme",
+  html: "<p>Hi {{firstName}}, you are on {{plan}}.</p>",
+  audience: { all: true },
+  ...over,
+});

@@ -1,0 +1,68 @@
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { CompiledMessageSchema, type CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { compiledFrom } from "../testing.js";
+import { CachedContentSource, compiledSize, type CompiledMessageSource } from "./content-source.js";
+
+/** Answers from a map, counting calls; `gate` holds every answer until released. */
+class CountingSource implements CompiledMessageSource {
+  readonly contents = new Map<string, CompiledMessage>();
+  calls = 0;
+  gate?: Promise<void>;
+
+  async get(_workspaceId: string, contentRef: string): Promise<CompiledMessage> {
+    this.calls += 1;
+    await this.gate;
+    const found = this.contents.get(contentRef);
+    if (!found) throw new Error(`no ${contentRef}`);
+    return found;
+  }
+}
+
+const sized = (chars: number) => compiledFrom({ subject: "s", html: "x".repeat(chars), text: "" });
+
+describe("CachedContentSource", () => {
+  it("loads concurrent misses of one key once", async () => {
+    const inner = new CountingSource();
+    inner.contents.set("email:a", sized(10));
+    let release!: () => void;
+    inner.gate = new Promise((r) => (release = r));
+    const cache = new CachedContentSource(inner, 1_000_000);
+    const all = Promise.all(Array.from({ length: 20 }, () => cache.get("ws_1", "email:a")));
+    release();
+    const results = await all;
+    expect(new Set(results).size).toBe(1);
+    expect(inner.calls).toBe(1);
+  });
+
+  it("evicts least recently used contents past its byte budget, and never keeps one bigger than the budget", async () => {
+    const inner = new CountingSource();
+    for (const k of ["a", "b", "c"]) inner.contents.set(`email:${k}`, sized(400));
+    inner.contents.set("email:huge", sized(5_000));
+    const budget = compiledSize(sized(400)) * 2 + 10;
+    const cache = new CachedContentSource(inner, budget);
+    await cache.get("ws_1", "email:a");
+    await cache.get("ws_1", "email:b");
+    await cache.get("ws_1", "email:a"); // a is now the most recent
+    await cache.get("ws_1", "email:c"); // evicts b
+    expect(inner.calls).toBe(3);
+    await cache.get("ws_1", "email:a");
+    expect(inner.calls).toBe(3);
+    await cache.get("ws_1", "email:b");
+    expect(inner.calls).toBe(4);
+    await cache.get("ws_1", "email:huge");
+    await cache.get("ws_1", "email:huge");
+    expect(inner.calls).toBe(6);
+    expect(cache.cachedBytes).toBeLessThanOrEqual(budget);
+  });
+
+  it("keeps tenants apart and does not remember failures", async () => {
+    const inner = new CountingSource();
+    const cache = new CachedContentSource(inner, 1_000_000);
+    await expect(cache.get("ws_1", "email:a")).rejects.toThrow("no email:a");
+    inner.contents.set("email:a", create(CompiledMessageSchema, { workspaceId: "ws_1" }));
+    expect((await cache.get("ws_1", "email:a")).workspaceId).toBe("ws_1");
+    await cache.get("ws_2", "email:a");
+    expect(inner.calls).toBe(3);
+  });
+});

@@ -1,0 +1,17 @@
+import type { CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { mergeMessageBytes } from "../../../content/src/merge.js";
+import type { CompiledContent, ContentMerger, MergedContent, MergeRecipient } from "../domain/ports.js";
+
+/**
+ * The per-recipient merge of the content library (services/content), a pure function
+ * imported in process, cached per compiled message, so merging a broadcast for each
+ * contact costs no parsing. It merges straight to wire bytes: literals are encoded once
+ * per compiled message, so each recipient costs a concatenation, not a UTF-8 encoding
+ * and CRLF pass over the whole body.
+ */
+export class RendererMerger implements ContentMerger {
+  merge(compiled: CompiledContent, recipient: MergeRecipient, ctx: { secret: string; publicUrl: string }): MergedContent {
+    // Paired with a content source that hands out compiled messages (adapters/content-source.ts).
+    return mergeMessageBytes(compiled as CompiledMessage, recipient, ctx);
+  }
+}

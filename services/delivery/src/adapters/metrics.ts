@@ -1,0 +1,55 @@
+/**
+ * Delivery's Prometheus metrics, on the process registry kit serves at /metrics. The delivery
+ * code calls these functions where the things happen (see each one); labels are bounded: the
+ * lane (e.g. transactional / broadcast) and the outcome, never an address or an id.
+ */
+import { counter, gauge, histogram } from "../../../kit/src/metrics.js";
+
+/** What became of one SMTP attempt (a deferral is retried later; the other three are final). */
+export type DeliveryOutcome = "sent" | "deferred" | "bounced" | "failed";
+
+const outcomes = counter("mailroom_delivery_messages_total", "Delivery attempts by lane and outcome (sent, deferred, bounced, failed).", ["lane", "outcome"]);
+const sendSeconds = histogram(
+  "mailroom_delivery_send_duration_seconds",
+  "Time of one SMTP transaction (queueing for a pooled connection included), by lane.",
+  ["lane"],
+  [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+);
+const poolInUse = gauge("mailroom_delivery_smtp_connections_in_use", "SMTP transactions running on the pool now (at most the pool size).");
+const poolSize = gauge("mailroom_delivery_smtp_pool_size", "Pooled SMTP connections allowed (MAILROOM_SMTP_POOL_SIZE).");
+
+/** Call once per attempt with its outcome (where the deliverer counts sent/deferred/bounced/failed). */
+export function recordDeliveryOutcome(lane: string, outcome: DeliveryOutcome): void {
+  outcomes.inc({ lane, outcome });
+}
+
+/**
+ * Call when an SMTP transaction starts (around `transport.send`); call the returned function
+ * when it ends, whatever the result. Times the send and tracks the pool's use.
+ */
+export function startSmtpSend(lane: string): () => void {
+  poolInUse.inc();
+  const stop = sendSeconds.startTimer({ lane });
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    poolInUse.dec();
+    stop();
+  };
+}
+
+/** Call once when the SMTP pool is built, with its size. */
+export function recordSmtpPoolSize(size: number): void {
+  poolSize.set(size);
+}
+
+/**
+ * The same functions as one object, for the domain to receive as a port (declare
+ * `interface DeliveryMetrics { outcome(lane, outcome): void; sendStarted(lane): () => void }` in
+ * domain/ports.ts; the domain must not import this adapter).
+ */
+export const prometheusDeliveryMetrics = {
+  outcome: recordDeliveryOutcome,
+  sendStarted: startSmtpSend,
+};

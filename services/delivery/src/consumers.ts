@@ -1,0 +1,156 @@
+/**
+ * JetStream transport: delivery jobs (protobuf DeliveryJob on MAIL_DELIVERY) are decoded
+ * into domain jobs and handed to the deliverer, through kit's one consumer loop, on two
+ * lanes (transactional, broadcast).
+ */
+import { fromBinary } from "@bufbuild/protobuf";
+import { JetStreamApiCodes, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  DELIVERY_DURABLE,
+  DELIVERY_LANES,
+  DELIVERY_STREAM,
+  backoffMs,
+  consume,
+  drop,
+  isJetStreamApiError,
+  type ConsumeLoop,
+  type DeliveryLane,
+} from "../../kit/src/jetstream.js";
+import type { Logger } from "../../kit/src/logger.js";
+import { runWithRequestContext } from "../../kit/src/request-context.js";
+import { DeliveryJobSchema, DeliverySource, type DeliveryJob } from "../../../gen/mailroom/events/v1/events_pb.js";
+import type { Deliverer } from "./domain/deliverer.js";
+import type { Job, JobSource } from "./domain/job.js";
+
+/** Jobs whose handler keeps throwing are given up after this many requeues. */
+const MAX_ERROR_REQUEUES = 3;
+
+export function jobSourceOf(source: DeliverySource): JobSource | undefined {
+  if (source === DeliverySource.TRANSACTIONAL) return "transactional";
+  if (source === DeliverySource.BROADCAST) return "broadcast";
+  if (source === DeliverySource.BROADCAST_TEST) return "test";
+  return undefined;
+}
+
+export function toJob(j: DeliveryJob): Job | undefined {
+  const source = jobSourceOf(j.source);
+  if (!source) return undefined;
+  return {
+    deliveryId: j.deliveryId,
+    workspaceId: j.workspaceId,
+    source,
+    messageId: j.messageId,
+    emailId: j.emailId,
+    broadcastId: j.broadcastId,
+    recipient: { email: j.recipient?.email ?? "", contactId: j.recipient?.contactId ?? "", variables: j.recipient?.variables ?? {} },
+    fromEmail: j.fromEmail,
+    fromName: j.fromName,
+    replyTo: j.replyTo,
+    replyToList: j.replyToList,
+    contentRef: j.contentRef,
+    subjectPrefix: j.subjectPrefix,
+    groupBy: j.groupBy,
+  };
+}
+
+export interface LaneOptions {
+  /** Jobs handled at once by this process. */
+  concurrency: number;
+  /** Jobs handed out and not yet acked, across every process (JetStream max_ack_pending). */
+  maxAckPending: number;
+}
+
+export interface DeliveryConsumerOptions {
+  lanes: Record<DeliveryLane, LaneOptions>;
+  ackWaitMs: number;
+  maxDeliver: number;
+  /** On stop, time given to in-flight jobs before they are nak'ed for another process. */
+  shutdownGraceMs: number;
+  logger: Logger;
+}
+
+/**
+ * The two lanes (DESIGN §3): transactional jobs and broadcast jobs on separate durable
+ * consumers, each with its own concurrency and max_ack_pending, so a paused, paced or huge
+ * broadcast never holds the slots a password reset needs. The single consumer of earlier
+ * releases is removed first (a work-queue stream refuses overlapping filters); its jobs
+ * stay in the stream and the lanes take them.
+ */
+export async function startDeliveryConsumers(nc: NatsConnection, deliverer: Deliverer, opts: DeliveryConsumerOptions): Promise<ConsumeLoop> {
+  await removeSingleLaneConsumer(nc, opts.logger);
+  const loops: ConsumeLoop[] = [];
+  try {
+    for (const lane of Object.keys(DELIVERY_LANES) as DeliveryLane[]) {
+      loops.push(await startLane(nc, deliverer, lane, opts));
+    }
+  } catch (err) {
+    await Promise.all(loops.map((l) => l.stop()));
+    throw err;
+  }
+  return {
+    get inFlight() {
+      return loops.reduce((n, l) => n + l.inFlight, 0);
+    },
+    async stop() {
+      await Promise.all(loops.map((l) => l.stop()));
+    },
+  };
+}
+
+/** Deletes the pre-lanes `delivery` consumer if it is still there; true when it was. */
+export async function removeSingleLaneConsumer(nc: NatsConnection, logger: Logger): Promise<boolean> {
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.consumers.delete(DELIVERY_STREAM, DELIVERY_DURABLE);
+  } catch (err) {
+    // Already gone (or removed by another process starting at the same time).
+    if (isJetStreamApiError(err, JetStreamApiCodes.ConsumerNotFound)) return false;
+    throw err;
+  }
+  logger.info(
+    { stream: DELIVERY_STREAM, removed: DELIVERY_DURABLE, lanes: Object.values(DELIVERY_LANES).map((l) => l.durable) },
+    "single delivery consumer replaced by the transactional and broadcast lanes; queued jobs stay in the stream",
+  );
+  return true;
+}
+
+/**
+ * One lane's durable consumer with a bounded max_deliver. Pauses and rate waits are naks
+ * and count as deliveries, so a job that would run out of them is requeued at the end of
+ * the queue rather than given up.
+ */
+function startLane(nc: NatsConnection, deliverer: Deliverer, lane: DeliveryLane, opts: DeliveryConsumerOptions): Promise<ConsumeLoop> {
+  const { durable, filter } = DELIVERY_LANES[lane];
+  const { concurrency, maxAckPending } = opts.lanes[lane];
+  return consume(
+    nc,
+    {
+      stream: DELIVERY_STREAM,
+      durable,
+      filterSubjects: [filter],
+      maxDeliver: opts.maxDeliver,
+      ackWaitMs: opts.ackWaitMs,
+      maxAckPending,
+    },
+    (data) => fromBinary(DeliveryJobSchema, data),
+    // Each job runs in the context of the API request that produced it: every line logged
+    // while delivering it carries that request id.
+    (message, ctx) =>
+      runWithRequestContext(message.requestId, async () => {
+        const job = toJob(message);
+        if (!job) return drop("unknown delivery source");
+        const decision = await deliverer.handle(job, ctx);
+        opts.logger.debug({ deliveryId: job.deliveryId, emailId: job.emailId, attempt: ctx.deliveryCount, decision: decision.kind }, "delivery job handled");
+        return decision;
+      }),
+    {
+      logger: opts.logger,
+      concurrency,
+      shutdownGraceMs: opts.shutdownGraceMs,
+      errorBackoffMs: (attempt) => backoffMs(attempt, 1_000, 60_000),
+      idOf: (message) => message.deliveryId || "job",
+      requeue: { maxOnError: MAX_ERROR_REQUEUES },
+    },
+  );
+}

@@ -1,0 +1,50 @@
+/** Where a job came from; also the middle part of its event subjects. */
+export type JobSource = "transactional" | "broadcast" | "test";
+
+/** A recipient's merge values (contact properties, template variables) by name. */
+export type Variables = Readonly<Record<string, unknown>>;
+
+/** One delivery job as the domain sees it (the protobuf DeliveryJob, decoded and checked). */
+export interface Job {
+  deliveryId: string;
+  workspaceId: string;
+  source: JobSource;
+  messageId: string;
+  emailId: string;
+  broadcastId: string;
+  recipient: { email: string; contactId: string; variables: Variables };
+  fromEmail: string;
+  fromName: string;
+  replyTo: string;
+  /** Every Reply-To address; when not empty it supersedes `replyTo`. */
+  replyToList?: readonly string[];
+  contentRef: string;
+  subjectPrefix: string;
+  groupBy: string;
+}
+
+// CR, LF, NUL and other C0 controls would let a value break out of its header line.
+const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+const ADDRESS = /^[^\s@<>()",;:\\[\]]+@[^\s@<>()",;:\\[\]]+$/;
+const ID = /^[A-Za-z0-9_.:@+\-]{1,200}$/;
+
+/** Why a job cannot be sent at all, or undefined when it is well formed. */
+export function invalidJobReason(job: Job): string | undefined {
+  if (!ID.test(job.deliveryId)) return "delivery_id missing or malformed";
+  if (!ID.test(job.workspaceId)) return "workspace_id missing or malformed";
+  if (!job.messageId || CONTROL.test(job.messageId) || /[<>\s]/.test(job.messageId)) return "message_id missing or malformed";
+  if (!ADDRESS.test(job.recipient.email)) return "recipient address is not a valid address";
+  if (!ADDRESS.test(job.fromEmail)) return "from_email is not a valid address";
+  for (const [name, value] of [
+    ["from_name", job.fromName],
+    ["reply_to", job.replyTo],
+    ["subject_prefix", job.subjectPrefix],
+    ["group_by", job.groupBy],
+    ...(job.replyToList ?? []).map((value) => ["reply_to_list", value] as const),
+  ] as const) {
+    if (CONTROL.test(value)) return `${name} contains control characters`;
+  }
+  if (!/^(email|broadcast):[A-Za-z0-9_\-]+$/.test(job.contentRef)) return "content_ref must be email:<id> or broadcast:<id>";
+  if (job.source === "broadcast" && !job.broadcastId) return "broadcast job without broadcast_id";
+  return undefined;
+}

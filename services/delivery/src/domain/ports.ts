@@ -1,0 +1,251 @@
+/**
+ * The delivery service's ports: the interfaces the domain needs. Every bit of I/O (store,
+ * RPC, SMTP, JetStream, KV, files) is an adapter behind one of them (src/adapters/), so
+ * tests build the service with any of them replaced.
+ */
+import type { WireBody } from "../../../content/src/merge.js";
+import type { JobSource, Variables } from "./job.js";
+
+// ---------- deliveries (the exactly-once ledger) ----------
+
+export type DeliveryState = "sending" | "deferred" | "sent" | "bounced" | "failed";
+export type OutcomeType = "sent" | "deferred" | "bounced" | "failed";
+
+export type Outcome = {
+  type: OutcomeType;
+  detail: string;
+  smtpCode: number;
+  attempt: number;
+};
+
+export type DeliveryRecord = {
+  _id: string;
+  workspaceId: string;
+  state: DeliveryState;
+  /** SMTP transactions started (claims taken). */
+  attempts: number;
+  claimedBy?: string;
+  claimedAt?: Date;
+  /** The final (or last deferred) outcome, kept so its event can be republished. */
+  outcome?: Outcome;
+  /** For bounces: whether the address reached the directory's suppression list. */
+  suppressed?: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+};
+
+export type ClaimResult = { claimed: true; attempts: number } | { claimed: false; record: DeliveryRecord | null };
+
+export interface DeliveriesRepository {
+  get(deliveryId: string): Promise<DeliveryRecord | null>;
+  /**
+   * Compare-and-set: takes the delivery for one SMTP transaction when it is new, deferred,
+   * or held by a claim older than `staleBefore` (its worker died mid-send).
+   */
+  claim(deliveryId: string, workspaceId: string, worker: string, now: Date, staleBefore: Date): Promise<ClaimResult>;
+  /** Back to claimable after a transient failure (only by the worker holding the claim). */
+  markDeferred(deliveryId: string, worker: string, outcome: Outcome, now: Date): Promise<void>;
+  /** Final state. A sent delivery is never turned into anything else. */
+  markFinal(deliveryId: string, workspaceId: string, outcome: Outcome, now: Date): Promise<void>;
+  markSuppressed(deliveryId: string): Promise<void>;
+}
+
+// ---------- content ----------
+
+/** Content or sender that will never become valid (unknown id, bad request): fail, don't retry. */
+export class PermanentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PermanentError";
+  }
+}
+
+/**
+ * Compiled content as the domain sees it: whose it is. What else it holds is the business
+ * of the content source and the merger, which come as a pair.
+ */
+export interface CompiledContent {
+  readonly workspaceId: string;
+}
+
+export interface ContentSource {
+  /** The compiled message behind a job's content_ref ("email:trs_…" / "broadcast:cmp_…"). */
+  get(workspaceId: string, contentRef: string): Promise<CompiledContent>;
+}
+
+export interface MergeRecipient {
+  email: string;
+  contactId: string;
+  messageId: string;
+  variables: Variables;
+}
+
+/** A body as text, or already merged to wire bytes (UTF-8, CRLF) by the renderer. */
+export type Body = string | WireBody;
+
+export interface MergedContent {
+  subject: string;
+  html: Body;
+  text: Body;
+  previewText: string;
+  unsubscribeUrl: string;
+  /** The one-click (POST) unsubscribe URL for List-Unsubscribe; empty when none. */
+  listUnsubscribeUrl: string;
+}
+
+export interface ContentMerger {
+  merge(compiled: CompiledContent, recipient: MergeRecipient, ctx: { secret: string; publicUrl: string }): MergedContent;
+}
+
+// ---------- directory ----------
+
+export interface DkimKey {
+  domain: string;
+  selector: string;
+  privateKeyPem: string;
+}
+
+export interface SenderCheck {
+  allowed: boolean;
+  address: string;
+  name: string;
+  dkim?: DkimKey;
+}
+
+export interface SenderDirectory {
+  checkSender(workspaceId: string, from: string): Promise<SenderCheck>;
+  addHardBounce(workspaceId: string, email: string, detail: string): Promise<void>;
+}
+
+// ---------- transport ----------
+
+export interface OutgoingMail {
+  /** Envelope sender and recipient (MAIL FROM / RCPT TO). */
+  envelope: { from: string; to: string };
+  from: { name: string; address: string };
+  to: string;
+  /** One address or several (`addr` or `Name <addr>` each). */
+  replyTo?: string | readonly string[];
+  subject: string;
+  html: Body;
+  /** Empty (string or bytes): no text/plain part. */
+  text: Body;
+  messageId: string;
+  headers: Array<{ key: string; value: string }>;
+  /**
+   * Names what this mail shares with others of the same content and sender (a broadcast's
+   * content ref and loaded version), so the transport may build that part once; unset:
+   * build the message from scratch.
+   */
+  skeleton?: string;
+  dkim?: { domainName: string; keySelector: string; privateKey: string; headerFieldNames: string };
+  /** For local capture: who the mail belongs to. */
+  meta: { deliveryId: string; workspaceId: string };
+}
+
+export interface SendResult {
+  /** SMTP reply code and text of the accepted DATA (or a capture note). */
+  code: number;
+  response: string;
+}
+
+/** Thrown by a transport when the relay did not accept the message. */
+export class SmtpFailure extends Error {
+  constructor(
+    message: string,
+    /** SMTP reply code, or 0 when no reply came (connection refused, dropped, timed out). */
+    readonly code: number,
+    /**
+     * The reply was about this recipient or message (RCPT TO, DATA), not about the relay
+     * itself (greeting, auth, MAIL FROM): only those 5xx replies are hard bounces.
+     */
+    readonly aboutRecipient: boolean,
+  ) {
+    super(message);
+    this.name = "SmtpFailure";
+  }
+}
+
+export interface MailTransport {
+  readonly description: string;
+  readonly capturing: boolean;
+  send(mail: OutgoingMail): Promise<SendResult>;
+  close(): Promise<void>;
+}
+
+// ---------- events ----------
+
+export interface OutcomeEvent {
+  type: OutcomeType;
+  deliveryId: string;
+  workspaceId: string;
+  source: JobSource;
+  emailId: string;
+  broadcastId: string;
+  messageId: string;
+  recipient: string;
+  contactId: string;
+  groupBy: string;
+  detail: string;
+  smtpCode: number;
+  attempt: number;
+}
+
+export interface EventPublisher {
+  publish(event: OutcomeEvent): Promise<void>;
+}
+
+// ---------- locally captured mail (no relay configured) ----------
+
+export interface CapturedEntry {
+  id: string;
+  deliveryId: string;
+  workspaceId: string;
+  messageId: string;
+  from: string;
+  to: string;
+  subject: string;
+  capturedAt: string;
+  size: number;
+}
+
+export interface CapturedMessage {
+  entry: CapturedEntry;
+  raw: Buffer;
+  html: string;
+  text: string;
+}
+
+export interface CapturedMail {
+  /** Newest first. */
+  list(limit: number, workspaceId?: string): Promise<CapturedEntry[]>;
+  get(id: string): Promise<CapturedMessage | undefined>;
+}
+
+// ---------- pacing (shared across processes) ----------
+
+export interface TokenGrant {
+  granted: number;
+  /** When nothing was granted: how long until a token is due. */
+  waitMs: number;
+}
+
+export interface PacingRepository {
+  isPaused(broadcastId: string): boolean;
+  setPaused(broadcastId: string, paused: boolean): Promise<void>;
+  workspaceRate(workspaceId: string): number;
+  setWorkspaceRate(workspaceId: string, messagesPerSecond: number): Promise<void>;
+  pausedBroadcasts(): string[];
+  workspaceRates(): Array<{ workspaceId: string; messagesPerSecond: number }>;
+  /** Takes up to `want` tokens from the shared bucket `key` (rate per second, capacity burst). */
+  takeTokens(key: string, rate: number, burst: number, want: number): Promise<TokenGrant>;
+  close(): Promise<void>;
+}
+
+/** Counters and timings an operator scrapes (Prometheus in production; absent in unit tests). */
+export interface DeliveryMetrics {
+  /** One SMTP attempt's outcome, or a job failed before any attempt. */
+  outcome(lane: string, outcome: "sent" | "deferred" | "bounced" | "failed"): void;
+  /** An SMTP transaction starts; call the returned function when it ends. */
+  sendStarted(lane: string): () => void;
+}

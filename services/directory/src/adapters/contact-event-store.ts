@@ -1,0 +1,33 @@
+import type { Collection, Filter, Store } from "../../../kit/src/store/port.js";
+import type { ContactEvent } from "../domain/model.js";
+import type { ContactEventRepository } from "../domain/ports.js";
+import { asDoc, insertUnique, type Stored } from "./documents.js";
+
+export class ContactEventStore implements ContactEventRepository {
+  private constructor(private readonly events: Collection<Stored<ContactEvent>>) {}
+
+  static async open(store: Store): Promise<ContactEventStore> {
+    const events = store.collection<Stored<ContactEvent>>("contact_events");
+    await Promise.all([
+      // Deduplication: one event per messageId per workspace.
+      events.createIndex({ keys: { workspaceId: 1, messageId: 1 }, unique: true }),
+      // One contact's events, newest first.
+      events.createIndex({ keys: { workspaceId: 1, contactId: 1, _id: -1 } }),
+    ]);
+    return new ContactEventStore(events);
+  }
+
+  insert(event: ContactEvent): Promise<boolean> {
+    return insertUnique(this.events, asDoc(event));
+  }
+
+  findByMessageId(workspaceId: string, messageId: string): Promise<ContactEvent | null> {
+    return this.events.findOne({ workspaceId, messageId });
+  }
+
+  page(workspaceId: string, contactId: string, opts: { after?: string; limit: number }): Promise<ContactEvent[]> {
+    const filter: Filter = { workspaceId, contactId };
+    if (opts.after) filter._id = { $lt: opts.after };
+    return this.events.find(filter, { sort: { _id: -1 }, limit: opts.limit });
+  }
+}

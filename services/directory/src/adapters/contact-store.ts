@@ -1,0 +1,100 @@
+import { DuplicateKeyError, type BulkWriteOperation, type Collection, type Filter, type Store, type Update } from "../../../kit/src/store/port.js";
+import type { Contact } from "../domain/model.js";
+import type { ContactChange, ContactQuery, ContactRepository, ContactWrite } from "../domain/ports.js";
+import { asDoc, insertUnique, type Stored } from "./documents.js";
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** A contact change as a store update: fields and properties by dotted path. */
+function changeUpdate(change: ContactChange): Update {
+  const $set: Record<string, unknown> = { ...change.fields, updatedAt: change.updatedAt };
+  for (const [slug, value] of Object.entries(change.setProperties)) $set[`properties.${slug}`] = value;
+  const $unset = Object.fromEntries(change.unsetProperties.map((slug) => [`properties.${slug}`, ""]));
+  return { $set, ...(change.unsetProperties.length ? { $unset } : {}) };
+}
+
+export class ContactStore implements ContactRepository {
+  private constructor(private readonly contacts: Collection<Stored<Contact>>) {}
+
+  static async open(store: Store): Promise<ContactStore> {
+    const contacts = store.collection<Stored<Contact>>("contacts");
+    await Promise.all([
+      // One contact per email per workspace; findByEmail and unsubscribe.
+      contacts.createIndex({ keys: { workspaceId: 1, emailLower: 1 }, unique: true }),
+      // Cursor pages in id order.
+      contacts.createIndex({ keys: { workspaceId: 1, _id: 1 } }),
+      // Audiences (status SUBSCRIBED) and the status filter, paged in id order.
+      contacts.createIndex({ keys: { workspaceId: 1, status: 1, _id: 1 } }),
+    ]);
+    // Documents written before statuses carried `subscribed`: give them their status once.
+    await contacts.updateMany({ status: { $exists: false }, subscribed: false }, { $set: { status: "UNSUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
+    await contacts.updateMany({ status: { $exists: false } }, { $set: { status: "SUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
+    return new ContactStore(contacts);
+  }
+
+  insert(contact: Contact): Promise<boolean> {
+    return insertUnique(this.contacts, asDoc(contact));
+  }
+
+  findByEmail(workspaceId: string, emailLower: string): Promise<Contact | null> {
+    return this.contacts.findOne({ workspaceId, emailLower });
+  }
+
+  findById(workspaceId: string, id: string): Promise<Contact | null> {
+    return this.contacts.findOne({ _id: id, workspaceId });
+  }
+
+  update(workspaceId: string, id: string, change: ContactChange): Promise<Contact | null> {
+    return this.contacts.findOneAndUpdate({ _id: id, workspaceId }, changeUpdate(change), { returnDocument: "after" });
+  }
+
+  findManyByEmail(workspaceId: string, emailsLower: string[]): Promise<Contact[]> {
+    if (!emailsLower.length) return Promise.resolve([]);
+    // Served by the unique (workspaceId, emailLower) index: one point lookup per address.
+    return this.contacts.find({ workspaceId, emailLower: { $in: emailsLower } });
+  }
+
+  async upsertMany(workspaceId: string, writes: ContactWrite[]): Promise<boolean> {
+    const operations: BulkWriteOperation<Stored<Contact>>[] = writes.map((write) =>
+      "insert" in write
+        ? { insertOne: { document: asDoc(write.insert) } }
+        : { updateOne: { filter: { _id: write.id, workspaceId }, update: changeUpdate(write.change) } },
+    );
+    const updates = operations.length - writes.filter((write) => "insert" in write).length;
+    try {
+      const result = await this.contacts.bulkWrite(operations);
+      return result.matchedCount === updates; // fewer: a contact was deleted since it was read
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false; // another writer inserted one of the addresses first
+      throw err;
+    }
+  }
+
+  async delete(workspaceId: string, id: string): Promise<void> {
+    await this.contacts.deleteOne({ _id: id, workspaceId });
+  }
+
+  page(workspaceId: string, opts: ContactQuery & { after?: string; limit: number; newestFirst?: boolean }): Promise<Contact[]> {
+    const filter = this.filter(workspaceId, opts);
+    if (opts.after) filter._id = { [opts.newestFirst ? "$lt" : "$gt"]: opts.after };
+    return this.contacts.find(filter, { sort: { _id: opts.newestFirst ? -1 : 1 }, limit: opts.limit });
+  }
+
+  count(workspaceId: string, query: ContactQuery = {}): Promise<number> {
+    return this.contacts.countDocuments(this.filter(workspaceId, query));
+  }
+
+  async unsubscribe(workspaceId: string, emailLower: string, at: Date): Promise<void> {
+    await this.contacts.updateOne({ workspaceId, emailLower, status: "SUBSCRIBED" }, { $set: { status: "UNSUBSCRIBED", updatedAt: at } });
+  }
+
+  private filter(workspaceId: string, query: ContactQuery): Filter {
+    const filter: Filter = { workspaceId };
+    if (query.status) filter.status = query.status;
+    if (query.search) {
+      const $regex = escapeRegex(query.search);
+      filter.$or = ["emailLower", "firstName", "lastName"].map((field) => ({ [field]: { $regex, $options: "i" } }));
+    }
+    return filter;
+  }
+}

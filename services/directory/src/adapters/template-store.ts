@@ -1,0 +1,46 @@
+import type { Collection, Filter, Store } from "../../../kit/src/store/port.js";
+import type { Template, TemplateStatus } from "../domain/model.js";
+import type { TemplateRepository } from "../domain/ports.js";
+import { asDoc, insertUnique, type Stored } from "./documents.js";
+
+export class TemplateStore implements TemplateRepository {
+  private constructor(private readonly templates: Collection<Stored<Template>>) {}
+
+  static async open(store: Store): Promise<TemplateStore> {
+    const templates = store.collection<Stored<Template>>("templates");
+    await Promise.all([
+      templates.createIndex({ keys: { workspaceId: 1, name: 1 }, unique: true }),
+      templates.createIndex({ keys: { workspaceId: 1, _id: 1 } }),
+    ]);
+    return new TemplateStore(templates);
+  }
+
+  insert(template: Template): Promise<boolean> {
+    return insertUnique(this.templates, asDoc(template));
+  }
+
+  findByName(workspaceId: string, name: string): Promise<Template | null> {
+    return this.templates.findOne({ workspaceId, name });
+  }
+
+  findById(workspaceId: string, id: string): Promise<Template | null> {
+    return this.templates.findOne({ _id: id, workspaceId });
+  }
+
+  update(workspaceId: string, id: string, changes: Partial<Omit<Template, "_id" | "workspaceId" | "name" | "createdAt">>): Promise<Template | null> {
+    return this.templates.findOneAndUpdate({ _id: id, workspaceId }, { $set: changes }, { returnDocument: "after" });
+  }
+
+  async delete(workspaceId: string, id: string): Promise<void> {
+    await this.templates.deleteOne({ _id: id, workspaceId });
+  }
+
+  page(workspaceId: string, opts: { after?: string; limit: number; status?: TemplateStatus; newestFirst?: boolean }): Promise<Template[]> {
+    const filter: Filter = { workspaceId };
+    // Templates made before statuses have none: they are ACTIVE.
+    if (opts.status === "ACTIVE") filter.$or = [{ status: "ACTIVE" }, { status: { $exists: false } }];
+    else if (opts.status) filter.status = opts.status;
+    if (opts.after) filter._id = { [opts.newestFirst ? "$lt" : "$gt"]: opts.after };
+    return this.templates.find(filter, { sort: { _id: opts.newestFirst ? -1 : 1 }, limit: opts.limit });
+  }
+}

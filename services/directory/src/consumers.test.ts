@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { jetstream } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { pino } from "pino";
+import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
+import { connectNats, ensureStreams, eventSubject, type ConsumeLoop } from "../../kit/src/jetstream.js";
+import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { consumeMailOutcomes, mailOutcomeOf } from "./consumers.js";
+import { memoryDirectory, type TestDirectory } from "./testing.js";
+
+const event = (init: Omit<Partial<MailEvent>, "$typeName" | "$unknown">) =>
+  create(MailEventSchema, { workspaceId: "ws_a", source: DeliverySource.BROADCAST, recipient: "ann@example.test", ...init });
+
+describe("mail outcomes → suppressions and contact status", () => {
+  it("maps hard bounces, complaints and unsubscribes; ignores soft bounces and everything else", () => {
+    expect(mailOutcomeOf(event({ type: MailEventType.BOUNCED, permanent: true, detail: "5.1.1" }))).toMatchObject({ kind: "hard_bounce", detail: "5.1.1" });
+    expect(mailOutcomeOf(event({ type: MailEventType.BOUNCED, smtpCode: 550 }))).toMatchObject({ kind: "hard_bounce" });
+    expect(mailOutcomeOf(event({ type: MailEventType.BOUNCED, permanent: false, smtpCode: 452 }))).toBeUndefined();
+    expect(mailOutcomeOf(event({ type: MailEventType.COMPLAINED }))).toMatchObject({ kind: "complaint" });
+    expect(mailOutcomeOf(event({ type: MailEventType.UNSUBSCRIBED }))).toMatchObject({ kind: "unsubscribed" });
+    for (const type of [MailEventType.SENT, MailEventType.OPENED, MailEventType.CLICKED, MailEventType.DEFERRED, MailEventType.FAILED]) {
+      expect(mailOutcomeOf(event({ type }))).toBeUndefined();
+    }
+  });
+
+  describe("through a durable consumer on a real nats-server", () => {
+    let nats: NatsHandle;
+    let nc: NatsConnection;
+    let dir: TestDirectory;
+    let loop: ConsumeLoop;
+    beforeAll(async () => {
+      nats = await startNats();
+      nc = await connectNats(nats.url, "directory-outcomes-test");
+      await ensureStreams(nc, 1);
+      dir = await memoryDirectory();
+      await dir.workspaces.create({ id: "ws_a", name: "A" });
+      loop = await consumeMailOutcomes(nc, dir.outcomes, pino({ level: "silent" }));
+    }, 30_000);
+    afterAll(async () => {
+      await loop?.stop();
+      await nc?.drain();
+      await nats?.stop();
+    });
+
+    const publish = async (e: MailEvent, kind: string, msgID: string) =>
+      jetstream(nc).publish(eventSubject("broadcast", kind), toBinary(MailEventSchema, e), { msgID });
+    const waitFor = async (check: () => Promise<boolean>) => {
+      for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await check()).toBe(true);
+    };
+    const reasonOf = async (email: string) => (await dir.suppressions.check("ws_a", [email]))[0]?.reason;
+    const statusOf = async (email: string) => (await dir.contacts.get("ws_a", email)).status;
+
+    it("suppresses and updates contacts, idempotently, whoever added the suppression first", async () => {
+      for (const email of ["hard@example.test", "soft@example.test", "complainer@example.test", "leaver@example.test"]) {
+        await dir.contacts.create("ws_a", { email });
+      }
+      // The inbound unit already added this one: the event must not fail or duplicate it.
+      await dir.suppressions.add("ws_a", "complainer@example.test", "complaint", "arf abuse");
+
+      await publish(event({ type: MailEventType.BOUNCED, recipient: "Hard@Example.test", permanent: true, detail: "550 5.1.1 no such user" }), "bounced", "e1");
+      await publish(event({ type: MailEventType.BOUNCED, recipient: "soft@example.test", permanent: false, smtpCode: 452 }), "bounced", "e2");
+      await publish(event({ type: MailEventType.COMPLAINED, recipient: "complainer@example.test" }), "complained", "e3");
+      await publish(event({ type: MailEventType.UNSUBSCRIBED, recipient: "leaver@example.test" }), "unsubscribed", "e4");
+      await publish(event({ type: MailEventType.SENT, recipient: "soft@example.test" }), "sent", "e5");
+      // A redelivery (same event again under another msgID, as after an ack timeout).
+      await publish(event({ type: MailEventType.COMPLAINED, recipient: "complainer@example.test" }), "complained", "e6");
+      await publish(event({ type: MailEventType.UNSUBSCRIBED, recipient: "leaver@example.test" }), "unsubscribed", "e7");
+
+      await waitFor(async () => (await reasonOf("leaver@example.test")) === "unsubscribed" && (await reasonOf("hard@example.test")) === "hard_bounce");
+      await waitFor(async () => (await statusOf("complainer@example.test")) === "UNSUBSCRIBED");
+      expect(await reasonOf("complainer@example.test")).toBe("complaint");
+      expect(await statusOf("leaver@example.test")).toBe("UNSUBSCRIBED");
+      // Hard bounce: suppressed, consent (status) untouched.
+      expect(await statusOf("hard@example.test")).toBe("SUBSCRIBED");
+      // Soft bounce and SENT change nothing.
+      expect(await reasonOf("soft@example.test")).toBeUndefined();
+      expect(await statusOf("soft@example.test")).toBe("SUBSCRIBED");
+      expect((await dir.suppressions.list("ws_a")).items.map((s) => s.emailLower).sort()).toEqual([
+        "complainer@example.test", "hard@example.test", "leaver@example.test",
+      ]);
+    }, 30_000);
+  });
+});

@@ -1,0 +1,199 @@
+import { createHash, randomBytes } from "node:crypto";
+import { appError, badRequest, conflict, notFound } from "../../../kit/src/errors.js";
+import { newId } from "../../../kit/src/ids.js";
+import type { ApiKey } from "./model.js";
+import type { ApiKeyRepository } from "./ports.js";
+import type { Workspaces } from "./workspaces.js";
+import { appErrorCode, requireWorkspaceId, systemClock, type Clock } from "./validation.js";
+
+/**
+ * `api_user`: the public API, reading, changing and sending (implies `api_read`);
+ * `api_read`: the public API's reading routes only; `admin`: operator tooling.
+ */
+export const KNOWN_SCOPES = ["api_user", "api_read", "admin"] as const;
+/** The public API's key roles (the official client's): each is a set of scopes. */
+export const ROLE_SCOPES = { EDITOR: ["api_user"], VIEWER: ["api_read"] } as const;
+export type KeyRole = keyof typeof ROLE_SCOPES;
+
+/** EDITOR when the key may change and send (api_user), VIEWER otherwise. */
+export const roleOf = (scopes: string[]): KeyRole => (scopes.includes("api_user") ? "EDITOR" : "VIEWER");
+
+export function parseRole(raw: unknown): KeyRole {
+  if (raw === "EDITOR" || raw === "VIEWER") return raw;
+  throw badRequest("invalid_role", `role ${JSON.stringify(raw)} is not one of EDITOR, VIEWER`);
+}
+
+/** The scopes a key acts with: `api_user` implies `api_read`. */
+export function effectiveScopes(scopes: string[]): string[] {
+  return scopes.includes("api_user") && !scopes.includes("api_read") ? [...scopes, "api_read"] : scopes;
+}
+
+export const KEY_LIST_MAX = 100;
+export const KEY_PREFIX = "mr_live_";
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+/** Keys the gateway would accept in a Bearer header; anything else is malformed. */
+export const KEY_SHAPE = /^[A-Za-z0-9_\-.~+/=]{8,256}$/;
+
+export interface AuthResult {
+  workspaceId: string;
+  keyId: string;
+  scopes: string[];
+}
+
+/** `mr_live_` + 32 base62 characters from the CSPRNG (rejection sampling: no modulo bias). */
+export function generateApiKey(): string {
+  let out = "";
+  while (out.length < 32) {
+    for (const byte of randomBytes(48)) {
+      if (byte < 248 && out.length < 32) out += BASE62[byte % 62];
+    }
+  }
+  return KEY_PREFIX + out;
+}
+
+export const hashApiKey = (plain: string): string => createHash("sha256").update(plain, "utf8").digest("hex");
+
+/** The non-secret part shown in listings: never more than half of the key. */
+export function displayPrefix(plain: string): string {
+  return plain.slice(0, Math.min(KEY_PREFIX.length + 4, Math.floor(plain.length / 2)));
+}
+
+const unauthenticated = (code: string, message: string) => appError({ code, httpStatus: 401, message });
+
+/** Known scopes, each once. An empty list stays empty: a key without scopes can do nothing. */
+export function checkScopes(scopes: string[]): string[] {
+  const list = [...new Set(scopes)];
+  const unknown = list.filter((s) => !(KNOWN_SCOPES as readonly string[]).includes(s));
+  if (unknown.length) {
+    throw badRequest("invalid_scope", `Unknown scope(s): ${unknown.join(", ")}; known scopes: ${KNOWN_SCOPES.join(", ")}`);
+  }
+  return list;
+}
+
+export class ApiKeys {
+  constructor(
+    private readonly repo: ApiKeyRepository,
+    private readonly workspaces: Workspaces,
+    private readonly now: Clock = systemClock,
+  ) {}
+
+  /**
+   * Creates a key and returns the plain key once. `fixedKey` (bootstrap, tests) is hashed
+   * like a generated one.
+   */
+  async create(workspaceId: string, opts: { name?: string; scopes?: string[]; role?: string; fixedKey?: string }): Promise<{ key: ApiKey; plain: string }> {
+    await this.workspaces.get(workspaceId);
+    if (opts.role && opts.scopes?.length) throw badRequest("invalid_request", "Give a role or scopes, not both");
+    const scopes = opts.role ? [...ROLE_SCOPES[parseRole(opts.role)]] : checkScopes(opts.scopes ?? []);
+    const plain = opts.fixedKey || generateApiKey();
+    if (!KEY_SHAPE.test(plain)) throw badRequest("invalid_request", "API key must be 8-256 characters of [A-Za-z0-9_-.~+/=]");
+    const doc: ApiKey = {
+      _id: newId("key"),
+      workspaceId,
+      name: (opts.name ?? "").trim().slice(0, 200),
+      prefix: displayPrefix(plain),
+      hash: hashApiKey(plain),
+      scopes,
+      createdAt: this.now(),
+      updatedAt: this.now(),
+      revokedAt: null,
+    };
+    if (!(await this.repo.insert(doc))) throw conflict("api_key_exists", "This API key already exists");
+    return { key: doc, plain };
+  }
+
+  /** Bootstrap: makes sure a fixed key exists for this workspace with these scopes. */
+  async ensure(workspaceId: string, plain: string, scopes: string[], name = "bootstrap"): Promise<void> {
+    const existing = await this.repo.findByHash(hashApiKey(plain));
+    if (!existing) {
+      try {
+        await this.create(workspaceId, { name, scopes, fixedKey: plain });
+        return;
+      } catch (err) {
+        // Another process loading the same bootstrap won the insert: check what it wrote.
+        if (appErrorCode(err) !== "api_key_exists") throw err;
+        return this.ensure(workspaceId, plain, scopes, name);
+      }
+    }
+    if (existing.workspaceId !== workspaceId) {
+      throw conflict("api_key_exists", `A bootstrap key of workspace ${workspaceId} already belongs to another workspace`);
+    }
+    const wanted = checkScopes(scopes);
+    if (existing.revokedAt) return; // a revoked key stays revoked
+    if (JSON.stringify([...existing.scopes].sort()) !== JSON.stringify([...wanted].sort())) {
+      await this.repo.setScopes(existing._id, wanted);
+    }
+  }
+
+  /** The workspace a plain key belongs to, if it exists (bootstrap validation). */
+  async ownerOf(plain: string): Promise<string | undefined> {
+    return (await this.repo.findByHash(hashApiKey(plain)))?.workspaceId;
+  }
+
+  async list(workspaceId: string): Promise<ApiKey[]> {
+    return this.repo.list(requireWorkspaceId(workspaceId), 1_000);
+  }
+
+  /** One page by creation time, from `startAt` (inclusive); `nextStartAt` starts the next page. */
+  async page(workspaceId: string, opts: { limit?: number; newestFirst?: boolean; startAt?: Date }): Promise<{ items: ApiKey[]; hasMore: boolean; nextStartAt?: Date }> {
+    requireWorkspaceId(workspaceId);
+    const limit = opts.limit || KEY_LIST_MAX;
+    if (!Number.isInteger(limit) || limit < 1 || limit > KEY_LIST_MAX) throw badRequest("invalid_request", `limit must be between 1 and ${KEY_LIST_MAX}`);
+    if (opts.startAt && Number.isNaN(opts.startAt.getTime())) throw badRequest("invalid_request", "startAt is not a valid date");
+    const docs = await this.repo.page(workspaceId, { startAt: opts.startAt, limit: limit + 1, newestFirst: opts.newestFirst ?? true });
+    const hasMore = docs.length > limit;
+    return { items: docs.slice(0, limit), hasMore, ...(hasMore ? { nextStartAt: docs[limit].createdAt } : {}) };
+  }
+
+  async get(workspaceId: string, keyId: string): Promise<ApiKey> {
+    const key = typeof keyId === "string" && keyId ? await this.repo.find(requireWorkspaceId(workspaceId), keyId) : null;
+    if (!key) throw notFound("api_key_not_found", `API key ${String(keyId).slice(0, 100)} not found`);
+    return key;
+  }
+
+  /** Renames a key or changes its role; a revoked key cannot change. */
+  async update(workspaceId: string, keyId: string, changes: { name?: string; role?: string }): Promise<ApiKey> {
+    const key = await this.get(workspaceId, keyId);
+    if (key.revokedAt) throw conflict("api_key_revoked", `API key ${keyId} is revoked`);
+    const set: { name?: string; scopes?: string[] } = {};
+    if (changes.name !== undefined) {
+      if (typeof changes.name !== "string" || !changes.name.trim()) throw badRequest("invalid_request", "displayName cannot be empty");
+      set.name = changes.name.trim().slice(0, 200);
+    }
+    if (changes.role !== undefined) {
+      // Other scopes (admin) stay; the role's part is replaced.
+      const others = key.scopes.filter((s) => s !== "api_user" && s !== "api_read");
+      set.scopes = [...others, ...ROLE_SCOPES[parseRole(changes.role)]];
+    }
+    if (!Object.keys(set).length) return key;
+    const updated = await this.repo.update(workspaceId, keyId, { ...set, updatedAt: this.now() });
+    if (!updated) throw notFound("api_key_not_found", `API key ${keyId} not found`);
+    return updated;
+  }
+
+  /** Revokes a key (idempotent) and answers it as it is now. */
+  async revoke(workspaceId: string, keyId: string): Promise<ApiKey> {
+    const key = await this.get(workspaceId, keyId);
+    if (key.revokedAt) return key;
+    const at = this.now();
+    await this.repo.revoke(workspaceId, keyId, at);
+    return { ...key, revokedAt: at };
+  }
+
+  /**
+   * Resolves a plain key to its workspace and scopes. Malformed, unknown and revoked keys
+   * (and keys of a deleted workspace) all get the same 401 so nothing about them leaks.
+   */
+  async authenticate(plain: string, requiredScopes: string[] = []): Promise<AuthResult> {
+    if (typeof plain !== "string" || !KEY_SHAPE.test(plain)) throw unauthenticated("unauthorized", "Invalid API key");
+    const key = await this.repo.findByHash(hashApiKey(plain));
+    if (!key || key.revokedAt) throw unauthenticated("unauthorized", "Invalid API key");
+    if (!(await this.workspaces.find(key.workspaceId))) throw unauthenticated("unauthorized", "Invalid API key");
+    const scopes = effectiveScopes(key.scopes);
+    const missing = requiredScopes.filter((s) => !scopes.includes(s));
+    if (missing.length) {
+      throw unauthenticated("insufficient_scope", `Insufficient scope: requires ${missing.join(", ")}`);
+    }
+    return { workspaceId: key.workspaceId, keyId: key._id, scopes };
+  }
+}

@@ -1,0 +1,42 @@
+import { normalizeEmail } from "./address.js";
+import type { ContactRepository } from "./ports.js";
+import type { Suppressions } from "./suppression.js";
+import type { Clock } from "./validation.js";
+
+/** What came back for one recipient, in domain terms (the consumer maps MailEvents to it). */
+export interface MailOutcome {
+  kind: "hard_bounce" | "complaint" | "unsubscribed";
+  workspaceId: string;
+  recipient: string;
+  detail: string;
+}
+
+/**
+ * Keeps the suppression list and contact status current from what happened to sent mail.
+ *
+ * - hard bounce → suppression `hard_bounce`; the contact's status is left as it is (status is
+ *   about consent, the bounce about the mailbox; the suppression alone stops all sending, and
+ *   removing it — the address fixed — lets mail flow again without faking a re-subscribe).
+ * - complaint → suppression `complaint` and the contact UNSUBSCRIBED (they said stop).
+ * - unsubscribe → suppression `unsubscribed` and the contact UNSUBSCRIBED.
+ *
+ * Idempotent: the inbound unit and the gateway may have added the suppression already, and a
+ * redelivered event finds everything in place (ensure, strengthen-only-from-weak, and
+ * SUBSCRIBED → UNSUBSCRIBED change nothing the second time).
+ */
+export class MailOutcomes {
+  constructor(
+    private readonly suppressions: Suppressions,
+    private readonly contacts: ContactRepository,
+    private readonly now: Clock,
+  ) {}
+
+  async record(outcome: MailOutcome): Promise<"recorded" | "ignored"> {
+    const emailLower = normalizeEmail(outcome.recipient);
+    if (!outcome.workspaceId || !emailLower) return "ignored";
+    await this.suppressions.add(outcome.workspaceId, emailLower, outcome.kind, outcome.detail);
+    // Suppressions.add unsubscribes the contact for "unsubscribed" itself.
+    if (outcome.kind === "complaint") await this.contacts.unsubscribe(outcome.workspaceId, emailLower, this.now());
+    return "recorded";
+  }
+}

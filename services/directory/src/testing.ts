@@ -1,0 +1,59 @@
+import { openMemoryStore } from "../../kit/src/store/open.js";
+import type { Store } from "../../kit/src/store/port.js";
+import { createDirectory, type Directory, type DirectoryDeps } from "./domain/directory.js";
+import type { DkimKeyPair, TxtResolver } from "./domain/ports.js";
+import { generateDkimKeyPair } from "./adapters/dns.js";
+import { DIRECTORY_COLLECTIONS, openStoreRepositories } from "./adapters/store.js";
+
+/** A resolver answering from a map (name → TXT records as chunk lists). */
+export function mapResolver(records: Record<string, string[][]> = {}): TxtResolver & { records: Record<string, string[][]> } {
+  return {
+    records,
+    async resolveTxt(name: string) {
+      const found = records[name.toLowerCase()];
+      if (!found) throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: "ENOTFOUND" });
+      return found;
+    },
+  };
+}
+
+let sharedKey: Promise<DkimKeyPair> | undefined;
+/**
+ * One real RSA 2048 pair per test process, handed to every domain (generation takes about
+ * a second); tests that need distinct keys pass generateDkimKeyPair themselves.
+ */
+export function pooledDkimKey(): Promise<DkimKeyPair> {
+  sharedKey ??= generateDkimKeyPair();
+  return sharedKey;
+}
+
+/** The secrets test directories seal DKIM keys with. */
+export const TEST_SECRETS = { current: "directory-test-secret-0123456789" };
+
+export type TestDirectoryOptions = Partial<Omit<DirectoryDeps, "repositories">>;
+export type TestDirectory = Directory & { store: Store };
+
+/** A directory over the given store, with a map resolver and the pooled DKIM key unless told otherwise. */
+export async function storeDirectory(store: Store, opts: TestDirectoryOptions = {}): Promise<TestDirectory> {
+  const dir = createDirectory({
+    repositories: await openStoreRepositories(store, TEST_SECRETS),
+    resolver: mapResolver(),
+    generateDkimKey: pooledDkimKey,
+    ...opts,
+  });
+  return { ...dir, store };
+}
+
+/** A directory over a fresh in-memory store, for unit tests. */
+export function memoryDirectory(opts: TestDirectoryOptions = {}): Promise<TestDirectory> {
+  return storeDirectory(openMemoryStore(), opts);
+}
+
+/** Every document of every directory collection, for "nothing changed" assertions. */
+export async function snapshot(dir: { store: Store }): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const name of DIRECTORY_COLLECTIONS) {
+    out[name] = await dir.store.collection(name).find({}, { sort: { _id: 1 } });
+  }
+  return out;
+}

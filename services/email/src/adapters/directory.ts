@@ -1,0 +1,142 @@
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { LRUCache } from "lru-cache";
+import { ContactSource, type DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { Directory, SendableReservation, SenderCheck, TemplateContent } from "../domain/ports.js";
+import { fromRpcError, rpc } from "./rpc-errors.js";
+
+const RPC = { timeoutMs: 15_000 };
+
+/** Most (workspace, sender) checks remembered at once; least recently used go first. */
+const SENDER_CACHE_MAX = 10_000;
+
+type SenderKey = { workspaceId: string; from: string };
+
+/** Hands a refusal to every caller waiting on one lookup without the cache keeping it. */
+class SenderRefused extends Error {
+  constructor(readonly check: SenderCheck) {
+    super("sender refused");
+  }
+}
+
+/**
+ * The directory service over Connect. Allowed sender checks are remembered briefly
+ * (`senderCacheMs`, like the gateway's key cache) so a burst of sends from one address
+ * costs one lookup, and concurrent first sends share that lookup; refusals are never
+ * cached, so a newly verified sender works at once.
+ */
+export class ConnectDirectory implements Directory {
+  private readonly allowedSenders: LRUCache<string, SenderCheck, SenderKey> | undefined;
+
+  constructor(
+    private readonly client: Client<typeof DirectoryService>,
+    senderCacheMs = 5_000,
+  ) {
+    if (senderCacheMs > 0) {
+      this.allowedSenders = new LRUCache<string, SenderCheck, SenderKey>({
+        max: SENDER_CACHE_MAX,
+        ttl: senderCacheMs,
+        fetchMethod: async (_key, _stale, { context }) => {
+          const check = await this.lookUpSender(context.workspaceId, context.from);
+          if (!check.allowed) throw new SenderRefused(check);
+          return check;
+        },
+      });
+    }
+  }
+
+  async checkSender(workspaceId: string, from: string): Promise<SenderCheck> {
+    if (!this.allowedSenders) return this.lookUpSender(workspaceId, from);
+    try {
+      const check = await this.allowedSenders.fetch(JSON.stringify([workspaceId, from]), { context: { workspaceId, from } });
+      return check!; // fetchMethod either returns a check or throws
+    } catch (err) {
+      if (err instanceof SenderRefused) return err.check;
+      throw err;
+    }
+  }
+
+  private async lookUpSender(workspaceId: string, from: string): Promise<SenderCheck> {
+    const res = await rpc(() => this.client.checkSender({ workspaceId, from }, RPC));
+    return {
+      allowed: res.allowed,
+      address: res.address,
+      name: res.name,
+      allowedEmails: res.allowedEmails,
+      allowedDomains: res.allowedDomains,
+    };
+  }
+
+  async verifiedSenders(workspaceId: string): Promise<{ emails: string[]; domains: string[] }> {
+    const res = await rpc(() => this.client.listSenders({ workspaceId }, RPC));
+    return {
+      emails: res.emails.filter((e) => e.verified).map((e) => e.email),
+      domains: res.domains.filter((d) => d.verified).map((d) => d.domain),
+    };
+  }
+
+  async getTemplate(workspaceId: string, name: string): Promise<TemplateContent | null> {
+    try {
+      const { template } = await this.client.getTemplate({ workspaceId, name }, RPC);
+      if (!template) return null;
+      return {
+        name: template.name,
+        subject: template.subject,
+        html: template.html,
+        text: template.text,
+        previewText: template.previewText,
+        fromEmail: template.fromEmail,
+        fromName: template.fromName,
+        replyTo: template.replyTo.map((r) => r.email),
+      };
+    } catch (err) {
+      if (err instanceof ConnectError && err.code === Code.NotFound) return null;
+      throw fromRpcError(err);
+    }
+  }
+
+  async reserveSendable(workspaceId: string, recipients: string[]): Promise<SendableReservation> {
+    const res = await rpc(() => this.client.reserveSendable({ workspaceId, recipients }, RPC));
+    const suppressed = new Map<string, string>();
+    for (const s of res.suppressed) suppressed.set(s.email.toLowerCase(), reasonText(s.reason) + (s.detail ? `: ${s.detail}` : ""));
+    return {
+      suppressed,
+      granted: res.granted,
+      reserved: Number(res.reserved),
+      period: res.period,
+      used: Number(res.used),
+      limit: Number(res.limit),
+    };
+  }
+
+  async releaseUsage(workspaceId: string, count: number, period: string): Promise<void> {
+    await rpc(() => this.client.releaseUsage({ workspaceId, count: BigInt(count), period }, RPC));
+  }
+
+  /** firstName/lastName are built-in fields; everything else is a custom property. */
+  async upsertContact(workspaceId: string, email: string, properties: Record<string, unknown>): Promise<void> {
+    const { firstName, lastName, email: _ignored, ...custom } = properties;
+    await rpc(() =>
+      this.client.upsertContact(
+        {
+          workspaceId,
+          createMissingProperties: true,
+          contact: {
+            email,
+            // Kept out of broadcast audiences (OPT_IN_PENDING) until subscribed: DESIGN §6.
+            source: ContactSource.TRANSACTIONAL_EMAIL,
+            firstName: typeof firstName === "string" ? firstName : undefined,
+            lastName: typeof lastName === "string" ? lastName : undefined,
+            properties: custom as JsonObject,
+          },
+        },
+        RPC,
+      ),
+    );
+  }
+}
+
+function reasonText(reason: number): string {
+  // SuppressionReason: 1 unsubscribed, 2 hard bounce, 3 complaint, 4 manual.
+  return ["suppressed", "unsubscribed", "hard bounce", "complaint", "manually suppressed"][reason] ?? "suppressed";
+}

@@ -1,0 +1,192 @@
+import { createHash } from "node:crypto";
+import type { Collection, Store } from "../../../kit/src/store/port.js";
+import type { EmailOutcomes, OutcomeEventType } from "../domain/model.js";
+import type {
+  DailyStatsRow,
+  Milestone,
+  OutcomeChange,
+  OutcomeStore,
+  StatsCounters,
+  StatsStore,
+  StatsTarget,
+} from "../domain/ports.js";
+
+/*
+ * Per-email outcomes live on the email's own document (collection `emails`, field `out`),
+ * next to `applied`, the email's most recent event ids: one atomic update both checks the
+ * id and counts the event. Daily stats live in `email_stats`, one document per
+ * (workspace, UTC day, groupBy), maintained with $inc upserts.
+ */
+
+/** Event ids remembered per email. Redeliveries come within minutes; 64 covers any open/click storm of that window. */
+export const APPLIED_EVENTS_KEPT = 64;
+
+interface MilestoneDoc {
+  eventId: string;
+  at: Date;
+  counted: boolean;
+}
+
+interface LinkDoc {
+  url: string;
+  clicks: number;
+  lastAt: Date;
+}
+
+/** The stored form of EmailOutcomes (inside the email document). */
+export interface OutcomesDoc {
+  opens?: number;
+  clicks?: number;
+  lastOpenedAt?: Date;
+  lastClickedAt?: Date;
+  bounceType?: "hard" | "soft";
+  /** Keyed by a hash of the URL (URLs are not valid field names). */
+  links?: Record<string, LinkDoc>;
+  m?: Partial<Record<Milestone, MilestoneDoc>>;
+  lastEvent?: OutcomeEventType;
+  lastEventAt?: Date;
+  /** Opens and clicks whose stats count is not yet taken, by event key (see OutcomeStore.takeOwedCount); entries leave when taken. */
+  owed?: Record<string, true>;
+}
+
+type EmailOutcomeDoc = {
+  _id: string;
+  workspaceId: string;
+  groupBy?: string;
+  dueAt: Date;
+  createdAt: Date;
+  applied?: string[];
+  out?: OutcomesDoc;
+};
+
+/** URLs and event ids as field names (they may hold dots or `$`). */
+const linkKey = (url: string) => createHash("sha256").update(url).digest("hex").slice(0, 16);
+const eventKey = (eventId: string) => createHash("sha256").update(eventId).digest("hex").slice(0, 16);
+
+/** The public outcomes of a stored email (absent before its first event). */
+export function outcomesOf(out: OutcomesDoc | undefined): EmailOutcomes | undefined {
+  if (!out) return undefined;
+  const at = (m: Milestone) => out.m?.[m]?.at;
+  const outcomes: EmailOutcomes = {
+    opens: out.opens ?? 0,
+    clicks: out.clicks ?? 0,
+    links: Object.values(out.links ?? {})
+      .map((l) => ({ url: l.url, clicks: l.clicks, lastClickedAt: l.lastAt }))
+      .sort((a, b) => b.clicks - a.clicks || a.url.localeCompare(b.url)),
+  };
+  const dates: Array<[keyof EmailOutcomes, Date | undefined]> = [
+    ["firstOpenedAt", at("opened")],
+    ["lastOpenedAt", out.lastOpenedAt],
+    ["firstClickedAt", at("clicked")],
+    ["lastClickedAt", out.lastClickedAt],
+    ["deliveredAt", at("delivered")],
+    ["bouncedAt", at("bounced")],
+    ["failedAt", at("failed")],
+    ["complainedAt", at("complained")],
+    ["unsubscribedAt", at("unsubscribed")],
+  ];
+  for (const [name, value] of dates) if (value) (outcomes as unknown as Record<string, Date>)[name] = value;
+  if (out.bounceType) outcomes.bounceType = out.bounceType;
+  if (out.lastEvent && out.lastEventAt) outcomes.lastEvent = { type: out.lastEvent, at: out.lastEventAt };
+  return outcomes;
+}
+
+export class CollectionOutcomeStore implements OutcomeStore {
+  private readonly emails: Collection<EmailOutcomeDoc>;
+
+  constructor(store: Store) {
+    this.emails = store.collection<EmailOutcomeDoc>("emails");
+  }
+
+  async applyOnce(emailId: string, eventId: string, change: OutcomeChange): Promise<{ applied: boolean; target: StatsTarget } | null> {
+    const set: Record<string, unknown> = { "out.lastEvent": change.type, "out.lastEventAt": change.at };
+    const inc: Record<string, number> = {};
+    if (change.open || change.click) set[`out.owed.${eventKey(eventId)}`] = true;
+    if (change.open) {
+      inc["out.opens"] = 1;
+      set["out.lastOpenedAt"] = change.at;
+    }
+    if (change.click) {
+      const key = linkKey(change.click.url);
+      inc["out.clicks"] = 1;
+      inc[`out.links.${key}.clicks`] = 1;
+      set[`out.links.${key}.url`] = change.click.url;
+      set[`out.links.${key}.lastAt`] = change.at;
+      set["out.lastClickedAt"] = change.at;
+    }
+    if (change.bounce) set["out.bounceType"] = change.bounce.hard ? "hard" : "soft";
+    const updated = await this.emails.findOneAndUpdate(
+      { _id: emailId, applied: { $ne: eventId } },
+      {
+        $set: set,
+        ...(Object.keys(inc).length ? { $inc: inc } : {}),
+        $push: { applied: { $each: [eventId], $slice: -APPLIED_EVENTS_KEPT } },
+      },
+      { returnDocument: "after" },
+    );
+    if (updated) return { applied: true, target: targetOf(updated) };
+    const existing = await this.emails.findOne({ _id: emailId });
+    return existing ? { applied: false, target: targetOf(existing) } : null;
+  }
+
+  async claimAndCount(emailId: string, milestone: Milestone, eventId: string, at: Date): Promise<boolean> {
+    const path = `out.m.${milestone}`;
+    await this.emails.updateOne({ _id: emailId, [path]: { $exists: false } }, { $set: { [path]: { eventId, at, counted: false } } });
+    const res = await this.emails.updateOne(
+      { _id: emailId, [`${path}.eventId`]: eventId, [`${path}.counted`]: false },
+      { $set: { [`${path}.counted`]: true } },
+    );
+    return res.matchedCount === 1;
+  }
+
+  async takeOwedCount(emailId: string, eventId: string): Promise<boolean> {
+    const path = `out.owed.${eventKey(eventId)}`;
+    const res = await this.emails.updateOne({ _id: emailId, [path]: true }, { $unset: { [path]: "" } });
+    return res.matchedCount === 1;
+  }
+}
+
+function targetOf(doc: EmailOutcomeDoc): StatsTarget {
+  return { workspaceId: doc.workspaceId, groupBy: doc.groupBy ?? "", sentAt: new Date(doc.dueAt ?? doc.createdAt) };
+}
+
+type StatsDoc = {
+  _id: string;
+  workspaceId: string;
+  day: string;
+  groupBy: string;
+  c?: Partial<StatsCounters>;
+};
+
+export class CollectionStatsStore implements StatsStore {
+  private readonly stats: Collection<StatsDoc>;
+
+  constructor(store: Store) {
+    this.stats = store.collection<StatsDoc>("email_stats");
+  }
+
+  async init(): Promise<void> {
+    // Range reads per workspace; one document per (workspace, day, groupBy), so small.
+    await this.stats.createIndex({ keys: { workspaceId: 1, day: 1 } });
+  }
+
+  async increment(workspaceId: string, day: string, groupBy: string, by: Partial<StatsCounters>): Promise<void> {
+    const inc: Record<string, number> = {};
+    for (const [name, value] of Object.entries(by)) if (value) inc[`c.${name}`] = value;
+    if (!Object.keys(inc).length) return;
+    await this.stats.updateOne(
+      { _id: JSON.stringify([workspaceId, day, groupBy]) },
+      { $inc: inc, $setOnInsert: { workspaceId, day, groupBy } },
+      { upsert: true },
+    );
+  }
+
+  async rows(workspaceId: string, fromDay: string, toDay: string, groupBy?: string): Promise<DailyStatsRow[]> {
+    const docs = await this.stats.find({
+      workspaceId,
+      day: { $gte: fromDay, $lte: toDay },
+      ...(groupBy !== undefined ? { groupBy } : {}),
+    });
+    return docs.map((d) => ({ day: d.day, groupBy: d.groupBy, counters: d.c ?? {} }));
+  }
+}

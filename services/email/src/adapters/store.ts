@@ -1,0 +1,214 @@
+import { DuplicateKeyError, type Collection, type Store } from "../../../kit/src/store/port.js";
+import type { CompiledContent, EmailRecord, EmailStatus, StoredEmail } from "../domain/model.js";
+import type { EmailStore, IdempotencyEntry, IdempotencyStore } from "../domain/ports.js";
+import { CollectionOutcomeStore, CollectionStatsStore, outcomesOf, type OutcomesDoc } from "./outcomes.js";
+
+/*
+ * The email domain's stores over kit's document store (embedded engine or MongoDB). The
+ * Mongo-style queries and the indexes that serve them live side by side here; the domain
+ * sees only the EmailStore and IdempotencyStore ports.
+ */
+
+/** Idempotency keys live at least this long (design §6: ≥ 24 h). */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+
+/**
+ * `dispatch` is stored only while an email is in the outbox (pending or claimed) and is
+ * indexed sparse: finished emails leave the index, so index upkeep never grows with the
+ * number of emails ever sent. `dispatched` keeps how it left ("published" or "none").
+ */
+type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch" | "variables" | "outcomes"> & {
+  /** Outcomes and the recent event ids they applied (written by CollectionOutcomeStore). */
+  out?: OutcomesDoc;
+  applied?: string[];
+  _id: string;
+  /** Caller-chosen keys ($…, dotted) are not valid field names in a document: kept as JSON text. */
+  variablesJson: string;
+  dispatch?: "pending" | "claimed";
+  dispatched?: "published" | "none";
+};
+type ContentDoc = { _id: string; workspaceId: string; compiled: string };
+type KeyDoc = Omit<IdempotencyEntry, "record"> & { _id: string; record?: EmailRecord };
+
+const TERMINAL: EmailStatus[] = ["DELIVERED", "FAILED", "CANCELLED"];
+
+function toEmail(doc: EmailDoc): StoredEmail {
+  const { _id, dispatch, dispatched, variablesJson, out, applied: _applied, ...rest } = doc;
+  const outcomes = outcomesOf(out);
+  return {
+    id: _id,
+    ...rest,
+    ...(outcomes ? { outcomes } : {}),
+    variables: variablesJson ? JSON.parse(variablesJson) : {},
+    dispatch: dispatch ?? dispatched ?? "published",
+  } as StoredEmail;
+}
+
+function toDoc(email: StoredEmail): EmailDoc {
+  const { id, compiled: _compiled, dispatch, variables, outcomes: _outcomes, ...rest } = email;
+  const base = { _id: id, ...rest, variablesJson: JSON.stringify(variables ?? {}) };
+  return dispatch === "pending" || dispatch === "claimed" ? { ...base, dispatch } : { ...base, dispatched: dispatch };
+}
+
+/**
+ * Emails in two collections: `emails` (the record and its outbox state, small) and
+ * `email_contents` (the compiled message, dropped once the email reached a final
+ * status so memory stays bounded on the embedded store).
+ */
+export class CollectionEmailStore implements EmailStore {
+  private readonly emails: Collection<EmailDoc>;
+  private readonly contents: Collection<ContentDoc>;
+
+  constructor(store: Store) {
+    this.emails = store.collection<EmailDoc>("emails");
+    this.contents = store.collection<ContentDoc>("email_contents");
+  }
+
+  async init(): Promise<void> {
+    // Claim queries select by dispatch state; only outbox emails are in this index.
+    // (Lookups are by _id, so no index on low-cardinality fields such as workspaceId,
+    // whose upkeep on the embedded store costs O(emails) per update.)
+    await this.emails.createIndex({ keys: { dispatch: 1 }, sparse: true });
+  }
+
+  async insert(email: StoredEmail): Promise<boolean> {
+    const { id, compiled } = email;
+    try {
+      // Content first: an email the scheduler can see always has its content.
+      if (compiled) await this.contents.insertOne({ _id: id, workspaceId: email.workspaceId, compiled: Buffer.from(compiled).toString("base64") });
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+    try {
+      await this.emails.insertOne(toDoc(email));
+      return true;
+    } catch (err) {
+      // The other email of this id is final (its content is gone): drop the orphan.
+      if (compiled) await this.contents.deleteOne({ _id: id }).catch(() => undefined);
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+  }
+
+  async find(workspaceId: string, id: string): Promise<StoredEmail | null> {
+    const doc = await this.emails.findOne({ _id: id, workspaceId });
+    return doc ? toEmail(doc) : null;
+  }
+
+  async compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null> {
+    const doc = await this.contents.findOne(workspaceId ? { _id: id, workspaceId } : { _id: id });
+    return doc ? new Uint8Array(Buffer.from(doc.compiled, "base64")) : null;
+  }
+
+  async cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null> {
+    const doc = await this.emails.findOneAndUpdate(
+      { _id: id, workspaceId, status: "SCHEDULED", dispatch: "pending" },
+      { $set: { status: "CANCELLED", dispatched: "none", updatedAt: at }, $unset: { dispatch: "" } },
+      { returnDocument: "after" },
+    );
+    if (!doc) return null;
+    await this.contents.deleteOne({ _id: id });
+    return toEmail(doc);
+  }
+
+  async claimDue(now: Date, owner: string, leaseUntil: Date): Promise<StoredEmail | null> {
+    // Scheduled emails whose time came: they become SENT as they are claimed, so a
+    // cancel racing the claim either wins (CANCELLED) or finds SENT and gets a 409.
+    const due = await this.emails.findOneAndUpdate(
+      { dispatch: "pending", dueAt: { $lte: now } },
+      { $set: { dispatch: "claimed", status: "SENT", leaseOwner: owner, leaseUntil, updatedAt: now } },
+      { sort: { dueAt: 1 }, returnDocument: "after" },
+    );
+    if (due) return toEmail(due);
+    // Claims whose process died (or whose publish failed) before queueing the job.
+    const stale = await this.emails.findOneAndUpdate(
+      { dispatch: "claimed", leaseUntil: { $lt: now } },
+      { $set: { leaseOwner: owner, leaseUntil } },
+      { sort: { leaseUntil: 1 }, returnDocument: "after" },
+    );
+    return stale ? toEmail(stale) : null;
+  }
+
+  async markPublished(id: string, owner: string, at: Date): Promise<boolean> {
+    const res = await this.emails.updateOne(
+      { _id: id, dispatch: "claimed", leaseOwner: owner },
+      { $set: { dispatched: "published", publishedAt: at }, $unset: { dispatch: "", leaseOwner: "", leaseUntil: "" } },
+    );
+    return res.matchedCount === 1;
+  }
+
+  async deferClaim(id: string, owner: string, retryAt: Date): Promise<void> {
+    await this.emails.updateOne({ _id: id, dispatch: "claimed", leaseOwner: owner }, { $set: { leaseUntil: retryAt } });
+  }
+
+  async transition(id: string, from: EmailStatus[], to: EmailStatus, at: Date, reason?: string): Promise<boolean> {
+    const set: Record<string, unknown> = { status: to, updatedAt: at };
+    if (reason !== undefined) set.statusReason = reason;
+    const res = await this.emails.updateOne({ _id: id, status: { $in: from } }, { $set: set });
+    if (res.matchedCount === 1 && TERMINAL.includes(to)) await this.contents.deleteOne({ _id: id });
+    return res.matchedCount === 1;
+  }
+}
+
+const keyId = (workspaceId: string, key: string) => `${workspaceId}:${key}`;
+
+function toEntry(doc: KeyDoc): IdempotencyEntry {
+  const { _id, ...rest } = doc;
+  return rest as IdempotencyEntry;
+}
+
+/** Idempotency keys, one document per (workspace, key), expiring after a day. */
+export class CollectionIdempotencyStore implements IdempotencyStore {
+  private readonly keys: Collection<KeyDoc>;
+
+  constructor(store: Store) {
+    this.keys = store.collection<KeyDoc>("idempotency_keys");
+  }
+
+  async init(): Promise<void> {
+    await this.keys.createIndex({ keys: { createdAt: 1 }, expireAfterSeconds: IDEMPOTENCY_TTL_SECONDS });
+  }
+
+  async tryInsert(entry: IdempotencyEntry): Promise<boolean> {
+    try {
+      await this.keys.insertOne({ _id: keyId(entry.workspaceId, entry.key), ...entry });
+      return true;
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+  }
+
+  async get(workspaceId: string, key: string): Promise<IdempotencyEntry | null> {
+    const doc = await this.keys.findOne({ _id: keyId(workspaceId, key) });
+    return doc ? toEntry(doc) : null;
+  }
+
+  async takeOver(workspaceId: string, key: string, now: Date, leaseUntil: Date): Promise<IdempotencyEntry | null> {
+    const doc = await this.keys.findOneAndUpdate(
+      { _id: keyId(workspaceId, key), state: "in_flight", leaseUntil: { $lt: now } },
+      { $set: { leaseUntil } },
+      { returnDocument: "after" },
+    );
+    return doc ? toEntry(doc) : null;
+  }
+
+  async complete(workspaceId: string, key: string, emailId: string, record: EmailRecord): Promise<void> {
+    await this.keys.updateOne({ _id: keyId(workspaceId, key), emailId }, { $set: { state: "done", record } });
+  }
+
+  async release(workspaceId: string, key: string, emailId: string): Promise<void> {
+    await this.keys.deleteOne({ _id: keyId(workspaceId, key), emailId, state: "in_flight" });
+  }
+}
+
+/** Every store of the service, with their indexes in place. */
+export async function openCollections(store: Store) {
+  const emails = new CollectionEmailStore(store);
+  const idempotency = new CollectionIdempotencyStore(store);
+  const outcomes = new CollectionOutcomeStore(store);
+  const stats = new CollectionStatsStore(store);
+  await Promise.all([emails.init(), idempotency.init(), stats.init()]);
+  return { emails, idempotency, outcomes, stats };
+}

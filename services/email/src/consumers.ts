@@ -1,0 +1,62 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { ack, consumeProto, EVENTS_STREAM, eventsOfSource, type ConsumeLoop } from "../../kit/src/jetstream.js";
+import type { Logger } from "../../kit/src/logger.js";
+import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { recordEvent, type OutcomeDeps, type OutcomeEvent } from "./domain/outcomes.js";
+
+export const EVENTS_DURABLE = "email-events";
+export const EVENTS_FILTER = eventsOfSource("transactional");
+
+const KINDS: Partial<Record<MailEventType, OutcomeEvent["kind"]>> = {
+  [MailEventType.SENT]: "sent",
+  [MailEventType.DEFERRED]: "deferred",
+  [MailEventType.BOUNCED]: "bounced",
+  [MailEventType.FAILED]: "failed",
+  [MailEventType.SUPPRESSED]: "suppressed",
+  [MailEventType.OPENED]: "opened",
+  [MailEventType.CLICKED]: "clicked",
+  [MailEventType.COMPLAINED]: "complained",
+  [MailEventType.UNSUBSCRIBED]: "unsubscribed",
+};
+
+/** A MailEvent in domain terms; null for kinds the email service does not follow. */
+export function outcomeEventOf(event: MailEvent, now: Date): OutcomeEvent | null {
+  const kind = KINDS[event.type];
+  const emailId = event.emailId || event.deliveryId;
+  if (!kind || !emailId) return null;
+  return {
+    // Events without an id (older publishers) are told apart by what they carry.
+    eventId: event.eventId || `${event.type}:${emailId}:${event.attempt}:${event.url}`,
+    emailId,
+    kind,
+    at: event.occurredAt ? timestampDate(event.occurredAt) : now,
+    detail: event.detail || undefined,
+    smtpCode: event.smtpCode || undefined,
+    permanent: event.permanent,
+    url: event.url || undefined,
+  };
+}
+
+/**
+ * JetStream transport: follows every event of transactional emails (delivery outcomes and
+ * tracking; a durable consumer shared by every email-service process), decodes each into a
+ * domain event and lets the domain record it. Redeliveries are harmless: the domain counts
+ * each event id once.
+ */
+export function consumeMailEvents(nc: NatsConnection, deps: OutcomeDeps, logger: Logger): Promise<ConsumeLoop> {
+  return consumeProto(
+    nc,
+    { stream: EVENTS_STREAM, durable: EVENTS_DURABLE, filterSubjects: [EVENTS_FILTER], maxDeliver: 20, ackWaitMs: 30_000 },
+    MailEventSchema,
+    async (message) => {
+      const event = outcomeEventOf(message, deps.clock.now());
+      if (event) {
+        const applied = await recordEvent(deps, event);
+        logger.debug({ emailId: event.emailId, kind: event.kind, applied }, "email event");
+      }
+      return ack();
+    },
+    { logger, concurrency: 32 },
+  );
+}

@@ -1,0 +1,46 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { JetStreamClient } from "@nats-io/jetstream";
+import { publishProto } from "../../../kit/src/jetstream.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import type { DeliverySource as Source, InboundEvent } from "../domain/model.js";
+import type { MailEvents } from "../domain/ports.js";
+
+export const SOURCE: Record<Source, DeliverySource> = {
+  transactional: DeliverySource.TRANSACTIONAL,
+  broadcast: DeliverySource.BROADCAST,
+  test: DeliverySource.BROADCAST_TEST,
+};
+
+const TYPE: Record<InboundEvent["type"], MailEventType> = {
+  bounced: MailEventType.BOUNCED,
+  complained: MailEventType.COMPLAINED,
+  unsubscribed: MailEventType.UNSUBSCRIBED,
+};
+
+/** MailEvents on MAIL_EVENTS, subject mail.events.<source>.<type>, msgID = event id. */
+export class JetStreamMailEvents implements MailEvents {
+  constructor(private readonly js: JetStreamClient) {}
+
+  async publish(e: InboundEvent): Promise<void> {
+    const event = create(MailEventSchema, {
+      eventId: e.eventId,
+      type: TYPE[e.type],
+      workspaceId: e.workspaceId,
+      source: SOURCE[e.source],
+      deliveryId: e.deliveryId,
+      emailId: e.emailId,
+      broadcastId: e.broadcastId,
+      messageId: e.messageId,
+      recipient: e.recipient,
+      contactId: e.contactId,
+      detail: e.detail,
+      smtpCode: e.smtpCode,
+      groupBy: e.groupBy,
+      permanent: e.permanent,
+      enhancedStatus: e.enhancedStatus,
+      occurredAt: timestampFromDate(e.occurredAt),
+    });
+    await publishProto(this.js, `mail.events.${e.source}.${e.type}`, MailEventSchema, event, e.eventId);
+  }
+}

@@ -1,0 +1,203 @@
+import { createHash } from "node:crypto";
+import { appError } from "../../../kit/src/errors.js";
+import { parseRecipientToken } from "../../../content/src/tokens.js";
+import { classify, DELIVERY_ID_HEADER, unsubscribeTokenInSubject } from "./classify.js";
+import { mailboxOf, verpDeliveryOf, type MailboxPolicy } from "./mailboxes.js";
+import type { BounceVerdict, Envelope, Finding, InboundEvent, Mailbox, SentDelivery } from "./model.js";
+import type { Clock, Logger, MailEvents, SentDeliveries, Suppressions } from "./ports.js";
+import { readMessage, type ReadMessage } from "./report.js";
+
+export interface InboundDeps {
+  sent: SentDeliveries;
+  suppressions: Suppressions;
+  events: MailEvents;
+  clock: Clock;
+  logger: Logger;
+  policy: MailboxPolicy;
+}
+
+/** What one received message led to, one entry per mailbox it reached (for logs and tests). */
+export type Outcome =
+  | { kind: "hard-bounce" | "soft-bounce"; deliveryId: string; recipient: string; status: string }
+  | { kind: "complaint"; deliveryId: string; recipient: string; feedbackType: string }
+  | { kind: "unsubscribed"; workspaceId: string; recipient: string }
+  | { kind: "ignored"; reason: string };
+
+/**
+ * The inbound use cases: what comes back after sending. Bounces (to a VERP return path)
+ * and feedback-loop complaints suppress the address and publish BOUNCED/COMPLAINED;
+ * a List-Unsubscribe mailto unsubscribes as the one-click POST does. A delivery we do
+ * not know (yet) fails the message temporarily, so the sending MTA tries again later.
+ */
+export class InboundMail {
+  constructor(private readonly deps: InboundDeps) {}
+
+  /** The mailbox an RCPT TO reaches; undefined: not ours (refused at RCPT). */
+  mailboxOf(address: string): Mailbox | undefined {
+    return mailboxOf(address, this.deps.policy);
+  }
+
+  /** Remembers a delivery the relay accepted (from its SENT event). */
+  rememberSent(delivery: SentDelivery): Promise<void> {
+    return this.deps.sent.remember(delivery);
+  }
+
+  async receive(envelope: Envelope, raw: Uint8Array | string): Promise<Outcome[]> {
+    const mailboxes = dedupe(envelope.rcptTo.map((a) => this.mailboxOf(a)).filter((m): m is Mailbox => !!m));
+    let message: ReadMessage;
+    try {
+      message = await readMessage(raw);
+    } catch (err) {
+      // Beyond the parser's limits (nesting, header size): retrying would not help.
+      this.deps.logger.warn({ err, mailFrom: envelope.mailFrom }, "unreadable inbound message dropped");
+      return [ignored("unreadable message")];
+    }
+    const outcomes: Outcome[] = [];
+    for (const mailbox of mailboxes) outcomes.push(await this.handle(mailbox, message));
+    for (const outcome of outcomes) this.deps.logger.info({ ...outcome, mailFrom: envelope.mailFrom }, "inbound mail handled");
+    return outcomes;
+  }
+
+  private async handle(mailbox: Mailbox, message: ReadMessage): Promise<Outcome> {
+    switch (mailbox.kind) {
+      case "return-path":
+        return this.report(message, classify(message), mailbox.deliveryId);
+      case "reports":
+        return this.report(message, classify(message), undefined);
+      case "unsubscribe":
+        return this.unsubscribe(mailbox.token);
+      case "unsubscribe-by-subject": {
+        const token = unsubscribeTokenInSubject(message.subject);
+        return token ? this.unsubscribe(token) : ignored("unsubscribe mail without a token in its subject");
+      }
+    }
+  }
+
+  private async report(message: ReadMessage, finding: Finding, returnPathDeliveryId: string | undefined): Promise<Outcome> {
+    switch (finding.kind) {
+      case "bounce": {
+        // A DSN to a fixed mailbox may still quote our correlation header.
+        const deliveryId = returnPathDeliveryId ?? message.originalHeaders?.get(DELIVERY_ID_HEADER)?.trim();
+        if (!deliveryId) return ignored("bounce that names no delivery of ours");
+        return this.bounce(await this.delivery(deliveryId), finding.verdict);
+      }
+      case "complaint": {
+        const fromReturnPath = finding.returnPath ? verpDeliveryOf(this.deps.policy.secret, finding.returnPath)?.deliveryId : undefined;
+        const deliveryId = finding.deliveryId || fromReturnPath || returnPathDeliveryId;
+        if (!deliveryId) return ignored("complaint that names no delivery of ours");
+        return this.complaint(await this.delivery(deliveryId), finding.feedbackType, finding.userAgent);
+      }
+      case "no-failure":
+        return ignored(`delivery status "${finding.action}" ${finding.status}`.trim());
+      case "ignored":
+        return ignored(finding.reason);
+    }
+  }
+
+  private async delivery(deliveryId: string): Promise<SentDelivery> {
+    const delivery = await this.deps.sent.find(deliveryId);
+    if (!delivery) {
+      // Its SENT event may not have reached us yet: the sender's MTA retries later.
+      throw appError({ code: "unknown_delivery", httpStatus: 503, message: `no sent delivery ${deliveryId} (yet)` });
+    }
+    return delivery;
+  }
+
+  private async bounce(delivery: SentDelivery, verdict: BounceVerdict): Promise<Outcome> {
+    const detail = verdict.diagnostic || (verdict.status ? `status ${verdict.status}` : "bounced");
+    if (verdict.permanent) {
+      await this.deps.suppressions.suppress(delivery.workspaceId, delivery.recipient, "hard_bounce", `${verdict.status} ${detail}`.trim());
+    }
+    await this.deps.events.publish(
+      this.eventOf(delivery, "bounced", [verdict.action, verdict.status, String(verdict.permanent)], {
+        detail,
+        smtpCode: verdict.smtpCode,
+        permanent: verdict.permanent,
+        enhancedStatus: verdict.status,
+      }),
+    );
+    const kind = verdict.permanent ? "hard-bounce" : "soft-bounce";
+    return { kind, deliveryId: delivery.deliveryId, recipient: delivery.recipient, status: verdict.status };
+  }
+
+  private async complaint(delivery: SentDelivery, feedbackType: string, userAgent: string): Promise<Outcome> {
+    const detail = `feedback-type ${feedbackType}${userAgent ? ` from ${userAgent}` : ""}`;
+    await this.deps.suppressions.suppress(delivery.workspaceId, delivery.recipient, "complaint", detail);
+    await this.deps.events.publish(this.eventOf(delivery, "complained", [feedbackType], { detail }));
+    return { kind: "complaint", deliveryId: delivery.deliveryId, recipient: delivery.recipient, feedbackType };
+  }
+
+  /** What the gateway's one-click POST does: suppression, contact unsubscribed, UNSUBSCRIBED event. */
+  private async unsubscribe(token: string): Promise<Outcome> {
+    const r = parseRecipientToken(this.deps.policy.secret, token);
+    if (!r) return ignored("unsubscribe mail with an invalid token");
+    await this.deps.suppressions.suppress(r.workspaceId, r.email, "unsubscribed", `unsubscribed from ${r.contentId} by mail`);
+    // The suppression is what guards sends; the contact's flag is for display.
+    await this.deps.suppressions.markUnsubscribed(r.workspaceId, r.email).catch((err) => {
+      this.deps.logger.warn({ err, workspaceId: r.workspaceId }, "contact not marked unsubscribed");
+    });
+    const broadcast = r.contentId.startsWith("cmp_");
+    await this.deps.events.publish({
+      ...blankEvent(this.deps.clock.now()),
+      // Format-3 tokens carry no Message-ID: the content id names the message.
+      eventId: eventId(["unsubscribed", r.messageId || r.contentId, r.email.toLowerCase(), "mailto"]),
+      type: "unsubscribed",
+      workspaceId: r.workspaceId,
+      source: r.testSend ? "test" : broadcast ? "broadcast" : "transactional",
+      emailId: r.contentId.startsWith("trs_") ? r.contentId : "",
+      broadcastId: broadcast ? r.contentId : "",
+      messageId: r.messageId,
+      recipient: r.email,
+      contactId: r.contactId,
+      detail: "unsubscribed by mail (List-Unsubscribe mailto)",
+    });
+    return { kind: "unsubscribed", workspaceId: r.workspaceId, recipient: r.email };
+  }
+
+  private eventOf(
+    delivery: SentDelivery,
+    type: InboundEvent["type"],
+    discriminators: string[],
+    fields: Partial<InboundEvent>,
+  ): InboundEvent {
+    return {
+      ...blankEvent(this.deps.clock.now()),
+      eventId: eventId([type, delivery.deliveryId, ...discriminators]),
+      type,
+      workspaceId: delivery.workspaceId,
+      source: delivery.source,
+      deliveryId: delivery.deliveryId,
+      emailId: delivery.emailId,
+      broadcastId: delivery.broadcastId,
+      messageId: delivery.messageId,
+      recipient: delivery.recipient,
+      contactId: delivery.contactId,
+      groupBy: delivery.groupBy,
+      ...fields,
+    };
+  }
+}
+
+/** The same report for the same delivery always gets the same id: redelivery is deduplicated. */
+export function eventId(parts: string[]): string {
+  return `evt_${createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 32)}`;
+}
+
+function blankEvent(occurredAt: Date): Omit<InboundEvent, "eventId" | "type" | "workspaceId" | "source"> {
+  return {
+    deliveryId: "", emailId: "", broadcastId: "", messageId: "", recipient: "", contactId: "", groupBy: "",
+    detail: "", smtpCode: 0, permanent: false, enhancedStatus: "", occurredAt,
+  };
+}
+
+const ignored = (reason: string): Outcome => ({ kind: "ignored", reason });
+
+function dedupe(mailboxes: Mailbox[]): Mailbox[] {
+  const seen = new Set<string>();
+  return mailboxes.filter((m) => {
+    const key = JSON.stringify(m);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

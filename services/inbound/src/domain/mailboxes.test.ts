@@ -1,0 +1,26 @@
+import { describe, expect, it } from "vitest";
+import { signRecipientToken } from "../../../content/src/tokens.js";
+import { verpAddress } from "../../../content/src/verp.js";
+import { mailboxOf } from "./mailboxes.js";
+
+const CURRENT = "inbound-current-secret-0123456789";
+const PREVIOUS = "inbound-previous-secret-0123456789";
+const recipient = { workspaceId: "ws_1", messageId: "m@x", email: "ann@x.test", contactId: "", contentId: "trs_1" };
+
+describe("mailboxes across a secret rotation", () => {
+  const rotating = { secret: [CURRENT, PREVIOUS], domains: ["b.test"] };
+
+  it("accepts return paths and unsubscribe tokens minted under the previous secret", () => {
+    const oldReturnPath = verpAddress(PREVIOUS, "trs_1", "b.test")!;
+    expect(mailboxOf(oldReturnPath, rotating)).toEqual({ kind: "return-path", deliveryId: "trs_1" });
+    const oldToken = signRecipientToken(PREVIOUS, recipient);
+    expect(mailboxOf(`unsubscribe+${oldToken}@b.test`, rotating)).toEqual({ kind: "unsubscribe", token: oldToken });
+  });
+
+  it("refuses them once the previous secret is gone", () => {
+    const current = { secret: CURRENT, domains: ["b.test"] };
+    expect(mailboxOf(verpAddress(PREVIOUS, "trs_1", "b.test")!, current)).toBeUndefined();
+    expect(mailboxOf(`unsubscribe+${signRecipientToken(PREVIOUS, recipient)}@b.test`, current)).toBeUndefined();
+    expect(mailboxOf(verpAddress(CURRENT, "trs_1", "b.test")!, current)).toEqual({ kind: "return-path", deliveryId: "trs_1" });
+  });
+});

@@ -1,0 +1,93 @@
+/** Where a delivery came from (the lanes of the delivery service). */
+export type DeliverySource = "transactional" | "broadcast" | "test";
+
+/**
+ * A delivery the relay accepted, remembered from its SENT event: a bounce or a complaint
+ * names only the delivery id; this says whose message it was and to whom.
+ */
+export interface SentDelivery {
+  deliveryId: string;
+  workspaceId: string;
+  source: DeliverySource;
+  emailId: string;
+  broadcastId: string;
+  messageId: string;
+  recipient: string;
+  contactId: string;
+  groupBy: string;
+  sentAt: Date;
+}
+
+/** The SMTP envelope of one received message. */
+export interface Envelope {
+  /** Empty for bounces (the null reverse-path `<>`). */
+  mailFrom: string;
+  rcptTo: string[];
+}
+
+/** What one recipient address of ours stands for. */
+export type Mailbox =
+  /** `bounces+<token>@…`: the VERP return path of one delivery. */
+  | { kind: "return-path"; deliveryId: string }
+  /** `unsubscribe+<token>@…`: a List-Unsubscribe mailto carrying the recipient token. */
+  | { kind: "unsubscribe"; token: string }
+  /** `unsubscribe@…`: the token travels in the subject (`unsubscribe <token>`). */
+  | { kind: "unsubscribe-by-subject" }
+  /** `fbl@…`, `postmaster@…`: feedback loops and reports sent to a fixed address. */
+  | { kind: "reports" };
+
+/** One recipient's verdict in a delivery status notification. */
+export interface BounceVerdict {
+  /** RFC 3464 Action: failed, delayed, delivered, relayed, expanded. */
+  action: string;
+  /** RFC 3463 enhanced status ("5.1.1"), empty when the report gives none. */
+  status: string;
+  /** A hard bounce: the failure is final and the address is bad (class 5). */
+  permanent: boolean;
+  /** The remote server's reply code (550), 0 when unknown. */
+  smtpCode: number;
+  /** The remote server's reply text (Diagnostic-Code), or the status line of a plain bounce. */
+  diagnostic: string;
+  finalRecipient: string;
+  originalRecipient: string;
+}
+
+/** What a received message amounts to, before we know whose delivery it concerns. */
+export type Finding =
+  | { kind: "bounce"; verdict: BounceVerdict }
+  /** A DSN that fails nobody (delayed, delivered, relayed): worth a log line, nothing else. */
+  | { kind: "no-failure"; action: string; status: string }
+  | {
+      kind: "complaint";
+      /** ARF Feedback-Type: abuse, fraud, virus, other. */
+      feedbackType: string;
+      userAgent: string;
+      /** Of the reported message: our correlation header and its return path, when quoted. */
+      deliveryId: string;
+      returnPath: string;
+      reportedRecipient: string;
+    }
+  | { kind: "ignored"; reason: string };
+
+/** The event one outcome publishes on the mail event stream. */
+export interface InboundEvent {
+  /** Derived from what it records, so a redelivered report publishes the same id. */
+  eventId: string;
+  type: "bounced" | "complained" | "unsubscribed";
+  workspaceId: string;
+  source: DeliverySource;
+  deliveryId: string;
+  emailId: string;
+  broadcastId: string;
+  messageId: string;
+  recipient: string;
+  contactId: string;
+  groupBy: string;
+  detail: string;
+  smtpCode: number;
+  permanent: boolean;
+  enhancedStatus: string;
+  occurredAt: Date;
+}
+
+export type SuppressionReason = "hard_bounce" | "complaint" | "unsubscribed";

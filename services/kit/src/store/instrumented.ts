@@ -1,0 +1,91 @@
+/**
+ * Store metrics and readiness, whatever engine is underneath: `instrumentStore` wraps a Store so
+ * every collection operation is timed by collection and operation, and registers the store with
+ * the process's /readyz. It wraps any method a collection has (a Proxy), so engines adding
+ * methods are measured too.
+ */
+import { registerReadyCheck } from "../health.js";
+import { counter, histogram, secondsSince } from "../metrics.js";
+import type { Collection, Doc, Store } from "./port.js";
+
+const operationSeconds = histogram(
+  "mailroom_store_operation_duration_seconds",
+  "Store operations by collection and operation.",
+  ["collection", "op"],
+  [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+);
+const operationErrors = counter("mailroom_store_operation_errors_total", "Store operations that threw (duplicate keys included).", ["collection", "op"]);
+
+/** An _id no document has: a cheap indexed lookup that proves the store answers. */
+const READY_PROBE = { _id: "__mailroom_readyz__" };
+
+export function instrumentStore(store: Store, service = "store"): Store {
+  const collections = new Map<string, Collection<Doc>>();
+  let closed = false;
+  // A collection the service itself opened: probing it creates nothing new in any engine.
+  let probe: Collection<Doc> | undefined;
+
+  const unregister = registerReadyCheck({
+    name: `store:${service}`,
+    check: async () => {
+      if (closed) throw new Error("store closed");
+      await probe?.findOne(READY_PROBE);
+    },
+  });
+
+  const wrapCollection = (name: string, inner: Collection<Doc>): Collection<Doc> =>
+    new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop);
+        if (typeof value !== "function" || typeof prop !== "string") return value;
+        return (...args: unknown[]) => {
+          const started = performance.now();
+          let result: unknown;
+          try {
+            result = value.apply(target, args);
+          } catch (err) {
+            operationErrors.inc({ collection: name, op: prop });
+            throw err;
+          }
+          if (!(result instanceof Promise)) return result;
+          return result.then(
+            (v) => {
+              operationSeconds.observe({ collection: name, op: prop }, secondsSince(started));
+              return v;
+            },
+            (err) => {
+              operationSeconds.observe({ collection: name, op: prop }, secondsSince(started));
+              operationErrors.inc({ collection: name, op: prop });
+              throw err;
+            },
+          );
+        };
+      },
+    });
+
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === "collection") {
+        return <T extends Doc>(name: string): Collection<T> => {
+          let wrapped = collections.get(name);
+          if (!wrapped) {
+            const inner = target.collection<Doc>(name);
+            wrapped = wrapCollection(name, inner);
+            collections.set(name, wrapped);
+            probe ??= inner;
+          }
+          return wrapped as unknown as Collection<T>;
+        };
+      }
+      if (prop === "close") {
+        return async () => {
+          closed = true;
+          unregister();
+          await target.close();
+        };
+      }
+      const value = Reflect.get(target, prop);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,393 @@
+import { execFileSync, spawn } from "node:child_process";
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { errorInfoOf } from "../errors.js";
+import { openLmdbStore, planQuery, type IndexDef, type MigrationInfo } from "./lmdb.js";
+import { createEmbeddedStore } from "./nedb-legacy.js";
+import { openMemoryStore, openStore } from "./open.js";
+import { DuplicateKeyError, type Doc, type Filter, type FindOptions } from "./port.js";
+
+type Row = Doc & Record<string, any>;
+
+const tempDirs: string[] = [];
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "mailroom-lmdb-"));
+  tempDirs.push(dir);
+  return dir;
+}
+afterAll(async () => {
+  await Promise.all(tempDirs.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+describe("LMDB store: migration from the old nedb datafiles", () => {
+  it("moves every collection once, with its indexes, and renames the old files aside", async () => {
+    const dataDir = await tempDir();
+    const dir = join(dataDir, "directory");
+    // Written by the old adapter, with updates, deletes and index lines in the files.
+    await mkdir(dir, { recursive: true });
+    const old = createEmbeddedStore({ dir });
+    const contacts = old.collection<Row>("contacts");
+    await contacts.createIndex({ keys: { workspaceId: 1, email: 1 }, unique: true });
+    await contacts.createIndex({ keys: { createdAt: 1 }, expireAfterSeconds: 86_400 * 365 * 100 });
+    const at = new Date("2024-02-03T04:05:06.789Z");
+    for (let i = 0; i < 50; i++) {
+      await contacts.insertOne({ _id: `c${String(i).padStart(2, "0")}`, workspaceId: i % 2 ? "w1" : "w2", email: `u${i}@x.io`, createdAt: at, tags: ["a"] });
+    }
+    await contacts.updateOne({ _id: "c01" }, { $set: { "profile.name": "Ann" }, $push: { tags: "b" } });
+    await contacts.deleteOne({ _id: "c02" });
+    await old.collection<Row>("settings").insertOne({ _id: "s", on: true, nested: { list: [1, null, "x"] } });
+    const expected = await contacts.find({}, { sort: { _id: 1 } });
+    const expectedSettings = await old.collection<Row>("settings").find({});
+    // Not closed through close() (which compacts): an un-compacted file with superseded lines.
+    await (await import("./nedb-append.js")).closeAppendHandle(join(dir, "contacts.db"));
+    await (await import("./nedb-append.js")).closeAppendHandle(join(dir, "settings.db"));
+
+    const migrated: MigrationInfo[] = [];
+    const logged: string[] = [];
+    const store = await openStore({ dataDir, service: "directory", onMigrate: (m) => migrated.push(m), logger: { info: (m) => logged.push(m) } });
+    expect(migrated.map((m) => [m.collection, m.documents]).sort()).toEqual([["contacts", 49], ["settings", 1]]);
+    expect(logged).toHaveLength(2);
+    expect(logged[0]).toMatch(/migrated collection/);
+    const c = store.collection<Row>("contacts");
+    expect(await c.find({}, { sort: { _id: 1 } })).toEqual(expected);
+    expect((await c.findOne({ _id: "c01" }))!.createdAt).toBeInstanceOf(Date);
+    expect(await store.collection<Row>("settings").find({})).toEqual(expectedSettings);
+    // The unique index came along.
+    await expect(c.insertOne({ _id: "dup", workspaceId: "w1", email: "u1@x.io" })).rejects.toBeInstanceOf(DuplicateKeyError);
+    await c.insertOne({ _id: "ok", workspaceId: "w2", email: "u1@x.io" });
+    await store.close();
+    expect((await readdir(dir)).sort()).toEqual(["contacts.db.migrated", "settings.db.migrated", "store.mdb", "store.mdb-lock"]);
+
+    // Never twice.
+    const again: MigrationInfo[] = [];
+    const reopened = await openStore({ dataDir, service: "directory", onMigrate: (m) => again.push(m), logger: { info: () => undefined } });
+    expect(again).toEqual([]);
+    expect(await reopened.collection<Row>("contacts").countDocuments()).toBe(50);
+    await reopened.close();
+  });
+});
+
+describe("LMDB store: crash safety and several processes", () => {
+  it("keeps every acknowledged write when the writer is killed with SIGKILL", async () => {
+    const dir = await tempDir();
+    const fixture = fileURLToPath(new URL("./crash-writer.fixture.ts", import.meta.url));
+    const child = spawn(process.execPath, ["--import", "tsx", fixture, "write", dir], { stdio: ["ignore", "pipe", "inherit"] });
+    const acknowledged: string[] = [];
+    let buffer = "";
+    let readerCount = -1;
+    await new Promise<void>((resolve, reject) => {
+      child.on("error", reject);
+      child.on("exit", (code, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error(`writer exited early (${code})`))));
+      child.stdout.on("data", async (chunk: Buffer) => {
+        buffer += chunk.toString();
+        const lines = buffer.split("\n");
+        buffer = lines.pop()!;
+        for (const line of lines) if (line && line !== "ready") acknowledged.push(line);
+        if (acknowledged.length >= 3000 && readerCount < 0) {
+          readerCount = 0;
+          // A second process reads the same directory while the writer is running.
+          const reader = await openLmdbStore({ dir });
+          readerCount = await reader.collection<Row>("items").countDocuments();
+          await reader.close();
+          child.kill("SIGKILL");
+        }
+      });
+    });
+    expect(readerCount).toBeGreaterThan(0);
+    const store = await openLmdbStore({ dir });
+    const items = store.collection<Row>("items");
+    const present = new Set((await items.find({}, { projection: { _id: 1 } })).map((d) => d._id));
+    const missing = acknowledged.filter((id) => !present.has(id));
+    expect(acknowledged.length).toBeGreaterThanOrEqual(3000);
+    expect({ missing: missing.length, of: acknowledged.length, present: present.size }).toEqual({ missing: 0, of: acknowledged.length, present: present.size });
+    // Indexes are consistent with the documents after the crash.
+    const any = await items.findOne({ _id: acknowledged[acknowledged.length - 1] });
+    expect((await items.findOne({ n: any!.n }))!._id).toBe(any!._id);
+    await store.close();
+  }, 60_000);
+
+  it("compare-and-set stays atomic between two processes on one directory", async () => {
+    const dir = await tempDir();
+    const seed = await openLmdbStore({ dir });
+    await seed.collection<Row>("counters").insertOne({ _id: "c", n: 0, by: [] });
+    await seed.close();
+    const fixture = fileURLToPath(new URL("./crash-writer.fixture.ts", import.meta.url));
+    let ready = 0;
+    const run = (name: string) =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ["--import", "tsx", fixture, "claim", dir, name, "300"], { stdio: ["ignore", "pipe", "inherit"] });
+        let out = "";
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.startsWith("ready\n") && !out.includes("counted")) {
+            out = out.replace("ready\n", "counted\n");
+            if (++ready === 2) void writeFile(join(dir, "go"), "");
+          }
+        });
+        child.on("error", reject);
+        child.on("exit", (code) => (code === 0 ? resolve(out.replace("counted\n", "").trim()) : reject(new Error(`claimer ${name} exited with ${code}`))));
+      });
+    const outputs = await Promise.all([run("a"), run("b")]);
+    for (const out of outputs) expect(out).toMatch(/^done \d+$/);
+    // They did race: at least one compare failed somewhere and was retried.
+    expect(outputs.map((o) => Number(o.split(" ")[1])).reduce((a, b) => a + b)).toBeGreaterThan(0);
+    const store = await openLmdbStore({ dir });
+    const counter = (await store.collection<Row>("counters").findOne({ _id: "c" }))!;
+    // Every increment that reported success is there exactly once: no lost updates.
+    expect(counter.n).toBe(600);
+    expect(counter.by.filter((b: string) => b === "a")).toHaveLength(300);
+    expect(counter.by.filter((b: string) => b === "b")).toHaveLength(300);
+    await store.close();
+  }, 60_000);
+});
+
+describe("LMDB store: query planning", () => {
+  const indexes: IndexDef[] = [
+    { no: 1, fields: ["workspaceId", "email"], unique: true, sparse: false },
+    { no: 2, fields: ["workspaceId", "_id"], unique: false, sparse: false },
+    { no: 3, fields: ["status", "sendAt"], unique: false, sparse: false },
+    { no: 4, fields: ["workspaceId", "key"], unique: true, sparse: false },
+  ];
+  it("answers the hot queries from an index, in the requested order", () => {
+    expect(planQuery({ workspaceId: "w", email: "a@x.io" }, undefined, indexes)).toMatchObject({ kind: "index", index: { no: 1 } });
+    expect(planQuery({ workspaceId: "w", key: "k" }, undefined, indexes)).toMatchObject({ kind: "index", index: { no: 4 } });
+    expect(planQuery({ workspaceId: "w", subscribed: true, _id: { $gt: "c" } }, { _id: 1 }, indexes)).toMatchObject({
+      kind: "index",
+      index: { no: 2 },
+      ordered: true,
+    });
+    expect(planQuery({ status: "SCHEDULED", sendAt: { $lte: new Date() } }, { sendAt: 1 }, indexes)).toMatchObject({
+      kind: "index",
+      index: { no: 3 },
+      ordered: true,
+    });
+    expect(planQuery({ _id: "x", workspaceId: "w" }, undefined, indexes)).toMatchObject({ kind: "ids" });
+    expect(planQuery({ subscribed: true }, { _id: -1 }, indexes)).toMatchObject({ kind: "primary", ordered: true, reverse: true });
+  });
+
+  it("gives the same answers as the in-memory store on random data and filters", async () => {
+    const lmdb = await openLmdbStore({ dir: await tempDir() });
+    const memory = openMemoryStore();
+    const a = lmdb.collection<Row>("r");
+    const b = memory.collection<Row>("r");
+    for (const c of [a, b]) {
+      await c.createIndex({ keys: { g: 1, n: 1 } });
+      await c.createIndex({ keys: { s: 1 } });
+      await c.createIndex({ keys: { tags: 1 } });
+      await c.createIndex({ keys: { at: 1 } });
+      await c.createIndex({ keys: { g: 1, _id: 1 } });
+    }
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; // high bits: the low bits of an LCG cycle
+      return Math.floor((seed / 2 ** 32) * n);
+    };
+    const docs: Row[] = [];
+    for (let i = 0; i < 300; i++) {
+      const doc: Row = { _id: `id${String(rand(10_000)).padStart(5, "0")}_${i}`, g: `g${rand(4)}` };
+      if (rand(5)) doc.n = rand(3) ? rand(50) : `${rand(50)}`;
+      if (rand(4)) doc.s = ["a", "b", "c", null, true, 3][rand(6)];
+      if (rand(3)) doc.tags = Array.from({ length: rand(3) }, () => `t${rand(5)}`);
+      if (rand(2)) doc.at = new Date(1_700_000_000_000 + rand(1000) * 1000);
+      docs.push(doc);
+    }
+    await a.insertMany(docs);
+    await b.insertMany(docs);
+    const filters: [Filter, FindOptions][] = [];
+    for (let i = 0; i < 300; i++) {
+      const f: Filter = {};
+      if (rand(2)) f.g = `g${rand(4)}`;
+      const choice = rand(9);
+      if (choice === 0) f.n = rand(50);
+      if (choice === 1) f.n = { $gte: rand(50), $lt: rand(60) };
+      if (choice === 2) f.n = { $in: [rand(50), `${rand(50)}`, rand(50)] };
+      if (choice === 3) f.tags = `t${rand(5)}`;
+      if (choice === 4) f.s = ["a", "b", null, true, 3][rand(5)];
+      if (choice === 5) f.at = { $gt: new Date(1_700_000_000_000 + rand(1000) * 1000) };
+      if (choice === 6) f._id = { $gt: `id${String(rand(10_000)).padStart(5, "0")}` };
+      if (choice === 7) f.$or = [{ s: "a" }, { n: { $lt: 10 } }];
+      if (choice === 8) f.s = { $gte: "b" };
+      // Sorts on fields of one type (or missing): nedb orders mixed types differently from MongoDB.
+      const sorts: FindOptions["sort"][] = [{ _id: 1 }, { _id: -1 }, { at: -1, _id: 1 }, { g: 1, _id: -1 }, { g: -1, at: 1, _id: 1 }];
+      const opts: FindOptions = { sort: sorts[rand(sorts.length)] };
+      if (rand(2)) opts.limit = 1 + rand(20);
+      if (rand(3) === 0) opts.skip = rand(10);
+      filters.push([f, opts]);
+    }
+    for (const [f, opts] of filters) {
+      const expected = (await b.find(f, opts)).map((d) => d._id);
+      const got = (await a.find(f, opts)).map((d) => d._id);
+      expect({ f, opts, got }).toEqual({ f, opts, got: expected });
+      expect(await a.countDocuments(f)).toBe(await b.countDocuments(f));
+    }
+    await lmdb.close();
+    await memory.close();
+  });
+});
+
+describe("LMDB store: stores written by the first LMDB layout", () => {
+  // fixtures/lmdb-v1 was written by the adapter as of 2966cea: documents hold their _id and are
+  // not compressed; the {workspaceId, _id} index repeats the _id after its value.
+  const expectedContacts = Array.from({ length: 40 }, (_, i) => ({
+    _id: `c${String(i).padStart(3, "0")}`,
+    workspaceId: i % 2 ? "w1" : "w2",
+    email: `u${i}@x.io`,
+    subscribed: i % 5 !== 0,
+    createdAt: new Date("2026-01-02T03:04:05.678Z"),
+    note: `a longer note for contact ${i} so that it would be compressed by the current layout`,
+    tags: ["a", `t${i % 3}`],
+  }));
+
+  it("opens, reads and keeps working, old and new documents side by side", async () => {
+    const dir = await tempDir();
+    await cp(fileURLToPath(new URL("./fixtures/lmdb-v1", import.meta.url)), dir, { recursive: true });
+    const store = await openLmdbStore({ dir });
+    const contacts = store.collection<Row>("contacts");
+    expect(await contacts.find({}, { sort: { _id: 1 } })).toEqual(expectedContacts);
+    expect(Object.keys((await contacts.findOne({ _id: "c001" }))!)[0]).toBe("_id");
+    expect(await store.collection<Row>("settings").findOne({ _id: "s" })).toEqual({ _id: "s", on: true, nested: { list: [1, null, "x"] } });
+    // The old {workspaceId, _id} index still serves the stream, and the unique index still holds.
+    const stream = async () => (await contacts.find({ workspaceId: "w1", subscribed: true, _id: { $gt: "c010" } }, { sort: { _id: 1 }, limit: 5 })).map((d) => d._id);
+    expect(await stream()).toEqual(["c011", "c013", "c017", "c019", "c021"]);
+    await expect(contacts.insertOne({ _id: "dup", workspaceId: "w1", email: "u1@x.io" })).rejects.toBeInstanceOf(DuplicateKeyError);
+    // New writes (new layout) mix with old documents and old index entries.
+    await contacts.insertOne({ _id: "c012a", workspaceId: "w1", email: "new@x.io", subscribed: true });
+    await contacts.updateOne({ _id: "c013" }, { $set: { email: "moved@x.io" } });
+    await contacts.updateOne({ _id: "c017" }, { $set: { workspaceId: "w2" } });
+    await contacts.deleteOne({ _id: "c019" });
+    expect(await stream()).toEqual(["c011", "c012a", "c013", "c021", "c023"]);
+    expect((await contacts.findOne({ workspaceId: "w1", email: "moved@x.io" }))!._id).toBe("c013");
+    expect(await contacts.findOne({ workspaceId: "w1", email: "u13@x.io" })).toBeNull();
+    await contacts.insertOne({ _id: "reuse", workspaceId: "w1", email: "u13@x.io" });
+    // An index created now uses the new layout beside the old ones.
+    await contacts.createIndex({ keys: { subscribed: 1, _id: 1 } });
+    expect((await contacts.find({ subscribed: false, _id: { $lt: "c020" } }, { sort: { _id: -1 } })).map((d) => d._id)).toEqual(["c015", "c010", "c005", "c000"]);
+    await store.close();
+
+    const again = await openLmdbStore({ dir });
+    expect(await again.collection<Row>("contacts").countDocuments()).toBe(41);
+    expect(await again.collection<Row>("contacts").findOne({ _id: "c000" })).toEqual(expectedContacts[0]);
+    await again.close();
+  });
+
+  it("an index ending in _id finds documents whose _id is longer than the cut-off of other keys", async () => {
+    const store = await openLmdbStore({ dir: await tempDir() });
+    const c = store.collection<Row>("long");
+    await c.createIndex({ keys: { g: 1, _id: 1 }, unique: true });
+    const long = (n: number) => `${"x".repeat(300)}${n}`;
+    await c.insertMany([1, 2, 3].map((n) => ({ _id: long(n), g: "a" })));
+    expect((await c.findOne({ g: "a", _id: long(2) }))!._id).toBe(long(2));
+    expect((await c.find({ g: "a", _id: { $gt: long(1), $lte: long(3) } }, { sort: { _id: 1 } })).map((d) => d._id)).toEqual([long(2), long(3)]);
+    expect((await c.find({ g: "a", _id: { $in: [long(3), long(1)] } }, { sort: { _id: -1 } })).map((d) => d._id)).toEqual([long(3), long(1)]);
+    await store.close();
+  });
+});
+
+describe("LMDB store: index keys", () => {
+  it("range and equality queries find long strings, in order, beside other types", async () => {
+    const store = await openLmdbStore({ dir: await tempDir() });
+    const c = store.collection<Row>("long");
+    await c.createIndex({ keys: { s: 1 } });
+    const text = (n: number, tail: string) => `${"m".repeat(n)}${tail}`;
+    await c.insertMany([
+      { _id: "a", s: text(20, "a") },
+      { _id: "b", s: text(120, "b") },
+      { _id: "c", s: text(250, "c") },
+      { _id: "d", s: 5 },
+      { _id: "e", s: null },
+      { _id: "f", s: true },
+      { _id: "g", s: "z" },
+    ]);
+    const ids = async (filter: Filter, options: FindOptions = {}) => (await c.find(filter, options)).map((d) => d._id);
+    expect(await ids({ s: { $gte: "m" } }, { sort: { s: 1 } })).toEqual(["a", "b", "c", "g"]);
+    expect(await ids({ s: { $gt: text(100, "") , $lt: "n" } }, { sort: { s: -1 } })).toEqual(["c", "b"]);
+    expect(await ids({ s: text(120, "b") })).toEqual(["b"]);
+    expect(await ids({ s: text(250, "c") })).toEqual(["c"]);
+    expect(await ids({ s: { $lt: 10 } })).toEqual(["d"]);
+    await store.close();
+  });
+});
+
+describe("LMDB store: TTL", () => {
+  it("hides expired documents at once and deletes them in the sweep", async () => {
+    const store = await openLmdbStore({ dir: await tempDir() });
+    const tokens = store.collection<Row>("tokens");
+    await tokens.createIndex({ keys: { expiresAt: 1 }, expireAfterSeconds: 0 });
+    await tokens.createIndex({ keys: { key: 1 }, unique: true, sparse: true });
+    await tokens.insertMany([
+      { _id: "old", key: "k", expiresAt: new Date(Date.now() - 1000) },
+      { _id: "live", expiresAt: new Date(Date.now() + 60_000) },
+      { _id: "no-date" },
+    ]);
+    expect((await tokens.find({}, { sort: { _id: 1 } })).map((d) => d._id)).toEqual(["live", "no-date"]);
+    expect(await tokens.countDocuments()).toBe(2);
+    // An expired holder does not block its unique key.
+    await tokens.insertOne({ _id: "new", key: "k" });
+    await store.sweep();
+    expect(await tokens.countDocuments()).toBe(3);
+    await store.close();
+  });
+});
+
+describe("LMDB store: a disk that refuses writes", () => {
+  it("answers 503 service_unavailable (not a crash or a 500) while the disk is full, and writes again once there is space", async (ctx) => {
+    const dir = await tempDir();
+    try {
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", dir], { stdio: "pipe" });
+    } catch {
+      ctx.skip(); // needs root to mount a small tmpfs
+    }
+    try {
+      const store = await openLmdbStore({ dir: join(dir, "db") });
+      const c = store.collection<Row>("rows");
+      for (let i = 0; i < 10; i++) await c.insertOne({ _id: `r${i}`, big: "x".repeat(10_000) });
+      const filler = join(dir, "filler");
+      await writeFile(filler, Buffer.alloc(8 << 20)).catch(() => undefined); // ENOSPC: the disk is now full
+      let refused: unknown;
+      for (let i = 0; i < 500 && !refused; i++) await c.insertOne({ _id: `f${i}`, big: "x".repeat(10_000) }).catch((err) => { refused = err; });
+      expect(errorInfoOf(refused)).toMatchObject({ code: "service_unavailable", httpStatus: 503 });
+      await rm(filler);
+      await c.insertOne({ _id: "after", big: "y" });
+      expect(await c.findOne({ _id: "after" })).toMatchObject({ big: "y" });
+      expect(await c.findOne({ _id: "r9" })).toMatchObject({ _id: "r9" });
+      await store.close();
+    } finally {
+      execFileSync("umount", ["-l", dir]);
+    }
+  }, 60_000);
+});
+
+describe("LMDB counts", () => {
+  it("count from index entries alone exactly what reading the documents counts", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lmdb-count-"));
+    const store = await openLmdbStore({ dir });
+    try {
+      const rows = store.collection<Doc & { w: string; e?: string; n: number; tags?: string[] }>("rows");
+      await rows.createIndex({ keys: { w: 1, n: 1 } });
+      await rows.createIndex({ keys: { w: 1, e: 1 }, sparse: true });
+      const docs = Array.from({ length: 300 }, (_, i) => ({
+        _id: `r${String(i).padStart(4, "0")}`,
+        w: `ws_${i % 3}`,
+        n: i % 7,
+        ...(i % 5 ? { e: `e${i}@x.test` } : {}),
+      }));
+      await rows.insertMany(docs);
+      const expectCount = async (filter: Filter) => {
+        const slow = docs.filter((d) => Object.entries(filter).every(([k, v]) => (d as Record<string, unknown>)[k] === v)).length;
+        expect(await rows.countDocuments(filter)).toBe(slow);
+      };
+      await expectCount({ w: "ws_1" }); // a prefix of {w, n}
+      await expectCount({ w: "ws_2", n: 3 });
+      await expectCount({ n: 4 }); // no index prefix: documents are read
+      await rows.deleteMany({ w: "ws_0", n: 0 });
+      docs.splice(0, docs.length, ...docs.filter((d) => !(d.w === "ws_0" && d.n === 0)));
+      await expectCount({ w: "ws_0" });
+    } finally {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

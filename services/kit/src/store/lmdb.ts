@@ -1,0 +1,1159 @@
+/**
+ * Embedded store adapter on LMDB (the `lmdb` package: memory-mapped B+trees, ACID, crash-safe).
+ *
+ * One LMDB environment per service directory (<dir>/store.mdb). Each collection has two named
+ * databases: `d:<name>` (documents by _id, msgpack with shared structures, LZ4-compressed, the
+ * _id only in the key) and `i:<name>` (secondary index entries; key = [indexNo, ...encoded field
+ * values, _id]; an index ending in _id holds it once). Index definitions live in the `meta`
+ * database. Stores written by the first layout (documents holding their _id, uncompressed;
+ * indexes repeating a trailing _id) are read as they are: see getDoc and IndexDef.idTail. Memory does not grow with the data: documents stay on disk
+ * (in the page cache), reads walk the B+trees synchronously.
+ *
+ * Writes: every write operation runs as one lmdb-js asynchronous transaction callback. The
+ * callback executes inside the single LMDB write transaction (reads in it see the latest data,
+ * so read-modify-write sequences such as findOneAndUpdate and unique checks are atomic, also
+ * against other processes using the same directory). lmdb-js batches all callbacks queued in
+ * the same event turn into one commit (group commit), and a write's promise resolves only once
+ * its transaction is committed, so every acknowledged write survives a process crash.
+ *
+ * Queries: matching and updates use query.ts (MongoDB semantics). A small planner picks the
+ * _id (primary) tree or a secondary index from equality / $in / range conditions; candidates
+ * are always re-checked with matchesFilter, so an index only has to deliver a superset. When
+ * the chosen scan already yields the requested sort order, skip/limit stop the scan early;
+ * otherwise only the matching documents are collected and sorted.
+ */
+import { readdir, rename, stat } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { compareKeys, open, type Database, type RootDatabase } from "lmdb";
+import { unavailable } from "../errors.js";
+import {
+  DuplicateKeyError,
+  type BulkWriteOperation,
+  type BulkWriteResult,
+  type Collection,
+  type Doc,
+  type Filter,
+  type FindOneAndUpdateOptions,
+  type FindOptions,
+  type IndexSpec,
+  type Sort,
+  type Store,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from "./port.js";
+import {
+  applyUpdate,
+  assertDefinedFilter,
+  cloneValue,
+  deepEqual,
+  getPath,
+  isPlainObject,
+  matchesFilter,
+  newStoreId,
+  setPath,
+  unsetPath,
+  upsertSeed,
+  validateUpdate,
+  valuesAt,
+} from "./query.js";
+
+export interface StoreLogger {
+  info(message: string): void;
+}
+
+export interface MigrationInfo {
+  collection: string;
+  documents: number;
+  indexes: number;
+  from: string;
+  movedTo: string;
+  ms: number;
+}
+
+export interface LmdbStoreOptions {
+  /** Directory of the service's store; the environment is <dir>/store.mdb. */
+  dir: string;
+  /** Where the one-line migration notice goes (default: console). */
+  logger?: StoreLogger;
+  /** Called once per collection migrated from the old nedb datafiles. */
+  onMigrate?: (info: MigrationInfo) => void;
+  /** How often expired (TTL) documents are deleted. Default 60 s. */
+  ttlSweepIntervalMs?: number;
+  /** Address space reserved for the memory map (not disk, not memory). Default 64 GiB; grows if needed. */
+  mapSizeBytes?: number;
+}
+
+const DEFAULT_MAP_SIZE = 64 * 1024 ** 3;
+
+export const LMDB_FILE = "store.mdb";
+const COLLECTION_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
+/** Longest string (in chars) kept in an index key; longer ones are cut (the index stays a superset). */
+const KEY_STRING_MAX = 200;
+/** Greater than every _id we store: closes a range "after every entry with this prefix". */
+const HIGH = "\uffff\uffff";
+const EMPTY = Buffer.alloc(0);
+const NO_DICTIONARY = Buffer.alloc(0);
+
+// ---------------------------------------------------------------------------------------------
+// Index keys (ordered-binary arrays): [index, ...parts of each field value, _id]. A value's part
+// starts with a one-character type tag following MongoDB's sort order of types (missing/null <
+// numbers < strings < objects < arrays < binary < booleans < dates); strings are stored as tag +
+// text in one element, numbers and dates as [tag, number]. Compact keys keep the index small.
+
+const T_NULL = 1, T_NUM = 2, T_STR = 3, T_OBJ = 4, T_ARR = 5, T_BIN = 6, T_BOOL = 7, T_DATE = 8, T_OTHER = 9;
+type Part = (string | number)[];
+/**
+ * The tag's character. First-layout indexes use 0x01..0x09; ordered-binary escapes a string
+ * starting below 0x1c with two extra bytes, so indexes created since (IndexDef.compactTags)
+ * use 0x1c..0x24: same order, two bytes less per value.
+ */
+const tagChar = (tag: number, base: number) => String.fromCharCode(base + tag);
+const COMPACT_TAGS = 0x1b;
+const tagBase = (def: IndexDef) => (def.compactTags ? COMPACT_TAGS : 0);
+/** First element of every entry of index `no`. */
+const ixKey = (no: number) => String.fromCharCode(0x20 + no);
+
+function typeTag(v: unknown): number {
+  if (v === undefined || v === null) return T_NULL;
+  if (typeof v === "number") return T_NUM;
+  if (typeof v === "string") return T_STR;
+  if (typeof v === "boolean") return T_BOOL;
+  if (v instanceof Date) return T_DATE;
+  if (Array.isArray(v)) return T_ARR;
+  if (v instanceof Uint8Array) return T_BIN;
+  if (isPlainObject(v)) return T_OBJ;
+  return T_OTHER;
+}
+
+function keyPart(v: unknown, base: number): Part {
+  const tag = typeTag(v);
+  switch (tag) {
+    case T_NULL: return [tagChar(T_NULL, base)];
+    case T_NUM: return [tagChar(T_NUM, base), Number.isNaN(v) ? -Number.MAX_VALUE : (v as number)];
+    case T_STR: return [tagChar(T_STR, base) + (v as string).slice(0, KEY_STRING_MAX)];
+    case T_BOOL: return [tagChar(T_BOOL, base) + (v ? "1" : "0")];
+    case T_DATE: return [tagChar(T_DATE, base), (v as Date).getTime()];
+    case T_BIN: return [tagChar(T_BIN, base) + Buffer.from(v as Uint8Array).toString("base64").slice(0, KEY_STRING_MAX)];
+    default: return [tagChar(tag, base) + String(JSON.stringify(v)).slice(0, KEY_STRING_MAX)];
+  }
+}
+
+/** A value the planner can look up in an index (equality or range bound). */
+function indexable(v: unknown): boolean {
+  return typeof v === "string" || (typeof v === "number" && !Number.isNaN(v)) || typeof v === "boolean" || v instanceof Date;
+}
+
+export interface IndexDef {
+  no: number;
+  fields: string[];
+  unique: boolean;
+  sparse: boolean;
+  ttl?: number;
+  /** Some document has an array value in an indexed field: entries may repeat a document. */
+  multikey?: boolean;
+  /**
+   * The last field is _id, and it is the raw _id every entry ends with anyway (not a tagged key
+   * part followed by the _id again). Set on indexes created since this layout exists; older
+   * indexes keep theirs.
+   */
+  idTail?: boolean;
+  /** Type tags are 0x1c..0x24 (see tagChar). Set on indexes created since; older ones keep 0x01..0x09. */
+  compactTags?: boolean;
+}
+
+interface CollectionMeta {
+  next: number;
+  indexes: IndexDef[];
+}
+
+/** Raw values of one index entry of a document (cartesian product over array fields). */
+function indexTuples(doc: Record<string, unknown>, def: IndexDef): unknown[][] {
+  // Fast path: top-level fields holding single values (the common case).
+  if (def.fields.every((f) => !f.includes(".") && !Array.isArray(doc[f]))) {
+    const tuple = def.fields.map((f) => doc[f]);
+    return def.sparse && tuple.every((v) => v === undefined) ? [] : [tuple];
+  }
+  const perField: unknown[][] = [];
+  let present = false;
+  for (const field of def.fields) {
+    const out: unknown[] = [];
+    for (const v of valuesAt(doc, field.split("."))) {
+      if (Array.isArray(v)) {
+        if (v.length === 0) out.push(undefined);
+        for (const item of v) out.push(item);
+      } else out.push(v);
+    }
+    const distinct: unknown[] = [];
+    for (const v of out) if (!distinct.some((d) => deepEqual(d, v) && typeTag(d) === typeTag(v))) distinct.push(v);
+    if (distinct.some((v) => v !== undefined)) present = true;
+    perField.push(distinct.length ? distinct : [undefined]);
+  }
+  if (def.sparse && !present) return [];
+  let tuples: unknown[][] = [[]];
+  for (const values of perField) {
+    const next: unknown[][] = [];
+    for (const t of tuples) for (const v of values) next.push([...t, v]);
+    tuples = next;
+    if (tuples.length > 10_000) throw new Error(`too many index entries for one document (index on ${def.fields.join(",")})`);
+  }
+  return tuples;
+}
+
+/** The fields an entry holds as key parts (an idTail index's _id is the raw _id at the end). */
+const partFields = (def: IndexDef): string[] => (def.idTail ? def.fields.slice(0, -1) : def.fields);
+
+/** Key of the entries for these values (in an idTail index, the last value is the _id: complete). */
+const flatKey = (def: IndexDef, tuple: unknown[]): (string | number)[] => {
+  const key: (string | number)[] = [ixKey(def.no)];
+  const parts = def.idTail ? tuple.length - 1 : tuple.length;
+  const base = tagBase(def);
+  for (let i = 0; i < parts; i++) for (const part of keyPart(tuple[i], base)) key.push(part);
+  if (def.idTail) key.push(tuple[parts] as string);
+  return key;
+};
+
+/** The stored key of an entry: the values, then the _id (raw, so it can be read back). */
+const entryKey = (def: IndexDef, tuple: unknown[], id: string): (string | number)[] => {
+  const key = flatKey(def, tuple);
+  if (!def.idTail) key.push(id);
+  return key;
+};
+
+/** The _id of an index entry: always its last element. */
+const entryId = (key: unknown): string => (key as string[])[(key as string[]).length - 1];
+
+/** lmdb-js keeps the msgpack record structures of a database under this key, beside the documents. */
+const STRUCTURES = Symbol.for("structures");
+
+// ---------------------------------------------------------------------------------------------
+// Sorting (MongoDB order of types; arrays sort by their smallest / largest element).
+
+function compareValues(a: unknown, b: unknown): number {
+  const ta = typeTag(a), tb = typeTag(b);
+  if (ta !== tb) return ta - tb;
+  switch (ta) {
+    case T_NULL: return 0;
+    case T_NUM: return (a as number) - (b as number);
+    case T_STR: return a! < b! ? -1 : a! > b! ? 1 : 0;
+    case T_BOOL: return Number(a) - Number(b);
+    case T_DATE: return (a as Date).getTime() - (b as Date).getTime();
+    default: {
+      const sa = JSON.stringify(a), sb = JSON.stringify(b);
+      return sa < sb ? -1 : sa > sb ? 1 : 0;
+    }
+  }
+}
+
+function sortValue(doc: Record<string, unknown>, path: string, dir: 1 | -1): unknown {
+  const v = getPath(doc, path);
+  if (!Array.isArray(v) || v.length === 0) return v;
+  return v.reduce((best, item) => (compareValues(item, best) * dir < 0 ? item : best));
+}
+
+function sorter(sort: Sort): (a: Doc, b: Doc) => number {
+  const keys = Object.entries(sort);
+  return (a, b) => {
+    for (const [path, dir] of keys) {
+      const c = compareValues(sortValue(a, path, dir), sortValue(b, path, dir));
+      if (c !== 0) return c * dir;
+    }
+    return 0;
+  };
+}
+
+function project<T extends Doc>(doc: T, projection: Record<string, 0 | 1> | undefined): T {
+  if (!projection) return doc;
+  const entries = Object.entries(projection);
+  if (entries.length === 0) return doc;
+  const including = entries.some(([k, v]) => k !== "_id" && v) || (entries.length === 1 && projection._id === 1);
+  if (!including) {
+    for (const [path] of entries) unsetPath(doc, path);
+    return doc;
+  }
+  const out: Record<string, unknown> = {};
+  if (projection._id !== 0) out._id = doc._id;
+  for (const [path, v] of entries) {
+    if (!v || path === "_id") continue;
+    const value = getPath(doc, path);
+    if (value !== undefined) setPath(out, path, value);
+  }
+  return out as T;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning
+
+interface FieldCondition {
+  eq?: unknown;
+  hasEq?: boolean;
+  in?: unknown[];
+  lo?: unknown;
+  hi?: unknown;
+}
+
+/** Conditions on top-level fields (and inside top-level $and) that an index can answer. */
+function indexableConditions(filter: Filter, out = new Map<string, FieldCondition>()): Map<string, FieldCondition> {
+  for (const [key, condition] of Object.entries(filter)) {
+    if (key === "$and" && Array.isArray(condition)) {
+      for (const f of condition) if (isPlainObject(f)) indexableConditions(f, out);
+      continue;
+    }
+    if (key.startsWith("$")) continue;
+    const c: FieldCondition = out.get(key) ?? {};
+    if (indexable(condition)) {
+      c.eq = condition;
+      c.hasEq = true;
+    } else if (isPlainObject(condition) && Object.keys(condition)[0]?.startsWith("$")) {
+      for (const [op, arg] of Object.entries(condition)) {
+        if (op === "$eq" && indexable(arg)) {
+          c.eq = arg;
+          c.hasEq = true;
+        } else if (op === "$in" && Array.isArray(arg) && arg.every(indexable)) c.in = arg;
+        else if ((op === "$gt" || op === "$gte") && indexable(arg) && typeof arg !== "boolean") {
+          if (c.lo === undefined || compareValues(arg, c.lo) > 0) c.lo = arg;
+        } else if ((op === "$lt" || op === "$lte") && indexable(arg) && typeof arg !== "boolean") {
+          if (c.hi === undefined || compareValues(arg, c.hi) < 0) c.hi = arg;
+        }
+      }
+      if (c.lo !== undefined && c.hi !== undefined && typeTag(c.lo) !== typeTag(c.hi)) c.hi = undefined;
+    } else continue;
+    out.set(key, c);
+  }
+  return out;
+}
+
+type Range = { start: unknown[] | string; end: unknown[] | string };
+
+export interface Plan {
+  kind: "ids" | "index" | "primary";
+  score: number;
+  ordered: boolean;
+  reverse: boolean;
+  ids?: string[];
+  index?: IndexDef;
+  ranges?: Range[];
+}
+
+/** Index key range for one value of the field at `position`, or the type-bracketed bounds. */
+function boundsFor(prefix: (string | number)[], c: FieldCondition | undefined, base: number): Range[] | undefined {
+  if (!c) return undefined;
+  const values = c.hasEq ? [c.eq] : c.in;
+  if (values) {
+    return values.map((v) => {
+      const p = keyPart(v, base);
+      return { start: [...prefix, ...p], end: [...prefix, ...p, HIGH] };
+    });
+  }
+  const bound = c.lo ?? c.hi;
+  if (bound === undefined) return undefined;
+  const tag = typeTag(bound);
+  return [
+    {
+      start: c.lo !== undefined ? [...prefix, ...keyPart(c.lo, base)] : [...prefix, tagChar(tag, base)],
+      // A cut-off (long) upper bound cannot bound the stored (also cut-off) strings: whole bracket.
+      end: c.hi !== undefined && !(typeof c.hi === "string" && c.hi.length > KEY_STRING_MAX)
+        ? [...prefix, ...keyPart(c.hi, base), HIGH]
+        : [...prefix, tagChar(tag + 1, base)],
+    },
+  ];
+}
+
+export function planQuery(filter: Filter, sort: Sort | undefined, indexes: IndexDef[]): Plan {
+  const conds = indexableConditions(filter);
+  const sortKeys = Object.entries(sort ?? {});
+  const idCond = conds.get("_id");
+
+  // 1. _id equality / $in: direct gets.
+  if (idCond && (idCond.hasEq || idCond.in) && [idCond.eq, ...(idCond.in ?? [])].every((v) => v === undefined || typeof v === "string")) {
+    const ids = idCond.hasEq ? [idCond.eq as string] : [...new Set(idCond.in as string[])].sort();
+    const ordered = sortKeys.length === 0 || ids.length <= 1 || (sortKeys.length === 1 && sortKeys[0][0] === "_id" && sortKeys[0][1] === 1);
+    return { kind: "ids", score: 1000, ordered, reverse: false, ids };
+  }
+
+  const sortMatches = (sequence: string[], constant: Set<string>): { ok: boolean; reverse: boolean } => {
+    const keys = sortKeys.filter(([k]) => !constant.has(k));
+    if (keys.length === 0) return { ok: true, reverse: false };
+    const dir = keys[0][1];
+    if (!keys.every(([, d]) => d === dir)) return { ok: false, reverse: false };
+    const ok = keys.every(([k], i) => sequence[i] === k);
+    return { ok, reverse: dir === -1 };
+  };
+
+  // 2. The _id tree (optionally with an _id range).
+  let best: Plan;
+  {
+    const idRange = idCond && (typeof idCond.lo === "string" || typeof idCond.hi === "string");
+    const constant = new Set([...conds].filter(([, c]) => c.hasEq).map(([k]) => k));
+    const order = sortMatches(["_id"], constant);
+    const range = {
+      start: idRange && typeof idCond!.lo === "string" ? idCond!.lo : undefined,
+      end: idRange && typeof idCond!.hi === "string" ? `${idCond!.hi}\u0000` : undefined,
+    } as Range;
+    best = { kind: "primary", score: (idRange ? 5 : 0) + (order.ok ? 3 : 0), ordered: order.ok, reverse: order.reverse, ranges: [range] };
+  }
+
+  // 3. Secondary indexes.
+  for (const def of indexes) {
+    const fields = [...def.fields, ...(def.fields.includes("_id") ? [] : ["_id"])];
+    const keyFields = partFields(def);
+    const prefix: (string | number)[] = [ixKey(def.no)];
+    const constant = new Set<string>();
+    let k = 0;
+    for (; k < keyFields.length; k++) {
+      const c = conds.get(keyFields[k]);
+      if (!c?.hasEq) break;
+      prefix.push(...keyPart(c.eq, tagBase(def)));
+      constant.add(keyFields[k]);
+    }
+    let ranges: Range[] | undefined;
+    let score = k * 10;
+    if (k < fields.length) {
+      const field = fields[k];
+      const c = conds.get(field);
+      if (k === keyFields.length) {
+        // All index fields bound: entries run in _id order; an _id range narrows them.
+        if (c && (typeof c.lo === "string" || typeof c.hi === "string")) {
+          ranges = [{ start: typeof c.lo === "string" ? [...prefix, c.lo] : prefix, end: typeof c.hi === "string" ? [...prefix, `${c.hi}\u0000`] : [...prefix, HIGH] }];
+          score += 5;
+        }
+      } else {
+        ranges = boundsFor(prefix, c && !c.hasEq ? c : undefined, tagBase(def));
+        if (ranges) score += ranges.length === 1 ? 5 : 4;
+      }
+    }
+    if (score === 0) continue;
+    if (def.unique && k === def.fields.length) score += 100;
+    ranges ??= [{ start: prefix, end: [...prefix, HIGH] }];
+    const order = !def.multikey && ranges.length === 1 ? sortMatches(fields.slice(k), constant) : { ok: sortKeys.length === 0, reverse: false };
+    if (order.ok) score += 3;
+    if (score > best.score) best = { kind: "index", score, ordered: order.ok, reverse: order.reverse, index: def, ranges };
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+type Result<R> = { ok: R } | { err: unknown };
+
+/**
+ * The index entries of an insertMany, put in together at the end. LMDB splits a full page in
+ * the middle unless the new key goes at its end, so a run of ascending keys put into the middle
+ * of an index (e.g. a list sorted by email) leaves every page it passes half empty. Put in random
+ * order they leave pages about 70% full, as random keys do; appends (ids that only grow) keep
+ * their order and pack pages full. Unique checks within the batch: a possible collision with a
+ * waiting entry puts the waiting entries in first, so the ordinary check sees them.
+ */
+class IndexBatch {
+  private readonly entries = new Map<number, (string | number)[][]>();
+  private readonly uniqueKeys = new Set<string>();
+
+  add(meta: CollectionMeta, tuples: unknown[][][], id: string): void {
+    meta.indexes.forEach((def, i) => {
+      let list = this.entries.get(def.no);
+      if (!list) this.entries.set(def.no, (list = []));
+      for (const tuple of tuples[i]) {
+        list.push(entryKey(def, tuple, id));
+        if (def.unique) this.uniqueKeys.add(uniqueKey(def, tuple));
+      }
+    });
+  }
+
+  /** Whether a unique value of these tuples may already wait here (cut strings: may). */
+  mayCollide(meta: CollectionMeta, tuples: unknown[][][]): boolean {
+    if (this.uniqueKeys.size === 0) return false;
+    return meta.indexes.some((def, i) => def.unique && tuples[i].some((tuple) => this.uniqueKeys.has(uniqueKey(def, tuple))));
+  }
+
+  flush(index: Database<Buffer, (string | number)[]>): void {
+    for (const [no, keys] of this.entries) {
+      let last: (string | number)[] | undefined;
+      for (const key of index.getKeys({ start: [ixKey(no + 1)], end: [ixKey(no)], reverse: true, limit: 1 } as never)) last = key;
+      let appends = last === undefined || compareKeys(keys[0], last) > 0;
+      for (let i = 1; appends && i < keys.length; i++) appends = compareKeys(keys[i - 1], keys[i]) < 0;
+      if (!appends) {
+        for (let i = keys.length - 1; i > 0; i--) {
+          const j = Math.floor(Math.random() * (i + 1));
+          [keys[i], keys[j]] = [keys[j], keys[i]];
+        }
+      }
+      for (const key of keys) index.putSync(key, EMPTY);
+    }
+    this.entries.clear();
+    this.uniqueKeys.clear();
+  }
+}
+
+const uniqueKey = (def: IndexDef, tuple: unknown[]): string => JSON.stringify(flatKey(def, tuple));
+
+class LmdbCollection<T extends Doc> implements Collection<T> {
+  readonly docs: Database<Doc, string>;
+  readonly index: Database<Buffer, (string | number)[]>;
+  private metaCache: CollectionMeta;
+
+  constructor(
+    private readonly store: LmdbStore,
+    readonly name: string,
+  ) {
+    // Shared record structures: field names are stored once per collection, not in every document.
+    // LZ4 from 64 bytes up: a fifth off a typical contact (the email twice, as typed and lowercased,
+    // costs one copy). No dictionary: lmdb loads it again for every value (~9 us per document),
+    // and the stored bytes then depend on no file outside this format. Values stored uncompressed
+    // (older stores, small documents) stay readable: a status byte tells them apart.
+    this.docs = store.root.openDB<Doc, string>(`d:${name}`, {
+      sharedStructuresKey: STRUCTURES,
+      compression: { threshold: 64, dictionary: NO_DICTIONARY },
+    } as never);
+    this.index = store.root.openDB<Buffer, (string | number)[]>(`i:${name}`, { encoding: "binary" });
+    this.metaCache = this.readMeta();
+  }
+
+  private readMeta(): CollectionMeta {
+    return (this.store.meta.get(this.name) as CollectionMeta | undefined) ?? { next: 1, indexes: [] };
+  }
+
+  /** Fresh definitions inside a write transaction (another process may have added an index). */
+  private metaInTxn(): CollectionMeta {
+    this.metaCache = this.readMeta();
+    return this.metaCache;
+  }
+
+  private duplicateKey(): DuplicateKeyError {
+    return new DuplicateKeyError(`duplicate key in collection "${this.name}"`);
+  }
+
+  private async write<R>(fn: () => R): Promise<R> {
+    this.store.assertOpen();
+    const result = await this.store.root.transaction((): Result<R> => {
+      try {
+        return { ok: fn() };
+      } catch (err) {
+        return { err };
+      }
+    }).catch((err: unknown) => { throw storageFault(err); });
+    if ("err" in result) throw result.err;
+    return result.ok;
+  }
+
+  // --- stored documents ----------------------------------------------------------------------
+  // A stored document holds `_id: undefined` (3 bytes) in place of its _id, which is its key:
+  // the id is not stored twice, and the field keeps its place (first) in the decoded object.
+  // Documents stored before this layout hold their _id; reading sets it from the key either way.
+
+  private getDoc(id: string): Doc | undefined {
+    const doc = this.docs.get(id);
+    if (doc) doc._id = id;
+    return doc;
+  }
+
+  /** Stores a document under its _id (encoded synchronously, so the object is restored at once). */
+  private putValue(doc: Doc): void {
+    const id = doc._id;
+    (doc as { _id: unknown })._id = undefined;
+    try {
+      this.docs.putSync(id, doc);
+    } finally {
+      doc._id = id;
+    }
+  }
+
+  // --- reading ---------------------------------------------------------------------------
+
+  private expired(doc: Doc, meta: CollectionMeta, now: number): boolean {
+    for (const def of meta.indexes) {
+      if (def.ttl === undefined) continue;
+      const at = getPath(doc, def.fields[0]);
+      if (at instanceof Date && at.getTime() + def.ttl * 1000 <= now) return true;
+    }
+    return false;
+  }
+
+  /** Matching documents in plan order (lazily: a caller may stop early). */
+  private *candidates(filter: Filter, plan: Plan, meta: CollectionMeta): Generator<Doc> {
+    const now = Date.now();
+    const hasTtl = meta.indexes.some((d) => d.ttl !== undefined);
+    const accept = (doc: Doc | undefined): doc is Doc =>
+      doc !== undefined && (!hasTtl || !this.expired(doc, meta, now)) && matchesFilter(doc, filter);
+    if (plan.kind === "ids") {
+      for (const id of plan.ids!) {
+        const doc = this.getDoc(id);
+        if (accept(doc)) yield doc;
+      }
+      return;
+    }
+    if (plan.kind === "primary") {
+      const { start, end } = plan.ranges![0];
+      const range = plan.reverse ? { start: end, end: start, reverse: true } : { start, end };
+      for (const { key, value } of this.docs.getRange(range as never)) {
+        if (typeof key === "symbol") continue;
+        value._id = key;
+        if (accept(value)) yield value;
+      }
+      return;
+    }
+    const seen = plan.index!.multikey || plan.ranges!.length > 1 ? new Set<string>() : undefined;
+    for (const { start, end } of plan.ranges!) {
+      const range = plan.reverse ? { start: end, end: start, reverse: true } : { start, end };
+      for (const key of this.index.getKeys(range as never)) {
+        const id = entryId(key);
+        if (seen) {
+          if (seen.has(id)) continue;
+          seen.add(id);
+        }
+        const doc = this.getDoc(id);
+        if (accept(doc)) yield doc;
+      }
+    }
+  }
+
+  private select(filter: Filter, options: FindOptions & { sort?: Sort } = {}): Doc[] {
+    const meta = this.metaCache;
+    const plan = planQuery(filter, options.sort, meta.indexes);
+    const skip = options.skip ?? 0;
+    const limit = options.limit && options.limit > 0 ? options.limit : Infinity;
+    const out: Doc[] = [];
+    if (plan.ordered) {
+      let skipped = 0;
+      for (const doc of this.candidates(filter, plan, meta)) {
+        if (skipped < skip) {
+          skipped++;
+          continue;
+        }
+        out.push(doc);
+        if (out.length >= limit) break;
+      }
+      return out;
+    }
+    for (const doc of this.candidates(filter, plan, meta)) out.push(doc);
+    if (options.sort && Object.keys(options.sort).length > 0) out.sort(sorter(options.sort));
+    return out.slice(skip, skip + limit);
+  }
+
+  // --- writing (inside a transaction) --------------------------------------------------------
+
+  private entryKeys(doc: Doc, meta: CollectionMeta, tuples = this.tuplesOf(doc, meta)): Map<string, (string | number)[]> {
+    const keys = new Map<string, (string | number)[]>();
+    meta.indexes.forEach((def, i) => {
+      for (const tuple of tuples[i]) {
+        const key = entryKey(def, tuple, doc._id);
+        keys.set(JSON.stringify(key), key);
+      }
+    });
+    return keys;
+  }
+
+  private tuplesOf(doc: Doc, meta: CollectionMeta): unknown[][][] {
+    return meta.indexes.map((def) => indexTuples(doc, def));
+  }
+
+  private removeDoc(doc: Doc, meta: CollectionMeta): void {
+    for (const key of this.entryKeys(doc, meta).values()) this.index.removeSync(key);
+    this.docs.removeSync(doc._id);
+  }
+
+  /** Throws DuplicateKeyError if `doc` collides on a unique index (expired holders are removed). */
+  private checkUnique(doc: Doc, meta: CollectionMeta, now: number, only?: IndexDef, tuples?: unknown[][][]): void {
+    const defs = only ? [only] : meta.indexes;
+    for (let d = 0; d < defs.length; d++) {
+      const def = defs[d];
+      if (!def.unique) continue;
+      for (const tuple of tuples?.[d] ?? indexTuples(doc, def)) {
+        const prefix = flatKey(def, tuple);
+        for (const key of this.index.getKeys({ start: prefix, end: [...prefix, HIGH] } as never)) {
+          const otherId = entryId(key);
+          if (otherId === doc._id) continue;
+          const other = this.getDoc(otherId);
+          if (!other) continue;
+          if (!indexTuples(other, def).some((t) => t.every((v, i) => deepEqual(v, tuple[i]) && typeTag(v) === typeTag(tuple[i])))) continue;
+          if (this.expired(other, meta, now)) {
+            this.removeDoc(other, meta);
+            continue;
+          }
+          throw this.duplicateKey();
+        }
+      }
+    }
+  }
+
+  /**
+   * Stores `next` (replacing `prev`), keeping the index entries in step. With `batch` (inserts
+   * of one insertMany), the new index entries wait in it and go in together (see IndexBatch).
+   */
+  private putDoc(prev: Doc | undefined, next: Doc, meta: CollectionMeta, batch?: IndexBatch): void {
+    const now = Date.now();
+    if (!prev) {
+      const existing = this.getDoc(next._id);
+      if (existing) {
+        if (!this.expired(existing, meta, now)) throw this.duplicateKey();
+        batch?.flush(this.index);
+        this.removeDoc(existing, meta);
+      }
+    }
+    const tuples = this.tuplesOf(next, meta);
+    if (batch?.mayCollide(meta, tuples)) batch.flush(this.index);
+    this.checkUnique(next, meta, now, undefined, tuples);
+    if (batch && !prev) {
+      batch.add(meta, tuples, next._id);
+    } else if (prev) {
+      const before = this.entryKeys(prev, meta);
+      const after = this.entryKeys(next, meta, tuples);
+      for (const [k, key] of before) if (!after.has(k)) this.index.removeSync(key);
+      for (const [k, key] of after) if (!before.has(k)) this.index.putSync(key, EMPTY);
+    } else {
+      meta.indexes.forEach((def, i) => {
+        for (const tuple of tuples[i]) this.index.putSync(entryKey(def, tuple, next._id), EMPTY);
+      });
+    }
+    this.putValue(next);
+    if (tuples.some((t) => t.length > 1) || meta.indexes.some((def) => !def.multikey && def.fields.some((f) => f.includes(".")))) {
+      this.noteMultikey(next, meta);
+    } else if (meta.indexes.some((def) => !def.multikey && def.fields.some((f) => Array.isArray(next[f])))) this.noteMultikey(next, meta);
+  }
+
+  private noteMultikey(doc: Doc, meta: CollectionMeta): void {
+    let changed = false;
+    for (const def of meta.indexes) {
+      if (def.multikey) continue;
+      if (def.fields.some((f) => valuesAt(doc, f.split(".")).some((v) => Array.isArray(v)))) {
+        def.multikey = true;
+        changed = true;
+      }
+    }
+    if (changed) this.store.meta.putSync(this.name, meta);
+  }
+
+  private insertUpsert(filter: Filter, update: Update, meta: CollectionMeta): Doc {
+    const doc = applyUpdate(upsertSeed(filter), update, true) as Doc;
+    if (doc._id === undefined) doc._id = newStoreId();
+    this.putDoc(undefined, doc, meta);
+    return doc;
+  }
+
+  private withId(doc: T): Doc {
+    const copy = cloneValue(doc) as Doc;
+    if (copy._id === undefined) copy._id = newStoreId();
+    return copy;
+  }
+
+  // --- the port ---------------------------------------------------------------------------
+
+  async insertOne(doc: T): Promise<void> {
+    const copy = this.withId(doc);
+    return this.write(() => this.putDoc(undefined, copy, this.metaInTxn()));
+  }
+
+  /** Ordered like MongoDB: on a duplicate, the documents before it stay. One transaction. */
+  async insertMany(docs: T[]): Promise<void> {
+    if (docs.length === 0) return this.store.assertOpen();
+    const copies = docs.map((d) => this.withId(d));
+    return this.write(() => {
+      const meta = this.metaInTxn();
+      const batch = new IndexBatch();
+      try {
+        for (const copy of copies) this.putDoc(undefined, copy, meta, batch);
+      } finally {
+        batch.flush(this.index);
+      }
+    });
+  }
+
+  async findOne(filter: Filter, options: FindOptions = {}): Promise<T | null> {
+    this.store.assertOpen();
+    assertDefinedFilter(filter);
+    const [doc] = this.select(filter, { ...options, limit: 1 });
+    return doc ? project(doc as T, options.projection) : null;
+  }
+
+  async find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    this.store.assertOpen();
+    assertDefinedFilter(filter);
+    return this.select(filter, options).map((d) => project(d as T, options.projection));
+  }
+
+  async updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.updateMatching(filter, update, options.upsert === true, false);
+  }
+
+  async updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    return this.updateMatching(filter, update, false, true);
+  }
+
+  private async updateMatching(filter: Filter, update: Update, upsert: boolean, multi: boolean): Promise<UpdateResult> {
+    validateUpdate(update);
+    assertDefinedFilter(filter);
+    return this.write(() => this.updateInTxn(filter, update, upsert, multi, this.metaInTxn()));
+  }
+
+  async bulkWrite(operations: BulkWriteOperation<T>[]): Promise<BulkWriteResult> {
+    // Validated and copied up front: the transaction runs later, and a bad operation fails the call before any write.
+    const ops = operations.map((op) => {
+      if ("insertOne" in op) return { insert: this.withId(op.insertOne.document) };
+      validateUpdate(op.updateOne.update);
+      assertDefinedFilter(op.updateOne.filter);
+      return { filter: cloneValue(op.updateOne.filter) as Filter, update: cloneValue(op.updateOne.update) as Update, upsert: op.updateOne.upsert === true };
+    });
+    const result: BulkWriteResult = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedIds: {} };
+    if (ops.length === 0) {
+      this.store.assertOpen();
+      return result;
+    }
+    await this.write(() => {
+      const meta = this.metaInTxn();
+      ops.forEach((op, i) => {
+        if ("insert" in op) {
+          this.putDoc(undefined, op.insert!, meta);
+          result.insertedCount++;
+          return;
+        }
+        const r = this.updateInTxn(op.filter, op.update, op.upsert, false, meta);
+        result.matchedCount += r.matchedCount;
+        result.modifiedCount += r.modifiedCount;
+        if (r.upsertedId !== undefined) {
+          result.upsertedCount++;
+          result.upsertedIds[i] = r.upsertedId;
+        }
+      });
+    });
+    return result;
+  }
+
+  private updateInTxn(filter: Filter, update: Update, upsert: boolean, multi: boolean, meta: CollectionMeta): UpdateResult {
+    const matched = this.select(filter, multi ? {} : { limit: 1 });
+    if (matched.length === 0) {
+      if (!upsert) return { matchedCount: 0, modifiedCount: 0 };
+      return { matchedCount: 0, modifiedCount: 0, upsertedId: this.insertUpsert(filter, update, meta)._id };
+    }
+    let modifiedCount = 0;
+    for (const doc of matched) {
+      const next = applyUpdate(doc, update, false);
+      if (deepEqual(doc, next)) continue;
+      this.putDoc(doc, next, meta);
+      modifiedCount++;
+    }
+    return { matchedCount: matched.length, modifiedCount };
+  }
+
+  async findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
+    validateUpdate(update);
+    assertDefinedFilter(filter);
+    const returnBefore = options.returnDocument === "before";
+    return this.write(() => {
+      const meta = this.metaInTxn();
+      const [doc] = this.select(filter, { sort: options.sort, limit: 1 });
+      if (!doc) {
+        if (!options.upsert) return null;
+        const inserted = this.insertUpsert(filter, update, meta);
+        return returnBefore ? null : (cloneValue(inserted) as T);
+      }
+      const next = applyUpdate(doc, update, false);
+      if (!deepEqual(doc, next)) this.putDoc(doc, cloneValue(next), meta);
+      return (returnBefore ? doc : next) as T;
+    });
+  }
+
+  async deleteOne(filter: Filter): Promise<{ deletedCount: number }> {
+    assertDefinedFilter(filter);
+    return this.write(() => {
+      const meta = this.metaInTxn();
+      const [doc] = this.select(filter, { limit: 1 });
+      if (!doc) return { deletedCount: 0 };
+      this.removeDoc(doc, meta);
+      return { deletedCount: 1 };
+    });
+  }
+
+  async deleteMany(filter: Filter): Promise<{ deletedCount: number }> {
+    assertDefinedFilter(filter);
+    return this.write(() => {
+      const meta = this.metaInTxn();
+      const docs = this.select(filter);
+      for (const doc of docs) this.removeDoc(doc, meta);
+      return { deletedCount: docs.length };
+    });
+  }
+
+  async countDocuments(filter: Filter = {}): Promise<number> {
+    this.store.assertOpen();
+    assertDefinedFilter(filter);
+    const meta = this.metaCache;
+    if (Object.keys(filter).length === 0 && !meta.indexes.some((d) => d.ttl !== undefined)) return this.docs.getCount(); // (the structures entry is outside the counted key range)
+    const plan = planQuery(filter, undefined, meta.indexes);
+    const byIndex = this.countIndexEntries(filter, plan, meta);
+    if (byIndex !== undefined) return byIndex;
+    let n = 0;
+    for (const _ of this.candidates(filter, plan, meta)) n++;
+    return n;
+  }
+
+  /**
+   * Counts index entries instead of reading documents when the index range IS the filter:
+   * equality on primitive values of a prefix of the index's fields, one range, no arrays
+   * indexed, no TTL. Counting a workspace's million contacts then reads only index pages
+   * (a tenth of the data), not every document.
+   */
+  private countIndexEntries(filter: Filter, plan: Plan, meta: CollectionMeta): number | undefined {
+    if (plan.kind !== "index" || plan.ranges!.length !== 1) return undefined;
+    const def = plan.index!;
+    // A sparse index leaves out documents that lack a later field: they match but have no entry.
+    if (def.multikey || def.sparse || meta.indexes.some((d) => d.ttl !== undefined)) return undefined;
+    const keys = Object.keys(filter);
+    if (keys.length === 0 || keys.length > def.fields.length) return undefined;
+    for (const field of def.fields.slice(0, keys.length)) {
+      if (!keys.includes(field)) return undefined;
+      const v = filter[field];
+      const primitive = typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
+      if (!primitive) return undefined;
+    }
+    let n = 0;
+    for (const _ of this.index.getKeys(plan.ranges![0] as never)) n++;
+    return n;
+  }
+
+  async createIndex(spec: IndexSpec): Promise<void> {
+    const fields = Object.keys(spec.keys ?? {});
+    if (fields.length === 0) throw new Error("createIndex needs at least one key");
+    if (spec.expireAfterSeconds !== undefined && fields.length !== 1) {
+      throw new Error("a TTL index (expireAfterSeconds) takes exactly one field");
+    }
+    return this.write(() => this.addIndexInTxn(fields, spec));
+  }
+
+  /** Builds a new index over the existing documents (inside a write transaction). */
+  addIndexInTxn(fields: string[], spec: Omit<IndexSpec, "keys">): void {
+    const meta = this.metaInTxn();
+    if (meta.indexes.some((d) => d.fields.join("\u0000") === fields.join("\u0000"))) return;
+    const def: IndexDef = { no: meta.next, fields, unique: spec.unique === true, sparse: spec.sparse === true };
+    if (fields[fields.length - 1] === "_id") def.idTail = true;
+    def.compactTags = true;
+    if (spec.expireAfterSeconds !== undefined) def.ttl = spec.expireAfterSeconds;
+    const now = Date.now();
+    try {
+      for (const { key, value: doc } of this.docs.getRange({})) {
+        if (typeof key === "symbol") continue;
+        doc._id = key;
+        if (def.unique) this.checkUnique(doc, meta, now, def);
+        const tuples = indexTuples(doc, def);
+        if (tuples.length > 1 || def.fields.some((f) => valuesAt(doc, f.split(".")).some(Array.isArray))) def.multikey = true;
+        for (const tuple of tuples) this.index.putSync(entryKey(def, tuple, doc._id), EMPTY);
+      }
+    } catch (err) {
+      for (const key of [...this.index.getKeys({ start: [ixKey(def.no)], end: [ixKey(def.no + 1)] } as never)]) this.index.removeSync(key);
+      throw err;
+    }
+    meta.indexes.push(def);
+    meta.next++;
+    this.store.meta.putSync(this.name, meta);
+    this.metaCache = meta;
+  }
+
+  /** Deletes documents past their TTL (one transaction, at most `max`). */
+  async sweepExpired(max = 10_000): Promise<number> {
+    if (!this.metaCache.indexes.some((d) => d.ttl !== undefined)) return 0;
+    return this.write(() => {
+      const meta = this.metaInTxn();
+      const now = Date.now();
+      let removed = 0;
+      for (const def of meta.indexes) {
+        if (def.ttl === undefined) continue;
+        const keys = [...this.index.getKeys({ start: [ixKey(def.no), tagChar(T_DATE, tagBase(def))], end: [ixKey(def.no), tagChar(T_DATE, tagBase(def)), now - def.ttl * 1000, HIGH], limit: max } as never)];
+        for (const key of keys) {
+          const doc = this.getDoc(entryId(key));
+          if (doc && this.expired(doc, meta, now)) {
+            this.removeDoc(doc, meta);
+            removed++;
+          }
+        }
+      }
+      return removed;
+    });
+  }
+
+  /** Replaces the collection's content with the documents of an old nedb datafile. */
+  clearInTxn(): void {
+    for (const key of [...this.index.getKeys({})]) this.index.removeSync(key);
+    for (const key of [...this.docs.getKeys({})]) if (typeof key !== "symbol") this.docs.removeSync(key);
+    this.store.meta.removeSync(this.name);
+    this.metaCache = { next: 1, indexes: [] };
+  }
+
+  putRawInTxn(doc: Doc): void {
+    this.putValue(doc);
+  }
+
+  removeRawInTxn(id: string): void {
+    this.docs.removeSync(id);
+  }
+}
+
+/** errno values of a disk that cannot take a write right now: EIO, EACCES, ENOSPC, EROFS, EDQUOT. */
+const UNWRITABLE_DISK = new Set([5, 13, 28, 30, 122, "EIO", "EACCES", "ENOSPC", "EROFS", "EDQUOT"]);
+
+/**
+ * A commit the disk refused (full, read-only, I/O error) is an outage the caller may retry
+ * (503), not an internal error. lmdb also leaves the cause in a rejected `commitError`
+ * promise that would crash the process as an unhandled rejection: it is handled here.
+ */
+function storageFault(err: unknown): unknown {
+  const e = err as { commitError?: Promise<unknown>; code?: unknown } | undefined;
+  const commitFailed = typeof e?.commitError?.catch === "function";
+  if (commitFailed) e!.commitError!.catch(() => undefined);
+  if (!commitFailed && !UNWRITABLE_DISK.has(e?.code as never)) return err;
+  return unavailable("service_unavailable", "The store cannot write right now (disk full or unwritable); retry shortly");
+}
+
+/**
+ * When a commit fails, lmdb rejects internal promises of the batch that no caller holds,
+ * besides the one write() catches: without this, a full disk crashes the process as an
+ * unhandled rejection instead of answering 503. Only lmdb's commit failures (they carry
+ * `commitError`) are swallowed; anything else is rethrown, as Node's default would crash.
+ */
+let commitFailureGuard = false;
+function guardCommitFailures(): void {
+  if (commitFailureGuard) return;
+  commitFailureGuard = true;
+  process.on("unhandledRejection", (reason) => {
+    if (reason && typeof reason === "object" && "commitError" in reason) {
+      storageFault(reason);
+      return;
+    }
+    // Another listener (a test runner, a service's own) handles the rest; alone, behave as Node would.
+    if (process.listenerCount("unhandledRejection") === 1) throw reason;
+  });
+}
+
+export class LmdbStore implements Store {
+  readonly kind = "embedded";
+  readonly root: RootDatabase;
+  readonly meta: Database<unknown, string>;
+  private readonly collections = new Map<string, LmdbCollection<Doc>>();
+  private readonly timer: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(readonly dir: string, options: Omit<LmdbStoreOptions, "dir"> = {}) {
+    // noReadAhead: random reads bring in the page they need, not its neighbours (smaller RSS).
+    // mapSize: address space only (the file grows as needed); reserving plenty up front avoids
+    // remapping as the file grows, which would leave the pages of the old mappings resident.
+    // (noReadAhead is a supported open option that lmdb's typings lack.)
+    this.root = open({
+      path: join(dir, LMDB_FILE),
+      maxDbs: 4096,
+      noReadAhead: true,
+      mapSize: options.mapSizeBytes ?? DEFAULT_MAP_SIZE,
+    } as Parameters<typeof open>[0] & object);
+    this.meta = this.root.openDB<unknown, string>("meta", {});
+    this.timer = setInterval(() => void this.sweep().catch(() => undefined), options.ttlSweepIntervalMs ?? 60_000);
+    this.timer.unref();
+  }
+
+  collection<T extends Doc>(name: string): Collection<T> {
+    if (!COLLECTION_NAME.test(name)) throw new Error(`invalid collection name "${name}"`);
+    this.assertOpen();
+    return this.open(name) as unknown as Collection<T>;
+  }
+
+  open(name: string): LmdbCollection<Doc> {
+    let collection = this.collections.get(name);
+    if (!collection) {
+      collection = new LmdbCollection<Doc>(this, name);
+      this.collections.set(name, collection);
+    }
+    return collection;
+  }
+
+  assertOpen(): void {
+    if (this.closed) throw new Error("store is closed");
+  }
+
+  async sweep(): Promise<void> {
+    for (const collection of this.collections.values()) if (!this.closed) await collection.sweepExpired();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    await this.root.committed;
+    await this.root.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Migration from the old nedb datafiles (<dir>/<collection>.db, JSON lines).
+
+type NedbModel = { deserialize(raw: string): Record<string, unknown> };
+
+async function migrateNedbFile(store: LmdbStore, file: string, name: string): Promise<MigrationInfo> {
+  const started = Date.now();
+  const model = createRequire(import.meta.url)("@seald-io/nedb/lib/model.js") as NedbModel;
+  const collection = store.open(name);
+  await store.root.transaction(() => collection.clearInTxn());
+  const indexes = new Map<string, { fieldName: string | string[]; unique?: boolean; sparse?: boolean; expireAfterSeconds?: number }>();
+  let batch: Record<string, unknown>[] = [];
+  const flush = async () => {
+    const lines = batch;
+    batch = [];
+    await store.root.transaction(() => {
+      for (const doc of lines) {
+        if (doc.$$deleted === true) collection.removeRawInTxn(String(doc._id));
+        else collection.putRawInTxn(cloneValue(doc) as Doc);
+      }
+    });
+  };
+  const reader = createInterface({ input: createReadStream(file, "utf8"), crlfDelay: Infinity });
+  for await (const line of reader) {
+    if (!line.trim()) continue;
+    let doc: Record<string, unknown>;
+    try {
+      doc = model.deserialize(line);
+    } catch {
+      continue; // nedb also skips a torn last line
+    }
+    const created = doc.$$indexCreated as { fieldName?: string | string[] } | undefined;
+    if (created && created.fieldName != null) {
+      indexes.set(String(created.fieldName), created as { fieldName: string | string[] });
+      continue;
+    }
+    if (typeof doc.$$indexRemoved === "string") {
+      indexes.delete(doc.$$indexRemoved);
+      continue;
+    }
+    if (doc._id === undefined) continue;
+    batch.push(doc);
+    if (batch.length >= 1000) await flush();
+  }
+  if (batch.length) await flush();
+  for (const def of indexes.values()) {
+    if (def.fieldName === "_id") continue;
+    const fields = Array.isArray(def.fieldName) ? def.fieldName : String(def.fieldName).split(",");
+    await store.root.transaction(() => collection.addIndexInTxn(fields, def));
+  }
+  const movedTo = `${file}.migrated`;
+  await store.root.flushed;
+  await rename(file, movedTo);
+  return { collection: name, documents: await collection.countDocuments(), indexes: indexes.size, from: file, movedTo, ms: Date.now() - started };
+}
+
+/** Opens (creating if needed) the LMDB store of a directory, migrating old nedb datafiles once. */
+export async function openLmdbStore(options: LmdbStoreOptions): Promise<LmdbStore> {
+  guardCommitFailures();
+  const store = new LmdbStore(options.dir, options);
+  let files: string[] = [];
+  try {
+    files = (await readdir(options.dir)).filter((f) => f.endsWith(".db") && COLLECTION_NAME.test(f.slice(0, -3)));
+  } catch {
+    // no directory yet: nothing to migrate
+  }
+  for (const file of files) {
+    const path = join(options.dir, file);
+    if (!(await stat(path)).isFile()) continue;
+    const info = await migrateNedbFile(store, path, file.slice(0, -3));
+    (options.logger ?? { info: (m: string) => console.log(m) }).info(
+      `store: migrated collection "${info.collection}" from nedb (${info.documents} documents, ${info.indexes} indexes, ${info.ms} ms); old file kept as ${info.movedTo}`,
+    );
+    options.onMigrate?.(info);
+  }
+  return store;
+}

@@ -1,0 +1,84 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { ack, consumeProto, EVENTS_STREAM, EVENTS_SUBJECTS, type ConsumeLoop } from "../../kit/src/jetstream.js";
+import type { Logger } from "../../kit/src/logger.js";
+import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { dispatchMailEvent, type DispatchDeps } from "./domain/dispatch.js";
+import type { MailEventData, MailEventKind, MailSource } from "./domain/model.js";
+
+/** The dispatcher's own durable consumer: every outcome and tracking event. */
+export const DISPATCH_DURABLE = "webhooks-dispatch";
+
+const KIND: Partial<Record<MailEventType, MailEventKind>> = {
+  [MailEventType.SENT]: "sent",
+  [MailEventType.DEFERRED]: "deferred",
+  [MailEventType.BOUNCED]: "bounced",
+  [MailEventType.FAILED]: "failed",
+  [MailEventType.OPENED]: "opened",
+  [MailEventType.CLICKED]: "clicked",
+  [MailEventType.UNSUBSCRIBED]: "unsubscribed",
+  [MailEventType.COMPLAINED]: "complained",
+  [MailEventType.SUPPRESSED]: "suppressed",
+};
+
+const SOURCE: Partial<Record<DeliverySource, MailSource>> = {
+  [DeliverySource.TRANSACTIONAL]: "transactional",
+  [DeliverySource.BROADCAST]: "broadcast",
+  [DeliverySource.BROADCAST_TEST]: "broadcast_test",
+};
+
+const orUndefined = <T>(v: T): T | undefined => (v === "" || v === 0 ? undefined : v);
+
+/** A MailEvent in domain terms; undefined for types and sources the domain does not know. */
+export function mailEventOf(event: MailEvent, receivedAt: Date): MailEventData | undefined {
+  const kind = KIND[event.type];
+  const source = SOURCE[event.source];
+  if (!kind || !source) return undefined;
+  return {
+    eventId: event.eventId,
+    kind,
+    source,
+    workspaceId: event.workspaceId,
+    occurredAt: event.occurredAt ? timestampDate(event.occurredAt) : receivedAt,
+    deliveryId: orUndefined(event.deliveryId),
+    emailId: orUndefined(event.emailId),
+    broadcastId: orUndefined(event.broadcastId),
+    messageId: orUndefined(event.messageId),
+    recipient: orUndefined(event.recipient),
+    contactId: orUndefined(event.contactId),
+    detail: orUndefined(event.detail),
+    smtpCode: orUndefined(event.smtpCode),
+    attempt: orUndefined(event.attempt),
+    url: orUndefined(event.url),
+    groupBy: orUndefined(event.groupBy),
+  };
+}
+
+/**
+ * JetStream transport: decodes each MailEvent, lets the domain store its deliveries, and
+ * acks once they are stored (a failure naks it; the redelivery finds what was already
+ * stored and adds only the rest). New deliveries wake the outbox.
+ */
+export function consumeMailEvents(
+  nc: NatsConnection,
+  deps: DispatchDeps,
+  wake: () => void,
+  logger: Logger,
+): Promise<ConsumeLoop> {
+  return consumeProto(
+    nc,
+    { stream: EVENTS_STREAM, durable: DISPATCH_DURABLE, filterSubjects: [EVENTS_SUBJECTS], maxDeliver: 50, ackWaitMs: 30_000 },
+    MailEventSchema,
+    async (event) => {
+      const data = mailEventOf(event, deps.clock.now());
+      if (!data) return ack();
+      const created = await dispatchMailEvent(deps, data);
+      if (created > 0) {
+        logger.debug({ eventId: data.eventId, workspaceId: data.workspaceId, deliveries: created }, "webhook deliveries stored");
+        wake();
+      }
+      return ack();
+    },
+    { logger, concurrency: 32 },
+  );
+}

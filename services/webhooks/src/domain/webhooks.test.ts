@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { AppError } from "../../../kit/src/errors.js";
+import { buildTestDomain } from "../testing.js";
+
+async function refusal(p: Promise<unknown>): Promise<AppError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("webhook management", () => {
+  it("creates an ACTIVE webhook with a generated whsec_ token of 32 random bytes", async () => {
+    const { webhooks } = await buildTestDomain();
+    const w = await webhooks.create("ws_1", { url: "https://hooks.acme.test/mailroom", events: ["EMAIL_SENT", "EMAIL_SENT", "CONTACT_CREATED"] });
+    expect(w).toMatchObject({ workspaceId: "ws_1", status: "ACTIVE", events: ["EMAIL_SENT", "CONTACT_CREATED"], displayName: "hooks.acme.test" });
+    expect(w.id).toMatch(/^wh_/);
+    expect(w.token).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(w.token.slice(6), "base64")).toHaveLength(32);
+  });
+
+  it("keeps a token given by the caller as given", async () => {
+    const { webhooks } = await buildTestDomain();
+    const w = await webhooks.create("ws_1", { url: "http://127.0.0.1:9/x", events: ["EMAIL_SENT"], token: "my secret" });
+    expect(w.token).toBe("my secret");
+  });
+
+  it("refuses non-http URLs and URLs with credentials", async () => {
+    const { webhooks } = await buildTestDomain();
+    for (const url of ["ftp://acme.test/x", "javascript:alert(1)", "not a url", "", "https://user:pw@acme.test/hook", "https://user@acme.test/hook"]) {
+      const err = await refusal(webhooks.create("ws_1", { url, events: ["EMAIL_SENT"] }));
+      expect([err.httpStatus, err.code], url).toEqual([400, "invalid_payload"]);
+    }
+  });
+
+  it("refuses unknown event names, naming the allowed values", async () => {
+    const { webhooks } = await buildTestDomain();
+    const err = await refusal(webhooks.create("ws_1", { url: "https://acme.test/h", events: ["EMAIL_SENT", "email.sent"] }));
+    expect(err.code).toBe("invalid_payload");
+    expect(err.message).toContain("email.sent");
+    expect(err.message).toContain("TESTING_CONNECTION");
+    expect(JSON.parse(err.details.extra!.allowedValues)).toContain("EMAIL_DELIVERED");
+    expect((await refusal(webhooks.create("ws_1", { url: "https://acme.test/h", events: [] }))).code).toBe("invalid_payload");
+  });
+
+  it("never shows, changes or deletes another workspace's webhook", async () => {
+    const { webhooks } = await buildTestDomain();
+    const w = await webhooks.create("ws_1", { url: "https://acme.test/h", events: ["EMAIL_SENT"] });
+    for (const attempt of [
+      webhooks.get("ws_2", w.id),
+      webhooks.update("ws_2", w.id, { url: "https://evil.test/" }),
+      webhooks.delete("ws_2", w.id),
+      webhooks.sendTestEvent("ws_2", w.id),
+      webhooks.listDeliveries("ws_2", w.id),
+    ]) {
+      const err = await refusal(attempt);
+      expect([err.httpStatus, err.code]).toEqual([404, "webhook_not_found"]);
+    }
+    expect(await webhooks.list("ws_2")).toEqual([]);
+    expect((await webhooks.get("ws_1", w.id)).url).toBe("https://acme.test/h");
+  });
+
+  it("updates fields, refuses BANNED as a requested status, and deletes", async () => {
+    const { webhooks, clock } = await buildTestDomain();
+    const w = await webhooks.create("ws_1", { url: "https://acme.test/h", events: ["EMAIL_SENT"] });
+    clock.advance(1000);
+    const u = await webhooks.update("ws_1", w.id, { url: "https://acme.test/v2", events: ["EMAIL_BOUNCED"], token: "t2" });
+    expect(u).toMatchObject({ url: "https://acme.test/v2", events: ["EMAIL_BOUNCED"], token: "t2" });
+    expect(u.updatedAt.getTime()).toBe(w.createdAt.getTime() + 1000);
+    expect((await refusal(webhooks.update("ws_1", w.id, { status: "BANNED" }))).code).toBe("invalid_payload");
+    expect((await webhooks.delete("ws_1", w.id)).id).toBe(w.id);
+    expect((await refusal(webhooks.get("ws_1", w.id))).code).toBe("webhook_not_found");
+  });
+
+  it("queues a TESTING_CONNECTION delivery on demand, whatever the webhook subscribes to", async () => {
+    const { webhooks, sender, runOutbox } = await buildTestDomain();
+    const w = await webhooks.create("ws_1", { url: "https://acme.test/h", events: ["EMAIL_SENT"] });
+    const d = await webhooks.sendTestEvent("ws_1", w.id);
+    expect(d).toMatchObject({ eventType: "TESTING_CONNECTION", state: "PENDING" });
+    await runOutbox();
+    expect(sender.sent).toHaveLength(1);
+    expect(JSON.parse(sender.sent[0].body)).toMatchObject({ type: "TESTING_CONNECTION", workspaceId: "ws_1", id: d.eventId });
+    const [listed] = await webhooks.listDeliveries("ws_1", w.id);
+    expect(listed).toMatchObject({ id: d.id, state: "SUCCEEDED", attempts: 1, lastAttempt: { statusCode: 200, attempt: 1 } });
+  });
+});

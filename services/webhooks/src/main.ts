@@ -1,0 +1,100 @@
+/** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumer, outbox loop). */
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { pathToFileURL } from "node:url";
+import {
+  connectNats,
+  createLogger,
+  defaultServicePort,
+  ensureStreams,
+  loadConfig,
+  onShutdown,
+  startConnectServer,
+  type Config,
+  type Logger,
+} from "../../kit/src/index.js";
+import { openStore } from "../../kit/src/store/open.js";
+import { secretKeysOf } from "../../kit/src/secrets.js";
+import { systemClock } from "./adapters/clock.js";
+import { systemIds } from "./adapters/ids.js";
+import { openCollections } from "./adapters/store.js";
+import { CachedWebhookStore } from "./adapters/cached-webhooks.js";
+import { NatsChangeFeed } from "./adapters/change-feed.js";
+import { FetchWebhookSender } from "./adapters/http-sender.js";
+import { Outbox } from "./domain/outbox.js";
+import { Webhooks } from "./domain/webhooks.js";
+import { consumeMailEvents } from "./consumers.js";
+import { webhookRoutes } from "./routes.js";
+
+export interface RunningWebhooks {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the unit; the test suite starts it in-process with its own config. */
+export async function startWebhooks(config: Config, logger: Logger): Promise<RunningWebhooks> {
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "webhooks" });
+  const collections = await openCollections(store, secretKeysOf(config));
+  const nc = await connectNats(config.natsUrl, "webhooks");
+  await ensureStreams(nc);
+
+  // Names this process in outbox claims (two processes never send one attempt at once) and in change announcements.
+  const owner = `webhooks-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+  const changes = new NatsChangeFeed(nc, owner, logger);
+  const webhookStore = new CachedWebhookStore(collections.webhooks, config.webhooks.endpointCacheMs, (c) => changes.publish(c));
+  const changeSubscription = changes.subscribe((c) => webhookStore.forget(c));
+  const settings = config.webhooks;
+  const outbox = new Outbox({
+    deliveries: collections.deliveries,
+    webhooks: webhookStore,
+    sender: new FetchWebhookSender(),
+    clock: systemClock,
+    logger,
+    owner,
+    settings: {
+      timeoutMs: settings.timeoutMs,
+      retryBaseMs: settings.retryBaseMs,
+      maxPerEndpoint: settings.maxPerEndpoint,
+      concurrency: settings.concurrency,
+      pollMs: settings.pollMs,
+      pause: { afterMs: settings.pauseAfterMs, minFailures: settings.pauseMinFailures },
+    },
+  });
+  const wake = () => outbox.wake();
+  const webhooks = new Webhooks({ webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds, logger, wake });
+  outbox.start();
+  const events = await consumeMailEvents(
+    nc,
+    { webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds },
+    wake,
+    logger,
+  );
+
+  const server = await startConnectServer({
+    routes: webhookRoutes(webhooks),
+    port: config.servicePort ?? defaultServicePort(config, "webhooks"),
+    host: config.serviceHost,
+    logger,
+    healthy: () => !nc.isClosed(),
+  });
+  logger.info({ url: server.url, store: store.kind }, "webhooks listening");
+
+  return {
+    url: server.url,
+    async stop() {
+      await server.close();
+      await events.stop();
+      await outbox.stop();
+      changeSubscription.unsubscribe();
+      await nc.drain();
+      await store.close();
+    },
+  };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const config = loadConfig();
+  const logger = createLogger("webhooks", config.logLevel);
+  const unit = await startWebhooks(config, logger);
+  onShutdown(logger, () => unit.stop(), config.exitWithParent);
+}
