@@ -5,10 +5,10 @@
  * lo on Linux) and container paths resolved through its volumes. Nothing else wires the units.
  */
 import { readFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { parse } from "yaml";
 import { REPO_ROOT, type UnitName } from "../../deploy/processes.js";
+import { freePort } from "../harness/ports.js";
 import type { TopologyInfra, UnitPlacement } from "../harness/system.js";
 
 export const COMPOSE_FILE = path.join(REPO_ROOT, "deploy/docker-compose.yml");
@@ -62,18 +62,8 @@ export function composePortOf(service: ComposeService): number {
   return port;
 }
 
-/** A free TCP port on one address. */
-export async function freePortOn(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, host, () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+/** A free TCP port on one address (the test harness's per-worker allocator). */
+export const freePortOn = (host: string): Promise<number> => freePort(host);
 
 export interface ComposeTopology {
   /** Host port per compose endpoint `service:port` (several runs may share a machine, so not the compose ports). */

@@ -1,15 +1,33 @@
 import net from "node:net";
 
-/** Asks the OS for a free TCP port on loopback. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports for the processes a test starts. Asking the OS for port 0 and closing it is racy when
+ * two test workers run at once: both can be handed the same port before either binds, and the
+ * loser's unit dies while `waitListening` sees the winner's socket. So each worker (vitest's
+ * VITEST_POOL_ID; benches are one process) takes ports from its own block below Linux's
+ * ephemeral range (32768+), where neither the OS's port-0 binds nor outgoing connections land,
+ * and never hands the same port out twice. A port is still checked free before it is handed out.
+ */
+const BLOCK_SIZE = 2_000;
+const FIRST_PORT = 12_000;
+const pool = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 0);
+const blockStart = FIRST_PORT + (pool % 10) * BLOCK_SIZE;
+let next = 0;
+
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  for (let tries = 0; tries < BLOCK_SIZE; tries++) {
+    const port = blockStart + (next++ % BLOCK_SIZE);
+    if (await bindable(port, host)) return port;
+  }
+  throw new Error(`no free port in ${blockStart}-${blockStart + BLOCK_SIZE - 1}`);
+}
+
+function bindable(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
   });
 }
 
