@@ -98,6 +98,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_test_recipients: { status: 400, docs: true, description: "A test send needs `emails`: a list of 1 to 10 valid addresses. Nothing was sent." },
   test_recipients_not_members: { status: 400, docs: true, description: "Test sends go to workspace members only; the addresses in `notMembers` are not members. Nothing was sent." },
   broadcast_not_schedulable: { status: 409, description: "Only a `DRAFT` broadcast can be scheduled; this one is already scheduled, sending or completed. Cancel a scheduled one first to change it." },
+  broadcast_not_editable: { status: 409, description: "Only a `DRAFT` broadcast can be edited; cancel a scheduled one first (one that started sending cannot change)." },
   // Webhooks (issue 13)
   webhook_not_found: { status: 404, description: "No webhook with this id exists in the workspace." },
   webhook_not_active: { status: 409, description: "The webhook is paused (by you or after a day of failed deliveries); update its status to `ACTIVE` first." },

@@ -52,7 +52,7 @@ const broadcasts = new Broadcasts({
   onScheduled: () => sender.wake(),
 });
 sender.start();
-const events = await consumeBroadcastEvents(nc, { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, clock: systemClock, logger }, logger);
+const events = await consumeBroadcastEvents(nc, { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, clock: systemClock, logger }, logger);
 
 const server = await startConnectServer({
   routes: broadcastRoutes(broadcasts),

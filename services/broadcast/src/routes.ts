@@ -123,6 +123,41 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
         return { broadcast: protoBroadcast(broadcast), warnings };
       },
 
+      async updateBroadcast(req) {
+        const updated = await broadcasts.update(req.workspaceId, req.id, {
+          name: req.name,
+          subject: req.subject,
+          previewText: req.previewText,
+          fromEmail: req.fromEmail,
+          fromName: req.fromName,
+          html: req.html,
+          text: req.text,
+          replyTo: req.replyTo,
+          audience: req.audience ? { all: req.audience.all } : undefined,
+          settings: req.settings ? { trackOpens: req.settings.trackOpens, trackClicks: req.settings.trackClicks } : undefined,
+          allowUnknownVariables: req.allowUnknownVariables,
+        });
+        return { broadcast: protoBroadcast(updated.broadcast), variables: updated.variables, warnings: updated.warnings };
+      },
+
+      async previewBroadcast(req) {
+        return broadcasts.preview(req.workspaceId, req.id, req.contactEmail);
+      },
+
+      async getBroadcastTimeline(req) {
+        const points = await broadcasts.timeline(req.workspaceId, req.id);
+        return {
+          points: points.map((p) => ({
+            at: timestampFromDate(p.at),
+            sent: BigInt(p.sent),
+            delivered: BigInt(p.delivered),
+            opened: BigInt(p.opened),
+            clicked: BigInt(p.clicked),
+            bounced: BigInt(p.bounced),
+          })),
+        };
+      },
+
       async cancelBroadcast(req) {
         return { broadcast: protoBroadcast(await broadcasts.cancel(req.workspaceId, req.id)) };
       },

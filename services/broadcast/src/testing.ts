@@ -18,6 +18,7 @@ import type {
   DeliveryJobData,
   DeliveryQueue,
   Directory,
+  PreviewRecipient,
   Renderer,
   SenderCheck,
   UsageReservation,
@@ -149,6 +150,18 @@ export class FakeRenderer implements Renderer {
     return { detected, unknown: detected.filter((v) => !known.has(v)) };
   }
 
+  rendered: Array<{ input: CompileInput; recipient: PreviewRecipient }> = [];
+
+  async render(input: CompileInput, recipient: PreviewRecipient) {
+    this.rendered.push({ input, recipient });
+    return {
+      subject: fakeMerge(input.subject, recipient),
+      html: fakeMerge(input.html, recipient),
+      text: fakeMerge(input.text, recipient),
+      previewText: fakeMerge(input.previewText, recipient),
+    };
+  }
+
   async compile(input: CompileInput): Promise<Uint8Array> {
     this.compiled.push(input);
     return toBinary(
@@ -166,6 +179,12 @@ export class FakeRenderer implements Renderer {
       }),
     );
   }
+}
+
+/** Merges `{{name}}` from the recipient's variables (and email), empty when missing, like the renderer. */
+function fakeMerge(template: string, recipient: PreviewRecipient): string {
+  const values: Record<string, unknown> = { ...recipient.variables, email: recipient.email, contactId: recipient.contactId };
+  return template.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (_m, name: string) => String(values[name] ?? ""));
 }
 
 export class FakeQueue implements DeliveryQueue {
@@ -200,13 +219,14 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     directory,
     renderer,
     queue,
+    timeline: repos.timeline,
     clock,
     logger: silentLogger,
     ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: (d) => `${newId("m").slice(2)}@${d}` },
   });
   const sender = (owner = "test-process", more: Partial<SenderOptions> = {}) =>
     new Sender({ ...repos, directory, queue, clock, logger: silentLogger }, { owner, ...opts.sender, ...more });
-  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, clock, logger: silentLogger };
+  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, clock, logger: silentLogger };
   return {
     store,
     repos,

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/broadcast/v1/broadcast.proto.
  */
 export const file_mailroom_broadcast_v1_broadcast: GenFile = /*@__PURE__*/
-  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEiFwoIQXVkaWVuY2USCwoDYWxsGAEgASgIImkKEUJyb2FkY2FzdFNldHRpbmdzEhgKC3RyYWNrX29wZW5zGAEgASgISACIAQESGQoMdHJhY2tfY2xpY2tzGAIgASgISAGIAQFCDgoMX3RyYWNrX29wZW5zQg8KDV90cmFja19jbGlja3Mi2AEKEUJyb2FkY2FzdFByb2dyZXNzEhIKCnJlY2lwaWVudHMYASABKAMSEAoIcmVsZWFzZWQYAiABKAMSDAoEc2VudBgDIAEoAxIOCgZmYWlsZWQYBCABKAMSDwoHYm91bmNlZBgFIAEoAxISCgpzdXBwcmVzc2VkGAYgASgDEg4KBm9wZW5lZBgHIAEoAxIPCgdjbGlja2VkGAggASgDEhQKDHVuc3Vic2NyaWJlZBgJIAEoAxIRCglkZWxpdmVyZWQYCiABKAMSEAoIZGVmZXJyZWQYCyABKAMi7AUKCUJyb2FkY2FzdBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEjYKBnN0YXR1cxgDIAEoDjImLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTdGF0dXMSDwoHc3ViamVjdBgEIAEoCRIUCgxwcmV2aWV3X3RleHQYBSABKAkSEgoKZnJvbV9lbWFpbBgGIAEoCRIRCglmcm9tX25hbWUYByABKAkSDAoEaHRtbBgIIAEoCRIMCgR0ZXh0GAkgASgJEjEKCGF1ZGllbmNlGAogASgLMh8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAsgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAwgASgIEjAKDHNjaGVkdWxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VudF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoPZGVsaXZlcnlfbWV0aG9kGA8gASgOMiUubWFpbHJvb20uYnJvYWRjYXN0LnYxLkRlbGl2ZXJ5TWV0aG9kEjoKCHByb2dyZXNzGBAgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFByb2dyZXNzEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVwbHlfdG8YFCADKAkSFAoMcGF1c2VfcmVhc29uGBUgASgJIsgCChZDcmVhdGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB3N1YmplY3QYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJEhIKCmZyb21fZW1haWwYBSABKAkSEQoJZnJvbV9uYW1lGAYgASgJEgwKBGh0bWwYByABKAkSDAoEdGV4dBgIIAEoCRIxCghhdWRpZW5jZRgJIAEoCzIfLm1haWxyb29tLmJyb2FkY2FzdC52MS5BdWRpZW5jZRI6CghzZXR0aW5ncxgKIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTZXR0aW5ncxIfChdhbGxvd191bmtub3duX3ZhcmlhYmxlcxgLIAEoCBIQCghyZXBseV90bxgMIAMoCSIuCglWYXJpYWJsZXMSEAoIZGV0ZWN0ZWQYASADKAkSDwoHdW5rbm93bhgCIAMoCSKVAQoXQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIzCgl2YXJpYWJsZXMYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuVmFyaWFibGVzEhAKCHdhcm5pbmdzGAMgAygJIjcKE0dldEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIksKFEdldEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QilAEKFUxpc3RCcm9hZGNhc3RzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxItCgRwYWdlGAMgASgLMh8ubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VSZXF1ZXN0InoKFkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USNAoKYnJvYWRjYXN0cxgBIAMoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSKgoEcGFnZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5QYWdlSW5mbyJDCg9TZW5kVGVzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg4KBmVtYWlscxgDIAMoCSJYChBTZW5kVGVzdFJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSMwoJYnJvYWRjYXN0GAIgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCKpAQoYU2NoZWR1bGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIrCgdzZW5kX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI+Cg9kZWxpdmVyeV9tZXRob2QYBCABKA4yJS5tYWlscm9vbS5icm9hZGNhc3QudjEuRGVsaXZlcnlNZXRob2QiYgoZU2NoZWR1bGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EhAKCHdhcm5pbmdzGAIgAygJIjoKFkNhbmNlbEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIk4KF0NhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QiPQoZR2V0Q29tcGlsZWRDb250ZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiVQoaR2V0Q29tcGlsZWRDb250ZW50UmVzcG9uc2USNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2UqsQEKD0Jyb2FkY2FzdFN0YXR1cxIgChxCUk9BRENBU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWQlJPQURDQVNUX1NUQVRVU19EUkFGVBABEh4KGkJST0FEQ0FTVF9TVEFUVVNfU0NIRURVTEVEEAISIAocQlJPQURDQVNUX1NUQVRVU19JTl9QUk9HUkVTUxADEh4KGkJST0FEQ0FTVF9TVEFUVVNfQ09NUExFVEVEEAQqowEKDkRlbGl2ZXJ5TWV0aG9kEh8KG0RFTElWRVJZX01FVEhPRF9VTlNQRUNJRklFRBAAEhgKFERFTElWRVJZX01FVEhPRF9BU0FQEAESHwobREVMSVZFUllfTUVUSE9EX1BST0dSRVNTSVZFEAISGQoVREVMSVZFUllfTUVUSE9EX1NNQVJUEAMSGgoWREVMSVZFUllfTUVUSE9EX1dBUk1VUBAEMp4GChBCcm9hZGNhc3RTZXJ2aWNlEnAKD0NyZWF0ZUJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DcmVhdGVCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNyZWF0ZUJyb2FkY2FzdFJlc3BvbnNlEmcKDEdldEJyb2FkY2FzdBIqLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RSZXF1ZXN0GisubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFJlc3BvbnNlEm0KDkxpc3RCcm9hZGNhc3RzEiwubWFpbHJvb20uYnJvYWRjYXN0LnYxLkxpc3RCcm9hZGNhc3RzUmVxdWVzdBotLm1haWxyb29tLmJyb2FkY2FzdC52MS5MaXN0QnJvYWRjYXN0c1Jlc3BvbnNlElsKCFNlbmRUZXN0EiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNlbmRUZXN0UmVxdWVzdBonLm1haWxyb29tLmJyb2FkY2FzdC52MS5TZW5kVGVzdFJlc3BvbnNlEnYKEVNjaGVkdWxlQnJvYWRjYXN0Ei8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNjaGVkdWxlQnJvYWRjYXN0UmVxdWVzdBowLm1haWxyb29tLmJyb2FkY2FzdC52MS5TY2hlZHVsZUJyb2FkY2FzdFJlc3BvbnNlEnAKD0NhbmNlbEJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DYW5jZWxCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEnkKEkdldENvbXBpbGVkQ29udGVudBIwLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRDb21waWxlZENvbnRlbnRSZXF1ZXN0GjEubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldENvbXBpbGVkQ29udGVudFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
+  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEiFwoIQXVkaWVuY2USCwoDYWxsGAEgASgIImkKEUJyb2FkY2FzdFNldHRpbmdzEhgKC3RyYWNrX29wZW5zGAEgASgISACIAQESGQoMdHJhY2tfY2xpY2tzGAIgASgISAGIAQFCDgoMX3RyYWNrX29wZW5zQg8KDV90cmFja19jbGlja3Mi2AEKEUJyb2FkY2FzdFByb2dyZXNzEhIKCnJlY2lwaWVudHMYASABKAMSEAoIcmVsZWFzZWQYAiABKAMSDAoEc2VudBgDIAEoAxIOCgZmYWlsZWQYBCABKAMSDwoHYm91bmNlZBgFIAEoAxISCgpzdXBwcmVzc2VkGAYgASgDEg4KBm9wZW5lZBgHIAEoAxIPCgdjbGlja2VkGAggASgDEhQKDHVuc3Vic2NyaWJlZBgJIAEoAxIRCglkZWxpdmVyZWQYCiABKAMSEAoIZGVmZXJyZWQYCyABKAMi7AUKCUJyb2FkY2FzdBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEjYKBnN0YXR1cxgDIAEoDjImLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTdGF0dXMSDwoHc3ViamVjdBgEIAEoCRIUCgxwcmV2aWV3X3RleHQYBSABKAkSEgoKZnJvbV9lbWFpbBgGIAEoCRIRCglmcm9tX25hbWUYByABKAkSDAoEaHRtbBgIIAEoCRIMCgR0ZXh0GAkgASgJEjEKCGF1ZGllbmNlGAogASgLMh8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAsgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAwgASgIEjAKDHNjaGVkdWxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VudF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoPZGVsaXZlcnlfbWV0aG9kGA8gASgOMiUubWFpbHJvb20uYnJvYWRjYXN0LnYxLkRlbGl2ZXJ5TWV0aG9kEjoKCHByb2dyZXNzGBAgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFByb2dyZXNzEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVwbHlfdG8YFCADKAkSFAoMcGF1c2VfcmVhc29uGBUgASgJIsgCChZDcmVhdGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB3N1YmplY3QYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJEhIKCmZyb21fZW1haWwYBSABKAkSEQoJZnJvbV9uYW1lGAYgASgJEgwKBGh0bWwYByABKAkSDAoEdGV4dBgIIAEoCRIxCghhdWRpZW5jZRgJIAEoCzIfLm1haWxyb29tLmJyb2FkY2FzdC52MS5BdWRpZW5jZRI6CghzZXR0aW5ncxgKIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTZXR0aW5ncxIfChdhbGxvd191bmtub3duX3ZhcmlhYmxlcxgLIAEoCBIQCghyZXBseV90bxgMIAMoCSIuCglWYXJpYWJsZXMSEAoIZGV0ZWN0ZWQYASADKAkSDwoHdW5rbm93bhgCIAMoCSKVAQoXQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIzCgl2YXJpYWJsZXMYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuVmFyaWFibGVzEhAKCHdhcm5pbmdzGAMgAygJIjcKE0dldEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIksKFEdldEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QilAEKFUxpc3RCcm9hZGNhc3RzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxItCgRwYWdlGAMgASgLMh8ubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VSZXF1ZXN0InoKFkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USNAoKYnJvYWRjYXN0cxgBIAMoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSKgoEcGFnZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5QYWdlSW5mbyJDCg9TZW5kVGVzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg4KBmVtYWlscxgDIAMoCSJYChBTZW5kVGVzdFJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSMwoJYnJvYWRjYXN0GAIgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCKpAQoYU2NoZWR1bGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIrCgdzZW5kX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI+Cg9kZWxpdmVyeV9tZXRob2QYBCABKA4yJS5tYWlscm9vbS5icm9hZGNhc3QudjEuRGVsaXZlcnlNZXRob2QiYgoZU2NoZWR1bGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EhAKCHdhcm5pbmdzGAIgAygJIjoKFkNhbmNlbEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIk4KF0NhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QiPQoZR2V0Q29tcGlsZWRDb250ZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiVQoaR2V0Q29tcGlsZWRDb250ZW50UmVzcG9uc2USNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2Ui1AIKFlVwZGF0ZUJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSDwoHc3ViamVjdBgEIAEoCRIUCgxwcmV2aWV3X3RleHQYBSABKAkSEgoKZnJvbV9lbWFpbBgGIAEoCRIRCglmcm9tX25hbWUYByABKAkSDAoEaHRtbBgIIAEoCRIMCgR0ZXh0GAkgASgJEjEKCGF1ZGllbmNlGAogASgLMh8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAsgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAwgASgIEhAKCHJlcGx5X3RvGA0gAygJIpUBChdVcGRhdGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EjMKCXZhcmlhYmxlcxgCIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5WYXJpYWJsZXMSEAoId2FybmluZ3MYAyADKAkiUgoXUHJldmlld0Jyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhUKDWNvbnRhY3RfZW1haWwYAyABKAkidAoYUHJldmlld0Jyb2FkY2FzdFJlc3BvbnNlEg8KB3N1YmplY3QYASABKAkSDAoEaHRtbBgCIAEoCRIMCgR0ZXh0GAMgASgJEhQKDHByZXZpZXdfdGV4dBgEIAEoCRIVCg1jb250YWN0X2ZvdW5kGAUgASgIIj8KG0dldEJyb2FkY2FzdFRpbWVsaW5lUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiigEKDVRpbWVsaW5lUG9pbnQSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHNlbnQYAiABKAMSEQoJZGVsaXZlcmVkGAMgASgDEg4KBm9wZW5lZBgEIAEoAxIPCgdjbGlja2VkGAUgASgDEg8KB2JvdW5jZWQYBiABKAMiVAocR2V0QnJvYWRjYXN0VGltZWxpbmVSZXNwb25zZRI0CgZwb2ludHMYASADKAsyJC5tYWlscm9vbS5icm9hZGNhc3QudjEuVGltZWxpbmVQb2ludCqxAQoPQnJvYWRjYXN0U3RhdHVzEiAKHEJST0FEQ0FTVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZCUk9BRENBU1RfU1RBVFVTX0RSQUZUEAESHgoaQlJPQURDQVNUX1NUQVRVU19TQ0hFRFVMRUQQAhIgChxCUk9BRENBU1RfU1RBVFVTX0lOX1BST0dSRVNTEAMSHgoaQlJPQURDQVNUX1NUQVRVU19DT01QTEVURUQQBCqjAQoORGVsaXZlcnlNZXRob2QSHwobREVMSVZFUllfTUVUSE9EX1VOU1BFQ0lGSUVEEAASGAoUREVMSVZFUllfTUVUSE9EX0FTQVAQARIfChtERUxJVkVSWV9NRVRIT0RfUFJPR1JFU1NJVkUQAhIZChVERUxJVkVSWV9NRVRIT0RfU01BUlQQAxIaChZERUxJVkVSWV9NRVRIT0RfV0FSTVVQEAQyhgkKEEJyb2FkY2FzdFNlcnZpY2UScAoPQ3JlYXRlQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNyZWF0ZUJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USZwoMR2V0QnJvYWRjYXN0EioubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFJlcXVlc3QaKy5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0UmVzcG9uc2USbQoOTGlzdEJyb2FkY2FzdHMSLC5tYWlscm9vbS5icm9hZGNhc3QudjEuTGlzdEJyb2FkY2FzdHNSZXF1ZXN0Gi0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USWwoIU2VuZFRlc3QSJi5tYWlscm9vbS5icm9hZGNhc3QudjEuU2VuZFRlc3RSZXF1ZXN0GicubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNlbmRUZXN0UmVzcG9uc2USdgoRU2NoZWR1bGVCcm9hZGNhc3QSLy5tYWlscm9vbS5icm9hZGNhc3QudjEuU2NoZWR1bGVCcm9hZGNhc3RSZXF1ZXN0GjAubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNjaGVkdWxlQnJvYWRjYXN0UmVzcG9uc2UScAoPQ2FuY2VsQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNhbmNlbEJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuQ2FuY2VsQnJvYWRjYXN0UmVzcG9uc2UScAoPVXBkYXRlQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlVwZGF0ZUJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuVXBkYXRlQnJvYWRjYXN0UmVzcG9uc2UScwoQUHJldmlld0Jyb2FkY2FzdBIuLm1haWxyb29tLmJyb2FkY2FzdC52MS5QcmV2aWV3QnJvYWRjYXN0UmVxdWVzdBovLm1haWxyb29tLmJyb2FkY2FzdC52MS5QcmV2aWV3QnJvYWRjYXN0UmVzcG9uc2USfwoUR2V0QnJvYWRjYXN0VGltZWxpbmUSMi5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0VGltZWxpbmVSZXF1ZXN0GjMubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRpbWVsaW5lUmVzcG9uc2USeQoSR2V0Q29tcGlsZWRDb250ZW50EjAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldENvbXBpbGVkQ29udGVudFJlcXVlc3QaMS5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0Q29tcGlsZWRDb250ZW50UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
 
 /**
  * @generated from message mailroom.broadcast.v1.Audience
@@ -655,6 +655,263 @@ export const GetCompiledContentResponseSchema: GenMessage<GetCompiledContentResp
   messageDesc(file_mailroom_broadcast_v1_broadcast, 18);
 
 /**
+ * @generated from message mailroom.broadcast.v1.UpdateBroadcastRequest
+ */
+export type UpdateBroadcastRequest = Message<"mailroom.broadcast.v1.UpdateBroadcastRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string subject = 4;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: string preview_text = 5;
+   */
+  previewText: string;
+
+  /**
+   * @generated from field: string from_email = 6;
+   */
+  fromEmail: string;
+
+  /**
+   * @generated from field: string from_name = 7;
+   */
+  fromName: string;
+
+  /**
+   * @generated from field: string html = 8;
+   */
+  html: string;
+
+  /**
+   * @generated from field: string text = 9;
+   */
+  text: string;
+
+  /**
+   * @generated from field: mailroom.broadcast.v1.Audience audience = 10;
+   */
+  audience?: Audience | undefined;
+
+  /**
+   * @generated from field: mailroom.broadcast.v1.BroadcastSettings settings = 11;
+   */
+  settings?: BroadcastSettings | undefined;
+
+  /**
+   * @generated from field: bool allow_unknown_variables = 12;
+   */
+  allowUnknownVariables: boolean;
+
+  /**
+   * @generated from field: repeated string reply_to = 13;
+   */
+  replyTo: string[];
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.UpdateBroadcastRequest.
+ * Use `create(UpdateBroadcastRequestSchema)` to create a new message.
+ */
+export const UpdateBroadcastRequestSchema: GenMessage<UpdateBroadcastRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 19);
+
+/**
+ * @generated from message mailroom.broadcast.v1.UpdateBroadcastResponse
+ */
+export type UpdateBroadcastResponse = Message<"mailroom.broadcast.v1.UpdateBroadcastResponse"> & {
+  /**
+   * @generated from field: mailroom.broadcast.v1.Broadcast broadcast = 1;
+   */
+  broadcast?: Broadcast | undefined;
+
+  /**
+   * @generated from field: mailroom.broadcast.v1.Variables variables = 2;
+   */
+  variables?: Variables | undefined;
+
+  /**
+   * @generated from field: repeated string warnings = 3;
+   */
+  warnings: string[];
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.UpdateBroadcastResponse.
+ * Use `create(UpdateBroadcastResponseSchema)` to create a new message.
+ */
+export const UpdateBroadcastResponseSchema: GenMessage<UpdateBroadcastResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 20);
+
+/**
+ * @generated from message mailroom.broadcast.v1.PreviewBroadcastRequest
+ */
+export type PreviewBroadcastRequest = Message<"mailroom.broadcast.v1.PreviewBroadcastRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * A contact of the workspace; empty: merged with no contact data (values render empty).
+   *
+   * @generated from field: string contact_email = 3;
+   */
+  contactEmail: string;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.PreviewBroadcastRequest.
+ * Use `create(PreviewBroadcastRequestSchema)` to create a new message.
+ */
+export const PreviewBroadcastRequestSchema: GenMessage<PreviewBroadcastRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 21);
+
+/**
+ * @generated from message mailroom.broadcast.v1.PreviewBroadcastResponse
+ */
+export type PreviewBroadcastResponse = Message<"mailroom.broadcast.v1.PreviewBroadcastResponse"> & {
+  /**
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: string html = 2;
+   */
+  html: string;
+
+  /**
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * @generated from field: string preview_text = 4;
+   */
+  previewText: string;
+
+  /**
+   * False when contact_email named no contact of the workspace (merged without its data).
+   *
+   * @generated from field: bool contact_found = 5;
+   */
+  contactFound: boolean;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.PreviewBroadcastResponse.
+ * Use `create(PreviewBroadcastResponseSchema)` to create a new message.
+ */
+export const PreviewBroadcastResponseSchema: GenMessage<PreviewBroadcastResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 22);
+
+/**
+ * @generated from message mailroom.broadcast.v1.GetBroadcastTimelineRequest
+ */
+export type GetBroadcastTimelineRequest = Message<"mailroom.broadcast.v1.GetBroadcastTimelineRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.GetBroadcastTimelineRequest.
+ * Use `create(GetBroadcastTimelineRequestSchema)` to create a new message.
+ */
+export const GetBroadcastTimelineRequestSchema: GenMessage<GetBroadcastTimelineRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 23);
+
+/**
+ * @generated from message mailroom.broadcast.v1.TimelinePoint
+ */
+export type TimelinePoint = Message<"mailroom.broadcast.v1.TimelinePoint"> & {
+  /**
+   * Start of the minute.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 1;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 sent = 2;
+   */
+  sent: bigint;
+
+  /**
+   * @generated from field: int64 delivered = 3;
+   */
+  delivered: bigint;
+
+  /**
+   * @generated from field: int64 opened = 4;
+   */
+  opened: bigint;
+
+  /**
+   * @generated from field: int64 clicked = 5;
+   */
+  clicked: bigint;
+
+  /**
+   * @generated from field: int64 bounced = 6;
+   */
+  bounced: bigint;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.TimelinePoint.
+ * Use `create(TimelinePointSchema)` to create a new message.
+ */
+export const TimelinePointSchema: GenMessage<TimelinePoint> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 24);
+
+/**
+ * @generated from message mailroom.broadcast.v1.GetBroadcastTimelineResponse
+ */
+export type GetBroadcastTimelineResponse = Message<"mailroom.broadcast.v1.GetBroadcastTimelineResponse"> & {
+  /**
+   * Oldest first; minutes where nothing was counted are absent.
+   *
+   * @generated from field: repeated mailroom.broadcast.v1.TimelinePoint points = 1;
+   */
+  points: TimelinePoint[];
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.GetBroadcastTimelineResponse.
+ * Use `create(GetBroadcastTimelineResponseSchema)` to create a new message.
+ */
+export const GetBroadcastTimelineResponseSchema: GenMessage<GetBroadcastTimelineResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 25);
+
+/**
  * @generated from enum mailroom.broadcast.v1.BroadcastStatus
  */
 export enum BroadcastStatus {
@@ -780,6 +1037,37 @@ export const BroadcastService: GenService<{
     methodKind: "unary";
     input: typeof CancelBroadcastRequestSchema;
     output: typeof CancelBroadcastResponseSchema;
+  },
+  /**
+   * Replaces the editable fields of a DRAFT (the console's draft editor).
+   *
+   * @generated from rpc mailroom.broadcast.v1.BroadcastService.UpdateBroadcast
+   */
+  updateBroadcast: {
+    methodKind: "unary";
+    input: typeof UpdateBroadcastRequestSchema;
+    output: typeof UpdateBroadcastResponseSchema;
+  },
+  /**
+   * The broadcast merged for one contact of the workspace, as that contact would get it
+   * (tracking off, so looking at a preview counts no open or click).
+   *
+   * @generated from rpc mailroom.broadcast.v1.BroadcastService.PreviewBroadcast
+   */
+  previewBroadcast: {
+    methodKind: "unary";
+    input: typeof PreviewBroadcastRequestSchema;
+    output: typeof PreviewBroadcastResponseSchema;
+  },
+  /**
+   * Counters over time: per-minute buckets of what was counted into the progress.
+   *
+   * @generated from rpc mailroom.broadcast.v1.BroadcastService.GetBroadcastTimeline
+   */
+  getBroadcastTimeline: {
+    methodKind: "unary";
+    input: typeof GetBroadcastTimelineRequestSchema;
+    output: typeof GetBroadcastTimelineResponseSchema;
   },
   /**
    * Used by the delivery service to fetch the compiled content of a scheduled broadcast

@@ -9,6 +9,10 @@ import type {
   ListQuery,
   MarkResult,
   PageRepository,
+  DraftFields,
+  TimelineKind,
+  TimelinePoint,
+  TimelineRepository,
   WarmupRepository,
   DeliveryTally,
 } from "../domain/ports.js";
@@ -20,7 +24,8 @@ import type {
  * - `broadcast_contents`: compiled messages (locked content; test sends, expiring);
  * - `broadcast_pages`: the audience snapshot, pages of up to 1000 recipients (the outbox);
  * - `broadcast_deliveries`: one entry per released delivery, each outcome kind once;
- * - `warmup_accounts`: per-workspace WARMUP day and count.
+ * - `warmup_accounts`: per-workspace WARMUP day and count;
+ * - `broadcast_timeline`: per-minute counts of outcomes (the console's chart).
  */
 
 type BroadcastDoc = Omit<Broadcast, "id"> & {
@@ -83,6 +88,11 @@ export class StoreBroadcastRepository implements BroadcastRepository {
       { $set: { status: "SCHEDULED", scheduledAt: set.scheduledAt, deliveryMethod: set.deliveryMethod, contentKey: set.contentKey, updatedAt: set.at } },
       { returnDocument: "after" },
     );
+    return doc ? toBroadcast(doc) : null;
+  }
+
+  async updateDraft(workspaceId: string, id: string, fields: DraftFields, at: Date): Promise<Broadcast | null> {
+    const doc = await this.docs.findOneAndUpdate({ _id: id, workspaceId, status: "DRAFT" }, { $set: { ...fields, updatedAt: at } }, { returnDocument: "after" });
     return doc ? toBroadcast(doc) : null;
   }
 
@@ -341,6 +351,39 @@ export class StoreWarmupRepository implements WarmupRepository {
   }
 }
 
+type TimelineDoc = { _id: string; broadcastId: string; minute: number } & Partial<Record<TimelineKind, number>>;
+const MINUTE_MS = 60_000;
+
+export class StoreTimelineRepository implements TimelineRepository {
+  private readonly docs: Collection<TimelineDoc>;
+
+  constructor(store: Store) {
+    this.docs = store.collection<TimelineDoc>("broadcast_timeline");
+  }
+
+  async init(): Promise<void> {
+    await this.docs.createIndex({ keys: { broadcastId: 1, minute: 1 } });
+  }
+
+  async add(broadcastId: string, at: Date, inc: Partial<Record<TimelineKind, number>>): Promise<void> {
+    const minute = Math.floor(at.getTime() / MINUTE_MS);
+    // One document per (broadcast, minute): an upserted $inc, so concurrent consumers add up.
+    await this.docs.updateOne({ _id: `${broadcastId}:${minute}` }, { $setOnInsert: { broadcastId, minute }, $inc: inc }, { upsert: true });
+  }
+
+  async list(broadcastId: string): Promise<TimelinePoint[]> {
+    const docs = await this.docs.find({ broadcastId }, { sort: { minute: 1 } });
+    return docs.map((d) => ({
+      at: new Date(d.minute * MINUTE_MS),
+      sent: d.sent ?? 0,
+      delivered: d.delivered ?? 0,
+      opened: d.opened ?? 0,
+      clicked: d.clicked ?? 0,
+      bounced: d.bounced ?? 0,
+    }));
+  }
+}
+
 /** Every repository, with its indexes in place. */
 export async function openRepositories(store: Store) {
   const broadcasts = new StoreBroadcastRepository(store);
@@ -348,6 +391,7 @@ export async function openRepositories(store: Store) {
   const pages = new StorePageRepository(store);
   const ledger = new StoreDeliveryLedger(store);
   const warmup = new StoreWarmupRepository(store);
-  await Promise.all([broadcasts.init(), contents.init(), pages.init(), ledger.init()]);
-  return { broadcasts, contents, pages, ledger, warmup };
+  const timeline = new StoreTimelineRepository(store);
+  await Promise.all([broadcasts.init(), contents.init(), pages.init(), ledger.init(), timeline.init()]);
+  return { broadcasts, contents, pages, ledger, warmup, timeline };
 }

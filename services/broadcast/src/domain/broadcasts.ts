@@ -16,7 +16,19 @@ import {
   type BroadcastStatus,
   type DeliveryMethod,
 } from "./model.js";
-import type { BroadcastRepository, Clock, ContentRepository, DeliveryQueue, Directory, Logger, Renderer } from "./ports.js";
+import type {
+  BroadcastRepository,
+  Clock,
+  ContentRepository,
+  DeliveryQueue,
+  Directory,
+  DraftFields,
+  Logger,
+  RenderedMessage,
+  Renderer,
+  TimelinePoint,
+  TimelineRepository,
+} from "./ports.js";
 
 export interface CreateInput {
   name: string;
@@ -38,6 +50,7 @@ export interface BroadcastDeps {
   directory: Directory;
   renderer: Renderer;
   queue: DeliveryQueue;
+  timeline: TimelineRepository;
   clock: Clock;
   logger: Logger;
   ids: { broadcastId(): string; unique(): string; messageId(domain: string): string };
@@ -74,18 +87,7 @@ export class Broadcasts {
 
   async create(workspaceId: string, input: CreateInput): Promise<Created> {
     await this.gate(workspaceId);
-    const fields = validateCreate(input);
-    await this.assertSender(workspaceId, fields.fromEmail);
-    const customProperties = await this.deps.directory.customPropertySlugs(workspaceId);
-    const variables = await this.deps.renderer.detectVariables({ html: fields.html, subject: fields.subject, previewText: fields.previewText, customProperties });
-    if (variables.unknown.length > 0 && !input.allowUnknownVariables) {
-      throw appError({
-        code: "broadcast_unknown_variables",
-        httpStatus: 400,
-        message: `Unknown merge variables: ${variables.unknown.join(", ")}. Use contact properties, or set allowUnknownVariables to render them empty.`,
-        unknownVariables: variables.unknown,
-      });
-    }
+    const { fields, variables } = await this.checkContent(workspaceId, input);
     const now = this.deps.clock.now();
     const broadcast: Broadcast = {
       id: this.deps.ids.broadcastId(),
@@ -101,6 +103,51 @@ export class Broadcasts {
     };
     await this.deps.broadcasts.insert(broadcast);
     return { broadcast, variables, warnings: htmlWarnings(broadcast.html) };
+  }
+
+  /** Same checks as create; only a DRAFT can change (its content is not locked yet). */
+  async update(workspaceId: string, id: string, input: CreateInput): Promise<Created> {
+    await this.gate(workspaceId);
+    const current = await this.load(workspaceId, id);
+    if (current.status !== "DRAFT") throw notEditable(current.status);
+    const { fields, variables } = await this.checkContent(workspaceId, input);
+    const draft: DraftFields = {
+      ...fields,
+      settings: { trackOpens: input.settings?.trackOpens ?? current.settings.trackOpens, trackClicks: input.settings?.trackClicks ?? current.settings.trackClicks },
+      allowUnknownVariables: input.allowUnknownVariables === true,
+    };
+    const updated = await this.deps.broadcasts.updateDraft(workspaceId, id, draft, this.deps.clock.now());
+    if (!updated) throw notEditable((await this.load(workspaceId, id)).status);
+    return { broadcast: updated, variables, warnings: htmlWarnings(updated.html) };
+  }
+
+  /**
+   * The broadcast merged for one contact (by address) as it would be sent, but with
+   * tracking off: a preview must not count opens or clicks, and its links go straight to
+   * their targets. An address with no contact merges with no data (contactFound false).
+   */
+  async preview(workspaceId: string, id: string, contactEmail: string): Promise<RenderedMessage & { contactFound: boolean }> {
+    await this.gate(workspaceId);
+    const broadcast = await this.load(workspaceId, id);
+    const email = contactEmail.trim();
+    if (email && (!ADDRESS.test(email) || CONTROL.test(email))) throw invalidPayload("contactEmail must be an email address");
+    const contact = email ? await this.deps.directory.contactByEmail(workspaceId, email) : null;
+    const rendered = await this.deps.renderer.render(
+      { ...compileInputOf(broadcast), trackOpens: false, trackClicks: false },
+      {
+        email: contact?.email ?? (email || "preview@example.invalid"),
+        contactId: contact?.id ?? "",
+        messageId: `preview.${broadcast.id}@preview.invalid`,
+        variables: contact ? { ...contact.properties, firstName: contact.firstName, lastName: contact.lastName } : {},
+      },
+    );
+    return { ...rendered, contactFound: contact !== null };
+  }
+
+  async timeline(workspaceId: string, id: string): Promise<TimelinePoint[]> {
+    await this.gate(workspaceId);
+    const broadcast = await this.load(workspaceId, id);
+    return this.deps.timeline.list(broadcast.id);
   }
 
   async get(workspaceId: string, id: string): Promise<Broadcast> {
@@ -238,6 +285,22 @@ export class Broadcasts {
     return content.compiled;
   }
 
+  private async checkContent(workspaceId: string, input: CreateInput) {
+    const fields = validateCreate(input);
+    await this.assertSender(workspaceId, fields.fromEmail);
+    const customProperties = await this.deps.directory.customPropertySlugs(workspaceId);
+    const variables = await this.deps.renderer.detectVariables({ html: fields.html, subject: fields.subject, previewText: fields.previewText, customProperties });
+    if (variables.unknown.length > 0 && !input.allowUnknownVariables) {
+      throw appError({
+        code: "broadcast_unknown_variables",
+        httpStatus: 400,
+        message: `Unknown merge variables: ${variables.unknown.join(", ")}. Use contact properties, or set allowUnknownVariables to render them empty.`,
+        unknownVariables: variables.unknown,
+      });
+    }
+    return { fields, variables };
+  }
+
   private async load(workspaceId: string, id: string): Promise<Broadcast> {
     const broadcast = await this.deps.broadcasts.find(workspaceId, id);
     if (!broadcast) throw broadcastNotFound(id);
@@ -267,6 +330,10 @@ export class Broadcasts {
     for await (const batch of this.deps.directory.subscribedContacts(workspaceId)) count += batch.length;
     return count;
   }
+}
+
+function notEditable(status: BroadcastStatus): AppError {
+  return conflict("broadcast_not_editable", `Only a DRAFT broadcast can be edited; this one is ${status}`);
 }
 
 function notSchedulable(status: BroadcastStatus): AppError {

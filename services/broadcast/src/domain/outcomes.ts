@@ -1,5 +1,5 @@
 import { deliveryIdOf, type Broadcast, type OutcomeKind, type Progress } from "./model.js";
-import type { BroadcastRepository, Clock, DeliveryLedger, Logger, PageRepository } from "./ports.js";
+import type { BroadcastRepository, Clock, DeliveryLedger, Logger, PageRepository, TimelineKind, TimelineRepository } from "./ports.js";
 
 /** A MailEvent about a broadcast message, in domain terms. */
 export interface BroadcastEvent {
@@ -16,6 +16,7 @@ export interface OutcomeDeps {
   broadcasts: BroadcastRepository;
   pages: PageRepository;
   ledger: DeliveryLedger;
+  timeline: TimelineRepository;
   clock: Clock;
   logger: Logger;
 }
@@ -41,6 +42,11 @@ export async function applyEvent(deps: OutcomeDeps, event: BroadcastEvent): Prom
   if (event.kind === "bounced" && mark.wasSent) inc.delivered = -1;
   if (mark.becameFinal) inc.finalized = 1;
   await deps.broadcasts.increment(event.broadcastId, inc, event.kind === "bounced" ? mark.wave : undefined);
+  // Behind the same first-mark as the counters, so a redelivered event adds no point either.
+  // A chart, not a ledger: a crash between the writes loses a point (completion fixes the
+  // counters from the ledger, not the chart).
+  const points = timelineInc(inc);
+  if (points) await deps.timeline.add(event.broadcastId, deps.clock.now(), points).catch((err) => deps.logger.warn({ err, broadcastId: event.broadcastId }, "timeline point lost"));
   if (!mark.becameFinal) return true;
   const after = await deps.broadcasts.progressOf(event.broadcastId);
   if (after && after.status === "IN_PROGRESS" && after.sending?.phase === "draining" && after.progress.finalized >= finalTarget(after)) {
@@ -62,9 +68,17 @@ export function finalTarget(b: Pick<Broadcast, "progress" | "sending">): number 
  * from the ledger's exact tally (a count lost to a crash is restored); the winner drops the
  * recipient pages.
  */
-export async function completeBroadcast(deps: OutcomeDeps, broadcastId: string, recipients: number): Promise<void> {
+export async function completeBroadcast(deps: Omit<OutcomeDeps, "timeline">, broadcastId: string, recipients: number): Promise<void> {
   const exact = await deps.ledger.tally(broadcastId);
   if (!(await deps.broadcasts.complete(broadcastId, deps.clock.now(), exact))) return;
   deps.logger.info({ broadcastId, recipients }, "broadcast completed");
   await deps.pages.deleteAll(broadcastId).catch((err) => deps.logger.warn({ err, broadcastId }, "dropping recipient pages failed"));
+}
+
+const TIMELINE_KINDS: TimelineKind[] = ["sent", "delivered", "opened", "clicked", "bounced"];
+
+function timelineInc(inc: Partial<Progress>): Partial<Record<TimelineKind, number>> | undefined {
+  const out: Partial<Record<TimelineKind, number>> = {};
+  for (const k of TIMELINE_KINDS) if (inc[k]) out[k] = inc[k];
+  return Object.keys(out).length ? out : undefined;
 }

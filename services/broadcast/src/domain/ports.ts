@@ -45,6 +45,8 @@ export interface BroadcastRepository {
   list(workspaceId: string, query: ListQuery): Promise<Broadcast[]>;
   /** CAS DRAFT -> SCHEDULED; null when it was not a DRAFT any more. */
   schedule(workspaceId: string, id: string, set: { scheduledAt: Date; deliveryMethod: DeliveryMethod; contentKey: string; at: Date }): Promise<Broadcast | null>;
+  /** CAS on status DRAFT: replaces the editable fields; null when it was not a DRAFT any more. */
+  updateDraft(workspaceId: string, id: string, fields: DraftFields, at: Date): Promise<Broadcast | null>;
   /** CAS SCHEDULED -> DRAFT (sending has not started); returns the broadcast before, or null. */
   cancel(workspaceId: string, id: string, at: Date): Promise<Broadcast | null>;
   /** CAS: one due SCHEDULED broadcast becomes IN_PROGRESS (sentAt = now, work due now), with the given lease. */
@@ -61,6 +63,30 @@ export interface BroadcastRepository {
   progressOf(id: string): Promise<Pick<Broadcast, "id" | "status" | "progress" | "sending"> | null>;
   /** CAS IN_PROGRESS (draining) -> COMPLETED, setting the delivery counters to `exact` in the same write. */
   complete(id: string, at: Date, exact?: Partial<Progress>): Promise<boolean>;
+}
+
+/** What a DRAFT's editor may change. */
+export type DraftFields = Pick<
+  Broadcast,
+  "name" | "subject" | "previewText" | "fromEmail" | "fromName" | "html" | "text" | "replyTo" | "settings" | "allowUnknownVariables"
+>;
+
+export type TimelineKind = "sent" | "delivered" | "opened" | "clicked" | "bounced";
+export interface TimelinePoint {
+  /** Start of the minute. */
+  at: Date;
+  sent: number;
+  delivered: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+}
+
+/** Per-minute buckets of counted outcomes (the console's progress chart). */
+export interface TimelineRepository {
+  add(broadcastId: string, at: Date, inc: Partial<Record<TimelineKind, number>>): Promise<void>;
+  /** Oldest first. */
+  list(broadcastId: string): Promise<TimelinePoint[]>;
 }
 
 /** Compiled messages (opaque bytes from the renderer), by key. */
@@ -194,10 +220,26 @@ export interface CompileInput {
   trackOpens: boolean;
 }
 
+export interface PreviewRecipient {
+  email: string;
+  contactId: string;
+  messageId: string;
+  variables: Record<string, unknown>;
+}
+
+export interface RenderedMessage {
+  subject: string;
+  html: string;
+  text: string;
+  previewText: string;
+}
+
 export interface Renderer {
   detectVariables(input: { html: string; subject: string; previewText: string; customProperties: string[] }): Promise<{ detected: string[]; unknown: string[] }>;
   /** Broadcast compilation (footer unless {{unsubscribeUrl}}, tracking, preheader, text). */
   compile(input: CompileInput): Promise<Uint8Array>;
+  /** Compiles and merges for one recipient in one call (previews). */
+  render(input: CompileInput, recipient: PreviewRecipient): Promise<RenderedMessage>;
 }
 
 /** A delivery job in domain terms. */
