@@ -11,7 +11,7 @@ import { directoryRoutes } from "../../services/directory/src/routes.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";
 import type { Directory } from "../../services/directory/src/domain/directory.js";
 import { runCli } from "../../cli/program.js";
-import { importContactsCsv } from "../../cli/import-csv.js";
+import { importContactsCsv } from "../../services/kit/src/contacts-csv/import-csv.js";
 
 describe("admin CLI", () => {
   let server: ConnectServer;

@@ -3,9 +3,8 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import {
   BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest,
-} from "../gen/mailroom/directory/v1/directory_pb.js";
-import type { DirectoryClient } from "./client.js";
-import { importContactsCsv } from "./import-csv.js";
+} from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import { importContactsCsv, type DirectoryClient } from "./import-csv.js";
 
 /** A directory that accepts every row; `gate` lets a test hold its answers back. */
 function fakeDirectory(gate?: () => Promise<void>) {

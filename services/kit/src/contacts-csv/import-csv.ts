@@ -2,9 +2,16 @@ import type { Readable } from "node:stream";
 import { Transform } from "node:stream";
 import { parse, type CsvError, type InfoRecord } from "csv-parse";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { ContactSource, type ContactInputSchema } from "../gen/mailroom/directory/v1/directory_pb.js";
-import type { DirectoryClient } from "./client.js";
+import { ContactSource, type ContactInputSchema, type DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { Client } from "@connectrpc/connect";
 import { FirstSeen } from "./first-seen.js";
+
+/**
+ * Shared by the CLI (`mailroom contacts import`) and the gateway's console import: the
+ * mapping of a CSV to contacts is one rule, whoever uploads the file. Only the two directory
+ * calls it makes are needed, so either side passes its own Connect client.
+ */
+export type DirectoryClient = Pick<Client<typeof DirectoryService>, "listContactProperties" | "batchUpsertContacts">;
 
 export interface RejectedRow {
   /** 1-based line in the file where the row starts. */
