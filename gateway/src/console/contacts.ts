@@ -1,19 +1,197 @@
 /**
- * Contacts pages. Placeholder until the page area is built: replace this file's contents,
- * keeping the export (index.ts registers it behind sign-in; paths are relative to /console).
+ * Contacts pages: the list (search and status filter), one contact (properties and
+ * history), CSV import as a job with a progress bar and a report of rejected rows, and the
+ * suppression list with reasons.
+ *
+ *   GET  /contacts?search=&status=&cursor=
+ *   GET  /contacts/:id
+ *   GET  /contacts/import                 upload form
+ *   POST /contacts/import                 starts a job, 303 to its page
+ *   GET  /contacts/import/:job            the job's page; JSON when asked (Accept: application/json)
+ *   GET  /contacts/suppressions?cursor=
  */
-import type { FastifyInstance } from "fastify";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { ContactSource, ContactStatus, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { refusal } from "../errors.js";
+import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
-import { consolePage } from "./layout.js";
-import { sessionOf } from "./session.js";
+import { csrfField } from "./csrf.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Tone } from "./layout.js";
+import { seeOther, sessionOf, setFlash } from "./session.js";
+import { ImportJobs, jobJson, type ImportJob } from "./contacts-import.js";
 
-export function registerContactPages(scope: FastifyInstance, _deps: ConsoleDeps): void {
-  scope.get("/contacts", async (request, reply) =>
-    reply.type("text/html; charset=utf-8").send(consolePage({
-      title: "Contacts",
-      session: sessionOf(request),
-      active: "contacts",
-      flash: request.consoleFlash,
-      body: `<h1>Contacts</h1><p class="muted">Coming soon.</p>`,
-    })));
+type Form = Record<string, unknown>;
+const str = (body: unknown, name: string): string => {
+  const v = (body as Form | undefined)?.[name];
+  return typeof v === "string" ? v : "";
+};
+const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
+const CONTACT_ID = /^ctc_[0-9a-z]{26}$/;
+const JOB_ID = /^imp_[0-9a-f]{24}$/;
+
+const STATUS: Array<{ value: keyof typeof ContactStatus; label: string; tone: Tone }> = [
+  { value: "SUBSCRIBED", label: "Subscribed", tone: "ok" },
+  { value: "UNSUBSCRIBED", label: "Unsubscribed", tone: "warn" },
+  { value: "OPT_IN_PENDING", label: "Opt-in pending", tone: "info" },
+  { value: "ARCHIVED", label: "Archived", tone: "info" },
+  { value: "BANNED", label: "Banned", tone: "bad" },
+];
+const statusBadgeOf = (s: ContactStatus) => {
+  const found = STATUS.find((x) => ContactStatus[x.value] === s);
+  return found ? statusBadge(found.label, found.tone) : statusBadge("Unknown", "info");
+};
+const REASONS: Record<number, string> = {
+  [SuppressionReason.UNSUBSCRIBED]: "Unsubscribed",
+  [SuppressionReason.HARD_BOUNCE]: "Hard bounce",
+  [SuppressionReason.COMPLAINT]: "Spam complaint",
+  [SuppressionReason.MANUAL]: "Added by hand",
+};
+
+/** A JSON property value as short text. */
+const showValue = (v: unknown) => (v === null || v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v));
+
+export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps): void {
+  const directory = deps.clients.directory;
+  const jobs = new ImportJobs();
+
+  scope.get("/contacts", async (request, reply) => {
+    const session = sessionOf(request);
+    const search = str(request.query, "search").trim().slice(0, 200);
+    const status = str(request.query, "status");
+    const cursor = str(request.query, "cursor");
+    const statusValue = STATUS.some((s) => s.value === status) ? ContactStatus[status as keyof typeof ContactStatus] : ContactStatus.UNSPECIFIED;
+    const res = await directory.listContacts(
+      { workspaceId: session.workspaceId, search, status: statusValue, page: { limit: 50, cursor }, newestFirst: true, includeCount: true },
+      rpcOptions(request),
+    );
+    const rows = res.contacts.map((c) => `<tr><td data-label="Email"><a href="${consoleUrl(`/contacts/${c.id}`)}">${escapeHtml(c.email)}</a></td>
+<td data-label="Name">${escapeHtml([c.firstName, c.lastName].filter(Boolean).join(" ")) || "—"}</td>
+<td data-label="Status">${statusBadgeOf(c.status)}</td>
+<td data-label="Added">${formatTime(c.createdAt && timestampDate(c.createdAt))}</td></tr>`).join("");
+    const options = [`<option value="">Any status</option>`, ...STATUS.map((s) => `<option value="${s.value}"${s.value === status ? " selected" : ""}>${s.label}</option>`)].join("");
+    const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/contacts", { search, status, cursor: res.page.nextCursor })}">More contacts</a></p>` : "";
+    const body = `<h1>Contacts</h1>
+<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/contacts/import")}">Import CSV</a>` : ""}<a class="button secondary" href="${consoleUrl("/contacts/suppressions")}">Suppression list</a></div>
+<form method="get" action="${consoleUrl("/contacts")}" class="row card" role="search">
+<div class="field" style="flex:1 1 14rem"><label for="search">Search email or name</label><input id="search" name="search" type="search" value="${escapeHtml(search)}" style="width:100%"></div>
+<div class="field"><label for="status">Status</label><select id="status" name="status">${options}</select></div>
+<div class="field"><button type="submit">Filter</button></div></form>
+<p class="muted" role="status">${res.totalCount !== undefined ? `${res.totalCount} matching contact${res.totalCount === 1n ? "" : "s"}` : ""}</p>
+${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Contacts, newest first</caption>
+<thead><tr><th>Email</th><th>Name</th><th>Status</th><th>Added</th></tr></thead><tbody>${rows}</tbody></table></div>${more}` : `<p class="muted">No contacts match.</p>`}`;
+    return html(reply, consolePage({ title: "Contacts", session, active: "contacts", flash: request.consoleFlash, body }));
+  });
+
+  scope.get("/contacts/import", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
+    const body = `<h1>Import contacts from CSV</h1>
+<form method="post" action="${consoleUrl("/contacts/import")}" enctype="multipart/form-data" class="card">${csrfField(session)}
+<div class="field"><label for="file">CSV file (up to 10 MB)</label><input id="file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="file-h"></div>
+<div id="file-h" class="muted"><p>The first row names the columns: <code>email</code> (required), <code>firstName</code>, <code>lastName</code>,
+<code>timezone</code>, <code>status</code> or <code>subscribed</code>, and any contact property of this workspace by its slug. A contact that exists already is updated.</p>
+<p>Rows that cannot be imported are listed with their line number and the reason; every other row is imported.</p></div>
+<div class="actions"><button type="submit">Import</button><a class="button secondary" href="${consoleUrl("/contacts")}">Back to contacts</a></div></form>`;
+    return html(reply, consolePage({ title: "Import contacts", session, active: "contacts", flash: request.consoleFlash, body }));
+  });
+
+  scope.post("/contacts/import", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
+    const file = (request.body as Form | undefined)?.file;
+    if (!Buffer.isBuffer(file) || file.length === 0) {
+      setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
+      return seeOther(reply, consoleUrl("/contacts/import"));
+    }
+    const job = jobs.start(directory, session.workspaceId, "upload.csv", file, request.log);
+    return seeOther(reply, consoleUrl(`/contacts/import/${job.id}`));
+  });
+
+  scope.get<{ Params: { job: string } }>("/contacts/import/:job", async (request, reply) => {
+    const session = sessionOf(request);
+    const job = JOB_ID.test(request.params.job) ? jobs.get(session.workspaceId, request.params.job) : undefined;
+    if (!job) throw refusal({ code: "not_found", status: 404, message: "No such import (imports are kept for an hour, by the gateway that ran them)." });
+    if (/application\/json/.test(String(request.headers.accept ?? ""))) return reply.send(jobJson(job));
+    return html(reply, consolePage({ title: "Contact import", session, active: "contacts", flash: request.consoleFlash, body: importPage(job) }));
+  });
+
+  scope.get("/contacts/suppressions", async (request, reply) => {
+    const session = sessionOf(request);
+    const cursor = str(request.query, "cursor");
+    const res = await directory.listSuppressions({ workspaceId: session.workspaceId, page: { limit: 50, cursor } }, rpcOptions(request));
+    const rows = res.suppressions.map((s) => `<tr><td data-label="Email">${escapeHtml(s.email)}</td>
+<td data-label="Reason">${escapeHtml(REASONS[s.reason] ?? "Other")}</td><td data-label="Detail">${escapeHtml(s.detail) || "—"}</td>
+<td data-label="Since">${formatTime(s.createdAt && timestampDate(s.createdAt))}</td></tr>`).join("");
+    const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/contacts/suppressions", { cursor: res.page.nextCursor })}">More</a></p>` : "";
+    const body = `<h1>Suppression list</h1>
+<p class="muted">Addresses that get no email from this workspace, whatever their contact status: unsubscribes, hard bounces, complaints and manual additions.</p>
+${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Suppressed addresses</caption>
+<thead><tr><th>Email</th><th>Reason</th><th>Detail</th><th>Since</th></tr></thead><tbody>${rows}</tbody></table></div>${more}` : `<p class="muted">Nobody is suppressed.</p>`}
+<p><a href="${consoleUrl("/contacts")}">Back to contacts</a></p>`;
+    return html(reply, consolePage({ title: "Suppression list", session, active: "contacts", flash: request.consoleFlash, body }));
+  });
+
+  scope.get<{ Params: { id: string } }>("/contacts/:id", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!CONTACT_ID.test(request.params.id)) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
+    const opts = rpcOptions(request);
+    const { contact } = await directory.getContact({ workspaceId: session.workspaceId, contactId: request.params.id }, opts);
+    if (!contact) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
+    const [events, suppression] = await Promise.all([
+      directory.listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
+      directory.checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
+    ]);
+    const props = Object.entries(contact.properties ?? {});
+    const builtIns: Array<[string, string]> = [
+      ["Email", contact.email], ["First name", contact.firstName], ["Last name", contact.lastName], ["Timezone", contact.timezone],
+      ["Source", ContactSource[contact.source] ?? ""], ["Id", contact.id],
+    ];
+    const dl = builtIns.map(([k, v]) => `<dt class="muted">${k}</dt><dd style="margin:0 0 .5rem">${escapeHtml(v) || "—"}</dd>`).join("");
+    const propRows = props.map(([k, v]) => `<tr><th scope="row"><code>${escapeHtml(k)}</code></th><td>${escapeHtml(showValue(v))}</td></tr>`).join("");
+    const history = [
+      ...events.events.map((e) => ({
+        at: e.timestamp ? timestampDate(e.timestamp) : e.receivedAt ? timestampDate(e.receivedAt) : new Date(0),
+        text: `<strong>${escapeHtml(e.name)}</strong>${Object.keys(e.properties ?? {}).length ? ` <code>${escapeHtml(JSON.stringify(e.properties))}</code>` : ""}`,
+        tone: "",
+      })),
+      ...(contact.updatedAt && contact.createdAt && contact.updatedAt.seconds !== contact.createdAt.seconds
+        ? [{ at: timestampDate(contact.updatedAt), text: "Contact updated", tone: "" }] : []),
+      ...(contact.createdAt ? [{ at: timestampDate(contact.createdAt), text: `Contact created (${escapeHtml(ContactSource[contact.source] ?? "unknown source")})`, tone: "ok" }] : []),
+      ...(suppression?.createdAt ? [{ at: timestampDate(suppression.createdAt), text: `Suppressed: ${escapeHtml(REASONS[suppression.reason] ?? "other")}`, tone: "bad" }] : []),
+    ].sort((a, b) => b.at.getTime() - a.at.getTime());
+    const body = `<h1>${escapeHtml(contact.email)} ${statusBadgeOf(contact.status)}${suppression ? ` ${statusBadge(`Suppressed: ${REASONS[suppression.reason] ?? "other"}`, "bad")}` : ""}</h1>
+<div class="grid"><section class="card" aria-labelledby="p-h"><h2 id="p-h" style="margin-top:0">Properties</h2><dl>${dl}</dl>
+${propRows ? `<div class="table-wrap"><table class="data"><caption class="sr-only">Custom properties</caption><tbody>${propRows}</tbody></table></div>` : `<p class="muted">No custom properties.</p>`}</section>
+<section class="card" aria-labelledby="h-h"><h2 id="h-h" style="margin-top:0">History</h2>
+${history.length ? `<ol class="timeline">${history.map((h) => `<li${h.tone ? ` class="${h.tone}"` : ""}>${formatTime(h.at)}<br>${h.text}</li>`).join("")}</ol>` : `<p class="muted">Nothing yet.</p>`}</section></div>
+<p><a href="${consoleUrl("/contacts")}">Back to contacts</a></p>`;
+    return html(reply, consolePage({ title: contact.email, session, active: "contacts", flash: request.consoleFlash, body }));
+  });
+}
+
+function importPage(job: ImportJob): string {
+  const j = jobJson(job);
+  const running = job.state === "running";
+  const url = consoleUrl(`/contacts/import/${job.id}`);
+  const report = job.summary
+    ? `<h2>Result</h2><ul><li>${job.summary.rows} rows read</li><li data-created>${job.summary.created} contacts created</li><li>${job.summary.updated} updated</li>
+<li data-rejected-count>${job.summary.rejectedCount} rejected</li></ul>
+${job.summary.stopped ? `<p class="flash error" role="alert">Stopped early at line ${job.summary.stopped.line}: ${escapeHtml(job.summary.stopped.reason)}</p>` : ""}
+${job.summary.rejected.length ? `<h3 id="rejected-h">Rejected rows</h3><div class="table-wrap"><table class="data stack" aria-labelledby="rejected-h">
+<thead><tr><th class="num">Line</th><th>Email</th><th>Reason</th></tr></thead><tbody>${job.summary.rejected.map((r) =>
+      `<tr><td class="num" data-label="Line">${r.line}</td><td data-label="Email">${escapeHtml(r.email) || "—"}</td><td data-label="Reason">${escapeHtml(r.reason)}</td></tr>`).join("")}</tbody></table></div>
+${job.summary.rejectedCount > job.summary.rejected.length ? `<p class="muted">Only the first ${job.summary.rejected.length} rejected rows are listed.</p>` : ""}` : ""}`
+    : "";
+  const failed = job.state === "failed" ? `<p class="flash error" role="alert">The import failed: ${escapeHtml(job.error ?? "")}</p>` : "";
+  // Without JS the page reloads itself; with JS it polls the JSON and reloads once done (the report is server-rendered).
+  const script = running ? `<noscript><meta http-equiv="refresh" content="2"></noscript><script>(function(){var bar=document.getElementById("bar"),txt=document.getElementById("bar-text");
+function tick(){fetch(${JSON.stringify(url)},{headers:{accept:"application/json"},credentials:"same-origin"}).then(function(r){return r.ok?r.json():null}).then(function(d){if(!d)return;
+bar.value=d.percent;txt.textContent=d.percent+"% · "+d.rows+" rows · "+d.rejected+" rejected";if(d.state!=="running")location.reload();else setTimeout(tick,700)}).catch(function(){setTimeout(tick,3000)})}
+setTimeout(tick,500)})();</script>` : "";
+  return `<h1>Contact import ${statusBadge(job.state === "running" ? "Importing" : job.state === "done" ? "Done" : "Failed", job.state === "done" ? "ok" : job.state === "failed" ? "bad" : "warn")}</h1>
+<div class="card"><label for="bar">Progress</label><progress id="bar" max="100" value="${j.percent}" style="width:100%;height:1.5rem">${j.percent}%</progress>
+<p id="bar-text" role="status" aria-live="polite">${j.percent}% · ${j.rows} rows · ${j.rejected} rejected</p>
+${running ? `<p><a href="${url}">Reload</a></p>` : ""}</div>${failed}${report}
+<div class="actions"><a class="button secondary" href="${consoleUrl("/contacts")}">Back to contacts</a><a class="button secondary" href="${consoleUrl("/contacts/import")}">Import another file</a></div>${script}`;
 }
