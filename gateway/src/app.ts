@@ -9,6 +9,7 @@ import { collectOpenApi } from "./openapi.js";
 import { installMetrics } from "./metrics.js";
 import { apiRoutes, publicRoutes } from "./routes/index.js";
 import { defineRoute, type RouteModule } from "./routes/route.js";
+import { registerConsole } from "./console/index.js";
 
 /**
  * Builds the public HTTP gateway: JSON in and out, auth, rate limits and error bodies.
@@ -80,6 +81,8 @@ export async function buildGateway(
     handler: async () => ({ ok: true }),
   });
 
+  // One failed-key limiter per process, shared by /v1 and the console's sign-in.
+  const failures = deps.authFailuresPerMinute ? new AuthFailureLimiter(deps.authFailuresPerMinute) : undefined;
   await app.register(async (scope) => {
     // What this scope registers needs the key (the document says so from this mark).
     scope.addHook("onRoute", (options) => {
@@ -87,7 +90,6 @@ export async function buildGateway(
     });
     // Auth runs first (onRequest, before the body is read), limited per client address in
     // failed attempts; the token bucket then counts the key's well-formed requests.
-    const failures = deps.authFailuresPerMinute ? new AuthFailureLimiter(deps.authFailuresPerMinute) : undefined;
     scope.addHook("onRequest", createAuthHook(deps, failures));
     if (deps.rateLimitPerMinute > 0) {
       scope.addHook("preHandler", createKeyRateLimitHook({
@@ -100,5 +102,7 @@ export async function buildGateway(
   });
 
   for (const register of routes.public) register(app, deps);
+  // The web console (/console): HTML pages in their own scope, not part of the API document.
+  await registerConsole(app, deps, { failures });
   return app;
 }

@@ -25,6 +25,10 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } f
 export const SECRET_PURPOSES = {
   dkimPrivateKey: "dkim-private-key",
   webhookToken: "webhook-token",
+  /** The web console's session cookie (sealed: workspace, key id, CSRF secret). */
+  consoleSession: "console-session",
+  /** The web console's CSRF tokens and signed flash/pre-session cookies. */
+  consoleCsrf: "console-csrf",
 } as const;
 
 /** The secrets of this process: `current` seals; `current` and `previous` open. */

@@ -1,0 +1,164 @@
+/**
+ * The console's page shell. API for page modules (console/*.ts):
+ *
+ *   consolePage({ title, session, active, body, flash? }): string
+ *       A whole HTML document: skip link, header with the workspace name, the nav
+ *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Webhooks, Sign out as a
+ *       CSRF-protected POST), an optional flash message, then `body` inside <main>.
+ *       `body` is trusted HTML: escape every value you interpolate with escapeHtml.
+ *   plainPage({ title, body, status? }): string   a page without nav (sign-in, errors).
+ *   ConsoleNav        the nav keys; `active` marks the current one (aria-current="page").
+ *   Flash             { kind: "ok" | "error"; message } (plain text, escaped here).
+ *   escapeHtml, formatTime(date?), statusBadge(text, tone), consoleUrl(path, query?)
+ *
+ * Conventions: no external assets, no build step, no framework. Forms POST with
+ * csrfField(session) (csrf.ts) and answer 303 with setFlash (session.ts). Inline JS is only
+ * progressive enhancement (copy buttons, `data-confirm`); every page works without it.
+ * Useful classes: .card, .grid, table.data (wrap in .table-wrap for phone width),
+ * .badge.ok|.warn|.bad|.info, .actions, .muted, .row (flex, wraps), .sr-only, button.secondary,
+ * button.danger, button.small, ol.timeline (li.ok / li.bad), iframe.mail, svg.chart.
+ * Copy buttons: <button type="button" class="secondary small" data-copy="<text>" hidden>Copy</button>
+ * (hidden until the script runs, so no dead button without JS; put the text beside it too).
+ */
+import { escapeHtml } from "../routes/page.js";
+import { csrfField } from "./csrf.js";
+import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
+
+export { escapeHtml, CONSOLE_PREFIX, type Flash };
+
+export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "webhooks";
+
+const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
+  { key: "overview", label: "Overview", path: "" },
+  { key: "domains", label: "Domains", path: "/domains" },
+  { key: "emails", label: "Emails", path: "/emails" },
+  { key: "broadcasts", label: "Broadcasts", path: "/broadcasts" },
+  { key: "contacts", label: "Contacts", path: "/contacts" },
+  { key: "webhooks", label: "Webhooks", path: "/webhooks" },
+];
+
+/** A console URL with an optional query (empty values are left out). */
+export function consoleUrl(path: string, query: Record<string, string | number | undefined> = {}): string {
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== "") qs.set(k, String(v));
+  const s = qs.toString();
+  return `${CONSOLE_PREFIX}${path}${s ? `?${s}` : ""}`;
+}
+
+/** A date as UTC text inside <time>; an em dash when absent. */
+export function formatTime(date: Date | undefined): string {
+  if (!date || Number.isNaN(date.getTime())) return "—";
+  const iso = date.toISOString();
+  return `<time datetime="${iso}">${iso.slice(0, 16).replace("T", " ")} UTC</time>`;
+}
+
+export type Tone = "ok" | "warn" | "bad" | "info";
+
+/** A status pill; the text carries the meaning, the colour only repeats it. */
+export function statusBadge(text: string, tone: Tone): string {
+  return `<span class="badge ${tone}">${escapeHtml(text)}</span>`;
+}
+
+// Contrast: text #1a1a1a on white, links #1d4ed8 (7:1), muted #4a4a4a (8.9:1); badges at least 4.5:1.
+const STYLE = `*{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%}
+body{font:16px/1.5 system-ui,sans-serif;margin:0;color:#1a1a1a;background:#f6f7f9;overflow-wrap:anywhere}
+a{color:#1d4ed8}a:hover{color:#1e3a8a}
+:focus-visible{outline:3px solid #1d4ed8;outline-offset:2px}
+.skip{position:absolute;left:-999px;top:0;background:#fff;padding:.5rem 1rem;z-index:10}.skip:focus{left:0}
+.sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+header.top{background:#111827;color:#fff}
+header.top .bar{max-width:72rem;margin:0 auto;padding:.5rem 1rem;display:flex;flex-wrap:wrap;align-items:center;gap:.25rem 1rem}
+header.top .brand{font-weight:700;color:#fff;text-decoration:none;margin-right:auto}
+header.top .ws{color:#d1d5db;font-size:.9rem}
+nav.main ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem}
+nav.main a,nav.main button{display:inline-block;color:#fff;text-decoration:none;padding:.6rem .75rem;border-radius:6px;min-height:44px;font:inherit;background:none;border:0;cursor:pointer}
+nav.main a:hover,nav.main button:hover{background:#374151;color:#fff}
+nav.main a[aria-current=page]{background:#fff;color:#111827;font-weight:600}
+nav.main form{margin:0}
+main{max-width:72rem;margin:0 auto;padding:1.5rem 1rem 3rem}
+h1{font-size:1.6rem;line-height:1.25;margin:0 0 1rem}h2{font-size:1.2rem;margin:1.75rem 0 .5rem}h3{font-size:1.05rem;margin:1rem 0 .25rem}
+.card{background:#fff;border:1px solid #d4d4d8;border-radius:8px;padding:1rem;margin:0 0 1rem}
+.grid{display:grid;gap:1rem;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr))}
+.row{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}
+.muted{color:#4a4a4a}
+.flash{border-left:4px solid #15803d;background:#f0fdf4;padding:.75rem 1rem;margin:0 0 1rem;border-radius:4px}
+.flash.error{border-color:#b91c1c;background:#fef2f2}
+label{display:block;font-weight:600;margin:0 0 .25rem}
+input,select,textarea{font:inherit;min-height:44px;padding:.5rem .6rem;border:1px solid #6b7280;border-radius:6px;background:#fff;color:#1a1a1a;max-width:100%}
+textarea{width:100%;min-height:8rem}
+.field{margin:0 0 .75rem}
+button,.button{font:inherit;display:inline-block;min-height:44px;padding:.55rem 1.1rem;border:2px solid #1d4ed8;border-radius:6px;background:#1d4ed8;color:#fff;cursor:pointer;text-decoration:none}
+button:hover,.button:hover{background:#1e3a8a;border-color:#1e3a8a;color:#fff}
+button.secondary,.button.secondary{background:#fff;color:#1d4ed8}
+button.secondary:hover,.button.secondary:hover{background:#eff4ff;color:#1e3a8a}
+button.danger{background:#b91c1c;border-color:#b91c1c}
+button.small{min-height:36px;padding:.25rem .6rem;font-size:.9rem}
+form{margin:0}
+.actions{display:flex;flex-wrap:wrap;gap:.5rem;margin:1rem 0}
+.table-wrap{overflow-x:auto;background:#fff;border:1px solid #d4d4d8;border-radius:8px}
+table.data{border-collapse:collapse;width:100%;font-size:.95rem}
+table.data th,table.data td{text-align:left;padding:.5rem .75rem;border-bottom:1px solid #e4e4e7;vertical-align:top}
+table.data th{background:#f4f4f5;font-weight:600}
+table.data td.num,table.data th.num{text-align:right;font-variant-numeric:tabular-nums}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9rem}
+pre{white-space:pre-wrap;background:#f4f4f5;padding:.75rem;border-radius:6px;margin:0}
+code.value{display:block;word-break:break-all;background:#f4f4f5;padding:.35rem .5rem;border-radius:4px}
+.badge{display:inline-block;padding:.1rem .55rem;border-radius:999px;font-size:.85rem;font-weight:600;border:1px solid currentColor}
+.badge.ok{color:#166534;background:#f0fdf4}.badge.warn{color:#854d0e;background:#fefce8}.badge.bad{color:#991b1b;background:#fef2f2}.badge.info{color:#1e40af;background:#eff6ff}
+iframe.mail{display:block;width:100%;height:70vh;border:1px solid #8a8a8a;border-radius:6px;background:#fff}
+ol.timeline{list-style:none;padding:0;margin:0;border-left:3px solid #d4d4d8}
+ol.timeline li{position:relative;padding:.25rem 0 .75rem 1rem}
+ol.timeline li::before{content:"";position:absolute;left:-.5rem;top:.6rem;width:.75rem;height:.75rem;border-radius:50%;background:#1d4ed8}
+ol.timeline li.bad::before{background:#b91c1c}ol.timeline li.ok::before{background:#15803d}
+svg.chart{width:100%;height:auto;max-width:100%}
+@media (max-width:40rem){main{padding:1rem .75rem 2rem}h1{font-size:1.35rem}nav.main a,nav.main button{padding:.5rem .55rem}
+table.data.stack thead{position:absolute;left:-9999px}table.data.stack tr{display:block;border-bottom:1px solid #d4d4d8}
+table.data.stack td{display:block;border:0;padding:.25rem .75rem}table.data.stack td[data-label]::before{content:attr(data-label) ": ";font-weight:600}}`;
+
+// Progressive enhancement only: copy buttons and confirmations; the pages work without it.
+const SCRIPT = `document.addEventListener("click",function(e){var b=e.target.closest&&e.target.closest("button[data-copy]");if(!b)return;
+var t=b.getAttribute("data-copy"),l=b.textContent;function done(ok){b.textContent=ok?"Copied":"Press Ctrl+C";setTimeout(function(){b.textContent=l},1500)}
+if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(t).then(function(){done(true)},function(){done(false)})}
+else{var a=document.createElement("textarea");a.value=t;a.setAttribute("readonly","");a.style.position="fixed";a.style.opacity="0";document.body.appendChild(a);a.select();var ok=false;try{ok=document.execCommand("copy")}catch(x){}document.body.removeChild(a);done(ok)}});
+document.addEventListener("submit",function(e){var m=e.target.getAttribute&&e.target.getAttribute("data-confirm");if(m&&!confirm(m))e.preventDefault()});
+document.querySelectorAll("button[data-copy]").forEach(function(b){b.hidden=false});`;
+
+function document_(title: string, inner: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">
+<title>${escapeHtml(title)} · Mailroom</title><style>${STYLE}</style></head>
+<body>${inner}<script>${SCRIPT}</script></body></html>`;
+}
+
+function flashHtml(flash?: Flash): string {
+  if (!flash) return "";
+  return `<div class="flash${flash.kind === "error" ? " error" : ""}" role="${flash.kind === "error" ? "alert" : "status"}">${escapeHtml(flash.message)}</div>`;
+}
+
+export interface ConsolePageOptions {
+  title: string;
+  session: ConsoleSession;
+  active: ConsoleNav;
+  /** Trusted HTML (escape what you interpolate). */
+  body: string;
+  flash?: Flash;
+}
+
+export function consolePage({ title, session, active, body, flash }: ConsolePageOptions): string {
+  const items = NAV.map((n) =>
+    `<li><a href="${CONSOLE_PREFIX}${n.path}"${n.key === active ? ' aria-current="page"' : ""}>${n.label}</a></li>`).join("");
+  const signOut = `<li><form method="post" action="${CONSOLE_PREFIX}/sign-out">${csrfField(session)}<button type="submit">Sign out</button></form></li>`;
+  return document_(title, `<a class="skip" href="#content">Skip to content</a>
+<header class="top"><div class="bar"><a class="brand" href="${CONSOLE_PREFIX}">Mailroom</a>
+<span class="ws">Workspace: <strong>${escapeHtml(session.workspaceName || session.workspaceId)}</strong>${session.canEdit ? "" : " (read only)"}</span>
+<nav class="main" aria-label="Console"><ul>${items}${signOut}</ul></nav></div></header>
+<main id="content" tabindex="-1">${flashHtml(flash)}${body}</main>`);
+}
+
+/** A page without the nav: sign-in, and errors of visitors without a session. */
+export function plainPage({ title, body, flash }: { title: string; body: string; flash?: Flash }): string {
+  return document_(title, `<a class="skip" href="#content">Skip to content</a>
+<header class="top"><div class="bar"><a class="brand" href="${CONSOLE_PREFIX}">Mailroom</a></div></header>
+<main id="content" tabindex="-1" style="max-width:34rem">${flashHtml(flash)}${body}</main>`);
+}
