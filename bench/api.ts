@@ -11,15 +11,28 @@
  * BENCH_API_SECONDS sets the measured duration (default 10), BENCH_API_CONCURRENCY the
  * number of clients (default 64).
  *
+ * Besides the single sends it drives `POST /v1/emails/batch` with 50 emails per request and
+ * prints the CPU each process spent per request (per email for the batch), read from /proc.
+ *
+ * Profiling: `npm run bench api -- --profile` (or BENCH_PROFILE=1) starts every unit with
+ * `--cpu-prof`, prints each unit's hottest functions by self time, and leaves the
+ * `.cpuprofile` files (open them in Chrome DevTools' Performance panel) in the printed folder.
+ *
  * Run: `npx tsx bench/api.ts` or `npm run bench api`.
  */
+import { mkdtemp } from "node:fs/promises";
 import http from "node:http";
+import os from "node:os";
+import path from "node:path";
 import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
 import type { UnitName } from "../deploy/processes.js";
+import { cpuPerUnit, formatCpu, snapshot, type CpuSnapshot } from "./cpu.js";
+import { summarizeProfiles } from "./profile.js";
 
 const KEY = "mr_bench_api_key_0001";
+const BATCH_SIZE = 50;
 
 export interface LoadResult {
   requests: number;
@@ -34,6 +47,7 @@ export interface LoadResult {
 export interface ApiBenchResult {
   concurrency: number;
   api: LoadResult;
+  batch: LoadResult;
   baseline: LoadResult;
   ratio: number;
 }
@@ -47,7 +61,15 @@ const percentile = (sorted: number[], p: number) =>
  */
 export async function drive(
   url: string,
-  opts: { body: string; headers: Record<string, string>; concurrency: number; seconds: number; warmupSeconds: number },
+  opts: {
+    body: string;
+    headers: Record<string, string>;
+    concurrency: number;
+    seconds: number;
+    warmupSeconds: number;
+    /** Called when the measured window opens and closes (CPU snapshots). */
+    onMeasure?: (phase: "start" | "end") => void;
+  },
 ): Promise<LoadResult> {
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.concurrency });
@@ -95,10 +117,12 @@ export async function drive(
   };
   const clients = Array.from({ length: opts.concurrency }, client);
   await new Promise((r) => setTimeout(r, opts.warmupSeconds * 1000));
+  opts.onMeasure?.("start");
   measuring = true;
   const t0 = performance.now();
   await new Promise((r) => setTimeout(r, opts.seconds * 1000));
   measuring = false;
+  opts.onMeasure?.("end");
   const seconds = (performance.now() - t0) / 1000;
   stop = true;
   await Promise.all(clients);
@@ -139,7 +163,7 @@ async function startBareServer(responseBody: string): Promise<{ url: string; clo
 }
 
 export async function runApiBench(
-  opts: { seconds?: number; concurrency?: number; withDelivery?: boolean; log?: (line: string) => void } = {},
+  opts: { seconds?: number; concurrency?: number; withDelivery?: boolean; profile?: boolean; log?: (line: string) => void } = {},
 ): Promise<ApiBenchResult> {
   const log = opts.log ?? ((line: string) => console.log(line));
   const seconds = opts.seconds ?? Number(process.env.BENCH_API_SECONDS ?? 10);
@@ -147,6 +171,8 @@ export async function runApiBench(
   const withDelivery = opts.withDelivery ?? process.env.BENCH_API_WITH_DELIVERY === "1";
   const warmupSeconds = Math.min(3, Math.max(1, seconds / 5));
   const units: UnitName[] = ["directory", "renderer", "email", "gateway", ...(withDelivery ? (["delivery"] as const) : [])];
+  const profile = opts.profile ?? (process.argv.includes("--profile") || process.env.BENCH_PROFILE === "1");
+  const profileDir = profile ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
 
   log(`starting ${units.join(", ")} and nats-server …`);
   const sys: TestSystem = await startSystem({
@@ -160,8 +186,24 @@ export async function runApiBench(
     },
     units,
     smtp: withDelivery,
-    env: { MAILROOM_LOG_LEVEL: "warn", MAILROOM_RATE_LIMIT_PER_MINUTE: "100000000" },
+    env: {
+      MAILROOM_LOG_LEVEL: "warn",
+      MAILROOM_RATE_LIMIT_PER_MINUTE: "100000000",
+      ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
+    },
   });
+  const unitPids = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.child.pid]));
+  const pids = { ...unitPids, "nats-server": sys.nats.pid };
+  /** CPU per request of each process over a drive()'s measured window. */
+  const cpuMeter = () => {
+    let before: CpuSnapshot = new Map();
+    let after: CpuSnapshot = new Map();
+    return {
+      onMeasure: (phase: "start" | "end") => { if (phase === "start") before = snapshot(pids); else after = snapshot(pids); },
+      perUnit: (units: number) => cpuPerUnit(before, after, units),
+    };
+  };
+  let stopped = false;
   try {
     const body = JSON.stringify({
       from: "Bench <hello@bench.test>",
@@ -175,7 +217,17 @@ export async function runApiBench(
     const responseBody = JSON.stringify(probe.body);
 
     log(`POST /v1/emails through the system: ${concurrency} clients, ${seconds} s (+${warmupSeconds} s warm-up)`);
-    const api = await drive(`${sys.gatewayUrl}/v1/emails`, { body, headers, concurrency, seconds, warmupSeconds });
+    const apiCpu = cpuMeter();
+    const api = await drive(`${sys.gatewayUrl}/v1/emails`, { body, headers, concurrency, seconds, warmupSeconds, onMeasure: apiCpu.onMeasure });
+
+    // The batch route: 50 emails per request, each to its own recipient, as a bulk sender sends.
+    const single = JSON.parse(body) as Record<string, unknown>;
+    const batchBody = JSON.stringify({ emails: Array.from({ length: BATCH_SIZE }, (_, i) => ({ ...single, to: `reader${i}@example.test` })) });
+    const batchProbe = await sys.api("POST", "/v1/emails/batch", { key: KEY, body: JSON.parse(batchBody) });
+    if (batchProbe.status !== 200) throw new Error(`probe batch failed: ${batchProbe.status} ${JSON.stringify(batchProbe.body)}`);
+    log(`POST /v1/emails/batch (${BATCH_SIZE} emails each) through the system: ${concurrency} clients, ${seconds} s`);
+    const batchCpu = cpuMeter();
+    const batch = await drive(`${sys.gatewayUrl}/v1/emails/batch`, { body: batchBody, headers, concurrency, seconds, warmupSeconds, onMeasure: batchCpu.onMeasure });
 
     const bare = await startBareServer(responseBody);
     let baseline: LoadResult;
@@ -193,10 +245,21 @@ export async function runApiBench(
     log(row("bare http baseline", baseline));
     const ratio = api.perSecond / baseline.perSecond;
     log(`ratio (system / bare): ${(ratio * 100).toFixed(1)}% of the bare server's throughput; p50 ${(api.p50Ms / Math.max(baseline.p50Ms, 0.001)).toFixed(1)}x its latency`);
+    log(`cpu per request (ms): ${formatCpu(apiCpu.perUnit(api.requests))}`);
+    log(`${row(`POST /v1/emails/batch`, batch)}`);
+    log(`batch: ${fmt(batch.perSecond * BATCH_SIZE)} emails/s (${BATCH_SIZE} per request)`);
+    log(`cpu per batched email (ms): ${formatCpu(batchCpu.perUnit(batch.requests * BATCH_SIZE))}`);
     if (api.errors) log(`non-200 answers from the system: ${JSON.stringify(api.statuses)}`);
-    return { concurrency, api, baseline, ratio };
-  } finally {
+    if (batch.errors) log(`non-200 answers to batches: ${JSON.stringify(batch.statuses)}`);
     await sys.stop();
+    stopped = true;
+    if (profileDir) {
+      log(`cpu profiles: ${profileDir}`);
+      for (const line of await summarizeProfiles(profileDir, unitPids)) log(line);
+    }
+    return { concurrency, api, batch, baseline, ratio };
+  } finally {
+    if (!stopped) await sys.stop();
   }
 }
 

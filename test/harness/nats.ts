@@ -7,6 +7,8 @@ import { freePort, waitForPort } from "./ports.js";
 export interface NatsHandle {
   url: string;
   port: number;
+  /** The local server's process id (undefined in a container): benchmarks read its CPU time. */
+  readonly pid?: number;
   /** Kills the server (SIGKILL when `hard`), keeping its data dir for a restart. */
   kill(hard?: boolean): Promise<void>;
   /** Starts it again on the same port and data dir. */
@@ -44,6 +46,7 @@ export async function startNats(): Promise<NatsHandle> {
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    get pid() { return child?.pid; },
     kill,
     restart: launch,
     stop: async () => {

@@ -11,8 +11,15 @@ import net from "node:net";
 const BLOCK_SIZE = 2_000;
 const FIRST_PORT = 12_000;
 const pool = Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 0);
-const blockStart = FIRST_PORT + (pool % 10) * BLOCK_SIZE;
-let next = 0;
+/**
+ * Two test runs at once (two `vitest run`s on one machine) have the same pool ids: the
+ * block also depends on the run (a worker's parent is its run's main process), and each
+ * process starts at a random place in its block, so two runs rarely try the same port at
+ * the same moment (the bind check covers a port the other run already holds).
+ */
+const run = process.env.VITEST_POOL_ID ? process.ppid : process.pid;
+const blockStart = FIRST_PORT + ((pool + run) % 10) * BLOCK_SIZE;
+let next = Math.floor(Math.random() * BLOCK_SIZE);
 
 export async function freePort(host = "127.0.0.1"): Promise<number> {
   for (let tries = 0; tries < BLOCK_SIZE; tries++) {

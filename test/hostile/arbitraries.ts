@@ -93,6 +93,8 @@ function plausibleString(name: string, schema: Schema): fc.Arbitrary<string> {
   if (key.startsWith("from") && key.includes("email")) return fc.constantFrom("news@acme.test", "someone@unverified.test");
   if (schema.format === "uri" || schema.format === "url" || key.endsWith("url")) return fc.constantFrom("https://hooks.example.test/in", "http://127.0.0.1:9/x", "javascript:alert(1)");
   if (key === "to" || key.includes("email") || schema.format === "email") return local.map((l) => `${l}@fuzz.test`);
+  // Webhook event names: a free string array in the document (unknown names are a 400 naming the allowed ones).
+  if (key === "events") return fc.constantFrom("EMAIL_SENT", "EMAIL_DELIVERED", "CONTACT_CREATED");
   if (key === "name") return fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}$/);
   if (key.includes("timezone")) return fc.constantFrom("UTC", "Europe/Paris", "Mars/Olympus");
   if (key.includes("sendat") || schema.format === "date-time") return fc.date({ min: new Date(2020, 0, 1), max: new Date(2030, 0, 1), noInvalidDate: true }).map((d) => d.toISOString());

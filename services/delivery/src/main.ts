@@ -19,7 +19,7 @@ import { BroadcastService } from "../../../gen/mailroom/broadcast/v1/broadcast_p
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { CaptureStore } from "./adapters/capture.js";
-import { CachedContentSource, RpcContentSource, type CompiledMessageSource } from "./adapters/content-source.js";
+import { CachedContentSource, RpcContentSource, sharedContentRef, type CompiledMessageSource } from "./adapters/content-source.js";
 import { JetStreamEventPublisher } from "./adapters/events.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { KvPacingRepository } from "./adapters/pacing-kv.js";
@@ -111,7 +111,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
         o.content ??
         new CachedContentSource(
           new RpcContentSource(connectClient(EmailService, config.urls.email), connectClient(BroadcastService, config.urls.broadcast)),
-          settings.contentCacheBytes,
+          { maxBytes: settings.contentCacheBytes, maxEntries: settings.contentCacheEntries, cacheable: sharedContentRef },
         ),
       merger: o.merger ?? new RendererMerger(),
       directory: o.directory ?? new RpcSenderDirectory(connectClient(DirectoryService, config.urls.directory), settings.senderCacheMs),

@@ -56,8 +56,10 @@ const deliverySchema = {
   MAILROOM_DELIVERY_ACK_WAIT_MS: z.coerce.number().int().min(200).optional(),
   /** JetStream max_deliver (pauses and rate waits also count; see requeue in consumer.ts). */
   MAILROOM_DELIVERY_MAX_DELIVER: z.coerce.number().int().min(2).max(100_000).default(200),
-  /** Compiled contents kept in memory, in megabytes of text. */
+  /** Broadcast contents (compiled, with their prepared merge) kept in memory, in estimated megabytes. */
   MAILROOM_DELIVERY_CONTENT_CACHE_MB: z.coerce.number().min(1).default(64),
+  /** ...and at most this many of them. */
+  MAILROOM_DELIVERY_CONTENT_CACHE_ENTRIES: z.coerce.number().int().min(1).max(100_000).default(256),
   /** How long a sender check (and its DKIM key) is cached. */
   MAILROOM_DELIVERY_SENDER_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
   /** Time given to in-flight sends on shutdown before they are nak'ed. */
@@ -311,6 +313,7 @@ export interface DeliverySettings {
   ackWaitMs: number;
   maxDeliver: number;
   contentCacheBytes: number;
+  contentCacheEntries: number;
   senderCacheMs: number;
   shutdownGraceMs: number;
 }
@@ -337,6 +340,7 @@ function deliverySettingsOf(c: RawConfig): DeliverySettings {
     ackWaitMs: c.MAILROOM_DELIVERY_ACK_WAIT_MS ?? c.MAILROOM_SMTP_TIMEOUT_MS * 2 + 10_000,
     maxDeliver: c.MAILROOM_DELIVERY_MAX_DELIVER,
     contentCacheBytes: Math.round(c.MAILROOM_DELIVERY_CONTENT_CACHE_MB * 1024 * 1024),
+    contentCacheEntries: c.MAILROOM_DELIVERY_CONTENT_CACHE_ENTRIES,
     senderCacheMs: c.MAILROOM_DELIVERY_SENDER_CACHE_MS,
     shutdownGraceMs: c.MAILROOM_DELIVERY_SHUTDOWN_GRACE_MS,
   };

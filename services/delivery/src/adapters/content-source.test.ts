@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { CompiledMessageSchema, type CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compiledFrom } from "../testing.js";
-import { CachedContentSource, compiledSize, type CompiledMessageSource } from "./content-source.js";
+import { CachedContentSource, compiledSize, sharedContentRef, type CompiledMessageSource } from "./content-source.js";
 
 /** Answers from a map, counting calls; `gate` holds every answer until released. */
 class CountingSource implements CompiledMessageSource {
@@ -64,5 +64,34 @@ describe("CachedContentSource", () => {
     expect((await cache.get("ws_1", "email:a")).workspaceId).toBe("ws_1");
     await cache.get("ws_2", "email:a");
     expect(inner.calls).toBe(3);
+  });
+});
+
+describe("CachedContentSource bounds", () => {
+  it("keeps at most maxEntries contents whatever their size", async () => {
+    const inner = new CountingSource();
+    for (let i = 0; i < 5; i++) inner.contents.set(`broadcast:${i}`, sized(1));
+    const cache = new CachedContentSource(inner, { maxBytes: 1e9, maxEntries: 3 });
+    for (let i = 0; i < 5; i++) await cache.get("ws_1", `broadcast:${i}`);
+    expect(cache.cachedEntries).toBe(3);
+  });
+
+  it("passes refs that are not cacheable straight to the source (a transactional email's content is used once)", async () => {
+    const inner = new CountingSource();
+    inner.contents.set("email:a", sized(10));
+    inner.contents.set("broadcast:b", sized(10));
+    const cache = new CachedContentSource(inner, { maxBytes: 1e9, cacheable: sharedContentRef });
+    await cache.get("ws_1", "email:a");
+    await cache.get("ws_1", "email:a");
+    await cache.get("ws_1", "broadcast:b");
+    await cache.get("ws_1", "broadcast:b");
+    expect(inner.calls).toBe(3);
+    expect(cache.cachedEntries).toBe(1);
+  });
+
+  it("weighs a small message by what it holds in memory, not by its characters", () => {
+    // A one-line message weighed ~300 "bytes" and took ~15 KiB of heap with its prepared merge.
+    expect(compiledSize(sized(10))).toBeGreaterThanOrEqual(4096);
+    expect(compiledSize(sized(10_000))).toBeGreaterThanOrEqual(50_000);
   });
 });

@@ -45,19 +45,41 @@ export function asPermanentWhenFinal(err: unknown, what: string): unknown {
   return err;
 }
 
+/** Bounds of the compiled-content cache. */
+export interface ContentCacheLimits {
+  /** Budget in (estimated) bytes, see compiledSize(). */
+  maxBytes: number;
+  /** At most this many entries whatever their size (default 256). */
+  maxEntries?: number;
+  /**
+   * Which refs are worth keeping: by default every ref. The delivery process keeps only
+   * broadcast content, merged for every contact; a transactional email's content is used
+   * by one message (and its retries), so caching it only fills memory.
+   */
+  cacheable?: (contentRef: string) => boolean;
+}
+
+/** Content shared by many messages: a broadcast's. */
+export const sharedContentRef = (contentRef: string) => contentRef.startsWith("broadcast:");
+
 /**
  * A broadcast is compiled once and merged for every contact: keep compiled contents in an
- * LRU bounded by their size in bytes, keyed by workspace too so tenants never share an
- * entry; concurrent misses for one key load it once (the cache's fetchMethod).
+ * LRU bounded by their estimated size in bytes and by a count of entries, keyed by
+ * workspace too so tenants never share an entry; concurrent misses for one key load it
+ * once (the cache's fetchMethod). Refs that are not `cacheable` go straight to the source.
  */
 export class CachedContentSource implements CompiledMessageSource {
   private readonly cache: LRUCache<string, CompiledMessage, ContentKey>;
+  private readonly cacheable: (contentRef: string) => boolean;
 
   constructor(
     private readonly inner: CompiledMessageSource,
-    maxBytes: number,
+    limits: number | ContentCacheLimits,
   ) {
+    const { maxBytes, maxEntries = 256, cacheable = () => true } = typeof limits === "number" ? { maxBytes: limits } : limits;
+    this.cacheable = cacheable;
     this.cache = new LRUCache<string, CompiledMessage, ContentKey>({
+      max: Math.max(1, maxEntries),
       maxSize: maxBytes,
       // One entry bigger than the whole budget is not kept (it would evict everything else).
       sizeCalculation: compiledSize,
@@ -68,6 +90,7 @@ export class CachedContentSource implements CompiledMessageSource {
   }
 
   async get(workspaceId: string, contentRef: string): Promise<CompiledMessage> {
+    if (!this.cacheable(contentRef)) return this.inner.get(workspaceId, contentRef);
     const compiled = await this.cache.fetch(`${workspaceId}\u0000${contentRef}`, { context: { workspaceId, contentRef } });
     if (!compiled) throw new Error(`content ${contentRef} could not be loaded`); // fetchMethod never resolves empty
     return compiled;
@@ -87,13 +110,20 @@ interface ContentKey {
   contentRef: string;
 }
 
-/** Approximate memory weight: the text it holds. */
+/**
+ * Approximate memory weight of a cached compiled message, in bytes: its text held twice as
+ * UTF-16 (the decoded message and the merger's prepared literals, content/merge.ts keeps
+ * one per compiled message while the message lives) and once as wire bytes, plus the
+ * objects around each segment and link. Measured in a flood, a small transactional message
+ * weighed ~15 KiB in the delivery heap where the old estimate (its characters) said ~300 B,
+ * so a 64 MiB budget held far more than 64 MiB.
+ */
 export function compiledSize(c: CompiledMessage): number {
   const templates: Array<CompiledTemplate | undefined> = [c.subject, c.html, c.text, c.previewText];
-  let size = 256;
+  let size = 4096;
   for (const t of templates) {
-    for (const s of t?.segments ?? []) size += typeof s.part.value === "string" ? s.part.value.length : 8;
+    for (const s of t?.segments ?? []) size += 256 + (typeof s.part.value === "string" ? 5 * s.part.value.length : 16);
   }
-  for (const l of c.links) size += l.url.length + l.token.length;
+  for (const l of c.links) size += 256 + 4 * (l.url.length + l.token.length);
   return size;
 }

@@ -2,6 +2,7 @@ import { createPrivateKey } from "node:crypto";
 import { Readable } from "node:stream";
 import nodemailer from "nodemailer";
 import DKIM from "nodemailer/lib/dkim";
+import { LRUCache } from "lru-cache";
 import type { CaptureStore } from "./capture.js";
 import { bodyText, buildMime } from "./mime.js";
 import { MessageSkeletons } from "./mime-skeleton.js";
@@ -63,7 +64,8 @@ export class SmtpPoolTransport implements MailTransport {
   readonly description: string;
   private readonly mailer: ReturnType<typeof nodemailer.createTransport>;
   private readonly pool: SmtpPool;
-  private readonly signers = new Map<string, DKIM>();
+  /** DKIM signers by key, least recently used dropped past 256 (a signer holds a parsed private key). */
+  private readonly signers = new LRUCache<string, DKIM>({ max: 256 });
   private readonly skeletons?: MessageSkeletons;
 
   constructor(opts: SmtpOptions, description: string) {
@@ -114,7 +116,6 @@ export class SmtpPoolTransport implements MailTransport {
     const id = `${d.domainName}\u0000${d.keySelector}\u0000${d.headerFieldNames}\u0000${d.privateKey}`;
     let signer = this.signers.get(id);
     if (!signer) {
-      if (this.signers.size > 1_000) this.signers.clear();
       signer = new DKIM({ ...d, privateKey: createPrivateKey(d.privateKey) });
       this.signers.set(id, signer);
     }

@@ -22,6 +22,9 @@ export function leaseSize(rate: number): number {
 /** Unused leased tokens are dropped after this, so a process can't hoard a bucket. */
 const LEASE_TTL_MS = 250;
 
+/** Leases kept before expired ones are swept (one per rate-limited workspace, plus the relay's). */
+const MAX_LEASES = 1_000;
+
 interface Lease {
   tokens: number;
   expiresAt: number;
@@ -91,6 +94,17 @@ export class Pacer {
     return true;
   }
 
+  /** A lease per rate-limited workspace: past MAX_LEASES, expired ones (worth nothing) go. */
+  private dropExpiredLeases(): void {
+    const now = this.now();
+    for (const [key, lease] of this.leases) if (lease.expiresAt < now) this.leases.delete(key);
+  }
+
+  /** Leases held (tests). */
+  get leaseCount(): number {
+    return this.leases.size;
+  }
+
   private giveBack(key: string): void {
     const lease = this.leases.get(key);
     if (lease && lease.expiresAt >= this.now()) lease.tokens += 1;
@@ -99,6 +113,7 @@ export class Pacer {
   private async refill(key: string, rate: number): Promise<number> {
     const grant = await this.repo.takeTokens(key, rate, Math.max(1, rate), leaseSize(rate));
     if (grant.granted > 0) {
+      if (this.leases.size >= MAX_LEASES) this.dropExpiredLeases();
       this.leases.set(key, { tokens: grant.granted, expiresAt: this.now() + LEASE_TTL_MS });
       return 0;
     }

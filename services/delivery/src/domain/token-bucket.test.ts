@@ -50,6 +50,18 @@ describe("Pacer", () => {
     expect(waits.slice(0, 3)).toEqual([0, 0, 0]);
     expect(waits[3]).toBeGreaterThan(0);
   });
+
+  it("keeps a bounded number of leases however many rate-limited workspaces send", async () => {
+    let now = 0;
+    const repo = new MemoryPacing(() => now);
+    const pacer = new Pacer(repo, { key: "r", rate: 0 }, () => now);
+    for (let i = 0; i < 3_000; i++) {
+      await repo.setWorkspaceRate(`ws_${i}`, 100);
+      expect(await pacer.acquire(`ws_${i}`)).toBe(0);
+      now += 1;
+    }
+    expect(pacer.leaseCount).toBeLessThanOrEqual(1_000);
+  });
 });
 
 describe("outcome helpers", () => {
