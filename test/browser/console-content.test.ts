@@ -44,6 +44,14 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
   };
   const url = (p: string) => `${sys.gatewayUrl}/console${p}`;
   const flash = () => page.locator(".flash").first().textContent();
+  /** Every visible form control has a label a screen reader announces. */
+  const expectLabelled = async (p: Page = page) => {
+    const unlabelled = await p.evaluate(() =>
+      [...document.querySelectorAll<HTMLInputElement>("input:not([type=hidden]), select, textarea")]
+        .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby"))
+        .map((el) => el.outerHTML.slice(0, 80)));
+    expect(unlabelled).toEqual([]);
+  };
 
   beforeAll(async () => {
     await mkdir(SHOTS, { recursive: true });
@@ -104,6 +112,8 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     await page.getByRole("button", { name: "Show preview" }).click();
     await expect.poll(() => page.frameLocator("iframe.mail").locator("body").textContent()).toContain("Hi Bob, you are on team.");
     expect(await page.locator("[data-preview-subject]").textContent()).toBe("Spring for Bob");
+    expect(await page.locator("iframe.mail").getAttribute("sandbox")).toBe("");
+    await expectLabelled();
     await shot("broadcast-draft-preview");
 
     await page.getByLabel("owner@acme.test").check();
@@ -144,6 +154,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
 
   it("imports a CSV with a progress bar and reports the bad row by line", async () => {
     await page.goto(url("/contacts/import"));
+    await expectLabelled();
     const csv = "email,firstName,plan\ncarl@example.test,Carl,pro\nnot-an-address,Bad,pro\ndora@example.test,Dora,free\n";
     await page.getByLabel("CSV file (up to 10 MB)").setInputFiles({ name: "people.csv", mimeType: "text/csv", buffer: Buffer.from(csv) });
     await page.getByRole("button", { name: "Import" }).click();
@@ -160,6 +171,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     await page.goto(url("/contacts"));
     await page.getByLabel("Search email or name").fill("carl");
     await page.getByRole("button", { name: "Filter" }).click();
+    await expectLabelled();
     expect(await page.locator("table tbody tr").count()).toBe(1);
     await page.getByRole("link", { name: "carl@example.test" }).click();
     expect(await page.locator("h1").textContent()).toContain("carl@example.test");
@@ -169,13 +181,16 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
 
   it("adds a webhook, sends a test event and shows the delivery with its response code", async () => {
     await page.goto(url("/webhooks"));
+    await expectLabelled();
     await page.getByLabel("Endpoint URL").fill(receiverUrl);
     await page.getByLabel("Name (optional)").fill("Local receiver");
     await page.getByLabel("EMAIL_SENT").check();
     await page.getByRole("button", { name: "Add webhook" }).click();
     expect(await flash()).toContain("Webhook added");
     expect(await page.locator("main").textContent()).toContain("EMAIL_SENT");
-    await page.getByRole("button", { name: "Send test event" }).click();
+    // From the keyboard: focus the button and press Enter.
+    await page.getByRole("button", { name: "Send test event" }).focus();
+    await Promise.all([page.waitForEvent("load"), page.keyboard.press("Enter")]);
     expect(await flash()).toContain("Test event queued");
     await expect.poll(() => hooks.some((h) => h.body.includes("TESTING_CONNECTION")), { timeout: 30_000 }).toBe(true);
     const webhookUrl = page.url();
