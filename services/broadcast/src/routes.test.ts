@@ -38,6 +38,28 @@ describe("Connect routes", () => {
     expect((await client.getCompiledContent({ workspaceId: WS, id })).compiled).toBeDefined();
   });
 
+  it("serves the console's update, preview and timeline", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(1);
+    const client = createClient(BroadcastService, memoryTransport(broadcastRoutes(w.service)));
+    const { broadcast } = await client.createBroadcast(input);
+    const id = broadcast!.id;
+    const updated = await client.updateBroadcast({ ...input, id, name: "v2", subject: "Hi {{plan}}", settings: { trackClicks: false } });
+    expect(updated.broadcast).toMatchObject({ id, name: "v2", subject: "Hi {{plan}}", settings: { trackOpens: true, trackClicks: false } });
+    expect(updated.variables?.detected).toEqual(["plan"]);
+    expect(await client.previewBroadcast({ workspaceId: WS, id, contactEmail: "c0@example.test" })).toMatchObject({ subject: "Hi pro", contactFound: true });
+    await client.scheduleBroadcast({ workspaceId: WS, id, deliveryMethod: DeliveryMethod.ASAP });
+    const sender = w.sender();
+    while ((await sender.tick()) > 0);
+    await w.settleAll(id, "sent");
+    const { points } = await client.getBroadcastTimeline({ workspaceId: WS, id });
+    expect(points).toHaveLength(1);
+    expect(points[0]).toMatchObject({ sent: 1n, delivered: 1n, opened: 0n });
+    expect(points[0].at!.seconds % 60n).toBe(0n);
+    const info = errorInfoOf(await client.updateBroadcast({ ...input, id }).then(() => undefined, (e) => e));
+    expect(info).toMatchObject({ code: "broadcast_not_editable", httpStatus: 409 });
+  });
+
   it("answers domain refusals as ErrorInfo and refuses unknown enum values", async () => {
     const w = await buildTestWorld();
     const client = createClient(BroadcastService, memoryTransport(broadcastRoutes(w.service)));
