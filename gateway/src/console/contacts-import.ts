@@ -12,6 +12,7 @@
  * rejected-rows report capped by the import itself.
  */
 import { randomBytes } from "node:crypto";
+import { refusal } from "../errors.js";
 import { Readable } from "node:stream";
 import {
   importContactsCsv,
@@ -58,7 +59,9 @@ export class ImportJobs {
   /** Starts importing `file`; resolves with the job once it is registered (not when it ends). */
   start(client: DirectoryClient, workspaceId: string, fileName: string, file: Buffer, log: { error(o: object, m: string): void }): ImportJob {
     this.prune();
-    if (this.jobs.size >= MAX_JOBS) throw new Error("too many imports running");
+    if (this.jobs.size >= MAX_JOBS) {
+      throw refusal({ code: "too_many_imports", status: 429, message: "Too many contact imports are running on this server; try again in a few minutes." });
+    }
     const job: ImportJob = {
       id: `imp_${randomBytes(12).toString("hex")}`,
       workspaceId,
