@@ -340,14 +340,14 @@ ${session.canEdit ? `<section aria-labelledby="test-h" id="test"><h2 id="test-h"
     const cells = COUNTERS.map(([key, label]) =>
       `<div class="card" style="margin:0"><div class="muted">${label}</div><div style="font-size:1.6rem;font-weight:700" data-counter="${key}">${counters[key]}</div></div>`).join("");
     const cancel = b.status === BroadcastStatus.SCHEDULED && session.canEdit
-      ? `<form method="post" action="${base}/cancel" data-confirm="Cancel this scheduled broadcast?">${csrfField(session)}<button class="danger" type="submit">Cancel and edit</button></form>` : "";
+      ? `<form id="cancel" method="post" action="${base}/cancel" data-confirm="Cancel this scheduled broadcast?">${csrfField(session)}<button class="danger" type="submit">Cancel and edit</button></form>` : "";
     // Without JS the page refreshes itself while sending; with JS it polls the JSON instead,
     // and reloads once at the end so the completion time and final counters are the server's.
     const refresh = done ? "" : `<noscript><meta http-equiv="refresh" content="5"></noscript>`;
     const script = done ? "" : `<script>(function(){var url=${JSON.stringify(`${base}/progress.json`)};var st=document.querySelector("[data-status]");
 function tick(){fetch(url,{headers:{accept:"application/json"},credentials:"same-origin"}).then(function(r){return r.ok?r.json():null}).then(function(d){if(!d)return;
 Object.keys(d.counters).forEach(function(k){var e=document.querySelector('[data-counter="'+k+'"]');if(e)e.textContent=d.counters[k]});
-document.getElementById("chart").innerHTML=d.chart;st.textContent=d.status;st.className="badge "+(d.status==="COMPLETED"?"ok":"warn");
+document.getElementById("chart").innerHTML=d.chart;st.textContent=d.status;st.className="badge "+(d.status==="COMPLETED"?"ok":"warn");var c=document.getElementById("cancel");if(c&&d.status!=="SCHEDULED")c.remove();
 if(d.status!=="COMPLETED")setTimeout(tick,2000);else{document.getElementById("live").textContent="Sending is complete.";setTimeout(function(){location.reload()},1500)}}).catch(function(){setTimeout(tick,5000)})}
 setTimeout(tick,2000)})();</script>`;
     const body = `${refresh}<h1>${escapeHtml(b.name)} <span class="badge ${STATUS_TONE[status] ?? "info"}" data-status>${escapeHtml(status)}</span></h1>
