@@ -1,5 +1,5 @@
 import { DuplicateKeyError, type Collection, type Store } from "../../../kit/src/store/port.js";
-import type { CompiledContent, EmailRecord, EmailStatus, StoredEmail } from "../domain/model.js";
+import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, StoredEmail } from "../domain/model.js";
 import type { EmailStore, IdempotencyEntry, IdempotencyStore } from "../domain/ports.js";
 import { CollectionOutcomeStore, CollectionStatsStore, outcomesOf, type OutcomesDoc } from "./outcomes.js";
 
@@ -69,6 +69,9 @@ export class CollectionEmailStore implements EmailStore {
     // (Lookups are by _id, so no index on low-cardinality fields such as workspaceId,
     // whose upkeep on the embedded store costs O(emails) per update.)
     await this.emails.createIndex({ keys: { dispatch: 1 }, sparse: true });
+    // The console's list: one workspace, newest first. The compound key is selective (unlike
+    // workspaceId alone) and never changes after insert, so updates do not touch it.
+    await this.emails.createIndex({ keys: { workspaceId: 1, createdAt: -1 } });
   }
 
   async insert(email: StoredEmail): Promise<boolean> {
@@ -94,6 +97,24 @@ export class CollectionEmailStore implements EmailStore {
   async find(workspaceId: string, id: string): Promise<StoredEmail | null> {
     const doc = await this.emails.findOne({ _id: id, workspaceId });
     return doc ? toEmail(doc) : null;
+  }
+
+  async list(workspaceId: string, query: EmailListQuery): Promise<StoredEmail[]> {
+    const filter: Record<string, unknown> = { workspaceId };
+    const created: Record<string, Date> = {};
+    if (query.createdFrom) created.$gte = query.createdFrom;
+    if (query.createdTo) created.$lt = query.createdTo;
+    if (query.after) {
+      // (createdAt, _id) strictly before the cursor: older, or as old with a smaller id.
+      created.$lte = query.after.createdAt;
+      filter.$or = [{ createdAt: { $lt: query.after.createdAt } }, { _id: { $lt: query.after.id } }];
+    }
+    if (Object.keys(created).length) filter.createdAt = created;
+    if (query.statuses) filter.status = { $in: query.statuses };
+    if (query.groupBy !== undefined) filter.groupBy = query.groupBy === "" ? { $exists: false } : query.groupBy;
+    if (query.recipient) filter.recipient = { $regex: escapeRegex(query.recipient), $options: "i" };
+    const docs = await this.emails.find(filter, { sort: { createdAt: -1, _id: -1 }, limit: query.limit });
+    return docs.map(toEmail);
   }
 
   async compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null> {
@@ -150,6 +171,8 @@ export class CollectionEmailStore implements EmailStore {
     return res.matchedCount === 1;
   }
 }
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 const keyId = (workspaceId: string, key: string) => `${workspaceId}:${key}`;
 
