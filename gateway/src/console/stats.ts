@@ -28,7 +28,7 @@ type SeriesKey = (typeof SERIES)[number]["key"];
 
 /** Grouped bars per day; the y axis rounds up to a readable maximum. */
 function dailyChart(days: Array<{ date: string; c: Record<SeriesKey, number> }>): string {
-  const W = 720, H = 260, left = 40, bottom = 40, top = 12, right = 8;
+  const W = 720, H = 280, left = 40, bottom = 56, top = 12, right = 8;
   const max = Math.max(1, ...days.flatMap((d) => SERIES.map((s) => d.c[s.key])));
   const step = 10 ** Math.floor(Math.log10(max));
   const yMax = Math.ceil(max / step) * step;
