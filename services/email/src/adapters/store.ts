@@ -27,7 +27,8 @@ type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch" | "variables" |
   dispatch?: "pending" | "claimed";
   dispatched?: "published" | "none";
 };
-type ContentDoc = { _id: string; workspaceId: string; compiled: string };
+/** `keepUntil`: set when the email is final and its content is kept a while (the TTL index drops it then). */
+type ContentDoc = { _id: string; workspaceId: string; compiled: string; keepUntil?: Date };
 type KeyDoc = Omit<IdempotencyEntry, "record"> & { _id: string; record?: EmailRecord };
 
 const TERMINAL: EmailStatus[] = ["DELIVERED", "FAILED", "CANCELLED"];
@@ -59,9 +60,13 @@ export class CollectionEmailStore implements EmailStore {
   private readonly emails: Collection<EmailDoc>;
   private readonly contents: Collection<ContentDoc>;
 
-  constructor(store: Store) {
+  /** How long content outlives the email's final status; 0 drops it at once (memory stays bounded). */
+  private readonly contentRetentionMs: number;
+
+  constructor(store: Store, opts: { contentRetentionHours?: number } = {}) {
     this.emails = store.collection<EmailDoc>("emails");
     this.contents = store.collection<ContentDoc>("email_contents");
+    this.contentRetentionMs = (opts.contentRetentionHours ?? 0) * 3600_000;
   }
 
   async init(): Promise<void> {
@@ -72,6 +77,17 @@ export class CollectionEmailStore implements EmailStore {
     // The console's list: one workspace, newest first. The compound key is selective (unlike
     // workspaceId alone) and never changes after insert, so updates do not touch it.
     await this.emails.createIndex({ keys: { workspaceId: 1, createdAt: -1 } });
+    // The expiry date is in the document, so the index stays the same whatever the retention.
+    await this.contents.createIndex({ keys: { keepUntil: 1 }, expireAfterSeconds: 0 });
+  }
+
+  /** The email is final: its content goes now, or is kept for the retention period. */
+  private async finishContent(id: string, at: Date): Promise<void> {
+    if (this.contentRetentionMs > 0) {
+      await this.contents.updateOne({ _id: id }, { $set: { keepUntil: new Date(at.getTime() + this.contentRetentionMs) } });
+    } else {
+      await this.contents.deleteOne({ _id: id });
+    }
   }
 
   async insert(email: StoredEmail): Promise<boolean> {
@@ -129,7 +145,7 @@ export class CollectionEmailStore implements EmailStore {
       { returnDocument: "after" },
     );
     if (!doc) return null;
-    await this.contents.deleteOne({ _id: id });
+    await this.finishContent(id, at);
     return toEmail(doc);
   }
 
@@ -167,7 +183,7 @@ export class CollectionEmailStore implements EmailStore {
     const set: Record<string, unknown> = { status: to, updatedAt: at };
     if (reason !== undefined) set.statusReason = reason;
     const res = await this.emails.updateOne({ _id: id, status: { $in: from } }, { $set: set });
-    if (res.matchedCount === 1 && TERMINAL.includes(to)) await this.contents.deleteOne({ _id: id });
+    if (res.matchedCount === 1 && TERMINAL.includes(to)) await this.finishContent(id, at);
     return res.matchedCount === 1;
   }
 }
@@ -227,8 +243,8 @@ export class CollectionIdempotencyStore implements IdempotencyStore {
 }
 
 /** Every store of the service, with their indexes in place. */
-export async function openCollections(store: Store) {
-  const emails = new CollectionEmailStore(store);
+export async function openCollections(store: Store, opts: { contentRetentionHours?: number } = {}) {
+  const emails = new CollectionEmailStore(store, opts);
   const idempotency = new CollectionIdempotencyStore(store);
   const outcomes = new CollectionOutcomeStore(store);
   const stats = new CollectionStatsStore(store);
