@@ -102,7 +102,7 @@ export function registerStatsPages(scope: FastifyInstance, deps: ConsoleDeps): v
     const groupSection = groups.length
       ? `${groupChart(groups)}<div class="table-wrap"><table class="data" id="groups"><caption class="sr-only">Emails per group</caption>
 <thead><tr><th scope="col">Group</th><th scope="col" class="num">Sent</th><th scope="col" class="num">Delivered</th><th scope="col" class="num">Open rate</th><th scope="col" class="num">Click rate</th><th scope="col" class="num">Bounced</th></tr></thead>
-<tbody>${groups.map((g) => `<tr><th scope="row"><a href="${CONSOLE_PREFIX}?${new URLSearchParams({ groupBy: g.name === "(no group)" ? "" : g.name, from, to })}">${escapeHtml(g.name)}</a></th><td class="num">${g.c.sent}</td><td class="num">${g.c.delivered}</td><td class="num">${pct(g.c.opened, g.c.delivered)}</td><td class="num">${pct(g.c.clicked, g.c.delivered)}</td><td class="num">${g.c.bounced}</td></tr>`).join("")}</tbody></table></div>`
+<tbody>${groups.map((g) => `<tr><th scope="row">${g.name === "(no group)" ? escapeHtml(g.name) : `<a href="${CONSOLE_PREFIX}?${escapeHtml(new URLSearchParams({ groupBy: g.name, from, to }).toString())}">${escapeHtml(g.name)}</a>`}</th><td class="num">${g.c.sent}</td><td class="num">${g.c.delivered}</td><td class="num">${pct(g.c.opened, g.c.delivered)}</td><td class="num">${pct(g.c.clicked, g.c.delivered)}</td><td class="num">${g.c.bounced}</td></tr>`).join("")}</tbody></table></div>`
       : `<p class="muted">No emails with a group in this range.</p>`;
     const body = `<h1>Overview</h1>
 <form method="get" action="${CONSOLE_PREFIX}" class="card" aria-label="Stats range"><div class="row">
