@@ -1,19 +1,176 @@
 /**
- * Emails pages. Placeholder until the page area is built: replace this file's contents,
- * keeping the export (index.ts registers it behind sign-in; paths are relative to /console).
+ * Emails: a searchable list (recipient, status, groupBy, creation date; EmailService.ListEmails)
+ * and each email's page: status, timeline of what happened to it, and its content rendered
+ * in a sandboxed frame (no scripts, no same-origin access, no forms) plus the plain text.
  */
+import { create } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
+import { EmailStatus, ListEmailsRequestSchema, type EmailRecord } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { mergeMessage } from "../../../services/content/src/merge.js";
+import { errorInfoOf } from "../../../services/kit/src/errors.js";
+import { rpcOptions } from "../deps.js";
+import { refusal } from "../errors.js";
+import { EMAIL_ID } from "../schemas/email.js";
 import type { ConsoleDeps } from "./deps.js";
-import { consolePage } from "./layout.js";
+import { CONSOLE_PREFIX, consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Tone } from "./layout.js";
 import { sessionOf } from "./session.js";
 
-export function registerEmailPages(scope: FastifyInstance, _deps: ConsoleDeps): void {
-  scope.get("/emails", async (request, reply) =>
-    reply.type("text/html; charset=utf-8").send(consolePage({
-      title: "Emails",
-      session: sessionOf(request),
-      active: "emails",
-      flash: request.consoleFlash,
-      body: `<h1>Emails</h1><p class="muted">Coming soon.</p>`,
-    })));
+const STATUSES: Array<{ key: string; label: string; value: EmailStatus; tone: Tone }> = [
+  { key: "scheduled", label: "Scheduled", value: EmailStatus.SCHEDULED, tone: "info" },
+  { key: "sent", label: "Sent", value: EmailStatus.SENT, tone: "info" },
+  { key: "delivered", label: "Delivered", value: EmailStatus.DELIVERED, tone: "ok" },
+  { key: "failed", label: "Failed", value: EmailStatus.FAILED, tone: "bad" },
+  { key: "cancelled", label: "Cancelled", value: EmailStatus.CANCELLED, tone: "warn" },
+];
+const statusOf = (s: EmailStatus) => STATUSES.find((x) => x.value === s);
+const badge = (e: EmailRecord) => {
+  const s = statusOf(e.status);
+  if (e.outcomes?.bouncedAt) return statusBadge(e.outcomes.bounceType === "soft" ? "Soft bounce" : "Bounced", "bad");
+  return s ? statusBadge(s.label, s.tone) : statusBadge("Unknown", "warn");
+};
+const date = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+interface ListQuery {
+  recipient: string;
+  status: string;
+  groupBy: string;
+  from: string;
+  to: string;
+  cursor: string;
+}
+
+/** The list's query string, read leniently: what cannot be a filter is a 400 page saying which. */
+function readQuery(raw: Record<string, unknown>): ListQuery {
+  const str = (k: string) => (typeof raw[k] === "string" ? (raw[k] as string).trim() : "");
+  const q = { recipient: str("recipient"), status: str("status"), groupBy: str("groupBy"), from: str("from"), to: str("to"), cursor: str("cursor") };
+  if (q.recipient.length > 320) throw refusal({ code: "invalid_request", message: "The recipient search is at most 320 characters." });
+  if (q.status && !STATUSES.some((s) => s.key === q.status)) throw refusal({ code: "invalid_request", message: "Pick a status from the list." });
+  for (const k of ["from", "to"] as const) {
+    if (q[k] && (!DAY.test(q[k]) || Number.isNaN(Date.parse(`${q[k]}T00:00:00Z`)))) throw refusal({ code: "invalid_request", message: `“${k === "from" ? "From" : "To"}” must be a date (YYYY-MM-DD).` });
+  }
+  if (q.groupBy.length > 200) throw refusal({ code: "invalid_request", message: "The group is at most 200 characters." });
+  if (q.cursor.length > 200) throw refusal({ code: "invalid_request", message: "That page link is not valid." });
+  return q;
+}
+
+function filterForm(q: ListQuery): string {
+  const opt = (value: string, label: string) => `<option value="${value}"${q.status === value ? " selected" : ""}>${label}</option>`;
+  return `<form method="get" action="${CONSOLE_PREFIX}/emails" class="card" role="search" aria-label="Search emails">
+<div class="row">
+<div class="field" style="flex:2 1 14rem"><label for="recipient">Recipient</label>
+<input id="recipient" name="recipient" type="search" value="${escapeHtml(q.recipient)}" placeholder="ann@example.com or part of it" style="width:100%" autocomplete="off"></div>
+<div class="field"><label for="status">Status</label><select id="status" name="status">${opt("", "Any")}${STATUSES.map((s) => opt(s.key, s.label)).join("")}</select></div>
+<div class="field" style="flex:1 1 9rem"><label for="groupBy">Group (groupBy)</label><input id="groupBy" name="groupBy" value="${escapeHtml(q.groupBy)}" style="width:100%"></div>
+<div class="field"><label for="from">From</label><input id="from" name="from" type="date" value="${escapeHtml(q.from)}"></div>
+<div class="field"><label for="to">To</label><input id="to" name="to" type="date" value="${escapeHtml(q.to)}"></div>
+<div class="field"><button type="submit">Search</button></div>
+</div></form>`;
+}
+
+function emailRow(e: EmailRecord): string {
+  const what = e.subject || (e.template ? `Template: ${e.template}` : "(no subject)");
+  return `<tr><td data-label="Recipient"><a href="${CONSOLE_PREFIX}/emails/${e.id}">${escapeHtml(e.to)}</a></td>
+<td data-label="Subject">${escapeHtml(what)}</td><td data-label="Status">${badge(e)}</td>
+<td data-label="Group">${e.groupBy ? escapeHtml(e.groupBy) : '<span class="muted">—</span>'}</td>
+<td data-label="Opens" class="num">${e.outcomes?.opens ?? 0}</td><td data-label="Clicks" class="num">${e.outcomes?.clicks ?? 0}</td>
+<td data-label="Created">${formatTime(date(e.createdAt))}</td></tr>`;
+}
+
+interface TimelineEntry { at?: Date; label: string; tone?: "ok" | "bad"; detail?: string }
+
+function timeline(e: EmailRecord): TimelineEntry[] {
+  const o = e.outcomes;
+  const entries: TimelineEntry[] = [{ at: date(e.createdAt), label: "Accepted by the API" }];
+  if (e.sendAt) entries.push({ at: date(e.sendAt), label: e.status === EmailStatus.SCHEDULED ? "Scheduled to send" : "Scheduled send time" });
+  if (e.sentAt) entries.push({ at: date(e.sentAt), label: "Sent (handed to delivery)" });
+  if (o?.deliveredAt) entries.push({ at: date(o.deliveredAt), label: "Delivered (accepted by the receiving server)", tone: "ok" });
+  if (o?.bouncedAt) entries.push({ at: date(o.bouncedAt), label: `Bounced${o.bounceType ? ` (${o.bounceType})` : ""}`, tone: "bad", detail: e.statusReason });
+  if (o?.failedAt) entries.push({ at: date(o.failedAt), label: "Failed", tone: "bad", detail: e.statusReason });
+  if (e.status === EmailStatus.FAILED && !o?.failedAt && !o?.bouncedAt) entries.push({ at: date(e.updatedAt), label: "Failed", tone: "bad", detail: e.statusReason });
+  if (e.status === EmailStatus.CANCELLED) entries.push({ at: date(e.updatedAt), label: "Cancelled" });
+  if (o?.firstOpenedAt) entries.push({ at: date(o.firstOpenedAt), label: `Opened${o.opens > 1 ? ` (${o.opens} times, last ${date(o.lastOpenedAt)?.toISOString().slice(0, 16).replace("T", " ") ?? ""} UTC)` : ""}` });
+  if (o?.firstClickedAt) entries.push({ at: date(o.firstClickedAt), label: `Clicked${o.clicks > 1 ? ` (${o.clicks} clicks)` : ""}` });
+  if (o?.complainedAt) entries.push({ at: date(o.complainedAt), label: "Marked as spam", tone: "bad" });
+  if (o?.unsubscribedAt) entries.push({ at: date(o.unsubscribedAt), label: "Unsubscribed", tone: "bad" });
+  return entries.sort((a, b) => (a.at?.getTime() ?? 0) - (b.at?.getTime() ?? 0));
+}
+
+export function registerEmailPages(scope: FastifyInstance, deps: ConsoleDeps): void {
+  scope.get("/emails", async (request, reply) => {
+    const session = sessionOf(request);
+    const q = readQuery(request.query as Record<string, unknown>);
+    const status = STATUSES.find((s) => s.key === q.status);
+    const toDay = q.to ? new Date(Date.parse(`${q.to}T00:00:00Z`) + 86_400_000) : undefined;
+    const res = await deps.clients.email.listEmails(create(ListEmailsRequestSchema, {
+      workspaceId: session.workspaceId,
+      recipient: q.recipient,
+      statuses: status ? [status.value] : [],
+      groupBy: q.groupBy || undefined,
+      createdFrom: q.from ? timestampFromDate(new Date(`${q.from}T00:00:00Z`)) : undefined,
+      createdTo: toDay ? timestampFromDate(toDay) : undefined,
+      limit: 25,
+      cursor: q.cursor,
+    }), rpcOptions(request));
+    const filtered = q.recipient || q.status || q.groupBy || q.from || q.to;
+    const table = res.emails.length
+      ? `<div class="table-wrap"><table class="data stack" id="emails"><caption class="sr-only">Emails, newest first</caption>
+<thead><tr><th scope="col">Recipient</th><th scope="col">Subject</th><th scope="col">Status</th><th scope="col">Group</th><th scope="col" class="num">Opens</th><th scope="col" class="num">Clicks</th><th scope="col">Created</th></tr></thead>
+<tbody>${res.emails.map(emailRow).join("")}</tbody></table></div>`
+      : `<p class="card">${filtered ? "No email matches these filters." : "No emails yet. Send one with <code>POST /v1/emails</code>."}</p>`;
+    const pager = [
+      q.cursor ? `<a class="button secondary" href="${consoleUrl("/emails", { ...q, cursor: undefined })}">Newest</a>` : "",
+      res.nextCursor ? `<a class="button secondary" rel="next" href="${consoleUrl("/emails", { ...q, cursor: res.nextCursor })}">Older emails</a>` : "",
+    ].join("");
+    return reply.type("text/html; charset=utf-8").send(consolePage({
+      title: "Emails", session, active: "emails", flash: request.consoleFlash,
+      body: `<h1>Emails</h1>${filterForm(q)}<p class="muted" role="status">${res.emails.length} email${res.emails.length === 1 ? "" : "s"} shown${filtered ? " (filtered)" : ""}.</p>${table}${pager ? `<nav class="actions" aria-label="Pages">${pager}</nav>` : ""}`,
+    }));
+  });
+
+  scope.get("/emails/:id", async (request, reply) => {
+    const session = sessionOf(request);
+    const id = (request.params as { id: string }).id;
+    // Ids that cannot exist, and other workspaces' ids, are the same 404.
+    if (!EMAIL_ID.test(id)) throw refusal({ code: "email_not_found", message: "There is no such email in this workspace." });
+    const { email: e } = await deps.clients.email.getEmail({ workspaceId: session.workspaceId, id }, rpcOptions(request));
+    if (!e) throw refusal({ code: "email_not_found", message: "There is no such email in this workspace." });
+
+    let content: string;
+    try {
+      const { compiled } = await deps.clients.email.getCompiledContent({ workspaceId: session.workspaceId, id }, rpcOptions(request));
+      if (!compiled) throw new ConnectError("no content", Code.NotFound);
+      // Merged for display only: links and the open pixel point at an address that cannot
+      // resolve, so looking at an email records no open or click.
+      const merged = mergeMessage(compiled, { email: e.to, messageId: e.messageId }, { secret: deps.config.secret, publicUrl: "https://preview.invalid" });
+      content = `<h2>Content</h2>
+<p class="muted">Personalised values of templates may be blank here; links are disabled in this preview.</p>
+<iframe class="mail" title="Rendered content of the email" sandbox="" referrerpolicy="no-referrer" srcdoc="${escapeHtml(merged.html)}"></iframe>
+<h2>Plain text</h2><pre>${escapeHtml(merged.text)}</pre>`;
+    } catch (err) {
+      const gone = (err instanceof ConnectError && err.code === Code.NotFound) || errorInfoOf(err)?.code === "email_not_found";
+      if (!gone) throw err;
+      content = `<h2>Content</h2><p class="muted">The content is kept only until the email is delivered, failed or cancelled; it is no longer stored.</p>`;
+    }
+
+    const o = e.outcomes;
+    const details = [
+      ["From", e.from || "—"], ["To", e.to], ["Subject", e.subject || (e.template ? `Template ${e.template}` : "—")],
+      ["Group (groupBy)", e.groupBy || "—"], ["Message-ID", e.messageId], ["Email id", e.id],
+    ].map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join("");
+    const links = o?.links.length
+      ? `<h2>Clicked links</h2><div class="table-wrap"><table class="data"><thead><tr><th scope="col">Link</th><th scope="col" class="num">Clicks</th><th scope="col">Last click</th></tr></thead><tbody>${
+        o.links.map((l) => `<tr><td>${escapeHtml(l.url)}</td><td class="num">${l.clicks}</td><td>${formatTime(date(l.lastClickedAt))}</td></tr>`).join("")}</tbody></table></div>`
+      : "";
+    const body = `<p><a href="${CONSOLE_PREFIX}/emails">← All emails</a></p>
+<h1>${escapeHtml(e.subject || e.to)}</h1>
+<p>Status: ${badge(e)}${e.statusReason ? ` <span class="muted">${escapeHtml(e.statusReason)}</span>` : ""}</p>
+<div class="grid"><div class="card"><h2 style="margin-top:0">Details</h2><table class="data"><tbody>${details}</tbody></table></div>
+<div class="card"><h2 style="margin-top:0">Timeline</h2><ol class="timeline" id="timeline">${timeline(e).map((t) =>
+      `<li${t.tone ? ` class="${t.tone}"` : ""}><strong>${escapeHtml(t.label)}</strong><br>${formatTime(t.at)}${t.detail ? `<br><span class="muted">${escapeHtml(t.detail)}</span>` : ""}</li>`).join("")}</ol></div></div>
+${links}${content}`;
+    return reply.type("text/html; charset=utf-8").send(consolePage({ title: e.subject || "Email", session, active: "emails", flash: request.consoleFlash, body }));
+  });
 }

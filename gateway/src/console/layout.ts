@@ -99,12 +99,12 @@ form{margin:0}
 .table-wrap{overflow-x:auto;background:#fff;border:1px solid #d4d4d8;border-radius:8px}
 table.data{border-collapse:collapse;width:100%;font-size:.95rem}
 table.data th,table.data td{text-align:left;padding:.5rem .75rem;border-bottom:1px solid #e4e4e7;vertical-align:top}
-table.data th{background:#f4f4f5;font-weight:600}
+table.data th{background:#f4f4f5;font-weight:600}table.data thead th{white-space:nowrap}
 table.data td.num,table.data th.num{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9rem}
 pre{white-space:pre-wrap;background:#f4f4f5;padding:.75rem;border-radius:6px;margin:0}
 code.value{display:block;word-break:break-all;background:#f4f4f5;padding:.35rem .5rem;border-radius:4px}
-.badge{display:inline-block;padding:.1rem .55rem;border-radius:999px;font-size:.85rem;font-weight:600;border:1px solid currentColor}
+.badge{display:inline-block;white-space:nowrap;padding:.1rem .55rem;border-radius:999px;font-size:.85rem;font-weight:600;border:1px solid currentColor}
 .badge.ok{color:#166534;background:#f0fdf4}.badge.warn{color:#854d0e;background:#fefce8}.badge.bad{color:#991b1b;background:#fef2f2}.badge.info{color:#1e40af;background:#eff6ff}
 iframe.mail{display:block;width:100%;height:70vh;border:1px solid #8a8a8a;border-radius:6px;background:#fff}
 ol.timeline{list-style:none;padding:0;margin:0;border-left:3px solid #d4d4d8}

@@ -4,6 +4,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { ApiKeySchema, DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { EmailService, EmailStatus } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { memoryTransport } from "../../../services/kit/src/connect.js";
 import { createLogger, loadConfig } from "../../../services/kit/src/index.js";
 import { SECRET_PURPOSES, sealSecret } from "../../../services/kit/src/secrets.js";
@@ -46,6 +47,26 @@ const directory = createClient(DirectoryService, memoryTransport(({ service }) =
   });
 }));
 
+/** One email, in ws_a; every other (workspace, id) is not found, as in the real service. */
+const EMAIL_A = "trs_01jaaaaaaaaaaaaaaaaaaaaaaa";
+const email = createClient(EmailService, memoryTransport(({ service }) => {
+  service(EmailService, {
+    getStats() {
+      return { from: "2030-01-01", to: "2030-01-02", days: [{ date: "2030-01-01", counters: { sent: 3n, delivered: 2n } }, { date: "2030-01-02" }], groups: [{ groupBy: "welcome", counters: { sent: 3n } }] };
+    },
+    getEmail(req) {
+      if (req.workspaceId !== "ws_a" || req.id !== EMAIL_A) throw new ConnectError(`Email ${req.id} not found`, Code.NotFound);
+      return { email: { id: EMAIL_A, to: "ann@example.test", subject: "Hello <Ann>", status: EmailStatus.DELIVERED, createdAt: timestampFromDate(new Date()) } };
+    },
+    getCompiledContent() {
+      throw new ConnectError("gone", Code.NotFound);
+    },
+    listEmails(req) {
+      return { emails: req.workspaceId === "ws_a" ? [{ id: EMAIL_A, to: "ann@example.test", subject: "Hello <Ann>", status: EmailStatus.DELIVERED }] : [] };
+    },
+  });
+}));
+
 /** Cookies of one browser: what Set-Cookie said, sent back on the next request. */
 class Jar {
   cookies = new Map<string, string>();
@@ -71,7 +92,7 @@ describe("console sessions and CSRF", () => {
     const deps: GatewayDeps = {
       config: loadConfig({ MAILROOM_SECRET: SECRET, MAILROOM_PUBLIC_URL: "http://console.test" }),
       logger: createLogger("console-test", "silent"),
-      clients: { directory } as unknown as ServiceClients,
+      clients: { directory, email } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authFailuresPerMinute: 5,
       // Revocation must show at once in these tests.
@@ -213,6 +234,35 @@ describe("console sessions and CSRF", () => {
     const odd = await app.inject({ method: "POST", url: "/console/sign-out", headers: { "content-type": "text/plain", cookie: jar.header() }, payload: "x" });
     expect(odd.statusCode).toBe(415);
     expect(odd.headers["content-type"]).toMatch(/text\/html/);
+  });
+
+  it("shows a workspace its own email and a 404 page for another workspace's email id", async () => {
+    const a = await signIn("mr_test_console_a");
+    const b = await signIn("mr_test_console_b");
+    const mine = await get(`/console/emails/${EMAIL_A}`, a);
+    expect(mine.statusCode).toBe(200);
+    expect(mine.body).toContain("Hello &#60;Ann&#62;");
+    expect(mine.body).not.toContain("<Ann>");
+    const theirs = await get(`/console/emails/${EMAIL_A}`, b);
+    expect(theirs.statusCode).toBe(404);
+    expect(theirs.headers["content-type"]).toMatch(/text\/html/);
+    expect(theirs.body).not.toContain("Hello");
+    expect((await get("/console/emails/not-an-id", b)).statusCode).toBe(404);
+    expect((await get("/console/emails", b)).body).not.toContain(EMAIL_A);
+    expect((await get("/console/emails", a)).body).toContain(EMAIL_A);
+  });
+
+  it("answers bad filters with a 400 page, never a 500", async () => {
+    const a = await signIn("mr_test_console_a");
+    for (const url of ["/console/emails?from=yesterday", "/console/emails?status=lost", "/console/?to=2030-13-45", `/console/emails?recipient=${"x".repeat(400)}`]) {
+      const res = await get(url, a);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.headers["content-type"]).toMatch(/text\/html/);
+    }
+    const home = await get("/console", a);
+    expect(home.statusCode).toBe(200);
+    expect(home.body).toContain("<svg");
+    expect(home.body).toContain("welcome");
   });
 
   it("keeps the console out of the public API document", async () => {

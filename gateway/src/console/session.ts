@@ -170,7 +170,7 @@ export async function requireSession(request: FastifyRequest, reply: FastifyRepl
 
 /** A one-shot message for the next page (signed, so nobody else can put words on it). */
 export function setFlash(reply: FastifyReply, flash: Flash): FastifyReply {
-  return reply.setCookie(FLASH_COOKIE, JSON.stringify(flash), { path: CONSOLE_PREFIX, httpOnly: true, sameSite: "lax", maxAge: 60, signed: true });
+  return reply.setCookie(FLASH_COOKIE, JSON.stringify(flash), { path: CONSOLE_PREFIX, httpOnly: true, sameSite: "lax", secure: "auto", maxAge: 60, signed: true });
 }
 
 export function takeFlash(request: FastifyRequest, reply: FastifyReply): Flash | undefined {

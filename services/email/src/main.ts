@@ -30,7 +30,7 @@ import { emailRoutes } from "./routes.js";
 const config = loadConfig();
 const logger = createLogger("email", config.logLevel);
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });
-const { emails, idempotency, outcomes, stats } = await openCollections(store);
+const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: config.emailContentRetentionHours });
 const nc = await connectNats(config.natsUrl, "email");
 await ensureStreams(nc);
 

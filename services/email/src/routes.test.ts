@@ -35,6 +35,28 @@ describe("email Connect routes", () => {
     expect((await email.getEmail({ workspaceId: "ws", id: scheduled.email!.id })).email?.status).toBe(EmailStatus.CANCELLED);
   });
 
+  it("lists emails newest first with proto filters and cursor paging", async () => {
+    const { w, email } = await client();
+    const a = await email.sendEmail({ workspaceId: "ws", email: { ...raw("ann@example.test"), groupBy: "g" } });
+    w.clock.advance(1000);
+    const b = await email.sendEmail({ workspaceId: "ws", email: raw("bob@example.test") });
+    await email.sendEmail({ workspaceId: "other", email: raw("ann@example.test") });
+    const first = await email.listEmails({ workspaceId: "ws", limit: 1 });
+    expect(first.emails.map((e) => e.id)).toEqual([b.email!.id]);
+    expect(first.emails[0].sentAt).toBeDefined();
+    const second = await email.listEmails({ workspaceId: "ws", limit: 1, cursor: first.nextCursor });
+    expect(second.emails.map((e) => e.id)).toEqual([a.email!.id]);
+    expect(second.nextCursor).toBe("");
+    expect((await email.listEmails({ workspaceId: "ws", recipient: "ANN" })).emails.map((e) => e.id)).toEqual([a.email!.id]);
+    expect((await email.listEmails({ workspaceId: "ws", groupBy: "g" })).emails).toHaveLength(1);
+    expect((await email.listEmails({ workspaceId: "ws", statuses: [EmailStatus.DELIVERED] })).emails).toHaveLength(0);
+    expect((await email.listEmails({ workspaceId: "ws", statuses: [EmailStatus.SENT] })).emails).toHaveLength(2);
+    const bad = await email.listEmails({ workspaceId: "ws", statuses: [EmailStatus.UNSPECIFIED] }).catch((e) => e);
+    expect(errorInfoOf(bad)).toMatchObject({ code: "invalid_request", httpStatus: 400 });
+    const forged = await email.listEmails({ workspaceId: "ws", cursor: "!!" }).catch((e) => e);
+    expect(errorInfoOf(forged)).toMatchObject({ code: "invalid_request", httpStatus: 400 });
+  });
+
   it("carries domain refusals as ErrorInfo with status, code and allowed lists", async () => {
     const { email } = await client();
     const err = await email.sendEmail({ workspaceId: "ws", email: raw("ann@example.test", { from: "eve@evil.test" }) }).catch((e) => e);

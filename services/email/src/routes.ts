@@ -27,6 +27,8 @@ const STATUS: Record<EmailStatus, ProtoStatus> = {
   CANCELLED: ProtoStatus.CANCELLED,
 };
 
+const STATUS_OF = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v, k])) as Partial<Record<ProtoStatus, EmailStatus>>;
+
 const orUndefined = (s: string) => (s === "" ? undefined : s);
 
 /** Proto in -> domain request. */
@@ -84,6 +86,7 @@ export function protoRecord(record: EmailRecord): ProtoRecord {
     updatedAt: timestampFromDate(new Date(record.updatedAt)),
     statusReason: record.statusReason ?? "",
     outcomes: record.outcomes ? protoOutcomes(record.outcomes) : undefined,
+    sentAt: record.sentAt ? timestampFromDate(new Date(record.sentAt)) : undefined,
   });
 }
 
@@ -169,6 +172,24 @@ export function emailRoutes(service: EmailService) {
           days: stats.days.map((d) => ({ date: d.date, counters: protoCounters(d.counters) })),
           groups: stats.groups.map((g) => ({ groupBy: g.groupBy, counters: protoCounters(g.counters) })),
         };
+      },
+
+      listEmails: async (req) => {
+        const statuses = req.statuses.map((s) => {
+          const status = STATUS_OF[s];
+          if (!status) throw badRequest("invalid_request", `unknown status ${s}`);
+          return status;
+        });
+        const page = await service.list(req.workspaceId, {
+          recipient: req.recipient,
+          statuses,
+          groupBy: req.groupBy,
+          createdFrom: req.createdFrom ? timestampDate(req.createdFrom) : undefined,
+          createdTo: req.createdTo ? timestampDate(req.createdTo) : undefined,
+          limit: req.limit,
+          cursor: req.cursor || undefined,
+        });
+        return { emails: page.emails.map(protoRecord), nextCursor: page.nextCursor ?? "" };
       },
 
       // The compiled content is opaque to the domain: it is decoded only here, for the wire.

@@ -129,6 +129,8 @@ const schema = z.object({
   MAILROOM_DOCS_URL: z.string().url().optional(),
   /** Gateway: how long a verified API key is cached. */
   MAILROOM_AUTH_CACHE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Email: hours an email's content is kept after it was delivered, failed or cancelled (0: dropped at once), for the console's preview. */
+  MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: z.coerce.number().int().min(0).max(24 * 366).default(0),
   /** Email: how often the scheduler claims due scheduled emails. */
   MAILROOM_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(500),
   /** Directory: resolvers for domain checks, `host[:port]` comma-separated (system resolvers when unset). */
@@ -185,6 +187,8 @@ export interface Config {
   errorDocsUrl: string;
   authCacheMs: number;
   schedulerIntervalMs: number;
+  /** Hours an email's content outlives its final status (0: dropped at once). */
+  emailContentRetentionHours: number;
   dnsServers?: string;
   spfInclude?: string;
   bounceDomain?: string;
@@ -243,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     errorDocsUrl: (c.MAILROOM_DOCS_URL ?? `${publicUrl}/docs/errors`).replace(/\/+$/, ""),
     authCacheMs: c.MAILROOM_AUTH_CACHE_MS,
     schedulerIntervalMs: c.MAILROOM_SCHEDULER_INTERVAL_MS,
+    emailContentRetentionHours: c.MAILROOM_EMAIL_CONTENT_RETENTION_HOURS,
     dnsServers: c.MAILROOM_DNS_SERVERS || undefined,
     spfInclude: c.MAILROOM_SPF_INCLUDE || undefined,
     bounceDomain: c.MAILROOM_BOUNCE_DOMAIN?.trim().toLowerCase() || undefined,

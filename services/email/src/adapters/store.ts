@@ -1,5 +1,5 @@
 import { DuplicateKeyError, type Collection, type Store } from "../../../kit/src/store/port.js";
-import type { CompiledContent, EmailRecord, EmailStatus, StoredEmail } from "../domain/model.js";
+import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, StoredEmail } from "../domain/model.js";
 import type { EmailStore, IdempotencyEntry, IdempotencyStore } from "../domain/ports.js";
 import { CollectionOutcomeStore, CollectionStatsStore, outcomesOf, type OutcomesDoc } from "./outcomes.js";
 
@@ -27,7 +27,8 @@ type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch" | "variables" |
   dispatch?: "pending" | "claimed";
   dispatched?: "published" | "none";
 };
-type ContentDoc = { _id: string; workspaceId: string; compiled: string };
+/** `keepUntil`: set when the email is final and its content is kept a while (the TTL index drops it then). */
+type ContentDoc = { _id: string; workspaceId: string; compiled: string; keepUntil?: Date };
 type KeyDoc = Omit<IdempotencyEntry, "record"> & { _id: string; record?: EmailRecord };
 
 const TERMINAL: EmailStatus[] = ["DELIVERED", "FAILED", "CANCELLED"];
@@ -59,9 +60,13 @@ export class CollectionEmailStore implements EmailStore {
   private readonly emails: Collection<EmailDoc>;
   private readonly contents: Collection<ContentDoc>;
 
-  constructor(store: Store) {
+  /** How long content outlives the email's final status; 0 drops it at once (memory stays bounded). */
+  private readonly contentRetentionMs: number;
+
+  constructor(store: Store, opts: { contentRetentionHours?: number } = {}) {
     this.emails = store.collection<EmailDoc>("emails");
     this.contents = store.collection<ContentDoc>("email_contents");
+    this.contentRetentionMs = (opts.contentRetentionHours ?? 0) * 3600_000;
   }
 
   async init(): Promise<void> {
@@ -69,6 +74,20 @@ export class CollectionEmailStore implements EmailStore {
     // (Lookups are by _id, so no index on low-cardinality fields such as workspaceId,
     // whose upkeep on the embedded store costs O(emails) per update.)
     await this.emails.createIndex({ keys: { dispatch: 1 }, sparse: true });
+    // The console's list: one workspace, newest first. The compound key is selective (unlike
+    // workspaceId alone) and never changes after insert, so updates do not touch it.
+    await this.emails.createIndex({ keys: { workspaceId: 1, createdAt: -1 } });
+    // The expiry date is in the document, so the index stays the same whatever the retention.
+    await this.contents.createIndex({ keys: { keepUntil: 1 }, expireAfterSeconds: 0 });
+  }
+
+  /** The email is final: its content goes now, or is kept for the retention period. */
+  private async finishContent(id: string, at: Date): Promise<void> {
+    if (this.contentRetentionMs > 0) {
+      await this.contents.updateOne({ _id: id }, { $set: { keepUntil: new Date(at.getTime() + this.contentRetentionMs) } });
+    } else {
+      await this.contents.deleteOne({ _id: id });
+    }
   }
 
   async insert(email: StoredEmail): Promise<boolean> {
@@ -96,6 +115,24 @@ export class CollectionEmailStore implements EmailStore {
     return doc ? toEmail(doc) : null;
   }
 
+  async list(workspaceId: string, query: EmailListQuery): Promise<StoredEmail[]> {
+    const filter: Record<string, unknown> = { workspaceId };
+    const created: Record<string, Date> = {};
+    if (query.createdFrom) created.$gte = query.createdFrom;
+    if (query.createdTo) created.$lt = query.createdTo;
+    if (query.after) {
+      // (createdAt, _id) strictly before the cursor: older, or as old with a smaller id.
+      created.$lte = query.after.createdAt;
+      filter.$or = [{ createdAt: { $lt: query.after.createdAt } }, { _id: { $lt: query.after.id } }];
+    }
+    if (Object.keys(created).length) filter.createdAt = created;
+    if (query.statuses) filter.status = { $in: query.statuses };
+    if (query.groupBy !== undefined) filter.groupBy = query.groupBy === "" ? { $exists: false } : query.groupBy;
+    if (query.recipient) filter.recipient = { $regex: escapeRegex(query.recipient), $options: "i" };
+    const docs = await this.emails.find(filter, { sort: { createdAt: -1, _id: -1 }, limit: query.limit });
+    return docs.map(toEmail);
+  }
+
   async compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null> {
     const doc = await this.contents.findOne(workspaceId ? { _id: id, workspaceId } : { _id: id });
     return doc ? new Uint8Array(Buffer.from(doc.compiled, "base64")) : null;
@@ -108,7 +145,7 @@ export class CollectionEmailStore implements EmailStore {
       { returnDocument: "after" },
     );
     if (!doc) return null;
-    await this.contents.deleteOne({ _id: id });
+    await this.finishContent(id, at);
     return toEmail(doc);
   }
 
@@ -146,10 +183,12 @@ export class CollectionEmailStore implements EmailStore {
     const set: Record<string, unknown> = { status: to, updatedAt: at };
     if (reason !== undefined) set.statusReason = reason;
     const res = await this.emails.updateOne({ _id: id, status: { $in: from } }, { $set: set });
-    if (res.matchedCount === 1 && TERMINAL.includes(to)) await this.contents.deleteOne({ _id: id });
+    if (res.matchedCount === 1 && TERMINAL.includes(to)) await this.finishContent(id, at);
     return res.matchedCount === 1;
   }
 }
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 const keyId = (workspaceId: string, key: string) => `${workspaceId}:${key}`;
 
@@ -204,8 +243,8 @@ export class CollectionIdempotencyStore implements IdempotencyStore {
 }
 
 /** Every store of the service, with their indexes in place. */
-export async function openCollections(store: Store) {
-  const emails = new CollectionEmailStore(store);
+export async function openCollections(store: Store, opts: { contentRetentionHours?: number } = {}) {
+  const emails = new CollectionEmailStore(store, opts);
   const idempotency = new CollectionIdempotencyStore(store);
   const outcomes = new CollectionOutcomeStore(store);
   const stats = new CollectionStatsStore(store);

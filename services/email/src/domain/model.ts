@@ -67,6 +67,8 @@ export interface EmailRecord {
   updatedAt: Date;
   /** What happened after delivery took it (absent until the first event). */
   outcomes?: EmailOutcomes;
+  /** When it was handed to delivery (absent while scheduled). */
+  sentAt?: Date;
 }
 
 /** Clicks on one tracked link of an email. */
@@ -120,6 +122,8 @@ export interface StoredEmail extends EmailRecord {
   leaseUntil?: Date;
   /** Usage period the send was counted against, released on cancel. */
   usagePeriod?: string;
+  /** When the outbox handed it to the delivery queue. */
+  publishedAt?: Date;
 }
 
 /** The public record of a stored email. */
@@ -144,6 +148,7 @@ export function recordOf(email: StoredEmail): EmailRecord {
   if (email.groupBy) record.groupBy = email.groupBy;
   if (email.sendAt) record.sendAt = email.sendAt;
   if (email.outcomes) record.outcomes = email.outcomes;
+  if (email.publishedAt) record.sentAt = email.publishedAt;
   return record;
 }
 
@@ -152,3 +157,20 @@ export const MAX_REPLY_TO = 5;
 /** HTML of one email: 5 MB of UTF-8. */
 export const MAX_HTML_BYTES = 5 * 1024 * 1024;
 export const SCHEDULE_HORIZON_MS = 90 * 24 * 3600 * 1000;
+
+/** A page of the workspace's emails, newest first (ListEmails). */
+export interface EmailListQuery {
+  /** A case-insensitive part of the recipient's address. */
+  recipient?: string;
+  statuses?: EmailStatus[];
+  /** "" = emails without a group. */
+  groupBy?: string;
+  createdFrom?: Date;
+  createdTo?: Date;
+  limit: number;
+  /** Strictly older than this (createdAt, id) position: the last email of the previous page. */
+  after?: { createdAt: Date; id: string };
+}
+
+export const MAX_LIST_LIMIT = 100;
+export const DEFAULT_LIST_LIMIT = 25;

@@ -1,4 +1,4 @@
-import type { CompiledContent, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
+import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
 
 /**
  * Everything the email domain needs from the outside world. The domain depends only on
@@ -15,6 +15,8 @@ export interface EmailStore {
   insert(email: StoredEmail): Promise<boolean>;
   /** The email without its compiled content. */
   find(workspaceId: string, id: string): Promise<StoredEmail | null>;
+  /** Up to `query.limit` of the workspace's emails matching the query, newest first (ties: larger id first). */
+  list(workspaceId: string, query: EmailListQuery): Promise<StoredEmail[]>;
   compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null>;
   /** CAS: SCHEDULED and not yet claimed -> CANCELLED. Null when it was not in that state. */
   cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null>;

@@ -1,5 +1,8 @@
 import { appError, badRequest, notFound, type AppError } from "../../../kit/src/errors.js";
-import { MAX_BATCH, recordOf, type CompiledContent, type EmailRecord, type EmailRequest } from "./model.js";
+import {
+  DEFAULT_LIST_LIMIT, MAX_BATCH, MAX_LIST_LIMIT, recordOf,
+  type CompiledContent, type EmailListQuery, type EmailRecord, type EmailRequest,
+} from "./model.js";
 import { EmailSender, type SendDeps } from "./send.js";
 import type { StatsStore } from "./ports.js";
 import { emailStats, type EmailStats, type StatsQuery } from "./stats.js";
@@ -47,6 +50,31 @@ export class EmailService {
     return recordOf(email);
   }
 
+  /**
+   * A page of the workspace's emails, newest first. The cursor is opaque to callers: the
+   * position (createdAt, id) of the page's last email, so pages never repeat or skip an
+   * email as new ones arrive.
+   */
+  async list(workspaceId: string, query: Omit<EmailListQuery, "limit" | "after"> & { limit?: number; cursor?: string }): Promise<{ emails: EmailRecord[]; nextCursor?: string }> {
+    const limit = query.limit || DEFAULT_LIST_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw badRequest("invalid_request", `limit must be between 1 and ${MAX_LIST_LIMIT}`);
+    if (query.recipient !== undefined && query.recipient.length > 320) throw badRequest("invalid_request", "recipient is at most 320 characters");
+    if (query.createdFrom && query.createdTo && query.createdFrom > query.createdTo) throw badRequest("invalid_request", "created_from is after created_to");
+    const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+    const found = await this.deps.emails.list(workspaceId, {
+      recipient: query.recipient?.trim() || undefined,
+      statuses: query.statuses?.length ? query.statuses : undefined,
+      groupBy: query.groupBy,
+      createdFrom: query.createdFrom,
+      createdTo: query.createdTo,
+      limit: limit + 1,
+      after,
+    });
+    const page = found.slice(0, limit);
+    const last = page.at(-1);
+    return { emails: page.map(recordOf), nextCursor: found.length > limit && last ? encodeCursor(last.createdAt, last.id) : undefined };
+  }
+
   /** SCHEDULED -> CANCELLED, atomically against the scheduler's claim; else 409. */
   async cancel(workspaceId: string, id: string): Promise<EmailRecord> {
     const cancelled = await this.deps.emails.cancelScheduled(workspaceId, id, this.deps.clock.now());
@@ -79,6 +107,14 @@ export class EmailService {
     if (!compiled) throw emailNotFound(id);
     return compiled;
   }
+}
+
+const encodeCursor = (createdAt: Date, id: string) => Buffer.from(`${new Date(createdAt).getTime()}.${id}`).toString("base64url");
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  const m = /^(\d{1,15})\.([A-Za-z0-9_-]{1,64})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
+  if (!m) throw badRequest("invalid_request", "cursor is not one this service returned");
+  return { createdAt: new Date(Number(m[1])), id: m[2] };
 }
 
 const emailNotFound = (id: string) => notFound("email_not_found", `Email ${id} not found`);
