@@ -130,7 +130,7 @@ const schema = z.object({
   /** Gateway: how long a verified API key is cached. */
   MAILROOM_AUTH_CACHE_MS: z.coerce.number().int().min(0).default(10_000),
   /** Email: hours an email's content is kept after it was delivered, failed or cancelled (0: dropped at once), for the console's preview. */
-  MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: z.coerce.number().int().min(0).max(24 * 366).default(0),
+  MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: z.coerce.number().int().min(0).max(24 * 366).default(72),
   /** Email: how often the scheduler claims due scheduled emails. */
   MAILROOM_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(500),
   /** Directory: resolvers for domain checks, `host[:port]` comma-separated (system resolvers when unset). */
