@@ -129,11 +129,12 @@ function formError(err: unknown): Flash {
 }
 
 export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const rpc = deps.clients.broadcast;
+  // Read when a request needs it: registering the pages touches no service client.
+  const rpc = () => deps.clients.broadcast;
 
   const load = async (request: FastifyRequest, id: string): Promise<Broadcast> => {
     if (!ID.test(id)) throw refusal({ code: "broadcast_not_found", status: 404, message: `Broadcast ${id} not found` });
-    const { broadcast } = await rpc.getBroadcast({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
+    const { broadcast } = await rpc().getBroadcast({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
     if (!broadcast) throw refusal({ code: "broadcast_not_found", status: 404, message: `Broadcast ${id} not found` });
     return broadcast;
   };
@@ -144,7 +145,7 @@ export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps
   scope.get("/broadcasts", async (request, reply) => {
     const session = sessionOf(request);
     const cursor = str(request.query, "cursor");
-    const res = await rpc.listBroadcasts({ workspaceId: session.workspaceId, page: { limit: 25, cursor } }, rpcOptions(request));
+    const res = await rpc().listBroadcasts({ workspaceId: session.workspaceId, page: { limit: 25, cursor } }, rpcOptions(request));
     const rows = res.broadcasts.map((b) => {
       const p = b.progress;
       return `<tr><td data-label="Name"><a href="${consoleUrl(`/broadcasts/${b.id}`)}">${escapeHtml(b.name || b.id)}</a></td>
@@ -174,7 +175,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     editable(request);
     const values = valuesFromForm(request.body);
     try {
-      const res = await rpc.createBroadcast({ workspaceId: session.workspaceId, ...rpcFields(values) }, rpcOptions(request));
+      const res = await rpc().createBroadcast({ workspaceId: session.workspaceId, ...rpcFields(values) }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `Draft saved.${res.warnings.length ? ` Note: ${res.warnings.join(", ")}` : ""}` });
       return seeOther(reply, consoleUrl(`/broadcasts/${res.broadcast!.id}`));
     } catch (err) {
@@ -197,7 +198,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const b = await load(request, request.params.id);
     const values = valuesFromForm(request.body);
     try {
-      await rpc.updateBroadcast({ workspaceId: session.workspaceId, id: b.id, ...rpcFields(values) }, rpcOptions(request));
+      await rpc().updateBroadcast({ workspaceId: session.workspaceId, id: b.id, ...rpcFields(values) }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: "Draft saved." });
       return seeOther(reply, consoleUrl(`/broadcasts/${b.id}`));
     } catch (err) {
@@ -212,7 +213,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const b = await load(request, request.params.id);
     const emails = [...all(request.body, "member"), ...str(request.body, "emails").split(/[\s,;]+/)].map((e) => e.trim()).filter(Boolean);
     try {
-      const res = await rpc.sendTest({ workspaceId: session.workspaceId, id: b.id, emails }, rpcOptions(request));
+      const res = await rpc().sendTest({ workspaceId: session.workspaceId, id: b.id, emails }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `Test sent to ${res.sentTo.join(", ")}.` });
     } catch (err) {
       setFlash(reply, formError(err));
@@ -238,7 +239,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     }
     const methodValue = METHODS.some((m) => m.value === method) ? DeliveryMethod[method as keyof typeof DeliveryMethod] : DeliveryMethod.UNSPECIFIED;
     try {
-      const res = await rpc.scheduleBroadcast(
+      const res = await rpc().scheduleBroadcast(
         { workspaceId: session.workspaceId, id: b.id, sendAt: sendAt && timestampFromDate(sendAt), deliveryMethod: methodValue },
         rpcOptions(request),
       );
@@ -256,7 +257,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     editable(request);
     const b = await load(request, request.params.id);
     try {
-      await rpc.cancelBroadcast({ workspaceId: session.workspaceId, id: b.id }, rpcOptions(request));
+      await rpc().cancelBroadcast({ workspaceId: session.workspaceId, id: b.id }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: "Cancelled: the broadcast is a draft again." });
     } catch (err) {
       setFlash(reply, formError(err));
@@ -275,7 +276,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   });
 
   async function timeline(request: FastifyRequest, id: string): Promise<ChartPoint[]> {
-    const res = await rpc.getBroadcastTimeline({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
+    const res = await rpc().getBroadcastTimeline({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
     return res.points.map((p) => ({ at: p.at ? timestampDate(p.at) : new Date(0), sent: n(p.sent), delivered: n(p.delivered), opened: n(p.opened), clicked: n(p.clicked) }));
   }
 
@@ -283,7 +284,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const session = sessionOf(request);
     const opts = rpcOptions(request);
     const [preview, contacts, members] = await Promise.all([
-      rpc.previewBroadcast({ workspaceId: session.workspaceId, id: b.id, contactEmail: contact }, opts).then(
+      rpc().previewBroadcast({ workspaceId: session.workspaceId, id: b.id, contactEmail: contact }, opts).then(
         (p) => ({ ok: true as const, p }),
         (err) => ({ ok: false as const, message: bodyFromError(err).message }),
       ),

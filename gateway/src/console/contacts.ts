@@ -52,7 +52,8 @@ const REASONS: Record<number, string> = {
 const showValue = (v: unknown) => (v === null || v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v));
 
 export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const directory = deps.clients.directory;
+  // Read when a request needs it: registering the pages touches no service client.
+  const directory = () => deps.clients.directory;
   const jobs = new ImportJobs();
 
   scope.get("/contacts", async (request, reply) => {
@@ -61,7 +62,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     const status = str(request.query, "status");
     const cursor = str(request.query, "cursor");
     const statusValue = STATUS.some((s) => s.value === status) ? ContactStatus[status as keyof typeof ContactStatus] : ContactStatus.UNSPECIFIED;
-    const res = await directory.listContacts(
+    const res = await directory().listContacts(
       { workspaceId: session.workspaceId, search, status: statusValue, page: { limit: 50, cursor }, newestFirst: true, includeCount: true },
       rpcOptions(request),
     );
@@ -104,7 +105,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
       return seeOther(reply, consoleUrl("/contacts/import"));
     }
-    const job = jobs.start(directory, session.workspaceId, "upload.csv", file, request.log);
+    const job = jobs.start(directory(), session.workspaceId, "upload.csv", file, request.log);
     return seeOther(reply, consoleUrl(`/contacts/import/${job.id}`));
   });
 
@@ -119,7 +120,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   scope.get("/contacts/suppressions", async (request, reply) => {
     const session = sessionOf(request);
     const cursor = str(request.query, "cursor");
-    const res = await directory.listSuppressions({ workspaceId: session.workspaceId, page: { limit: 50, cursor } }, rpcOptions(request));
+    const res = await directory().listSuppressions({ workspaceId: session.workspaceId, page: { limit: 50, cursor } }, rpcOptions(request));
     const rows = res.suppressions.map((s) => `<tr><td data-label="Email">${escapeHtml(s.email)}</td>
 <td data-label="Reason">${escapeHtml(REASONS[s.reason] ?? "Other")}</td><td data-label="Detail">${escapeHtml(s.detail) || "—"}</td>
 <td data-label="Since">${formatTime(s.createdAt && timestampDate(s.createdAt))}</td></tr>`).join("");
@@ -136,11 +137,11 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const session = sessionOf(request);
     if (!CONTACT_ID.test(request.params.id)) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
     const opts = rpcOptions(request);
-    const { contact } = await directory.getContact({ workspaceId: session.workspaceId, contactId: request.params.id }, opts);
+    const { contact } = await directory().getContact({ workspaceId: session.workspaceId, contactId: request.params.id }, opts);
     if (!contact) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
     const [events, suppression] = await Promise.all([
-      directory.listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
-      directory.checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
+      directory().listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
+      directory().checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
     ]);
     const props = Object.entries(contact.properties ?? {});
     const builtIns: Array<[string, string]> = [

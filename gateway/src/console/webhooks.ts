@@ -69,20 +69,21 @@ ${groups}<div class="actions"><button type="submit">Add webhook</button></div></
 }
 
 export function registerWebhookPages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const rpc = deps.clients.webhooks;
+  // Read when a request needs it: registering the pages touches no service client.
+  const rpc = () => deps.clients.webhooks;
   const editable = (request: FastifyRequest) => {
     if (!sessionOf(request).canEdit) throw refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
   };
   const load = async (request: FastifyRequest, id: string): Promise<Webhook> => {
     if (!WEBHOOK_ID.test(id)) throw refusal({ code: "webhook_not_found", status: 404, message: "No webhook with this id exists in the workspace." });
-    const { webhook } = await rpc.getWebhook({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
+    const { webhook } = await rpc().getWebhook({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
     if (!webhook) throw refusal({ code: "webhook_not_found", status: 404, message: "No webhook with this id exists in the workspace." });
     return webhook;
   };
 
   const listPage = async (request: FastifyRequest, flash?: Flash, values = { url: "", displayName: "", events: [] as string[] }) => {
     const session = sessionOf(request);
-    const { webhooks } = await rpc.listWebhooks({ workspaceId: session.workspaceId }, rpcOptions(request));
+    const { webhooks } = await rpc().listWebhooks({ workspaceId: session.workspaceId }, rpcOptions(request));
     const rows = webhooks.map((w) => `<tr><td data-label="Endpoint"><a href="${consoleUrl(`/webhooks/${w.id}`)}">${escapeHtml(w.displayName || w.url)}</a>${w.displayName ? `<br><span class="muted">${escapeHtml(w.url)}</span>` : ""}</td>
 <td data-label="Events">${w.events.map((e) => `<code>${escapeHtml(e)}</code>`).join(", ")}</td><td data-label="Status">${webhookBadge(w)}</td></tr>`).join("");
     const body = `<h1>Webhooks</h1>
@@ -99,7 +100,7 @@ ${session.canEdit ? `<h2 id="add">Add a webhook</h2>${createForm(csrfField(sessi
     editable(request);
     const values = { url: str(request.body, "url").trim(), displayName: str(request.body, "displayName").trim(), events: all(request.body, "events") };
     try {
-      const { webhook } = await rpc.createWebhook({ workspaceId: session.workspaceId, ...values }, rpcOptions(request));
+      const { webhook } = await rpc().createWebhook({ workspaceId: session.workspaceId, ...values }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: "Webhook added. Use the signing secret below to verify deliveries." });
       return seeOther(reply, consoleUrl(`/webhooks/${webhook!.id}`));
     } catch (err) {
@@ -112,7 +113,7 @@ ${session.canEdit ? `<h2 id="add">Add a webhook</h2>${createForm(csrfField(sessi
   scope.get<{ Params: { id: string } }>("/webhooks/:id", async (request, reply) => {
     const session = sessionOf(request);
     const w = await load(request, request.params.id);
-    const { deliveries } = await rpc.listDeliveries({ workspaceId: session.workspaceId, webhookId: w.id, limit: 50 }, rpcOptions(request));
+    const { deliveries } = await rpc().listDeliveries({ workspaceId: session.workspaceId, webhookId: w.id, limit: 50 }, rpcOptions(request));
     const csrf = csrfField(session);
     const base = consoleUrl(`/webhooks/${w.id}`);
     const rows = deliveries.map((d) => `<tr><td data-label="Event"><code>${escapeHtml(d.eventType)}</code></td>
@@ -155,24 +156,24 @@ ${rows ? `<div class="table-wrap"><table class="data stack" aria-labelledby="del
     });
 
   action("/webhooks/:id/test", async (request, w) => {
-    await rpc.sendTestEvent({ workspaceId: sessionOf(request).workspaceId, id: w.id }, rpcOptions(request));
+    await rpc().sendTestEvent({ workspaceId: sessionOf(request).workspaceId, id: w.id }, rpcOptions(request));
     return "Test event queued: it appears below as TESTING_CONNECTION once tried (refresh).";
   });
   action("/webhooks/:id/deliveries/:delivery/redeliver", async (request, w) => {
     const id = request.params.delivery ?? "";
     if (!DELIVERY_ID.test(id)) throw refusal({ code: "delivery_not_found", status: 404, message: "The webhook has no delivery with this id." });
-    await rpc.redeliverDelivery({ workspaceId: sessionOf(request).workspaceId, webhookId: w.id, deliveryId: id }, rpcOptions(request));
+    await rpc().redeliverDelivery({ workspaceId: sessionOf(request).workspaceId, webhookId: w.id, deliveryId: id }, rpcOptions(request));
     return "Delivery queued again.";
   });
   action("/webhooks/:id/status", async (request, w) => {
     const to = str(request.body, "status") === "ACTIVE" ? WebhookStatus.ACTIVE : WebhookStatus.PAUSED;
-    await rpc.updateWebhook({ workspaceId: sessionOf(request).workspaceId, id: w.id, status: to }, rpcOptions(request));
+    await rpc().updateWebhook({ workspaceId: sessionOf(request).workspaceId, id: w.id, status: to }, rpcOptions(request));
     return to === WebhookStatus.ACTIVE ? "Webhook resumed." : "Webhook paused: deliveries are held until you resume it.";
   });
   scope.post<{ Params: { id: string } }>("/webhooks/:id/delete", async (request, reply) => {
     editable(request);
     const w = await load(request, request.params.id);
-    await rpc.deleteWebhook({ workspaceId: sessionOf(request).workspaceId, id: w.id }, rpcOptions(request));
+    await rpc().deleteWebhook({ workspaceId: sessionOf(request).workspaceId, id: w.id }, rpcOptions(request));
     setFlash(reply, { kind: "ok", message: "Webhook deleted." });
     return seeOther(reply, consoleUrl("/webhooks"));
   });
