@@ -167,7 +167,7 @@ describe.skipIf(!available)("a 3-node NATS cluster losing a node under load", ()
     const handlerMs = (1000 * sampleSum(metrics, "mailroom_jetstream_handler_duration_seconds_sum", jobs)) / sampleSum(metrics, "mailroom_jetstream_handler_duration_seconds_count", jobs);
     console.log(`test/cluster: ${TOTAL} emails accepted in ${accepted} ms, all delivered after ${Date.now() - started} ms; node ${victim.name} killed; ${duplicates} duplicates; ${rateLimited} batch requests answered 429 and ${failed} 5xx, retried${firstFailure ? ` (first 5xx: ${firstFailure})` : ""}; delivered every 5 s: ${progress.join(" ")}; delivery jobs ${handled}, ${sampleSum(metrics, "mailroom_jetstream_redeliveries_total", jobs)} redeliveries, ${handlerMs.toFixed(0)} ms per job`);
     expect(duplicates).toBeLessThanOrEqual(DELIVERY_CONCURRENCY);
-  }, 150_000);
+  }, 300_000);
 });
 
 async function waitFor(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
