@@ -70,7 +70,7 @@ describe("bootstrap", () => {
     await dir.contacts.update("ws_acme", { email: "ann@example.test", firstName: "Edited" });
     const many = Array.from({ length: 2_500 }, (_, i) => ({ email: `r${i}@audience.test`, firstName: `R${i}` }));
     const doc = structuredClone(DESIGN_EXAMPLE);
-    doc.workspaces[0].contacts = [...doc.workspaces[0].contacts, ...many, { email: "R7@audience.test", firstName: "Again" }] as typeof doc.workspaces[0]["contacts"];
+    doc.workspaces[0].contacts = [...(doc.workspaces[0].contacts ?? []), ...many, { email: "R7@audience.test", firstName: "Again" }] as typeof doc.workspaces[0]["contacts"];
     await dir.bootstrap.load(doc);
     expect(await dir.contacts.count("ws_acme")).toBe(2_501);
     expect(await dir.contacts.get("ws_acme", "r2499@audience.test")).toMatchObject({ firstName: "R2499", status: "SUBSCRIBED", source: "DASHBOARD" });
