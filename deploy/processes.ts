@@ -169,7 +169,14 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
         readline.createInterface({ input: stream }).on("line", (line) => onLine(unit.name, line));
       }
     }
-    await waitListening(port, own?.host ?? "127.0.0.1", child, unit.name);
+    try {
+      await waitListening(port, own?.host ?? "127.0.0.1", child, unit.name);
+    } catch (err) {
+      // A unit that never listened is stopped too (it was left running, e.g. still loading a
+      // bootstrap, before its parent watch had started).
+      if (!supervising) await stopUnit(runningUnit);
+      throw err;
+    }
     return runningUnit;
   };
 

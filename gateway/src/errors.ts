@@ -195,6 +195,9 @@ function bodyFromConnectCode(err: ConnectError): PublicErrorBody {
     case Code.Unavailable:
     case Code.DeadlineExceeded:
     case Code.Canceled:
+    // connect-node's code for a connection reset mid-call (ECONNRESET, a destroyed stream):
+    // the service behind it died or restarted (kill -9 in test/hostile answered 500 here).
+    case Code.Aborted:
       return publicErrorBody({ code: "service_unavailable", message: "A backing service is unavailable; try again shortly." });
     case Code.NotFound:
       return publicErrorBody({ code: "not_found", message: err.rawMessage });

@@ -37,6 +37,8 @@ const getEmail = (id: string) => rawRequest(sys.gatewayUrl, "GET", `/v1/emails/$
 const mail = (to: string, subject: string, extra: Record<string, unknown> = {}) => ({ from: "team@acme.test", to, subject, html: `<p>${subject}</p>`, ...extra });
 
 /** The client side of the idempotency contract: a failed or refused-for-now request is sent again with the same key. */
+/** Why sends were retried: "<status> <code>" → count (the summary shows them). */
+const retryReasons: Record<string, number> = {};
 async function sendReliably(body: Record<string, unknown>, deadlineMs = 120_000): Promise<{ id: string; retries: number }> {
   const deadline = Date.now() + deadlineMs;
   let retries = 0;
@@ -44,6 +46,8 @@ async function sendReliably(body: Record<string, unknown>, deadlineMs = 120_000)
     const res = await send(body).catch((err: Error) => ({ status: 0, text: err.message, json: undefined as any }));
     if (res.status === 200) return { id: res.json.email.id, retries };
     const transient = res.status === 0 || res.status >= 500 || res.status === 429 || res.json?.code === "idempotency_request_in_progress";
+    const reason = `${res.status} ${res.json?.code ?? (res.status ? "" : "no answer")}`.trim();
+    retryReasons[reason] = (retryReasons[reason] ?? 0) + 1;
     if (!transient || Date.now() > deadline) throw new Error(`send ${JSON.stringify(body).slice(0, 120)}: ${res.status} ${res.text.slice(0, 200)}`);
     retries++;
     await sleep(250);
@@ -330,6 +334,7 @@ describe("faults", () => {
       ["broadcast progress recipients / sent / failed / bounced / suppressed", `${progress.recipients} / ${progress.sent} / ${progress.failed} / ${progress.bounced} / ${progress.suppressed} (sent ${progressAtCompletion.sent} at COMPLETED)`],
       ["transactional acknowledged / lost / duplicates / client retries", `${sent.length} / ${lostTx.length} / ${dupTx} / ${txRetries}`],
       ["transactional record statuses (first 300)", JSON.stringify(txStatuses)],
+      ["client retries by answer (whole file)", JSON.stringify(retryReasons)],
       ["duplicates bound (in flight at delivery/nats kills)", inFlightBound],
       ["messages lost (must be 0)", lostBroadcast.length + lostTx.length],
     ];

@@ -64,6 +64,20 @@ describe("bootstrap", () => {
     expect((await dir.workspaces.get("ws_acme")).monthlyLimit).toBe(100000);
   });
 
+  it("loads thousands of contacts by batches, keeps existing ones as they are, and ignores a repeated address", async () => {
+    const dir = await memoryDirectory();
+    await dir.bootstrap.load(DESIGN_EXAMPLE);
+    await dir.contacts.update("ws_acme", { email: "ann@example.test", firstName: "Edited" });
+    const many = Array.from({ length: 2_500 }, (_, i) => ({ email: `r${i}@audience.test`, firstName: `R${i}` }));
+    const doc = structuredClone(DESIGN_EXAMPLE);
+    doc.workspaces[0].contacts = [...(doc.workspaces[0].contacts ?? []), ...many, { email: "R7@audience.test", firstName: "Again" }] as typeof doc.workspaces[0]["contacts"];
+    await dir.bootstrap.load(doc);
+    expect(await dir.contacts.count("ws_acme")).toBe(2_501);
+    expect(await dir.contacts.get("ws_acme", "r2499@audience.test")).toMatchObject({ firstName: "R2499", status: "SUBSCRIBED", source: "DASHBOARD" });
+    expect((await dir.contacts.get("ws_acme", "r7@audience.test")).firstName).toBe("R7");
+    expect((await dir.contacts.get("ws_acme", "ann@example.test")).firstName).toBe("Edited");
+  });
+
   it("validates the whole document first: a bad entry anywhere writes nothing", async () => {
     const dir = await memoryDirectory();
     const bad = (patch: Record<string, unknown>) => ({ workspaces: [DESIGN_EXAMPLE.workspaces[1], { ...DESIGN_EXAMPLE.workspaces[0], ...patch }] });

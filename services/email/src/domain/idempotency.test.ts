@@ -78,6 +78,21 @@ describe("idempotency keys", () => {
     expect(w.directory.used).toBe(4);
   });
 
+  it("frees a key held by a request that died soon after the gateway gave up on it (35 s), not minutes later", async () => {
+    w.directory.delayMs = 300; // the holder is still inside the send
+    const holder = w.service.send(WS, email("held-1"));
+    await new Promise((r) => setTimeout(r, 100));
+    await expect(w.service.send(WS, email("held-1"))).rejects.toMatchObject({ code: "idempotency_request_in_progress" });
+    w.directory.delayMs = 0; // the holder stays stuck (as good as dead); the taker runs at once
+    w.clock.advance(36_000); // just past the gateway's 30 s deadline and the lease
+    const taker = await w.service.send(WS, email("held-1"));
+    // The old holder, if it finishes at all, answers with the same email or 409: one email either way.
+    const late = await holder.then((r) => r.id, (err) => err.code);
+    expect([taker.id, "idempotency_request_in_progress"]).toContain(late);
+    await expect(w.service.send(WS, email("held-1"))).resolves.toMatchObject({ id: taker.id });
+    expect(w.queue.jobs).toHaveLength(1);
+  });
+
   it("takes over a key whose request died: replays the email it stored, or sends with the same id", async () => {
     const { idempotency, emails } = w.deps;
     const now = w.clock.now();

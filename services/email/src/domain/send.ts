@@ -92,13 +92,22 @@ async function settleAll(items: Item[], fn: (item: Item) => Promise<void>): Prom
  * check with usage reservation (one call, all or nothing) alongside compilation ->
  * store -> publish.
  */
+/**
+ * How long a request holds its idempotencyKey before another may take it over: a little
+ * over the gateway's 30 s deadline, so no live client still waits for the holder. A takeover
+ * finishes with the same email id (idempotency.ts), so a short lease never sends twice; a long
+ * one (it was 120 s) refused every retry of a key whose email process was killed mid-request
+ * with 409 for two minutes.
+ */
+export const IDEMPOTENCY_LEASE_MS = 35_000;
+
 export class EmailSender {
   private readonly gate: IdempotencyGate;
   private readonly publisher: Publisher;
   private readonly claimLeaseMs: number;
 
   constructor(private readonly deps: SendDeps) {
-    this.gate = new IdempotencyGate(deps.idempotency, deps.emails, deps.clock, deps.idempotencyLeaseMs ?? 120_000);
+    this.gate = new IdempotencyGate(deps.idempotency, deps.emails, deps.clock, deps.idempotencyLeaseMs ?? IDEMPOTENCY_LEASE_MS);
     this.claimLeaseMs = deps.claimLeaseMs ?? 30_000;
     this.publisher = new Publisher(deps.emails, deps.queue, deps.clock, deps.owner, deps.logger);
   }
