@@ -174,11 +174,27 @@ describe("broadcast unit (real processes)", () => {
       const [s, c] = await Promise.allSettled([schedule, broadcasts.cancelBroadcast({ workspaceId: WS, id })]);
       return { id, marker, scheduled: s.status === "fulfilled", cancelled: c.status === "fulfilled", cancelCode: c.status === "rejected" ? errorInfoOf(c.reason)?.code : undefined };
     };
+    /** A round whose order is certain: the cancel goes only once the schedule has answered (and, with `started`, once sending began). */
+    const ordered = async (i: number, sendInMs: number | undefined, started: boolean) => {
+      const marker = `#order${i}-${Date.now()}`;
+      const { broadcast } = await broadcasts.createBroadcast(draft({ subject: `Order {{firstName}} ${marker}` }));
+      const id = broadcast!.id;
+      const sendAt = sendInMs === undefined ? undefined : timestampFromDate(new Date(Date.now() + sendInMs));
+      await broadcasts.scheduleBroadcast({ workspaceId: WS, id, deliveryMethod: DeliveryMethod.ASAP, sendAt });
+      if (started) await statusBecomes(id, BroadcastStatus.COMPLETED);
+      const c = await broadcasts.cancelBroadcast({ workspaceId: WS, id }).then(() => undefined, (err: unknown) => err);
+      return { id, marker, scheduled: true, cancelled: c === undefined, cancelCode: c === undefined ? undefined : errorInfoOf(c)?.code };
+    };
     const rounds = await Promise.all([
       // Schedule and cancel sent together: whichever lands first decides.
       ...[0, 0, 5, 20].map((delay, i) => round(i, delay)),
-      // Cancels around the start of a broadcast due in 600 ms: before it wins, after it loses.
+      // Cancels around the start of a broadcast due in 600 ms: before it wins, after it loses
+      // (on a loaded machine the schedule itself may take longer, so any outcome may happen here).
       ...[100, 300, 500, 700, 900, 1_200].map((delay, i) => round(10 + i, delay, 600)),
+      // Both outcomes for certain, whatever the machine's speed: a cancel before the start wins,
+      // a cancel after it is refused.
+      ordered(20, 60_000, false),
+      ordered(21, undefined, true),
     ]);
     await sleep(3_000);
     for (const r of rounds) {
