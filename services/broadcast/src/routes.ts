@@ -7,6 +7,8 @@ import {
   BroadcastStatus as PbStatus,
   DeliveryMethod as PbMethod,
   type Broadcast as PbBroadcast,
+  type CreateBroadcastRequest,
+  type UpdateBroadcastRequest,
 } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { badRequest } from "../../kit/src/errors.js";
@@ -77,23 +79,28 @@ export function protoBroadcast(b: Broadcast): PbBroadcast {
 }
 
 /** The Connect BroadcastService: proto in, proto out, no business rules. */
+/** The draft fields of a create or an update request (the two carry the same ones). */
+function draftOf(req: CreateBroadcastRequest | UpdateBroadcastRequest) {
+  return {
+    name: req.name,
+    subject: req.subject,
+    previewText: req.previewText,
+    fromEmail: req.fromEmail,
+    fromName: req.fromName,
+    html: req.html,
+    text: req.text,
+    replyTo: req.replyTo,
+    audience: req.audience ? { all: req.audience.all } : undefined,
+    settings: req.settings ? { trackOpens: req.settings.trackOpens, trackClicks: req.settings.trackClicks } : undefined,
+    allowUnknownVariables: req.allowUnknownVariables,
+  };
+}
+
 export function broadcastRoutes(broadcasts: Broadcasts) {
   return (router: ConnectRouter) =>
     router.service(BroadcastService, {
       async createBroadcast(req) {
-        const created = await broadcasts.create(req.workspaceId, {
-          name: req.name,
-          subject: req.subject,
-          previewText: req.previewText,
-          fromEmail: req.fromEmail,
-          fromName: req.fromName,
-          html: req.html,
-          text: req.text,
-          replyTo: req.replyTo,
-          audience: req.audience ? { all: req.audience.all } : undefined,
-          settings: req.settings ? { trackOpens: req.settings.trackOpens, trackClicks: req.settings.trackClicks } : undefined,
-          allowUnknownVariables: req.allowUnknownVariables,
-        });
+        const created = await broadcasts.create(req.workspaceId, draftOf(req));
         return { broadcast: protoBroadcast(created.broadcast), variables: created.variables, warnings: created.warnings };
       },
 
@@ -124,19 +131,7 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
       },
 
       async updateBroadcast(req) {
-        const updated = await broadcasts.update(req.workspaceId, req.id, {
-          name: req.name,
-          subject: req.subject,
-          previewText: req.previewText,
-          fromEmail: req.fromEmail,
-          fromName: req.fromName,
-          html: req.html,
-          text: req.text,
-          replyTo: req.replyTo,
-          audience: req.audience ? { all: req.audience.all } : undefined,
-          settings: req.settings ? { trackOpens: req.settings.trackOpens, trackClicks: req.settings.trackClicks } : undefined,
-          allowUnknownVariables: req.allowUnknownVariables,
-        });
+        const updated = await broadcasts.update(req.workspaceId, req.id, draftOf(req));
         return { broadcast: protoBroadcast(updated.broadcast), variables: updated.variables, warnings: updated.warnings };
       },
 
