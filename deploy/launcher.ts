@@ -124,6 +124,7 @@ const gatewayUrl = `http://localhost:${config.httpPort}`;
 console.log(`
 Mailroom is running.
   Gateway:      ${gatewayUrl}
+  Console:      ${gatewayUrl}/console (sign in with the API key)
   API key:      ${bootstrap.apiKey ?? "(see your MAILROOM_BOOTSTRAP file)"}
   NATS:         ${natsUrl}${nats ? " (started here, data in " + path.join(config.dataDir, "nats") + ")" : ""}
   Inbound SMTP: 127.0.0.1:${ports.inbound} (bounces, complaints, mailto unsubscribes)
