@@ -78,6 +78,19 @@ export function errorInfoOf(err: unknown): ErrorInfo | undefined {
   return err.findDetails(ErrorInfoSchema)[0];
 }
 
+/** A neighbour's ErrorInfo (received over RPC) as the same AppError: code, status, message and lists kept. */
+export function appErrorFromInfo(info: ErrorInfo): AppError {
+  return appError({
+    code: info.code,
+    httpStatus: info.httpStatus,
+    message: info.message,
+    allowedEmails: info.allowedEmails.length ? info.allowedEmails : undefined,
+    allowedDomains: info.allowedDomains.length ? info.allowedDomains : undefined,
+    unknownVariables: info.unknownVariables.length ? info.unknownVariables : undefined,
+    extra: Object.keys(info.extra).length ? { ...info.extra } : undefined,
+  });
+}
+
 export const badRequest = (code: string, message: string, more: Partial<AppErrorInit> = {}) =>
   appError({ code, httpStatus: 400, message, ...more });
 export const notFound = (code: string, message: string) => appError({ code, httpStatus: 404, message });

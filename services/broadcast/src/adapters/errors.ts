@@ -1,4 +1,4 @@
-import { appError, errorInfoOf } from "../../../kit/src/errors.js";
+import { appErrorFromInfo, errorInfoOf } from "../../../kit/src/errors.js";
 
 /**
  * A neighbour's refusal (ErrorInfo with a 4xx status) becomes the domain's AppError with
@@ -7,15 +7,7 @@ import { appError, errorInfoOf } from "../../../kit/src/errors.js";
 export function asDomainError(err: unknown): unknown {
   const info = errorInfoOf(err);
   if (info && info.httpStatus >= 400 && info.httpStatus < 500) {
-    return appError({
-      code: info.code,
-      httpStatus: info.httpStatus,
-      message: info.message,
-      allowedEmails: info.allowedEmails.length ? info.allowedEmails : undefined,
-      allowedDomains: info.allowedDomains.length ? info.allowedDomains : undefined,
-      unknownVariables: info.unknownVariables.length ? info.unknownVariables : undefined,
-      extra: Object.keys(info.extra).length ? { ...info.extra } : undefined,
-    });
+    return appErrorFromInfo(info);
   }
   return err;
 }

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AppError, appError, errorInfoOf } from "../../../kit/src/errors.js";
+import { AppError, appError, appErrorFromInfo, errorInfoOf } from "../../../kit/src/errors.js";
 
 /**
  * The adapter boundary for a neighbour's failure, so the domain sees only AppError:
@@ -13,15 +13,7 @@ export function fromRpcError(err: unknown): unknown {
   if (err instanceof AppError) return err;
   const info = errorInfoOf(err);
   if (info) {
-    return appError({
-      code: info.code,
-      httpStatus: info.httpStatus,
-      message: info.message,
-      allowedEmails: info.allowedEmails.length ? info.allowedEmails : undefined,
-      allowedDomains: info.allowedDomains.length ? info.allowedDomains : undefined,
-      unknownVariables: info.unknownVariables.length ? info.unknownVariables : undefined,
-      extra: Object.keys(info.extra).length ? { ...info.extra } : undefined,
-    });
+    return appErrorFromInfo(info);
   }
   if (!(err instanceof ConnectError)) return err;
   const down = err.code === Code.Unavailable || err.code === Code.DeadlineExceeded || err.code === Code.Canceled;
