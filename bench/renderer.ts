@@ -23,7 +23,7 @@
 import { pathToFileURL } from "node:url";
 import os from "node:os";
 import { ContentKind } from "../gen/mailroom/renderer/v1/renderer_pb.js";
-import { compileMessage } from "../services/renderer/src/domain/compile.js";
+import { compileMessage } from "../services/content/src/compile/compile.js";
 import { prepare, type MergeRecipient } from "../services/content/src/merge.js";
 import { bodyPart } from "../services/delivery/src/adapters/mime.js";
 import { buildNewsletter, VARIABLES } from "../services/renderer/src/fixtures/newsletter.js";

@@ -8,7 +8,7 @@
  * What fires today, all 0 points: HTML_MESSAGE (there is an HTML part), NO_RECEIVED and
  * NO_RELAYS (captured before any relay added a Received line). The open beacon once added
  * HTML_IMAGE_ONLY_* (up to 2.8) to every short tracked message: see pixelPieces in
- * services/renderer/src/domain/snippets.ts for why it is no longer an <img> to the filter.
+ * services/content/src/compile/snippets.ts for why it is no longer an <img> to the filter.
  */
 import { execFile, execFileSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
@@ -20,7 +20,7 @@ import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
 import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { compileMessage, type CompileInput } from "../../services/renderer/src/domain/compile.js";
+import { compileMessage, type CompileInput } from "../../services/content/src/compile/compile.js";
 import { startDeliveryUnderTest, deliveryEnv, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours } from "../delivery/support.js";
 
 const MAX_SCORE = 1.0;

@@ -16,7 +16,7 @@ import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { parseVerpAddress } from "../../services/content/src/verp.js";
-import { compileMessage } from "../../services/renderer/src/domain/compile.js";
+import { compileMessage } from "../../services/content/src/compile/compile.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
   startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours,

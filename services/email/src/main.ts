@@ -3,7 +3,6 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
   connectClient,
   connectNats,
@@ -20,7 +19,7 @@ import { openStore } from "../../kit/src/store/open.js";
 import { systemClock } from "./adapters/clock.js";
 import { openCollections } from "./adapters/store.js";
 import { ConnectDirectory } from "./adapters/directory.js";
-import { ConnectRenderer } from "./adapters/renderer.js";
+import { InProcessRenderer } from "./adapters/renderer.js";
 import { JetStreamDeliveryQueue } from "./adapters/delivery-queue.js";
 import { EmailService } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
@@ -41,7 +40,7 @@ const service = new EmailService({
   emails,
   idempotency,
   directory: new ConnectDirectory(connectClient(DirectoryService, config.urls.directory)),
-  renderer: new ConnectRenderer(connectClient(RendererService, config.urls.renderer)),
+  renderer: new InProcessRenderer({ secret: config.secret, publicUrl: config.publicUrl }),
   queue,
   stats,
   clock: systemClock,

@@ -1,5 +1,5 @@
 import { ContentKind, type CompiledMessage } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { compileMessage, type CompileInput } from "./domain/compile.js";
+import { compileMessage, type CompileInput } from "../../content/src/compile/compile.js";
 import { mergeMessage, type MergeRecipient } from "../../content/src/merge.js";
 
 /** Shared fixtures for the renderer's unit tests. */

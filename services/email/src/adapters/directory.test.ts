@@ -106,3 +106,74 @@ describe("directory adapter", () => {
     expect(calls.at(-1)).toMatch(/ true$/);
   });
 });
+
+describe("directory adapter: reservations of concurrent requests", () => {
+  /** A directory whose usage has `limit` sends a month; each call waits for `release`. */
+  function limited(limit: number) {
+    const calls: string[][] = [];
+    let used = 0;
+    let release!: () => void;
+    let gate = new Promise<void>((r) => (release = r));
+    const transport = memoryTransport(({ service }) => {
+      service(DirectoryService, {
+        async reserveSendable(req) {
+          calls.push(req.recipients);
+          await gate;
+          const gone = req.recipients.filter((e) => e.startsWith("gone"));
+          const count = req.recipients.length - gone.length;
+          const granted = used + count <= limit;
+          if (granted) used += count;
+          return {
+            suppressed: [...new Set(gone)].map((email) => ({ email, reason: SuppressionReason.UNSUBSCRIBED, detail: "" })),
+            granted,
+            reserved: BigInt(granted ? count : 0),
+            used: BigInt(used),
+            limit: BigInt(limit),
+            period: "2030-01",
+          };
+        },
+      });
+    });
+    const repo = new ConnectDirectory(createClient(DirectoryService, transport), 0);
+    return {
+      repo,
+      calls,
+      used: () => used,
+      open: () => {
+        release();
+        gate = Promise.resolve();
+      },
+    };
+  }
+
+  it("reserves the requests that arrive during a call together in the next one, each with its own count", async () => {
+    const dir = limited(100);
+    const first = dir.repo.reserveSendable("ws", ["a@x.test"]);
+    const second = dir.repo.reserveSendable("ws", ["b@x.test", "gone@x.test"]);
+    const third = dir.repo.reserveSendable("ws", ["c@x.test", "d@x.test"]);
+    const otherWorkspace = dir.repo.reserveSendable("ws2", ["e@x.test"]);
+    dir.open();
+    const [r1, r2, r3, r4] = await Promise.all([first, second, third, otherWorkspace]);
+    // The first went alone; the two that waited went as one; the other workspace never joins.
+    expect(dir.calls).toEqual([["a@x.test"], ["e@x.test"], ["b@x.test", "gone@x.test", "c@x.test", "d@x.test"]]);
+    expect([r1.reserved, r2.reserved, r3.reserved, r4.reserved]).toEqual([1, 1, 2, 1]);
+    expect(r2.suppressed.get("gone@x.test")).toBe("unsubscribed");
+    expect(r3.granted && r3.period).toBe("2030-01");
+    expect(dir.used()).toBe(5);
+  });
+
+  it("asks again one by one when the sum is refused, so a request that fits alone is still granted", async () => {
+    const dir = limited(3);
+    const first = dir.repo.reserveSendable("ws", ["a@x.test"]);
+    const big = dir.repo.reserveSendable("ws", ["b@x.test", "c@x.test", "d@x.test"]);
+    const small = dir.repo.reserveSendable("ws", ["e@x.test"]);
+    dir.open();
+    const [r1, rBig, rSmall] = await Promise.all([first, big, small]);
+    expect(r1.granted).toBe(true);
+    expect(rBig.granted).toBe(false);
+    expect(rBig.reserved).toBe(0);
+    expect(rSmall.granted).toBe(true);
+    expect(rSmall.reserved).toBe(1);
+    expect(dir.used()).toBe(2);
+  });
+});

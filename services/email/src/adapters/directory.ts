@@ -3,6 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { LRUCache } from "lru-cache";
 import { ContactSource, type DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { Directory, SendableReservation, SenderCheck, TemplateContent } from "../domain/ports.js";
+import { Coalescer } from "../../../kit/src/coalesce.js";
 import { fromRpcError, rpc } from "./rpc-errors.js";
 
 const RPC = { timeoutMs: 15_000 };
@@ -27,6 +28,10 @@ class SenderRefused extends Error {
  */
 export class ConnectDirectory implements Directory {
   private readonly allowedSenders: LRUCache<string, SenderCheck, SenderKey> | undefined;
+  /** Concurrent send requests of one workspace share one reservation call (see reserveSendable). */
+  private readonly reservations = new Coalescer<string[], SendableReservation>((workspaceId, requests) =>
+    this.reserveTogether(workspaceId, requests),
+  );
 
   constructor(
     private readonly client: Client<typeof DirectoryService>,
@@ -95,7 +100,27 @@ export class ConnectDirectory implements Directory {
     }
   }
 
-  async reserveSendable(workspaceId: string, recipients: string[]): Promise<SendableReservation> {
+  /**
+   * Requests of one workspace that arrive while its last reservation is in flight are
+   * reserved together in the next call: one round trip for all of them. The sum is all or
+   * nothing, so when it is refused (the monthly limit is near) each request asks again on
+   * its own and gets the answer it would have had alone.
+   */
+  reserveSendable(workspaceId: string, recipients: string[]): Promise<SendableReservation> {
+    return this.reservations.run(workspaceId, recipients);
+  }
+
+  private async reserveTogether(workspaceId: string, requests: string[][]): Promise<SendableReservation[]> {
+    const together = await this.reserveOnce(workspaceId, requests.flat());
+    if (requests.length === 1) return [together];
+    if (!together.granted) return Promise.all(requests.map((recipients) => this.reserveOnce(workspaceId, recipients)));
+    return requests.map((recipients) => {
+      const reserved = recipients.filter((r) => !together.suppressed.has(r.trim().toLowerCase())).length;
+      return { ...together, reserved, period: reserved ? together.period : "" };
+    });
+  }
+
+  private async reserveOnce(workspaceId: string, recipients: string[]): Promise<SendableReservation> {
     const res = await rpc(() => this.client.reserveSendable({ workspaceId, recipients }, RPC));
     const suppressed = new Map<string, string>();
     for (const s of res.suppressed) suppressed.set(s.email.toLowerCase(), reasonText(s.reason) + (s.detail ? `: ${s.detail}` : ""));

@@ -8,7 +8,7 @@ import { verifyClick } from "../../../content/src/tokens.js";
 import { linkBase, linkPrefix } from "../../../content/src/urls.js";
 import { buildNewsletter, VARIABLES } from "../fixtures/newsletter.js";
 import { compile, CTX, SECRET } from "../testing.js";
-import { variablePattern } from "./variables.js";
+import { variablePattern } from "../../../content/src/compile/variables.js";
 
 /**
  * What a mail client sees: the merged HTML of real newsletter-like content parsed into a

@@ -1,8 +1,8 @@
 import { badRequest } from "../../../kit/src/errors.js";
 import { mergeMessage, type MergedMessage, type MergeRecipient } from "../../../content/src/merge.js";
-import { compileMessage, type CompileInput } from "./compile.js";
-import type { CompiledMessage } from "./compiled.js";
-import { detectVariables, type DetectedVariables } from "./variables.js";
+import { compileMessage, type CompileInput } from "../../../content/src/compile/compile.js";
+import type { CompiledMessage } from "../../../content/src/compile/compiled.js";
+import { detectVariables, type DetectedVariables } from "../../../content/src/compile/variables.js";
 
 export interface RendererSettings {
   /** HMAC secret of link and recipient tokens. */

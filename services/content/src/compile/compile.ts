@@ -5,7 +5,7 @@ import { append, type Piece } from "./pieces.js";
 import { scanHtml, type AttributeValue } from "./scan.js";
 import { classifyHref, cleanHref, isInUrlQuery } from "./links.js";
 import { htmlToPlainText } from "./text.js";
-import { signLinkToken } from "../../../content/src/tokens.js";
+import { signLinkToken } from "../tokens.js";
 import { splitVariables } from "./variables.js";
 import { FOOTER_TEXT, footerPieces, pixelFormFor, pixelPieces, preheaderPieces } from "./snippets.js";
 

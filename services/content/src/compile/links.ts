@@ -1,4 +1,4 @@
-import { isOwnLinkUrl } from "../../../content/src/urls.js";
+import { isOwnLinkUrl } from "../urls.js";
 import { findVariables } from "./variables.js";
 
 /**

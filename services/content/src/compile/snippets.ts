@@ -1,5 +1,5 @@
 import type { Piece } from "./pieces.js";
-import { escapeHtml } from "../../../content/src/escape.js";
+import { escapeHtml } from "../escape.js";
 import { splitVariables } from "./variables.js";
 
 /**
