@@ -30,6 +30,7 @@ import { startSystem, type TestSystem } from "../test/harness/system.js";
 import type { UnitName } from "../deploy/processes.js";
 import { cpuPerUnit, formatCpu, snapshot, type CpuSnapshot } from "./cpu.js";
 import { summarizeProfiles } from "./profile.js";
+import { rpcMeter } from "./rpcs.js";
 
 const KEY = "mr_bench_api_key_0001";
 const BATCH_SIZE = 50;
@@ -193,13 +194,20 @@ export async function runApiBench(
     },
   });
   const unitPids = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.child.pid]));
+  const unitUrls = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.name === "gateway" ? sys.gatewayUrl : `http://127.0.0.1:${u.port}`]));
   const pids = { ...unitPids, "nats-server": sys.nats.pid };
   /** CPU per request of each process over a drive()'s measured window. */
   const cpuMeter = () => {
     let before: CpuSnapshot = new Map();
     let after: CpuSnapshot = new Map();
+    const rpcs = rpcMeter(unitUrls);
     return {
-      onMeasure: (phase: "start" | "end") => { if (phase === "start") before = snapshot(pids); else after = snapshot(pids); },
+      rpcs,
+      onMeasure: (phase: "start" | "end") => {
+        if (phase === "start") before = snapshot(pids);
+        else after = snapshot(pids);
+        rpcs.onMeasure(phase);
+      },
       perUnit: (units: number) => cpuPerUnit(before, after, units),
     };
   };
@@ -246,9 +254,11 @@ export async function runApiBench(
     const ratio = api.perSecond / baseline.perSecond;
     log(`ratio (system / bare): ${(ratio * 100).toFixed(1)}% of the bare server's throughput; p50 ${(api.p50Ms / Math.max(baseline.p50Ms, 0.001)).toFixed(1)}x its latency`);
     log(`cpu per request (ms): ${formatCpu(apiCpu.perUnit(api.requests))}`);
+    log(`rpcs per request: ${await apiCpu.rpcs.perUnit(api.requests)}`);
     log(`${row(`POST /v1/emails/batch`, batch)}`);
     log(`batch: ${fmt(batch.perSecond * BATCH_SIZE)} emails/s (${BATCH_SIZE} per request)`);
     log(`cpu per batched email (ms): ${formatCpu(batchCpu.perUnit(batch.requests * BATCH_SIZE))}`);
+    log(`rpcs per batched email: ${await batchCpu.rpcs.perUnit(batch.requests * BATCH_SIZE)}`);
     if (api.errors) log(`non-200 answers from the system: ${JSON.stringify(api.statuses)}`);
     if (batch.errors) log(`non-200 answers to batches: ${JSON.stringify(batch.statuses)}`);
     await sys.stop();

@@ -65,3 +65,24 @@ describe("API key authentication", () => {
     expect(err).toBeInstanceOf(ConnectError);
   });
 });
+
+describe("API key authentication under the failed-attempt limiter", () => {
+  it("charges no attempt to a busy client whose valid key's cached answer just expired", async () => {
+    const { AuthFailureLimiter } = await import("./rate-limit.js");
+    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+    const failures = new AuthFailureLimiter(5);
+    const authenticate = createAuthHook({ clients, authCacheMs: 20 }, failures);
+    const request = () => ({ ...requestWith("mr_test_key_1"), ip: "10.0.0.1" }) as unknown as FastifyRequest;
+    await authenticate(request());
+    await new Promise((r) => setTimeout(r, 40));
+    // 64 concurrent requests after expiry: one directory call, no 429 from the 5-attempt bucket.
+    const results = await Promise.allSettled(Array.from({ length: 64 }, () => authenticate(request())));
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    expect(calls.length).toBe(2);
+    // Guessing is still limited: unknown keys from the address run out after 5 attempts.
+    const guesses = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => authenticate({ ...requestWith(`mr_guess_${i}`), ip: "10.0.0.1" } as unknown as FastifyRequest)),
+    );
+    expect(guesses.filter((g) => g.status === "rejected" && (g.reason as AppError).httpStatus === 429).length).toBeGreaterThan(0);
+  });
+});

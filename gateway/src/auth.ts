@@ -65,7 +65,11 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
       throw unauthorized("Invalid API key");
     }
     const keyHash = createHash("sha256").update(match[1]).digest("hex");
-    const known = cache.has(keyHash);
+    // A key answered valid before, even if that answer has since expired and is being asked
+    // again, is no guess: when a busy client's cached key expires, its concurrent requests
+    // must not each spend one of the address's failed-attempt tokens (they did: a burst of
+    // 429s every authCacheMs).
+    const known = cache.peek(keyHash, { allowStale: true }) !== undefined;
     if (!known) failures?.attempt(request.ip, reply);
     let auth: AuthContext;
     try {

@@ -6,7 +6,8 @@ import { KvTokenBuckets } from "./rate-limit-kv.js";
 
 const config = loadConfig();
 const logger = createLogger("gateway", config.logLevel);
-const nc = await connectNats(config.natsUrl, "gateway");
+// Every API request takes a rate-limit token over KV: no stack captured per request.
+const nc = await connectNats(config.natsUrl, "gateway", { noAsyncTraces: true });
 await ensureStreams(nc);
 
 const app = await buildGateway({

@@ -4,11 +4,13 @@ import { workspaceOf } from "../auth.js";
 import { SINGLE_EMAIL_BODY_LIMIT_BYTES, apiErrorSchema, invalidFromErrorSchema, invalidPayloadErrorSchema, monthlyLimitErrorSchema } from "../errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { emailEnvelope, emailRecordJson, emailRecordSchema, parseEmailOrRefuse, sendEmailRequestSchema } from "../schemas/email.js";
+import { SingleSends } from "../single-sends.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 /** POST /v1/emails: one raw or templated email -> { email: <Email record> }. */
-export const registerSendEmail: RouteModule = (app, deps) =>
-  defineRoute(app, {
+export const registerSendEmail: RouteModule = (app, deps) => {
+  const sends = new SingleSends(deps.clients.email);
+  return defineRoute(app, {
     method: "POST",
     url: "/v1/emails",
     operationId: "sendEmail",
@@ -29,7 +31,9 @@ export const registerSendEmail: RouteModule = (app, deps) =>
       ...JSON_BODY_RESPONSES,
     },
     handler: async (request, reply, { body: email }) => {
-      const res = await deps.clients.email.sendEmail({ workspaceId: workspaceOf(request), email }, rpcOptions(request));
-      return reply.code(200).send({ email: emailRecordJson(res.email!) });
+      const bodyBytes = Number(request.headers["content-length"] ?? Infinity);
+      const record = await sends.send(workspaceOf(request), email, rpcOptions(request), bodyBytes);
+      return reply.code(200).send({ email: emailRecordJson(record) });
     },
   });
+};

@@ -151,7 +151,7 @@ export function emailRoutes(service: EmailService) {
             invalid.push({ index, to: input.to, error: err });
           }
         });
-        const result = requests.length ? await service.sendBatch(req.workspaceId, requests) : { successful: [], failed: [] };
+        const result = requests.length ? await service.sendBatch(req.workspaceId, requests, { independent: req.independent }) : { successful: [], failed: [] };
         const failed = [...invalid, ...result.failed.map((f) => ({ ...f, index: positions[f.index] }))].sort((a, b) => a.index - b.index);
         return {
           successful: result.successful.map(protoRecord),

@@ -285,6 +285,36 @@ describe("sending a batch", () => {
     expect(ok.successful).toHaveLength(2);
   });
 
+  it("refuses only the emails past the limit when the emails are independent (coalesced single sends)", async () => {
+    w.directory.limit = 5;
+    w.directory.used = 3;
+    w.directory.suppressions.set("gone@example.test", "hard bounce");
+    const emails = [raw({ to: "a@example.test" }), raw({ to: "gone@example.test" }), raw({ to: "b@example.test" }), raw({ to: "c@example.test" }), templated()];
+    const result = await w.service.sendBatch(WS, emails, { independent: true });
+    // Each email reserves on its own: two fit, the suppressed one needs nothing, two are refused alone.
+    expect(result.successful.map((r) => [r.to, r.status])).toEqual([
+      ["a@example.test", "SENT"],
+      ["gone@example.test", "FAILED"],
+      ["b@example.test", "SENT"],
+    ]);
+    expect(result.failed.map((f) => [f.index, f.error.code, f.error.httpStatus])).toEqual([
+      [3, "monthly_limit_reached", 403],
+      [4, "monthly_limit_reached", 403],
+    ]);
+    expect(w.queue.jobs.map((j) => j.recipient)).toEqual(["a@example.test", "b@example.test"]);
+    expect(w.directory.used).toBe(5);
+    expect(w.directory.count("releaseUsage")).toBe(0);
+  });
+
+  it("gives back the reservations of independent emails that were not stored", async () => {
+    w.directory.limit = 10;
+    const emails = [raw({ to: "a@example.test" }), raw({ to: "b@example.test", content: { html: w.renderer.rejectMarker } }), raw({ to: "c@example.test" })];
+    const result = await w.service.sendBatch(WS, emails, { independent: true });
+    expect(result.successful.map((r) => r.to)).toEqual(["a@example.test", "c@example.test"]);
+    expect(result.failed.map((f) => f.error.code)).toEqual(["invalid_request"]);
+    expect(w.directory.used).toBe(2);
+  });
+
   it("answers with the stored items when storing one item fails, so a retry cannot send them twice", async () => {
     const insert = w.deps.emails.insert.bind(w.deps.emails);
     w.deps.emails.insert = async (email) => {

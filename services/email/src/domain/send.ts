@@ -56,6 +56,22 @@ interface Item {
   stored?: StoredEmail;
 }
 
+/** Sends reserved for a group of items (the request, or one item when items are independent). */
+interface Reservation {
+  period: string;
+  count: number;
+  items: Item[];
+}
+
+export interface AcceptOptions {
+  /**
+   * Each email is its own request (single sends the gateway coalesced into one call): the
+   * monthly limit refuses items, not all of them. By default a request's emails are
+   * reserved all or nothing, as the batch endpoint promises.
+   */
+  independent?: boolean;
+}
+
 const pending = (items: Item[]) => items.filter((i) => !i.outcome);
 
 const fail = (item: Item, error: AppError) => {
@@ -112,7 +128,7 @@ export class EmailSender {
     this.publisher = new Publisher(deps.emails, deps.queue, deps.clock, deps.owner, deps.logger);
   }
 
-  async accept(workspaceId: string, requests: EmailRequest[]): Promise<Outcome[]> {
+  async accept(workspaceId: string, requests: EmailRequest[], opts: AcceptOptions = {}): Promise<Outcome[]> {
     const now = this.deps.clock.now();
     const items: Item[] = requests.map((req, index) => ({ index, req, emailId: this.deps.ids.emailId() }));
 
@@ -125,7 +141,7 @@ export class EmailSender {
       }
     }
 
-    let reservation: { period: string; count: number } | undefined;
+    const reservations: Reservation[] = [];
     try {
       await settleAll(pending(items).filter((i) => i.req.idempotencyKey !== undefined), (item) => this.enterGate(workspaceId, item));
       const lookups = pending(items);
@@ -138,14 +154,27 @@ export class EmailSender {
       // the result) is cheaper than waiting for the suppression list before compiling.
       const checked = pending(items);
       const compileErrors = new Map<Item, unknown>();
+      const groups = opts.independent ? checked.map((item) => [item]) : [checked];
       const [reserved] = await Promise.allSettled([
-        this.reserveSendable(workspaceId, checked),
+        Promise.allSettled(groups.map((group) => this.reserveSendable(workspaceId, group))),
         Promise.all(checked.map((item) => this.compile(workspaceId, item).catch((err) => void compileErrors.set(item, err)))),
       ]);
       if (reserved.status === "rejected") throw reserved.reason;
-      reservation = reserved.value;
+      let reserveFailure: { err: unknown } | undefined;
+      reserved.value.forEach((result, i) => {
+        if (result.status === "fulfilled") {
+          if (result.value) reservations.push(result.value);
+        } else if (opts.independent && isItemError(result.reason)) {
+          fail(groups[i]![0]!, result.reason);
+        } else {
+          reserveFailure ??= { err: result.reason };
+        }
+      });
+      // Thrown once every reservation made is recorded, so finish() gives them back.
+      if (reserveFailure) throw reserveFailure.err;
       let compileFailure: { err: unknown } | undefined;
       for (const item of checked) {
+        if (item.outcome) continue; // refused by the monthly limit
         if (item.suppressedReason !== undefined) {
           item.compiled = undefined; // recorded FAILED without content, never sent
           continue;
@@ -159,7 +188,7 @@ export class EmailSender {
 
       await settleAll(pending(items), async (item) => {
         try {
-          await this.store(workspaceId, item, reservation?.period);
+          await this.store(workspaceId, item, reservations.find((r) => r.items.includes(item))?.period);
         } catch (err) {
           if (isItemError(err)) throw err;
           // The store failed for this item only; the others are kept and sent, so the
@@ -173,22 +202,26 @@ export class EmailSender {
       for (const item of items) {
         if (!item.stored && !item.outcome) fail(item, err instanceof AppError ? err : appError({ code: "internal", httpStatus: 500, message: "Internal error" }));
       }
-      await this.finish(workspaceId, items, reservation);
+      await this.finish(workspaceId, items, reservations);
       throw err;
     }
-    await this.finish(workspaceId, items, reservation);
+    await this.finish(workspaceId, items, reservations);
     return items.map((i) => i.outcome!);
   }
 
   /** Completes or frees idempotency keys, returns unused usage, publishes, upserts contacts. */
-  private async finish(workspaceId: string, items: Item[], reservation: { period: string; count: number } | undefined) {
+  private async finish(workspaceId: string, items: Item[], reservations: Reservation[]) {
     const stored = items.filter((i) => i.stored);
-    const counted = stored.filter((i) => i.stored!.dispatch !== "none").length;
     const tasks: Promise<unknown>[] = [];
-    if (reservation && reservation.count > counted) {
+    const unused = new Map<string, number>();
+    for (const reservation of reservations) {
+      const counted = reservation.items.filter((i) => i.stored && i.stored.dispatch !== "none").length;
+      if (reservation.count > counted) unused.set(reservation.period, (unused.get(reservation.period) ?? 0) + reservation.count - counted);
+    }
+    for (const [period, count] of unused) {
       tasks.push(
         this.deps.directory
-          .releaseUsage(workspaceId, reservation.count - counted, reservation.period)
+          .releaseUsage(workspaceId, count, period)
           .catch((err) => this.deps.logger.warn({ err, workspaceId }, "releasing unused usage failed")),
       );
     }
@@ -303,7 +336,7 @@ export class EmailSender {
    * Looks the recipients up on the suppression list and reserves usage for the others,
    * all or nothing (403 `monthly_limit_reached`), in one directory call.
    */
-  private async reserveSendable(workspaceId: string, items: Item[]): Promise<{ period: string; count: number } | undefined> {
+  private async reserveSendable(workspaceId: string, items: Item[]): Promise<Reservation | undefined> {
     if (!items.length) return undefined;
     const res = await this.deps.directory.reserveSendable(
       workspaceId,
@@ -325,7 +358,7 @@ export class EmailSender {
             : `Monthly sending limit of your plan reached${detail}`,
       });
     }
-    return res.reserved > 0 ? { period: res.period, count: res.reserved } : undefined;
+    return res.reserved > 0 ? { period: res.period, count: res.reserved, items } : undefined;
   }
 
   private async compile(workspaceId: string, item: Item): Promise<void> {

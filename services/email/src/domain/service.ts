@@ -3,7 +3,7 @@ import {
   DEFAULT_LIST_LIMIT, MAX_BATCH, MAX_LIST_LIMIT, recordOf,
   type CompiledContent, type EmailListQuery, type EmailRecord, type EmailRequest,
 } from "./model.js";
-import { EmailSender, type SendDeps } from "./send.js";
+import { EmailSender, type AcceptOptions, type SendDeps } from "./send.js";
 import type { StatsStore } from "./ports.js";
 import { emailStats, type EmailStats, type StatsQuery } from "./stats.js";
 
@@ -33,9 +33,9 @@ export class EmailService {
   }
 
   /** Valid items are sent; each invalid one fails alone with the error it would get alone. */
-  async sendBatch(workspaceId: string, requests: EmailRequest[]): Promise<BatchResult> {
+  async sendBatch(workspaceId: string, requests: EmailRequest[], opts: AcceptOptions = {}): Promise<BatchResult> {
     assertBatchSize(requests.length);
-    const outcomes = await this.sender.accept(workspaceId, requests);
+    const outcomes = await this.sender.accept(workspaceId, requests, opts);
     const result: BatchResult = { successful: [], failed: [] };
     outcomes.forEach((outcome, index) => {
       if (outcome.ok) result.successful.push(outcome.record);

@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { createClient, Code, ConnectError } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { EmailInputSchema, EmailRecordSchema, EmailService, type EmailInput } from "../../gen/mailroom/email/v1/email_pb.js";
+import { memoryTransport } from "../../services/kit/src/connect.js";
+import { AppError, badRequest, toErrorInfo } from "../../services/kit/src/errors.js";
+import { COALESCE_MAX_BODY_BYTES, SingleSends } from "./single-sends.js";
+
+const input = (to: string) => create(EmailInputSchema, { to, email: { case: "raw", value: { from: "a@x.test", subject: "s", html: "<p>h</p>" } } } as never) as EmailInput;
+
+/** An email service that holds every call until `open()`, refusing recipients that start with "bad". */
+function emailService() {
+  const calls: string[] = [];
+  let open!: () => void;
+  let gate = new Promise<void>((r) => (open = r));
+  const refusal = (to: string) => badRequest("invalid_from", `refused ${to}`, { allowedEmails: ["ok@x.test"], allowedDomains: [] });
+  const transport = memoryTransport(({ service }) => {
+    service(EmailService, {
+      async sendEmail(req) {
+        calls.push(`SendEmail ${req.email!.to}`);
+        await gate;
+        if (req.email!.to.startsWith("down")) throw new ConnectError("restarting", Code.Unavailable);
+        if (req.email!.to.startsWith("bad")) throw refusal(req.email!.to);
+        return { email: create(EmailRecordSchema, { id: `id-${req.email!.to}`, to: [req.email!.to] }) };
+      },
+      async sendBatch(req) {
+        calls.push(`SendBatch${req.independent ? " independent" : ""} ${req.emails.map((e) => e.to).join(",")}`);
+        await gate;
+        const successful = [];
+        const failed = [];
+        for (const [index, e] of req.emails.entries()) {
+          if (e.to.startsWith("bad")) failed.push({ index, to: e.to, error: toErrorInfo(refusal(e.to).toInit()) });
+          else successful.push(create(EmailRecordSchema, { id: `id-${e.to}`, to: [e.to] }));
+        }
+        return { successful, failed };
+      },
+    });
+  });
+  return {
+    sends: new SingleSends(createClient(EmailService, transport)),
+    calls,
+    open: () => {
+      open();
+      gate = Promise.resolve();
+    },
+  };
+}
+
+describe("single sends coalesced per workspace", () => {
+  it("sends the first alone and the ones that arrive meanwhile as one independent batch, each answered with its own result", async () => {
+    const svc = emailService();
+    const results = [
+      svc.sends.send("ws", input("first@y.test"), {}, 100),
+      svc.sends.send("ws", input("second@y.test"), {}, 100),
+      svc.sends.send("ws", input("bad@y.test"), {}, 100),
+      svc.sends.send("ws", input("third@y.test"), {}, 100),
+      svc.sends.send("ws2", input("other@y.test"), {}, 100),
+    ].map((p) => p.then((r) => r.id, (e: unknown) => e));
+    svc.open();
+    const [first, second, bad, third, other] = await Promise.all(results);
+    expect(svc.calls).toEqual([
+      "SendEmail first@y.test",
+      "SendEmail other@y.test",
+      "SendBatch independent second@y.test,bad@y.test,third@y.test",
+    ]);
+    expect([first, second, third, other]).toEqual(["id-first@y.test", "id-second@y.test", "id-third@y.test", "id-other@y.test"]);
+    // The refused one gets the error SendEmail would have given it, details included.
+    expect(bad).toBeInstanceOf(AppError);
+    expect((bad as AppError).toInit()).toMatchObject({ code: "invalid_from", httpStatus: 400, message: "refused bad@y.test", allowedEmails: ["ok@x.test"] });
+  });
+
+  it("gives a refusal of a lone send as SendEmail gave it", async () => {
+    const svc = emailService();
+    svc.open();
+    await expect(svc.sends.send("ws", input("down@y.test"), {}, 100)).rejects.toMatchObject({ code: Code.Unavailable });
+  });
+
+  it("sends a large email on its own, never in a round", async () => {
+    const svc = emailService();
+    const first = svc.sends.send("ws", input("first@y.test"), {}, 100);
+    const large = svc.sends.send("ws", input("large@y.test"), {}, COALESCE_MAX_BODY_BYTES + 1);
+    const small = svc.sends.send("ws", input("small@y.test"), {}, 100);
+    svc.open();
+    await Promise.all([first, large, small]);
+    expect(svc.calls).toEqual(["SendEmail first@y.test", "SendEmail large@y.test", "SendEmail small@y.test"]);
+  });
+});
