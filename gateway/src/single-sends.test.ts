@@ -21,7 +21,7 @@ function emailService() {
         await gate;
         if (req.email!.to.startsWith("down")) throw new ConnectError("restarting", Code.Unavailable);
         if (req.email!.to.startsWith("bad")) throw refusal(req.email!.to);
-        return { email: create(EmailRecordSchema, { id: `id-${req.email!.to}`, to: [req.email!.to] }) };
+        return { email: create(EmailRecordSchema, { id: `id-${req.email!.to}`, to: req.email!.to }) };
       },
       async sendBatch(req) {
         calls.push(`SendBatch${req.independent ? " independent" : ""} ${req.emails.map((e) => e.to).join(",")}`);
@@ -30,7 +30,7 @@ function emailService() {
         const failed = [];
         for (const [index, e] of req.emails.entries()) {
           if (e.to.startsWith("bad")) failed.push({ index, to: e.to, error: toErrorInfo(refusal(e.to).toInit()) });
-          else successful.push(create(EmailRecordSchema, { id: `id-${e.to}`, to: [e.to] }));
+          else successful.push(create(EmailRecordSchema, { id: `id-${e.to}`, to: e.to }));
         }
         return { successful, failed };
       },
