@@ -6,6 +6,7 @@ import { memoryTransport } from "../../services/kit/src/connect.js";
 import { AppError, badRequest, toErrorInfo } from "../../services/kit/src/errors.js";
 import { COALESCE_MAX_BODY_BYTES, SingleSends } from "./single-sends.js";
 
+const tick = () => new Promise((r) => setTimeout(r, 0));
 const input = (to: string) => create(EmailInputSchema, { to, email: { case: "raw", value: { from: "a@x.test", subject: "s", html: "<p>h</p>" } } } as never) as EmailInput;
 
 /** An email service that holds every call until `open()`, refusing recipients that start with "bad". */
@@ -49,12 +50,14 @@ function emailService() {
 describe("single sends coalesced per workspace", () => {
   it("sends the first alone and the ones that arrive meanwhile as one independent batch, each answered with its own result", async () => {
     const svc = emailService();
+    const firsts = [svc.sends.send("ws", input("first@y.test"), {}, 100), svc.sends.send("ws2", input("other@y.test"), {}, 100)];
+    await tick(); // the first of each workspace is in flight
     const results = [
-      svc.sends.send("ws", input("first@y.test"), {}, 100),
+      firsts[0]!,
       svc.sends.send("ws", input("second@y.test"), {}, 100),
       svc.sends.send("ws", input("bad@y.test"), {}, 100),
       svc.sends.send("ws", input("third@y.test"), {}, 100),
-      svc.sends.send("ws2", input("other@y.test"), {}, 100),
+      firsts[1]!,
     ].map((p) => p.then((r) => r.id, (e: unknown) => e));
     svc.open();
     const [first, second, bad, third, other] = await Promise.all(results);
@@ -78,6 +81,7 @@ describe("single sends coalesced per workspace", () => {
   it("sends a large email on its own, never in a round", async () => {
     const svc = emailService();
     const first = svc.sends.send("ws", input("first@y.test"), {}, 100);
+    await tick();
     const large = svc.sends.send("ws", input("large@y.test"), {}, COALESCE_MAX_BODY_BYTES + 1);
     const small = svc.sends.send("ws", input("small@y.test"), {}, 100);
     svc.open();

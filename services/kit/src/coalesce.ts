@@ -1,6 +1,7 @@
 /**
  * Coalesces calls per key while one is in flight: the first call for a key goes out at
- * once; calls that arrive while it runs wait and then go out together in the next one. So
+ * once (with those made in the same synchronous run); calls that arrive while it runs wait
+ * and then go out together in the next one. So
  * an idle system adds no latency, and a busy one makes one round trip per key for as many
  * callers as arrived during the last, instead of one each.
  *
@@ -25,7 +26,9 @@ export class Coalescer<T, R> {
       }
       const fresh = [waiter];
       this.queues.set(key, fresh);
-      void this.drain(key, fresh);
+      // After the current synchronous work: calls made together (one per item of a batch)
+      // go out as one, at no cost in latency.
+      queueMicrotask(() => void this.drain(key, fresh));
     });
   }
 

@@ -149,9 +149,10 @@ describe("directory adapter: reservations of concurrent requests", () => {
   it("reserves the requests that arrive during a call together in the next one, each with its own count", async () => {
     const dir = limited(100);
     const first = dir.repo.reserveSendable("ws", ["a@x.test"]);
+    const otherWorkspace = dir.repo.reserveSendable("ws2", ["e@x.test"]);
+    await new Promise((r) => setTimeout(r, 0)); // both first calls are in flight
     const second = dir.repo.reserveSendable("ws", ["b@x.test", "gone@x.test"]);
     const third = dir.repo.reserveSendable("ws", ["c@x.test", "d@x.test"]);
-    const otherWorkspace = dir.repo.reserveSendable("ws2", ["e@x.test"]);
     dir.open();
     const [r1, r2, r3, r4] = await Promise.all([first, second, third, otherWorkspace]);
     // The first went alone; the two that waited went as one; the other workspace never joins.
@@ -165,6 +166,7 @@ describe("directory adapter: reservations of concurrent requests", () => {
   it("asks again one by one when the sum is refused, so a request that fits alone is still granted", async () => {
     const dir = limited(3);
     const first = dir.repo.reserveSendable("ws", ["a@x.test"]);
+    await new Promise((r) => setTimeout(r, 0));
     const big = dir.repo.reserveSendable("ws", ["b@x.test", "c@x.test", "d@x.test"]);
     const small = dir.repo.reserveSendable("ws", ["e@x.test"]);
     dir.open();

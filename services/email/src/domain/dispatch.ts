@@ -45,12 +45,12 @@ export class Publisher {
         .catch(() => undefined);
       return false;
     }
-    try {
-      await this.emails.markPublished(email.id, this.owner, this.clock.now());
-    } catch (err) {
-      // The job is queued; a second publish after the lease is deduplicated downstream.
+    // Not awaited: the job is on the queue, which is what the caller waits for. Should the
+    // mark be lost (a crash in the next milliseconds), the claim's lease runs out and the
+    // scheduler publishes again, which the queue deduplicates by delivery id.
+    this.emails.markPublished(email.id, this.owner, this.clock.now()).catch((err) => {
       this.logger.warn({ err, emailId: email.id }, "marking an email published failed");
-    }
+    });
     return true;
   }
 }
