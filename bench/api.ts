@@ -224,6 +224,17 @@ export async function runApiBench(
     if (probe.status !== 200) throw new Error(`probe send failed: ${probe.status} ${JSON.stringify(probe.body)}`);
     const responseBody = JSON.stringify(probe.body);
 
+    // The baseline first, while the system is up but idle: measured after the sends, it
+    // would share the cores with work they left behind (publishes, outbox marks).
+    const bare = await startBareServer(responseBody);
+    let baseline: LoadResult;
+    try {
+      log(`bare Node http server, same JSON: ${concurrency} clients, ${seconds} s`);
+      baseline = await drive(bare.url, { body, headers, concurrency, seconds, warmupSeconds });
+    } finally {
+      await bare.close();
+    }
+
     log(`POST /v1/emails through the system: ${concurrency} clients, ${seconds} s (+${warmupSeconds} s warm-up)`);
     const apiCpu = cpuMeter();
     const api = await drive(`${sys.gatewayUrl}/v1/emails`, { body, headers, concurrency, seconds, warmupSeconds, onMeasure: apiCpu.onMeasure });
@@ -237,14 +248,6 @@ export async function runApiBench(
     const batchCpu = cpuMeter();
     const batch = await drive(`${sys.gatewayUrl}/v1/emails/batch`, { body: batchBody, headers, concurrency, seconds, warmupSeconds, onMeasure: batchCpu.onMeasure });
 
-    const bare = await startBareServer(responseBody);
-    let baseline: LoadResult;
-    try {
-      log(`bare Node http server, same JSON: ${concurrency} clients, ${seconds} s`);
-      baseline = await drive(bare.url, { body, headers, concurrency, seconds, warmupSeconds });
-    } finally {
-      await bare.close();
-    }
 
     const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
     const row = (name: string, r: LoadResult) =>

@@ -167,12 +167,12 @@ export class CollectionEmailStore implements EmailStore {
     return stale ? toEmail(stale) : null;
   }
 
-  async markPublished(id: string, owner: string, at: Date): Promise<boolean> {
-    const res = await this.emails.updateOne(
-      { _id: id, dispatch: "claimed", leaseOwner: owner },
+  async markPublished(ids: string[], owner: string, at: Date): Promise<number> {
+    const res = await this.emails.updateMany(
+      { _id: { $in: ids }, dispatch: "claimed", leaseOwner: owner },
       { $set: { dispatched: "published", publishedAt: at }, $unset: { dispatch: "", leaseOwner: "", leaseUntil: "" } },
     );
-    return res.matchedCount === 1;
+    return res.matchedCount;
   }
 
   async deferClaim(id: string, owner: string, retryAt: Date): Promise<void> {

@@ -1,3 +1,4 @@
+import { Coalescer } from "../../../kit/src/coalesce.js";
 import type { StoredEmail } from "./model.js";
 import type { Clock, DeliveryJobData, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 
@@ -25,6 +26,12 @@ export function jobOf(email: StoredEmail, now: Date): DeliveryJobData {
  * service's own claim cover a publish repeated after a lease ran out.
  */
 export class Publisher {
+  /** Marks of emails published meanwhile go to the store as one update. */
+  private readonly marks = new Coalescer<string, void>(async (_owner, ids) => {
+    await this.emails.markPublished(ids, this.owner, this.clock.now());
+    return ids.map(() => undefined);
+  });
+
   constructor(
     private readonly emails: EmailStore,
     private readonly queue: DeliveryQueue,
@@ -48,7 +55,7 @@ export class Publisher {
     // Not awaited: the job is on the queue, which is what the caller waits for. Should the
     // mark be lost (a crash in the next milliseconds), the claim's lease runs out and the
     // scheduler publishes again, which the queue deduplicates by delivery id.
-    this.emails.markPublished(email.id, this.owner, this.clock.now()).catch((err) => {
+    this.marks.run(this.owner, email.id).catch((err) => {
       this.logger.warn({ err, emailId: email.id }, "marking an email published failed");
     });
     return true;

@@ -25,8 +25,8 @@ export interface EmailStore {
    * whose lease ran out) for `owner` until `leaseUntil`. A scheduled email becomes SENT.
    */
   claimDue(now: Date, owner: string, leaseUntil: Date): Promise<StoredEmail | null>;
-  /** Marks a claimed email published; false when `owner` no longer holds the claim. */
-  markPublished(id: string, owner: string, at: Date): Promise<boolean>;
+  /** Marks claimed emails published; answers how many `owner` still held the claim of. */
+  markPublished(ids: string[], owner: string, at: Date): Promise<number>;
   /** Keeps the claim but lets it expire at `retryAt` (publishing failed). */
   deferClaim(id: string, owner: string, retryAt: Date): Promise<void>;
   /** CAS on status: moves the email to `to` only when its status is one of `from`. */

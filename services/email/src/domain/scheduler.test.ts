@@ -80,7 +80,7 @@ describe("scheduled emails", () => {
     expect(await b.tick()).toBe(1);
     expect(w.queue.jobs.map((j) => j.emailId)).toEqual([record.id]);
     // The dead process coming back cannot mark it published under its name.
-    expect(await w.deps.emails.markPublished(record.id, "dead-process", w.clock.now())).toBe(false);
+    expect(await w.deps.emails.markPublished([record.id], "dead-process", w.clock.now())).toBe(0);
   });
 
   it("cancels a scheduled email so it is never sent, and releases its usage", async () => {
