@@ -10,6 +10,7 @@ import { createLogger, loadConfig } from "../../services/kit/src/index.js";
 import { buildGateway } from "./app.js";
 import type { ServiceClients } from "./deps.js";
 import { KvTokenBuckets } from "./rate-limit-kv.js";
+import { Kvm } from "@nats-io/kv";
 
 const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
   service(DirectoryService, {
@@ -85,4 +86,27 @@ describe("the per-key token bucket shared through NATS KV", () => {
     expect(raced.filter((r) => r.statusCode === 200)).toHaveLength(50);
     expect(raced.filter((r) => r.statusCode === 429)).toHaveLength(70);
   }, 60_000);
+  it("takes tokens ahead for a busy key far from its limit, and never admits more than the budget", async () => {
+    const nc = await connectNats(nats.url, "lease-test");
+    connections.push(nc);
+    // A clock that stands still: no refill, so the budget is exactly the burst.
+    const buckets = await KvTokenBuckets.open(nc, { bucket: "test_rate_lease", idleMs: 60_000, now: () => 1_000_000 });
+    const rate = 1_000; // tokens a second: up to 200 taken ahead
+    let granted = 0;
+    const take = async (n: number) => {
+      for (let i = 0; i < n; i++) if ((await buckets.take("key_busy", rate, 2_000)).granted) granted++;
+    };
+    const kv = await new Kvm(nc).open("test_rate_lease");
+    /** Compare-and-sets so far: the KV entry's revision counts them. */
+    const writes = async () => {
+      const keys: string[] = [];
+      for await (const k of await kv.keys()) keys.push(k);
+      return (await kv.get(keys[0]!))!.revision;
+    };
+    await take(1_000);
+    expect(await writes()).toBeLessThanOrEqual(10);
+    // The last quarter of the bucket is counted one by one: exactly the budget gets through.
+    await take(1_100);
+    expect(granted).toBe(2_000);
+  });
 });
