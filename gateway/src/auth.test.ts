@@ -67,6 +67,17 @@ describe("API key authentication", () => {
 });
 
 describe("API key authentication under the failed-attempt limiter", () => {
+  it("charges one attempt for concurrent first requests with one key", async () => {
+    const { AuthFailureLimiter } = await import("./rate-limit.js");
+    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+    const authenticate = createAuthHook({ clients, authCacheMs: 60_000 }, new AuthFailureLimiter(5));
+    const results = await Promise.allSettled(
+      Array.from({ length: 64 }, () => authenticate({ ...requestWith("mr_test_key_1"), ip: "10.0.0.2" } as unknown as FastifyRequest)),
+    );
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    expect(calls).toEqual(["mr_test_key_1"]);
+  });
+
   it("charges no attempt to a busy client whose valid key's cached answer just expired", async () => {
     const { AuthFailureLimiter } = await import("./rate-limit.js");
     const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));

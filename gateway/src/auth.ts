@@ -56,6 +56,9 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     },
   });
 
+  /** Requests waiting on a lookup, by key hash. */
+  const lookups = new Map<string, number>();
+
   return async function authenticate(request: FastifyRequest, reply?: FastifyReply) {
     const header = request.headers.authorization;
     if (!header) throw unauthorized("Missing API key. Send Authorization: Bearer <API_KEY>.");
@@ -69,17 +72,25 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     // again, is no guess: when a busy client's cached key expires, its concurrent requests
     // must not each spend one of the address's failed-attempt tokens (they did: a burst of
     // 429s every authCacheMs).
-    const known = cache.peek(keyHash, { allowStale: true }) !== undefined;
-    if (!known) failures?.attempt(request.ip, reply);
+    // Concurrent requests with one key share one lookup (the cache's fetch), so only the
+    // one that starts it is charged: a busy client's first burst after a restart is not a
+    // burst of failed attempts either.
+    const charged = cache.peek(keyHash, { allowStale: true }) === undefined && !lookups.has(keyHash);
+    if (charged) failures?.attempt(request.ip, reply);
+    lookups.set(keyHash, (lookups.get(keyHash) ?? 0) + 1);
     let auth: AuthContext;
     try {
       auth = (await cache.fetch(keyHash, { context: match[1] }))!;
     } catch (err) {
       // Only a refused key counts as a failed attempt, not a directory outage.
-      if (!known && errorInfoOf(err)?.code !== "unauthorized") failures?.refund(request.ip);
+      if (charged && errorInfoOf(err)?.code !== "unauthorized") failures?.refund(request.ip);
       throw err;
+    } finally {
+      const left = lookups.get(keyHash)! - 1;
+      if (left) lookups.set(keyHash, left);
+      else lookups.delete(keyHash);
     }
-    if (!known) failures?.refund(request.ip);
+    if (charged) failures?.refund(request.ip);
     const required = request.routeOptions.config.scope ?? "api_user";
     if (!auth.scopes.includes(required)) throw unauthorized(`Insufficient scope: this endpoint requires the ${required} scope`);
     request.auth = auth;

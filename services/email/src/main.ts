@@ -16,6 +16,7 @@ import {
   startConnectServer,
 } from "../../kit/src/index.js";
 import { openStore } from "../../kit/src/store/open.js";
+import { superviseWorkers } from "../../kit/src/workers.js";
 import { systemClock } from "./adapters/clock.js";
 import { openCollections } from "./adapters/store.js";
 import { ConnectDirectory } from "./adapters/directory.js";
@@ -28,47 +29,52 @@ import { emailRoutes } from "./routes.js";
 
 const config = loadConfig();
 const logger = createLogger("email", config.logLevel);
-const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });
-const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: config.emailContentRetentionHours });
-// Every send publishes: no stack captured per request for errors that almost never happen.
-const nc = await connectNats(config.natsUrl, "email", { noAsyncTraces: true });
-await ensureStreams(nc);
+/** One email service process: the whole unit, or one of its workers. */
+async function serve(): Promise<void> {
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });
+  const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: config.emailContentRetentionHours });
+  // Every send publishes: no stack captured per request for errors that almost never happen.
+  const nc = await connectNats(config.natsUrl, "email", { noAsyncTraces: true });
+  await ensureStreams(nc);
 
-// Names this process in publish claims, so two email services never publish one email.
-const owner = `email-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
-const queue = new JetStreamDeliveryQueue(jetstream(nc));
-const service = new EmailService({
-  emails,
-  idempotency,
-  directory: new ConnectDirectory(connectClient(DirectoryService, config.urls.directory)),
-  renderer: new InProcessRenderer({ secret: config.secret, publicUrl: config.publicUrl }),
-  queue,
-  stats,
-  clock: systemClock,
-  logger,
-  ids: { emailId: () => newId("trs"), messageId: newMessageId },
-  owner,
-});
-const scheduler = new Scheduler(emails, queue, systemClock, logger, {
-  owner,
-  intervalMs: config.schedulerIntervalMs,
-});
-scheduler.start();
-const events = await consumeMailEvents(nc, { emails, outcomes, stats, clock: systemClock }, logger);
+  // Names this process in publish claims, so two email services never publish one email.
+  const owner = `email-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+  const queue = new JetStreamDeliveryQueue(jetstream(nc));
+  const service = new EmailService({
+    emails,
+    idempotency,
+    directory: new ConnectDirectory(connectClient(DirectoryService, config.urls.directory)),
+    renderer: new InProcessRenderer({ secret: config.secret, publicUrl: config.publicUrl }),
+    queue,
+    stats,
+    clock: systemClock,
+    logger,
+    ids: { emailId: () => newId("trs"), messageId: newMessageId },
+    owner,
+  });
+  const scheduler = new Scheduler(emails, queue, systemClock, logger, {
+    owner,
+    intervalMs: config.schedulerIntervalMs,
+  });
+  scheduler.start();
+  const events = await consumeMailEvents(nc, { emails, outcomes, stats, clock: systemClock }, logger);
 
-const server = await startConnectServer({
-  routes: emailRoutes(service),
-  port: config.servicePort ?? defaultServicePort(config, "email"),
-  host: config.serviceHost,
-  logger,
-  healthy: () => !nc.isClosed(),
-});
-logger.info({ url: server.url, store: store.kind }, "email listening");
+  const server = await startConnectServer({
+    routes: emailRoutes(service),
+    port: config.servicePort ?? defaultServicePort(config, "email"),
+    host: config.serviceHost,
+    logger,
+    healthy: () => !nc.isClosed(),
+  });
+  logger.info({ url: server.url, store: store.kind }, "email listening");
 
-onShutdown(logger, async () => {
-  await server.close();
-  await scheduler.stop();
-  await events.stop();
-  await nc.drain();
-  await store.close();
-});
+  onShutdown(logger, async () => {
+    await server.close();
+    await scheduler.stop();
+    await events.stop();
+    await nc.drain();
+    await store.close();
+  });
+}
+
+if (!superviseWorkers(config.emailWorkers, logger, config.exitWithParent)) await serve();

@@ -131,6 +131,8 @@ const schema = z.object({
   MAILROOM_AUTH_CACHE_MS: z.coerce.number().int().min(0).default(10_000),
   /** Email: hours an email's content is kept after it was delivered, failed or cancelled (0: dropped at once), for the console's preview. */
   MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: z.coerce.number().int().min(0).max(24 * 366).default(72),
+  /** Email: worker processes serving the email service's port (one per core the send path may use). */
+  MAILROOM_EMAIL_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   /** Email: how often the scheduler claims due scheduled emails. */
   MAILROOM_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(500),
   /** Directory: resolvers for domain checks, `host[:port]` comma-separated (system resolvers when unset). */
@@ -189,6 +191,8 @@ export interface Config {
   schedulerIntervalMs: number;
   /** Hours an email's content outlives its final status (0: dropped at once). */
   emailContentRetentionHours: number;
+  /** Worker processes of the email service (node:cluster; 1 runs it in the one process). */
+  emailWorkers: number;
   dnsServers?: string;
   spfInclude?: string;
   bounceDomain?: string;
@@ -248,6 +252,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authCacheMs: c.MAILROOM_AUTH_CACHE_MS,
     schedulerIntervalMs: c.MAILROOM_SCHEDULER_INTERVAL_MS,
     emailContentRetentionHours: c.MAILROOM_EMAIL_CONTENT_RETENTION_HOURS,
+    emailWorkers: c.MAILROOM_EMAIL_WORKERS,
     dnsServers: c.MAILROOM_DNS_SERVERS || undefined,
     spfInclude: c.MAILROOM_SPF_INCLUDE || undefined,
     bounceDomain: c.MAILROOM_BOUNCE_DOMAIN?.trim().toLowerCase() || undefined,

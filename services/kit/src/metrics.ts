@@ -8,7 +8,8 @@
  * the gateway serves it on its public port (gateway/src/metrics.ts).
  */
 import { timingSafeEqual } from "node:crypto";
-import client, { Counter, Gauge, Histogram, Registry, type CounterConfiguration } from "prom-client";
+import cluster, { type Worker } from "node:cluster";
+import client, { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type CounterConfiguration, type RegistryContentType } from "prom-client";
 
 /** The process's registry: everything any module of this process declares lands here. */
 export const metricsRegistry = new Registry();
@@ -56,9 +57,59 @@ export function secondsSince(startedMs: number): number {
   return (performance.now() - startedMs) / 1000;
 }
 
-/** The exposition text and its content type. */
+/** The exposition text and its content type; a worker answers for all workers of its unit. */
 export async function scrapeMetrics(): Promise<{ contentType: string; body: string }> {
+  if (cluster.isWorker && process.send) return { contentType: metricsRegistry.contentType, body: await askPrimaryForMetrics() };
   return { contentType: metricsRegistry.contentType, body: await metricsRegistry.metrics() };
+}
+
+/*
+ * Units run as several workers (kit/workers.ts) share one port, so a scrape reaches one of
+ * them at random: it asks the primary, which gathers every worker's registry (prom-client's
+ * AggregatorRegistry sums counters and histograms) and answers over IPC.
+ */
+const SCRAPE = "mailroom:metrics-scrape";
+const SCRAPED = "mailroom:metrics-scraped";
+let scrapes = 0;
+const waiting = new Map<number, { resolve: (body: string) => void; reject: (err: Error) => void }>();
+
+if (cluster.isWorker) {
+  // Constructing one installs prom-client's answer to the primary's gathering requests.
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([metricsRegistry]);
+  process.on("message", (msg: { type?: string; id?: number; body?: string; error?: string }) => {
+    if (msg?.type !== SCRAPED || msg.id === undefined) return;
+    const pending = waiting.get(msg.id);
+    waiting.delete(msg.id);
+    if (msg.error !== undefined) pending?.reject(new Error(msg.error));
+    else pending?.resolve(msg.body ?? "");
+  });
+}
+
+function askPrimaryForMetrics(): Promise<string> {
+  const id = ++scrapes;
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      waiting.delete(id);
+      reject(new Error("the primary did not answer the metrics scrape"));
+    }, 10_000);
+    waiting.set(id, {
+      resolve: (body) => (clearTimeout(timer), resolve(body)),
+      reject: (err) => (clearTimeout(timer), reject(err)),
+    });
+    process.send!({ type: SCRAPE, id });
+  });
+}
+
+/** In a primary: answers its workers' scrape requests with the metrics of them all. */
+export function serveWorkerScrapes(worker: Worker, aggregator: AggregatorRegistry<RegistryContentType>): void {
+  worker.on("message", (msg: { type?: string; id?: number }) => {
+    if (msg?.type !== SCRAPE) return;
+    aggregator.clusterMetrics().then(
+      (body) => worker.send({ type: SCRAPED, id: msg.id, body }),
+      (err: Error) => worker.send({ type: SCRAPED, id: msg.id, error: err.message }),
+    );
+  });
 }
 
 /**
