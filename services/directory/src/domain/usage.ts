@@ -38,10 +38,15 @@ export class Usage {
     const ws = await this.workspaces.get(workspaceId);
     const period = periodOf(this.now());
     const id = scopedId(workspaceId, period);
-    await this.repo.ensure({ _id: id, workspaceId, period, used: 0 });
     const limit = ws.monthlyLimit;
     if (count <= limit) {
-      const after = await this.repo.reserve(id, count, limit);
+      // The counter exists after the period's first send, so the CAS comes first: creating
+      // it on every call was a second write transaction (and commit) per reservation.
+      let after = await this.repo.reserve(id, count, limit);
+      if (!after && !(await this.repo.find(id))) {
+        await this.repo.ensure({ _id: id, workspaceId, period, used: 0 });
+        after = await this.repo.reserve(id, count, limit);
+      }
       if (after) return { granted: true, used: after.used, limit, period };
     }
     const current = await this.repo.find(id);
