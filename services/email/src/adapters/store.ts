@@ -90,8 +90,9 @@ export class CollectionEmailStore implements EmailStore {
     }
   }
 
-  async insert(email: StoredEmail): Promise<boolean> {
+  async insert(email: StoredEmail, opts: { freshId?: boolean } = {}): Promise<boolean> {
     const { id, compiled } = email;
+    if (opts.freshId && compiled) return this.insertTogether(email, compiled);
     try {
       // Content first: an email the scheduler can see always has its content.
       if (compiled) await this.contents.insertOne({ _id: id, workspaceId: email.workspaceId, compiled: Buffer.from(compiled).toString("base64") });
@@ -108,6 +109,20 @@ export class CollectionEmailStore implements EmailStore {
       if (err instanceof DuplicateKeyError) return false;
       throw err;
     }
+  }
+
+  /** Content and record at once; whichever part was written is taken back when the other failed. */
+  private async insertTogether(email: StoredEmail, compiled: CompiledContent): Promise<boolean> {
+    const [content, record] = await Promise.allSettled([
+      this.contents.insertOne({ _id: email.id, workspaceId: email.workspaceId, compiled: Buffer.from(compiled).toString("base64") }),
+      this.emails.insertOne(toDoc(email)),
+    ]);
+    if (content.status === "fulfilled" && record.status === "fulfilled") return true;
+    if (content.status === "fulfilled") await this.contents.deleteOne({ _id: email.id }).catch(() => undefined);
+    if (record.status === "fulfilled") await this.emails.deleteOne({ _id: email.id }).catch(() => undefined);
+    const failure = content.status === "rejected" ? content.reason : (record as PromiseRejectedResult).reason;
+    if (failure instanceof DuplicateKeyError) return false;
+    throw failure;
   }
 
   async find(workspaceId: string, id: string): Promise<StoredEmail | null> {

@@ -11,8 +11,13 @@ import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, Outcome
 
 /** Emails and their outbox state. */
 export interface EmailStore {
-  /** False when an email with that id already exists. */
-  insert(email: StoredEmail): Promise<boolean>;
+  /**
+   * False when an email with that id already exists. The compiled content is written first,
+   * so an email anyone can see has its content; `freshId` (an id no one else can hold, and
+   * an email no scheduler will claim before its lease runs out) lets both be written at
+   * once, which the embedded store commits as one transaction.
+   */
+  insert(email: StoredEmail, opts?: { freshId?: boolean }): Promise<boolean>;
   /** The email without its compiled content. */
   find(workspaceId: string, id: string): Promise<StoredEmail | null>;
   /** Up to `query.limit` of the workspace's emails matching the query, newest first (ties: larger id first). */

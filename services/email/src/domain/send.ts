@@ -422,7 +422,10 @@ export class EmailSender {
     }
     if (!suppressed && usagePeriod) email.usagePeriod = usagePeriod;
 
-    if (!(await this.deps.emails.insert(email))) {
+    // A fresh id (no idempotency key) claimed by this process: nobody else can hold the id
+    // or touch the email before its lease ends, so content and record are written together.
+    const freshId = item.heldKey === undefined && email.dispatch === "claimed";
+    if (!(await this.deps.emails.insert(email, { freshId }))) {
       throw conflict("idempotency_request_in_progress", "A request with this idempotencyKey is still in progress; retry shortly");
     }
     item.stored = email;
