@@ -20,6 +20,7 @@ const email = (id: string, workspaceId = "ws_a"): StoredEmail => ({
   dispatch: "claimed",
   leaseOwner: "me",
   leaseUntil: new Date(Date.now() + 30_000),
+  dueAt: new Date(),
 });
 
 describe("inserting an email with its content", () => {
