@@ -152,8 +152,12 @@ describe.skipIf(!available)("a 3-node NATS cluster losing a node under load", ()
     const accepted = Date.now() - started;
 
     const delivered = () => new Set(sys.sink!.messages.flatMap((m) => m.to));
+    // Since the send path got faster (issue 14), the whole backlog is queued within seconds of
+    // the kill, and the delivery drains it at 60–100 msg/s after the failover (~250 msg/s when
+    // publishes keep arriving): 56 s for 5,000 here, over the old 60 s bound on a busy runner.
+    // Every email must still arrive; the bound only leaves room for that pace.
     await expect
-      .poll(() => delivered().size, { timeout: 60_000, interval: 500 })
+      .poll(() => delivered().size, { timeout: 180_000, interval: 500 })
       .toBe(TOTAL)
       .catch(async (err) => {
         throw new Error(`${err.message}\n--- email log ---\n${await sys.log("email")}\n--- delivery log ---\n${await sys.log("delivery")}`);
