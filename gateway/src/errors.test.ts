@@ -10,6 +10,12 @@ describe("bodyFromError", () => {
     expect(bodyFromError(new ConnectError("connect ECONNREFUSED", Code.Unavailable))).toMatchObject({ statusCode: 503 });
   });
 
+  it("answers 503 when the call was written to a socket whose process had died (EPIPE, which connect-node calls Internal)", () => {
+    const epipe = Object.assign(new Error("write EPIPE"), { code: "EPIPE", syscall: "write" });
+    const err = new ConnectError("write EPIPE", Code.Internal, undefined, undefined, epipe);
+    expect(bodyFromError(err)).toMatchObject({ statusCode: 503, code: "service_unavailable" });
+  });
+
   it("keeps 500 for an error nobody expected", () => {
     expect(bodyFromError(new ConnectError("boom", Code.Internal))).toMatchObject({ statusCode: 500, code: "internal" });
     expect(bodyFromError(new Error("boom"))).toMatchObject({ statusCode: 500, code: "internal" });

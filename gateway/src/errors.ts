@@ -3,7 +3,7 @@ import { z } from "zod";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { ErrorInfo } from "../../gen/mailroom/common/v1/common_pb.js";
-import { appError, errorInfoOf, type AppError } from "../../services/kit/src/errors.js";
+import { appError, errorInfoOf, isNeighbourDown, type AppError } from "../../services/kit/src/errors.js";
 
 /** HTML of one email: 5 MB of UTF-8. */
 export const MAX_HTML_BYTES = 5 * 1024 * 1024;
@@ -191,14 +191,10 @@ export function bodyFromError(err: unknown): PublicErrorBody {
 
 /** A ConnectError without ErrorInfo (transport failures, other services' plain codes). */
 function bodyFromConnectCode(err: ConnectError): PublicErrorBody {
+  // Includes connect-node's Aborted for a connection reset mid-call and a write to a dead
+  // peer's socket (EPIPE, reported as Internal): kill -9 in test/hostile answered 500 here.
+  if (isNeighbourDown(err)) return publicErrorBody({ code: "service_unavailable", message: "A backing service is unavailable; try again shortly." });
   switch (err.code) {
-    case Code.Unavailable:
-    case Code.DeadlineExceeded:
-    case Code.Canceled:
-    // connect-node's code for a connection reset mid-call (ECONNRESET, a destroyed stream):
-    // the service behind it died or restarted (kill -9 in test/hostile answered 500 here).
-    case Code.Aborted:
-      return publicErrorBody({ code: "service_unavailable", message: "A backing service is unavailable; try again shortly." });
     case Code.NotFound:
       return publicErrorBody({ code: "not_found", message: err.rawMessage });
     case Code.InvalidArgument:

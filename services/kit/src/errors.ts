@@ -96,3 +96,21 @@ export const badRequest = (code: string, message: string, more: Partial<AppError
 export const notFound = (code: string, message: string) => appError({ code, httpStatus: 404, message });
 export const conflict = (code: string, message: string) => appError({ code, httpStatus: 409, message });
 export const unavailable = (code: string, message: string) => appError({ code, httpStatus: 503, message });
+
+/** Socket-level failures of a call: the process behind the connection died, restarted or never answered. */
+const SOCKET_FAILURES = new Set(["ECONNRESET", "EPIPE", "ECONNREFUSED", "ECONNABORTED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ERR_STREAM_PREMATURE_CLOSE", "ERR_STREAM_DESTROYED"]);
+
+/**
+ * Whether an RPC failed because the neighbour was unreachable, died mid-call or was too slow
+ * (answered 503 `service_unavailable`), rather than because of a bug. connect-node reports a
+ * connection reset as Aborted and a write to a socket whose peer is gone (EPIPE) as Internal,
+ * so the cause chain is read too.
+ */
+export function isNeighbourDown(err: ConnectError): boolean {
+  if ([Code.Unavailable, Code.DeadlineExceeded, Code.Canceled, Code.Aborted].includes(err.code)) return true;
+  for (let cause: unknown = err.cause, depth = 0; cause && depth < 8; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && SOCKET_FAILURES.has(code)) return true;
+  }
+  return false;
+}

@@ -1,5 +1,5 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { AppError, appError, appErrorFromInfo, errorInfoOf } from "../../../kit/src/errors.js";
+import { ConnectError } from "@connectrpc/connect";
+import { AppError, appError, appErrorFromInfo, errorInfoOf, isNeighbourDown } from "../../../kit/src/errors.js";
 
 /**
  * The adapter boundary for a neighbour's failure, so the domain sees only AppError:
@@ -16,7 +16,7 @@ export function fromRpcError(err: unknown): unknown {
     return appErrorFromInfo(info);
   }
   if (!(err instanceof ConnectError)) return err;
-  const down = err.code === Code.Unavailable || err.code === Code.DeadlineExceeded || err.code === Code.Canceled;
+  const down = isNeighbourDown(err);
   const converted = down
     ? appError({ code: "service_unavailable", httpStatus: 503, message: "A backing service is unavailable; try again shortly." })
     : appError({ code: "internal", httpStatus: 500, message: "Internal error" });

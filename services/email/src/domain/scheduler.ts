@@ -1,5 +1,9 @@
+import type { StoredEmail } from "./model.js";
 import type { Clock, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 import { Publisher } from "./dispatch.js";
+
+/** Publishes in flight at once while the scheduler drains due emails. */
+const PUBLISH_AT_ONCE = 64;
 
 export interface SchedulerOptions {
   /** Name of this process in claims; unique per process. */
@@ -40,14 +44,28 @@ export class Scheduler {
     this.maxPerTick = opts.maxPerTick ?? 500;
   }
 
-  /** Claims and publishes due emails until none is left (or the tick's cap). */
+  /**
+   * Claims and publishes due emails until none is left (or the tick's cap): claims one by
+   * one (each a compare-and-set), publishes up to PUBLISH_AT_ONCE at a time. Publishing one
+   * by one drained an outbox at one JetStream round trip per email: after a NATS failover
+   * that had refused thousands of publishes, 3,000 emails took ~50 s to go out again.
+   */
   async tick(): Promise<number> {
     let published = 0;
-    for (let i = 0; i < this.maxPerTick && !this.stopped; i++) {
-      const now = this.clock.now();
-      const email = await this.emails.claimDue(now, this.opts.owner, new Date(now.getTime() + this.leaseMs));
-      if (!email) break;
-      if (await this.publisher.publish(email)) published++;
+    let claimed = 0;
+    while (claimed < this.maxPerTick && !this.stopped) {
+      const batch: StoredEmail[] = [];
+      while (batch.length < PUBLISH_AT_ONCE && claimed < this.maxPerTick && !this.stopped) {
+        const now = this.clock.now();
+        const email = await this.emails.claimDue(now, this.opts.owner, new Date(now.getTime() + this.leaseMs));
+        if (!email) break;
+        batch.push(email);
+        claimed++;
+      }
+      if (!batch.length) break;
+      const results = await Promise.all(batch.map((email) => this.publisher.publish(email)));
+      published += results.filter(Boolean).length;
+      if (batch.length < PUBLISH_AT_ONCE) break;
     }
     return published;
   }
