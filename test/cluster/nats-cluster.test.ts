@@ -155,8 +155,10 @@ describe.skipIf(!available)("a 3-node NATS cluster losing a node under load", ()
     // The send path queues all 5,000 within seconds, so a third of the way in the failover
     // refuses thousands of publishes; they wait in the email service's outbox until the
     // scheduler publishes them again, 64 at a time (one at a time, that drain took 50–90 s).
+    // Even so a busy runner has taken 60 s (the delivery then pulls slowly after the leader
+    // change; see the closing note of issue 14's session), hence the room.
     await expect
-      .poll(() => delivered().size, { timeout: 90_000, interval: 500 })
+      .poll(() => delivered().size, { timeout: 150_000, interval: 500 })
       .toBe(TOTAL)
       .catch(async (err) => {
         throw new Error(`${err.message}\n--- email log ---\n${await sys.log("email")}\n--- delivery log ---\n${await sys.log("delivery")}`);
