@@ -3,6 +3,7 @@ import type { KV, KvEntry } from "@nats-io/kv";
 import { openKvBucket } from "../../services/kit/src/jetstream.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { takeFromBucket, type BucketState } from "../../services/kit/src/token-bucket.js";
+import { Coalescer } from "../../services/kit/src/coalesce.js";
 import type { BucketTake, TokenBuckets } from "./rate-limit.js";
 
 export const RATE_LIMIT_BUCKET = "mailroom_gateway_rate_limit";
@@ -24,7 +25,9 @@ export const RATE_LIMIT_BUCKET = "mailroom_gateway_rate_limit";
  * Near the limit nothing is leased and every request is counted in KV as it comes.
  */
 export class KvTokenBuckets implements TokenBuckets {
-  private readonly pending = new Map<string, { waiters: Waiter[]; running: boolean }>();
+  private readonly rounds = new Coalescer<{ rate: number; burst: number }, BucketTake>((kvKey, takes) =>
+    this.takeRound(kvKey, takes[0]!.rate, takes[0]!.burst, takes.length),
+  );
   private readonly leases = new Map<string, Lease>();
 
   private constructor(
@@ -48,35 +51,16 @@ export class KvTokenBuckets implements TokenBuckets {
       }
       this.leases.delete(kvKey);
     }
-    let queue = this.pending.get(kvKey);
-    if (!queue) this.pending.set(kvKey, (queue = { waiters: [], running: false }));
-    const result = new Promise<BucketTake>((resolve, reject) => queue.waiters.push({ resolve, reject }));
-    if (!queue.running) void this.drain(kvKey, queue, rate, burst);
-    return result;
+    return this.rounds.run(kvKey, { rate, burst });
   }
 
-  /** Serves the key's waiting requests, a batch per compare-and-set, until none is left. */
-  private async drain(kvKey: string, queue: { waiters: Waiter[]; running: boolean }, rate: number, burst: number): Promise<void> {
-    queue.running = true;
-    try {
-      while (queue.waiters.length) {
-        const batch = queue.waiters.splice(0);
-        try {
-          const taken = await this.takeMany(kvKey, rate, burst, batch.length);
-          if (taken.granted > batch.length) {
-            this.leases.set(kvKey, { tokens: taken.granted - batch.length, shared: taken.tokens, until: this.now() + LEASE_MS });
-          }
-          batch.forEach((w, i) =>
-            w.resolve(i < taken.granted ? { granted: true, tokens: taken.tokens, waitMs: 0 } : { granted: false, tokens: taken.tokens, waitMs: taken.waitMs }),
-          );
-        } catch (err) {
-          for (const w of batch) w.reject(err);
-        }
-      }
-    } finally {
-      queue.running = false;
-      this.pending.delete(kvKey);
-    }
+  /** One compare-and-set for the requests of a key that arrived together; a surplus becomes the lease. */
+  private async takeRound(kvKey: string, rate: number, burst: number, want: number): Promise<BucketTake[]> {
+    const taken = await this.takeMany(kvKey, rate, burst, want);
+    if (taken.granted > want) this.leases.set(kvKey, { tokens: taken.granted - want, shared: taken.tokens, until: this.now() + LEASE_MS });
+    return Array.from({ length: want }, (_, i) =>
+      i < taken.granted ? { granted: true, tokens: taken.tokens, waitMs: 0 } : { granted: false, tokens: taken.tokens, waitMs: taken.waitMs },
+    );
   }
 
   private async takeMany(kvKey: string, rate: number, burst: number, want: number): Promise<{ granted: number; tokens: number; waitMs: number }> {
@@ -115,11 +99,6 @@ interface Lease {
   /** The shared bucket's level when the lease was taken (for RateLimit-Remaining). */
   shared: number;
   until: number;
-}
-
-interface Waiter {
-  resolve: (take: BucketTake) => void;
-  reject: (err: unknown) => void;
 }
 
 function parseBucket(e: KvEntry): BucketState | undefined {

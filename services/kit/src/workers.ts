@@ -1,5 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { AggregatorRegistry } from "prom-client";
+import { onShutdown } from "./connect.js";
 import type { Logger } from "./logger.js";
 import { serveWorkerScrapes } from "./metrics.js";
 
@@ -16,6 +17,7 @@ import { serveWorkerScrapes } from "./metrics.js";
 export function superviseWorkers(count: number, logger: Logger, exitWithParent: boolean): boolean {
   if (count <= 1 || !cluster.isPrimary) return false;
   let stopping = false;
+  let allExited: () => void = () => undefined;
   const live = new Set<Worker>();
   const aggregator = new AggregatorRegistry();
   const fork = () => {
@@ -25,7 +27,7 @@ export function superviseWorkers(count: number, logger: Logger, exitWithParent: 
     worker.on("exit", (code, signal) => {
       live.delete(worker);
       if (stopping) {
-        if (!live.size) process.exit(0);
+        if (!live.size) allExited();
         return;
       }
       logger.error({ pid: worker.process.pid, code, signal }, "worker exited; starting another");
@@ -35,27 +37,20 @@ export function superviseWorkers(count: number, logger: Logger, exitWithParent: 
   for (let i = 0; i < count; i++) fork();
   logger.info({ workers: count }, "worker processes started");
 
-  const stop = (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    logger.info({ signal }, "stopping workers");
-    if (!live.size) process.exit(0);
-    for (const worker of live) worker.process.kill("SIGTERM");
-    // A worker that does not finish its shutdown in time is not waited for.
-    setTimeout(() => process.exit(1), 15_000).unref();
-  };
-  process.once("SIGINT", () => stop("SIGINT"));
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  if (exitWithParent) {
-    const parent = process.ppid;
-    setInterval(() => {
-      try {
-        process.kill(parent, 0);
-      } catch {
-        stop("parent exited");
-      }
-    }, 1_000).unref();
-  }
+  // The units' own shutdown (signals, a parent that is gone): here, stop the workers and wait for them.
+  onShutdown(
+    logger,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        stopping = true;
+        allExited = resolve;
+        if (!live.size) return resolve();
+        for (const worker of live) worker.process.kill("SIGTERM");
+        // A worker that does not finish its shutdown in time is not waited for.
+        setTimeout(() => reject(new Error("workers did not stop within 15 s")), 15_000).unref();
+      }),
+    exitWithParent,
+  );
   // Keeps the primary alive while it supervises (its own event loop has nothing else to do).
   setInterval(() => undefined, 60_000);
   return true;
