@@ -50,6 +50,8 @@ logger.info({ url: server.url, store: store.kind }, "directory listening");
 
 onShutdown(logger, async () => {
   await server.close();
+  // Leased usage goes back to the monthly counters while the store is still open.
+  await directory.usage.close();
   await Promise.race([outcomeEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await store.close();
   // Not yet connected: closing waits for nothing (the pending connect is abandoned with the process).
