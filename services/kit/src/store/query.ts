@@ -112,6 +112,37 @@ function requireArray(op: string, arg: unknown): unknown[] {
   return arg;
 }
 
+/**
+ * `$in` lists of plain strings, numbers and booleans as sets: a filter such as
+ * `{ _id: { $in: ids } }` is checked against every candidate, and comparing each with every
+ * id made a large list quadratic. A set is kept for the current synchronous run only (a
+ * query's matching is synchronous), so a list changed by its caller later is read afresh.
+ */
+let primitiveSets: WeakMap<unknown[], Set<unknown> | null> | undefined;
+
+function primitiveSetOf(list: unknown[]): Set<unknown> | null {
+  if (list.length <= 4) return null;
+  if (!primitiveSets) {
+    primitiveSets = new WeakMap();
+    queueMicrotask(() => (primitiveSets = undefined));
+  }
+  let set = primitiveSets.get(list);
+  if (set === undefined) {
+    // NaN stays on the comparing path (deepEqual never matches it).
+    const primitive = list.every((q) => typeof q === "string" || typeof q === "boolean" || (typeof q === "number" && !Number.isNaN(q)));
+    set = primitive ? new Set(list) : null;
+    primitiveSets.set(list, set);
+  }
+  return set;
+}
+
+/** True when one of `values` (or an element of an array value) equals one of `list`. */
+function anyIn(values: unknown[], list: unknown[]): boolean {
+  const set = primitiveSetOf(list);
+  if (!set) return list.some((q) => anyEquals(values, q));
+  return values.some((v) => set.has(v) || (Array.isArray(v) && v.some((x) => set.has(x))));
+}
+
 function matchesOperators(values: unknown[], ops: Plain): boolean {
   for (const [op, arg] of Object.entries(ops)) {
     switch (op) {
@@ -122,10 +153,10 @@ function matchesOperators(values: unknown[], ops: Plain): boolean {
         if (anyEquals(values, arg)) return false;
         break;
       case "$in":
-        if (!requireArray(op, arg).some((q) => anyEquals(values, q))) return false;
+        if (!anyIn(values, requireArray(op, arg))) return false;
         break;
       case "$nin":
-        if (requireArray(op, arg).some((q) => anyEquals(values, q))) return false;
+        if (anyIn(values, requireArray(op, arg))) return false;
         break;
       case "$gt":
       case "$gte":

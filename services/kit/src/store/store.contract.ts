@@ -193,6 +193,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect(await match({ _id: { $in: [] } })).toEqual([]);
       });
 
+      it("$in and $nin with long lists (array fields, types kept apart, a list changed between queries)", async () => {
+        const ids = ["zz1", "zz2", "c", "zz3", "a", "zz4"];
+        expect(await match({ _id: { $in: ids } })).toEqual(["a", "c"]);
+        expect(await match({ tags: { $in: ["q1", "q2", "q3", "q4", "y"] } })).toEqual(["a", "b"]);
+        expect(await match({ n: { $in: ["5", "1", "7", "9", "11"] } })).toEqual([]); // strings never equal numbers
+        expect(await match({ n: { $in: [5, 90, 91, 92, 93] } })).toEqual(["b", "d"]);
+        expect(await match({ status: { $nin: ["DRAFT", "SENT", "x1", "x2", "x3"] } })).toEqual(["b"]);
+        ids.push("b");
+        expect(await match({ _id: { $in: ids } })).toEqual(["a", "b", "c"]);
+      });
+
       it("$exists", async () => {
         expect(await match({ at: { $exists: true } })).toEqual(["a", "b"]);
         expect(await match({ at: { $exists: false } })).toEqual(["c", "d"]);
