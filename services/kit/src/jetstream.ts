@@ -2,6 +2,7 @@ import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/t
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
 import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { registerReadyCheck } from "./health.js";
+import { installCheapRequestCancel } from "./nats-requests.js";
 
 /**
  * JetStream for every service: the table of subjects (jetstream/subjects.ts), the streams
@@ -29,6 +30,7 @@ export async function connectNats(
   /** Extra connection options, e.g. `{ noAsyncTraces: true }` for hot paths. */
   options: Partial<ConnectionOptions> = {},
 ): Promise<NatsConnection> {
+  installCheapRequestCancel();
   const nc = await connect({ servers: natsServers(url), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, ...options });
   watchNatsReadiness(nc, name);
   return nc;
