@@ -10,7 +10,7 @@ describe("NATS requests with the shared cancel error", () => {
   beforeAll(async () => {
     nats = await startNats();
     nc = await connectNats(nats.url, "requests-test", { noAsyncTraces: true });
-    nc.subscribe("echo", { callback: (_err, msg) => msg.respond(msg.data) });
+    nc.subscribe("echo", { callback: (_err, msg) => void msg.respond(msg.data) });
     await nc.flush();
   });
   afterAll(async () => {
