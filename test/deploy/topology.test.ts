@@ -28,7 +28,8 @@ describe("deploy/docker-compose.yml", () => {
     for (const unit of availableUnits()) {
       const service = compose.services[unit.name];
       expect(service, `compose service ${unit.name}`).toBeDefined();
-      expect(service.command).toEqual(["node", "--import", "tsx", unit.entry]);
+      // The same V8 flags as the launcher gives the unit (deploy/processes.ts).
+      expect(service.command).toEqual(["node", ...(unit.nodeArgs ?? []), "--import", "tsx", unit.entry]);
       expect(service.environment?.MAILROOM_SERVICE_HOST, unit.name).toBe("0.0.0.0");
     }
     expect(compose.services.gateway.environment?.MAILROOM_HTTP_HOST).toBe("0.0.0.0");
