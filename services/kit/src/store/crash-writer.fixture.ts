@@ -6,6 +6,7 @@
  *    acknowledged. The crash test SIGKILLs it mid-stream.
  *  - `claim <dir> <name> <n>`: n compare-and-set increments (findOneAndUpdate on the value it
  *    read) on one counter, racing another process doing the same; prints "done <retries>".
+ *  - `index <dir> <collection> <field>`: adds a unique index on the field, then exits.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -14,7 +15,10 @@ import { openLmdbStore } from "./lmdb.js";
 const [mode, dir, name, count] = process.argv.slice(2);
 const store = await openLmdbStore({ dir });
 
-if (mode === "claim") {
+if (mode === "index") {
+  await store.collection(name!).createIndex({ keys: { [count!]: 1 }, unique: true });
+  await store.close();
+} else if (mode === "claim") {
   const counters = store.collection<{ _id: string; n: number; by: string[] }>("counters");
   // Start together: the test creates <dir>/go once both processes said "ready".
   process.stdout.write("ready\n");

@@ -391,3 +391,19 @@ describe("LMDB counts", () => {
     }
   });
 });
+
+describe("LMDB index definitions", () => {
+  it("a writer sees a unique index another process added after the writer's own writes", async () => {
+    const dir = await tempDir();
+    const store = await openLmdbStore({ dir });
+    const people = store.collection<Doc>("people");
+    await people.createIndex({ keys: { team: 1 } });
+    await people.insertOne({ _id: "a", email: "x@example.com" });
+    await people.insertOne({ _id: "b", email: "y@example.com" });
+    const fixture = fileURLToPath(new URL("./crash-writer.fixture.ts", import.meta.url));
+    execFileSync(process.execPath, ["--import", "tsx", fixture, "index", dir, "people", "email"], { stdio: "inherit" });
+    await expect(people.insertOne({ _id: "c", email: "x@example.com" })).rejects.toBeInstanceOf(DuplicateKeyError);
+    expect(await people.find({ email: "y@example.com" })).toEqual([{ _id: "b", email: "y@example.com" }]);
+    await store.close();
+  });
+});
