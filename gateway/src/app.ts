@@ -10,6 +10,7 @@ import { installMetrics } from "./metrics.js";
 import { apiRoutes, publicRoutes } from "./routes/index.js";
 import { defineRoute, type RouteModule } from "./routes/route.js";
 import { registerConsole } from "./console/index.js";
+import { lazyRequestLogger } from "./request-logger.js";
 
 /**
  * Builds the public HTTP gateway: JSON in and out, auth, rate limits and error bodies.
@@ -23,6 +24,7 @@ export async function buildGateway(
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     // Per-request access lines cost more than the request at load; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: DEFAULT_BODY_LIMIT_BYTES,
     // Signed tracking tokens ride in path segments and exceed the default 100 characters.
     routerOptions: { maxParamLength: 4096 },
