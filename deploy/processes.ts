@@ -13,10 +13,12 @@ export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "deliv
 
 /**
  * V8 flags of the units every send passes through. A send allocates many short-lived
- * objects (request, protobuf messages, documents, job); with V8's default 16 MB young
- * generation they were scavenged every few milliseconds under load and too many survived
- * into the old generation: 64 MB cut the CPU per send by about a tenth (`npm run bench api`).
- * The young generation only grows that far when allocation demands it.
+ * objects (request, protobuf messages, documents, job); under load the email service spent
+ * 19–24 % of its CPU in GC with V8's 16 MB young generation and 11.6 % with 64 MB. The first
+ * `npm run bench api` pairs showed about a tenth less CPU per send; later pairs were within
+ * the machine's noise, and longer scavenges may cost some tail latency, so it stays open to
+ * measurement. MAILROOM_NODE_ARGS comes after these flags, so `--max-semi-space-size=16`
+ * there overrides it. The young generation only grows that far when allocation demands it.
  */
 export const HOT_PATH_HEAP = ["--max-semi-space-size=64"];
 

@@ -21,7 +21,14 @@ async function leasedUsage(monthlyLimit: number) {
   const usage = new Usage(repo, dir.workspaces, () => clock.at);
   const counter = async (period = "2026-03") => (await store.find(`ws_a:${period}`))?.used ?? 0;
   const tick = (ms: number) => (clock.at = new Date(clock.at.getTime() + ms));
-  return { dir, usage, writes, counter, tick, clock };
+  /** A busy workspace: `times` reservations of 10, 5 ms apart. */
+  const busy = async (times: number) => {
+    for (let i = 0; i < times; i++) {
+      await usage.reserve("ws_a", 10);
+      tick(5);
+    }
+  };
+  return { dir, usage, writes, counter, tick, clock, busy };
 }
 
 describe("usage lease", () => {
@@ -45,11 +52,8 @@ describe("usage lease", () => {
   });
 
   it("gives unspent units back once the workspace goes quiet", async () => {
-    const { usage, counter, tick } = await leasedUsage(1_000_000);
-    for (let i = 0; i < 50; i++) {
-      await usage.reserve("ws_a", 10);
-      tick(5);
-    }
+    const { usage, counter, tick, busy } = await leasedUsage(1_000_000);
+    await busy(50);
     expect(await counter()).toBeGreaterThan(500);
     tick(IDLE_MS + 1);
     await expect.poll(counter, { timeout: 3_000, interval: 50 }).toBe(500);
@@ -76,11 +80,8 @@ describe("usage lease", () => {
   });
 
   it("respects a limit lowered while units are leased", async () => {
-    const { dir, usage, tick } = await leasedUsage(100_000);
-    for (let i = 0; i < 40; i++) {
-      await usage.reserve("ws_a", 10);
-      tick(5);
-    }
+    const { dir, usage, busy } = await leasedUsage(100_000);
+    await busy(40);
     const used = (await usage.get("ws_a")).used;
     await dir.workspaces.update("ws_a", { monthlyLimit: used + 5 });
     expect((await usage.reserve("ws_a", 5)).granted).toBe(true);
@@ -90,12 +91,9 @@ describe("usage lease", () => {
   });
 
   it("counts each month on its own: a lease taken in one month goes back to that month", async () => {
-    const { usage, counter, tick, clock } = await leasedUsage(1_000_000);
+    const { usage, counter, clock, busy } = await leasedUsage(1_000_000);
     clock.at = new Date("2026-03-31T23:59:58Z");
-    for (let i = 0; i < 40; i++) {
-      await usage.reserve("ws_a", 10);
-      tick(5);
-    }
+    await busy(40);
     clock.at = new Date("2026-04-01T00:00:00Z");
     const april = await usage.reserve("ws_a", 10);
     expect(april).toMatchObject({ granted: true, used: 10, period: "2026-04" });
