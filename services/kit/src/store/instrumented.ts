@@ -33,35 +33,44 @@ export function instrumentStore(store: Store, service = "store"): Store {
     },
   });
 
-  const wrapCollection = (name: string, inner: Collection<Doc>): Collection<Doc> =>
-    new Proxy(inner, {
+  const wrapCollection = (name: string, inner: Collection<Doc>): Collection<Doc> => {
+    // One timed wrapper per method, made on first use: a store call is on every send's path.
+    const wrappers = new Map<string, { method: unknown; wrapper: (...args: unknown[]) => unknown }>();
+    const timed = (op: string, method: (...args: unknown[]) => unknown) => {
+      const labels = { collection: name, op };
+      return (...args: unknown[]) => {
+        const started = performance.now();
+        let result: unknown;
+        try {
+          result = method.apply(inner, args);
+        } catch (err) {
+          operationErrors.inc(labels);
+          throw err;
+        }
+        if (!(result instanceof Promise)) return result;
+        return result.then(
+          (v) => {
+            operationSeconds.observe(labels, secondsSince(started));
+            return v;
+          },
+          (err) => {
+            operationSeconds.observe(labels, secondsSince(started));
+            operationErrors.inc(labels);
+            throw err;
+          },
+        );
+      };
+    };
+    return new Proxy(inner, {
       get(target, prop) {
         const value = Reflect.get(target, prop);
         if (typeof value !== "function" || typeof prop !== "string") return value;
-        return (...args: unknown[]) => {
-          const started = performance.now();
-          let result: unknown;
-          try {
-            result = value.apply(target, args);
-          } catch (err) {
-            operationErrors.inc({ collection: name, op: prop });
-            throw err;
-          }
-          if (!(result instanceof Promise)) return result;
-          return result.then(
-            (v) => {
-              operationSeconds.observe({ collection: name, op: prop }, secondsSince(started));
-              return v;
-            },
-            (err) => {
-              operationSeconds.observe({ collection: name, op: prop }, secondsSince(started));
-              operationErrors.inc({ collection: name, op: prop });
-              throw err;
-            },
-          );
-        };
+        let cached = wrappers.get(prop);
+        if (cached?.method !== value) wrappers.set(prop, (cached = { method: value, wrapper: timed(prop, value as (...args: unknown[]) => unknown) }));
+        return cached.wrapper;
       },
     });
+  };
 
   return new Proxy(store, {
     get(target, prop) {

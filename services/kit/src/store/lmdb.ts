@@ -837,7 +837,8 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     }
     let modifiedCount = 0;
     for (const doc of matched) {
-      const next = applyUpdate(doc, update, false);
+      // Shared: `doc` was just read, and is wanted only for the index entries it had.
+      const next = applyUpdate(doc, update, false, { share: true });
       if (deepEqual(doc, next)) continue;
       this.putDoc(doc, next, meta);
       modifiedCount++;
@@ -857,7 +858,7 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
         const inserted = this.insertUpsert(filter, update, meta);
         return returnBefore ? null : (cloneValue(inserted) as T);
       }
-      const next = applyUpdate(doc, update, false);
+      const next = applyUpdate(doc, update, false, { share: true });
       if (!deepEqual(doc, next)) this.putDoc(doc, cloneValue(next), meta);
       return (returnBefore ? doc : next) as T;
     });

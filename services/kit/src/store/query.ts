@@ -341,8 +341,18 @@ function pushItems(operand: unknown): { items: unknown[]; slice?: number } {
  * Returns a new document with the update applied (the input is not touched). `inserting`
  * says whether this is the document an upsert creates, which is when $setOnInsert applies.
  */
-export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: boolean): T {
-  const next = cloneValue(doc) as Plain;
+/**
+ * The document `update` makes of `doc`; `doc` stays as it was. With `share`, the result shares
+ * every branch the update does not write with `doc` (only the containers on written paths
+ * are copied), for a document nobody else holds, such as one just read from disk: a deep
+ * copy of the whole document on every update was most of what an update cost.
+ */
+export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: boolean, opts: { share?: boolean } = {}): T {
+  const owned = opts.share ? new Set<unknown>() : undefined;
+  const next = (owned ? copyContainer(doc, owned) : cloneValue(doc)) as Plain;
+  const own = (path: string) => {
+    if (owned) ownPath(next, path, owned);
+  };
   const entries = (operand: Record<string, unknown> | undefined) =>
     Object.entries(operand ?? {}).filter(([, value]) => value !== undefined);
 
@@ -350,6 +360,7 @@ export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: 
     if (path === "_id" && !inserting && !deepEqual(next._id, value)) {
       throw new Error("Performing an update on the path '_id' would modify the immutable field '_id'");
     }
+    own(path);
     setPath(next, path, cloneValue(value));
   };
 
@@ -357,9 +368,11 @@ export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: 
   if (inserting) for (const [path, value] of entries(update.$setOnInsert)) assign(path, value);
   for (const [path] of entries(update.$unset)) {
     if (path === "_id") throw new Error("cannot $unset _id");
+    own(path);
     unsetPath(next, path);
   }
   for (const [path, amount] of entries(update.$inc)) {
+    own(path);
     const current = getPath(next, path);
     if (current !== undefined && typeof current !== "number") {
       throw new Error(`Cannot apply $inc to a value of non-numeric type (path "${path}")`);
@@ -367,6 +380,7 @@ export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: 
     setPath(next, path, ((current as number | undefined) ?? 0) + (amount as number));
   }
   for (const [path, operand] of entries(update.$push)) {
+    own(path);
     const current = getPath(next, path);
     if (current !== undefined && !Array.isArray(current)) {
       throw new Error(`The field "${path}" must be an array to $push to it`);
@@ -377,6 +391,35 @@ export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: 
     setPath(next, path, array);
   }
   return next as T;
+}
+
+/** A shallow copy of an object or array (object: without `undefined` properties, as cloneValue), noted as owned. */
+function copyContainer(value: Plain | unknown[], owned: Set<unknown>): Plain | unknown[] {
+  let copy: Plain | unknown[];
+  if (Array.isArray(value)) copy = value.slice();
+  else {
+    copy = {};
+    for (const key of Object.keys(value)) if (value[key] !== undefined) copy[key] = value[key];
+  }
+  owned.add(copy);
+  return copy;
+}
+
+/** Copies the containers above `path` that `next` still shares, so writing at `path` leaves the source alone. */
+function ownPath(next: Plain, path: string, owned: Set<unknown>): void {
+  const segments = path.split(".");
+  let container: Plain | unknown[] = next;
+  for (let i = 0; i < segments.length - 1; i++) {
+    const segment = segments[i];
+    const inArray = Array.isArray(container);
+    if (inArray && !isIndex(segment)) return; // setPath refuses it
+    const child = inArray ? (container as unknown[])[Number(segment)] : (container as Plain)[segment];
+    if (!Array.isArray(child) && !isPlainObject(child)) return; // setPath creates it, or refuses
+    const mine = owned.has(child) ? child : copyContainer(child, owned);
+    if (inArray) (container as unknown[])[Number(segment)] = mine;
+    else (container as Plain)[segment] = mine;
+    container = mine as Plain | unknown[];
+  }
 }
 
 /** The document an upsert starts from: the filter's equality conditions (MongoDB rule). */

@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import type { Update } from "./port.js";
+import { applyUpdate, cloneValue } from "./query.js";
+
+const source = () => ({
+  _id: "e1",
+  status: "SENT",
+  createdAt: new Date("2026-11-01T00:00:00Z"),
+  dispatch: "claimed",
+  leaseOwner: "w1",
+  out: { opens: 1, links: [{ url: "https://a.test", clicks: 2 }], last: { type: "open", at: new Date("2026-11-02T00:00:00Z") } },
+  tags: ["a", "b"],
+  matrix: [[1, 2], [3]],
+});
+
+const updates: [string, Update][] = [
+  ["$set and $unset at the top", { $set: { status: "DELIVERED" }, $unset: { dispatch: "", leaseOwner: "" } }],
+  ["$set into a nested object", { $set: { "out.last.type": "click" } }],
+  ["$set into an array element", { $set: { "out.links.0.clicks": 3 } }],
+  ["$set into a nested array", { $set: { "matrix.1.0": 9 } }],
+  ["$inc on a nested counter and a new one", { $inc: { "out.opens": 1, "out.clicks": 1 } }],
+  ["$unset inside an array", { $unset: { "tags.0": "" } }],
+  ["$push onto nested and new arrays", { $push: { "out.links": { url: "https://b.test", clicks: 0 }, "fresh.list": 1 } }],
+  ["$set creating a new branch", { $set: { "meta.source.kind": "api" } }],
+];
+
+describe("applyUpdate sharing untouched branches", () => {
+  it.each(updates)("%s: the same result as a deep copy, and the source unchanged", (_name, update) => {
+    const doc = source();
+    const before = cloneValue(doc);
+    const shared = applyUpdate(doc, update, false, { share: true });
+    expect(shared).toEqual(applyUpdate(source(), update, false));
+    expect(doc).toEqual(before);
+  });
+
+  it("copies only the containers on written paths", () => {
+    const doc = source();
+    const next = applyUpdate(doc, { $set: { "out.last.type": "click" } }, false, { share: true });
+    expect(next).not.toBe(doc);
+    expect(next.out).not.toBe(doc.out);
+    expect(next.out.last).not.toBe(doc.out.last);
+    // Untouched branches are the source's own objects.
+    expect(next.out.links).toBe(doc.out.links);
+    expect(next.tags).toBe(doc.tags);
+    expect(next.createdAt).toBe(doc.createdAt);
+  });
+
+  it("writes through the same copy when one update touches a branch twice", () => {
+    const doc = source();
+    const next = applyUpdate(doc, { $set: { "out.last.type": "click" }, $inc: { "out.opens": 2 } }, false, { share: true });
+    expect(next.out).toMatchObject({ opens: 3, last: { type: "click" } });
+    expect(doc.out).toMatchObject({ opens: 1, last: { type: "open" } });
+  });
+
+  it("refuses what the deep variant refuses, leaving the source alone", () => {
+    const doc = source();
+    const before = cloneValue(doc);
+    expect(() => applyUpdate(doc, { $set: { "status.x": 1 } }, false, { share: true })).toThrow(/non-object/);
+    expect(() => applyUpdate(doc, { $inc: { status: 1 } }, false, { share: true })).toThrow(/non-numeric/);
+    expect(() => applyUpdate(doc, { $set: { "tags.x": 1 } }, false, { share: true })).toThrow(/array/);
+    expect(doc).toEqual(before);
+  });
+});
