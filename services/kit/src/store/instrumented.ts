@@ -65,9 +65,11 @@ export function instrumentStore(store: Store, service = "store"): Store {
       get(target, prop) {
         const value = Reflect.get(target, prop);
         if (typeof value !== "function" || typeof prop !== "string") return value;
-        let cached = wrappers.get(prop);
-        if (cached?.method !== value) wrappers.set(prop, (cached = { method: value, wrapper: timed(prop, value as (...args: unknown[]) => unknown) }));
-        return cached.wrapper;
+        const cached = wrappers.get(prop);
+        if (cached && cached.method === value) return cached.wrapper;
+        const wrapper = timed(prop, value as (...args: unknown[]) => unknown);
+        wrappers.set(prop, { method: value, wrapper });
+        return wrapper;
       },
     });
   };

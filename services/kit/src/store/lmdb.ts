@@ -171,6 +171,28 @@ interface CollectionMeta {
 }
 
 /** Raw values of one index entry of a document (cartesian product over array fields). */
+/** One index's entries for a document's tuples, by a text form of each entry's key. */
+function entryKeysOf(def: IndexDef, tuples: unknown[][], id: string): Map<string, (string | number)[]> {
+  const keys = new Map<string, (string | number)[]>();
+  for (const tuple of tuples) {
+    const key = entryKey(def, tuple, id);
+    keys.set(JSON.stringify(key), key);
+  }
+  return keys;
+}
+
+/** The same index values, of the same types (an entry's key tells `1` from `"1"`, null from missing). */
+function sameTuples(a: unknown[][], b: unknown[][]): boolean {
+  if (a.length !== b.length) return false;
+  for (let t = 0; t < a.length; t++) {
+    const x = a[t];
+    const y = b[t];
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (!deepEqual(x[i], y[i]) || typeTag(x[i]) !== typeTag(y[i])) return false;
+  }
+  return true;
+}
+
 function indexTuples(doc: Record<string, unknown>, def: IndexDef): unknown[][] {
   // Fast path: top-level fields holding single values (the common case).
   if (def.fields.every((f) => !f.includes(".") && !Array.isArray(doc[f]))) {
@@ -646,10 +668,7 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
   private entryKeys(doc: Doc, meta: CollectionMeta, tuples = this.tuplesOf(doc, meta)): Map<string, (string | number)[]> {
     const keys = new Map<string, (string | number)[]>();
     meta.indexes.forEach((def, i) => {
-      for (const tuple of tuples[i]) {
-        const key = entryKey(def, tuple, doc._id);
-        keys.set(JSON.stringify(key), key);
-      }
+      for (const [k, key] of entryKeysOf(def, tuples[i], doc._id)) keys.set(k, key);
     });
     return keys;
   }
@@ -707,10 +726,15 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     if (batch && !prev) {
       batch.add(meta, tuples, next._id);
     } else if (prev) {
-      const before = this.entryKeys(prev, meta);
-      const after = this.entryKeys(next, meta, tuples);
-      for (const [k, key] of before) if (!after.has(k)) this.index.removeSync(key);
-      for (const [k, key] of after) if (!before.has(k)) this.index.putSync(key, EMPTY);
+      const previous = this.tuplesOf(prev, meta);
+      meta.indexes.forEach((def, i) => {
+        // Most updates leave most indexed fields alone: their entries stay as they are.
+        if (sameTuples(previous[i], tuples[i])) return;
+        const before = entryKeysOf(def, previous[i], prev._id);
+        const after = entryKeysOf(def, tuples[i], next._id);
+        for (const [k, key] of before) if (!after.has(k)) this.index.removeSync(key);
+        for (const [k, key] of after) if (!before.has(k)) this.index.putSync(key, EMPTY);
+      });
     } else {
       meta.indexes.forEach((def, i) => {
         for (const tuple of tuples[i]) this.index.putSync(entryKey(def, tuple, next._id), EMPTY);
