@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
@@ -67,7 +67,8 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
       failures?.attempt(request.ip, reply);
       throw unauthorized("Invalid API key");
     }
-    const keyHash = createHash("sha256").update(match[1]).digest("hex");
+    // One-shot digest: no Hash object per request.
+    const keyHash = hash("sha256", match[1]!, "hex");
     // A key answered valid before, even if that answer has since expired and is being asked
     // again, is no guess: when a busy client's cached key expires, its concurrent requests
     // must not each spend one of the address's failed-attempt tokens (they did: a burst of
