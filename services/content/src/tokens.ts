@@ -1,5 +1,5 @@
 import { createCipheriv, createHmac, timingSafeEqual } from "node:crypto";
-import { deriveKeyObject } from "../../kit/src/secrets.js";
+import { deriveKey } from "../../kit/src/secrets.js";
 import { verifyToken } from "../../kit/src/tokens.js";
 import { Reader, Writer } from "./token-codec.js";
 import { linkBase, linkPath, manageUrl, unsubscribeUrl } from "./urls.js";
@@ -86,12 +86,12 @@ const verifyingSecrets = (secret: TokenSecret): readonly string[] => (typeof sec
 
 /** The synthetic IV: a PRF of everything in the token, so it authenticates all of it. */
 function syntheticIv(secret: string, header: Buffer, fields: Buffer): Buffer {
-  return createHmac("sha256", deriveKeyObject(secret, MAC_PURPOSE)).update(header).update(fields).digest().subarray(0, IV_BYTES);
+  return createHmac("sha256", deriveKey(secret, MAC_PURPOSE)).update(header).update(fields).digest().subarray(0, IV_BYTES);
 }
 
 /** AES-256-CTR from counter block IV ‖ 0: encrypts and decrypts alike. */
 function ctr(secret: string, iv: Buffer, input: Buffer): Buffer {
-  const cipher = createCipheriv("aes-256-ctr", deriveKeyObject(secret, ENCRYPTION_PURPOSE), Buffer.concat([iv, COUNTER_START]));
+  const cipher = createCipheriv("aes-256-ctr", deriveKey(secret, ENCRYPTION_PURPOSE), Buffer.concat([iv, COUNTER_START]));
   return cipher.update(input);
 }
 

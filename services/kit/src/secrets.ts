@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto";
 
 /**
  * Secrets at rest (DKIM private keys, webhook signing tokens, …), sealed with AES-256-GCM
@@ -47,8 +47,6 @@ const HKDF_SALT = "mailroom/v1";
 interface DerivedKey {
   id: string;
   key: Buffer;
-  /** The same key as a KeyObject, made on first use. */
-  object?: KeyObject;
 }
 
 const derived = new Map<string, DerivedKey>();
@@ -59,16 +57,6 @@ const derived = new Map<string, DerivedKey>();
  */
 export function deriveKey(secret: string, purpose: string): Buffer {
   return derivedKey(secret, purpose).key;
-}
-
-/**
- * deriveKey's key as a KeyObject: a cipher or HMAC made from one skips importing the key
- * bytes again (a third of the cost of a tracking token, which needs one of each per link).
- */
-export function deriveKeyObject(secret: string, purpose: string): KeyObject {
-  const d = derivedKey(secret, purpose);
-  d.object ??= createSecretKey(d.key);
-  return d.object;
 }
 
 function derivedKey(secret: string, purpose: string): DerivedKey {
