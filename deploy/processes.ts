@@ -14,11 +14,12 @@ export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "deliv
 /**
  * V8 flags of the units every send passes through. A send allocates many short-lived
  * objects (request, protobuf messages, documents, job); under load the email service spent
- * 19–24 % of its CPU in GC with V8's 16 MB young generation and 11.6 % with 64 MB. The first
- * `npm run bench api` pairs showed about a tenth less CPU per send; later pairs were within
- * the machine's noise, and longer scavenges may cost some tail latency, so it stays open to
- * measurement. MAILROOM_NODE_ARGS comes after these flags, so `--max-semi-space-size=16`
- * there overrides it. The young generation only grows that far when allocation demands it.
+ * 19–24 % of its CPU in GC with V8's 16 MB young generation and 11.6 % with 64 MB. Interleaved
+ * `npm run bench api` runs of 64, 16 and 8 MB showed no difference in CPU per send or p99
+ * beyond the machine's noise (a full 64 MB young generation scavenges half as often, each
+ * pause about twice as long). MAILROOM_NODE_ARGS comes after these flags, so
+ * `--max-semi-space-size=16` there overrides it. The young generation only grows that far
+ * when allocation demands it.
  */
 export const HOT_PATH_HEAP = ["--max-semi-space-size=64"];
 

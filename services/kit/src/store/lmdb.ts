@@ -170,7 +170,6 @@ interface CollectionMeta {
   indexes: IndexDef[];
 }
 
-/** Raw values of one index entry of a document (cartesian product over array fields). */
 /** One index's entries for a document's tuples, by a text form of each entry's key. */
 function entryKeysOf(def: IndexDef, tuples: unknown[][], id: string): Map<string, (string | number)[]> {
   const keys = new Map<string, (string | number)[]>();
@@ -193,6 +192,7 @@ function sameTuples(a: unknown[][], b: unknown[][]): boolean {
   return true;
 }
 
+/** Raw values of one index entry of a document (cartesian product over array fields). */
 function indexTuples(doc: Record<string, unknown>, def: IndexDef): unknown[][] {
   // Fast path: top-level fields holding single values (the common case).
   if (def.fields.every((f) => !f.includes(".") && !Array.isArray(doc[f]))) {

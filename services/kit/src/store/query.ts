@@ -340,12 +340,10 @@ function pushItems(operand: unknown): { items: unknown[]; slice?: number } {
 /**
  * Returns a new document with the update applied (the input is not touched). `inserting`
  * says whether this is the document an upsert creates, which is when $setOnInsert applies.
- */
-/**
- * The document `update` makes of `doc`; `doc` stays as it was. With `share`, the result shares
- * every branch the update does not write with `doc` (only the containers on written paths
- * are copied), for a document nobody else holds, such as one just read from disk: a deep
- * copy of the whole document on every update was most of what an update cost.
+ * With `share`, the result shares every branch the update does not write with `doc` (only
+ * the containers on written paths are copied): for a document nobody else holds, such as one
+ * just read from disk, where a deep copy of the whole document on every update was most of
+ * what an update cost.
  */
 export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: boolean, opts: { share?: boolean } = {}): T {
   const owned = opts.share ? new Set<unknown>() : undefined;
