@@ -51,6 +51,13 @@ function toDoc(email: StoredEmail): EmailDoc {
   return dispatch === "pending" || dispatch === "claimed" ? { ...base, dispatch } : { ...base, dispatched: dispatch };
 }
 
+/** Base64 read straight from the compiled bytes (Buffer.from(bytes) alone would copy them first). */
+const contentDocOf = (email: StoredEmail, compiled: CompiledContent): ContentDoc => ({
+  _id: email.id,
+  workspaceId: email.workspaceId,
+  compiled: Buffer.from(compiled.buffer, compiled.byteOffset, compiled.byteLength).toString("base64"),
+});
+
 /**
  * Emails in two collections: `emails` (the record and its outbox state, small) and
  * `email_contents` (the compiled message, dropped once the email reached a final
@@ -95,7 +102,7 @@ export class CollectionEmailStore implements EmailStore {
     if (opts.freshId && compiled) return this.insertTogether(email, compiled);
     try {
       // Content first: an email the scheduler can see always has its content.
-      if (compiled) await this.contents.insertOne({ _id: id, workspaceId: email.workspaceId, compiled: Buffer.from(compiled).toString("base64") });
+      if (compiled) await this.contents.insertOne(contentDocOf(email, compiled));
     } catch (err) {
       if (err instanceof DuplicateKeyError) return false;
       throw err;
@@ -114,7 +121,7 @@ export class CollectionEmailStore implements EmailStore {
   /** Content and record at once; whichever part was written is taken back when the other failed. */
   private async insertTogether(email: StoredEmail, compiled: CompiledContent): Promise<boolean> {
     const [content, record] = await Promise.allSettled([
-      this.contents.insertOne({ _id: email.id, workspaceId: email.workspaceId, compiled: Buffer.from(compiled).toString("base64") }),
+      this.contents.insertOne(contentDocOf(email, compiled)),
       this.emails.insertOne(toDoc(email)),
     ]);
     if (content.status === "fulfilled" && record.status === "fulfilled") return true;

@@ -21,7 +21,12 @@ export function cloneValue<V>(value: V): V {
   if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : cloneValue(item))) as V;
   if (isPlainObject(value)) {
     const out: Plain = {};
-    for (const [key, item] of Object.entries(value)) if (item !== undefined) out[key] = cloneValue(item);
+    // for…in, not Object.entries: a plain object has no enumerable inherited keys, and the
+    // pairs entries() allocates were a fifth of an insert's garbage.
+    for (const key in value) {
+      const item = value[key];
+      if (item !== undefined) out[key] = cloneValue(item);
+    }
     return out as V;
   }
   return value;
@@ -34,12 +39,19 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   }
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item, i) => deepEqual(item, b[i]));
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
+    return true;
   }
   if (isPlainObject(a) && isPlainObject(b)) {
-    const aKeys = Object.keys(a).filter((k) => a[k] !== undefined);
-    const bKeys = Object.keys(b).filter((k) => b[k] !== undefined);
-    return aKeys.length === bKeys.length && aKeys.every((k) => deepEqual(a[k], b[k]));
+    // Keys holding undefined count as absent on both sides.
+    let defined = 0;
+    for (const key in a) {
+      if (a[key] === undefined) continue;
+      defined++;
+      if (!deepEqual(a[key], b[key])) return false;
+    }
+    for (const key in b) if (b[key] !== undefined) defined--;
+    return defined === 0;
   }
   return false;
 }
