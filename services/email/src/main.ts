@@ -65,6 +65,8 @@ async function serve(): Promise<void> {
     host: config.serviceHost,
     logger,
     healthy: () => !nc.isClosed(),
+    // The send path passes the request id on itself (jobs, failure logs): no promise hooks.
+    asyncRequestContext: false,
   });
   logger.info({ url: server.url, store: store.kind }, "email listening");
 

@@ -15,6 +15,7 @@ import {
 } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { AppError, badRequest, toErrorInfo } from "../../kit/src/errors.js";
+import { requestIdOfCall } from "../../kit/src/connect.js";
 import type { EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
 import type { StatsCounters } from "./domain/ports.js";
 import { assertBatchSize, type EmailService } from "./domain/service.js";
@@ -134,9 +135,9 @@ const protoCounters = (c: StatsCounters): ProtoCounters => create(StatsCountersS
 export function emailRoutes(service: EmailService) {
   return (router: ConnectRouter) =>
     router.service(EmailServiceDesc, {
-      sendEmail: async (req) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email))) }),
+      sendEmail: async (req, ctx) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email), { requestId: requestIdOfCall(ctx) })) }),
 
-      sendBatch: async (req) => {
+      sendBatch: async (req, ctx) => {
         assertBatchSize(req.emails.length);
         const requests: EmailRequest[] = [];
         const invalid: Array<{ index: number; to: string; error: AppError }> = [];
@@ -151,7 +152,7 @@ export function emailRoutes(service: EmailService) {
             invalid.push({ index, to: input.to, error: err });
           }
         });
-        const result = requests.length ? await service.sendBatch(req.workspaceId, requests, { independent: req.independent }) : { successful: [], failed: [] };
+        const result = requests.length ? await service.sendBatch(req.workspaceId, requests, { independent: req.independent, requestId: requestIdOfCall(ctx) }) : { successful: [], failed: [] };
         const failed = [...invalid, ...result.failed.map((f) => ({ ...f, index: positions[f.index] }))].sort((a, b) => a.index - b.index);
         return {
           successful: result.successful.map(protoRecord),

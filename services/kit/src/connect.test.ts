@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";
+import { connectClient, requestIdOfCall, startConnectServer, type ConnectServer } from "./connect.js";
 import { createLogger } from "./logger.js";
 import { requestContext, runWithRequestContext } from "./request-context.js";
 
@@ -41,6 +41,31 @@ describe("kit Connect server and clients", () => {
     expect(handlerRequestIds.slice(-3, -1)).toEqual(["trace-kit-1", "trace-kit-2"]);
     // No id given: the server names the request itself.
     expect(handlerRequestIds.at(-1)).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("without the async context, a handler reads the request id from the call and runs outside any context", async () => {
+    const seen: Array<{ ofCall: string; context: string | undefined }> = [];
+    const explicit = await startConnectServer({
+      logger: createLogger("kit-connect-test"),
+      asyncRequestContext: false,
+      routes: (router) =>
+        router.service(RendererService, {
+          detectVariables(_req, ctx) {
+            seen.push({ ofCall: requestIdOfCall(ctx), context: requestContext()?.requestId });
+            return { detected: [], unknown: [] };
+          },
+        }),
+    });
+    try {
+      const client = connectClient(RendererService, explicit.url);
+      await client.detectVariables({ html: "x" }, { headers: { "x-request-id": "trace-kit-3" } });
+      await client.detectVariables({ html: "x" });
+      expect(seen[0]).toEqual({ ofCall: "trace-kit-3", context: undefined });
+      expect(seen[1]!.ofCall).toMatch(/^[0-9a-f-]{36}$/);
+      expect(seen[1]!.context).toBeUndefined();
+    } finally {
+      await explicit.close();
+    }
   });
 
   it("the server answers GET /healthz beside the routes", async () => {

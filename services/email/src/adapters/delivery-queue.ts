@@ -2,7 +2,6 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { deliveryJobSubject, publishProto } from "../../../kit/src/jetstream.js";
-import { requestContext } from "../../../kit/src/request-context.js";
 import { DeliveryJobSchema, DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
 import type { DeliveryJobData, DeliveryQueue } from "../domain/ports.js";
 
@@ -30,8 +29,7 @@ export class JetStreamDeliveryQueue implements DeliveryQueue {
       contentRef: job.contentRef,
       groupBy: job.groupBy ?? "",
       enqueuedAt: timestampFromDate(job.enqueuedAt),
-      // The API request being served (none for a scheduled send published by the timer).
-      requestId: requestContext()?.requestId ?? "",
+      requestId: job.requestId ?? "",
     });
     await publishProto(this.js, TRANSACTIONAL_SUBJECT, DeliveryJobSchema, message, job.deliveryId);
   }

@@ -3,7 +3,7 @@ import type { StoredEmail } from "./model.js";
 import type { Clock, DeliveryJobData, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 
 /** The delivery job of one transactional email: one recipient, so one delivery. */
-export function jobOf(email: StoredEmail, now: Date): DeliveryJobData {
+export function jobOf(email: StoredEmail, now: Date, requestId = ""): DeliveryJobData {
   return {
     deliveryId: email.id,
     workspaceId: email.workspaceId,
@@ -17,6 +17,7 @@ export function jobOf(email: StoredEmail, now: Date): DeliveryJobData {
     groupBy: email.groupBy,
     contentRef: `email:${email.id}`,
     enqueuedAt: now,
+    requestId,
   };
 }
 
@@ -41,12 +42,15 @@ export class Publisher {
     private readonly retryMs = 5_000,
   ) {}
 
-  /** True when the job is on the queue; false leaves the claim to expire and be retried. */
-  async publish(email: StoredEmail): Promise<boolean> {
+  /**
+   * True when the job is on the queue; false leaves the claim to expire and be retried.
+   * `requestId`: the API request being served, carried by the job (none for the scheduler).
+   */
+  async publish(email: StoredEmail, requestId = ""): Promise<boolean> {
     try {
-      await this.queue.publish(jobOf(email, this.clock.now()));
+      await this.queue.publish(jobOf(email, this.clock.now(), requestId));
     } catch (err) {
-      this.logger.warn({ err, emailId: email.id }, "publishing a delivery job failed; will retry");
+      this.logger.warn({ err, emailId: email.id, requestId: requestId || undefined }, "publishing a delivery job failed; will retry");
       await this.emails
         .deferClaim(email.id, this.owner, new Date(this.clock.now().getTime() + this.retryMs))
         .catch(() => undefined);

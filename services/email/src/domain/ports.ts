@@ -144,6 +144,8 @@ export interface DeliveryJobData {
   groupBy?: string;
   contentRef: string;
   enqueuedAt: Date;
+  /** The API request that sent the email, followed into the delivery service's logs ("": none). */
+  requestId?: string;
 }
 
 export interface DeliveryQueue {

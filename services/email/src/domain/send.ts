@@ -70,6 +70,8 @@ export interface AcceptOptions {
    * reserved all or nothing, as the batch endpoint promises.
    */
   independent?: boolean;
+  /** The request being served: named in the delivery jobs published and in failure logs. */
+  requestId?: string;
 }
 
 const pending = (items: Item[]) => items.filter((i) => !i.outcome);
@@ -194,7 +196,7 @@ export class EmailSender {
           // The store failed for this item only; the others are kept and sent, so the
           // request must still answer with them (a whole-request 5xx after sending some
           // would invite a retry that sends them twice).
-          this.deps.logger.error({ err, emailId: item.emailId }, "storing an email failed");
+          this.deps.logger.error({ err, emailId: item.emailId, requestId: opts.requestId }, "storing an email failed");
           fail(item, unavailable("service_unavailable", "The email could not be stored; try again shortly"));
         }
       });
@@ -202,15 +204,15 @@ export class EmailSender {
       for (const item of items) {
         if (!item.stored && !item.outcome) fail(item, err instanceof AppError ? err : appError({ code: "internal", httpStatus: 500, message: "Internal error" }));
       }
-      await this.finish(workspaceId, items, reservations);
+      await this.finish(workspaceId, items, reservations, opts.requestId);
       throw err;
     }
-    await this.finish(workspaceId, items, reservations);
+    await this.finish(workspaceId, items, reservations, opts.requestId);
     return items.map((i) => i.outcome!);
   }
 
   /** Completes or frees idempotency keys, returns unused usage, publishes, upserts contacts. */
-  private async finish(workspaceId: string, items: Item[], reservations: Reservation[]) {
+  private async finish(workspaceId: string, items: Item[], reservations: Reservation[], requestId: string | undefined) {
     const stored = items.filter((i) => i.stored);
     const tasks: Promise<unknown>[] = [];
     const unused = new Map<string, number>();
@@ -222,7 +224,7 @@ export class EmailSender {
       tasks.push(
         this.deps.directory
           .releaseUsage(workspaceId, count, period)
-          .catch((err) => this.deps.logger.warn({ err, workspaceId }, "releasing unused usage failed")),
+          .catch((err) => this.deps.logger.warn({ err, workspaceId, requestId }, "releasing unused usage failed")),
       );
     }
     for (const item of items) {
@@ -232,17 +234,17 @@ export class EmailSender {
         ? this.gate.complete(workspaceId, key, item.emailId, recordOf(item.stored))
         : this.gate.release(workspaceId, key, item.emailId);
       // A key left in flight is taken over after its lease and resolved from the store.
-      tasks.push(done.catch((err) => this.deps.logger.warn({ err, workspaceId }, "settling an idempotency key failed")));
+      tasks.push(done.catch((err) => this.deps.logger.warn({ err, workspaceId, requestId }, "settling an idempotency key failed")));
     }
     for (const item of stored) {
       const email = item.stored!;
-      if (email.dispatch === "claimed") tasks.push(this.publisher.publish(email));
+      if (email.dispatch === "claimed") tasks.push(this.publisher.publish(email, requestId));
       const content = item.req.content;
       if (content.kind === "raw" && content.contactProperties && Object.keys(content.contactProperties).length) {
         tasks.push(
           this.deps.directory
             .upsertContact(workspaceId, email.recipient, content.contactProperties)
-            .catch((err) => this.deps.logger.warn({ err, workspaceId, emailId: email.id }, "contact upsert failed")),
+            .catch((err) => this.deps.logger.warn({ err, workspaceId, emailId: email.id, requestId }, "contact upsert failed")),
         );
       }
     }

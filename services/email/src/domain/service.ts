@@ -26,8 +26,8 @@ export class EmailService {
     this.sender = new EmailSender(deps);
   }
 
-  async send(workspaceId: string, request: EmailRequest): Promise<EmailRecord> {
-    const [outcome] = await this.sender.accept(workspaceId, [request]);
+  async send(workspaceId: string, request: EmailRequest, opts: Pick<AcceptOptions, "requestId"> = {}): Promise<EmailRecord> {
+    const [outcome] = await this.sender.accept(workspaceId, [request], opts);
     if (!outcome.ok) throw outcome.error;
     return outcome.record;
   }
