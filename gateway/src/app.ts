@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { GatewayDeps } from "./deps.js";
 import { createAuthHook } from "./auth.js";
 import { AuthFailureLimiter, MemoryTokenBuckets, createKeyRateLimitHook } from "./rate-limit.js";
-import { requestIdOf, runWithRequestId } from "./request-context.js";
+import { requestIdOf } from "./request-context.js";
 import { DEFAULT_BODY_LIMIT_BYTES, bodyFromRouterError, clientErrorResponse, handleError, refusal, sendError } from "./errors.js";
 import { collectOpenApi } from "./openapi.js";
 import { installMetrics } from "./metrics.js";
@@ -23,7 +23,8 @@ export async function buildGateway(
   const app = Fastify({
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     // Per-request access lines cost more than the request at load; errors are still logged.
-    logController: new LogController({ disableRequestLogging: true }),
+    // request.log's lines name the request as every other unit's lines do ("requestId").
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
     childLoggerFactory: lazyRequestLogger,
     bodyLimit: DEFAULT_BODY_LIMIT_BYTES,
     // Signed tracking tokens ride in path segments and exceed the default 100 characters.
@@ -50,18 +51,17 @@ export async function buildGateway(
   );
 
   app.decorate("errorDocsBase", deps.config.errorDocsUrl);
-  // Every answer names its request; every RPC made while serving it carries the same id.
+  // Every answer names its request; the RPCs made while serving it carry the same id
+  // (rpcOptions, required by the clients' type), and its log lines too (request.log binds requestId).
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
-    runWithRequestId(String(request.id), done);
+    done();
   });
   // A trace line per request at debug only (an access log at info costs more than the request).
   app.addHook("onResponse", (request, reply, done) => {
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request done");
     done();
   });
-  // Body parsing may leave the context behind: enter it again for the handler.
-  app.addHook("preHandler", (request, _reply, done) => runWithRequestId(String(request.id), done));
 
   // Every error (routes, hooks, parsers, plugins) becomes its public body in one place.
   app.setErrorHandler(handleError);

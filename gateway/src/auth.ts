@@ -41,13 +41,14 @@ const unauthorized = (message: string) => refusal({ code: "unauthorized", messag
  * the key is valid): an address out of attempts is refused before the directory is asked.
  */
 export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs">, failures?: AuthFailureLimiter) {
-  const cache = new LRUCache<string, AuthContext, string>({
+  const cache = new LRUCache<string, AuthContext, { apiKey: string; requestId: string }>({
     max: MAX_CACHED_KEYS,
     // lru-cache reads a ttl of 0 as "forever"; 1 ms is the closest to "do not cache".
     ttl: Math.max(1, deps.authCacheMs),
-    fetchMethod: async (_keyHash, _stale, { context: apiKey }) => {
+    // Concurrent requests with one key share one lookup, which names the request that started it.
+    fetchMethod: async (_keyHash, _stale, { context: { apiKey, requestId } }) => {
       try {
-        const res = await deps.clients.directory.authenticate({ apiKey }, { timeoutMs: 10_000 });
+        const res = await deps.clients.directory.authenticate({ apiKey }, { timeoutMs: 10_000, headers: { "x-request-id": requestId } });
         return { workspaceId: res.workspaceId, keyId: res.keyId, scopes: res.scopes };
       } catch (err) {
         if (err instanceof ConnectError && UNKNOWN_KEY.includes(err.code)) throw unauthorized("Invalid API key");
@@ -81,7 +82,7 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     lookups.set(keyHash, (lookups.get(keyHash) ?? 0) + 1);
     let auth: AuthContext;
     try {
-      auth = (await cache.fetch(keyHash, { context: match[1] }))!;
+      auth = (await cache.fetch(keyHash, { context: { apiKey: match[1]!, requestId: String(request.id) } }))!;
     } catch (err) {
       // Only a refused key counts as a failed attempt, not a directory outage.
       if (charged && errorInfoOf(err)?.code !== "unauthorized") failures?.refund(request.ip);

@@ -166,6 +166,8 @@ describe("the generated OpenAPI document against the gateway", () => {
   let degraded: FastifyInstance;
   let world: TestWorld;
   let directoryClient: ServiceClients["directory"];
+  /** The test's own calls to the directory, outside any request. */
+  const TEST_CALL = { headers: { "x-request-id": "openapi-test" } };
   const events: MailEvent[] = [];
 
   const recipient = { workspaceId: "ws_oa", messageId: "<m1@acme.test>", email: "ann@example.test", contactId: "", contentId: "trs_01jqz8k4m2x7v9c3n5b6t1w0ye" };
@@ -783,9 +785,9 @@ describe("the generated OpenAPI document against the gateway", () => {
       expect(page.headers["content-type"]).toMatch(/^text\/html/);
       expect((await call("POST /u/{token}/resubscribe", { url: resubscribe })).json()).toEqual({ subscribed: true });
       expect((await call("POST /u/{token}/resubscribe", { url: "/u/forged/resubscribe" })).statusCode).toBe(404);
-      await directoryClient.addSuppression({ workspaceId: "ws_oa", email: recipient.email, reason: SuppressionReason.HARD_BOUNCE });
+      await directoryClient.addSuppression({ workspaceId: "ws_oa", email: recipient.email, reason: SuppressionReason.HARD_BOUNCE }, TEST_CALL);
       expect((await call("POST /u/{token}/resubscribe", { url: resubscribe })).json()).toMatchObject({ statusCode: 409, code: "conflict" });
-      await directoryClient.removeSuppression({ workspaceId: "ws_oa", email: recipient.email });
+      await directoryClient.removeSuppression({ workspaceId: "ws_oa", email: recipient.email }, TEST_CALL);
     });
 
     it("serves health and the captured-mail pages", async () => {

@@ -5,7 +5,7 @@ import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.j
 import { startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
 import { createLogger, loadConfig } from "../../services/kit/src/index.js";
 import { buildGateway } from "./app.js";
-import { createServiceClients } from "./deps.js";
+import { createServiceClients, rpcOptions } from "./deps.js";
 import { workspaceOf } from "./auth.js";
 import { requestIdOf } from "./request-context.js";
 
@@ -36,8 +36,8 @@ describe("x-request-id on internal RPCs", () => {
       api: [
         (scope) =>
           scope.post("/v1/lookup", async (request) => {
-            // A call the route makes without naming the request id: the gateway adds it.
-            await clients.directory.getContact({ workspaceId: workspaceOf(request), email: "a@b.test" }).catch(() => undefined);
+            // Routes name the request in every call (the clients' type requires it).
+            await clients.directory.getContact({ workspaceId: workspaceOf(request), email: "a@b.test" }, rpcOptions(request)).catch(() => undefined);
             return { ok: true };
           }),
       ],

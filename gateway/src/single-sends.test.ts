@@ -47,16 +47,19 @@ function emailService() {
   };
 }
 
+/** Call options as rpcOptions(request) makes them. */
+const CALL = { headers: { "x-request-id": "single-sends-test" } };
+
 describe("single sends coalesced per workspace", () => {
   it("sends the first alone and the ones that arrive meanwhile as one independent batch, each answered with its own result", async () => {
     const svc = emailService();
-    const firsts = [svc.sends.send("ws", input("first@y.test"), {}, 100), svc.sends.send("ws2", input("other@y.test"), {}, 100)];
+    const firsts = [svc.sends.send("ws", input("first@y.test"), CALL, 100), svc.sends.send("ws2", input("other@y.test"), CALL, 100)];
     await tick(); // the first of each workspace is in flight
     const results = [
       firsts[0]!,
-      svc.sends.send("ws", input("second@y.test"), {}, 100),
-      svc.sends.send("ws", input("bad@y.test"), {}, 100),
-      svc.sends.send("ws", input("third@y.test"), {}, 100),
+      svc.sends.send("ws", input("second@y.test"), CALL, 100),
+      svc.sends.send("ws", input("bad@y.test"), CALL, 100),
+      svc.sends.send("ws", input("third@y.test"), CALL, 100),
       firsts[1]!,
     ].map((p) => p.then((r) => r.id, (e: unknown) => e));
     svc.open();
@@ -75,15 +78,15 @@ describe("single sends coalesced per workspace", () => {
   it("gives a refusal of a lone send as SendEmail gave it", async () => {
     const svc = emailService();
     svc.open();
-    await expect(svc.sends.send("ws", input("down@y.test"), {}, 100)).rejects.toMatchObject({ code: Code.Unavailable });
+    await expect(svc.sends.send("ws", input("down@y.test"), CALL, 100)).rejects.toMatchObject({ code: Code.Unavailable });
   });
 
   it("sends a large email on its own, never in a round", async () => {
     const svc = emailService();
-    const first = svc.sends.send("ws", input("first@y.test"), {}, 100);
+    const first = svc.sends.send("ws", input("first@y.test"), CALL, 100);
     await tick();
-    const large = svc.sends.send("ws", input("large@y.test"), {}, COALESCE_MAX_BODY_BYTES + 1);
-    const small = svc.sends.send("ws", input("small@y.test"), {}, 100);
+    const large = svc.sends.send("ws", input("large@y.test"), CALL, COALESCE_MAX_BODY_BYTES + 1);
+    const small = svc.sends.send("ws", input("small@y.test"), CALL, 100);
     svc.open();
     await Promise.all([first, large, small]);
     expect(svc.calls).toEqual(["SendEmail first@y.test", "SendEmail large@y.test", "SendEmail small@y.test"]);

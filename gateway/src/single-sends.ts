@@ -1,7 +1,8 @@
-import type { CallOptions, Client } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import type { EmailInput, EmailRecord, EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
 import { Coalescer } from "../../services/kit/src/coalesce.js";
 import { appErrorFromInfo } from "../../services/kit/src/errors.js";
+import type { RequestCallOptions, RequestScoped } from "./deps.js";
 import { MAX_BATCH } from "./schemas/email.js";
 
 /** Bodies up to this size are coalesced; a larger email goes alone so a round stays small. */
@@ -19,20 +20,20 @@ type Answer = { record: EmailRecord } | { error: Error };
  * record, or the error SendEmail would have given it.
  */
 export class SingleSends {
-  private readonly rounds: Coalescer<{ email: EmailInput; options: CallOptions }, Answer>;
+  private readonly rounds: Coalescer<{ email: EmailInput; options: RequestCallOptions }, Answer>;
 
-  constructor(private readonly client: Client<typeof EmailService>) {
+  constructor(private readonly client: RequestScoped<Client<typeof EmailService>>) {
     this.rounds = new Coalescer((workspaceId, sends) => this.sendRound(workspaceId, sends), MAX_BATCH);
   }
 
-  async send(workspaceId: string, email: EmailInput, options: CallOptions, bodyBytes: number): Promise<EmailRecord> {
+  async send(workspaceId: string, email: EmailInput, options: RequestCallOptions, bodyBytes: number): Promise<EmailRecord> {
     if (bodyBytes > COALESCE_MAX_BODY_BYTES) return (await this.client.sendEmail({ workspaceId, email }, options)).email!;
     const answer = await this.rounds.run(workspaceId, { email, options });
     if ("error" in answer) throw answer.error;
     return answer.record;
   }
 
-  private async sendRound(workspaceId: string, sends: { email: EmailInput; options: CallOptions }[]): Promise<Answer[]> {
+  private async sendRound(workspaceId: string, sends: { email: EmailInput; options: RequestCallOptions }[]): Promise<Answer[]> {
     if (sends.length === 1) {
       const { email, options } = sends[0]!;
       return [{ record: (await this.client.sendEmail({ workspaceId, email }, options)).email! }];

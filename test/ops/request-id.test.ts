@@ -55,6 +55,8 @@ describe("request ids across processes", () => {
     const context = async () => `\n--- gateway ---\n${await sys.log("gateway")}\n--- email ---\n${await sys.log("email")}\n--- delivery ---\n${await sys.log("delivery")}`;
 
     expect(gateway.map((l) => l.msg), await context()).toContain("request done");
+    // Every unit names it in the same field, so one grep for "requestId":"<id>" finds them all.
+    expect(gateway.find((l) => l.msg === "request done"), await context()).toMatchObject({ requestId });
     expect(email.map((l) => l.msg), await context()).toContain("rpc ok");
     // (Delivery's GetCompiledContent for the job carries the id to the email service too, and may log first.)
     expect(email.find((l) => l.msg === "rpc ok" && l.rpc === "SendEmail"), await context()).toMatchObject({ requestId, rpc: "SendEmail" });

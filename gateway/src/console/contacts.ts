@@ -105,7 +105,13 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
       return seeOther(reply, consoleUrl("/contacts/import"));
     }
-    const job = jobs.start(directory(), session.workspaceId, "upload.csv", file, request.log);
+    // The import outlives the request; its calls still name the request that started it.
+    const options = rpcOptions(request);
+    const client = {
+      listContactProperties: (req: Parameters<typeof deps.clients.directory.listContactProperties>[0]) => directory().listContactProperties(req, options),
+      batchUpsertContacts: (req: Parameters<typeof deps.clients.directory.batchUpsertContacts>[0]) => directory().batchUpsertContacts(req, options),
+    };
+    const job = jobs.start(client, session.workspaceId, "upload.csv", file, request.log);
     return seeOther(reply, consoleUrl(`/contacts/import/${job.id}`));
   });
 

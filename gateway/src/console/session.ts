@@ -83,8 +83,8 @@ export interface SessionStore {
 
 export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" | "authCacheMs">, now: () => number = Date.now): SessionStore {
   const keys = secretKeysOf(deps.config);
-  const lookup = async (workspaceId: string, keyId: string): Promise<KeyFacts | undefined> => {
-    const opts = { timeoutMs: 10_000 };
+  const lookup = async (workspaceId: string, keyId: string, requestId: string): Promise<KeyFacts | undefined> => {
+    const opts = { timeoutMs: 10_000, headers: { "x-request-id": requestId } };
     try {
       const { apiKey } = await deps.clients.directory.getApiKey({ workspaceId, keyId }, opts);
       if (!apiKey || apiKey.revokedAt || apiKey.workspaceId !== workspaceId) return undefined;
@@ -97,14 +97,15 @@ export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" 
   };
   // Only live keys are cached; a revoked one is asked about again (and refused) every time.
   const facts = deps.authCacheMs > 0
-    ? new LRUCache<string, KeyFacts, { workspaceId: string; keyId: string }>({
+    ? new LRUCache<string, KeyFacts, { workspaceId: string; keyId: string; requestId: string }>({
       max: 10_000,
       ttl: deps.authCacheMs,
-      fetchMethod: async (_id, _stale, { context }) => lookup(context.workspaceId, context.keyId),
+      // Concurrent loads share one lookup, which names the request that started it.
+      fetchMethod: async (_id, _stale, { context }) => lookup(context.workspaceId, context.keyId, context.requestId),
     })
     : undefined;
-  const factsOf = (workspaceId: string, keyId: string) =>
-    facts ? facts.fetch(`${workspaceId}\0${keyId}`, { context: { workspaceId, keyId } }) : lookup(workspaceId, keyId);
+  const factsOf = (workspaceId: string, keyId: string, requestId: string) =>
+    facts ? facts.fetch(`${workspaceId}\0${keyId}`, { context: { workspaceId, keyId, requestId } }) : lookup(workspaceId, keyId, requestId);
 
   return {
     async load(request, reply) {
@@ -122,7 +123,7 @@ export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" 
         reply.clearCookie(SESSION_COOKIE, cookieOptions(deps));
         return undefined;
       }
-      const key = await factsOf(sealed.w, sealed.k);
+      const key = await factsOf(sealed.w, sealed.k, String(request.id));
       if (!key || !(key.scopes.includes("api_user") || key.scopes.includes("api_read"))) {
         reply.clearCookie(SESSION_COOKIE, cookieOptions(deps));
         return undefined;

@@ -1,5 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { z } from "zod";
+import { rpcOptions } from "../deps.js";
 import { apiErrorSchema } from "../errors.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { escapeHtml as escape, page } from "./page.js";
@@ -39,8 +40,8 @@ export const registerDevMail: RouteModule = (app, deps) => {
     summary: "Captured mail (development only)",
     description: "Mounted only when no relay is configured (`MAILROOM_SMTP_URL` unset) and mail is captured locally: an HTML list of the last 200 messages of every workspace. No API key: keep the gateway on loopback when capturing.",
     responses: { 200: htmlPage("HTML page."), 503: "ServiceUnavailable" },
-    handler: async (_request, reply) => {
-      const { messages } = await deps.clients.delivery.listCapturedMessages({ limit: 200 });
+    handler: async (request, reply) => {
+      const { messages } = await deps.clients.delivery.listCapturedMessages({ limit: 200 }, rpcOptions(request));
       const items = messages
         .map((m) => `<li><a href="/dev/mail/${encodeURIComponent(m.id)}">${escape(m.subject || "(no subject)")}</a>
 <div class="muted">From ${escape(m.from)} to ${escape(m.to)}${m.capturedAt ? ` · <time datetime="${escape(timestampDate(m.capturedAt).toISOString())}">${escape(timestampDate(m.capturedAt).toISOString().replace("T", " ").slice(0, 19))} UTC</time>` : ""}</div></li>`)
@@ -66,8 +67,8 @@ ${list}`, { width: "60rem" }));
     summary: "One captured message (development only)",
     params: capturedId,
     responses: { 200: htmlPage("HTML page with the message."), ...messageErrors },
-    handler: async (_request, reply, { params }) => {
-      const res = await deps.clients.delivery.getCapturedMessage({ id: params.id });
+    handler: async (request, reply, { params }) => {
+      const res = await deps.clients.delivery.getCapturedMessage({ id: params.id }, rpcOptions(request));
       const m = res.message!;
       const links = linksOf(res.html);
       const linkList = links.length
@@ -91,8 +92,8 @@ ${body}${linkList}<h2>Plain text</h2><pre>${escape(res.text)}</pre>`, { width: "
     summary: "Raw RFC 5322 source of one captured message (development only)",
     params: capturedId,
     responses: { 200: { description: "The message source.", content: { "text/plain": z.string() } }, ...messageErrors },
-    handler: async (_request, reply, { params }) => {
-      const res = await deps.clients.delivery.getCapturedMessage({ id: params.id });
+    handler: async (request, reply, { params }) => {
+      const res = await deps.clients.delivery.getCapturedMessage({ id: params.id }, rpcOptions(request));
       return reply.type("text/plain; charset=utf-8").send(Buffer.from(res.raw));
     },
   });
