@@ -2,7 +2,7 @@ import { hash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
-import type { GatewayDeps } from "./deps.js";
+import { callOptionsFor, type GatewayDeps } from "./deps.js";
 import { refusal } from "./errors.js";
 import { errorInfoOf } from "../../services/kit/src/errors.js";
 import type { AuthFailureLimiter } from "./rate-limit.js";
@@ -48,7 +48,7 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     // Concurrent requests with one key share one lookup, which names the request that started it.
     fetchMethod: async (_keyHash, _stale, { context: { apiKey, requestId } }) => {
       try {
-        const res = await deps.clients.directory.authenticate({ apiKey }, { timeoutMs: 10_000, headers: { "x-request-id": requestId } });
+        const res = await deps.clients.directory.authenticate({ apiKey }, callOptionsFor(requestId, 10_000));
         return { workspaceId: res.workspaceId, keyId: res.keyId, scopes: res.scopes };
       } catch (err) {
         if (err instanceof ConnectError && UNKNOWN_KEY.includes(err.code)) throw unauthorized("Invalid API key");

@@ -67,5 +67,10 @@ export function createServiceClients(config: Config): ServiceClients {
 
 /** Call options that carry the request id to the next hop. */
 export function rpcOptions(request: FastifyRequest): RequestCallOptions {
-  return { headers: { "x-request-id": String(request.id) }, timeoutMs: 30_000 };
+  return callOptionsFor(String(request.id));
+}
+
+/** The same for a call made on a request's behalf but outside it (a lookup shared by concurrent requests). */
+export function callOptionsFor(requestId: string, timeoutMs = 30_000): RequestCallOptions {
+  return { headers: { "x-request-id": requestId }, timeoutMs };
 }

@@ -20,7 +20,7 @@ import { randomBytes, createHmac } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
-import type { GatewayDeps } from "../deps.js";
+import { callOptionsFor, type GatewayDeps } from "../deps.js";
 import { refusal } from "../errors.js";
 import { SECRET_PURPOSES, SecretError, deriveKey, openSecret, sealSecret, secretKeysOf } from "../../../services/kit/src/secrets.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
@@ -84,7 +84,7 @@ export interface SessionStore {
 export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" | "authCacheMs">, now: () => number = Date.now): SessionStore {
   const keys = secretKeysOf(deps.config);
   const lookup = async (workspaceId: string, keyId: string, requestId: string): Promise<KeyFacts | undefined> => {
-    const opts = { timeoutMs: 10_000, headers: { "x-request-id": requestId } };
+    const opts = callOptionsFor(requestId, 10_000);
     try {
       const { apiKey } = await deps.clients.directory.getApiKey({ workspaceId, keyId }, opts);
       if (!apiKey || apiKey.revokedAt || apiKey.workspaceId !== workspaceId) return undefined;
