@@ -140,7 +140,7 @@ export function registerEmailPages(scope: FastifyInstance, deps: ConsoleDeps): v
 
     let content: string;
     try {
-      const { compiled } = await deps.clients.email.getCompiledContent({ workspaceId: session.workspaceId, id }, rpcOptions(request));
+      const { compiled } = await deps.clients.email.getEmailContent({ workspaceId: session.workspaceId, id }, rpcOptions(request));
       if (!compiled) throw new ConnectError("no content", Code.NotFound);
       // Merged for display only: links and the open pixel point at an address that cannot
       // resolve, so looking at an email records no open or click.

@@ -58,7 +58,7 @@ const email = createClient(EmailService, memoryTransport(({ service }) => {
       if (req.workspaceId !== "ws_a" || req.id !== EMAIL_A) throw new ConnectError(`Email ${req.id} not found`, Code.NotFound);
       return { email: { id: EMAIL_A, to: "ann@example.test", subject: "Hello <Ann>", status: EmailStatus.DELIVERED, createdAt: timestampFromDate(new Date()) } };
     },
-    getCompiledContent() {
+    getEmailContent() {
       throw new ConnectError("gone", Code.NotFound);
     },
     listEmails(req) {

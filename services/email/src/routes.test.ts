@@ -23,7 +23,7 @@ describe("email Connect routes", () => {
     const { w, email } = await client();
     const sent = await email.sendEmail({ workspaceId: "ws", email: { ...raw("ann@example.test"), groupBy: "g" } });
     expect(sent.email).toMatchObject({ status: EmailStatus.SENT, type: "raw", from: "team@acme.test", subject: "Hello", groupBy: "g", template: "" });
-    const compiled = await email.getCompiledContent({ workspaceId: "ws", id: sent.email!.id });
+    const compiled = await email.getEmailContent({ workspaceId: "ws", id: sent.email!.id });
     expect(compiled.compiled).toBeDefined();
 
     const later = timestampFromDate(new Date(w.clock.now().getTime() + 3600_000));

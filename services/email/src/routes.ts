@@ -194,7 +194,7 @@ export function emailRoutes(service: EmailService) {
       },
 
       // The compiled content is opaque to the domain: it is decoded only here, for the wire.
-      getCompiledContent: async (req) => ({
+      getEmailContent: async (req) => ({
         compiled: fromBinary(CompiledMessageSchema, await service.compiledContent(req.workspaceId, req.id)),
       }),
     });

@@ -6,13 +6,15 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { CompiledMessage } from "../../renderer/v1/renderer_pb.js";
+import { file_mailroom_renderer_v1_renderer } from "../../renderer/v1/renderer_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file mailroom/events/v1/events.proto.
  */
 export const file_mailroom_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch9tYWlscm9vbS9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJtYWlscm9vbS5ldmVudHMudjEiWgoJUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSKgoJdmFyaWFibGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKuAwoLRGVsaXZlcnlKb2ISEwoLZGVsaXZlcnlfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEjIKBnNvdXJjZRgDIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRISCgptZXNzYWdlX2lkGAQgASgJEhAKCGVtYWlsX2lkGAUgASgJEhQKDGJyb2FkY2FzdF9pZBgGIAEoCRIwCglyZWNpcGllbnQYByABKAsyHS5tYWlscm9vbS5ldmVudHMudjEuUmVjaXBpZW50EhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhMKC2NvbnRlbnRfcmVmGAsgASgJEhYKDnN1YmplY3RfcHJlZml4GAwgASgJEhAKCGdyb3VwX2J5GA0gASgJEi8KC2VucXVldWVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZXBseV90b19saXN0GA8gAygJEhIKCnJlcXVlc3RfaWQYECABKAkiwAMKCU1haWxFdmVudBIQCghldmVudF9pZBgBIAEoCRIvCgR0eXBlGAIgASgOMiEubWFpbHJvb20uZXZlbnRzLnYxLk1haWxFdmVudFR5cGUSFAoMd29ya3NwYWNlX2lkGAMgASgJEjIKBnNvdXJjZRgEIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRITCgtkZWxpdmVyeV9pZBgFIAEoCRIQCghlbWFpbF9pZBgGIAEoCRIUCgxicm9hZGNhc3RfaWQYByABKAkSEgoKbWVzc2FnZV9pZBgIIAEoCRIRCglyZWNpcGllbnQYCSABKAkSEgoKY29udGFjdF9pZBgKIAEoCRIOCgZkZXRhaWwYCyABKAkSEQoJc210cF9jb2RlGAwgASgFEg8KB2F0dGVtcHQYDSABKAUSCwoDdXJsGA4gASgJEi8KC29jY3VycmVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghncm91cF9ieRgQIAEoCRIRCglwZXJtYW5lbnQYESABKAgSFwoPZW5oYW5jZWRfc3RhdHVzGBIgASgJKpcBCg5EZWxpdmVyeVNvdXJjZRIfChtERUxJVkVSWV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIhCh1ERUxJVkVSWV9TT1VSQ0VfVFJBTlNBQ1RJT05BTBABEh0KGURFTElWRVJZX1NPVVJDRV9CUk9BRENBU1QQAhIiCh5ERUxJVkVSWV9TT1VSQ0VfQlJPQURDQVNUX1RFU1QQAyq8AgoNTWFpbEV2ZW50VHlwZRIfChtNQUlMX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIYChRNQUlMX0VWRU5UX1RZUEVfU0VOVBABEhwKGE1BSUxfRVZFTlRfVFlQRV9ERUZFUlJFRBACEhsKF01BSUxfRVZFTlRfVFlQRV9CT1VOQ0VEEAMSGgoWTUFJTF9FVkVOVF9UWVBFX0ZBSUxFRBAEEhoKFk1BSUxfRVZFTlRfVFlQRV9PUEVORUQQBRIbChdNQUlMX0VWRU5UX1RZUEVfQ0xJQ0tFRBAGEiAKHE1BSUxfRVZFTlRfVFlQRV9VTlNVQlNDUklCRUQQBxIeChpNQUlMX0VWRU5UX1RZUEVfQ09NUExBSU5FRBAIEh4KGk1BSUxfRVZFTlRfVFlQRV9TVVBQUkVTU0VEEAliBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch9tYWlscm9vbS9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJtYWlscm9vbS5ldmVudHMudjEicgoJUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSKgoJdmFyaWFibGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg52YXJpYWJsZXNfanNvbhgEIAEoDCLeAwoLRGVsaXZlcnlKb2ISEwoLZGVsaXZlcnlfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEjIKBnNvdXJjZRgDIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRISCgptZXNzYWdlX2lkGAQgASgJEhAKCGVtYWlsX2lkGAUgASgJEhQKDGJyb2FkY2FzdF9pZBgGIAEoCRIwCglyZWNpcGllbnQYByABKAsyHS5tYWlscm9vbS5ldmVudHMudjEuUmVjaXBpZW50EhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhMKC2NvbnRlbnRfcmVmGAsgASgJEhYKDnN1YmplY3RfcHJlZml4GAwgASgJEhAKCGdyb3VwX2J5GA0gASgJEi8KC2VucXVldWVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZXBseV90b19saXN0GA8gAygJEhIKCnJlcXVlc3RfaWQYECABKAkSLgoKbm90X2JlZm9yZRgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicwoNUGFnZVJlY2lwaWVudBITCgtkZWxpdmVyeV9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEg0KBWVtYWlsGAMgASgJEhIKCmNvbnRhY3RfaWQYBCABKAkSFgoOdmFyaWFibGVzX2pzb24YBSABKAwi5gIKDERlbGl2ZXJ5UGFnZRIPCgdwYWdlX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIyCgZzb3VyY2UYAyABKA4yIi5tYWlscm9vbS5ldmVudHMudjEuRGVsaXZlcnlTb3VyY2USFAoMYnJvYWRjYXN0X2lkGAQgASgJEhMKC2NvbnRlbnRfcmVmGAUgASgJEhIKCmZyb21fZW1haWwYBiABKAkSEQoJZnJvbV9uYW1lGAcgASgJEhUKDXJlcGx5X3RvX2xpc3QYCCADKAkSFgoOc3ViamVjdF9wcmVmaXgYCSABKAkSNQoKcmVjaXBpZW50cxgKIAMoCzIhLm1haWxyb29tLmV2ZW50cy52MS5QYWdlUmVjaXBpZW50Ei8KC2VucXVldWVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXF1ZXN0X2lkGAwgASgJIkgKDVN0b3JlZENvbnRlbnQSNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2UiwAMKCU1haWxFdmVudBIQCghldmVudF9pZBgBIAEoCRIvCgR0eXBlGAIgASgOMiEubWFpbHJvb20uZXZlbnRzLnYxLk1haWxFdmVudFR5cGUSFAoMd29ya3NwYWNlX2lkGAMgASgJEjIKBnNvdXJjZRgEIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRITCgtkZWxpdmVyeV9pZBgFIAEoCRIQCghlbWFpbF9pZBgGIAEoCRIUCgxicm9hZGNhc3RfaWQYByABKAkSEgoKbWVzc2FnZV9pZBgIIAEoCRIRCglyZWNpcGllbnQYCSABKAkSEgoKY29udGFjdF9pZBgKIAEoCRIOCgZkZXRhaWwYCyABKAkSEQoJc210cF9jb2RlGAwgASgFEg8KB2F0dGVtcHQYDSABKAUSCwoDdXJsGA4gASgJEi8KC29jY3VycmVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghncm91cF9ieRgQIAEoCRIRCglwZXJtYW5lbnQYESABKAgSFwoPZW5oYW5jZWRfc3RhdHVzGBIgASgJKpcBCg5EZWxpdmVyeVNvdXJjZRIfChtERUxJVkVSWV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIhCh1ERUxJVkVSWV9TT1VSQ0VfVFJBTlNBQ1RJT05BTBABEh0KGURFTElWRVJZX1NPVVJDRV9CUk9BRENBU1QQAhIiCh5ERUxJVkVSWV9TT1VSQ0VfQlJPQURDQVNUX1RFU1QQAyq8AgoNTWFpbEV2ZW50VHlwZRIfChtNQUlMX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIYChRNQUlMX0VWRU5UX1RZUEVfU0VOVBABEhwKGE1BSUxfRVZFTlRfVFlQRV9ERUZFUlJFRBACEhsKF01BSUxfRVZFTlRfVFlQRV9CT1VOQ0VEEAMSGgoWTUFJTF9FVkVOVF9UWVBFX0ZBSUxFRBAEEhoKFk1BSUxfRVZFTlRfVFlQRV9PUEVORUQQBRIbChdNQUlMX0VWRU5UX1RZUEVfQ0xJQ0tFRBAGEiAKHE1BSUxfRVZFTlRfVFlQRV9VTlNVQlNDUklCRUQQBxIeChpNQUlMX0VWRU5UX1RZUEVfQ09NUExBSU5FRBAIEh4KGk1BSUxfRVZFTlRfVFlQRV9TVVBQUkVTU0VEEAliBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_renderer_v1_renderer]);
 
 /**
  * @generated from message mailroom.events.v1.Recipient
@@ -36,6 +38,14 @@ export type Recipient = Message<"mailroom.events.v1.Recipient"> & {
    * @generated from field: google.protobuf.Struct variables = 3;
    */
   variables?: JsonObject | undefined;
+
+  /**
+   * The same merge values as a JSON object (UTF-8). Publishers write this instead of
+   * `variables`: a JSON parse is far cheaper than building and reading Struct values.
+   *
+   * @generated from field: bytes variables_json = 4;
+   */
+  variablesJson: Uint8Array;
 };
 
 /**
@@ -48,7 +58,8 @@ export const RecipientSchema: GenMessage<Recipient> = /*@__PURE__*/
 /**
  * DeliveryJob is published on MAIL_DELIVERY (subject "mail.delivery.<source>") with
  * msgID = delivery_id. It carries references, never the 500 KB body: the delivery
- * worker fetches the compiled content by content_ref and caches it.
+ * worker reads the compiled content by content_ref from the content store (a JetStream
+ * KV bucket the accepting unit wrote before publishing) and caches it.
  *
  * @generated from message mailroom.events.v1.DeliveryJob
  */
@@ -110,8 +121,8 @@ export type DeliveryJob = Message<"mailroom.events.v1.DeliveryJob"> & {
   replyTo: string;
 
   /**
-   * "email:<trs_id>" or "broadcast:<cmp_id>"; resolved through the owning service's
-   * GetCompiledContent RPC.
+   * "email:<trs_id>" or "broadcast:<cmp_id>": the key of the content in the content store
+   * (with the workspace id, see services/pipeline contentKey).
    *
    * @generated from field: string content_ref = 11;
    */
@@ -151,6 +162,14 @@ export type DeliveryJob = Message<"mailroom.events.v1.DeliveryJob"> & {
    * @generated from field: string request_id = 16;
    */
   requestId: string;
+
+  /**
+   * Not to be sent before this time (a page's recipient retried after a deferral): a job
+   * handed out earlier goes back to the queue until then.
+   *
+   * @generated from field: google.protobuf.Timestamp not_before = 17;
+   */
+  notBefore?: Timestamp | undefined;
 };
 
 /**
@@ -159,6 +178,146 @@ export type DeliveryJob = Message<"mailroom.events.v1.DeliveryJob"> & {
  */
 export const DeliveryJobSchema: GenMessage<DeliveryJob> = /*@__PURE__*/
   messageDesc(file_mailroom_events_v1_events, 1);
+
+/**
+ * One recipient of a DeliveryPage.
+ *
+ * @generated from message mailroom.events.v1.PageRecipient
+ */
+export type PageRecipient = Message<"mailroom.events.v1.PageRecipient"> & {
+  /**
+   * Unique per (message, recipient), as DeliveryJob.delivery_id.
+   *
+   * @generated from field: string delivery_id = 1;
+   */
+  deliveryId: string;
+
+  /**
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * @generated from field: string email = 3;
+   */
+  email: string;
+
+  /**
+   * @generated from field: string contact_id = 4;
+   */
+  contactId: string;
+
+  /**
+   * Merge values as a JSON object (UTF-8).
+   *
+   * @generated from field: bytes variables_json = 5;
+   */
+  variablesJson: Uint8Array;
+};
+
+/**
+ * Describes the message mailroom.events.v1.PageRecipient.
+ * Use `create(PageRecipientSchema)` to create a new message.
+ */
+export const PageRecipientSchema: GenMessage<PageRecipient> = /*@__PURE__*/
+  messageDesc(file_mailroom_events_v1_events, 2);
+
+/**
+ * A page of a broadcast's recipients, published on MAIL_DELIVERY as
+ * "mail.delivery.broadcast.<broadcast>.page" with msgID = page_id. Everything but the
+ * recipients is shared. Delivery acks the page once every recipient reached a final
+ * outcome or was handed on as a DeliveryJob of its own (a deferral to retry).
+ *
+ * @generated from message mailroom.events.v1.DeliveryPage
+ */
+export type DeliveryPage = Message<"mailroom.events.v1.DeliveryPage"> & {
+  /**
+   * @generated from field: string page_id = 1;
+   */
+  pageId: string;
+
+  /**
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: mailroom.events.v1.DeliverySource source = 3;
+   */
+  source: DeliverySource;
+
+  /**
+   * @generated from field: string broadcast_id = 4;
+   */
+  broadcastId: string;
+
+  /**
+   * @generated from field: string content_ref = 5;
+   */
+  contentRef: string;
+
+  /**
+   * @generated from field: string from_email = 6;
+   */
+  fromEmail: string;
+
+  /**
+   * @generated from field: string from_name = 7;
+   */
+  fromName: string;
+
+  /**
+   * @generated from field: repeated string reply_to_list = 8;
+   */
+  replyToList: string[];
+
+  /**
+   * @generated from field: string subject_prefix = 9;
+   */
+  subjectPrefix: string;
+
+  /**
+   * @generated from field: repeated mailroom.events.v1.PageRecipient recipients = 10;
+   */
+  recipients: PageRecipient[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp enqueued_at = 11;
+   */
+  enqueuedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string request_id = 12;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message mailroom.events.v1.DeliveryPage.
+ * Use `create(DeliveryPageSchema)` to create a new message.
+ */
+export const DeliveryPageSchema: GenMessage<DeliveryPage> = /*@__PURE__*/
+  messageDesc(file_mailroom_events_v1_events, 3);
+
+/**
+ * What the content store holds under a content key: the compiled message, written once
+ * by the unit that accepted it, before any job naming it is published.
+ *
+ * @generated from message mailroom.events.v1.StoredContent
+ */
+export type StoredContent = Message<"mailroom.events.v1.StoredContent"> & {
+  /**
+   * @generated from field: mailroom.renderer.v1.CompiledMessage compiled = 1;
+   */
+  compiled?: CompiledMessage | undefined;
+};
+
+/**
+ * Describes the message mailroom.events.v1.StoredContent.
+ * Use `create(StoredContentSchema)` to create a new message.
+ */
+export const StoredContentSchema: GenMessage<StoredContent> = /*@__PURE__*/
+  messageDesc(file_mailroom_events_v1_events, 4);
 
 /**
  * MailEvent is published on MAIL_EVENTS, subject "mail.events.<source>.<type>"
@@ -272,7 +431,7 @@ export type MailEvent = Message<"mailroom.events.v1.MailEvent"> & {
  * Use `create(MailEventSchema)` to create a new message.
  */
 export const MailEventSchema: GenMessage<MailEvent> = /*@__PURE__*/
-  messageDesc(file_mailroom_events_v1_events, 2);
+  messageDesc(file_mailroom_events_v1_events, 5);
 
 /**
  * Where a delivery came from; the source decides which service owns its content and
