@@ -17,11 +17,12 @@ import {
 } from "../../kit/src/index.js";
 import { openStore } from "../../kit/src/store/open.js";
 import { superviseWorkers } from "../../kit/src/workers.js";
+import { ContentStore } from "../../pipeline/src/content-store.js";
+import { DeliveryJobPublisher } from "../../pipeline/src/delivery-jobs.js";
 import { systemClock } from "./adapters/clock.js";
 import { openCollections } from "./adapters/store.js";
 import { ConnectDirectory } from "./adapters/directory.js";
 import { InProcessRenderer } from "./adapters/renderer.js";
-import { JetStreamDeliveryQueue } from "./adapters/delivery-queue.js";
 import { EmailService } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
 import { consumeMailEvents } from "./consumers.js";
@@ -39,20 +40,23 @@ async function serve(): Promise<void> {
 
   // Names this process in publish claims, so two email services never publish one email.
   const owner = `email-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
-  const queue = new JetStreamDeliveryQueue(jetstream(nc));
+  const queue = new DeliveryJobPublisher(jetstream(nc));
+  // Compiled content for delivery, written before each job (DESIGN §9.1).
+  const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
   const service = new EmailService({
     emails,
     idempotency,
     directory: new ConnectDirectory(connectClient(DirectoryService, config.urls.directory)),
     renderer: new InProcessRenderer({ secret: config.secret, publicUrl: config.publicUrl }),
     queue,
+    content,
     stats,
     clock: systemClock,
     logger,
     ids: { emailId: () => newId("trs"), messageId: newMessageId },
     owner,
   });
-  const scheduler = new Scheduler(emails, queue, systemClock, logger, {
+  const scheduler = new Scheduler(emails, queue, content, systemClock, logger, {
     owner,
     intervalMs: config.schedulerIntervalMs,
   });

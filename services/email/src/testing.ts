@@ -9,9 +9,11 @@ import { openMemoryStore } from "../../kit/src/store/open.js";
 import type { Store } from "../../kit/src/store/port.js";
 import { newId, newMessageId } from "../../kit/src/ids.js";
 import { badRequest } from "../../kit/src/errors.js";
+import { DeliveryJobSchema, type DeliveryJob } from "../../../gen/mailroom/events/v1/events_pb.js";
+import type { DeliveryJobInit } from "../../pipeline/src/delivery-jobs.js";
 import type {
   CompileInput,
-  DeliveryJobData,
+  ContentWriter,
   DeliveryQueue,
   Directory,
   Renderer,
@@ -135,23 +137,94 @@ export class FakeRenderer implements Renderer {
 /** The CompiledMessage inside the domain's opaque compiled content, for assertions. */
 export const decodeCompiled = (compiled: CompiledContent) => fromBinary(CompiledMessageSchema, compiled);
 
+/** A published job as tests read it: the job's fields, merge values parsed, Reply-To as a list (absent when none). */
+export interface JobView {
+  deliveryId: string;
+  workspaceId: string;
+  emailId: string;
+  messageId: string;
+  recipient: string;
+  variables: Record<string, unknown>;
+  fromEmail: string;
+  fromName: string;
+  replyTo?: string[];
+  groupBy?: string;
+  contentRef: string;
+  requestId: string;
+}
+
+const decoder = new TextDecoder();
+
+/** Records what was published (as the publisher encodes it), in order, on a log shared with the content store. */
 export class FakeQueue implements DeliveryQueue {
-  jobs: DeliveryJobData[] = [];
+  /** The jobs as published (DeliveryJob messages, as delivery decodes them). */
+  published: DeliveryJob[] = [];
   failNext = 0;
 
-  async publish(job: DeliveryJobData): Promise<void> {
+  constructor(private readonly log: string[] = []) {}
+
+  async publishJob(init: DeliveryJobInit): Promise<void> {
     if (this.failNext > 0) {
       this.failNext--;
       throw new Error("nats unavailable");
     }
-    this.jobs.push(job);
+    const job = create(DeliveryJobSchema, init);
+    // Through the wire format, as delivery will read it.
+    this.published.push(fromBinary(DeliveryJobSchema, toBinary(DeliveryJobSchema, job)));
+    this.log.push(`job ${job.contentRef}`);
+  }
+
+  get jobs(): JobView[] {
+    return this.published.map((j) => ({
+      deliveryId: j.deliveryId,
+      workspaceId: j.workspaceId,
+      emailId: j.emailId,
+      messageId: j.messageId,
+      recipient: j.recipient?.email ?? "",
+      variables: j.recipient?.variablesJson.length ? (JSON.parse(decoder.decode(j.recipient.variablesJson)) as Record<string, unknown>) : {},
+      fromEmail: j.fromEmail,
+      fromName: j.fromName,
+      replyTo: j.replyToList.length ? j.replyToList : undefined,
+      groupBy: j.groupBy || undefined,
+      contentRef: j.contentRef,
+      requestId: j.requestId,
+    }));
   }
 
   /** Publishes per delivery id: what reaches delivery after msgID deduplication is one each. */
   countsById(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const j of this.jobs) counts.set(j.deliveryId, (counts.get(j.deliveryId) ?? 0) + 1);
+    for (const j of this.published) counts.set(j.deliveryId, (counts.get(j.deliveryId) ?? 0) + 1);
     return counts;
+  }
+}
+
+/** The content store in memory: entries by `<workspace> <ref>`, and every put and job in one ordered log. */
+export class FakeContentStore implements ContentWriter {
+  entries = new Map<string, CompiledContent>();
+  failNext = 0;
+  /** Delay of each put, so a put can still be running when a job would go out. */
+  delayMs = 0;
+
+  constructor(readonly log: string[] = []) {}
+
+  async put(workspaceId: string, contentRef: string, compiled: CompiledContent): Promise<void> {
+    if (this.delayMs) await sleep(this.delayMs);
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error("content store unavailable");
+    }
+    this.entries.set(`${workspaceId} ${contentRef}`, compiled);
+    this.log.push(`put ${contentRef}`);
+  }
+
+  async delete(workspaceId: string, contentRef: string): Promise<void> {
+    this.entries.delete(`${workspaceId} ${contentRef}`);
+    this.log.push(`delete ${contentRef}`);
+  }
+
+  get(workspaceId: string, contentRef: string): CompiledContent | undefined {
+    return this.entries.get(`${workspaceId} ${contentRef}`);
   }
 }
 
@@ -164,6 +237,9 @@ export interface TestWorld {
   directory: FakeDirectory;
   renderer: FakeRenderer;
   queue: FakeQueue;
+  content: FakeContentStore;
+  /** Content puts and job publishes in the order they happened. */
+  log: string[];
   clock: ManualClock;
   scheduler(owner?: string): Scheduler;
 }
@@ -173,7 +249,9 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
   const { emails, idempotency, outcomes, stats } = await openCollections(store);
   const directory = new FakeDirectory();
   const renderer = new FakeRenderer();
-  const queue = new FakeQueue();
+  const log: string[] = [];
+  const queue = new FakeQueue(log);
+  const content = new FakeContentStore(log);
   const clock = opts.clock ?? new ManualClock();
   const deps: EmailServiceDeps = {
     emails,
@@ -182,6 +260,7 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     directory,
     renderer,
     queue,
+    content,
     clock,
     logger: silentLogger,
     ids: { emailId: () => newId("trs"), messageId: newMessageId },
@@ -195,7 +274,9 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     directory,
     renderer,
     queue,
+    content,
+    log,
     clock,
-    scheduler: (owner = opts.owner ?? "test-process") => new Scheduler(emails, queue, clock, silentLogger, { owner, intervalMs: 10 }),
+    scheduler: (owner = opts.owner ?? "test-process") => new Scheduler(emails, queue, content, clock, silentLogger, { owner, intervalMs: 10 }),
   };
 }

@@ -1,29 +1,43 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
 import { Coalescer } from "../../../kit/src/coalesce.js";
-import type { StoredEmail } from "./model.js";
-import type { Clock, DeliveryJobData, DeliveryQueue, EmailStore, Logger } from "./ports.js";
+import { variablesJson, type DeliveryJobInit } from "../../../pipeline/src/delivery-jobs.js";
+import type { CompiledContent, StoredEmail } from "./model.js";
+import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./ports.js";
+
+/** Where an email's compiled content lives in the content store. */
+export const contentRefOf = (emailId: string) => `email:${emailId}`;
 
 /** The delivery job of one transactional email: one recipient, so one delivery. */
-export function jobOf(email: StoredEmail, now: Date, requestId = ""): DeliveryJobData {
+export function jobOf(email: StoredEmail, now: Date, requestId = ""): DeliveryJobInit {
+  // Emails stored before Reply-To lists existed hold one string.
+  const replyTo: string[] = [email.replyTo ?? []].flat();
   return {
     deliveryId: email.id,
     workspaceId: email.workspaceId,
-    emailId: email.id,
+    source: DeliverySource.TRANSACTIONAL,
     messageId: email.messageId,
-    recipient: email.recipient,
-    variables: email.variables,
+    emailId: email.id,
+    recipient: { email: email.recipient, variablesJson: variablesJson(email.variables) },
     fromEmail: email.fromEmail,
     fromName: email.fromName,
-    replyTo: email.replyTo,
-    groupBy: email.groupBy,
-    contentRef: `email:${email.id}`,
-    enqueuedAt: now,
+    // The first address also in the single field, for workers that predate the list.
+    replyTo: replyTo[0] ?? "",
+    replyToList: replyTo,
+    contentRef: contentRefOf(email.id),
+    groupBy: email.groupBy ?? "",
+    enqueuedAt: timestampFromDate(now),
     requestId,
   };
 }
 
+/** Thrown when a claimed email has no compiled content left to write (nothing can send it). */
+class ContentMissing extends Error {}
+
 /**
- * Publishes emails this process has claimed. The claim (a CAS in the store) makes one
- * process responsible; the queue's deduplication by delivery id and the delivery
+ * Publishes emails this process has claimed: the compiled content goes to the content store
+ * first (delivery reads it only from there), then the job. The claim (a CAS in the store)
+ * makes one process responsible; the queue's deduplication by delivery id and the delivery
  * service's own claim cover a publish repeated after a lease ran out.
  */
 export class Publisher {
@@ -36,6 +50,7 @@ export class Publisher {
   constructor(
     private readonly emails: EmailStore,
     private readonly queue: DeliveryQueue,
+    private readonly content: ContentWriter,
     private readonly clock: Clock,
     private readonly owner: string,
     private readonly logger: Logger,
@@ -43,16 +58,32 @@ export class Publisher {
   ) {}
 
   /**
+   * Writes the email's content to the content store, as `publish` needs it to be before the
+   * job. The send path starts this alongside the email's own insert (it holds the compiled
+   * bytes); the scheduler lets `publish` read them back from the store.
+   */
+  writeContent(email: Pick<StoredEmail, "id" | "workspaceId">, compiled: CompiledContent): Promise<void> {
+    return this.content.put(email.workspaceId, contentRefOf(email.id), compiled);
+  }
+
+  /**
    * True when the job is on the queue; false leaves the claim to expire and be retried.
    * `requestId`: the API request being served, carried by the job (none for the scheduler).
+   * `contentWritten`: the content store write already under way for this email; without
+   * it the content is read from the email store and written here, before the job.
    */
-  async publish(email: StoredEmail, requestId = ""): Promise<boolean> {
+  async publish(email: StoredEmail, requestId = "", contentWritten?: Promise<void>): Promise<boolean> {
     try {
-      await this.queue.publish(jobOf(email, this.clock.now(), requestId));
+      await (contentWritten ?? this.writeStoredContent(email));
+      await this.queue.publishJob(jobOf(email, this.clock.now(), requestId));
     } catch (err) {
-      this.logger.warn({ err, emailId: email.id, requestId: requestId || undefined }, "publishing a delivery job failed; will retry");
+      const missing = err instanceof ContentMissing;
+      this.logger[missing ? "error" : "warn"](
+        { err, emailId: email.id, requestId: requestId || undefined },
+        missing ? "a claimed email has no compiled content; will retry" : "publishing a delivery job failed; will retry",
+      );
       await this.emails
-        .deferClaim(email.id, this.owner, new Date(this.clock.now().getTime() + this.retryMs))
+        .deferClaim(email.id, this.owner, new Date(this.clock.now().getTime() + (missing ? 60 * this.retryMs : this.retryMs)))
         .catch(() => undefined);
       return false;
     }
@@ -63,5 +94,16 @@ export class Publisher {
       this.logger.warn({ err, emailId: email.id }, "marking an email published failed");
     });
     return true;
+  }
+
+  /**
+   * A scheduled email released now, or a claim taken over from a process that died: its
+   * content was written to the email store at acceptance (a scheduled email can wait 90
+   * days, longer than the content store keeps entries), so it goes to the content store now.
+   */
+  private async writeStoredContent(email: StoredEmail): Promise<void> {
+    const compiled = email.compiled ?? (await this.emails.compiledContent(email.workspaceId, email.id));
+    if (!compiled) throw new ContentMissing(`email ${email.id} has no compiled content`);
+    await this.writeContent(email, compiled);
   }
 }

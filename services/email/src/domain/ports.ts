@@ -1,3 +1,4 @@
+import type { DeliveryJobInit } from "../../../pipeline/src/delivery-jobs.js";
 import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
 
 /**
@@ -130,27 +131,23 @@ export interface Renderer {
   compile(input: CompileInput): Promise<CompiledContent>;
 }
 
-/** A delivery job in domain terms. */
-export interface DeliveryJobData {
-  deliveryId: string;
-  workspaceId: string;
-  emailId: string;
-  messageId: string;
-  recipient: string;
-  variables: Record<string, unknown>;
-  fromEmail: string;
-  fromName: string;
-  replyTo?: string[];
-  groupBy?: string;
-  contentRef: string;
-  enqueuedAt: Date;
-  /** The API request that sent the email, followed into the delivery service's logs ("": none). */
-  requestId?: string;
+/**
+ * The one publisher of delivery work (services/pipeline DeliveryJobPublisher): a job names
+ * its content by `content_ref`, which must be in the content store before it is published.
+ * Idempotent per delivery id (msgID deduplication).
+ */
+export interface DeliveryQueue {
+  publishJob(job: DeliveryJobInit): Promise<void>;
 }
 
-export interface DeliveryQueue {
-  /** Idempotent per deliveryId (the queue deduplicates). */
-  publish(job: DeliveryJobData): Promise<void>;
+/**
+ * The content store delivery reads compiled content from (services/pipeline ContentStore).
+ * The email service writes an email's content under `email:<id>` before publishing its job.
+ */
+export interface ContentWriter {
+  /** Resolves once the server stored it (a rewrite of the same content is harmless). */
+  put(workspaceId: string, contentRef: string, compiled: CompiledContent): Promise<void>;
+  delete(workspaceId: string, contentRef: string): Promise<void>;
 }
 
 export interface Clock {

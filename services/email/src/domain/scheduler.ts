@@ -1,5 +1,5 @@
 import type { StoredEmail } from "./model.js";
-import type { Clock, DeliveryQueue, EmailStore, Logger } from "./ports.js";
+import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 import { Publisher } from "./dispatch.js";
 
 /** Publishes in flight at once while the scheduler drains due emails. */
@@ -18,7 +18,8 @@ export interface SchedulerOptions {
 
 /**
  * Releases due emails: scheduled ones whose time came, and immediate ones whose
- * publisher died or failed before the job was queued. State lives in the store, so it
+ * publisher died or failed before the job was queued. Each one's compiled content is
+ * written to the content store (from the email store) just before its job. State lives in the store, so it
  * survives restarts; each email is claimed with a compare-and-set, so with several
  * email-service processes exactly one publishes it.
  */
@@ -34,11 +35,12 @@ export class Scheduler {
   constructor(
     private readonly emails: EmailStore,
     queue: DeliveryQueue,
+    content: ContentWriter,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly opts: SchedulerOptions,
   ) {
-    this.publisher = new Publisher(emails, queue, clock, opts.owner, logger);
+    this.publisher = new Publisher(emails, queue, content, clock, opts.owner, logger);
     this.intervalMs = opts.intervalMs ?? 500;
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.maxPerTick = opts.maxPerTick ?? 500;

@@ -2,6 +2,7 @@ import { AppError, appError, badRequest, conflict, unavailable } from "../../../
 import { recordOf, type CompiledContent, type EmailRecord, type EmailRequest, type StoredEmail } from "./model.js";
 import type {
   Clock,
+  ContentWriter,
   DeliveryQueue,
   Directory,
   EmailStore,
@@ -13,7 +14,7 @@ import type {
 } from "./ports.js";
 import { effectiveSettings, validateRequest, type ValidatedRequest } from "./validate.js";
 import { IdempotencyGate } from "./idempotency.js";
-import { Publisher } from "./dispatch.js";
+import { Publisher, contentRefOf } from "./dispatch.js";
 import { requestHash } from "./hash.js";
 
 export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: AppError };
@@ -29,6 +30,8 @@ export interface SendDeps {
   directory: Directory;
   renderer: Renderer;
   queue: DeliveryQueue;
+  /** The content store delivery reads from: written before each job is published. */
+  content: ContentWriter;
   clock: Clock;
   logger: Logger;
   ids: IdSource;
@@ -54,6 +57,8 @@ interface Item {
   suppressedReason?: string;
   compiled?: CompiledContent;
   stored?: StoredEmail;
+  /** The content store write of an email to publish now, started alongside its insert. */
+  contentWritten?: Promise<void>;
 }
 
 /** Sends reserved for a group of items (the request, or one item when items are independent). */
@@ -108,7 +113,7 @@ async function settleAll(items: Item[], fn: (item: Item) => Promise<void>): Prom
  * own. The stages run for all items together so a batch of 50 costs about as many
  * round trips as one email: validate -> idempotency -> sender/template -> suppression
  * check with usage reservation (one call, all or nothing) alongside compilation ->
- * store -> publish.
+ * store (the email, and the content store entry delivery reads, at once) -> publish.
  */
 /**
  * How long a request holds its idempotencyKey before another may take it over: a little
@@ -127,7 +132,7 @@ export class EmailSender {
   constructor(private readonly deps: SendDeps) {
     this.gate = new IdempotencyGate(deps.idempotency, deps.emails, deps.clock, deps.idempotencyLeaseMs ?? IDEMPOTENCY_LEASE_MS);
     this.claimLeaseMs = deps.claimLeaseMs ?? 30_000;
-    this.publisher = new Publisher(deps.emails, deps.queue, deps.clock, deps.owner, deps.logger);
+    this.publisher = new Publisher(deps.emails, deps.queue, deps.content, deps.clock, deps.owner, deps.logger);
   }
 
   async accept(workspaceId: string, requests: EmailRequest[], opts: AcceptOptions = {}): Promise<Outcome[]> {
@@ -238,7 +243,7 @@ export class EmailSender {
     }
     for (const item of stored) {
       const email = item.stored!;
-      if (email.dispatch === "claimed") tasks.push(this.publisher.publish(email, requestId));
+      if (email.dispatch === "claimed") tasks.push(this.publisher.publish(email, requestId, item.contentWritten));
       const content = item.req.content;
       if (content.kind === "raw" && content.contactProperties && Object.keys(content.contactProperties).length) {
         tasks.push(
@@ -384,6 +389,14 @@ export class EmailSender {
     });
   }
 
+  /** Best effort: content written for an email that was not stored (the store's TTL drops what remains). */
+  private dropContent(email: StoredEmail, written: Promise<void> | undefined): void {
+    if (!written) return;
+    written
+      .then(() => this.deps.content.delete(email.workspaceId, contentRefOf(email.id)))
+      .catch(() => undefined);
+  }
+
   private async store(workspaceId: string, item: Item, usagePeriod: string | undefined): Promise<void> {
     const now = this.deps.clock.now();
     const { req, valid, sender } = item;
@@ -427,9 +440,24 @@ export class EmailSender {
     // A fresh id (no idempotency key) claimed by this process: nobody else can hold the id
     // or touch the email before its lease ends, so content and record are written together.
     const freshId = item.heldKey === undefined && email.dispatch === "claimed";
-    if (!(await this.deps.emails.insert(email, { freshId }))) {
+    // An email to publish now: its content goes to the content store while the email is
+    // inserted (one round trip's wait, not two); the job waits for both (finish()). A
+    // scheduled email's content is written when the scheduler releases it.
+    const contentWritten = email.dispatch === "claimed" && item.compiled ? this.publisher.writeContent(email, item.compiled) : undefined;
+    // Observed here so a failure never goes unhandled; publish() sees it (and defers the claim).
+    contentWritten?.catch(() => undefined);
+    let inserted: boolean;
+    try {
+      inserted = await this.deps.emails.insert(email, { freshId });
+    } catch (err) {
+      this.dropContent(email, contentWritten);
+      throw err;
+    }
+    if (!inserted) {
+      this.dropContent(email, contentWritten);
       throw conflict("idempotency_request_in_progress", "A request with this idempotencyKey is still in progress; retry shortly");
     }
+    item.contentWritten = contentWritten;
     item.stored = email;
     item.outcome = { ok: true, record: recordOf(email) };
   }
