@@ -13,8 +13,11 @@ import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours } from "./support.js";
+import { putContents } from "./support.js";
+import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 describe("local capture (no relay configured)", () => {
+  const contents = new Map<string, CompiledMessage>();
   let nats: NatsHandle;
   let neighbours: Neighbours;
   let nc: NatsConnection;
@@ -24,12 +27,13 @@ describe("local capture (no relay configured)", () => {
 
   beforeAll(async () => {
     [nats, neighbours, data] = await Promise.all([startNats(), startNeighbours(), tempDir("mailroom-capture-")]);
-    neighbours.contents.set("ws_acme/broadcast:cmp_1", compiledFrom({ subject: "Weekly {{firstName}}", html: "<p>Hi {{firstName}}</p>", broadcast: true, workspaceId: "ws_acme" }));
-    neighbours.contents.set("ws_other/email:trs_1", compiledFrom({ subject: "Other", html: "<p>other</p>", workspaceId: "ws_other" }));
+    contents.set("ws_acme/broadcast:cmp_1", compiledFrom({ subject: "Weekly {{firstName}}", html: "<p>Hi {{firstName}}</p>", broadcast: true, workspaceId: "ws_acme" }));
+    contents.set("ws_other/email:trs_1", compiledFrom({ subject: "Other", html: "<p>other</p>", workspaceId: "ws_other" }));
     neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
     neighbours.senders.set("ws_other/hi@other.test", { address: "hi@other.test" });
     nc = await connectNats(nats.url, "capture-suite");
     await ensureStreams(nc);
+    await putContents(nc, contents);
     delivery = await startDeliveryUnderTest(nc, deliveryEnv({ natsUrl: nats.url, dataDir: data.dir, neighboursUrl: neighbours.url }));
     client = delivery.client;
   });

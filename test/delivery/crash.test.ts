@@ -13,12 +13,15 @@ import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
 import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours } from "./support.js";
+import { putContents } from "./support.js";
+import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const CONCURRENCY = 8;
 const JOBS = 200;
 
 describe("delivery worker killed mid-batch", () => {
+  const contents = new Map<string, CompiledMessage>();
   let nats: NatsHandle;
   let sink: SmtpSink;
   let neighbours: Neighbours;
@@ -28,12 +31,13 @@ describe("delivery worker killed mid-batch", () => {
 
   beforeAll(async () => {
     [nats, sink, neighbours, data] = await Promise.all([startNats(), startSmtpSink(), startNeighbours(), tempDir("mailroom-crash-")]);
-    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
+    contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
     neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
     // A relay that takes a moment to answer, so a kill lands inside SMTP transactions.
     sink.setBehaviour(() => ({ kind: "accept", delayMs: 15 }));
     nc = await connectNats(nats.url, "crash-suite");
     await ensureStreams(nc);
+    await putContents(nc, contents);
   });
 
   afterAll(async () => {

@@ -21,8 +21,11 @@ import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
   startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours,
 } from "./support.js";
+import { putContents } from "./support.js";
+import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 describe("delivery service (JetStream → SMTP)", () => {
+  const contents = new Map<string, CompiledMessage>();
   let nats: NatsHandle;
   let sink: SmtpSink;
   let neighbours: Neighbours;
@@ -42,9 +45,9 @@ describe("delivery service (JetStream → SMTP)", () => {
       const to = /^To: (.*)$/m.exec(raw)?.[1]?.trim() ?? "";
       return behaviours.get(to)?.shift() ?? { kind: "accept" };
     });
-    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
+    contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
     // Compiled by the real renderer, as the broadcast service would: tracked links, footer, preheader.
-    neighbours.contents.set(
+    contents.set(
       "ws_acme/broadcast:cmp_news",
       compileMessage(
         {
@@ -61,6 +64,7 @@ describe("delivery service (JetStream → SMTP)", () => {
     });
     nc = await connectNats(nats.url, "delivery-suite");
     await ensureStreams(nc);
+    await putContents(nc, contents);
     events = listenEvents(nc);
     delivery = await startDeliveryUnderTest(nc, deliveryEnv({ natsUrl: nats.url, smtpUrl: sink.url, dataDir: data.dir, neighboursUrl: neighbours.url }),);
     client = delivery.client;

@@ -23,12 +23,15 @@ import { toBinary } from "@bufbuild/protobuf";
 import { DeliveryJobSchema, DeliverySource } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { deliveryEnv, deliveryJob, publishJob, startDeliveryUnderTest, startNeighbours, tempDir, type Neighbours } from "./support.js";
+import { putContents } from "./support.js";
+import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 const PAUSED_JOBS = 20_000;
 const BROADCAST_MAX_ACK_PENDING = 1_000;
 const PAUSE_RECHECK_MS = 1_000;
 
 describe("delivery lanes", () => {
+  const contents = new Map<string, CompiledMessage>();
   let nats: NatsHandle;
   let sink: SmtpSink;
   let neighbours: Neighbours;
@@ -38,13 +41,14 @@ describe("delivery lanes", () => {
 
   beforeAll(async () => {
     [nats, sink, neighbours, data] = await Promise.all([startNats(), startSmtpSink(), startNeighbours(), tempDir("mailroom-lanes-")]);
-    neighbours.contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
+    contents.set("ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" }));
     for (const id of ["cmp_old", "cmp_flow", "cmp_big"]) {
-      neighbours.contents.set(`ws_acme/broadcast:${id}`, compiledFrom({ subject: "News", html: "<p>News for {{firstName}}</p>", broadcast: true, workspaceId: "ws_acme" }));
+      contents.set(`ws_acme/broadcast:${id}`, compiledFrom({ subject: "News", html: "<p>News for {{firstName}}</p>", broadcast: true, workspaceId: "ws_acme" }));
     }
     neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
     nc = await connectNats(nats.url, "lanes-suite");
     await ensureStreams(nc);
+    await putContents(nc, contents);
   });
 
   afterAll(async () => {

@@ -1,14 +1,14 @@
 /**
- * Support for the delivery suites: stand-in Connect servers for the neighbours the
- * delivery service calls (email, broadcast, directory — real Connect over HTTP, data from
- * the test), a MailEvent listener, job publishing and configuration.
+ * Support for the delivery suites: a stand-in Connect server for the one neighbour the
+ * delivery service calls (the directory — real Connect over HTTP, data from the test),
+ * content written into the real content store, a MailEvent listener, job and page
+ * publishing and configuration.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { Code, ConnectError } from "@connectrpc/connect";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadConfig, type Config } from "../../services/kit/src/config.js";
@@ -19,9 +19,9 @@ import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { deliveryRoutes } from "../../services/delivery/src/routes.js";
 import { startDelivery } from "../../services/delivery/src/main.js";
 import { deliveryJobSubject, EVENTS_SUBJECTS, publishProto, type DeliverySourceName } from "../../services/kit/src/jetstream.js";
-import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { DirectoryService, DkimKeySchema, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
+import { ContentStore } from "../../services/pipeline/src/content-store.js";
+import { DeliveryJobPublisher, variablesJson, type DeliveryPageInit } from "../../services/pipeline/src/delivery-jobs.js";
 import {
   DeliveryJobSchema,
   DeliverySource,
@@ -35,30 +35,18 @@ import { silentLogger } from "../../services/delivery/src/testing.js";
 
 export interface Neighbours {
   url: string;
-  contents: Map<string, CompiledMessage>;
   senders: Map<string, { address: string; name?: string; dkim?: { domain: string; selector: string; privateKeyPem: string } }>;
   suppressions: Array<{ workspaceId: string; email: string; reason: SuppressionReason; detail: string }>;
-  contentCalls: number;
   stop(): Promise<void>;
 }
 
-/** One Connect server playing EmailService, BroadcastService and DirectoryService. */
+/** One Connect server playing DirectoryService (sender checks, hard-bounce suppressions). */
 export async function startNeighbours(): Promise<Neighbours> {
   const n = {
-    contents: new Map<string, CompiledMessage>(),
     senders: new Map<string, { address: string; name?: string; dkim?: { domain: string; selector: string; privateKeyPem: string } }>(),
     suppressions: [] as Neighbours["suppressions"],
-    contentCalls: 0,
-  };
-  const compiled = (kind: string) => async (req: { workspaceId: string; id: string }) => {
-    n.contentCalls += 1;
-    const c = n.contents.get(`${req.workspaceId}/${kind}:${req.id}`);
-    if (!c) throw new ConnectError(`${kind} ${req.id} not found`, Code.NotFound);
-    return { compiled: c };
   };
   const routes = (router: ConnectRouter) => {
-    router.service(EmailService, { getCompiledContent: compiled("email") });
-    router.service(BroadcastService, { getCompiledContent: compiled("broadcast") });
     router.service(DirectoryService, {
       async checkSender(req) {
         const address = (/<([^>]+)>/.exec(req.from)?.[1] ?? req.from).trim();
@@ -74,6 +62,21 @@ export async function startNeighbours(): Promise<Neighbours> {
   };
   const server: ConnectServer = await startConnectServer({ routes, logger: silentLogger });
   return Object.assign(n, { url: server.url, stop: () => server.close() });
+}
+
+/** Writes compiled content into the real content store, as the accepting unit does before it publishes jobs. */
+export async function putContent(nc: NatsConnection, workspaceId: string, contentRef: string, compiled: CompiledMessage): Promise<void> {
+  const store = await ContentStore.open(nc);
+  await store.put(workspaceId, contentRef, compiled);
+}
+
+/** Writes every content of `contents` (keyed "<workspace>/<content ref>") into the content store. */
+export async function putContents(nc: NatsConnection, contents: Map<string, CompiledMessage>): Promise<void> {
+  const store = await ContentStore.open(nc);
+  await Promise.all([...contents].map(([key, compiled]) => {
+    const slash = key.indexOf("/");
+    return store.put(key.slice(0, slash), key.slice(slash + 1), compiled);
+  }));
 }
 
 /** Every MailEvent published on the events subjects, as they arrive. */
@@ -108,6 +111,8 @@ export interface JobInit {
   fromName?: string;
   replyTo?: string;
   variables?: JsonObject;
+  /** Write the merge values as the old Struct `variables` (a job from an older publisher). */
+  structVariables?: boolean;
   subjectPrefix?: string;
 }
 
@@ -126,7 +131,9 @@ export function deliveryJob(j: JobInit) {
     messageId: `${j.deliveryId}@acme.test`,
     emailId: source === DeliverySource.TRANSACTIONAL ? "trs_1" : "",
     broadcastId: j.broadcastId ?? "",
-    recipient: { email: j.to, contactId: `ctc_${j.deliveryId}`, variables: j.variables ?? { firstName: "Ann" } },
+    recipient: j.structVariables
+      ? { email: j.to, contactId: `ctc_${j.deliveryId}`, variables: j.variables ?? { firstName: "Ann" } }
+      : { email: j.to, contactId: `ctc_${j.deliveryId}`, variablesJson: variablesJson(j.variables ?? { firstName: "Ann" }) },
     fromEmail: j.fromEmail ?? "news@acme.test",
     fromName: j.fromName ?? "Acme",
     replyTo: j.replyTo ?? "",
@@ -141,6 +148,11 @@ export async function publishJob(nc: NatsConnection, j: JobInit, msgID = j.deliv
   await publishProto(jetstream(nc), deliveryJobSubject(SOURCE_NAME[job.source], job.broadcastId), DeliveryJobSchema, job, msgID);
 }
 
+/** Publishes a broadcast's page job through the pipeline's one publisher, as the broadcast service does. */
+export async function publishPage(nc: NatsConnection, page: DeliveryPageInit): Promise<void> {
+  await new DeliveryJobPublisher(jetstream(nc)).publishPage({ source: DeliverySource.BROADCAST, workspaceId: "ws_acme", fromEmail: "news@acme.test", fromName: "Acme", ...page });
+}
+
 /** The secret the suites give the delivery service (and the renderer compile). */
 export const SECRET = "delivery-suite-secret-0123456789";
 
@@ -152,8 +164,6 @@ export function deliveryEnv(opts: { natsUrl: string; smtpUrl?: string; dataDir: 
     MAILROOM_DATA_DIR: opts.dataDir,
     MAILROOM_PUBLIC_URL: "https://mail.acme.test",
     MAILROOM_SECRET: SECRET,
-    MAILROOM_EMAIL_URL: opts.neighboursUrl,
-    MAILROOM_BROADCAST_URL: opts.neighboursUrl,
     MAILROOM_DIRECTORY_URL: opts.neighboursUrl,
     MAILROOM_SMTP_IGNORE_TLS: "1",
     MAILROOM_SMTP_TIMEOUT_MS: "3000",

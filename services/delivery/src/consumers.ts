@@ -1,7 +1,8 @@
 /**
- * JetStream transport: delivery jobs (protobuf DeliveryJob on MAIL_DELIVERY) are decoded
- * into domain jobs and handed to the deliverer, through kit's one consumer loop, on two
- * lanes (transactional, broadcast).
+ * JetStream transport: delivery jobs (protobuf DeliveryJob on MAIL_DELIVERY) and a
+ * broadcast's page jobs (DeliveryPage, told apart by subject) are decoded into domain jobs
+ * and pages and handed to the deliverer, through kit's one consumer loop, on two lanes
+ * (transactional, broadcast).
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { JetStreamApiCodes, jetstreamManager } from "@nats-io/jetstream";
@@ -19,9 +20,11 @@ import {
 } from "../../kit/src/jetstream.js";
 import type { Logger } from "../../kit/src/logger.js";
 import { runWithRequestContext } from "../../kit/src/request-context.js";
-import { DeliveryJobSchema, DeliverySource, type DeliveryJob } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource, type DeliveryJob, type DeliveryPage } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { isPageSubject } from "../../pipeline/src/delivery-jobs.js";
 import type { Deliverer } from "./domain/deliverer.js";
-import type { Job, JobSource } from "./domain/job.js";
+import type { Job, JobSource, Page, Variables } from "./domain/job.js";
 
 /** Jobs whose handler keeps throwing are given up after this many requeues. */
 const MAX_ERROR_REQUEUES = 3;
@@ -33,9 +36,21 @@ export function jobSourceOf(source: DeliverySource): JobSource | undefined {
   return undefined;
 }
 
+const NO_VARIABLES: Variables = Object.freeze({});
+
+/** Merge values from their JSON bytes (empty: none). */
+export function variablesOf(json: Uint8Array): Variables {
+  if (json.length === 0) return NO_VARIABLES;
+  const parsed: unknown = JSON.parse(Buffer.from(json.buffer, json.byteOffset, json.byteLength).toString("utf8"));
+  return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Variables) : NO_VARIABLES;
+}
+
 export function toJob(j: DeliveryJob): Job | undefined {
   const source = jobSourceOf(j.source);
   if (!source) return undefined;
+  const r = j.recipient;
+  // variables_json from current publishers; the Struct from jobs published by older versions.
+  const variables = r && r.variablesJson.length > 0 ? variablesOf(r.variablesJson) : (r?.variables ?? NO_VARIABLES);
   return {
     deliveryId: j.deliveryId,
     workspaceId: j.workspaceId,
@@ -43,7 +58,7 @@ export function toJob(j: DeliveryJob): Job | undefined {
     messageId: j.messageId,
     emailId: j.emailId,
     broadcastId: j.broadcastId,
-    recipient: { email: j.recipient?.email ?? "", contactId: j.recipient?.contactId ?? "", variables: j.recipient?.variables ?? {} },
+    recipient: { email: r?.email ?? "", contactId: r?.contactId ?? "", variables },
     fromEmail: j.fromEmail,
     fromName: j.fromName,
     replyTo: j.replyTo,
@@ -51,7 +66,47 @@ export function toJob(j: DeliveryJob): Job | undefined {
     contentRef: j.contentRef,
     subjectPrefix: j.subjectPrefix,
     groupBy: j.groupBy,
+    notBefore: j.notBefore ? timestampMs(j.notBefore) : undefined,
+    requestId: j.requestId,
   };
+}
+
+/**
+ * A page's recipients as jobs sharing the page's fields. A recipient whose merge values do
+ * not parse still becomes a job (without them), so it reaches an outcome with the rest.
+ */
+export function toPage(p: DeliveryPage): Page | undefined {
+  const source = jobSourceOf(p.source);
+  if (!source) return undefined;
+  const replyTo = p.replyToList[0] ?? "";
+  const jobs: Job[] = new Array(p.recipients.length);
+  for (let i = 0; i < p.recipients.length; i++) {
+    const r = p.recipients[i];
+    let variables = NO_VARIABLES;
+    try {
+      variables = variablesOf(r.variablesJson);
+    } catch {
+      // kept empty: a merge value missing is better than a recipient never reaching an outcome
+    }
+    jobs[i] = {
+      deliveryId: r.deliveryId,
+      workspaceId: p.workspaceId,
+      source,
+      messageId: r.messageId,
+      emailId: "",
+      broadcastId: p.broadcastId,
+      recipient: { email: r.email, contactId: r.contactId, variables },
+      fromEmail: p.fromEmail,
+      fromName: p.fromName,
+      replyTo,
+      replyToList: p.replyToList,
+      contentRef: p.contentRef,
+      subjectPrefix: p.subjectPrefix,
+      groupBy: "",
+      requestId: p.requestId,
+    };
+  }
+  return { pageId: p.pageId, workspaceId: p.workspaceId, broadcastId: p.broadcastId, contentRef: p.contentRef, fromEmail: p.fromEmail, fromName: p.fromName, jobs };
 }
 
 export interface LaneOptions {
@@ -133,23 +188,44 @@ function startLane(nc: NatsConnection, deliverer: Deliverer, lane: DeliveryLane,
       ackWaitMs: opts.ackWaitMs,
       maxAckPending,
     },
-    (data) => fromBinary(DeliveryJobSchema, data),
-    // Each job runs in the context of the API request that produced it: every line logged
-    // while delivering it carries that request id.
-    (message, ctx) =>
-      runWithRequestContext(message.requestId, async () => {
+    // Decoded by the handler, which knows the subject: a page job or a single job.
+    (data) => data,
+    async (data, ctx) => {
+      if (isPageSubject(ctx.subject)) {
+        let page: Page | undefined;
+        try {
+          page = toPage(fromBinary(DeliveryPageSchema, data));
+        } catch (err) {
+          opts.logger.error({ err, subject: ctx.subject }, "undecodable page job");
+          return drop("undecodable");
+        }
+        if (!page) return drop("unknown delivery source");
+        // Not run in a request context: AsyncLocalStorage's promise hooks would cost every
+        // recipient's sends; the page's lines name the page and delivery ids instead.
+        return deliverer.handlePage(page, ctx);
+      }
+      let message: DeliveryJob;
+      try {
+        message = fromBinary(DeliveryJobSchema, data);
+      } catch (err) {
+        opts.logger.error({ err, subject: ctx.subject }, "undecodable delivery job");
+        return drop("undecodable");
+      }
+      // Each job runs in the context of the API request that produced it: every line logged
+      // while delivering it carries that request id.
+      return runWithRequestContext(message.requestId, async () => {
         const job = toJob(message);
         if (!job) return drop("unknown delivery source");
         const decision = await deliverer.handle(job, ctx);
         opts.logger.debug({ deliveryId: job.deliveryId, emailId: job.emailId, attempt: ctx.deliveryCount, decision: decision.kind }, "delivery job handled");
         return decision;
-      }),
+      });
+    },
     {
       logger: opts.logger,
       concurrency,
       shutdownGraceMs: opts.shutdownGraceMs,
       errorBackoffMs: (attempt) => backoffMs(attempt, 1_000, 60_000),
-      idOf: (message) => message.deliveryId || "job",
       requeue: { maxOnError: MAX_ERROR_REQUEUES },
     },
   );

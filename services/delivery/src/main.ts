@@ -15,12 +15,14 @@ import { connectNats, ensureStreams, type ConsumeLoop } from "../../kit/src/jets
 import { createLogger, redactUrl, type Logger } from "../../kit/src/logger.js";
 import { openStore } from "../../kit/src/store/open.js";
 import type { Store } from "../../kit/src/store/port.js";
-import { BroadcastService } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { ContentStore } from "../../pipeline/src/content-store.js";
+import { DeliveryJobPublisher } from "../../pipeline/src/delivery-jobs.js";
+import { MailEventPublisher } from "../../pipeline/src/mail-events.js";
 import { CaptureStore } from "./adapters/capture.js";
-import { CachedContentSource, RpcContentSource, sharedContentRef, type CompiledMessageSource } from "./adapters/content-source.js";
-import { JetStreamEventPublisher } from "./adapters/events.js";
+import { CachedContentSource, StoreContentSource, sharedContentRef, type CompiledMessageSource } from "./adapters/content-source.js";
+import { OutcomeEventPublisher } from "./adapters/events.js";
+import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { KvPacingRepository } from "./adapters/pacing-kv.js";
 import { RpcSenderDirectory } from "./adapters/sender-directory.js";
@@ -36,6 +38,7 @@ import type {
   EventPublisher,
   MailTransport,
   PacingRepository,
+  RetryQueue,
   SenderDirectory,
 } from "./domain/ports.js";
 import { deliveryRoutes } from "./routes.js";
@@ -50,6 +53,7 @@ export interface DeliveryOverrides {
   directory?: SenderDirectory;
   transport?: MailTransport;
   events?: EventPublisher;
+  retries?: RetryQueue;
   pacing?: PacingRepository;
 }
 
@@ -104,19 +108,25 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
   if (config.smtpUrl) recordSmtpPoolSize(settings.poolSize);
   const pacing = o.pacing ?? (await KvPacingRepository.open(nc, logger));
   const pacer = new Pacer(pacing, { key: relayKeyOf(config.smtpUrl), rate: settings.relayRate });
+  const js = jetstream(nc);
+  // Content only from the content store the accepting unit wrote (DESIGN §9.1), broadcast
+  // content cached: delivery never calls the email, broadcast or renderer service.
+  const content =
+    o.content ??
+    new CachedContentSource(new StoreContentSource(await ContentStore.open(nc, { replicas: config.natsReplicas })), {
+      maxBytes: settings.contentCacheBytes,
+      maxEntries: settings.contentCacheEntries,
+      cacheable: sharedContentRef,
+    });
   const deliverer = new Deliverer(
     {
       deliveries,
-      content:
-        o.content ??
-        new CachedContentSource(
-          new RpcContentSource(connectClient(EmailService, config.urls.email), connectClient(BroadcastService, config.urls.broadcast)),
-          { maxBytes: settings.contentCacheBytes, maxEntries: settings.contentCacheEntries, cacheable: sharedContentRef },
-        ),
+      content,
       merger: o.merger ?? new RendererMerger(),
       directory: o.directory ?? new RpcSenderDirectory(connectClient(DirectoryService, config.urls.directory), settings.senderCacheMs),
       transport,
-      events: o.events ?? new JetStreamEventPublisher(jetstream(nc)),
+      events: o.events ?? new OutcomeEventPublisher(new MailEventPublisher(js)),
+      retries: o.retries ?? new JetStreamRetryQueue(new DeliveryJobPublisher(js)),
       pacer,
       logger,
       metrics: prometheusDeliveryMetrics,
@@ -127,7 +137,9 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
       retryBaseMs: settings.retryBaseMs,
       retryMaxMs: settings.retryMaxMs,
       pauseRecheckMs: settings.pauseRecheckMs,
+      // A claim older than the ack wait is a dead worker's: a live one's job heartbeats.
       claimTtlMs: settings.ackWaitMs,
+      pageConcurrency: settings.pageConcurrency,
       secret: config.secret,
       publicUrl: config.publicUrl,
       bounceDomain: config.bounceDomain,

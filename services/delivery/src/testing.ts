@@ -17,7 +17,7 @@ import type { CompiledMessageSource } from "./adapters/content-source.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { StoreDeliveries } from "./adapters/store.js";
 import { Deliverer, type DelivererOptions, type JobContext } from "./domain/deliverer.js";
-import type { Job } from "./domain/job.js";
+import type { Job, Page } from "./domain/job.js";
 import { Pacer } from "./domain/pacer.js";
 import {
   PermanentError,
@@ -27,6 +27,7 @@ import {
   type OutcomeEvent,
   type OutgoingMail,
   type PacingRepository,
+  type RetryQueue,
   type SendResult,
   type SenderCheck,
   type SenderDirectory,
@@ -115,6 +116,20 @@ export class RecordingEvents implements EventPublisher {
   }
 }
 
+/** Records the recipients handed on as jobs of their own (a page's deferrals). */
+export class RecordingRetries implements RetryQueue {
+  readonly handedOn: Array<{ job: Job; notBefore: number }> = [];
+  failNext = 0;
+
+  async handOn(job: Job, notBefore: number): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext -= 1;
+      throw new Error("nats: publish timed out");
+    }
+    this.handedOn.push({ job, notBefore });
+  }
+}
+
 export type ScriptedReply = { kind: "accept" } | { kind: "reject"; code: number; aboutRecipient?: boolean } | { kind: "drop" };
 
 /** A transport that answers from a script (default: accept) and records what it was given. */
@@ -183,10 +198,13 @@ export interface TestDelivery {
   content: FakeContentSource;
   directory: FakeDirectory;
   events: RecordingEvents;
+  retries: RecordingRetries;
   transport: ScriptedTransport;
   pacing: MemoryPacing;
   /** Runs one job as the consumer would, counting deliveries like JetStream. */
   run(job: Job, deliveryCount?: number): ReturnType<Deliverer["handle"]>;
+  /** Runs one page job as the consumer would; `beats` counts its in-progress heartbeats. */
+  runPage(page: Page, deliveryCount?: number, beats?: { count: number }): ReturnType<Deliverer["handlePage"]>;
 }
 
 /** The delivery domain with every port served by an in-memory adapter. */
@@ -196,11 +214,12 @@ export async function buildTestDelivery(opts: Partial<DelivererOptions> & { rela
   const content = new FakeContentSource();
   const directory = new FakeDirectory();
   const events = new RecordingEvents();
+  const retries = new RecordingRetries();
   const transport = new ScriptedTransport();
   const pacing = new MemoryPacing(opts.now);
   const deliverer = new Deliverer(
     {
-      deliveries, content, directory, events, transport,
+      deliveries, content, directory, events, retries, transport,
       merger: new RendererMerger(),
       pacer: new Pacer(pacing, { key: "test", rate: opts.relayRate ?? 0 }, opts.now),
       logger: silentLogger,
@@ -218,8 +237,32 @@ export async function buildTestDelivery(opts: Partial<DelivererOptions> & { rela
       ...opts,
     },
   );
-  const ctx = (deliveryCount: number): JobContext => ({ deliveryCount, working: () => undefined });
-  return { deliverer, deliveries, content, directory, events, transport, pacing, run: (job, n = 1) => deliverer.handle(job, ctx(n)) };
+  const ctx = (deliveryCount: number, beats?: { count: number }): JobContext => ({
+    deliveryCount,
+    working: () => {
+      if (beats) beats.count += 1;
+    },
+  });
+  return {
+    deliverer, deliveries, content, directory, events, retries, transport, pacing,
+    run: (job, n = 1) => deliverer.handle(job, ctx(n)),
+    runPage: (page, n = 1, beats) => deliverer.handlePage(page, ctx(n, beats)),
+  };
+}
+
+/** A page of `count` broadcast recipients (ids `<pageId>_<i>`); override the shared fields. */
+export function testPage(count: number, over: Partial<Omit<Page, "jobs">> = {}): Page {
+  const pageId = over.pageId ?? `pg_test_${(seq += 1)}`;
+  const shared = {
+    workspaceId: "ws_test", broadcastId: "cmp_page", contentRef: "broadcast:cmp_page", fromEmail: "news@acme.test", fromName: "Acme", ...over,
+  };
+  const jobs = Array.from({ length: count }, (_, i) => testJob({
+    deliveryId: `${pageId}_${i}`, messageId: `${pageId}_${i}@acme.test`, source: "broadcast", emailId: "",
+    workspaceId: shared.workspaceId, broadcastId: shared.broadcastId, contentRef: shared.contentRef,
+    fromEmail: shared.fromEmail, fromName: shared.fromName,
+    recipient: { email: `${pageId}_${i}@example.test`, contactId: `ctc_${pageId}_${i}`, variables: { firstName: `R${i}` } },
+  }));
+  return { pageId, ...shared, jobs };
 }
 
 let seq = 0;

@@ -51,9 +51,12 @@ const deliverySchema = {
   MAILROOM_DELIVERY_PAUSE_RECHECK_MS: z.coerce.number().int().min(10).default(10_000),
   /**
    * JetStream ack wait; also how old a claim must be before another process may take it
-   * over. Defaults to the SMTP timeout plus a margin, so a live send is never taken over.
+   * over. A job being worked on sends in-progress heartbeats every third of it, so a live
+   * send is never redelivered, and a killed process's jobs come back within it.
    */
-  MAILROOM_DELIVERY_ACK_WAIT_MS: z.coerce.number().int().min(200).optional(),
+  MAILROOM_DELIVERY_ACK_WAIT_MS: z.coerce.number().int().min(200).default(30_000),
+  /** Recipients of one broadcast page handled at once; default twice MAILROOM_SMTP_POOL_SIZE. */
+  MAILROOM_DELIVERY_PAGE_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).optional(),
   /** JetStream max_deliver (pauses and rate waits also count; see requeue in consumer.ts). */
   MAILROOM_DELIVERY_MAX_DELIVER: z.coerce.number().int().min(2).max(100_000).default(200),
   /** Broadcast contents (compiled, with their prepared merge) kept in memory, in estimated megabytes. */
@@ -321,6 +324,8 @@ export interface DeliverySettings {
   retryMaxMs: number;
   pauseRecheckMs: number;
   ackWaitMs: number;
+  /** Recipients of one page job handled at once. */
+  pageConcurrency: number;
   maxDeliver: number;
   contentCacheBytes: number;
   contentCacheEntries: number;
@@ -346,8 +351,9 @@ function deliverySettingsOf(c: RawConfig): DeliverySettings {
     retryBaseMs: c.MAILROOM_DELIVERY_RETRY_BASE_MS,
     retryMaxMs: c.MAILROOM_DELIVERY_RETRY_MAX_MS,
     pauseRecheckMs: c.MAILROOM_DELIVERY_PAUSE_RECHECK_MS,
-    // A whole transaction can take connect + greeting + socket timeouts; leave a margin.
-    ackWaitMs: c.MAILROOM_DELIVERY_ACK_WAIT_MS ?? c.MAILROOM_SMTP_TIMEOUT_MS * 2 + 10_000,
+    // Heartbeats keep a long SMTP transaction's job; the ack wait only bounds recovery.
+    ackWaitMs: c.MAILROOM_DELIVERY_ACK_WAIT_MS,
+    pageConcurrency: c.MAILROOM_DELIVERY_PAGE_CONCURRENCY ?? c.MAILROOM_SMTP_POOL_SIZE * 2,
     maxDeliver: c.MAILROOM_DELIVERY_MAX_DELIVER,
     contentCacheBytes: Math.round(c.MAILROOM_DELIVERY_CONTENT_CACHE_MB * 1024 * 1024),
     contentCacheEntries: c.MAILROOM_DELIVERY_CONTENT_CACHE_ENTRIES,

@@ -1,8 +1,7 @@
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import type { EmailService } from "../../../../gen/mailroom/email/v1/email_pb.js";
-import type { BroadcastService } from "../../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { CompiledMessage, CompiledTemplate } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { LRUCache } from "lru-cache";
+import type { ContentStore } from "../../../pipeline/src/content-store.js";
 import { PermanentError, type ContentSource } from "../domain/ports.js";
 
 /** A content source that hands out the renderer's compiled messages (what the merger takes). */
@@ -10,30 +9,26 @@ export interface CompiledMessageSource extends ContentSource {
   get(workspaceId: string, contentRef: string): Promise<CompiledMessage>;
 }
 
-/** Fetches compiled content from the service that owns it, by the job's content_ref. */
-export class RpcContentSource implements CompiledMessageSource {
-  constructor(
-    private readonly email: Client<typeof EmailService>,
-    private readonly broadcast: Client<typeof BroadcastService>,
-  ) {}
+/**
+ * Reads compiled content from the content store (DESIGN §9.1), where the unit that accepted
+ * the message wrote it before publishing any job: delivery never calls that unit back.
+ * Content that is not there (never written, deleted once final, expired) will not appear
+ * later: the delivery fails for good.
+ */
+export class StoreContentSource implements CompiledMessageSource {
+  constructor(private readonly store: Pick<ContentStore, "get">) {}
 
   async get(workspaceId: string, contentRef: string): Promise<CompiledMessage> {
-    const colon = contentRef.indexOf(":");
-    const kind = contentRef.slice(0, colon);
-    const id = contentRef.slice(colon + 1);
+    let compiled: CompiledMessage | undefined;
     try {
-      const res =
-        kind === "email"
-          ? await this.email.getCompiledContent({ workspaceId, id })
-          : kind === "broadcast"
-            ? await this.broadcast.getCompiledContent({ workspaceId, id })
-            : undefined;
-      if (!res) throw new PermanentError(`unknown content_ref kind "${kind}"`);
-      if (!res.compiled) throw new PermanentError(`no compiled content for ${contentRef}`);
-      return res.compiled;
+      compiled = await this.store.get(workspaceId, contentRef);
     } catch (err) {
-      throw asPermanentWhenFinal(err, `content ${contentRef}`);
+      // contentKey refuses a ref or workspace that cannot name content: no retry helps.
+      if (err instanceof Error && /cannot name content/.test(err.message)) throw new PermanentError(`content ${contentRef}: ${err.message}`);
+      throw err;
     }
+    if (!compiled) throw new PermanentError(`content ${contentRef}: not found in the content store`);
+    return compiled;
   }
 }
 

@@ -1,12 +1,6 @@
-import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import type { JetStreamClient } from "@nats-io/jetstream";
-import { eventSubject, publishProto } from "../../../kit/src/jetstream.js";
-import {
-  DeliverySource,
-  MailEventSchema,
-  MailEventType,
-} from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import type { MailEventPublisher } from "../../../pipeline/src/mail-events.js";
 import type { JobSource } from "../domain/job.js";
 import { outcomeEventId } from "../domain/outcome.js";
 import type { EventPublisher, OutcomeEvent, OutcomeType } from "../domain/ports.js";
@@ -24,14 +18,16 @@ const TYPE: Record<OutcomeType, MailEventType> = {
   failed: MailEventType.FAILED,
 };
 
-/** Publishes outcomes as MailEvent protobufs on MAIL_EVENTS, with derived msgIDs. */
-export class JetStreamEventPublisher implements EventPublisher {
-  constructor(private readonly js: JetStreamClient) {}
+/**
+ * Outcomes as MailEvents through the pipeline's one publisher (DESIGN §9.1), with the
+ * derived event id as msgID, so a republished outcome is deduplicated.
+ */
+export class OutcomeEventPublisher implements EventPublisher {
+  constructor(private readonly publisher: Pick<MailEventPublisher, "publish">) {}
 
-  async publish(e: OutcomeEvent): Promise<void> {
-    const eventId = outcomeEventId(e.deliveryId, e.type, e.attempt);
-    const event = create(MailEventSchema, {
-      eventId,
+  publish(e: OutcomeEvent): Promise<void> {
+    return this.publisher.publish({
+      eventId: outcomeEventId(e.deliveryId, e.type, e.attempt),
       type: TYPE[e.type],
       workspaceId: e.workspaceId,
       source: SOURCE[e.source],
@@ -47,6 +43,5 @@ export class JetStreamEventPublisher implements EventPublisher {
       groupBy: e.groupBy,
       occurredAt: timestampNow(),
     });
-    await publishProto(this.js, eventSubject(e.source, e.type), MailEventSchema, event, eventId);
   }
 }

@@ -70,6 +70,20 @@ export class StoreDeliveries implements DeliveriesRepository {
     return this.claims.findOne({ _id: deliveryId });
   }
 
+  async getMany(deliveryIds: readonly string[]): Promise<Map<string, DeliveryRecord>> {
+    const found = new Map<string, DeliveryRecord>();
+    if (deliveryIds.length === 0) return found;
+    const ids = [...deliveryIds];
+    const [outcomes, claims] = await Promise.all([
+      this.outcomes.find({ _id: { $in: ids } }),
+      this.claims.find({ _id: { $in: ids } }),
+    ]);
+    for (const c of claims) found.set(c._id, c);
+    // A final outcome wins over the claim document it ended.
+    for (const o of outcomes) found.set(o._id, fromOutcome(o));
+    return found;
+  }
+
   async claim(deliveryId: string, workspaceId: string, worker: string, now: Date, staleBefore: Date): Promise<ClaimResult> {
     // The common case, a delivery seen for the first time, is claimed by creating it.
     const created = await this.newClaims.add({

@@ -1,5 +1,5 @@
 import type { Logger } from "../../../kit/src/logger.js";
-import type { Job } from "./job.js";
+import type { Job, Page } from "./job.js";
 import { invalidJobReason } from "./job.js";
 import { buildMail, contentVersionOf } from "./message.js";
 import { classifySmtpError, clip, retryDelayMs } from "./outcome.js";
@@ -14,7 +14,10 @@ import {
   type EventPublisher,
   type MailTransport,
   type Outcome,
+  type CompiledContent,
   type OutgoingMail,
+  type RetryQueue,
+  type SenderCheck,
   type SenderDirectory,
 } from "./ports.js";
 
@@ -39,6 +42,10 @@ export interface DelivererOptions {
   claimTtlMs: number;
   /** Longest rate-limit wait spent in process; longer ones go back to the queue. */
   maxInlineWaitMs?: number;
+  /** The same for a page's recipient (default 30 s); longer ones are handed on as jobs of their own. */
+  pageInlineWaitMs?: number;
+  /** Recipients of one page handled at once (default 10). */
+  pageConcurrency?: number;
   secret: string;
   publicUrl: string;
   /** MAILROOM_BOUNCE_DOMAIN; unset: each sender's `bounces.<domain>`. */
@@ -52,6 +59,8 @@ export interface DelivererDeps {
   directory: SenderDirectory;
   transport: MailTransport;
   events: EventPublisher;
+  /** Where a page's recipient to retry goes as a job of its own. */
+  retries: RetryQueue;
   pacer: Pacer;
   logger: Logger;
   metrics?: DeliveryMetrics;
@@ -71,6 +80,30 @@ export interface DeliveryCounters {
 
 const TERMINAL = new Set(["sent", "bounced", "failed"]);
 
+/** What one recipient came to: a decision, or (a page's recipient) the broadcast is paused. */
+type Step = Decision | { kind: "paused" };
+const ACK: Decision = { kind: "ack" };
+const PAUSED: Step = { kind: "paused" };
+
+/** Content and sender, loaded once for a page; `error` when they can never be (every recipient fails). */
+type Shared = { sender: SenderCheck; compiled: CompiledContent; error?: undefined } | { error: unknown; sender?: undefined; compiled?: undefined };
+
+interface Mode {
+  /** A page's recipient: a pause stops the page, a retry becomes a job of its own. */
+  page?: boolean;
+  shared?: Shared;
+  /** The recipient's ledger record read with its page (null: none); undefined: not read. */
+  known?: DeliveryRecord | null;
+  /** Takes the final writes off the recipient's slot (the page awaits them before its ack). */
+  track?: (p: Promise<void>) => void;
+}
+
+const SINGLE: Mode = {};
+
+function fromOf(m: { fromName: string; fromEmail: string }): string {
+  return m.fromName ? `"${m.fromName.replace(/["\\]/g, "")}" <${m.fromEmail}>` : m.fromEmail;
+}
+
 /**
  * Sends one delivery job, at most once as far as SMTP allows: the delivery is claimed
  * with a compare-and-set right before the SMTP transaction and marked right after it,
@@ -84,7 +117,7 @@ export class Deliverer {
    * the retry finishes the bookkeeping instead of sending again.
    */
   private readonly unsettled = new Map<string, Outcome>();
-  private readonly sending = new Set<JobContext>();
+  private readonly working = new Set<JobContext>();
   private ticker?: NodeJS.Timeout;
 
   constructor(
@@ -96,14 +129,92 @@ export class Deliverer {
 
   async handle(job: Job, ctx: JobContext): Promise<Decision> {
     this.counters.inFlight += 1;
+    this.beat(ctx);
     try {
-      return await this.deliver(job, ctx);
+      // A page's recipient retried after a deferral: not before its time.
+      if (job.notBefore !== undefined) {
+        const early = job.notBefore - this.now();
+        if (early > 0) return { kind: "retry", delayMs: early };
+      }
+      return (await this.deliver(job, ctx, SINGLE)) as Decision;
     } finally {
+      this.working.delete(ctx);
       this.counters.inFlight -= 1;
     }
   }
 
-  private async deliver(job: Job, ctx: JobContext): Promise<Decision> {
+  /**
+   * A page of a broadcast's recipients: a paused broadcast's page goes back whole, nothing
+   * sent; otherwise content and sender are loaded once and every recipient goes through
+   * the same steps as a single job, `pageConcurrency` at once. A recipient to retry is
+   * handed on as a job of its own; the page is done (acked) once every recipient reached a
+   * final outcome or was handed on. A redelivered page reads its recipients' ledger in one
+   * round and never sends again to those already final.
+   */
+  async handlePage(page: Page, ctx: JobContext): Promise<Decision> {
+    this.counters.inFlight += 1;
+    this.beat(ctx);
+    try {
+      return await this.deliverPage(page, ctx);
+    } finally {
+      this.working.delete(ctx);
+      this.counters.inFlight -= 1;
+    }
+  }
+
+  private async deliverPage(page: Page, ctx: JobContext): Promise<Decision> {
+    if (this.deps.pacer.isPaused(page.broadcastId)) return { kind: "retry", delayMs: this.opts.pauseRecheckMs };
+    const { jobs } = page;
+    if (jobs.length === 0) return { kind: "ack" };
+
+    let known: Map<string, DeliveryRecord> | undefined;
+    if (ctx.deliveryCount > 1) known = await this.deps.deliveries.getMany(jobs.map((j) => j.deliveryId));
+
+    // Content and sender once for the page (the content cache and sender cache would answer
+    // every recipient anyway, at a promise and a lookup each).
+    let shared: Shared;
+    try {
+      shared = await this.load(page.workspaceId, fromOf(page), page.contentRef);
+    } catch (err) {
+      if (!(err instanceof PermanentError)) {
+        const delayMs = retryDelayMs(ctx.deliveryCount, Math.min(1_000, this.opts.retryBaseMs), this.opts.retryMaxMs);
+        this.deps.logger.warn({ err, pageId: page.pageId, delayMs }, "could not load the page's content or sender; retrying the page");
+        return { kind: "retry", delayMs };
+      }
+      shared = { error: err };
+    }
+
+    const settling: Promise<void>[] = [];
+    const errors: unknown[] = [];
+    // Writes and publishes run behind the sends; a failure fails the page (redelivered, the ledger settles it).
+    const track = (p: Promise<void>) => {
+      settling.push(p.catch((err: unknown) => void errors.push(err)));
+    };
+    const mode: Mode = { page: true, shared, track };
+    let paused = false;
+    let next = 0;
+    const worker = async () => {
+      while (!paused && errors.length === 0 && next < jobs.length) {
+        const job = jobs[next++];
+        mode.known = known ? (known.get(job.deliveryId) ?? null) : undefined;
+        const step = await this.deliver(job, ctx, { ...mode });
+        if (step.kind === "paused") paused = true;
+        else if (step.kind === "retry") track(this.deps.retries.handOn(job, this.now() + step.delayMs));
+      }
+    };
+    const width = Math.min(jobs.length, Math.max(1, this.opts.pageConcurrency ?? 10));
+    const workers: Promise<void>[] = [];
+    for (let i = 0; i < width; i++) workers.push(worker());
+    await Promise.all(workers);
+    await Promise.all(settling);
+    if (errors.length > 0) throw errors[0];
+    // Paused mid-page: what was done stays done (the ledger), the rest waits with the page.
+    if (paused) return { kind: "retry", delayMs: this.opts.pauseRecheckMs };
+    return { kind: "ack" };
+  }
+
+  /** One recipient: the same steps for a single job and for a page's recipient. */
+  private async deliver(job: Job, ctx: JobContext, mode: Mode): Promise<Step> {
     const { deliveries, pacer } = this.deps;
     const invalid = invalidJobReason(job);
     if (invalid) {
@@ -118,36 +229,40 @@ export class Deliverer {
     if (unsettled) {
       await this.finish(job, unsettled);
       this.unsettled.delete(job.deliveryId);
-      return { kind: "ack" };
+      return ACK;
     }
     // A redelivery may be for a delivery that already ended: never send it again.
-    if (ctx.deliveryCount > 1) {
-      const existing = await deliveries.get(job.deliveryId);
-      if (existing && TERMINAL.has(existing.state)) return this.settleFinished(job, existing);
+    const existing = mode.known !== undefined ? mode.known : ctx.deliveryCount > 1 ? await deliveries.get(job.deliveryId) : null;
+    if (existing && TERMINAL.has(existing.state)) return this.settleFinished(job, existing);
+    if (mode.page && existing?.state === "deferred") {
+      // Deferred by an earlier delivery of this page and handed on then: hand it on again
+      // (the same msgID, deduplicated), never send it from the page.
+      const due = existing.updatedAt.getTime() + retryDelayMs(existing.attempts, this.opts.retryBaseMs, this.opts.retryMaxMs);
+      return { kind: "retry", delayMs: Math.max(0, due - this.now()) };
     }
 
     if (job.source === "broadcast" && pacer.isPaused(job.broadcastId)) {
-      return { kind: "retry", delayMs: this.opts.pauseRecheckMs };
+      return mode.page ? PAUSED : { kind: "retry", delayMs: this.opts.pauseRecheckMs };
     }
-    const wait = await this.waitForToken(job.workspaceId, ctx);
+    const wait = await this.waitForToken(job.workspaceId, ctx, mode.page ? (this.opts.pageInlineWaitMs ?? 30_000) : (this.opts.maxInlineWaitMs ?? 2_000));
     if (wait > 0) return { kind: "retry", delayMs: wait };
 
     let mail;
     try {
-      mail = await this.prepare(job);
+      mail = await this.prepare(job, mode.shared);
     } catch (err) {
       if (err instanceof PermanentError) {
         await this.fail(job, clip(err.message));
-        return { kind: "ack" };
+        return ACK;
       }
-      // Directory or content owner unreachable: nothing was sent, try again later.
+      // Directory or content store unreachable: nothing was sent, try again later.
       const delayMs = retryDelayMs(ctx.deliveryCount, Math.min(1_000, this.opts.retryBaseMs), this.opts.retryMaxMs);
       this.deps.logger.warn({ err, deliveryId: job.deliveryId, delayMs }, "could not prepare message; retrying");
       return { kind: "retry", delayMs };
     }
     if (mail === "sender_not_allowed") {
       await this.fail(job, "sender not allowed for this workspace");
-      return { kind: "ack" };
+      return ACK;
     }
 
     const now = this.now();
@@ -163,7 +278,7 @@ export class Deliverer {
     }
 
     const attempt = claim.attempts;
-    const outcome = await this.transact(mail, attempt, ctx, laneOf(job));
+    const outcome = await this.transact(mail, attempt, laneOf(job));
     this.deps.metrics?.outcome(laneOf(job), outcome.type);
     if (outcome.type === "deferred") {
       this.counters.deferred += 1;
@@ -173,14 +288,15 @@ export class Deliverer {
     }
     this.counters[outcome.type] += 1;
     this.rememberUnsettled(job.deliveryId, outcome);
-    await this.finish(job, outcome);
-    this.unsettled.delete(job.deliveryId);
-    return { kind: "ack" };
+    const done = this.finish(job, outcome).then(() => void this.unsettled.delete(job.deliveryId));
+    // A page's recipient frees its slot for the next send; the page waits for every write.
+    if (mode.track) mode.track(done);
+    else await done;
+    return ACK;
   }
 
-  /** One SMTP transaction, turned into an outcome; keeps the job alive while it lasts. */
-  private async transact(mail: OutgoingMail, attempt: number, ctx: JobContext, lane: string): Promise<Outcome> {
-    this.keepAlive(ctx);
+  /** One SMTP transaction, turned into an outcome. */
+  private async transact(mail: OutgoingMail, attempt: number, lane: string): Promise<Outcome> {
     const sent = this.deps.metrics?.sendStarted(lane);
     try {
       const result = await this.deps.transport.send(mail);
@@ -195,24 +311,25 @@ export class Deliverer {
       return { type: "deferred", detail: verdict.detail, smtpCode: verdict.code, attempt };
     } finally {
       sent?.();
-      this.sending.delete(ctx);
     }
   }
 
   /**
-   * Jobs inside an SMTP transaction tell the queue they are being worked on, so a slow
-   * relay does not get them redelivered elsewhere. One shared ticker, not a timer per send.
+   * A job or page being handled tells the queue so every third of the ack wait, for its
+   * whole handling (pacing waits, content load, SMTP): a live worker's job is never
+   * redelivered, and a dead one's comes back within the ack wait. One shared ticker, not
+   * a timer per job.
    */
-  private keepAlive(ctx: JobContext): void {
-    this.sending.add(ctx);
+  private beat(ctx: JobContext): void {
+    this.working.add(ctx);
     if (this.ticker) return;
     this.ticker = setInterval(() => {
-      for (const c of this.sending) c.working();
-      if (this.sending.size === 0) {
+      for (const c of this.working) c.working();
+      if (this.working.size === 0) {
         clearInterval(this.ticker);
         this.ticker = undefined;
       }
-    }, Math.max(100, Math.min(10_000, this.opts.claimTtlMs / 3)));
+    }, Math.max(100, Math.floor(this.opts.claimTtlMs / 3)));
     this.ticker.unref();
   }
 
@@ -221,13 +338,20 @@ export class Deliverer {
     this.unsettled.set(deliveryId, outcome);
   }
 
-  /** Resolves sender (and DKIM key) and content, merges, and builds the MIME parts. */
-  private async prepare(job: Job) {
-    const from = job.fromName ? `"${job.fromName.replace(/["\\]/g, "")}" <${job.fromEmail}>` : job.fromEmail;
+  /** Content and sender of a job (or of a whole page). */
+  private async load(workspaceId: string, from: string, contentRef: string): Promise<Shared> {
     const [sender, compiled] = await Promise.all([
-      this.deps.directory.checkSender(job.workspaceId, from),
-      this.deps.content.get(job.workspaceId, job.contentRef),
+      this.deps.directory.checkSender(workspaceId, from),
+      this.deps.content.get(workspaceId, contentRef),
     ]);
+    return { sender, compiled };
+  }
+
+  /** Resolves sender (and DKIM key) and content, merges, and builds the MIME parts. */
+  private async prepare(job: Job, shared?: Shared) {
+    const loaded = shared ?? (await this.load(job.workspaceId, fromOf(job), job.contentRef));
+    if (loaded.sender === undefined) throw loaded.error;
+    const { sender, compiled } = loaded;
     if (!sender.allowed) return "sender_not_allowed" as const;
     // The recipient token (unsubscribe, tracking) is signed for the content's workspace:
     // content of another tenant must never go out, nor its unsubscribes land in that tenant's list.
@@ -240,8 +364,7 @@ export class Deliverer {
     return buildMail(job, merged, sender, contentVersionOf(compiled), { secret: this.opts.secret, bounceDomain: this.opts.bounceDomain });
   }
 
-  private async waitForToken(workspaceId: string, ctx: JobContext): Promise<number> {
-    const maxInline = this.opts.maxInlineWaitMs ?? 2_000;
+  private async waitForToken(workspaceId: string, ctx: JobContext, maxInline: number): Promise<number> {
     const deadline = this.now() + maxInline;
     for (;;) {
       const wait = await this.deps.pacer.acquire(workspaceId);
@@ -276,11 +399,11 @@ export class Deliverer {
    * The delivery ended earlier (this is a redelivery): finish what may not have happened
    * after the store write — suppression, the event (deduplicated by its derived id) — and ack.
    */
-  private async settleFinished(job: Job, record: DeliveryRecord): Promise<Decision> {
+  private async settleFinished(job: Job, record: DeliveryRecord): Promise<Step> {
     const outcome = record.outcome ?? { type: record.state as Outcome["type"], detail: "", smtpCode: 0, attempt: record.attempts };
     if (record.state === "bounced" && !record.suppressed) await this.suppress(job, outcome.detail);
     await this.deps.events.publish(this.eventOf(job, outcome));
-    return { kind: "ack" };
+    return ACK;
   }
 
   private eventOf(job: Job, outcome: Outcome) {

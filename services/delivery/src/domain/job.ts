@@ -21,6 +21,24 @@ export interface Job {
   contentRef: string;
   subjectPrefix: string;
   groupBy: string;
+  /** Not to be sent before this time (epoch ms): a page recipient retried after a deferral. */
+  notBefore?: number;
+  /** The API request that produced the job, passed on to a job handed on. */
+  requestId?: string;
+}
+
+/**
+ * A page job (DESIGN §9.1): a broadcast's recipients in one queue message, each a job of
+ * its own (own delivery id, message id, merge values) sharing everything else.
+ */
+export interface Page {
+  pageId: string;
+  workspaceId: string;
+  broadcastId: string;
+  contentRef: string;
+  fromEmail: string;
+  fromName: string;
+  jobs: Job[];
 }
 
 // CR, LF, NUL and other C0 controls would let a value break out of its header line.

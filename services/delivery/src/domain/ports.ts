@@ -4,7 +4,7 @@
  * tests build the service with any of them replaced.
  */
 import type { WireBody } from "../../../content/src/merge.js";
-import type { JobSource, Variables } from "./job.js";
+import type { Job, JobSource, Variables } from "./job.js";
 
 // ---------- deliveries (the exactly-once ledger) ----------
 
@@ -38,6 +38,8 @@ export type ClaimResult = { claimed: true; attempts: number } | { claimed: false
 
 export interface DeliveriesRepository {
   get(deliveryId: string): Promise<DeliveryRecord | null>;
+  /** The records of several deliveries in one store round (a redelivered page's recipients); absent ids are unknown. */
+  getMany(deliveryIds: readonly string[]): Promise<Map<string, DeliveryRecord>>;
   /**
    * Compare-and-set: takes the delivery for one SMTP transaction when it is new, deferred,
    * or held by a claim older than `staleBefore` (its worker died mid-send).
@@ -193,6 +195,16 @@ export interface OutcomeEvent {
 
 export interface EventPublisher {
   publish(event: OutcomeEvent): Promise<void>;
+}
+
+// ---------- jobs handed on ----------
+
+/**
+ * Where a page's recipient goes when it cannot finish with the page (a deferral to retry):
+ * a delivery job of its own, not to be handled before `notBefore` (epoch ms).
+ */
+export interface RetryQueue {
+  handOn(job: Job, notBefore: number): Promise<void>;
 }
 
 // ---------- locally captured mail (no relay configured) ----------
