@@ -16,13 +16,14 @@ import {
   startConnectServer,
 } from "../../kit/src/index.js";
 import { openStore } from "../../kit/src/store/open.js";
+import { ContentStore } from "../../pipeline/src/content-store.js";
+import { DeliveryJobPublisher } from "../../pipeline/src/delivery-jobs.js";
 import { systemClock } from "./domain/ports.js";
 import { Broadcasts } from "./domain/broadcasts.js";
 import { Sender } from "./domain/sending.js";
 import { openRepositories } from "./adapters/store.js";
 import { RpcDirectory } from "./adapters/directory.js";
 import { RpcRenderer } from "./adapters/renderer.js";
-import { JetStreamDeliveryQueue } from "./adapters/delivery-queue.js";
 import { consumeBroadcastEvents } from "./consumers.js";
 import { broadcastRoutes } from "./routes.js";
 
@@ -36,9 +37,11 @@ await ensureStreams(nc);
 // Names this process in leases, so two broadcast processes never work one broadcast at once.
 const owner = `broadcast-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
 const directory = new RpcDirectory(connectClient(DirectoryService, config.urls.directory));
-const queue = new JetStreamDeliveryQueue(jetstream(nc));
+const queue = new DeliveryJobPublisher(jetstream(nc));
+// Compiled content for delivery, written before any page or test job (DESIGN §9.1).
+const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
 const sender = new Sender(
-  { ...repos, directory, queue, clock: systemClock, logger },
+  { ...repos, directory, queue, content, clock: systemClock, logger },
   { owner, intervalMs: Math.min(config.schedulerIntervalMs, 250) },
 );
 const broadcasts = new Broadcasts({
@@ -46,13 +49,14 @@ const broadcasts = new Broadcasts({
   directory,
   renderer: new RpcRenderer(connectClient(RendererService, config.urls.renderer)),
   queue,
+  content,
   clock: systemClock,
   logger,
   ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: newMessageId },
   onScheduled: () => sender.wake(),
 });
 sender.start();
-const events = await consumeBroadcastEvents(nc, { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, clock: systemClock, logger }, logger);
+const events = await consumeBroadcastEvents(nc, { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock: systemClock, logger }, logger);
 
 const server = await startConnectServer({
   routes: broadcastRoutes(broadcasts),

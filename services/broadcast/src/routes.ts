@@ -1,4 +1,4 @@
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import {
@@ -10,7 +10,6 @@ import {
   type CreateBroadcastRequest,
   type UpdateBroadcastRequest,
 } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { badRequest } from "../../kit/src/errors.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
 import type { Broadcast, BroadcastStatus, DeliveryMethod } from "./domain/model.js";
@@ -155,10 +154,6 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
 
       async cancelBroadcast(req) {
         return { broadcast: protoBroadcast(await broadcasts.cancel(req.workspaceId, req.id)) };
-      },
-
-      async getCompiledContent(req) {
-        return { compiled: fromBinary(CompiledMessageSchema, await broadcasts.compiledContent(req.workspaceId, req.id)) };
       },
     });
 }

@@ -3,7 +3,15 @@
  * the real embedded adapter (in memory unless one is given); the directory, renderer and
  * queue are small in-process fakes that record what they were asked.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  DeliveryJobSchema,
+  DeliveryPageSchema,
+  DeliverySource,
+  type DeliveryJob,
+  type DeliveryPage,
+} from "../../../gen/mailroom/events/v1/events_pb.js";
+import type { DeliveryJobInit, DeliveryPageInit } from "../../pipeline/src/delivery-jobs.js";
 import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { newId } from "../../kit/src/ids.js";
 import { badRequest } from "../../kit/src/errors.js";
@@ -15,7 +23,7 @@ import { applyEvent, type BroadcastEvent } from "./domain/outcomes.js";
 import type {
   CompileInput,
   Contact,
-  DeliveryJobData,
+  DeliveryContent,
   DeliveryQueue,
   Directory,
   PreviewRecipient,
@@ -119,6 +127,11 @@ export class FakeDirectory implements Directory {
     return new Set(emails.map((e) => e.toLowerCase()).filter((e) => this.suppressions.has(e)));
   }
 
+  async audienceCount(_ws: string) {
+    this.calls.push("count");
+    return this.contacts.filter((c) => c.subscribed).length;
+  }
+
   async usageLeft() {
     return this.limit - this.used;
   }
@@ -187,21 +200,127 @@ function fakeMerge(template: string, recipient: PreviewRecipient): string {
   return template.replace(/\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g, (_m, name: string) => String(values[name] ?? ""));
 }
 
+/** One recipient's delivery as tests read it, from a page job or a single (test) job. */
+export interface JobView {
+  deliveryId: string;
+  broadcastId: string;
+  messageId: string;
+  /** A test send (source BROADCAST_TEST). */
+  test: boolean;
+  recipient: { email: string; contactId: string; variables: Record<string, unknown> };
+  fromEmail: string;
+  fromName: string;
+  replyTo: string[];
+  contentRef: string;
+  subjectPrefix: string;
+  /** The page job it came in ("" for a single job). */
+  pageId: string;
+}
+
+const decoder = new TextDecoder();
+const parseVariables = (json: Uint8Array): Record<string, unknown> => (json.length ? (JSON.parse(decoder.decode(json)) as Record<string, unknown>) : {});
+
+/**
+ * Records what was published, through the wire format as delivery decodes it, in order
+ * (pages and single jobs), on a log shared with the fake content store.
+ */
 export class FakeQueue implements DeliveryQueue {
-  jobs: DeliveryJobData[] = [];
+  published: Array<{ page: DeliveryPage } | { job: DeliveryJob }> = [];
   failNext = 0;
 
-  async publish(job: DeliveryJobData): Promise<void> {
+  constructor(readonly log: string[] = []) {}
+
+  private fail() {
     if (this.failNext > 0) {
       this.failNext--;
       throw new Error("nats unavailable");
     }
-    this.jobs.push(job);
+  }
+
+  async publishPage(init: DeliveryPageInit): Promise<void> {
+    this.fail();
+    const page = fromBinary(DeliveryPageSchema, toBinary(DeliveryPageSchema, create(DeliveryPageSchema, init)));
+    this.published.push({ page });
+    this.log.push(`page ${page.contentRef} ${page.pageId}`);
+  }
+
+  async publishJob(init: DeliveryJobInit): Promise<void> {
+    this.fail();
+    const job = fromBinary(DeliveryJobSchema, toBinary(DeliveryJobSchema, create(DeliveryJobSchema, init)));
+    this.published.push({ job });
+    this.log.push(`job ${job.contentRef}`);
+  }
+
+  /** The page jobs published, in order (repeats included: msgID deduplication is the stream's). */
+  get pages(): DeliveryPage[] {
+    return this.published.flatMap((p) => ("page" in p ? [p.page] : []));
+  }
+
+  /** Every recipient of every publish, in order. */
+  get jobs(): JobView[] {
+    return this.published.flatMap((p): JobView[] => {
+      if ("page" in p) {
+        const g = p.page;
+        return g.recipients.map((r) => ({
+          deliveryId: r.deliveryId,
+          broadcastId: g.broadcastId,
+          messageId: r.messageId,
+          test: g.source === DeliverySource.BROADCAST_TEST,
+          recipient: { email: r.email, contactId: r.contactId, variables: parseVariables(r.variablesJson) },
+          fromEmail: g.fromEmail,
+          fromName: g.fromName,
+          replyTo: g.replyToList,
+          contentRef: g.contentRef,
+          subjectPrefix: g.subjectPrefix,
+          pageId: g.pageId,
+        }));
+      }
+      const j = p.job;
+      return [{
+        deliveryId: j.deliveryId,
+        broadcastId: j.broadcastId,
+        messageId: j.messageId,
+        test: j.source === DeliverySource.BROADCAST_TEST,
+        recipient: { email: j.recipient?.email ?? "", contactId: j.recipient?.contactId ?? "", variables: parseVariables(j.recipient?.variablesJson ?? new Uint8Array()) },
+        fromEmail: j.fromEmail,
+        fromName: j.fromName,
+        replyTo: j.replyToList,
+        contentRef: j.contentRef,
+        subjectPrefix: j.subjectPrefix,
+        pageId: "",
+      }];
+    });
   }
 
   /** Distinct delivery ids: what reaches delivery after msgID deduplication. */
-  distinct(filter: (j: DeliveryJobData) => boolean = () => true): Set<string> {
+  distinct(filter: (j: JobView) => boolean = () => true): Set<string> {
     return new Set(this.jobs.filter(filter).map((j) => j.deliveryId));
+  }
+}
+
+/** The content store in memory, logging puts and deletes on the log the queue shares. */
+export class FakeContentStore implements DeliveryContent {
+  entries = new Map<string, Uint8Array>();
+  failNext = 0;
+
+  constructor(readonly log: string[] = []) {}
+
+  async put(workspaceId: string, contentRef: string, compiled: Uint8Array): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error("content store unavailable");
+    }
+    this.entries.set(`${workspaceId} ${contentRef}`, compiled);
+    this.log.push(`put ${contentRef}`);
+  }
+
+  async delete(workspaceId: string, contentRef: string): Promise<void> {
+    this.entries.delete(`${workspaceId} ${contentRef}`);
+    this.log.push(`delete ${contentRef}`);
+  }
+
+  get(workspaceId: string, contentRef: string): Uint8Array | undefined {
+    return this.entries.get(`${workspaceId} ${contentRef}`);
   }
 }
 
@@ -212,21 +331,24 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
   const repos = await openRepositories(store);
   const directory = opts.directory ?? new FakeDirectory();
   const renderer = new FakeRenderer();
-  const queue = new FakeQueue();
+  const log: string[] = [];
+  const queue = new FakeQueue(log);
+  const content = new FakeContentStore(log);
   const clock = opts.clock ?? new ManualClock();
   const service = new Broadcasts({
     ...repos,
     directory,
     renderer,
     queue,
+    content,
     timeline: repos.timeline,
     clock,
     logger: silentLogger,
     ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: (d) => `${newId("m").slice(2)}@${d}` },
   });
   const sender = (owner = "test-process", more: Partial<SenderOptions> = {}) =>
-    new Sender({ ...repos, directory, queue, clock, logger: silentLogger }, { owner, ...opts.sender, ...more });
-  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, clock, logger: silentLogger };
+    new Sender({ ...repos, directory, queue, content, clock, logger: silentLogger }, { owner, ...opts.sender, ...more });
+  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock, logger: silentLogger };
   return {
     store,
     repos,
@@ -234,6 +356,9 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     directory,
     renderer,
     queue,
+    content,
+    /** Content puts and deletes, page and job publishes, in the order they happened. */
+    log,
     clock,
     sender,
     /** Feeds a delivery outcome or tracking event as the events consumer would. */

@@ -111,6 +111,16 @@ export class RpcDirectory implements Directory {
     return out;
   }
 
+  /** ListContacts' total count of the subscribed (the directory counts its status index), one contact listed. */
+  async audienceCount(workspaceId: string): Promise<number> {
+    try {
+      const res = await this.client.listContacts({ workspaceId, subscribedOnly: true, includeCount: true, page: { limit: 1 } }, RPC);
+      return Number(res.totalCount ?? 0n);
+    } catch (err) {
+      throw asDomainError(err);
+    }
+  }
+
   async usageLeft(workspaceId: string): Promise<number> {
     const res = await this.client.getUsage({ workspaceId }, RPC);
     return Number(res.limit) - Number(res.used);

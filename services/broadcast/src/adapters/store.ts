@@ -147,9 +147,9 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     if (Object.keys($inc).length) await this.docs.updateOne({ _id: id }, { $inc });
   }
 
-  async progressOf(id: string): Promise<Pick<Broadcast, "id" | "status" | "progress" | "sending"> | null> {
-    const doc = await this.docs.findOne({ _id: id }, { projection: { status: 1, progress: 1, sending: 1 } });
-    return doc ? { id: doc._id, status: doc.status, progress: doc.progress, sending: doc.sending } : null;
+  async progressOf(id: string): Promise<Pick<Broadcast, "id" | "workspaceId" | "status" | "progress" | "sending"> | null> {
+    const doc = await this.docs.findOne({ _id: id }, { projection: { workspaceId: 1, status: 1, progress: 1, sending: 1 } });
+    return doc ? { id: doc._id, workspaceId: doc.workspaceId, status: doc.status, progress: doc.progress, sending: doc.sending } : null;
   }
 
   async complete(id: string, at: Date, exact: Partial<Progress> = {}): Promise<boolean> {

@@ -124,11 +124,14 @@ describe("test send", () => {
       recipient: { email: "owner@acme.test", contactId: "ctc_owner", variables: { firstName: "Olga", plan: "team" } },
     });
     expect(w.queue.jobs[1].recipient).toMatchObject({ email: "dev@acme.test", contactId: "", variables: {} });
-    // Compiled like the real send; delivery fetches the test's own content.
+    // Compiled like the real send; delivery reads the test's own content from the content store,
+    // written before the test's jobs.
     expect(w.renderer.compiled[0]).toMatchObject({ contentId: broadcast.id, trackClicks: true, trackOpens: true });
     const ref = w.queue.jobs[0].contentRef;
     expect(ref).toMatch(/^broadcast:cmp_[0-9a-z]+-test-[0-9a-z]+$/);
-    expect((await w.service.compiledContent(WS, ref.slice("broadcast:".length))).length).toBeGreaterThan(0);
+    expect(w.queue.jobs[1].contentRef).toBe(ref);
+    expect(w.content.get(WS, ref)?.length).toBeGreaterThan(0);
+    expect(w.log).toEqual([`put ${ref}`, `job ${ref}`, `job ${ref}`]);
     expect(w.directory.used).toBe(0);
     expect((await w.service.get(WS, broadcast.id)).status).toBe("DRAFT");
   });
@@ -156,8 +159,11 @@ describe("schedule and cancel", () => {
     expect(warnings).toEqual([]);
     expect(w.renderer.compiled).toHaveLength(1);
     expect(w.renderer.compiled[0]).toMatchObject({ contentId: broadcast.id, trackClicks: false, trackOpens: true, html: broadcast.html });
-    expect((await w.service.compiledContent(WS, broadcast.id)).length).toBeGreaterThan(0);
-    expect(await refusal(w.service.compiledContent("ws_other", broadcast.id))).toMatchObject({ code: "broadcast_not_found", httpStatus: 404 });
+    // Locked in the broadcast's own store; the content store gets it when sending starts.
+    const locked = await w.repos.contents.get(scheduled.contentKey!);
+    expect(locked?.workspaceId).toBe(WS);
+    expect(locked?.compiled.length).toBeGreaterThan(0);
+    expect(w.log).toEqual([]);
     expect(await refusal(w.service.schedule(WS, broadcast.id, {}))).toMatchObject({ code: "broadcast_not_schedulable", httpStatus: 409 });
   });
 
@@ -204,11 +210,12 @@ describe("schedule and cancel", () => {
   it("cancels a SCHEDULED broadcast back to DRAFT with the HTML as created, and compiles again on the next schedule", async () => {
     const w = await buildTestWorld();
     const { broadcast } = await w.service.create(WS, draft());
-    await w.service.schedule(WS, broadcast.id, { sendAt: new Date(w.clock.now().getTime() + 3600_000) });
+    const { broadcast: scheduled } = await w.service.schedule(WS, broadcast.id, { sendAt: new Date(w.clock.now().getTime() + 3600_000) });
     const cancelled = await w.service.cancel(WS, broadcast.id);
     expect(cancelled).toMatchObject({ status: "DRAFT", html: broadcast.html });
     expect(cancelled.scheduledAt).toBeUndefined();
-    expect(await refusal(w.service.compiledContent(WS, broadcast.id))).toMatchObject({ code: "broadcast_not_found" });
+    expect(await w.repos.contents.get(scheduled.contentKey!)).toBeNull();
+    expect(w.log).toEqual([`delete broadcast:${broadcast.id}`]);
     expect(await refusal(w.service.cancel(WS, broadcast.id))).toMatchObject({ code: "broadcast_not_cancellable", httpStatus: 409 });
     await w.service.schedule(WS, broadcast.id, {});
     expect(w.renderer.compiled).toHaveLength(2);

@@ -1,4 +1,7 @@
 import { appError, badRequest, conflict, notFound, type AppError } from "../../../kit/src/errors.js";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { variablesJson } from "../../../pipeline/src/delivery-jobs.js";
 import { assertBroadcastAccess } from "./gating.js";
 import {
   BROADCAST_STATUSES,
@@ -11,6 +14,7 @@ import {
   SCHEDULE_HORIZON_MS,
   TEST_MAX_RECIPIENTS,
   TEST_SUBJECT_PREFIX,
+  contentRefOf,
   emptyProgress,
   type Broadcast,
   type BroadcastStatus,
@@ -20,6 +24,7 @@ import type {
   BroadcastRepository,
   Clock,
   ContentRepository,
+  DeliveryContent,
   DeliveryQueue,
   Directory,
   DraftFields,
@@ -50,6 +55,8 @@ export interface BroadcastDeps {
   directory: Directory;
   renderer: Renderer;
   queue: DeliveryQueue;
+  /** The content store delivery reads from (test sends write their own entry there). */
+  content: DeliveryContent;
   timeline: TimelineRepository;
   clock: Clock;
   logger: Logger;
@@ -64,8 +71,6 @@ export interface Created {
   warnings: string[];
 }
 
-/** Test contents live a day: long enough for every retry of the test's delivery. */
-const TEST_CONTENT_TTL_MS = 24 * 3600 * 1000;
 const TEST_CONTENT_SEPARATOR = "-test-";
 // CR, LF, NUL and other C0 controls would let a value break out of its header line.
 const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
@@ -193,31 +198,36 @@ export class Broadcasts {
       });
     }
     const testId = `${broadcast.id}${TEST_CONTENT_SEPARATOR}${this.deps.ids.unique()}`;
+    const contentRef = contentRefOf(testId);
     const now = this.deps.clock.now();
-    const compiled = await this.deps.renderer.compile(compileInputOf(broadcast));
-    await this.deps.contents.put(testId, workspaceId, compiled, new Date(now.getTime() + TEST_CONTENT_TTL_MS));
-    const contacts = await Promise.all(addresses.map((a) => this.deps.directory.contactByEmail(workspaceId, a)));
+    // The test's own content entry, written before its jobs (the content store drops it
+    // after its max age; nothing else needs it once the test mail went out).
+    const [contacts] = await Promise.all([
+      Promise.all(addresses.map((a) => this.deps.directory.contactByEmail(workspaceId, a))),
+      this.deps.renderer.compile(compileInputOf(broadcast)).then((compiled) => this.deps.content.put(workspaceId, contentRef, compiled)),
+    ]);
     const domain = broadcast.fromEmail.slice(broadcast.fromEmail.lastIndexOf("@") + 1);
     await Promise.all(
       addresses.map((email, i) => {
         const contact = contacts[i];
-        return this.deps.queue.publish({
+        return this.deps.queue.publishJob({
           deliveryId: `${testId}-${i}`,
           workspaceId,
+          source: DeliverySource.BROADCAST_TEST,
           broadcastId: broadcast.id,
           messageId: this.deps.ids.messageId(domain),
           recipient: {
             email,
             contactId: contact?.id ?? "",
-            variables: contact ? { ...contact.properties, firstName: contact.firstName, lastName: contact.lastName } : {},
+            variablesJson: variablesJson(contact ? { ...contact.properties, firstName: contact.firstName, lastName: contact.lastName } : {}),
           },
           fromEmail: broadcast.fromEmail,
           fromName: broadcast.fromName,
-          replyTo: broadcast.replyTo.join(", "),
-          contentRef: `broadcast:${testId}`,
+          replyTo: broadcast.replyTo[0] ?? "",
+          replyToList: broadcast.replyTo,
+          contentRef,
           subjectPrefix: TEST_SUBJECT_PREFIX,
-          test: true,
-          enqueuedAt: now,
+          enqueuedAt: timestampFromDate(now),
         });
       }),
     );
@@ -239,7 +249,8 @@ export class Broadcasts {
     }
     const method = chooseMethod(input.deliveryMethod, ws.sendingAccountNew);
     await this.assertSender(workspaceId, broadcast.fromEmail);
-    const [audience, left] = await Promise.all([this.countAudience(workspaceId), this.deps.directory.usageLeft(workspaceId)]);
+    // The directory counts the audience from its index: the audience is streamed once, when sending starts.
+    const [audience, left] = await Promise.all([this.deps.directory.audienceCount(workspaceId), this.deps.directory.usageLeft(workspaceId)]);
     if (audience > left) {
       throw appError({
         code: "monthly_limit_reached",
@@ -268,21 +279,12 @@ export class Broadcasts {
       const current = await this.load(workspaceId, id);
       throw conflict("broadcast_not_cancellable", `Only a SCHEDULED broadcast that has not started can be cancelled; this one is ${current.status}`);
     }
-    if (before.contentKey) await this.deps.contents.delete(before.contentKey).catch(() => undefined);
+    await Promise.all([
+      before.contentKey ? this.deps.contents.delete(before.contentKey).catch(() => undefined) : undefined,
+      // Sending never started, so the content store should hold nothing; best effort all the same.
+      this.deps.content.delete(workspaceId, contentRefOf(id)).catch(() => undefined),
+    ]);
     return this.load(workspaceId, id);
-  }
-
-  /** The locked compiled message (or a test send's), for the delivery service. */
-  async compiledContent(workspaceId: string, id: string): Promise<Uint8Array> {
-    let key = id;
-    if (!id.includes(TEST_CONTENT_SEPARATOR)) {
-      const broadcast = await this.deps.broadcasts.findById(id);
-      if (!broadcast || broadcast.workspaceId !== workspaceId || !broadcast.contentKey) throw broadcastNotFound(id);
-      key = broadcast.contentKey;
-    }
-    const content = await this.deps.contents.get(key);
-    if (!content || content.workspaceId !== workspaceId) throw broadcastNotFound(id);
-    return content.compiled;
   }
 
   private async checkContent(workspaceId: string, input: CreateInput) {
@@ -324,12 +326,6 @@ export class Broadcasts {
     }
   }
 
-  /** Subscribed contacts today: what the monthly limit is checked against at schedule time. */
-  private async countAudience(workspaceId: string): Promise<number> {
-    let count = 0;
-    for await (const batch of this.deps.directory.subscribedContacts(workspaceId)) count += batch.length;
-    return count;
-  }
 }
 
 function notEditable(status: BroadcastStatus): AppError {

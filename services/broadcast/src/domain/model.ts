@@ -62,6 +62,12 @@ export interface SendingState {
   waveBounces: Record<string, number>;
   /** Why releasing stopped early. */
   pauseReason?: string;
+  /**
+   * When the compiled content was last written to the content store (epoch ms). Written
+   * before the first window is released and again when releasing resumes more than a day
+   * later, so a paced broadcast (WARMUP over weeks) never outlives its entry (14 days).
+   */
+  contentStoredAt?: number;
 }
 
 export interface Broadcast {
@@ -145,6 +151,9 @@ export const TEST_SUBJECT_PREFIX = "[TEST] ";
 export const LIST_DEFAULT_LIMIT = 20;
 export const LIST_MAX_LIMIT = 100;
 export const PAGE_SIZE = 1_000;
+
+/** Where a broadcast's compiled content is in the content store. */
+export const contentRefOf = (broadcastId: string) => `broadcast:${broadcastId}`;
 
 /** Delivery id of a broadcast message: one per (broadcast, contact), stable across retries. */
 export const deliveryIdOf = (broadcastId: string, contactId: string) => `${broadcastId}.${contactId}`;

@@ -1,5 +1,5 @@
-import { deliveryIdOf, type Broadcast, type OutcomeKind, type Progress } from "./model.js";
-import type { BroadcastRepository, Clock, DeliveryLedger, Logger, PageRepository, TimelineKind, TimelineRepository } from "./ports.js";
+import { contentRefOf, deliveryIdOf, type Broadcast, type OutcomeKind, type Progress } from "./model.js";
+import type { BroadcastRepository, Clock, DeliveryContent, DeliveryLedger, Logger, PageRepository, TimelineKind, TimelineRepository } from "./ports.js";
 
 /** A MailEvent about a broadcast message, in domain terms. */
 export interface BroadcastEvent {
@@ -19,6 +19,8 @@ export interface OutcomeDeps {
   timeline: TimelineRepository;
   clock: Clock;
   logger: Logger;
+  /** The content store: a completed broadcast's entry is deleted (best effort; the bucket's max age drops it anyway). */
+  content?: Pick<DeliveryContent, "delete">;
 }
 
 /**
@@ -50,7 +52,7 @@ export async function applyEvent(deps: OutcomeDeps, event: BroadcastEvent): Prom
   if (!mark.becameFinal) return true;
   const after = await deps.broadcasts.progressOf(event.broadcastId);
   if (after && after.status === "IN_PROGRESS" && after.sending?.phase === "draining" && after.progress.finalized >= finalTarget(after)) {
-    await completeBroadcast(deps, after.id, after.progress.recipients);
+    await completeBroadcast(deps, after, after.progress.recipients);
   }
   return true;
 }
@@ -66,13 +68,24 @@ export function finalTarget(b: Pick<Broadcast, "progress" | "sending">): number 
 /**
  * IN_PROGRESS -> COMPLETED (a CAS: whoever notices first), with the delivery counters set
  * from the ledger's exact tally (a count lost to a crash is restored); the winner drops the
- * recipient pages.
+ * recipient pages and the content store's entry (every recipient has a final outcome, so
+ * delivery needs it no more).
  */
-export async function completeBroadcast(deps: Omit<OutcomeDeps, "timeline">, broadcastId: string, recipients: number): Promise<void> {
+export async function completeBroadcast(
+  deps: Omit<OutcomeDeps, "timeline">,
+  broadcast: Pick<Broadcast, "id" | "workspaceId">,
+  recipients: number,
+): Promise<void> {
+  const broadcastId = broadcast.id;
   const exact = await deps.ledger.tally(broadcastId);
   if (!(await deps.broadcasts.complete(broadcastId, deps.clock.now(), exact))) return;
   deps.logger.info({ broadcastId, recipients }, "broadcast completed");
-  await deps.pages.deleteAll(broadcastId).catch((err) => deps.logger.warn({ err, broadcastId }, "dropping recipient pages failed"));
+  await Promise.all([
+    deps.pages.deleteAll(broadcastId).catch((err) => deps.logger.warn({ err, broadcastId }, "dropping recipient pages failed")),
+    deps.content
+      ?.delete(broadcast.workspaceId, contentRefOf(broadcastId))
+      .catch((err) => deps.logger.warn({ err, broadcastId }, "dropping the content store entry failed")),
+  ]);
 }
 
 const TIMELINE_KINDS: TimelineKind[] = ["sent", "delivered", "opened", "clicked", "bounced"];

@@ -10,6 +10,7 @@ import type {
   WindowReservation,
 } from "./model.js";
 import type { WarmupAccount } from "./pacing.js";
+import type { DeliveryJobInit, DeliveryPageInit } from "../../../pipeline/src/delivery-jobs.js";
 
 /**
  * Everything the broadcast domain needs from the outside world. The domain depends only on
@@ -60,7 +61,7 @@ export interface BroadcastRepository {
   /** Adds to counters (and a PROGRESSIVE wave's bounces). */
   increment(id: string, inc: Partial<Progress>, waveBounce?: number): Promise<void>;
   /** Status, counters and sending state only: what pacing and completion read often (never the HTML). */
-  progressOf(id: string): Promise<Pick<Broadcast, "id" | "status" | "progress" | "sending"> | null>;
+  progressOf(id: string): Promise<Pick<Broadcast, "id" | "workspaceId" | "status" | "progress" | "sending"> | null>;
   /** CAS IN_PROGRESS (draining) -> COMPLETED, setting the delivery counters to `exact` in the same write. */
   complete(id: string, at: Date, exact?: Partial<Progress>): Promise<boolean>;
 }
@@ -202,6 +203,11 @@ export interface Directory {
   subscribedContacts(workspaceId: string, afterId?: string): AsyncIterable<Contact[]>;
   /** Lowercased suppressed addresses among `emails`. */
   suppressed(workspaceId: string, emails: string[]): Promise<Set<string>>;
+  /**
+   * How many contacts are in the audience now (the directory counts its status index; no
+   * contact is streamed).
+   */
+  audienceCount(workspaceId: string): Promise<number>;
   /** Sends left this month (limit - used). */
   usageLeft(workspaceId: string): Promise<number>;
   /** Suppression check plus an all-or-nothing usage reservation for the others. */
@@ -242,25 +248,23 @@ export interface Renderer {
   render(input: CompileInput, recipient: PreviewRecipient): Promise<RenderedMessage>;
 }
 
-/** A delivery job in domain terms. */
-export interface DeliveryJobData {
-  deliveryId: string;
-  workspaceId: string;
-  broadcastId: string;
-  messageId: string;
-  recipient: { email: string; contactId: string; variables: Record<string, unknown> };
-  fromEmail: string;
-  fromName: string;
-  replyTo: string;
-  contentRef: string;
-  subjectPrefix: string;
-  test: boolean;
-  enqueuedAt: Date;
+/**
+ * The one publisher of delivery work (services/pipeline DeliveryJobPublisher): a broadcast's
+ * windows go out as page jobs, test sends as single jobs. Idempotent per msgID (page id,
+ * delivery id) within the stream's duplicate window.
+ */
+export interface DeliveryQueue {
+  publishJob(job: DeliveryJobInit): Promise<void>;
+  publishPage(page: DeliveryPageInit): Promise<void>;
 }
 
-export interface DeliveryQueue {
-  /** Idempotent per deliveryId (the queue deduplicates by msgID). */
-  publish(job: DeliveryJobData): Promise<void>;
+/**
+ * The content store delivery reads compiled content from (services/pipeline ContentStore):
+ * `broadcast:<cmp_id>` (and a test send's own ref) written before any job naming it.
+ */
+export interface DeliveryContent {
+  put(workspaceId: string, contentRef: string, compiled: Uint8Array): Promise<void>;
+  delete(workspaceId: string, contentRef: string): Promise<void>;
 }
 
 export type { Recipient };

@@ -1,5 +1,9 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { variablesJson, type DeliveryPageInit } from "../../../pipeline/src/delivery-jobs.js";
 import {
   PAGE_SIZE,
+  contentRefOf,
   deliveryIdOf,
   messageIdOf,
   type Broadcast,
@@ -15,6 +19,8 @@ import type {
   BroadcastRepository,
   Clock,
   Contact,
+  ContentRepository,
+  DeliveryContent,
   DeliveryLedger,
   DeliveryQueue,
   Directory,
@@ -31,6 +37,10 @@ export interface SenderDeps {
   warmup: WarmupRepository;
   directory: Directory;
   queue: DeliveryQueue;
+  /** The locked compiled content (as the renderer compiled it at schedule), by the broadcast's contentKey. */
+  contents: ContentRepository;
+  /** The content store delivery reads from: written before any page is released. */
+  content: DeliveryContent;
   clock: Clock;
   logger: Logger;
 }
@@ -53,6 +63,18 @@ export interface SenderOptions {
 }
 
 const FAR_FUTURE = new Date(Date.UTC(9999, 0, 1));
+/**
+ * Releasing that resumes this long after the content was last written to the content store
+ * writes it again: the bucket drops entries 14 days after their last write, and a paced
+ * broadcast (WARMUP) can release for longer than that. One write a day per broadcast at most,
+ * none on the claims in between (a field compare, no read).
+ */
+export const CONTENT_REFRESH_MS = 24 * 3600_000;
+/**
+ * Most bytes of recipients in one page job: a window whose recipients carry large merge
+ * values goes out as several pages, so no message nears NATS's 1 MB payload limit.
+ */
+export const MAX_PAGE_BYTES = 512 * 1024;
 const EPOCH = new Date(0);
 
 /**
@@ -61,7 +83,8 @@ const EPOCH = new Date(0);
  *
  * 1. a due SCHEDULED broadcast is claimed into IN_PROGRESS (the CAS a cancel races);
  * 2. its audience is resolved into recipient pages, resumable from a persisted cursor;
- * 3. windows of recipients are released to delivery as the pacing policy allows;
+ * 3. windows of recipients are released to delivery as the pacing policy allows, each as
+ *    one page job (after the compiled content is in the content store);
  * 4. once everything is released and every delivery has a final outcome it is COMPLETED.
  */
 export class Sender {
@@ -216,6 +239,7 @@ export class Sender {
     const { pages, broadcasts } = this.deps;
     let released = 0;
     let sequence = broadcast.progress.released;
+    let contentReady = false;
     for (;;) {
       const now = this.deps.clock.now();
       const fresh = (await broadcasts.progressOf(broadcast.id)) ?? broadcast;
@@ -251,6 +275,12 @@ export class Sender {
         const workAt = released >= this.maxPerClaim ? now : (decision.nextAt ?? FAR_FUTURE);
         return { sending, workAt };
       }
+      if (!contentReady) {
+        const stored = await this.storeContent(broadcast, sending);
+        if (!stored) return { sending, workAt: new Date(0) }; // lease lost; whoever holds it carries on
+        sending = stored;
+        contentReady = true;
+      }
       const count = await this.releaseWindow(broadcast, page, budget, sequence, now, account);
       if (count === null) return { sending, workAt: new Date(0) }; // lost the race for this window
       if (count === 0) return { sending, workAt: decision.nextAt ?? new Date(now.getTime() + 1_000) };
@@ -260,9 +290,26 @@ export class Sender {
   }
 
   /**
+   * Writes the broadcast's compiled content (kept as the renderer's bytes since schedule) to
+   * the content store under `broadcast:<id>`, unless it was written less than a day ago.
+   * Null when the lease was lost.
+   */
+  private async storeContent(broadcast: Broadcast, sending: SendingState): Promise<SendingState | null> {
+    const now = this.deps.clock.now().getTime();
+    if (sending.contentStoredAt !== undefined && now - sending.contentStoredAt < CONTENT_REFRESH_MS) return sending;
+    const locked = broadcast.contentKey ? await this.deps.contents.get(broadcast.contentKey) : null;
+    if (!locked) throw new Error(`broadcast ${broadcast.id} has no locked content`);
+    await this.deps.content.put(broadcast.workspaceId, contentRefOf(broadcast.id), locked.compiled);
+    const next: SendingState = { ...sending, contentStoredAt: now };
+    if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next))) return null;
+    return next;
+  }
+
+  /**
    * Releases up to `budget` due recipients of a page: reserve (suppression check and usage,
-   * recorded on the page), ledger entries, publish, mark released. A window already
-   * reserved by a process that died is published again without a second reservation.
+   * recorded on the page), ledger entries, publish (one page job), mark released. A window
+   * already reserved by a process that died is published again without a second
+   * reservation, under the same page id, which the stream deduplicates.
    */
   private async releaseWindow(
     broadcast: Broadcast,
@@ -295,38 +342,48 @@ export class Sender {
       if (!usage.granted) this.deps.logger.warn({ broadcastId: broadcast.id, count: window.length }, "monthly limit reached; window failed");
     }
     const window = page.recipients.slice(page.released, end);
-    const settled = await this.publishWindow(broadcast, window, reservation, now);
+    // The window's bounds name its page job: the same window re-published is the same message.
+    const settled = await this.publishWindow(broadcast, `${page.id}:${page.released}-${end}`, window, reservation, now);
     const nextDueAt = end < page.recipients.length ? page.recipients[end].dueAt : undefined;
     if (!(await pages.markReleased(page.id, page.released, nextDueAt))) return null;
     await this.deps.broadcasts.increment(broadcast.id, { released: window.length, ...settled });
     return window.length;
   }
 
-  private async publishWindow(broadcast: Broadcast, window: Recipient[], reservation: WindowReservation, now: Date): Promise<Partial<Progress>> {
+  /**
+   * One ledger write for the window, then the recipients to send as one page job (several
+   * when their merge values are large), published at once.
+   */
+  private async publishWindow(broadcast: Broadcast, windowId: string, window: Recipient[], reservation: WindowReservation, now: Date): Promise<Partial<Progress>> {
     const suppressed = new Set(reservation.suppressed);
     const entries: LedgerEntry[] = window.map((r, i) => {
       const settled = !reservation.granted ? "failed" : suppressed.has(r.email.toLowerCase()) ? "suppressed" : undefined;
       return { deliveryId: deliveryIdOf(broadcast.id, r.contactId), broadcastId: broadcast.id, wave: waveOf(reservation.firstSequence + i), settled };
     });
     await this.deps.ledger.add(entries);
-    const toSend = window.filter((_, i) => !entries[i].settled);
+    const recipients = window
+      .filter((_, i) => !entries[i].settled)
+      .map((r) => ({
+        deliveryId: deliveryIdOf(broadcast.id, r.contactId),
+        messageId: messageIdOf(broadcast.id, r.contactId, broadcast.fromEmail),
+        email: r.email,
+        contactId: r.contactId,
+        variablesJson: variablesJson({ ...r.properties, firstName: r.firstName, lastName: r.lastName }),
+      }));
+    const chunks = chunkBySize(recipients, MAX_PAGE_BYTES);
+    const shared = {
+      workspaceId: broadcast.workspaceId,
+      source: DeliverySource.BROADCAST,
+      broadcastId: broadcast.id,
+      contentRef: contentRefOf(broadcast.id),
+      fromEmail: broadcast.fromEmail,
+      fromName: broadcast.fromName,
+      replyToList: broadcast.replyTo,
+      subjectPrefix: "",
+      enqueuedAt: timestampFromDate(now),
+    };
     await Promise.all(
-      toSend.map((r) =>
-        this.deps.queue.publish({
-          deliveryId: deliveryIdOf(broadcast.id, r.contactId),
-          workspaceId: broadcast.workspaceId,
-          broadcastId: broadcast.id,
-          messageId: messageIdOf(broadcast.id, r.contactId, broadcast.fromEmail),
-          recipient: { email: r.email, contactId: r.contactId, variables: { ...r.properties, firstName: r.firstName, lastName: r.lastName } },
-          fromEmail: broadcast.fromEmail,
-          fromName: broadcast.fromName,
-          replyTo: broadcast.replyTo.join(", "),
-          contentRef: `broadcast:${broadcast.id}`,
-          subjectPrefix: "",
-          test: false,
-          enqueuedAt: now,
-        }),
-      ),
+      chunks.map((chunk, k) => this.deps.queue.publishPage({ ...shared, pageId: chunks.length === 1 ? windowId : `${windowId}/${k}`, recipients: chunk })),
     );
     const failed = entries.filter((e) => e.settled === "failed").length;
     const suppressedCount = entries.filter((e) => e.settled === "suppressed").length;
@@ -346,7 +403,7 @@ export class Sender {
     const fresh = (await this.deps.broadcasts.progressOf(broadcast.id)) ?? broadcast;
     const finals = await this.deps.ledger.countFinal(broadcast.id);
     if (finals >= finalTarget(fresh)) {
-      await completeBroadcast({ ...this.deps }, broadcast.id, fresh.progress.recipients);
+      await completeBroadcast({ ...this.deps }, broadcast, fresh.progress.recipients);
       return FAR_FUTURE;
     }
     return new Date(this.deps.clock.now().getTime() + this.drainCheckMs);
@@ -441,4 +498,29 @@ function recipientOf(c: Contact, dueAt: number): Recipient {
     properties: c.properties,
     dueAt,
   };
+}
+
+type PageRecipientInit = NonNullable<DeliveryPageInit["recipients"]>[number];
+
+/**
+ * Splits recipients into runs of at most `maxBytes` (estimated from their strings and merge
+ * values; a recipient larger than that alone is a run of its own). Deterministic: the same
+ * window always splits the same way, so re-published pages keep their ids.
+ */
+export function chunkBySize(recipients: PageRecipientInit[], maxBytes: number): PageRecipientInit[][] {
+  const chunks: PageRecipientInit[][] = [];
+  let current: PageRecipientInit[] = [];
+  let bytes = 0;
+  for (const r of recipients) {
+    const size = 32 + (r.deliveryId?.length ?? 0) + (r.messageId?.length ?? 0) + (r.email?.length ?? 0) * 3 + (r.contactId?.length ?? 0) + (r.variablesJson?.length ?? 0);
+    if (current.length > 0 && bytes + size > maxBytes) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(r);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
