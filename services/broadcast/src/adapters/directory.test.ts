@@ -26,6 +26,11 @@ function directory() {
         calls.push(`stream subscribedOnly=${req.subscribedOnly}`);
         for (let i = 0; i < contacts.length; i += 3) yield { contacts: contacts.slice(i, i + 3) };
       },
+      listContacts(req) {
+        calls.push(`list subscribedOnly=${req.subscribedOnly} count=${req.includeCount} limit=${req.page?.limit}`);
+        const matching = contacts.filter((c) => !req.subscribedOnly || c.subscribed);
+        return { contacts: matching.slice(0, req.page?.limit || 25), page: { hasMore: matching.length > 1, nextCursor: "" }, totalCount: req.includeCount ? BigInt(matching.length) : undefined };
+      },
       getContact(req) {
         if (req.email !== "c1@example.test") throw notFound("contact_not_found", "no");
         return { contact: contacts[1] };
@@ -65,5 +70,11 @@ describe("directory adapter", () => {
     const emails = Array.from({ length: 12_000 }, (_, i) => (i === 11_999 ? "gone@example.test" : `a${i}@example.test`));
     expect([...(await dir.suppressed("ws", emails))]).toEqual(["gone@example.test"]);
     expect(calls.filter((c) => c.startsWith("checkSuppression"))).toEqual(["checkSuppression 10000", "checkSuppression 2000"]);
+  });
+
+  it("counts the audience with one ListContacts total (one contact listed), never a stream", async () => {
+    const { dir, calls } = directory();
+    expect(await dir.audienceCount("ws")).toBe(6);
+    expect(calls).toEqual(["list subscribedOnly=true count=true limit=1"]);
   });
 });
