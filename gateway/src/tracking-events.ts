@@ -1,17 +1,11 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { MailEventSchema, MailEventType, DeliverySource, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
-import { eventSubject as subjectOf } from "../../services/kit/src/jetstream.js";
+import { MailEventSchema, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
+import { mailEventSubject } from "../../services/pipeline/src/mail-events.js";
 import type { TrackingEvents } from "./deps.js";
 
-const SOURCE = { [DeliverySource.TRANSACTIONAL]: "transactional", [DeliverySource.BROADCAST]: "broadcast", [DeliverySource.BROADCAST_TEST]: "test" } as Record<number, string>;
-
-/** Subject of a MailEvent: mail.events.<source>.<type>. */
-export function eventSubject(event: MailEvent): string {
-  const source = SOURCE[event.source] ?? "unknown";
-  const type = MailEventType[event.type]?.toLowerCase() ?? "unspecified";
-  return subjectOf(source, type);
-}
+/** Subject of a MailEvent: mail.events.<source>.<type>, by the pipeline's one rule. */
+export const eventSubject = (event: MailEvent): string => mailEventSubject(event);
 
 /**
  * Tracking events go out as plain NATS publishes on the MAIL_EVENTS subjects (the stream
@@ -30,9 +24,15 @@ export function natsTrackingEvents(nc: NatsConnection): TrackingEvents {
     batch = [];
     flushed = undefined;
     for (const event of events) {
+      let subject: string;
+      try {
+        subject = eventSubject(event);
+      } catch {
+        continue; // no source or type a subject can name: no consumer would read it
+      }
       const h = headers();
       h.set("Nats-Msg-Id", event.eventId);
-      nc.publish(eventSubject(event), toBinary(MailEventSchema, event), { headers: h });
+      nc.publish(subject, toBinary(MailEventSchema, event), { headers: h });
     }
   };
   return {

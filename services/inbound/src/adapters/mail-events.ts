@@ -1,8 +1,7 @@
-import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { publishProto } from "../../../kit/src/jetstream.js";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventPublisher } from "../../../pipeline/src/mail-events.js";
 import type { DeliverySource as Source, InboundEvent } from "../domain/model.js";
 import type { MailEvents } from "../domain/ports.js";
 
@@ -18,12 +17,19 @@ const TYPE: Record<InboundEvent["type"], MailEventType> = {
   unsubscribed: MailEventType.UNSUBSCRIBED,
 };
 
-/** MailEvents on MAIL_EVENTS, subject mail.events.<source>.<type>, msgID = event id. */
+/**
+ * Inbound's events (bounces, complaints, unsubscribes) as MailEvents, through the pipeline's
+ * one MailEvent publisher (subject mail.events.<source>.<type>, msgID = event id).
+ */
 export class JetStreamMailEvents implements MailEvents {
-  constructor(private readonly js: JetStreamClient) {}
+  private readonly publisher: MailEventPublisher;
+
+  constructor(js: JetStreamClient) {
+    this.publisher = new MailEventPublisher(js);
+  }
 
   async publish(e: InboundEvent): Promise<void> {
-    const event = create(MailEventSchema, {
+    await this.publisher.publish({
       eventId: e.eventId,
       type: TYPE[e.type],
       workspaceId: e.workspaceId,
@@ -41,6 +47,5 @@ export class JetStreamMailEvents implements MailEvents {
       enhancedStatus: e.enhancedStatus,
       occurredAt: timestampFromDate(e.occurredAt),
     });
-    await publishProto(this.js, `mail.events.${e.source}.${e.type}`, MailEventSchema, event, e.eventId);
   }
 }
