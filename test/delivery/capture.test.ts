@@ -12,8 +12,7 @@ import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js"
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
-import { startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours } from "./support.js";
-import { putContents } from "./support.js";
+import { startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
 import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 describe("local capture (no relay configured)", () => {

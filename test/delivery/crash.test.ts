@@ -12,8 +12,7 @@ import { freePort, waitForPort } from "../harness/ports.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
 import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
-import { deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, type Neighbours } from "./support.js";
-import { putContents } from "./support.js";
+import { deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
 import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");

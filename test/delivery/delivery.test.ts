@@ -19,9 +19,8 @@ import { parseVerpAddress } from "../../services/content/src/verp.js";
 import { compileMessage } from "../../services/content/src/compile/compile.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
-  startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours,
+  startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, publishPage, putContents, type Neighbours,
 } from "./support.js";
-import { putContents } from "./support.js";
 import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 describe("delivery service (JetStream → SMTP)", () => {
@@ -172,6 +171,23 @@ describe("delivery service (JetStream → SMTP)", () => {
     expect(parsed.html).toMatch(/href="https:\/\/mail\.acme\.test\/t\/c\/[^"]+"/); // tracked link
     const unsubscribeUrl = /^<([^>]+)>/.exec(listUnsub)?.[1] ?? "";
     expect(parsed.html).toContain(unsubscribeUrl); // the footer's link is the List-Unsubscribe one
+  });
+
+  it("delivers a broadcast's page job: every recipient once, with its own values, a greylisted one retried as a job of its own", async () => {
+    const recipients = Array.from({ length: 30 }, (_, i) => ({
+      deliveryId: `dlv_page_${i}`, messageId: `dlv_page_${i}@acme.test`, email: `page${i}@example.test`, contactId: `ctc_page_${i}`,
+      variablesJson: new TextEncoder().encode(JSON.stringify({ firstName: `P${i}` })),
+    }));
+    behaviours.set("page7@example.test", [{ kind: "reject", code: 451, message: "greylisted" }]);
+    await publishPage(nc, { pageId: "pg_news_1", broadcastId: "cmp_news", contentRef: "broadcast:cmp_news", recipients });
+    await events.waitFor(() => recipients.every((r) => typesOf(r.deliveryId).includes("SENT")));
+    expect(typesOf("dlv_page_7")).toEqual(["DEFERRED", "SENT"]);
+    expect(events.of("dlv_page_7").map((e) => e.attempt)).toEqual([1, 2]);
+    for (const r of recipients) expect(received(r.email)).toHaveLength(1);
+    const parsed = await PostalMime.parse(received("page12@example.test")[0].raw);
+    expect(parsed.subject).toBe("Grüße, P12 ✓");
+    expect(events.of("dlv_page_3")[0]).toMatchObject({ source: DeliverySource.BROADCAST, broadcastId: "cmp_news", messageId: "dlv_page_3@acme.test" });
+    await drained(nc);
   });
 
   it("never sends a delivery twice when its job comes again", async () => {

@@ -22,8 +22,7 @@ import {
 import { toBinary } from "@bufbuild/protobuf";
 import { DeliveryJobSchema, DeliverySource } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
-import { deliveryEnv, deliveryJob, publishJob, startDeliveryUnderTest, startNeighbours, tempDir, type Neighbours } from "./support.js";
-import { putContents } from "./support.js";
+import { deliveryEnv, deliveryJob, publishJob, startDeliveryUnderTest, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
 import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 const PAUSED_JOBS = 20_000;
