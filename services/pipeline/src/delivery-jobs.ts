@@ -31,7 +31,17 @@ export function deliveryPageSubject(broadcastId: string): string {
   return deliveryJobSubject("broadcast", broadcastId) + PAGE_SUFFIX;
 }
 
-export const isPageSubject = (subject: string) => subject.endsWith(PAGE_SUFFIX);
+const BROADCAST_PREFIX = deliveryJobSubject("broadcast", "x").slice(0, -1);
+
+/**
+ * `mail.delivery.broadcast.<broadcast>.page` exactly: a broadcast whose id is `page` has
+ * single jobs on `mail.delivery.broadcast.page`, which must not read as a page.
+ */
+export function isPageSubject(subject: string): boolean {
+  if (!subject.endsWith(PAGE_SUFFIX) || !subject.startsWith(BROADCAST_PREFIX)) return false;
+  const broadcast = subject.slice(BROADCAST_PREFIX.length, subject.length - PAGE_SUFFIX.length);
+  return broadcast.length > 0 && !broadcast.includes(".");
+}
 
 /** Merge values as the JSON bytes jobs carry (`variables_json`). */
 const encoder = new TextEncoder();

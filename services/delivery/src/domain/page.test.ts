@@ -2,7 +2,8 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { variablesJson } from "../../../pipeline/src/delivery-jobs.js";
+import { deliveryPageSubject, isPageSubject, variablesJson } from "../../../pipeline/src/delivery-jobs.js";
+import { deliveryJobSubject } from "../../../kit/src/jetstream.js";
 import { bodyText } from "../adapters/mime.js";
 import { toJob, toPage } from "../consumers.js";
 import { buildTestDelivery, compiledFrom, testJob, testPage, type TestDelivery } from "../testing.js";
@@ -145,6 +146,13 @@ describe("Deliverer: page jobs", () => {
 });
 
 describe("decoding jobs and pages", () => {
+  it("tells a page job from a single job by its subject", () => {
+    expect(isPageSubject(deliveryPageSubject("cmp_1"))).toBe(true);
+    expect(isPageSubject(deliveryJobSubject("broadcast", "cmp_1"))).toBe(false);
+    expect(isPageSubject(deliveryJobSubject("broadcast", "page"))).toBe(false); // a broadcast called "page"
+    expect(isPageSubject(deliveryJobSubject("transactional"))).toBe(false);
+  });
+
   it("reads variables_json, and the Struct of jobs from older publishers", () => {
     const base = { deliveryId: "dlv_1", workspaceId: "ws_a", source: DeliverySource.TRANSACTIONAL, messageId: "m@x", contentRef: "email:trs_1" };
     const json = toJob(create(DeliveryJobSchema, { ...base, recipient: { email: "a@x.test", variablesJson: variablesJson({ firstName: "Zoë" }) } }));
