@@ -31,30 +31,94 @@ export interface ContentStoreOptions {
   maxAgeMs?: number;
 }
 
+/**
+ * Content larger than one NATS message (a 5 MB HTML email compiles to more than the server's
+ * 1 MB max_payload) is stored in parts: `<key>.part.<i>` hold consecutive slices of the
+ * StoredContent bytes, written first, and `<key>` holds a small manifest written last, so a
+ * reader never sees a manifest whose parts are missing. A manifest starts with a byte
+ * StoredContent never starts with (its first byte is field 1's tag, 0x0a).
+ */
+const MANIFEST_MAGIC = 0x4d; // "M"
+const partKey = (key: string, i: number) => `${key}.part.${i}`;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+interface Manifest {
+  parts: number;
+  size: number;
+}
+
+function manifestBytes(m: Manifest): Uint8Array {
+  const json = encoder.encode(JSON.stringify(m));
+  const out = new Uint8Array(1 + json.length);
+  out[0] = MANIFEST_MAGIC;
+  out.set(json, 1);
+  return out;
+}
+
+function manifestOf(value: Uint8Array): Manifest | undefined {
+  if (value[0] !== MANIFEST_MAGIC) return undefined;
+  return JSON.parse(decoder.decode(value.subarray(1))) as Manifest;
+}
+
+/** Headroom under max_payload for the KV's headers and the publish's framing. */
+const PART_HEADROOM = 16 * 1024;
+
 export class ContentStore {
-  private constructor(private readonly kv: KV) {}
+  private constructor(
+    private readonly kv: KV,
+    /** Largest value stored as one entry. */
+    private readonly partBytes: number,
+  ) {}
 
   static async open(nc: NatsConnection, opts: ContentStoreOptions = {}): Promise<ContentStore> {
     const kv = await openKvBucket(nc, CONTENT_BUCKET, { history: 1, ttl: opts.maxAgeMs ?? CONTENT_MAX_AGE_MS }, opts.replicas);
-    return new ContentStore(kv);
+    const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
+    return new ContentStore(kv, Math.max(64 * 1024, maxPayload - PART_HEADROOM));
   }
 
   /** Writes (or overwrites) the content; resolves once the server stored it. */
   async put(workspaceId: string, contentRef: string, compiled: CompiledMessage | Uint8Array): Promise<void> {
     const bytes = compiled instanceof Uint8Array ? compiled : toBinary(CompiledMessageSchema, compiled);
+    const key = contentKey(workspaceId, contentRef);
     // StoredContent { compiled = 1 }: the compiled message's bytes as field 1, without decoding them.
-    await this.kv.put(contentKey(workspaceId, contentRef), storedContentBytes(bytes));
+    const stored = storedContentBytes(bytes);
+    if (stored.length <= this.partBytes) {
+      await this.kv.put(key, stored);
+      return;
+    }
+    const parts = Math.ceil(stored.length / this.partBytes);
+    await Promise.all(
+      Array.from({ length: parts }, (_, i) => this.kv.put(partKey(key, i), stored.subarray(i * this.partBytes, (i + 1) * this.partBytes))),
+    );
+    await this.kv.put(key, manifestBytes({ parts, size: stored.length }));
   }
 
   /** The content, or undefined when there is none (never written, deleted, or expired). */
   async get(workspaceId: string, contentRef: string): Promise<CompiledMessage | undefined> {
-    const entry = await this.kv.get(contentKey(workspaceId, contentRef));
+    const key = contentKey(workspaceId, contentRef);
+    const entry = await this.kv.get(key);
     if (!entry || entry.operation !== "PUT" || entry.value.length === 0) return undefined;
-    return fromBinary(StoredContentSchema, entry.value).compiled;
+    const manifest = manifestOf(entry.value);
+    if (!manifest) return fromBinary(StoredContentSchema, entry.value).compiled;
+    const parts = await Promise.all(Array.from({ length: manifest.parts }, (_, i) => this.kv.get(partKey(key, i))));
+    const whole = new Uint8Array(manifest.size);
+    let offset = 0;
+    for (const part of parts) {
+      if (!part || part.operation !== "PUT") return undefined; // expired or deleted meanwhile
+      whole.set(part.value, offset);
+      offset += part.value.length;
+    }
+    if (offset !== manifest.size) return undefined;
+    return fromBinary(StoredContentSchema, whole).compiled;
   }
 
   async delete(workspaceId: string, contentRef: string): Promise<void> {
-    await this.kv.delete(contentKey(workspaceId, contentRef));
+    const key = contentKey(workspaceId, contentRef);
+    const entry = await this.kv.get(key);
+    const manifest = entry && entry.operation === "PUT" ? manifestOf(entry.value) : undefined;
+    await this.kv.delete(key);
+    if (manifest) await Promise.all(Array.from({ length: manifest.parts }, (_, i) => this.kv.delete(partKey(key, i))));
   }
 }
 
