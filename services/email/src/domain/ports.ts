@@ -147,7 +147,6 @@ export interface DeliveryQueue {
 export interface ContentWriter {
   /** Resolves once the server stored it (a rewrite of the same content is harmless). */
   put(workspaceId: string, contentRef: string, compiled: CompiledContent): Promise<void>;
-  delete(workspaceId: string, contentRef: string): Promise<void>;
 }
 
 export interface Clock {

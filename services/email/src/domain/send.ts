@@ -14,7 +14,7 @@ import type {
 } from "./ports.js";
 import { effectiveSettings, validateRequest, type ValidatedRequest } from "./validate.js";
 import { IdempotencyGate } from "./idempotency.js";
-import { Publisher, contentRefOf } from "./dispatch.js";
+import { Publisher } from "./dispatch.js";
 import { requestHash } from "./hash.js";
 
 export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: AppError };
@@ -389,14 +389,6 @@ export class EmailSender {
     });
   }
 
-  /** Best effort: content written for an email that was not stored (the store's TTL drops what remains). */
-  private dropContent(email: StoredEmail, written: Promise<void> | undefined): void {
-    if (!written) return;
-    written
-      .then(() => this.deps.content.delete(email.workspaceId, contentRefOf(email.id)))
-      .catch(() => undefined);
-  }
-
   private async store(workspaceId: string, item: Item, usagePeriod: string | undefined): Promise<void> {
     const now = this.deps.clock.now();
     const { req, valid, sender } = item;
@@ -446,15 +438,10 @@ export class EmailSender {
     const contentWritten = email.dispatch === "claimed" && item.compiled ? this.publisher.writeContent(email, item.compiled) : undefined;
     // Observed here so a failure never goes unhandled; publish() sees it (and defers the claim).
     contentWritten?.catch(() => undefined);
-    let inserted: boolean;
-    try {
-      inserted = await this.deps.emails.insert(email, { freshId });
-    } catch (err) {
-      this.dropContent(email, contentWritten);
-      throw err;
-    }
-    if (!inserted) {
-      this.dropContent(email, contentWritten);
+    // When the insert fails, what was written stays until the bucket's max age drops it: the
+    // same id may be another request's email (an idempotency takeover finishes with the id of
+    // the request it took over), whose job may name that very entry.
+    if (!(await this.deps.emails.insert(email, { freshId }))) {
       throw conflict("idempotency_request_in_progress", "A request with this idempotencyKey is still in progress; retry shortly");
     }
     item.contentWritten = contentWritten;
