@@ -21,7 +21,7 @@ import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js"
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compileMessage, type CompileInput } from "../../services/content/src/compile/compile.js";
-import { startDeliveryUnderTest, deliveryEnv, listenEvents, publishJob, SECRET, startNeighbours, tempDir, type Neighbours } from "../delivery/support.js";
+import { startDeliveryUnderTest, deliveryEnv, listenEvents, publishJob, putContent, SECRET, startNeighbours, tempDir, type Neighbours } from "../delivery/support.js";
 
 const MAX_SCORE = 1.0;
 
@@ -108,14 +108,6 @@ describe.skipIf(!available)("deliverability: SpamAssassin scores of what Mailroo
 
   beforeAll(async () => {
     [nats, sink, neighbours, data] = await Promise.all([startNats(), startSmtpSink(), startNeighbours(), tempDir("mailroom-deliverability-")]);
-    for (const kind of KINDS) {
-      const id = kind.ref.split(":")[1];
-      const contentKind = kind.source === DeliverySource.BROADCAST ? ContentKind.BROADCAST : ContentKind.TRANSACTIONAL;
-      neighbours.contents.set(
-        `ws_acme/${kind.ref}`,
-        compileMessage({ ...kind.input, kind: contentKind, contentId: id, workspaceId: "ws_acme" }, { secret: SECRET, publicUrl: "https://mail.acme.test" }),
-      );
-    }
     neighbours.senders.set("ws_acme/news@acme.test", {
       address: "news@acme.test",
       name: "Acme",
@@ -123,6 +115,13 @@ describe.skipIf(!available)("deliverability: SpamAssassin scores of what Mailroo
     });
     nc = await connectNats(nats.url, "deliverability-test");
     await ensureStreams(nc);
+    // As the accepting unit does: the compiled content is in the content store before any job names it.
+    for (const kind of KINDS) {
+      const id = kind.ref.split(":")[1];
+      const contentKind = kind.source === DeliverySource.BROADCAST ? ContentKind.BROADCAST : ContentKind.TRANSACTIONAL;
+      const compiled = compileMessage({ ...kind.input, kind: contentKind, contentId: id, workspaceId: "ws_acme" }, { secret: SECRET, publicUrl: "https://mail.acme.test" });
+      await putContent(nc, "ws_acme", kind.ref, compiled);
+    }
     events = listenEvents(nc);
     delivery = await startDeliveryUnderTest(nc, deliveryEnv({ natsUrl: nats.url, smtpUrl: sink.url, dataDir: data.dir, neighboursUrl: neighbours.url }));
   }, 30_000);
