@@ -46,7 +46,8 @@ module.exports = {
         path: [
           "^gen/",
           "(^|/)node_modules/(@bufbuild|@connectrpc|@nats-io|fastify)",
-          "^services/kit/src/(connect|jetstream|store)",
+          "^services/kit/src/(connect|jetstream)",
+          "^services/(store|pipeline)/",
           "^services/[^/]+/src/(adapters|routes|consumers|main)",
         ],
       },

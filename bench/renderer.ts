@@ -23,8 +23,8 @@
 import { pathToFileURL } from "node:url";
 import os from "node:os";
 import { ContentKind } from "../gen/mailroom/renderer/v1/renderer_pb.js";
-import { compileMessage } from "../services/content/src/compile/compile.js";
-import { prepare, type MergeRecipient } from "../services/content/src/merge.js";
+import { compileMessage } from "@mailroom/content/compile/compile.js";
+import { prepare, type MergeRecipient } from "@mailroom/content/merge.js";
 import { bodyPart } from "../services/delivery/src/adapters/mime.js";
 import { buildNewsletter, VARIABLES } from "../services/renderer/src/fixtures/newsletter.js";
 

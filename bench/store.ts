@@ -33,9 +33,9 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { monotonicFactory } from "ulidx";
-import { openLmdbStore } from "../services/kit/src/store/lmdb.js";
-import { createEmbeddedStore } from "../services/kit/src/store/nedb-legacy.js";
-import type { Collection, Doc, Store } from "../services/kit/src/store/port.js";
+import { openLmdbStore } from "@mailroom/store/lmdb.js";
+import { createEmbeddedStore } from "@mailroom/store/nedb-legacy.js";
+import type { Collection, Doc, Store } from "@mailroom/store/port.js";
 
 const WORKSPACE = "ws_bench";
 const BATCH = Number(process.env.BENCH_STORE_BATCH ?? 1000);

@@ -16,9 +16,9 @@ import { pathToFileURL } from "node:url";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { startSystem } from "../test/harness/system.js";
-import { signLinkToken, signRecipientToken } from "../services/content/src/tokens.js";
-import { linkPath } from "../services/content/src/urls.js";
-import { EVENTS_STREAM } from "../services/kit/src/jetstream.js";
+import { signLinkToken, signRecipientToken } from "@mailroom/content/tokens.js";
+import { linkPath } from "@mailroom/content/urls.js";
+import { EVENTS_STREAM } from "@mailroom/kit/jetstream.js";
 import type { LoadResult } from "./api.js";
 
 const TARGET = "https://bench.test/pricing?plan=pro&utm_source=mail";

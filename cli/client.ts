@@ -1,6 +1,6 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
-import { connectClient, errorInfoOf, loadConfig } from "../services/kit/src/index.js";
+import { connectClient, errorInfoOf, loadConfig } from "@mailroom/kit";
 
 export type DirectoryClient = Client<typeof DirectoryService>;
 

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { ConfigError } from "../services/kit/src/index.js";
+import { ConfigError } from "@mailroom/kit";
 import { directoryClient, directoryUrl, type DirectoryClient } from "./client.js";
 import type { CliContext } from "./context.js";
 import { consoleOutput, type Output } from "./output.js";

@@ -7,7 +7,7 @@ import {
   ListSuppressionsResponseSchema, PropertyType, SuppressionReason, ContactSource, ContactStatus, type Contact,
 } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { action, parseLimit, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
-import { DEFAULT_BATCH_SIZE, importContactsCsv, ImportAbortedError } from "../../services/kit/src/contacts-csv/import-csv.js";
+import { DEFAULT_BATCH_SIZE, importContactsCsv, ImportAbortedError } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { table, when } from "../output.js";
 
 const TYPE_BY_NAME: Record<string, PropertyType> = {

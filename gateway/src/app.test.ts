@@ -1,13 +1,13 @@
-import { memoryTransport } from "../../services/kit/src/connect.js";
+import { memoryTransport } from "@mailroom/kit/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { loadConfig, createLogger } from "../../services/kit/src/index.js";
+import { loadConfig, createLogger } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "./deps.js";
 import { workspaceOf } from "./auth.js";
-import { appError } from "../../services/kit/src/errors.js";
+import { appError } from "@mailroom/kit/errors.js";
 import { MemoryTokenBuckets } from "./rate-limit.js";
 
 // An in-memory directory that knows two keys: one with api_user, one without.

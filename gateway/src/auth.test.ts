@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyRequest } from "fastify";
-import { AppError } from "../../services/kit/src/errors.js";
+import { AppError } from "@mailroom/kit/errors.js";
 import { createAuthHook } from "./auth.js";
 import type { ServiceClients } from "./deps.js";
 

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { callOptionsFor, type GatewayDeps } from "./deps.js";
 import { refusal } from "./errors.js";
-import { errorInfoOf } from "../../services/kit/src/errors.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import type { AuthFailureLimiter } from "./rate-limit.js";
 
 export interface AuthContext {

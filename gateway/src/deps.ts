@@ -7,7 +7,7 @@ import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.j
 import { RendererService } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
-import { connectClient, type Config, type Logger } from "../../services/kit/src/index.js";
+import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import type { TokenBuckets } from "./rate-limit.js";
 
 /** Call options that name the request being served (see rpcOptions). */

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { ErrorInfo } from "../../gen/mailroom/common/v1/common_pb.js";
-import { appError, errorInfoOf, isNeighbourDown, type AppError } from "../../services/kit/src/errors.js";
+import { appError, errorInfoOf, isNeighbourDown, type AppError } from "@mailroom/kit/errors.js";
 
 /** HTML of one email: 5 MB of UTF-8. */
 export const MAX_HTML_BYTES = 5 * 1024 * 1024;

@@ -1,4 +1,4 @@
-import { loadConfig, createLogger, onShutdown, connectNats, ensureStreams } from "../../services/kit/src/index.js";
+import { loadConfig, createLogger, onShutdown, connectNats, ensureStreams } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import { createServiceClients } from "./deps.js";
 import { natsTrackingEvents } from "./tracking-events.js";

@@ -4,7 +4,7 @@ import type { GatewayDeps } from "./deps.js";
 import { refusal } from "./errors.js";
 import { unauthorizedErrorSchema } from "./errors.js";
 import { defineRoute } from "./routes/route.js";
-import { collectProcessMetrics, counter, histogram, metricsAuthorized, scrapeMetrics } from "../../services/kit/src/metrics.js";
+import { collectProcessMetrics, counter, histogram, metricsAuthorized, scrapeMetrics } from "@mailroom/kit/metrics.js";
 
 const requests = counter("mailroom_http_requests_total", "Gateway requests by method, route pattern and status.", ["method", "route", "status"]);
 const requestSeconds = histogram("mailroom_http_request_duration_seconds", "Gateway request latency by method and route pattern.", ["method", "route"]);

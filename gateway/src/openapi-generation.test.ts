@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createLogger, loadConfig } from "../../services/kit/src/index.js";
+import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import { apiErrorSchema } from "./errors.js";
 import type { ServiceClients } from "./deps.js";

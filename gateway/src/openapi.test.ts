@@ -1,4 +1,4 @@
-import { memoryTransport } from "../../services/kit/src/connect.js";
+import { memoryTransport } from "@mailroom/kit/connect.js";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,16 +11,16 @@ import { DirectoryService, SuppressionReason } from "../../gen/mailroom/director
 import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import type { MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
-import { createLogger, loadConfig } from "../../services/kit/src/index.js";
-import { badRequest, notFound } from "../../services/kit/src/errors.js";
+import { createLogger, loadConfig } from "@mailroom/kit";
+import { badRequest, notFound } from "@mailroom/kit/errors.js";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";
 import { emailRoutes } from "../../services/email/src/routes.js";
 import { buildTestWorld, ManualClock, type TestWorld } from "../../services/email/src/testing.js";
-import { signLinkToken, signRecipientToken } from "../../services/content/src/tokens.js";
+import { signLinkToken, signRecipientToken } from "@mailroom/content/tokens.js";
 import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
 import { BroadcastService, BroadcastStatus } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import { appError } from "../../services/kit/src/errors.js";
+import { appError } from "@mailroom/kit/errors.js";
 import { webhookRoutes } from "../../services/webhooks/src/routes.js";
 import { buildTestDomain as buildWebhooksDomain } from "../../services/webhooks/src/testing.js";
 import { buildGateway } from "./app.js";

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import type { KV, KvEntry } from "@nats-io/kv";
-import { openKvBucket } from "../../services/kit/src/jetstream.js";
+import { openKvBucket } from "@mailroom/kit/jetstream.js";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { takeFromBucket, type BucketState } from "../../services/kit/src/token-bucket.js";
-import { Coalescer } from "../../services/kit/src/coalesce.js";
+import { takeFromBucket, type BucketState } from "@mailroom/kit/token-bucket.js";
+import { Coalescer } from "@mailroom/kit/coalesce.js";
 import type { BucketTake, TokenBuckets } from "./rate-limit.js";
 
 export const RATE_LIMIT_BUCKET = "mailroom_gateway_rate_limit";

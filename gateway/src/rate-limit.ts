@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
-import { bucketLevel, secondsUntilFull, takeFromBucket, type BucketState } from "../../services/kit/src/token-bucket.js";
+import { bucketLevel, secondsUntilFull, takeFromBucket, type BucketState } from "@mailroom/kit/token-bucket.js";
 import { refusal } from "./errors.js";
 
 /** What taking one token from a shared bucket answered. */

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it, vi } from "vitest";
-import { createLogger } from "../../services/kit/src/logger.js";
+import { createLogger } from "@mailroom/kit/logger.js";
 import { lazyRequestLogger } from "./request-logger.js";
 
 function capture() {

@@ -1,7 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { EmailInput, EmailRecord, EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
-import { Coalescer } from "../../services/kit/src/coalesce.js";
-import { appErrorFromInfo } from "../../services/kit/src/errors.js";
+import { Coalescer } from "@mailroom/kit/coalesce.js";
+import { appErrorFromInfo } from "@mailroom/kit/errors.js";
 import type { RequestCallOptions, RequestScoped } from "./deps.js";
 import { MAX_BATCH } from "./schemas/email.js";
 

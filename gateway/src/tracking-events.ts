@@ -1,7 +1,7 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { MailEventSchema, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
-import { mailEventSubject } from "../../services/pipeline/src/mail-events.js";
+import { mailEventSubject } from "@mailroom/pipeline/mail-events.js";
 import type { TrackingEvents } from "./deps.js";
 
 /** Subject of a MailEvent: mail.events.<source>.<type>, by the pipeline's one rule. */

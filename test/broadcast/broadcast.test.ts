@@ -11,9 +11,9 @@ import {
 } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
-import { connectClient } from "../../services/kit/src/connect.js";
-import { errorInfoOf } from "../../services/kit/src/errors.js";
-import { connectNats, publishProto } from "../../services/kit/src/jetstream.js";
+import { connectClient } from "@mailroom/kit/connect.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
+import { connectNats, publishProto } from "@mailroom/kit/jetstream.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
 /**

@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { connectClient } from "../../services/kit/src/connect.js";
+import { connectClient } from "@mailroom/kit/connect.js";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 

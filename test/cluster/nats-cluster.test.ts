@@ -9,9 +9,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, DELIVERY_STREAM, openKvBucket, type NatsConnection } from "../../services/kit/src/jetstream.js";
+import { connectNats, DELIVERY_STREAM, openKvBucket, type NatsConnection } from "@mailroom/kit/jetstream.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
-import { checkReadiness, processReadyChecks } from "../../services/kit/src/health.js";
+import { checkReadiness, processReadyChecks } from "@mailroom/kit/health.js";
 import { sampleSum, scrape } from "../ops/prometheus.js";
 import { natsServerAvailable, startNatsCluster, type NatsCluster } from "./nats-cluster.js";
 

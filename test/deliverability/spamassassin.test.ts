@@ -17,10 +17,10 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import PostalMime from "postal-mime";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
-import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
+import { connectNats, ensureStreams } from "@mailroom/kit/jetstream.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { compileMessage, type CompileInput } from "../../services/content/src/compile/compile.js";
+import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
 import { startDeliveryUnderTest, deliveryEnv, listenEvents, publishJob, putContent, SECRET, startNeighbours, tempDir, type Neighbours } from "../delivery/support.js";
 
 const MAX_SCORE = 1.0;

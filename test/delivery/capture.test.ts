@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
+import { connectNats, ensureStreams } from "@mailroom/kit/jetstream.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";

@@ -10,7 +10,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { freePort, waitForPort } from "../harness/ports.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
-import { connectNats, ensureStreams } from "../../services/kit/src/jetstream.js";
+import { connectNats, ensureStreams } from "@mailroom/kit/jetstream.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
 import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";

@@ -11,12 +11,12 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { startSmtpSink, type SinkBehaviour, type SmtpSink } from "../harness/smtp-sink.js";
-import { connectNats, ensureStreams, DELIVERY_STREAM } from "../../services/kit/src/jetstream.js";
+import { connectNats, ensureStreams, DELIVERY_STREAM } from "@mailroom/kit/jetstream.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
-import { parseVerpAddress } from "../../services/content/src/verp.js";
-import { compileMessage } from "../../services/content/src/compile/compile.js";
+import { parseVerpAddress } from "@mailroom/content/verp.js";
+import { compileMessage } from "@mailroom/content/compile/compile.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import {
   startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, publishPage, putContents, type Neighbours,

@@ -18,7 +18,7 @@ import {
   DELIVERY_LANES,
   DELIVERY_STREAM,
   DELIVERY_SUBJECTS,
-} from "../../services/kit/src/jetstream.js";
+} from "@mailroom/kit/jetstream.js";
 import { toBinary } from "@bufbuild/protobuf";
 import { DeliveryJobSchema, DeliverySource } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";

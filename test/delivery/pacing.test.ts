@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { connectNats } from "../../services/kit/src/jetstream.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
 import { KvPacingRepository } from "../../services/delivery/src/adapters/pacing-kv.js";
 import { Pacer } from "../../services/delivery/src/domain/pacer.js";
 import { silentLogger } from "../../services/delivery/src/testing.js";

@@ -11,17 +11,17 @@ import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { loadConfig, type Config } from "../../services/kit/src/config.js";
-import { connectClient, startConnectServer, type ConnectServer } from "../../services/kit/src/connect.js";
-import { openStore } from "../../services/kit/src/store/open.js";
+import { loadConfig, type Config } from "@mailroom/kit/config.js";
+import { connectClient, startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
+import { openStore } from "@mailroom/store/open.js";
 import type { Client } from "@connectrpc/connect";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { deliveryRoutes } from "../../services/delivery/src/routes.js";
 import { startDelivery } from "../../services/delivery/src/main.js";
-import { deliveryJobSubject, EVENTS_SUBJECTS, publishProto, type DeliverySourceName } from "../../services/kit/src/jetstream.js";
+import { deliveryJobSubject, EVENTS_SUBJECTS, publishProto, type DeliverySourceName } from "@mailroom/kit/jetstream.js";
 import { DirectoryService, DkimKeySchema, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { ContentStore } from "../../services/pipeline/src/content-store.js";
-import { DeliveryJobPublisher, variablesJson, type DeliveryPageInit } from "../../services/pipeline/src/delivery-jobs.js";
+import { ContentStore } from "@mailroom/pipeline/content-store.js";
+import { DeliveryJobPublisher, variablesJson, type DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
 import {
   DeliveryJobSchema,
   DeliverySource,

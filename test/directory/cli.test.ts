@@ -6,12 +6,12 @@ import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { connectClient, createLogger, startConnectServer, type ConnectServer } from "../../services/kit/src/index.js";
+import { connectClient, createLogger, startConnectServer, type ConnectServer } from "@mailroom/kit";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";
 import type { Directory } from "../../services/directory/src/domain/directory.js";
 import { runCli } from "../../cli/program.js";
-import { importContactsCsv } from "../../services/kit/src/contacts-csv/import-csv.js";
+import { importContactsCsv } from "@mailroom/kit/contacts-csv/import-csv.js";
 
 describe("admin CLI", () => {
   let server: ConnectServer;

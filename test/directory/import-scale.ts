@@ -25,9 +25,9 @@ import { create } from "@bufbuild/protobuf";
 import {
   BatchUpsertContactsResponseSchema, DirectoryService, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest,
 } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { connectClient } from "../../services/kit/src/index.js";
+import { connectClient } from "@mailroom/kit";
 import type { DirectoryClient } from "../../cli/client.js";
-import { importContactsCsv } from "../../services/kit/src/contacts-csv/import-csv.js";
+import { importContactsCsv } from "@mailroom/kit/contacts-csv/import-csv.js";
 
 if (process.argv[2] === "e2e") {
   await endToEnd(Number(process.argv[3] ?? 1_000_000), Number(process.argv[4] ?? 1));

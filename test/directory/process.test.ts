@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { connectClient } from "../../services/kit/src/index.js";
+import { connectClient } from "@mailroom/kit";
 import { freePort, waitForPort } from "../harness/ports.js";
 
 const TSX = path.resolve("node_modules/.bin/tsx");

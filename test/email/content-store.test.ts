@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CompiledMessageSchema, ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { connectNats } from "../../services/kit/src/jetstream.js";
-import { ContentStore } from "../../services/pipeline/src/content-store.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
+import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 
 const compiled = (html: string) =>

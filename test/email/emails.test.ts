@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime, { type Email } from "postal-mime";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { connectClient } from "../../services/kit/src/connect.js";
+import { connectClient } from "@mailroom/kit/connect.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
 /**

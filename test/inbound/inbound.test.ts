@@ -15,11 +15,11 @@ import type { Client } from "@connectrpc/connect";
 import { startUnits, type RunningSystem } from "../../deploy/processes.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { freePort } from "../harness/ports.js";
-import { connectClient, connectNats, ensureStreams, EVENTS_STREAM, publishProto, type NatsConnection } from "../../services/kit/src/index.js";
+import { connectClient, connectNats, ensureStreams, EVENTS_STREAM, publishProto, type NatsConnection } from "@mailroom/kit";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
-import { signRecipientToken } from "../../services/content/src/tokens.js";
-import { verpAddress } from "../../services/content/src/verp.js";
+import { signRecipientToken } from "@mailroom/content/tokens.js";
+import { verpAddress } from "@mailroom/content/verp.js";
 
 const SECRET = "inbound-e2e-secret-0123456789";
 const BOUNCE_DOMAIN = "bounces.mailroom.test";

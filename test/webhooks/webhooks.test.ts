@@ -14,7 +14,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { jetstream } from "@nats-io/jetstream";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { connectClient, connectNats, createLogger, ensureStreams, errorInfoOf, loadConfig, publishProto, type NatsConnection } from "../../services/kit/src/index.js";
+import { connectClient, connectNats, createLogger, ensureStreams, errorInfoOf, loadConfig, publishProto, type NatsConnection } from "@mailroom/kit";
 import { startWebhooks, type RunningWebhooks } from "../../services/webhooks/src/main.js";
 import { WebhookService, WebhookStatus, DeliveryState, WebhookEventsSchema } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";

@@ -6,7 +6,7 @@ import {
   PropertyType,
   type BatchUpsertContactsRequest,
 } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { DirectoryClient } from "../../../services/kit/src/contacts-csv/import-csv.js";
+import type { DirectoryClient } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { ImportJobs, jobJson } from "./contacts-import.js";
 import { cumulative, progressChart } from "./broadcasts-chart.js";
 

@@ -19,7 +19,7 @@ import {
   ImportAbortedError,
   type DirectoryClient,
   type ImportSummary,
-} from "../../../services/kit/src/contacts-csv/import-csv.js";
+} from "@mailroom/kit/contacts-csv/import-csv.js";
 
 export interface ImportJob {
   id: string;

@@ -18,7 +18,7 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { GatewayDeps } from "../deps.js";
 import { refusal } from "../errors.js";
-import { SECRET_PURPOSES, deriveKey } from "../../../services/kit/src/secrets.js";
+import { SECRET_PURPOSES, deriveKey } from "@mailroom/kit/secrets.js";
 import { escapeHtml } from "../routes/page.js";
 import { CONSOLE_PREFIX, type ConsoleSession } from "./types.js";
 

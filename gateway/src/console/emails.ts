@@ -8,8 +8,8 @@ import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/prot
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { EmailStatus, ListEmailsRequestSchema, type EmailRecord } from "../../../gen/mailroom/email/v1/email_pb.js";
-import { mergeMessage } from "../../../services/content/src/merge.js";
-import { errorInfoOf } from "../../../services/kit/src/errors.js";
+import { mergeMessage } from "@mailroom/content/merge.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { rpcOptions } from "../deps.js";
 import { refusal } from "../errors.js";
 import { EMAIL_ID } from "../schemas/email.js";

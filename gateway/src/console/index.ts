@@ -27,7 +27,7 @@ import fastifyMultipart from "@fastify/multipart";
 import type { GatewayDeps } from "../deps.js";
 import type { AuthFailureLimiter } from "../rate-limit.js";
 import type { ConsoleDeps, ConsolePageModule } from "./deps.js";
-import { SECRET_PURPOSES, deriveKey } from "../../../services/kit/src/secrets.js";
+import { SECRET_PURPOSES, deriveKey } from "@mailroom/kit/secrets.js";
 import { CONSOLE_PREFIX } from "./types.js";
 import { createSessionStore, requireSession, takeFlash } from "./session.js";
 import { verifyCsrf } from "./csrf.js";

@@ -22,7 +22,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { callOptionsFor, type GatewayDeps } from "../deps.js";
 import { refusal } from "../errors.js";
-import { SECRET_PURPOSES, SecretError, deriveKey, openSecret, sealSecret, secretKeysOf } from "../../../services/kit/src/secrets.js";
+import { SECRET_PURPOSES, SecretError, deriveKey, openSecret, sealSecret, secretKeysOf } from "@mailroom/kit/secrets.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 
 export type { ConsoleSession };

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { checkReadiness, processReadyChecks, type ReadyCheck } from "../../../services/kit/src/health.js";
-import type { Config } from "../../../services/kit/src/config.js";
+import { checkReadiness, processReadyChecks, type ReadyCheck } from "@mailroom/kit/health.js";
+import type { Config } from "@mailroom/kit/config.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 /**

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FastifyInstance } from "fastify";
 import type { MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
-import { createLogger, loadConfig } from "../../../services/kit/src/index.js";
-import { signLinkToken, signRecipientToken } from "../../../services/content/src/tokens.js";
+import { createLogger, loadConfig } from "@mailroom/kit";
+import { signLinkToken, signRecipientToken } from "@mailroom/content/tokens.js";
 import { buildGateway } from "../app.js";
 import type { GatewayDeps, ServiceClients } from "../deps.js";
 import { registerTracking } from "./tracking.js";

@@ -1,12 +1,12 @@
-import { memoryTransport } from "../../../services/kit/src/connect.js";
+import { memoryTransport } from "@mailroom/kit/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient} from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { DirectoryService, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { MailEventType, DeliverySource, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
-import { createLogger, loadConfig } from "../../../services/kit/src/index.js";
-import { signLinkToken, signRecipientToken, trackingUrls } from "../../../services/content/src/tokens.js";
-import { signToken } from "../../../services/kit/src/tokens.js";
+import { createLogger, loadConfig } from "@mailroom/kit";
+import { signLinkToken, signRecipientToken, trackingUrls } from "@mailroom/content/tokens.js";
+import { signToken } from "@mailroom/kit/tokens.js";
 import { buildGateway } from "../app.js";
 import type { GatewayDeps, ServiceClients } from "../deps.js";
 import { registerTracking } from "./tracking.js";

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { ContactStatus, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { parseRecipientToken, tokenSecretsOf, type RecipientRef } from "../../../services/content/src/tokens.js";
-import { LINK_ROUTES, linkPath, manageUrl, MANAGE_PARAM } from "../../../services/content/src/urls.js";
+import { parseRecipientToken, tokenSecretsOf, type RecipientRef } from "@mailroom/content/tokens.js";
+import { LINK_ROUTES, linkPath, manageUrl, MANAGE_PARAM } from "@mailroom/content/urls.js";
 import type { GatewayDeps } from "../deps.js";
 import type { RouteModule } from "./route.js";
 import { publicErrorBody, sendError } from "../errors.js";

@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ack, consumeProto, EVENTS_STREAM, eventsOfSource, type ConsumeLoop } from "../../kit/src/jetstream.js";
-import type { Logger } from "../../kit/src/logger.js";
+import { ack, consumeProto, EVENTS_STREAM, eventsOfSource, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import type { Logger } from "@mailroom/kit/logger.js";
 import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import type { OutcomeKind } from "./domain/model.js";
 import { applyEvent, type BroadcastEvent, type OutcomeDeps } from "./domain/outcomes.js";

@@ -14,10 +14,10 @@ import {
   newMessageId,
   onShutdown,
   startConnectServer,
-} from "../../kit/src/index.js";
-import { openStore } from "../../kit/src/store/open.js";
-import { ContentStore } from "../../pipeline/src/content-store.js";
-import { DeliveryJobPublisher } from "../../pipeline/src/delivery-jobs.js";
+} from "@mailroom/kit";
+import { openStore } from "@mailroom/store/open.js";
+import { ContentStore } from "@mailroom/pipeline/content-store.js";
+import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { systemClock } from "./domain/ports.js";
 import { Broadcasts } from "./domain/broadcasts.js";
 import { Sender } from "./domain/sending.js";

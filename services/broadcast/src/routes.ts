@@ -10,7 +10,7 @@ import {
   type CreateBroadcastRequest,
   type UpdateBroadcastRequest,
 } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import { badRequest } from "../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
 import type { Broadcast, BroadcastStatus, DeliveryMethod } from "./domain/model.js";
 

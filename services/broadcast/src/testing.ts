@@ -11,12 +11,12 @@ import {
   type DeliveryJob,
   type DeliveryPage,
 } from "../../../gen/mailroom/events/v1/events_pb.js";
-import type { DeliveryJobInit, DeliveryPageInit } from "../../pipeline/src/delivery-jobs.js";
+import type { DeliveryJobInit, DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
 import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { newId } from "../../kit/src/ids.js";
-import { badRequest } from "../../kit/src/errors.js";
-import { openMemoryStore } from "../../kit/src/store/open.js";
-import type { Store } from "../../kit/src/store/port.js";
+import { newId } from "@mailroom/kit/ids.js";
+import { badRequest } from "@mailroom/kit/errors.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
+import type { Store } from "@mailroom/store/port.js";
 import { openRepositories } from "./adapters/store.js";
 import { Broadcasts, type CreateInput } from "./domain/broadcasts.js";
 import { applyEvent, type BroadcastEvent } from "./domain/outcomes.js";
@@ -33,7 +33,7 @@ import type {
   WorkspaceInfo,
 } from "./domain/ports.js";
 import { Sender, type SenderOptions } from "./domain/sending.js";
-import { silentLogger, ManualClock } from "../../kit/src/testing.js";
+import { silentLogger, ManualClock } from "@mailroom/kit/testing.js";
 export { silentLogger, ManualClock };
 
 

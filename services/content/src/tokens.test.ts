@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { signToken } from "../../kit/src/tokens.js";
+import { signToken } from "@mailroom/kit/tokens.js";
 import {
   parseClickToken,
   parseRecipientToken,

@@ -1,6 +1,6 @@
 import { createCipheriv, createHmac, timingSafeEqual } from "node:crypto";
-import { deriveKey } from "../../kit/src/secrets.js";
-import { verifyToken } from "../../kit/src/tokens.js";
+import { deriveKey } from "@mailroom/kit/secrets.js";
+import { verifyToken } from "@mailroom/kit/tokens.js";
 import { Reader, Writer } from "./token-codec.js";
 import { linkBase, linkPath, manageUrl, unsubscribeUrl } from "./urls.js";
 

@@ -17,12 +17,12 @@ import {
   isJetStreamApiError,
   type ConsumeLoop,
   type DeliveryLane,
-} from "../../kit/src/jetstream.js";
-import type { Logger } from "../../kit/src/logger.js";
-import { runWithRequestContext } from "../../kit/src/request-context.js";
+} from "@mailroom/kit/jetstream.js";
+import type { Logger } from "@mailroom/kit/logger.js";
+import { runWithRequestContext } from "@mailroom/kit/request-context.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource, type DeliveryJob, type DeliveryPage } from "../../../gen/mailroom/events/v1/events_pb.js";
-import { isPageSubject } from "../../pipeline/src/delivery-jobs.js";
+import { isPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
 import type { Deliverer } from "./domain/deliverer.js";
 import type { Job, JobSource, Page, Variables } from "./domain/job.js";
 

@@ -1,4 +1,4 @@
-import { loadConfig, type DeliverySettings } from "../../kit/src/config.js";
+import { loadConfig, type DeliverySettings } from "@mailroom/kit/config.js";
 
 export type { DeliverySettings };
 

@@ -4,7 +4,7 @@
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { pino } from "pino";
-import { openMemoryStore } from "../../kit/src/store/open.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
 import {
   CompiledMessageSchema,
   CompiledTemplateSchema,

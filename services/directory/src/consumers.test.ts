@@ -4,7 +4,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
-import { connectNats, ensureStreams, eventSubject, type ConsumeLoop } from "../../kit/src/jetstream.js";
+import { connectNats, ensureStreams, eventSubject, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { consumeMailOutcomes, mailOutcomeOf } from "./consumers.js";
 import { memoryDirectory, type TestDirectory } from "./testing.js";

@@ -1,7 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ack, consumeProto, EVENTS_STREAM, EVENTS_SUBJECTS, type ConsumeLoop } from "../../kit/src/jetstream.js";
-import type { Logger } from "../../kit/src/logger.js";
-import { AppError } from "../../kit/src/errors.js";
+import { ack, consumeProto, EVENTS_STREAM, EVENTS_SUBJECTS, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import type { Logger } from "@mailroom/kit/logger.js";
+import { AppError } from "@mailroom/kit/errors.js";
 import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import type { MailOutcome, MailOutcomes } from "./domain/outcomes.js";
 

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
-import { connectNats, createLogger, ensureStreams, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "../../kit/src/index.js";
-import { openStore } from "../../kit/src/store/open.js";
-import { secretKeysOf } from "../../kit/src/secrets.js";
+import { connectNats, createLogger, ensureStreams, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
+import { openStore } from "@mailroom/store/open.js";
+import { secretKeysOf } from "@mailroom/kit/secrets.js";
 import { createDirectory } from "./domain/directory.js";
 import { openStoreRepositories } from "./adapters/store.js";
 import { createResolver, generateDkimKeyPair } from "./adapters/dns.js";

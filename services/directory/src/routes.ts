@@ -19,7 +19,7 @@ import {
   type SuppressionSchema,
   type WorkspaceFlags as PbWorkspaceFlags,
 } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { badRequest, toErrorInfo } from "../../kit/src/errors.js";
+import { badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import type { Directory } from "./domain/directory.js";
 import type { ContactInput } from "./domain/contacts.js";
 import type { PropertyView } from "./domain/properties.js";

@@ -1,5 +1,5 @@
-import { openMemoryStore } from "../../kit/src/store/open.js";
-import type { Store } from "../../kit/src/store/port.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
+import type { Store } from "@mailroom/store/port.js";
 import { createDirectory, type Directory, type DirectoryDeps } from "./domain/directory.js";
 import type { DkimKeyPair, TxtResolver } from "./domain/ports.js";
 import { generateDkimKeyPair } from "./adapters/dns.js";

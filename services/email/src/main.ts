@@ -14,11 +14,11 @@ import {
   newMessageId,
   onShutdown,
   startConnectServer,
-} from "../../kit/src/index.js";
-import { openStore } from "../../kit/src/store/open.js";
-import { superviseWorkers } from "../../kit/src/workers.js";
-import { ContentStore } from "../../pipeline/src/content-store.js";
-import { DeliveryJobPublisher } from "../../pipeline/src/delivery-jobs.js";
+} from "@mailroom/kit";
+import { openStore } from "@mailroom/store/open.js";
+import { superviseWorkers } from "@mailroom/kit/workers.js";
+import { ContentStore } from "@mailroom/pipeline/content-store.js";
+import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { systemClock } from "./adapters/clock.js";
 import { openCollections } from "./adapters/store.js";
 import { ConnectDirectory } from "./adapters/directory.js";

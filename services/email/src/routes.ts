@@ -14,8 +14,8 @@ import {
   type EmailRecord as ProtoRecord,
 } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { AppError, badRequest, toErrorInfo } from "../../kit/src/errors.js";
-import { requestIdOfCall } from "../../kit/src/connect.js";
+import { AppError, badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
+import { requestIdOfCall } from "@mailroom/kit/connect.js";
 import type { EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
 import type { StatsCounters } from "./domain/ports.js";
 import { assertBatchSize, type EmailService } from "./domain/service.js";

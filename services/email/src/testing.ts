@@ -5,12 +5,12 @@
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { openMemoryStore } from "../../kit/src/store/open.js";
-import type { Store } from "../../kit/src/store/port.js";
-import { newId, newMessageId } from "../../kit/src/ids.js";
-import { badRequest } from "../../kit/src/errors.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
+import type { Store } from "@mailroom/store/port.js";
+import { newId, newMessageId } from "@mailroom/kit/ids.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import { DeliveryJobSchema, type DeliveryJob } from "../../../gen/mailroom/events/v1/events_pb.js";
-import type { DeliveryJobInit } from "../../pipeline/src/delivery-jobs.js";
+import type { DeliveryJobInit } from "@mailroom/pipeline/delivery-jobs.js";
 import type {
   CompileInput,
   ContentWriter,
@@ -26,7 +26,7 @@ import { Scheduler } from "./domain/scheduler.js";
 import type { EmailServiceDeps } from "./domain/service.js";
 import type { OutcomeDeps } from "./domain/outcomes.js";
 import { openCollections } from "./adapters/store.js";
-import { silentLogger, ManualClock } from "../../kit/src/testing.js";
+import { silentLogger, ManualClock } from "@mailroom/kit/testing.js";
 export { silentLogger, ManualClock };
 
 

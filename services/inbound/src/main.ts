@@ -9,12 +9,12 @@ import {
   loadConfig,
   onShutdown,
   startConnectServer,
-} from "../../kit/src/index.js";
-import { openStore } from "../../kit/src/store/open.js";
+} from "@mailroom/kit";
+import { openStore } from "@mailroom/store/open.js";
 import { ConnectSuppressions } from "./adapters/directory.js";
 import { JetStreamMailEvents } from "./adapters/mail-events.js";
 import { StoreSentDeliveries } from "./adapters/sent-deliveries.js";
-import { tokenSecretsOf } from "../../content/src/tokens.js";
+import { tokenSecretsOf } from "@mailroom/content/tokens.js";
 import { InboundMail } from "./domain/inbound.js";
 import { consumeSentEvents } from "./consumers.js";
 import { startSmtpListener } from "./smtp.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import nodemailer from "nodemailer";
-import { verpAddress } from "../../content/src/verp.js";
+import { verpAddress } from "@mailroom/content/verp.js";
 import { startSmtpListener, type SmtpListener } from "./smtp.js";
 import { BOUNCE_DOMAIN, fixture, sentDelivery, silentLogger, TEST_SECRET, testInbound } from "./testing.js";
 

@@ -4,11 +4,11 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { verpAddress } from "../../content/src/verp.js";
+import { verpAddress } from "@mailroom/content/verp.js";
 import { InboundMail } from "./domain/inbound.js";
 import type { InboundEvent, SentDelivery, SuppressionReason } from "./domain/model.js";
 import type { MailEvents, SentDeliveries, Suppressions } from "./domain/ports.js";
-import { silentLogger } from "../../kit/src/testing.js";
+import { silentLogger } from "@mailroom/kit/testing.js";
 export { silentLogger };
 
 export const TEST_SECRET = "inbound-test-secret-0123456789";

@@ -6,4 +6,3 @@ export * from "./errors.js";
 export * from "./tokens.js";
 export * from "./connect.js";
 export * from "./jetstream.js";
-export * from "./store/port.js";

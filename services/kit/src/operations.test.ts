@@ -6,8 +6,8 @@ import { checkReadiness, processReadyChecks } from "./health.js";
 import { natsServers } from "./jetstream.js";
 import { createLogger } from "./logger.js";
 import { counter, metricsAuthorized, metricsRegistry } from "./metrics.js";
-import { instrumentStore } from "./store/instrumented.js";
-import { openMemoryStore } from "./store/open.js";
+import { instrumentStore } from "@mailroom/store/instrumented.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
 import { sampleSum } from "../../../test/ops/prometheus.js";
 
 describe("a Connect server's operations endpoints", () => {

@@ -7,7 +7,7 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { openKvBucket } from "../../kit/src/jetstream.js";
+import { openKvBucket } from "@mailroom/kit/jetstream.js";
 import { StoredContentSchema } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { CompiledMessageSchema, type CompiledMessage } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 

@@ -5,7 +5,7 @@
  */
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { deliveryJobSubject, type DeliverySourceName } from "../../kit/src/jetstream.js";
+import { deliveryJobSubject, type DeliverySourceName } from "@mailroom/kit/jetstream.js";
 import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "../../../gen/mailroom/events/v1/events_pb.js";
 
 export type DeliveryJobInit = MessageInitShape<typeof DeliveryJobSchema>;

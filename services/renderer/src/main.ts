@@ -1,6 +1,6 @@
-import { loadConfig, defaultServicePort } from "../../kit/src/config.js";
-import { createLogger } from "../../kit/src/logger.js";
-import { onShutdown, startConnectServer } from "../../kit/src/connect.js";
+import { loadConfig, defaultServicePort } from "@mailroom/kit/config.js";
+import { createLogger } from "@mailroom/kit/logger.js";
+import { onShutdown, startConnectServer } from "@mailroom/kit/connect.js";
 import { Renderer } from "./domain/renderer.js";
 import { rendererRoutes } from "./routes.js";
 

@@ -1,4 +1,4 @@
-import { memoryTransport } from "../../kit/src/connect.js";
+import { memoryTransport } from "@mailroom/kit/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, createClient, type Client } from "@connectrpc/connect";
@@ -7,12 +7,12 @@ import {
   ContentKind,
   RendererService,
 } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { connectClient, startConnectServer, type ConnectServer } from "../../kit/src/connect.js";
-import { errorInfoOf } from "../../kit/src/errors.js";
-import { createLogger } from "../../kit/src/logger.js";
+import { connectClient, startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
+import { createLogger } from "@mailroom/kit/logger.js";
 import { rendererRoutes } from "./routes.js";
 import { Renderer } from "./domain/renderer.js";
-import { parseRecipientToken, verifyClick } from "../../content/src/tokens.js";
+import { parseRecipientToken, verifyClick } from "@mailroom/content/tokens.js";
 
 const deps = { secret: "routes-secret-0123456789", publicUrl: "https://pub.test" };
 const content = create(CompileRequestSchema, {

@@ -8,7 +8,7 @@ import {
   type CompileRequest,
   type RenderRequest,
 } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import type { CompileInput } from "../../content/src/compile/compile.js";
+import type { CompileInput } from "@mailroom/content/compile/compile.js";
 import type { Renderer, RenderSource } from "./domain/renderer.js";
 
 /** Connect transport: proto in, proto out; the rules live in domain/. */

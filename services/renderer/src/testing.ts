@@ -1,6 +1,6 @@
 import { ContentKind, type CompiledMessage } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { compileMessage, type CompileInput } from "../../content/src/compile/compile.js";
-import { mergeMessage, type MergeRecipient } from "../../content/src/merge.js";
+import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
+import { mergeMessage, type MergeRecipient } from "@mailroom/content/merge.js";
 
 /** Shared fixtures for the renderer's unit tests. */
 export const SECRET = "test-secret-0123456789abcdef";

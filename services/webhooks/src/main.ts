@@ -12,9 +12,9 @@ import {
   startConnectServer,
   type Config,
   type Logger,
-} from "../../kit/src/index.js";
-import { openStore } from "../../kit/src/store/open.js";
-import { secretKeysOf } from "../../kit/src/secrets.js";
+} from "@mailroom/kit";
+import { openStore } from "@mailroom/store/open.js";
+import { secretKeysOf } from "@mailroom/kit/secrets.js";
 import { systemClock } from "./adapters/clock.js";
 import { systemIds } from "./adapters/ids.js";
 import { openCollections } from "./adapters/store.js";

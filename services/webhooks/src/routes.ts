@@ -12,7 +12,7 @@ import {
   type DeliveryAttempt as ProtoAttempt,
   type Webhook as ProtoWebhook,
 } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
-import { badRequest } from "../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import type { Delivery, DeliveryAttempt, DeliveryState, Webhook, WebhookStatus } from "./domain/model.js";
 import type { Webhooks } from "./domain/webhooks.js";
 

@@ -2,13 +2,13 @@
  * Test helpers: the webhook domain with in-memory adapters — the real store adapters over
  * the embedded engine in memory, a manual clock, counting ids and a scripted sender.
  */
-import { openMemoryStore } from "../../kit/src/store/open.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
 import type { SendResult } from "./domain/model.js";
 import type { Ids, WebhookSender } from "./domain/ports.js";
 import { Outbox, type OutboxSettings } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
 import { openCollections } from "./adapters/store.js";
-import { silentLogger, ManualClock } from "../../kit/src/testing.js";
+import { silentLogger, ManualClock } from "@mailroom/kit/testing.js";
 export { silentLogger, ManualClock };
 
 /** Seal the stored signing tokens in tests as MAILROOM_SECRET does in production. */

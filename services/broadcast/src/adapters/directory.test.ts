@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { DirectoryService, SuppressionReason } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
-import { memoryTransport } from "../../../kit/src/connect.js";
-import { notFound } from "../../../kit/src/errors.js";
+import { memoryTransport } from "@mailroom/kit/connect.js";
+import { notFound } from "@mailroom/kit/errors.js";
 import { RpcDirectory } from "./directory.js";
 
 const contacts = Array.from({ length: 7 }, (_, i) => ({

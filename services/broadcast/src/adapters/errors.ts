@@ -1,4 +1,4 @@
-import { appErrorFromInfo, errorInfoOf } from "../../../kit/src/errors.js";
+import { appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
 
 /**
  * A neighbour's refusal (ErrorInfo with a 4xx status) becomes the domain's AppError with

@@ -1,4 +1,4 @@
-import { DuplicateKeyError, type Collection, type Store } from "../../../kit/src/store/port.js";
+import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/port.js";
 import { FINAL_OUTCOMES, type Broadcast, type OutcomeKind, type Progress, type RecipientPage, type SendingState, type WindowReservation } from "../domain/model.js";
 import { waveKey, type WarmupAccount } from "../domain/pacing.js";
 import type {

@@ -1,7 +1,7 @@
-import { appError, badRequest, conflict, notFound, type AppError } from "../../../kit/src/errors.js";
+import { appError, badRequest, conflict, notFound, type AppError } from "@mailroom/kit/errors.js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { variablesJson } from "../../../pipeline/src/delivery-jobs.js";
+import { variablesJson } from "@mailroom/pipeline/delivery-jobs.js";
 import { assertBroadcastAccess } from "./gating.js";
 import {
   BROADCAST_STATUSES,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AppError } from "../../../kit/src/errors.js";
+import { AppError } from "@mailroom/kit/errors.js";
 import { buildTestWorld, draft, type TestWorld } from "../testing.js";
 import { deliveryIdOf } from "./model.js";
 

@@ -1,4 +1,4 @@
-import { appError } from "../../../kit/src/errors.js";
+import { appError } from "@mailroom/kit/errors.js";
 import type { WorkspaceInfo } from "./ports.js";
 
 /**

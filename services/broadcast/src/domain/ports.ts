@@ -10,7 +10,7 @@ import type {
   WindowReservation,
 } from "./model.js";
 import type { WarmupAccount } from "./pacing.js";
-import type { DeliveryJobInit, DeliveryPageInit } from "../../../pipeline/src/delivery-jobs.js";
+import type { DeliveryJobInit, DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
 
 /**
  * Everything the broadcast domain needs from the outside world. The domain depends only on

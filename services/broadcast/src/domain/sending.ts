@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { variablesJson, type DeliveryPageInit } from "../../../pipeline/src/delivery-jobs.js";
+import { variablesJson, type DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
 import {
   PAGE_SIZE,
   contentRefOf,

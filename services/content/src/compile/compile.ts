@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { appError } from "../../../kit/src/errors.js";
+import { appError } from "@mailroom/kit/errors.js";
 import { compiledMessage, ContentKind, type CompiledMessage } from "./compiled.js";
 import { append, type Piece } from "./pieces.js";
 import { scanHtml, type AttributeValue } from "./scan.js";

@@ -1,6 +1,6 @@
 import { appendFile, mkdir, readFile, rm, writeFile, rename } from "node:fs/promises";
 import path from "node:path";
-import { newId } from "../../../kit/src/ids.js";
+import { newId } from "@mailroom/kit/ids.js";
 import type { CapturedEntry, CapturedMail, CapturedMessage } from "../domain/ports.js";
 
 export interface CaptureInput {

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CompiledMessage, CompiledTemplate } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { LRUCache } from "lru-cache";
-import type { ContentStore } from "../../../pipeline/src/content-store.js";
+import type { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { PermanentError, type ContentSource } from "../domain/ports.js";
 
 /** A content source that hands out the renderer's compiled messages (what the merger takes). */

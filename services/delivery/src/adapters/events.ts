@@ -1,6 +1,6 @@
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { DeliverySource, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import type { MailEventPublisher } from "../../../pipeline/src/mail-events.js";
+import type { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
 import type { JobSource } from "../domain/job.js";
 import { outcomeEventId } from "../domain/outcome.js";
 import type { EventPublisher, OutcomeEvent, OutcomeType } from "../domain/ports.js";

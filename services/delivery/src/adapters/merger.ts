@@ -1,5 +1,5 @@
 import type { CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { mergeMessageBytes } from "../../../content/src/merge.js";
+import { mergeMessageBytes } from "@mailroom/content/merge.js";
 import type { CompiledContent, ContentMerger, MergedContent, MergeRecipient } from "../domain/ports.js";
 
 /**

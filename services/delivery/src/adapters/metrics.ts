@@ -3,7 +3,7 @@
  * code calls these functions where the things happen (see each one); labels are bounded: the
  * lane (e.g. transactional / broadcast) and the outcome, never an address or an id.
  */
-import { counter, gauge, histogram } from "../../../kit/src/metrics.js";
+import { counter, gauge, histogram } from "@mailroom/kit/metrics.js";
 
 /** What became of one SMTP attempt (a deferral is retried later; the other three are final). */
 export type DeliveryOutcome = "sent" | "deferred" | "bounced" | "failed";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
-import { wireBody } from "../../../content/src/merge.js";
+import { wireBody } from "@mailroom/content/merge.js";
 import { base64Lines, bodyPart, buildMime } from "./mime.js";
 import type { OutgoingMail } from "../domain/ports.js";
 

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { encodeWord, encodeWords, foldLines, quoteString } from "nodemailer/lib/mime-funcs";
-import { wireBody } from "../../../content/src/merge.js";
+import { wireBody } from "@mailroom/content/merge.js";
 import type { Body, OutgoingMail } from "../domain/ports.js";
 
 /**

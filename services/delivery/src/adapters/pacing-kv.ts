@@ -1,7 +1,7 @@
 import type { KV, KvEntry } from "@nats-io/kv";
-import { openKvBucket } from "../../../kit/src/jetstream.js";
+import { openKvBucket } from "@mailroom/kit/jetstream.js";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "../../../kit/src/logger.js";
+import type { Logger } from "@mailroom/kit/logger.js";
 import { takeFromBucket, type BucketState } from "../domain/token-bucket.js";
 import type { PacingRepository, TokenGrant } from "../domain/ports.js";
 

@@ -1,6 +1,6 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { variablesJson, type DeliveryJobPublisher } from "../../../pipeline/src/delivery-jobs.js";
+import { variablesJson, type DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import type { Job, JobSource } from "../domain/job.js";
 import type { RetryQueue } from "../domain/ports.js";
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { DuplicateKeyError, type Collection, type Store } from "../../../kit/src/store/port.js";
+import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/port.js";
 import { GroupCommit } from "./group-commit.js";
 import type { ClaimResult, DeliveriesRepository, DeliveryRecord, Outcome } from "../domain/ports.js";
 

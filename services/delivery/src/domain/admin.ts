@@ -1,4 +1,4 @@
-import { badRequest, notFound } from "../../../kit/src/errors.js";
+import { badRequest, notFound } from "@mailroom/kit/errors.js";
 import type { DeliveryCounters } from "./deliverer.js";
 import type { CapturedEntry, CapturedMail, PacingRepository } from "./ports.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildTestDelivery, compiledFrom, testJob, type TestDelivery } from "../testing.js";
-import { parseVerpAddress } from "../../../content/src/verp.js";
+import { parseVerpAddress } from "@mailroom/content/verp.js";
 import { outcomeEventId } from "./outcome.js";
 import { bodyText } from "../adapters/mime.js";
 

@@ -1,4 +1,4 @@
-import type { Logger } from "../../../kit/src/logger.js";
+import type { Logger } from "@mailroom/kit/logger.js";
 import type { Job, Page } from "./job.js";
 import { invalidJobReason } from "./job.js";
 import { buildMail, contentVersionOf } from "./message.js";

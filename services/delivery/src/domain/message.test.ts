@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildMail, DKIM_SIGNED_HEADERS, listUnsubscribe } from "./message.js";
-import { parseVerpAddress } from "../../../content/src/verp.js";
+import { parseVerpAddress } from "@mailroom/content/verp.js";
 import { testJob } from "../testing.js";
 import type { MergedContent } from "./ports.js";
 

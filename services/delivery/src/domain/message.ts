@@ -1,5 +1,5 @@
 import { domainToASCII } from "node:url";
-import { bounceDomainFor, verpAddress } from "../../../content/src/verp.js";
+import { bounceDomainFor, verpAddress } from "@mailroom/content/verp.js";
 import type { Job } from "./job.js";
 import type { MergedContent, OutgoingMail, SenderCheck } from "./ports.js";
 

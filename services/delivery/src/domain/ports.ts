@@ -3,7 +3,7 @@
  * RPC, SMTP, JetStream, KV, files) is an adapter behind one of them (src/adapters/), so
  * tests build the service with any of them replaced.
  */
-import type { WireBody } from "../../../content/src/merge.js";
+import type { WireBody } from "@mailroom/content/merge.js";
 import type { Job, JobSource, Variables } from "./job.js";
 
 // ---------- deliveries (the exactly-once ledger) ----------

@@ -1,4 +1,4 @@
-import type { Collection, Filter, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Filter, Store } from "@mailroom/store/port.js";
 import type { ContactEvent } from "../domain/model.js";
 import type { ContactEventRepository } from "../domain/ports.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";

@@ -1,4 +1,4 @@
-import { DuplicateKeyError, type BulkWriteOperation, type Collection, type Filter, type Store, type Update } from "../../../kit/src/store/port.js";
+import { DuplicateKeyError, type BulkWriteOperation, type Collection, type Filter, type Store, type Update } from "@mailroom/store/port.js";
 import type { Contact } from "../domain/model.js";
 import type { ContactChange, ContactQuery, ContactRepository, ContactWrite } from "../domain/ports.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";

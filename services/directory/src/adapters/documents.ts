@@ -1,4 +1,4 @@
-import { DuplicateKeyError, type Collection, type Doc, type Filter, type Update } from "../../../kit/src/store/port.js";
+import { DuplicateKeyError, type Collection, type Doc, type Filter, type Update } from "@mailroom/store/port.js";
 
 /** Helpers the store repositories share. */
 

@@ -4,8 +4,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ContactEventSchema } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
-import { contactEventSubject, publishProto } from "../../../kit/src/jetstream.js";
-import type { Logger } from "../../../kit/src/logger.js";
+import { contactEventSubject, publishProto } from "@mailroom/kit/jetstream.js";
+import type { Logger } from "@mailroom/kit/logger.js";
 import type { ContactEvent } from "../domain/model.js";
 import type { ContactEventPublisher } from "../domain/ports.js";
 

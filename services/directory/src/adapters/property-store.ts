@@ -1,4 +1,4 @@
-import type { Collection, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Store } from "@mailroom/store/port.js";
 import type { ContactProperty } from "../domain/model.js";
 import type { PropertyRepository } from "../domain/ports.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";

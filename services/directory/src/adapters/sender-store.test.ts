@@ -2,8 +2,8 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { isSealed } from "../../../kit/src/secrets.js";
-import { openStore } from "../../../kit/src/store/open.js";
+import { isSealed } from "@mailroom/kit/secrets.js";
+import { openStore } from "@mailroom/store/open.js";
 import { pooledDkimKey, storeDirectory, TEST_SECRETS } from "../testing.js";
 import { SenderStore } from "./sender-store.js";
 

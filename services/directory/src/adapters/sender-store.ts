@@ -1,5 +1,5 @@
-import type { Collection, Filter, Store } from "../../../kit/src/store/port.js";
-import { needsReseal, openStoredSecret, sealSecret, SECRET_PURPOSES, type SecretKeys } from "../../../kit/src/secrets.js";
+import type { Collection, Filter, Store } from "@mailroom/store/port.js";
+import { needsReseal, openStoredSecret, sealSecret, SECRET_PURPOSES, type SecretKeys } from "@mailroom/kit/secrets.js";
 import type { SenderDomain, SenderEmail } from "../domain/model.js";
 import type { SenderRepository } from "../domain/ports.js";
 import { asDoc, ensureDoc, insertUnique, withoutId, type Stored } from "./documents.js";

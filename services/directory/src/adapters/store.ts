@@ -1,5 +1,5 @@
-import type { SecretKeys } from "../../../kit/src/secrets.js";
-import type { Store } from "../../../kit/src/store/port.js";
+import type { SecretKeys } from "@mailroom/kit/secrets.js";
+import type { Store } from "@mailroom/store/port.js";
 import type { DirectoryRepositories } from "../domain/ports.js";
 import { ApiKeyStore } from "./api-key-store.js";
 import { ContactStore } from "./contact-store.js";

@@ -1,4 +1,4 @@
-import type { Collection, Filter, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Filter, Store } from "@mailroom/store/port.js";
 import type { Suppression, SuppressionReason } from "../domain/model.js";
 import type { SuppressionRepository } from "../domain/ports.js";
 import { ensureDoc, withoutId, type Stored } from "./documents.js";

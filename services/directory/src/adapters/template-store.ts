@@ -1,4 +1,4 @@
-import type { Collection, Filter, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Filter, Store } from "@mailroom/store/port.js";
 import type { Template, TemplateStatus } from "../domain/model.js";
 import type { TemplateRepository } from "../domain/ports.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";

@@ -1,4 +1,4 @@
-import type { Collection, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Store } from "@mailroom/store/port.js";
 import type { UsageCounter } from "../domain/model.js";
 import type { UsageRepository } from "../domain/ports.js";
 import { ensureDoc, withoutId, type Stored } from "./documents.js";

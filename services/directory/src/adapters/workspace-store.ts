@@ -1,4 +1,4 @@
-import type { Collection, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Store } from "@mailroom/store/port.js";
 import type { Workspace } from "../domain/model.js";
 import type { WorkspaceRepository } from "../domain/ports.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { errorInfoOf } from "../../../kit/src/errors.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { memoryDirectory, snapshot } from "../testing.js";
 
 /** The example document of DESIGN.md §5, plus a second workspace. */

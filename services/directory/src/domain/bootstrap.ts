@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { badRequest } from "../../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import { normalizeDomain, normalizeEmail } from "./address.js";
 import type { Contacts } from "./contacts.js";
 import { hashApiKey, KEY_SHAPE, checkScopes, type ApiKeys } from "./keys.js";

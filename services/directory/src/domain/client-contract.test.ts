@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { errorInfoOf } from "../../../kit/src/errors.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { memoryDirectory, snapshot } from "../testing.js";
 import type { ContactEvent } from "./model.js";
 import { slugFromDisplayName } from "./properties.js";

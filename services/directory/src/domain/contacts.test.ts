@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { errorInfoOf } from "../../../kit/src/errors.js";
-import { openMemoryStore } from "../../../kit/src/store/open.js";
-import type { Collection, Doc, Store } from "../../../kit/src/store/port.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
+import type { Collection, Doc, Store } from "@mailroom/store/port.js";
 import { memoryDirectory, snapshot, storeDirectory } from "../testing.js";
 
 const codeOf = async (p: Promise<unknown>) => errorInfoOf(await p.then(() => undefined, (e) => e))?.code;

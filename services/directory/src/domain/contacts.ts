@@ -1,5 +1,5 @@
-import { AppError, badRequest, conflict, notFound, type AppErrorInit } from "../../../kit/src/errors.js";
-import { newId } from "../../../kit/src/ids.js";
+import { AppError, badRequest, conflict, notFound, type AppErrorInit } from "@mailroom/kit/errors.js";
+import { newId } from "@mailroom/kit/ids.js";
 import { parseMailbox } from "./address.js";
 import { checkSlug, coercePropertyText, inferPropertyType, validatePropertyValue, type ContactProperties, type PropertyDef } from "./properties.js";
 import {

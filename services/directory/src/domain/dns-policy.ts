@@ -1,4 +1,4 @@
-import { bounceDomainFor } from "../../../content/src/verp.js";
+import { bounceDomainFor } from "@mailroom/content/verp.js";
 import type { TxtResolver } from "./ports.js";
 
 export const DKIM_SELECTOR = "mailroom";

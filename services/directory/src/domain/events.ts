@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { AppError, badRequest, type AppErrorInit } from "../../../kit/src/errors.js";
-import { newId } from "../../../kit/src/ids.js";
+import { AppError, badRequest, type AppErrorInit } from "@mailroom/kit/errors.js";
+import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit, type Contacts } from "./contacts.js";
 import type { ContactEvent, Page } from "./model.js";
 import type { ContactEventPublisher, ContactEventRepository } from "./ports.js";

@@ -2,8 +2,8 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { errorInfoOf } from "../../../kit/src/errors.js";
-import { openStore } from "../../../kit/src/store/open.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
+import { openStore } from "@mailroom/store/open.js";
 import { generateApiKey, hashApiKey } from "./keys.js";
 import { mapResolver, memoryDirectory, snapshot, storeDirectory } from "../testing.js";
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
-import { appError, badRequest, conflict, notFound } from "../../../kit/src/errors.js";
-import { newId } from "../../../kit/src/ids.js";
+import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
+import { newId } from "@mailroom/kit/ids.js";
 import type { ApiKey } from "./model.js";
 import type { ApiKeyRepository } from "./ports.js";
 import type { Workspaces } from "./workspaces.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { errorInfoOf } from "../../../kit/src/errors.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { memoryDirectory } from "../testing.js";
 
 describe("members", () => {

@@ -1,4 +1,4 @@
-import { badRequest } from "../../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import { normalizeEmail } from "./address.js";
 import { scopedId } from "./model.js";
 import type { MemberRepository } from "./ports.js";

@@ -1,5 +1,5 @@
-import { badRequest, conflict, notFound } from "../../../kit/src/errors.js";
-import { newId } from "../../../kit/src/ids.js";
+import { badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
+import { newId } from "@mailroom/kit/ids.js";
 import { EXTRA_BUILT_INS, scopedId, type ContactProperty, type PropertyOption, type PropertyType, type PropertyValue } from "./model.js";
 import type { PropertyRepository } from "./ports.js";
 import type { Workspaces } from "./workspaces.js";

@@ -1,6 +1,6 @@
 import { createPublicKey, createSign, createVerify } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { errorInfoOf } from "../../../kit/src/errors.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { parseMailbox } from "./address.js";
 import { generateDkimKeyPair } from "../adapters/dns.js";
 import { memoryDirectory, snapshot } from "../testing.js";

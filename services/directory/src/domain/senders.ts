@@ -1,4 +1,4 @@
-import { badRequest, conflict, notFound } from "../../../kit/src/errors.js";
+import { badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import { parseMailbox, normalizeDomain } from "./address.js";
 import { checkDomainRecords, dnsRecordsFor, isCheckedRecord, type DnsPolicy, type DnsRecordSpec } from "./dns-policy.js";
 import { scopedId, type SenderDomain, type SenderEmail } from "./model.js";

@@ -1,4 +1,4 @@
-import { badRequest } from "../../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import { normalizeEmail } from "./address.js";
 import { checkListLimit } from "./contacts.js";
 import { scopedId, type Page, type Suppression, type SuppressionReason } from "./model.js";

@@ -1,5 +1,5 @@
-import { appError, badRequest, conflict, notFound } from "../../../kit/src/errors.js";
-import { newId } from "../../../kit/src/ids.js";
+import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
+import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit } from "./contacts.js";
 import { normalizeEmail } from "./address.js";
 import { TEMPLATE_STATUSES, type Page, type ReplyTo, type Template, type TemplateStatus } from "./model.js";

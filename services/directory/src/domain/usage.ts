@@ -1,4 +1,4 @@
-import { badRequest } from "../../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import { scopedId } from "./model.js";
 import type { UsageRepository } from "./ports.js";
 import type { Workspaces } from "./workspaces.js";

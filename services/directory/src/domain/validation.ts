@@ -1,4 +1,4 @@
-import { AppError, badRequest, notFound } from "../../../kit/src/errors.js";
+import { AppError, badRequest, notFound } from "@mailroom/kit/errors.js";
 
 /** True for IANA zone names the runtime knows ("Europe/Paris", "UTC"). */
 export function isTimeZone(tz: string): boolean {

@@ -1,5 +1,5 @@
-import { badRequest, conflict } from "../../../kit/src/errors.js";
-import { newId } from "../../../kit/src/ids.js";
+import { badRequest, conflict } from "@mailroom/kit/errors.js";
+import { newId } from "@mailroom/kit/ids.js";
 import type { Workspace, WorkspaceFlags } from "./model.js";
 import type { WorkspaceRepository } from "./ports.js";
 import { requireTimeZone, requireWorkspaceId, systemClock, workspaceNotFound, type Clock } from "./validation.js";

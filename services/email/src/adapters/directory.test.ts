@@ -1,8 +1,8 @@
-import { memoryTransport } from "../../../kit/src/connect.js";
+import { memoryTransport } from "@mailroom/kit/connect.js";
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient} from "@connectrpc/connect";
 import { DirectoryService, SuppressionReason } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
-import { AppError, badRequest } from "../../../kit/src/errors.js";
+import { AppError, badRequest } from "@mailroom/kit/errors.js";
 import { ConnectDirectory } from "./directory.js";
 
 function directory() {

@@ -3,7 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { LRUCache } from "lru-cache";
 import { ContactSource, type DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { Directory, SendableReservation, SenderCheck, TemplateContent } from "../domain/ports.js";
-import { Coalescer } from "../../../kit/src/coalesce.js";
+import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { fromRpcError, rpc } from "./rpc-errors.js";
 
 const RPC = { timeoutMs: 15_000 };

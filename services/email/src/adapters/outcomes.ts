@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Collection, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Store } from "@mailroom/store/port.js";
 import type { EmailOutcomes, OutcomeEventType } from "../domain/model.js";
 import type {
   DailyStatsRow,

@@ -1,7 +1,7 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { CompileCache } from "../../../content/src/compile/cache.js";
-import { ContentKind } from "../../../content/src/compile/compiled.js";
+import { CompileCache } from "@mailroom/content/compile/cache.js";
+import { ContentKind } from "@mailroom/content/compile/compiled.js";
 import type { CompiledContent } from "../domain/model.js";
 import type { CompileInput, Renderer } from "../domain/ports.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AppError, appError, toConnectError } from "../../../kit/src/errors.js";
+import { AppError, appError, toConnectError } from "@mailroom/kit/errors.js";
 import { fromRpcError } from "./rpc-errors.js";
 
 describe("a neighbour's failure at the adapter boundary", () => {

@@ -1,5 +1,5 @@
 import { ConnectError } from "@connectrpc/connect";
-import { AppError, appError, appErrorFromInfo, errorInfoOf, isNeighbourDown } from "../../../kit/src/errors.js";
+import { AppError, appError, appErrorFromInfo, errorInfoOf, isNeighbourDown } from "@mailroom/kit/errors.js";
 
 /**
  * The adapter boundary for a neighbour's failure, so the domain sees only AppError:

@@ -1,4 +1,4 @@
-import { DuplicateKeyError, type Collection, type Store } from "../../../kit/src/store/port.js";
+import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/port.js";
 import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, StoredEmail } from "../domain/model.js";
 import type { EmailStore, IdempotencyEntry, IdempotencyStore } from "../domain/ports.js";
 import { CollectionOutcomeStore, CollectionStatsStore, outcomesOf, type OutcomesDoc } from "./outcomes.js";

@@ -1,7 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { Coalescer } from "../../../kit/src/coalesce.js";
-import { variablesJson, type DeliveryJobInit } from "../../../pipeline/src/delivery-jobs.js";
+import { Coalescer } from "@mailroom/kit/coalesce.js";
+import { variablesJson, type DeliveryJobInit } from "@mailroom/pipeline/delivery-jobs.js";
 import type { CompiledContent, StoredEmail } from "./model.js";
 import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 

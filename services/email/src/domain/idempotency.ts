@@ -1,4 +1,4 @@
-import { conflict, type AppError } from "../../../kit/src/errors.js";
+import { conflict, type AppError } from "@mailroom/kit/errors.js";
 import { recordOf, type EmailRecord } from "./model.js";
 import type { Clock, EmailStore, IdempotencyStore } from "./ports.js";
 

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { AppError } from "../../../kit/src/errors.js";
+import { AppError } from "@mailroom/kit/errors.js";
 import { buildTestWorld, type TestWorld } from "../testing.js";
 import type { EmailRequest } from "./model.js";
 

@@ -1,4 +1,4 @@
-import type { DeliveryJobInit } from "../../../pipeline/src/delivery-jobs.js";
+import type { DeliveryJobInit } from "@mailroom/pipeline/delivery-jobs.js";
 import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
 
 /**

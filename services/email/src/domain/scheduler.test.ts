@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { openStore } from "../../../kit/src/store/open.js";
+import { openStore } from "@mailroom/store/open.js";
 import { buildTestWorld, ManualClock, type TestWorld } from "../testing.js";
 import type { EmailRequest } from "./model.js";
 import { applyOutcome } from "./outcomes.js";

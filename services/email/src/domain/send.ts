@@ -1,4 +1,4 @@
-import { AppError, appError, badRequest, conflict, unavailable } from "../../../kit/src/errors.js";
+import { AppError, appError, badRequest, conflict, unavailable } from "@mailroom/kit/errors.js";
 import { recordOf, type CompiledContent, type EmailRecord, type EmailRequest, type StoredEmail } from "./model.js";
 import type {
   Clock,

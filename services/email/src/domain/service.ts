@@ -1,4 +1,4 @@
-import { appError, badRequest, notFound, type AppError } from "../../../kit/src/errors.js";
+import { appError, badRequest, notFound, type AppError } from "@mailroom/kit/errors.js";
 import {
   DEFAULT_LIST_LIMIT, MAX_BATCH, MAX_LIST_LIMIT, recordOf,
   type CompiledContent, type EmailListQuery, type EmailRecord, type EmailRequest,

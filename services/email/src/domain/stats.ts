@@ -1,4 +1,4 @@
-import { badRequest } from "../../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import type { Clock, StatsCounterName, StatsCounters, StatsStore } from "./ports.js";
 import { utcDay } from "./outcomes.js";
 

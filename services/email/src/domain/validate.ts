@@ -1,5 +1,5 @@
 import emailAddresses from "email-addresses";
-import { appError, badRequest } from "../../../kit/src/errors.js";
+import { appError, badRequest } from "@mailroom/kit/errors.js";
 import { MAX_HTML_BYTES, MAX_REPLY_TO, SCHEDULE_HORIZON_MS, type EmailRequest } from "./model.js";
 
 // Any control character (C0, DEL, C1 such as NEL U+0085) or Unicode line/paragraph

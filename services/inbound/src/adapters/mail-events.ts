@@ -1,7 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { DeliverySource, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { MailEventPublisher } from "../../../pipeline/src/mail-events.js";
+import { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
 import type { DeliverySource as Source, InboundEvent } from "../domain/model.js";
 import type { MailEvents } from "../domain/ports.js";
 

@@ -1,4 +1,4 @@
-import type { Collection, Store } from "../../../kit/src/store/port.js";
+import type { Collection, Store } from "@mailroom/store/port.js";
 import type { SentDelivery } from "../domain/model.js";
 import type { SentDeliveries } from "../domain/ports.js";
 

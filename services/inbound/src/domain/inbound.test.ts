@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { signRecipientToken } from "../../../content/src/tokens.js";
-import { verpAddress } from "../../../content/src/verp.js";
+import { signRecipientToken } from "@mailroom/content/tokens.js";
+import { verpAddress } from "@mailroom/content/verp.js";
 import { BOUNCE_DOMAIN, fixture, sentDelivery, TEST_SECRET, testInbound } from "../testing.js";
 
 const delivery = sentDelivery();

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { appError } from "../../../kit/src/errors.js";
-import { parseRecipientToken } from "../../../content/src/tokens.js";
+import { appError } from "@mailroom/kit/errors.js";
+import { parseRecipientToken } from "@mailroom/content/tokens.js";
 import { classify, DELIVERY_ID_HEADER, unsubscribeTokenInSubject } from "./classify.js";
 import { mailboxOf, verpDeliveryOf, type MailboxPolicy } from "./mailboxes.js";
 import type { BounceVerdict, Envelope, Finding, InboundEvent, Mailbox, SentDelivery } from "./model.js";

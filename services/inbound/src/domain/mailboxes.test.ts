@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { signRecipientToken } from "../../../content/src/tokens.js";
-import { verpAddress } from "../../../content/src/verp.js";
+import { signRecipientToken } from "@mailroom/content/tokens.js";
+import { verpAddress } from "@mailroom/content/verp.js";
 import { mailboxOf } from "./mailboxes.js";
 
 const CURRENT = "inbound-current-secret-0123456789";

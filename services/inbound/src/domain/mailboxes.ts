@@ -1,5 +1,5 @@
-import { isPerDomainBounceDomain, parseVerpAddress, splitAddress, VERP_LOCAL_PREFIX } from "../../../content/src/verp.js";
-import { parseRecipientToken, type TokenSecret } from "../../../content/src/tokens.js";
+import { isPerDomainBounceDomain, parseVerpAddress, splitAddress, VERP_LOCAL_PREFIX } from "@mailroom/content/verp.js";
+import { parseRecipientToken, type TokenSecret } from "@mailroom/content/tokens.js";
 import type { Mailbox } from "./model.js";
 
 export interface MailboxPolicy {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { errorInfoOf } from "../../../kit/src/errors.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { compile, CTX, clickUrls, render, RECIPIENT, SECRET } from "../testing.js";
-import { mergeMessage } from "../../../content/src/merge.js";
-import { parseClickToken, parseRecipientToken, verifyClick } from "../../../content/src/tokens.js";
+import { mergeMessage } from "@mailroom/content/merge.js";
+import { parseClickToken, parseRecipientToken, verifyClick } from "@mailroom/content/tokens.js";
 
 const targetOf = (clickUrl: string) => {
   const [linkToken, recipientToken] = clickUrl.split("/t/c/")[1].split("/");

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { mergeMessage } from "../../../content/src/merge.js";
+import { mergeMessage } from "@mailroom/content/merge.js";
 import { compile, CTX, RECIPIENT, SECRET } from "../testing.js";
-import { verifyClick } from "../../../content/src/tokens.js";
+import { verifyClick } from "@mailroom/content/tokens.js";
 
 /** mulberry32: small seeded PRNG so every run feeds the same junk. */
 function prng(seed: number) {

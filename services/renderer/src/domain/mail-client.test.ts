@@ -2,13 +2,13 @@ import { readFileSync } from "node:fs";
 import { JSDOM } from "jsdom";
 import { describe, expect, it } from "vitest";
 import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { escapeHtml } from "../../../content/src/escape.js";
-import { mergeMessage, type MergedMessage, type MergeRecipient } from "../../../content/src/merge.js";
-import { verifyClick } from "../../../content/src/tokens.js";
-import { linkBase, linkPrefix } from "../../../content/src/urls.js";
+import { escapeHtml } from "@mailroom/content/escape.js";
+import { mergeMessage, type MergedMessage, type MergeRecipient } from "@mailroom/content/merge.js";
+import { verifyClick } from "@mailroom/content/tokens.js";
+import { linkBase, linkPrefix } from "@mailroom/content/urls.js";
 import { buildNewsletter, VARIABLES } from "../fixtures/newsletter.js";
 import { compile, CTX, SECRET } from "../testing.js";
-import { variablePattern } from "../../../content/src/compile/variables.js";
+import { variablePattern } from "@mailroom/content/compile/variables.js";
 
 /**
  * What a mail client sees: the merged HTML of real newsletter-like content parsed into a

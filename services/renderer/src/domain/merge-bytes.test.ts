@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { CompiledMessageSchema, ContentKind, type CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { mergeMessage, mergeMessageBytes, prepare, wireBody, type MergeRecipient } from "../../../content/src/merge.js";
+import { mergeMessage, mergeMessageBytes, prepare, wireBody, type MergeRecipient } from "@mailroom/content/merge.js";
 import { compile, CTX, RECIPIENT } from "../testing.js";
 
 /** What the byte merge must equal: the string merge, CRLF-normalised, UTF-8. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { mergeMessage, prepare, stringifyValue } from "../../../content/src/merge.js";
+import { mergeMessage, prepare, stringifyValue } from "@mailroom/content/merge.js";
 import { compile, CTX, RECIPIENT, render } from "../testing.js";
-import { trackingUrls } from "../../../content/src/tokens.js";
+import { trackingUrls } from "@mailroom/content/tokens.js";
 
 describe("merge", () => {
   it("HTML-escapes values in HTML, keeps them raw in text and subject", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compile } from "../testing.js";
-import { pixelFormFor } from "../../../content/src/compile/snippets.js";
+import { pixelFormFor } from "@mailroom/content/compile/snippets.js";
 
 const html = (body: string) => `<html><body>${body}</body></html>`;
 const compiledHtml = (source: string) =>

@@ -1,8 +1,8 @@
-import { badRequest } from "../../../kit/src/errors.js";
-import { mergeMessage, type MergedMessage, type MergeRecipient } from "../../../content/src/merge.js";
-import { compileMessage, type CompileInput } from "../../../content/src/compile/compile.js";
-import type { CompiledMessage } from "../../../content/src/compile/compiled.js";
-import { detectVariables, type DetectedVariables } from "../../../content/src/compile/variables.js";
+import { badRequest } from "@mailroom/kit/errors.js";
+import { mergeMessage, type MergedMessage, type MergeRecipient } from "@mailroom/content/merge.js";
+import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
+import type { CompiledMessage } from "@mailroom/content/compile/compiled.js";
+import { detectVariables, type DetectedVariables } from "@mailroom/content/compile/variables.js";
 
 export interface RendererSettings {
   /** HMAC secret of link and recipient tokens. */

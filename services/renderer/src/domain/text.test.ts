@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { htmlToPlainText, simpleText, TEXT_LIMITS } from "../../../content/src/compile/text.js";
+import { htmlToPlainText, simpleText, TEXT_LIMITS } from "@mailroom/content/compile/text.js";
 import { compile } from "../testing.js";
 
 describe("text generation", () => {

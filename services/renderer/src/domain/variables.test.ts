@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { detectVariables, findVariables, splitVariables } from "../../../content/src/compile/variables.js";
+import { detectVariables, findVariables, splitVariables } from "@mailroom/content/compile/variables.js";
 
 describe("variables", () => {
   it("finds {{name}} with optional spaces in html, subject and preview text, in first-seen order", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openMemoryStore } from "../../../kit/src/store/open.js";
+import { openMemoryStore } from "@mailroom/store/open.js";
 import type { Webhook } from "../domain/model.js";
 import { CachedWebhookStore } from "./cached-webhooks.js";
 import { openCollections } from "./store.js";

@@ -1,5 +1,5 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger } from "../../../kit/src/logger.js";
+import type { Logger } from "@mailroom/kit/logger.js";
 
 /** Core NATS subject (no stream): a webhook of a workspace changed somewhere. */
 export const CHANGES_SUBJECT = "mailroom.webhooks.changed";

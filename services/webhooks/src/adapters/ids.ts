@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { newId } from "../../../kit/src/ids.js";
+import { newId } from "@mailroom/kit/ids.js";
 import type { Ids } from "../domain/ports.js";
 
 /**

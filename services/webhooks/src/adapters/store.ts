@@ -1,5 +1,5 @@
-import { needsReseal, openStoredSecret, sealSecret, SECRET_PURPOSES, type SecretKeys } from "../../../kit/src/secrets.js";
-import { DuplicateKeyError, type Collection, type Filter, type Store, type Update } from "../../../kit/src/store/port.js";
+import { needsReseal, openStoredSecret, sealSecret, SECRET_PURPOSES, type SecretKeys } from "@mailroom/kit/secrets.js";
+import { DuplicateKeyError, type Collection, type Filter, type Store, type Update } from "@mailroom/store/port.js";
 import type { Delivery, DeliveryAttempt, Webhook } from "../domain/model.js";
 import type { AttemptOutcome, DeliveryStore, WebhookChanges, WebhookStore } from "../domain/ports.js";
 

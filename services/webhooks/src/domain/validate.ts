@@ -1,4 +1,4 @@
-import { badRequest } from "../../../kit/src/errors.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import { WEBHOOK_EVENTS, type WebhookEventName, type WebhookStatus } from "./model.js";
 
 const MAX_URL_LENGTH = 2048;

@@ -1,4 +1,4 @@
-import { appError, badRequest, conflict, notFound } from "../../../kit/src/errors.js";
+import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import type { CreateWebhookInput, Delivery, UpdateWebhookInput, Webhook } from "./model.js";
 import type { Clock, DeliveryStore, Ids, Logger, WebhookChanges, WebhookStore } from "./ports.js";
 import { testPayload } from "./events.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { errorInfoOf } from "../errors.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { openLmdbStore, planQuery, type IndexDef, type MigrationInfo } from "./lmdb.js";
 import { createEmbeddedStore } from "./nedb-legacy.js";
 import { openMemoryStore, openStore } from "./open.js";

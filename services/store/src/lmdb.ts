@@ -28,7 +28,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { compareKeys, open, type Database, type RootDatabase } from "lmdb";
-import { unavailable } from "../errors.js";
+import { unavailable } from "@mailroom/kit/errors.js";
 import {
   DuplicateKeyError,
   type BulkWriteOperation,

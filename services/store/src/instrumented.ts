@@ -4,8 +4,8 @@
  * the process's /readyz. It wraps any method a collection has (a Proxy), so engines adding
  * methods are measured too.
  */
-import { registerReadyCheck } from "../health.js";
-import { counter, histogram, secondsSince } from "../metrics.js";
+import { registerReadyCheck } from "@mailroom/kit/health.js";
+import { counter, histogram, secondsSince } from "@mailroom/kit/metrics.js";
 import type { Collection, Doc, Store } from "./port.js";
 
 const operationSeconds = histogram(
