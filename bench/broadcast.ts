@@ -27,9 +27,13 @@ import { pathToFileURL } from "node:url";
 import nodemailer from "nodemailer";
 import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { loadConfig } from "@mailroom/kit/config.js";
+import { loadDeliverySettings } from "../services/delivery/src/settings.js";
 import { freePort, waitForPort } from "../test/harness/ports.js";
 import { cpuPerUnit, formatCpu, snapshot } from "./cpu.js";
+import { summarizeProfiles } from "./profile.js";
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
 
 const WS = "ws_bench_broadcast";
@@ -185,9 +189,11 @@ async function loadContacts(sys: TestSystem, n: number): Promise<number> {
 export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROADCAST_CONTACTS ?? 100_000)): Promise<BroadcastBenchResult> {
   const n = Math.max(100, Math.floor(contacts));
   const sink = await startSink();
-  const settings = loadConfig(process.env).delivery;
+  const settings = loadDeliverySettings(process.env);
   const pool = { size: settings.poolSize, maxMessages: settings.maxMessagesPerConnection };
   let sys: TestSystem | undefined;
+  // BENCH_PROFILE=1: every unit runs with --cpu-prof; their hottest functions are printed at the end.
+  const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
   try {
     console.log(`broadcast: ${n} subscribed contacts, one ASAP broadcast; sink: ${sink.kind}`);
     sys = await startSystem({
@@ -206,6 +212,7 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
         MAILROOM_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
         MAILROOM_SMTP_IGNORE_TLS: "1",
         MAILROOM_LOG_LEVEL: "warn",
+        ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
       },
     });
     const loadSeconds = await loadContacts(sys, n);
@@ -262,8 +269,13 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
     const sinkMb = await peakRssMb(sink.pid);
     if (sinkMb !== undefined) rss["smtp-sink"] = sinkMb;
 
+    const unitPids = Object.fromEntries(sys.processes.units.map((u) => [u.name as string, u.child.pid]));
     await sys.stop();
     sys = undefined;
+    if (profileDir) {
+      console.log(`cpu profiles: ${profileDir}`);
+      for (const line of await summarizeProfiles(profileDir, unitPids, 14)) console.log(line);
+    }
     const rawN = Math.min(n, Number(process.env.BENCH_BROADCAST_RAW_MESSAGES ?? 20_000));
     await rawPool(sink.port, Math.min(1_000, rawN), pool); // warm-up
     const rawPerSecond = await rawPool(sink.port, rawN, pool);

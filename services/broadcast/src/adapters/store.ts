@@ -143,7 +143,8 @@ export class StoreBroadcastRepository implements BroadcastRepository {
 
   async increment(id: string, inc: Partial<Progress>, waveBounce?: number): Promise<void> {
     const $inc = progressInc(inc);
-    if (waveBounce !== undefined) $inc[`sending.waveBounces.${waveKey(waveBounce)}`] = 1;
+    // The wave's bounce count grows by the bounces this increment counts (one, or a batch's).
+    if (waveBounce !== undefined) $inc[`sending.waveBounces.${waveKey(waveBounce)}`] = inc.bounced ?? 1;
     if (Object.keys($inc).length) await this.docs.updateOne({ _id: id }, { $inc });
   }
 
@@ -293,6 +294,32 @@ export class StoreDeliveryLedger implements DeliveryLedger {
     );
     if (!before) return { known: false, first: false, becameFinal: false, wasSent: false, wave: 0 };
     return { known: true, first: before[kind] !== true, becameFinal: final && before.final !== true, wasSent: before.sent === true, wave: before.wave };
+  }
+
+  async markMany(marks: ReadonlyArray<{ deliveryId: string; kind: OutcomeKind }>): Promise<MarkResult[]> {
+    if (marks.length === 0) return [];
+    const ids = [...new Set(marks.map((m) => m.deliveryId))];
+    const docs = new Map((await this.docs.find({ _id: { $in: ids } })).map((d) => [d._id, d] as const));
+    const results: MarkResult[] = [];
+    const sets = new Map<string, Record<string, true>>();
+    for (const { deliveryId, kind } of marks) {
+      const before = docs.get(deliveryId);
+      if (!before) {
+        results.push({ known: false, first: false, becameFinal: false, wasSent: false, wave: 0 });
+        continue;
+      }
+      const final = FINAL_OUTCOMES.has(kind);
+      results.push({ known: true, first: before[kind] !== true, becameFinal: final && before.final !== true, wasSent: before.sent === true, wave: before.wave });
+      // Later pairs of the batch see this one's effect, as sequential marks would.
+      before[kind] = true;
+      if (final) before.final = true;
+      const set = sets.get(deliveryId) ?? {};
+      set[kind] = true;
+      if (final) set.final = true;
+      sets.set(deliveryId, set);
+    }
+    if (sets.size > 0) await this.docs.bulkWrite([...sets].map(([_id, $set]) => ({ updateOne: { filter: { _id }, update: { $set } } })));
+    return results;
   }
 
   async countFinal(broadcastId: string): Promise<number> {

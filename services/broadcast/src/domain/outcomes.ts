@@ -58,6 +58,59 @@ export async function applyEvent(deps: OutcomeDeps, event: BroadcastEvent): Prom
 }
 
 /**
+ * `applyEvent` for a batch of events of one broadcast (the consumer gathers what arrives
+ * while the previous batch is written): one ledger read and write, one counter update per
+ * bounce wave, one timeline point and one completion check for the whole batch, instead of
+ * three writes per message. Counts exactly what applying them one by one would count.
+ */
+export async function applyEvents(deps: OutcomeDeps, broadcastId: string, events: readonly BroadcastEvent[]): Promise<void> {
+  const marks: Array<{ deliveryId: string; kind: OutcomeKind }> = [];
+  for (const event of events) {
+    const deliveryId = event.deliveryId || (event.contactId ? deliveryIdOf(event.broadcastId, event.contactId) : "");
+    if (!deliveryId || event.broadcastId !== broadcastId) continue;
+    const tracking = event.kind === "opened" || event.kind === "clicked" || event.kind === "unsubscribed";
+    if (tracking && event.messageId && !event.messageId.startsWith(`${event.contactId}.${event.broadcastId}@`)) continue;
+    marks.push({ deliveryId, kind: event.kind });
+  }
+  if (marks.length === 0) return;
+  const results = await deps.ledger.markMany(marks);
+  const inc: Partial<Progress> = {};
+  const add = (field: keyof Progress, n: number) => (inc[field] = (inc[field] ?? 0) + n);
+  const bouncesByWave = new Map<number, number>();
+  let becameFinal = false;
+  results.forEach((mark, i) => {
+    if (!mark.known || !mark.first) return;
+    const kind = marks[i]!.kind;
+    add(kind, 1);
+    if (kind === "sent") add("delivered", 1);
+    if (kind === "bounced") {
+      if (mark.wasSent) add("delivered", -1);
+      bouncesByWave.set(mark.wave, (bouncesByWave.get(mark.wave) ?? 0) + 1);
+    }
+    if (mark.becameFinal) {
+      add("finalized", 1);
+      becameFinal = true;
+    }
+  });
+  if (Object.keys(inc).length === 0) return;
+  // The wave's bounce count rides on an increment (PROGRESSIVE reads it): one per wave bounced in.
+  const [firstWave, ...otherWaves] = [...bouncesByWave];
+  if (!firstWave) await deps.broadcasts.increment(broadcastId, inc);
+  else {
+    const { bounced: _bounced, ...rest } = inc;
+    await deps.broadcasts.increment(broadcastId, { ...rest, bounced: firstWave[1] }, firstWave[0]);
+    for (const [wave, n] of otherWaves) await deps.broadcasts.increment(broadcastId, { bounced: n }, wave);
+  }
+  const points = timelineInc(inc);
+  if (points) await deps.timeline.add(broadcastId, deps.clock.now(), points).catch((err) => deps.logger.warn({ err, broadcastId }, "timeline point lost"));
+  if (!becameFinal) return;
+  const after = await deps.broadcasts.progressOf(broadcastId);
+  if (after && after.status === "IN_PROGRESS" && after.sending?.phase === "draining" && after.progress.finalized >= finalTarget(after)) {
+    await completeBroadcast(deps, after, after.progress.recipients);
+  }
+}
+
+/**
  * Final outcomes a draining broadcast waits for: every recipient, or, when releasing was
  * stopped early (PROGRESSIVE by its bounce rate), every recipient that was released.
  */

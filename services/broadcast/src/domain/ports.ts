@@ -10,7 +10,7 @@ import type {
   WindowReservation,
 } from "./model.js";
 import type { WarmupAccount } from "./pacing.js";
-import type { DeliveryJobInit, DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
+import type { DeliveryJobSpec, DeliveryPageSpec } from "@mailroom/pipeline/work.js";
 
 /**
  * Everything the broadcast domain needs from the outside world. The domain depends only on
@@ -138,6 +138,11 @@ export interface DeliveryLedger {
   /** Idempotent: entries that exist already are left as they are. */
   add(entries: LedgerEntry[]): Promise<void>;
   mark(deliveryId: string, kind: OutcomeKind): Promise<MarkResult>;
+  /**
+   * `mark` for many (delivery, kind) pairs of one broadcast in one read and one write: the
+   * results in order. A pair repeated in the list counts as first once.
+   */
+  markMany(marks: ReadonlyArray<{ deliveryId: string; kind: OutcomeKind }>): Promise<MarkResult[]>;
   countFinal(broadcastId: string): Promise<number>;
   /**
    * The delivery counters as the ledger has them. Marking an outcome and adding it to the
@@ -254,8 +259,8 @@ export interface Renderer {
  * delivery id) within the stream's duplicate window.
  */
 export interface DeliveryQueue {
-  publishJob(job: DeliveryJobInit): Promise<void>;
-  publishPage(page: DeliveryPageInit): Promise<void>;
+  publishJob(job: DeliveryJobSpec): Promise<void>;
+  publishPage(page: DeliveryPageSpec): Promise<void>;
 }
 
 /**
