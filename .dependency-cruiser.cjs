@@ -37,7 +37,7 @@ module.exports = {
     {
       name: "pure-domain",
       comment:
-        "A service's domain/ knows no wire format, transport or store query: protobuf, Connect, NATS, HTTP, kit's transports and store, and its own adapters and transports stay outside.",
+        "A service's domain/ knows no wire format, transport or store query: protobuf, Connect, NATS, HTTP, kit's transports, the store and the pipeline (but for its wire-free work.ts), and its own adapters and transports stay outside.",
       severity: "error",
       // The compiler that builds the CompiledMessage (the content contract that crosses to
       // delivery as protobuf) is the content library's, outside every domain.
@@ -50,6 +50,9 @@ module.exports = {
           "^services/(store|pipeline)/",
           "^services/[^/]+/src/(adapters|routes|consumers|main)",
         ],
+        // The pipeline's wire-free shapes of delivery work (DeliveryJobSpec, DeliveryPageSpec,
+        // variablesJson): what a domain hands the one publisher, which builds the protobuf.
+        pathNot: "^services/pipeline/src/work\\.ts$",
       },
     },
     {

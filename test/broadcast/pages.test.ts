@@ -5,7 +5,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { DeliveryPageSchema, type DeliveryPage } from "../../gen/mailroom/events/v1/events_pb.js";
 import { connectNats, DELIVERY_STREAM, ensureStreams } from "@mailroom/kit/jetstream.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
-import { DeliveryJobPublisher, deliveryPageSubject, type DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
+import { DeliveryJobPublisher, deliveryPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
+import type { DeliveryPageSpec } from "@mailroom/pipeline/work.js";
 import { deliveryIdOf } from "../../services/broadcast/src/domain/model.js";
 import type { PageRepository } from "../../services/broadcast/src/domain/ports.js";
 import { Sender } from "../../services/broadcast/src/domain/sending.js";
@@ -53,9 +54,9 @@ describe("broadcast page jobs on JetStream", () => {
   function sender(w: TestWorld, owner: string, firstPublish: Array<boolean>, pages: PageRepository = w.repos.pages) {
     const queue = {
       publishJob: publisher.publishJob.bind(publisher),
-      async publishPage(page: DeliveryPageInit) {
+      async publishPage(page: DeliveryPageSpec) {
         // Is the content there at the moment the page goes out?
-        firstPublish.push((await content.get(page.workspaceId!, page.contentRef!)) !== undefined);
+        firstPublish.push((await content.get(page.workspaceId, page.contentRef)) !== undefined);
         await publisher.publishPage(page);
       },
     };

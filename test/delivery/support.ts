@@ -21,7 +21,8 @@ import { startDelivery } from "../../services/delivery/src/main.js";
 import { deliveryJobSubject, EVENTS_SUBJECTS, publishProto, type DeliverySourceName } from "@mailroom/kit/jetstream.js";
 import { DirectoryService, DkimKeySchema, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
-import { DeliveryJobPublisher, variablesJson, type DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
+import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
+import { variablesJson, type DeliveryPageSpec } from "@mailroom/pipeline/work.js";
 import {
   DeliveryJobSchema,
   DeliverySource,
@@ -149,8 +150,11 @@ export async function publishJob(nc: NatsConnection, j: JobInit, msgID = j.deliv
 }
 
 /** Publishes a broadcast's page job through the pipeline's one publisher, as the broadcast service does. */
-export async function publishPage(nc: NatsConnection, page: DeliveryPageInit): Promise<void> {
-  await new DeliveryJobPublisher(jetstream(nc)).publishPage({ source: DeliverySource.BROADCAST, workspaceId: "ws_acme", fromEmail: "news@acme.test", fromName: "Acme", ...page });
+export async function publishPage(
+  nc: NatsConnection,
+  page: Pick<DeliveryPageSpec, "pageId" | "broadcastId" | "contentRef" | "recipients"> & Partial<DeliveryPageSpec>,
+): Promise<void> {
+  await new DeliveryJobPublisher(jetstream(nc)).publishPage({ workspaceId: "ws_acme", fromEmail: "news@acme.test", fromName: "Acme", enqueuedAt: new Date(), ...page });
 }
 
 /** The secret the suites give the delivery service (and the renderer compile). */

@@ -55,6 +55,10 @@ function fixtureTree(files: Record<string, string>): string {
     "gen/wire_pb.ts": "export const Wire = 1;\n",
     // Transports and adapters may use generated code; the domain may not.
     "services/beta/src/routes.ts": 'import { Wire } from "../../../gen/wire_pb.js";\nexport const r = Wire;\n',
+    // The pipeline library: its wire-free work.ts is a domain's to use, the publisher is not.
+    "services/pipeline/src/work.ts": "export type DeliveryJobSpec = { deliveryId: string };\n",
+    "services/pipeline/src/delivery-jobs.ts": 'import { Wire } from "../../../gen/wire_pb.js";\nexport const publish = Wire;\n',
+    "services/alpha/src/domain/dispatch.ts": 'import type { DeliveryJobSpec } from "../../../pipeline/src/work.js";\nexport const job: DeliveryJobSpec = { deliveryId: "d" };\n',
     ...files,
   };
   for (const [file, text] of Object.entries(all)) {
@@ -76,13 +80,14 @@ describe("import boundaries (npm run lint)", () => {
     expect(await depcruise(dir, ["gateway", "services"])).toEqual({ exitCode: 0, violations: [] });
   }, 120_000);
 
-  it("fail on a unit importing another unit, a library importing a unit, a cycle (type-only too) and a domain importing generated code", async () => {
+  it("fail on a unit importing another unit, a library importing a unit, a cycle (type-only too), a domain importing generated code or the pipeline beyond work.ts", async () => {
     const dir = fixtureTree({
       "services/alpha/src/domain/crossing.ts": 'import { b } from "../../../beta/src/main.js";\nexport const c = b;\n',
       "services/lib/src/upward.ts": 'import { a } from "../../alpha/src/main.js";\nexport const u = a;\n',
       "services/beta/src/compile.ts": 'import { pieces } from "./snippets.js";\nexport type Piece = { lit: string };\nexport const c = pieces;\n',
       "services/beta/src/domain/wire.ts": 'import { Wire } from "../../../../gen/wire_pb.js";\nexport const w = Wire;\n',
       "services/beta/src/snippets.ts": 'import type { Piece } from "./compile.js";\nexport const pieces: Piece[] = [];\n',
+      "services/beta/src/domain/publish.ts": 'import { publish } from "../../../pipeline/src/delivery-jobs.js";\nexport const p = publish;\n',
     });
     fixtures.push(dir);
     const { exitCode, violations } = await depcruise(dir, ["gateway", "services"]);
@@ -93,6 +98,7 @@ describe("import boundaries (npm run lint)", () => {
       { rule: "no-library-to-unit", from: "services/lib/src/upward.ts", to: "services/alpha/src/main.ts" },
       // (The crossing import also leaves alpha's domain for a transport: two rules, two lines.)
       { rule: "pure-domain", from: "services/alpha/src/domain/crossing.ts", to: "services/beta/src/main.ts" },
+      { rule: "pure-domain", from: "services/beta/src/domain/publish.ts", to: "services/pipeline/src/delivery-jobs.ts" },
       { rule: "pure-domain", from: "services/beta/src/domain/wire.ts", to: "gen/wire_pb.ts" },
     ]);
   }, 120_000);

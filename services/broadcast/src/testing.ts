@@ -11,7 +11,8 @@ import {
   type DeliveryJob,
   type DeliveryPage,
 } from "../../../gen/mailroom/events/v1/events_pb.js";
-import type { DeliveryJobInit, DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
+import { deliveryJobOf, deliveryPageOf } from "@mailroom/pipeline/delivery-jobs.js";
+import type { DeliveryJobSpec, DeliveryPageSpec } from "@mailroom/pipeline/work.js";
 import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { newId } from "@mailroom/kit/ids.js";
 import { badRequest } from "@mailroom/kit/errors.js";
@@ -237,16 +238,16 @@ export class FakeQueue implements DeliveryQueue {
     }
   }
 
-  async publishPage(init: DeliveryPageInit): Promise<void> {
+  async publishPage(spec: DeliveryPageSpec): Promise<void> {
     this.fail();
-    const page = fromBinary(DeliveryPageSchema, toBinary(DeliveryPageSchema, create(DeliveryPageSchema, init)));
+    const page = fromBinary(DeliveryPageSchema, toBinary(DeliveryPageSchema, deliveryPageOf(spec)));
     this.published.push({ page });
     this.log.push(`page ${page.contentRef} ${page.pageId}`);
   }
 
-  async publishJob(init: DeliveryJobInit): Promise<void> {
+  async publishJob(spec: DeliveryJobSpec): Promise<void> {
     this.fail();
-    const job = fromBinary(DeliveryJobSchema, toBinary(DeliveryJobSchema, create(DeliveryJobSchema, init)));
+    const job = fromBinary(DeliveryJobSchema, toBinary(DeliveryJobSchema, deliveryJobOf(spec)));
     this.published.push({ job });
     this.log.push(`job ${job.contentRef}`);
   }

@@ -10,7 +10,8 @@ import type { Store } from "@mailroom/store/port.js";
 import { newId, newMessageId } from "@mailroom/kit/ids.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { DeliveryJobSchema, type DeliveryJob } from "../../../gen/mailroom/events/v1/events_pb.js";
-import type { DeliveryJobInit } from "@mailroom/pipeline/delivery-jobs.js";
+import { deliveryJobOf } from "@mailroom/pipeline/delivery-jobs.js";
+import type { DeliveryJobSpec } from "@mailroom/pipeline/work.js";
 import type {
   CompileInput,
   ContentWriter,
@@ -163,12 +164,12 @@ export class FakeQueue implements DeliveryQueue {
 
   constructor(private readonly log: string[] = []) {}
 
-  async publishJob(init: DeliveryJobInit): Promise<void> {
+  async publishJob(spec: DeliveryJobSpec): Promise<void> {
     if (this.failNext > 0) {
       this.failNext--;
       throw new Error("nats unavailable");
     }
-    const job = create(DeliveryJobSchema, init);
+    const job = deliveryJobOf(spec);
     // Through the wire format, as delivery will read it.
     this.published.push(fromBinary(DeliveryJobSchema, toBinary(DeliveryJobSchema, job)));
     this.log.push(`job ${job.contentRef}`);

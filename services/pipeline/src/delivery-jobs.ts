@@ -2,14 +2,28 @@
  * The one publisher of delivery work (DESIGN §9.1): single jobs and a broadcast's page jobs,
  * on the lane their source belongs to. Each is published with a msgID (the delivery id, the
  * page id), so a publish repeated after a crash is a no-op within the stream's window.
+ *
+ * Units describe the work in the wire-free shapes of work.ts; this module is the one place
+ * that builds the protobuf DeliveryJob and DeliveryPage from them.
  */
-import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { deliveryJobSubject, type DeliverySourceName } from "@mailroom/kit/jetstream.js";
-import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { deliveryJobSubject } from "@mailroom/kit/jetstream.js";
+import {
+  DeliveryJobSchema,
+  DeliveryPageSchema,
+  DeliverySource,
+  type DeliveryJob,
+  type DeliveryPage,
+} from "../../../gen/mailroom/events/v1/events_pb.js";
+import type { DeliveryJobSpec, DeliveryPageSpec, DeliverySourceName } from "./work.js";
 
-export type DeliveryJobInit = MessageInitShape<typeof DeliveryJobSchema>;
-export type DeliveryPageInit = MessageInitShape<typeof DeliveryPageSchema>;
+const SOURCE: Record<DeliverySourceName, DeliverySource> = {
+  transactional: DeliverySource.TRANSACTIONAL,
+  broadcast: DeliverySource.BROADCAST,
+  test: DeliverySource.BROADCAST_TEST,
+};
 
 const SOURCE_NAME: Partial<Record<DeliverySource, DeliverySourceName>> = {
   [DeliverySource.TRANSACTIONAL]: "transactional",
@@ -43,26 +57,73 @@ export function isPageSubject(subject: string): boolean {
   return broadcast.length > 0 && !broadcast.includes(".");
 }
 
-/** Merge values as the JSON bytes jobs carry (`variables_json`). */
-const encoder = new TextEncoder();
-export function variablesJson(variables: Readonly<Record<string, unknown>> | undefined): Uint8Array {
-  return variables && Object.keys(variables).length > 0 ? encoder.encode(JSON.stringify(variables)) : new Uint8Array(0);
+/** The protobuf DeliveryJob of a job spec, as it goes on the queue. */
+export function deliveryJobOf(spec: DeliveryJobSpec): DeliveryJob {
+  const replyTo = [...(spec.replyTo ?? [])];
+  return create(DeliveryJobSchema, {
+    deliveryId: spec.deliveryId,
+    workspaceId: spec.workspaceId,
+    source: SOURCE[spec.source],
+    messageId: spec.messageId,
+    emailId: spec.emailId ?? "",
+    broadcastId: spec.broadcastId ?? "",
+    recipient: {
+      email: spec.recipient.email,
+      contactId: spec.recipient.contactId ?? "",
+      variablesJson: spec.recipient.variablesJson ?? new Uint8Array(0),
+    },
+    fromEmail: spec.fromEmail,
+    fromName: spec.fromName ?? "",
+    // The first address also in the single field, for workers that predate the list.
+    replyTo: replyTo[0] ?? "",
+    replyToList: replyTo,
+    contentRef: spec.contentRef,
+    subjectPrefix: spec.subjectPrefix ?? "",
+    groupBy: spec.groupBy ?? "",
+    enqueuedAt: timestampFromDate(spec.enqueuedAt),
+    requestId: spec.requestId ?? "",
+    notBefore: spec.notBefore ? timestampFromDate(spec.notBefore) : undefined,
+  });
+}
+
+/** The protobuf DeliveryPage of a page spec (a broadcast's, so source BROADCAST). */
+export function deliveryPageOf(spec: DeliveryPageSpec): DeliveryPage {
+  return create(DeliveryPageSchema, {
+    pageId: spec.pageId,
+    workspaceId: spec.workspaceId,
+    source: DeliverySource.BROADCAST,
+    broadcastId: spec.broadcastId,
+    contentRef: spec.contentRef,
+    fromEmail: spec.fromEmail,
+    fromName: spec.fromName ?? "",
+    replyToList: [...(spec.replyTo ?? [])],
+    subjectPrefix: spec.subjectPrefix ?? "",
+    recipients: spec.recipients.map((r) => ({
+      deliveryId: r.deliveryId,
+      messageId: r.messageId,
+      email: r.email,
+      contactId: r.contactId,
+      variablesJson: r.variablesJson,
+    })),
+    enqueuedAt: timestampFromDate(spec.enqueuedAt),
+    requestId: spec.requestId ?? "",
+  });
 }
 
 export class DeliveryJobPublisher {
   constructor(private readonly js: JetStreamClient) {}
 
   /** One recipient's job; resolves once the stream stored it. */
-  async publishJob(job: DeliveryJobInit): Promise<void> {
-    const message = create(DeliveryJobSchema, job);
-    const subject = deliveryJobSubject(sourceNameOf(message.source), message.broadcastId);
+  async publishJob(job: DeliveryJobSpec): Promise<void> {
+    const message = deliveryJobOf(job);
+    const subject = deliveryJobSubject(job.source, message.broadcastId);
     await this.js.publish(subject, toBinary(DeliveryJobSchema, message), { msgID: message.deliveryId });
   }
 
   /** A page of a broadcast's recipients; resolves once the stream stored it. */
-  async publishPage(page: DeliveryPageInit): Promise<void> {
-    const message = create(DeliveryPageSchema, page);
-    if (!message.pageId || !message.broadcastId) throw new Error("a page job needs page_id and broadcast_id");
+  async publishPage(page: DeliveryPageSpec): Promise<void> {
+    if (!page.pageId || !page.broadcastId) throw new Error("a page job needs page_id and broadcast_id");
+    const message = deliveryPageOf(page);
     await this.js.publish(deliveryPageSubject(message.broadcastId), toBinary(DeliveryPageSchema, message), { msgID: message.pageId });
   }
 }

@@ -1,7 +1,5 @@
 import { appError, badRequest, conflict, notFound, type AppError } from "@mailroom/kit/errors.js";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { variablesJson } from "@mailroom/pipeline/delivery-jobs.js";
+import { variablesJson } from "@mailroom/pipeline/work.js";
 import { assertBroadcastAccess } from "./gating.js";
 import {
   BROADCAST_STATUSES,
@@ -213,7 +211,7 @@ export class Broadcasts {
         return this.deps.queue.publishJob({
           deliveryId: `${testId}-${i}`,
           workspaceId,
-          source: DeliverySource.BROADCAST_TEST,
+          source: "test",
           broadcastId: broadcast.id,
           messageId: this.deps.ids.messageId(domain),
           recipient: {
@@ -223,11 +221,10 @@ export class Broadcasts {
           },
           fromEmail: broadcast.fromEmail,
           fromName: broadcast.fromName,
-          replyTo: broadcast.replyTo[0] ?? "",
-          replyToList: broadcast.replyTo,
+          replyTo: broadcast.replyTo,
           contentRef,
           subjectPrefix: TEST_SUBJECT_PREFIX,
-          enqueuedAt: timestampFromDate(now),
+          enqueuedAt: now,
         });
       }),
     );

@@ -1,6 +1,4 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
-import { variablesJson, type DeliveryPageInit } from "@mailroom/pipeline/delivery-jobs.js";
+import { variablesJson, type PageRecipientSpec } from "@mailroom/pipeline/work.js";
 import {
   PAGE_SIZE,
   contentRefOf,
@@ -373,14 +371,13 @@ export class Sender {
     const chunks = chunkBySize(recipients, MAX_PAGE_BYTES);
     const shared = {
       workspaceId: broadcast.workspaceId,
-      source: DeliverySource.BROADCAST,
       broadcastId: broadcast.id,
       contentRef: contentRefOf(broadcast.id),
       fromEmail: broadcast.fromEmail,
       fromName: broadcast.fromName,
-      replyToList: broadcast.replyTo,
+      replyTo: broadcast.replyTo,
       subjectPrefix: "",
-      enqueuedAt: timestampFromDate(now),
+      enqueuedAt: now,
     };
     await Promise.all(
       chunks.map((chunk, k) => this.deps.queue.publishPage({ ...shared, pageId: chunks.length === 1 ? windowId : `${windowId}/${k}`, recipients: chunk })),
@@ -500,19 +497,17 @@ function recipientOf(c: Contact, dueAt: number): Recipient {
   };
 }
 
-type PageRecipientInit = NonNullable<DeliveryPageInit["recipients"]>[number];
-
 /**
  * Splits recipients into runs of at most `maxBytes` (estimated from their strings and merge
  * values; a recipient larger than that alone is a run of its own). Deterministic: the same
  * window always splits the same way, so re-published pages keep their ids.
  */
-export function chunkBySize(recipients: PageRecipientInit[], maxBytes: number): PageRecipientInit[][] {
-  const chunks: PageRecipientInit[][] = [];
-  let current: PageRecipientInit[] = [];
+export function chunkBySize(recipients: PageRecipientSpec[], maxBytes: number): PageRecipientSpec[][] {
+  const chunks: PageRecipientSpec[][] = [];
+  let current: PageRecipientSpec[] = [];
   let bytes = 0;
   for (const r of recipients) {
-    const size = 32 + (r.deliveryId?.length ?? 0) + (r.messageId?.length ?? 0) + (r.email?.length ?? 0) * 3 + (r.contactId?.length ?? 0) + (r.variablesJson?.length ?? 0);
+    const size = 32 + r.deliveryId.length + r.messageId.length + r.email.length * 3 + r.contactId.length + r.variablesJson.length;
     if (current.length > 0 && bytes + size > maxBytes) {
       chunks.push(current);
       current = [];

@@ -1,7 +1,5 @@
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
-import { variablesJson, type DeliveryJobInit } from "@mailroom/pipeline/delivery-jobs.js";
+import { variablesJson, type DeliveryJobSpec } from "@mailroom/pipeline/work.js";
 import type { CompiledContent, StoredEmail } from "./model.js";
 import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 
@@ -9,24 +7,21 @@ import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./
 export const contentRefOf = (emailId: string) => `email:${emailId}`;
 
 /** The delivery job of one transactional email: one recipient, so one delivery. */
-export function jobOf(email: StoredEmail, now: Date, requestId = ""): DeliveryJobInit {
-  // Emails stored before Reply-To lists existed hold one string.
-  const replyTo: string[] = [email.replyTo ?? []].flat();
+export function jobOf(email: StoredEmail, now: Date, requestId = ""): DeliveryJobSpec {
   return {
     deliveryId: email.id,
     workspaceId: email.workspaceId,
-    source: DeliverySource.TRANSACTIONAL,
+    source: "transactional",
     messageId: email.messageId,
     emailId: email.id,
     recipient: { email: email.recipient, variablesJson: variablesJson(email.variables) },
     fromEmail: email.fromEmail,
     fromName: email.fromName,
-    // The first address also in the single field, for workers that predate the list.
-    replyTo: replyTo[0] ?? "",
-    replyToList: replyTo,
+    // Emails stored before Reply-To lists existed hold one string.
+    replyTo: [email.replyTo ?? []].flat(),
     contentRef: contentRefOf(email.id),
     groupBy: email.groupBy ?? "",
-    enqueuedAt: timestampFromDate(now),
+    enqueuedAt: now,
     requestId,
   };
 }

@@ -1,4 +1,4 @@
-import type { DeliveryJobInit } from "@mailroom/pipeline/delivery-jobs.js";
+import type { DeliveryJobSpec } from "@mailroom/pipeline/work.js";
 import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
 
 /**
@@ -137,7 +137,7 @@ export interface Renderer {
  * Idempotent per delivery id (msgID deduplication).
  */
 export interface DeliveryQueue {
-  publishJob(job: DeliveryJobInit): Promise<void>;
+  publishJob(job: DeliveryJobSpec): Promise<void>;
 }
 
 /**
