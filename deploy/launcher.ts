@@ -10,14 +10,30 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import { ConfigError, loadConfig } from "@mailroom/kit/config.js";
+import { loadBroadcastSettings } from "../services/broadcast/src/settings.js";
+import { loadDeliverySettings } from "../services/delivery/src/settings.js";
+import { loadDirectorySettings } from "../services/directory/src/settings.js";
+import { loadEmailSettings } from "../services/email/src/settings.js";
+import { loadInboundSettings } from "../services/inbound/src/settings.js";
+import { loadWebhooksSettings } from "../services/webhooks/src/settings.js";
+import { loadGatewaySettings } from "../gateway/src/settings.js";
 import { redactUrl } from "@mailroom/kit/logger.js";
 import { startUnits, UNITS, type RunningSystem, type UnitEvent, type UnitName } from "./processes.js";
 import { NatsServerMissingError, startLocalNats, stopStaleNats, type LocalNats } from "./nats-server.js";
 import { DEFAULT_RESTART_POLICY, describeExit, RestartTracker, signalGroup } from "./supervisor.js";
 
-const config = (() => {
+/**
+ * The shared config and every unit's settings, read here as each unit will read them, so a
+ * bad value is reported once, before anything starts (not as a unit crashing in a loop).
+ */
+const { config, deliverySettings, directorySettings, inboundSettings } = (() => {
   try {
-    return loadConfig();
+    const config = loadConfig();
+    loadGatewaySettings(config);
+    loadEmailSettings();
+    loadBroadcastSettings();
+    loadWebhooksSettings();
+    return { config, deliverySettings: loadDeliverySettings(), directorySettings: loadDirectorySettings(), inboundSettings: loadInboundSettings() };
   } catch (err) {
     // A configuration mistake is the user's to fix: the message, without a stack.
     if (err instanceof ConfigError) {
@@ -96,7 +112,7 @@ if (!natsUrl) {
 const bootstrap = await resolveBootstrap();
 const ports: Partial<Record<UnitName, number>> = { gateway: config.httpPort };
 // The inbound unit's SMTP port is the operator's to choose (MAILROOM_INBOUND_PORT); the others find each other by URL.
-for (const u of UNITS) if (u.name !== "gateway") ports[u.name] = await portOr(u.name === "inbound" ? config.inbound.port : u.defaultPort);
+for (const u of UNITS) if (u.name !== "gateway") ports[u.name] = await portOr(u.name === "inbound" ? inboundSettings.port : u.defaultPort);
 
 const COLOURS = [36, 35, 32, 34, 33, 37, 96, 95, 92, 94, 93];
 const colourOf = (unit: UnitName) => COLOURS[Math.max(0, UNITS.findIndex((u) => u.name === unit)) % COLOURS.length];
@@ -128,7 +144,7 @@ Mailroom is running.
   API key:      ${bootstrap.apiKey ?? "(see your MAILROOM_BOOTSTRAP file)"}
   NATS:         ${natsUrl}${nats ? " (started here, data in " + path.join(config.dataDir, "nats") + ")" : ""}
   Inbound SMTP: 127.0.0.1:${ports.inbound} (bounces, complaints, mailto unsubscribes)
-  Mail:         ${config.smtpUrl ? `relayed to ${redactUrl(config.smtpUrl)}` : `captured locally — open ${gatewayUrl}/dev/mail`}
+  Mail:         ${deliverySettings.smtpUrl ? `relayed to ${redactUrl(deliverySettings.smtpUrl)}` : `captured locally — open ${gatewayUrl}/dev/mail`}
   Data:         ${config.dataDir}${config.mongodbUrl ? " (records in MongoDB)" : ""}
   Logs, pids:   ${logDir}, ${runDir}
 
@@ -219,7 +235,7 @@ async function portOr(preferred: number): Promise<number> {
  * a random key into the data dir, so every start shows the same working key.
  */
 async function resolveBootstrap(): Promise<{ file: string; apiKey?: string; from: string }> {
-  let file = config.bootstrapFile;
+  let file = directorySettings.bootstrapFile;
   if (!file) {
     file = path.join(config.dataDir, "dev-bootstrap.json");
     if (!existsSync(file)) {

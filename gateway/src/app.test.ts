@@ -6,6 +6,7 @@ import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.j
 import { loadConfig, createLogger } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "./deps.js";
+import { loadGatewaySettings } from "./settings.js";
 import { workspaceOf } from "./auth.js";
 import { appError } from "@mailroom/kit/errors.js";
 import { MemoryTokenBuckets } from "./rate-limit.js";
@@ -33,7 +34,8 @@ describe("gateway core", () => {
       },
     });
     const deps: GatewayDeps = {
-      config: loadConfig({ MAILROOM_DOCS_URL: "https://docs.example.test/errors/" }),
+      config: loadConfig({}),
+      errorDocsUrl: loadGatewaySettings(loadConfig({}), { MAILROOM_DOCS_URL: "https://docs.example.test/errors/" }).errorDocsUrl,
       logger: createLogger("gateway-test", "silent"),
       clients: { directory: counted } as unknown as ServiceClients,
       rateLimitPerMinute: 5,

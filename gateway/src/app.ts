@@ -11,6 +11,7 @@ import { apiRoutes, publicRoutes } from "./routes/index.js";
 import { defineRoute, type RouteModule } from "./routes/route.js";
 import { registerConsole } from "./console/index.js";
 import { lazyRequestLogger } from "./request-logger.js";
+import { defaultErrorDocsUrl } from "./settings.js";
 
 /**
  * Builds the public HTTP gateway: JSON in and out, auth, rate limits and error bodies.
@@ -50,7 +51,7 @@ export async function buildGateway(
     (body as string).trim() === "" ? done(null, undefined) : parseJson(request, body as string, done),
   );
 
-  app.decorate("errorDocsBase", deps.config.errorDocsUrl);
+  app.decorate("errorDocsBase", deps.errorDocsUrl ?? defaultErrorDocsUrl(deps.config.publicUrl));
   // Every answer names its request; the RPCs made while serving it carry the same id
   // (rpcOptions, required by the clients' type), and its log lines too (request.log binds requestId).
   app.addHook("onRequest", (request, reply, done) => {

@@ -37,6 +37,7 @@ export interface TrackingEvents {
 }
 
 export interface GatewayDeps {
+  /** What every process shares; the gateway's own settings (gateway/src/settings.ts) are the fields below. */
   config: Config;
   logger: Logger;
   clients: ServiceClients;
@@ -51,6 +52,12 @@ export interface GatewayDeps {
   authFailuresPerMinute?: number;
   /** How long a successful key lookup is trusted before asking the directory again. */
   authCacheMs: number;
+  /** Base URL of the error documentation pages (default `<config.publicUrl>/docs/errors`). */
+  errorDocsUrl?: string;
+  /** Address the gateway binds (default 127.0.0.1): /dev/mail is only mounted on loopback. */
+  httpHost?: string;
+  /** MAILROOM_SMTP_URL: when set, mail is relayed, not captured, and /dev/mail is not mounted. */
+  smtpUrl?: string;
 }
 
 /** Clients of the services; every call names its request with rpcOptions(request). */

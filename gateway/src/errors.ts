@@ -132,7 +132,7 @@ export interface PublicErrorInit {
 
 /**
  * The public body of an error. `docsBase` is where the error pages are served
- * (`config.errorDocsUrl`); codes the table documents get `docsUrl` = `<docsBase>/<code>`.
+ * (`deps.errorDocsUrl`, MAILROOM_DOCS_URL); codes the table documents get `docsUrl` = `<docsBase>/<code>`.
  */
 export function publicErrorBody(init: PublicErrorInit, docsBase?: string): PublicErrorBody {
   const rule: Partial<ErrorRule> & { status: number } = ERROR_TABLE[init.code] ?? { status: init.status ?? 400 };
@@ -291,7 +291,7 @@ export function refusal(init: PublicErrorInit): AppError {
 
 declare module "fastify" {
   interface FastifyInstance {
-    /** Base URL of the error documentation pages (config.errorDocsUrl). */
+    /** Base URL of the error documentation pages (`GatewayDeps.errorDocsUrl`, MAILROOM_DOCS_URL). */
     errorDocsBase: string;
   }
 }

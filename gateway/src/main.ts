@@ -3,8 +3,10 @@ import { buildGateway } from "./app.js";
 import { createServiceClients } from "./deps.js";
 import { natsTrackingEvents } from "./tracking-events.js";
 import { KvTokenBuckets } from "./rate-limit-kv.js";
+import { loadGatewaySettings } from "./settings.js";
 
 const config = loadConfig();
+const settings = loadGatewaySettings(config);
 const logger = createLogger("gateway", config.logLevel);
 // Every API request takes a rate-limit token over KV: no stack captured per request.
 const nc = await connectNats(config.natsUrl, "gateway", { noAsyncTraces: true });
@@ -15,15 +17,18 @@ const app = await buildGateway({
   logger,
   clients: createServiceClients(config),
   tracking: natsTrackingEvents(nc),
-  rateLimitPerMinute: config.rateLimitPerMinute,
-  rateLimitBurst: config.rateLimitBurst,
+  rateLimitPerMinute: settings.rateLimitPerMinute,
+  rateLimitBurst: settings.rateLimitBurst,
   // Shared by every gateway process; an idle key's entry expires once it would be full again.
-  rateLimitBuckets: await KvTokenBuckets.open(nc, { idleMs: Math.max(60_000, Math.ceil((config.rateLimitBurst / config.rateLimitPerMinute) * 60_000) * 2) }),
-  authFailuresPerMinute: config.authFailuresPerMinute,
-  authCacheMs: config.authCacheMs,
+  rateLimitBuckets: await KvTokenBuckets.open(nc, { idleMs: Math.max(60_000, Math.ceil((settings.rateLimitBurst / settings.rateLimitPerMinute) * 60_000) * 2) }),
+  authFailuresPerMinute: settings.authFailuresPerMinute,
+  authCacheMs: settings.authCacheMs,
+  errorDocsUrl: settings.errorDocsUrl,
+  httpHost: settings.httpHost,
+  smtpUrl: settings.smtpUrl,
 });
-await app.listen({ port: config.httpPort, host: config.httpHost });
-logger.info({ url: `http://${config.httpHost}:${config.httpPort}` }, "gateway listening");
+await app.listen({ port: config.httpPort, host: settings.httpHost });
+logger.info({ url: `http://${settings.httpHost}:${config.httpPort}` }, "gateway listening");
 
 onShutdown(logger, async () => {
   await app.close();

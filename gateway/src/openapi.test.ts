@@ -217,7 +217,8 @@ describe("the generated OpenAPI document against the gateway", () => {
       delivery,
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {
-      config: { ...loadConfig({}), secret: SECRET, smtpUrl: undefined },
+      config: { ...loadConfig({}), secret: SECRET },
+      smtpUrl: undefined,
       logger: createLogger("gateway-openapi-test", "silent"),
       clients,
       tracking: { publish: async (e) => void events.push(e) },

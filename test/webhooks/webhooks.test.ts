@@ -16,6 +16,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { connectClient, connectNats, createLogger, ensureStreams, errorInfoOf, loadConfig, publishProto, type NatsConnection } from "@mailroom/kit";
 import { startWebhooks, type RunningWebhooks } from "../../services/webhooks/src/main.js";
+import { loadWebhooksSettings } from "../../services/webhooks/src/settings.js";
 import { WebhookService, WebhookStatus, DeliveryState, WebhookEventsSchema } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
 import { NatsChangeFeed, type WebhookChange } from "../../services/webhooks/src/adapters/change-feed.js";
@@ -82,7 +83,7 @@ let eventSeq = 0;
 beforeAll(async () => {
   nats = await startNats();
   dataDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-webhooks-"));
-  const config = loadConfig({
+  const env = {
     MAILROOM_NATS_URL: nats.url,
     MAILROOM_DATA_DIR: dataDir,
     MAILROOM_SERVICE_PORT: "0",
@@ -93,8 +94,8 @@ beforeAll(async () => {
     MAILROOM_WEBHOOKS_PAUSE_MIN_FAILURES: "3",
     MAILROOM_WEBHOOKS_POLL_MS: "50",
     MAILROOM_WEBHOOKS_TIMEOUT_MS: "5000",
-  });
-  unit = await startWebhooks(config, createLogger("webhooks", "warn"));
+  };
+  unit = await startWebhooks(loadConfig(env), loadWebhooksSettings(env), createLogger("webhooks", "warn"));
   client = connectClient(WebhookService, unit.url);
   nc = await connectNats(nats.url, "webhooks-test");
   await ensureStreams(nc);

@@ -29,8 +29,8 @@ const capturedId = z.object({ id: z.string() });
  */
 export const registerDevMail: RouteModule = (app, deps) => {
   // Captured mail spans every workspace: only serve it on a loopback-bound gateway.
-  const loopback = ["127.0.0.1", "localhost", "::1"].includes(deps.config.httpHost);
-  if (deps.config.smtpUrl || !loopback) return;
+  const loopback = ["127.0.0.1", "localhost", "::1"].includes(deps.httpHost ?? "127.0.0.1");
+  if (deps.smtpUrl || !loopback) return;
 
   defineRoute(app, {
     method: "GET",

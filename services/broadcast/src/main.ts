@@ -26,8 +26,10 @@ import { RpcDirectory } from "./adapters/directory.js";
 import { RpcRenderer } from "./adapters/renderer.js";
 import { consumeBroadcastEvents } from "./consumers.js";
 import { broadcastRoutes } from "./routes.js";
+import { loadBroadcastSettings } from "./settings.js";
 
 const config = loadConfig();
+const settings = loadBroadcastSettings();
 const logger = createLogger("broadcast", config.logLevel);
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "broadcast" });
 const repos = await openRepositories(store);
@@ -42,7 +44,7 @@ const queue = new DeliveryJobPublisher(jetstream(nc));
 const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
 const sender = new Sender(
   { ...repos, directory, queue, content, clock: systemClock, logger },
-  { owner, intervalMs: Math.min(config.schedulerIntervalMs, 250) },
+  { owner, intervalMs: settings.senderIntervalMs },
 );
 const broadcasts = new Broadcasts({
   ...repos,

@@ -43,7 +43,7 @@ import type {
 } from "./domain/ports.js";
 import { deliveryRoutes } from "./routes.js";
 import { prometheusDeliveryMetrics, recordSmtpPoolSize } from "./adapters/metrics.js";
-import type { DeliverySettings } from "./settings.js";
+import { loadDeliverySettings, type DeliverySettings } from "./settings.js";
 
 /** Any adapter may be replaced (tests, benchmarks); the rest are built from config. */
 export interface DeliveryOverrides {
@@ -87,13 +87,13 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
     await repo.init();
     deliveries = repo;
   }
-  const capture = config.smtpUrl ? undefined : new CaptureStore(path.join(config.dataDir, "captured"));
+  const capture = settings.smtpUrl ? undefined : new CaptureStore(path.join(config.dataDir, "captured"));
   const transport =
     o.transport ??
-    (config.smtpUrl
+    (settings.smtpUrl
       ? new SmtpPoolTransport(
           {
-            url: config.smtpUrl,
+            url: settings.smtpUrl,
             poolSize: settings.poolSize,
             maxMessagesPerConnection: settings.maxMessagesPerConnection,
             timeoutMs: settings.smtpTimeoutMs,
@@ -102,12 +102,12 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
             ignoreTls: settings.ignoreTls,
             skeletonCacheEntries: settings.skeletonCacheEntries,
           },
-          redactUrl(config.smtpUrl),
+          redactUrl(settings.smtpUrl),
         )
       : new CaptureTransport(capture!));
-  if (config.smtpUrl) recordSmtpPoolSize(settings.poolSize);
+  if (settings.smtpUrl) recordSmtpPoolSize(settings.poolSize);
   const pacing = o.pacing ?? (await KvPacingRepository.open(nc, logger));
-  const pacer = new Pacer(pacing, { key: relayKeyOf(config.smtpUrl), rate: settings.relayRate });
+  const pacer = new Pacer(pacing, { key: relayKeyOf(settings.smtpUrl), rate: settings.relayRate });
   const js = jetstream(nc);
   // Content only from the content store the accepting unit wrote (DESIGN §9.1), broadcast
   // content cached: delivery never calls the email, broadcast or renderer service.
@@ -142,7 +142,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
       pageConcurrency: settings.pageConcurrency,
       secret: config.secret,
       publicUrl: config.publicUrl,
-      bounceDomain: config.bounceDomain,
+      bounceDomain: settings.bounceDomain,
     },
   );
   const consumer = await startDeliveryConsumers(nc, deliverer, {
@@ -187,7 +187,7 @@ async function runDeliveryProcess(): Promise<void> {
   const nc = await connectNats(config.natsUrl, "delivery", { noAsyncTraces: true });
   await ensureStreams(nc);
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "delivery" });
-  const delivery = await startDelivery({ config, settings: config.delivery, logger, nc, store });
+  const delivery = await startDelivery({ config, settings: loadDeliverySettings(), logger, nc, store });
   const server = await startConnectServer({
     routes: deliveryRoutes(delivery.admin),
     port: config.servicePort ?? defaultServicePort(config, "delivery"),

@@ -8,8 +8,10 @@ import { createResolver, generateDkimKeyPair } from "./adapters/dns.js";
 import { natsContactEventPublisher } from "./adapters/event-publisher.js";
 import { directoryRoutes } from "./routes.js";
 import { consumeMailOutcomes } from "./consumers.js";
+import { loadDirectorySettings } from "./settings.js";
 
 const config = loadConfig();
+const settings = loadDirectorySettings();
 const logger = createLogger("directory", config.logLevel);
 // Contact events are announced on NATS; the directory serves without it (events wait for it).
 const nats = connectNats(config.natsUrl, "directory", { waitOnFirstConnect: true });
@@ -17,18 +19,18 @@ nats.catch((err) => logger.warn({ err }, "NATS unavailable: contact events are s
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "directory" });
 const directory = createDirectory({
   repositories: await openStoreRepositories(store, secretKeysOf(config)),
-  resolver: createResolver(config.dnsServers),
+  resolver: createResolver(settings.dnsServers),
   generateDkimKey: generateDkimKeyPair,
-  dns: { spfInclude: config.spfInclude, inboundMxHost: config.inbound.mxHost, bounceDomain: config.bounceDomain },
+  dns: { spfInclude: settings.spfInclude, inboundMxHost: settings.inboundMxHost, bounceDomain: settings.bounceDomain },
   publishEvent: natsContactEventPublisher(nats, logger),
 });
 
-if (config.bootstrapFile) {
+if (settings.bootstrapFile) {
   try {
-    const ids = await directory.bootstrap.loadJson(await readFile(config.bootstrapFile, "utf8"));
-    logger.info({ workspaces: ids, file: config.bootstrapFile }, "bootstrap loaded");
+    const ids = await directory.bootstrap.loadJson(await readFile(settings.bootstrapFile, "utf8"));
+    logger.info({ workspaces: ids, file: settings.bootstrapFile }, "bootstrap loaded");
   } catch (err) {
-    logger.fatal({ file: config.bootstrapFile, reason: (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
+    logger.fatal({ file: settings.bootstrapFile, reason: (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
     process.exit(1);
   }
 }

@@ -27,13 +27,15 @@ import { EmailService } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
 import { consumeMailEvents } from "./consumers.js";
 import { emailRoutes } from "./routes.js";
+import { loadEmailSettings } from "./settings.js";
 
 const config = loadConfig();
+const settings = loadEmailSettings();
 const logger = createLogger("email", config.logLevel);
 /** One email service process: the whole unit, or one of its workers. */
 async function serve(): Promise<void> {
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });
-  const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: config.emailContentRetentionHours });
+  const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: settings.contentRetentionHours });
   // Every send publishes: no stack captured per request for errors that almost never happen.
   const nc = await connectNats(config.natsUrl, "email", { noAsyncTraces: true });
   await ensureStreams(nc);
@@ -58,7 +60,7 @@ async function serve(): Promise<void> {
   });
   const scheduler = new Scheduler(emails, queue, content, systemClock, logger, {
     owner,
-    intervalMs: config.schedulerIntervalMs,
+    intervalMs: settings.schedulerIntervalMs,
   });
   scheduler.start();
   const events = await consumeMailEvents(nc, { emails, outcomes, stats, clock: systemClock }, logger);
@@ -83,4 +85,4 @@ async function serve(): Promise<void> {
   });
 }
 
-if (!superviseWorkers(config.emailWorkers, logger, config.exitWithParent)) await serve();
+if (!superviseWorkers(settings.workers, logger, config.exitWithParent)) await serve();

@@ -18,30 +18,32 @@ import { tokenSecretsOf } from "@mailroom/content/tokens.js";
 import { InboundMail } from "./domain/inbound.js";
 import { consumeSentEvents } from "./consumers.js";
 import { startSmtpListener } from "./smtp.js";
+import { loadInboundSettings } from "./settings.js";
 
 const config = loadConfig();
+const settings = loadInboundSettings();
 const logger = createLogger("inbound", config.logLevel);
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "inbound" });
 const nc = await connectNats(config.natsUrl, "inbound");
 await ensureStreams(nc);
 
 const inbound = new InboundMail({
-  sent: await StoreSentDeliveries.open(store, config.inbound.rememberMs),
+  sent: await StoreSentDeliveries.open(store, settings.rememberMs),
   suppressions: new ConnectSuppressions(connectClient(DirectoryService, config.urls.directory)),
   events: new JetStreamMailEvents(jetstream(nc)),
   clock: { now: () => new Date() },
   logger,
-  policy: { secret: tokenSecretsOf(config), domains: config.bounceDomain ? [config.bounceDomain] : [] },
+  policy: { secret: tokenSecretsOf(config), domains: settings.bounceDomain ? [settings.bounceDomain] : [] },
 });
 const sentEvents = await consumeSentEvents(nc, inbound, logger);
 const smtp = await startSmtpListener({
   inbound,
-  port: config.inbound.port,
+  port: settings.port,
   host: config.serviceHost,
-  maxMessageBytes: config.inbound.maxMessageBytes,
+  maxMessageBytes: settings.maxMessageBytes,
   logger,
 });
-logger.info({ port: smtp.port, host: config.serviceHost, bounceDomain: config.bounceDomain ?? "(bounces.<sender domain>)" }, "inbound SMTP listening");
+logger.info({ port: smtp.port, host: config.serviceHost, bounceDomain: settings.bounceDomain ?? "(bounces.<sender domain>)" }, "inbound SMTP listening");
 
 // /healthz for container healthchecks, when given a service port (no RPCs of its own).
 const health =

@@ -25,14 +25,15 @@ import { Outbox } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
 import { consumeMailEvents } from "./consumers.js";
 import { webhookRoutes } from "./routes.js";
+import { loadWebhooksSettings, type WebhooksSettings } from "./settings.js";
 
 export interface RunningWebhooks {
   url: string;
   stop(): Promise<void>;
 }
 
-/** Starts the unit; the test suite starts it in-process with its own config. */
-export async function startWebhooks(config: Config, logger: Logger): Promise<RunningWebhooks> {
+/** Starts the unit; the test suite starts it in-process with its own config and settings. */
+export async function startWebhooks(config: Config, settings: WebhooksSettings, logger: Logger): Promise<RunningWebhooks> {
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "webhooks" });
   const collections = await openCollections(store, secretKeysOf(config));
   const nc = await connectNats(config.natsUrl, "webhooks");
@@ -41,9 +42,8 @@ export async function startWebhooks(config: Config, logger: Logger): Promise<Run
   // Names this process in outbox claims (two processes never send one attempt at once) and in change announcements.
   const owner = `webhooks-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
   const changes = new NatsChangeFeed(nc, owner, logger);
-  const webhookStore = new CachedWebhookStore(collections.webhooks, config.webhooks.endpointCacheMs, (c) => changes.publish(c));
+  const webhookStore = new CachedWebhookStore(collections.webhooks, settings.endpointCacheMs, (c) => changes.publish(c));
   const changeSubscription = changes.subscribe((c) => webhookStore.forget(c));
-  const settings = config.webhooks;
   const outbox = new Outbox({
     deliveries: collections.deliveries,
     webhooks: webhookStore,
@@ -95,6 +95,6 @@ export async function startWebhooks(config: Config, logger: Logger): Promise<Run
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const config = loadConfig();
   const logger = createLogger("webhooks", config.logLevel);
-  const unit = await startWebhooks(config, logger);
+  const unit = await startWebhooks(config, loadWebhooksSettings(), logger);
   onShutdown(logger, () => unit.stop(), config.exitWithParent);
 }

@@ -1,0 +1,25 @@
+import { z } from "zod";
+import { loadSettings } from "@mailroom/kit/config.js";
+
+/**
+ * The broadcast service's settings; what every process shares (NATS, store, secret, URLs) is
+ * kit's `loadConfig`.
+ */
+const schema = z.object({
+  /**
+   * How often the email service's scheduler claims due emails; the sender loop here looks
+   * for work at this interval, at most every 250 ms. (The email service declares it too.)
+   */
+  MAILROOM_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(500),
+});
+
+export interface BroadcastSettings {
+  /** How often the sender loop looks for due broadcasts and pages to release. */
+  senderIntervalMs: number;
+}
+
+/** Reads and validates the broadcast service's settings; a bad value throws kit's ConfigError naming the variable. */
+export function loadBroadcastSettings(env: NodeJS.ProcessEnv = process.env): BroadcastSettings {
+  const c = loadSettings(schema, env);
+  return { senderIntervalMs: Math.min(c.MAILROOM_SCHEDULER_INTERVAL_MS, 250) };
+}
