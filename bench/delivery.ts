@@ -33,7 +33,9 @@ import { jetstream } from "@nats-io/jetstream";
 import { startNats } from "../test/harness/nats.js";
 import { freePort, waitForPort } from "../test/harness/ports.js";
 import { loadConfig } from "@mailroom/kit/config.js";
-import { connectNats, deliveryJobSubject, ensureStreams } from "@mailroom/kit/jetstream.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { deliveryJobSubject } from "@mailroom/pipeline/subjects.js";
 import { openStore } from "@mailroom/store/open.js";
 import { DeliveryJobSchema, DeliverySource } from "../gen/mailroom/events/v1/events_pb.js";
 import { startDelivery } from "../services/delivery/src/main.js";
@@ -164,7 +166,7 @@ async function pipeline(port: number, n: number, round: number): Promise<Run & {
   const config = loadConfig(env);
   const settings = loadDeliverySettings(env);
   const nc = await connectNats(nats.url, "bench-delivery", { noAsyncTraces: true });
-  await ensureStreams(nc);
+  await ensureMailStreams(nc);
   const store = await openStore({ dataDir, service: "delivery" });
   const content = new FakeContentSource();
   content.put("ws_bench", "broadcast:cmp_bench", compiledFrom({

@@ -18,7 +18,7 @@ import { connect } from "@nats-io/transport-node";
 import { startSystem } from "../test/harness/system.js";
 import { signLinkToken, signRecipientToken } from "@mailroom/content/tokens.js";
 import { linkPath } from "@mailroom/content/urls.js";
-import { EVENTS_STREAM } from "@mailroom/kit/jetstream.js";
+import { EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
 import type { LoadResult } from "./api.js";
 
 const TARGET = "https://bench.test/pricing?plan=pro&utm_source=mail";

@@ -1,4 +1,5 @@
-import { loadConfig, createLogger, onShutdown, connectNats, ensureStreams } from "@mailroom/kit";
+import { loadConfig, createLogger, onShutdown, connectNats } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { buildGateway } from "./app.js";
 import { createServiceClients } from "./deps.js";
 import { natsTrackingEvents } from "./tracking-events.js";
@@ -10,7 +11,7 @@ const settings = loadGatewaySettings(config);
 const logger = createLogger("gateway", config.logLevel);
 // Every API request takes a rate-limit token over KV: no stack captured per request.
 const nc = await connectNats(config.natsUrl, "gateway", { noAsyncTraces: true });
-await ensureStreams(nc);
+await ensureMailStreams(nc);
 
 const app = await buildGateway({
   config,

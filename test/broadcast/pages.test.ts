@@ -3,7 +3,9 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { DeliveryPageSchema, type DeliveryPage } from "../../gen/mailroom/events/v1/events_pb.js";
-import { connectNats, DELIVERY_STREAM, ensureStreams } from "@mailroom/kit/jetstream.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { DELIVERY_STREAM } from "@mailroom/pipeline/subjects.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher, deliveryPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
 import type { DeliveryPageSpec } from "@mailroom/pipeline/work.js";
@@ -28,7 +30,7 @@ describe("broadcast page jobs on JetStream", () => {
   beforeAll(async () => {
     nats = await startNats();
     nc = await connectNats(nats.url, "pages-test");
-    await ensureStreams(nc, 1);
+    await ensureMailStreams(nc, 1);
     content = await ContentStore.open(nc, { replicas: 1 });
     publisher = new DeliveryJobPublisher(jetstream(nc));
   }, 60_000);

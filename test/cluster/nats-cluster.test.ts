@@ -9,7 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connectNats, DELIVERY_STREAM, openKvBucket, type NatsConnection } from "@mailroom/kit/jetstream.js";
+import { connectNats, openKvBucket, type NatsConnection } from "@mailroom/kit/jetstream.js";
+import { DELIVERY_STREAM } from "@mailroom/pipeline/subjects.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { checkReadiness, processReadyChecks } from "@mailroom/kit/health.js";
 import { sampleSum, scrape } from "../ops/prometheus.js";

@@ -17,7 +17,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import PostalMime from "postal-mime";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
-import { connectNats, ensureStreams } from "@mailroom/kit/jetstream.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
@@ -114,7 +115,7 @@ describe.skipIf(!available)("deliverability: SpamAssassin scores of what Mailroo
       dkim: { domain: "acme.test", selector: "mr2024", privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
     });
     nc = await connectNats(nats.url, "deliverability-test");
-    await ensureStreams(nc);
+    await ensureMailStreams(nc);
     // As the accepting unit does: the compiled content is in the content store before any job names it.
     for (const kind of KINDS) {
       const id = kind.ref.split(":")[1];

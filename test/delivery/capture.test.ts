@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { connectNats, ensureStreams } from "@mailroom/kit/jetstream.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
@@ -31,7 +32,7 @@ describe("local capture (no relay configured)", () => {
     neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
     neighbours.senders.set("ws_other/hi@other.test", { address: "hi@other.test" });
     nc = await connectNats(nats.url, "capture-suite");
-    await ensureStreams(nc);
+    await ensureMailStreams(nc);
     await putContents(nc, contents);
     delivery = await startDeliveryUnderTest(nc, deliveryEnv({ natsUrl: nats.url, dataDir: data.dir, neighboursUrl: neighbours.url }));
     client = delivery.client;

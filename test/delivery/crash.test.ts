@@ -10,7 +10,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { freePort, waitForPort } from "../harness/ports.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
-import { connectNats, ensureStreams } from "@mailroom/kit/jetstream.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
 import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
@@ -35,7 +36,7 @@ describe("delivery worker killed mid-batch", () => {
     // A relay that takes a moment to answer, so a kill lands inside SMTP transactions.
     sink.setBehaviour(() => ({ kind: "accept", delayMs: 15 }));
     nc = await connectNats(nats.url, "crash-suite");
-    await ensureStreams(nc);
+    await ensureMailStreams(nc);
     await putContents(nc, contents);
   });
 

@@ -11,7 +11,9 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { startSmtpSink, type SinkBehaviour, type SmtpSink } from "../harness/smtp-sink.js";
-import { connectNats, ensureStreams, DELIVERY_STREAM } from "@mailroom/kit/jetstream.js";
+import { connectNats } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { DELIVERY_STREAM } from "@mailroom/pipeline/subjects.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
@@ -62,7 +64,7 @@ describe("delivery service (JetStream → SMTP)", () => {
       dkim: { domain: "acme.test", selector: "mr2024", privateKeyPem: privateKey.export({ type: "pkcs8", format: "pem" }).toString() },
     });
     nc = await connectNats(nats.url, "delivery-suite");
-    await ensureStreams(nc);
+    await ensureMailStreams(nc);
     await putContents(nc, contents);
     events = listenEvents(nc);
     delivery = await startDeliveryUnderTest(nc, deliveryEnv({ natsUrl: nats.url, smtpUrl: sink.url, dataDir: data.dir, neighboursUrl: neighbours.url }),);

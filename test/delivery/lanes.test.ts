@@ -9,16 +9,9 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
-import {
-  connectNats,
-  consumerConfig,
-  deliveryJobSubject,
-  ensureStreams,
-  DELIVERY_DURABLE,
-  DELIVERY_LANES,
-  DELIVERY_STREAM,
-  DELIVERY_SUBJECTS,
-} from "@mailroom/kit/jetstream.js";
+import { connectNats, consumerConfig } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { deliveryJobSubject, DELIVERY_DURABLE, DELIVERY_LANES, DELIVERY_STREAM, DELIVERY_SUBJECTS } from "@mailroom/pipeline/subjects.js";
 import { toBinary } from "@bufbuild/protobuf";
 import { DeliveryJobSchema, DeliverySource } from "../../gen/mailroom/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
@@ -46,7 +39,7 @@ describe("delivery lanes", () => {
     }
     neighbours.senders.set("ws_acme/news@acme.test", { address: "news@acme.test" });
     nc = await connectNats(nats.url, "lanes-suite");
-    await ensureStreams(nc);
+    await ensureMailStreams(nc);
     await putContents(nc, contents);
   });
 

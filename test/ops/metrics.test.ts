@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { availableUnits, type UnitName } from "../../deploy/processes.js";
-import { DELIVERY_STREAM } from "@mailroom/kit/jetstream/subjects.js";
+import { DELIVERY_STREAM } from "@mailroom/pipeline/subjects.js";
 import { freePort } from "../harness/ports.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { declares, sampleSum, scrape } from "./prometheus.js";

@@ -4,7 +4,9 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { DeliverySource, MailEventSchema, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
-import { connectNats, ensureStreams, eventSubject, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { eventSubject } from "@mailroom/pipeline/subjects.js";
 import { createLogger } from "@mailroom/kit/logger.js";
 import { consumeMailEvents } from "../../services/email/src/consumers.js";
 import type { OutcomeStore } from "../../services/email/src/domain/ports.js";
@@ -28,7 +30,7 @@ describe("email event consumer redelivery", () => {
   beforeAll(async () => {
     nats = await startNats();
     nc = await connectNats(nats.url, "outcomes-test");
-    await ensureStreams(nc);
+    await ensureMailStreams(nc);
     w = await buildTestWorld({ clock: undefined });
     const real = w.outcomeDeps.outcomes;
     // Writes the event's effect, then fails as a process dying before its ack would.

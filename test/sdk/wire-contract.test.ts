@@ -4,7 +4,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ContactEventSchema, DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { CONTACT_EVENTS_SUBJECTS } from "@mailroom/kit/jetstream.js";
+import { CONTACT_EVENTS_SUBJECTS } from "@mailroom/pipeline/subjects.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
 /**

@@ -14,7 +14,8 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { jetstream } from "@nats-io/jetstream";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { connectClient, connectNats, createLogger, ensureStreams, errorInfoOf, loadConfig, publishProto, type NatsConnection } from "@mailroom/kit";
+import { connectClient, connectNats, createLogger, errorInfoOf, loadConfig, publishProto, type NatsConnection } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { startWebhooks, type RunningWebhooks } from "../../services/webhooks/src/main.js";
 import { loadWebhooksSettings } from "../../services/webhooks/src/settings.js";
 import { WebhookService, WebhookStatus, DeliveryState, WebhookEventsSchema } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
@@ -98,7 +99,7 @@ beforeAll(async () => {
   unit = await startWebhooks(loadConfig(env), loadWebhooksSettings(env), createLogger("webhooks", "warn"));
   client = connectClient(WebhookService, unit.url);
   nc = await connectNats(nats.url, "webhooks-test");
-  await ensureStreams(nc);
+  await ensureMailStreams(nc);
 });
 
 afterAll(async () => {

@@ -1,5 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ack, consumeProto, EVENTS_STREAM, eventsOfSource, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { EVENTS_STREAM, eventsOfSource } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import type { OutcomeKind } from "./domain/model.js";

@@ -8,13 +8,13 @@ import {
   connectNats,
   createLogger,
   defaultServicePort,
-  ensureStreams,
   loadConfig,
   newId,
   newMessageId,
   onShutdown,
   startConnectServer,
 } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
@@ -34,7 +34,7 @@ const logger = createLogger("broadcast", config.logLevel);
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "broadcast" });
 const repos = await openRepositories(store);
 const nc = await connectNats(config.natsUrl, "broadcast");
-await ensureStreams(nc);
+await ensureMailStreams(nc);
 
 // Names this process in leases, so two broadcast processes never work one broadcast at once.
 const owner = `broadcast-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;

@@ -7,22 +7,13 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { JetStreamApiCodes, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  DELIVERY_DURABLE,
-  DELIVERY_LANES,
-  DELIVERY_STREAM,
-  backoffMs,
-  consume,
-  drop,
-  isJetStreamApiError,
-  type ConsumeLoop,
-  type DeliveryLane,
-} from "@mailroom/kit/jetstream.js";
+import { backoffMs, consume, drop, isJetStreamApiError, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { runWithRequestContext } from "@mailroom/kit/request-context.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource, type DeliveryJob, type DeliveryPage } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { isPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
+import { DELIVERY_DURABLE, DELIVERY_LANES, DELIVERY_STREAM, type DeliveryLane } from "@mailroom/pipeline/subjects.js";
 import type { Deliverer } from "./domain/deliverer.js";
 import type { Job, JobSource, Page, Variables } from "./domain/job.js";
 

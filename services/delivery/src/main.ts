@@ -11,7 +11,7 @@ import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { defaultServicePort, loadConfig, type Config } from "@mailroom/kit/config.js";
 import { connectClient, onShutdown, startConnectServer } from "@mailroom/kit/connect.js";
-import { connectNats, ensureStreams, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { createLogger, redactUrl, type Logger } from "@mailroom/kit/logger.js";
 import { openStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
@@ -19,6 +19,7 @@ import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_p
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { CaptureStore } from "./adapters/capture.js";
 import { CachedContentSource, StoreContentSource, sharedContentRef, type CompiledMessageSource } from "./adapters/content-source.js";
 import { OutcomeEventPublisher } from "./adapters/events.js";
@@ -185,7 +186,7 @@ async function runDeliveryProcess(): Promise<void> {
   const logger = createLogger("delivery", config.logLevel);
   // Every job costs a few requests (ack, outcome publish): skip capturing a stack trace for each.
   const nc = await connectNats(config.natsUrl, "delivery", { noAsyncTraces: true });
-  await ensureStreams(nc);
+  await ensureMailStreams(nc);
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "delivery" });
   const delivery = await startDelivery({ config, settings: loadDeliverySettings(), logger, nc, store });
   const server = await startConnectServer({

@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { jetstream } from "@nats-io/jetstream";
+import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
-import { connectNats, ensureStreams, eventSubject, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { EVENTS_STREAM, EVENTS_SUBJECTS, eventSubject } from "@mailroom/pipeline/subjects.js";
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
-import { consumeMailOutcomes, mailOutcomeOf } from "./consumers.js";
+import { consumeMailOutcomes, mailOutcomeOf, OUTCOME_KINDS, OUTCOMES_DURABLE, outcomesDurable } from "./consumers.js";
 import { memoryDirectory, type TestDirectory } from "./testing.js";
 
 const event = (init: Omit<Partial<MailEvent>, "$typeName" | "$unknown">) =>
@@ -32,7 +34,7 @@ describe("mail outcomes → suppressions and contact status", () => {
     beforeAll(async () => {
       nats = await startNats();
       nc = await connectNats(nats.url, "directory-outcomes-test");
-      await ensureStreams(nc, 1);
+      await ensureMailStreams(nc, 1);
       dir = await memoryDirectory();
       await dir.workspaces.create({ id: "ws_a", name: "A" });
       loop = await consumeMailOutcomes(nc, dir.outcomes, pino({ level: "silent" }));
@@ -82,4 +84,42 @@ describe("mail outcomes → suppressions and contact status", () => {
       ]);
     }, 30_000);
   });
+
+  it("takes over from the single durable of earlier releases where it stopped: nothing replayed, nothing skipped", async () => {
+    const nats = await startNats();
+    const nc = await connectNats(nats.url, "directory-outcomes-upgrade-test");
+    try {
+      await ensureMailStreams(nc, 1);
+      const dir = await memoryDirectory();
+      await dir.workspaces.create({ id: "ws_a", name: "A" });
+      for (const email of ["before@example.test", "after@example.test"]) await dir.contacts.create("ws_a", { email });
+      const jsm = await jetstreamManager(nc);
+      await jsm.consumers.add(EVENTS_STREAM, { durable_name: OUTCOMES_DURABLE, ack_policy: AckPolicy.Explicit, filter_subject: EVENTS_SUBJECTS });
+      const js = jetstream(nc);
+      const publish = (e: MailEvent, kind: string, msgID: string) => js.publish(eventSubject("broadcast", kind), toBinary(MailEventSchema, e), { msgID });
+      // Handled by the old release (acked), then the contact resubscribed: must not be unsubscribed again.
+      await publish(event({ type: MailEventType.UNSUBSCRIBED, recipient: "before@example.test" }), "unsubscribed", "u1");
+      const old = await js.consumers.get(EVENTS_STREAM, OUTCOMES_DURABLE);
+      const handled = await old.next();
+      handled!.ack();
+      await handled!.ackAck();
+      // Published while the upgrade was under way: must still count.
+      await publish(event({ type: MailEventType.UNSUBSCRIBED, recipient: "after@example.test" }), "unsubscribed", "u2");
+
+      const loop = await consumeMailOutcomes(nc, dir.outcomes, pino({ level: "silent" }));
+      try {
+        for (let i = 0; i < 100 && (await dir.contacts.get("ws_a", "after@example.test")).status !== "UNSUBSCRIBED"; i++) await new Promise((r) => setTimeout(r, 50));
+        expect((await dir.contacts.get("ws_a", "after@example.test")).status).toBe("UNSUBSCRIBED");
+        expect((await dir.contacts.get("ws_a", "before@example.test")).status).toBe("SUBSCRIBED");
+        const names = [];
+        for await (const c of jsm.consumers.list(EVENTS_STREAM)) names.push(c.name);
+        expect(names.sort()).toEqual(OUTCOME_KINDS.map(outcomesDurable).sort());
+      } finally {
+        await loop.stop();
+      }
+    } finally {
+      await nc.drain();
+      await nats.stop();
+    }
+  }, 30_000);
 });

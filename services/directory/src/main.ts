@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
-import { connectNats, createLogger, ensureStreams, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
+import { connectNats, createLogger, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
 import { secretKeysOf } from "@mailroom/kit/secrets.js";
 import { createDirectory } from "./domain/directory.js";
@@ -37,7 +38,7 @@ if (settings.bootstrapFile) {
 
 // Bounces, complaints and unsubscribes → suppressions and contact status, once NATS is there.
 const outcomeEvents = nats.then(async (nc) => {
-  await ensureStreams(nc, config.natsReplicas);
+  await ensureMailStreams(nc, config.natsReplicas);
   return consumeMailOutcomes(nc, directory.outcomes, logger);
 });
 outcomeEvents.catch((err) => logger.warn({ err }, "mail outcome consumer not started"));

@@ -8,13 +8,13 @@ import {
   connectNats,
   createLogger,
   defaultServicePort,
-  ensureStreams,
   loadConfig,
   newId,
   newMessageId,
   onShutdown,
   startConnectServer,
 } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
 import { superviseWorkers } from "@mailroom/kit/workers.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
@@ -38,7 +38,7 @@ async function serve(): Promise<void> {
   const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: settings.contentRetentionHours });
   // Every send publishes: no stack captured per request for errors that almost never happen.
   const nc = await connectNats(config.natsUrl, "email", { noAsyncTraces: true });
-  await ensureStreams(nc);
+  await ensureMailStreams(nc);
 
   // Names this process in publish claims, so two email services never publish one email.
   const owner = `email-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;

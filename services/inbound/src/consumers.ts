@@ -1,6 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { ack, consumeProto, EVENTS_STREAM, eventsOfKind, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { EVENTS_STREAM, eventsOfKind } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { DeliverySource, MailEventSchema, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import type { InboundMail } from "./domain/inbound.js";

@@ -5,11 +5,11 @@ import {
   connectClient,
   connectNats,
   createLogger,
-  ensureStreams,
   loadConfig,
   onShutdown,
   startConnectServer,
 } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
 import { ConnectSuppressions } from "./adapters/directory.js";
 import { JetStreamMailEvents } from "./adapters/mail-events.js";
@@ -25,7 +25,7 @@ const settings = loadInboundSettings();
 const logger = createLogger("inbound", config.logLevel);
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "inbound" });
 const nc = await connectNats(config.natsUrl, "inbound");
-await ensureStreams(nc);
+await ensureMailStreams(nc);
 
 const inbound = new InboundMail({
   sent: await StoreSentDeliveries.open(store, settings.rememberMs),

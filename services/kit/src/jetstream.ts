@@ -5,12 +5,12 @@ import { registerReadyCheck } from "./health.js";
 import { installCheapRequestCancel } from "./nats-requests.js";
 
 /**
- * JetStream for every service: the table of subjects (jetstream/subjects.ts), the streams
- * and consumer set-up (jetstream/streams.ts), the one consumer loop (jetstream/consume.ts),
- * connecting and publishing (here).
+ * JetStream plumbing for every service: stream and consumer set-up (jetstream/streams.ts),
+ * the one consumer loop (jetstream/consume.ts), KV buckets (jetstream/kv.ts), connecting and
+ * publishing (here). The mail pipeline's subjects, lanes and streams are services/pipeline's
+ * (subjects.ts, streams.ts).
  */
 export type { NatsConnection, JetStreamClient, JsMsg };
-export * from "./jetstream/subjects.js";
 export * from "./jetstream/streams.js";
 export * from "./jetstream/consume.js";
 export * from "./jetstream/kv.js";

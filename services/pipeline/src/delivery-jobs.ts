@@ -9,7 +9,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { deliveryJobSubject } from "@mailroom/kit/jetstream.js";
+import { deliveryJobSubject } from "./subjects.js";
 import {
   DeliveryJobSchema,
   DeliveryPageSchema,

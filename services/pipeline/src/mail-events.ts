@@ -5,7 +5,7 @@
  */
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { eventSubject } from "@mailroom/kit/jetstream.js";
+import { eventSubject } from "./subjects.js";
 import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { sourceNameOf } from "./delivery-jobs.js";
 

@@ -6,13 +6,13 @@ import {
   connectNats,
   createLogger,
   defaultServicePort,
-  ensureStreams,
   loadConfig,
   onShutdown,
   startConnectServer,
   type Config,
   type Logger,
 } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
 import { secretKeysOf } from "@mailroom/kit/secrets.js";
 import { systemClock } from "./adapters/clock.js";
@@ -37,7 +37,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "webhooks" });
   const collections = await openCollections(store, secretKeysOf(config));
   const nc = await connectNats(config.natsUrl, "webhooks");
-  await ensureStreams(nc);
+  await ensureMailStreams(nc);
 
   // Names this process in outbox claims (two processes never send one attempt at once) and in change announcements.
   const owner = `webhooks-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;

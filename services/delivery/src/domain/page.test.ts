@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
 import { deliveryPageSubject, isPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
 import { variablesJson } from "@mailroom/pipeline/work.js";
-import { deliveryJobSubject } from "@mailroom/kit/jetstream.js";
+import { deliveryJobSubject } from "@mailroom/pipeline/subjects.js";
 import { bodyText } from "../adapters/mime.js";
 import { toJob, toPage } from "../consumers.js";
 import { buildTestDelivery, compiledFrom, testJob, testPage, type TestDelivery } from "../testing.js";

@@ -1,66 +1,23 @@
 /**
- * The streams every service relies on, and the set-up of streams and durable consumers.
- * Set-up is idempotent: it updates what exists and adds what the server reports as not
- * found; any other failure (no JetStream, a refused update, a timeout) propagates.
+ * Set-up of streams and durable consumers, for any stream (the mail pipeline's streams and
+ * subjects are services/pipeline's). Set-up is idempotent: it updates what exists and adds
+ * what the server reports as not found; any other failure (no JetStream, a refused update, a
+ * timeout) propagates.
  */
 import {
   AckPolicy,
   DeliverPolicy,
   JetStreamApiCodes,
   JetStreamApiError,
-  RetentionPolicy,
-  StorageType,
-  jetstreamManager,
   type ConsumerConfig,
   type JetStreamManager,
   type StreamConfig,
 } from "@nats-io/jetstream";
-import { errors as natsErrors, type NatsConnection } from "@nats-io/transport-node";
-import { loadConfig } from "../config.js";
-import { CONTACT_EVENTS_STREAM, CONTACT_EVENTS_SUBJECTS, DELIVERY_STREAM, DELIVERY_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS } from "./subjects.js";
-
-const SECOND_NS = 1_000_000_000;
-
-/** Unchanged from the first release: existing data keeps working. */
-export const STREAMS: Array<Partial<StreamConfig> & { name: string }> = [
-  {
-    name: DELIVERY_STREAM,
-    subjects: [DELIVERY_SUBJECTS],
-    retention: RetentionPolicy.Workqueue,
-    storage: StorageType.File,
-    duplicate_window: 2 * 60 * SECOND_NS, // msgID dedupe window
-  },
-  {
-    name: EVENTS_STREAM,
-    subjects: [EVENTS_SUBJECTS],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    max_age: 7 * 24 * 3600 * SECOND_NS,
-    duplicate_window: 2 * 60 * SECOND_NS,
-  },
-  {
-    name: CONTACT_EVENTS_STREAM,
-    subjects: [CONTACT_EVENTS_SUBJECTS],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    max_age: 30 * 24 * 3600 * SECOND_NS,
-    duplicate_window: 2 * 60 * SECOND_NS,
-  },
-];
+import { errors as natsErrors } from "@nats-io/transport-node";
 
 /** True when `err` is the JetStream API's answer with this error code (e.g. 10059, 10014). */
 export function isJetStreamApiError(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
-}
-
-/**
- * Creates (or updates) the streams every service relies on, each with `replicas` copies
- * (MAILROOM_NATS_REPLICAS): on a cluster, 3 keeps every stream and its consumers available
- * when a node is lost. An existing stream is updated to the count; its consumers follow it.
- */
-export async function ensureStreams(nc: NatsConnection, replicas = loadConfig().natsReplicas): Promise<void> {
-  const jsm = await jetstreamManager(nc);
-  for (const config of STREAMS) await retryOnTimeout(() => ensureStream(jsm, { ...config, num_replicas: replicas }));
 }
 
 /**
@@ -98,6 +55,11 @@ export interface ConsumerSpec {
   maxDeliver?: number;
   ackWaitMs?: number;
   maxAckPending?: number;
+  /**
+   * Where a durable created now starts in the stream (it takes over from another durable);
+   * unset: from the first message. A durable that exists keeps its position.
+   */
+  startSeq?: number;
 }
 
 export function consumerConfig(spec: ConsumerSpec): Partial<ConsumerConfig> & { durable_name: string } {
@@ -121,8 +83,13 @@ export async function ensureConsumer(jsm: JetStreamManager, spec: ConsumerSpec):
     await jsm.consumers.info(spec.stream, spec.durable);
   } catch (err) {
     if (!isJetStreamApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
-    await jsm.consumers.add(spec.stream, config);
+    await jsm.consumers.add(
+      spec.stream,
+      spec.startSeq ? { ...config, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: spec.startSeq } : config,
+    );
     return;
   }
-  await jsm.consumers.update(spec.stream, spec.durable, config);
+  // The deliver policy is fixed when a durable is made: an update leaves it as it is.
+  const { deliver_policy: _policy, ...updatable } = config;
+  await jsm.consumers.update(spec.stream, spec.durable, updatable);
 }

@@ -1,6 +1,7 @@
 /**
- * The one table of JetStream stream names and subjects. Every publisher, consumer filter
- * and stream definition takes its names from here; no "mail.…" literal lives elsewhere.
+ * The one table of the mail pipeline's JetStream stream names and subjects (kit is plumbing
+ * and knows none of them). Every publisher, consumer filter and stream definition
+ * (streams.ts) takes its names from here; no "mail.…" literal lives elsewhere.
  *
  *   MAIL_DELIVERY (work queue)  mail.delivery.transactional          transactional jobs
  *                               mail.delivery.test                   broadcast test sends
@@ -8,6 +9,7 @@
  *   MAIL_EVENTS (kept 7 days)   mail.events.<source>.<kind>          outcomes and tracking
  *   CONTACT_EVENTS (kept 30 days) contact.events.<event name>        contact events (POST /v1/events)
  */
+import type { DeliverySourceName } from "./work.js";
 
 /** Work queue of delivery jobs: each job is held until one worker acks it. */
 export const DELIVERY_STREAM = "MAIL_DELIVERY";
@@ -17,8 +19,8 @@ export const DELIVERY_SUBJECTS = "mail.delivery.>";
 export const EVENTS_STREAM = "MAIL_EVENTS";
 export const EVENTS_SUBJECTS = "mail.events.>";
 
-/** Where a delivery job comes from; also the <source> token of its events. */
-export type DeliverySourceName = "transactional" | "broadcast" | "test";
+/** Where a delivery job comes from (work.ts); also the <source> token of its events. */
+export type { DeliverySourceName };
 
 /**
  * The subject of a delivery job. Broadcast jobs carry their broadcast id as the last

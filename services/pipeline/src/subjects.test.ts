@@ -20,7 +20,7 @@ function matches(filter: string, subject: string): boolean {
   return f.length === s.length;
 }
 
-describe("subjects", () => {
+describe("mail subjects", () => {
   it("keeps today's transactional job subject and event subjects", () => {
     expect(deliveryJobSubject("transactional")).toBe("mail.delivery.transactional");
     expect(eventSubject("transactional", "sent")).toBe("mail.events.transactional.sent");

@@ -1,0 +1,50 @@
+/**
+ * The mail pipeline's streams (names and subjects from subjects.ts) and their set-up through
+ * kit's generic plumbing. Set-up is idempotent: it updates what exists and adds what the
+ * server reports as not found; any other failure (no JetStream, a refused update, a
+ * timeout after the retries) propagates.
+ */
+import { RetentionPolicy, StorageType, jetstreamManager, type StreamConfig } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { loadConfig } from "@mailroom/kit/config.js";
+import { ensureStream, retryOnTimeout } from "@mailroom/kit/jetstream.js";
+import { CONTACT_EVENTS_STREAM, CONTACT_EVENTS_SUBJECTS, DELIVERY_STREAM, DELIVERY_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS } from "./subjects.js";
+
+const SECOND_NS = 1_000_000_000;
+
+/** Unchanged from the first release: existing data keeps working. */
+export const STREAMS: Array<Partial<StreamConfig> & { name: string }> = [
+  {
+    name: DELIVERY_STREAM,
+    subjects: [DELIVERY_SUBJECTS],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: 2 * 60 * SECOND_NS, // msgID dedupe window
+  },
+  {
+    name: EVENTS_STREAM,
+    subjects: [EVENTS_SUBJECTS],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    max_age: 7 * 24 * 3600 * SECOND_NS,
+    duplicate_window: 2 * 60 * SECOND_NS,
+  },
+  {
+    name: CONTACT_EVENTS_STREAM,
+    subjects: [CONTACT_EVENTS_SUBJECTS],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    max_age: 30 * 24 * 3600 * SECOND_NS,
+    duplicate_window: 2 * 60 * SECOND_NS,
+  },
+];
+
+/**
+ * Creates (or updates) the streams every service relies on, each with `replicas` copies
+ * (MAILROOM_NATS_REPLICAS): on a cluster, 3 keeps every stream and its consumers available
+ * when a node is lost. An existing stream is updated to the count; its consumers follow it.
+ */
+export async function ensureMailStreams(nc: NatsConnection, replicas = loadConfig().natsReplicas): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  for (const config of STREAMS) await retryOnTimeout(() => ensureStream(jsm, { ...config, num_replicas: replicas }));
+}
