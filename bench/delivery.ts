@@ -1,16 +1,18 @@
 /**
  * Delivery benchmark: N small messages (default 20,000; MAILROOM_BENCH_DELIVERY_MESSAGES)
- * through the whole delivery path — jobs published to JetStream, pulled by the delivery
- * workers (claim in the store, merge, MIME, SMTP pool, mark, outcome event, ack) — into a
- * local SMTP sink, beside a raw nodemailer pool sending the same messages to the same sink
- * in the same run. Target: the pipeline at >= 70% of the raw pool's rate.
+ * through the whole delivery path — the content written once to the content store (a
+ * JetStream KV bucket), page jobs of 500 recipients published to JetStream as the broadcast
+ * service releases them, pulled by the delivery workers (claim in the store, merge, MIME,
+ * SMTP pool, mark, outcome event, ack) — into a local SMTP sink, beside a raw nodemailer
+ * pool sending the same messages to the same sink in the same run. Target: the pipeline at
+ * >= 100% of the raw pool's rate.
  *
  * The sink is Postfix's smtp-sink when installed (Debian package postfix): a Node sink
  * tops out near the sender's own rate and would measure itself. Otherwise the harness's
  * Node sink runs in a child process, and the output says so.
  *
- * The neighbours (content owner, directory) are in-process repositories here: their
- * answers are cached by the workers anyway, and they are not what is measured.
+ * The directory (sender check) is an in-process fake here: its answer is cached by the
+ * workers anyway, and it is not what is measured.
  *
  * Run: `npx tsx bench/delivery.ts` or `npm run bench delivery`. Environment:
  * MAILROOM_BENCH_DELIVERY_MESSAGES (20000), MAILROOM_BENCH_DELIVERY_ROUNDS (2),
@@ -18,8 +20,8 @@
  * sign every message with one RSA-2048 key); MAILROOM_SMTP_POOL_SIZE and the other
  * delivery settings apply to both sides.
  *
- * The jobs are broadcast jobs (the broadcast lane, messages built from the broadcast's
- * MIME skeleton); the raw pool builds each message from scratch, as nodemailer does.
+ * The jobs are a broadcast's page jobs (the broadcast lane, messages built from the
+ * broadcast's MIME skeleton); the raw pool builds each message from scratch, as nodemailer does.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
@@ -28,21 +30,23 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import nodemailer from "nodemailer";
-import { create } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import { startNats } from "../test/harness/nats.js";
 import { freePort, waitForPort } from "../test/harness/ports.js";
 import { loadConfig } from "@mailroom/kit/config.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
-import { deliveryJobSubject } from "@mailroom/pipeline/subjects.js";
+import { ContentStore } from "@mailroom/pipeline/content-store.js";
+import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
+import { variablesJson, type DeliveryPageSpec } from "@mailroom/pipeline/work.js";
 import { openStore } from "@mailroom/store/open.js";
-import { DeliveryJobSchema, DeliverySource } from "../gen/mailroom/events/v1/events_pb.js";
 import { startDelivery } from "../services/delivery/src/main.js";
 import { loadDeliverySettings } from "../services/delivery/src/settings.js";
-import { compiledFrom, FakeContentSource, FakeDirectory, silentLogger } from "../services/delivery/src/testing.js";
+import { compiledFrom, FakeDirectory, silentLogger } from "../services/delivery/src/testing.js";
 
-const TARGET_RATIO = 0.7;
+const TARGET_RATIO = 1;
+/** Recipients per page job: the broadcast service's release window. */
+const PAGE = 500;
 
 /** One signing key for both sides when MAILROOM_BENCH_DELIVERY_DKIM=1. */
 const DKIM_KEY = (() => {
@@ -168,8 +172,8 @@ async function pipeline(port: number, n: number, round: number): Promise<Run & {
   const nc = await connectNats(nats.url, "bench-delivery", { noAsyncTraces: true });
   await ensureMailStreams(nc);
   const store = await openStore({ dataDir, service: "delivery" });
-  const content = new FakeContentSource();
-  content.put("ws_bench", "broadcast:cmp_bench", compiledFrom({
+  // Written once, as the broadcast service does before it releases the first page.
+  await (await ContentStore.open(nc, { replicas: 1 })).put("ws_bench", "broadcast:cmp_bench", compiledFrom({
     subject: "Hello {{firstName}} {{n}}",
     html: "<p>Hi {{firstName}}, this is message {{n}} of the benchmark.</p>",
     text: "Hi {{firstName}}, this is message {{n}} of the benchmark.",
@@ -178,34 +182,29 @@ async function pipeline(port: number, n: number, round: number): Promise<Run & {
   }));
   const directory = new FakeDirectory();
   directory.allow("ws_bench", "news@acme.test", DKIM_KEY);
-  const runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store, overrides: { content, directory } });
+  const runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store, overrides: { directory } });
 
-  const js = jetstream(nc);
-  const jobs = Array.from({ length: n }, (_, i) =>
-    create(DeliveryJobSchema, {
-      deliveryId: `dlv_bench_${round}_${i}`,
+  const publisher = new DeliveryJobPublisher(jetstream(nc));
+  const pages: DeliveryPageSpec[] = [];
+  for (let from = 0; from < n; from += PAGE) {
+    pages.push({
+      pageId: `cmp_bench:${round}:${from}`,
       workspaceId: "ws_bench",
-      source: DeliverySource.BROADCAST,
-      messageId: `bench${round}_${i}@acme.test`,
       broadcastId: "cmp_bench",
-      recipient: { email: `user${i}@example.test`, contactId: `ctc_${i}`, variables: { firstName: "Ann", n: String(i) } },
+      contentRef: "broadcast:cmp_bench",
       fromEmail: "news@acme.test",
       fromName: "Acme",
-      contentRef: "broadcast:cmp_bench",
-    }),
-  );
+      enqueuedAt: new Date(),
+      recipients: Array.from({ length: Math.min(PAGE, n - from) }, (_, k) => {
+        const i = from + k;
+        return { deliveryId: `dlv_bench_${round}_${i}`, messageId: `bench${round}_${i}@acme.test`, email: `user${i}@example.test`, contactId: `ctc_${i}`, variablesJson: variablesJson({ firstName: "Ann", n: String(i) }) };
+      }),
+    });
+  }
   const started = performance.now();
   const cpu = process.cpuUsage();
-  // Publish as the broadcast service would: pipelined, a bounded number awaiting acks.
-  let next = 0;
-  const publisher = async () => {
-    const { toBinary } = await import("@bufbuild/protobuf");
-    while (next < n) {
-      const job = jobs[next++];
-      await js.publish(deliveryJobSubject("broadcast", job.broadcastId), toBinary(DeliveryJobSchema, job), { msgID: job.deliveryId });
-    }
-  };
-  await Promise.all(Array.from({ length: 64 }, publisher));
+  // Published as the broadcast service releases windows: one page after another.
+  for (const page of pages) await publisher.publishPage(page);
   const published = performance.now();
   const deadline = Date.now() + Math.max(120_000, n * 20);
   while (runtime.deliverer.counters.sent < n) {
@@ -215,7 +214,7 @@ async function pipeline(port: number, n: number, round: number): Promise<Run & {
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   if (round > 0) {
-    console.log(`  published ${n} jobs in ${((published - started) / 1000).toFixed(2)} s (while the workers were already sending)`);
+    console.log(`  published ${pages.length} page jobs (${n} recipients) in ${((published - started) / 1000).toFixed(2)} s (while the workers were already sending)`);
   }
   await runtime.stop();
   await store.close();
