@@ -23,25 +23,36 @@ import { NatsServerMissingError, startLocalNats, stopStaleNats, type LocalNats }
 import { DEFAULT_RESTART_POLICY, describeExit, RestartTracker, signalGroup } from "./supervisor.js";
 
 /**
- * The shared config and every unit's settings, read here as each unit will read them, so a
- * bad value is reported once, before anything starts (not as a unit crashing in a loop).
+ * The shared config and every unit's settings, read here as each unit will read them, so
+ * every bad value is reported at once, before anything starts (not as units crashing in a loop).
  */
 const { config, deliverySettings, directorySettings, inboundSettings } = (() => {
-  try {
-    const config = loadConfig();
-    loadGatewaySettings(config);
-    loadEmailSettings();
-    loadBroadcastSettings();
-    loadWebhooksSettings();
-    return { config, deliverySettings: loadDeliverySettings(), directorySettings: loadDirectorySettings(), inboundSettings: loadInboundSettings() };
-  } catch (err) {
-    // A configuration mistake is the user's to fix: the message, without a stack.
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(1);
+  // A configuration mistake is the user's to fix: the messages, without a stack.
+  const problems: string[] = [];
+  const read = <T>(load: () => T): T | undefined => {
+    try {
+      return load();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.message.split("\n").slice(1));
+      return undefined;
     }
-    throw err;
+  };
+  const config = read(() => loadConfig());
+  const settings = {
+    gateway: config && read(() => loadGatewaySettings(config)),
+    email: read(() => loadEmailSettings()),
+    broadcast: read(() => loadBroadcastSettings()),
+    webhooks: read(() => loadWebhooksSettings()),
+    delivery: read(() => loadDeliverySettings()),
+    directory: read(() => loadDirectorySettings()),
+    inbound: read(() => loadInboundSettings()),
+  };
+  if (problems.length > 0 || !config || !settings.delivery || !settings.directory || !settings.inbound) {
+    console.error(`invalid configuration:\n${[...new Set(problems)].join("\n")}`);
+    process.exit(1);
   }
+  return { config, deliverySettings: settings.delivery, directorySettings: settings.directory, inboundSettings: settings.inbound };
 })();
 await mkdir(config.dataDir, { recursive: true });
 /** <dataDir>/run/<unit>.pid and nats-server.pid: what runs now, for you and for tests. */
