@@ -25,8 +25,13 @@ const schema = z.object({
   MAILROOM_DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(64),
   /** Transactional lane: jobs handed out and not yet acked, across every process. */
   MAILROOM_DELIVERY_MAX_ACK_PENDING: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
-  /** Broadcast-lane jobs handled at once by one process. */
-  MAILROOM_DELIVERY_BROADCAST_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(64),
+  /**
+   * Broadcast-lane jobs handled at once by one process: page jobs (each sends
+   * MAILROOM_DELIVERY_PAGE_CONCURRENCY recipients at once) and recipients retried alone.
+   * 16 pages already queue more sends than the SMTP pool has connections; more only hold
+   * recipients in memory (64 pages of 500 held ~400 MB).
+   */
+  MAILROOM_DELIVERY_BROADCAST_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(16),
   /**
    * Broadcast lane: jobs handed out and not yet acked, across every process. A paused
    * broadcast's jobs wait (nak'ed with the pause recheck delay) inside this bound.
