@@ -124,7 +124,13 @@ export async function consume<T>(
   const running = new Map<JsMsg, InFlight>();
   let stopping = false;
   const labels = { stream: spec.stream, durable: spec.durable };
-  const counted = (result: "ack" | "nak" | "term") => handled.inc({ ...labels, result });
+  // Labelled children made once: prom-client checks a label set on every call made with one,
+  // which per message (a broadcast's every outcome event) was 2% of a consumer's CPU.
+  const settledAs = { ack: handled.labels({ ...labels, result: "ack" }), nak: handled.labels({ ...labels, result: "nak" }), term: handled.labels({ ...labels, result: "term" }) };
+  const handlerTimer = handlerSeconds.labels(labels);
+  const redeliveredCount = redelivered.labels(labels);
+  const inFlightCount = inFlightMessages.labels(labels);
+  const counted = (result: "ack" | "nak" | "term") => settledAs[result].inc();
   const nakNow = (msg: JsMsg) => {
     counted("nak");
     msg.nak();
@@ -184,16 +190,16 @@ export async function consume<T>(
     }
     const id = opts.idOf?.(value) ?? `${spec.stream}-${msg.seq}`;
     const deliveryCount = msg.info.deliveryCount;
-    if (deliveryCount > 1) redelivered.inc(labels);
+    if (deliveryCount > 1) redeliveredCount.inc();
     const lastDelivery = deliveryCount >= maxDeliver;
     const ctx: MessageContext = { subject: msg.subject, deliveryCount, lastDelivery, working: () => msg.working() };
     let result: HandleResult;
     const started = performance.now();
     try {
       result = await handler(value, ctx);
-      handlerSeconds.observe(labels, secondsSince(started));
+      handlerTimer.observe(secondsSince(started));
     } catch (err) {
-      handlerSeconds.observe(labels, secondsSince(started));
+      handlerTimer.observe(secondsSince(started));
       if (running.get(msg)?.abandoned) return;
       const delayMs = errorBackoff(deliveryCount);
       log.warn({ err, id, subject: msg.subject, attempt: deliveryCount, delayMs }, "handler failed; retrying");
@@ -216,12 +222,12 @@ export async function consume<T>(
       }
       const entry: InFlight = { promise: Promise.resolve(), abandoned: false };
       running.set(msg, entry);
-      inFlightMessages.inc(labels);
+      inFlightCount.inc();
       entry.promise = handle(msg)
         .catch((err) => log.error({ err, subject: msg.subject }, "message handling failed"))
         .finally(() => {
           running.delete(msg);
-          inFlightMessages.dec(labels);
+          inFlightCount.dec();
         });
       if (running.size >= concurrency) await Promise.race([...running.values()].map((r) => r.promise));
     }
