@@ -58,10 +58,9 @@ describe("request ids across processes", () => {
     // Every unit names it in the same field, so one grep for "requestId":"<id>" finds them all.
     expect(gateway.find((l) => l.msg === "request done"), await context()).toMatchObject({ requestId });
     expect(email.map((l) => l.msg), await context()).toContain("rpc ok");
-    // (Delivery's GetCompiledContent for the job carries the id to the email service too, and may log first.)
     expect(email.find((l) => l.msg === "rpc ok" && l.rpc === "SendEmail"), await context()).toMatchObject({ requestId, rpc: "SendEmail" });
     expect(delivery.find((l) => l.msg === "delivery job handled"), await context()).toMatchObject({ requestId, decision: "ack" });
-    // Delivery's own RPCs for the job (content, directory) carry it on too.
+    // Delivery's own RPCs for the job (the directory's sender check; content comes from the content store) carry it on too.
     const others = await Promise.all((["renderer", "directory"] as const).map(async (u) => (await sys.log(u, 100_000)).includes(requestId)));
     expect(others.some(Boolean)).toBe(true);
   }, 60_000);
