@@ -12,6 +12,7 @@ import {
   type DeliveryPage,
 } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { deliveryJobOf, deliveryPageOf } from "@mailroom/pipeline/delivery-jobs.js";
+import { MemoryContentStore } from "@mailroom/pipeline/testing.js";
 import type { DeliveryJobSpec, DeliveryPageSpec } from "@mailroom/pipeline/work.js";
 import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { newId } from "@mailroom/kit/ids.js";
@@ -300,30 +301,7 @@ export class FakeQueue implements DeliveryQueue {
 }
 
 /** The content store in memory, logging puts and deletes on the log the queue shares. */
-export class FakeContentStore implements DeliveryContent {
-  entries = new Map<string, Uint8Array>();
-  failNext = 0;
-
-  constructor(readonly log: string[] = []) {}
-
-  async put(workspaceId: string, contentRef: string, compiled: Uint8Array): Promise<void> {
-    if (this.failNext > 0) {
-      this.failNext--;
-      throw new Error("content store unavailable");
-    }
-    this.entries.set(`${workspaceId} ${contentRef}`, compiled);
-    this.log.push(`put ${contentRef}`);
-  }
-
-  async delete(workspaceId: string, contentRef: string): Promise<void> {
-    this.entries.delete(`${workspaceId} ${contentRef}`);
-    this.log.push(`delete ${contentRef}`);
-  }
-
-  get(workspaceId: string, contentRef: string): Uint8Array | undefined {
-    return this.entries.get(`${workspaceId} ${contentRef}`);
-  }
-}
+export class FakeContentStore extends MemoryContentStore<Uint8Array> implements DeliveryContent {}
 
 export type TestWorld = Awaited<ReturnType<typeof buildTestWorld>>;
 

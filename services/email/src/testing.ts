@@ -12,6 +12,7 @@ import { badRequest } from "@mailroom/kit/errors.js";
 import { DeliveryJobSchema, type DeliveryJob } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { deliveryJobOf } from "@mailroom/pipeline/delivery-jobs.js";
 import type { DeliveryJobSpec } from "@mailroom/pipeline/work.js";
+import { MemoryContentStore } from "@mailroom/pipeline/testing.js";
 import type {
   CompileInput,
   ContentWriter,
@@ -201,33 +202,7 @@ export class FakeQueue implements DeliveryQueue {
 }
 
 /** The content store in memory: entries by `<workspace> <ref>`, and every put and job in one ordered log. */
-export class FakeContentStore implements ContentWriter {
-  entries = new Map<string, CompiledContent>();
-  failNext = 0;
-  /** Delay of each put, so a put can still be running when a job would go out. */
-  delayMs = 0;
-
-  constructor(readonly log: string[] = []) {}
-
-  async put(workspaceId: string, contentRef: string, compiled: CompiledContent): Promise<void> {
-    if (this.delayMs) await sleep(this.delayMs);
-    if (this.failNext > 0) {
-      this.failNext--;
-      throw new Error("content store unavailable");
-    }
-    this.entries.set(`${workspaceId} ${contentRef}`, compiled);
-    this.log.push(`put ${contentRef}`);
-  }
-
-  async delete(workspaceId: string, contentRef: string): Promise<void> {
-    this.entries.delete(`${workspaceId} ${contentRef}`);
-    this.log.push(`delete ${contentRef}`);
-  }
-
-  get(workspaceId: string, contentRef: string): CompiledContent | undefined {
-    return this.entries.get(`${workspaceId} ${contentRef}`);
-  }
-}
+export class FakeContentStore extends MemoryContentStore<CompiledContent> implements ContentWriter {}
 
 export interface TestWorld {
   store: Store;
