@@ -159,11 +159,12 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in a browser: sign-in, domai
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const id = res.body.email.id as string;
 
-    await page.getByRole("link", { name: "Emails" }).click();
+    await Promise.all([page.waitForEvent("load"), page.getByRole("link", { name: "Emails" }).click()]);
     expect(await unlabelled()).toEqual([]);
     await page.getByLabel("Recipient").fill(recipient.slice(0, 12).toUpperCase());
     await page.getByLabel("Status").selectOption("");
-    await page.getByRole("button", { name: "Search" }).click();
+    // The search is a form GET: wait for the new page, not just the new URL, before reading it.
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Search" }).click()]);
     expect(new URL(page.url()).searchParams.get("recipient")).toBe(recipient.slice(0, 12).toUpperCase());
     const found = page.getByRole("link", { name: recipient });
     expect(await found.count()).toBe(1);
@@ -172,7 +173,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in a browser: sign-in, domai
 
     // A search for someone else does not list it.
     await page.getByLabel("Recipient").fill("nobody-here");
-    await page.getByRole("button", { name: "Search" }).click();
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Search" }).click()]);
     expect(await page.getByText("No email matches these filters.").count()).toBe(1);
 
     // Delivery (captured locally) finishes shortly: reload until the timeline says delivered.
