@@ -732,7 +732,7 @@ export type PreviewBroadcastRequest = Message<"mailroom.broadcast.v1.PreviewBroa
   id: string;
 
   /**
-   * A contact of the workspace; empty: merged with no contact data (values render empty).
+   * A contact of the workspace; empty: merged with sample values (each field's name in brackets).
    *
    * @generated from field: string contact_email = 3;
    */
@@ -771,7 +771,7 @@ export type PreviewBroadcastResponse = Message<"mailroom.broadcast.v1.PreviewBro
   previewText: string;
 
   /**
-   * False when contact_email named no contact of the workspace (merged without its data).
+   * False when contact_email named no contact of the workspace (merged with sample values).
    *
    * @generated from field: bool contact_found = 5;
    */

@@ -127,7 +127,9 @@ export class Broadcasts {
   /**
    * The broadcast merged for one contact (by address) as it would be sent, but with
    * tracking off: a preview must not count opens or clicks, and its links go straight to
-   * their targets. An address with no contact merges with no data (contactFound false).
+   * their targets. Without a contact (no address, or one that is no contact: contactFound
+   * false) each merge field shows a sample value, its name in brackets ("Hello [firstName]"),
+   * so the preview shows where contact data goes instead of blanks ("Hello ,").
    */
   async preview(workspaceId: string, id: string, contactEmail: string): Promise<RenderedMessage & { contactFound: boolean }> {
     await this.gate(workspaceId);
@@ -141,7 +143,11 @@ export class Broadcasts {
         email: contact?.email ?? (email || "preview@example.invalid"),
         contactId: contact?.id ?? "",
         messageId: `preview.${broadcast.id}@preview.invalid`,
-        variables: contact ? { ...contact.properties, firstName: contact.firstName, lastName: contact.lastName } : {},
+        variables: contact
+          ? { ...contact.properties, firstName: contact.firstName, lastName: contact.lastName }
+          : sampleVariables((await this.deps.renderer.detectVariables({
+            html: `${broadcast.html}\n${broadcast.text}`, subject: broadcast.subject, previewText: broadcast.previewText, customProperties: [],
+          })).detected),
       },
     );
     return { ...rendered, contactFound: contact !== null };
@@ -388,4 +394,12 @@ function validateCreate(input: CreateInput) {
     text: input.text ?? "",
     replyTo,
   };
+}
+
+/** Merge values the renderer computes itself (the recipient's address and links): never sampled. */
+const COMPUTED_VARIABLES = new Set(["email", "unsubscribeUrl", "manageUrl", "contactId"]);
+
+/** A preview's stand-in values without a contact: each field's name in brackets. */
+export function sampleVariables(names: string[]): Record<string, string> {
+  return Object.fromEntries(names.filter((name) => !COMPUTED_VARIABLES.has(name)).map((name) => [name, `[${name}]`]));
 }

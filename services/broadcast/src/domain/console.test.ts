@@ -44,7 +44,7 @@ describe("update", () => {
 });
 
 describe("preview", () => {
-  it("merges the contact's data with tracking off, and says when the address is no contact", async () => {
+  it("merges the contact's data with tracking off, and sample values when the address is no contact", async () => {
     const w = await buildTestWorld();
     w.directory.addContacts(2, (i) => ({ properties: { plan: i === 0 ? "pro" : "free" } }));
     const { broadcast } = await w.service.create(WS, draft({ previewText: "for {{email}}" }));
@@ -58,7 +58,9 @@ describe("preview", () => {
     expect(recipient.messageId.startsWith(`${recipient.contactId}.${broadcast.id}@`)).toBe(false);
 
     const none = await w.service.preview(WS, broadcast.id, "nobody@example.test");
-    expect(none).toMatchObject({ contactFound: false, subject: "Hello ", html: "<p>Hi , you are on .</p>" });
+    expect(none).toMatchObject({ contactFound: false, subject: "Hello [firstName]", html: "<p>Hi [firstName], you are on [plan].</p>", previewText: "for nobody@example.test" });
+    // No address at all: the same sample values, and the renderer's own address.
+    expect(await w.service.preview(WS, broadcast.id, "")).toMatchObject({ contactFound: false, subject: "Hello [firstName]" });
     expect(await refusal(w.service.preview(WS, broadcast.id, "not an address"))).toMatchObject({ code: "invalid_payload", httpStatus: 400 });
     w.directory.setWorkspace("ws_other", {});
     expect(await refusal(w.service.preview("ws_other", broadcast.id, ""))).toMatchObject({ code: "broadcast_not_found", httpStatus: 404 });
