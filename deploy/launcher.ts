@@ -82,9 +82,19 @@ process.on("exit", () => {
   for (const u of UNITS) rmSync(path.join(runDir, `${u.name}.pid`), { force: true });
 });
 
-/** Stops every unit, then nats-server, then exits with `code`; a second signal exits at once. */
-async function shutdown(code: number): Promise<never> {
-  if (stopping) process.exit(code || 1);
+let firstSignal: { signal: NodeJS.Signals; at: number } | undefined;
+
+/**
+ * Stops every unit, then nats-server, then exits with `code`; a second signal exits at once.
+ * Ctrl-C under `npm start` reaches the launcher twice (from the terminal, and forwarded by
+ * npm): the same signal again within a second is that copy, not a second Ctrl-C.
+ */
+async function shutdown(code: number, signal?: NodeJS.Signals): Promise<never> {
+  if (stopping) {
+    if (signal && signal === firstSignal?.signal && Date.now() - firstSignal.at < 1_000) return new Promise<never>(() => {});
+    process.exit(code || 1);
+  }
+  if (signal) firstSignal = { signal, at: Date.now() };
   stopping = true;
   console.log("\nstopping…");
   const forced = setTimeout(() => {
@@ -97,9 +107,19 @@ async function shutdown(code: number): Promise<never> {
   process.exit(code);
 }
 
-process.on("SIGINT", () => void shutdown(0));
-process.on("SIGTERM", () => void shutdown(0));
-process.on("SIGHUP", () => void shutdown(0));
+process.on("SIGINT", () => void shutdown(0, "SIGINT"));
+process.on("SIGTERM", () => void shutdown(0, "SIGTERM"));
+process.on("SIGHUP", () => void shutdown(0, "SIGHUP"));
+// Under `npm start` (which execs the launcher, so npm's SIGTERM reaches it): never outlive npm,
+// even one killed with SIGKILL. An orphan's parent changes (to init or a subreaper).
+if (process.env.npm_lifecycle_event) {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid === parent) return;
+    console.error(red(`npm (pid ${parent}) is gone; stopping Mailroom`));
+    void shutdown(0);
+  }, 1_000).unref();
+}
 for (const event of ["uncaughtException", "unhandledRejection"] as const) {
   process.on(event, (err) => {
     console.error(red(`launcher error: ${(err as Error)?.stack ?? err}`));
