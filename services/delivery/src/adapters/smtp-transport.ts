@@ -1,11 +1,11 @@
 import { createPrivateKey } from "node:crypto";
-import { Readable } from "node:stream";
 import nodemailer from "nodemailer";
 import DKIM from "nodemailer/lib/dkim";
 import { LRUCache } from "lru-cache";
 import type { CaptureStore } from "./capture.js";
 import { bodyText, buildMime } from "./mime.js";
 import { MessageSkeletons } from "./mime-skeleton.js";
+import { parseSmtpUrl, SmtpConnection, type SmtpClientOptions } from "./smtp-client.js";
 import { SmtpFailure, type MailTransport, type OutgoingMail, type SendResult } from "../domain/ports.js";
 
 export interface SmtpOptions {
@@ -28,87 +28,120 @@ export function toNodemailer(mail: OutgoingMail) {
   return { envelope: mail.envelope, raw: buildMime(mail), dkim: mail.dkim };
 }
 
-const RECIPIENT_COMMANDS = new Set(["RCPT TO", "DATA"]);
-
-function asSmtpFailure(err: unknown): SmtpFailure {
-  const e = err as { message?: string; responseCode?: number; command?: string; response?: string };
-  const code = typeof e?.responseCode === "number" ? e.responseCode : 0;
-  const message = e?.response || e?.message || String(err);
-  return new SmtpFailure(message, code, RECIPIENT_COMMANDS.has(e?.command ?? ""));
+/** Collects a signer's output: a transactional message is signed whole before it is queued. */
+async function signed(signer: DKIM, raw: Buffer): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of signer.sign(raw) as AsyncIterable<Buffer | string>) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks);
 }
 
-/** What nodemailer's SMTP pool reads from a queued message (its transport interface). */
-interface PoolMessage {
-  data: Record<string, unknown>;
-  message: {
-    getEnvelope(): { from: string; to: string[] };
-    messageId(): string;
-    getHeader(name: string): string | undefined;
-    createReadStream(): Readable;
-  };
-}
-
-interface SmtpPool {
-  send(mail: PoolMessage, callback: (err: Error | null, info?: { response?: string }) => void): boolean;
+interface Waiting {
+  resolve(conn: SmtpConnection): void;
+  reject(err: Error): void;
 }
 
 /**
- * A pooled SMTP connection set to the relay in MAILROOM_SMTP_URL. The message is built
- * by buildMime() (a broadcast's from its skeleton, mime-skeleton.ts) and queued straight
- * onto nodemailer's SMTP pool (its transport interface: envelope, message id, a stream
- * per attempt), skipping the Mailer layer's per-message MIME tree and stream plumbing;
- * DKIM uses nodemailer's signer (a skeleton signs with nodemailer's signature function).
+ * Up to `poolSize` connections to the relay in MAILROOM_SMTP_URL (smtp-client.ts, with
+ * PIPELINING), each retired after `maxMessagesPerConnection` messages; a send waits for a
+ * free one. The message is built by buildMime() (a broadcast's from its skeleton,
+ * mime-skeleton.ts, signed there) or signed here with nodemailer's DKIM signer. A message
+ * whose connection turns out to have been closed by the relay while idle, before any reply
+ * to it, is sent once more on a new connection.
  */
 export class SmtpPoolTransport implements MailTransport {
   readonly capturing = false;
   readonly description: string;
-  private readonly mailer: ReturnType<typeof nodemailer.createTransport>;
-  private readonly pool: SmtpPool;
   /** DKIM signers by key, least recently used dropped past 256 (a signer holds a parsed private key). */
   private readonly signers = new LRUCache<string, DKIM>({ max: 256 });
   private readonly skeletons?: MessageSkeletons;
+  private readonly client: SmtpClientOptions;
+  private readonly idle: SmtpConnection[] = [];
+  private readonly live = new Set<SmtpConnection>();
+  private opening = 0;
+  private readonly waiting: Waiting[] = [];
+  private closing = false;
 
-  constructor(opts: SmtpOptions, description: string) {
+  constructor(private readonly opts: SmtpOptions, description: string) {
     this.description = description;
-    this.mailer = nodemailer.createTransport({
-      url: opts.url,
-      pool: true,
-      maxConnections: opts.poolSize,
-      maxMessages: opts.maxMessagesPerConnection,
-      connectionTimeout: opts.timeoutMs,
-      greetingTimeout: opts.timeoutMs,
-      socketTimeout: opts.timeoutMs,
-      requireTLS: opts.requireTls,
-      ignoreTLS: opts.ignoreTls,
-      tls: { rejectUnauthorized: opts.tlsRejectUnauthorized },
-    } as Parameters<typeof nodemailer.createTransport>[0]);
-    this.pool = (this.mailer as unknown as { transporter: SmtpPool }).transporter;
+    this.client = {
+      ...parseSmtpUrl(opts.url),
+      timeoutMs: opts.timeoutMs,
+      tlsRejectUnauthorized: opts.tlsRejectUnauthorized,
+      requireTls: opts.requireTls,
+      ignoreTls: opts.ignoreTls,
+    };
     if (opts.skeletonCacheEntries) this.skeletons = new MessageSkeletons(opts.skeletonCacheEntries);
   }
 
-  send(mail: OutgoingMail): Promise<SendResult> {
+  async send(mail: OutgoingMail): Promise<SendResult> {
     // A broadcast's message comes signed from its skeleton; any other is built and signed here.
     const fromSkeleton = this.skeletons?.render(mail);
-    const raw = fromSkeleton ?? buildMime(mail);
-    const signer = !fromSkeleton && mail.dkim && this.signer(mail.dkim);
-    const envelope = { from: mail.envelope.from, to: [mail.envelope.to] };
-    const queued: PoolMessage = {
-      data: {},
-      message: {
-        getEnvelope: () => ({ from: envelope.from, to: [...envelope.to] }),
-        messageId: () => mail.messageId,
-        getHeader: (name) => (name.toLowerCase() === "message-id" ? mail.messageId : undefined),
-        // A fresh stream per call: the pool may retry on another connection.
-        createReadStream: () => (signer ? signer.sign(raw) : Readable.from([raw], { objectMode: false })),
-      },
-    };
+    let raw = fromSkeleton ?? buildMime(mail);
+    if (!fromSkeleton && mail.dkim) raw = await signed(this.signer(mail.dkim), raw);
+    const to = [mail.envelope.to];
+    for (let attempt = 0; ; attempt++) {
+      const conn = await this.acquire();
+      const reused = conn.sent > 0;
+      try {
+        const reply = await conn.send(mail.envelope.from, to, raw);
+        return { code: reply.code, response: reply.text };
+      } catch (err) {
+        // Closed by the relay while idle, noticed only now: nothing of this message was answered.
+        if (attempt === 0 && reused && err instanceof SmtpFailure && err.code === 0 && !conn.answered) continue;
+        throw err;
+      } finally {
+        this.release(conn);
+      }
+    }
+  }
+
+  private acquire(): Promise<SmtpConnection> {
+    if (this.closing) return Promise.reject(new SmtpFailure("delivery is shutting down", 0, false));
+    for (let conn = this.idle.pop(); conn; conn = this.idle.pop()) if (!conn.closed) return Promise.resolve(conn);
     return new Promise((resolve, reject) => {
-      this.pool.send(queued, (err, info) => {
-        if (err) return reject(asSmtpFailure(err));
-        const response = String(info?.response ?? "250 OK");
-        resolve({ code: Number(/^\d{3}/.exec(response)?.[0] ?? 250), response });
-      });
+      this.waiting.push({ resolve, reject });
+      this.grow();
     });
+  }
+
+  /** Opens connections for waiting sends while the pool has room. */
+  private grow(): void {
+    while (this.waiting.length > this.opening && this.live.size + this.opening < this.opts.poolSize) {
+      this.opening += 1;
+      let conn: SmtpConnection | undefined;
+      SmtpConnection.open(this.client, () => this.forget(conn))
+        .then((opened) => {
+          conn = opened;
+          this.opening -= 1;
+          this.live.add(opened);
+          this.release(opened);
+        })
+        .catch((err: Error) => {
+          this.opening -= 1;
+          // With no connection left, every waiting send learns why (the relay refused, timed
+          // out); otherwise one does and the rest wait for the connections still open.
+          if (this.live.size === 0 && this.opening === 0) for (const w of this.waiting.splice(0)) w.reject(err);
+          else this.waiting.shift()?.reject(err);
+        });
+    }
+  }
+
+  private release(conn: SmtpConnection): void {
+    if (conn.closed || conn.sent >= this.opts.maxMessagesPerConnection || this.closing) {
+      this.forget(conn);
+      void conn.quit();
+      return;
+    }
+    const next = this.waiting.shift();
+    if (next) next.resolve(conn);
+    else this.idle.push(conn);
+  }
+
+  private forget(conn: SmtpConnection | undefined): void {
+    if (!conn || !this.live.delete(conn)) return;
+    const i = this.idle.indexOf(conn);
+    if (i >= 0) this.idle.splice(i, 1);
+    this.grow();
   }
 
   /** Signers are kept per key: parsing a PEM key for every message costs more than signing. */
@@ -123,7 +156,9 @@ export class SmtpPoolTransport implements MailTransport {
   }
 
   async close(): Promise<void> {
-    this.mailer.close();
+    this.closing = true;
+    for (const w of this.waiting.splice(0)) w.reject(new SmtpFailure("delivery is shutting down", 0, false));
+    await Promise.all(this.idle.splice(0).map((conn) => conn.quit()));
   }
 }
 
