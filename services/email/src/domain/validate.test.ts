@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mailboxAddress, parsedMailboxAddress } from "./validate.js";
+import { invalidRecipientMessage, mailboxAddress, parsedMailboxAddress } from "./validate.js";
 
 describe("mailbox addresses", () => {
   it("takes plain addresses as they are and parses the rest (names, quotes, comments)", () => {
@@ -31,5 +31,13 @@ describe("mailbox addresses", () => {
       expect(mailboxAddress(s), JSON.stringify(s)).toBe(parsedMailboxAddress(s));
     }
     expect(fast).toBeGreaterThan(100);
+  });
+
+  it("says why a recipient is refused: an invalid address, or a list where one address goes", () => {
+    expect(invalidRecipientMessage("ann@@example")).toBe('to is not a valid email address: "ann@@example"');
+    expect(invalidRecipientMessage("nobody")).toBe('to is not a valid email address: "nobody"');
+    expect(invalidRecipientMessage("a@example.test, b@example.test")).toMatch(/^to must be one email address, not a list \(got "a@example.test, b@example.test"\); .*POST \/v1\/emails\/batch/);
+    expect(invalidRecipientMessage(" ")).toBe("to is required: one email address");
+    expect(invalidRecipientMessage("x".repeat(1_000))).toMatch(/^to is not a valid email address: "x{100}"$/);
   });
 });

@@ -30,6 +30,15 @@ export function parsedMailboxAddress(value: string): string | undefined {
   return address.includes("@") ? address : undefined;
 }
 
+/** Why `to` was refused: several addresses are a list (one email has one recipient), else the address is invalid. */
+export function invalidRecipientMessage(to: string): string {
+  const shown = JSON.stringify(to.slice(0, 100));
+  if (!to.trim()) return "to is required: one email address";
+  const list = to.length <= 320 * 2 ? emailAddresses.parseAddressList({ input: to, rfc6532: true }) : null;
+  if (list && list.length > 1) return `to must be one email address, not a list (got ${shown}); send one email per recipient, or use POST /v1/emails/batch`;
+  return `to is not a valid email address: ${shown}`;
+}
+
 const headerField = (field: string, value: string | undefined) => {
   if (value !== undefined && CONTROL.test(value)) {
     throw badRequest("header_injection", `${field} must not contain line breaks or control characters`);
@@ -73,7 +82,7 @@ export function validateRequest(req: EmailRequest, now: Date): ValidatedRequest 
     if (!req.content.template.trim()) throw badRequest("invalid_payload", "template must not be empty");
   }
   const recipient = mailboxAddress(req.to);
-  if (!recipient) throw badRequest("invalid_request", `to must be a single email address, got ${JSON.stringify(req.to.slice(0, 100))}`);
+  if (!recipient) throw badRequest("invalid_request", invalidRecipientMessage(req.to));
 
   const replyTo = replyToAddresses(req.replyTo ?? []);
   if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > MAX_KEY_LENGTH)) {
