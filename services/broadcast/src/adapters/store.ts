@@ -252,6 +252,9 @@ export class StorePageRepository implements PageRepository {
 
 type LedgerDoc = { _id: string; broadcastId: string; wave: number; final?: boolean } & Partial<Record<OutcomeKind, boolean>>;
 
+/** Ledger entries read per page when a broadcast's outcomes are counted. */
+const TALLY_PAGE = 5000;
+
 export class StoreDeliveryLedger implements DeliveryLedger {
   private readonly docs: Collection<LedgerDoc>;
 
@@ -323,13 +326,25 @@ export class StoreDeliveryLedger implements DeliveryLedger {
   }
 
   async countFinal(broadcastId: string): Promise<number> {
-    return this.docs.countDocuments({ final: true, broadcastId });
+    // The _id range keeps the embedded store's scan to this broadcast's entries (it has no index here).
+    return this.docs.countDocuments({ _id: { $gt: `${broadcastId}.`, $lt: `${broadcastId}/` }, final: true, broadcastId });
   }
 
   async tally(broadcastId: string): Promise<DeliveryTally> {
     const kinds = { sent: 1, deferred: 1, bounced: 1, failed: 1, suppressed: 1, final: 1 } as const;
-    const docs = await this.docs.find({ broadcastId }, { projection: kinds });
     const t: DeliveryTally = { sent: 0, delivered: 0, deferred: 0, bounced: 0, failed: 0, suppressed: 0, finalized: 0 };
+    // In pages along the _id (every delivery id starts with "<broadcastId>."): a million
+    // recipients' entries read at once held hundreds of MB until the count was done.
+    const prefix = `${broadcastId}.`;
+    const end = `${broadcastId}/`;
+    for (let after = prefix, docs: LedgerDoc[] = []; ; after = docs[docs.length - 1]!._id) {
+      docs = await this.docs.find({ _id: { $gt: after, $lt: end }, broadcastId }, { projection: { ...kinds, _id: 1 }, sort: { _id: 1 }, limit: TALLY_PAGE });
+      this.count(docs, t);
+      if (docs.length < TALLY_PAGE) return t;
+    }
+  }
+
+  private count(docs: readonly LedgerDoc[], t: DeliveryTally): void {
     for (const d of docs) {
       if (d.sent) t.sent++;
       if (d.sent && !d.bounced) t.delivered++;
@@ -339,7 +354,6 @@ export class StoreDeliveryLedger implements DeliveryLedger {
       if (d.suppressed) t.suppressed++;
       if (d.final) t.finalized++;
     }
-    return t;
   }
 }
 
