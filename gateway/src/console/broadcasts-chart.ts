@@ -2,8 +2,10 @@
  * The broadcast progress chart: an inline SVG of cumulative sent/delivered/opened/clicked
  * over time, drawn on the server (no chart library, no build step). The same function
  * serves the page and the JSON the page polls, so the chart looks the same either way.
+ * The time axis starts when sending started, at zero (never a minute before it).
  */
 import { escapeHtml } from "../routes/page.js";
+import { VIEW_W, chartFrame, legendHtml, type Tick } from "./chart.js";
 
 export interface ChartPoint {
   at: Date;
@@ -22,11 +24,10 @@ export const SERIES = [
   { key: "clicked", label: "Clicked", colour: "#7e22ce", dash: "10 3 2 3" },
 ] as const;
 
-const W = 640;
-const H = 240;
-const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
+const H = 1000;
 
-const hhmm = (d: Date) => d.toISOString().slice(11, 16);
+/** "14:05 UTC", with seconds when the whole chart spans under five minutes. */
+const clock = (d: Date, seconds: boolean) => `${d.toISOString().slice(11, seconds ? 19 : 16)} UTC`;
 
 /** Per-minute increments -> running totals, one point per minute that had any. */
 export function cumulative(points: ChartPoint[]): ChartPoint[] {
@@ -40,35 +41,68 @@ export function cumulative(points: ChartPoint[]): ChartPoint[] {
   });
 }
 
+/** When the chart's time axis begins and ends. */
+export interface ChartWindow {
+  /** When sending started (or was scheduled to): the axis starts here, at zero. */
+  start?: Date;
+  /** When sending completed; the axis reaches at least here (or now while sending goes on). */
+  completedAt?: Date;
+  now?: Date;
+}
+
+/**
+ * Where each minute's running total is drawn: at the end of its minute (what was counted by
+ * then), but never before the start, after completion (for the minutes sending ran in) or
+ * after now. The first point is the start at zero, so the chart never begins before the
+ * broadcast did.
+ */
+export function placePoints(increments: ChartPoint[], window: ChartWindow = {}): ChartPoint[] {
+  const totals = cumulative(increments);
+  const now = (window.now ?? new Date()).getTime();
+  const start = Math.min(now, window.start?.getTime() ?? totals[0]?.at.getTime() ?? now);
+  const done = window.completedAt?.getTime();
+  const placed = totals.map((p) => {
+    let t = Math.min(p.at.getTime() + 60_000, now);
+    if (done !== undefined && p.at.getTime() <= done) t = Math.min(t, done);
+    return { ...p, at: new Date(Math.max(t, start)) };
+  });
+  const last = placed[placed.length - 1];
+  const end = Math.max(last?.at.getTime() ?? start, Math.min(done ?? now, now));
+  const out = [{ at: new Date(start), sent: 0, delivered: 0, opened: 0, clicked: 0 }, ...placed];
+  if (last && end > last.at.getTime()) out.push({ ...last, at: new Date(end) });
+  return out;
+}
+
 /** The chart of per-minute increments (as GetBroadcastTimeline returns them). */
-export function progressChart(increments: ChartPoint[], title: string): string {
-  const points = cumulative(increments);
-  if (points.length === 0) {
+export function progressChart(increments: ChartPoint[], title: string, window: ChartWindow = {}): string {
+  if (increments.length === 0) {
     return `<p class="muted" data-chart-empty>Nothing sent yet: the chart starts with the first message out.</p>`;
   }
-  // A single minute still draws lines: start them at zero one minute earlier.
-  if (points.length === 1) points.unshift({ at: new Date(points[0].at.getTime() - 60_000), sent: 0, delivered: 0, opened: 0, clicked: 0 });
+  const points = placePoints(increments, window);
   const t0 = points[0].at.getTime();
-  const t1 = points[points.length - 1].at.getTime();
+  const t1 = Math.max(t0 + 1000, points[points.length - 1].at.getTime());
+  const seconds = t1 - t0 < 5 * 60_000;
   const max = Math.max(1, ...points.flatMap((p) => [p.sent, p.delivered, p.opened, p.clicked]));
-  const x = (t: number) => PAD.left + ((t - t0) / Math.max(1, t1 - t0)) * (W - PAD.left - PAD.right);
-  const y = (v: number) => H - PAD.bottom - (Math.max(0, v) / max) * (H - PAD.top - PAD.bottom);
+  const x = (t: number) => ((t - t0) / (t1 - t0)) * VIEW_W;
+  const y = (v: number) => H - (Math.max(0, v) / max) * H;
   const lines = SERIES.map((s) => {
     const d = points.map((p, i) => `${i ? "L" : "M"}${x(p.at.getTime()).toFixed(1)},${y(p[s.key]).toFixed(1)}`).join(" ");
-    return `<path d="${d}" fill="none" stroke="${s.colour}" stroke-width="2.5"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`;
+    return `<path d="${d}" fill="none" stroke="${s.colour}" stroke-width="2.5" vector-effect="non-scaling-stroke"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`;
   }).join("");
-  const axis = `<line x1="${PAD.left}" y1="${H - PAD.bottom}" x2="${W - PAD.right}" y2="${H - PAD.bottom}" stroke="#6b7280"/>` +
-    `<line x1="${PAD.left}" y1="${PAD.top}" x2="${PAD.left}" y2="${H - PAD.bottom}" stroke="#6b7280"/>` +
-    `<text x="${PAD.left - 6}" y="${PAD.top + 10}" text-anchor="end" font-size="12" fill="#1a1a1a">${max}</text>` +
-    `<text x="${PAD.left - 6}" y="${H - PAD.bottom}" text-anchor="end" font-size="12" fill="#1a1a1a">0</text>` +
-    `<text x="${PAD.left}" y="${H - 8}" font-size="12" fill="#1a1a1a">${hhmm(points[0].at)} UTC</text>` +
-    `<text x="${W - PAD.right}" y="${H - 8}" text-anchor="end" font-size="12" fill="#1a1a1a">${hhmm(points[points.length - 1].at)} UTC</text>`;
+  const axis = `<line x1="0" y1="${H}" x2="${VIEW_W}" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/>` +
+    `<line x1="0" y1="0" x2="0" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/>`;
+  const first = points[0].at;
   const last = points[points.length - 1];
+  const ticks: Tick[] = [
+    { kind: "y", y: 0, text: String(max) },
+    { kind: "y", y: 1, text: "0" },
+    { kind: "x", x: 0, align: "start", text: clock(first, seconds), attrs: "data-axis-start" },
+    { kind: "x", x: 1, align: "end", text: clock(new Date(t1), seconds), attrs: "data-axis-end" },
+  ];
   const summary = SERIES.map((s) => `${s.label} ${last[s.key]}`).join(", ");
-  const legend = `<ul class="row" style="list-style:none;padding:0;margin:.5rem 0 0">${SERIES.map((s) =>
-    `<li><svg width="28" height="10" aria-hidden="true"><line x1="0" y1="5" x2="28" y2="5" stroke="${s.colour}" stroke-width="3"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/></svg> ${s.label}</li>`).join("")}</ul>`;
   // The table is what screen readers (and anyone who wants numbers) get.
-  const rows = points.slice(-30).map((p) => `<tr><td>${hhmm(p.at)}</td>${SERIES.map((s) => `<td class="num">${p[s.key]}</td>`).join("")}</tr>`).join("");
-  return `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-label="${escapeHtml(`${title}: running totals up to ${hhmm(last.at)} UTC: ${summary}`)}">${axis}${lines}</svg>${legend}
-<details><summary>Chart data (running totals per minute, UTC)</summary><div class="table-wrap"><table class="data"><thead><tr><th>Minute</th>${SERIES.map((s) => `<th class="num">${s.label}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
+  const rows = points.slice(-30).map((p) => `<tr><td>${clock(p.at, true)}</td>${SERIES.map((s) => `<td class="num">${p[s.key]}</td>`).join("")}</tr>`).join("");
+  const svg = `<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" data-start="${first.toISOString()}" data-end="${new Date(t1).toISOString()}" aria-label="${escapeHtml(`${title}: running totals from ${clock(first, seconds)} to ${clock(last.at, seconds)}: ${summary}`)}">${axis}${lines}</svg>`;
+  return `${chartFrame({ svg, ticks, height: "13rem" })}${legendHtml(SERIES.map((s) => ({ label: s.label, colour: s.colour, dash: s.dash })))}
+<details><summary>Chart data (running totals, UTC)</summary><div class="table-wrap"><table class="data"><thead><tr><th>Time</th>${SERIES.map((s) => `<th class="num">${s.label}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
 }

@@ -22,9 +22,9 @@ import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, timeText, type Flash, type Tone } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
-import { progressChart, type ChartPoint } from "./broadcasts-chart.js";
+import { progressChart, type ChartPoint, type ChartWindow } from "./broadcasts-chart.js";
 
 type Form = Record<string, string | string[] | undefined>;
 const str = (body: unknown, name: string): string => {
@@ -103,7 +103,7 @@ const input = (name: string, label: string, value: string, extra = "", hint = ""
   `<div class="field"><label for="f-${name}">${label}</label>${hint ? `<p class="muted" id="h-${name}" style="margin:0 0 .25rem">${hint}</p>` : ""}
 <input id="f-${name}" name="${name}" value="${escapeHtml(value)}" style="width:100%"${hint ? ` aria-describedby="h-${name}"` : ""} ${extra}></div>`;
 const check = (name: string, label: string, on: boolean) =>
-  `<div class="field"><input type="checkbox" id="f-${name}" name="${name}"${on ? " checked" : ""} style="min-height:auto"> <label for="f-${name}" style="display:inline">${label}</label></div>`;
+  `<div class="field check"><input type="checkbox" id="f-${name}" name="${name}"${on ? " checked" : ""}><label for="f-${name}">${label}</label></div>`;
 
 function draftForm(action: string, v: DraftValues, csrf: string, submit: string): string {
   return `<form method="post" action="${action}" class="card">${csrf}
@@ -244,7 +244,11 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
         rpcOptions(request),
       );
       const s = res.broadcast!;
-      setFlash(reply, { kind: "ok", message: `Scheduled (${methodName(s.deliveryMethod)}) for ${s.scheduledAt ? timestampDate(s.scheduledAt).toISOString() : "now"}.` });
+      const at = s.scheduledAt ? timestampDate(s.scheduledAt) : undefined;
+      // A send time in the past or within a few seconds is "now": sending starts at once.
+      const soon = !at || at.getTime() <= Date.now() + 5_000;
+      const method = methodName(s.deliveryMethod);
+      setFlash(reply, { kind: "ok", message: soon ? `Scheduled (${method}): sending starts now, ${timeText(at ?? new Date())}.` : `Scheduled (${method}) for ${timeText(at)}.` });
       return seeOther(reply, consoleUrl(`/broadcasts/${b.id}`));
     } catch (err) {
       setFlash(reply, formError(err));
@@ -271,7 +275,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     return reply.send({
       status: statusName(b.status),
       counters: countersOf(b),
-      chart: progressChart(points, `Progress of ${b.name}`),
+      chart: progressChart(points, `Progress of ${b.name}`, chartWindow(b)),
     });
   });
 
@@ -293,7 +297,8 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     ]);
     const base = consoleUrl(`/broadcasts/${b.id}`);
     const previewHtml = preview.ok
-      ? `${contact && !preview.p.contactFound ? `<p class="flash error" role="status">No contact with the address ${escapeHtml(contact)}: merged without contact data.</p>` : ""}
+      ? `${contact && !preview.p.contactFound ? `<p class="flash error" role="status">No contact with the address ${escapeHtml(contact)}: merge fields show sample values, their names in brackets.</p>` : ""}
+${!contact ? `<p class="muted" data-preview-sample>No contact chosen: merge fields show sample values, their names in brackets (<code>[firstName]</code>). Choose a contact to see their data.</p>` : ""}
 <dl class="grid"><div><dt class="muted">Subject</dt><dd data-preview-subject style="margin:0;font-weight:600">${escapeHtml(preview.p.subject)}</dd></div>
 <div><dt class="muted">Preview text</dt><dd style="margin:0">${escapeHtml(preview.p.previewText) || "—"}</dd></div></dl>
 <iframe class="mail" title="Preview of the email${contact ? ` for ${escapeHtml(contact)}` : ""}" sandbox srcdoc="${escapeHtml(preview.p.html)}"></iframe>
@@ -302,7 +307,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const options = contacts.map((c) => `<option value="${escapeHtml(c.email)}">${escapeHtml([c.firstName, c.lastName].filter(Boolean).join(" "))}</option>`).join("");
     const csrf = csrfField(session);
     const memberBoxes = members.length
-      ? members.map((m, i) => `<div><input type="checkbox" id="m-${i}" name="member" value="${escapeHtml(m)}" style="min-height:auto"> <label for="m-${i}" style="display:inline">${escapeHtml(m)}</label></div>`).join("")
+      ? members.map((m, i) => `<div class="check"><input type="checkbox" id="m-${i}" name="member" value="${escapeHtml(m)}"><label for="m-${i}">${escapeHtml(m)}</label></div>`).join("")
       : `<p class="muted">This workspace has no members yet; test sends go to members only.</p>`;
     const methods = METHODS.map((m, i) => `<div class="field"><input type="radio" id="dm-${m.value}" name="deliveryMethod" value="${m.value}"${i === 1 ? " checked" : ""} aria-describedby="dm-${m.value}-h" style="min-height:auto">
 <label for="dm-${m.value}" style="display:inline">${m.label} (${m.value})</label><p class="muted" id="dm-${m.value}-h" style="margin:.1rem 0 0 1.6rem">${escapeHtml(m.explain)}</p></div>`).join("");
@@ -352,15 +357,21 @@ document.getElementById("chart").innerHTML=d.chart;st.textContent=d.status;st.cl
 if(d.status!=="COMPLETED")setTimeout(tick,2000);else{document.getElementById("live").textContent="Sending is complete.";setTimeout(function(){location.reload()},1500)}}).catch(function(){setTimeout(tick,5000)})}
 setTimeout(tick,2000)})();</script>`;
     const body = `${refresh}<h1>${escapeHtml(b.name)} <span class="badge ${STATUS_TONE[status] ?? "info"}" data-status>${escapeHtml(status)}</span></h1>
-<p class="muted">Subject: ${escapeHtml(b.subject)} · method ${escapeHtml(methodName(b.deliveryMethod) || "—")} · scheduled ${formatTime(b.scheduledAt && timestampDate(b.scheduledAt))}
-· started ${formatTime(b.sentAt && timestampDate(b.sentAt))} · completed ${formatTime(b.completedAt && timestampDate(b.completedAt))}</p>
+<p class="muted">Subject: ${escapeHtml(b.subject)} · method ${escapeHtml(methodName(b.deliveryMethod) || "—")} · scheduled <span data-scheduled>${formatTime(b.scheduledAt && timestampDate(b.scheduledAt))}</span>
+· started <span data-started>${formatTime(b.sentAt && timestampDate(b.sentAt))}</span> · completed <span data-completed>${formatTime(b.completedAt && timestampDate(b.completedAt))}</span></p>
 ${b.pauseReason ? `<p class="flash error" role="alert">Releasing stopped early: ${escapeHtml(b.pauseReason)}.</p>` : ""}
 <p id="live" role="status" aria-live="polite" class="muted">${done ? "Sending is complete." : `Updates every few seconds. <a href="${base}">Reload</a>`}</p>
 <section aria-labelledby="counters-h"><h2 id="counters-h">Counters</h2><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(9rem,1fr))">${cells}</div></section>
-<section aria-labelledby="chart-h"><h2 id="chart-h">Over time</h2><div class="card" id="chart">${progressChart(points, `Progress of ${b.name}`)}</div></section>
+<section aria-labelledby="chart-h"><h2 id="chart-h">Over time</h2><div class="card" id="chart">${progressChart(points, `Progress of ${b.name}`, chartWindow(b))}</div></section>
 <div class="actions">${cancel}<a class="button secondary" href="${consoleUrl("/broadcasts")}">Back to broadcasts</a></div>${script}`;
     return consolePage({ title: b.name || "Broadcast", session, active: "broadcasts", flash: request.consoleFlash, body });
   }
+}
+
+/** The chart's time axis: from when sending started (or was scheduled to) to completion. */
+function chartWindow(b: Broadcast): ChartWindow {
+  const start = b.sentAt ?? b.scheduledAt;
+  return { start: start && timestampDate(start), completedAt: b.completedAt && timestampDate(b.completedAt) };
 }
 
 const COUNTERS = [

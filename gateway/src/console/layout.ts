@@ -9,14 +9,16 @@
  *   plainPage({ title, body, status? }): string   a page without nav (sign-in, errors).
  *   ConsoleNav        the nav keys; `active` marks the current one (aria-current="page").
  *   Flash             { kind: "ok" | "error"; message } (plain text, escaped here).
- *   escapeHtml, formatTime(date?), statusBadge(text, tone), consoleUrl(path, query?)
+ *   escapeHtml, formatTime(date?), timeText(date), statusBadge(text, tone), consoleUrl(path, query?)
  *
  * Conventions: no external assets, no build step, no framework. Forms POST with
  * csrfField(session) (csrf.ts) and answer 303 with setFlash (session.ts). Inline JS is only
  * progressive enhancement (copy buttons, `data-confirm`); every page works without it.
  * Useful classes: .card, .grid, table.data (wrap in .table-wrap for phone width),
  * .badge.ok|.warn|.bad|.info, .actions, .muted, .row (flex, wraps), .sr-only, button.secondary,
- * button.danger, button.small, ol.timeline (li.ok / li.bad), iframe.mail, svg.chart.
+ * button.danger, button.small, ol.timeline (li.ok / li.bad), iframe.mail, svg.chart (charts: chart.ts),
+ * .check (a checkbox or radio with its label beside it, also when the label wraps:
+ * <div class="check"><input type="checkbox" id=…><label for=…>…</label></div>).
  * Copy buttons: <button type="button" class="secondary small" data-copy="<text>" hidden>Copy</button>
  * (hidden until the script runs, so no dead button without JS; put the text beside it too).
  */
@@ -48,8 +50,12 @@ export function consoleUrl(path: string, query: Record<string, string | number |
 /** A date as UTC text inside <time>; an em dash when absent. */
 export function formatTime(date: Date | undefined): string {
   if (!date || Number.isNaN(date.getTime())) return "—";
-  const iso = date.toISOString();
-  return `<time datetime="${iso}">${iso.slice(0, 16).replace("T", " ")} UTC</time>`;
+  return `<time datetime="${date.toISOString()}">${timeText(date)}</time>`;
+}
+
+/** The plain text of formatTime, for messages: "2025-03-01 14:05 UTC" (never a raw ISO timestamp). */
+export function timeText(date: Date): string {
+  return `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
 
 export type Tone = "ok" | "warn" | "bad" | "info";
@@ -112,9 +118,20 @@ ol.timeline li{position:relative;padding:.25rem 0 .75rem 1rem}
 ol.timeline li::before{content:"";position:absolute;left:-.5rem;top:.6rem;width:.75rem;height:.75rem;border-radius:50%;background:#1d4ed8}
 ol.timeline li.bad::before{background:#b91c1c}ol.timeline li.ok::before{background:#15803d}
 svg.chart{width:100%;height:auto;max-width:100%}
+.chart-plot{position:relative;height:var(--plot-h,220px);margin:.75rem .5rem 2.25rem var(--gutter,3rem)}
+.chart-plot>svg.chart{position:absolute;inset:0;width:100%;height:100%;overflow:visible}
+.chart-plot .tick{position:absolute;font-size:.8125rem;line-height:1.2;color:#4a4a4a;white-space:nowrap;font-variant-numeric:tabular-nums}
+.chart-plot .tick.y{right:calc(100% + .4rem);transform:translateY(-50%);max-width:calc(var(--gutter,3rem) - .5rem);overflow:hidden;text-overflow:ellipsis}
+.chart-plot .tick.x{top:calc(100% + .35rem);transform:translateX(-50%)}
+.chart-plot .tick.x.start{transform:none}.chart-plot .tick.x.end{transform:translateX(-100%)}
+.chart-plot .tick.v{transform:translate(.35rem,-50%);color:#1a1a1a}
+.chart-plot.groups{--gutter:10rem}.chart-plot.groups .tick.y{color:#1a1a1a;font-size:.875rem}
+ul.legend{list-style:none;padding:0;margin:.25rem 0 0;display:flex;flex-wrap:wrap;gap:.25rem 1rem;font-size:.9rem}
+.check{display:flex;align-items:flex-start;gap:.5rem}.check input{flex:none;min-height:auto;margin:.3rem 0 0}.check label{display:block;margin:0;min-width:0}
 @media (max-width:40rem){main{padding:1rem .75rem 2rem}h1{font-size:1.35rem}nav.main a,nav.main button{padding:.5rem .55rem}
 table.data.stack thead{position:absolute;left:-9999px}table.data.stack tr{display:block;border-bottom:1px solid #d4d4d8}
-table.data.stack td{display:block;border:0;padding:.25rem .75rem}table.data.stack td[data-label]::before{content:attr(data-label) ": ";font-weight:600}}`;
+table.data.stack td{display:block;border:0;padding:.25rem .75rem}table.data.stack td[data-label]::before{content:attr(data-label) ": ";font-weight:600}
+.chart-plot .tick.minor{display:none}.chart-plot.groups{--gutter:6.5rem}}`;
 
 // Progressive enhancement only: copy buttons and confirmations; the pages work without it.
 const SCRIPT = `document.addEventListener("click",function(e){var b=e.target.closest&&e.target.closest("button[data-copy]");if(!b)return;
