@@ -4,20 +4,26 @@
  * suppression list with reasons.
  *
  *   GET  /contacts?search=&status=&cursor=
- *   GET  /contacts/:id
+ *   GET  /contacts/:id                    properties, history, and the edit, unsubscribe and delete forms
+ *   POST /contacts/:id                    save the edit form (names, timezone, custom properties)
+ *   POST /contacts/:id/unsubscribe        suppress the address as unsubscribed (as its unsubscribe link does)
+ *   POST /contacts/:id/resubscribe        lift an unsubscribe (never a bounce or complaint)
+ *   POST /contacts/:id/delete             delete the contact (its suppression, if any, stays)
  *   GET  /contacts/import                 upload form
  *   POST /contacts/import                 starts a job, 303 to its page
  *   GET  /contacts/import/:job            the job's page; JSON when asked (Accept: application/json)
- *   GET  /contacts/suppressions?cursor=
+ *   GET  /contacts/suppressions?cursor=   the list, with a form to add an address by hand
+ *   POST /contacts/suppressions           add an address (reason: added by hand)
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { FastifyInstance, FastifyReply } from "fastify";
-import { ContactSource, ContactStatus, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { refusal } from "../errors.js";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ContactSource, ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactProperty } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Tone } from "./layout.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
 import { ImportJobs, jobJson, type ImportJob } from "./contacts-import.js";
 
@@ -50,6 +56,33 @@ const REASONS: Record<number, string> = {
 
 /** A JSON property value as short text. */
 const showValue = (v: unknown) => (v === null || v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v));
+/** A property value as the edit form's text (the directory reads it back by the property's type). */
+const textOf = (v: unknown) => (v === null || v === undefined ? "" : Array.isArray(v) ? v.join(", ") : String(v));
+const TYPE_HINT: Partial<Record<PropertyType, string>> = {
+  [PropertyType.NUMBER]: "a number",
+  [PropertyType.BOOLEAN]: "true or false",
+  [PropertyType.DATE]: "a date, YYYY-MM-DD",
+  [PropertyType.SELECT]: "one of the options",
+  [PropertyType.MULTI_SELECT]: "options, comma separated",
+};
+const readOnly = () => refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
+
+/** The edit form: names, timezone and every custom property, as text. */
+function editForm(contact: Contact, props: ContactProperty[], csrf: string, typed?: Record<string, string>): string {
+  const value = (key: string, current: unknown) => escapeHtml(typed ? (typed[key] ?? "") : textOf(current));
+  const field = (key: string, label: string, current: unknown, hint = "") =>
+    `<div class="field"><label for="e-${escapeHtml(key)}">${escapeHtml(label)}</label>${hint ? `<p class="muted" id="e-${escapeHtml(key)}-h" style="margin:0 0 .25rem">${escapeHtml(hint)}</p>` : ""}
+<input id="e-${escapeHtml(key)}" name="${escapeHtml(key)}" value="${value(key, current)}" style="width:100%"${hint ? ` aria-describedby="e-${escapeHtml(key)}-h"` : ""}></div>`;
+  const custom = props.map((p) => {
+    const options = p.options.length ? `; options: ${p.options.map((o) => o.value).join(", ")}` : "";
+    return field(`prop.${p.slug}`, p.displayName || p.slug, contact.properties?.[p.slug], `${p.slug}: ${TYPE_HINT[p.type] ?? "text"}${options}`);
+  }).join("");
+  return `<form method="post" action="${consoleUrl(`/contacts/${contact.id}`)}" class="card">${csrf}
+<div class="grid">${field("firstName", "First name", contact.firstName)}${field("lastName", "Last name", contact.lastName)}</div>
+${field("timezone", "Timezone", contact.timezone, "An IANA name such as Europe/Paris; empty for none.")}
+${custom}<p class="muted">An empty field clears the value. The email address cannot change.</p>
+<div class="actions"><button type="submit">Save contact</button></div></form>`;
+}
 
 export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   // Read when a request needs it: registering the pages touches no service client.
@@ -86,7 +119,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 
   scope.get("/contacts/import", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
+    if (!session.canEdit) throw readOnly();
     const body = `<h1>Import contacts from CSV</h1>
 <form method="post" action="${consoleUrl("/contacts/import")}" enctype="multipart/form-data" class="card">${csrfField(session)}
 <div class="field"><label for="file">CSV file (up to 10 MB)</label><input id="file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="file-h"></div>
@@ -99,7 +132,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 
   scope.post("/contacts/import", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
+    if (!session.canEdit) throw readOnly();
     const file = (request.body as Form | undefined)?.file;
     if (!Buffer.isBuffer(file) || file.length === 0) {
       setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
@@ -131,23 +164,117 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 <td data-label="Reason">${escapeHtml(REASONS[s.reason] ?? "Other")}</td><td data-label="Detail">${escapeHtml(s.detail) || "—"}</td>
 <td data-label="Since">${formatTime(s.createdAt && timestampDate(s.createdAt))}</td></tr>`).join("");
     const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/contacts/suppressions", { cursor: res.page.nextCursor })}">More</a></p>` : "";
+    const add = session.canEdit ? `<form method="post" action="${consoleUrl("/contacts/suppressions")}" class="card row" aria-labelledby="add-h">${csrfField(session)}
+<h2 id="add-h" style="margin:0;flex:1 1 100%">Add an address</h2>
+<div class="field" style="flex:1 1 14rem"><label for="s-email">Email address</label><input id="s-email" name="email" type="email" required style="width:100%"></div>
+<div class="field" style="flex:1 1 14rem"><label for="s-detail">Note (optional)</label><input id="s-detail" name="detail" maxlength="200" style="width:100%" placeholder="e.g. asked by phone"></div>
+<div class="field"><button type="submit">Suppress</button></div></form>` : "";
     const body = `<h1>Suppression list</h1>
 <p class="muted">Addresses that get no email from this workspace, whatever their contact status: unsubscribes, hard bounces, complaints and manual additions.</p>
+${add}
 ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Suppressed addresses</caption>
 <thead><tr><th>Email</th><th>Reason</th><th>Detail</th><th>Since</th></tr></thead><tbody>${rows}</tbody></table></div>${more}` : `<p class="muted">Nobody is suppressed.</p>`}
 <p><a href="${consoleUrl("/contacts")}">Back to contacts</a></p>`;
     return html(reply, consolePage({ title: "Suppression list", session, active: "contacts", flash: request.consoleFlash, body }));
   });
 
-  scope.get<{ Params: { id: string } }>("/contacts/:id", async (request, reply) => {
+  scope.post("/contacts/suppressions", async (request, reply) => {
     const session = sessionOf(request);
-    if (!CONTACT_ID.test(request.params.id)) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
-    const opts = rpcOptions(request);
-    const { contact } = await directory().getContact({ workspaceId: session.workspaceId, contactId: request.params.id }, opts);
+    if (!session.canEdit) throw readOnly();
+    const email = str(request.body, "email").trim();
+    const detail = str(request.body, "detail").trim().slice(0, 200);
+    try {
+      await directory().addSuppression({ workspaceId: session.workspaceId, email, reason: SuppressionReason.MANUAL, detail: detail || "added in the console" }, rpcOptions(request));
+      setFlash(reply, { kind: "ok", message: `${email} is suppressed: it gets no email from this workspace.` });
+    } catch (err) {
+      setFlash(reply, formError(err));
+    }
+    return seeOther(reply, consoleUrl("/contacts/suppressions"));
+  });
+
+  const loadContact = async (request: FastifyRequest, id: string): Promise<Contact> => {
+    if (!CONTACT_ID.test(id)) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
+    const { contact } = await directory().getContact({ workspaceId: sessionOf(request).workspaceId, contactId: id }, rpcOptions(request));
     if (!contact) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
-    const [events, suppression] = await Promise.all([
+    return contact;
+  };
+  const customProperties = async (request: FastifyRequest): Promise<ContactProperty[]> =>
+    (await directory().listContactProperties({ workspaceId: sessionOf(request).workspaceId }, rpcOptions(request))).properties.filter((p) => !p.builtIn);
+
+  scope.get<{ Params: { id: string } }>("/contacts/:id", async (request, reply) => {
+    const contact = await loadContact(request, request.params.id);
+    return html(reply, await contactPage(request, contact, request.consoleFlash));
+  });
+
+  scope.post<{ Params: { id: string } }>("/contacts/:id", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const contact = await loadContact(request, request.params.id);
+    const props = await customProperties(request);
+    const typed: Record<string, string> = {};
+    for (const key of ["firstName", "lastName", "timezone", ...props.map((p) => `prop.${p.slug}`)]) typed[key] = str(request.body, key).trim();
+    // Text goes to the directory as text (it converts by type and names a bad value); an
+    // emptied field clears its value.
+    const textProperties: Record<string, string> = {};
+    const cleared: JsonObject = {};
+    for (const p of props) {
+      const text = typed[`prop.${p.slug}`];
+      if (text) textProperties[p.slug] = text;
+      else if (contact.properties?.[p.slug] !== undefined && contact.properties?.[p.slug] !== null) cleared[p.slug] = null;
+    }
+    try {
+      await directory().updateContact({
+        workspaceId: session.workspaceId, contactId: contact.id,
+        contact: { firstName: typed.firstName, lastName: typed.lastName, timezone: typed.timezone, textProperties, properties: cleared },
+      }, rpcOptions(request));
+      setFlash(reply, { kind: "ok", message: "Contact saved." });
+      return seeOther(reply, consoleUrl(`/contacts/${contact.id}`));
+    } catch (err) {
+      return html(reply, await contactPage(request, contact, formError(err), typed), bodyFromError(err).statusCode);
+    }
+  });
+
+  scope.post<{ Params: { id: string } }>("/contacts/:id/unsubscribe", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const contact = await loadContact(request, request.params.id);
+    // What the recipient's own unsubscribe link does: the suppression guards every send, and
+    // the directory marks the contact UNSUBSCRIBED with it.
+    await directory().addSuppression(
+      { workspaceId: session.workspaceId, email: contact.email, reason: SuppressionReason.UNSUBSCRIBED, detail: "unsubscribed in the console" }, rpcOptions(request));
+    setFlash(reply, { kind: "ok", message: `${contact.email} is unsubscribed.` });
+    return seeOther(reply, consoleUrl(`/contacts/${contact.id}`));
+  });
+
+  scope.post<{ Params: { id: string } }>("/contacts/:id/resubscribe", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const contact = await loadContact(request, request.params.id);
+    try {
+      await directory().updateContact({ workspaceId: session.workspaceId, contactId: contact.id, contact: { status: ContactStatus.SUBSCRIBED } }, rpcOptions(request));
+      setFlash(reply, { kind: "ok", message: `${contact.email} is subscribed again.` });
+    } catch (err) {
+      setFlash(reply, formError(err));
+    }
+    return seeOther(reply, consoleUrl(`/contacts/${contact.id}`));
+  });
+
+  scope.post<{ Params: { id: string } }>("/contacts/:id/delete", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const contact = await loadContact(request, request.params.id);
+    await directory().deleteContact({ workspaceId: session.workspaceId, contactId: contact.id }, rpcOptions(request));
+    setFlash(reply, { kind: "ok", message: `Contact ${contact.email} deleted.` });
+    return seeOther(reply, consoleUrl("/contacts"));
+  });
+
+  async function contactPage(request: FastifyRequest, contact: Contact, flash?: Flash, typed?: Record<string, string>): Promise<string> {
+    const session = sessionOf(request);
+    const opts = rpcOptions(request);
+    const [events, suppression, definitions] = await Promise.all([
       directory().listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
       directory().checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
+      session.canEdit ? customProperties(request) : Promise.resolve([]),
     ]);
     const props = Object.entries(contact.properties ?? {});
     const builtIns: Array<[string, string]> = [
@@ -172,9 +299,33 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 ${propRows ? `<div class="table-wrap"><table class="data"><caption class="sr-only">Custom properties</caption><tbody>${propRows}</tbody></table></div>` : `<p class="muted">No custom properties.</p>`}</section>
 <section class="card" aria-labelledby="h-h"><h2 id="h-h" style="margin-top:0">History</h2>
 ${history.length ? `<ol class="timeline">${history.map((h) => `<li${h.tone ? ` class="${h.tone}"` : ""}>${formatTime(h.at)}<br>${h.text}</li>`).join("")}</ol>` : `<p class="muted">Nothing yet.</p>`}</section></div>
+${session.canEdit ? actions(contact, definitions, csrfField(session), suppression?.reason, typed) : ""}
 <p><a href="${consoleUrl("/contacts")}">Back to contacts</a></p>`;
-    return html(reply, consolePage({ title: contact.email, session, active: "contacts", flash: request.consoleFlash, body }));
-  });
+    return consolePage({ title: contact.email, session, active: "contacts", flash, body });
+  }
+}
+
+/** The contact's forms: edit, unsubscribe (or resubscribe) and delete. */
+function actions(contact: Contact, props: ContactProperty[], csrf: string, suppressed: SuppressionReason | undefined, typed?: Record<string, string>): string {
+  const base = consoleUrl(`/contacts/${contact.id}`);
+  const unsubscribed = contact.status === ContactStatus.UNSUBSCRIBED || suppressed === SuppressionReason.UNSUBSCRIBED;
+  const blocked = suppressed === SuppressionReason.HARD_BOUNCE || suppressed === SuppressionReason.COMPLAINT || suppressed === SuppressionReason.MANUAL;
+  const subscription = unsubscribed
+    ? `<form method="post" action="${base}/resubscribe">${csrf}<p class="muted">Resubscribe only someone who asked for it: it lifts their unsubscribe.${blocked ? " A bounce, complaint or manual suppression stays." : ""}</p><button type="submit" class="secondary">Resubscribe</button></form>`
+    : `<form method="post" action="${base}/unsubscribe" data-confirm="Unsubscribe ${escapeHtml(contact.email)}?">${csrf}<p class="muted">As their unsubscribe link does: no broadcast and no email reaches them until they resubscribe.</p><button type="submit" class="secondary">Unsubscribe</button></form>`;
+  return `<section aria-labelledby="edit-h"><h2 id="edit-h">Edit</h2>${editForm(contact, props, csrf, typed)}</section>
+<section aria-labelledby="act-h"><h2 id="act-h">Subscription and deletion</h2><div class="grid">
+<div class="card">${subscription}</div>
+<div class="card"><form method="post" action="${base}/delete" data-confirm="Delete the contact ${escapeHtml(contact.email)}? This cannot be undone.">${csrf}
+<p class="muted">Deletes the contact and its properties. A suppression of the address stays, so deleting does not make it mailable again.</p>
+<button type="submit" class="danger">Delete contact</button></form></div></div></section>`;
+}
+
+/** A 4xx from the directory is a message on the page; anything else is the error page. */
+function formError(err: unknown): Flash {
+  const body = bodyFromError(err);
+  if (body.statusCode >= 500) throw err;
+  return { kind: "error", message: body.message };
 }
 
 function importPage(job: ImportJob): string {
