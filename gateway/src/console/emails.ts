@@ -8,6 +8,7 @@ import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/prot
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { EmailStatus, ListEmailsRequestSchema, type EmailRecord } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { CompiledMessageSchema, CompiledTemplateSchema, SegmentSchema, type CompiledMessage, type CompiledTemplate, type Segment } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { mergeMessage } from "@mailroom/content/merge.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { rpcOptions } from "../deps.js";
@@ -31,6 +32,28 @@ const badge = (e: EmailRecord) => {
   return s ? statusBadge(s.label, s.tone) : statusBadge("Unknown", "warn");
 };
 const date = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
+
+/** A transparent 1×1 GIF in place of the open pixel. */
+const BLANK_GIF = "data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7";
+
+/**
+ * The compiled email for looking at, not for sending: each tracked link is the address it
+ * leads to (what the email's link redirects to), and the open pixel is a blank image. So
+ * the view shows real links (never a placeholder host), and looking records no open or click.
+ */
+export function forViewing(compiled: CompiledMessage): CompiledMessage {
+  const literal = (value: string): Segment => create(SegmentSchema, { part: { case: "literal", value } });
+  const template = (t: CompiledTemplate | undefined, html: boolean) => create(CompiledTemplateSchema, {
+    segments: (t?.segments ?? []).map((s) => {
+      if (s.part.case === "link") {
+        const url = compiled.links[s.part.value]?.url ?? "";
+        return literal(html ? escapeHtml(url) : url);
+      }
+      return s.part.case === "openPixel" ? literal(BLANK_GIF) : s;
+    }),
+  });
+  return create(CompiledMessageSchema, { ...compiled, html: template(compiled.html, true), text: template(compiled.text, false) });
+}
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 
 interface ListQuery {
@@ -142,11 +165,12 @@ export function registerEmailPages(scope: FastifyInstance, deps: ConsoleDeps): v
     try {
       const { compiled } = await deps.clients.email.getEmailContent({ workspaceId: session.workspaceId, id }, rpcOptions(request));
       if (!compiled) throw new ConnectError("no content", Code.NotFound);
-      // Merged for display only: links and the open pixel point at an address that cannot
-      // resolve, so looking at an email records no open or click.
-      const merged = mergeMessage(compiled, { email: e.to, messageId: e.messageId }, { secret: deps.config.secret, publicUrl: "https://preview.invalid" });
+      // Merged for display only: tracked links show where they lead and the open pixel is
+      // blank, so looking at an email records no open or click; the unsubscribe and manage
+      // links are the recipient's own, as sent (their pages ask before they change anything).
+      const merged = mergeMessage(forViewing(compiled), { email: e.to, messageId: e.messageId }, { secret: deps.config.secret, publicUrl: deps.config.publicUrl });
       content = `<h2>Content</h2>
-<p class="muted">Personalised values of templates may be blank here; links are disabled in this preview.</p>
+<p class="muted">Personalised values of templates may be blank here; links are disabled in this preview. Tracked links show the address they lead to.</p>
 <iframe class="mail" title="Rendered content of the email" sandbox="" referrerpolicy="no-referrer" srcdoc="${escapeHtml(merged.html)}"></iframe>
 <h2>Plain text</h2><pre>${escapeHtml(merged.text)}</pre>`;
     } catch (err) {

@@ -60,8 +60,8 @@ function codeOf(d: Delivery): string {
 }
 
 function createForm(csrf: string, values: { url: string; displayName: string; events: string[] }): string {
-  const groups = EVENT_GROUPS.map((g, gi) => `<fieldset class="field"><legend>${g.legend}</legend><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(15rem,1fr));gap:.25rem 1rem">${g.events.map((e, i) =>
-    `<div><input type="checkbox" id="ev-${gi}-${i}" name="events" value="${e}"${values.events.includes(e) ? " checked" : ""} style="min-height:auto"> <label for="ev-${gi}-${i}" style="display:inline;font-weight:400"><code>${e}</code></label></div>`).join("")}</div></fieldset>`).join("");
+  const groups = EVENT_GROUPS.map((g, gi) => `<fieldset class="field"><legend>${g.legend}</legend><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(min(100%,15rem),1fr));gap:.25rem 1rem">${g.events.map((e, i) =>
+    `<div class="check"><input type="checkbox" id="ev-${gi}-${i}" name="events" value="${e}"${values.events.includes(e) ? " checked" : ""}><label for="ev-${gi}-${i}" style="font-weight:400"><code>${e}</code></label></div>`).join("")}</div></fieldset>`).join("");
   return `<form method="post" action="${consoleUrl("/webhooks")}" class="card">${csrf}
 <div class="field"><label for="url">Endpoint URL</label><input id="url" name="url" type="url" required value="${escapeHtml(values.url)}" placeholder="https://example.com/hooks/mailroom" style="width:100%"></div>
 <div class="field"><label for="displayName">Name (optional)</label><input id="displayName" name="displayName" value="${escapeHtml(values.displayName)}" style="width:100%"></div>
