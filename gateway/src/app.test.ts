@@ -64,12 +64,19 @@ describe("gateway core", () => {
     expect(res.json()).toMatchObject({ statusCode: 404, error: "Not Found" });
   });
 
-  it("rejects missing, malformed, unknown and under-scoped keys with 401", async () => {
+  it("rejects missing, malformed, unknown and under-scoped keys with 401, each with docsUrl", async () => {
     for (const headers of [{} as Record<string, string>, { authorization: "Basic abc" }, { authorization: "Bearer mr_test_wrong_key" }, { authorization: "Bearer mr_test_readonly" }]) {
       const res = await post("/v1/echo", headers, "{}");
       expect(res.statusCode).toBe(401);
-      expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String) });
+      expect(res.json()).toEqual({
+        statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String), docsUrl: "https://docs.example.test/errors/unauthorized",
+      });
     }
+    // A key without the scope: the message says how to get a key that has it, in the key's workspace.
+    const underScoped = await post("/v1/echo", { authorization: "Bearer mr_test_readonly" }, "{}");
+    expect(underScoped.json().message).toBe(
+      "Insufficient scope: this endpoint requires the api_user scope. A key with it: npx mailroom -w ws_a key create --scopes api_user",
+    );
   });
 
   it("derives the workspace from the key and caches the lookup", async () => {
@@ -104,16 +111,21 @@ describe("gateway core", () => {
     const address = await app.listen({ port: 0, host: "127.0.0.1" });
     const res = await fetch(`${address}/v1/items/${"x".repeat(20_000)}`);
     expect(res.status).toBe(431);
-    expect(await res.json()).toEqual({ statusCode: 431, error: "Request Header Fields Too Large", code: "header_too_large", message: expect.any(String) });
+    expect(await res.json()).toEqual({
+      statusCode: 431, error: "Request Header Fields Too Large", code: "header_too_large", message: expect.any(String), docsUrl: "https://docs.example.test/errors/header_too_large",
+    });
   });
 
   it("maps an ErrorInfo from a service to the spec's body with allowed lists and docsUrl", async () => {
     const res = await post("/v1/fails", key, "{}");
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({
-      statusCode: 400, error: "Bad Request", code: "invalid_from", message: "not verified",
+      statusCode: 400, error: "Bad Request", code: "invalid_from", message: expect.stringMatching(/^not verified\. To send from another address/),
       allowedEmails: ["a@x.test"], allowedDomains: ["x.test"], docsUrl: "https://docs.example.test/errors/invalid_from",
     });
+    // The commands it suggests name the caller's workspace.
+    expect(res.json().message).toContain("npx mailroom -w ws_a domain add <domain>");
+    expect(res.json().message).not.toContain("<workspace-id>");
   });
 
   it("limits requests per key with 429 and RateLimit headers", async () => {
@@ -246,5 +258,57 @@ describe("gateway limits", () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe("refusal bodies", () => {
+  let refuse: FastifyInstance;
+  beforeAll(async () => {
+    refuse = await buildGateway({
+      config: loadConfig({}),
+      errorDocsUrl: "https://docs.example.test/errors",
+      logger: createLogger("gateway-test", "silent"),
+      clients: { directory: createClient(DirectoryService, directoryTransport) } as unknown as ServiceClients,
+      rateLimitPerMinute: 10_000,
+      authCacheMs: 60_000,
+    }, {
+      api: [
+        (scope) => scope.post("/v1/refuse/:code", async (request) => {
+          throw appError({ code: (request.params as { code: string }).code, httpStatus: 403, message: "Refused" });
+        }),
+      ],
+      public: [],
+    });
+  });
+  afterAll(async () => refuse?.close());
+  const call = (url: string, payload = "{}") =>
+    refuse.inject({ method: "POST", url, headers: { "content-type": "application/json", authorization: "Bearer mr_test_good_key" }, payload });
+
+  it("names the setting or command that lifts a refusal, in the caller's workspace, and links every code's page", async () => {
+    const lifts: Record<string, string> = {
+      broadcast_api_not_enabled: "npx mailroom workspace update ws_a --enable broadcastEarlyAccess",
+      broadcast_api_addon_required: "npx mailroom workspace update ws_a --enable emailApiAddon",
+      broadcast_api_workspace_not_verified: "npx mailroom workspace update ws_a --enable verified",
+      "campaigns/delivery_method_not_available": "npx mailroom workspace update ws_a --new-account false",
+      monthly_limit_reached: "npx mailroom workspace update ws_a --limit",
+      test_recipients_not_members: "npx mailroom -w ws_a member add <email>",
+      "campaigns/invalid_from_email": "npx mailroom -w ws_a domain add <domain>",
+      template_not_found: "POST /v1/templates",
+      unknown_contact_property: "npx mailroom -w ws_a property create <slug> <type>",
+    };
+    for (const [code, command] of Object.entries(lifts)) {
+      const res = await call(`/v1/refuse/${encodeURIComponent(code)}`);
+      const body = res.json();
+      expect(body.code, code).toBe(code);
+      expect(body.message, code).toMatch(/^Refused\. /);
+      expect(body.message, code).toContain(command);
+      expect(body.docsUrl, code).toBe(`https://docs.example.test/errors/${code.replace("/", ".")}`);
+    }
+    // A code without a page of its own still links the index of every code.
+    const unknown = await call("/v1/refuse/some_new_code");
+    expect(unknown.json()).toMatchObject({ code: "some_new_code", message: "Refused", docsUrl: "https://docs.example.test/errors" });
+    // So does every other refusal: a 404 route, malformed JSON.
+    expect((await refuse.inject({ method: "GET", url: "/v1/nope" })).json().docsUrl).toBe("https://docs.example.test/errors/not_found");
+    expect((await call("/v1/refuse/x", "{not json")).json().docsUrl).toBe("https://docs.example.test/errors/invalid_json");
   });
 });

@@ -36,7 +36,7 @@ export async function buildGateway(
     frameworkErrors: (err, request, reply) => sendError(reply.header("x-request-id", request.id), bodyFromRouterError(err)),
     // Requests Node's HTTP parser refuses (headers or URL over 16 KB, broken framing) get the public body too.
     clientErrorHandler: (err, socket) => {
-      if (socket.writable && (err as NodeJS.ErrnoException).code !== "ECONNRESET") socket.end(clientErrorResponse(err));
+      if (socket.writable && (err as NodeJS.ErrnoException).code !== "ECONNRESET") socket.end(clientErrorResponse(err, app.errorDocsBase));
       else socket.destroy(err);
     },
     return503OnClosing: true,

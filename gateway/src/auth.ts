@@ -94,7 +94,9 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     }
     if (charged) failures?.refund(request.ip);
     const required = request.routeOptions.config.scope ?? "api_user";
-    if (!auth.scopes.includes(required)) throw unauthorized(`Insufficient scope: this endpoint requires the ${required} scope`);
+    if (!auth.scopes.includes(required)) {
+      throw unauthorized(`Insufficient scope: this endpoint requires the ${required} scope. A key with it: npx mailroom -w ${auth.workspaceId} key create --scopes ${required}`);
+    }
     request.auth = auth;
   };
 }

@@ -1,6 +1,9 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { bodyFromError } from "./errors.js";
+import { ERROR_TABLE, bodyFromError, forWorkspace, publicErrorBody } from "./errors.js";
+import { errorCodePage } from "./routes/error-docs.js";
 
 describe("bodyFromError", () => {
   it("answers 503 service_unavailable when a service's connection is reset mid-call (it was killed), not 500", () => {
@@ -19,5 +22,61 @@ describe("bodyFromError", () => {
   it("keeps 500 for an error nobody expected", () => {
     expect(bodyFromError(new ConnectError("boom", Code.Internal))).toMatchObject({ statusCode: 500, code: "internal" });
     expect(bodyFromError(new Error("boom"))).toMatchObject({ statusCode: 500, code: "internal" });
+  });
+});
+
+describe("the error table", () => {
+  /** Codes units raise that never reach a public body: internal RPCs between units, and the delivery unit's admin calls. */
+  const INTERNAL = new Set([
+    "unknown_delivery", // inbound -> delivery lookups (a 503 that the inbound unit retries)
+    "workspace_id_required", "content_id_required", "source_required", "invalid_compiled_message", // renderer/content RPC input checks
+    "invalid_rate", "invalid_limit", // delivery's admin RPCs (relay rate, captured mail page size), not /v1
+    "insufficient_scope", // the directory's Unauthenticated: the gateway answers it as `unauthorized`
+  ]);
+
+  /** Every code raised in the units' sources (tests and test doubles aside). */
+  function raisedCodes(): Map<string, string> {
+    const root = path.resolve(import.meta.dirname, "..", "..");
+    const files = [
+      ...readdirSync(path.join(root, "services")).map((unit) => path.join(root, "services", unit, "src")),
+      path.join(root, "gateway", "src"),
+    ].filter((dir) => existsSync(dir)).flatMap((dir) => readdirSync(dir, { recursive: true, encoding: "utf8" }).map((f) => path.join(dir, f)));
+    const codes = new Map<string, string>();
+    const patterns = [
+      /\b(?:badRequest|notFound|conflict|unavailable|unauthenticated)\(\s*"([a-z_/]+)"/g,
+      /\b(?:appError|refusal|publicErrorBody)\(\{\s*code:\s*"([a-z_/]+)"/g,
+    ];
+    for (const file of files) {
+      if (!file.endsWith(".ts") || file.endsWith(".test.ts") || /testing\.ts$|\/testing\//.test(file)) continue;
+      const source = readFileSync(file, "utf8");
+      for (const pattern of patterns) for (const m of source.matchAll(pattern)) codes.set(m[1]!, path.relative(root, file));
+    }
+    return codes;
+  }
+
+  it("has a row (so a page and a docsUrl) for every code a unit can answer", () => {
+    const codes = raisedCodes();
+    expect(codes.size).toBeGreaterThan(50);
+    const missing = [...codes].filter(([code]) => !INTERNAL.has(code) && !Object.hasOwn(ERROR_TABLE, code)).map(([code, file]) => `${code} (${file})`);
+    expect(missing, "add these codes to ERROR_TABLE in gateway/src/errors.ts").toEqual([]);
+  });
+
+  it("names a command, a setting or an endpoint in every fix, and shows it on the code's page", () => {
+    for (const [code, rule] of Object.entries(ERROR_TABLE)) {
+      if (!rule.fix) continue;
+      expect(rule.fix, code).toMatch(/npx mailroom|MAILROOM_[A-Z_]+|(GET|POST|PUT) \/v1\//);
+      expect(errorCodePage(code), code).toContain("What lifts it:");
+    }
+  });
+
+  it("gives every body a docsUrl and appends the fix to the message", () => {
+    const gated = publicErrorBody({ code: "broadcast_api_not_enabled", message: "The broadcast API is in early access and not enabled for this workspace" }, "http://localhost:8080/docs/errors");
+    expect(forWorkspace(gated, "ws_acme")).toEqual({
+      statusCode: 403, error: "Forbidden", code: "broadcast_api_not_enabled",
+      message: "The broadcast API is in early access and not enabled for this workspace. Enable it: `npx mailroom workspace update ws_acme --enable broadcastEarlyAccess` (or `flags.broadcastEarlyAccess` in the MAILROOM_BOOTSTRAP file).",
+      docsUrl: "http://localhost:8080/docs/errors/broadcast_api_not_enabled",
+    });
+    expect(publicErrorBody({ code: "unauthorized", message: "Invalid API key" }, "https://x.test/errors")).toMatchObject({ message: "Invalid API key", docsUrl: "https://x.test/errors/unauthorized" });
+    expect(publicErrorBody({ code: "toString", message: "m" }, "https://x.test/errors")).toMatchObject({ statusCode: 400, docsUrl: "https://x.test/errors" });
   });
 });

@@ -16,26 +16,37 @@ export const DEFAULT_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
 interface ErrorRule {
   status: number;
-  /** Add `docsUrl` to the body. */
-  docs?: boolean;
   /** For the documentation page: what the error means and what to do about it. */
   description: string;
+  /**
+   * The setting or command that lifts the refusal, for a refusal a setting can lift: appended
+   * to every body's message and shown on the code's page. `<workspace-id>` becomes the
+   * caller's workspace when the request names one (sendError).
+   */
+  fix?: string;
 }
+
+/** What lifts an unverified sender's refusal (emails and broadcasts). */
+const FROM_FIX =
+  "To send from another address, verify its domain (`npx mailroom -w <workspace-id> domain add <domain>`, publish the records it prints, then `npx mailroom -w <workspace-id> domain verify <domain>`) or the address itself (`npx mailroom -w <workspace-id> sender add <address> --verified`).";
 
 /**
  * The one table that maps error codes to HTTP statuses and public body rules; the
  * documentation pages under /docs/errors are generated from it. Every body carries its
- * `code` (the spec's four email rows included: the field is an addition the client reads).
+ * `code` (the spec's four email rows included: the field is an addition the client reads)
+ * and a `docsUrl` to its page. Every code a unit can answer has a row
+ * (`errors-table.test.ts` reads the sources to check).
  */
 export const ERROR_TABLE: Record<string, ErrorRule> = {
   // Spec: email endpoints
   invalid_payload: {
-    status: 400, docs: true,
+    status: 400,
     description: "The body matches neither the raw form (`from`, `to`, `subject`, `html`) nor the templated form (`template`, `to`, `variables`), carries both `html` and `template`, or a field has the wrong type. Fix the field the message names and send again.",
   },
   invalid_from: {
-    status: 400, docs: true,
+    status: 400,
     description: "`from` is not a verified address of the workspace nor on one of its verified domains. Use one of `allowedEmails`, or any address on one of `allowedDomains`, or verify the sender first.",
+    fix: FROM_FIX,
   },
   unauthorized: {
     status: 401,
@@ -44,19 +55,28 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   monthly_limit_reached: {
     status: 403,
     description: "The workspace has used its plan's monthly sending allowance (a batch is refused whole when it would exceed it). Wait for the next period or upgrade the plan.",
+    fix: "The limit is a workspace setting: `npx mailroom workspace update <workspace-id> --limit <emails per month>` (or `monthlyLimit` in the MAILROOM_BOOTSTRAP file).",
   },
   // Design §6 decisions and obvious additions
   invalid_json: { status: 400, description: "The body is not valid JSON. Send a JSON object with `Content-Type: application/json`." },
-  invalid_request: { status: 400, docs: true, description: "A field or parameter is invalid; the message names it and says why. Fix it and send again." },
-  template_not_found: { status: 400, docs: true, description: "No template with the name in `template` exists in this workspace. Create it, or correct the name (the body's `template` field repeats it)." },
-  send_at_out_of_range: { status: 400, docs: true, description: "`sendAt` is more than 90 days in the future. Pick an earlier time (a time in the past or now sends at once)." },
+  invalid_request: { status: 400, description: "A field or parameter is invalid; the message names it and says why. Fix it and send again." },
+  template_not_found: {
+    status: 400,
+    description: "No template with the name in `template` exists in this workspace. Create it, or correct the name (the body's `template` field repeats it).",
+    fix: "Create it with `POST /v1/templates` (`name`, `subject`, `html`) or `npx mailroom -w <workspace-id> template create --name <name> --subject <subject> --html-file <file>`; `GET /v1/templates` lists the existing ones.",
+  },
+  send_at_out_of_range: { status: 400, description: "`sendAt` is more than 90 days in the future. Pick an earlier time (a time in the past or now sends at once)." },
   invalid_send_at: {
-    status: 400, docs: true,
+    status: 400,
     description: "`sendAt` is not an ISO 8601 date-time with a time zone. Accepted: `2030-01-31T09:30:00Z`, `…+02:00`, `…+0200`, `…+02`, fractional seconds, and the basic form `20300131T093000Z`. A time without a zone is refused because it would be ambiguous.",
   },
-  header_injection: { status: 400, docs: true, description: "A value that becomes a mail header (`to`, `from`, `fromName`, `subject`, `replyTo`, …) contains a line break or control character. Remove it." },
-  batch_invalid: { status: 400, docs: true, description: "The batch body must be `{ emails: [...] }` with 1 to 50 emails and no other top-level field; nothing was sent. Split larger batches." },
-  recipient_suppressed: { status: 400, description: "The recipient is on the workspace's suppression list (unsubscribed, bounced or complained); nothing is sent to it." },
+  header_injection: { status: 400, description: "A value that becomes a mail header (`to`, `from`, `fromName`, `subject`, `replyTo`, …) contains a line break or control character. Remove it." },
+  batch_invalid: { status: 400, description: "The batch body must be `{ emails: [...] }` with 1 to 50 emails and no other top-level field; nothing was sent. Split larger batches." },
+  recipient_suppressed: {
+    status: 400,
+    description: "The recipient is on the workspace's suppression list (unsubscribed, bounced or complained); nothing is sent to it.",
+    fix: "Only if the recipient asked for mail again: `npx mailroom -w <workspace-id> suppression remove <email>`.",
+  },
   idempotency_key_reused: { status: 409, description: "This `idempotencyKey` was already used with a different request in the last 24 hours. Use a new key for a new email; resend the identical request to get the first answer." },
   idempotency_request_in_progress: { status: 409, description: "The first request with this `idempotencyKey` is still being processed. Retry shortly: you will get its answer." },
   email_not_found: { status: 404, description: "No email with this id exists in the workspace." },
@@ -70,33 +90,58 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   rate_limited: {
     status: 429,
     description: "Too many requests for this API key (a token bucket per key), or too many failed API key attempts from this address. Wait the number of seconds in `Retry-After`; `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` describe the budget.",
+    fix: "The server's operator sets the budget: `MAILROOM_RATE_LIMIT_PER_MINUTE` and `MAILROOM_RATE_LIMIT_BURST` per API key, `MAILROOM_AUTH_FAILURES_PER_MINUTE` for failed key attempts.",
   },
   service_unavailable: { status: 503, description: "A backing service is briefly unavailable. Retry with backoff; with an `idempotencyKey` a retry never sends twice." },
   internal: { status: 500, description: "An unexpected error on our side. Retry with backoff; report the `x-request-id` response header if it persists." },
   // Broadcast endpoints (spec)
-  broadcast_api_not_enabled: { status: 403, description: "The broadcast API is not enabled for this workspace." },
-  broadcast_api_addon_required: { status: 402, description: "The broadcast API needs the add-on on the workspace's plan." },
-  broadcast_api_workspace_not_verified: { status: 403, description: "The workspace must be verified before it can send broadcasts." },
+  broadcast_api_not_enabled: {
+    status: 403,
+    description: "The broadcast API is in early access and not enabled for this workspace (checked first; then the add-on, then verification).",
+    fix: "Enable it: `npx mailroom workspace update <workspace-id> --enable broadcastEarlyAccess` (or `flags.broadcastEarlyAccess` in the MAILROOM_BOOTSTRAP file).",
+  },
+  broadcast_api_addon_required: {
+    status: 402,
+    description: "The broadcast API needs the Email API add-on on the workspace's plan.",
+    fix: "Enable it: `npx mailroom workspace update <workspace-id> --enable emailApiAddon` (or `flags.emailApiAddon` in the MAILROOM_BOOTSTRAP file).",
+  },
+  broadcast_api_workspace_not_verified: {
+    status: 403,
+    description: "The workspace must be verified before it can send broadcasts.",
+    fix: "Mark it verified: `npx mailroom workspace update <workspace-id> --enable verified` (or `flags.verified` in the MAILROOM_BOOTSTRAP file).",
+  },
   broadcast_unknown_variables: { status: 400, description: "The broadcast uses merge variables that are neither built-ins nor custom contact properties (listed in `unknownVariables`). Fix them or allow unknown variables." },
-  "campaigns/invalid_from_email": { status: 400, docs: true, description: "The broadcast's sender is not verified. Use one of `allowedEmails` or an address on one of `allowedDomains`." },
-  "campaigns/delivery_method_not_available": { status: 400, docs: true, description: "This delivery method is not available for the sending account (a new account can only use `WARMUP`)." },
+  "campaigns/invalid_from_email": {
+    status: 400,
+    description: "The broadcast's sender is not verified. Use one of `allowedEmails` or an address on one of `allowedDomains`.",
+    fix: FROM_FIX,
+  },
+  "campaigns/delivery_method_not_available": {
+    status: 400,
+    description: "This delivery method is not available for the sending account (a new account can only use `WARMUP`).",
+    fix: "Once the sending account has a sending history: `npx mailroom workspace update <workspace-id> --new-account false` (or `sendingAccountNew: false` in the MAILROOM_BOOTSTRAP file).",
+  },
   broadcast_html_too_large: { status: 413, description: "Broadcast HTML is limited to 500 KB (512,000 bytes of UTF-8)." },
   broadcast_not_cancellable: { status: 409, description: "The broadcast is a draft or sending has already started; it cannot be cancelled." },
   broadcast_not_found: { status: 404, description: "No broadcast with this id exists in the workspace." },
   // The official client's endpoints (contacts, properties, events, API keys)
   contacts_batch_invalid: {
-    status: 400, docs: true,
+    status: 400,
     description: "Without `allowPartialSuccess=true` one invalid contact fails the whole `POST /v1/contacts/batch`: nothing was written. `errors` lists each invalid contact by index (and `failedContacts` repeats them in the input form when `includeFailedContacts=true`). Fix them, or send `allowPartialSuccess=true` to write the valid ones.",
   },
-  invalid_event: { status: 400, docs: true, description: "An event is invalid: its `event` name (letters, digits, `_`, `-`, `:`, and `.` between parts), `identify.email`, `timestamp` (ISO 8601 or Unix time), `messageId` or the size of `properties`. The message names the field." },
-  invalid_property: { status: 400, docs: true, description: "A contact property definition is invalid: a `displayName` without letters or digits, a SELECT or MULTI_SELECT without `typeConfig.options`, or a change to a built-in property." },
+  invalid_event: { status: 400, description: "An event is invalid: its `event` name (letters, digits, `_`, `-`, `:`, and `.` between parts), `identify.email`, `timestamp` (ISO 8601 or Unix time), `messageId` or the size of `properties`. The message names the field." },
+  invalid_property: { status: 400, description: "A contact property definition is invalid: a `displayName` without letters or digits, a SELECT or MULTI_SELECT without `typeConfig.options`, or a change to a built-in property." },
   property_not_found: { status: 404, description: "No custom contact property with this id exists in the workspace." },
   invalid_role: { status: 400, description: "An API key's `role` must be `EDITOR` or `VIEWER`." },
   api_key_not_found: { status: 404, description: "No API key with this id exists in the workspace." },
   api_key_revoked: { status: 409, description: "The API key is revoked (ARCHIVED) and cannot change." },
   // Broadcast endpoints (design §6)
-  invalid_test_recipients: { status: 400, docs: true, description: "A test send needs `emails`: a list of 1 to 10 valid addresses. Nothing was sent." },
-  test_recipients_not_members: { status: 400, docs: true, description: "Test sends go to workspace members only; the addresses in `notMembers` are not members. Nothing was sent." },
+  invalid_test_recipients: { status: 400, description: "A test send needs `emails`: a list of 1 to 10 valid addresses. Nothing was sent." },
+  test_recipients_not_members: {
+    status: 400,
+    description: "Test sends go to workspace members only; the addresses in `notMembers` are not members. Nothing was sent.",
+    fix: "Add a member: `npx mailroom -w <workspace-id> member add <email>` (or `members` in the MAILROOM_BOOTSTRAP file).",
+  },
   broadcast_not_schedulable: { status: 409, description: "Only a `DRAFT` broadcast can be scheduled; this one is already scheduled, sending or completed. Cancel a scheduled one first to change it." },
   broadcast_not_editable: { status: 409, description: "Only a `DRAFT` broadcast can be edited; cancel a scheduled one first (one that started sending cannot change)." },
   // Webhooks (issue 13)
@@ -104,6 +149,54 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   webhook_not_active: { status: 409, description: "The webhook is paused (by you or after a day of failed deliveries); update its status to `ACTIVE` first." },
   delivery_not_found: { status: 404, description: "The webhook has no delivery with this id (deliveries are kept 8 days)." },
   delivery_in_progress: { status: 409, description: "This delivery is being sent right now; wait for the attempt to finish and try again." },
+  webhook_banned: { status: 403, description: "The webhook was banned by the server's operator; it cannot be changed or reactivated. Create a new one if its URL is legitimate." },
+  // Contacts and their properties (the directory)
+  invalid_email: { status: 400, description: "The address is not a valid email address (a contact's, a member's or a suppression's). The message quotes it." },
+  invalid_contact: { status: 400, description: "A contact field has the wrong type or value (an unknown `status` or `source`, a name that is not a string). The message names the field." },
+  invalid_timezone: { status: 400, description: "A `timezone` must be an IANA time zone name such as `Europe/Paris` or `America/New_York`." },
+  contact_not_found: { status: 404, description: "No contact with this id or address exists in the workspace." },
+  contact_exists: { status: 409, description: "A contact with this address already exists. `POST /v1/contacts` updates it instead (it is an upsert); the CLI's `contact add` does not." },
+  duplicate_contact: { status: 409, description: "The same address appears twice in one batch; the message names the first item. Merge them into one." },
+  contact_conflict: { status: 409, description: "The contact was being changed by another request at the same moment. Retry." },
+  unknown_contact_property: {
+    status: 400,
+    description: "A custom property in `properties` does not exist in the workspace (built-ins: `firstName`, `lastName`, `timezone`, …). Create it first, or correct its API slug.",
+    fix: "Create it with `POST /v1/contact-properties` or `npx mailroom -w <workspace-id> property create <slug> <type>`.",
+  },
+  invalid_property_value: { status: 400, description: "A property's value does not fit its type (a NUMBER given text, a SELECT value that is not one of its options, …). The message names the property and its type." },
+  invalid_property_type: { status: 400, description: "A property type must be one of STRING, NUMBER, DATE, BOOLEAN, SELECT or MULTI_SELECT." },
+  invalid_property_slug: { status: 400, description: "A property's API slug must start with a letter and hold only letters, digits and `_` (at most 64)." },
+  reserved_property_slug: { status: 400, description: "The slug is a built-in property's name (`email`, `firstName`, `timezone`, …) and cannot be a custom property." },
+  property_exists: { status: 409, description: "A custom property with this slug already exists (with the type the message names)." },
+  invalid_cursor: { status: 400, description: "`cursor` must be the `cursor` a previous page of the same list returned." },
+  // Templates (the directory)
+  invalid_template_name: { status: 400, description: "A template name is 1-100 letters, digits, `.`, `_` or `-`, starting with a letter or digit." },
+  invalid_template: { status: 400, description: "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`. The message names the field." },
+  template_exists: { status: 409, description: "A template with this name already exists. Change it with `PUT /v1/templates/{name}`, or pick another name." },
+  template_html_too_large: { status: 413, description: "A template's `html` (or `text`) is limited to 500 KB." },
+  // Broadcast content (compiled by the renderer)
+  html_too_large: { status: 413, description: "The HTML is too large: at most 500 KB for a broadcast and 5 MB for an email." },
+  text_too_large: { status: 413, description: "The plain-text part is larger than 1 MB." },
+  subject_too_long: { status: 400, description: "The subject is longer than 2,000 characters; shorten it." },
+  preview_text_too_long: { status: 400, description: "`previewText` is longer than 2,000 characters; shorten it." },
+  // Workspaces, keys and senders (the admin CLI and the bootstrap file)
+  workspace_not_found: { status: 404, description: "No workspace with this id exists. `npx mailroom workspace list` lists them; `npx mailroom workspace create --id <id> --name <name>` creates one with the id you choose." },
+  workspace_exists: { status: 409, description: "A workspace with this id already exists; `npx mailroom workspace update <id>` changes it." },
+  invalid_scope: { status: 400, description: "An API key scope must be one of the known scopes the message lists (`api_user`, `api_read`, `admin`)." },
+  api_key_exists: { status: 409, description: "This API key already exists (a bootstrap file may not give one key to two workspaces)." },
+  invalid_domain: { status: 400, description: "The value is not a valid domain name (e.g. `acme.com`, without `http://` or an address)." },
+  domain_exists: { status: 409, description: "The domain was already added to this workspace; `npx mailroom -w <workspace-id> domain records <domain>` shows its records and `domain verify <domain>` checks them." },
+  domain_not_found: { status: 404, description: "The domain was not added to this workspace; `npx mailroom -w <workspace-id> domain add <domain>` adds it." },
+  invalid_bootstrap: { status: 400, description: "The MAILROOM_BOOTSTRAP document is not valid JSON or does not fit its shape (`deploy/bootstrap.example.json` is one); the message names the first problems. Nothing was loaded." },
+  // The gateway's own refusals
+  forbidden: { status: 403, description: "Not allowed here: a VIEWER key in the console (it only looks), or a resubscribe posted from another site than the manage page." },
+  conflict: { status: 409, description: "The resource is not in a state that allows this request (the message says which); read it again before retrying." },
+  uri_too_long: { status: 414, description: "A path parameter is longer than the gateway accepts (4,096 characters)." },
+  header_too_large: { status: 431, description: "The request line and headers exceed 16 KB. Send less in headers (or in the URL)." },
+  too_many_imports: { status: 429, description: "Too many contact imports are running on this server at once. Try again in a few minutes." },
+  // Development mail (/dev/mail)
+  invalid_id: { status: 400, description: "The id is not one of a captured message (`cap_…`)." },
+  captured_message_not_found: { status: 404, description: "No captured message with this id (captured mail is kept in the data directory; with `MAILROOM_SMTP_URL` set nothing is captured)." },
 };
 
 /** A code as one URL path segment: `campaigns/invalid_from_email` -> `campaigns.invalid_from_email`. */
@@ -130,17 +223,31 @@ export interface PublicErrorInit {
   extra?: Record<string, unknown>;
 }
 
+/** The table's row of a code (never an Object.prototype member). */
+export const ruleOf = (code: string | undefined): ErrorRule | undefined =>
+  code !== undefined && Object.hasOwn(ERROR_TABLE, code) ? ERROR_TABLE[code] : undefined;
+
+/** In a `fix`, the caller's workspace id (filled in by `forWorkspace` when the request names one). */
+export const WORKSPACE_PLACEHOLDER = "<workspace-id>";
+
+/** The message, followed by the setting or command that lifts the refusal when the table names one. */
+function withFix(message: string, fix: string | undefined): string {
+  if (!fix) return message;
+  const text = message.trimEnd();
+  return text ? `${text}${/[.!?:]$/.test(text) ? "" : "."} ${fix}` : fix;
+}
+
 /**
  * The public body of an error. `docsBase` is where the error pages are served
- * (`deps.errorDocsUrl`, MAILROOM_DOCS_URL); codes the table documents get `docsUrl` = `<docsBase>/<code>`.
+ * (`deps.errorDocsUrl`, MAILROOM_DOCS_URL): `docsUrl` is `<docsBase>/<code>`.
  */
 export function publicErrorBody(init: PublicErrorInit, docsBase?: string): PublicErrorBody {
-  const rule: Partial<ErrorRule> & { status: number } = ERROR_TABLE[init.code] ?? { status: init.status ?? 400 };
+  const rule: Partial<ErrorRule> & { status: number } = ruleOf(init.code) ?? { status: init.status ?? 400 };
   const body: PublicErrorBody = {
     statusCode: rule.status,
     error: STATUS_CODES[rule.status] ?? "Error",
     code: init.code,
-    message: init.message,
+    message: withFix(init.message, rule.fix),
   };
   if (init.code === "invalid_from" || init.code === "campaigns/invalid_from_email" || init.allowedEmails?.length || init.allowedDomains?.length) {
     body.allowedEmails = init.allowedEmails ?? [];
@@ -151,10 +258,15 @@ export function publicErrorBody(init: PublicErrorInit, docsBase?: string): Publi
   return docsBase ? withDocsUrl(body, docsBase) : body;
 }
 
-/** Adds `docsUrl` (`<docsBase>/<code>`) to a body whose code the table documents. */
+/** Adds `docsUrl`: the page of the body's code (`<docsBase>/<code>`), or the index of every code for one the table lacks. */
 export function withDocsUrl(body: PublicErrorBody, docsBase: string): PublicErrorBody {
-  const code = body.code;
-  if (code && ERROR_TABLE[code]?.docs && !body.docsUrl) body.docsUrl = `${docsBase}/${docsSlug(code)}`;
+  if (!body.docsUrl) body.docsUrl = ruleOf(body.code) ? `${docsBase}/${docsSlug(body.code!)}` : docsBase;
+  return body;
+}
+
+/** Names the caller's workspace in the commands a message suggests (`npx mailroom -w <workspace-id> …`). */
+export function forWorkspace(body: PublicErrorBody, workspaceId: string | undefined): PublicErrorBody {
+  if (workspaceId && body.message.includes(WORKSPACE_PLACEHOLDER)) body.message = body.message.replaceAll(WORKSPACE_PLACEHOLDER, workspaceId);
   return body;
 }
 
@@ -245,10 +357,10 @@ export function bodyFromRouterError(err: Partial<FastifyError>): PublicErrorBody
  * The raw HTTP answer to a request Node's parser refused before fastify saw it (Node's own
  * answer lacks `code`): 431 for headers or a URL beyond the 16 KB header limit, else 400.
  */
-export function clientErrorResponse(err: Error & { code?: string }): string {
+export function clientErrorResponse(err: Error & { code?: string }, docsBase: string): string {
   const body = err.code === "HPE_HEADER_OVERFLOW"
-    ? publicErrorBody({ code: "header_too_large", status: 431, message: "The request line and headers exceed 16 KB" })
-    : publicErrorBody({ code: "invalid_request", status: 400, message: "Malformed HTTP request" });
+    ? publicErrorBody({ code: "header_too_large", status: 431, message: "The request line and headers exceed 16 KB" }, docsBase)
+    : publicErrorBody({ code: "invalid_request", status: 400, message: "Malformed HTTP request" }, docsBase);
   const json = JSON.stringify(body);
   return `HTTP/1.1 ${body.statusCode} ${body.error}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`;
 }
@@ -280,7 +392,7 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
 export function refusal(init: PublicErrorInit): AppError {
   return appError({
     code: init.code,
-    httpStatus: ERROR_TABLE[init.code]?.status ?? init.status ?? 400,
+    httpStatus: ruleOf(init.code)?.status ?? init.status ?? 400,
     message: init.message,
     allowedEmails: init.allowedEmails,
     allowedDomains: init.allowedDomains,
@@ -297,13 +409,14 @@ declare module "fastify" {
 }
 
 export function sendError(reply: FastifyReply, body: PublicErrorBody): FastifyReply {
+  forWorkspace(body, reply.request.auth?.workspaceId);
   return reply.code(body.statusCode).type("application/json").send(withDocsUrl(body, reply.server.errorDocsBase));
 }
 
 // --- the public error bodies as schemas (for the generated OpenAPI document) ---------------
 
 const message = z.string().meta({ description: "What went wrong, for a human." });
-const docsUrl = z.url().meta({ description: "Link to the documentation of this error." });
+const docsUrl = z.url().meta({ description: "Link to the documentation of this error (every error body has one)." });
 const addresses = z.array(z.string());
 
 export const invalidPayloadErrorSchema = z
@@ -323,11 +436,11 @@ export const invalidFromErrorSchema = z
   .meta({ id: "InvalidFromError", description: "Spec body (plus `code`): `from` is not a verified address or on a verified domain." });
 
 export const unauthorizedErrorSchema = z
-  .strictObject({ statusCode: z.literal(401), error: z.literal("Unauthorized"), code: z.literal("unauthorized"), message })
+  .strictObject({ statusCode: z.literal(401), error: z.literal("Unauthorized"), code: z.literal("unauthorized"), message, docsUrl })
   .meta({ id: "UnauthorizedError", description: "Spec body (plus `code`): missing, invalid or under-scoped API key (required scope `api_user`)." });
 
 export const monthlyLimitErrorSchema = z
-  .strictObject({ statusCode: z.literal(403), error: z.literal("Forbidden"), code: z.literal("monthly_limit_reached"), message })
+  .strictObject({ statusCode: z.literal(403), error: z.literal("Forbidden"), code: z.literal("monthly_limit_reached"), message, docsUrl })
   .meta({ id: "MonthlyLimitError", description: "Spec body (plus `code`): the monthly sending limit of the plan is reached." });
 
 /** The fields of every coded error body, also the shape of a batch's failed items. */
@@ -335,7 +448,7 @@ export const codedErrorFields = {
   statusCode: z.number().int().min(400).max(599).meta({ description: "The HTTP status, repeated." }),
   error: z.string().meta({ description: "The HTTP reason phrase, e.g. `Bad Request`." }),
   message,
-  docsUrl: docsUrl.optional(),
+  docsUrl,
   allowedEmails: addresses.optional(),
   allowedDomains: addresses.optional(),
 };
@@ -347,6 +460,5 @@ export const apiErrorSchema = z
   })
   .meta({
     id: "ApiError",
-    description: `Every other error: the email-style body with its machine-readable \`code\` and, per code, extra fields (\`allowedEmails\`/\`allowedDomains\`, \`template\`, …). Every code is documented at \`/docs/errors/{code}\`; \`docsUrl\` (a link there) is present for: ${
-      Object.entries(ERROR_TABLE).filter(([, rule]) => rule.docs).map(([code]) => code).join(", ")}.`,
+    description: "Every other error: the email-style body with its machine-readable `code`, `docsUrl` (its page at `/docs/errors/{code}`) and, per code, extra fields (`allowedEmails`/`allowedDomains`, `template`, …). A refusal that a setting lifts names the setting or the admin CLI command in `message`.",
   });

@@ -423,7 +423,10 @@ describe("the generated OpenAPI document against the gateway", () => {
       world.directory.limit = world.directory.used;
       try {
         const full = await call("POST /v1/emails", { body: rawEmail });
-        expect(full.json()).toEqual({ statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.any(String) });
+        expect(full.json()).toEqual({
+          statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.stringContaining("npx mailroom workspace update ws_oa --limit"),
+          docsUrl: expect.stringMatching(/\/docs\/errors\/monthly_limit_reached$/),
+        });
         const fullBatch = await call("POST /v1/emails/batch", { body: { emails: [rawEmail, templatedEmail] } });
         expect(fullBatch.statusCode).toBe(403);
       } finally {
@@ -443,7 +446,7 @@ describe("the generated OpenAPI document against the gateway", () => {
     it("answers keys it does not know with the spec's 401 body", async () => {
       for (const headers of [{ authorization: "" }, { authorization: "Bearer mr_test_unknown_key" }]) {
         const res = await call("POST /v1/emails", { body: rawEmail, headers });
-        expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String) });
+        expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String), docsUrl: expect.stringMatching(/\/docs\/errors\/unauthorized$/) });
       }
     });
 

@@ -167,7 +167,7 @@ describe("public /v1/contacts and /v1/templates (gateway over the real directory
       for (const url of ["/v1/contacts", "/v1/templates", "/v1/contacts/search?email=secret%40a.test", "/v1/templates/a-only"]) {
         const res = await call("GET", url, headers);
         expect(res.statusCode, `${url} ${JSON.stringify(headers)}`).toBe(401);
-        expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String) });
+        expect(res.json()).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String), docsUrl: expect.stringMatching(/\/docs\/errors\/unauthorized$/) });
       }
     }
   });

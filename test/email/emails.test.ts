@@ -137,7 +137,7 @@ describe("transactional emails over the public API", () => {
         for (const key of [undefined, "mr_test_no_such_key_123", ADMIN_ONLY_KEY]) {
           const res = await call(key);
           expect(res.status).toBe(401);
-          expect(res.body).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String) });
+          expect(res.body).toEqual({ statusCode: 401, error: "Unauthorized", code: "unauthorized", message: expect.any(String), docsUrl: `${sys.publicUrl}/docs/errors/unauthorized` });
         }
       }
       expect(mailCount("x@example.test")).toBe(0);
@@ -154,13 +154,13 @@ describe("transactional emails over the public API", () => {
       const d = rcpt("small");
       const crossing = await batch({ emails: [raw(c, { from: "hi@small.test" }), raw(d, { from: "hi@small.test" })] }, SMALL_KEY);
       expect(crossing.status).toBe(403);
-      expect(crossing.body).toEqual({ statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.any(String) });
+      expect(crossing.body).toEqual({ statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.any(String), docsUrl: `${sys.publicUrl}/docs/errors/monthly_limit_reached` });
 
       const last = await send(raw(c, { from: "hi@small.test" }), SMALL_KEY);
       expect(last.status).toBe(200);
       const over = await send(raw(d, { from: "hi@small.test" }), SMALL_KEY);
       expect(over.status).toBe(403);
-      expect(over.body).toEqual({ statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.any(String) });
+      expect(over.body).toEqual({ statusCode: 403, error: "Forbidden", code: "monthly_limit_reached", message: expect.any(String), docsUrl: `${sys.publicUrl}/docs/errors/monthly_limit_reached` });
       await mailTo(c);
       await sleep(300);
       expect(mailCount(d)).toBe(0);

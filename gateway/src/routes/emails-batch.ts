@@ -1,7 +1,7 @@
 import type { EmailInput } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
-import { BATCH_BODY_LIMIT_BYTES, apiErrorSchema, bodyFromErrorInfo, monthlyLimitErrorSchema, publicErrorBody, refusal } from "../errors.js";
+import { BATCH_BODY_LIMIT_BYTES, apiErrorSchema, bodyFromErrorInfo, forWorkspace, monthlyLimitErrorSchema, publicErrorBody, refusal } from "../errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { MAX_BATCH, batchItemJson, parseEmail, sendBatchRequestSchema, sendBatchResponseSchema } from "../schemas/email.js";
 import { defineRoute, type RouteModule } from "./route.js";
@@ -67,7 +67,8 @@ export const registerSendBatch: RouteModule = (app, deps) =>
         successful = res.successful.map(batchItemJson);
         for (const f of res.failed) {
           const index = positions[f.index] ?? f.index;
-          failed.push({ index, to: recipientOf(emails[index]), ...(f.error ? bodyFromErrorInfo(f.error, app.errorDocsBase) : publicErrorBody({ code: "internal", message: "Internal error" })) });
+          const body = f.error ? bodyFromErrorInfo(f.error, app.errorDocsBase) : publicErrorBody({ code: "internal", message: "Internal error" }, app.errorDocsBase);
+          failed.push({ index, to: recipientOf(emails[index]), ...forWorkspace(body, workspaceOf(request)) });
         }
       }
       failed.sort((a, b) => a.index - b.index);

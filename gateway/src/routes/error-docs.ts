@@ -26,7 +26,7 @@ export function errorIndexPage(): string {
     .map(([code, rule]) => `<tr><td><a href="errors/${escape(docsSlug(code))}"><code>${escape(code)}</code></a></td><td>${statusLine(rule.status)}</td></tr>`)
     .join("\n");
   return page("Mailroom API errors", `<h1>API errors</h1>
-<p>Every error body is <code>{ statusCode, error, code, message, docsUrl? }</code>, plus fields some codes add. Each response carries an <code>x-request-id</code> header: quote it when reporting a problem.</p>
+<p>Every error body is <code>{ statusCode, error, code, message, docsUrl }</code>, plus fields some codes add; a refusal that a setting lifts names the setting or command in its message. Each response carries an <code>x-request-id</code> header: quote it when reporting a problem.</p>
 <table><thead><tr><th>code</th><th>HTTP status</th></tr></thead><tbody>
 ${rows}
 </tbody></table>`);
@@ -38,7 +38,8 @@ export function errorCodePage(code: string): string | undefined {
   return page(`${code} — Mailroom API errors`, `<p><a href="../errors">All errors</a></p>
 <h1><code>${escape(code)}</code></h1>
 <p><strong>HTTP status:</strong> ${statusLine(rule.status)}</p>
-<p>${prose(rule.description)}</p>`);
+<p>${prose(rule.description)}</p>${rule.fix ? `
+<p><strong>What lifts it:</strong> ${prose(rule.fix)}</p>` : ""}`);
 }
 
 const html = z.string().meta({ contentMediaType: "text/html" });
