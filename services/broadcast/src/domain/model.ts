@@ -68,6 +68,11 @@ export interface SendingState {
    * later, so a paced broadcast (WARMUP over weeks) never outlives its entry (14 days).
    */
   contentStoredAt?: number;
+  /**
+   * Draining: the finalized counter at the last completion check. The ledger is counted
+   * (a scan of every recipient's entry) only when the counter has not moved since.
+   */
+  finalizedAtCheck?: number;
 }
 
 export interface Broadcast {

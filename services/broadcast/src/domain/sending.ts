@@ -168,7 +168,7 @@ export class Sender {
       if (after.phase === "releasing") return workAt;
       sending = after;
     }
-    return this.drain(broadcast);
+    return this.drain(broadcast, sending);
   }
 
   // ---- 2. resolution ----------------------------------------------------------------------
@@ -395,9 +395,21 @@ export class Sender {
 
   // ---- 4. completion ----------------------------------------------------------------------
 
-  /** COMPLETED once every recipient has a final outcome (counted exactly from the ledger). */
-  private async drain(broadcast: Broadcast): Promise<Date> {
+  /**
+   * COMPLETED once every recipient has a final outcome. The outcome consumer completes the
+   * broadcast itself when its counter reaches the target; this check is the safety net for
+   * counts a crash lost between the ledger and the counter, so the ledger (a scan of every
+   * recipient's entry) is only counted when the counter has not moved since the last check.
+   */
+  private async drain(broadcast: Broadcast, sending: SendingState): Promise<Date> {
     const fresh = (await this.deps.broadcasts.progressOf(broadcast.id)) ?? broadcast;
+    const counted = fresh.progress.finalized;
+    const next = new Date(this.deps.clock.now().getTime() + this.drainCheckMs);
+    if (counted < finalTarget(fresh) && counted !== sending.finalizedAtCheck) {
+      // Kept with the sending state, so a check by another process (or after a restart) sees it.
+      await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, { ...sending, finalizedAtCheck: counted });
+      return next;
+    }
     const finals = await this.deps.ledger.countFinal(broadcast.id);
     if (finals >= finalTarget(fresh)) {
       await completeBroadcast({ ...this.deps }, broadcast, fresh.progress.recipients);
