@@ -5,7 +5,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
@@ -18,6 +18,7 @@ import { loadInboundSettings } from "../services/inbound/src/settings.js";
 import { loadWebhooksSettings } from "../services/webhooks/src/settings.js";
 import { loadGatewaySettings } from "../gateway/src/settings.js";
 import { redactUrl } from "@mailroom/kit/logger.js";
+import { devBootstrap, upgradedDevBootstrap } from "./dev-workspace.js";
 import { startUnits, UNITS, type RunningSystem, type UnitEvent, type UnitName } from "./processes.js";
 import { NatsServerMissingError, startLocalNats, stopStaleNats, type LocalNats } from "./nats-server.js";
 import { DEFAULT_RESTART_POLICY, describeExit, RestartTracker, signalGroup } from "./supervisor.js";
@@ -262,25 +263,29 @@ async function portOr(preferred: number): Promise<number> {
 }
 
 /**
- * Uses MAILROOM_BOOTSTRAP when set; otherwise writes (once) a development workspace with
- * a random key into the data dir, so every start shows the same working key.
+ * Uses MAILROOM_BOOTSTRAP when set; otherwise writes (once) the development workspace
+ * (deploy/dev-workspace.ts) with a random key into the data dir, so every start shows the
+ * same working key. A dev workspace written by an earlier version gets the sample data too.
  */
 async function resolveBootstrap(): Promise<{ file: string; apiKey?: string; from: string }> {
   let file = directorySettings.bootstrapFile;
   if (!file) {
     file = path.join(config.dataDir, "dev-bootstrap.json");
     if (!existsSync(file)) {
-      const doc = {
-        workspaces: [{
-          id: "ws_dev", name: "Development", timezone: "UTC",
-          apiKeys: [{ key: `mr_dev_${randomBytes(18).toString("base64url")}`, scopes: ["api_user"] }],
-          verifiedEmails: [], verifiedDomains: ["example.com"], members: ["you@example.com"],
-          flags: { broadcastEarlyAccess: true, emailApiAddon: true, verified: true },
-          monthlyLimit: 100000, sendingAccountNew: false,
-          contactProperties: [], contacts: [], templates: [],
-        }],
-      };
+      const doc = devBootstrap(`mr_dev_${randomBytes(18).toString("base64url")}`);
       await writeFile(file, JSON.stringify(doc, null, 2), { mode: 0o600 });
+    } else {
+      const upgraded = (() => {
+        try {
+          return upgradedDevBootstrap(JSON.parse(readFileSync(file, "utf8")));
+        } catch {
+          return undefined; // reported below
+        }
+      })();
+      if (upgraded) {
+        await writeFile(file, JSON.stringify(upgraded, null, 2), { mode: 0o600 });
+        console.log(`added sample contacts, templates and acme.com to the development workspace (${file})`);
+      }
     }
   }
   try {
