@@ -14,14 +14,17 @@ export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "deliv
 /**
  * V8 flags of the units every send passes through. A send allocates many short-lived
  * objects (request, protobuf messages, documents, job); under load the email service spent
- * 19–24 % of its CPU in GC with V8's 16 MB young generation and 11.6 % with 64 MB. Interleaved
- * `npm run bench api` runs of 64, 16 and 8 MB showed no difference in CPU per send or p99
- * beyond the machine's noise (a full 64 MB young generation scavenges half as often, each
- * pause about twice as long). MAILROOM_NODE_ARGS comes after these flags, so
- * `--max-semi-space-size=16` there overrides it. The young generation only grows that far
- * when allocation demands it.
+ * 19–24 % of its CPU in GC with V8's 16 MB young generation and 11.6 % with 64 MB, while
+ * interleaved `npm run bench api` runs of 64, 16 and 8 MB showed no difference in CPU per
+ * send or p99 beyond the machine's noise. The broadcast benchmark (30,000 contacts, runs
+ * alternated) does see it, and sees the memory: 64 MB — 0.81 ms of CPU per message over
+ * every unit, delivery's anonymous peak 294–306 MB, the directory's 271–333; 16 MB — 0.97–
+ * 1.04 ms, 185 and 178–206 MB; 32 MB — 0.72–0.89 ms, 219–233 and 212–236 MB. So 32 MB: most
+ * of the GC saving at two thirds of the memory. MAILROOM_NODE_ARGS comes after these flags,
+ * so `--max-semi-space-size=16` there overrides it. The young generation only grows that
+ * far when allocation demands it.
  */
-export const HOT_PATH_HEAP = ["--max-semi-space-size=64"];
+export const HOT_PATH_HEAP = ["--max-semi-space-size=32"];
 
 /**
  * Every unit of the system, one row each (add a unit by adding its row); they start
@@ -32,7 +35,7 @@ export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: 
   { name: "directory", entry: "services/directory/src/main.ts", urlVar: "MAILROOM_DIRECTORY_URL", defaultPort: 7101, nodeArgs: HOT_PATH_HEAP },
   { name: "renderer", entry: "services/renderer/src/main.ts", urlVar: "MAILROOM_RENDERER_URL", defaultPort: 7104 },
   { name: "email", entry: "services/email/src/main.ts", urlVar: "MAILROOM_EMAIL_URL", defaultPort: 7102, nodeArgs: HOT_PATH_HEAP },
-  { name: "broadcast", entry: "services/broadcast/src/main.ts", urlVar: "MAILROOM_BROADCAST_URL", defaultPort: 7103 },
+  { name: "broadcast", entry: "services/broadcast/src/main.ts", urlVar: "MAILROOM_BROADCAST_URL", defaultPort: 7103, nodeArgs: HOT_PATH_HEAP },
   { name: "delivery", entry: "services/delivery/src/main.ts", urlVar: "MAILROOM_DELIVERY_URL", defaultPort: 7105, nodeArgs: HOT_PATH_HEAP },
   { name: "inbound", entry: "services/inbound/src/main.ts", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525 },
   { name: "webhooks", entry: "services/webhooks/src/main.ts", urlVar: "MAILROOM_WEBHOOKS_URL", defaultPort: 7107 },
