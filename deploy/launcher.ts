@@ -169,12 +169,18 @@ system = await startUnits({
 });
 
 const gatewayUrl = `http://localhost:${config.httpPort}`;
+// The admin CLI finds the directory at its default URL, or where MAILROOM_DIRECTORY_URL says.
+const directoryUrl = `http://127.0.0.1:${ports.directory}`;
+const cliLine = ports.directory === UNITS.find((u) => u.name === "directory")!.defaultPort
+  ? `npx mailroom --help (directory at ${directoryUrl})`
+  : `export MAILROOM_DIRECTORY_URL=${directoryUrl} (its default port was taken), then npx mailroom --help`;
 console.log(`
 Mailroom is running.
   Gateway:      ${gatewayUrl}
   Console:      ${gatewayUrl}/console (sign in with the API key)
   API key:      ${bootstrap.apiKey ?? "(see your MAILROOM_BOOTSTRAP file)"}
   NATS:         ${natsUrl}${nats ? " (started here, data in " + path.join(config.dataDir, "nats") + ")" : ""}
+  Admin CLI:    ${cliLine}
   Inbound SMTP: 127.0.0.1:${ports.inbound} (bounces, complaints, mailto unsubscribes)
   Mail:         ${deliverySettings.smtpUrl ? `relayed to ${redactUrl(deliverySettings.smtpUrl)}` : `captured locally — open ${gatewayUrl}/dev/mail`}
   Data:         ${config.dataDir}${config.mongodbUrl ? " (records in MongoDB)" : ""}
