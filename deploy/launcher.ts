@@ -113,7 +113,7 @@ process.on("SIGTERM", () => void shutdown(0, "SIGTERM"));
 process.on("SIGHUP", () => void shutdown(0, "SIGHUP"));
 // Under `npm start` (which execs the launcher, so npm's SIGTERM reaches it): never outlive npm,
 // even one killed with SIGKILL. An orphan's parent changes (to init or a subreaper).
-if (process.env.npm_lifecycle_event) {
+if (process.env.npm_lifecycle_event === "start") {
   const parent = process.ppid;
   setInterval(() => {
     if (process.ppid === parent) return;
