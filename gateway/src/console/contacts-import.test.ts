@@ -73,9 +73,10 @@ describe("progress chart", () => {
       { at: at(2), sent: 1, delivered: 0, opened: 2, clicked: 1 },
     ];
     expect(cumulative(points).map((p) => [p.sent, p.delivered, p.opened, p.clicked])).toEqual([[3, 3, 0, 0], [4, 3, 2, 1]]);
-    const svg = progressChart(points, "Progress of <Spring>");
+    // Sending started at 12:00 and completed at 12:03; each minute's increment is drawn at its end.
+    const svg = progressChart(points, "Progress of <Spring>", { start: at(0), completedAt: at(3), now: at(10) });
     expect(svg).toContain('role="img"');
-    expect(svg).toContain("Progress of &#60;Spring&#62;: running totals up to 12:02 UTC: Sent 4, Delivered 3, Opened 2, Clicked 1");
+    expect(svg).toContain("Progress of &#60;Spring&#62;: running totals from 12:00:00 UTC to 12:03:00 UTC: Sent 4, Delivered 3, Opened 2, Clicked 1");
     expect(svg).not.toContain("<Spring>");
     expect(progressChart([], "x")).toContain("Nothing sent yet");
   });
