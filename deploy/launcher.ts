@@ -24,6 +24,15 @@ import { NatsServerMissingError, startLocalNats, stopStaleNats, type LocalNats }
 import { DEFAULT_RESTART_POLICY, describeExit, RestartTracker, signalGroup } from "./supervisor.js";
 
 /**
+ * Webhooks may target loopback under `npm start` (a receiver on this machine is the usual way
+ * to try them), unless the operator set MAILROOM_WEBHOOK_ALLOW_NETWORKS; production
+ * deployments (deploy/docker-compose*.yml) trust no network (DESIGN.md §9.2).
+ */
+const DEV_WEBHOOK_NETWORKS = "127.0.0.0/8,::1/128";
+const webhookNetworksSetByOperator = process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS !== undefined;
+if (!webhookNetworksSetByOperator) process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS = DEV_WEBHOOK_NETWORKS;
+
+/**
  * The shared config and every unit's settings, read here as each unit will read them, so
  * every bad value is reported at once, before anything starts (not as units crashing in a loop).
  */
@@ -182,6 +191,9 @@ Mailroom is running.
   NATS:         ${natsUrl}${nats ? " (started here, data in " + path.join(config.dataDir, "nats") + ")" : ""}
   Admin CLI:    ${cliLine}
   Inbound SMTP: 127.0.0.1:${ports.inbound} (bounces, complaints, mailto unsubscribes)
+  Webhooks:     ${webhookNetworksSetByOperator
+    ? `may target public addresses and MAILROOM_WEBHOOK_ALLOW_NETWORKS=${process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS}`
+    : `may target loopback too (MAILROOM_WEBHOOK_ALLOW_NETWORKS=${DEV_WEBHOOK_NETWORKS}, a development default production does not have)`}
   Mail:         ${deliverySettings.smtpUrl ? `relayed to ${redactUrl(deliverySettings.smtpUrl)}` : `captured locally — open ${gatewayUrl}/dev/mail`}
   Data:         ${config.dataDir}${config.mongodbUrl ? " (records in MongoDB)" : ""}
   Logs, pids:   ${logDir}, ${runDir}

@@ -149,6 +149,11 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   webhook_not_active: { status: 409, description: "The webhook is paused (by you or after a day of failed deliveries); update its status to `ACTIVE` first." },
   delivery_not_found: { status: 404, description: "The webhook has no delivery with this id (deliveries are kept 8 days)." },
   delivery_in_progress: { status: 409, description: "This delivery is being sent right now; wait for the attempt to finish and try again." },
+  webhook_url_not_allowed: {
+    status: 400,
+    description: "The webhook's URL points at, or its host name resolves to, an address the server will not call: loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16 with cloud metadata, fe80::/10), carrier-grade NAT (100.64/10), multicast, unspecified or otherwise reserved, IPv4-mapped IPv6 included. This protects the server's own network (server-side request forgery). Use a public URL of your receiver. The same check runs at every delivery, on the address actually connected to, and redirects are not followed: a delivery refused there fails without retries, with the reason in the delivery list.",
+    fix: "The server's operator can trust networks for webhooks: `MAILROOM_WEBHOOK_ALLOW_NETWORKS` (comma-separated CIDRs, e.g. `10.0.0.0/8,fd00::/8`) on the webhooks unit; `npm start` trusts loopback (`127.0.0.0/8,::1/128`).",
+  },
   webhook_banned: { status: 403, description: "The webhook was banned by the server's operator; it cannot be changed or reactivated. Create a new one if its URL is legitimate." },
   // Contacts and their properties (the directory)
   invalid_email: { status: 400, description: "The address is not a valid email address (a contact's, a member's or a suppression's). The message quotes it." },

@@ -74,6 +74,8 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     // Settings only; the placements carry all the wiring.
     MAILROOM_LOG_LEVEL: "info",
     MAILROOM_RATE_LIMIT_PER_MINUTE: "100000",
+    // The suites' webhook receivers listen on loopback: trusted here as under npm start.
+    MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8,::1/128",
     ...opts.env,
   } : {
     MAILROOM_NATS_URL: nats.url,
@@ -83,6 +85,8 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     MAILROOM_SECRET: secret,
     MAILROOM_LOG_LEVEL: "info",
     MAILROOM_RATE_LIMIT_PER_MINUTE: "100000",
+    // The suites' webhook receivers listen on loopback: trusted here as under npm start.
+    MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8,::1/128",
     ...(sink ? { MAILROOM_SMTP_URL: sink.url } : {}),
     ...opts.env,
   };

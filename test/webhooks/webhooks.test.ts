@@ -95,6 +95,8 @@ beforeAll(async () => {
     MAILROOM_WEBHOOKS_PAUSE_MIN_FAILURES: "3",
     MAILROOM_WEBHOOKS_POLL_MS: "50",
     MAILROOM_WEBHOOKS_TIMEOUT_MS: "5000",
+    // The receivers listen on 127.0.0.1: trusted explicitly (test/webhooks/ssrf.test.ts checks the refusals).
+    MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8,::1/128",
   };
   unit = await startWebhooks(loadConfig(env), loadWebhooksSettings(env), createLogger("webhooks", "warn"));
   client = connectClient(WebhookService, unit.url);

@@ -20,7 +20,8 @@ import { systemIds } from "./adapters/ids.js";
 import { openCollections } from "./adapters/store.js";
 import { CachedWebhookStore } from "./adapters/cached-webhooks.js";
 import { NatsChangeFeed } from "./adapters/change-feed.js";
-import { FetchWebhookSender } from "./adapters/http-sender.js";
+import { HttpWebhookSender } from "./adapters/http-sender.js";
+import { NetworkPolicy } from "./adapters/network-policy.js";
 import { Outbox } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
 import { consumeMailEvents } from "./consumers.js";
@@ -44,10 +45,13 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
   const changes = new NatsChangeFeed(nc, owner, logger);
   const webhookStore = new CachedWebhookStore(collections.webhooks, settings.endpointCacheMs, (c) => changes.publish(c));
   const changeSubscription = changes.subscribe((c) => webhookStore.forget(c));
+  // Server-side request forgery guard: the same policy at create/update and at every connection.
+  const targets = new NetworkPolicy(settings.allowNetworks);
+  const sender = new HttpWebhookSender(targets);
   const outbox = new Outbox({
     deliveries: collections.deliveries,
     webhooks: webhookStore,
-    sender: new FetchWebhookSender(),
+    sender,
     clock: systemClock,
     logger,
     owner,
@@ -61,7 +65,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
     },
   });
   const wake = () => outbox.wake();
-  const webhooks = new Webhooks({ webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds, logger, wake });
+  const webhooks = new Webhooks({ webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds, logger, targets, wake });
   outbox.start();
   const events = await consumeMailEvents(
     nc,
@@ -77,7 +81,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
     logger,
     healthy: () => !nc.isClosed(),
   });
-  logger.info({ url: server.url, store: store.kind }, "webhooks listening");
+  logger.info({ url: server.url, store: store.kind, allowNetworks: settings.allowNetworks }, "webhooks listening");
 
   return {
     url: server.url,
@@ -85,6 +89,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
       await server.close();
       await events.stop();
       await outbox.stop();
+      sender.close();
       changeSubscription.unsubscribe();
       await nc.drain();
       await store.close();

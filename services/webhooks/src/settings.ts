@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { loadSettings } from "@mailroom/kit/config.js";
+import { parseAllowNetworks } from "./adapters/network-policy.js";
 
 /**
  * The webhooks unit's settings, read from MAILROOM_WEBHOOKS_* (every duration in
- * milliseconds); what every process shares (NATS, store, secret, URLs) is kit's `loadConfig`.
+ * milliseconds) and MAILROOM_WEBHOOK_ALLOW_NETWORKS; what every process shares (NATS, store, secret, URLs) is kit's `loadConfig`.
  */
 const schema = z.object({
   /** One HTTP attempt's timeout. */
@@ -21,6 +22,22 @@ const schema = z.object({
   MAILROOM_WEBHOOKS_POLL_MS: z.coerce.number().int().min(10).default(500),
   /** How long a workspace's endpoint list is cached (changes made by this process invalidate it at once). */
   MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
+  /**
+   * Networks webhooks may target although they are not public (comma-separated CIDRs the
+   * operator trusts, e.g. its own app's private network). Unset: only public addresses.
+   * `npm start` sets 127.0.0.0/8,::1/128 unless the operator set it.
+   */
+  MAILROOM_WEBHOOK_ALLOW_NETWORKS: z
+    .string()
+    .default("")
+    .transform((value, ctx) => {
+      try {
+        return parseAllowNetworks(value);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
 });
 
 export interface WebhooksSettings {
@@ -32,6 +49,8 @@ export interface WebhooksSettings {
   pauseMinFailures: number;
   pollMs: number;
   endpointCacheMs: number;
+  /** MAILROOM_WEBHOOK_ALLOW_NETWORKS: the non-public networks webhooks may target. */
+  allowNetworks: string[];
 }
 
 /** Reads and validates the webhooks settings; a bad value throws kit's ConfigError naming the variable. */
@@ -46,5 +65,6 @@ export function loadWebhooksSettings(env: NodeJS.ProcessEnv = process.env): Webh
     pauseMinFailures: c.MAILROOM_WEBHOOKS_PAUSE_MIN_FAILURES,
     pollMs: c.MAILROOM_WEBHOOKS_POLL_MS,
     endpointCacheMs: c.MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS,
+    allowNetworks: c.MAILROOM_WEBHOOK_ALLOW_NETWORKS,
   };
 }

@@ -8,6 +8,7 @@ import type { Ids, WebhookSender } from "./domain/ports.js";
 import { Outbox, type OutboxSettings } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
 import { openCollections } from "./adapters/store.js";
+import { NetworkPolicy, type Lookup } from "./adapters/network-policy.js";
 import { silentLogger, ManualClock } from "@mailroom/kit/testing.js";
 export { silentLogger, ManualClock };
 
@@ -54,8 +55,23 @@ export const testSettings: OutboxSettings = {
   pause: { afterMs: 24 * 3600_000, minFailures: 10 },
 };
 
-/** The domain with in-memory adapters; drive the outbox with `outbox.drain()` and the clock. */
-export async function buildTestDomain(settings: Partial<OutboxSettings> = {}) {
+/**
+ * Names resolved from a table instead of DNS (a name not in it does not resolve), so unit
+ * tests never query the network.
+ */
+export function tableLookup(table: Record<string, string[]>): Lookup {
+  return async (hostname) => {
+    const addresses = table[hostname.toLowerCase()];
+    if (!addresses) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
+    return addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+  };
+}
+
+/**
+ * The domain with in-memory adapters; drive the outbox with `outbox.drain()` and the clock.
+ * Webhook URLs are checked by a policy that trusts loopback and resolves names from `dns`.
+ */
+export async function buildTestDomain(settings: Partial<OutboxSettings> = {}, network: { allow?: string[]; dns?: Record<string, string[]> } = {}) {
   const store = openMemoryStore();
   const { webhooks: webhookStore, deliveries } = await openCollections(store, TEST_SECRET_KEYS);
   const clock = new ManualClock();
@@ -71,7 +87,8 @@ export async function buildTestDomain(settings: Partial<OutboxSettings> = {}) {
     settings: { ...testSettings, ...settings },
     random: () => 0.5, // no jitter
   });
-  const webhooks = new Webhooks({ webhooks: webhookStore, deliveries, clock, ids, logger: silentLogger, wake: () => undefined });
+  const targets = new NetworkPolicy(network.allow ?? ["127.0.0.0/8", "::1/128"], tableLookup(network.dns ?? {}));
+  const webhooks = new Webhooks({ webhooks: webhookStore, deliveries, clock, ids, logger: silentLogger, targets, wake: () => undefined });
   /** Runs the outbox until nothing due is left (attempts settle before it returns). */
   outbox.start(); // polls every 1 000 s: tests drive it with runOutbox()
   const runOutbox = async () => {

@@ -152,4 +152,6 @@ export interface SendResult {
   statusCode: number;
   durationMs: number;
   error?: string;
+  /** Retrying cannot help (the target is refused): the delivery fails now. */
+  permanent?: boolean;
 }

@@ -125,6 +125,25 @@ describe("outbox", () => {
     expect(d.history[11].attemptedAt.getTime() - d.history[0].attemptedAt.getTime()).toBeGreaterThan(24 * HOUR);
   });
 
+  it("fails a delivery whose target is refused at once, without retries, with the reason in its history", async () => {
+    const { webhooks, dispatch, sender, runOutbox, clock } = await setup();
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const error = "refused: a.test resolves to 10.0.0.1, a private address";
+    sender.post = async (url, headers, body) => {
+      sender.sent.push({ url, headers, body });
+      return { statusCode: 0, durationMs: 1, error, permanent: true };
+    };
+    await dispatch(event());
+    for (let i = 0; i < 3; i++) {
+      await runOutbox();
+      clock.advance(HOUR);
+    }
+    expect(sender.sent).toHaveLength(1);
+    const [d] = await webhooks.listDeliveries("ws_1", w.id);
+    expect(d).toMatchObject({ state: "FAILED", attempts: 1, lastAttempt: { statusCode: 0, error } });
+    expect(d.nextAttemptAt).toBeUndefined();
+  });
+
   it("pauses a webhook whose attempts keep failing, holds its deliveries, and resumes them on ACTIVE", async () => {
     const { webhooks, dispatch, sender, runOutbox, clock } = await setup({ pause: { afterMs: 24 * HOUR, minFailures: 10 } });
     const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT", "EMAIL_BOUNCED"] });

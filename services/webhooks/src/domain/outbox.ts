@@ -179,6 +179,12 @@ export class Outbox {
 
     const now = clock.now();
     const paused = await this.countFailure(webhook, now, attempt.error!, result.statusCode === GONE);
+    if (result.permanent) {
+      // The target is refused (server-side request forgery guard): no retry can change that.
+      await deliveries.complete(delivery.id, owner, attempt, { state: "FAILED", retryStep: delivery.retryStep + 1 });
+      logger.warn({ ...log, error: attempt.error }, "webhook delivery refused: its target is not allowed");
+      return;
+    }
     const delay = retryDelayMs(delivery.retryStep, settings.retryBaseMs, this.deps.random);
     if (delay === undefined) {
       await deliveries.complete(delivery.id, owner, attempt, { state: "FAILED", retryStep: delivery.retryStep + 1 });

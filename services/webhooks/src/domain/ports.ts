@@ -72,6 +72,15 @@ export interface DeliveryStore {
   deleteForWebhook(webhookId: string): Promise<void>;
 }
 
+/**
+ * Which URLs a webhook may target (server-side request forgery, DESIGN.md §9.2): why `url` is
+ * refused (its host is or resolves to a non-public address the operator does not trust), or
+ * undefined when it is allowed.
+ */
+export interface TargetPolicy {
+  refusal(url: string): Promise<string | undefined>;
+}
+
 /** One HTTP POST; never throws (a timeout or connection error is a result with statusCode 0). */
 export interface WebhookSender {
   post(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendResult>;

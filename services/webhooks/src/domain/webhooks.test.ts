@@ -36,6 +36,35 @@ describe("webhook management", () => {
     }
   });
 
+  it("refuses URLs that are or resolve to non-public addresses at create and update, unless their network is trusted", async () => {
+    const dns = { "internal.acme.test": ["10.0.0.7"], "hooks.acme.test": ["93.184.215.14"], "localhost": ["127.0.0.1", "::1"] };
+    const { webhooks } = await buildTestDomain({}, { allow: [], dns });
+    const refused = [
+      "http://127.0.0.1:8222/varz",
+      "http://10.0.0.1/hook",
+      "http://169.254.169.254/latest/meta-data/",
+      "http://[::1]:8080/hook",
+      "http://[::ffff:10.0.0.1]/hook",
+      "https://internal.acme.test/hook",
+      "http://localhost:3000/hook",
+    ];
+    for (const url of refused) {
+      const err = await refusal(webhooks.create("ws_1", { url, events: ["EMAIL_SENT"] }));
+      expect([err.httpStatus, err.code], url).toEqual([400, "webhook_url_not_allowed"]);
+      expect(err.message, url).toMatch(/^url is not allowed: .*(loopback|private|link-local).*; webhooks may only target public addresses$/);
+    }
+    const w = await webhooks.create("ws_1", { url: "https://hooks.acme.test/h", events: ["EMAIL_SENT"] });
+    const err = await refusal(webhooks.update("ws_1", w.id, { url: "http://169.254.169.254/latest/meta-data/" }));
+    expect([err.httpStatus, err.code]).toEqual([400, "webhook_url_not_allowed"]);
+    expect((await webhooks.get("ws_1", w.id)).url).toBe("https://hooks.acme.test/h");
+
+    const trusting = (await buildTestDomain({}, { allow: ["10.0.0.0/8", "127.0.0.0/8", "::1/128"], dns })).webhooks;
+    for (const url of ["http://10.0.0.1/hook", "https://internal.acme.test/hook", "http://[::1]:8080/hook", "http://localhost:3000/hook", "http://[::ffff:10.0.0.1]/hook"]) {
+      expect((await trusting.create("ws_1", { url, events: ["EMAIL_SENT"] })).url, url).toBe(url);
+    }
+    expect((await refusal(trusting.create("ws_1", { url: "http://169.254.169.254/", events: ["EMAIL_SENT"] }))).code).toBe("webhook_url_not_allowed");
+  });
+
   it("refuses unknown event names, naming the allowed values", async () => {
     const { webhooks } = await buildTestDomain();
     const err = await refusal(webhooks.create("ws_1", { url: "https://acme.test/h", events: ["EMAIL_SENT", "email.sent"] }));

@@ -1,6 +1,6 @@
 import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import type { CreateWebhookInput, Delivery, UpdateWebhookInput, Webhook } from "./model.js";
-import type { Clock, DeliveryStore, Ids, Logger, WebhookChanges, WebhookStore } from "./ports.js";
+import type { Clock, DeliveryStore, Ids, Logger, TargetPolicy, WebhookChanges, WebhookStore } from "./ports.js";
 import { testPayload } from "./events.js";
 import { validDisplayName, validEvents, validRequestedStatus, validToken, validUrl } from "./validate.js";
 
@@ -10,6 +10,8 @@ export interface WebhooksDeps {
   clock: Clock;
   ids: Ids;
   logger: Logger;
+  /** Which URLs may be targets (checked at create and update; the sender checks again at each delivery). */
+  targets: TargetPolicy;
   /** Called when new deliveries are due now (the outbox looks at once instead of at its next poll). */
   wake: () => void;
 }
@@ -33,7 +35,7 @@ export class Webhooks {
 
   async create(workspaceId: string, input: CreateWebhookInput): Promise<Webhook> {
     assertWorkspace(workspaceId);
-    const url = validUrl(input.url);
+    const url = await this.allowedUrl(input.url);
     const events = validEvents(input.events);
     const token = input.token === undefined ? this.deps.ids.token() : validToken(input.token);
     const displayName = input.displayName ? validDisplayName(input.displayName) : new URL(url).host;
@@ -55,6 +57,17 @@ export class Webhooks {
     return webhook;
   }
 
+  /** A valid URL whose host is, and resolves to, only addresses a webhook may reach. */
+  private async allowedUrl(value: unknown): Promise<string> {
+    const url = validUrl(value);
+    const why = await this.deps.targets.refusal(url);
+    if (why) {
+      // The gateway's error table appends what lifts it (MAILROOM_WEBHOOK_ALLOW_NETWORKS).
+      throw badRequest("webhook_url_not_allowed", `url is not allowed: ${why}; webhooks may only target public addresses`);
+    }
+    return url;
+  }
+
   async get(workspaceId: string, id: string): Promise<Webhook> {
     assertWorkspace(workspaceId);
     const webhook = await this.deps.webhooks.find(workspaceId, id);
@@ -70,7 +83,7 @@ export class Webhooks {
   async update(workspaceId: string, id: string, input: UpdateWebhookInput): Promise<Webhook> {
     const current = await this.get(workspaceId, id);
     const changes: WebhookChanges = {};
-    if (input.url !== undefined) changes.url = validUrl(input.url);
+    if (input.url !== undefined) changes.url = await this.allowedUrl(input.url);
     if (input.token !== undefined) changes.token = validToken(input.token);
     if (input.events !== undefined) changes.events = validEvents(input.events);
     if (input.displayName !== undefined) changes.displayName = validDisplayName(input.displayName);
