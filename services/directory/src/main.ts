@@ -7,6 +7,7 @@ import { createDirectory } from "./domain/directory.js";
 import { openStoreRepositories } from "./adapters/store.js";
 import { createResolver, generateDkimKeyPair } from "./adapters/dns.js";
 import { natsContactEventPublisher } from "./adapters/event-publisher.js";
+import { ChangePublisher } from "./adapters/change-publisher.js";
 import { directoryRoutes } from "./routes.js";
 import { consumeMailOutcomes } from "./consumers.js";
 import { loadDirectorySettings } from "./settings.js";
@@ -18,12 +19,16 @@ const logger = createLogger("directory", config.logLevel);
 const nats = connectNats(config.natsUrl, "directory", { waitOnFirstConnect: true });
 nats.catch((err) => logger.warn({ err }, "NATS unavailable: contact events are stored but not announced"));
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "directory" });
+// Contact, property and member changes → DIRECTORY_EVENTS (webhooks); recorded first, published when NATS is there.
+const changes = ChangePublisher.open(store, nats.then(async (nc) => (await ensureMailStreams(nc, config.natsReplicas), nc)), logger);
+changes.startSweep();
 const directory = createDirectory({
   repositories: await openStoreRepositories(store, secretKeysOf(config)),
   resolver: createResolver(settings.dnsServers),
   generateDkimKey: generateDkimKeyPair,
   dns: { spfInclude: settings.spfInclude, inboundMxHost: settings.inboundMxHost, bounceDomain: settings.bounceDomain },
   publishEvent: natsContactEventPublisher(nats, logger),
+  publishChanges: changes.publish,
 });
 
 if (settings.bootstrapFile) {
@@ -55,6 +60,7 @@ onShutdown(logger, async () => {
   await server.close();
   // Leased usage goes back to the monthly counters while the store is still open.
   await directory.usage.close();
+  await Promise.race([changes.stop(), new Promise((resolve) => setTimeout(resolve, 1_000))]);
   await Promise.race([outcomeEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await store.close();
   // Not yet connected: closing waits for nothing (the pending connect is abandoned with the process).

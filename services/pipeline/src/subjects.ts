@@ -8,6 +8,7 @@
  *                               mail.delivery.broadcast.<broadcast>  broadcast jobs
  *   MAIL_EVENTS (kept 7 days)   mail.events.<source>.<kind>          outcomes and tracking
  *   CONTACT_EVENTS (kept 30 days) contact.events.<event name>        contact events (POST /v1/events)
+ *   DIRECTORY_EVENTS (kept 7 days) directory.events.<TYPE>             contact/property/member changes (webhooks)
  */
 import type { DeliverySourceName } from "./work.js";
 
@@ -87,4 +88,17 @@ export function contactEventSubject(eventName: string): string {
 /** Filter for one kind of event of every source, e.g. mail.events.*.sent. */
 export function eventsOfKind(kind: string): string {
   return `mail.events.*.${subjectToken(kind)}`;
+}
+
+/**
+ * Changes the directory made (CONTACT_CREATED, CONTACT_UPDATED, …, DESIGN §9.2), for the
+ * webhooks unit. Their own stream, apart from CONTACT_EVENTS: those are the tenant's custom
+ * events (POST /v1/events, protobuf), these are the directory's writes (JSON, already the
+ * webhook body), so neither stream's consumers see the other's messages.
+ * Subject: directory.events.<TYPE>, e.g. directory.events.CONTACT_CREATED.
+ */
+export const DIRECTORY_EVENTS_STREAM = "DIRECTORY_EVENTS";
+export const DIRECTORY_EVENTS_SUBJECTS = "directory.events.>";
+export function directoryEventSubject(type: string): string {
+  return `directory.events.${subjectToken(type)}`;
 }

@@ -25,6 +25,7 @@ import { NetworkPolicy } from "./adapters/network-policy.js";
 import { Outbox } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
 import { consumeMailEvents } from "./consumers.js";
+import { consumeDirectoryEvents } from "./directory-events.js";
 import { webhookRoutes } from "./routes.js";
 import { loadWebhooksSettings, type WebhooksSettings } from "./settings.js";
 
@@ -67,12 +68,9 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
   const wake = () => outbox.wake();
   const webhooks = new Webhooks({ webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds, logger, targets, wake });
   outbox.start();
-  const events = await consumeMailEvents(
-    nc,
-    { webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds },
-    wake,
-    logger,
-  );
+  const dispatchDeps = { webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds };
+  const events = await consumeMailEvents(nc, dispatchDeps, wake, logger);
+  const directoryEvents = await consumeDirectoryEvents(nc, dispatchDeps, wake, logger);
 
   const server = await startConnectServer({
     routes: webhookRoutes(webhooks),
@@ -88,6 +86,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
     async stop() {
       await server.close();
       await events.stop();
+      await directoryEvents.stop();
       await outbox.stop();
       sender.close();
       changeSubscription.unsubscribe();

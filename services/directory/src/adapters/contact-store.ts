@@ -84,8 +84,8 @@ export class ContactStore implements ContactRepository {
     return this.contacts.countDocuments(this.filter(workspaceId, query));
   }
 
-  async unsubscribe(workspaceId: string, emailLower: string, at: Date): Promise<void> {
-    await this.contacts.updateOne({ workspaceId, emailLower, status: "SUBSCRIBED" }, { $set: { status: "UNSUBSCRIBED", updatedAt: at } });
+  unsubscribe(workspaceId: string, emailLower: string, at: Date): Promise<Contact | null> {
+    return this.contacts.findOneAndUpdate({ workspaceId, emailLower, status: "SUBSCRIBED" }, { $set: { status: "UNSUBSCRIBED", updatedAt: at } }, { returnDocument: "after" });
   }
 
   private filter(workspaceId: string, query: ContactQuery): Filter {

@@ -315,7 +315,7 @@ export class Contacts {
         const change = this.changeOf(current, await this.upsertOnto(workspaceId, current, n, inputs[index]));
         results.set(index, { index, ok: true, created: false, contact: change ? changed(current, change) : current });
         if (change) {
-          writes.push({ id: current._id, change });
+          writes.push({ id: current._id, change, before: current });
           planned.push({ index, n });
         }
       } catch (err) {
@@ -512,7 +512,7 @@ export class Contacts {
   private async apply(existing: Contact, n: Normalized): Promise<Contact> {
     const change = this.changeOf(existing, n);
     if (!change) return existing;
-    const updated = await this.repo.update(existing.workspaceId, existing._id, change);
+    const updated = await this.repo.update(existing.workspaceId, existing._id, change, existing);
     if (!updated) throw notFound("contact_not_found", `Contact ${existing.email} not found`);
     return updated;
   }

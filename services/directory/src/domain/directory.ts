@@ -13,6 +13,7 @@ import { Bootstrap } from "./bootstrap.js";
 import type { DnsPolicy } from "./dns-policy.js";
 import type { ContactEventPublisher, DirectoryRepositories, DkimKeyGenerator, TxtResolver } from "./ports.js";
 import { systemClock, type Clock } from "./validation.js";
+import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, type DirectoryEventPublisher } from "./changes.js";
 
 export interface DirectoryDeps {
   repositories: DirectoryRepositories;
@@ -22,6 +23,8 @@ export interface DirectoryDeps {
   dns?: Partial<DnsPolicy>;
   /** Where accepted contact events are announced (the event stream); none in unit tests. */
   publishEvent?: ContactEventPublisher;
+  /** Where contact, property and member changes are announced once written (webhooks; changes.ts). */
+  publishChanges?: DirectoryEventPublisher;
   now?: Clock;
 }
 
@@ -47,8 +50,17 @@ export const DEFAULT_SPF_INCLUDE = "_spf.mailroom.local";
 export const DEFAULT_INBOUND_MX_HOST = "inbound.mailroom.local";
 
 export function createDirectory(deps: DirectoryDeps): Directory {
-  const repos = deps.repositories;
   const now = deps.now ?? systemClock;
+  const publish = deps.publishChanges;
+  // Emission lives at the write: every use case below writes through these.
+  const repos = publish
+    ? {
+        ...deps.repositories,
+        contacts: new EmittingContactRepository(deps.repositories.contacts, publish, now),
+        properties: new EmittingPropertyRepository(deps.repositories.properties, publish),
+        members: new EmittingMemberRepository(deps.repositories.members, publish),
+      }
+    : deps.repositories;
   const policy: DnsPolicy = {
     spfInclude: deps.dns?.spfInclude || DEFAULT_SPF_INCLUDE,
     inboundMxHost: deps.dns?.inboundMxHost || DEFAULT_INBOUND_MX_HOST,

@@ -36,7 +36,7 @@ export class MailOutcomes {
     if (!outcome.workspaceId || !emailLower) return "ignored";
     await this.suppressions.add(outcome.workspaceId, emailLower, outcome.kind, outcome.detail);
     // Suppressions.add unsubscribes the contact for "unsubscribed" itself.
-    if (outcome.kind === "complaint") await this.contacts.unsubscribe(outcome.workspaceId, emailLower, this.now());
+    if (outcome.kind === "complaint") await this.contacts.unsubscribe(outcome.workspaceId, emailLower, this.now(), "complaint");
     return "recorded";
   }
 }

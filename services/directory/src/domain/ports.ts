@@ -70,13 +70,17 @@ export interface ContactRepository {
   insert(contact: Contact): Promise<boolean>;
   findByEmail(workspaceId: string, emailLower: string): Promise<Contact | null>;
   findById(workspaceId: string, id: string): Promise<Contact | null>;
-  update(workspaceId: string, id: string, change: ContactChange): Promise<Contact | null>;
+  /** `before`: the contact as the caller read it (spares a read to the change events). */
+  update(workspaceId: string, id: string, change: ContactChange, before?: Contact): Promise<Contact | null>;
   delete(workspaceId: string, id: string): Promise<void>;
   /** Contacts in id order (creation order) after `after` (exclusive). */
   page(workspaceId: string, opts: ContactQuery & { after?: string; limit: number; newestFirst?: boolean }): Promise<Contact[]>;
   count(workspaceId: string, query?: ContactQuery): Promise<number>;
-  /** Marks the workspace's contact with that address UNSUBSCRIBED, if it is SUBSCRIBED. */
-  unsubscribe(workspaceId: string, emailLower: string, at: Date): Promise<void>;
+  /**
+   * Marks the workspace's contact with that address UNSUBSCRIBED, if it is SUBSCRIBED; answers
+   * the contact so changed, else null. `reason` goes to CONTACT_UNSUBSCRIBED.
+   */
+  unsubscribe(workspaceId: string, emailLower: string, at: Date, reason?: "unsubscribed" | "complaint"): Promise<Contact | null>;
   /** The workspace's contacts with these addresses (one read for a whole batch). */
   findManyByEmail(workspaceId: string, emailsLower: string[]): Promise<Contact[]>;
   /**
@@ -89,7 +93,7 @@ export interface ContactRepository {
 }
 
 /** One planned write of a batch upsert. */
-export type ContactWrite = { insert: Contact } | { id: string; change: ContactChange };
+export type ContactWrite = { insert: Contact } | { id: string; change: ContactChange; before?: Contact };
 
 export interface ContactQuery {
   status?: ContactStatus;

@@ -9,8 +9,10 @@ import type { MailEventData, MailEventKind, MailSource, WebhookEventName, Webhoo
  * - `suppressed` means nothing was sent because the address is on the suppression list:
  *   reported as EMAIL_FAILED (detail says why), as the email's own status does.
  * - Broadcast test sends (`broadcast_test`) are previews: no webhooks.
- * - BROADCAST_COMPLETED and the CONTACT_* / WORKSPACE_* names can be subscribed to but no
- *   MAIL_EVENTS event produces them yet; TESTING_CONNECTION comes from SendTestEvent.
+ * - BROADCAST_COMPLETED, CONTACT_TAG_*, WORKSPACE_SENDING_EMAILS_PAUSED and WORKSPACE_BANNED
+ *   can be subscribed to but nothing produces them yet; TESTING_CONNECTION comes from SendTestEvent.
+ * - CONTACT_CREATED / UPDATED / DELETED / UNSUBSCRIBED / RESUBSCRIBED / PROPERTY_UPDATED and
+ *   WORKSPACE_TEAM_MEMBER_JOINED: the directory (DIRECTORY_EVENTS, ../directory-events.ts).
  */
 const EMAIL_EVENT_OF: Record<MailEventKind, WebhookEventName> = {
   sent: "EMAIL_SENT",
