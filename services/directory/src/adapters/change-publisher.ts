@@ -57,7 +57,8 @@ export class ChangePublisher {
     const pending = events.map((e) => ({ _id: e.id, subject: directoryEventSubject(e.type), body: JSON.stringify(e), createdAt: now, seq: now.getTime() * 1000 + (this.seq++ % 1000) }));
     this.recording = this.recording
       .then(() => this.record(pending))
-      .then(() => this.flush())
+      // Not awaited: while NATS is away the records keep being written (flush waits for it).
+      .then(() => void this.flush())
       .catch((err) => this.logger.warn({ err, events: pending.map((p) => p._id) }, "directory events not recorded"));
   };
 
