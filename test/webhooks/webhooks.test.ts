@@ -150,8 +150,8 @@ async function publish(event: MailEvent, msgID = event.eventId) {
 describe("webhooks unit", () => {
   it("delivers a MailEvent to its subscribers, signed for the official client and for Standard Webhooks", async () => {
     const [a, b, other] = await Promise.all([receiver(), receiver(), receiver()]);
-    const generated = (await client.createWebhook({ workspaceId: "ws_sig", url: a.url, events: ["EMAIL_SENT"] })).webhook!;
-    const custom = (await client.createWebhook({ workspaceId: "ws_sig", url: b.url, events: ["EMAIL_SENT"], token: "a token the caller chose" })).webhook!;
+    const generated = (await client.createWebhook({ workspaceId: "ws_sig", url: a.url, events: ["EMAIL_DELIVERED"] })).webhook!;
+    const custom = (await client.createWebhook({ workspaceId: "ws_sig", url: b.url, events: ["EMAIL_DELIVERED"], token: "a token the caller chose" })).webhook!;
     await client.createWebhook({ workspaceId: "ws_sig", url: other.url, events: ["EMAIL_BOUNCED"] });
     expect(generated.token).toMatch(/^whsec_/);
     expect(custom.token).toBe("a token the caller chose");
@@ -176,7 +176,7 @@ describe("webhooks unit", () => {
       expect(got.headers["webhook-id"]).toMatch(/^whd_/);
       expect(JSON.parse(got.body)).toEqual({
         id: event.eventId,
-        type: "EMAIL_SENT",
+        type: "EMAIL_DELIVERED",
         createdAt: new Date(Number(event.occurredAt!.seconds) * 1000 + event.occurredAt!.nanos / 1e6).toISOString(),
         workspaceId: "ws_sig",
         data: {
@@ -196,7 +196,7 @@ describe("webhooks unit", () => {
 
   it("never delivers one event twice to an endpoint, however often it is published", async () => {
     const r = await receiver();
-    await client.createWebhook({ workspaceId: "ws_dup", url: r.url, events: ["EMAIL_SENT"] });
+    await client.createWebhook({ workspaceId: "ws_dup", url: r.url, events: ["EMAIL_DELIVERED"] });
     const event = mailEvent("ws_dup", MailEventType.SENT);
     await publish(event);
     // Past JetStream's msgID dedupe: the same event as a new stream message (a replay).
@@ -251,7 +251,7 @@ describe("webhooks unit", () => {
   it("pauses an endpoint whose attempts keep failing, holds its deliveries, and resumes them on ACTIVE", async () => {
     let healthy = false;
     const r = await receiver(() => (healthy ? 200 : 503));
-    const w = (await client.createWebhook({ workspaceId: "ws_pause", url: r.url, events: ["EMAIL_SENT"] })).webhook!;
+    const w = (await client.createWebhook({ workspaceId: "ws_pause", url: r.url, events: ["EMAIL_DELIVERED"] })).webhook!;
     await publish(mailEvent("ws_pause", MailEventType.SENT));
     const paused = await waitFor(
       "the pause",
@@ -301,7 +301,7 @@ describe("webhooks unit", () => {
 
   it("answers the Connect API with the domain's error codes", async () => {
     const r = await receiver();
-    const w = (await client.createWebhook({ workspaceId: "ws_api", url: r.url, events: ["EMAIL_SENT"] })).webhook!;
+    const w = (await client.createWebhook({ workspaceId: "ws_api", url: r.url, events: ["EMAIL_DELIVERED"] })).webhook!;
     const codeOf = async (p: Promise<unknown>) => {
       try {
         await p;
@@ -313,18 +313,18 @@ describe("webhooks unit", () => {
     };
     expect(await codeOf(client.getWebhook({ workspaceId: "ws_other", id: w.id }))).toBe("NotFound/webhook_not_found");
     expect(await codeOf(client.deleteWebhook({ workspaceId: "ws_other", id: w.id }))).toBe("NotFound/webhook_not_found");
-    expect(await codeOf(client.createWebhook({ workspaceId: "ws_api", url: r.url, events: ["EMAIL_SENT", "EMAIL_TELEPORTED"] }))).toBe(
+    expect(await codeOf(client.createWebhook({ workspaceId: "ws_api", url: r.url, events: ["EMAIL_DELIVERED", "EMAIL_TELEPORTED"] }))).toBe(
       "InvalidArgument/invalid_payload",
     );
-    expect(await codeOf(client.createWebhook({ workspaceId: "ws_api", url: "https://u:p@acme.test/", events: ["EMAIL_SENT"] }))).toBe(
+    expect(await codeOf(client.createWebhook({ workspaceId: "ws_api", url: "https://u:p@acme.test/", events: ["EMAIL_DELIVERED"] }))).toBe(
       "InvalidArgument/invalid_payload",
     );
     const updated = await client.updateWebhook({
       workspaceId: "ws_api",
       id: w.id,
-      events: create(WebhookEventsSchema, { names: ["EMAIL_SENT", "EMAIL_CLICKED"] }),
+      events: create(WebhookEventsSchema, { names: ["EMAIL_DELIVERED", "EMAIL_CLICKED"] }),
     });
-    expect(updated.webhook!.events).toEqual(["EMAIL_SENT", "EMAIL_CLICKED"]);
+    expect(updated.webhook!.events).toEqual(["EMAIL_DELIVERED", "EMAIL_CLICKED"]);
     expect(updated.webhook!.token).toBe(w.token);
     const deleted = await client.deleteWebhook({ workspaceId: "ws_api", id: w.id });
     expect([deleted.webhook!.id, deleted.isDeleted]).toEqual([w.id, true]);

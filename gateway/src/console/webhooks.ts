@@ -39,7 +39,7 @@ const DELIVERY_ID = /^whd_[0-9a-z]{26}$/;
 const EVENT_GROUPS: Array<{ legend: string; events: string[] }> = [
   {
     legend: "Email and broadcast events",
-    events: ["EMAIL_SENT", "EMAIL_DELIVERED", "EMAIL_DEFERRED", "EMAIL_BOUNCED", "EMAIL_COMPLAINED", "EMAIL_OPENED", "EMAIL_CLICKED", "EMAIL_UNSUBSCRIBED", "EMAIL_FAILED", "BROADCAST_COMPLETED"],
+    events: ["EMAIL_SENT", "EMAIL_DELIVERED", "EMAIL_DEFERRED", "EMAIL_BOUNCED", "EMAIL_COMPLAINED", "EMAIL_OPENED", "EMAIL_CLICKED", "EMAIL_UNSUBSCRIBED", "EMAIL_FAILED", "BROADCAST_STARTED", "BROADCAST_COMPLETED"],
   },
   {
     legend: "Contact and workspace events",

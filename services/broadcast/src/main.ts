@@ -18,12 +18,14 @@ import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
+import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
 import { systemClock } from "./domain/ports.js";
 import { Broadcasts } from "./domain/broadcasts.js";
 import { Sender } from "./domain/sending.js";
 import { openRepositories } from "./adapters/store.js";
 import { RpcDirectory } from "./adapters/directory.js";
 import { RpcRenderer } from "./adapters/renderer.js";
+import { PublishedBroadcastEvents } from "./adapters/events.js";
 import { consumeBroadcastEvents } from "./consumers.js";
 import { broadcastRoutes } from "./routes.js";
 import { loadBroadcastSettings } from "./settings.js";
@@ -42,8 +44,10 @@ const directory = new RpcDirectory(connectClient(DirectoryService, config.urls.d
 const queue = new DeliveryJobPublisher(jetstream(nc));
 // Compiled content for delivery, written before any page or test job (DESIGN §9.1).
 const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
+// BROADCAST_STARTED / BROADCAST_COMPLETED webhook events (DESIGN §9.2).
+const broadcastEvents = new PublishedBroadcastEvents(new WebhookEventPublisher(jetstream(nc)));
 const sender = new Sender(
-  { ...repos, directory, queue, content, clock: systemClock, logger },
+  { ...repos, directory, queue, content, clock: systemClock, logger, events: broadcastEvents },
   { owner, intervalMs: settings.senderIntervalMs },
 );
 const broadcasts = new Broadcasts({
@@ -58,7 +62,11 @@ const broadcasts = new Broadcasts({
   onScheduled: () => sender.wake(),
 });
 sender.start();
-const events = await consumeBroadcastEvents(nc, { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock: systemClock, logger }, logger);
+const events = await consumeBroadcastEvents(
+  nc,
+  { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock: systemClock, logger, events: broadcastEvents },
+  logger,
+);
 
 const server = await startConnectServer({
   routes: broadcastRoutes(broadcasts),

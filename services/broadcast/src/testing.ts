@@ -22,7 +22,9 @@ import type { Store } from "@mailroom/store/port.js";
 import { openRepositories } from "./adapters/store.js";
 import { Broadcasts, type CreateInput } from "./domain/broadcasts.js";
 import { applyEvent, type BroadcastEvent } from "./domain/outcomes.js";
+import type { Broadcast } from "./domain/model.js";
 import type {
+  BroadcastEvents,
   CompileInput,
   Contact,
   DeliveryContent,
@@ -303,6 +305,28 @@ export class FakeQueue implements DeliveryQueue {
 /** The content store in memory, logging puts and deletes on the log the queue shares. */
 export class FakeContentStore extends MemoryContentStore<Uint8Array> implements DeliveryContent {}
 
+/** BROADCAST_STARTED / BROADCAST_COMPLETED as published, in order; `failures` makes the next publishes throw. */
+export class FakeBroadcastEvents implements BroadcastEvents {
+  readonly published: Array<{ type: "started" | "completed"; broadcast: Broadcast }> = [];
+  failures = 0;
+
+  async started(broadcast: Broadcast): Promise<void> {
+    this.record("started", broadcast);
+  }
+
+  async completed(broadcast: Broadcast): Promise<void> {
+    this.record("completed", broadcast);
+  }
+
+  private record(type: "started" | "completed", broadcast: Broadcast) {
+    if (this.failures > 0) {
+      this.failures--;
+      throw new Error("publish failed");
+    }
+    this.published.push({ type, broadcast: structuredClone(broadcast) });
+  }
+}
+
 export type TestWorld = Awaited<ReturnType<typeof buildTestWorld>>;
 
 export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock; directory?: FakeDirectory; sender?: Partial<SenderOptions> } = {}) {
@@ -325,9 +349,10 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     logger: silentLogger,
     ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: (d) => `${newId("m").slice(2)}@${d}` },
   });
+  const events = new FakeBroadcastEvents();
   const sender = (owner = "test-process", more: Partial<SenderOptions> = {}) =>
-    new Sender({ ...repos, directory, queue, content, clock, logger: silentLogger }, { owner, ...opts.sender, ...more });
-  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock, logger: silentLogger };
+    new Sender({ ...repos, directory, queue, content, clock, logger: silentLogger, events }, { owner, ...opts.sender, ...more });
+  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock, logger: silentLogger, events };
   return {
     store,
     repos,
@@ -336,6 +361,8 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     renderer,
     queue,
     content,
+    /** BROADCAST_STARTED / BROADCAST_COMPLETED as published. */
+    events,
     /** Content puts and deletes, page and job publishes, in the order they happened. */
     log,
     clock,

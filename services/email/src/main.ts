@@ -19,8 +19,10 @@ import { openStore } from "@mailroom/store/open.js";
 import { superviseWorkers } from "@mailroom/kit/workers.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
+import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
 import { systemClock } from "./adapters/clock.js";
 import { openCollections } from "./adapters/store.js";
+import { QueueWithSentEvents } from "./adapters/queue.js";
 import { ConnectDirectory } from "./adapters/directory.js";
 import { InProcessRenderer } from "./adapters/renderer.js";
 import { EmailService } from "./domain/service.js";
@@ -42,7 +44,8 @@ async function serve(): Promise<void> {
 
   // Names this process in publish claims, so two email services never publish one email.
   const owner = `email-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
-  const queue = new DeliveryJobPublisher(jetstream(nc));
+  // Each job, then its EMAIL_SENT webhook event (DESIGN §9.2), both deduplicated by id.
+  const queue = new QueueWithSentEvents(new DeliveryJobPublisher(jetstream(nc)), new WebhookEventPublisher(jetstream(nc)));
   // Compiled content for delivery, written before each job (DESIGN §9.1).
   const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
   const service = new EmailService({

@@ -8,7 +8,7 @@ import { RetentionPolicy, StorageType, jetstreamManager, type StreamConfig } fro
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadConfig } from "@mailroom/kit/config.js";
 import { ensureStream, retryOnTimeout } from "@mailroom/kit/jetstream.js";
-import { CONTACT_EVENTS_STREAM, CONTACT_EVENTS_SUBJECTS, DIRECTORY_EVENTS_STREAM, DIRECTORY_EVENTS_SUBJECTS, DELIVERY_STREAM, DELIVERY_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS } from "./subjects.js";
+import { CONTACT_EVENTS_STREAM, CONTACT_EVENTS_SUBJECTS, DIRECTORY_EVENTS_STREAM, DIRECTORY_EVENTS_SUBJECTS, DELIVERY_STREAM, DELIVERY_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS, WEBHOOK_EVENTS_STREAM, WEBHOOK_EVENTS_SUBJECTS } from "./subjects.js";
 
 const SECOND_NS = 1_000_000_000;
 
@@ -35,6 +35,14 @@ export const STREAMS: Array<Partial<StreamConfig> & { name: string }> = [
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
     max_age: 30 * 24 * 3600 * SECOND_NS,
+    duplicate_window: 2 * 60 * SECOND_NS,
+  },
+  {
+    name: WEBHOOK_EVENTS_STREAM,
+    subjects: [WEBHOOK_EVENTS_SUBJECTS],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    max_age: 7 * 24 * 3600 * SECOND_NS,
     duplicate_window: 2 * 60 * SECOND_NS,
   },
   {

@@ -9,6 +9,7 @@
  *   MAIL_EVENTS (kept 7 days)   mail.events.<source>.<kind>          outcomes and tracking
  *   CONTACT_EVENTS (kept 30 days) contact.events.<event name>        contact events (POST /v1/events)
  *   DIRECTORY_EVENTS (kept 7 days) directory.events.<TYPE>             contact/property/member changes (webhooks)
+ *   WEBHOOK_EVENTS (kept 7 days) webhook.events.<TYPE>               webhook events no MailEvent carries
  */
 import type { DeliverySourceName } from "./work.js";
 
@@ -88,6 +89,17 @@ export function contactEventSubject(eventName: string): string {
 /** Filter for one kind of event of every source, e.g. mail.events.*.sent. */
 export function eventsOfKind(kind: string): string {
   return `mail.events.*.${subjectToken(kind)}`;
+}
+
+/**
+ * Webhook events that are not delivery outcomes (EMAIL_SENT at acceptance, BROADCAST_STARTED
+ * / BROADCAST_COMPLETED): a mailroom.events.v1.WebhookEvent each, on their own stream for the
+ * same reason as contact events. Subject: webhook.events.<TYPE>, e.g. webhook.events.EMAIL_SENT.
+ */
+export const WEBHOOK_EVENTS_STREAM = "WEBHOOK_EVENTS";
+export const WEBHOOK_EVENTS_SUBJECTS = "webhook.events.>";
+export function webhookEventSubject(type: string): string {
+  return `webhook.events.${subjectToken(type)}`;
 }
 
 /**

@@ -24,7 +24,7 @@ import { HttpWebhookSender } from "./adapters/http-sender.js";
 import { NetworkPolicy } from "./adapters/network-policy.js";
 import { Outbox } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
-import { consumeMailEvents } from "./consumers.js";
+import { consumeMailEvents, consumeWebhookEvents } from "./consumers.js";
 import { consumeDirectoryEvents } from "./directory-events.js";
 import { webhookRoutes } from "./routes.js";
 import { loadWebhooksSettings, type WebhooksSettings } from "./settings.js";
@@ -71,6 +71,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
   const dispatchDeps = { webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds };
   const events = await consumeMailEvents(nc, dispatchDeps, wake, logger);
   const directoryEvents = await consumeDirectoryEvents(nc, dispatchDeps, wake, logger);
+  const webhookEvents = await consumeWebhookEvents(nc, dispatchDeps, wake, logger);
 
   const server = await startConnectServer({
     routes: webhookRoutes(webhooks),
@@ -87,6 +88,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
       await server.close();
       await events.stop();
       await directoryEvents.stop();
+      await webhookEvents.stop();
       await outbox.stop();
       sender.close();
       changeSubscription.unsubscribe();

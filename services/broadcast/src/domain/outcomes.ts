@@ -1,5 +1,5 @@
 import { contentRefOf, deliveryIdOf, type Broadcast, type OutcomeKind, type Progress } from "./model.js";
-import type { BroadcastRepository, Clock, DeliveryContent, DeliveryLedger, Logger, PageRepository, TimelineKind, TimelineRepository } from "./ports.js";
+import type { BroadcastEvents, BroadcastRepository, Clock, DeliveryContent, DeliveryLedger, Logger, PageRepository, TimelineKind, TimelineRepository } from "./ports.js";
 
 /** A MailEvent about a broadcast message, in domain terms. */
 export interface BroadcastEvent {
@@ -21,6 +21,8 @@ export interface OutcomeDeps {
   logger: Logger;
   /** The content store: a completed broadcast's entry is deleted (best effort; the bucket's max age drops it anyway). */
   content?: Pick<DeliveryContent, "delete">;
+  /** BROADCAST_COMPLETED goes out through it (none when absent). */
+  events?: BroadcastEvents;
 }
 
 /**
@@ -133,12 +135,36 @@ export async function completeBroadcast(
   const exact = await deps.ledger.tally(broadcastId);
   if (!(await deps.broadcasts.complete(broadcastId, deps.clock.now(), exact))) return;
   deps.logger.info({ broadcastId, recipients }, "broadcast completed");
+  // Only the CAS's winner gets here: BROADCAST_COMPLETED, with the counters just written.
+  await publishCompleted(deps, broadcastId);
   await Promise.all([
     deps.pages.deleteAll(broadcastId).catch((err) => deps.logger.warn({ err, broadcastId }, "dropping recipient pages failed")),
     deps.content
       ?.delete(broadcast.workspaceId, contentRefOf(broadcastId))
       .catch((err) => deps.logger.warn({ err, broadcastId }, "dropping the content store entry failed")),
   ]);
+}
+
+/**
+ * Publishes BROADCAST_COMPLETED for a broadcast whose COMPLETED status committed, retrying a
+ * failed publish (its id makes repeats harmless); a failure that outlasts the retries is
+ * logged, not thrown: the status is written and nobody else will publish it.
+ */
+async function publishCompleted(deps: Pick<OutcomeDeps, "broadcasts" | "logger" | "events">, broadcastId: string): Promise<void> {
+  if (!deps.events) return;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const completed = await deps.broadcasts.findById(broadcastId);
+      if (completed) await deps.events.completed(completed);
+      return;
+    } catch (err) {
+      if (attempt >= 5) {
+        deps.logger.error({ err, broadcastId }, "BROADCAST_COMPLETED could not be published");
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+    }
+  }
 }
 
 const TIMELINE_KINDS: TimelineKind[] = ["sent", "delivered", "opened", "clicked", "bounced"];

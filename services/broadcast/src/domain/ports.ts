@@ -254,6 +254,19 @@ export interface Renderer {
 }
 
 /**
+ * The broadcast's webhook events (DESIGN §9.2), each published only once the status write it
+ * reports committed, with an id derived from the broadcast and the event
+ * (`<broadcastId>.started`), so publishing again is deduplicated. `data` is `{ broadcast }`
+ * in the public API's shape, counters included.
+ */
+export interface BroadcastEvents {
+  /** BROADCAST_STARTED: the status became IN_PROGRESS. */
+  started(broadcast: Broadcast): Promise<void>;
+  /** BROADCAST_COMPLETED: the status became COMPLETED. */
+  completed(broadcast: Broadcast): Promise<void>;
+}
+
+/**
  * The one publisher of delivery work (services/pipeline DeliveryJobPublisher): a broadcast's
  * windows go out as page jobs, test sends as single jobs. Idempotent per msgID (page id,
  * delivery id) within the stream's duplicate window.

@@ -357,3 +357,43 @@ describe("pacing in the release loop", () => {
     expect(await status(w, id)).toBe("COMPLETED");
   });
 });
+
+describe("BROADCAST_STARTED / BROADCAST_COMPLETED", () => {
+  it("publishes STARTED once the status is IN_PROGRESS and COMPLETED once, after the CAS, with the counters", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(3);
+    const id = await scheduled(w, "ASAP");
+    await run(w);
+    expect(w.events.published.map((e) => e.type)).toEqual(["started"]);
+    expect(w.events.published[0].broadcast).toMatchObject({ id, workspaceId: WS, status: "IN_PROGRESS", sentAt: w.clock.now() });
+
+    await w.settleAll(id, "sent");
+    await w.settleAll(id, "sent"); // redelivered outcomes: the CAS is lost, nothing more published
+    await run(w);
+    expect(w.events.published.map((e) => e.type)).toEqual(["started", "completed"]);
+    expect(w.events.published[1].broadcast).toMatchObject({ id, status: "COMPLETED", progress: { recipients: 3, released: 3, sent: 3, delivered: 3 } });
+  });
+
+  it("a failed STARTED publish fails the first step, which is retried: nothing is released before it went out", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(3);
+    const id = await scheduled(w, "ASAP");
+    w.events.failures = 1;
+    await w.sender().tick();
+    expect(w.events.published).toEqual([]);
+    expect(w.queue.distinct().size).toBe(0);
+    expect(await status(w, id)).toBe("IN_PROGRESS");
+    w.clock.advance(3_000);
+    await run(w);
+    expect(w.events.published.map((e) => e.type)).toEqual(["started"]);
+    expect(w.queue.distinct().size).toBe(3);
+  });
+
+  it("an empty audience: STARTED then COMPLETED", async () => {
+    const w = await buildTestWorld();
+    const id = await scheduled(w, "ASAP");
+    await run(w);
+    expect(await status(w, id)).toBe("COMPLETED");
+    expect(w.events.published.map((e) => [e.type, e.broadcast.status])).toEqual([["started", "IN_PROGRESS"], ["completed", "COMPLETED"]]);
+  });
+});

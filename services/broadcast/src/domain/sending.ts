@@ -14,6 +14,7 @@ import {
 import { completeBroadcast, finalTarget } from "./outcomes.js";
 import { releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
 import type {
+  BroadcastEvents,
   BroadcastRepository,
   Clock,
   Contact,
@@ -41,6 +42,8 @@ export interface SenderDeps {
   content: DeliveryContent;
   clock: Clock;
   logger: Logger;
+  /** BROADCAST_STARTED / BROADCAST_COMPLETED (none when absent). */
+  events?: BroadcastEvents;
 }
 
 export interface SenderOptions {
@@ -180,6 +183,10 @@ export class Sender {
    */
   private async resolve(broadcast: Broadcast, sending: SendingState): Promise<SendingState | null> {
     const { directory, pages } = this.deps;
+    // BROADCAST_STARTED: IN_PROGRESS was committed by the start claim. Published here, by the
+    // first resolution step, so a failed publish (or a process that died after the claim)
+    // fails the step, which is retried until it went out; repeats are deduplicated by its id.
+    if (!sending.cursor && sending.pages === 0) await this.deps.events?.started(broadcast);
     let state = sending;
     if (!state.workspaceTimezone) {
       state = { ...state, workspaceTimezone: (await directory.workspace(broadcast.workspaceId)).timezone || "UTC" };

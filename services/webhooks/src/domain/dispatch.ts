@@ -1,5 +1,5 @@
-import { payloadOf, webhookEventOf } from "./events.js";
-import type { Delivery, MailEventData } from "./model.js";
+import { payloadOf, webhookEventOf, webhookEventOfType } from "./events.js";
+import type { Delivery, MailEventData, WebhookEventName, WebhookPayload } from "./model.js";
 import type { Clock, DeliveryStore, Ids, WebhookStore } from "./ports.js";
 
 export interface DispatchDeps {
@@ -21,19 +21,55 @@ export interface DispatchDeps {
 export async function dispatchMailEvent(deps: DispatchDeps, event: MailEventData): Promise<number> {
   const type = webhookEventOf(event.source, event.kind);
   if (!type || !event.workspaceId || !event.eventId) return 0;
-  const endpoints = (await deps.webhooks.list(event.workspaceId)).filter(
-    (w) => w.status === "ACTIVE" && w.events.includes(type) && w.createdAt.getTime() <= event.occurredAt.getTime(),
+  return storeDeliveries(deps, type, event.occurredAt, () => payloadOf(event, type));
+}
+
+/** A webhook event no MailEvent carries (EMAIL_SENT, BROADCAST_STARTED, …), as its producer published it. */
+export interface WebhookEventData {
+  eventId: string;
+  type: string;
+  workspaceId: string;
+  occurredAt: Date;
+  data: Record<string, unknown>;
+}
+
+/**
+ * As dispatchMailEvent, for a WebhookEvent: its producer built `data`; the body around it is
+ * the same `{ id, type, createdAt, workspaceId, data }`. A type that is not produced this way
+ * (webhookEventOfType) sends nothing. A redelivered event adds nothing (unique per event and webhook).
+ */
+export async function dispatchWebhookEvent(deps: DispatchDeps, event: WebhookEventData): Promise<number> {
+  const type = webhookEventOfType(event.type);
+  if (!type || !event.workspaceId || !event.eventId) return 0;
+  return storeDeliveries(deps, type, event.occurredAt, () => ({
+    id: event.eventId,
+    type,
+    createdAt: event.occurredAt.toISOString(),
+    workspaceId: event.workspaceId,
+    data: event.data,
+  }));
+}
+
+async function storeDeliveries(
+  deps: DispatchDeps,
+  type: WebhookEventName,
+  occurredAt: Date,
+  payload: () => WebhookPayload,
+): Promise<number> {
+  const p = payload();
+  const endpoints = (await deps.webhooks.list(p.workspaceId)).filter(
+    (w) => w.status === "ACTIVE" && w.events.includes(type) && w.createdAt.getTime() <= occurredAt.getTime(),
   );
   if (endpoints.length === 0) return 0;
-  const body = JSON.stringify(payloadOf(event, type));
+  const body = JSON.stringify(p);
   const now = deps.clock.now();
   let created = 0;
   for (const webhook of endpoints) {
     const delivery: Delivery = {
       id: deps.ids.deliveryId(),
       webhookId: webhook.id,
-      workspaceId: event.workspaceId,
-      eventId: event.eventId,
+      workspaceId: p.workspaceId,
+      eventId: p.id,
       eventType: type,
       body,
       state: "PENDING",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { payloadOf, webhookEventOf } from "./events.js";
+import { payloadOf, webhookEventOf, webhookEventOfType } from "./events.js";
 import { EMAIL_EVENTS, WEBHOOK_EVENTS, type MailEventData, type MailEventKind } from "./model.js";
 
 describe("mail event → webhook event mapping", () => {
@@ -7,7 +7,7 @@ describe("mail event → webhook event mapping", () => {
     const kinds: MailEventKind[] = ["sent", "deferred", "bounced", "failed", "opened", "clicked", "unsubscribed", "complained", "suppressed"];
     const table = Object.fromEntries(kinds.map((k) => [k, webhookEventOf("transactional", k)]));
     expect(table).toEqual({
-      sent: "EMAIL_SENT",
+      sent: "EMAIL_DELIVERED",
       deferred: "EMAIL_DEFERRED",
       bounced: "EMAIL_BOUNCED",
       failed: "EMAIL_FAILED",
@@ -29,7 +29,7 @@ describe("mail event → webhook event mapping", () => {
     expect(WEBHOOK_EVENTS).toContain("TESTING_CONNECTION");
     expect(WEBHOOK_EVENTS).toContain("CONTACT_TAG_REMOVED");
     expect(WEBHOOK_EVENTS).toContain("BROADCAST_COMPLETED");
-    expect(WEBHOOK_EVENTS).toHaveLength(22);
+    expect(WEBHOOK_EVENTS).toHaveLength(23);
   });
 });
 
@@ -61,5 +61,13 @@ describe("webhook body", () => {
         url: "https://acme.test/pricing",
       },
     });
+  });
+});
+
+describe("webhook events no MailEvent carries", () => {
+  it("takes EMAIL_SENT and BROADCAST_STARTED / COMPLETED from WebhookEvents, and nothing that has another producer", () => {
+    expect(["EMAIL_SENT", "BROADCAST_STARTED", "BROADCAST_COMPLETED"].map(webhookEventOfType)).toEqual(["EMAIL_SENT", "BROADCAST_STARTED", "BROADCAST_COMPLETED"]);
+    for (const t of ["EMAIL_DELIVERED", "EMAIL_OPENED", "TESTING_CONNECTION", "EMAIL_TELEPORTED", ""]) expect(webhookEventOfType(t), t).toBeUndefined();
+    expect(WEBHOOK_EVENTS).toContain("BROADCAST_STARTED");
   });
 });

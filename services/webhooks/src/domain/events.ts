@@ -2,20 +2,24 @@ import type { MailEventData, MailEventKind, MailSource, WebhookEventName, Webhoo
 
 /**
  * THE mapping from a MAIL_EVENTS event (its source and type) to the webhook event name a
- * receiver subscribes to. Anything not listed sends no webhook.
+ * receiver subscribes to. Anything not listed sends no webhook. One producer per webhook
+ * event (DESIGN §9.2):
  *
- * - `sent` is the SMTP acceptance of the message (250 from the relay or receiving server):
- *   EMAIL_SENT. EMAIL_DELIVERED has no producer yet (no MailEvent reports final delivery).
+ * - `sent` is the SMTP acceptance of the message by the next hop (250 from the relay or
+ *   receiving server; the email record's DELIVERED): EMAIL_DELIVERED.
+ * - EMAIL_SENT (accepted and queued, the record's SENT) is not a MailEvent: the email
+ *   service publishes it as a WebhookEvent once the delivery job is queued, as the broadcast
+ *   service does BROADCAST_STARTED / BROADCAST_COMPLETED (see webhookEventOfType).
  * - `suppressed` means nothing was sent because the address is on the suppression list:
  *   reported as EMAIL_FAILED (detail says why), as the email's own status does.
  * - Broadcast test sends (`broadcast_test`) are previews: no webhooks.
- * - BROADCAST_COMPLETED, CONTACT_TAG_*, WORKSPACE_SENDING_EMAILS_PAUSED and WORKSPACE_BANNED
- *   can be subscribed to but nothing produces them yet; TESTING_CONNECTION comes from SendTestEvent.
+ * - CONTACT_TAG_*, WORKSPACE_SENDING_EMAILS_PAUSED and WORKSPACE_BANNED can be subscribed to
+ *   but nothing produces them yet; TESTING_CONNECTION comes from SendTestEvent.
  * - CONTACT_CREATED / UPDATED / DELETED / UNSUBSCRIBED / RESUBSCRIBED / PROPERTY_UPDATED and
  *   WORKSPACE_TEAM_MEMBER_JOINED: the directory (DIRECTORY_EVENTS, ../directory-events.ts).
  */
 const EMAIL_EVENT_OF: Record<MailEventKind, WebhookEventName> = {
-  sent: "EMAIL_SENT",
+  sent: "EMAIL_DELIVERED",
   deferred: "EMAIL_DEFERRED",
   bounced: "EMAIL_BOUNCED",
   failed: "EMAIL_FAILED",
@@ -25,6 +29,21 @@ const EMAIL_EVENT_OF: Record<MailEventKind, WebhookEventName> = {
   unsubscribed: "EMAIL_UNSUBSCRIBED",
   complained: "EMAIL_COMPLAINED",
 };
+
+/**
+ * The webhook events that arrive as WebhookEvents (WEBHOOK_EVENTS stream) and who produces
+ * each: a type not listed is dropped, so no event gets a second producer by accident.
+ */
+const PRODUCED_AS_WEBHOOK_EVENTS: ReadonlySet<WebhookEventName> = new Set<WebhookEventName>([
+  "EMAIL_SENT", // email service, when the email's delivery job is queued
+  "BROADCAST_STARTED", // broadcast service, when the status became IN_PROGRESS
+  "BROADCAST_COMPLETED", // broadcast service, the winner of the IN_PROGRESS -> COMPLETED CAS
+]);
+
+/** The webhook event name of a WebhookEvent's type; undefined for a type nobody should produce there. */
+export function webhookEventOfType(type: string): WebhookEventName | undefined {
+  return PRODUCED_AS_WEBHOOK_EVENTS.has(type as WebhookEventName) ? (type as WebhookEventName) : undefined;
+}
 
 const SOURCES_WITH_WEBHOOKS: ReadonlySet<MailSource> = new Set(["transactional", "broadcast"]);
 

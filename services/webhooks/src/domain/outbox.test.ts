@@ -31,17 +31,17 @@ async function setup(settings = {}) {
 describe("dispatcher", () => {
   it("creates one delivery per subscribed ACTIVE webhook of the event's workspace", async () => {
     const { webhooks, dispatch } = await setup();
-    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     await webhooks.create("ws_1", { url: "https://b.test/", events: ["EMAIL_BOUNCED"] });
-    const paused = await webhooks.create("ws_1", { url: "https://c.test/", events: ["EMAIL_SENT"] });
+    const paused = await webhooks.create("ws_1", { url: "https://c.test/", events: ["EMAIL_DELIVERED"] });
     await webhooks.update("ws_1", paused.id, { status: "PAUSED" });
-    await webhooks.create("ws_2", { url: "https://d.test/", events: ["EMAIL_SENT"] });
+    await webhooks.create("ws_2", { url: "https://d.test/", events: ["EMAIL_DELIVERED"] });
     expect(await dispatch(event())).toBe(1);
   });
 
   it("never creates a second delivery for a replayed event", async () => {
     const { webhooks, dispatch, sender, runOutbox } = await setup();
-    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     expect(await dispatch(event())).toBe(1);
     expect(await dispatch(event())).toBe(0);
     await runOutbox();
@@ -52,14 +52,14 @@ describe("dispatcher", () => {
 
   it("gives a webhook only the events that happened after it was created", async () => {
     const { webhooks, dispatch } = await setup();
-    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     expect(await dispatch(event({ occurredAt: new Date("2030-01-15T11:00:00Z") }))).toBe(0);
     expect(await dispatch(event({ eventId: "evt_b", occurredAt: new Date("2030-01-15T12:00:00Z") }))).toBe(1);
   });
 
   it("ignores events no webhook event maps to", async () => {
     const { webhooks, dispatch } = await setup();
-    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     expect(await dispatch(event({ source: "broadcast_test" }))).toBe(0);
   });
 });
@@ -67,7 +67,7 @@ describe("dispatcher", () => {
 describe("outbox", () => {
   it("sends the stored body with both signatures of the current token", async () => {
     const { webhooks, dispatch, sender, runOutbox } = await setup();
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"], token: "tok" });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"], token: "tok" });
     await dispatch(event());
     await runOutbox();
     const [req] = sender.sent;
@@ -75,7 +75,7 @@ describe("outbox", () => {
     expect(req.headers["X-SMASHSEND-SIGNATURE"]).toBe(legacySignature("tok", req.body));
     expect(JSON.parse(req.body)).toEqual({
       id: "evt_a",
-      type: "EMAIL_SENT",
+      type: "EMAIL_DELIVERED",
       createdAt: "2030-01-15T12:00:30.000Z",
       workspaceId: "ws_1",
       data: { source: "transactional", emailId: "trs_1", to: "ada@example.test", smtpCode: 250 },
@@ -85,7 +85,7 @@ describe("outbox", () => {
 
   it("retries on the schedule with the same body and webhook-id, then succeeds", async () => {
     const { webhooks, dispatch, sender, runOutbox, clock } = await setup();
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     sender.answers.set("https://a.test/", [500, 0, 200]);
     await dispatch(event());
     await runOutbox();
@@ -112,7 +112,7 @@ describe("outbox", () => {
 
   it("gives a delivery up as FAILED when the schedule is spent (12 attempts, about 29 h)", async () => {
     const { webhooks, dispatch, sender, runOutbox, clock } = await setup({ pause: { afterMs: 1000 * HOUR, minFailures: 1000 } });
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     sender.answers.set("https://a.test/", [503]);
     await dispatch(event());
     for (let i = 0; i < 40; i++) {
@@ -127,7 +127,7 @@ describe("outbox", () => {
 
   it("fails a delivery whose target is refused at once, without retries, with the reason in its history", async () => {
     const { webhooks, dispatch, sender, runOutbox, clock } = await setup();
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     const error = "refused: a.test resolves to 10.0.0.1, a private address";
     sender.post = async (url, headers, body) => {
       sender.sent.push({ url, headers, body });
@@ -146,8 +146,8 @@ describe("outbox", () => {
 
   it("pauses a webhook whose attempts keep failing, holds its deliveries, and resumes them on ACTIVE", async () => {
     const { webhooks, dispatch, sender, runOutbox, clock } = await setup({ pause: { afterMs: 24 * HOUR, minFailures: 10 } });
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT", "EMAIL_BOUNCED"] });
-    const healthy = await webhooks.create("ws_1", { url: "https://b.test/", events: ["EMAIL_SENT"] });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED", "EMAIL_BOUNCED"] });
+    const healthy = await webhooks.create("ws_1", { url: "https://b.test/", events: ["EMAIL_DELIVERED"] });
     sender.answers.set("https://a.test/", [500]);
     await dispatch(event());
     for (let i = 0; i < 30 && (await webhooks.get("ws_1", w.id)).status === "ACTIVE"; i++) {
@@ -183,7 +183,7 @@ describe("outbox", () => {
 
   it("pauses at once on 410 Gone", async () => {
     const { webhooks, dispatch, sender, runOutbox } = await setup();
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     sender.answers.set("https://a.test/", [410]);
     await dispatch(event());
     await runOutbox();
@@ -193,7 +193,7 @@ describe("outbox", () => {
 
   it("a success ends the run of failures", async () => {
     const { webhooks, dispatch, sender, runOutbox, clock, webhookStore } = await setup();
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     sender.answers.set("https://a.test/", [500, 200]);
     await dispatch(event());
     await runOutbox();
@@ -207,7 +207,7 @@ describe("outbox", () => {
 
   it("redelivers one delivery on demand with a fresh schedule", async () => {
     const { webhooks, dispatch, sender, runOutbox } = await setup();
-    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const w = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     await dispatch(event());
     await runOutbox();
     const [d] = await webhooks.listDeliveries("ws_1", w.id);
@@ -222,8 +222,8 @@ describe("outbox", () => {
 
   it("keeps at most maxPerEndpoint attempts in flight per webhook; a blocked webhook does not block another", async () => {
     const t = await setup();
-    const a = await t.webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
-    const b = await t.webhooks.create("ws_1", { url: "https://b.test/", events: ["EMAIL_SENT"] });
+    const a = await t.webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
+    const b = await t.webhooks.create("ws_1", { url: "https://b.test/", events: ["EMAIL_DELIVERED"] });
     // a never answers until released; b answers at once.
     const releases: Array<() => void> = [];
     const calls: string[] = [];
@@ -262,7 +262,7 @@ describe("outbox", () => {
 
   it("two processes sharing the store never send one attempt twice", async () => {
     const t = await setup();
-    const w = await t.webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    const w = await t.webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     const sent: string[] = [];
     const sender = {
       post: async (_url: string, headers: Record<string, string>): Promise<SendResult> => {
@@ -289,8 +289,8 @@ describe("outbox", () => {
 
   it("skips busy webhooks when claiming", async () => {
     const { webhooks, dispatch, deliveries, clock } = await setup({ maxPerEndpoint: 2 });
-    const a = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
-    await webhooks.create("ws_1", { url: "https://b.test/", events: ["EMAIL_SENT"] });
+    const a = await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
+    await webhooks.create("ws_1", { url: "https://b.test/", events: ["EMAIL_DELIVERED"] });
     for (let i = 0; i < 3; i++) await dispatch(event({ eventId: `evt_${i}` }));
     // Claims with webhook a busy skip straight to b's deliveries.
     const all = await deliveries.claimable(clock.now(), [], 100);
@@ -307,7 +307,7 @@ describe("outbox", () => {
 
   it("takes over a claim whose process died (lease ran out)", async () => {
     const { webhooks, dispatch, deliveries, clock, sender, runOutbox } = await setup();
-    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_SENT"] });
+    await webhooks.create("ws_1", { url: "https://a.test/", events: ["EMAIL_DELIVERED"] });
     await dispatch(event());
     const [candidate] = await deliveries.claimable(clock.now(), [], 10);
     expect(await deliveries.claim(candidate.id, clock.now(), "dead", new Date(clock.now().getTime() + 40_000))).not.toBeNull();

@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { broadcastJson } from "../../../../gateway/src/routes/broadcasts-schema.js";
+import type { Broadcast } from "../domain/model.js";
+import { protoBroadcast } from "../routes.js";
+import { broadcastEventOf, PublishedBroadcastEvents, publicBroadcastJson } from "./events.js";
+import type { WebhookEventSpec } from "@mailroom/pipeline/webhook-events.js";
+
+const at = (s: string) => new Date(`2030-01-15T${s}Z`);
+
+function broadcast(over: Partial<Broadcast> = {}): Broadcast {
+  return {
+    id: "cmp_1",
+    workspaceId: "ws_1",
+    name: "Spring",
+    status: "COMPLETED",
+    subject: "Hi {{firstName}}",
+    previewText: "News",
+    fromEmail: "news@acme.test",
+    fromName: "Acme",
+    replyTo: ["help@acme.test"],
+    html: "<p>Hi</p>",
+    text: "Hi",
+    settings: { trackOpens: true, trackClicks: false },
+    allowUnknownVariables: false,
+    deliveryMethod: "ASAP",
+    scheduledAt: at("12:00:00"),
+    sentAt: at("12:00:01"),
+    completedAt: at("12:05:00"),
+    createdAt: at("11:00:00"),
+    updatedAt: at("12:05:00"),
+    progress: { recipients: 3, released: 3, sent: 3, delivered: 3, deferred: 1, bounced: 0, failed: 0, suppressed: 0, opened: 2, clicked: 1, unsubscribed: 0, finalized: 3 },
+    ...over,
+  } as Broadcast;
+}
+
+describe("broadcast webhook events", () => {
+  it("carry the broadcast exactly as GET /v1/broadcasts/:id answers it", () => {
+    for (const b of [broadcast(), broadcast({ status: "IN_PROGRESS", completedAt: undefined, deliveryMethod: undefined })]) {
+      expect(publicBroadcastJson(protoBroadcast(b))).toEqual(broadcastJson(protoBroadcast(b)));
+    }
+  });
+
+  it("have ids derived from the broadcast and the event, and the time of the status change", async () => {
+    const published: WebhookEventSpec[] = [];
+    const events = new PublishedBroadcastEvents({ publish: async (s) => void published.push(s) }, () => at("13:00:00"));
+    await events.started(broadcast({ status: "IN_PROGRESS", completedAt: undefined }));
+    await events.completed(broadcast());
+    expect(published.map((e) => [e.eventId, e.type, e.workspaceId, e.occurredAt.toISOString()])).toEqual([
+      ["cmp_1.started", "BROADCAST_STARTED", "ws_1", "2030-01-15T12:00:01.000Z"],
+      ["cmp_1.completed", "BROADCAST_COMPLETED", "ws_1", "2030-01-15T12:05:00.000Z"],
+    ]);
+    expect(published[1].data).toEqual({ broadcast: expect.objectContaining({ id: "cmp_1", status: "COMPLETED", progress: expect.objectContaining({ recipients: 3, delivered: 3 }) }) });
+    expect(broadcastEventOf("BROADCAST_STARTED", broadcast({ sentAt: undefined }), at("13:00:00")).occurredAt).toEqual(at("13:00:00"));
+  });
+});
