@@ -46,6 +46,10 @@ async function crashRun(contacts: number, opts: { killBroadcastWhileReleasing: b
     units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
     env: {
       MAILROOM_DELIVERY_CONCURRENCY: String(CONCURRENCY),
+      // Broadcast recipients between claim and mark: pages at once × recipients of a page at
+      // once. Left at their defaults (16 pages × 8) the bound would be 128, not CONCURRENCY.
+      MAILROOM_DELIVERY_BROADCAST_CONCURRENCY: "2",
+      MAILROOM_DELIVERY_PAGE_CONCURRENCY: String(CONCURRENCY / 2),
       MAILROOM_SMTP_POOL_SIZE: "4",
       MAILROOM_DELIVERY_ACK_WAIT_MS: "3000",
       MAILROOM_LOG_LEVEL: "warn",
