@@ -130,7 +130,10 @@ export class ChangePublisher {
   /** Publishes the oldest records (up to 500); answers how many were published. */
   private async sweep(): Promise<number> {
     await this.indexed;
-    const pending = await this.outbox.find({}, { sort: { seq: 1 }, limit: 500 });
+    // The range (every seq is positive) lets the embedded store walk the index in order; it
+    // plans a sort without a condition as a scan and sort of every record (350 ms a page at
+    // 100,000 records, 4 ms through the index).
+    const pending = await this.outbox.find({ seq: { $gte: 0 } }, { sort: { seq: 1 }, limit: 500 });
     if (!pending.length) return 0;
     const js = await this.js;
     // Published together (one connection keeps their order), then removed together: a page
