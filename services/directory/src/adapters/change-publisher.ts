@@ -61,11 +61,13 @@ export class ChangePublisher {
   readonly publish: DirectoryEventPublisher = (events: DirectoryEvent[]) => {
     const now = new Date();
     const pending = events.map((e) => ({ _id: e.id, subject: directoryEventSubject(e.type), body: JSON.stringify(e), createdAt: now, seq: now.getTime() * 1000 + (this.seq++ % 1000) }));
-    this.recording = this.recording
+    const recorded = this.recording
       .then(() => this.record(pending))
-      // Not awaited: while NATS is away the records keep being written (flush waits for it).
-      .then(() => void this.flush())
       .catch((err) => this.logger.warn({ err, events: pending.map((p) => p._id) }, "directory events not recorded"));
+    this.recording = recorded;
+    // Not awaited: while NATS is away the records keep being written (flush waits for it).
+    void recorded.then(() => this.flush());
+    return recorded;
   };
 
   /** Records written so far, published (coalesced: one pass at a time). */

@@ -7,7 +7,7 @@ describe("directory change events", () => {
   async function setup() {
     const events: DirectoryEvent[] = [];
     let tick = Date.parse("2026-01-01T00:00:00Z");
-    const dir = await memoryDirectory({ publishChanges: (e) => events.push(...e), now: () => new Date((tick += 1000)) });
+    const dir = await memoryDirectory({ publishChanges: (e) => void events.push(...e), now: () => new Date((tick += 1000)) });
     await dir.workspaces.create({ id: "ws_a", name: "A" });
     events.length = 0;
     const of = (type: string) => events.filter((e) => e.type === type);

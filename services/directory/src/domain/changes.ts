@@ -30,8 +30,12 @@ export interface DirectoryEvent {
   data: Record<string, unknown>;
 }
 
-/** Takes events whose writes have committed; must not throw. */
-export type DirectoryEventPublisher = (events: DirectoryEvent[]) => void;
+/**
+ * Takes events whose writes have committed; must not throw. The write waits for what it
+ * returns (the events recorded for publishing), so a write's answer means its events will
+ * go out, and a bulk import cannot run ahead of its events' records in memory.
+ */
+export type DirectoryEventPublisher = (events: DirectoryEvent[]) => void | Promise<void>;
 
 /** Why a contact's status left or returned to SUBSCRIBED. */
 export type StatusReason = "unsubscribed" | "complaint" | "status_changed";
@@ -150,7 +154,7 @@ export class EmittingContactRepository implements ContactRepository {
 
   async insert(contact: Contact): Promise<boolean> {
     const ok = await this.inner.insert(contact);
-    if (ok) this.publish(createdEvents(contact));
+    if (ok) await this.publish(createdEvents(contact));
     return ok;
   }
 
@@ -165,14 +169,14 @@ export class EmittingContactRepository implements ContactRepository {
   async update(workspaceId: string, id: string, change: ContactChange, before?: Contact): Promise<Contact | null> {
     const prior = before ?? (await this.inner.findById(workspaceId, id));
     const after = await this.inner.update(workspaceId, id, change);
-    if (after && prior) this.publish(updatedEvents(prior, after));
+    if (after && prior) await this.publish(updatedEvents(prior, after));
     return after;
   }
 
   async delete(workspaceId: string, id: string): Promise<void> {
     const prior = await this.inner.findById(workspaceId, id);
     await this.inner.delete(workspaceId, id);
-    if (prior) this.publish(deletedEvents(prior, this.now()));
+    if (prior) await this.publish(deletedEvents(prior, this.now()));
   }
 
   page(...args: Parameters<ContactRepository["page"]>) {
@@ -186,7 +190,7 @@ export class EmittingContactRepository implements ContactRepository {
   async unsubscribe(workspaceId: string, emailLower: string, at: Date, reason: StatusReason = "unsubscribed"): Promise<Contact | null> {
     const prior = await this.inner.findByEmail(workspaceId, emailLower);
     const after = await this.inner.unsubscribe(workspaceId, emailLower, at);
-    if (after && prior) this.publish(updatedEvents(prior, after, reason));
+    if (after && prior) await this.publish(updatedEvents(prior, after, reason));
     return after;
   }
 
@@ -216,7 +220,7 @@ export class EmittingContactRepository implements ContactRepository {
       if (landed && (!stored || time(stored.updatedAt) !== time(w.change.updatedAt))) continue;
       events.push(...updatedEvents(prior, stored ?? applied(prior, w.change)));
     }
-    if (events.length) this.publish(events);
+    if (events.length) await this.publish(events);
     return ok;
   }
 }
@@ -226,13 +230,13 @@ export class EmittingPropertyRepository implements PropertyRepository {
 
   async insert(property: ContactProperty): Promise<boolean> {
     const ok = await this.inner.insert(property);
-    if (ok) this.publish(propertyEvents(property));
+    if (ok) await this.publish(propertyEvents(property));
     return ok;
   }
 
   async update(...args: Parameters<PropertyRepository["update"]>): Promise<ContactProperty | null> {
     const after = await this.inner.update(...args);
-    if (after) this.publish(propertyEvents(after));
+    if (after) await this.publish(propertyEvents(after));
     return after;
   }
 
@@ -255,7 +259,7 @@ export class EmittingMemberRepository implements MemberRepository {
   async ensure(member: Member): Promise<void> {
     const known = (await this.inner.list(member.workspaceId, 10_000)).some((m) => m._id === member._id);
     await this.inner.ensure(member);
-    if (!known) this.publish(memberEvents(member));
+    if (!known) await this.publish(memberEvents(member));
   }
 
   remove(id: string) {
