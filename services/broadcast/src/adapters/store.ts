@@ -34,12 +34,17 @@ type BroadcastDoc = Omit<Broadcast, "id"> & {
   workAt?: Date;
   leaseOwner?: string;
   leaseUntil?: Date;
+  /**
+   * Set by the COMPLETED CAS in the same write, removed once BROADCAST_COMPLETED went out:
+   * a process that dies between the two leaves it for the announcer's sweep.
+   */
+  completedEventPending?: true;
 };
 
 const EPOCH = new Date(0);
 
 function toBroadcast(doc: BroadcastDoc): Broadcast {
-  const { _id, workAt: _w, leaseOwner: _o, leaseUntil: _u, ...rest } = doc;
+  const { _id, workAt: _w, leaseOwner: _o, leaseUntil: _u, completedEventPending: _p, ...rest } = doc;
   return { id: _id, ...rest, replyTo: rest.replyTo ?? [] };
 }
 
@@ -57,6 +62,8 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     // (workAt exists only while IN_PROGRESS, so the index holds just those).
     await this.docs.createIndex({ keys: { status: 1, scheduledAt: 1 } });
     await this.docs.createIndex({ keys: { workAt: 1 }, sparse: true });
+    // Completed broadcasts whose BROADCAST_COMPLETED is not out yet (the sweep's query).
+    await this.docs.createIndex({ keys: { completedEventPending: 1 }, sparse: true });
   }
 
   async insert(b: Broadcast): Promise<void> {
@@ -157,9 +164,18 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     const counters = Object.fromEntries(Object.entries(exact).map(([k, v]) => [`progress.${k}`, v]));
     const res = await this.docs.updateOne(
       { _id: id, status: "IN_PROGRESS", "sending.phase": "draining" },
-      { $set: { status: "COMPLETED", completedAt: at, updatedAt: at, ...counters }, $unset: { workAt: "", leaseOwner: "", leaseUntil: "" } },
+      { $set: { status: "COMPLETED", completedAt: at, updatedAt: at, completedEventPending: true, ...counters }, $unset: { workAt: "", leaseOwner: "", leaseUntil: "" } },
     );
     return res.matchedCount === 1;
+  }
+
+  async unannouncedCompletions(limit: number): Promise<Broadcast[]> {
+    const docs = await this.docs.find({ completedEventPending: true }, { limit });
+    return docs.map(toBroadcast);
+  }
+
+  async completionAnnounced(id: string): Promise<void> {
+    await this.docs.updateOne({ _id: id, completedEventPending: true }, { $unset: { completedEventPending: "" } });
   }
 }
 

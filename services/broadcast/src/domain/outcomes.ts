@@ -146,25 +146,42 @@ export async function completeBroadcast(
 }
 
 /**
- * Publishes BROADCAST_COMPLETED for a broadcast whose COMPLETED status committed, retrying a
- * failed publish (its id makes repeats harmless); a failure that outlasts the retries is
- * logged, not thrown: the status is written and nobody else will publish it.
+ * Publishes BROADCAST_COMPLETED for a broadcast whose COMPLETED status committed, then drops
+ * the broadcast's unannounced mark (set by the CAS in the same write as the status). A failed
+ * publish, or a process that stops between the CAS and here, leaves the mark: the announcer's
+ * sweep (announceCompletions) publishes it later. The event id (`<broadcastId>.completed`)
+ * makes a repeat harmless (the stream drops it, the webhooks unit keeps one delivery per
+ * event and webhook). Never throws.
  */
 async function publishCompleted(deps: Pick<OutcomeDeps, "broadcasts" | "logger" | "events">, broadcastId: string): Promise<void> {
   if (!deps.events) return;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const completed = await deps.broadcasts.findById(broadcastId);
-      if (completed) await deps.events.completed(completed);
-      return;
-    } catch (err) {
-      if (attempt >= 5) {
-        deps.logger.error({ err, broadcastId }, "BROADCAST_COMPLETED could not be published");
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
-    }
+  try {
+    const completed = await deps.broadcasts.findById(broadcastId);
+    if (completed) await announceCompleted(deps, completed);
+  } catch (err) {
+    deps.logger.warn({ err, broadcastId }, "BROADCAST_COMPLETED not published yet; the sweep retries");
   }
+}
+
+async function announceCompleted(deps: Pick<OutcomeDeps, "broadcasts" | "events">, broadcast: Broadcast): Promise<void> {
+  await deps.events!.completed(broadcast);
+  await deps.broadcasts.completionAnnounced(broadcast.id);
+}
+
+/**
+ * The sweep: BROADCAST_COMPLETED for every COMPLETED broadcast still marked unannounced
+ * (its publish failed, or its process stopped after the CAS). Answers how many went out;
+ * a failure stops the pass (the next one retries).
+ */
+export async function announceCompletions(deps: Pick<OutcomeDeps, "broadcasts" | "logger" | "events">, limit = 100): Promise<number> {
+  if (!deps.events) return 0;
+  let announced = 0;
+  for (const broadcast of await deps.broadcasts.unannouncedCompletions(limit)) {
+    await announceCompleted(deps, broadcast);
+    deps.logger.info({ broadcastId: broadcast.id }, "BROADCAST_COMPLETED published by the sweep");
+    announced++;
+  }
+  return announced;
 }
 
 const TIMELINE_KINDS: TimelineKind[] = ["sent", "delivered", "opened", "clicked", "bounced"];

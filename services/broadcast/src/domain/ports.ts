@@ -62,8 +62,15 @@ export interface BroadcastRepository {
   increment(id: string, inc: Partial<Progress>, waveBounce?: number): Promise<void>;
   /** Status, counters and sending state only: what pacing and completion read often (never the HTML). */
   progressOf(id: string): Promise<Pick<Broadcast, "id" | "workspaceId" | "status" | "progress" | "sending"> | null>;
-  /** CAS IN_PROGRESS (draining) -> COMPLETED, setting the delivery counters to `exact` in the same write. */
+  /**
+   * CAS IN_PROGRESS (draining) -> COMPLETED, setting the delivery counters to `exact` and
+   * marking BROADCAST_COMPLETED as not announced yet, in the same write.
+   */
   complete(id: string, at: Date, exact?: Partial<Progress>): Promise<boolean>;
+  /** COMPLETED broadcasts still marked unannounced (up to `limit`). */
+  unannouncedCompletions(limit: number): Promise<Broadcast[]>;
+  /** Drops the unannounced mark once BROADCAST_COMPLETED is stored on the stream. */
+  completionAnnounced(id: string): Promise<void>;
 }
 
 /** What a DRAFT's editor may change. */

@@ -389,6 +389,58 @@ describe("BROADCAST_STARTED / BROADCAST_COMPLETED", () => {
     expect(w.queue.distinct().size).toBe(3);
   });
 
+  it("a process stopped after the start claim: the next one publishes STARTED, once", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(3);
+    const id = await scheduled(w, "ASAP");
+    expect(await w.sender("dies").startDue()).toBe(1); // IN_PROGRESS committed, then the process is gone
+    expect(await status(w, id)).toBe("IN_PROGRESS");
+    expect(w.events.published).toEqual([]);
+    await run(w, w.sender("restarted"));
+    await run(w, w.sender("another"));
+    expect(w.events.published.map((e) => [e.type, e.broadcast.id])).toEqual([["started", id]]);
+  });
+
+  it("a process stopped between the COMPLETED CAS and the publish: after a restart the sweep publishes COMPLETED, once", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "mr-bc-announce-"));
+    try {
+      const clock = new ManualClock();
+      const directory = new FakeDirectory();
+      directory.addContacts(3);
+      const first = await buildTestWorld({ store: await openStore({ dataDir: dir, service: "broadcast" }), clock, directory });
+      const id = await scheduled(first, "ASAP");
+      await run(first);
+      first.events.failures = 1; // the COMPLETED publish does not go out (NATS gone, or the process stops here)
+      await first.settleAll(id, "sent");
+      expect(await status(first, id)).toBe("COMPLETED");
+      expect(first.events.published.map((e) => e.type)).toEqual(["started"]);
+      await first.store.close();
+
+      const second = await buildTestWorld({ store: await openStore({ dataDir: dir, service: "broadcast" }), clock, directory });
+      await run(second, second.sender("restarted"));
+      await run(second, second.sender("restarted"));
+      expect(second.events.published.map((e) => e.type)).toEqual(["completed"]);
+      expect(second.events.published[0].broadcast).toMatchObject({ id, status: "COMPLETED", progress: { recipients: 3, sent: 3, delivered: 3 } });
+      expect(second.events.published[0].broadcast).not.toHaveProperty("completedEventPending");
+      expect(await second.repos.broadcasts.unannouncedCompletions(10)).toEqual([]);
+      await second.store.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a COMPLETED published at once leaves nothing for the sweep", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(2);
+    const id = await scheduled(w, "ASAP");
+    await run(w);
+    await w.settleAll(id, "sent");
+    expect(w.events.published.map((e) => e.type)).toEqual(["started", "completed"]);
+    expect(await w.repos.broadcasts.unannouncedCompletions(10)).toEqual([]);
+    await run(w);
+    expect(w.events.published.map((e) => e.type)).toEqual(["started", "completed"]);
+  });
+
   it("an empty audience: STARTED then COMPLETED", async () => {
     const w = await buildTestWorld();
     const id = await scheduled(w, "ASAP");

@@ -11,7 +11,7 @@ import {
   type SendingState,
   type WindowReservation,
 } from "./model.js";
-import { completeBroadcast, finalTarget } from "./outcomes.js";
+import { announceCompletions, completeBroadcast, finalTarget } from "./outcomes.js";
 import { releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
 import type {
   BroadcastEvents,
@@ -61,6 +61,8 @@ export interface SenderOptions {
   drainCheckMs?: number;
   /** Broadcasts worked at once by this process. */
   concurrency?: number;
+  /** How often COMPLETED broadcasts whose BROADCAST_COMPLETED did not go out are looked for (and at start). */
+  announceEveryMs?: number;
 }
 
 const FAR_FUTURE = new Date(Date.UTC(9999, 0, 1));
@@ -98,6 +100,7 @@ export class Sender {
   private readonly concurrency: number;
   private starter: Repeater | undefined;
   private workers: Repeater[] = [];
+  private announcer: Repeater | undefined;
   private halted = false;
 
   constructor(
@@ -150,10 +153,11 @@ export class Sender {
     return true;
   }
 
-  /** One pass of everything (tests drive the loop with it): starts, then due steps. */
+  /** One pass of everything (tests drive the loop with it): starts, due steps, then the unannounced completions. */
   async tick(): Promise<number> {
     let steps = await this.startDue();
     for (let i = 0; i < 100 && !this.halted && (await this.workOnce()); i++) steps++;
+    steps += await announceCompletions(this.deps);
     return steps;
   }
 
@@ -442,13 +446,16 @@ export class Sender {
     const onError = (err: unknown) => this.deps.logger.error({ err }, "sender step failed");
     this.starter = new Repeater(async () => (await this.startDue(), false), this.intervalMs, onError);
     this.workers = Array.from({ length: this.concurrency }, () => new Repeater(() => this.workOnce(), this.intervalMs, onError));
+    // BROADCAST_COMPLETED left unpublished by a process stopped after the COMPLETED CAS.
+    this.announcer = new Repeater(async () => (await announceCompletions(this.deps), false), this.opts.announceEveryMs ?? 5_000, onError);
     this.starter.start();
     for (const worker of this.workers) worker.start();
+    this.announcer.start();
   }
 
   async stop(): Promise<void> {
     this.halted = true;
-    await Promise.all([this.starter?.stop(), ...this.workers.map((w) => w.stop())]);
+    await Promise.all([this.starter?.stop(), this.announcer?.stop(), ...this.workers.map((w) => w.stop())]);
   }
 }
 
