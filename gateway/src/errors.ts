@@ -164,6 +164,10 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   duplicate_contact: { status: 409, description: "The same address appears twice in one batch; the message names the first item. Merge them into one." },
   contact_conflict: { status: 409, description: "The contact was being changed by another request at the same moment. Retry." },
   unknown_contact_property: {
+  event_not_available: {
+    status: 400,
+    description: "A webhook subscribed to an event that nothing on this server produces yet: `CONTACT_TAG_ADDED` and `CONTACT_TAG_REMOVED` arrive with groups. `unavailableEvents` names them. Nothing was changed; subscribe to the other events for now.",
+  },
     status: 400,
     description: "A custom property in `properties` does not exist in the workspace (built-ins: `firstName`, `lastName`, `timezone`, …). Create it first, or correct its API slug.",
     fix: "Create it with `POST /v1/contact-properties` or `npx mailroom -w <workspace-id> property create <slug> <type>`.",

@@ -1,5 +1,5 @@
 import { badRequest } from "@mailroom/kit/errors.js";
-import { WEBHOOK_EVENTS, type WebhookEventName, type WebhookStatus } from "./model.js";
+import { EVENTS_NOT_AVAILABLE, WEBHOOK_EVENTS, type WebhookEventName, type WebhookStatus } from "./model.js";
 
 const MAX_URL_LENGTH = 2048;
 const MAX_TOKEN_LENGTH = 1024;
@@ -40,6 +40,16 @@ export function validEvents(value: unknown): WebhookEventName[] {
       "invalid_payload",
       `Unknown webhook event(s): ${unknown.map(String).join(", ")}. Allowed values: ${WEBHOOK_EVENTS.join(", ")}`,
       { extra: { allowedValues: JSON.stringify(WEBHOOK_EVENTS) } },
+    );
+  }
+  const unavailable = (value as string[]).filter((e) => EVENTS_NOT_AVAILABLE[e]);
+  if (unavailable.length > 0) {
+    const names = [...new Set(unavailable)];
+    const why = names.map((e) => `${e} arrives with ${EVENTS_NOT_AVAILABLE[e]}`).join("; ");
+    throw badRequest(
+      "event_not_available",
+      `${names.join(", ")} cannot be subscribed to yet: nothing produces ${names.length > 1 ? "them" : "it"} (${why}, which this server does not have yet). Subscribe to the other events for now.`,
+      { extra: { unavailableEvents: JSON.stringify(names) } },
     );
   }
   return [...new Set(value as WebhookEventName[])];

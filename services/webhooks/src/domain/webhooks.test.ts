@@ -36,6 +36,25 @@ describe("webhook management", () => {
     }
   });
 
+  it("refuses a subscription to events nothing produces yet (CONTACT_TAG_*: groups) at create and update, naming them", async () => {
+    const { webhooks } = await buildTestDomain();
+    for (const events of [["CONTACT_TAG_ADDED"], ["CONTACT_CREATED", "CONTACT_TAG_REMOVED"], ["CONTACT_TAG_ADDED", "CONTACT_TAG_REMOVED", "CONTACT_TAG_ADDED"]]) {
+      const err = await refusal(webhooks.create("ws_1", { url: "https://hooks.acme.test/h", events }));
+      expect([err.httpStatus, err.code], events.join()).toEqual([400, "event_not_available"]);
+      const named = [...new Set(events.filter((e) => e.startsWith("CONTACT_TAG_")))];
+      for (const e of named) expect(err.message).toContain(`${e} arrives with groups`);
+      expect(JSON.parse(err.details.extra!.unavailableEvents)).toEqual(named);
+    }
+    expect(await webhooks.list("ws_1")).toEqual([]);
+    // Events whose producers exist (the workspace's pause and ban included) are taken.
+    const w = await webhooks.create("ws_1", { url: "https://hooks.acme.test/h", events: ["CONTACT_CREATED", "WORKSPACE_SENDING_EMAILS_PAUSED", "WORKSPACE_BANNED"] });
+    const err = await refusal(webhooks.update("ws_1", w.id, { events: ["CONTACT_UPDATED", "CONTACT_TAG_ADDED"] }));
+    expect([err.httpStatus, err.code]).toEqual([400, "event_not_available"]);
+    expect((await webhooks.get("ws_1", w.id)).events).toEqual(["CONTACT_CREATED", "WORKSPACE_SENDING_EMAILS_PAUSED", "WORKSPACE_BANNED"]);
+    // An unknown name is still invalid_payload, before anything else.
+    expect((await refusal(webhooks.create("ws_1", { url: "https://hooks.acme.test/h", events: ["NOPE", "CONTACT_TAG_ADDED"] }))).code).toBe("invalid_payload");
+  });
+
   it("refuses URLs that are or resolve to non-public addresses at create and update, unless their network is trusted", async () => {
     const dns = { "internal.acme.test": ["10.0.0.7"], "hooks.acme.test": ["93.184.215.14"], "localhost": ["127.0.0.1", "::1"] };
     const { webhooks } = await buildTestDomain({}, { allow: [], dns });
