@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { AckPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
@@ -10,6 +11,7 @@ import { EVENTS_STREAM, EVENTS_SUBJECTS, eventSubject } from "@mailroom/pipeline
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { consumeMailOutcomes, mailOutcomeOf, OUTCOME_KINDS, OUTCOMES_DURABLE, outcomesDurable } from "./consumers.js";
 import { memoryDirectory, type TestDirectory } from "./testing.js";
+import type { DirectoryEvent } from "./domain/changes.js";
 
 const event = (init: Omit<Partial<MailEvent>, "$typeName" | "$unknown">) =>
   create(MailEventSchema, { workspaceId: "ws_a", source: DeliverySource.BROADCAST, recipient: "ann@example.test", ...init });
@@ -31,11 +33,13 @@ describe("mail outcomes → suppressions and contact status", () => {
     let nc: NatsConnection;
     let dir: TestDirectory;
     let loop: ConsumeLoop;
+    /** The directory's webhook-facing events (DIRECTORY_EVENTS), as its writes announced them. */
+    const changes: DirectoryEvent[] = [];
     beforeAll(async () => {
       nats = await startNats();
       nc = await connectNats(nats.url, "directory-outcomes-test");
       await ensureMailStreams(nc, 1);
-      dir = await memoryDirectory();
+      dir = await memoryDirectory({ publishChanges: (events) => void changes.push(...events) });
       await dir.workspaces.create({ id: "ws_a", name: "A" });
       loop = await consumeMailOutcomes(nc, dir.outcomes, pino({ level: "silent" }));
     }, 30_000);
@@ -82,6 +86,54 @@ describe("mail outcomes → suppressions and contact status", () => {
       expect((await dir.suppressions.list("ws_a")).items.map((s) => s.emailLower).sort()).toEqual([
         "complainer@example.test", "hard@example.test", "leaver@example.test",
       ]);
+    }, 30_000);
+
+    const contactEvents = (id: string) => changes.filter((e) => (e.data.contact as { id?: string } | undefined)?.id === id);
+
+    it("a complaint that unsubscribes a contact announces CONTACT_UPDATED (status) and CONTACT_UNSUBSCRIBED with reason complaint, once; a hard bounce changes no contact and announces nothing", async () => {
+      const complainer = await dir.contacts.create("ws_a", { email: "arf@example.test" });
+      const bouncer = await dir.contacts.create("ws_a", { email: "gone@example.test" });
+      await publish(event({ type: MailEventType.COMPLAINED, recipient: "arf@example.test", detail: "arf abuse" }), "complained", "c1");
+      await publish(event({ type: MailEventType.COMPLAINED, recipient: "arf@example.test", detail: "arf abuse" }), "complained", "c2"); // redelivered
+      await publish(event({ type: MailEventType.BOUNCED, recipient: "gone@example.test", permanent: true, detail: "550 5.1.1" }), "bounced", "b1");
+      await waitFor(async () => (await reasonOf("gone@example.test")) === "hard_bounce" && (await statusOf("arf@example.test")) === "UNSUBSCRIBED");
+      await new Promise((r) => setTimeout(r, 300));
+
+      const mine = contactEvents(complainer._id).filter((e) => e.type !== "CONTACT_CREATED");
+      expect(mine.map((e) => e.type)).toEqual(["CONTACT_UPDATED", "CONTACT_UNSUBSCRIBED"]);
+      expect(mine[0].data).toMatchObject({ changes: ["status"], contact: { id: complainer._id, properties: { status: "UNSUBSCRIBED" } } });
+      expect(mine[1].data).toMatchObject({ reason: "complaint", contact: { id: complainer._id, properties: { email: "arf@example.test", status: "UNSUBSCRIBED" } } });
+      // The hard bounce suppresses the address; consent is untouched, so no CONTACT_* event.
+      expect(await statusOf("gone@example.test")).toBe("SUBSCRIBED");
+      expect(contactEvents(bouncer._id).map((e) => e.type)).toEqual(["CONTACT_CREATED"]);
+    }, 30_000);
+
+    it("a one-click unsubscribe that arrives after the contact resubscribed is not applied; one newer than the last status change is", async () => {
+      const c = await dir.contacts.create("ws_a", { email: "late@example.test" });
+      const clickedAt = new Date(Date.now() - 60_000);
+      // The click's own synchronous unsubscribe (the gateway's), then the recipient resubscribes.
+      await dir.suppressions.add("ws_a", "late@example.test", "unsubscribed", "unsubscribed from cmp_1");
+      expect(await statusOf("late@example.test")).toBe("UNSUBSCRIBED");
+      await dir.suppressions.remove("ws_a", "late@example.test");
+      await dir.contacts.update("ws_a", { email: "late@example.test", status: "SUBSCRIBED" });
+      expect(await statusOf("late@example.test")).toBe("SUBSCRIBED");
+      const before = contactEvents(c._id).length;
+
+      // The click's MailEvent, consumed late (a slow or redelivering consumer).
+      await publish(event({ type: MailEventType.UNSUBSCRIBED, recipient: "late@example.test", occurredAt: timestampFromDate(clickedAt) }), "unsubscribed", "late-1");
+      // A marker behind it on the same durable: once it is applied, the late one was handled.
+      await dir.contacts.create("ws_a", { email: "marker@example.test" });
+      await publish(event({ type: MailEventType.UNSUBSCRIBED, recipient: "marker@example.test", occurredAt: timestampFromDate(new Date()) }), "unsubscribed", "late-2");
+      await waitFor(async () => (await statusOf("marker@example.test")) === "UNSUBSCRIBED");
+      expect(await statusOf("late@example.test")).toBe("SUBSCRIBED");
+      expect(await reasonOf("late@example.test")).toBeUndefined();
+      expect(contactEvents(c._id)).toHaveLength(before);
+
+      // A newer unsubscribe (after the resubscribe) is applied.
+      await publish(event({ type: MailEventType.UNSUBSCRIBED, recipient: "late@example.test", occurredAt: timestampFromDate(new Date(Date.now() + 1_000)) }), "unsubscribed", "late-3");
+      await waitFor(async () => (await statusOf("late@example.test")) === "UNSUBSCRIBED");
+      expect(await reasonOf("late@example.test")).toBe("unsubscribed");
+      expect(contactEvents(c._id).slice(before).map((e) => [e.type, e.data.reason])).toEqual([["CONTACT_UPDATED", undefined], ["CONTACT_UNSUBSCRIBED", "unsubscribed"]]);
     }, 30_000);
   });
 

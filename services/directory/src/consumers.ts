@@ -1,4 +1,5 @@
 import type { NatsConnection } from "@nats-io/transport-node";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { JetStreamApiCodes, jetstreamManager } from "@nats-io/jetstream";
 import { ack, consumeProto, isJetStreamApiError, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { EVENTS_STREAM, eventsOfKind } from "@mailroom/pipeline/subjects.js";
@@ -19,7 +20,7 @@ export const OUTCOMES_DURABLE = "directory-outcomes";
 
 /** The outcome a MailEvent reports, or undefined when it changes nothing about the recipient. */
 export function mailOutcomeOf(event: MailEvent): MailOutcome | undefined {
-  const base = { workspaceId: event.workspaceId, recipient: event.recipient, detail: event.detail };
+  const base = { workspaceId: event.workspaceId, recipient: event.recipient, detail: event.detail, occurredAt: event.occurredAt ? timestampDate(event.occurredAt) : undefined };
   switch (event.type) {
     case MailEventType.BOUNCED:
       // A hard bounce: permanent (inbound DSNs), or a 5xx reply to our own SMTP transaction.
@@ -79,7 +80,9 @@ function consumeKind(nc: NatsConnection, kind: (typeof OUTCOME_KINDS)[number], o
       const outcome = mailOutcomeOf(event);
       if (!outcome) return ack();
       try {
-        if ((await outcomes.record(outcome)) === "ignored") logger.debug({ eventId: event.eventId }, "outcome event without a workspace or a valid recipient");
+        const result = await outcomes.record(outcome);
+        if (result === "ignored") logger.debug({ eventId: event.eventId }, "outcome event without a workspace or a valid recipient");
+        if (result === "stale") logger.info({ eventId: event.eventId, workspaceId: event.workspaceId }, "unsubscribe older than the contact's last status change: not applied");
       } catch (err) {
         // An event the domain refuses (a malformed workspace id) will not get better; anything else is retried.
         if (!(err instanceof AppError) || err.httpStatus >= 500) throw err;

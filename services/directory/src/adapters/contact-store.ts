@@ -8,6 +8,8 @@ const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"
 /** A contact change as a store update: fields and properties by dotted path. */
 function changeUpdate(change: ContactChange): Update {
   const $set: Record<string, unknown> = { ...change.fields, updatedAt: change.updatedAt };
+  // A change names the status only when it differs (Contacts.changeOf): the status changed now.
+  if (change.fields.status !== undefined) $set.statusChangedAt = change.updatedAt;
   for (const [slug, value] of Object.entries(change.setProperties)) $set[`properties.${slug}`] = value;
   const $unset = Object.fromEntries(change.unsetProperties.map((slug) => [`properties.${slug}`, ""]));
   return { $set, ...(change.unsetProperties.length ? { $unset } : {}) };
@@ -85,7 +87,7 @@ export class ContactStore implements ContactRepository {
   }
 
   unsubscribe(workspaceId: string, emailLower: string, at: Date): Promise<Contact | null> {
-    return this.contacts.findOneAndUpdate({ workspaceId, emailLower, status: "SUBSCRIBED" }, { $set: { status: "UNSUBSCRIBED", updatedAt: at } }, { returnDocument: "after" });
+    return this.contacts.findOneAndUpdate({ workspaceId, emailLower, status: "SUBSCRIBED" }, { $set: { status: "UNSUBSCRIBED", updatedAt: at, statusChangedAt: at } }, { returnDocument: "after" });
   }
 
   private filter(workspaceId: string, query: ContactQuery): Filter {

@@ -131,6 +131,11 @@ export const contactStatus = (c: Pick<Contact, "status" | "subscribed">): Contac
 export interface ContactEvent {
   _id: string;
   workspaceId: string;
+  /**
+   * When the status last changed (set by every write that changes it; absent until the first
+   * change). A late unsubscribe event older than this is not applied (MailOutcomes).
+   */
+  statusChangedAt?: Date;
   contactId: string;
   email: string;
   name: string;

@@ -9,6 +9,8 @@ export interface MailOutcome {
   workspaceId: string;
   recipient: string;
   detail: string;
+  /** When it happened (the event's occurredAt); an unsubscribe older than the contact's last status change is stale. */
+  occurredAt?: Date;
 }
 
 /**
@@ -19,6 +21,10 @@ export interface MailOutcome {
  *   removing it — the address fixed — lets mail flow again without faking a re-subscribe).
  * - complaint → suppression `complaint` and the contact UNSUBSCRIBED (they said stop).
  * - unsubscribe → suppression `unsubscribed` and the contact UNSUBSCRIBED.
+ *
+ * A late unsubscribe (its event older than the contact's last status change: the contact was
+ * resubscribed, by the manage page, the API or the console, after the click) is skipped whole:
+ * neither the suppression nor the status, which would undo the newer choice.
  *
  * Idempotent: the inbound unit and the gateway may have added the suppression already, and a
  * redelivered event finds everything in place (ensure, strengthen-only-from-weak, and
@@ -31,9 +37,13 @@ export class MailOutcomes {
     private readonly now: Clock,
   ) {}
 
-  async record(outcome: MailOutcome): Promise<"recorded" | "ignored"> {
+  async record(outcome: MailOutcome): Promise<"recorded" | "ignored" | "stale"> {
     const emailLower = normalizeEmail(outcome.recipient);
     if (!outcome.workspaceId || !emailLower) return "ignored";
+    if (outcome.kind === "unsubscribed" && outcome.occurredAt) {
+      const contact = await this.contacts.findByEmail(outcome.workspaceId, emailLower);
+      if (contact?.statusChangedAt && new Date(contact.statusChangedAt).getTime() > outcome.occurredAt.getTime()) return "stale";
+    }
     await this.suppressions.add(outcome.workspaceId, emailLower, outcome.kind, outcome.detail);
     // Suppressions.add unsubscribes the contact for "unsubscribed" itself.
     if (outcome.kind === "complaint") await this.contacts.unsubscribe(outcome.workspaceId, emailLower, this.now(), "complaint");
