@@ -348,6 +348,10 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
     },
     async *streamContacts(req) {
       for await (const page of dir.contacts.stream(req.workspaceId, { batchSize: req.batchSize, subscribedOnly: req.subscribedOnly })) {
+      if (req.erase) {
+        const { contact, eventsErased } = await dir.erasure.eraseContact(req.workspaceId, req.email, req.contactId || undefined);
+        return { contact: contactToPb(contact), eventsErased: BigInt(eventsErased) };
+      }
         yield { contacts: page.map(contactToPb) };
       }
     },

@@ -183,6 +183,8 @@ export function emailRoutes(service: EmailService) {
         });
         const page = await service.list(req.workspaceId, {
           recipient: req.recipient,
+          recipientExact: req.recipientExact,
+          tags: req.tags,
           statuses,
           groupBy: req.groupBy,
           createdFrom: req.createdFrom ? timestampDate(req.createdFrom) : undefined,
@@ -192,6 +194,8 @@ export function emailRoutes(service: EmailService) {
         });
         return { emails: page.emails.map(protoRecord), nextCursor: page.nextCursor ?? "" };
       },
+
+      eraseRecipient: async (req) => ({ emailsErased: BigInt(await service.eraseRecipient(req.workspaceId, req.email)) }),
 
       // The compiled content is opaque to the domain: it is decoded only here, for the wire.
       getEmailContent: async (req) => ({

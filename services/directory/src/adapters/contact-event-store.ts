@@ -25,6 +25,12 @@ export class ContactEventStore implements ContactEventRepository {
     return this.events.findOne({ workspaceId, messageId });
   }
 
+  async deleteForContact(workspaceId: string, contactId: string, emailLower: string): Promise<number> {
+    const sameAddress = { $regex: `^${emailLower.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`, $options: "i" };
+    const { deletedCount } = await this.events.deleteMany({ workspaceId, $or: [{ contactId }, { email: sameAddress }] });
+    return deletedCount;
+  }
+
   page(workspaceId: string, contactId: string, opts: { after?: string; limit: number }): Promise<ContactEvent[]> {
     const filter: Filter = { workspaceId, contactId };
     if (opts.after) filter._id = { $lt: opts.after };

@@ -5,6 +5,7 @@ import { Members } from "./members.js";
 import { ContactProperties } from "./properties.js";
 import { Contacts } from "./contacts.js";
 import { ContactEvents } from "./events.js";
+import { Erasure } from "./erasure.js";
 import { Suppressions } from "./suppression.js";
 import { MailOutcomes } from "./outcomes.js";
 import { Templates } from "./templates.js";
@@ -38,6 +39,8 @@ export interface Directory {
   contacts: Contacts;
   events: ContactEvents;
   suppressions: Suppressions;
+  /** A contact's erasure: its events gone, its address kept only as a hashed suppression. */
+  erasure: Erasure;
   /** Bounces, complaints and unsubscribes → suppressions and contact status. */
   outcomes: MailOutcomes;
   templates: Templates;
@@ -78,5 +81,6 @@ export function createDirectory(deps: DirectoryDeps): Directory {
   const events = new ContactEvents(repos.contactEvents, contacts, workspaces, deps.publishEvent, now);
   const usage = new Usage(repos.usage, workspaces, now);
   const bootstrap = new Bootstrap({ workspaces, keys, senders, members, properties, contacts, templates });
-  return { workspaces, keys, senders, members, properties, contacts, events, suppressions, outcomes, templates, usage, bootstrap };
+  const erasure = new Erasure(contacts, repos.contactEvents, suppressions);
+  return { workspaces, keys, senders, members, properties, contacts, events, suppressions, erasure, outcomes, templates, usage, bootstrap };
 }

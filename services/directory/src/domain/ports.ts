@@ -107,6 +107,11 @@ export interface ContactEventRepository {
   findByMessageId(workspaceId: string, messageId: string): Promise<ContactEvent | null>;
   /** Newest first; `after` is the id of the last event of the previous page. */
   page(workspaceId: string, contactId: string, opts: { after?: string; limit: number }): Promise<ContactEvent[]>;
+  /**
+   * Erasure: deletes the contact's events and any other event of the workspace recorded for
+   * its address (an earlier contact of the same address); answers how many went.
+   */
+  deleteForContact(workspaceId: string, contactId: string, emailLower: string): Promise<number>;
 }
 
 /** Announces an accepted contact event (the event stream); best effort, never throws. */

@@ -150,9 +150,20 @@ export class CollectionEmailStore implements EmailStore {
     if (Object.keys(created).length) filter.createdAt = created;
     if (query.statuses) filter.status = { $in: query.statuses };
     if (query.groupBy !== undefined) filter.groupBy = query.groupBy === "" ? { $exists: false } : query.groupBy;
-    if (query.recipient) filter.recipient = { $regex: escapeRegex(query.recipient), $options: "i" };
+    if (query.recipient) {
+      const pattern = escapeRegex(query.recipient);
+      filter.recipient = { $regex: query.recipientExact ? `^${pattern}$` : pattern, $options: "i" };
+    }
     const docs = await this.emails.find(filter, { sort: { createdAt: -1, _id: -1 }, limit: query.limit });
     return docs.map(toEmail);
+  }
+
+  async erase(workspaceId: string, ids: string[]): Promise<number> {
+    if (!ids.length) return 0;
+    // Content first, record last: an erasure cut short leaves the record, which a retry finds again.
+    await this.contents.deleteMany({ _id: { $in: ids }, workspaceId });
+    const { deletedCount } = await this.emails.deleteMany({ _id: { $in: ids }, workspaceId });
+    return deletedCount;
   }
 
   async compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null> {
@@ -261,6 +272,11 @@ export class CollectionIdempotencyStore implements IdempotencyStore {
 
   async release(workspaceId: string, key: string, emailId: string): Promise<void> {
     await this.keys.deleteOne({ _id: keyId(workspaceId, key), emailId, state: "in_flight" });
+  }
+
+  async forgetEmails(workspaceId: string, emailIds: string[]): Promise<void> {
+    // Keys live a day (TTL index), so this scan is bounded by a day of the service's sends.
+    if (emailIds.length) await this.keys.deleteMany({ workspaceId, emailId: { $in: emailIds } });
   }
 }
 

@@ -61,6 +61,15 @@ describe("listing a workspace's emails", () => {
     expect(before.emails).toHaveLength(2);
   });
 
+  it("matches a whole address with recipientExact, and no email for a tag (emails carry none yet)", async () => {
+    expect((await w.service.list(WS, { recipient: "bob@example.TEST", recipientExact: true })).emails.map((e) => e.id)).toEqual([ids[1]]);
+    expect((await w.service.list(WS, { recipient: "example.test", recipientExact: true })).emails).toEqual([]);
+    expect(await w.service.list(WS, { tags: ["campaign:spring"] })).toEqual({ emails: [] });
+    for (const tag of ["campaign", "a:b:c", "sp ace:x", ":x", "x:"]) {
+      await expect(w.service.list(WS, { tags: [tag] })).rejects.toMatchObject({ httpStatus: 400, code: "invalid_request" });
+    }
+  });
+
   it("never lists another workspace's emails", async () => {
     const other = await w.service.list("ws_other", {});
     expect(other.emails).toHaveLength(1);
@@ -75,5 +84,6 @@ describe("listing a workspace's emails", () => {
       expect(err, JSON.stringify(q)).toBeInstanceOf(AppError);
       expect((err as AppError).httpStatus).toBe(400);
     }
+    await expect(w.service.list(WS, { cursor: "not-a-cursor" })).rejects.toMatchObject({ code: "invalid_cursor" });
   });
 });

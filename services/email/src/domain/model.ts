@@ -160,8 +160,9 @@ export const SCHEDULE_HORIZON_MS = 90 * 24 * 3600 * 1000;
 
 /** A page of the workspace's emails, newest first (ListEmails). */
 export interface EmailListQuery {
-  /** A case-insensitive part of the recipient's address. */
+  /** A case-insensitive part of the recipient's address (the whole address with `recipientExact`). */
   recipient?: string;
+  recipientExact?: boolean;
   statuses?: EmailStatus[];
   /** "" = emails without a group. */
   groupBy?: string;
@@ -173,4 +174,6 @@ export interface EmailListQuery {
 }
 
 export const MAX_LIST_LIMIT = 100;
+/** A tag filter: `name:value`, each part letters, digits, `_` and `-`, at most 256 characters (DESIGN §9.5). */
+export const TAG_FILTER = /^[A-Za-z0-9_-]{1,256}:[A-Za-z0-9_-]{1,256}$/;
 export const DEFAULT_LIST_LIMIT = 25;

@@ -23,6 +23,11 @@ export interface EmailStore {
   find(workspaceId: string, id: string): Promise<StoredEmail | null>;
   /** Up to `query.limit` of the workspace's emails matching the query, newest first (ties: larger id first). */
   list(workspaceId: string, query: EmailListQuery): Promise<StoredEmail[]>;
+  /**
+   * Erasure: deletes these emails of the workspace, record and stored content together
+   * (ids of another workspace are left alone); answers how many records went.
+   */
+  erase(workspaceId: string, ids: string[]): Promise<number>;
   compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null>;
   /** CAS: SCHEDULED and not yet claimed -> CANCELLED. Null when it was not in that state. */
   cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null>;
@@ -63,6 +68,8 @@ export interface IdempotencyStore {
   complete(workspaceId: string, key: string, emailId: string, record: EmailRecord): Promise<void>;
   /** Drops an in-flight entry of `emailId` (nothing was sent, the key is free again). */
   release(workspaceId: string, key: string, emailId: string): Promise<void>;
+  /** Erasure: drops every entry (in flight or done) that allocated one of these emails. */
+  forgetEmails(workspaceId: string, emailIds: string[]): Promise<void>;
 }
 
 export interface SenderCheck {
@@ -147,6 +154,8 @@ export interface DeliveryQueue {
 export interface ContentWriter {
   /** Resolves once the server stored it (a rewrite of the same content is harmless). */
   put(workspaceId: string, contentRef: string, compiled: CompiledContent): Promise<void>;
+  /** Removes the content (erasure); removing content that is not there is harmless. */
+  delete(workspaceId: string, contentRef: string): Promise<void>;
 }
 
 export interface Clock {

@@ -1,6 +1,7 @@
 import { appError, badRequest, notFound, type AppError } from "@mailroom/kit/errors.js";
+import { contentRefOf } from "./dispatch.js";
 import {
-  DEFAULT_LIST_LIMIT, MAX_BATCH, MAX_LIST_LIMIT, recordOf,
+  DEFAULT_LIST_LIMIT, MAX_BATCH, MAX_LIST_LIMIT, TAG_FILTER, recordOf,
   type CompiledContent, type EmailListQuery, type EmailRecord, type EmailRequest,
 } from "./model.js";
 import { EmailSender, type AcceptOptions, type SendDeps } from "./send.js";
@@ -55,14 +56,23 @@ export class EmailService {
    * position (createdAt, id) of the page's last email, so pages never repeat or skip an
    * email as new ones arrive.
    */
-  async list(workspaceId: string, query: Omit<EmailListQuery, "limit" | "after"> & { limit?: number; cursor?: string }): Promise<{ emails: EmailRecord[]; nextCursor?: string }> {
+  async list(
+    workspaceId: string,
+    query: Omit<EmailListQuery, "limit" | "after"> & { limit?: number; cursor?: string; tags?: string[] },
+  ): Promise<{ emails: EmailRecord[]; nextCursor?: string }> {
     const limit = query.limit || DEFAULT_LIST_LIMIT;
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw badRequest("invalid_request", `limit must be between 1 and ${MAX_LIST_LIMIT}`);
     if (query.recipient !== undefined && query.recipient.length > 320) throw badRequest("invalid_request", "recipient is at most 320 characters");
     if (query.createdFrom && query.createdTo && query.createdFrom > query.createdTo) throw badRequest("invalid_request", "created_from is after created_to");
+    for (const tag of query.tags ?? []) {
+      if (!TAG_FILTER.test(tag)) throw badRequest("invalid_request", `tag ${JSON.stringify(tag.slice(0, 80))} must be name:value (letters, digits, "_" and "-", at most 256 each)`);
+    }
     const after = query.cursor ? decodeCursor(query.cursor) : undefined;
+    // Emails carry no tags yet (DESIGN §9.5 adds them): a tag filter matches no email.
+    if (query.tags?.length) return { emails: [] };
     const found = await this.deps.emails.list(workspaceId, {
       recipient: query.recipient?.trim() || undefined,
+      recipientExact: query.recipientExact,
       statuses: query.statuses?.length ? query.statuses : undefined,
       groupBy: query.groupBy,
       createdFrom: query.createdFrom,
@@ -73,6 +83,33 @@ export class EmailService {
     const page = found.slice(0, limit);
     const last = page.at(-1);
     return { emails: page.map(recordOf), nextCursor: found.length > limit && last ? encodeCursor(last.createdAt, last.id) : undefined };
+  }
+
+  /**
+   * Erasure of one recipient address (DELETE /v1/contacts/:id?erase=true): every email of
+   * the workspace to that address (matched whole, case-insensitively) loses its compiled
+   * content in the content store, its idempotency entries, and its record with its stored
+   * content, a page at a time. Safe to repeat: a retry finds what an interrupted run left.
+   * A scheduled email erased this way is never sent (its record, which the scheduler
+   * claims, is gone); one already handed to delivery may still go out.
+   */
+  async eraseRecipient(workspaceId: string, email: string): Promise<number> {
+    const address = typeof email === "string" ? email.trim() : "";
+    if (!address || address.length > 320 || !address.includes("@")) throw badRequest("invalid_email", `"${String(email).slice(0, 200)}" is not an address`);
+    let erased = 0;
+    for (;;) {
+      const page = await this.deps.emails.list(workspaceId, { recipient: address, recipientExact: true, limit: ERASE_PAGE });
+      if (!page.length) return erased;
+      const ids = page.map((e) => e.id);
+      for (let i = 0; i < ids.length; i += ERASE_PARALLEL) {
+        await Promise.all(ids.slice(i, i + ERASE_PARALLEL).map((id) => this.deps.content.delete(workspaceId, contentRefOf(id))));
+      }
+      await this.deps.idempotency.forgetEmails(workspaceId, ids);
+      const removed = await this.deps.emails.erase(workspaceId, ids);
+      erased += removed;
+      // Nothing removed: a concurrent erasure took these, and finishes the rest itself.
+      if (removed === 0) return erased;
+    }
   }
 
   /** SCHEDULED -> CANCELLED, atomically against the scheduler's claim; else 409. */
@@ -109,11 +146,15 @@ export class EmailService {
   }
 }
 
+/** Emails erased per round of an erasure; content store removals in flight at once. */
+const ERASE_PAGE = 200;
+const ERASE_PARALLEL = 20;
+
 const encodeCursor = (createdAt: Date, id: string) => Buffer.from(`${new Date(createdAt).getTime()}.${id}`).toString("base64url");
 
 function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   const m = /^(\d{1,15})\.([A-Za-z0-9_-]{1,64})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
-  if (!m) throw badRequest("invalid_request", "cursor is not one this service returned");
+  if (!m) throw badRequest("invalid_cursor", "cursor is not one this service returned");
   return { createdAt: new Date(Number(m[1])), id: m[2] };
 }
 
