@@ -334,6 +334,10 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
       return { contact: contactToPb(await dir.contacts.update(req.workspaceId, contactFromPb(req.contact), req.contactId || undefined)) };
     },
     async deleteContact(req) {
+      if (req.erase) {
+        const { contact, eventsErased } = await dir.erasure.eraseContact(req.workspaceId, req.email, req.contactId || undefined);
+        return { contact: contactToPb(contact), eventsErased: BigInt(eventsErased) };
+      }
       return { contact: contactToPb(await dir.contacts.delete(req.workspaceId, req.email, req.contactId || undefined)) };
     },
     async listContacts(req) {
@@ -348,10 +352,6 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
     },
     async *streamContacts(req) {
       for await (const page of dir.contacts.stream(req.workspaceId, { batchSize: req.batchSize, subscribedOnly: req.subscribedOnly })) {
-      if (req.erase) {
-        const { contact, eventsErased } = await dir.erasure.eraseContact(req.workspaceId, req.email, req.contactId || undefined);
-        return { contact: contactToPb(contact), eventsErased: BigInt(eventsErased) };
-      }
         yield { contacts: page.map(contactToPb) };
       }
     },
