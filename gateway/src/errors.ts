@@ -57,6 +57,16 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
     description: "The workspace has used its plan's monthly sending allowance (a batch is refused whole when it would exceed it). Wait for the next period or upgrade the plan.",
     fix: "The limit is a workspace setting: `npx mailroom workspace update <workspace-id> --limit <emails per month>` (or `monthlyLimit` in the MAILROOM_BOOTSTRAP file).",
   },
+  sending_paused: {
+    status: 403,
+    description: "The server's operator paused this workspace's sending (the message gives the reason when one was recorded). Emails, batches and broadcasts are refused; a broadcast already sending holds where it is and carries on once sending is resumed. Nothing else changes: contacts, templates and the rest of the API still work.",
+    fix: "The operator resumes it: `npx mailroom workspace resume-sending <workspace-id>`.",
+  },
+  workspace_banned: {
+    status: 403,
+    description: "The server's operator banned this workspace: its API keys are refused on every endpoint (within `MAILROOM_AUTH_CACHE_MS` of the ban) and it cannot send. Contact the operator.",
+    fix: "The operator lifts it: `npx mailroom workspace unban <workspace-id>`.",
+  },
   // Design §6 decisions and obvious additions
   invalid_json: { status: 400, description: "The body is not valid JSON. Send a JSON object with `Content-Type: application/json`." },
   invalid_request: { status: 400, description: "A field or parameter is invalid; the message names it and says why. Fix it and send again." },
@@ -154,6 +164,10 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
     description: "The webhook's URL points at, or its host name resolves to, an address the server will not call: loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16 with cloud metadata, fe80::/10), carrier-grade NAT (100.64/10), multicast, unspecified or otherwise reserved, IPv4-mapped IPv6 included. This protects the server's own network (server-side request forgery). Use a public URL of your receiver. The same check runs at every delivery, on the address actually connected to, and redirects are not followed: a delivery refused there fails without retries, with the reason in the delivery list.",
     fix: "The server's operator can trust networks for webhooks: `MAILROOM_WEBHOOK_ALLOW_NETWORKS` (comma-separated CIDRs, e.g. `10.0.0.0/8,fd00::/8`) on the webhooks unit; `npm start` trusts loopback (`127.0.0.0/8,::1/128`).",
   },
+  event_not_available: {
+    status: 400,
+    description: "A webhook subscribed to an event that nothing on this server produces yet: `CONTACT_TAG_ADDED` and `CONTACT_TAG_REMOVED` arrive with groups. `unavailableEvents` names them. Nothing was changed; subscribe to the other events for now.",
+  },
   webhook_banned: { status: 403, description: "The webhook was banned by the server's operator; it cannot be changed or reactivated. Create a new one if its URL is legitimate." },
   // Contacts and their properties (the directory)
   invalid_email: { status: 400, description: "The address is not a valid email address (a contact's, a member's or a suppression's). The message quotes it." },
@@ -164,10 +178,6 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   duplicate_contact: { status: 409, description: "The same address appears twice in one batch; the message names the first item. Merge them into one." },
   contact_conflict: { status: 409, description: "The contact was being changed by another request at the same moment. Retry." },
   unknown_contact_property: {
-  event_not_available: {
-    status: 400,
-    description: "A webhook subscribed to an event that nothing on this server produces yet: `CONTACT_TAG_ADDED` and `CONTACT_TAG_REMOVED` arrive with groups. `unavailableEvents` names them. Nothing was changed; subscribe to the other events for now.",
-  },
     status: 400,
     description: "A custom property in `properties` does not exist in the workspace (built-ins: `firstName`, `lastName`, `timezone`, …). Create it first, or correct its API slug.",
     fix: "Create it with `POST /v1/contact-properties` or `npx mailroom -w <workspace-id> property create <slug> <type>`.",
@@ -178,6 +188,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   reserved_property_slug: { status: 400, description: "The slug is a built-in property's name (`email`, `firstName`, `timezone`, …) and cannot be a custom property." },
   property_exists: { status: 409, description: "A custom property with this slug already exists (with the type the message names)." },
   invalid_cursor: { status: 400, description: "`cursor` must be the `cursor` a previous page of the same list returned." },
+  invalid_filter: { status: 400, description: "`filter` is not supported yet on this endpoint (a later version brings the filter language). Leave it out; the contacts export takes `status`." },
   // Templates (the directory)
   invalid_template_name: { status: 400, description: "A template name is 1-100 letters, digits, `.`, `_` or `-`, starting with a letter or digit." },
   invalid_template: { status: 400, description: "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`. The message names the field." },

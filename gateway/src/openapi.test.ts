@@ -603,6 +603,10 @@ describe("the generated OpenAPI document against the gateway", () => {
       expect(deleted.json()).toMatchObject({ isDeleted: true, contact: { id: ann.id } });
       const byEmail = await call("DELETE /v1/contacts/by-email/{email}", { url: "/v1/contacts/by-email/bob%40example.test" });
       expect(byEmail.json()).toMatchObject({ isDeleted: true, contact: { properties: { email: "bob@example.test" } } });
+
+      const exported = await call("GET /v1/contacts/export", { url: "/v1/contacts/export?status=SUBSCRIBED" });
+      expect(exported.statusCode).toBe(200);
+      expect(exported.body.split("\n")[0]).toMatch(/^id,email,firstName,lastName,status,createdAt,updatedAt(,\w+)*$/);
     });
 
     it("documents the contact errors", async () => {
@@ -617,6 +621,7 @@ describe("the generated OpenAPI document against the gateway", () => {
         ["GET /v1/contacts", { url: "/v1/contacts?limit=1000" }, 400, "invalid_request"],
         ["GET /v1/contacts", { url: "/v1/contacts?cursor=abc" }, 400, "invalid_cursor"],
         ["GET /v1/contacts", { url: "/v1/contacts?filter=x" }, 400, "invalid_request"],
+        ["GET /v1/contacts/export", { url: "/v1/contacts/export?filter=x" }, 400, "invalid_filter"],
         ["GET /v1/contacts/search", { url: "/v1/contacts/search?email=nonsense" }, 400, "invalid_email"],
         ["GET /v1/contacts/{id}", { url: "/v1/contacts/ctc_01jqz8k4m2x7v9c3n5b6t1w0ye" }, 404, "contact_not_found"],
         ["GET /v1/contacts/{id}", { url: `/v1/contacts/${contact.id}`, headers: KEY_B }, 404, "contact_not_found"],

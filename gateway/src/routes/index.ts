@@ -11,6 +11,7 @@ import { registerGetEmail } from "./emails-get.js";
 import { registerCancelEmail } from "./emails-cancel.js";
 import { registerContacts } from "./contacts.js";
 import { registerContactItem } from "./contacts-item.js";
+import { registerContactsExport } from "./contacts-export.js";
 import { registerTemplates } from "./templates.js";
 import { registerTemplateItem } from "./templates-item.js";
 import { registerOpenApi } from "./openapi.js";
@@ -38,7 +39,7 @@ import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
  */
 export const apiRoutes: RouteModule[] = [
   registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail,
-  registerContacts, registerContactItem, registerTemplates, registerTemplateItem,
+  registerContacts, registerContactsExport, registerContactItem, registerTemplates, registerTemplateItem,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast].map(broadcastScope),
