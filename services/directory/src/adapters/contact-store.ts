@@ -86,8 +86,10 @@ export class ContactStore implements ContactRepository {
     return this.contacts.countDocuments(this.filter(workspaceId, query));
   }
 
-  unsubscribe(workspaceId: string, emailLower: string, at: Date): Promise<Contact | null> {
-    return this.contacts.findOneAndUpdate({ workspaceId, emailLower, status: "SUBSCRIBED" }, { $set: { status: "UNSUBSCRIBED", updatedAt: at, statusChangedAt: at } }, { returnDocument: "after" });
+  unsubscribe(workspaceId: string, emailLower: string, at: Date, _reason?: string, asOf?: Date): Promise<Contact | null> {
+    const filter: Filter = { workspaceId, emailLower, status: "SUBSCRIBED" };
+    if (asOf) filter.$or = [{ statusChangedAt: { $exists: false } }, { statusChangedAt: { $lte: asOf } }];
+    return this.contacts.findOneAndUpdate(filter, { $set: { status: "UNSUBSCRIBED", updatedAt: at, statusChangedAt: at } }, { returnDocument: "after" });
   }
 
   private filter(workspaceId: string, query: ContactQuery): Filter {

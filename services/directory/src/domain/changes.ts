@@ -187,9 +187,9 @@ export class EmittingContactRepository implements ContactRepository {
     return this.inner.count(...args);
   }
 
-  async unsubscribe(workspaceId: string, emailLower: string, at: Date, reason: StatusReason = "unsubscribed"): Promise<Contact | null> {
+  async unsubscribe(workspaceId: string, emailLower: string, at: Date, reason: StatusReason = "unsubscribed", asOf?: Date): Promise<Contact | null> {
     const prior = await this.inner.findByEmail(workspaceId, emailLower);
-    const after = await this.inner.unsubscribe(workspaceId, emailLower, at);
+    const after = await this.inner.unsubscribe(workspaceId, emailLower, at, undefined, asOf);
     if (after && prior) await this.publish(updatedEvents(prior, after, reason));
     return after;
   }

@@ -1,4 +1,5 @@
 import { normalizeEmail } from "./address.js";
+import { contactStatus, type ContactStatus } from "./model.js";
 import type { ContactRepository } from "./ports.js";
 import type { Suppressions } from "./suppression.js";
 import type { Clock } from "./validation.js";
@@ -40,13 +41,24 @@ export class MailOutcomes {
   async record(outcome: MailOutcome): Promise<"recorded" | "ignored" | "stale"> {
     const emailLower = normalizeEmail(outcome.recipient);
     if (!outcome.workspaceId || !emailLower) return "ignored";
-    if (outcome.kind === "unsubscribed" && outcome.occurredAt) {
-      const contact = await this.contacts.findByEmail(outcome.workspaceId, emailLower);
-      if (contact?.statusChangedAt && new Date(contact.statusChangedAt).getTime() > outcome.occurredAt.getTime()) return "stale";
+    const asOf = outcome.kind === "unsubscribed" ? outcome.occurredAt : undefined;
+    if (asOf && (await this.changedSince(outcome.workspaceId, emailLower, asOf))) return "stale";
+    // The contact's status write is conditional on asOf too (a resubscribe racing this one wins).
+    await this.suppressions.add(outcome.workspaceId, emailLower, outcome.kind, outcome.detail, asOf);
+    if (asOf && (await this.changedSince(outcome.workspaceId, emailLower, asOf, "SUBSCRIBED"))) {
+      // Resubscribed while this was recorded: that lifted the unsubscribe, maybe before it was added back.
+      await this.suppressions.liftUnsubscribe(outcome.workspaceId, emailLower);
+      return "stale";
     }
-    await this.suppressions.add(outcome.workspaceId, emailLower, outcome.kind, outcome.detail);
     // Suppressions.add unsubscribes the contact for "unsubscribed" itself.
     if (outcome.kind === "complaint") await this.contacts.unsubscribe(outcome.workspaceId, emailLower, this.now(), "complaint");
     return "recorded";
+  }
+
+  /** Whether the address's contact changed status after `at` (and now has `status`, when given). */
+  private async changedSince(workspaceId: string, emailLower: string, at: Date, status?: ContactStatus): Promise<boolean> {
+    const contact = await this.contacts.findByEmail(workspaceId, emailLower);
+    if (!contact?.statusChangedAt || new Date(contact.statusChangedAt).getTime() <= at.getTime()) return false;
+    return !status || contactStatus(contact) === status;
   }
 }

@@ -78,9 +78,10 @@ export interface ContactRepository {
   count(workspaceId: string, query?: ContactQuery): Promise<number>;
   /**
    * Marks the workspace's contact with that address UNSUBSCRIBED, if it is SUBSCRIBED; answers
-   * the contact so changed, else null. `reason` goes to CONTACT_UNSUBSCRIBED.
+   * the contact so changed, else null. `reason` goes to CONTACT_UNSUBSCRIBED. With `asOf`, only
+   * if its status did not change after that moment (a late unsubscribe never undoes a newer choice).
    */
-  unsubscribe(workspaceId: string, emailLower: string, at: Date, reason?: "unsubscribed" | "complaint"): Promise<Contact | null>;
+  unsubscribe(workspaceId: string, emailLower: string, at: Date, reason?: "unsubscribed" | "complaint", asOf?: Date): Promise<Contact | null>;
   /** The workspace's contacts with these addresses (one read for a whole batch). */
   findManyByEmail(workspaceId: string, emailsLower: string[]): Promise<Contact[]>;
   /**

@@ -37,9 +37,10 @@ export class Suppressions {
   /**
    * Idempotent; the first reason is kept unless a stronger one (bounce, complaint) arrives.
    * An erased address stays hashed: a new reason strengthens its hashed entry, and the
-   * address is not written down again.
+   * address is not written down again. `asOf` (an unsubscribe reported late): the contact is
+   * unsubscribed only if its status did not change after that moment.
    */
-  async add(workspaceId: string, email: string, reason: SuppressionReason, detail = ""): Promise<Suppression> {
+  async add(workspaceId: string, email: string, reason: SuppressionReason, detail = "", asOf?: Date): Promise<Suppression> {
     requireWorkspaceId(workspaceId);
     const emailLower = normalizeEmail(email);
     if (!emailLower) throw badRequest("invalid_email", `"${String(email).slice(0, 200)}" is not a valid email address`);
@@ -48,15 +49,20 @@ export class Suppressions {
     const erased = await this.repo.find(erasedId);
     if (erased) {
       if (STRONG_REASONS.includes(reason)) await this.repo.strengthen(erasedId, reason, ERASED_DETAIL);
-      if (reason === "unsubscribed") await this.contacts.unsubscribe(workspaceId, emailLower, at);
+      if (reason === "unsubscribed") await this.contacts.unsubscribe(workspaceId, emailLower, at, "unsubscribed", asOf);
       return { ...((await this.repo.find(erasedId)) ?? erased), emailLower };
     }
     const id = scopedId(workspaceId, emailLower);
     await this.repo.ensure({ _id: id, workspaceId, emailLower, reason, detail: detail.slice(0, 1000), createdAt: at });
     if (reason !== "unsubscribed" && reason !== "manual") await this.repo.strengthen(id, reason, detail.slice(0, 1000));
     // The contact (if any) stops receiving broadcasts too.
-    if (reason === "unsubscribed") await this.contacts.unsubscribe(workspaceId, emailLower, at);
+    if (reason === "unsubscribed") await this.contacts.unsubscribe(workspaceId, emailLower, at, "unsubscribed", asOf);
     return (await this.repo.find(id))!;
+  }
+
+  /** Lifts the address's suppression only while its reason is `unsubscribed` (the recipient's own choice). */
+  async liftUnsubscribe(workspaceId: string, emailLower: string): Promise<void> {
+    await this.repo.remove(scopedId(workspaceId, emailLower), "unsubscribed");
   }
 
   /** Lifts the address's suppression, its hashed one (an erased address) included. */
