@@ -1,16 +1,26 @@
 import type { NatsConnection } from "@nats-io/transport-node";
+import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
-import { EVENTS_STREAM, EVENTS_SUBJECTS, WEBHOOK_EVENTS_STREAM, WEBHOOK_EVENTS_SUBJECTS } from "@mailroom/pipeline/subjects.js";
+import { ack, consume, drop, type ConsumeLoop, type ConsumerSpec } from "@mailroom/kit/jetstream.js";
+import {
+  DIRECTORY_EVENTS_STREAM,
+  DIRECTORY_EVENTS_SUBJECTS,
+  EVENTS_STREAM,
+  EVENTS_SUBJECTS,
+  WEBHOOK_EVENTS_STREAM,
+  WEBHOOK_EVENTS_SUBJECTS,
+} from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent, type WebhookEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
-import { dispatchMailEvent, dispatchWebhookEvent, type DispatchDeps, type WebhookEventData } from "./domain/dispatch.js";
-import type { MailEventData, MailEventKind, MailSource } from "./domain/model.js";
+import { dispatchDirectoryEvent, dispatchMailEvent, dispatchWebhookEvent, type DispatchDeps, type WebhookEventData } from "./domain/dispatch.js";
+import { CLIENT_EVENTS, type MailEventData, type MailEventKind, type MailSource, type WebhookEventName, type WebhookPayload } from "./domain/model.js";
 
 /** The dispatcher's own durable consumer: every outcome and tracking event. */
 export const DISPATCH_DURABLE = "webhooks-dispatch";
 /** Its durable consumer of WebhookEvents (EMAIL_SENT, BROADCAST_STARTED / COMPLETED). */
 export const WEBHOOK_EVENTS_DURABLE = "webhooks-webhook-events";
+/** Its durable consumer of the directory's changes (CONTACT_*, WORKSPACE_*). */
+export const DIRECTORY_DISPATCH_DURABLE = "webhooks-directory";
 
 const KIND: Partial<Record<MailEventType, MailEventKind>> = {
   [MailEventType.SENT]: "sent",
@@ -57,32 +67,60 @@ export function mailEventOf(event: MailEvent, receivedAt: Date): MailEventData |
   };
 }
 
+/** What one consumed message came to: deliveries stored for an event, or a message dropped as not an event. */
+type Dispatched = { created: number; eventId: string; type: string; workspaceId: string } | { malformed: string } | undefined;
+
 /**
- * JetStream transport: decodes each MailEvent, lets the domain store its deliveries, and
- * acks once they are stored (a failure naks it; the redelivery finds what was already
- * stored and adds only the rest). New deliveries wake the outbox.
+ * THE consumer setup of the dispatcher's three sources (MailEvents, WebhookEvents, directory
+ * events): a durable consumer that decodes each message, lets the domain store its
+ * deliveries (fanOut), and acks once they are stored (a failure retries it; the redelivery
+ * finds what was already stored and adds only the rest). New deliveries wake the outbox; a
+ * message that is not an event is dropped with its reason.
  */
-export function consumeMailEvents(
+function consumeForDispatch<T>(
   nc: NatsConnection,
-  deps: DispatchDeps,
+  spec: Pick<ConsumerSpec, "stream" | "durable" | "filterSubjects">,
+  decode: (data: Uint8Array) => T,
+  dispatch: (message: T) => Promise<Dispatched>,
   wake: () => void,
   logger: Logger,
+  concurrency: number,
 ): Promise<ConsumeLoop> {
-  return consumeProto(
+  return consume(
     nc,
-    { stream: EVENTS_STREAM, durable: DISPATCH_DURABLE, filterSubjects: [EVENTS_SUBJECTS], maxDeliver: 50, ackWaitMs: 30_000 },
-    MailEventSchema,
-    async (event) => {
-      const data = mailEventOf(event, deps.clock.now());
-      if (!data) return ack();
-      const created = await dispatchMailEvent(deps, data);
-      if (created > 0) {
-        logger.debug({ eventId: data.eventId, workspaceId: data.workspaceId, deliveries: created }, "webhook deliveries stored");
+    { ...spec, maxDeliver: 50, ackWaitMs: 30_000 },
+    decode,
+    async (message) => {
+      const result = await dispatch(message);
+      if (result && "malformed" in result) {
+        logger.warn({ stream: spec.stream, reason: result.malformed }, "message dropped: not an event");
+        return drop(result.malformed);
+      }
+      if (result && result.created > 0) {
+        const { created: deliveries, ...event } = result;
+        logger.debug({ ...event, deliveries }, "webhook deliveries stored");
         wake();
       }
       return ack();
     },
-    { logger, concurrency: 32 },
+    { logger, concurrency },
+  );
+}
+
+/** MailEvents (outcomes and tracking): a type or source that sends no webhook is acked unread. */
+export function consumeMailEvents(nc: NatsConnection, deps: DispatchDeps, wake: () => void, logger: Logger): Promise<ConsumeLoop> {
+  return consumeForDispatch(
+    nc,
+    { stream: EVENTS_STREAM, durable: DISPATCH_DURABLE, filterSubjects: [EVENTS_SUBJECTS] },
+    (bytes) => fromBinary(MailEventSchema, bytes),
+    async (event) => {
+      const data = mailEventOf(event, deps.clock.now());
+      if (!data) return undefined;
+      return { created: await dispatchMailEvent(deps, data), eventId: data.eventId, type: data.kind, workspaceId: data.workspaceId };
+    },
+    wake,
+    logger,
+    32,
   );
 }
 
@@ -106,32 +144,52 @@ export function webhookEventOf(event: WebhookEvent, receivedAt: Date): WebhookEv
 }
 
 /**
- * JetStream transport of the WebhookEvents (WEBHOOK_EVENTS stream), as consumeMailEvents:
- * stored deliveries are unique per event id and webhook, so a redelivery sends nothing twice.
+ * WebhookEvents (WEBHOOK_EVENTS stream: EMAIL_SENT, BROADCAST_STARTED / COMPLETED): stored
+ * deliveries are unique per event id and webhook, so a redelivery sends nothing twice.
  */
-export function consumeWebhookEvents(
-  nc: NatsConnection,
-  deps: DispatchDeps,
-  wake: () => void,
-  logger: Logger,
-): Promise<ConsumeLoop> {
-  return consumeProto(
+export function consumeWebhookEvents(nc: NatsConnection, deps: DispatchDeps, wake: () => void, logger: Logger): Promise<ConsumeLoop> {
+  return consumeForDispatch(
     nc,
-    { stream: WEBHOOK_EVENTS_STREAM, durable: WEBHOOK_EVENTS_DURABLE, filterSubjects: [WEBHOOK_EVENTS_SUBJECTS], maxDeliver: 50, ackWaitMs: 30_000 },
-    WebhookEventSchema,
+    { stream: WEBHOOK_EVENTS_STREAM, durable: WEBHOOK_EVENTS_DURABLE, filterSubjects: [WEBHOOK_EVENTS_SUBJECTS] },
+    (bytes) => fromBinary(WebhookEventSchema, bytes),
     async (event) => {
       const data = webhookEventOf(event, deps.clock.now());
-      if (!data) {
-        logger.warn({ eventId: event.eventId, type: event.type }, "webhook event dropped: no id, type, workspace or JSON data");
-        return ack();
-      }
-      const created = await dispatchWebhookEvent(deps, data);
-      if (created > 0) {
-        logger.debug({ eventId: data.eventId, type: data.type, workspaceId: data.workspaceId, deliveries: created }, "webhook deliveries stored");
-        wake();
-      }
-      return ack();
+      if (!data) return { malformed: `webhook event ${event.eventId || "(no id)"} of type ${event.type || "(none)"}: no id, type, workspace or JSON data` };
+      return { created: await dispatchWebhookEvent(deps, data), eventId: data.eventId, type: data.type, workspaceId: data.workspaceId };
     },
-    { logger, concurrency: 8 },
+    wake,
+    logger,
+    8,
+  );
+}
+
+const CLIENT_EVENT_NAMES: ReadonlySet<string> = new Set(CLIENT_EVENTS);
+
+/** A directory event (already the webhook body), or undefined when it is not one. */
+export function directoryEventOf(data: Uint8Array): WebhookPayload | undefined {
+  try {
+    const e = JSON.parse(new TextDecoder().decode(data)) as Partial<WebhookPayload>;
+    if (typeof e?.id !== "string" || !e.id || typeof e.workspaceId !== "string" || !e.workspaceId) return undefined;
+    if (typeof e.type !== "string" || !CLIENT_EVENT_NAMES.has(e.type) || typeof e.createdAt !== "string" || Number.isNaN(Date.parse(e.createdAt))) return undefined;
+    if (!e.data || typeof e.data !== "object") return undefined;
+    return { id: e.id, type: e.type as WebhookEventName, createdAt: e.createdAt, workspaceId: e.workspaceId, data: e.data };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The directory's changes (DIRECTORY_EVENTS: CONTACT_*, WORKSPACE_*), each already the webhook body. */
+export function consumeDirectoryEvents(nc: NatsConnection, deps: DispatchDeps, wake: () => void, logger: Logger): Promise<ConsumeLoop> {
+  return consumeForDispatch(
+    nc,
+    { stream: DIRECTORY_EVENTS_STREAM, durable: DIRECTORY_DISPATCH_DURABLE, filterSubjects: [DIRECTORY_EVENTS_SUBJECTS] },
+    directoryEventOf,
+    async (event) => {
+      if (!event) return { malformed: "not a directory event" };
+      return { created: await dispatchDirectoryEvent(deps, event), eventId: event.id, type: event.type, workspaceId: event.workspaceId };
+    },
+    wake,
+    logger,
+    8,
   );
 }

@@ -24,8 +24,7 @@ import { HttpWebhookSender } from "./adapters/http-sender.js";
 import { NetworkPolicy } from "./adapters/network-policy.js";
 import { Outbox } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
-import { consumeMailEvents, consumeWebhookEvents } from "./consumers.js";
-import { consumeDirectoryEvents } from "./directory-events.js";
+import { consumeDirectoryEvents, consumeMailEvents, consumeWebhookEvents } from "./consumers.js";
 import { webhookRoutes } from "./routes.js";
 import { loadWebhooksSettings, type WebhooksSettings } from "./settings.js";
 

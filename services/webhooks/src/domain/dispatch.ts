@@ -1,5 +1,5 @@
 import { payloadOf, webhookEventOf, webhookEventOfType } from "./events.js";
-import type { Delivery, MailEventData, WebhookEventName, WebhookPayload } from "./model.js";
+import type { Delivery, MailEventData, WebhookPayload } from "./model.js";
 import type { Clock, DeliveryStore, Ids, WebhookStore } from "./ports.js";
 
 export interface DispatchDeps {
@@ -21,7 +21,7 @@ export interface DispatchDeps {
 export async function dispatchMailEvent(deps: DispatchDeps, event: MailEventData): Promise<number> {
   const type = webhookEventOf(event.source, event.kind);
   if (!type || !event.workspaceId || !event.eventId) return 0;
-  return storeDeliveries(deps, type, event.occurredAt, () => payloadOf(event, type));
+  return fanOut(deps, payloadOf(event, type));
 }
 
 /** A webhook event no MailEvent carries (EMAIL_SENT, BROADCAST_STARTED, …), as its producer published it. */
@@ -41,24 +41,28 @@ export interface WebhookEventData {
 export async function dispatchWebhookEvent(deps: DispatchDeps, event: WebhookEventData): Promise<number> {
   const type = webhookEventOfType(event.type);
   if (!type || !event.workspaceId || !event.eventId) return 0;
-  return storeDeliveries(deps, type, event.occurredAt, () => ({
-    id: event.eventId,
-    type,
-    createdAt: event.occurredAt.toISOString(),
-    workspaceId: event.workspaceId,
-    data: event.data,
-  }));
+  return fanOut(deps, { id: event.eventId, type, createdAt: event.occurredAt.toISOString(), workspaceId: event.workspaceId, data: event.data });
 }
 
-async function storeDeliveries(
-  deps: DispatchDeps,
-  type: WebhookEventName,
-  occurredAt: Date,
-  payload: () => WebhookPayload,
-): Promise<number> {
-  const p = payload();
+/**
+ * A directory event (CONTACT_*, WORKSPACE_*), which is already the webhook body: the
+ * directory derives its id from the write, so a redelivered or republished event adds nothing.
+ */
+export function dispatchDirectoryEvent(deps: DispatchDeps, event: WebhookPayload): Promise<number> {
+  return fanOut(deps, event);
+}
+
+/**
+ * THE fan-out of every webhook event, whoever produced it: one delivery per subscribed ACTIVE
+ * webhook of the event's workspace created no later than the event (`createdAt`), stored in
+ * the outbox due now. Deliveries are unique per (event id, webhook), so a replayed event adds
+ * nothing. Returns how many were created.
+ */
+export async function fanOut(deps: DispatchDeps, p: WebhookPayload): Promise<number> {
+  const occurredAt = Date.parse(p.createdAt);
+  const type = p.type;
   const endpoints = (await deps.webhooks.list(p.workspaceId)).filter(
-    (w) => w.status === "ACTIVE" && w.events.includes(type) && w.createdAt.getTime() <= occurredAt.getTime(),
+    (w) => w.status === "ACTIVE" && w.events.includes(type) && w.createdAt.getTime() <= occurredAt,
   );
   if (endpoints.length === 0) return 0;
   const body = JSON.stringify(p);

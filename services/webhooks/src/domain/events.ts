@@ -18,7 +18,7 @@ import type { MailEventData, MailEventKind, MailSource, WebhookEventName, Webhoo
  *   TESTING_CONNECTION comes from SendTestEvent.
  * - WORKSPACE_SENDING_EMAILS_PAUSED / WORKSPACE_BANNED: the directory (an operator's pause or ban).
  * - CONTACT_CREATED / UPDATED / DELETED / UNSUBSCRIBED / RESUBSCRIBED / PROPERTY_UPDATED and
- *   WORKSPACE_TEAM_MEMBER_JOINED: the directory (DIRECTORY_EVENTS, ../directory-events.ts).
+ *   WORKSPACE_TEAM_MEMBER_JOINED: the directory (DIRECTORY_EVENTS, ../consumers.ts).
  */
 const EMAIL_EVENT_OF: Record<MailEventKind, WebhookEventName> = {
   sent: "EMAIL_DELIVERED",
