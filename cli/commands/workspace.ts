@@ -1,5 +1,8 @@
 import type { Command } from "commander";
-import { CreateWorkspaceResponseSchema, GetWorkspaceResponseSchema, ListWorkspacesResponseSchema, UpdateWorkspaceResponseSchema, type Workspace } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import {
+  CreateWorkspaceResponseSchema, GetWorkspaceResponseSchema, ListWorkspacesResponseSchema, SetWorkspaceBannedResponseSchema, SetWorkspaceSendingPausedResponseSchema,
+  UpdateWorkspaceResponseSchema, type Workspace,
+} from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { action, parseBool, parseLimit, printJson, UsageError, type CliContext } from "../context.js";
 import { table, when } from "../output.js";
 
@@ -17,6 +20,8 @@ function describe(w: Workspace): string {
   return table([
     ["id", w.id], ["name", w.name], ["timezone", w.timezone], ["flags", flags],
     ["monthlyLimit", String(w.monthlyLimit)], ["sendingAccountNew", String(w.sendingAccountNew)], ["created", when(w.createdAt)],
+    ["sending", w.banned ? "refused (banned)" : w.sendingPaused ? `paused since ${when(w.sendingPausedAt)}${w.sendingPausedReason ? `: ${w.sendingPausedReason}` : ""}` : "allowed"],
+    ...(w.banned ? [["banned", `since ${when(w.bannedAt)}${w.bannedReason ? `: ${w.bannedReason}` : ""}`]] : []),
   ]);
 }
 
@@ -95,4 +100,28 @@ export function workspaceCommands(program: Command, ctx: CliContext): void {
       if (ctx.output.json) return printJson(ctx, UpdateWorkspaceResponseSchema, res);
       ctx.output.out(describe(res.workspace!));
     }));
+
+  // Operator actions (DESIGN §9.2): each emits its webhook event once when it changes the state.
+  const hold = (name: string, description: string, call: (id: string, reason: string) => Promise<{ workspace?: Workspace; changed: boolean }>, schema: typeof SetWorkspaceSendingPausedResponseSchema | typeof SetWorkspaceBannedResponseSchema, note: string, reason = true) => {
+    const cmd = ws.command(name).description(description).argument("<id>", "workspace id");
+    if (reason) cmd.option("--reason <text>", "why (shown to the workspace in refusals and in the webhook event)");
+    cmd.action(action(ctx, async (id: string, opts: { reason?: string }) => {
+      const res = await call(id, opts.reason ?? "");
+      if (ctx.output.json) return printJson(ctx, schema as typeof SetWorkspaceSendingPausedResponseSchema, res as never);
+      ctx.output.out(describe(res.workspace!));
+      ctx.output.err(res.changed ? note : "unchanged: the workspace already was in that state");
+    }));
+  };
+  hold("pause-sending", "pause a workspace's sending: its emails, batches and broadcasts are refused (403 sending_paused); WORKSPACE_SENDING_EMAILS_PAUSED goes to its webhooks",
+    (id, reason) => ctx.client.setWorkspaceSendingPaused({ workspaceId: id, paused: true, reason }), SetWorkspaceSendingPausedResponseSchema,
+    "sending paused: sends are refused with 403 sending_paused; broadcasts in progress hold until resume-sending");
+  hold("resume-sending", "resume a paused workspace's sending (held broadcasts carry on)",
+    (id) => ctx.client.setWorkspaceSendingPaused({ workspaceId: id, paused: false }), SetWorkspaceSendingPausedResponseSchema,
+    "sending resumed", false);
+  hold("ban", "ban a workspace: its API keys are refused (403 workspace_banned) and it cannot send; WORKSPACE_BANNED goes to its webhooks",
+    (id, reason) => ctx.client.setWorkspaceBanned({ workspaceId: id, banned: true, reason }), SetWorkspaceBannedResponseSchema,
+    "banned: its API keys are refused (403 workspace_banned) within MAILROOM_AUTH_CACHE_MS");
+  hold("unban", "lift a workspace's ban",
+    (id) => ctx.client.setWorkspaceBanned({ workspaceId: id, banned: false }), SetWorkspaceBannedResponseSchema,
+    "ban lifted", false);
 }

@@ -51,6 +51,8 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
         const res = await deps.clients.directory.authenticate({ apiKey }, callOptionsFor(requestId, 10_000));
         return { workspaceId: res.workspaceId, keyId: res.keyId, scopes: res.scopes };
       } catch (err) {
+        // A banned workspace's key is known and refused as such (403 workspace_banned), not a guess.
+        if (errorInfoOf(err)?.code === "workspace_banned") throw refusal({ code: "workspace_banned", message: errorInfoOf(err)!.message });
         if (err instanceof ConnectError && UNKNOWN_KEY.includes(err.code)) throw unauthorized("Invalid API key");
         throw err;
       }

@@ -92,6 +92,12 @@ export function workspaceToPb(w: Workspace): MessageInitShape<typeof WorkspaceSc
     monthlyLimit: BigInt(w.monthlyLimit),
     sendingAccountNew: w.sendingAccountNew,
     createdAt: ts(w.createdAt),
+    sendingPaused: Boolean(w.sendingPaused),
+    sendingPausedReason: w.sendingPaused?.reason ?? "",
+    sendingPausedAt: ts(w.sendingPaused?.at),
+    banned: Boolean(w.banned),
+    bannedReason: w.banned?.reason ?? "",
+    bannedAt: ts(w.banned?.at),
   };
 }
 
@@ -230,6 +236,14 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
         sendingAccountNew: req.sendingAccountNew,
       });
       return { workspace: workspaceToPb(w) };
+    },
+    async setWorkspaceSendingPaused(req) {
+      const { workspace, changed } = await dir.workspaces.setSendingPaused(req.workspaceId, req.paused, req.reason);
+      return { workspace: workspaceToPb(workspace), changed };
+    },
+    async setWorkspaceBanned(req) {
+      const { workspace, changed } = await dir.workspaces.setBanned(req.workspaceId, req.banned, req.reason);
+      return { workspace: workspaceToPb(workspace), changed };
     },
     async listWorkspaces() {
       return { workspaces: (await dir.workspaces.list()).map(workspaceToPb) };

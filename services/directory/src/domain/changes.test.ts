@@ -14,6 +14,29 @@ describe("directory change events", () => {
     return { dir, events, of };
   }
 
+  it("operator pause and ban: one event per change, none when lifted or repeated; sends and keys refused while they hold", async () => {
+    const { dir, events, of } = await setup();
+    const { plain } = await dir.keys.create("ws_a", { scopes: ["api_user"] });
+    expect((await dir.workspaces.setSendingPaused("ws_a", true, "abuse report")).changed).toBe(true);
+    expect((await dir.workspaces.setSendingPaused("ws_a", true, "again")).changed).toBe(false);
+    expect(of("WORKSPACE_SENDING_EMAILS_PAUSED")).toHaveLength(1);
+    expect(of("WORKSPACE_SENDING_EMAILS_PAUSED")[0]).toMatchObject({ workspaceId: "ws_a", data: { reason: "abuse report", workspace: { id: "ws_a", sendingPaused: true, sendingPausedReason: "abuse report" } } });
+    await expect(dir.usage.reserve("ws_a", 1)).rejects.toMatchObject({ code: "sending_paused", httpStatus: 403 });
+    expect((await dir.keys.authenticate(plain)).workspaceId).toBe("ws_a");
+    await dir.workspaces.setSendingPaused("ws_a", false);
+    expect((await dir.usage.reserve("ws_a", 1)).granted).toBe(true);
+    await dir.workspaces.setBanned("ws_a", true);
+    await expect(dir.keys.authenticate(plain)).rejects.toMatchObject({ code: "workspace_banned", httpStatus: 403 });
+    await expect(dir.usage.reserve("ws_a", 1)).rejects.toMatchObject({ code: "workspace_banned" });
+    await dir.workspaces.setBanned("ws_a", false);
+    expect((await dir.keys.authenticate(plain)).workspaceId).toBe("ws_a");
+    // A second pause is a second event (its own id).
+    await dir.workspaces.setSendingPaused("ws_a", true);
+    expect(events.map((e) => e.type)).toEqual(["WORKSPACE_SENDING_EMAILS_PAUSED", "WORKSPACE_BANNED", "WORKSPACE_SENDING_EMAILS_PAUSED"]);
+    expect(new Set(events.map((e) => e.id)).size).toBe(3);
+    await expect(dir.workspaces.setBanned("ws_a", true, "x".repeat(501))).rejects.toMatchObject({ code: "invalid_request" });
+  });
+
   it("API create, update, delete: created, updated with its changes, deleted as it was; a no-op update emits nothing", async () => {
     const { dir, events, of } = await setup();
     const c = await dir.contacts.create("ws_a", { email: "ada@example.test", firstName: "Ada" });

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { contactStatus, type Contact, type ContactProperty, type Member } from "./model.js";
-import type { ContactChange, ContactRepository, ContactWrite, MemberRepository, PropertyRepository } from "./ports.js";
+import { contactStatus, type Contact, type ContactProperty, type Member, type Workspace } from "./model.js";
+import type { ContactChange, ContactRepository, ContactWrite, MemberRepository, PropertyRepository, WorkspaceRepository } from "./ports.js";
 
 /**
  * The directory's webhook-facing events (DESIGN §9.2), produced where the directory's
@@ -19,7 +19,9 @@ export type DirectoryEventType =
   | "CONTACT_UNSUBSCRIBED"
   | "CONTACT_RESUBSCRIBED"
   | "CONTACT_PROPERTY_UPDATED"
-  | "WORKSPACE_TEAM_MEMBER_JOINED";
+  | "WORKSPACE_TEAM_MEMBER_JOINED"
+  | "WORKSPACE_SENDING_EMAILS_PAUSED"
+  | "WORKSPACE_BANNED";
 
 /** Exactly the webhook body: `{ id, type, createdAt, workspaceId, data }`. */
 export interface DirectoryEvent {
@@ -135,6 +137,34 @@ export function propertyEvents(p: ContactProperty): DirectoryEvent[] {
 
 export function memberEvents(m: Member): DirectoryEvent[] {
   return [event("WORKSPACE_TEAM_MEMBER_JOINED", m.workspaceId, new Date(m.createdAt), [m._id, time(m.createdAt)], { member: { email: m.email, workspaceId: m.workspaceId, joinedAt: new Date(m.createdAt).toISOString() } })];
+}
+
+/** A workspace as its webhooks see it: identity and the operator's state. */
+export function clientWorkspace(w: Workspace): Record<string, unknown> {
+  const hold = (h: Workspace["banned"]) => (h ? { reason: h.reason || null, at: new Date(h.at).toISOString() } : null);
+  return {
+    id: w._id,
+    name: w.name,
+    createdAt: new Date(w.createdAt).toISOString(),
+    sendingPaused: Boolean(w.sendingPaused),
+    banned: Boolean(w.banned),
+    ...(w.sendingPaused ? { sendingPausedReason: hold(w.sendingPaused)!.reason, sendingPausedAt: hold(w.sendingPaused)!.at } : {}),
+    ...(w.banned ? { bannedReason: hold(w.banned)!.reason, bannedAt: hold(w.banned)!.at } : {}),
+  };
+}
+
+/** WORKSPACE_SENDING_EMAILS_PAUSED / WORKSPACE_BANNED when a write turned the pause / the ban on (never when lifted). */
+export function workspaceEvents(before: Workspace, after: Workspace): DirectoryEvent[] {
+  const events: DirectoryEvent[] = [];
+  if (!before.sendingPaused && after.sendingPaused) {
+    const at = new Date(after.sendingPaused.at);
+    events.push(event("WORKSPACE_SENDING_EMAILS_PAUSED", after._id, at, ["paused", time(at)], { workspace: clientWorkspace(after), reason: after.sendingPaused.reason || null }));
+  }
+  if (!before.banned && after.banned) {
+    const at = new Date(after.banned.at);
+    events.push(event("WORKSPACE_BANNED", after._id, at, ["banned", time(at)], { workspace: clientWorkspace(after), reason: after.banned.reason || null }));
+  }
+  return events;
 }
 
 /** The state a change leaves a contact in (what the store's update answers). */
@@ -268,5 +298,32 @@ export class EmittingMemberRepository implements MemberRepository {
 
   list(workspaceId: string, limit: number) {
     return this.inner.list(workspaceId, limit);
+  }
+}
+
+export class EmittingWorkspaceRepository implements WorkspaceRepository {
+  constructor(private readonly inner: WorkspaceRepository, private readonly publish: DirectoryEventPublisher) {}
+
+  insert(workspace: Workspace) {
+    return this.inner.insert(workspace);
+  }
+
+  find(id: string) {
+    return this.inner.find(id);
+  }
+
+  async update(id: string, changes: Partial<Omit<Workspace, "_id">>): Promise<Workspace | null> {
+    const watched = "sendingPaused" in changes || "banned" in changes;
+    const prior = watched ? await this.inner.find(id) : null;
+    const after = await this.inner.update(id, changes);
+    if (after && prior) {
+      const events = workspaceEvents(prior, after);
+      if (events.length) await this.publish(events);
+    }
+    return after;
+  }
+
+  list(limit: number) {
+    return this.inner.list(limit);
   }
 }

@@ -14,7 +14,7 @@ import { Bootstrap } from "./bootstrap.js";
 import type { DnsPolicy } from "./dns-policy.js";
 import type { ContactEventPublisher, DirectoryRepositories, DkimKeyGenerator, TxtResolver } from "./ports.js";
 import { systemClock, type Clock } from "./validation.js";
-import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, type DirectoryEventPublisher } from "./changes.js";
+import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, EmittingWorkspaceRepository, type DirectoryEventPublisher } from "./changes.js";
 
 export interface DirectoryDeps {
   repositories: DirectoryRepositories;
@@ -62,6 +62,7 @@ export function createDirectory(deps: DirectoryDeps): Directory {
         contacts: new EmittingContactRepository(deps.repositories.contacts, publish, now),
         properties: new EmittingPropertyRepository(deps.repositories.properties, publish),
         members: new EmittingMemberRepository(deps.repositories.members, publish),
+        workspaces: new EmittingWorkspaceRepository(deps.repositories.workspaces, publish),
       }
     : deps.repositories;
   const policy: DnsPolicy = {

@@ -3,7 +3,7 @@ import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.j
 import { newId } from "@mailroom/kit/ids.js";
 import type { ApiKey } from "./model.js";
 import type { ApiKeyRepository } from "./ports.js";
-import type { Workspaces } from "./workspaces.js";
+import { assertNotBanned, type Workspaces } from "./workspaces.js";
 import { appErrorCode, requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
 /**
@@ -188,7 +188,9 @@ export class ApiKeys {
     if (typeof plain !== "string" || !KEY_SHAPE.test(plain)) throw unauthenticated("unauthorized", "Invalid API key");
     const key = await this.repo.findByHash(hashApiKey(plain));
     if (!key || key.revokedAt) throw unauthenticated("unauthorized", "Invalid API key");
-    if (!(await this.workspaces.find(key.workspaceId))) throw unauthenticated("unauthorized", "Invalid API key");
+    const ws = await this.workspaces.find(key.workspaceId);
+    if (!ws) throw unauthenticated("unauthorized", "Invalid API key");
+    assertNotBanned(ws);
     const scopes = effectiveScopes(key.scopes);
     const missing = requiredScopes.filter((s) => !scopes.includes(s));
     if (missing.length) {

@@ -18,6 +18,16 @@ export interface Workspace {
   sendingAccountNew: boolean;
   createdAt: Date;
   updatedAt: Date;
+  /** Set while an operator has paused the workspace's sending (absent or null: sending). */
+  sendingPaused?: OperatorHold | null;
+  /** Set while an operator has banned the workspace (absent or null: not banned). */
+  banned?: OperatorHold | null;
+}
+
+/** An operator's pause or ban: why and since when. */
+export interface OperatorHold {
+  reason: string;
+  at: Date;
 }
 
 export interface ApiKey {
@@ -121,6 +131,11 @@ export interface Contact extends Partial<Record<ExtraBuiltIn, string>> {
   properties: Record<string, PropertyValue>;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * When the status last changed (set by every write that changes it; absent until the first
+   * change). A late unsubscribe event older than this is not applied (MailOutcomes).
+   */
+  statusChangedAt?: Date;
 }
 
 /** The status of a stored contact, also for documents written before statuses existed. */
@@ -131,11 +146,6 @@ export const contactStatus = (c: Pick<Contact, "status" | "subscribed">): Contac
 export interface ContactEvent {
   _id: string;
   workspaceId: string;
-  /**
-   * When the status last changed (set by every write that changes it; absent until the first
-   * change). A late unsubscribe event older than this is not applied (MailOutcomes).
-   */
-  statusChangedAt?: Date;
   contactId: string;
   email: string;
   name: string;

@@ -1,7 +1,7 @@
 import { badRequest } from "@mailroom/kit/errors.js";
 import { scopedId } from "./model.js";
 import type { UsageRepository } from "./ports.js";
-import type { Workspaces } from "./workspaces.js";
+import { assertMaySend, type Workspaces } from "./workspaces.js";
 import { systemClock, type Clock } from "./validation.js";
 import { IDLE_MS, UsageLeases } from "./usage-lease.js";
 
@@ -41,6 +41,8 @@ export class Usage {
   async reserve(workspaceId: string, countInput: number): Promise<UsageResult> {
     const count = checkCount(countInput);
     const ws = await this.workspaces.get(workspaceId);
+    // An operator's pause or ban refuses every send (emails, batches, broadcast windows) here.
+    assertMaySend(ws);
     const at = this.now();
     const now = at.getTime();
     const period = periodOf(at);

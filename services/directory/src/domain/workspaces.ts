@@ -1,6 +1,6 @@
-import { badRequest, conflict } from "@mailroom/kit/errors.js";
+import { appError, badRequest, conflict } from "@mailroom/kit/errors.js";
 import { newId } from "@mailroom/kit/ids.js";
-import type { Workspace, WorkspaceFlags } from "./model.js";
+import type { OperatorHold, Workspace, WorkspaceFlags } from "./model.js";
 import type { WorkspaceRepository } from "./ports.js";
 import { requireTimeZone, requireWorkspaceId, systemClock, workspaceNotFound, type Clock } from "./validation.js";
 
@@ -23,6 +23,33 @@ export interface WorkspacePatch {
   flags?: Partial<WorkspaceFlags>;
   monthlyLimit?: number;
   sendingAccountNew?: boolean;
+}
+
+const REASON_MAX = 500;
+
+function checkReason(reason: string | undefined): string {
+  const r = (reason ?? "").trim();
+  if (r.length > REASON_MAX || /[\u0000-\u001f\u007f]/.test(r)) throw badRequest("invalid_request", `reason must be at most ${REASON_MAX} characters on one line`);
+  return r;
+}
+
+const withReason = (text: string, hold: OperatorHold) => (hold.reason ? `${text}: ${hold.reason}` : text);
+
+/** A paused or banned workspace may not send: the refusal its sends get (usage reservations). */
+export function assertMaySend(ws: Workspace): void {
+  if (ws.banned) {
+    throw appError({ code: "workspace_banned", httpStatus: 403, message: withReason("This workspace is banned by the server's operator", ws.banned) });
+  }
+  if (ws.sendingPaused) {
+    throw appError({ code: "sending_paused", httpStatus: 403, message: withReason("Sending is paused for this workspace by the server's operator", ws.sendingPaused) });
+  }
+}
+
+/** A banned workspace's keys are refused (Authenticate). */
+export function assertNotBanned(ws: Workspace): void {
+  if (ws.banned) {
+    throw appError({ code: "workspace_banned", httpStatus: 403, message: withReason("This workspace is banned by the server's operator", ws.banned) });
+  }
 }
 
 const noFlags: WorkspaceFlags = { broadcastEarlyAccess: false, emailApiAddon: false, verified: false };
@@ -86,6 +113,30 @@ export class Workspaces {
     const updated = await this.repo.update(id, set);
     if (!updated) throw workspaceNotFound(id);
     return updated;
+  }
+
+  /**
+   * Operator pause of sending (CLI). Setting the state the workspace already has changes
+   * nothing (`changed` false): the event (WORKSPACE_SENDING_EMAILS_PAUSED, emitted by the
+   * store wrapper on the write) goes out once per pause.
+   */
+  async setSendingPaused(id: string, paused: boolean, reason?: string): Promise<{ workspace: Workspace; changed: boolean }> {
+    return this.setHold(id, "sendingPaused", paused, reason);
+  }
+
+  /** Operator ban (CLI); WORKSPACE_BANNED once per ban. */
+  async setBanned(id: string, banned: boolean, reason?: string): Promise<{ workspace: Workspace; changed: boolean }> {
+    return this.setHold(id, "banned", banned, reason);
+  }
+
+  private async setHold(id: string, field: "sendingPaused" | "banned", on: boolean, reasonInput?: string): Promise<{ workspace: Workspace; changed: boolean }> {
+    const reason = checkReason(reasonInput);
+    const ws = await this.get(id);
+    if (Boolean(ws[field]) === on) return { workspace: ws, changed: false };
+    const at = this.now();
+    const updated = await this.repo.update(id, { [field]: on ? { reason, at } : null, updatedAt: at });
+    if (!updated) throw workspaceNotFound(id);
+    return { workspace: updated, changed: true };
   }
 
   async list(): Promise<Workspace[]> {

@@ -1,0 +1,170 @@
+/**
+ * Operator actions on a workspace (DESIGN §9.2): `mailroom workspace pause-sending`,
+ * `resume-sending`, `ban` and `unban` against the real directory, email, webhooks and
+ * gateway processes over a real nats-server. A pause refuses the workspace's sends (403
+ * `sending_paused`) and sends WORKSPACE_SENDING_EMAILS_PAUSED to its webhook once; resume lets
+ * sends through again; a ban refuses its API keys (403 `workspace_banned`) and sends
+ * WORKSPACE_BANNED. Deliveries are received on 127.0.0.1 and their signatures checked.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../../cli/program.js";
+import { startSystem, type TestSystem } from "../harness/system.js";
+import { verifyClientSignature, verifyStandardWebhook } from "../webhooks/verify.js";
+
+const WS = "ws_operator";
+const KEY = `mr_test_${WS}_1`;
+const BYSTANDER = "ws_operator_other";
+const BYSTANDER_KEY = `mr_test_${BYSTANDER}_1`;
+
+interface Got {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  json: { id: string; type: string; createdAt: string; workspaceId: string; data: any };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("workspace pause and ban (CLI → directory → API and webhooks)", () => {
+  let sys: TestSystem;
+  let server: http.Server;
+  let token = "";
+  const got: Got[] = [];
+  const api = (method: string, path: string, body?: unknown, key = KEY) => sys.api(method, path, { key, body });
+  const send = (key = KEY, from = "hello@operator.test") => api("POST", "/v1/emails", { from, to: "someone@example.test", subject: "Hi", html: "<p>Hi</p>" }, key);
+
+  async function cli(...args: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await runCli(args, {
+      env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}` },
+      interactive: false,
+      output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
+    });
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  }
+
+  async function waitFor(what: string, pick: (g: Got) => boolean, timeoutMs = 20_000): Promise<Got> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = got.find(pick);
+      if (hit) return hit;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got.map((g) => g.json.type).join(", ")}\n${await sys.log("directory", 30)}\n${await sys.log("webhooks", 30)}`);
+      await sleep(25);
+    }
+  }
+
+  const signed = (g: Got) => {
+    expect(verifyClientSignature(g.body, g.headers["x-smashsend-signature"] as string, token)).toBe(true);
+    expect(verifyStandardWebhook(g.body, g.headers, token)).toBe(true);
+    expect(g.json.workspaceId).toBe(WS);
+  };
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        got.push({ headers: req.headers, body, json: JSON.parse(body) });
+        res.writeHead(200).end("ok");
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const workspace = (id: string, key: string) => ({ id, name: id, timezone: "UTC", apiKeys: [{ key, scopes: ["api_user"] }], verifiedDomains: ["operator.test"] });
+    sys = await startSystem({
+      smtp: false,
+      units: ["directory", "email", "webhooks", "gateway"],
+      // Keys are re-checked at once, so a ban shows on the next request.
+      env: { MAILROOM_WEBHOOKS_POLL_MS: "50", MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", MAILROOM_AUTH_CACHE_MS: "0" },
+      bootstrap: { workspaces: [workspace(WS, KEY), workspace(BYSTANDER, BYSTANDER_KEY)] },
+    });
+    const res = await api("POST", "/v1/webhooks", { url, events: ["WORKSPACE_SENDING_EMAILS_PAUSED", "WORKSPACE_BANNED"] });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    token = res.body.webhook.token;
+  }, 120_000);
+
+  afterAll(async () => {
+    await sys?.stop();
+    server?.closeAllConnections();
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  });
+
+  it("sends work before any action", async () => {
+    const res = await send();
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+  });
+
+  it("pause-sending: sends refused with 403 sending_paused, one WORKSPACE_SENDING_EMAILS_PAUSED delivery", async () => {
+    const paused = await cli("workspace", "pause-sending", WS, "--reason", "complaint rate above 0.3%");
+    expect(paused.code, paused.err).toBe(0);
+    expect(paused.out).toMatch(/paused since .*complaint rate above 0\.3%/);
+
+    const single = await send();
+    expect(single.status, JSON.stringify(single.body)).toBe(403);
+    expect(single.body.code).toBe("sending_paused");
+    expect(single.body.message).toMatch(/complaint rate above 0\.3%/);
+    const batch = await api("POST", "/v1/emails/batch", { emails: [{ from: "hello@operator.test", to: "a@example.test", subject: "S", html: "<p>x</p>" }] });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(403);
+    expect(batch.body.code).toBe("sending_paused");
+    // The rest of the API still works, and another workspace still sends.
+    expect((await api("GET", "/v1/contacts")).status).toBe(200);
+    expect((await send(BYSTANDER_KEY)).status).toBe(200);
+
+    // Pausing again changes nothing and announces nothing.
+    const again = await cli("workspace", "pause-sending", WS);
+    expect(again.code).toBe(0);
+    expect(again.err).toMatch(/unchanged/);
+
+    const hit = await waitFor("WORKSPACE_SENDING_EMAILS_PAUSED", (g) => g.json.type === "WORKSPACE_SENDING_EMAILS_PAUSED");
+    signed(hit);
+    expect(hit.json.data.workspace).toMatchObject({ id: WS, sendingPaused: true, banned: false, sendingPausedReason: "complaint rate above 0.3%" });
+    expect(hit.json.data.reason).toBe("complaint rate above 0.3%");
+    await sleep(1_000);
+    expect(got.filter((g) => g.json.type === "WORKSPACE_SENDING_EMAILS_PAUSED")).toHaveLength(1);
+  }, 60_000);
+
+  it("resume-sending: sends work again", async () => {
+    const resumed = await cli("workspace", "resume-sending", WS);
+    expect(resumed.code, resumed.err).toBe(0);
+    expect(resumed.out).toMatch(/sending\s+allowed/);
+    const res = await send();
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+  }, 30_000);
+
+  it("ban: the workspace's keys get 403 workspace_banned, one WORKSPACE_BANNED delivery; unban restores them", async () => {
+    const banned = await cli("--json", "workspace", "ban", WS, "--reason", "phishing");
+    expect(banned.code, banned.err).toBe(0);
+    expect(JSON.parse(banned.out)).toMatchObject({ changed: true, workspace: { id: WS, banned: true, bannedReason: "phishing" } });
+
+    for (const [method, path] of [["GET", "/v1/contacts"], ["GET", "/v1/webhooks"]] as const) {
+      const res = await api(method, path);
+      expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(403);
+      expect(res.body.code).toBe("workspace_banned");
+      expect(res.body.docsUrl).toMatch(/workspace_banned$/);
+    }
+    const refused = await send();
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe("workspace_banned");
+    // A bystander is untouched.
+    expect((await api("GET", "/v1/contacts", undefined, BYSTANDER_KEY)).status).toBe(200);
+
+    const hit = await waitFor("WORKSPACE_BANNED", (g) => g.json.type === "WORKSPACE_BANNED");
+    signed(hit);
+    expect(hit.json.data.workspace).toMatchObject({ id: WS, banned: true, bannedReason: "phishing" });
+    expect(got.filter((g) => g.json.type === "WORKSPACE_BANNED")).toHaveLength(1);
+
+    const unbanned = await cli("workspace", "unban", WS);
+    expect(unbanned.code, unbanned.err).toBe(0);
+    expect((await api("GET", "/v1/contacts")).status).toBe(200);
+    expect((await send()).status).toBe(200);
+  }, 60_000);
+
+  it("an unknown workspace is a CLI error, not a crash", async () => {
+    const res = await cli("workspace", "ban", "ws_nope");
+    expect(res.code).not.toBe(0);
+    expect(res.err).toMatch(/ws_nope|not found/i);
+  });
+});
