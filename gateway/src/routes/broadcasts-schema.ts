@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { BROADCAST_STATUSES, DELIVERY_METHODS, publicBroadcastJson } from "@mailroom/api-json/broadcast.js";
 import {
   BroadcastStatus,
   DeliveryMethod,
@@ -13,8 +13,8 @@ import type { RouteModule } from "./route.js";
  * (gating, sender, variables, sizes, states, pacing) lives in the broadcast service.
  */
 
-export const STATUSES = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"] as const;
-export const METHODS = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP"] as const;
+export const STATUSES = BROADCAST_STATUSES;
+export const METHODS = DELIVERY_METHODS;
 
 const STATUS_BY_NAME: Record<(typeof STATUSES)[number], BroadcastStatus> = {
   DRAFT: BroadcastStatus.DRAFT,
@@ -178,45 +178,8 @@ export const UNAUTHORIZED_RESPONSE = {
   401: { description: "Missing, invalid or under-scoped API key (scope `api_user`): code `unauthorized`.", body: broadcastErrorSchema },
 };
 
-const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
-const n = (v: bigint | undefined) => Number(v ?? 0n);
-
-/** Proto broadcast -> public JSON, every field. */
-export function broadcastJson(b: Broadcast): z.output<typeof broadcastSchema> {
-  const p = b.progress;
-  return {
-    id: b.id,
-    name: b.name,
-    status: BroadcastStatus[b.status] as (typeof STATUSES)[number],
-    subject: b.subject,
-    previewText: b.previewText,
-    fromEmail: b.fromEmail,
-    fromName: b.fromName,
-    replyTo: b.replyTo,
-    html: b.html,
-    text: b.text,
-    audience: { all: b.audience?.all ?? true },
-    settings: { trackOpens: b.settings?.trackOpens ?? true, trackClicks: b.settings?.trackClicks ?? true },
-    allowUnknownVariables: b.allowUnknownVariables,
-    deliveryMethod: b.deliveryMethod ? (DeliveryMethod[b.deliveryMethod] as (typeof METHODS)[number]) : null,
-    scheduledAt: iso(b.scheduledAt),
-    sentAt: iso(b.sentAt),
-    completedAt: iso(b.completedAt),
-    createdAt: iso(b.createdAt) ?? new Date(0).toISOString(),
-    updatedAt: iso(b.updatedAt) ?? iso(b.createdAt) ?? new Date(0).toISOString(),
-    pauseReason: b.pauseReason || null,
-    progress: {
-      recipients: n(p?.recipients),
-      released: n(p?.released),
-      sent: n(p?.sent),
-      delivered: n(p?.delivered),
-      deferred: n(p?.deferred),
-      bounced: n(p?.bounced),
-      failed: n(p?.failed),
-      suppressed: n(p?.suppressed),
-      opened: n(p?.opened),
-      clicked: n(p?.clicked),
-      unsubscribed: n(p?.unsubscribed),
-    },
-  };
-}
+/**
+ * Proto broadcast -> public JSON, every field: the api-json library's, which the broadcast
+ * service's webhook events use too (typed here against the schema, so the two cannot differ).
+ */
+export const broadcastJson: (b: Broadcast) => z.output<typeof broadcastSchema> = publicBroadcastJson;

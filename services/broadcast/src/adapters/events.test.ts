@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { broadcastJson } from "../../../../gateway/src/routes/broadcasts-schema.js";
+import { broadcastJson, broadcastSchema } from "../../../../gateway/src/routes/broadcasts-schema.js";
+import { publicBroadcastJson } from "@mailroom/api-json/broadcast.js";
 import type { Broadcast } from "../domain/model.js";
 import { protoBroadcast } from "../routes.js";
-import { broadcastEventOf, PublishedBroadcastEvents, publicBroadcastJson } from "./events.js";
+import { broadcastEventOf, PublishedBroadcastEvents } from "./events.js";
 import type { WebhookEventSpec } from "@mailroom/pipeline/webhook-events.js";
 
 const at = (s: string) => new Date(`2030-01-15T${s}Z`);
@@ -36,7 +37,11 @@ function broadcast(over: Partial<Broadcast> = {}): Broadcast {
 describe("broadcast webhook events", () => {
   it("carry the broadcast exactly as GET /v1/broadcasts/:id answers it", () => {
     for (const b of [broadcast(), broadcast({ status: "IN_PROGRESS", completedAt: undefined, deliveryMethod: undefined })]) {
-      expect(publicBroadcastJson(protoBroadcast(b))).toEqual(broadcastJson(protoBroadcast(b)));
+      const json = broadcastEventOf("BROADCAST_COMPLETED", b, at("13:00:00")).data.broadcast;
+      expect(json).toEqual(broadcastJson(protoBroadcast(b)));
+      // The gateway's strict schema of the public broadcast takes it whole (no field more or less).
+      expect(broadcastSchema.parse(json)).toEqual(json);
+      expect(publicBroadcastJson(protoBroadcast(b))).toEqual(json);
     }
   });
 

@@ -1,0 +1,92 @@
+/**
+ * A broadcast's public JSON (GET /v1/broadcasts/:id, and `data.broadcast` of the
+ * BROADCAST_STARTED / BROADCAST_COMPLETED webhooks): one function, used by the gateway and the
+ * broadcast service, so the two never drift. The gateway's zod schema (broadcastSchema)
+ * documents and checks it.
+ */
+import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { BroadcastStatus, DeliveryMethod, type Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+
+export const BROADCAST_STATUSES = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"] as const;
+export const DELIVERY_METHODS = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP"] as const;
+
+export type PublicBroadcastProgress = {
+  recipients: number;
+  released: number;
+  sent: number;
+  delivered: number;
+  deferred: number;
+  bounced: number;
+  failed: number;
+  suppressed: number;
+  opened: number;
+  clicked: number;
+  unsubscribed: number;
+};
+
+export type PublicBroadcast = {
+  id: string;
+  name: string;
+  status: (typeof BROADCAST_STATUSES)[number];
+  subject: string;
+  previewText: string;
+  fromEmail: string;
+  fromName: string;
+  replyTo: string[];
+  html: string;
+  text: string;
+  audience: { all: boolean };
+  settings: { trackOpens: boolean; trackClicks: boolean };
+  allowUnknownVariables: boolean;
+  deliveryMethod: (typeof DELIVERY_METHODS)[number] | null;
+  scheduledAt: string | null;
+  sentAt: string | null;
+  completedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  pauseReason: string | null;
+  progress: PublicBroadcastProgress;
+};
+
+const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
+const n = (v: bigint | undefined) => Number(v ?? 0n);
+
+/** Proto broadcast -> public JSON, every field. */
+export function publicBroadcastJson(b: Broadcast): PublicBroadcast {
+  const p = b.progress;
+  return {
+    id: b.id,
+    name: b.name,
+    status: BroadcastStatus[b.status] as PublicBroadcast["status"],
+    subject: b.subject,
+    previewText: b.previewText,
+    fromEmail: b.fromEmail,
+    fromName: b.fromName,
+    replyTo: b.replyTo,
+    html: b.html,
+    text: b.text,
+    audience: { all: b.audience?.all ?? true },
+    settings: { trackOpens: b.settings?.trackOpens ?? true, trackClicks: b.settings?.trackClicks ?? true },
+    allowUnknownVariables: b.allowUnknownVariables,
+    deliveryMethod: b.deliveryMethod ? (DeliveryMethod[b.deliveryMethod] as NonNullable<PublicBroadcast["deliveryMethod"]>) : null,
+    scheduledAt: iso(b.scheduledAt),
+    sentAt: iso(b.sentAt),
+    completedAt: iso(b.completedAt),
+    createdAt: iso(b.createdAt) ?? new Date(0).toISOString(),
+    updatedAt: iso(b.updatedAt) ?? iso(b.createdAt) ?? new Date(0).toISOString(),
+    pauseReason: b.pauseReason || null,
+    progress: {
+      recipients: n(p?.recipients),
+      released: n(p?.released),
+      sent: n(p?.sent),
+      delivered: n(p?.delivered),
+      deferred: n(p?.deferred),
+      bounced: n(p?.bounced),
+      failed: n(p?.failed),
+      suppressed: n(p?.suppressed),
+      opened: n(p?.opened),
+      clicked: n(p?.clicked),
+      unsubscribed: n(p?.unsubscribed),
+    },
+  };
+}
