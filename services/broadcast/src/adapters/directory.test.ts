@@ -47,7 +47,7 @@ function directory() {
 describe("directory adapter", () => {
   it("reads workspace flags once per cache period", async () => {
     const { dir, calls } = directory();
-    expect(await dir.workspace("ws")).toEqual({ id: "ws", timezone: "Europe/Paris", broadcastEarlyAccess: true, emailApiAddon: false, verified: true, sendingAccountNew: true });
+    expect(await dir.workspace("ws")).toEqual({ id: "ws", timezone: "Europe/Paris", broadcastEarlyAccess: true, emailApiAddon: false, verified: true, sendingAccountNew: true, sendingPaused: false, banned: false, holdReason: "" });
     await dir.workspace("ws");
     expect(calls.filter((c) => c === "getWorkspace")).toHaveLength(1);
   });

@@ -53,6 +53,9 @@ export class RpcDirectory implements Directory {
         emailApiAddon: workspace.flags?.emailApiAddon ?? false,
         verified: workspace.flags?.verified ?? false,
         sendingAccountNew: workspace.sendingAccountNew,
+        sendingPaused: workspace.sendingPaused,
+        banned: workspace.banned,
+        holdReason: workspace.banned ? workspace.bannedReason : workspace.sendingPausedReason,
       };
       this.workspaces.set(workspaceId, info);
       return info;

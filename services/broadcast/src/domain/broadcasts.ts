@@ -1,6 +1,6 @@
 import { appError, badRequest, conflict, notFound, type AppError } from "@mailroom/kit/errors.js";
 import { variablesJson } from "@mailroom/pipeline/work.js";
-import { assertBroadcastAccess } from "./gating.js";
+import { assertBroadcastAccess, assertMaySend } from "./gating.js";
 import {
   BROADCAST_STATUSES,
   DELIVERY_METHODS,
@@ -188,7 +188,7 @@ export class Broadcasts {
    * member's contact record when there is one. Not counted, status unchanged.
    */
   async sendTest(workspaceId: string, id: string, emails: string[]): Promise<{ broadcast: Broadcast; sentTo: string[] }> {
-    await this.gate(workspaceId);
+    assertMaySend(await this.gate(workspaceId));
     const broadcast = await this.load(workspaceId, id);
     const addresses = [...new Set(emails.map((e) => String(e).trim()))];
     if (addresses.length < 1 || emails.length > TEST_MAX_RECIPIENTS || addresses.some((a) => !ADDRESS.test(a) || CONTROL.test(a))) {
@@ -243,6 +243,7 @@ export class Broadcasts {
    */
   async schedule(workspaceId: string, id: string, input: { sendAt?: Date; deliveryMethod?: string }): Promise<{ broadcast: Broadcast; warnings: string[] }> {
     const ws = await this.gate(workspaceId);
+    assertMaySend(ws);
     const broadcast = await this.load(workspaceId, id);
     if (broadcast.status !== "DRAFT") throw notSchedulable(broadcast.status);
     const now = this.deps.clock.now();

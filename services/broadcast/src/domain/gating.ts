@@ -16,3 +16,20 @@ export function assertBroadcastAccess(ws: WorkspaceInfo): void {
     throw appError({ code: "broadcast_api_workspace_not_verified", httpStatus: 403, message: "The workspace must be verified to use the broadcast API" });
   }
 }
+
+/**
+ * An operator's pause or ban (the directory's workspace state, DESIGN §9.2) stops the
+ * workspace's sends: scheduling and test sends are refused with its code; a broadcast
+ * already sending holds (sending.ts) until sending is resumed.
+ */
+export function sendingHold(ws: WorkspaceInfo): { code: "sending_paused" | "workspace_banned"; message: string } | undefined {
+  const why = ws.holdReason ? `: ${ws.holdReason}` : "";
+  if (ws.banned) return { code: "workspace_banned", message: `This workspace is banned by the server's operator${why}` };
+  if (ws.sendingPaused) return { code: "sending_paused", message: `Sending is paused for this workspace by the server's operator${why}` };
+  return undefined;
+}
+
+export function assertMaySend(ws: WorkspaceInfo): void {
+  const hold = sendingHold(ws);
+  if (hold) throw appError({ ...hold, httpStatus: 403 });
+}

@@ -174,6 +174,11 @@ export interface WorkspaceInfo {
   emailApiAddon: boolean;
   verified: boolean;
   sendingAccountNew: boolean;
+  /** An operator paused the workspace's sending / banned it (absent: neither). */
+  sendingPaused?: boolean;
+  banned?: boolean;
+  /** The operator's reason for the ban, else for the pause. */
+  holdReason?: string;
 }
 
 export interface SenderCheck {

@@ -449,3 +449,40 @@ describe("BROADCAST_STARTED / BROADCAST_COMPLETED", () => {
     expect(w.events.published.map((e) => [e.type, e.broadcast.status])).toEqual([["started", "IN_PROGRESS"], ["completed", "COMPLETED"]]);
   });
 });
+
+describe("an operator's pause of the workspace's sending", () => {
+  it("refuses scheduling and test sends (403 sending_paused); a broadcast already sending holds, then carries on after resume", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(30);
+    const { broadcast } = await w.service.create(WS, draft());
+    w.directory.setWorkspace(WS, { sendingPaused: true, holdReason: "abuse report" });
+    await expect(w.service.schedule(WS, broadcast.id, { deliveryMethod: "ASAP" })).rejects.toMatchObject({ code: "sending_paused", httpStatus: 403, message: expect.stringContaining("abuse report") });
+    await expect(w.service.sendTest(WS, broadcast.id, ["owner@acme.test"])).rejects.toMatchObject({ code: "sending_paused" });
+    w.directory.setWorkspace(WS, { sendingPaused: false });
+
+    const id = await scheduled(w, "ASAP");
+    w.directory.setWorkspace(WS, { sendingPaused: true });
+    await run(w);
+    expect(await status(w, id)).toBe("IN_PROGRESS");
+    expect(w.queue.jobs).toHaveLength(0);
+    expect(w.directory.used).toBe(0);
+    w.clock.advance(MIN);
+    await run(w);
+    expect(w.queue.jobs).toHaveLength(0);
+
+    w.directory.setWorkspace(WS, { sendingPaused: false });
+    w.clock.advance(MIN);
+    await run(w);
+    expect(w.queue.distinct().size).toBe(30);
+    await w.settleAll(id, "sent");
+    expect(await status(w, id)).toBe("COMPLETED");
+  });
+
+  it("a ban holds it too and refuses scheduling with workspace_banned", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(5);
+    const { broadcast } = await w.service.create(WS, draft());
+    w.directory.setWorkspace(WS, { banned: true });
+    await expect(w.service.schedule(WS, broadcast.id, {})).rejects.toMatchObject({ code: "workspace_banned", httpStatus: 403 });
+  });
+});

@@ -13,6 +13,7 @@ import {
 } from "./model.js";
 import { announceCompletions, completeBroadcast, finalTarget } from "./outcomes.js";
 import { releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
+import { sendingHold } from "./gating.js";
 import type {
   BroadcastEvents,
   BroadcastRepository,
@@ -66,6 +67,8 @@ export interface SenderOptions {
 }
 
 const FAR_FUTURE = new Date(Date.UTC(9999, 0, 1));
+/** How often a broadcast held by the workspace's paused (or banned) sending is looked at again. */
+export const HOLD_RECHECK_MS = 5_000;
 /**
  * Releasing that resumes this long after the content was last written to the content store
  * writes it again: the bucket drops entries 14 days after their last write, and a paced
@@ -246,6 +249,13 @@ export class Sender {
 
   private async release(broadcast: Broadcast, sending: SendingState): Promise<{ sending: SendingState; workAt: Date }> {
     const { pages, broadcasts } = this.deps;
+    // An operator's pause or ban holds the broadcast where it is (nothing reserved, no warm-up
+    // cap taken): looked at again every HOLD_RECHECK_MS, it carries on once sending resumes.
+    const hold = sendingHold(await this.deps.directory.workspace(broadcast.workspaceId));
+    if (hold) {
+      this.deps.logger.debug({ broadcastId: broadcast.id, code: hold.code }, "broadcast held: workspace sending stopped by the operator");
+      return { sending, workAt: new Date(this.deps.clock.now().getTime() + HOLD_RECHECK_MS) };
+    }
     let released = 0;
     let sequence = broadcast.progress.released;
     let contentReady = false;
