@@ -265,7 +265,7 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
       return { apiKey: apiKeyToPb(await dir.keys.revoke(req.workspaceId, req.keyId)) };
     },
     async getApiKey(req) {
-      return { apiKey: apiKeyToPb(await dir.keys.get(req.workspaceId, req.keyId)) };
+      return { apiKey: apiKeyToPb(await dir.keys.getActive(req.workspaceId, req.keyId)) };
     },
     async updateApiKey(req) {
       return { apiKey: apiKeyToPb(await dir.keys.update(req.workspaceId, req.keyId, { name: req.name, role: req.role })) };

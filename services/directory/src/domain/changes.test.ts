@@ -16,7 +16,7 @@ describe("directory change events", () => {
 
   it("operator pause and ban: one event per change, none when lifted or repeated; sends and keys refused while they hold", async () => {
     const { dir, events, of } = await setup();
-    const { plain } = await dir.keys.create("ws_a", { scopes: ["api_user"] });
+    const { plain, key } = await dir.keys.create("ws_a", { scopes: ["api_user"] });
     expect((await dir.workspaces.setSendingPaused("ws_a", true, "abuse report")).changed).toBe(true);
     expect((await dir.workspaces.setSendingPaused("ws_a", true, "again")).changed).toBe(false);
     expect(of("WORKSPACE_SENDING_EMAILS_PAUSED")).toHaveLength(1);
@@ -27,6 +27,8 @@ describe("directory change events", () => {
     expect((await dir.usage.reserve("ws_a", 1)).granted).toBe(true);
     await dir.workspaces.setBanned("ws_a", true);
     await expect(dir.keys.authenticate(plain)).rejects.toMatchObject({ code: "workspace_banned", httpStatus: 403 });
+    // Console sessions re-check their key through GetApiKey: ended by the ban too.
+    await expect(dir.keys.getActive("ws_a", key._id)).rejects.toMatchObject({ code: "workspace_banned" });
     await expect(dir.usage.reserve("ws_a", 1)).rejects.toMatchObject({ code: "workspace_banned" });
     await dir.workspaces.setBanned("ws_a", false);
     expect((await dir.keys.authenticate(plain)).workspaceId).toBe("ws_a");

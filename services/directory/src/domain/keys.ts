@@ -151,6 +151,18 @@ export class ApiKeys {
     return key;
   }
 
+  /**
+   * A key as the API and the console's sessions read it (GetApiKey): refused while its
+   * workspace is banned (403 workspace_banned), so a ban also ends console sessions.
+   * Operator paths (revoke, update) use `get`.
+   */
+  async getActive(workspaceId: string, keyId: string): Promise<ApiKey> {
+    const key = await this.get(workspaceId, keyId);
+    const ws = await this.workspaces.find(workspaceId);
+    if (ws) assertNotBanned(ws);
+    return key;
+  }
+
   /** Renames a key or changes its role; a revoked key cannot change. */
   async update(workspaceId: string, keyId: string, changes: { name?: string; role?: string }): Promise<ApiKey> {
     const key = await this.get(workspaceId, keyId);
