@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyRequest } from "fastify";
-import { AppError } from "@mailroom/kit/errors.js";
+import { AppError, appError, toConnectError } from "@mailroom/kit/errors.js";
 import { createAuthHook } from "./auth.js";
 import type { ServiceClients } from "./deps.js";
 
@@ -55,6 +55,14 @@ describe("API key authentication", () => {
     known = true;
     await authenticate(requestWith("mr_test_key_2"));
     expect(calls.length).toBe(2);
+  });
+
+  it("a banned workspace's key is a 403 workspace_banned (the directory's message kept), not an unknown key", async () => {
+    const { clients } = countingDirectory(() => {
+      throw toConnectError(appError({ code: "workspace_banned", httpStatus: 403, message: "This workspace is banned by the server's operator: abuse" }));
+    });
+    const err = await createAuthHook({ clients, authCacheMs: 60_000 })(requestWith("mr_test_key_4")).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "workspace_banned", httpStatus: 403, message: "This workspace is banned by the server's operator: abuse" });
   });
 
   it("passes other directory failures on to the error handler", async () => {
