@@ -196,7 +196,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     const webhookUrl = page.url();
     await expect.poll(async () => {
       await page.goto(webhookUrl);
-      return page.locator("table tbody tr").first().textContent();
+      return page.locator("table[aria-labelledby=deliveries-h] tbody tr").first().textContent();
     }, { timeout: 30_000, interval: 500 }).toMatch(/TESTING_CONNECTION.*SUCCEEDED.*200/s);
     await shot("webhook-deliveries");
     await page.getByRole("button", { name: /^Resend TESTING_CONNECTION/ }).first().click();

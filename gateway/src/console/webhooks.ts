@@ -19,6 +19,7 @@ import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
 import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
+import { EVENT_INFO, eventsTable } from "./webhook-events.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -60,8 +61,11 @@ function codeOf(d: Delivery): string {
 }
 
 function createForm(csrf: string, values: { url: string; displayName: string; events: string[] }): string {
-  const groups = EVENT_GROUPS.map((g, gi) => `<fieldset class="field"><legend>${g.legend}</legend><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(min(100%,15rem),1fr));gap:.25rem 1rem">${g.events.map((e, i) =>
-    `<div class="check"><input type="checkbox" id="ev-${gi}-${i}" name="events" value="${e}"${values.events.includes(e) ? " checked" : ""}><label for="ev-${gi}-${i}" style="font-weight:400"><code>${e}</code></label></div>`).join("")}</div></fieldset>`).join("");
+  const groups = EVENT_GROUPS.map((g, gi) => `<fieldset class="field"><legend>${g.legend}</legend><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(min(100%,15rem),1fr));gap:.25rem 1rem">${g.events.map((e, i) => {
+    // Nothing produces it yet: shown, not offered (the service would refuse it).
+    const unavailable = EVENT_INFO[e]?.unavailable;
+    return `<div class="check"><input type="checkbox" id="ev-${gi}-${i}" name="events" value="${e}"${values.events.includes(e) && !unavailable ? " checked" : ""}${unavailable ? ` disabled aria-describedby="ev-${gi}-${i}-note"` : ""}><label for="ev-${gi}-${i}" style="font-weight:400"><code>${e}</code>${unavailable ? ` <span class="muted" id="ev-${gi}-${i}-note">(${unavailable})</span>` : ""}</label></div>`;
+  }).join("")}</div></fieldset>`).join("");
   return `<form method="post" action="${consoleUrl("/webhooks")}" class="card">${csrf}
 <div class="field"><label for="url">Endpoint URL</label><input id="url" name="url" type="url" required value="${escapeHtml(values.url)}" placeholder="https://example.com/hooks/mailroom" style="width:100%"></div>
 <div class="field"><label for="displayName">Name (optional)</label><input id="displayName" name="displayName" value="${escapeHtml(values.displayName)}" style="width:100%"></div>
@@ -113,7 +117,9 @@ ${session.canEdit ? `<h2 id="add">Add a webhook</h2>${createForm(csrfField(sessi
   scope.get<{ Params: { id: string } }>("/webhooks/:id", async (request, reply) => {
     const session = sessionOf(request);
     const w = await load(request, request.params.id);
-    const { deliveries } = await rpc().listDeliveries({ workspaceId: session.workspaceId, webhookId: w.id, limit: 50 }, rpcOptions(request));
+    // The last 200 (the most the service answers): the per-event summary counts them; the table lists 50.
+    const { deliveries: recent } = await rpc().listDeliveries({ workspaceId: session.workspaceId, webhookId: w.id, limit: 200 }, rpcOptions(request));
+    const deliveries = recent.slice(0, 50);
     const csrf = csrfField(session);
     const base = consoleUrl(`/webhooks/${w.id}`);
     const rows = deliveries.map((d) => `<tr><td data-label="Event"><code>${escapeHtml(d.eventType)}</code></td>
@@ -128,11 +134,13 @@ ${session.canEdit ? `<h2 id="add">Add a webhook</h2>${createForm(csrfField(sessi
 <form method="post" action="${base}/delete" data-confirm="Delete this webhook?">${csrf}<button type="submit" class="danger">Delete</button></form></div>` : "";
     const body = `<h1>${escapeHtml(w.displayName || "Webhook")} ${webhookBadge(w)}</h1>
 <div class="card"><dl><dt class="muted">URL</dt><dd style="margin:0 0 .5rem"><code>${escapeHtml(w.url)}</code></dd>
-<dt class="muted">Event types</dt><dd style="margin:0 0 .5rem">${w.events.map((e) => `<code>${escapeHtml(e)}</code>`).join(", ") || "—"}</dd>
 ${w.pausedReason ? `<dt class="muted">Paused because</dt><dd style="margin:0 0 .5rem">${escapeHtml(w.pausedReason)}</dd>` : ""}
 ${session.canEdit ? `<dt class="muted">Signing secret</dt><dd style="margin:0"><details><summary>Show</summary><code class="value">${escapeHtml(w.token)}</code></details>
 <button type="button" class="copy secondary small" data-copy="${escapeHtml(w.token)}" hidden>Copy secret</button></dd>` : ""}</dl></div>
 ${actions}
+<h2 id="events-h">Events it receives</h2>
+<p class="muted">The events this webhook is subscribed to, whether each fires on this server today, and its recent deliveries of each (of the last ${recent.length}).</p>
+${eventsTable(w.events, recent, "events-h")}
 <h2 id="deliveries-h">Recent deliveries</h2>
 <p class="muted" role="status">${deliveries.length ? `${deliveries.length} most recent, newest first.` : "No deliveries yet."} <a href="${base}">Refresh</a></p>
 ${rows ? `<div class="table-wrap"><table class="data stack" aria-labelledby="deliveries-h"><thead><tr><th>Event</th><th>State</th><th>Last response</th><th class="num">Attempts</th><th>Created</th><th>Action</th></tr></thead><tbody>${rows}</tbody></table></div>` : ""}

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { DeliverySchema, DeliveryState } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { EVENT_INFO, eventsTable } from "./webhook-events.js";
+
+const delivery = (eventType: string, state: DeliveryState, statusCode: number, minute: number) =>
+  create(DeliverySchema, { id: `whd_${minute}`, eventType, state, attempts: 1, createdAt: timestampFromDate(new Date(Date.UTC(2030, 0, 1, 12, minute))), lastAttempt: { statusCode } });
+
+const rowOf = (html: string, event: string) => html.match(new RegExp(`<tr data-event="${event}">[\\s\\S]*?</tr>`))?.[0] ?? "";
+
+describe("console: the events a webhook receives", () => {
+  it("lists each subscribed event with whether it fires today, what fires it and its recent deliveries", () => {
+    const html = eventsTable(
+      ["CONTACT_CREATED", "BROADCAST_COMPLETED", "CONTACT_TAG_ADDED"],
+      // newest first, as the service answers
+      [delivery("CONTACT_CREATED", DeliveryState.FAILED, 500, 9), delivery("EMAIL_SENT", DeliveryState.SUCCEEDED, 200, 8), delivery("CONTACT_CREATED", DeliveryState.SUCCEEDED, 200, 7)],
+      "events-h",
+    );
+    expect(html).toContain('aria-labelledby="events-h"');
+    expect([...html.matchAll(/<tr data-event="([A-Z_]+)">/g)].map((m) => m[1])).toEqual(["CONTACT_CREATED", "BROADCAST_COMPLETED", "CONTACT_TAG_ADDED"]);
+    const created = rowOf(html, "CONTACT_CREATED");
+    expect(created).toContain(">fires<");
+    expect(created).toContain("2 · last");
+    expect(created).toMatch(/FAILED.*500.*2030-01-01T12:09:00.000Z/s);
+    expect(rowOf(html, "BROADCAST_COMPLETED")).toContain("none yet");
+    const tag = rowOf(html, "CONTACT_TAG_ADDED");
+    expect(tag).toContain("not available yet: arrives with groups");
+    expect(tag).not.toContain(">fires<");
+    // Events it is not subscribed to are not listed, even with deliveries (an earlier subscription).
+    expect(html).not.toContain('data-event="EMAIL_SENT"');
+  });
+
+  it("knows every event name a webhook can subscribe to, and only CONTACT_TAG_* are not available", () => {
+    expect(Object.keys(EVENT_INFO)).toHaveLength(23);
+    expect(Object.entries(EVENT_INFO).filter(([, i]) => i.unavailable).map(([e]) => e)).toEqual(["CONTACT_TAG_ADDED", "CONTACT_TAG_REMOVED"]);
+  });
+
+  it("escapes what it shows", () => {
+    expect(eventsTable(["<x>"], [], "h")).toContain("<code>&#60;x&#62;</code>");
+  });
+});

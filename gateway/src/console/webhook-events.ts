@@ -1,0 +1,71 @@
+/**
+ * What a webhook will receive, for the console: each event it is subscribed to, whether
+ * anything produces that event on this server today, what fires it, and its recent deliveries
+ * of that event. The names and producers mirror DESIGN §9.2 and the webhooks unit's
+ * (services/webhooks/src/domain; the gateway may not import a unit's files): the service
+ * validates subscriptions, so a stale line here only mislabels a row.
+ */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { DeliveryState, type Delivery } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { escapeHtml, formatTime, statusBadge, type Tone } from "./layout.js";
+
+export interface EventInfo {
+  /** What makes it fire (and which unit produces it). */
+  when: string;
+  /** Set when nothing produces it yet: what brings it. */
+  unavailable?: string;
+}
+
+export const EVENT_INFO: Readonly<Record<string, EventInfo>> = {
+  EMAIL_SENT: { when: "An email is accepted and queued (email service)." },
+  EMAIL_DELIVERED: { when: "The receiving server answered 250 (delivery)." },
+  EMAIL_DEFERRED: { when: "A temporary failure; delivery retries (delivery)." },
+  EMAIL_BOUNCED: { when: "A permanent failure or a bounce message (delivery, inbound)." },
+  EMAIL_COMPLAINED: { when: "A spam complaint (inbound)." },
+  EMAIL_OPENED: { when: "The open pixel is loaded (gateway)." },
+  EMAIL_CLICKED: { when: "A tracked link is followed (gateway)." },
+  EMAIL_UNSUBSCRIBED: { when: "The recipient unsubscribes from a message (gateway, inbound)." },
+  EMAIL_FAILED: { when: "Given up, or the address is suppressed (delivery)." },
+  BROADCAST_STARTED: { when: "A broadcast starts sending (broadcast service)." },
+  BROADCAST_COMPLETED: { when: "Every recipient of a broadcast has an outcome (broadcast service)." },
+  CONTACT_CREATED: { when: "A contact is created by any path (directory)." },
+  CONTACT_UPDATED: { when: "A contact's fields, properties or status change (directory)." },
+  CONTACT_DELETED: { when: "A contact is deleted or erased (directory)." },
+  CONTACT_UNSUBSCRIBED: { when: "A contact's status leaves SUBSCRIBED: unsubscribe link, API, console, complaint (directory)." },
+  CONTACT_RESUBSCRIBED: { when: "A contact's status returns to SUBSCRIBED (directory)." },
+  CONTACT_PROPERTY_UPDATED: { when: "A custom property is created or changed (directory)." },
+  CONTACT_TAG_ADDED: { when: "A contact joins a group.", unavailable: "arrives with groups" },
+  CONTACT_TAG_REMOVED: { when: "A contact leaves a group.", unavailable: "arrives with groups" },
+  WORKSPACE_TEAM_MEMBER_JOINED: { when: "A member is added to the workspace (directory)." },
+  WORKSPACE_SENDING_EMAILS_PAUSED: { when: "The operator pauses the workspace's sending (directory)." },
+  WORKSPACE_BANNED: { when: "The operator bans the workspace (directory)." },
+  TESTING_CONNECTION: { when: "You send a test event (webhooks)." },
+};
+
+const STATE_TONE: Record<number, Tone> = { [DeliveryState.SUCCEEDED]: "ok", [DeliveryState.PENDING]: "info", [DeliveryState.FAILED]: "bad", [DeliveryState.HELD]: "warn" };
+
+function lastOf(d: Delivery): string {
+  const state = statusBadge(DeliveryState[d.state] ?? "UNKNOWN", STATE_TONE[d.state] ?? "info");
+  const code = d.lastAttempt && d.lastAttempt.statusCode ? ` <span class="muted">${d.lastAttempt.statusCode}</span>` : "";
+  return `${state}${code} ${formatTime(d.createdAt && timestampDate(d.createdAt))}`;
+}
+
+/**
+ * The "Events it receives" table: one row per subscribed event (in the order subscribed), with
+ * "fires" or "not available yet", what fires it, and among `deliveries` (newest first) how many
+ * were of that event and the newest one's state, response code and time.
+ */
+export function eventsTable(subscribed: readonly string[], deliveries: readonly Delivery[], labelledBy: string): string {
+  const byType = new Map<string, Delivery[]>();
+  for (const d of deliveries) byType.set(d.eventType, [...(byType.get(d.eventType) ?? []), d]);
+  const rows = subscribed.map((event) => {
+    const info = EVENT_INFO[event];
+    const fires = info?.unavailable ? statusBadge(`not available yet: ${info.unavailable}`, "warn") : statusBadge("fires", "ok");
+    const mine = byType.get(event) ?? [];
+    const recent = mine.length ? `${mine.length} · last ${lastOf(mine[0])}` : `<span class="muted">none yet</span>`;
+    return `<tr data-event="${escapeHtml(event)}"><td data-label="Event"><code>${escapeHtml(event)}</code></td><td data-label="Fires today">${fires}</td>
+<td data-label="When">${escapeHtml(info?.when ?? "")}</td><td data-label="Recent deliveries">${recent}</td></tr>`;
+  });
+  if (!rows.length) return `<p class="muted">This webhook is subscribed to no event.</p>`;
+  return `<div class="table-wrap"><table class="data stack" aria-labelledby="${labelledBy}"><thead><tr><th>Event</th><th>Fires today</th><th>When</th><th>Recent deliveries</th></tr></thead><tbody>${rows.join("")}</tbody></table></div>`;
+}
