@@ -4,7 +4,7 @@
  * suppression list with reasons.
  *
  *   GET  /contacts?search=&status=&cursor=
- *   GET  /contacts/:id                    properties, history, and the edit, unsubscribe and delete forms
+ *   GET  /contacts/:id                    properties, history, webhook history, and the edit, unsubscribe and delete forms
  *   POST /contacts/:id                    save the edit form (names, timezone, custom properties)
  *   POST /contacts/:id/unsubscribe        suppress the address as unsubscribed (as its unsubscribe link does)
  *   POST /contacts/:id/resubscribe        lift an unsubscribe (never a bounce or complaint)
@@ -26,6 +26,7 @@ import { csrfField } from "./csrf.js";
 import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
 import { ImportJobs, jobJson, type ImportJob } from "./contacts-import.js";
+import { contactWebhookHistory } from "./webhook-events.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -271,10 +272,18 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   async function contactPage(request: FastifyRequest, contact: Contact, flash?: Flash, typed?: Record<string, string>): Promise<string> {
     const session = sessionOf(request);
     const opts = rpcOptions(request);
-    const [events, suppression, definitions] = await Promise.all([
+    const [events, suppression, definitions, hooks] = await Promise.all([
       directory().listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
       directory().checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
       session.canEdit ? customProperties(request) : Promise.resolve([]),
+      // The webhooks unit keeps what its webhooks were sent about the contact; the page works without it.
+      Promise.all([
+        deps.clients.webhooks.listContactDeliveries({ workspaceId: session.workspaceId, contactId: contact.id, limit: 100 }, opts),
+        deps.clients.webhooks.listWebhooks({ workspaceId: session.workspaceId }, opts),
+      ]).then(([d, w]) => contactWebhookHistory(d.deliveries, new Map(w.webhooks.map((h) => [h.id, h.displayName || h.url])), "wh-h"), (err) => {
+        request.log.warn({ err }, "webhook history not available");
+        return `<p class="muted">The webhook history is not available right now.</p>`;
+      }),
     ]);
     const props = Object.entries(contact.properties ?? {});
     const builtIns: Array<[string, string]> = [
@@ -299,6 +308,9 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 ${propRows ? `<div class="table-wrap"><table class="data"><caption class="sr-only">Custom properties</caption><tbody>${propRows}</tbody></table></div>` : `<p class="muted">No custom properties.</p>`}</section>
 <section class="card" aria-labelledby="h-h"><h2 id="h-h" style="margin-top:0">History</h2>
 ${history.length ? `<ol class="timeline">${history.map((h) => `<li${h.tone ? ` class="${h.tone}"` : ""}>${formatTime(h.at)}<br>${h.text}</li>`).join("")}</ol>` : `<p class="muted">Nothing yet.</p>`}</section></div>
+<section aria-labelledby="wh-h"><h2 id="wh-h">Webhook history</h2>
+<p class="muted">The contact's CONTACT_* events that went to this workspace's webhooks, newest first.</p>
+${hooks}</section>
 ${session.canEdit ? actions(contact, definitions, csrfField(session), suppression?.reason, typed) : ""}
 <p><a href="${consoleUrl("/contacts")}">Back to contacts</a></p>`;
     return consolePage({ title: contact.email, session, active: "contacts", flash, body });

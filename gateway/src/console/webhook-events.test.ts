@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { DeliverySchema, DeliveryState } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
-import { EVENT_INFO, eventsTable } from "./webhook-events.js";
+import { contactWebhookHistory, EVENT_INFO, eventsTable } from "./webhook-events.js";
 
 const delivery = (eventType: string, state: DeliveryState, statusCode: number, minute: number) =>
   create(DeliverySchema, { id: `whd_${minute}`, eventType, state, attempts: 1, createdAt: timestampFromDate(new Date(Date.UTC(2030, 0, 1, 12, minute))), lastAttempt: { statusCode } });
@@ -38,5 +38,30 @@ describe("console: the events a webhook receives", () => {
 
   it("escapes what it shows", () => {
     expect(eventsTable(["<x>"], [], "h")).toContain("<code>&#60;x&#62;</code>");
+  });
+});
+
+describe("console: a contact's webhook history", () => {
+  const d = (id: string, eventId: string, eventType: string, webhookId: string, state: DeliveryState, statusCode: number, minute: number) =>
+    create(DeliverySchema, { id, eventId, eventType, webhookId, state, createdAt: timestampFromDate(new Date(Date.UTC(2030, 0, 1, 12, minute))), lastAttempt: { statusCode } });
+
+  it("shows each event once, newest first, with every webhook it went to and how that delivery stands", () => {
+    const html = contactWebhookHistory(
+      [
+        d("whd_3", "dev_2", "CONTACT_UNSUBSCRIBED", "wh_a", DeliveryState.FAILED, 500, 5),
+        d("whd_2", "dev_2", "CONTACT_UNSUBSCRIBED", "wh_b", DeliveryState.SUCCEEDED, 200, 5),
+        d("whd_1", "dev_1", "CONTACT_CREATED", "wh_a", DeliveryState.SUCCEEDED, 200, 1),
+      ],
+      new Map([["wh_a", "CRM <sync>"], ["wh_b", "Billing"]]),
+      "wh-h",
+    );
+    expect([...html.matchAll(/<tr data-event-id="([^"]+)">[\s\S]*?<code>([A-Z_]+)<\/code>/g)].map((m) => [m[1], m[2]])).toEqual([["dev_2", "CONTACT_UNSUBSCRIBED"], ["dev_1", "CONTACT_CREATED"]]);
+    const unsubscribed = html.match(/<tr data-event-id="dev_2">[\s\S]*?<\/tr>/)![0];
+    expect(unsubscribed).toMatch(/CRM &#60;sync&#62;.*FAILED.*500.*Billing.*SUCCEEDED.*200/s);
+    expect(unsubscribed).toContain("2030-01-01T12:05:00.000Z");
+  });
+
+  it("says so when no webhook has received anything about the contact", () => {
+    expect(contactWebhookHistory([], new Map(), "wh-h")).toContain("No webhook has received an event about this contact yet");
   });
 });

@@ -69,3 +69,23 @@ export function eventsTable(subscribed: readonly string[], deliveries: readonly 
   if (!rows.length) return `<p class="muted">This webhook is subscribed to no event.</p>`;
   return `<div class="table-wrap"><table class="data stack" aria-labelledby="${labelledBy}"><thead><tr><th>Event</th><th>Fires today</th><th>When</th><th>Recent deliveries</th></tr></thead><tbody>${rows.join("")}</tbody></table></div>`;
 }
+
+/**
+ * A contact's webhook history: its CONTACT_* events that reached webhooks (newest first), each
+ * once, with the webhooks it went to and how each delivery stands. `names` maps webhook ids
+ * to what the console calls them.
+ */
+export function contactWebhookHistory(deliveries: readonly Delivery[], names: ReadonlyMap<string, string>, labelledBy: string): string {
+  const byEvent = new Map<string, Delivery[]>();
+  for (const d of deliveries) byEvent.set(d.eventId, [...(byEvent.get(d.eventId) ?? []), d]);
+  if (byEvent.size === 0) return `<p class="muted">No webhook has received an event about this contact yet (deliveries are kept 8 days).</p>`;
+  const rows = [...byEvent.values()].map((group) => {
+    const first = group[0];
+    const sent = group
+      .map((d) => `${escapeHtml(names.get(d.webhookId) ?? d.webhookId)} ${statusBadge(DeliveryState[d.state] ?? "UNKNOWN", STATE_TONE[d.state] ?? "info")}${d.lastAttempt?.statusCode ? ` <span class="muted">${d.lastAttempt.statusCode}</span>` : ""}`)
+      .join("<br>");
+    return `<tr data-event-id="${escapeHtml(first.eventId)}"><td data-label="Event"><code>${escapeHtml(first.eventType)}</code></td>
+<td data-label="When">${formatTime(first.createdAt && timestampDate(first.createdAt))}</td><td data-label="Webhooks">${sent}</td></tr>`;
+  });
+  return `<div class="table-wrap"><table class="data stack" aria-labelledby="${labelledBy}"><thead><tr><th>Event</th><th>When</th><th>Webhooks</th></tr></thead><tbody>${rows.join("")}</tbody></table></div>`;
+}

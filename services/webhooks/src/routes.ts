@@ -110,6 +110,9 @@ export function webhookRoutes(webhooks: Webhooks) {
       listDeliveries: async (req) => ({
         deliveries: (await webhooks.listDeliveries(req.workspaceId, req.webhookId, req.limit)).map(protoDelivery),
       }),
+      listContactDeliveries: async (req) => ({
+        deliveries: (await webhooks.listContactDeliveries(req.workspaceId, req.contactId, req.limit)).map(protoDelivery),
+      }),
       redeliverDelivery: async (req) => ({
         delivery: protoDelivery(await webhooks.redeliver(req.workspaceId, req.webhookId, req.deliveryId)),
       }),

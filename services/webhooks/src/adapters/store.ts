@@ -157,6 +157,8 @@ export class CollectionDeliveryStore implements DeliveryStore {
       // the upkeep of a low-cardinality index on the embedded store costs O(deliveries of
       // the webhook) on every attempt recorded.
       this.deliveries.createIndex({ keys: { createdAt: 1 }, expireAfterSeconds: DELIVERY_TTL_SECONDS }),
+      // A contact's webhook history: only CONTACT_* deliveries carry contactId (a few per contact).
+      this.deliveries.createIndex({ keys: { workspaceId: 1, contactId: 1, createdAt: -1 }, sparse: true }),
     ]);
   }
 
@@ -244,6 +246,11 @@ export class CollectionDeliveryStore implements DeliveryStore {
 
   async list(workspaceId: string, webhookId: string, limit: number): Promise<Delivery[]> {
     const docs = await this.deliveries.find({ webhookId, workspaceId }, { sort: { createdAt: -1, _id: -1 }, limit });
+    return docs.map(toDelivery);
+  }
+
+  async listForContact(workspaceId: string, contactId: string, limit: number): Promise<Delivery[]> {
+    const docs = await this.deliveries.find({ workspaceId, contactId }, { sort: { createdAt: -1, _id: -1 }, limit });
     return docs.map(toDelivery);
   }
 

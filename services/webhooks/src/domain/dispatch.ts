@@ -66,6 +66,7 @@ export async function fanOut(deps: DispatchDeps, p: WebhookPayload): Promise<num
   );
   if (endpoints.length === 0) return 0;
   const body = JSON.stringify(p);
+  const contactId = contactOf(p);
   const now = deps.clock.now();
   let created = 0;
   for (const webhook of endpoints) {
@@ -75,6 +76,7 @@ export async function fanOut(deps: DispatchDeps, p: WebhookPayload): Promise<num
       workspaceId: p.workspaceId,
       eventId: p.id,
       eventType: type,
+      ...(contactId ? { contactId } : {}),
       body,
       state: "PENDING",
       createdAt: now,
@@ -86,4 +88,12 @@ export async function fanOut(deps: DispatchDeps, p: WebhookPayload): Promise<num
     if (await deps.deliveries.insertNew(delivery)) created++;
   }
   return created;
+}
+
+/** The contact a CONTACT_* event is about: `data.contact.id`, else `data.contactId`. */
+export function contactOf(p: WebhookPayload): string | undefined {
+  if (!p.type.startsWith("CONTACT_")) return undefined;
+  const contact = p.data.contact as { id?: unknown } | undefined;
+  const id = typeof contact?.id === "string" ? contact.id : p.data.contactId;
+  return typeof id === "string" && id ? id : undefined;
 }

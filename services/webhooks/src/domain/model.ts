@@ -143,6 +143,8 @@ export interface Delivery {
   workspaceId: string;
   eventId: string;
   eventType: WebhookEventName;
+  /** The contact a CONTACT_* event is about (its webhook history on the console's contact page). */
+  contactId?: string;
   /** The exact body bytes (UTF-8 JSON) signed and sent on every attempt. */
   body: string;
   state: DeliveryState;

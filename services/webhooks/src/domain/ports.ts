@@ -67,6 +67,8 @@ export interface DeliveryStore {
   find(workspaceId: string, webhookId: string, id: string): Promise<Delivery | null>;
   /** Newest first. */
   list(workspaceId: string, webhookId: string, limit: number): Promise<Delivery[]>;
+  /** The workspace's deliveries of events about one contact, to any webhook, newest first. */
+  listForContact(workspaceId: string, contactId: string, limit: number): Promise<Delivery[]>;
   /** CAS: a delivery not being sent right now becomes due at `now` with a fresh retry schedule. */
   redeliver(workspaceId: string, webhookId: string, id: string, now: Date): Promise<Delivery | null>;
   deleteForWebhook(webhookId: string): Promise<void>;

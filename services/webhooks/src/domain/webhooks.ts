@@ -149,6 +149,14 @@ export class Webhooks {
     return this.deps.deliveries.list(workspaceId, webhookId, n);
   }
 
+  /** The deliveries of CONTACT_* events about one contact of the workspace, to any of its webhooks, newest first. */
+  async listContactDeliveries(workspaceId: string, contactId: string, limit?: number): Promise<Delivery[]> {
+    assertWorkspace(workspaceId);
+    if (typeof contactId !== "string" || !contactId || contactId.length > 100) throw badRequest("invalid_payload", "contactId is required");
+    const n = !limit || limit < 1 ? DEFAULT_DELIVERY_LIST : Math.min(limit, MAX_DELIVERY_LIST);
+    return this.deps.deliveries.listForContact(workspaceId, contactId, n);
+  }
+
   /** Sends one delivery again now: same body and webhook-id, a fresh retry schedule. */
   async redeliver(workspaceId: string, webhookId: string, deliveryId: string): Promise<Delivery> {
     const webhook = await this.get(workspaceId, webhookId);
