@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { parse as parseCsv } from "csv-parse/sync";
 import { Code, ConnectError, createClient} from "@connectrpc/connect";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
@@ -509,6 +510,52 @@ describe("the generated OpenAPI document against the gateway", () => {
       const bigBatch = await call("POST /v1/emails/batch", { body: { emails: Array.from({ length: 6 }, () => ({ ...rawEmail, html: "x".repeat(4.5 * 1024 * 1024) })) } });
       expect(bigBatch.statusCode).toBe(413);
       expect((await call("POST /v1/emails/batch", { payload: "a", contentType: "text/plain" })).statusCode).toBe(415);
+    });
+
+    it("lists and exports the email log", async () => {
+      const sent: string[] = [];
+      for (let i = 0; i < 3; i++) sent.push((await call("POST /v1/emails", { body: { ...rawEmail, to: `log-${i}@example.test`, groupBy: "log" } })).json().email.id);
+      const first = await call("GET /v1/emails", { url: "/v1/emails?limit=2&groupBy=log" });
+      expect(first.json().emails).toMatchObject({ hasMore: true, cursor: expect.any(String) });
+      const second = await call("GET /v1/emails", { url: `/v1/emails?limit=2&groupBy=log&cursor=${first.json().emails.cursor}` });
+      expect(second.json().emails).toMatchObject({ hasMore: false, cursor: null });
+      const listed = [...first.json().emails.items, ...second.json().emails.items];
+      expect(listed.map((e: { id: string }) => e.id).sort()).toEqual([...sent].sort());
+      // Each item is what GET /v1/emails/{id} answers.
+      expect(listed[0]).toEqual((await call("GET /v1/emails/{id}", { url: `/v1/emails/${listed[0].id}` })).json().email);
+      expect((await call("GET /v1/emails", { url: "/v1/emails?recipient=LOG-1@example.test&status=sent,failed" })).json().emails.items.map((e: { id: string }) => e.id)).toEqual([sent[1]]);
+      expect((await call("GET /v1/emails", { url: "/v1/emails?tag=campaign:spring" })).json().emails).toEqual({ items: [], cursor: null, hasMore: false });
+      expect((await call("GET /v1/emails", { headers: KEY_B })).json().emails.items).toEqual([]);
+      for (const [query, code] of [
+        ["limit=0", "invalid_request"], ["limit=abc", "invalid_request"], ["status=SENT,NOPE", "invalid_request"], ["cursor=forged", "invalid_cursor"],
+        ["since=yesterday", "invalid_request"], ["since=2030-01-02&until=2030-01-01", "invalid_request"], ["tag=campaign", "invalid_request"], ["nope=1", "invalid_request"],
+      ]) {
+        expect((await call("GET /v1/emails", { url: `/v1/emails?${query}` })).json(), query).toMatchObject({ statusCode: 400, code });
+      }
+
+      const csv = await call("GET /v1/emails/export", { url: "/v1/emails/export?groupBy=log&since=2000-01-01" });
+      expect(csv.headers["content-disposition"]).toMatch(/^attachment; filename="emails-/);
+      const rows = parseCsv(csv.body, { columns: true }) as Array<Record<string, string>>;
+      expect(rows.map((r) => r.id).sort()).toEqual([...sent].sort());
+      expect(rows[0]).toMatchObject({ from: rawEmail.from, subject: rawEmail.subject, status: "SENT", groupBy: "log", type: "raw" });
+      expect((await call("GET /v1/emails/export", { url: "/v1/emails/export?until=31-01-2030" })).json()).toMatchObject({ statusCode: 400, code: "invalid_request" });
+    });
+
+    it("exports and erases one contact", async () => {
+      const contact = (await call("POST /v1/contacts", { body: { properties: { email: "erase-me@example.test", plan: "pro" } } })).json().contact;
+      const email = (await call("POST /v1/emails", { body: { ...rawEmail, to: "Erase Me <erase-me@example.test>" } })).json().email;
+      const exported = await call("GET /v1/contacts/{id}/export", { url: `/v1/contacts/${contact.id}/export` });
+      expect(exported.json()).toMatchObject({
+        contact: { id: contact.id }, properties: [{ apiSlug: "plan", value: "pro" }], events: [], emails: [{ id: email.id }], suppression: null,
+      });
+      expect((await call("GET /v1/contacts/{id}/export", { url: `/v1/contacts/${contact.id}/export`, headers: KEY_B })).statusCode).toBe(404);
+      expect((await call("DELETE /v1/contacts/{id}", { url: `/v1/contacts/${contact.id}?erase=yes` })).json()).toMatchObject({ statusCode: 400, code: "invalid_request" });
+      const erased = await call("DELETE /v1/contacts/{id}", { url: `/v1/contacts/${contact.id}?erase=true` });
+      expect(erased.json()).toMatchObject({ isDeleted: true, contact: { id: contact.id }, erased: { emails: 1, events: 0 } });
+      expect((await call("GET /v1/emails/{id}", { url: `/v1/emails/${email.id}` })).statusCode).toBe(404);
+      await call("POST /v1/contacts", { body: { properties: { email: "erase-too@example.test" } } });
+      const byEmail = await call("DELETE /v1/contacts/by-email/{email}", { url: "/v1/contacts/by-email/erase-too%40example.test?erase=true" });
+      expect(byEmail.json()).toMatchObject({ isDeleted: true, erased: { emails: 0, events: 0 } });
     });
 
     it("compares idempotent requests by their parsed form: nulls, key order and spacing do not matter", async () => {

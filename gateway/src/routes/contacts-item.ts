@@ -4,20 +4,18 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "../errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
+import { contactEventJson, contactEventSchema, eraseContact } from "./contact-data.js";
 import {
-  contactDeletedSchema, contactEmailParams, contactIdParams, contactInput, contactJson, contactResponseSchema, iso, updateContactSchema,
+  contactDeletedSchema, contactEmailParams, contactIdParams, contactInput, contactJson, contactResponseSchema, updateContactSchema,
 } from "./contacts-schema.js";
 
-const contactEventSchema = z
-  .strictObject({
-    id: z.string(),
-    event: z.string(),
-    messageId: z.string(),
-    properties: z.record(z.string(), z.unknown()),
-    timestamp: z.iso.datetime(),
-    receivedAt: z.iso.datetime(),
-  })
-  .meta({ id: "ContactEvent" });
+/** `?erase=true` on a delete (DESIGN §9.3); without it a delete is what it always was. */
+const deleteQuery = z.strictObject({
+  erase: z.enum(["true", "false"]).optional().meta({
+    description: "`true`: erase, not only delete. The contact's events and every email of the workspace to its address (records and stored content) are deleted too, and the address is kept only as a hashed suppression (SHA-256 of the workspace and the lower-cased address), so a later send to it is still suppressed (`FAILED` with its `reason`) while the address itself is no longer stored. CONTACT_DELETED is announced as for any delete.",
+  }),
+});
+const ERASE_NOTE = " With `erase=true` the response adds `erased` (what went besides the contact).";
 
 const contactEventsSchema = z
   .strictObject({ events: z.strictObject({ items: z.array(contactEventSchema), cursor: z.string().nullable(), hasMore: z.boolean() }) })
@@ -26,7 +24,8 @@ const contactEventsSchema = z
 /**
  * GET /v1/contacts/:id -> { contact }
  * PUT /v1/contacts/:id -> { contact } (only the given properties change)
- * DELETE /v1/contacts/:id, DELETE /v1/contacts/by-email/:email -> { isDeleted: true, contact }
+ * DELETE /v1/contacts/:id, DELETE /v1/contacts/by-email/:email -> { isDeleted: true, contact }; with
+ *   ?erase=true also { erased } (contact-data.ts: events and emails gone, the address kept only hashed)
  * GET /v1/contacts/:id/events -> { events: { items, cursor, hasMore } } (a Mailroom addition)
  * Another workspace's contact is a 404 like a missing one.
  */
@@ -83,14 +82,17 @@ export const registerContactItem: RouteModule = (app, deps) => {
     url: "/v1/contacts/:id",
     operationId: "deleteContact",
     tags: ["Contacts"],
-    summary: "Delete a contact",
+    summary: "Delete a contact (or erase it, with erase=true)",
     params: contactIdParams,
+    query: deleteQuery,
     responses: {
-      200: { description: "Deleted: the contact as it was.", body: contactDeletedSchema },
+      200: { description: `Deleted: the contact as it was.${ERASE_NOTE}`, body: contactDeletedSchema },
+      400: { description: "`invalid_request`: `erase` other than `true` or `false`, or an unknown parameter.", body: apiErrorSchema },
       404: { description: "`contact_not_found`.", body: apiErrorSchema },
       ...API_KEY_RESPONSES,
     },
-    handler: async (request, reply, { params }) => {
+    handler: async (request, reply, { params, query }) => {
+      if (query.erase === "true") return reply.send(await eraseContact(deps, request, { contactId: params.id }));
       const res = await deps.clients.directory.deleteContact({ workspaceId: workspaceOf(request), contactId: params.id }, rpcOptions(request));
       return reply.send({ isDeleted: true, contact: contactJson(res.contact!) });
     },
@@ -101,15 +103,17 @@ export const registerContactItem: RouteModule = (app, deps) => {
     url: "/v1/contacts/by-email/:email",
     operationId: "deleteContactByEmail",
     tags: ["Contacts"],
-    summary: "Delete the contact with an address",
+    summary: "Delete the contact with an address (or erase it, with erase=true)",
     params: contactEmailParams,
+    query: deleteQuery,
     responses: {
-      200: { description: "Deleted: the contact as it was.", body: contactDeletedSchema },
-      400: { description: "`invalid_email`.", body: apiErrorSchema },
+      200: { description: `Deleted: the contact as it was.${ERASE_NOTE}`, body: contactDeletedSchema },
+      400: { description: "`invalid_email`, or `invalid_request` (`erase` other than `true` or `false`, an unknown parameter).", body: apiErrorSchema },
       404: { description: "`contact_not_found`.", body: apiErrorSchema },
       ...API_KEY_RESPONSES,
     },
-    handler: async (request, reply, { params }) => {
+    handler: async (request, reply, { params, query }) => {
+      if (query.erase === "true") return reply.send(await eraseContact(deps, request, { email: params.email }));
       const res = await deps.clients.directory.deleteContact({ workspaceId: workspaceOf(request), email: params.email }, rpcOptions(request));
       return reply.send({ isDeleted: true, contact: contactJson(res.contact!) });
     },
@@ -140,9 +144,7 @@ export const registerContactItem: RouteModule = (app, deps) => {
       const hasMore = res.page?.hasMore ?? false;
       return reply.send({
         events: {
-          items: res.events.map((e) => ({
-            id: e.id, event: e.name, messageId: e.messageId, properties: e.properties ?? {}, timestamp: iso(e.timestamp)!, receivedAt: iso(e.receivedAt)!,
-          })),
+          items: res.events.map(contactEventJson),
           cursor: hasMore ? res.page!.nextCursor : null,
           hasMore,
         },

@@ -96,7 +96,19 @@ export const contactListSchema = z
   })
   .meta({ id: "ContactList" });
 
-export const contactDeletedSchema = z.strictObject({ isDeleted: z.literal(true), contact: contactSchema }).meta({ id: "ContactDeleted" });
+export const contactDeletedSchema = z
+  .strictObject({
+    isDeleted: z.literal(true),
+    contact: contactSchema,
+    erased: z
+      .strictObject({
+        emails: z.number().int().min(0).meta({ description: "Email records (with their content) to the address that were erased." }),
+        events: z.number().int().min(0).meta({ description: "The contact's events that were erased." }),
+      })
+      .optional()
+      .meta({ description: "With `erase=true`: what was erased besides the contact. The address is kept only as a hashed suppression." }),
+  })
+  .meta({ id: "ContactDeleted" });
 
 const batchError = z.strictObject({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).meta({ id: "BatchError" });
 export const batchResultSchema = z

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { EmailOutcomes } from "../../../gen/mailroom/email/v1/email_pb.js";
+import type { EmailOutcomes, EmailRecord } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "../errors.js";
@@ -71,7 +71,7 @@ const outcomeFields = {
 };
 
 const [rawDetail, templatedDetail] = emailDetailSchema.options as unknown as [z.ZodObject, z.ZodObject];
-const emailWithOutcomesSchema = z
+export const emailWithOutcomesSchema = z
   .union([
     rawDetail.extend(outcomeFields).meta({ id: "RawEmailWithOutcomes" }),
     templatedDetail.extend(outcomeFields).meta({ id: "TemplatedEmailWithOutcomes" }),
@@ -80,6 +80,9 @@ const emailWithOutcomesSchema = z
     id: "EmailWithOutcomes",
     description: "The email record with its current status, plus what happened to it: opens, clicks per link, delivery, bounces, complaints and unsubscribes (each event counted once).",
   });
+
+/** The email as GET /v1/emails/:id answers it (and each item of GET /v1/emails). */
+export const emailWithOutcomesJson = (r: EmailRecord) => ({ ...emailDetailJson(r), ...outcomesJson(r.outcomes) });
 
 /** GET /v1/emails/:id -> { email: <Email record with its current status and outcomes> }. */
 export const registerGetEmail: RouteModule = (app, deps) =>
@@ -98,6 +101,6 @@ export const registerGetEmail: RouteModule = (app, deps) =>
     handler: async (request, reply, { params: { id } }) => {
       checkEmailId(id);
       const res = await deps.clients.email.getEmail({ workspaceId: workspaceOf(request), id }, rpcOptions(request));
-      return reply.code(200).send({ email: { ...emailDetailJson(res.email!), ...outcomesJson(res.email!.outcomes) } });
+      return reply.code(200).send({ email: emailWithOutcomesJson(res.email!) });
     },
   });

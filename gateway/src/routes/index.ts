@@ -9,6 +9,8 @@ import { registerSendEmail } from "./emails.js";
 import { registerSendBatch } from "./emails-batch.js";
 import { registerGetEmail } from "./emails-get.js";
 import { registerCancelEmail } from "./emails-cancel.js";
+import { registerListEmails } from "./emails-list.js";
+import { registerContactExport } from "./contact-data.js";
 import { registerContacts } from "./contacts.js";
 import { registerContactItem } from "./contacts-item.js";
 import { registerContactsExport } from "./contacts-export.js";
@@ -39,6 +41,8 @@ import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
  */
 export const apiRoutes: RouteModule[] = [
   registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail,
+  // The email log and one contact's data (issue 26, DESIGN §9.3).
+  registerListEmails, registerContactExport,
   registerContacts, registerContactsExport, registerContactItem, registerTemplates, registerTemplateItem,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).

@@ -54,7 +54,7 @@ describe("email Connect routes", () => {
     const bad = await email.listEmails({ workspaceId: "ws", statuses: [EmailStatus.UNSPECIFIED] }).catch((e) => e);
     expect(errorInfoOf(bad)).toMatchObject({ code: "invalid_request", httpStatus: 400 });
     const forged = await email.listEmails({ workspaceId: "ws", cursor: "!!" }).catch((e) => e);
-    expect(errorInfoOf(forged)).toMatchObject({ code: "invalid_request", httpStatus: 400 });
+    expect(errorInfoOf(forged)).toMatchObject({ code: "invalid_cursor", httpStatus: 400 });
   });
 
   it("carries domain refusals as ErrorInfo with status, code and allowed lists", async () => {

@@ -1,0 +1,163 @@
+import { z } from "zod";
+import type { FastifyRequest } from "fastify";
+import type { JsonValue } from "@bufbuild/protobuf";
+import { PropertyType, SuppressionReason, type Contact, type ContactEvent } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { EmailRecord } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { rpcOptions, type GatewayDeps } from "../deps.js";
+import { workspaceOf } from "../auth.js";
+import { apiErrorSchema } from "../errors.js";
+import { API_KEY_RESPONSES } from "../openapi.js";
+import { defineRoute, type RouteModule } from "./route.js";
+import { contactIdParams, contactJson, contactSchema, iso } from "./contacts-schema.js";
+import { emailWithOutcomesJson, emailWithOutcomesSchema } from "./emails-get.js";
+
+/**
+ * One contact's data (DESIGN §9.3): GET /v1/contacts/:id/export gathers everything held about
+ * the person, and eraseContact is DELETE /v1/contacts/:id?erase=true. The directory holds the
+ * contact, its events and the suppression list; the email service holds the emails sent to
+ * the address. Groups and topics join the export when they exist (§9.4).
+ */
+
+/** Items per call while gathering a contact's events and emails (the most one call gives). */
+const PAGE = 100;
+
+const propertySchema = z
+  .strictObject({
+    apiSlug: z.string(),
+    displayName: z.string(),
+    type: z.enum(["STRING", "NUMBER", "BOOLEAN", "DATE", "SELECT", "MULTI_SELECT"]),
+    value: z.unknown().meta({ description: "The contact's value (a string, number, boolean or list of options)." }),
+  })
+  .meta({ id: "ContactPropertyValue" });
+
+/** One event of a contact (GET /v1/contacts/:id/events, and the export). */
+export const contactEventSchema = z
+  .strictObject({
+    id: z.string(),
+    event: z.string(),
+    messageId: z.string(),
+    properties: z.record(z.string(), z.unknown()),
+    timestamp: z.iso.datetime(),
+    receivedAt: z.iso.datetime(),
+  })
+  .meta({ id: "ContactEvent" });
+
+export const contactEventJson = (e: ContactEvent) => ({
+  id: e.id, event: e.name, messageId: e.messageId, properties: e.properties ?? {}, timestamp: iso(e.timestamp)!, receivedAt: iso(e.receivedAt)!,
+});
+
+const contactExportSchema = z
+  .strictObject({
+    exportedAt: z.iso.datetime(),
+    contact: contactSchema,
+    properties: z.array(propertySchema).meta({ description: "The custom properties the contact has a value for, with their definitions." }),
+    events: z.array(contactEventSchema).meta({ description: "Every event recorded for the contact (`POST /v1/events`), newest first." }),
+    emails: z.array(emailWithOutcomesSchema).meta({ description: "Every email of the workspace to the contact's address, newest first, each as `GET /v1/emails/{id}` answers it (status and outcomes)." }),
+    suppression: z
+      .strictObject({
+        reason: z.enum(["unsubscribed", "hard_bounce", "complaint", "manual"]),
+        detail: z.string(),
+        createdAt: z.iso.datetime().nullable(),
+      })
+      .nullable()
+      .meta({ description: "The address's entry on the suppression list, or null when mail to it is not suppressed." }),
+  })
+  .meta({ id: "ContactExport" });
+
+const REASONS: Record<number, "unsubscribed" | "hard_bounce" | "complaint" | "manual"> = {
+  [SuppressionReason.UNSUBSCRIBED]: "unsubscribed",
+  [SuppressionReason.HARD_BOUNCE]: "hard_bounce",
+  [SuppressionReason.COMPLAINT]: "complaint",
+  [SuppressionReason.MANUAL]: "manual",
+};
+
+/** Every page of a cursor-paged list, gathered (one contact's data is small). */
+async function all<T>(fetch: (cursor: string) => Promise<{ items: T[]; next: string }>): Promise<T[]> {
+  const out: T[] = [];
+  let cursor = "";
+  do {
+    const page = await fetch(cursor);
+    out.push(...page.items);
+    cursor = page.next;
+  } while (cursor);
+  return out;
+}
+
+/** Every email of the workspace to this address, newest first. */
+function emailsTo(deps: GatewayDeps, request: FastifyRequest, workspaceId: string, address: string): Promise<EmailRecord[]> {
+  return all(async (cursor) => {
+    const res = await deps.clients.email.listEmails({ workspaceId, recipient: address, recipientExact: true, limit: PAGE, cursor }, rpcOptions(request));
+    return { items: res.emails, next: res.nextCursor };
+  });
+}
+
+/**
+ * The erasure of one contact, by id or by address: the email service erases the emails to the
+ * address (records and content), then the directory erases the contact (its events; the
+ * address kept only as a hashed suppression, written first; CONTACT_DELETED announced). A
+ * failure part-way answers an error and leaves the contact in place, so the same request
+ * finishes the job. The emails are erased once more after the suppression is in place, for a
+ * send accepted while the erasure ran.
+ */
+export async function eraseContact(deps: GatewayDeps, request: FastifyRequest, which: { contactId: string } | { email: string }) {
+  const workspaceId = workspaceOf(request);
+  const { contact } = await deps.clients.directory.getContact({ workspaceId, ...which }, rpcOptions(request));
+  const address = contact!.email;
+  const first = await deps.clients.email.eraseRecipient({ workspaceId, email: address }, rpcOptions(request));
+  const deleted = await deps.clients.directory.deleteContact({ workspaceId, contactId: contact!.id, erase: true }, rpcOptions(request));
+  const late = await deps.clients.email.eraseRecipient({ workspaceId, email: address }, rpcOptions(request)).catch((err) => {
+    request.log.warn({ err, contactId: contact!.id }, "erasing the emails a second time failed (the first pass and the suppression are done)");
+    return { emailsErased: 0n };
+  });
+  return {
+    isDeleted: true as const,
+    contact: contactJson(deleted.contact!),
+    erased: { emails: Number(first.emailsErased + late.emailsErased), events: Number(deleted.eventsErased) },
+  };
+}
+
+/** GET /v1/contacts/:id/export -> everything held about one contact, as JSON. */
+export const registerContactExport: RouteModule = (app, deps) =>
+  defineRoute(app, {
+    method: "GET",
+    url: "/v1/contacts/:id/export",
+    operationId: "exportContact",
+    tags: ["Contacts"],
+    summary: "Everything held about one contact (a data export for its owner)",
+    description: "The contact, its custom properties with their definitions, its events, every email of the workspace to its address with status and outcomes, and the address's suppression. `DELETE /v1/contacts/{id}?erase=true` erases the same data.",
+    scope: "api_read",
+    params: contactIdParams,
+    responses: {
+      200: { description: "The contact's data.", body: contactExportSchema },
+      404: { description: "`contact_not_found` (also for another workspace's contact).", body: apiErrorSchema },
+      ...API_KEY_RESPONSES,
+    },
+    handler: async (request, reply, { params }) => {
+      const workspaceId = workspaceOf(request);
+      const exportedAt = new Date().toISOString();
+      const { contact } = await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
+      const c: Contact = contact!;
+      const [definitions, events, emails, suppression] = await Promise.all([
+        deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request)),
+        all(async (cursor) => {
+          const res = await deps.clients.directory.listContactEvents({ workspaceId, contactId: c.id, page: { limit: PAGE, cursor } }, rpcOptions(request));
+          return { items: res.events, next: res.page?.hasMore ? res.page.nextCursor : "" };
+        }),
+        emailsTo(deps, request, workspaceId, c.email),
+        deps.clients.directory.checkSuppression({ workspaceId, emails: [c.email] }, rpcOptions(request)),
+      ]);
+      const values = (c.properties ?? {}) as Record<string, JsonValue>;
+      const properties = definitions.properties
+        .filter((p) => !p.builtIn && values[p.slug] !== undefined && values[p.slug] !== null)
+        .map((p) => ({ apiSlug: p.slug, displayName: p.displayName || p.slug, type: PropertyType[p.type] as z.infer<typeof propertySchema>["type"], value: values[p.slug] }));
+      const s = suppression.suppressed[0];
+      return reply.send({
+        exportedAt,
+        contact: contactJson(c),
+        properties,
+        events: events.map(contactEventJson),
+        emails: emails.map(emailWithOutcomesJson),
+        suppression: s ? { reason: REASONS[s.reason] ?? "manual", detail: s.detail, createdAt: iso(s.createdAt) } : null,
+      });
+    },
+  });
