@@ -160,7 +160,10 @@ export class Sender {
   async tick(): Promise<number> {
     let steps = await this.startDue();
     for (let i = 0; i < 100 && !this.halted && (await this.workOnce()); i++) steps++;
-    steps += await announceCompletions(this.deps);
+    steps += await announceCompletions(this.deps).catch((err) => {
+      this.deps.logger.warn({ err }, "BROADCAST_COMPLETED sweep failed; the next one retries");
+      return 0;
+    });
     return steps;
   }
 
