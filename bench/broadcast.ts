@@ -19,7 +19,9 @@
  * BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_RAW_MESSAGES (messages for the raw pool,
  * default min(N, 20000): a rate, so a shorter run measures the same), MAILROOM_BENCH_SINK=node
  * (the harness's Node sink instead of smtp-sink); MAILROOM_SMTP_POOL_SIZE and the other
- * delivery settings apply to both sides.
+ * delivery settings apply to both sides. BENCH_MEMORY_TRACE=1 prints, every 10 s while sending,
+ * each unit's V8 heap (used / total) and external memory from its /metrics next to its RssAnon:
+ * what an anonymous peak is made of (a live set, or garbage the heap has not collected yet).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
@@ -150,6 +152,23 @@ function sampleAnonPeaks(pids: Map<string, number | undefined>, everyMs = 250) {
   return { peaks, stop: async () => (clearInterval(timer), await sample()) };
 }
 
+/** `name heapUsed/heapTotal ext N anon N` (MB) for each unit, read from its /metrics. */
+function traceMemory(units: { name: string; port: number; pid?: number }[], everyMs = 10_000) {
+  const metric = (text: string, name: string) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)`, "m").exec(text);
+    return m ? Math.round(Number(m[1]) / 1048576) : "?";
+  };
+  const sample = async () => {
+    const parts = await Promise.all(units.map(async (u) => {
+      const text = await fetch(`http://127.0.0.1:${u.port}/metrics`).then((r) => r.text(), () => "");
+      return `${u.name} ${metric(text, "nodejs_heap_size_used_bytes")}/${metric(text, "nodejs_heap_size_total_bytes")} ext ${metric(text, "nodejs_external_memory_bytes")} anon ${await anonMb(u.pid)}`;
+    }));
+    console.log(`  memory (MB, heap used/total): ${parts.join(" · ")}`);
+  };
+  const timer = setInterval(() => void sample(), everyMs);
+  return { stop: () => clearInterval(timer) };
+}
+
 /** The pid of a process whose command line names `binary` and `port` (nats-server does not say its pid). */
 async function pidListeningAs(binary: string, port: number): Promise<number | undefined> {
   const { readdir } = await import("node:fs/promises");
@@ -270,6 +289,9 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
     pids.set("nats-server", await pidListeningAs("nats-server", sys.nats.port));
     pids.set("smtp-sink", sink.pid);
     const anon = sampleAnonPeaks(pids);
+    const trace = process.env.BENCH_MEMORY_TRACE === "1"
+      ? traceMemory(sys.processes.units.filter((u) => u.name !== "gateway" && u.name !== "inbound").map((u) => ({ name: u.name, port: sys!.ports[u.name as keyof typeof sys.ports] as number, pid: u.child.pid })))
+      : undefined;
     const cpuBefore = snapshot(Object.fromEntries(pids));
     const started = performance.now();
     const scheduled = await api("POST", `/v1/broadcasts/${id}/schedule`, { deliveryMethod: "ASAP" });
@@ -296,6 +318,7 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
 
     const cpuAfter = snapshot(Object.fromEntries(pids));
     await anon.stop();
+    trace?.stop();
     const cpu = [...cpuBefore].map(([name, start]) => `${name} ${((cpuAfter.get(name) ?? start) - start).toFixed(1)} s`);
     // The sink is the other side of the wire, not Mailroom: left out of the per-message total.
     const perMessage = cpuPerUnit(new Map([...cpuBefore].filter(([name]) => name !== "smtp-sink")), cpuAfter, n);

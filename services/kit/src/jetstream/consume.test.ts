@@ -140,6 +140,30 @@ describe("the JetStream consumer loop", () => {
     await other.stop();
   });
 
+  it("never holds more messages than it handles at once, even when slow handlers outlast the pulls", async () => {
+    const { stream, subject } = await freshStream();
+    for (let i = 0; i < 60; i++) await publish(subject, `job${i}`);
+    let handled = 0;
+    // Handlers of 2.2 s against pulls that expire after 1 s (the least nats.js takes):
+    // nats.js's consume() pulled again on every expiry and queued the surplus in the client,
+    // up to max_ack_pending.
+    const loop = await consume(nc, { stream, durable: "w", maxDeliver: 5, ackWaitMs: 30_000, maxAckPending: 1_000 }, text, async () => {
+      await new Promise((r) => setTimeout(r, 2_200));
+      handled += 1;
+      return ack();
+    }, { logger, concurrency: 4, pullExpiresMs: 1_000 });
+    const jsm = await jetstreamManager(nc);
+    let most = 0;
+    const started = Date.now();
+    while (Date.now() - started < 5_000) {
+      most = Math.max(most, (await jsm.consumers.info(stream, "w")).num_ack_pending);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(handled).toBeGreaterThanOrEqual(8); // slots are refilled: 4 per 2.2 s
+    expect(most).toBeLessThanOrEqual(4);
+    await loop.stop();
+  });
+
   it("set-up propagates failures other than not found", async () => {
     const jsm = await jetstreamManager(nc);
     await expect(ensureConsumer(jsm, { stream: "NO_SUCH_STREAM", durable: "w" })).rejects.toBeInstanceOf(JetStreamApiError);

@@ -4,7 +4,7 @@
  * messages that run out of deliveries, and hand-back on shutdown.
  */
 import { fromBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../logger.js";
 import { counter, gauge, histogram, secondsSince } from "../metrics.js";
@@ -117,10 +117,10 @@ export async function consume<T>(
   const errorBackoff = opts.errorBackoffMs ?? ((n: number) => backoffMs(n));
   const log = opts.logger;
   // Short pulls: after a failover (the server this process used, or the consumer's leader, is
-  // lost) the client re-checks the consumer with a back-off of one pull's expiry and notices a
-  // silent server after two missed heartbeats (half an expiry each). 30 s, the default, stalled
-  // the loop for up to a minute on a cluster losing a node; 5 s costs one idle pull per 5 s.
-  const messages = await consumer.consume({ max_messages: concurrency, expires: opts.pullExpiresMs ?? 5_000 });
+  // lost) a pull fails within one expiry and the next one finds the new leader; 5 s costs one
+  // idle pull per 5 s.
+  const pullExpiresMs = Math.max(1_000, opts.pullExpiresMs ?? 5_000); // nats.js's least
+  const pulls = new Set<ConsumerMessages>();
   const running = new Map<JsMsg, InFlight>();
   let stopping = false;
   const labels = { stream: spec.stream, durable: spec.durable };
@@ -214,22 +214,75 @@ export async function consume<T>(
     settle(msg, result);
   };
 
+  const start = (msg: JsMsg) => {
+    if (stopping) {
+      nakNow(msg); // pulled after stop: give it straight back
+      return;
+    }
+    const entry: InFlight = { promise: Promise.resolve(), abandoned: false };
+    running.set(msg, entry);
+    inFlightCount.inc();
+    entry.promise = handle(msg)
+      .catch((err) => log.error({ err, subject: msg.subject }, "message handling failed"))
+      .finally(() => {
+        running.delete(msg);
+        inFlightCount.dec();
+        wake();
+      });
+  };
+
+  // Pull only for free slots: messages asked for but not yet received (`requested`) plus those
+  // being handled never exceed `concurrency`. nats.js's consume() re-pulls as messages arrive,
+  // whatever the handlers keep up with, and each pull that expired while they were busy left
+  // more delivered-but-unhandled messages queued in the client, up to the consumer's
+  // max_ack_pending: a thousand broadcast pages (250 MB) held by a delivery that is behind,
+  // their ack wait running. Several pulls may be open at once, so a slot freed while one waits
+  // for its batch is filled by the next without waiting for that one to expire.
+  let requested = 0;
+  let failures = 0;
+  let wakeUp: (() => void) | undefined;
+  const wake = () => {
+    wakeUp?.();
+    wakeUp = undefined;
+  };
+  const pull = async (want: number) => {
+    requested += want;
+    let received = 0;
+    try {
+      const batch = await consumer.fetch({ max_messages: want, expires: pullExpiresMs });
+      pulls.add(batch);
+      if (stopping) void batch.close();
+      try {
+        for await (const msg of batch) {
+          received++;
+          requested--;
+          start(msg);
+        }
+      } finally {
+        pulls.delete(batch);
+      }
+      failures = 0;
+    } catch (err) {
+      if (!stopping) {
+        failures++;
+        log.warn({ err, durable: spec.durable }, "pull failed; pulling again after a pause");
+        await new Promise((r) => setTimeout(r, Math.min(pullExpiresMs, 250 * 2 ** Math.min(failures, 5))));
+        // The durable may have gone with a lost server: make sure it exists again.
+        if (failures > 1) await ensureConsumer(jsm, spec).catch(() => undefined);
+      }
+    } finally {
+      requested -= want - received;
+      wake();
+    }
+  };
   const loop = (async () => {
-    for await (const msg of messages) {
-      if (stopping) {
-        nakNow(msg); // pulled after stop: give it straight back
+    while (!stopping) {
+      const free = concurrency - running.size - requested;
+      if (free > 0 && (failures === 0 || requested === 0)) {
+        void pull(free);
         continue;
       }
-      const entry: InFlight = { promise: Promise.resolve(), abandoned: false };
-      running.set(msg, entry);
-      inFlightCount.inc();
-      entry.promise = handle(msg)
-        .catch((err) => log.error({ err, subject: msg.subject }, "message handling failed"))
-        .finally(() => {
-          running.delete(msg);
-          inFlightCount.dec();
-        });
-      if (running.size >= concurrency) await Promise.race([...running.values()].map((r) => r.promise));
+      await new Promise<void>((resolve) => (wakeUp = resolve));
     }
   })();
 
@@ -240,7 +293,8 @@ export async function consume<T>(
     async stop() {
       stopping = true;
       clearInterval(lagTimer);
-      await messages.close();
+      wake();
+      await Promise.all([...pulls].map((batch) => batch.close()));
       await loop.catch(() => undefined);
       const all = Promise.allSettled([...running.values()].map((r) => r.promise));
       let timer: NodeJS.Timeout | undefined;
