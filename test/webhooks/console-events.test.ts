@@ -5,10 +5,9 @@
  * directory, webhooks and gateway processes over a real nats-server, a loopback receiver, and
  * the console read over HTTP with a signed-in session.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { startReceiver } from "./receiver.js";
 
 const WS = "ws_console_hooks";
 const KEY = `mr_test_${WS}_1`;
@@ -19,9 +18,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("console: webhook events and a contact's webhook history", () => {
   let sys: TestSystem;
-  let server: http.Server;
-  let url = "";
-  const received: string[] = [];
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
   /** Signs in over HTTP as the browser would; answers a GET of a console page with that session. */
   async function signIn(key: string) {
@@ -52,16 +49,7 @@ describe("console: webhook events and a contact's webhook history", () => {
   }
 
   beforeAll(async () => {
-    server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c) => chunks.push(c));
-      req.on("end", () => {
-        received.push(Buffer.concat(chunks).toString("utf8"));
-        res.writeHead(200).end("ok");
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    receiver = await startReceiver();
     sys = await startSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
@@ -77,24 +65,23 @@ describe("console: webhook events and a contact's webhook history", () => {
 
   afterAll(async () => {
     await sys?.stop();
-    server?.closeAllConnections();
-    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    await receiver?.close();
   });
 
   it("shows each subscribed event with whether it fires and its deliveries, and the contact's webhook history", async () => {
     const api = (method: string, path: string, body?: unknown) => sys.api(method, path, { key: KEY, body });
-    const hook = await api("POST", "/v1/webhooks", { url, events: ["CONTACT_CREATED", "CONTACT_UPDATED", "BROADCAST_COMPLETED"] });
+    const hook = await api("POST", "/v1/webhooks", { url: receiver.url, events: ["CONTACT_CREATED", "CONTACT_UPDATED", "BROADCAST_COMPLETED"] });
     expect(hook.status, JSON.stringify(hook.body)).toBe(200);
     const webhookId = hook.body.webhook.id as string;
-    const refused = await api("POST", "/v1/webhooks", { url, events: ["CONTACT_TAG_ADDED"] });
+    const refused = await api("POST", "/v1/webhooks", { url: receiver.url, events: ["CONTACT_TAG_ADDED"] });
     expect([refused.status, refused.body.code]).toEqual([400, "event_not_available"]);
 
     const created = await api("POST", "/v1/contacts", { properties: { email: "ada@example.test", firstName: "Ada" } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const contactId = created.body.contact.id as string;
     expect((await api("PUT", `/v1/contacts/${contactId}`, { properties: { firstName: "Augusta" } })).status).toBe(200);
-    for (let i = 0; i < 200 && received.length < 2; i++) await sleep(50);
-    expect(received.map((b) => JSON.parse(b).type).sort()).toEqual(["CONTACT_CREATED", "CONTACT_UPDATED"]);
+    for (let i = 0; i < 200 && receiver.received.length < 2; i++) await sleep(50);
+    expect(receiver.received.map((r) => r.event.type).sort()).toEqual(["CONTACT_CREATED", "CONTACT_UPDATED"]);
 
     const get = await signIn(KEY);
     // The webhook's page: its three events, which fire, and the deliveries of each.

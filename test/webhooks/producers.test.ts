@@ -1,5 +1,3 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
@@ -8,6 +6,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { WebhookEventSchema } from "../../gen/mailroom/events/v1/events_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { verifyClientSignature, verifyStandardWebhook } from "./verify.js";
+import { startReceiver, type Received } from "./receiver.js";
 
 /**
  * DESIGN §9.2's producers of EMAIL_SENT (the email service, at acceptance), EMAIL_DELIVERED
@@ -20,32 +19,6 @@ import { verifyClientSignature, verifyStandardWebhook } from "./verify.js";
 const KEY = "mr_test_producers_1";
 const TOKEN = "producers-receiver-secret";
 const WS = "ws_producers";
-
-interface Received {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  event: { id: string; type: string; createdAt: string; workspaceId: string; data: Record<string, any> };
-}
-
-async function startReceiver() {
-  const received: Received[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      received.push({ headers: req.headers, body, event: JSON.parse(body) });
-      res.writeHead(200).end("ok");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/hooks`,
-    received,
-    close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }),
-  };
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
