@@ -290,7 +290,7 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
     pids.set("smtp-sink", sink.pid);
     const anon = sampleAnonPeaks(pids);
     const trace = process.env.BENCH_MEMORY_TRACE === "1"
-      ? traceMemory(sys.processes.units.filter((u) => u.name !== "gateway" && u.name !== "inbound").map((u) => ({ name: u.name, port: sys!.ports[u.name as keyof typeof sys.ports] as number, pid: u.child.pid })))
+      ? traceMemory(sys.processes.units.filter((u) => u.name !== "gateway" && u.name !== "inbound").map((u) => ({ name: u.name, port: sys!.ports[u.name as keyof TestSystem["ports"]], pid: u.child.pid })))
       : undefined;
     const cpuBefore = snapshot(Object.fromEntries(pids));
     const started = performance.now();
