@@ -48,7 +48,6 @@ export const contactEventJson = (e: ContactEvent) => ({
 
 const contactExportSchema = z
   .strictObject({
-    exportedAt: z.iso.datetime(),
     contact: contactSchema,
     properties: z.array(propertySchema).meta({ description: "The custom properties the contact has a value for, with their definitions." }),
     events: z.array(contactEventSchema).meta({ description: "Every event recorded for the contact (`POST /v1/events`), newest first." }),
@@ -134,7 +133,6 @@ export const registerContactExport: RouteModule = (app, deps) =>
     },
     handler: async (request, reply, { params }) => {
       const workspaceId = workspaceOf(request);
-      const exportedAt = new Date().toISOString();
       const { contact } = await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
       const c: Contact = contact!;
       const [definitions, events, emails, suppression] = await Promise.all([
@@ -152,7 +150,6 @@ export const registerContactExport: RouteModule = (app, deps) =>
         .map((p) => ({ apiSlug: p.slug, displayName: p.displayName || p.slug, type: PropertyType[p.type] as z.infer<typeof propertySchema>["type"], value: values[p.slug] }));
       const s = suppression.suppressed[0];
       return reply.send({
-        exportedAt,
         contact: contactJson(c),
         properties,
         events: events.map(contactEventJson),

@@ -41,9 +41,8 @@ import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
  */
 export const apiRoutes: RouteModule[] = [
   registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail,
-  // The email log and one contact's data (issue 26, DESIGN §9.3).
-  registerListEmails, registerContactExport,
-  registerContacts, registerContactsExport, registerContactItem, registerTemplates, registerTemplateItem,
+  registerListEmails,
+  registerContacts, registerContactsExport, registerContactItem, registerContactExport, registerTemplates, registerTemplateItem,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast].map(broadcastScope),
