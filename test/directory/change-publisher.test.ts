@@ -10,7 +10,9 @@ import { openMemoryStore } from "@mailroom/store/open.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { DIRECTORY_EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { CHANGE_OUTBOX_COLLECTION, ChangePublisher } from "../../services/directory/src/adapters/change-publisher.js";
+import { CHANGE_INTENTS_COLLECTION, CHANGE_OUTBOX_COLLECTION, ChangePublisher } from "../../services/directory/src/adapters/change-publisher.js";
+import { openStoreRepositories } from "../../services/directory/src/adapters/store.js";
+import { storeDirectory, TEST_SECRETS, type TestDirectory } from "../../services/directory/src/testing.js";
 import type { DirectoryEvent } from "../../services/directory/src/domain/changes.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,5 +58,78 @@ describe("directory change publisher", () => {
     await sleep(200);
     expect(await count()).toBe(3);
     await second.stop();
+  });
+});
+
+/**
+ * A process killed after a write committed and before its events were recorded: the write's
+ * intent, recorded before it, lets the next process rebuild exactly those events. Each step
+ * below runs once announcing normally and once "killed" (its events never recorded), and the
+ * recovered events must be the ones announced, id for id.
+ */
+describe("directory write intents", () => {
+  type Step = [string, (dir: TestDirectory) => Promise<unknown>];
+  const steps: Step[] = [
+    ["create", (d) => d.contacts.create("ws_a", { email: "ada@example.test", firstName: "Ada" })],
+    ["update", (d) => d.contacts.update("ws_a", { email: "ada@example.test", lastName: "King" })],
+    ["unsubscribe", (d) => d.suppressions.add("ws_a", "ada@example.test", "unsubscribed", "one-click")],
+    ["resubscribe", (d) => d.contacts.update("ws_a", { email: "ada@example.test", status: "SUBSCRIBED" })],
+    ["batch", (d) => d.contacts.batchUpsert("ws_a", [{ email: "new@example.test" }, { email: "ada@example.test", firstName: "Augusta" }])],
+    ["complaint", (d) => d.outcomes.record({ kind: "complaint", workspaceId: "ws_a", recipient: "new@example.test", detail: "abuse" })],
+    ["property", (d) => d.properties.create("ws_a", { slug: "plan", displayName: "Plan", type: "string" })],
+    ["member", (d) => d.members.add("ws_a", "owner@example.test")],
+    ["pause", (d) => d.workspaces.setSendingPaused("ws_a", true, "abuse report")],
+    ["delete", (d) => d.contacts.delete("ws_a", "ada@example.test")],
+    ["no-op", (d) => d.contacts.update("ws_a", { email: "new@example.test" })],
+  ];
+  const clock = () => {
+    let tick = Date.parse("2026-01-01T00:00:00Z");
+    return () => new Date((tick += 1000));
+  };
+  /** Ids of contacts and properties are random: events compared without them (a contact still shows its email). */
+  const comparable = (e: DirectoryEvent) => JSON.stringify(e, (key, value) => (key === "id" ? undefined : value));
+
+  it("rebuild, after a kill between a write and its events' record, the events that write announces", async () => {
+    const announced = new Map<string, string[]>();
+    {
+      let current: DirectoryEvent[] = [];
+      const dir = await storeDirectory(openMemoryStore(), { publishChanges: (e) => void current.push(...e), now: clock() });
+      await dir.workspaces.create({ id: "ws_a", name: "A" });
+      for (const [name, run] of steps) {
+        current = [];
+        await run(dir);
+        announced.set(name, current.map(comparable));
+      }
+    }
+    const store = openMemoryStore();
+    const publisher = ChangePublisher.open(store, new Promise<NatsConnection>(() => {}), logger);
+    // Every write's process "dies" after the write: its events are never recorded.
+    const dir = await storeDirectory(store, { publishChanges: () => {}, intendChanges: publisher.intend, now: clock() });
+    await dir.workspaces.create({ id: "ws_a", name: "A" });
+    const outbox = store.collection<{ _id: string; body: string }>(CHANGE_OUTBOX_COLLECTION);
+    const repositories = await openStoreRepositories(store, TEST_SECRETS);
+    const seen = new Set<string>();
+    for (const [name, run] of steps) {
+      await run(dir);
+      // (A no-op update never reaches the store: no write, no intent.)
+      expect(await store.collection(CHANGE_INTENTS_COLLECTION).countDocuments({}), name).toBe(name === "no-op" ? 0 : 1);
+      await publisher.recover(repositories);
+      expect(await store.collection(CHANGE_INTENTS_COLLECTION).countDocuments({}), name).toBe(0);
+      const recovered = (await outbox.find({}, { sort: { seq: 1 } })).filter((r) => !seen.has(r._id));
+      recovered.forEach((r) => seen.add(r._id));
+      expect(recovered.map((r) => comparable(JSON.parse(r.body) as DirectoryEvent)), name).toEqual(announced.get(name));
+    }
+    expect([...announced.values()].flat().length).toBeGreaterThan(10);
+    // Recovering a write whose events did go out rebuilds the same ids: the outbox keeps one record each.
+    const before = await outbox.countDocuments({});
+    await dir.contacts.update("ws_a", { email: "new@example.test", firstName: "Nu" });
+    await publisher.recover(repositories);
+    const last = await outbox.countDocuments({});
+    expect(last).toBe(before + 1);
+    const intent = { id: "again", at: new Date().toISOString(), workspaceId: "ws_a", kind: "contacts" as const, contacts: [] };
+    await publisher.intend(intent);
+    await publisher.recover(repositories);
+    expect(await outbox.countDocuments({})).toBe(last);
+    await Promise.race([publisher.stop(), sleep(200)]);
   });
 });

@@ -21,14 +21,18 @@ nats.catch((err) => logger.warn({ err }, "NATS unavailable: contact events are s
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "directory" });
 // Contact, property and member changes → DIRECTORY_EVENTS (webhooks); recorded first, published when NATS is there.
 const changes = ChangePublisher.open(store, nats.then(async (nc) => (await ensureMailStreams(nc, config.natsReplicas), nc)), logger);
+const repositories = await openStoreRepositories(store, secretKeysOf(config));
+// Writes cut short by the previous process's end: their events, rebuilt from the store.
+await changes.recover(repositories).catch((err) => logger.warn({ err }, "recovering write intents failed; the sweep retries"));
 changes.startSweep();
 const directory = createDirectory({
-  repositories: await openStoreRepositories(store, secretKeysOf(config)),
+  repositories,
   resolver: createResolver(settings.dnsServers),
   generateDkimKey: generateDkimKeyPair,
   dns: { spfInclude: settings.spfInclude, inboundMxHost: settings.inboundMxHost, bounceDomain: settings.bounceDomain },
   publishEvent: natsContactEventPublisher(nats, logger),
   publishChanges: changes.publish,
+  intendChanges: changes.intend,
 });
 
 if (settings.bootstrapFile) {

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/port.js";
 import { directoryEventSubject } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import type { DirectoryEvent, DirectoryEventPublisher } from "../domain/changes.js";
+import { eventsOfIntent, type ChangeIntent, type ChangeIntentRecorder, type DirectoryEvent, type DirectoryEventPublisher, type IntentState } from "../domain/changes.js";
 
 type Pending = {
   _id: string;
@@ -14,22 +14,33 @@ type Pending = {
   seq: number;
 };
 
+type IntentRecord = { _id: string; intent: string; createdAt: Date };
+
 export const CHANGE_OUTBOX_COLLECTION = "directory_event_outbox";
+export const CHANGE_INTENTS_COLLECTION = "directory_change_intents";
 const SWEEP_MS = 5_000;
+/** An intent older than this belongs to a write that died (a live one settles within milliseconds). */
+const ABANDONED_INTENT_MS = 60_000;
 
 /**
- * Publish-after-commit with a recovery path (not a transactional outbox): the store has no
- * transaction spanning two collections (a contact's write and an outbox row), and a read of
- * the contacts to find unannounced changes would scan every contact. So each event is
- * built once its write has committed (changes.ts), recorded here in directory_event_outbox,
- * published to JetStream with Nats-Msg-Id = the event id, and its record removed once
- * JetStream acknowledged it. Records left by a NATS outage, a failed publish or a process
- * that stopped are published again by the sweep (every few seconds and at start); the
- * event id makes that republish harmless (the stream drops a duplicate id, the webhooks
- * unit keeps one delivery per event and webhook). What is not covered: a process killed in
- * the few milliseconds between the contact's write and the record's insert loses that
- * change's events.
+ * Publish-after-commit with a recovery path for both gaps. The store has no transaction
+ * spanning two collections (a contact's write and an outbox row), so:
+ * - before a write, its intent (what it is about to change, the contacts as they were) is
+ *   recorded in directory_change_intents;
+ * - once the write committed, its events (changes.ts) are recorded here in
+ *   directory_event_outbox, which settles the intent, then published to JetStream with
+ *   Nats-Msg-Id = the event id, and their records removed once JetStream acknowledged them.
+ * Records left by a NATS outage, a failed publish or a stopped process are published again
+ * by the sweep (every few seconds and at start). Intents left by a process killed between a
+ * write and its events' record are recovered at start (and, from other processes, once a
+ * minute old): the events are rebuilt from the intent and what the store holds now — none if
+ * the write did not land. Event ids come from what was written, so a republish or a recovery
+ * of events that did go out is harmless (the stream drops a duplicate id, the webhooks unit
+ * keeps one delivery per event and webhook).
  */
+/** Date fields of a stored contact, workspace or member (the intent's JSON has them as strings). */
+const DATE_FIELDS = new Set(["createdAt", "updatedAt", "statusChangedAt", "at", "unsubscribedAt"]);
+
 export class ChangePublisher {
   private recording: Promise<void> = Promise.resolve();
   private flushAgain = false;
@@ -41,8 +52,11 @@ export class ChangePublisher {
   /** The sweep reads the oldest records by `seq`: without this index each page of 500 sorted every record. */
   private readonly indexed: Promise<void>;
 
+  private recovery?: IntentState;
+
   private constructor(
     private readonly outbox: Collection<Pending>,
+    private readonly intents: Collection<IntentRecord>,
     private readonly js: Promise<JetStreamClient>,
     private readonly logger: Logger,
   ) {
@@ -53,22 +67,57 @@ export class ChangePublisher {
   static open(store: Store, connection: Promise<NatsConnection>, logger: Logger): ChangePublisher {
     const js = connection.then((nc) => jetstream(nc));
     js.catch(() => {});
-    const publisher = new ChangePublisher(store.collection<Pending>(CHANGE_OUTBOX_COLLECTION), js, logger);
+    const publisher = new ChangePublisher(store.collection<Pending>(CHANGE_OUTBOX_COLLECTION), store.collection<IntentRecord>(CHANGE_INTENTS_COLLECTION), js, logger);
     return publisher;
   }
 
+  /** Before a write: throws when the intent cannot be stored (then the write is not made). */
+  readonly intend: ChangeIntentRecorder = async (intent: ChangeIntent) => {
+    await this.intents.insertOne({ _id: intent.id, intent: JSON.stringify(intent), createdAt: new Date(intent.at) });
+  };
+
   /** For the directory's use cases: never throws, keeps the order of the writes. */
-  readonly publish: DirectoryEventPublisher = (events: DirectoryEvent[]) => {
+  readonly publish: DirectoryEventPublisher = (events: DirectoryEvent[], settles?: ChangeIntent) => {
     const now = new Date();
     const pending = events.map((e) => ({ _id: e.id, subject: directoryEventSubject(e.type), body: JSON.stringify(e), createdAt: now, seq: now.getTime() * 1000 + (this.seq++ % 1000) }));
     const recorded = this.recording
       .then(() => this.record(pending))
-      .catch((err) => this.logger.warn({ err, events: pending.map((p) => p._id) }, "directory events not recorded"));
-    this.recording = recorded;
+      .catch((err) => {
+        this.logger.warn({ err, events: pending.map((p) => p._id) }, "directory events not recorded");
+        throw err;
+      });
+    this.recording = recorded.catch(() => undefined);
+    // Settled once its events are recorded (a failure leaves the intent to recovery). Not
+    // awaited by the write: an intent left over only costs a recovery that changes nothing.
+    if (settles) void recorded.then(() => this.intents.deleteOne({ _id: settles.id })).catch(() => undefined);
     // Not awaited: while NATS is away the records keep being written (flush waits for it).
-    void recorded.then(() => this.flush());
-    return recorded;
+    void recorded.then(() => this.flush(), () => undefined);
+    return recorded.catch(() => undefined);
   };
+
+  /**
+   * Recovers the intents of writes whose process stopped before their events were recorded:
+   * every intent now, then (other processes' leftovers) those a minute old on each sweep.
+   * `state` reads the store without emitting.
+   */
+  async recover(state: IntentState, olderThanMs = 0): Promise<number> {
+    this.recovery = state;
+    const before = new Date(Date.now() - olderThanMs);
+    let recovered = 0;
+    for (;;) {
+      const left = await this.intents.find({ createdAt: { $lt: before } }, { limit: 100 });
+      if (!left.length) return recovered;
+      for (const record of left) {
+        const intent = JSON.parse(record.intent, (k, v) => (typeof v === "string" && DATE_FIELDS.has(k) ? new Date(v) : v)) as ChangeIntent;
+        const events = await eventsOfIntent(intent, state);
+        if (events.length) this.logger.warn({ intent: intent.id, events: events.map((e) => e.type) }, "recovered the events of a write whose process stopped before recording them");
+        await this.record(events.map((e) => ({ _id: e.id, subject: directoryEventSubject(e.type), body: JSON.stringify(e), createdAt: new Date(), seq: Date.now() * 1000 + (this.seq++ % 1000) })));
+        await this.intents.deleteOne({ _id: record._id });
+        recovered++;
+      }
+      void this.flush();
+    }
+  }
 
   /** Records written so far, published (coalesced: one pass at a time). */
   flush(): Promise<void> {
@@ -114,6 +163,7 @@ export class ChangePublisher {
   startSweep(): void {
     const tick = async () => {
       if (this.stopped) return;
+      if (this.recovery) await this.recover(this.recovery, ABANDONED_INTENT_MS).catch((err) => this.logger.warn({ err }, "recovering write intents failed; the next sweep retries"));
       await this.flush();
       if (this.stopped) return;
       this.timer = setTimeout(tick, SWEEP_MS);

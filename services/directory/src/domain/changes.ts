@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { contactStatus, type Contact, type ContactProperty, type Member, type Workspace } from "./model.js";
 import type { ContactChange, ContactRepository, ContactWrite, MemberRepository, PropertyRepository, WorkspaceRepository } from "./ports.js";
 
@@ -37,7 +37,26 @@ export interface DirectoryEvent {
  * returns (the events recorded for publishing), so a write's answer means its events will
  * go out, and a bulk import cannot run ahead of its events' records in memory.
  */
-export type DirectoryEventPublisher = (events: DirectoryEvent[]) => void | Promise<void>;
+export type DirectoryEventPublisher = (events: DirectoryEvent[], settles?: ChangeIntent) => void | Promise<void>;
+
+/**
+ * What a write is about to change, recorded before it: a process killed after the write
+ * committed and before its events were recorded leaves the intent behind, and recovery
+ * (`eventsOfIntent`, from the intent and what the store holds now) rebuilds exactly the
+ * events the write would have announced — the same ids, so a write whose events did go out
+ * is announced once. Publishing the events settles (removes) the intent.
+ */
+export type ChangeIntent = { id: string; at: string; workspaceId: string } & (
+  | { kind: "contacts"; reason?: StatusReason; deleting?: boolean; contacts: Array<{ id: string; before: Contact | null }> }
+  | { kind: "property"; propertyId: string; version: string }
+  | { kind: "member"; member: Member }
+  | { kind: "workspace"; before: Workspace }
+);
+
+/** Records an intent before its write (throws when it cannot: then nothing is written). */
+export type ChangeIntentRecorder = (intent: ChangeIntent) => Promise<void>;
+
+type IntentBody = ChangeIntent extends infer I ? (I extends ChangeIntent ? Omit<I, "id" | "at"> : never) : never;
 
 /** Why a contact's status left or returned to SUBSCRIBED. */
 export type StatusReason = "unsubscribed" | "complaint" | "status_changed";
@@ -174,18 +193,89 @@ function applied(existing: Contact, change: ContactChange): Contact {
   return { ...existing, ...change.fields, properties, updatedAt: change.updatedAt };
 }
 
-/** The contact store, emitting after each write it made. */
-export class EmittingContactRepository implements ContactRepository {
+/** What the store holds now, for recovering an intent (the repositories without emission). */
+export interface IntentState {
+  contacts: Pick<ContactRepository, "findById">;
+  properties: Pick<PropertyRepository, "find">;
+  members: Pick<MemberRepository, "list">;
+  workspaces: Pick<WorkspaceRepository, "find">;
+}
+
+/** The events an intent's write announced, judged from what the store holds now (none when it did not land). */
+export async function eventsOfIntent(intent: ChangeIntent, state: IntentState): Promise<DirectoryEvent[]> {
+  switch (intent.kind) {
+    case "contacts": {
+      const events: DirectoryEvent[] = [];
+      for (const { id, before } of intent.contacts) {
+        const now = await state.contacts.findById(intent.workspaceId, id);
+        if (!before) {
+          if (now) events.push(...createdEvents(now));
+        } else if (intent.deleting) {
+          if (!now) events.push(...deletedEvents(before, new Date(intent.at)));
+        } else if (now && time(now.updatedAt) !== time(before.updatedAt)) {
+          events.push(...updatedEvents(before, now, intent.reason));
+        }
+      }
+      return events;
+    }
+    case "property": {
+      const now = await state.properties.find(intent.propertyId);
+      return now && time(now.updatedAt ?? now.createdAt) !== intent.version ? propertyEvents(now) : [];
+    }
+    case "member": {
+      const members = await state.members.list(intent.workspaceId, 10_000);
+      return members.some((m) => m._id === intent.member._id) ? memberEvents(intent.member) : [];
+    }
+    case "workspace": {
+      const now = await state.workspaces.find(intent.workspaceId);
+      return now ? workspaceEvents(intent.before, now) : [];
+    }
+  }
+}
+
+/**
+ * Runs one write between its intent and its events: the intent is recorded first, the
+ * events (built from the write's answer) settle it; a write that changed nothing settles it
+ * with none.
+ */
+class Announcer {
   constructor(
-    private readonly inner: ContactRepository,
     private readonly publish: DirectoryEventPublisher,
+    private readonly intend: ChangeIntentRecorder | undefined,
     private readonly now: () => Date,
   ) {}
 
-  async insert(contact: Contact): Promise<boolean> {
-    const ok = await this.inner.insert(contact);
-    if (ok) await this.publish(createdEvents(contact));
-    return ok;
+  async around<R>(body: IntentBody, write: () => Promise<R>, eventsOf: (result: R, at: Date) => DirectoryEvent[]): Promise<R> {
+    const intent = { ...body, id: randomUUID(), at: this.now().toISOString() } as ChangeIntent;
+    if (this.intend) await this.intend(intent);
+    // A write that throws may still have committed (an answer lost on the way): its intent
+    // stays for the sweep's recovery, which judges from the store.
+    const result = await write();
+    const events = eventsOf(result, new Date(intent.at));
+    if (events.length || this.intend) await this.publish(events, this.intend ? intent : undefined);
+    return result;
+  }
+}
+
+/** The contact store, emitting after each write it made. */
+export class EmittingContactRepository implements ContactRepository {
+  private readonly announcer: Announcer;
+
+  constructor(
+    private readonly inner: ContactRepository,
+    publish: DirectoryEventPublisher,
+    private readonly now: () => Date,
+    intend?: ChangeIntentRecorder,
+  ) {
+    this.announcer = new Announcer(publish, intend, now);
+  }
+
+  insert(contact: Contact): Promise<boolean> {
+    return this.announcer.around(
+      { kind: "contacts", workspaceId: contact.workspaceId, contacts: [{ id: contact._id, before: null }] },
+      () => this.inner.insert(contact),
+      (ok) => (ok ? createdEvents(contact) : []),
+    );
   }
 
   findByEmail(workspaceId: string, emailLower: string) {
@@ -198,15 +288,22 @@ export class EmittingContactRepository implements ContactRepository {
 
   async update(workspaceId: string, id: string, change: ContactChange, before?: Contact): Promise<Contact | null> {
     const prior = before ?? (await this.inner.findById(workspaceId, id));
-    const after = await this.inner.update(workspaceId, id, change);
-    if (after && prior) await this.publish(updatedEvents(prior, after));
-    return after;
+    if (!prior) return this.inner.update(workspaceId, id, change);
+    return this.announcer.around(
+      { kind: "contacts", workspaceId, contacts: [{ id, before: prior }] },
+      () => this.inner.update(workspaceId, id, change),
+      (after) => (after ? updatedEvents(prior, after) : []),
+    );
   }
 
   async delete(workspaceId: string, id: string): Promise<void> {
     const prior = await this.inner.findById(workspaceId, id);
-    await this.inner.delete(workspaceId, id);
-    if (prior) await this.publish(deletedEvents(prior, this.now()));
+    if (!prior) return this.inner.delete(workspaceId, id);
+    return this.announcer.around(
+      { kind: "contacts", workspaceId, deleting: true, contacts: [{ id, before: prior }] },
+      () => this.inner.delete(workspaceId, id),
+      (_, at) => deletedEvents(prior, at),
+    );
   }
 
   page(...args: Parameters<ContactRepository["page"]>) {
@@ -219,9 +316,12 @@ export class EmittingContactRepository implements ContactRepository {
 
   async unsubscribe(workspaceId: string, emailLower: string, at: Date, reason: StatusReason = "unsubscribed", asOf?: Date): Promise<Contact | null> {
     const prior = await this.inner.findByEmail(workspaceId, emailLower);
-    const after = await this.inner.unsubscribe(workspaceId, emailLower, at, undefined, asOf);
-    if (after && prior) await this.publish(updatedEvents(prior, after, reason));
-    return after;
+    if (!prior) return this.inner.unsubscribe(workspaceId, emailLower, at, undefined, asOf);
+    return this.announcer.around(
+      { kind: "contacts", workspaceId, reason, contacts: [{ id: prior._id, before: prior }] },
+      () => this.inner.unsubscribe(workspaceId, emailLower, at, undefined, asOf),
+      (after) => (after ? updatedEvents(prior, after, reason) : []),
+    );
   }
 
   findManyByEmail(workspaceId: string, emailsLower: string[]) {
@@ -235,9 +335,21 @@ export class EmittingContactRepository implements ContactRepository {
       const prior = w.before ?? (await this.inner.findById(workspaceId, w.id));
       if (prior) priors.set(w.id, prior);
     }
-    const ok = await this.inner.upsertMany(workspaceId, writes);
-    // When the plan did not hold, only the writes the store shows as made are announced.
-    const landed = ok ? undefined : new Map((await this.inner.findManyByEmail(workspaceId, writes.map((w) => ("insert" in w ? w.insert.emailLower : (priors.get(w.id)?.emailLower ?? ""))).filter(Boolean))).map((c) => [c._id, c]));
+    const contacts = writes.map((w) => ("insert" in w ? { id: w.insert._id, before: null } : { id: w.id, before: priors.get(w.id) ?? null })).filter((c, i) => "insert" in writes[i]! || c.before);
+    let landed: Map<string, Contact> | undefined;
+    return this.announcer.around(
+      { kind: "contacts", workspaceId, contacts },
+      async () => {
+        const ok = await this.inner.upsertMany(workspaceId, writes);
+        // When the plan did not hold, only the writes the store shows as made are announced.
+        landed = ok ? undefined : new Map((await this.inner.findManyByEmail(workspaceId, writes.map((w) => ("insert" in w ? w.insert.emailLower : (priors.get(w.id)?.emailLower ?? ""))).filter(Boolean))).map((c) => [c._id, c]));
+        return ok;
+      },
+      () => this.batchEvents(writes, priors, landed),
+    );
+  }
+
+  private batchEvents(writes: ContactWrite[], priors: Map<string, Contact>, landed: Map<string, Contact> | undefined): DirectoryEvent[] {
     const events: DirectoryEvent[] = [];
     for (const w of writes) {
       if ("insert" in w) {
@@ -250,24 +362,33 @@ export class EmittingContactRepository implements ContactRepository {
       if (landed && (!stored || time(stored.updatedAt) !== time(w.change.updatedAt))) continue;
       events.push(...updatedEvents(prior, stored ?? applied(prior, w.change)));
     }
-    if (events.length) await this.publish(events);
-    return ok;
+    return events;
   }
 }
 
 export class EmittingPropertyRepository implements PropertyRepository {
-  constructor(private readonly inner: PropertyRepository, private readonly publish: DirectoryEventPublisher) {}
+  private readonly announcer: Announcer;
 
-  async insert(property: ContactProperty): Promise<boolean> {
-    const ok = await this.inner.insert(property);
-    if (ok) await this.publish(propertyEvents(property));
-    return ok;
+  constructor(private readonly inner: PropertyRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
+    this.announcer = new Announcer(publish, intend, now);
+  }
+
+  insert(property: ContactProperty): Promise<boolean> {
+    return this.announcer.around(
+      { kind: "property", workspaceId: property.workspaceId, propertyId: property._id, version: "absent" },
+      () => this.inner.insert(property),
+      (ok) => (ok ? propertyEvents(property) : []),
+    );
   }
 
   async update(...args: Parameters<PropertyRepository["update"]>): Promise<ContactProperty | null> {
-    const after = await this.inner.update(...args);
-    if (after) await this.publish(propertyEvents(after));
-    return after;
+    const prior = await this.inner.find(args[0]);
+    if (!prior) return this.inner.update(...args);
+    return this.announcer.around(
+      { kind: "property", workspaceId: prior.workspaceId, propertyId: prior._id, version: time(prior.updatedAt ?? prior.createdAt) },
+      () => this.inner.update(...args),
+      (after) => (after ? propertyEvents(after) : []),
+    );
   }
 
   find(id: string) {
@@ -284,12 +405,16 @@ export class EmittingPropertyRepository implements PropertyRepository {
 }
 
 export class EmittingMemberRepository implements MemberRepository {
-  constructor(private readonly inner: MemberRepository, private readonly publish: DirectoryEventPublisher) {}
+  private readonly announcer: Announcer;
+
+  constructor(private readonly inner: MemberRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
+    this.announcer = new Announcer(publish, intend, now);
+  }
 
   async ensure(member: Member): Promise<void> {
     const known = (await this.inner.list(member.workspaceId, 10_000)).some((m) => m._id === member._id);
-    await this.inner.ensure(member);
-    if (!known) await this.publish(memberEvents(member));
+    if (known) return this.inner.ensure(member);
+    return this.announcer.around({ kind: "member", workspaceId: member.workspaceId, member }, () => this.inner.ensure(member), () => memberEvents(member));
   }
 
   remove(id: string) {
@@ -302,7 +427,11 @@ export class EmittingMemberRepository implements MemberRepository {
 }
 
 export class EmittingWorkspaceRepository implements WorkspaceRepository {
-  constructor(private readonly inner: WorkspaceRepository, private readonly publish: DirectoryEventPublisher) {}
+  private readonly announcer: Announcer;
+
+  constructor(private readonly inner: WorkspaceRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
+    this.announcer = new Announcer(publish, intend, now);
+  }
 
   insert(workspace: Workspace) {
     return this.inner.insert(workspace);
@@ -315,12 +444,12 @@ export class EmittingWorkspaceRepository implements WorkspaceRepository {
   async update(id: string, changes: Partial<Omit<Workspace, "_id">>): Promise<Workspace | null> {
     const watched = "sendingPaused" in changes || "banned" in changes;
     const prior = watched ? await this.inner.find(id) : null;
-    const after = await this.inner.update(id, changes);
-    if (after && prior) {
-      const events = workspaceEvents(prior, after);
-      if (events.length) await this.publish(events);
-    }
-    return after;
+    if (!prior) return this.inner.update(id, changes);
+    return this.announcer.around(
+      { kind: "workspace", workspaceId: id, before: prior },
+      () => this.inner.update(id, changes),
+      (after) => (after ? workspaceEvents(prior, after) : []),
+    );
   }
 
   list(limit: number) {

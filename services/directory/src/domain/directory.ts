@@ -14,7 +14,7 @@ import { Bootstrap } from "./bootstrap.js";
 import type { DnsPolicy } from "./dns-policy.js";
 import type { ContactEventPublisher, DirectoryRepositories, DkimKeyGenerator, TxtResolver } from "./ports.js";
 import { systemClock, type Clock } from "./validation.js";
-import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, EmittingWorkspaceRepository, type DirectoryEventPublisher } from "./changes.js";
+import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, EmittingWorkspaceRepository, type ChangeIntentRecorder, type DirectoryEventPublisher } from "./changes.js";
 
 export interface DirectoryDeps {
   repositories: DirectoryRepositories;
@@ -26,6 +26,8 @@ export interface DirectoryDeps {
   publishEvent?: ContactEventPublisher;
   /** Where contact, property and member changes are announced once written (webhooks; changes.ts). */
   publishChanges?: DirectoryEventPublisher;
+  /** Records each write's intent before it (with publishChanges: events survive a crash between a write and their record). */
+  intendChanges?: ChangeIntentRecorder;
   now?: Clock;
 }
 
@@ -59,10 +61,10 @@ export function createDirectory(deps: DirectoryDeps): Directory {
   const repos = publish
     ? {
         ...deps.repositories,
-        contacts: new EmittingContactRepository(deps.repositories.contacts, publish, now),
-        properties: new EmittingPropertyRepository(deps.repositories.properties, publish),
-        members: new EmittingMemberRepository(deps.repositories.members, publish),
-        workspaces: new EmittingWorkspaceRepository(deps.repositories.workspaces, publish),
+        contacts: new EmittingContactRepository(deps.repositories.contacts, publish, now, deps.intendChanges),
+        properties: new EmittingPropertyRepository(deps.repositories.properties, publish, deps.intendChanges, now),
+        members: new EmittingMemberRepository(deps.repositories.members, publish, deps.intendChanges, now),
+        workspaces: new EmittingWorkspaceRepository(deps.repositories.workspaces, publish, deps.intendChanges, now),
       }
     : deps.repositories;
   const policy: DnsPolicy = {
