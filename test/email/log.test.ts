@@ -2,12 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseCsv } from "csv-parse/sync";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
+import { DeliveryState, WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { startReceiver } from "../webhooks/receiver.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
 /**
  * The email log, its CSV export, one contact's data export and its erasure (issue 26, DESIGN
  * §9.3) through the public HTTP API, against the real processes (directory, renderer, email,
- * delivery, gateway), nats-server and an SMTP sink.
+ * delivery, webhooks, gateway), nats-server and an SMTP sink.
  */
 
 const KEY = "mr_test_log_1";
@@ -78,7 +80,7 @@ describe("the email log, exports and erasure over the public API", () => {
   beforeAll(async () => {
     sys = await startSystem({
       bootstrap,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["directory", "renderer", "email", "delivery", "webhooks", "gateway"],
       env: { MAILROOM_SCHEDULER_INTERVAL_MS: "200" },
     });
     // Mailboxes at bounce.test do not exist: their emails end FAILED.
@@ -254,8 +256,17 @@ describe("the email log, exports and erasure over the public API", () => {
   describe("DELETE /v1/contacts/:id?erase=true", () => {
     it("erases the contact, its events and emails, keeps a hashed suppression, and a later send is suppressed", async () => {
       const address = "erase.me@log.test";
+      // A webhook that has received the contact's CONTACT_CREATED (its body holds the address).
+      const receiver = await startReceiver();
+      const hook = await api("POST", "/v1/webhooks", { url: receiver.url, events: ["CONTACT_CREATED"] });
+      expect(hook.status, JSON.stringify(hook.body)).toBeLessThan(300);
       const created = await api("POST", "/v1/contacts", { properties: { email: "Erase.Me@log.test", plan: "team" } });
       const id = created.body.contact.id;
+      const webhooks = connectClient(WebhookService, `http://127.0.0.1:${sys.ports.webhooks}`);
+      const finished = async () => (await webhooks.listContactDeliveries({ workspaceId: "ws_log", contactId: id })).deliveries.filter((d) => d.state !== DeliveryState.PENDING);
+      for (let i = 0; i < 200 && (await finished()).length === 0; i++) await sleep(100);
+      expect(receiver.received.map((r) => r.event.type)).toContain("CONTACT_CREATED");
+      expect(await finished()).toHaveLength(1);
       await api("POST", "/v1/events", { event: "user.signup", identify: { email: address } });
       const delivered = await send(`Erase Me <${address}>`, { subject: "Your receipt" });
       await statusBecomes(delivered.id, "DELIVERED");
@@ -271,7 +282,9 @@ describe("the email log, exports and erasure over the public API", () => {
 
       const erased = await api("DELETE", `/v1/contacts/${id}?erase=true`);
       expect(erased.status, JSON.stringify(erased.body)).toBe(200);
-      expect(erased.body).toMatchObject({ isDeleted: true, contact: { id, properties: { email: "Erase.Me@log.test" } }, erased: { emails: 2, events: 1 } });
+      expect(erased.body).toMatchObject({ isDeleted: true, contact: { id, properties: { email: "Erase.Me@log.test" } }, erased: { emails: 2, events: 1, webhookDeliveries: 1 } });
+      expect(await finished()).toHaveLength(0);
+      await receiver.close();
 
       // Nothing listable names the address any more.
       expect((await api("GET", `/v1/contacts/${id}`)).status).toBe(404);

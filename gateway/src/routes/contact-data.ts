@@ -108,10 +108,18 @@ export async function eraseContact(deps: GatewayDeps, request: FastifyRequest, w
     request.log.warn({ err, contactId: contact!.id }, "erasing the emails a second time failed (the first pass and the suppression are done)");
     return { emailsErased: 0n };
   });
+  // Webhook deliveries already made about the contact carry its data in their bodies.
+  const webhookDeliveries = await deps.clients.webhooks.eraseContactDeliveries({ workspaceId, contactId: contact!.id }, rpcOptions(request)).then(
+    (r) => Number(r.erased),
+    (err) => {
+      request.log.warn({ err, contactId: contact!.id }, "erasing the contact's webhook deliveries failed (they expire with the delivery log)");
+      return 0;
+    },
+  );
   return {
     isDeleted: true as const,
     contact: contactJson(deleted.contact!),
-    erased: { emails: Number(first.emailsErased + late.emailsErased), events: Number(deleted.eventsErased) },
+    erased: { emails: Number(first.emailsErased + late.emailsErased), events: Number(deleted.eventsErased), webhookDeliveries },
   };
 }
 

@@ -104,6 +104,7 @@ export const contactDeletedSchema = z
       .strictObject({
         emails: z.number().int().min(0).meta({ description: "Email records (with their content) to the address that were erased." }),
         events: z.number().int().min(0).meta({ description: "The contact's events that were erased." }),
+        webhookDeliveries: z.number().int().min(0).meta({ description: "Finished webhook deliveries of events about the contact that were erased (their bodies held its data)." }),
       })
       .optional()
       .meta({ description: "With `erase=true`: what was erased besides the contact. The address is kept only as a hashed suppression." }),

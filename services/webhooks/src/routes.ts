@@ -110,6 +110,7 @@ export function webhookRoutes(webhooks: Webhooks) {
       listDeliveries: async (req) => ({
         deliveries: (await webhooks.listDeliveries(req.workspaceId, req.webhookId, req.limit)).map(protoDelivery),
       }),
+      eraseContactDeliveries: async (req) => ({ erased: BigInt(await webhooks.eraseContactDeliveries(req.workspaceId, req.contactId)) }),
       listContactDeliveries: async (req) => ({
         deliveries: (await webhooks.listContactDeliveries(req.workspaceId, req.contactId, req.limit)).map(protoDelivery),
       }),

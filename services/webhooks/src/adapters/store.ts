@@ -254,6 +254,12 @@ export class CollectionDeliveryStore implements DeliveryStore {
     return docs.map(toDelivery);
   }
 
+  async eraseFinishedForContact(workspaceId: string, contactId: string): Promise<number> {
+    // Finished deliveries have left the outbox; one being sent or due keeps its body until it ends.
+    const { deletedCount } = await this.deliveries.deleteMany({ workspaceId, contactId, outbox: { $exists: false } });
+    return deletedCount;
+  }
+
   async redeliver(workspaceId: string, webhookId: string, id: string, now: Date): Promise<Delivery | null> {
     const doc = await this.deliveries.findOneAndUpdate(
       { _id: id, webhookId, workspaceId, outbox: { $ne: "claimed" } },

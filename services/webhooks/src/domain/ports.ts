@@ -69,6 +69,8 @@ export interface DeliveryStore {
   list(workspaceId: string, webhookId: string, limit: number): Promise<Delivery[]>;
   /** The workspace's deliveries of events about one contact, to any webhook, newest first. */
   listForContact(workspaceId: string, contactId: string, limit: number): Promise<Delivery[]>;
+  /** Deletes the workspace's finished deliveries of events about one contact; answers how many. */
+  eraseFinishedForContact(workspaceId: string, contactId: string): Promise<number>;
   /** CAS: a delivery not being sent right now becomes due at `now` with a fresh retry schedule. */
   redeliver(workspaceId: string, webhookId: string, id: string, now: Date): Promise<Delivery | null>;
   deleteForWebhook(webhookId: string): Promise<void>;

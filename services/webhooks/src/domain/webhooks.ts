@@ -157,6 +157,13 @@ export class Webhooks {
     return this.deps.deliveries.listForContact(workspaceId, contactId, n);
   }
 
+  /** A contact's erasure: its finished deliveries (bodies holding its data) are dropped. */
+  async eraseContactDeliveries(workspaceId: string, contactId: string): Promise<number> {
+    assertWorkspace(workspaceId);
+    if (typeof contactId !== "string" || !contactId || contactId.length > 100) throw badRequest("invalid_payload", "contactId is required");
+    return this.deps.deliveries.eraseFinishedForContact(workspaceId, contactId);
+  }
+
   /** Sends one delivery again now: same body and webhook-id, a fresh retry schedule. */
   async redeliver(workspaceId: string, webhookId: string, deliveryId: string): Promise<Delivery> {
     const webhook = await this.get(workspaceId, webhookId);
