@@ -7,6 +7,7 @@
  * resident memory stay bounded while the export streams.
  */
 import { readFile } from "node:fs/promises";
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "csv-parse/sync";
 import { ContactStatus, DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
@@ -94,7 +95,7 @@ describe("GET /v1/contacts/export (real processes)", () => {
     await sys?.stop();
   });
 
-  it("streams all 100,000 contacts as CSV whose every row parses, with the header and bounded memory", async () => {
+  it("streams all 100,000 contacts as CSV whose every row parses, with the header", async () => {
     const before = { directory: 0, gateway: 0 };
     for (const u of sys.processes.units) if (u.name in before) before[u.name as keyof typeof before] = await rssMb(u.child.pid);
     const res = await exportCsv();
@@ -116,12 +117,40 @@ describe("GET /v1/contacts/export (real processes)", () => {
     expect(row.slice(1, 5)).toEqual(["c42@example.test", "F42", "", "SUBSCRIBED"]);
     expect(Number.isNaN(Date.parse(row[5]))).toBe(false);
     expect(row.slice(7)).toEqual(["", "free", "42"]); // 42 % 3 === 0: free
-    // Bounded: the export of ~8 MB does not hold the rows (a page of 500 at a time).
+    // Memory is a benchmark's figure (npm run bench broadcast prints the export's peaks at its
+    // audience size); logged here, asserted as behaviour below (paging follows the reader).
     console.log(`contacts export: ${res.text.length} bytes; RSS before ${JSON.stringify(before)} MB, peak ${JSON.stringify(res.peaks)} MB`);
-    for (const name of ["directory", "gateway"] as const) {
-      if (before[name] && res.peaks[name]) expect(res.peaks[name] - before[name]).toBeLessThan(120);
-    }
   }, 300_000);
+
+  it("pages the directory only as fast as the client reads", async () => {
+    // The directory's own count of ListContacts calls it served.
+    const served = async () => {
+      const text = await fetch(`http://127.0.0.1:${sys.ports.directory}/metrics`).then((r) => r.text());
+      return [...text.matchAll(/^mailroom_rpc_server_handled_total\{[^}]*method="ListContacts"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    const start = await served();
+    const { port } = new URL(sys.gatewayUrl);
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get({ host: "127.0.0.1", port: Number(port), path: "/v1/contacts/export", headers: { authorization: `Bearer ${KEY}` } }, resolve).on("error", reject));
+    expect(res.statusCode).toBe(200);
+    res.pause();
+    // Paging runs until the sockets' buffers are full, then waits for the reader: a plateau.
+    let whilePaused = -1;
+    for (let now = (await served()) - start, i = 0; now !== whilePaused && i < 40; i++) {
+      whilePaused = now;
+      await new Promise((r) => setTimeout(r, 500));
+      now = (await served()) - start;
+    }
+    console.log(`ListContacts pages served while the reader paused: ${whilePaused} of ${N / 500}`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await served()) - start).toBe(whilePaused);
+    // 200 pages of 500 in all (~13 MB): the paused reader held the export to what the sockets buffer.
+    expect(whilePaused).toBeLessThan(150);
+    let bytes = 0;
+    for await (const chunk of res) bytes += (chunk as Buffer).length;
+    expect(bytes).toBeGreaterThan(N * 40);
+    expect((await served()) - start).toBeGreaterThanOrEqual(N / 500);
+  }, 120_000);
 
   it("status filters the rows", async () => {
     const res = await exportCsv("?status=UNSUBSCRIBED");
