@@ -4,59 +4,43 @@
  * 127.0.0.1 that checks the client's signature (`X-SMASHSEND-SIGNATURE`) and the Standard
  * Webhooks one. Each change arrives once, even when its JetStream message is redelivered.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats, type NatsConnection } from "@mailroom/kit";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
 import { DIRECTORY_EVENTS_STREAM, directoryEventSubject } from "@mailroom/pipeline/subjects.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { startReceiver, type Received } from "../webhooks/receiver.js";
 import { verifyClientSignature, verifyStandardWebhook } from "../webhooks/verify.js";
 
 const WS = "ws_hooks";
 const KEY = `mr_test_${WS}_1`;
 const EVENTS = ["CONTACT_CREATED", "CONTACT_UPDATED", "CONTACT_DELETED", "CONTACT_UNSUBSCRIBED", "CONTACT_RESUBSCRIBED", "CONTACT_PROPERTY_UPDATED"];
 
-interface Got {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  json: { id: string; type: string; createdAt: string; workspaceId: string; data: any };
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("contact events → webhooks (real processes)", () => {
   let sys: TestSystem;
   let nc: NatsConnection;
-  let server: http.Server;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let url = "";
   let token = "";
-  const got: Got[] = [];
+  const got = () => receiver.received;
   const api = (method: string, path: string, body?: unknown) => sys.api(method, path, { key: KEY, body });
 
-  async function waitFor(what: string, pick: (g: Got) => boolean, timeoutMs = 20_000): Promise<Got> {
+  async function waitFor(what: string, pick: (g: Received) => boolean, timeoutMs = 20_000): Promise<Received> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const hit = got.find(pick);
+      const hit = got().find(pick);
       if (hit) return hit;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got.map((g) => g.json.type).join(", ")}\n${await sys.log("directory", 30)}\n${await sys.log("webhooks", 30)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got().map((g) => g.event.type).join(", ")}\n${await sys.log("directory", 30)}\n${await sys.log("webhooks", 30)}`);
       await sleep(25);
     }
   }
 
   beforeAll(async () => {
-    server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c) => chunks.push(c));
-      req.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        got.push({ headers: req.headers, body, json: JSON.parse(body) });
-        res.writeHead(200).end("ok");
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    receiver = await startReceiver();
+    url = receiver.url;
     sys = await startSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
@@ -73,15 +57,14 @@ describe("contact events → webhooks (real processes)", () => {
   afterAll(async () => {
     await nc?.drain();
     await sys?.stop();
-    server?.closeAllConnections();
-    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    await receiver?.close();
   });
 
-  const signed = (g: Got) => {
+  const signed = (g: Received) => {
     expect(verifyClientSignature(g.body, g.headers["x-smashsend-signature"] as string, token)).toBe(true);
     expect(verifyStandardWebhook(g.body, g.headers, token)).toBe(true);
-    expect(g.json.workspaceId).toBe(WS);
-    expect(Number.isNaN(Date.parse(g.json.createdAt))).toBe(false);
+    expect(g.event.workspaceId).toBe(WS);
+    expect(Number.isNaN(Date.parse(g.event.createdAt))).toBe(false);
   };
 
   let contactId = "";
@@ -91,18 +74,18 @@ describe("contact events → webhooks (real processes)", () => {
     const res = await api("POST", "/v1/contacts", { properties: { email, firstName: "Ada" } });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     contactId = res.body.contact.id;
-    const hit = await waitFor("CONTACT_CREATED", (g) => g.json.type === "CONTACT_CREATED" && g.json.data.contact?.id === contactId);
+    const hit = await waitFor("CONTACT_CREATED", (g) => g.event.type === "CONTACT_CREATED" && g.event.data.contact?.id === contactId);
     signed(hit);
-    expect(hit.json.data.contact).toEqual((await api("GET", `/v1/contacts/${contactId}`)).body.contact);
+    expect(hit.event.data.contact).toEqual((await api("GET", `/v1/contacts/${contactId}`)).body.contact);
   });
 
   it("CONTACT_UPDATED names the fields that changed", async () => {
     const res = await api("PUT", `/v1/contacts/${contactId}`, { properties: { firstName: "Augusta", lastName: "King" } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const hit = await waitFor("CONTACT_UPDATED", (g) => g.json.type === "CONTACT_UPDATED" && g.json.data.contact?.properties?.firstName === "Augusta");
+    const hit = await waitFor("CONTACT_UPDATED", (g) => g.event.type === "CONTACT_UPDATED" && g.event.data.contact?.properties?.firstName === "Augusta");
     signed(hit);
-    expect(hit.json.data.changes.sort()).toEqual(["firstName", "lastName"]);
-    expect(hit.json.data.contact).toEqual((await api("GET", `/v1/contacts/${contactId}`)).body.contact);
+    expect(hit.event.data.changes.sort()).toEqual(["firstName", "lastName"]);
+    expect(hit.event.data.contact).toEqual((await api("GET", `/v1/contacts/${contactId}`)).body.contact);
     // The same update again changes nothing: no event.
     await api("PUT", `/v1/contacts/${contactId}`, { properties: { firstName: "Augusta", lastName: "King" } });
   });
@@ -111,41 +94,41 @@ describe("contact events → webhooks (real processes)", () => {
     const rt = signRecipientToken(sys.secret, { workspaceId: WS, messageId: "", email, contactId, contentId: "cmp_1" });
     const res = await fetch(`${sys.gatewayUrl}/u/${rt}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "List-Unsubscribe=One-Click" });
     expect(res.status).toBe(200);
-    const off = await waitFor("CONTACT_UNSUBSCRIBED", (g) => g.json.type === "CONTACT_UNSUBSCRIBED");
+    const off = await waitFor("CONTACT_UNSUBSCRIBED", (g) => g.event.type === "CONTACT_UNSUBSCRIBED");
     signed(off);
-    expect(off.json.data.contact.id).toBe(contactId);
-    expect(off.json.data.contact.properties.status).toBe("UNSUBSCRIBED");
-    expect(off.json.data.reason).toBe("unsubscribed");
-    const change = await waitFor("CONTACT_UPDATED (status)", (g) => g.json.type === "CONTACT_UPDATED" && g.json.data.changes.includes("status"));
-    expect(change.json.data.changes).toEqual(["status"]);
+    expect(off.event.data.contact.id).toBe(contactId);
+    expect(off.event.data.contact.properties.status).toBe("UNSUBSCRIBED");
+    expect(off.event.data.reason).toBe("unsubscribed");
+    const change = await waitFor("CONTACT_UPDATED (status)", (g) => g.event.type === "CONTACT_UPDATED" && g.event.data.changes.includes("status"));
+    expect(change.event.data.changes).toEqual(["status"]);
 
     const back = await api("PUT", `/v1/contacts/${contactId}`, { properties: { status: "SUBSCRIBED" } });
     expect(back.status, JSON.stringify(back.body)).toBe(200);
-    const on = await waitFor("CONTACT_RESUBSCRIBED", (g) => g.json.type === "CONTACT_RESUBSCRIBED");
+    const on = await waitFor("CONTACT_RESUBSCRIBED", (g) => g.event.type === "CONTACT_RESUBSCRIBED");
     signed(on);
-    expect(on.json.data.contact.properties.status).toBe("SUBSCRIBED");
-    expect(typeof on.json.data.reason).toBe("string");
+    expect(on.event.data.contact.properties.status).toBe("SUBSCRIBED");
+    expect(typeof on.event.data.reason).toBe("string");
   });
 
   it("CONTACT_PROPERTY_UPDATED when a custom property is created and changed", async () => {
     const res = await api("POST", "/v1/contact-properties", { displayName: "Plan", type: "STRING", typeConfig: {} });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const id = res.body.property.id;
-    const hit = await waitFor("CONTACT_PROPERTY_UPDATED", (g) => g.json.type === "CONTACT_PROPERTY_UPDATED" && g.json.data.property?.id === id);
+    const hit = await waitFor("CONTACT_PROPERTY_UPDATED", (g) => g.event.type === "CONTACT_PROPERTY_UPDATED" && g.event.data.property?.id === id);
     signed(hit);
-    expect(hit.json.data.property).toMatchObject({ id, apiSlug: "plan", displayName: "Plan", type: "STRING" });
+    expect(hit.event.data.property).toMatchObject({ id, apiSlug: "plan", displayName: "Plan", type: "STRING" });
     const changed = await api("PUT", `/v1/contact-properties/${id}`, { displayName: "Plan name" });
     expect(changed.status, JSON.stringify(changed.body)).toBe(200);
-    await waitFor("CONTACT_PROPERTY_UPDATED (changed)", (g) => g.json.type === "CONTACT_PROPERTY_UPDATED" && g.json.data.property?.displayName === "Plan name");
+    await waitFor("CONTACT_PROPERTY_UPDATED (changed)", (g) => g.event.type === "CONTACT_PROPERTY_UPDATED" && g.event.data.property?.displayName === "Plan name");
   });
 
   it("CONTACT_DELETED carries the contact as it was", async () => {
     const before = (await api("GET", `/v1/contacts/${contactId}`)).body.contact;
     const res = await api("DELETE", `/v1/contacts/${contactId}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const hit = await waitFor("CONTACT_DELETED", (g) => g.json.type === "CONTACT_DELETED");
+    const hit = await waitFor("CONTACT_DELETED", (g) => g.event.type === "CONTACT_DELETED");
     signed(hit);
-    expect(hit.json.data.contact).toEqual(before);
+    expect(hit.event.data.contact).toEqual(before);
   });
 
   it("one delivery per change, even when the event is redelivered", async () => {
@@ -166,9 +149,9 @@ describe("contact events → webhooks (real processes)", () => {
     const after = await jsm.streams.info(DIRECTORY_EVENTS_STREAM);
     expect(after.state.messages).toBe(info.state.messages * 2);
     await sleep(2_000);
-    const ids = got.map((g) => g.json.id);
+    const ids = got().map((g) => g.event.id);
     expect(new Set(ids).size).toBe(ids.length);
-    const perType = (t: string) => got.filter((g) => g.json.type === t).length;
+    const perType = (t: string) => got().filter((g) => g.event.type === t).length;
     // Exactly one delivery per change the directory announced (a write the tests above did not
     // make themselves, e.g. the unsubscribe consumer's own status write, is a change too).
     const announced = (t: string) => [...originals.values()].filter((type) => type === t).length;

@@ -6,11 +6,10 @@
  * sends through again; a ban refuses its API keys (403 `workspace_banned`) and sends
  * WORKSPACE_BANNED. Deliveries are received on 127.0.0.1 and their signatures checked.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../cli/program.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { startReceiver, type Received } from "../webhooks/receiver.js";
 import { verifyClientSignature, verifyStandardWebhook } from "../webhooks/verify.js";
 
 const WS = "ws_operator";
@@ -18,19 +17,13 @@ const KEY = `mr_test_${WS}_1`;
 const BYSTANDER = "ws_operator_other";
 const BYSTANDER_KEY = `mr_test_${BYSTANDER}_1`;
 
-interface Got {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-  json: { id: string; type: string; createdAt: string; workspaceId: string; data: any };
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("workspace pause and ban (CLI → directory → API and webhooks)", () => {
   let sys: TestSystem;
-  let server: http.Server;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let token = "";
-  const got: Got[] = [];
+  const got = () => receiver.received;
   const api = (method: string, path: string, body?: unknown, key = KEY) => sys.api(method, path, { key, body });
   const send = (key = KEY, from = "hello@operator.test") => api("POST", "/v1/emails", { from, to: "someone@example.test", subject: "Hi", html: "<p>Hi</p>" }, key);
 
@@ -45,34 +38,25 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
     return { code, out: out.join("\n"), err: err.join("\n") };
   }
 
-  async function waitFor(what: string, pick: (g: Got) => boolean, timeoutMs = 20_000): Promise<Got> {
+  async function waitFor(what: string, pick: (g: Received) => boolean, timeoutMs = 20_000): Promise<Received> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const hit = got.find(pick);
+      const hit = got().find(pick);
       if (hit) return hit;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got.map((g) => g.json.type).join(", ")}\n${await sys.log("directory", 30)}\n${await sys.log("webhooks", 30)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got().map((g) => g.event.type).join(", ")}\n${await sys.log("directory", 30)}\n${await sys.log("webhooks", 30)}`);
       await sleep(25);
     }
   }
 
-  const signed = (g: Got) => {
+  const signed = (g: Received) => {
     expect(verifyClientSignature(g.body, g.headers["x-smashsend-signature"] as string, token)).toBe(true);
     expect(verifyStandardWebhook(g.body, g.headers, token)).toBe(true);
-    expect(g.json.workspaceId).toBe(WS);
+    expect(g.event.workspaceId).toBe(WS);
   };
 
   beforeAll(async () => {
-    server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c) => chunks.push(c));
-      req.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        got.push({ headers: req.headers, body, json: JSON.parse(body) });
-        res.writeHead(200).end("ok");
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    receiver = await startReceiver();
+    const url = receiver.url;
     const workspace = (id: string, key: string) => ({ id, name: id, timezone: "UTC", apiKeys: [{ key, scopes: ["api_user"] }], verifiedDomains: ["operator.test"] });
     sys = await startSystem({
       smtp: false,
@@ -88,8 +72,7 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
 
   afterAll(async () => {
     await sys?.stop();
-    server?.closeAllConnections();
-    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    await receiver?.close();
   });
 
   it("sends work before any action", async () => {
@@ -118,12 +101,12 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
     expect(again.code).toBe(0);
     expect(again.err).toMatch(/unchanged/);
 
-    const hit = await waitFor("WORKSPACE_SENDING_EMAILS_PAUSED", (g) => g.json.type === "WORKSPACE_SENDING_EMAILS_PAUSED");
+    const hit = await waitFor("WORKSPACE_SENDING_EMAILS_PAUSED", (g) => g.event.type === "WORKSPACE_SENDING_EMAILS_PAUSED");
     signed(hit);
-    expect(hit.json.data.workspace).toMatchObject({ id: WS, sendingPaused: true, banned: false, sendingPausedReason: "complaint rate above 0.3%" });
-    expect(hit.json.data.reason).toBe("complaint rate above 0.3%");
+    expect(hit.event.data.workspace).toMatchObject({ id: WS, sendingPaused: true, banned: false, sendingPausedReason: "complaint rate above 0.3%" });
+    expect(hit.event.data.reason).toBe("complaint rate above 0.3%");
     await sleep(1_000);
-    expect(got.filter((g) => g.json.type === "WORKSPACE_SENDING_EMAILS_PAUSED")).toHaveLength(1);
+    expect(got().filter((g) => g.event.type === "WORKSPACE_SENDING_EMAILS_PAUSED")).toHaveLength(1);
   }, 60_000);
 
   it("resume-sending: sends work again", async () => {
@@ -151,10 +134,10 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
     // A bystander is untouched.
     expect((await api("GET", "/v1/contacts", undefined, BYSTANDER_KEY)).status).toBe(200);
 
-    const hit = await waitFor("WORKSPACE_BANNED", (g) => g.json.type === "WORKSPACE_BANNED");
+    const hit = await waitFor("WORKSPACE_BANNED", (g) => g.event.type === "WORKSPACE_BANNED");
     signed(hit);
-    expect(hit.json.data.workspace).toMatchObject({ id: WS, banned: true, bannedReason: "phishing" });
-    expect(got.filter((g) => g.json.type === "WORKSPACE_BANNED")).toHaveLength(1);
+    expect(hit.event.data.workspace).toMatchObject({ id: WS, banned: true, bannedReason: "phishing" });
+    expect(got().filter((g) => g.event.type === "WORKSPACE_BANNED")).toHaveLength(1);
 
     const unbanned = await cli("workspace", "unban", WS);
     expect(unbanned.code, unbanned.err).toBe(0);
