@@ -232,8 +232,12 @@ describe("the email log, exports and erasure over the public API", () => {
       const a = await send("Export Me <export.me@log.test>", { groupBy: "receipts" });
       const b = await send("EXPORT.ME@log.test");
       await send("not.export.me@log.test");
-      await statusBecomes(a.id, "DELIVERED");
-      await statusBecomes(b.id, "DELIVERED");
+      // The email service writes DELIVERED, then the outcome's time: wait for both, so the
+      // export and the GET below read the same record.
+      for (const e of [a, b]) {
+        await statusBecomes(e.id, "DELIVERED");
+        for (let i = 0; i < 100 && !(await api("GET", `/v1/emails/${e.id}`)).body.email?.events?.deliveredAt; i++) await sleep(100);
+      }
 
       const res = await api("GET", `/v1/contacts/${id}/export`);
       expect(res.status).toBe(200);
