@@ -6,7 +6,12 @@
  * every adapter.
  *
  * Filter operators: equality, $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $or, $and.
- * Update operators: $set, $unset, $inc, $push, $setOnInsert.
+ * Update operators: $set, $unset, $inc, $push, $setOnInsert, $addToSet, $pull.
+ *   $addToSet: `{ field: value }` or `{ field: { $each: [values] } }` appends each value the
+ *   array does not hold yet (deep equality; creates the array when the field is missing).
+ *   $pull: `{ field: value }` removes the elements equal to the value, `{ field: { $in: [values] } }`
+ *   those equal to any of them (other field operators work too, as a condition on each element);
+ *   a missing field stays missing. Both refuse a field holding a non-array value.
  * Also on both: $nor, $regex (+ $options), $push with { $each, $slice }, sparse indexes.
  * Anything else is rejected by both adapters, as is `undefined` as a filter value.
  */
@@ -19,6 +24,8 @@ export type Update = {
   $inc?: Record<string, number>;
   $push?: Record<string, unknown>;
   $setOnInsert?: Record<string, unknown>;
+  $addToSet?: Record<string, unknown>;
+  $pull?: Record<string, unknown>;
 };
 export type Sort = Record<string, 1 | -1>;
 

@@ -22,6 +22,8 @@ const updates: [string, Update][] = [
   ["$unset inside an array", { $unset: { "tags.0": "" } }],
   ["$push onto nested and new arrays", { $push: { "out.links": { url: "https://b.test", clicks: 0 }, "fresh.list": 1 } }],
   ["$set creating a new branch", { $set: { "meta.source.kind": "api" } }],
+  ["$addToSet onto nested, top-level and new arrays", { $addToSet: { tags: { $each: ["a", "c"] }, "out.links": { url: "https://b.test", clicks: 0 }, "fresh.set": 1 } }],
+  ["$pull from top-level and nested arrays", { $pull: { tags: "a", "out.links": { url: "https://a.test" }, "matrix.0": { $in: [2] } } }],
 ];
 
 describe("applyUpdate sharing untouched branches", () => {

@@ -254,7 +254,7 @@ export function assertDefinedFilter(filter: Filter, where = "filter"): void {
 // ---------------------------------------------------------------------------------------------
 // Updates
 
-const UPDATE_OPERATORS = ["$set", "$unset", "$inc", "$push", "$setOnInsert"] as const;
+const UPDATE_OPERATORS = ["$set", "$unset", "$inc", "$push", "$setOnInsert", "$addToSet", "$pull"] as const;
 
 /** Throws on anything MongoDB would refuse, so both adapters fail alike. */
 export function validateUpdate(update: Update): void {
@@ -273,6 +273,8 @@ export function validateUpdate(update: Update): void {
         throw new Error(`invalid field path "${path}" in ${key}`);
       }
       if (key === "$inc" && typeof value !== "number") throw new Error(`$inc needs a number for "${path}"`);
+      if (key === "$addToSet") addToSetItems(value);
+      if (key === "$pull") pullMatcher(value);
       paths.push(path);
     }
   }
@@ -349,6 +351,43 @@ function pushItems(operand: unknown): { items: unknown[]; slice?: number } {
   return { items: [operand] };
 }
 
+/** The values of an $addToSet operand: one value, or `{ $each: [...] }`. */
+function addToSetItems(operand: unknown): unknown[] {
+  if (isPlainObject(operand) && "$each" in operand) {
+    for (const key of Object.keys(operand)) {
+      if (key !== "$each") throw new Error(`unsupported $addToSet modifier ${key}`);
+    }
+    return requireArray("$each", operand.$each);
+  }
+  return [operand];
+}
+
+/**
+ * Which array elements a $pull operand removes (MongoDB rules): an operator object (e.g.
+ * `{ $in: [...] }`) is a condition on each element; another object is a query on elements
+ * that are sub-documents; any other value removes the elements equal to it.
+ */
+function pullMatcher(operand: unknown): (item: unknown) => boolean {
+  if (isOperatorObject(operand)) {
+    for (const op of Object.keys(operand)) if (!FIELD_OPERATORS.has(op)) throw new Error(`unsupported query operator ${op} in $pull`);
+    return (item) => matchesOperators([item], operand);
+  }
+  if (isPlainObject(operand)) {
+    assertDefinedFilter(operand, "$pull");
+    return (item) => isPlainObject(item) && matchesFilter(item, operand);
+  }
+  if (operand instanceof RegExp) return (item) => typeof item === "string" && operand.test(item);
+  return (item) => deepEqual(item, operand);
+}
+
+/** The array at `path` for $addToSet/$pull: undefined when missing, an error when not an array. */
+function arrayAt(doc: Plain, path: string, op: string): unknown[] | undefined {
+  const current = getPath(doc, path);
+  if (current === undefined) return undefined;
+  if (!Array.isArray(current)) throw new Error(`Cannot apply ${op} to a non-array value (path "${path}")`);
+  return current;
+}
+
 /**
  * Returns a new document with the update applied (the input is not touched). `inserting`
  * says whether this is the document an upsert creates, which is when $setOnInsert applies.
@@ -399,6 +438,26 @@ export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: 
     let array = [...((current as unknown[] | undefined) ?? []), ...items.map((item) => cloneValue(item))];
     if (slice !== undefined) array = slice < 0 ? array.slice(slice) : array.slice(0, slice);
     setPath(next, path, array);
+  }
+  for (const [path, operand] of entries(update.$addToSet)) {
+    own(path);
+    const current = arrayAt(next, path, "$addToSet");
+    const array = current ? current.slice() : [];
+    let added = current === undefined;
+    for (const item of addToSetItems(operand)) {
+      if (array.some((v) => deepEqual(v, item))) continue;
+      array.push(cloneValue(item === undefined ? null : item));
+      added = true;
+    }
+    if (added) setPath(next, path, array);
+  }
+  for (const [path, operand] of entries(update.$pull)) {
+    own(path);
+    const current = arrayAt(next, path, "$pull");
+    if (!current) continue; // MongoDB: nothing to pull from, and no field is created
+    const matches = pullMatcher(operand);
+    const kept = current.filter((item) => !matches(item));
+    if (kept.length !== current.length) setPath(next, path, kept);
   }
   return next as T;
 }

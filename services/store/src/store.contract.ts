@@ -403,6 +403,97 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
       });
     });
 
+    describe("$addToSet and $pull", () => {
+      it("$addToSet adds a value once (no duplicate), creates a missing array, and takes $each", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", groups: ["g1"], nested: {} });
+        expect(await c.updateOne({ _id: "a" }, { $addToSet: { groups: "g2" } })).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+        expect(await c.updateOne({ _id: "a" }, { $addToSet: { groups: "g1" } })).toMatchObject({ matchedCount: 1, modifiedCount: 0 });
+        expect((await c.findOne({ _id: "a" }))!.groups).toEqual(["g1", "g2"]);
+        await c.updateOne({ _id: "a" }, { $addToSet: { groups: { $each: ["g2", "g3", "g3", "g4"] }, "nested.list": 1, fresh: { $each: [] } } });
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", groups: ["g1", "g2", "g3", "g4"], nested: { list: [1] }, fresh: [] });
+        // Values of different types are different members; sub-documents compare whole.
+        await c.updateOne({ _id: "a" }, { $addToSet: { "nested.list": { $each: ["1", 1, { k: 1 }, { k: 1 }, { k: 2 }] } } });
+        expect((await c.findOne({ _id: "a" }))!.nested.list).toEqual([1, "1", { k: 1 }, { k: 2 }]);
+      });
+
+      it("$pull removes equal values, or those in $in; on a missing field it does nothing", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", groups: ["g1", "g2", "g3", "g2", "g4"], items: [{ sku: "p1", qty: 1 }, { sku: "p2", qty: 2 }], n: [1, "1", 2] });
+        expect(await c.updateOne({ _id: "a" }, { $pull: { groups: "g2" } })).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+        expect((await c.findOne({ _id: "a" }))!.groups).toEqual(["g1", "g3", "g4"]);
+        expect(await c.updateOne({ _id: "a" }, { $pull: { groups: "g9" } })).toMatchObject({ matchedCount: 1, modifiedCount: 0 });
+        await c.updateOne({ _id: "a" }, { $pull: { groups: { $in: ["g1", "g4", "g9"] }, n: 1, items: { sku: "p1" } } });
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", groups: ["g3"], items: [{ sku: "p2", qty: 2 }], n: ["1", 2] });
+        expect(await c.updateOne({ _id: "a" }, { $pull: { missing: "x", "nested.list": { $in: ["x"] } } })).toMatchObject({ matchedCount: 1, modifiedCount: 0 });
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", groups: ["g3"], items: [{ sku: "p2", qty: 2 }], n: ["1", 2] });
+        await c.updateOne({ _id: "a" }, { $pull: { groups: "g3" } });
+        expect((await c.findOne({ _id: "a" }))!.groups).toEqual([]);
+      });
+
+      it("both refuse a field that is not an array, leaving the document unchanged", async () => {
+        const c = fresh();
+        await c.insertOne({ _id: "a", s: "text" });
+        await expect(c.updateOne({ _id: "a" }, { $addToSet: { s: "x" } })).rejects.toThrow();
+        await expect(c.updateOne({ _id: "a" }, { $pull: { s: "x" } })).rejects.toThrow();
+        await expect(c.updateOne({ _id: "a" }, { $addToSet: { groups: "x" }, $pull: { groups: "y" } })).rejects.toThrow();
+        expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", s: "text" });
+      });
+
+      it("work with updateMany, findOneAndUpdate and upserts", async () => {
+        const c = fresh();
+        await c.insertMany([
+          { _id: "a", ws: "w1", groups: ["g1"] },
+          { _id: "b", ws: "w1" },
+          { _id: "c", ws: "w2", groups: ["g1"] },
+        ]);
+        expect(await c.updateMany({ ws: "w1" }, { $addToSet: { groups: "g1" } })).toEqual({ matchedCount: 2, modifiedCount: 1 });
+        expect((await c.find({}, { sort: { _id: 1 } })).map((d) => d.groups)).toEqual([["g1"], ["g1"], ["g1"]]);
+        expect(await c.updateMany({ ws: "w1" }, { $pull: { groups: "g1" } })).toEqual({ matchedCount: 2, modifiedCount: 2 });
+        expect((await c.find({}, { sort: { _id: 1 } })).map((d) => d.groups)).toEqual([[], [], ["g1"]]);
+
+        const after = await c.findOneAndUpdate({ _id: "c" }, { $addToSet: { groups: { $each: ["g2", "g1"] } }, $set: { "groupsAddedAt.g2": new Date(5) } });
+        expect(after).toEqual({ _id: "c", ws: "w2", groups: ["g1", "g2"], groupsAddedAt: { g2: new Date(5) } });
+        const before = await c.findOneAndUpdate({ _id: "c" }, { $pull: { groups: { $in: ["g1"] } } }, { returnDocument: "before" });
+        expect(before!.groups).toEqual(["g1", "g2"]);
+        expect((await c.findOne({ _id: "c" }))!.groups).toEqual(["g2"]);
+
+        const up = await c.updateOne({ _id: "d", ws: "w3" }, { $addToSet: { groups: { $each: ["g1", "g1", "g2"] } }, $pull: { other: "x" } }, { upsert: true });
+        expect(up.upsertedId).toBe("d");
+        expect(await c.findOne({ _id: "d" })).toEqual({ _id: "d", ws: "w3", groups: ["g1", "g2"] });
+        const upserted = await c.findOneAndUpdate({ _id: "e" }, { $addToSet: { groups: "g5" } }, { upsert: true });
+        expect(upserted).toEqual({ _id: "e", groups: ["g5"] });
+        await c.bulkWrite([{ updateOne: { filter: { _id: "e" }, update: { $addToSet: { groups: "g6" } } } }, { updateOne: { filter: { _id: "e" }, update: { $pull: { groups: "g5" } } } }]);
+        expect((await c.findOne({ _id: "e" }))!.groups).toEqual(["g6"]);
+      });
+
+      it("a multikey index follows: found by the added value, no longer by the pulled one", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { ws: 1, groups: 1, _id: 1 } });
+        await c.insertMany([
+          { _id: "a", ws: "w1", groups: ["g1"] },
+          { _id: "b", ws: "w1" },
+          { _id: "c", ws: "w2", groups: ["g2"] },
+        ]);
+        const members = async (ws: string, group: string) => ids(await c.find({ ws, groups: group }, { sort: { _id: 1 } }));
+        await c.updateOne({ _id: "b" }, { $addToSet: { groups: { $each: ["g1", "g2"] } } });
+        expect(await members("w1", "g1")).toEqual(["a", "b"]);
+        expect(await members("w1", "g2")).toEqual(["b"]);
+        expect(await c.countDocuments({ ws: "w1", groups: "g2" })).toBe(1);
+        await c.updateMany({ ws: "w1" }, { $pull: { groups: "g1" } });
+        expect(await members("w1", "g1")).toEqual([]);
+        expect(await members("w1", "g2")).toEqual(["b"]);
+        await c.updateOne({ _id: "b" }, { $pull: { groups: { $in: ["g2"] } } });
+        expect(await members("w1", "g2")).toEqual([]);
+        expect(await c.countDocuments({ ws: "w1", groups: "g2" })).toBe(0);
+        expect(await members("w2", "g2")).toEqual(["c"]);
+        await c.findOneAndUpdate({ _id: "a" }, { $addToSet: { groups: "g3" } });
+        await c.updateOne({ _id: "z", ws: "w1" }, { $addToSet: { groups: "g3" } }, { upsert: true });
+        expect(await members("w1", "g3")).toEqual(["a", "z"]);
+        expect(ids(await c.find({ ws: "w1", groups: { $in: ["g1", "g3"] } }, { sort: { _id: 1 } }))).toEqual(["a", "z"]);
+      });
+    });
+
     describe("findOneAndUpdate", () => {
       it("returns the document after the update by default, or before it on request", async () => {
         const c = fresh();
