@@ -10,6 +10,10 @@ import { natsContactEventPublisher } from "./adapters/event-publisher.js";
 import { ChangePublisher } from "./adapters/change-publisher.js";
 import { directoryRoutes } from "./routes.js";
 import { consumeMailOutcomes } from "./consumers.js";
+import { groupRoutes } from "./group-routes.js";
+import { Groups } from "./domain/groups.js";
+import { EmittingGroupMembershipRepository } from "./domain/changes.js";
+import { GroupMembershipStore, GroupStore } from "./adapters/group-store.js";
 import { loadDirectorySettings } from "./settings.js";
 
 const config = loadConfig();
@@ -35,6 +39,13 @@ const directory = createDirectory({
   intendChanges: changes.intend,
 });
 
+// Groups and contacts' memberships (DESIGN §9.4): their own service, same unit and store; joins and leaves emit CONTACT_TAG_*.
+const groups = new Groups(
+  await GroupStore.open(store),
+  new EmittingGroupMembershipRepository(await GroupMembershipStore.open(store), changes.publish, changes.intend),
+  directory.workspaces,
+);
+
 if (settings.bootstrapFile) {
   try {
     const ids = await directory.bootstrap.loadJson(await readFile(settings.bootstrapFile, "utf8"));
@@ -53,7 +64,10 @@ const outcomeEvents = nats.then(async (nc) => {
 outcomeEvents.catch((err) => logger.warn({ err }, "mail outcome consumer not started"));
 
 const server = await startConnectServer({
-  routes: directoryRoutes(directory),
+  routes: (router) => {
+    directoryRoutes(directory)(router);
+    groupRoutes(groups)(router);
+  },
   port: config.servicePort ?? defaultServicePort(config, "directory"),
   host: config.serviceHost,
   logger,

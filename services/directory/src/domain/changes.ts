@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from "node:crypto";
 import { contactStatus, type Contact, type ContactProperty, type Member, type Workspace } from "./model.js";
 import type { ContactChange, ContactRepository, ContactWrite, MemberRepository, PropertyRepository, WorkspaceRepository } from "./ports.js";
+import type { Group, GroupMembershipRepository, MemberContact } from "./group-ports.js";
+import { clientGroup } from "./groups.js";
 
 /**
  * The directory's webhook-facing events (DESIGN §9.2), produced where the directory's
@@ -19,6 +21,8 @@ export type DirectoryEventType =
   | "CONTACT_UNSUBSCRIBED"
   | "CONTACT_RESUBSCRIBED"
   | "CONTACT_PROPERTY_UPDATED"
+  | "CONTACT_TAG_ADDED"
+  | "CONTACT_TAG_REMOVED"
   | "WORKSPACE_TEAM_MEMBER_JOINED"
   | "WORKSPACE_SENDING_EMAILS_PAUSED"
   | "WORKSPACE_BANNED";
@@ -51,6 +55,8 @@ export type ChangeIntent = { id: string; at: string; workspaceId: string } & (
   | { kind: "property"; propertyId: string; version: string }
   | { kind: "member"; member: Member }
   | { kind: "workspace"; before: Workspace }
+  // A contact joining (addedAt: the write's time) or leaving (addedAt: when it had joined) a group.
+  | { kind: "membership"; contactId: string; group: Group; joining: boolean; addedAt: string }
 );
 
 /** Records an intent before its write (throws when it cannot: then nothing is written). */
@@ -158,6 +164,21 @@ export function memberEvents(m: Member): DirectoryEvent[] {
   return [event("WORKSPACE_TEAM_MEMBER_JOINED", m.workspaceId, new Date(m.createdAt), [m._id, time(m.createdAt)], { member: { email: m.email, workspaceId: m.workspaceId, joinedAt: new Date(m.createdAt).toISOString() } })];
 }
 
+/**
+ * CONTACT_TAG_ADDED: a contact joined a group (the group is the client's "tag"). Its id names
+ * the membership (contact, group, when it joined), so one joining is one event.
+ */
+export function tagAddedEvents(c: Contact, group: Group, addedAt: Date): DirectoryEvent[] {
+  const data = { contact: clientContact(c), group: clientGroup(group), addedAt: addedAt.toISOString() };
+  return [event("CONTACT_TAG_ADDED", c.workspaceId, addedAt, [c._id, group._id, time(addedAt)], data)];
+}
+
+/** CONTACT_TAG_REMOVED: a contact left a group; `addedAt` (when it had joined) names the membership that ended. */
+export function tagRemovedEvents(c: Contact, group: Group, addedAt: Date | undefined, at: Date): DirectoryEvent[] {
+  const data = { contact: clientContact(c), group: clientGroup(group), ...(addedAt ? { addedAt: addedAt.toISOString() } : {}), removedAt: at.toISOString() };
+  return [event("CONTACT_TAG_REMOVED", c.workspaceId, at, [c._id, group._id, time(addedAt), "removed"], data)];
+}
+
 /** A workspace as its webhooks see it: identity and the operator's state. */
 export function clientWorkspace(w: Workspace): Record<string, unknown> {
   const hold = (h: Workspace["banned"]) => (h ? { reason: h.reason || null, at: new Date(h.at).toISOString() } : null);
@@ -229,6 +250,15 @@ export async function eventsOfIntent(intent: ChangeIntent, state: IntentState): 
     case "workspace": {
       const now = await state.workspaces.find(intent.workspaceId);
       return now ? workspaceEvents(intent.before, now) : [];
+    }
+    case "membership": {
+      const now = (await state.contacts.findById(intent.workspaceId, intent.contactId)) as MemberContact | null;
+      if (!now) return [];
+      const held = now.groupsAddedAt?.[intent.group._id];
+      const same = held !== undefined && time(new Date(held)) === time(new Date(intent.addedAt));
+      // Joining landed: the membership holds the write's time. Leaving landed: that membership is gone.
+      if (intent.joining) return same ? tagAddedEvents(now, intent.group, new Date(intent.addedAt)) : [];
+      return same ? [] : tagRemovedEvents(now, intent.group, new Date(intent.addedAt), new Date(intent.at));
     }
   }
 }
@@ -454,5 +484,45 @@ export class EmittingWorkspaceRepository implements WorkspaceRepository {
 
   list(limit: number) {
     return this.inner.list(limit);
+  }
+}
+
+/** Group memberships, emitting CONTACT_TAG_ADDED / CONTACT_TAG_REMOVED after each join and leave. */
+export class EmittingGroupMembershipRepository implements GroupMembershipRepository {
+  private readonly announcer: Announcer;
+
+  constructor(private readonly inner: GroupMembershipRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
+    this.announcer = new Announcer(publish, intend, now);
+  }
+
+  add(group: Group, contactId: string, at: Date) {
+    return this.announcer.around(
+      { kind: "membership", workspaceId: group.workspaceId, contactId, group, joining: true, addedAt: at.toISOString() },
+      () => this.inner.add(group, contactId, at),
+      (result) => (result?.added ? tagAddedEvents(result.contact, group, result.addedAt) : []),
+    );
+  }
+
+  async remove(group: Group, contactId: string, at: Date) {
+    // The membership about to end, named by when it began (not a member: nothing to announce).
+    const joined = await this.inner.addedAt(group.workspaceId, group._id, contactId);
+    if (!joined) return this.inner.remove(group, contactId, at);
+    return this.announcer.around(
+      { kind: "membership", workspaceId: group.workspaceId, contactId, group, joining: false, addedAt: joined.toISOString() },
+      () => this.inner.remove(group, contactId, at),
+      (result, when) => (result?.removed ? tagRemovedEvents(result.contact, group, result.addedAt ?? joined, when) : []),
+    );
+  }
+
+  addedAt(...args: Parameters<GroupMembershipRepository["addedAt"]>) {
+    return this.inner.addedAt(...args);
+  }
+
+  removeAll(workspaceId: string, groupId: string) {
+    return this.inner.removeAll(workspaceId, groupId);
+  }
+
+  page(...args: Parameters<GroupMembershipRepository["page"]>) {
+    return this.inner.page(...args);
   }
 }
