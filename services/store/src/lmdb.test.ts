@@ -249,6 +249,93 @@ describe("LMDB store: query planning", () => {
   });
 });
 
+describe("LMDB store: wildcard index over a sub-document", () => {
+  const indexes: IndexDef[] = [
+    { no: 1, fields: ["workspaceId", "emailLower"], unique: true, sparse: false, compactTags: true },
+    { no: 2, fields: ["workspaceId", "_id"], unique: false, sparse: false, idTail: true, compactTags: true },
+    { no: 3, fields: ["workspaceId", "status", "_id"], unique: false, sparse: false, idTail: true, compactTags: true },
+    { no: 4, fields: ["workspaceId", "properties.$**"], unique: false, sparse: false, multikey: true, compactTags: true, wildcard: "properties" },
+    { no: 5, fields: ["workspaceId", "groups", "_id"], unique: false, sparse: false, multikey: true, idTail: true, compactTags: true },
+  ];
+  const wildcard = { kind: "index", index: { no: 4 } };
+
+  it("is chosen for equality, $in and ranges on a property with the workspace bound, in _id order when paging", () => {
+    const eq = planQuery({ workspaceId: "w", "properties.plan": "pro" }, undefined, indexes);
+    expect(eq).toMatchObject({ ...wildcard, ordered: true, distinct: true });
+    expect(eq.ranges).toHaveLength(1);
+    // The audience shape: status too, paged in _id order after a cursor.
+    const page = planQuery({ workspaceId: "w", status: "SUBSCRIBED", "properties.plan": "pro", _id: { $gt: "c_5" } }, { _id: 1 }, indexes);
+    expect(page).toMatchObject({ ...wildcard, ordered: true, reverse: false });
+    expect(page.idOrder).toBeUndefined();
+    expect(planQuery({ $and: [{ workspaceId: "w" }, { "properties.plan": { $eq: "pro" } }] }, { _id: -1 }, indexes)).toMatchObject({ ...wildcard, ordered: true, reverse: true });
+    expect(planQuery({ workspaceId: "w", "properties.plan": { $in: ["pro", "team"] } }, { _id: 1 }, indexes)).toMatchObject({ ...wildcard, ordered: true, idOrder: "merge" });
+    expect(planQuery({ workspaceId: "w", "properties.seats": { $gte: 3, $lt: 10 } }, { _id: 1 }, indexes)).toMatchObject({ ...wildcard, ordered: true, idOrder: "collect" });
+    expect(planQuery({ workspaceId: "w", "properties.signup": { $lt: new Date() } }, undefined, indexes)).toMatchObject(wildcard);
+    expect(planQuery({ workspaceId: "w", "properties.address.city": "Paris" }, undefined, indexes)).toMatchObject(wildcard);
+    expect(planQuery({ workspaceId: "w", "properties.plan": "pro" }, { createdAt: -1 }, indexes)).toMatchObject({ ...wildcard, ordered: false });
+  });
+
+  it("is not chosen where its entries cannot answer: no workspace, null/missing, array positions, regex, another index's exact match", () => {
+    expect(planQuery({ "properties.plan": "pro" }, undefined, indexes).index?.no).not.toBe(4);
+    expect(planQuery({ workspaceId: "w", "properties.plan": null }, undefined, indexes).index?.no).not.toBe(4);
+    expect(planQuery({ workspaceId: "w", "properties.plan": { $exists: true } }, undefined, indexes).index?.no).not.toBe(4);
+    expect(planQuery({ workspaceId: "w", "properties.tags.0": "a" }, undefined, indexes).index?.no).not.toBe(4);
+    expect(planQuery({ workspaceId: "w", "properties.plan": { $regex: "^pro$", $options: "i" } }, undefined, indexes).index?.no).not.toBe(4);
+    expect(planQuery({ workspaceId: "w", $or: [{ "properties.plan": "pro" }, { "properties.plan": "team" }] }, undefined, indexes).index?.no).not.toBe(4);
+    expect(planQuery({ workspaceId: "w", emailLower: "a@x.io", "properties.plan": "pro" }, undefined, indexes)).toMatchObject({ index: { no: 1 } });
+    expect(planQuery({ workspaceId: "w", groups: "g1", "properties.plan": "pro" }, undefined, indexes)).toMatchObject({ kind: "index" });
+  });
+
+  it("counts from its entries and pages without reading documents it does not return; persists across reopening", async () => {
+    const dir = await tempDir();
+    let store = await openLmdbStore({ dir });
+    let contacts = store.collection<Row>("contacts");
+    await contacts.createIndex({ keys: { workspaceId: 1, status: 1, _id: 1 } });
+    await contacts.createIndex({ keys: { workspaceId: 1, "properties.$**": 1 } });
+    await expect(contacts.createIndex({ keys: { "properties.$**": 1, workspaceId: 1 } })).rejects.toThrow(/wildcard/);
+    await expect(contacts.createIndex({ keys: { "a.$**": 1, "b.$**": 1 } })).rejects.toThrow(/wildcard/);
+    await expect(contacts.createIndex({ keys: { workspaceId: 1, "p.$**": 1 }, unique: true })).rejects.toThrow(/wildcard/);
+    const docs: Row[] = Array.from({ length: 500 }, (_, i) => ({
+      _id: `c_${String(i).padStart(4, "0")}`,
+      workspaceId: i % 2 ? "w1" : "w2",
+      status: i % 7 ? "SUBSCRIBED" : "UNSUBSCRIBED",
+      properties: { plan: i % 10 === 3 ? "pro" : "free", seats: i % 13, tags: i % 4 ? ["a", "b"] : ["a"], "odd.key": "x" },
+    }));
+    await contacts.insertMany(docs);
+    const reads = () => {
+      const c = contacts as unknown as { getDoc(id: string): unknown };
+      const original = c.getDoc.bind(c);
+      const counter = { n: 0 };
+      c.getDoc = (id: string) => {
+        counter.n++;
+        return original(id);
+      };
+      return counter;
+    };
+    const expected = (f: (d: Row) => boolean) => docs.filter(f).map((d) => d._id);
+    const pros = expected((d) => d.workspaceId === "w1" && d.properties.plan === "pro");
+    expect(pros.length).toBe(50);
+    let counter = reads();
+    expect(await contacts.countDocuments({ workspaceId: "w1", "properties.plan": "pro" })).toBe(50);
+    expect(await contacts.countDocuments({ workspaceId: "w1", "properties.tags": { $in: ["a", "b"] } })).toBe(250);
+    expect(await contacts.countDocuments({ workspaceId: "w1", "properties.odd.key": "x" })).toBe(0);
+    expect(counter.n).toBe(0);
+    const page = await contacts.find({ workspaceId: "w1", status: "SUBSCRIBED", "properties.plan": "pro", _id: { $gt: pros[10] } }, { sort: { _id: 1 }, limit: 5 });
+    expect(page.map((d) => d._id)).toEqual(pros.filter((id) => id > pros[10] && docs.find((d) => d._id === id)!.status === "SUBSCRIBED").slice(0, 5));
+    expect(counter.n).toBeLessThanOrEqual(7);
+    await store.close();
+    store = await openLmdbStore({ dir });
+    contacts = store.collection<Row>("contacts");
+    counter = reads();
+    expect(await contacts.countDocuments({ workspaceId: "w1", "properties.plan": "pro" })).toBe(50);
+    expect(counter.n).toBe(0);
+    await contacts.updateOne({ _id: pros[0] }, { $set: { "properties.plan": "team" } });
+    expect(await contacts.countDocuments({ workspaceId: "w1", "properties.plan": "pro" })).toBe(49);
+    expect(await contacts.countDocuments({ workspaceId: "w1", "properties.plan": { $in: ["team", "pro"] } })).toBe(50);
+    await store.close();
+  });
+});
+
 describe("LMDB store: stores written by the first LMDB layout", () => {
   // fixtures/lmdb-v1 was written by the adapter as of 2966cea: documents hold their _id and are
   // not compressed; the {workspaceId, _id} index repeats the _id after its value.

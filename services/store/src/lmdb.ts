@@ -142,6 +142,14 @@ function keyPart(v: unknown, base: number): Part {
   }
 }
 
+/** A value an index key holds whole (equality on it is exactly the key's range). */
+function wholeInKey(v: unknown): boolean {
+  if (typeof v === "string") return v.length <= KEY_STRING_MAX;
+  if (typeof v === "number") return Number.isFinite(v) && !Object.is(v, -0);
+  if (v instanceof Date) return Number.isFinite(v.getTime());
+  return typeof v === "boolean";
+}
+
 /** A value the planner can look up in an index (equality or range bound). */
 function indexable(v: unknown): boolean {
   return typeof v === "string" || (typeof v === "number" && !Number.isNaN(v)) || typeof v === "boolean" || v instanceof Date;
@@ -163,6 +171,50 @@ export interface IndexDef {
   idTail?: boolean;
   /** Type tags are 0x1c..0x24 (see tagChar). Set on indexes created since; older ones keep 0x01..0x09. */
   compactTags?: boolean;
+  /**
+   * A wildcard index (MongoDB's `{ ..., "<root>.$**": 1 }`, the wildcard field last): the
+   * sub-document at this root path. Entries hold the other fields' values, then the path
+   * under the root and the value found there (one entry per element of an array), then the _id.
+   */
+  wildcard?: string;
+}
+
+/** `<root>.$**`: a wildcard key of createIndex. */
+const isWildcardField = (field: string) => field === "$**" || field.endsWith(".$**");
+
+/**
+ * Index entries of a wildcard index: for each value of the fields before the wildcard, one
+ * tuple [...those values, path under the root, value] per distinct value found under the root
+ * (sub-documents are walked, arrays give each element; arrays of arrays are not indexed, as
+ * a query on such a path never matches an element of the inner array).
+ */
+function wildcardTuples(doc: Record<string, unknown>, def: IndexDef): unknown[][] {
+  const pairs: [string, unknown][] = [];
+  const seen = new Set<string>();
+  const emit = (path: string, v: unknown) => {
+    const key = JSON.stringify([path, ...keyPart(v, 0)]);
+    if (seen.has(key)) return;
+    seen.add(key);
+    pairs.push([path, v]);
+  };
+  const walk = (v: unknown, path: string) => {
+    if (Array.isArray(v)) {
+      for (const item of v) {
+        if (isPlainObject(item)) walk(item, path);
+        else if (path && item !== undefined && !Array.isArray(item)) emit(path, item);
+      }
+    } else if (isPlainObject(v)) {
+      // A key holding a dot (or empty) is never reached by a dotted path: no entry.
+      for (const key in v) if (v[key] !== undefined && key !== "" && !key.includes(".")) walk(v[key], path ? `${path}.${key}` : key);
+    } else if (path && v !== undefined) emit(path, v);
+  };
+  for (const v of valuesAt(doc, def.wildcard!.split("."))) if (v !== undefined) walk(v, "");
+  if (pairs.length === 0) return [];
+  const prefixes = def.fields.length > 1 ? indexTuples(doc, { ...def, fields: def.fields.slice(0, -1), wildcard: undefined, sparse: false }) : [[]];
+  if (prefixes.length * pairs.length > 10_000) throw new Error(`too many index entries for one document (index on ${def.fields.join(",")})`);
+  const tuples: unknown[][] = [];
+  for (const prefix of prefixes) for (const [path, v] of pairs) tuples.push([...prefix, path, v]);
+  return tuples;
 }
 
 interface CollectionMeta {
@@ -194,6 +246,7 @@ function sameTuples(a: unknown[][], b: unknown[][]): boolean {
 
 /** Raw values of one index entry of a document (cartesian product over array fields). */
 function indexTuples(doc: Record<string, unknown>, def: IndexDef): unknown[][] {
+  if (def.wildcard !== undefined) return wildcardTuples(doc, def);
   // Fast path: top-level fields holding single values (the common case).
   if (def.fields.every((f) => !f.includes(".") && !Array.isArray(doc[f]))) {
     const tuple = def.fields.map((f) => doc[f]);
@@ -358,7 +411,19 @@ export interface Plan {
   ids?: string[];
   index?: IndexDef;
   ranges?: Range[];
+  /**
+   * Index plans whose entries are not in _id order themselves, read in _id order: "merge"
+   * (each range is in _id order: one value of a wildcard path each) or "collect" (the ranges'
+   * ids gathered, kept within idBounds and sorted, before any document is read).
+   */
+  idOrder?: "merge" | "collect";
+  idBounds?: { lo?: string; hi?: string };
+  /** Each document has at most one entry in the (single) range: no need to skip repeats. */
+  distinct?: boolean;
 }
+
+/** At most this many ranges are merged in _id order (one cursor each); more are collected. */
+const MERGE_MAX = 64;
 
 /** Index key range for one value of the field at `position`, or the type-bracketed bounds. */
 function boundsFor(prefix: (string | number)[], c: FieldCondition | undefined, base: number): Range[] | undefined {
@@ -420,6 +485,7 @@ export function planQuery(filter: Filter, sort: Sort | undefined, indexes: Index
 
   // 3. Secondary indexes.
   for (const def of indexes) {
+    if (def.wildcard !== undefined) continue;
     const fields = [...def.fields, ...(def.fields.includes("_id") ? [] : ["_id"])];
     const keyFields = partFields(def);
     const prefix: (string | number)[] = [ixKey(def.no)];
@@ -453,6 +519,51 @@ export function planQuery(filter: Filter, sort: Sort | undefined, indexes: Index
     const order = !def.multikey && ranges.length === 1 ? sortMatches(fields.slice(k), constant) : { ok: sortKeys.length === 0, reverse: false };
     if (order.ok) score += 3;
     if (score > best.score) best = { kind: "index", score, ordered: order.ok, reverse: order.reverse, index: def, ranges };
+  }
+
+  // 4. Wildcard indexes: equality on every field before the wildcard, then one condition
+  // (equality, $in, range) on a path under its root. A path is a key part of its own, so an
+  // equality on it counts as one on two fields (path and value).
+  const constant = new Set([...conds].filter(([, c]) => c.hasEq).map(([k]) => k));
+  const rest = sortKeys.filter(([k]) => !constant.has(k));
+  const idSort = rest.length === 1 && rest[0][0] === "_id";
+  const reverse = idSort && rest[0][1] === -1;
+  const idLo = typeof idCond?.lo === "string" ? idCond.lo : undefined;
+  const idHi = typeof idCond?.hi === "string" ? idCond.hi : undefined;
+  for (const def of indexes) {
+    if (def.wildcard === undefined) continue;
+    const base = tagBase(def);
+    const prefix: (string | number)[] = [ixKey(def.no)];
+    const before = def.fields.slice(0, -1);
+    if (!before.every((f) => conds.get(f)?.hasEq)) continue;
+    for (const f of before) prefix.push(...keyPart(conds.get(f)!.eq, base));
+    const rootDot = `${def.wildcard}.`;
+    for (const [field, c] of conds) {
+      if (!field.startsWith(rootDot)) continue;
+      const path = field.slice(rootDot.length);
+      // A numeric segment may name an array position, which the entries do not record.
+      if (path.split(".").some((seg) => seg === "" || seg.startsWith("$") || /^\d+$/.test(seg))) continue;
+      let ranges = boundsFor([...prefix, ...keyPart(path, base)], c, base);
+      if (!ranges) continue;
+      // One value per range (equality, $in): its entries run in _id order, one per document.
+      const byValue = c.hasEq === true || c.in !== undefined;
+      let score = before.length * 10 + 10 + (c.hasEq ? 10 : c.in ? 9 : c.lo !== undefined && c.hi !== undefined ? 7 : 5);
+      let idOrder: Plan["idOrder"];
+      if (byValue && (idLo !== undefined || idHi !== undefined)) {
+        ranges = ranges.map((r) => ({
+          start: idLo !== undefined ? [...(r.start as unknown[]), idLo] : r.start,
+          end: idHi !== undefined ? [...(r.start as unknown[]), `${idHi}\u0000`] : r.end,
+        }));
+        score += 5;
+      }
+      if (idSort && (ranges.length > 1 || !byValue)) idOrder = byValue && ranges.length <= MERGE_MAX ? "merge" : "collect";
+      const ordered = rest.length === 0 || idSort;
+      if (ordered) score += 3;
+      if (score > best.score) {
+        best = { kind: "index", score, ordered, reverse, index: def, ranges, idOrder, distinct: byValue && ranges.length === 1 };
+        if (idOrder === "collect") best.idBounds = { lo: idLo, hi: idHi };
+      }
+    }
   }
   return best;
 }
@@ -625,17 +736,64 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
       }
       return;
     }
-    const seen = plan.index!.multikey || plan.ranges!.length > 1 ? new Set<string>() : undefined;
-    for (const { start, end } of plan.ranges!) {
-      const range = plan.reverse ? { start: end, end: start, reverse: true } : { start, end };
-      for (const key of this.index.getKeys(range as never)) {
+    for (const id of this.indexIds(plan)) {
+      const doc = this.getDoc(id);
+      if (accept(doc)) yield doc;
+    }
+  }
+
+  /** The _ids an index plan's ranges hold, each once, in plan order (see Plan.idOrder). */
+  private *indexIds(plan: Plan): Generator<string> {
+    const ranges = plan.ranges!;
+    const oriented = (r: Range) => (plan.reverse ? { start: r.end, end: r.start, reverse: true } : { start: r.start, end: r.end });
+    if (plan.idOrder === "collect") {
+      const { lo, hi } = plan.idBounds ?? {};
+      const ids = new Set<string>();
+      for (const r of ranges) {
+        for (const key of this.index.getKeys(oriented(r) as never)) {
+          const id = entryId(key);
+          if ((lo === undefined || id >= lo) && (hi === undefined || id <= hi)) ids.add(id);
+        }
+      }
+      const sorted = [...ids].sort(compareKeys);
+      if (plan.reverse) sorted.reverse();
+      yield* sorted;
+      return;
+    }
+    if (plan.idOrder === "merge") {
+      // Every range is in _id order: take the smallest (reverse: largest) head each time.
+      const cursors = ranges.map((r) => this.index.getKeys(oriented(r) as never)[Symbol.iterator]());
+      const heads = cursors.map((c) => {
+        const n = c.next();
+        return n.done ? undefined : entryId(n.value);
+      });
+      const dir = plan.reverse ? -1 : 1;
+      try {
+        for (;;) {
+          let best: string | undefined;
+          for (const h of heads) if (h !== undefined && (best === undefined || compareKeys(h, best) * dir < 0)) best = h;
+          if (best === undefined) return;
+          for (let i = 0; i < heads.length; i++) {
+            while (heads[i] !== undefined && compareKeys(heads[i]!, best) === 0) {
+              const n = cursors[i].next();
+              heads[i] = n.done ? undefined : entryId(n.value);
+            }
+          }
+          yield best;
+        }
+      } finally {
+        for (const c of cursors) c.return?.();
+      }
+    }
+    const seen = !plan.distinct && (plan.index!.multikey || ranges.length > 1) ? new Set<string>() : undefined;
+    for (const r of ranges) {
+      for (const key of this.index.getKeys(oriented(r) as never)) {
         const id = entryId(key);
         if (seen) {
           if (seen.has(id)) continue;
           seen.add(id);
         }
-        const doc = this.getDoc(id);
-        if (accept(doc)) yield doc;
+        yield id;
       }
     }
   }
@@ -741,7 +899,7 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
       });
     }
     this.putValue(next);
-    if (tuples.some((t) => t.length > 1) || meta.indexes.some((def) => !def.multikey && def.fields.some((f) => f.includes(".")))) {
+    if (tuples.some((t, i) => t.length > 1 && !meta.indexes[i].multikey) || meta.indexes.some((def) => !def.multikey && def.fields.some((f) => f.includes(".")))) {
       this.noteMultikey(next, meta);
     } else if (meta.indexes.some((def) => !def.multikey && def.fields.some((f) => Array.isArray(next[f])))) this.noteMultikey(next, meta);
   }
@@ -915,7 +1073,7 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     const meta = this.metaCache;
     if (Object.keys(filter).length === 0 && !meta.indexes.some((d) => d.ttl !== undefined)) return this.docs.getCount(); // (the structures entry is outside the counted key range)
     const plan = planQuery(filter, undefined, meta.indexes);
-    const byIndex = this.countIndexEntries(filter, plan, meta);
+    const byIndex = this.countIndexEntries(filter, plan, meta) ?? this.countWildcardEntries(filter, plan, meta);
     if (byIndex !== undefined) return byIndex;
     let n = 0;
     for (const _ of this.candidates(filter, plan, meta)) n++;
@@ -946,9 +1104,42 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     return n;
   }
 
+  /**
+   * Counts the _ids of wildcard index entries without reading documents when the filter is
+   * exactly what the entries say: equality on the fields before the wildcard and equality or
+   * $in on one path under its root, with values an index key holds whole.
+   */
+  private countWildcardEntries(filter: Filter, plan: Plan, meta: CollectionMeta): number | undefined {
+    if (plan.kind !== "index" || plan.index!.wildcard === undefined || plan.idOrder !== undefined) return undefined;
+    if (meta.indexes.some((d) => d.ttl !== undefined)) return undefined;
+    const def = plan.index!;
+    const before = def.fields.slice(0, -1);
+    const keys = Object.keys(filter);
+    if (keys.length !== before.length + 1 || !before.every((f) => keys.includes(f) && wholeInKey(filter[f]))) return undefined;
+    const field = keys.find((k) => !before.includes(k))!;
+    if (!field.startsWith(`${def.wildcard}.`)) return undefined;
+    const condition = filter[field];
+    let exact = wholeInKey(condition);
+    if (!exact && isPlainObject(condition)) {
+      const ops = Object.keys(condition);
+      exact = ops.length === 1 && ((ops[0] === "$eq" && wholeInKey(condition.$eq)) || (ops[0] === "$in" && Array.isArray(condition.$in) && condition.$in.every(wholeInKey)));
+    }
+    if (!exact) return undefined;
+    let n = 0;
+    for (const _ of this.indexIds(plan)) n++;
+    return n;
+  }
+
   async createIndex(spec: IndexSpec): Promise<void> {
     const fields = Object.keys(spec.keys ?? {});
     if (fields.length === 0) throw new Error("createIndex needs at least one key");
+    const wildcards = fields.filter(isWildcardField);
+    if (wildcards.length > 0) {
+      if (wildcards.length > 1 || !isWildcardField(fields[fields.length - 1]) || fields[fields.length - 1] === "$**") {
+        throw new Error('a wildcard index takes one "<field>.$**" key, last');
+      }
+      if (spec.unique || spec.expireAfterSeconds !== undefined) throw new Error("a wildcard index cannot be unique or TTL");
+    }
     if (spec.expireAfterSeconds !== undefined && fields.length !== 1) {
       throw new Error("a TTL index (expireAfterSeconds) takes exactly one field");
     }
@@ -963,6 +1154,13 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     if (fields[fields.length - 1] === "_id") def.idTail = true;
     def.compactTags = true;
     if (spec.expireAfterSeconds !== undefined) def.ttl = spec.expireAfterSeconds;
+    const last = fields[fields.length - 1];
+    if (isWildcardField(last)) {
+      def.wildcard = last.slice(0, -".$**".length);
+      def.multikey = true; // a document has an entry per value under the root
+      def.sparse = false;
+      delete def.idTail;
+    }
     const now = Date.now();
     try {
       for (const { key, value: doc } of this.docs.getRange({})) {

@@ -286,6 +286,12 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     if (spec.expireAfterSeconds !== undefined && fields.length !== 1) {
       throw new Error("a TTL index (expireAfterSeconds) takes exactly one field");
     }
+    // A wildcard index ({ ..., "<field>.$**": 1 }) only speeds queries up: nedb has none, and
+    // every query is matched by matchesFilter anyway.
+    if (fields.some((f) => f === "$**" || f.endsWith(".$**"))) {
+      if (spec.unique || spec.expireAfterSeconds !== undefined) throw new Error("a wildcard index cannot be unique or TTL");
+      return this.write(async () => undefined);
+    }
     return this.write(() =>
       this.db.ensureIndexAsync({
         fieldName: fields.length === 1 ? fields[0] : fields,

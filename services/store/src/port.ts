@@ -53,6 +53,14 @@ export interface UpdateResult {
 }
 
 export interface IndexSpec {
+  /**
+   * Fields in order. The last may be a wildcard, MongoDB's `"<field>.$**"` (e.g.
+   * `{ workspaceId: 1, "properties.$**": 1 }`): every path under that sub-document with its
+   * values (each element of an array), for equality, $in and range conditions on
+   * `<field>.<path>` with equality on the fields before it. Not unique, not TTL. MongoDB
+   * (7+) builds it natively, the embedded store keeps such entries, the in-memory store
+   * ignores it (same answers, no index).
+   */
   keys: Record<string, 1 | -1>;
   unique?: boolean;
   /** Index only documents that have the field (e.g. a unique key that is optional). */

@@ -494,6 +494,172 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
       });
     });
 
+    describe("wildcard index over a sub-document", () => {
+      // Two collections with the same documents, one with { ws, "properties.$**" } (and the
+      // groups index), one with no index at all: every answer must be the same.
+      let indexed: Collection<Item>;
+      let plain: Collection<Item>;
+      let seed = 11;
+      const rand = (n: number) => {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        return Math.floor((seed / 2 ** 32) * n);
+      };
+      const day = (n: number) => new Date(Date.UTC(2026, 0, 1 + n));
+      const plans = ["free", "pro", "team", "Pro"];
+      const propertiesOf = (): Record<string, unknown> => {
+        const p: Record<string, unknown> = {};
+        if (rand(6)) p.plan = plans[rand(plans.length)];
+        if (rand(3)) p.seats = [rand(20), `${rand(20)}`, rand(20) + 0.5, true, null][rand(5)];
+        if (rand(2)) p.signup = day(rand(60));
+        if (rand(3)) p.tags = Array.from({ length: rand(4) }, () => ["a", "b", "c", 1, 2][rand(5)]);
+        if (rand(3)) p.address = { city: ["Paris", "Lyon", "Oslo"][rand(3)], zip: rand(3) ? `7${rand(10)}000` : rand(100) };
+        if (rand(4) === 0) p.items = [{ sku: `p${rand(4)}`, qty: rand(5) }, { sku: `p${rand(4)}` }];
+        if (rand(5) === 0) p.vip = rand(2) === 0;
+        if (rand(8) === 0) p.plan = [plans[rand(4)], plans[rand(4)]];
+        if (rand(10) === 0) p.matrix = [[rand(3)], rand(3)];
+        return p;
+      };
+      const docs: Item[] = [];
+      const filters: Record<string, unknown>[] = [];
+
+      beforeAll(async () => {
+        indexed = fresh();
+        plain = fresh();
+        await indexed.createIndex({ keys: { ws: 1, "properties.$**": 1 } });
+        await indexed.createIndex({ keys: { ws: 1, groups: 1, _id: 1 } });
+        await indexed.createIndex({ keys: { ws: 1, status: 1, _id: 1 } });
+        for (let i = 0; i < 400; i++) {
+          const doc: Item = { _id: `c${String(rand(100_000)).padStart(6, "0")}_${i}`, ws: `w${rand(2)}`, status: rand(4) ? "SUBSCRIBED" : "UNSUBSCRIBED" };
+          if (rand(10)) doc.properties = propertiesOf();
+          else if (rand(2)) doc.properties = rand(2) ? "scalar" : [{ plan: "pro" }, { plan: "free" }];
+          if (rand(2)) doc.groups = ["g1", "g2", "g3"].filter(() => rand(2));
+          docs.push(doc);
+        }
+        await indexed.insertMany(docs);
+        await plain.insertMany(docs);
+        const ws = () => `w${rand(2)}`;
+        filters.push(
+          { ws: "w0", "properties.plan": "pro" },
+          { ws: "w1", "properties.plan": "pro" },
+          { "properties.plan": "pro" },
+          { ws: "w0", "properties.plan": { $eq: "team" } },
+          { ws: "w0", "properties.plan": { $in: ["pro", "team"] } },
+          { ws: "w1", "properties.plan": { $in: ["pro", 3, true, day(3)] } },
+          { ws: "w0", "properties.plan": { $in: [] } },
+          { ws: "w0", "properties.plan": { $regex: "^pro$", $options: "i" } },
+          { ws: "w0", "properties.plan": null },
+          { ws: "w0", "properties.plan": { $exists: false } },
+          { ws: "w1", "properties.plan": { $ne: "pro" } },
+          { ws: "w1", "properties.plan": { $nin: ["pro", "free"] } },
+          { ws: "w0", "properties.plan": { $gte: "p" } },
+          { ws: "w0", "properties.plan": { $gt: "free", $lte: "team" } },
+          { ws: "w0", "properties.seats": 5 },
+          { ws: "w0", "properties.seats": "5" },
+          { ws: "w1", "properties.seats": true },
+          { ws: "w1", "properties.seats": { $gt: 5 } },
+          { ws: "w1", "properties.seats": { $gte: 3, $lt: 10.5 } },
+          { ws: "w0", "properties.seats": { $lt: "3" } },
+          { ws: "w0", "properties.seats": { $gt: 5, $lt: "9" } },
+          { ws: "w1", "properties.signup": day(5) },
+          { ws: "w1", "properties.signup": { $gte: day(10), $lt: day(30) } },
+          { ws: "w0", "properties.signup": { $lt: day(20) } },
+          { ws: "w0", "properties.tags": "a" },
+          { ws: "w1", "properties.tags": 1 },
+          { ws: "w1", "properties.tags": { $in: ["b", 2] } },
+          { ws: "w0", "properties.tags": { $gte: "b" } },
+          { ws: "w0", "properties.tags.0": "a" },
+          { ws: "w0", "properties.tags": [] },
+          { ws: "w1", "properties.address.city": "Paris" },
+          { ws: "w1", "properties.address.zip": { $gte: "72000" } },
+          { ws: "w0", "properties.address.zip": { $lt: 50 } },
+          { ws: "w0", "properties.address": { city: "Oslo", zip: 5 } },
+          { ws: "w1", "properties.items.sku": "p1" },
+          { ws: "w1", "properties.items.qty": { $gte: 2 } },
+          { ws: "w0", "properties.vip": false },
+          { ws: "w0", "properties.matrix": 1 },
+          { ws: "w0", properties: "scalar" },
+          { $and: [{ ws: "w1" }, { "properties.plan": "pro" }] },
+          { $and: [{ ws: "w1" }, { "properties.seats": { $gte: 2 } }, { "properties.seats": { $lte: 12 } }] },
+          { ws: "w0", status: "SUBSCRIBED", "properties.plan": "pro" },
+          { ws: "w0", status: "SUBSCRIBED", groups: "g2", "properties.plan": { $in: ["pro", "team"] } },
+          { ws: "w1", "properties.plan": "pro", "properties.seats": { $gt: 2 } },
+          { ws: "w1", $or: [{ "properties.plan": "pro" }, { "properties.vip": true }] },
+        );
+        for (let i = 0; i < 40; i++) {
+          const value = [plans[rand(4)], rand(20), `${rand(20)}`, day(rand(60)), true][rand(5)];
+          const path = ["plan", "seats", "signup", "tags", "address.city"][rand(5)];
+          const choice = rand(4);
+          const condition = choice === 0 ? value : choice === 1 ? { $in: [value, plans[rand(4)], rand(20)] } : choice === 2 ? { $gte: value } : { $gt: value, $lte: value };
+          filters.push({ ws: ws(), [`properties.${path}`]: condition });
+        }
+      });
+
+      const same = async () => {
+        for (const filter of filters) {
+          const expected = ids(await plain.find(filter, { sort: { _id: 1 } }));
+          expect({ filter, got: ids(await indexed.find(filter, { sort: { _id: 1 } })) }).toEqual({ filter, got: expected });
+          expect({ filter, count: await indexed.countDocuments(filter) }).toEqual({ filter, count: expected.length });
+          expect({ filter, got: ids(await indexed.find(filter, { sort: { _id: -1 }, limit: 7 })) }).toEqual({ filter, got: [...expected].reverse().slice(0, 7) });
+          // Paging in _id order with { _id: { $gt: last } }, as audiences stream.
+          const paged: string[] = [];
+          for (let last = ""; ; ) {
+            const page = ids(await indexed.find({ $and: [filter, { _id: { $gt: last } }] }, { sort: { _id: 1 }, limit: 9 }));
+            paged.push(...page);
+            if (page.length < 9) break;
+            last = page[page.length - 1];
+          }
+          expect({ filter, paged }).toEqual({ filter, paged: expected });
+          if (expected.length > 2) {
+            const after = expected[1];
+            const page = ids(await indexed.find({ ...filter, _id: { $gt: after } }, { sort: { _id: 1 }, limit: 5 }));
+            expect({ filter, page }).toEqual({ filter, page: expected.slice(2, 7) });
+          }
+        }
+      };
+
+      it("answers equality, $in and ranges under properties exactly as a scan (arrays, missing fields, mixed types)", async () => {
+        // Not a vacuous comparison: most filters match something, some match nothing.
+        const sizes = await Promise.all(filters.map((f) => plain.countDocuments(f)));
+        expect(sizes.filter((n) => n > 0).length).toBeGreaterThan(filters.length / 2);
+        expect(sizes).toContain(0);
+        await same();
+      });
+
+      it("stays exact after updates ($set, $unset, $addToSet, $pull, replacing the sub-document) and deletes", async () => {
+        const updates = (): Record<string, unknown>[] => [
+          { $set: { "properties.plan": plans[rand(4)] } },
+          { $set: { "properties.seats": rand(2) ? rand(20) : `${rand(20)}` } },
+          { $unset: { "properties.plan": "" } },
+          { $unset: { properties: "" } },
+          { $set: { properties: propertiesOf() } },
+          { $addToSet: { "properties.tags": ["a", "b", "c", 1, 2][rand(5)] } },
+          { $pull: { "properties.tags": { $in: ["a", 1] } } },
+          { $set: { "properties.address.city": "Oslo" } },
+          { $set: { ws: `w${rand(2)}` } },
+          { $addToSet: { groups: "g9" } },
+        ];
+        for (let i = 0; i < 150; i++) {
+          const doc = docs[rand(docs.length)];
+          const list = updates();
+          const update = list[rand(list.length)];
+          const ra = await plain.updateOne({ _id: doc._id }, update).catch((e: Error) => e.constructor.name);
+          const rb = await indexed.updateOne({ _id: doc._id }, update).catch((e: Error) => e.constructor.name);
+          expect(rb).toEqual(ra);
+        }
+        await plain.updateMany({ ws: "w1", "properties.plan": "free", "properties.seats": { $exists: true } }, { $set: { "properties.plan": "pro" } });
+        await indexed.updateMany({ ws: "w1", "properties.plan": "free", "properties.seats": { $exists: true } }, { $set: { "properties.plan": "pro" } });
+        const victim = await plain.findOne({ ws: "w1", "properties.seats": { $gte: 10 } }, { sort: { _id: 1 } });
+        expect(victim).not.toBeNull();
+        for (const c of [plain, indexed]) {
+          await c.deleteMany({ ws: "w0", "properties.plan": "team" });
+          expect(await c.deleteOne({ _id: victim!._id, "properties.seats": { $gte: 10 } })).toEqual({ deletedCount: 1 });
+          await c.insertOne({ _id: "zz_new", ws: "w0", properties: { plan: "pro", seats: 4, tags: ["a"] } });
+        }
+        expect(await indexed.countDocuments({ ws: "w0", "properties.plan": "team" })).toBe(0);
+        await same();
+      });
+    });
+
     describe("findOneAndUpdate", () => {
       it("returns the document after the update by default, or before it on request", async () => {
         const c = fresh();

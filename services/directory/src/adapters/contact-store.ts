@@ -27,6 +27,10 @@ export class ContactStore implements ContactRepository {
       contacts.createIndex({ keys: { workspaceId: 1, _id: 1 } }),
       // Audiences (status SUBSCRIBED) and the status filter, paged in id order.
       contacts.createIndex({ keys: { workspaceId: 1, status: 1, _id: 1 } }),
+      // Filters on properties (segments, audiences): every path under `properties`, by value.
+      contacts.createIndex({ keys: { workspaceId: 1, "properties.$**": 1 } }),
+      // Group members (audiences, group listings), paged in id order.
+      contacts.createIndex({ keys: { workspaceId: 1, groups: 1, _id: 1 } }),
     ]);
     // Documents written before statuses carried `subscribed`: give them their status once.
     await contacts.updateMany({ status: { $exists: false }, subscribed: false }, { $set: { status: "UNSUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
