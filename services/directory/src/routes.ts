@@ -206,7 +206,13 @@ function int64(value: bigint | undefined, field: string): number | undefined {
   return Number(value);
 }
 
-export function directoryService(dir: Directory): ServiceImpl<typeof DirectoryService> {
+/** Compiles a workspace's JSON filter (adapters/contact-filter.ts); without one, a filter is refused. */
+export type FilterCompiler = (workspaceId: string, filter: unknown) => Promise<Record<string, unknown>>;
+const noFilters: FilterCompiler = async () => {
+  throw badRequest("invalid_filter", "filter: filters are not available on this directory");
+};
+
+export function directoryService(dir: Directory, compileFilter: FilterCompiler = noFilters): ServiceImpl<typeof DirectoryService> {
   return {
     async authenticate(req) {
       return dir.keys.authenticate(req.apiKey, req.requiredScopes);
@@ -359,13 +365,15 @@ export function directoryService(dir: Directory): ServiceImpl<typeof DirectorySe
         subscribedOnly: req.subscribedOnly,
         status: statusFromPb(req.status),
         search: req.search || undefined,
+        filter: req.filter ? await compileFilter(req.workspaceId, req.filter) : undefined,
       };
       const page = await dir.contacts.list(req.workspaceId, { ...query, limit: req.page?.limit, cursor: req.page?.cursor, newestFirst: req.newestFirst });
       const totalCount = req.includeCount ? BigInt(await dir.contacts.count(req.workspaceId, query)) : undefined;
       return { contacts: page.items.map(contactToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore }, totalCount };
     },
     async *streamContacts(req) {
-      for await (const page of dir.contacts.stream(req.workspaceId, { batchSize: req.batchSize, subscribedOnly: req.subscribedOnly })) {
+      const filter = req.filter ? await compileFilter(req.workspaceId, req.filter) : undefined;
+      for await (const page of dir.contacts.stream(req.workspaceId, { batchSize: req.batchSize, subscribedOnly: req.subscribedOnly, filter })) {
         yield { contacts: page.map(contactToPb) };
       }
     },
@@ -462,8 +470,8 @@ function templateFromPb(t: PbTemplateInput | undefined) {
   };
 }
 
-export function directoryRoutes(dir: Directory) {
+export function directoryRoutes(dir: Directory, compileFilter?: FilterCompiler) {
   return (router: ConnectRouter) => {
-    router.service(DirectoryService, directoryService(dir));
+    router.service(DirectoryService, directoryService(dir, compileFilter));
   };
 }

@@ -2,6 +2,7 @@ import { DuplicateKeyError, type BulkWriteOperation, type Collection, type Filte
 import type { Contact } from "../domain/model.js";
 import type { ContactChange, ContactQuery, ContactRepository, ContactWrite } from "../domain/ports.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";
+import { deleteEngagementOf } from "./engagement-store.js";
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
@@ -16,7 +17,10 @@ function changeUpdate(change: ContactChange): Update {
 }
 
 export class ContactStore implements ContactRepository {
-  private constructor(private readonly contacts: Collection<Stored<Contact>>) {}
+  private constructor(
+    private readonly contacts: Collection<Stored<Contact>>,
+    private readonly store?: Store,
+  ) {}
 
   static async open(store: Store): Promise<ContactStore> {
     const contacts = store.collection<Stored<Contact>>("contacts");
@@ -35,7 +39,7 @@ export class ContactStore implements ContactRepository {
     // Documents written before statuses carried `subscribed`: give them their status once.
     await contacts.updateMany({ status: { $exists: false }, subscribed: false }, { $set: { status: "UNSUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
     await contacts.updateMany({ status: { $exists: false } }, { $set: { status: "SUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
-    return new ContactStore(contacts);
+    return new ContactStore(contacts, store);
   }
 
   insert(contact: Contact): Promise<boolean> {
@@ -78,6 +82,8 @@ export class ContactStore implements ContactRepository {
 
   async delete(workspaceId: string, id: string): Promise<void> {
     await this.contacts.deleteOne({ _id: id, workspaceId });
+    // Its engagement records go with it (every deletion, erasure included).
+    if (this.store) await deleteEngagementOf(this.store, workspaceId, id);
   }
 
   page(workspaceId: string, opts: ContactQuery & { after?: string; limit: number; newestFirst?: boolean }): Promise<Contact[]> {
@@ -103,6 +109,7 @@ export class ContactStore implements ContactRepository {
       const $regex = escapeRegex(query.search);
       filter.$or = ["emailLower", "firstName", "lastName"].map((field) => ({ [field]: { $regex, $options: "i" } }));
     }
+    if (query.filter) filter.$and = [query.filter];
     return filter;
   }
 }

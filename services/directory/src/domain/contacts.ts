@@ -434,7 +434,7 @@ export class Contacts {
   }
 
   /** Every matching contact, one page at a time: memory stays at one page. */
-  async *stream(workspaceId: string, opts: { batchSize?: number; subscribedOnly?: boolean } = {}): AsyncGenerator<Contact[]> {
+  async *stream(workspaceId: string, opts: { batchSize?: number; subscribedOnly?: boolean; filter?: ContactQuery["filter"] } = {}): AsyncGenerator<Contact[]> {
     requireWorkspaceId(workspaceId);
     const batchSize = checkListLimit(opts.batchSize, STREAM_MAX_BATCH, STREAM_DEFAULT_BATCH);
     const query = this.query(opts);
@@ -463,6 +463,7 @@ export class Contacts {
       if (typeof opts.search !== "string" || opts.search.length > SEARCH_MAX) throw badRequest("invalid_request", `search must be at most ${SEARCH_MAX} characters`);
       query.search = opts.search.trim().toLowerCase();
     }
+    if (opts.filter) query.filter = opts.filter;
     return query;
   }
 

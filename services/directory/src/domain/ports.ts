@@ -100,6 +100,8 @@ export interface ContactQuery {
   status?: ContactStatus;
   /** Case-insensitive substring of the email, first or last name. */
   search?: string;
+  /** A compiled filter (DESIGN §9.4, adapters/contact-filter.ts): a store condition the contacts must also match. */
+  filter?: Record<string, unknown>;
 }
 
 export interface ContactEventRepository {

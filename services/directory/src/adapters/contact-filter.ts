@@ -1,0 +1,74 @@
+import type { Filter, Store } from "@mailroom/store/port.js";
+import { badRequest } from "@mailroom/kit/errors.js";
+import {
+  engagementConditions, engagementKey, parseFilter, referencedGroups, toStoreFilter, MAX_LIST, type EngagementCondition, type PropertyType,
+} from "@mailroom/filter/filter.js";
+import type { ContactProperty } from "../domain/model.js";
+import { EngagementStore } from "./engagement-store.js";
+import type { Stored } from "./documents.js";
+
+/** Longest filter accepted, as JSON text. */
+export const MAX_FILTER_JSON = 32_768;
+
+/**
+ * A JSON filter (DESIGN §9.4) as a store filter over one workspace's contacts (the caller adds
+ * `workspaceId`); throws the bad-request `invalid_filter` (400) naming the JSON path. Takes the
+ * JSON text (a query parameter) or the parsed value (a segment's stored filter).
+ */
+export type ContactFilterCompiler = (workspaceId: string, filter: unknown) => Promise<Filter>;
+
+interface GroupDoc {
+  _id: string;
+  workspaceId: string;
+  publicId: string;
+}
+
+const invalid = (message: string) => badRequest("invalid_filter", message);
+
+/**
+ * The directory's one filter compiler: loads the workspace's custom properties (their types)
+ * and the groups the filter names, parses with @mailroom/filter, resolves each `$engagement`
+ * term to its contact ids from the engagement records, and compiles.
+ */
+export class ContactFilters {
+  private constructor(
+    private readonly store: Store,
+    readonly engagement: EngagementStore,
+    private readonly now: () => Date,
+  ) {}
+
+  static async open(store: Store, opts: { engagement?: EngagementStore; now?: () => Date } = {}): Promise<ContactFilters> {
+    return new ContactFilters(store, opts.engagement ?? (await EngagementStore.open(store)), opts.now ?? (() => new Date()));
+  }
+
+  /** The compiler as a function (what the contact listing, export, segments and audiences call). */
+  readonly compileContactFilter: ContactFilterCompiler = async (workspaceId, filter) => {
+    let input = filter;
+    if (typeof filter === "string") {
+      if (filter.length > MAX_FILTER_JSON) throw invalid(`filter: at most ${MAX_FILTER_JSON} characters of JSON`);
+      try {
+        input = JSON.parse(filter);
+      } catch (err) {
+        throw invalid(`filter: not valid JSON (${(err as Error).message})`);
+      }
+    }
+    const names = referencedGroups(input).slice(0, MAX_LIST * 4);
+    const [properties, groups] = await Promise.all([
+      this.store.collection<Stored<ContactProperty>>("contact_properties").find({ workspaceId }),
+      names.length
+        ? this.store.collection<Stored<GroupDoc>>("groups").find({ workspaceId, $or: [{ _id: { $in: names } }, { publicId: { $in: names } }] })
+        : Promise.resolve([]),
+    ]);
+    const types = new Map<string, PropertyType>(properties.map((p) => [p.slug, p.type]));
+    const groupIds = new Map<string, string>();
+    for (const g of groups) groupIds.set(g.publicId, g._id);
+    for (const g of groups) groupIds.set(g._id, g._id); // an id wins over a publicId spelled like one
+    const parsed = parseFilter(input, { properties: types, groupIdOf: (name) => groupIds.get(name), now: this.now() });
+    if (!parsed.ok) throw invalid(parsed.error.message);
+    const conditions = engagementConditions(parsed.filter);
+    const sets = new Map<string, Set<string>>(
+      await Promise.all(conditions.map(async (c): Promise<[string, Set<string>]> => [engagementKey(c), await this.engagement.contactsWith(workspaceId, c)])),
+    );
+    return toStoreFilter(parsed.filter, { engagement: (c: EngagementCondition) => sets.get(engagementKey(c)) ?? new Set() });
+  };
+}

@@ -1,0 +1,187 @@
+import { DuplicateKeyError, type Collection, type Filter, type Store } from "@mailroom/store/port.js";
+import type { EngagementCondition, EngagementEvent } from "@mailroom/filter/filter.js";
+import { asDoc, insertUnique, type Stored } from "./documents.js";
+
+/**
+ * Engagement records (DESIGN §9.4's `$engagement`), built from the MailEvents stream:
+ *
+ * - `contact_engagement`: one document per unique (workspace, contact, event kind, message),
+ *   `_id` "<workspace>:<contact>:<kind>:<message>" (so a redelivered or republished event is
+ *   recorded once), with the broadcast ("" for other mail) and the event's time.
+ * - `contact_engagement_totals`: one document per (workspace, contact, kind) with how many such
+ *   messages and the last time, so "opened anything (since …)" reads one small document per
+ *   contact instead of every event; conditions that need the events themselves ("at least 3
+ *   since …", one broadcast's) read the events' index range.
+ *
+ * Every read names its workspace; every scan is paged (memory holds one page and the set of
+ * contact ids being built).
+ */
+export const ENGAGEMENT_COLLECTION = "contact_engagement";
+export const ENGAGEMENT_TOTALS_COLLECTION = "contact_engagement_totals";
+
+export interface EngagementRecord {
+  _id: string;
+  workspaceId: string;
+  contactId: string;
+  kind: EngagementEvent;
+  /** The message: the broadcast's id, the email's id, or the RFC 5322 Message-ID. */
+  messageId: string;
+  /** The broadcast the message belongs to; "" for other mail. */
+  broadcastId: string;
+  at: Date;
+}
+
+export interface EngagementTotal {
+  _id: string;
+  workspaceId: string;
+  contactId: string;
+  kind: EngagementEvent;
+  /** Distinct messages with such an event. */
+  count: number;
+  first: Date;
+  last: Date;
+}
+
+export interface NewEngagement {
+  workspaceId: string;
+  contactId: string;
+  kind: EngagementEvent;
+  messageId: string;
+  broadcastId?: string;
+  at: Date;
+}
+
+/** Documents per read while resolving a condition. */
+const PAGE = 5_000;
+
+export class EngagementStore {
+  private constructor(
+    private readonly events: Collection<Stored<EngagementRecord>>,
+    private readonly totals: Collection<Stored<EngagementTotal>>,
+  ) {}
+
+  static async open(store: Store): Promise<EngagementStore> {
+    const events = store.collection<Stored<EngagementRecord>>(ENGAGEMENT_COLLECTION);
+    const totals = store.collection<Stored<EngagementTotal>>(ENGAGEMENT_TOTALS_COLLECTION);
+    await Promise.all([
+      // One broadcast's events of a kind, in id order (contact ids grouped by the _id's layout).
+      events.createIndex({ keys: { workspaceId: 1, kind: 1, broadcastId: 1, _id: 1 } }),
+      // Events of a kind since a time ("at least N since …").
+      events.createIndex({ keys: { workspaceId: 1, kind: 1, at: 1 } }),
+      // A contact's records, deleted with it.
+      events.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
+      // Contacts with a kind of event ever (paged in id order) or since a time.
+      totals.createIndex({ keys: { workspaceId: 1, kind: 1, _id: 1 } }),
+      totals.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } }),
+      totals.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
+    ]);
+    return new EngagementStore(events, totals);
+  }
+
+  /** Records one event; false when this (contact, kind, message) was recorded already. */
+  async record(e: NewEngagement): Promise<boolean> {
+    const doc: EngagementRecord = {
+      _id: `${e.workspaceId}:${e.contactId}:${e.kind}:${e.messageId}`,
+      workspaceId: e.workspaceId,
+      contactId: e.contactId,
+      kind: e.kind,
+      messageId: e.messageId,
+      broadcastId: e.broadcastId ?? "",
+      at: e.at,
+    };
+    if (!(await insertUnique(this.events, asDoc(doc)))) return false;
+    const _id = `${e.workspaceId}:${e.contactId}:${e.kind}`;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.totals.updateOne(
+          { _id },
+          { $inc: { count: 1 }, $setOnInsert: { workspaceId: e.workspaceId, contactId: e.contactId, kind: e.kind, first: e.at, last: e.at } },
+          { upsert: true },
+        );
+        break;
+      } catch (err) {
+        // Two first events of a contact at once: the loser's upsert finds the document on retry.
+        if (!(err instanceof DuplicateKeyError) || attempt > 2) throw err;
+      }
+    }
+    await this.totals.updateOne({ _id, last: { $lt: e.at } }, { $set: { last: e.at } });
+    return true;
+  }
+
+  /** The workspace's contacts with at least `min` such events (of the broadcast, since the time). */
+  async contactsWith(workspaceId: string, c: EngagementCondition): Promise<Set<string>> {
+    const out = new Set<string>();
+    if (c.broadcastId !== undefined || (c.since && c.min > 1)) {
+      const counts = new Map<string, number>();
+      const add = (doc: EngagementRecord) => {
+        if (c.since && doc.at < c.since) return;
+        const n = (counts.get(doc.contactId) ?? 0) + 1;
+        counts.set(doc.contactId, n);
+        if (n >= c.min) out.add(doc.contactId);
+      };
+      if (c.broadcastId !== undefined) {
+        await byId(this.events, { workspaceId, kind: c.event, broadcastId: c.broadcastId }, add);
+      } else {
+        await byTime(this.events, "at", { workspaceId, kind: c.event }, c.since!, add);
+      }
+      return out;
+    }
+    const add = (doc: EngagementTotal) => {
+      if (doc.count >= c.min) out.add(doc.contactId);
+    };
+    if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, add);
+    else await byId(this.totals, { workspaceId, kind: c.event }, add);
+    return out;
+  }
+
+  /** Every record of a contact (its deletion and erasure); answers how many events went. */
+  async deleteForContact(workspaceId: string, contactId: string): Promise<number> {
+    const [{ deletedCount }] = await Promise.all([
+      this.events.deleteMany({ workspaceId, contactId }),
+      this.totals.deleteMany({ workspaceId, contactId }),
+    ]);
+    return deletedCount;
+  }
+}
+
+/** Pages through the matching documents in _id order. */
+async function byId<T extends { _id: string }>(coll: Collection<Stored<T>>, filter: Filter, each: (doc: T) => void): Promise<void> {
+  let after: string | undefined;
+  for (;;) {
+    const page = await coll.find(after ? { ...filter, _id: { $gt: after } } : filter, { sort: { _id: 1 }, limit: PAGE });
+    for (const doc of page) each(doc);
+    if (page.length < PAGE) return;
+    after = page[page.length - 1]._id;
+  }
+}
+
+/**
+ * Pages through the documents whose `field` (a Date) is at least `since`, in (field, _id)
+ * order: each page starts at the last page's latest time and skips the documents of that time
+ * it already read.
+ */
+async function byTime<T extends { _id: string }>(coll: Collection<Stored<T>>, field: string, filter: Filter, since: Date, each: (doc: T) => void): Promise<void> {
+  let from = since;
+  let skip = 0;
+  for (;;) {
+    const page = await coll.find({ ...filter, [field]: { $gte: from } }, { sort: { [field]: 1, _id: 1 }, skip, limit: PAGE });
+    for (const doc of page) {
+      each(doc);
+      const at = (doc as Record<string, unknown>)[field] as Date;
+      if (at.getTime() === from.getTime()) skip++;
+      else {
+        from = at;
+        skip = 1;
+      }
+    }
+    if (page.length < PAGE) return;
+  }
+}
+
+/** Deletes a contact's engagement records (ContactStore.delete: every deletion and erasure). */
+export function deleteEngagementOf(store: Store, workspaceId: string, contactId: string): Promise<unknown> {
+  return Promise.all([
+    store.collection(ENGAGEMENT_COLLECTION).deleteMany({ workspaceId, contactId }),
+    store.collection(ENGAGEMENT_TOTALS_COLLECTION).deleteMany({ workspaceId, contactId }),
+  ]);
+}
