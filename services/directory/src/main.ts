@@ -10,6 +10,8 @@ import { natsContactEventPublisher } from "./adapters/event-publisher.js";
 import { ChangePublisher } from "./adapters/change-publisher.js";
 import { directoryRoutes } from "./routes.js";
 import { consumeMailOutcomes } from "./consumers.js";
+import { ContactFilters } from "./adapters/contact-filter.js";
+import { consumeEngagement } from "./engagement-consumers.js";
 import { groupRoutes } from "./group-routes.js";
 import { Groups } from "./domain/groups.js";
 import { EmittingGroupMembershipRepository } from "./domain/changes.js";
@@ -38,6 +40,8 @@ const directory = createDirectory({
   publishChanges: changes.publish,
   intendChanges: changes.intend,
 });
+// The one filter compiler (DESIGN §9.4): contact listing, export, segments and audiences; engagement records feed `$engagement`.
+const contactFilters = await ContactFilters.open(store);
 
 // Groups and contacts' memberships (DESIGN §9.4): their own service, same unit and store; joins and leaves emit CONTACT_TAG_*.
 const groups = new Groups(
@@ -62,10 +66,16 @@ const outcomeEvents = nats.then(async (nc) => {
   return consumeMailOutcomes(nc, directory.outcomes, logger);
 });
 outcomeEvents.catch((err) => logger.warn({ err }, "mail outcome consumer not started"));
+// Delivered, opened, clicked and bounced → engagement records (the filter's `$engagement`).
+const engagementEvents = nats.then(async (nc) => {
+  await ensureMailStreams(nc, config.natsReplicas);
+  return consumeEngagement(nc, { contacts: repositories.contacts, engagement: contactFilters.engagement }, logger);
+});
+engagementEvents.catch((err) => logger.warn({ err }, "engagement consumer not started"));
 
 const server = await startConnectServer({
   routes: (router) => {
-    directoryRoutes(directory)(router);
+    directoryRoutes(directory, contactFilters.compileContactFilter)(router);
     groupRoutes(groups)(router);
   },
   port: config.servicePort ?? defaultServicePort(config, "directory"),
@@ -80,6 +90,7 @@ onShutdown(logger, async () => {
   await directory.usage.close();
   await Promise.race([changes.stop(), new Promise((resolve) => setTimeout(resolve, 1_000))]);
   await Promise.race([outcomeEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
+  await Promise.race([engagementEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await store.close();
   // Not yet connected: closing waits for nothing (the pending connect is abandoned with the process).
   await Promise.race([nats.then((nc) => nc.drain()), new Promise((resolve) => setTimeout(resolve, 1_000))]);
