@@ -7,6 +7,7 @@ import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.j
 import { RendererService } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import type { TokenBuckets } from "./rate-limit.js";
 
@@ -29,6 +30,8 @@ export interface ServiceClients {
   renderer: RequestScoped<Client<typeof RendererService>>;
   delivery: RequestScoped<Client<typeof DeliveryService>>;
   webhooks: RequestScoped<Client<typeof WebhookService>>;
+  /** Topics and contacts' choices (served by the directory unit). */
+  topics: RequestScoped<Client<typeof TopicService>>;
 }
 
 /** Publishes tracking events (opened, clicked, unsubscribed); absent in unit tests. */
@@ -69,6 +72,7 @@ export function createServiceClients(config: Config): ServiceClients {
     renderer: connectClient(RendererService, config.urls.renderer),
     delivery: connectClient(DeliveryService, config.urls.delivery),
     webhooks: connectClient(WebhookService, config.urls.webhooks),
+    topics: connectClient(TopicService, config.urls.directory),
   };
 }
 

@@ -194,6 +194,11 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_template: { status: 400, description: "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`. The message names the field." },
   template_exists: { status: 409, description: "A template with this name already exists. Change it with `PUT /v1/templates/{name}`, or pick another name." },
   template_html_too_large: { status: 413, description: "A template's `html` (or `text`) is limited to 500 KB." },
+  // Topics and a contact's choices (the directory, DESIGN §9.4)
+  invalid_topic: { status: 400, description: "A topic field is invalid: a `name` that is empty, longer than 100 characters or on more than one line, a `description` over 500 characters, a `defaultSubscription` other than `OPT_IN` or `OPT_OUT`. The message names the field." },
+  topic_not_found: { status: 404, description: "No topic with this id exists in the workspace. `GET /v1/topics` lists them." },
+  topic_name_taken: { status: 409, description: "The workspace has a topic with this name already. Pick another name, or change the existing topic with `PATCH /v1/topics/{id}`." },
+  unknown_topic: { status: 400, description: "A topic in the contact's `topics` does not exist in the workspace (`unknownTopics` lists them); no choice was recorded. `GET /v1/topics` lists the topics." },
   // Broadcast content (compiled by the renderer)
   html_too_large: { status: 413, description: "The HTML is too large: at most 500 KB for a broadcast and 5 MB for an email." },
   text_too_large: { status: 413, description: "The plain-text part is larger than 1 MB." },

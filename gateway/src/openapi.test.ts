@@ -24,6 +24,10 @@ import { BroadcastService, BroadcastStatus } from "../../gen/mailroom/broadcast/
 import { appError } from "@mailroom/kit/errors.js";
 import { webhookRoutes } from "../../services/webhooks/src/routes.js";
 import { buildTestDomain as buildWebhooksDomain } from "../../services/webhooks/src/testing.js";
+import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
+import { topicRoutes } from "../../services/directory/src/topic-routes.js";
+import { Topics } from "../../services/directory/src/domain/topics.js";
+import { TopicStore } from "../../services/directory/src/adapters/topic-store.js";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "./deps.js";
 
@@ -216,6 +220,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       webhooks: createClient(WebhookService, memoryTransport(webhookRoutes((await buildWebhooksDomain()).webhooks))),
       broadcast,
       delivery,
+      topics: createClient(TopicService, memoryTransport(topicRoutes(new Topics(await TopicStore.open(dir.store), dir.workspaces)))),
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: SECRET },
@@ -951,6 +956,46 @@ describe("the generated OpenAPI document against the gateway", () => {
       const deleted = await call("DELETE /v1/webhooks/{id}", { url: item });
       expect(deleted.json()).toMatchObject({ isDeleted: true, webhook: { id: webhook.id } });
       expect((await call("DELETE /v1/webhooks/{id}", { url: item })).statusCode).toBe(404);
+    });
+  });
+
+  describe("topics", () => {
+    it("creates, reads, changes, lists and deletes topics; a contact's choices; the manage page's form", async () => {
+      const created = await call("POST /v1/topics", { body: { name: "News", description: "Monthly", defaultSubscription: "OPT_OUT" } });
+      expect(created.statusCode).toBe(201);
+      const id = created.json().topic.id;
+      expect((await call("POST /v1/topics", { body: { name: "News", defaultSubscription: "OPT_IN" } })).statusCode).toBe(409);
+      expect((await call("POST /v1/topics", { body: { name: "", defaultSubscription: "OPT_IN" } })).statusCode).toBe(400);
+      const other = (await call("POST /v1/topics", { body: { name: "Events", defaultSubscription: "OPT_IN" } })).json().topic.id;
+      expect((await call("GET /v1/topics/{id}", { url: `/v1/topics/${id}` })).json().topic).toMatchObject({ id, name: "News" });
+      expect((await call("GET /v1/topics/{id}", { url: `/v1/topics/${id}`, headers: KEY_B })).statusCode).toBe(404);
+      expect((await call("PATCH /v1/topics/{id}", { url: `/v1/topics/${id}`, body: { description: null } })).json().topic).not.toHaveProperty("description");
+      expect((await call("PATCH /v1/topics/{id}", { url: `/v1/topics/${id}`, body: { name: "Events" } })).statusCode).toBe(409);
+      expect((await call("PATCH /v1/topics/{id}", { url: `/v1/topics/${id}`, body: { defaultSubscription: "maybe" } })).statusCode).toBe(400);
+      expect((await call("PATCH /v1/topics/{id}", { url: "/v1/topics/top_nope", body: {} })).statusCode).toBe(404);
+      const page = await call("GET /v1/topics", { url: "/v1/topics?limit=1" });
+      expect(page.json().topics).toMatchObject({ items: [{ id }], hasMore: true });
+      expect((await call("GET /v1/topics", { url: "/v1/topics?cursor=bad" })).statusCode).toBe(400);
+
+      const contact = (await call("POST /v1/contacts", { body: { properties: { email: "topics@example.test" } } })).json().contact.id;
+      expect((await call("GET /v1/contacts/{id}/topics", { url: `/v1/contacts/${contact}/topics` })).json().topics).toEqual([
+        { id, name: "News", subscribed: true }, { id: other, name: "Events", subscribed: false },
+      ]);
+      expect((await call("GET /v1/contacts/{id}/topics", { url: "/v1/contacts/ctc_nope/topics" })).statusCode).toBe(404);
+      const put = await call("PUT /v1/contacts/{id}/topics", { url: `/v1/contacts/${contact}/topics`, body: { topics: [{ id, subscribed: false }] } });
+      expect(put.json().topics[0]).toEqual({ id, name: "News", subscribed: false });
+      expect((await call("PUT /v1/contacts/{id}/topics", { url: `/v1/contacts/${contact}/topics`, body: { topics: [{ id: "top_nope", subscribed: true }] } })).json().code).toBe("unknown_topic");
+      expect((await call("PUT /v1/contacts/{id}/topics", { url: "/v1/contacts/ctc_nope/topics", body: { topics: [] } })).statusCode).toBe(404);
+
+      const token = signRecipientToken(SECRET, { workspaceId: "ws_oa", messageId: "", email: "topics@example.test", contactId: contact, contentId: "cmp_1" });
+      const form = { url: `/u/${token}/topics`, contentType: "application/x-www-form-urlencoded" };
+      const saved = await call("POST /u/{token}/topics", { ...form, payload: `shown=${id}&shown=${other}&topic=${other}` });
+      expect(saved.json().topics).toEqual([{ id, name: "News", subscribed: false }, { id: other, name: "Events", subscribed: true }]);
+      expect((await call("POST /u/{token}/topics", { ...form, payload: `shown=${id}`, headers: { origin: "https://evil.test" } })).statusCode).toBe(403);
+      expect((await call("POST /u/{token}/topics", { ...form, body: { topics: [] }, contentType: "application/json" })).statusCode).toBe(400);
+
+      expect((await call("DELETE /v1/topics/{id}", { url: `/v1/topics/${other}` })).json()).toMatchObject({ topic: { id: other }, isDeleted: true });
+      expect((await call("DELETE /v1/topics/{id}", { url: `/v1/topics/${other}` })).statusCode).toBe(404);
     });
   });
 

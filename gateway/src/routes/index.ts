@@ -34,6 +34,9 @@ import { registerCancelBroadcast } from "./broadcasts-cancel.js";
 import { registerEmailStats } from "./stats.js";
 import { registerBroadcastStats } from "./stats-broadcast.js";
 import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
+import { registerTopics } from "./topics.js";
+import { registerTopicItem } from "./topics-item.js";
+import { registerContactTopics } from "./topics-contact.js";
 
 /**
  * Routes under /v1 that need an API key. Each module registers its own path(s);
@@ -48,6 +51,8 @@ export const apiRoutes: RouteModule[] = [
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast].map(broadcastScope),
   // Outcomes (issue 13): stats and webhooks.
   registerEmailStats, registerBroadcastStats, registerWebhooks, registerWebhookDeliveries,
+  // Topics and contacts' choices (DESIGN §9.4).
+  registerTopics, registerTopicItem, registerContactTopics,
 ];
 
 // The recipient-link modules register plain fastify routes; their operations are declared here.
@@ -89,7 +94,7 @@ const unsubscribeDocs: Record<string, OperationDoc> = {
     summary: "Unsubscribe confirmation page",
     description: "Shows a page with a button; does not unsubscribe (mail scanners prefetch links).",
     params: recipientToken,
-    query: z.object({ manage: z.string().optional().meta({ description: "Any value: the manage-preferences page (shows whether the address is subscribed; offers to resubscribe)." }) }),
+    query: z.object({ manage: z.string().optional().meta({ description: "Any value: the manage-preferences page (shows whether the address is subscribed; offers to resubscribe; lists the workspace's topics with the recipient's state, a form that saves them, and unsubscribing from everything)." }) }),
     responses: { 200: { description: "The confirmation page.", content: { "text/html": html } }, 404: "LinkNotFound" },
   },
   "POST /u/:token": {
@@ -138,6 +143,28 @@ const unsubscribeDocs: Record<string, OperationDoc> = {
         body: apiErrorSchema,
         content: { "text/html": html },
       },
+      503: "ServiceUnavailable",
+    },
+  },
+  "POST /u/:token/topics": {
+    operationId: "saveRecipientTopics",
+    tags: ["Recipients"],
+    summary: "Save the topic choices of the manage page",
+    description: "The manage page's form (DESIGN §9.4): `shown` names each topic the page listed, `topic` each one checked; every shown topic that still exists becomes the contact's choice (checked: subscribed). Refused (403) when the browser names another site as the form's origin.",
+    params: recipientToken,
+    requestContent: {
+      required: true,
+      content: { "application/x-www-form-urlencoded": z.string().meta({ examples: ["shown=top_01&shown=top_02&topic=top_02"] }) },
+    },
+    responses: {
+      200: {
+        description: "Saved: the contact's topics as JSON (`{ topics: [{ id, name, subscribed }] }`), or a page when `Accept` includes `text/html`.",
+        body: z.strictObject({ topics: z.array(z.strictObject({ id: z.string(), name: z.string(), subscribed: z.boolean() })) }).meta({ id: "RecipientTopics" }),
+        content: { "text/html": html },
+      },
+      400: { description: "`invalid_request`: not the page's form.", body: apiErrorSchema },
+      403: { description: "`forbidden`: the request came from another site's page.", body: apiErrorSchema },
+      404: "LinkNotFound",
       503: "ServiceUnavailable",
     },
   },

@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { ContactStatus, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { ContactRef, ContactTopic } from "../../../gen/mailroom/directory/v1/topics_pb.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { parseRecipientToken, tokenSecretsOf, type RecipientRef } from "@mailroom/content/tokens.js";
 import { LINK_ROUTES, linkPath, manageUrl, MANAGE_PARAM } from "@mailroom/content/urls.js";
 import type { GatewayDeps } from "../deps.js";
@@ -11,6 +13,10 @@ import { escapeHtml as escape, page } from "./page.js";
 
 /** POST here resubscribes (the manage page's button). */
 export const RESUBSCRIBE_ROUTE = `${LINK_ROUTES.unsubscribe}/resubscribe`;
+/** POST here saves the topic choices of the manage page (DESIGN §9.4). */
+export const TOPICS_ROUTE = `${LINK_ROUTES.unsubscribe}/topics`;
+/** A form of many topics: each checked one and each shown one is a field. */
+const TOPICS_BODY_LIMIT = 64 * 1024;
 
 type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 
@@ -55,6 +61,60 @@ async function resubscribe(deps: GatewayDeps, request: FastifyRequest, r: Recipi
     .updateContact({ workspaceId: r.workspaceId, contact: { email: r.email, status: ContactStatus.SUBSCRIBED } }, rpcHeaders(request))
     .catch(() => undefined); // no contact: lifting the suppression was all there was to do
   return true;
+}
+
+/** The recipient's topics with its state, and the contact they belong to. */
+interface RecipientTopics {
+  contactId: string;
+  topics: ContactTopic[];
+}
+
+/**
+ * The workspace's topics with the recipient's state (DESIGN §9.4): the contact the token names,
+ * else the workspace's contact with its address (a transactional recipient's token names none).
+ * Null when the recipient is no contact; undefined when the directory did not answer.
+ */
+async function recipientTopics(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<RecipientTopics | null | undefined> {
+  const topicsClient = deps.clients.topics;
+  if (!topicsClient) return undefined;
+  const refs: ContactRef[] = [
+    ...(r.contactId ? [{ ref: { case: "contactId" as const, value: r.contactId } } as ContactRef] : []),
+    { ref: { case: "email" as const, value: r.email } } as ContactRef,
+  ];
+  try {
+    for (const contact of refs) {
+      try {
+        const res = await topicsClient.getContactTopics({ workspaceId: r.workspaceId, contact }, rpcHeaders(request));
+        return { contactId: res.contactId, topics: res.topics };
+      } catch (err) {
+        if (errorInfoOf(err)?.code !== "contact_not_found") throw err;
+      }
+    }
+    return null;
+  } catch (err) {
+    request.log.warn({ err }, "topics lookup failed");
+    return undefined;
+  }
+}
+
+/** The manage page's topics form: a checkbox per topic; `shown` names every topic on the page (an unchecked box sends nothing). */
+function topicsForm(action: string, topics: ContactTopic[]): string {
+  const rows = topics.map((t) => {
+    const topic = t.topic!;
+    const id = escape(topic.id);
+    const description = topic.description ? `<br><span class="muted">${escape(topic.description)}</span>` : "";
+    return `<label style="display:flex;gap:.75rem;align-items:flex-start;padding:.5rem 0;min-height:44px"><input type="checkbox" name="topic" value="${id}"${t.subscribed ? " checked" : ""} style="width:1.25rem;height:1.25rem;margin:.2rem 0 0;flex:none"><span><strong>${escape(topic.name)}</strong>${description}</span></label><input type="hidden" name="shown" value="${id}">`;
+  });
+  return `<form method="post" action="${action}"><fieldset style="border:1px solid #8a8a8a;border-radius:6px;padding:.5rem 1rem 1rem;margin:0 0 1rem"><legend>Topics you receive</legend>
+${rows.join("\n")}
+</fieldset><button type="submit">Save preferences</button></form>`;
+}
+
+/** The topic choices a manage-page form posted: each topic it showed, subscribed when its box was checked. */
+function postedChoices(body: unknown): { shown: string[]; checked: Set<string> } | undefined {
+  if (typeof body !== "string") return undefined;
+  const form = new URLSearchParams(body);
+  return { shown: [...new Set(form.getAll("shown"))], checked: new Set(form.getAll("topic")) };
 }
 
 /**
@@ -106,6 +166,7 @@ export const registerUnsubscribe: RouteModule = (app, deps) => {
     const unsubscribeAction = (request: TokenRequest) => linkPath("unsubscribe", { token: encodeURIComponent(request.params.token) });
     const manageAction = (request: TokenRequest) => manageUrl(unsubscribeAction(request));
     const resubscribeAction = (request: TokenRequest) => `${unsubscribeAction(request)}/resubscribe`;
+    const topicsAction = (request: TokenRequest) => `${unsubscribeAction(request)}/topics`;
     const html = (reply: FastifyReply, title: string, body: string) => reply.header("cache-control", "no-store").type("text/html; charset=utf-8").send(page(title, body));
 
     scope.get<{ Params: { token: string }; Querystring: { [MANAGE_PARAM]?: string } }>(LINK_ROUTES.unsubscribe, async (request, reply) => {
@@ -118,13 +179,19 @@ export const registerUnsubscribe: RouteModule = (app, deps) => {
 ${form(unsubscribeAction(request), "Unsubscribe")}
 <p class="muted">Changed your mind? Just close this page.</p>`);
       }
-      const reason = await suppressionOf(deps, request, r);
+      const [reason, topics] = await Promise.all([suppressionOf(deps, request, r), recipientTopics(deps, request, r)]);
+      // With topics, the page's unsubscribe is the one from everything; the topics form picks among them.
+      const hasTopics = Boolean(topics?.topics.length);
+      const unsubscribeLabel = hasTopics ? "Unsubscribe from everything" : "Unsubscribe";
       const status =
-        reason === "none" ? `<p>${who} is subscribed.</p>${form(unsubscribeAction(request), "Unsubscribe")}`
+        reason === "none" ? `<p>${who} is subscribed.</p>${form(unsubscribeAction(request), unsubscribeLabel)}`
         : reason === SuppressionReason.UNSUBSCRIBED ? `<p>${who} is unsubscribed: no emails like this one are sent to it.</p>${form(resubscribeAction(request), "Resubscribe")}`
-        : reason === undefined ? `<p>Emails to ${who}:</p>${form(unsubscribeAction(request), "Unsubscribe")}${form(resubscribeAction(request), "Resubscribe", true)}`
-        : `<p>Emails to ${who} are blocked by the sender (the address bounced or reported mail as spam). Contact the sender to receive them again.</p>${form(unsubscribeAction(request), "Unsubscribe")}`;
-      return html(reply, "Manage your subscription", `<h1>Manage your subscription</h1>\n${status}`);
+        : reason === undefined ? `<p>Emails to ${who}:</p>${form(unsubscribeAction(request), unsubscribeLabel)}${form(resubscribeAction(request), "Resubscribe", true)}`
+        : `<p>Emails to ${who} are blocked by the sender (the address bounced or reported mail as spam). Contact the sender to receive them again.</p>${form(unsubscribeAction(request), unsubscribeLabel)}`;
+      const topicsPart = !hasTopics ? "" : `<h2>Topics</h2>
+${reason === "none" ? "<p>Choose what you receive.</p>" : `<p class="muted">Your choices apply while the address is subscribed.</p>`}
+${topicsForm(topicsAction(request), topics!.topics)}`;
+      return html(reply, "Manage your subscription", `<h1>Manage your subscription</h1>\n${status}${topicsPart}`);
     });
 
     scope.post<{ Params: { token: string } }>(LINK_ROUTES.unsubscribe, async (request, reply) => {
@@ -167,6 +234,45 @@ ${form(unsubscribeAction(request), "Unsubscribe")}
       if (!wantsHtml(request)) return reply.code(200).send({ subscribed: true });
       return html(reply, "Subscribed", `<h1>You are subscribed again</h1>
 <p><strong>${escape(r.email)}</strong> will receive these emails again.</p>${back}`);
+    });
+
+    // The manage page's topics form: the topics it showed, each subscribed when checked.
+    scope.post<{ Params: { token: string } }>(TOPICS_ROUTE, { bodyLimit: TOPICS_BODY_LIMIT }, async (request, reply) => {
+      const r = recipientOr404(request, reply);
+      if (!r) return reply;
+      if (!sameOrigin(deps, request)) {
+        return sendError(reply, publicErrorBody({ code: "forbidden", status: 403, message: "Change your topics from the manage page of your email's link." }));
+      }
+      const posted = postedChoices(request.body);
+      if (!posted) return sendError(reply, publicErrorBody({ code: "invalid_request", message: "Send the manage page's form (application/x-www-form-urlencoded)." }));
+      const unavailable = () => sendError(reply, publicErrorBody({ code: "service_unavailable", message: "Could not save your topics right now; please try again." }));
+      const current = await recipientTopics(deps, request, r);
+      if (current === undefined) return unavailable();
+      if (current === null) return sendError(reply, publicErrorBody({ code: "not_found", message: "This address has no topics to choose from." }));
+      // Topics deleted since the page was shown are left out; topics created since were not shown and keep their default.
+      const known = new Set(current.topics.map((t) => t.topic!.id));
+      const choices = posted.shown.filter((id) => known.has(id)).map((topicId) => ({ topicId, subscribed: posted.checked.has(topicId) }));
+      let saved: ContactTopic[];
+      try {
+        saved = choices.length
+          ? (await deps.clients.topics.setContactTopics(
+              { workspaceId: r.workspaceId, contact: { ref: { case: "contactId", value: current.contactId } }, choices },
+              rpcHeaders(request),
+            )).topics
+          : current.topics;
+      } catch (err) {
+        request.log.error({ err }, "saving topics failed");
+        return unavailable();
+      }
+      request.log.info({ workspaceId: r.workspaceId, contentId: r.contentId, topics: choices.length }, "recipient chose topics");
+      if (!wantsHtml(request)) return reply.code(200).send({ topics: saved.map((t) => ({ id: t.topic!.id, name: t.topic!.name, subscribed: t.subscribed })) });
+      const list = saved.map((t) => `<li>${escape(t.topic!.name)}: ${t.subscribed ? "receiving" : "not receiving"}</li>`).join("\n");
+      return html(reply, "Preferences saved", `<h1>Your preferences are saved</h1>
+<p>Topics for <strong>${escape(r.email)}</strong>:</p>
+<ul>
+${list}
+</ul>
+<p><a href="${manageAction(request)}">Back to your subscription</a></p>`);
     });
   });
 };

@@ -9,6 +9,9 @@ import { createResolver, generateDkimKeyPair } from "./adapters/dns.js";
 import { natsContactEventPublisher } from "./adapters/event-publisher.js";
 import { ChangePublisher } from "./adapters/change-publisher.js";
 import { directoryRoutes } from "./routes.js";
+import { topicRoutes } from "./topic-routes.js";
+import { Topics } from "./domain/topics.js";
+import { TopicStore } from "./adapters/topic-store.js";
 import { consumeMailOutcomes } from "./consumers.js";
 import { ContactFilters } from "./adapters/contact-filter.js";
 import { consumeEngagement } from "./engagement-consumers.js";
@@ -40,6 +43,8 @@ const directory = createDirectory({
   publishChanges: changes.publish,
   intendChanges: changes.intend,
 });
+
+const topics = new Topics(await TopicStore.open(store), directory.workspaces);
 // The one filter compiler (DESIGN §9.4): contact listing, export, segments and audiences; engagement records feed `$engagement`.
 const contactFilters = await ContactFilters.open(store);
 
@@ -77,6 +82,8 @@ const server = await startConnectServer({
   routes: (router) => {
     directoryRoutes(directory, contactFilters.compileContactFilter)(router);
     groupRoutes(groups)(router);
+    // Topics and contacts' choices (DESIGN §9.4): their own service, same unit and store.
+    topicRoutes(topics)(router);
   },
   port: config.servicePort ?? defaultServicePort(config, "directory"),
   host: config.serviceHost,
