@@ -241,5 +241,15 @@ describe("topics and the preference centre (real processes)", () => {
       // The topic choices stay: they apply again after a resubscribe.
       expect(checkbox(html, news)?.[1]).toBe(" checked");
     });
+
+    it("shows topic names and descriptions as text, never as markup", async () => {
+      const id = (await a("POST", "/v1/topics", { name: "Tips & <b>tricks</b>", description: `"><script>alert(1)</script>`, defaultSubscription: "OPT_IN" })).body.topic.id;
+      const html = await managePage();
+      expect(html).toContain("Tips &#38; &#60;b&#62;tricks&#60;/b&#62;");
+      expect(html).toContain("&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;");
+      expect(html).not.toContain("<script>");
+      expect(html).not.toContain("<b>tricks");
+      await a("DELETE", `/v1/topics/${id}`);
+    });
   });
 });
