@@ -7,6 +7,7 @@ import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.j
 import { RendererService } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
 import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import type { TokenBuckets } from "./rate-limit.js";
@@ -30,6 +31,8 @@ export interface ServiceClients {
   renderer: RequestScoped<Client<typeof RendererService>>;
   delivery: RequestScoped<Client<typeof DeliveryService>>;
   webhooks: RequestScoped<Client<typeof WebhookService>>;
+  /** Groups and their contacts (served by the directory unit). */
+  groups: RequestScoped<Client<typeof GroupService>>;
   /** Topics and contacts' choices (served by the directory unit). */
   topics: RequestScoped<Client<typeof TopicService>>;
 }
@@ -72,6 +75,7 @@ export function createServiceClients(config: Config): ServiceClients {
     renderer: connectClient(RendererService, config.urls.renderer),
     delivery: connectClient(DeliveryService, config.urls.delivery),
     webhooks: connectClient(WebhookService, config.urls.webhooks),
+    groups: connectClient(GroupService, config.urls.directory),
     topics: connectClient(TopicService, config.urls.directory),
   };
 }

@@ -166,7 +166,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   },
   event_not_available: {
     status: 400,
-    description: "A webhook subscribed to an event that nothing on this server produces yet: `CONTACT_TAG_ADDED` and `CONTACT_TAG_REMOVED` arrive with groups. `unavailableEvents` names them. Nothing was changed; subscribe to the other events for now.",
+    description: "A webhook subscribed to an event that nothing on this server produces yet (`unavailableEvents` names them). Every event name is produced today (groups brought `CONTACT_TAG_ADDED` / `CONTACT_TAG_REMOVED`), so only a server whose producers are incomplete answers it. Nothing was changed; subscribe to the other events.",
   },
   webhook_banned: { status: 403, description: "The webhook was banned by the server's operator; it cannot be changed or reactivated. Create a new one if its URL is legitimate." },
   // Contacts and their properties (the directory)
@@ -187,6 +187,10 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_property_slug: { status: 400, description: "A property's API slug must start with a letter and hold only letters, digits and `_` (at most 64)." },
   reserved_property_slug: { status: 400, description: "The slug is a built-in property's name (`email`, `firstName`, `timezone`, …) and cannot be a custom property." },
   property_exists: { status: 409, description: "A custom property with this slug already exists (with the type the message names)." },
+  // Groups (the directory, DESIGN §9.4)
+  invalid_group: { status: 400, description: "A group field is invalid: a `publicId` that is not 1-200 letters, digits or `_ . : @ + = -` (starting with a letter, digit or `_`), a `displayName` over 200 characters, `traits` that are not a JSON object, exceed 16 KB or 5 levels, or have a key with `.`, a leading `$` or control characters. The message names the field." },
+  group_not_found: { status: 404, description: "No group with this id or publicId exists in the workspace. `GET /v1/groups` lists them." },
+  group_public_id_taken: { status: 409, description: "The workspace has a group with this `publicId` already. Use that group (`GET /v1/groups/{publicId}`), or pick another publicId." },
   invalid_cursor: { status: 400, description: "`cursor` must be the `cursor` a previous page of the same list returned." },
   invalid_filter: { status: 400, description: "`filter` is not supported yet on this endpoint (a later version brings the filter language). Leave it out; the contacts export takes `status`." },
   // Templates (the directory)

@@ -24,16 +24,18 @@ describe("console: the events a webhook receives", () => {
     expect(created).toContain("2 · last");
     expect(created).toMatch(/FAILED.*500.*2030-01-01T12:09:00.000Z/s);
     expect(rowOf(html, "BROADCAST_COMPLETED")).toContain("none yet");
+    // Groups produce CONTACT_TAG_* now: they fire like the others.
     const tag = rowOf(html, "CONTACT_TAG_ADDED");
-    expect(tag).toContain("not available yet: arrives with groups");
-    expect(tag).not.toContain(">fires<");
+    expect(tag).toContain(">fires<");
+    expect(tag).toContain("joins a group");
+    expect(tag).not.toContain("not available yet");
     // Events it is not subscribed to are not listed, even with deliveries (an earlier subscription).
     expect(html).not.toContain('data-event="EMAIL_SENT"');
   });
 
-  it("knows every event name a webhook can subscribe to, and only CONTACT_TAG_* are not available", () => {
+  it("knows every event name a webhook can subscribe to, and every one is available (groups brought CONTACT_TAG_*)", () => {
     expect(Object.keys(EVENT_INFO)).toHaveLength(23);
-    expect(Object.entries(EVENT_INFO).filter(([, i]) => i.unavailable).map(([e]) => e)).toEqual(["CONTACT_TAG_ADDED", "CONTACT_TAG_REMOVED"]);
+    expect(Object.entries(EVENT_INFO).filter(([, i]) => i.unavailable).map(([e]) => e)).toEqual([]);
   });
 
   it("escapes what it shows", () => {

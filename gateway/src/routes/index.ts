@@ -34,6 +34,14 @@ import { registerCancelBroadcast } from "./broadcasts-cancel.js";
 import { registerEmailStats } from "./stats.js";
 import { registerBroadcastStats } from "./stats-broadcast.js";
 import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
+import { registerCreateGroup } from "./groups-create.js";
+import { registerListGroups } from "./groups-list.js";
+import { registerGetGroup } from "./groups-get.js";
+import { registerUpdateGroup } from "./groups-update.js";
+import { registerDeleteGroup } from "./groups-delete.js";
+import { registerAddGroupContact } from "./groups-contacts-add.js";
+import { registerRemoveGroupContact } from "./groups-contacts-remove.js";
+import { registerListGroupContacts } from "./groups-contacts-list.js";
 import { registerTopics } from "./topics.js";
 import { registerTopicItem } from "./topics-item.js";
 import { registerContactTopics } from "./topics-contact.js";
@@ -51,6 +59,9 @@ export const apiRoutes: RouteModule[] = [
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast].map(broadcastScope),
   // Outcomes (issue 13): stats and webhooks.
   registerEmailStats, registerBroadcastStats, registerWebhooks, registerWebhookDeliveries,
+  // Groups and their contacts (DESIGN §9.4).
+  registerCreateGroup, registerListGroups, registerGetGroup, registerUpdateGroup, registerDeleteGroup,
+  registerAddGroupContact, registerRemoveGroupContact, registerListGroupContacts,
   // Topics and contacts' choices (DESIGN §9.4).
   registerTopics, registerTopicItem, registerContactTopics,
 ];

@@ -169,13 +169,13 @@ export function memberEvents(m: Member): DirectoryEvent[] {
  * the membership (contact, group, when it joined), so one joining is one event.
  */
 export function tagAddedEvents(c: Contact, group: Group, addedAt: Date): DirectoryEvent[] {
-  const data = { contact: clientContact(c), group: clientGroup(group), addedAt: addedAt.toISOString() };
+  const data = { contactId: c._id, groupId: group._id, publicId: group.publicId, contact: clientContact(c), group: clientGroup(group), addedAt: addedAt.toISOString() };
   return [event("CONTACT_TAG_ADDED", c.workspaceId, addedAt, [c._id, group._id, time(addedAt)], data)];
 }
 
 /** CONTACT_TAG_REMOVED: a contact left a group; `addedAt` (when it had joined) names the membership that ended. */
 export function tagRemovedEvents(c: Contact, group: Group, addedAt: Date | undefined, at: Date): DirectoryEvent[] {
-  const data = { contact: clientContact(c), group: clientGroup(group), ...(addedAt ? { addedAt: addedAt.toISOString() } : {}), removedAt: at.toISOString() };
+  const data = { contactId: c._id, groupId: group._id, publicId: group.publicId, contact: clientContact(c), group: clientGroup(group), ...(addedAt ? { addedAt: addedAt.toISOString() } : {}), removedAt: at.toISOString() };
   return [event("CONTACT_TAG_REMOVED", c.workspaceId, at, [c._id, group._id, time(addedAt), "removed"], data)];
 }
 

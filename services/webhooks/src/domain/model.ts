@@ -36,12 +36,9 @@ export const WEBHOOK_EVENTS: readonly string[] = [...CLIENT_EVENTS, ...EMAIL_EVE
 /**
  * Known names nothing produces yet, with what brings their producer: a subscription to one is
  * refused (400 event_not_available) rather than accepted and never delivered (DESIGN §9.2).
- * Groups (DESIGN §9.4) bring CONTACT_TAG_ADDED / CONTACT_TAG_REMOVED.
+ * None today: groups (DESIGN §9.4) brought the last ones, CONTACT_TAG_ADDED / CONTACT_TAG_REMOVED.
  */
-export const EVENTS_NOT_AVAILABLE: Readonly<Partial<Record<string, string>>> = {
-  CONTACT_TAG_ADDED: "groups",
-  CONTACT_TAG_REMOVED: "groups",
-};
+export const EVENTS_NOT_AVAILABLE: Readonly<Partial<Record<string, string>>> = {};
 export type WebhookEventName = (typeof CLIENT_EVENTS)[number] | (typeof EMAIL_EVENTS)[number];
 
 export type WebhookStatus = "ACTIVE" | "PAUSED" | "BANNED";
