@@ -129,8 +129,8 @@ describe("groups", () => {
     expect([group._id, contactsRemoved]).toEqual([g._id, 2]);
     expect(events.slice(before)).toEqual([]);
     await expect(groups.get("ws_a", g._id)).rejects.toMatchObject({ code: "group_not_found" });
-    const docs = await dir.store.collection("contacts").find({ workspaceId: "ws_a" }, { sort: { _id: 1 } });
-    for (const d of docs as Array<{ groups: string[]; groupsAddedAt: Record<string, Date> }>) {
+    const docs = await dir.store.collection<{ _id: string; groups: string[]; groupsAddedAt: Record<string, Date> }>("contacts").find({ workspaceId: "ws_a" }, { sort: { _id: 1 } });
+    for (const d of docs) {
       expect(d.groups).toEqual([keep._id]);
       expect(Object.keys(d.groupsAddedAt)).toEqual([keep._id]);
     }
