@@ -192,7 +192,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   group_not_found: { status: 404, description: "No group with this id or publicId exists in the workspace. `GET /v1/groups` lists them." },
   group_public_id_taken: { status: 409, description: "The workspace has a group with this `publicId` already. Use that group (`GET /v1/groups/{publicId}`), or pick another publicId." },
   invalid_cursor: { status: 400, description: "`cursor` must be the `cursor` a previous page of the same list returned." },
-  invalid_filter: { status: 400, description: "`filter` is not supported yet on this endpoint (a later version brings the filter language). Leave it out; the contacts export takes `status`." },
+  invalid_filter: { status: 400, description: "A `filter` (DESIGN §9.4) is not valid JSON, or names an unknown field, operator, property or group, or holds a value of the wrong type for its field, or a bad `$ago` duration. The message names the JSON path (e.g. `filter.$and[1].properties.plan: unknown property \"plan\"`). `GET /v1/contact-properties` lists the properties and their types." },
   // Templates (the directory)
   invalid_template_name: { status: 400, description: "A template name is 1-100 letters, digits, `.`, `_` or `-`, starting with a letter or digit." },
   invalid_template: { status: 400, description: "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`. The message names the field." },

@@ -672,7 +672,7 @@ describe("the generated OpenAPI document against the gateway", () => {
         ["POST /v1/contacts/batch", { body: { contacts: [] } }, 400, "invalid_request"],
         ["GET /v1/contacts", { url: "/v1/contacts?limit=1000" }, 400, "invalid_request"],
         ["GET /v1/contacts", { url: "/v1/contacts?cursor=abc" }, 400, "invalid_cursor"],
-        ["GET /v1/contacts", { url: "/v1/contacts?filter=x" }, 400, "invalid_request"],
+        ["GET /v1/contacts", { url: "/v1/contacts?filter=x" }, 400, "invalid_filter"],
         ["GET /v1/contacts/export", { url: "/v1/contacts/export?filter=x" }, 400, "invalid_filter"],
         ["GET /v1/contacts/search", { url: "/v1/contacts/search?email=nonsense" }, 400, "invalid_email"],
         ["GET /v1/contacts/{id}", { url: "/v1/contacts/ctc_01jqz8k4m2x7v9c3n5b6t1w0ye" }, 404, "contact_not_found"],

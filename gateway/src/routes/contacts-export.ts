@@ -5,10 +5,10 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { ContactStatus, type Contact, type ListContactsResponse } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema } from "../errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { CONTACT_STATUSES, iso } from "./contacts-schema.js";
+import { CONTACT_STATUSES, FILTER_DESCRIPTION, iso } from "./contacts-schema.js";
 
 /** Contacts per directory call: the most ListContacts gives in one page. */
 export const EXPORT_PAGE_SIZE = 500;
@@ -17,7 +17,7 @@ export const EXPORT_COLUMNS = ["id", "email", "firstName", "lastName", "status",
 
 const exportQuerySchema = z.strictObject({
   status: z.enum(CONTACT_STATUSES).optional().meta({ description: "Only contacts with this status." }),
-  filter: z.string().optional().meta({ description: "Not supported yet: any value is a 400 `invalid_filter` (use `status`)." }),
+  filter: z.string().optional().meta({ description: FILTER_DESCRIPTION }),
 });
 
 /** A property value as one CSV cell: numbers stay numbers, lists comma-separated (as the CSV import reads them), objects as JSON. */
@@ -57,7 +57,7 @@ async function* rows(
 }
 
 /**
- * GET /v1/contacts/export?status -> text/csv, streamed with backpressure (DESIGN §9.3).
+ * GET /v1/contacts/export?status&filter -> text/csv, streamed with backpressure (DESIGN §9.3).
  * Registered before /v1/contacts/:id. Cells are quoted where needed (commas, quotes, line
  * breaks) and text starting with `=`, `+`, `-`, `@`, a tab or a carriage return is prefixed
  * with `'` so a spreadsheet does not run it as a formula.
@@ -70,22 +70,19 @@ export const registerContactsExport: RouteModule = (app, deps) => {
     tags: ["Contacts"],
     summary: "Export the workspace's contacts as CSV",
     description:
-      "Streams every contact of the workspace (optionally only one `status`), oldest first, as CSV with a header row: `id`, `email`, `firstName`, `lastName`, `status`, `createdAt`, `updatedAt`, then one column per custom property (by API slug). Multi-select values are comma-separated, as the CSV import reads them. Text that a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, tab or carriage return) is prefixed with `'`. Memory stays bounded whatever the size; a failure after the first rows ends the response early (the last line is then incomplete).",
+      "Streams every contact of the workspace (optionally only one `status`, and only those matching `filter`), oldest first, as CSV with a header row: `id`, `email`, `firstName`, `lastName`, `status`, `createdAt`, `updatedAt`, then one column per custom property (by API slug). Multi-select values are comma-separated, as the CSV import reads them. Text that a spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, tab or carriage return) is prefixed with `'`. Memory stays bounded whatever the size; a failure after the first rows ends the response early (the last line is then incomplete).",
     scope: "api_read",
     query: exportQuerySchema,
     responses: {
       200: { description: "The CSV (`Content-Disposition: attachment`).", content: { "text/csv": z.string().meta({ contentMediaType: "text/csv" }) } },
-      400: { description: "`invalid_request` (bad `status`, unknown parameter) or `invalid_filter` (filters are not supported yet).", body: apiErrorSchema },
+      400: { description: "`invalid_request` (bad `status`, unknown parameter) or `invalid_filter` (bad JSON or filter; the message names the path).", body: apiErrorSchema },
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { query }) => {
-      if (query.filter !== undefined) {
-        throw refusal({ code: "invalid_filter", message: "filter is not supported yet on the contacts export; use status" });
-      }
       const workspaceId = workspaceOf(request);
       const status = query.status ? ContactStatus[query.status] : ContactStatus.UNSPECIFIED;
       const fetchPage = (cursor: string) =>
-        deps.clients.directory.listContacts({ workspaceId, status, page: { limit: EXPORT_PAGE_SIZE, cursor } }, rpcOptions(request));
+        deps.clients.directory.listContacts({ workspaceId, status, filter: query.filter ?? "", page: { limit: EXPORT_PAGE_SIZE, cursor } }, rpcOptions(request));
       // The properties and the first page before any byte is sent: a refusal is still a JSON error.
       const [properties, first] = await Promise.all([
         deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request)),

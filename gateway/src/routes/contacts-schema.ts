@@ -48,13 +48,17 @@ export const batchQuerySchema = z.strictObject({
   overrideCreatedAt: flag.meta({ description: "`true`: a new contact's `createdAt` is the given one (migrations)." }),
 });
 
+/** The `filter` parameter of the contact listing and export. */
+export const FILTER_DESCRIPTION =
+  "A filter (DESIGN §9.4) as URL-encoded JSON, e.g. `{\"properties.plan\":\"pro\",\"createdAt\":{\"$gte\":{\"$ago\":\"P30D\"}}}`: fields `email`, `firstName`, `lastName`, `status`, `source`, `createdAt`, `updatedAt`, `properties.<slug>`, `groups`; operators `$eq $ne $gt $gte $lt $lte $in $nin $exists $contains $startsWith $endsWith`; `$and`, `$or`, `$not`; `{ \"$engagement\": { \"event\": \"opened\", \"broadcastId\"?, \"since\"?, \"min\"? } }`. Bad JSON or a bad filter is a 400 `invalid_filter` naming the path.";
+
 export const listQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).optional().meta({ default: 20 }),
   cursor: z.string().max(200).optional().meta({ description: "The `cursor` of the previous page." }),
   sort: z.enum(["createdAt.desc", "createdAt.asc"]).optional().meta({ description: "Default `createdAt.desc` (creation order in Mailroom)." }),
   search: z.string().max(200).optional().meta({ description: "Case-insensitive text in the email, first or last name." }),
   status: z.enum(CONTACT_STATUSES).optional(),
-  filter: z.string().optional().meta({ description: "Not supported: a non-empty value is a 400 `invalid_request` (use `search` and `status`)." }),
+  filter: z.string().optional().meta({ description: FILTER_DESCRIPTION }),
   includeCount: z.enum(["true", "false"]).optional().meta({ description: "`true`: add `totalCount`, the number of matching contacts." }),
 });
 

@@ -23,7 +23,7 @@ function flatInput(properties: ContactPropertiesInput): Record<string, unknown> 
 }
 
 /**
- * GET /v1/contacts?limit&cursor&sort&search&status&includeCount -> { contacts: { items, cursor, hasMore, totalCount? } }
+ * GET /v1/contacts?limit&cursor&sort&search&status&filter&includeCount -> { contacts: { items, cursor, hasMore, totalCount? } }
  * POST /v1/contacts -> { contact }: create or update by address (upsert), 201 / 200
  * POST /v1/contacts/batch?allowPartialSuccess&includeFailedContacts&overrideCreatedAt -> the batch result
  * GET /v1/contacts/search?email= -> { contact } or { contact: null } (200 either way)
@@ -40,11 +40,10 @@ export const registerContacts: RouteModule = (app, deps) => {
     query: listQuerySchema,
     responses: {
       200: { description: "One page.", body: contactListSchema },
-      400: { description: "`invalid_request` (bad limit, unknown parameter, a `filter`) or `invalid_cursor`.", body: apiErrorSchema },
+      400: { description: "`invalid_request` (bad limit, unknown parameter), `invalid_cursor`, or `invalid_filter` (bad JSON or filter; the message names the path).", body: apiErrorSchema },
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { query }) => {
-      if (query.filter) throw refusal({ code: "invalid_request", message: "filter is not supported; use search and status" });
       const res = await deps.clients.directory.listContacts(
         {
           workspaceId: workspaceOf(request),
@@ -53,6 +52,7 @@ export const registerContacts: RouteModule = (app, deps) => {
           search: query.search ?? "",
           newestFirst: query.sort !== "createdAt.asc",
           includeCount: query.includeCount === "true",
+          filter: query.filter ?? "",
         },
         rpcOptions(request),
       );

@@ -9,6 +9,13 @@ import type { Stored } from "./documents.js";
 
 /** Longest filter accepted, as JSON text. */
 export const MAX_FILTER_JSON = 32_768;
+/**
+ * A filter given as text is compiled once for this long and reused: an export or a listing
+ * asks for page after page with the same filter, and resolving its engagement terms each time
+ * would repeat the same reads. (Changes made meanwhile show in the next compilation.)
+ */
+const REUSE_MS = 30_000;
+const REUSE_MAX = 8;
 
 /**
  * A JSON filter (DESIGN §9.4) as a store filter over one workspace's contacts (the caller adds
@@ -37,12 +44,28 @@ export class ContactFilters {
     private readonly now: () => Date,
   ) {}
 
+  private readonly recent = new Map<string, { at: number; filter: Promise<Filter> }>();
+
   static async open(store: Store, opts: { engagement?: EngagementStore; now?: () => Date } = {}): Promise<ContactFilters> {
     return new ContactFilters(store, opts.engagement ?? (await EngagementStore.open(store)), opts.now ?? (() => new Date()));
   }
 
   /** The compiler as a function (what the contact listing, export, segments and audiences call). */
   readonly compileContactFilter: ContactFilterCompiler = async (workspaceId, filter) => {
+    if (typeof filter !== "string") return this.compile(workspaceId, filter);
+    const key = `${workspaceId}\n${filter}`;
+    const now = Date.now();
+    const hit = this.recent.get(key);
+    if (hit && now - hit.at < REUSE_MS) return hit.filter;
+    const compiled = this.compile(workspaceId, filter);
+    this.recent.delete(key);
+    this.recent.set(key, { at: now, filter: compiled });
+    if (this.recent.size > REUSE_MAX) this.recent.delete(this.recent.keys().next().value!);
+    compiled.catch(() => this.recent.delete(key));
+    return compiled;
+  };
+
+  private async compile(workspaceId: string, filter: unknown): Promise<Filter> {
     let input = filter;
     if (typeof filter === "string") {
       if (filter.length > MAX_FILTER_JSON) throw invalid(`filter: at most ${MAX_FILTER_JSON} characters of JSON`);
@@ -70,5 +93,5 @@ export class ContactFilters {
       await Promise.all(conditions.map(async (c): Promise<[string, Set<string>]> => [engagementKey(c), await this.engagement.contactsWith(workspaceId, c)])),
     );
     return toStoreFilter(parsed.filter, { engagement: (c: EngagementCondition) => sets.get(engagementKey(c)) ?? new Set() });
-  };
+  }
 }
