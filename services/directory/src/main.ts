@@ -9,6 +9,7 @@ import { createResolver, generateDkimKeyPair } from "./adapters/dns.js";
 import { natsContactEventPublisher } from "./adapters/event-publisher.js";
 import { ChangePublisher } from "./adapters/change-publisher.js";
 import { directoryRoutes } from "./routes.js";
+import { formRoutes, openForms } from "./form-routes.js";
 import { topicRoutes } from "./topic-routes.js";
 import { Topics } from "./domain/topics.js";
 import { TopicStore } from "./adapters/topic-store.js";
@@ -78,10 +79,14 @@ const engagementEvents = nats.then(async (nc) => {
 });
 engagementEvents.catch((err) => logger.warn({ err }, "engagement consumer not started"));
 
+// Signup forms with double opt-in (DESIGN §9.4): their own service, same unit and store.
+const forms = await openForms(store, directory, { groups });
+
 const server = await startConnectServer({
   routes: (router) => {
     directoryRoutes(directory, contactFilters.compileContactFilter)(router);
     groupRoutes(groups)(router);
+    formRoutes(forms)(router);
     // Topics and contacts' choices (DESIGN §9.4): their own service, same unit and store.
     topicRoutes(topics)(router);
   },
