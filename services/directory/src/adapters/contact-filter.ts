@@ -10,11 +10,11 @@ import type { Stored } from "./documents.js";
 /** Longest filter accepted, as JSON text. */
 export const MAX_FILTER_JSON = 32_768;
 /**
- * A filter given as text is compiled once for this long and reused: an export or a listing
+ * A filter given as text is compiled once and reused for this long: an export or a listing
  * asks for page after page with the same filter, and resolving its engagement terms each time
  * would repeat the same reads. (Changes made meanwhile show in the next compilation.)
  */
-const REUSE_MS = 30_000;
+const REUSE_MS = 5_000;
 const REUSE_MAX = 8;
 
 /**
