@@ -28,6 +28,10 @@ import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
 import { topicRoutes } from "../../services/directory/src/topic-routes.js";
 import { Topics } from "../../services/directory/src/domain/topics.js";
 import { TopicStore } from "../../services/directory/src/adapters/topic-store.js";
+import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
+import { groupRoutes } from "../../services/directory/src/group-routes.js";
+import { Groups } from "../../services/directory/src/domain/groups.js";
+import { GroupMembershipStore, GroupStore } from "../../services/directory/src/adapters/group-store.js";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "./deps.js";
 
@@ -221,6 +225,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       broadcast,
       delivery,
       topics: createClient(TopicService, memoryTransport(topicRoutes(new Topics(await TopicStore.open(dir.store), dir.workspaces)))),
+      groups: createClient(GroupService, memoryTransport(groupRoutes(new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces)))),
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: SECRET },
@@ -996,6 +1001,42 @@ describe("the generated OpenAPI document against the gateway", () => {
 
       expect((await call("DELETE /v1/topics/{id}", { url: `/v1/topics/${other}` })).json()).toMatchObject({ topic: { id: other }, isDeleted: true });
       expect((await call("DELETE /v1/topics/{id}", { url: `/v1/topics/${other}` })).statusCode).toBe(404);
+    });
+  });
+
+  describe("groups", () => {
+    it("creates, reads, changes, lists and deletes groups; adds, lists and removes their contacts", async () => {
+      const created = await call("POST /v1/groups", { body: { publicId: "acme", displayName: "Acme", traits: { seats: 40, tags: ["b2b"] } } });
+      expect(created.statusCode).toBe(201);
+      const id = created.json().group.id;
+      expect((await call("POST /v1/groups", { body: { publicId: "acme" } })).json().code).toBe("group_public_id_taken");
+      expect((await call("POST /v1/groups", { body: { publicId: "a b" } })).json().code).toBe("invalid_group");
+      expect((await call("POST /v1/groups", { body: { publicId: "second" } })).statusCode).toBe(201);
+      expect((await call("GET /v1/groups/{id}", { url: "/v1/groups/acme" })).json().group).toEqual(created.json().group);
+      expect((await call("GET /v1/groups/{id}", { url: `/v1/groups/${id}`, headers: KEY_B })).json().code).toBe("group_not_found");
+      expect((await call("PATCH /v1/groups/{id}", { url: `/v1/groups/${id}`, body: { displayName: null, traits: { seats: 41 } } })).json().group).toMatchObject({ traits: { seats: 41 }, updatedAt: expect.any(String) });
+      expect((await call("PATCH /v1/groups/{id}", { url: `/v1/groups/${id}`, body: { traits: { $x: 1 } } })).json().code).toBe("invalid_group");
+      expect((await call("PATCH /v1/groups/{id}", { url: "/v1/groups/nope", body: {} })).statusCode).toBe(404);
+      const page = await call("GET /v1/groups", { url: "/v1/groups?limit=1" });
+      expect(page.json()).toMatchObject({ items: [{ id }], hasMore: true, cursor: id });
+      expect((await call("GET /v1/groups", { url: "/v1/groups?cursor=bad" })).json().code).toBe("invalid_cursor");
+
+      const contact = (await call("POST /v1/contacts", { body: { properties: { email: "groups@example.test" } } })).json().contact.id;
+      const members = `/v1/groups/${id}/contacts`;
+      const added = await call("POST /v1/groups/{id}/contacts", { url: members, body: { contactId: contact } });
+      expect([added.statusCode, added.json()]).toEqual([201, { groupId: id, contactId: contact, addedAt: expect.any(String) }]);
+      expect((await call("POST /v1/groups/{id}/contacts", { url: "/v1/groups/acme/contacts", body: { contactId: contact } })).statusCode).toBe(200);
+      expect((await call("POST /v1/groups/{id}/contacts", { url: members, body: {} })).statusCode).toBe(400);
+      expect((await call("POST /v1/groups/{id}/contacts", { url: members, body: { contactId: "ctc_nope" } })).json().code).toBe("contact_not_found");
+      expect((await call("GET /v1/groups/{id}/contacts", { url: members })).json()).toEqual({ items: [{ contactId: contact, addedAt: added.json().addedAt }], cursor: null, hasMore: false });
+      expect((await call("GET /v1/groups/{id}/contacts", { url: `${members}?cursor=bad` })).statusCode).toBe(400);
+      expect((await call("GET /v1/groups/{id}/contacts", { url: "/v1/groups/nope/contacts" })).statusCode).toBe(404);
+      const removed = await call("DELETE /v1/groups/{id}/contacts/{contactId}", { url: `${members}/${contact}` });
+      expect(removed.json()).toEqual({ groupId: id, contactId: contact, isRemoved: true });
+      expect((await call("DELETE /v1/groups/{id}/contacts/{contactId}", { url: `/v1/groups/nope/contacts/${contact}` })).statusCode).toBe(404);
+
+      expect((await call("DELETE /v1/groups/{id}", { url: "/v1/groups/acme" })).json()).toMatchObject({ group: { id }, isDeleted: true });
+      expect((await call("DELETE /v1/groups/{id}", { url: `/v1/groups/${id}` })).statusCode).toBe(404);
     });
   });
 
