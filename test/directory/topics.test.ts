@@ -22,7 +22,7 @@ describe("topics and the preference centre (real processes)", () => {
   beforeAll(async () => {
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "gateway"],
+      units: ["directory", "email", "gateway"], // email: the contact export lists the emails to the address
       bootstrap: {
         workspaces: [
           { id: A, name: "A", timezone: "UTC", apiKeys: [{ key: KEY_A, scopes: ["api_user"] }] },
@@ -128,6 +128,13 @@ describe("topics and the preference centre (real processes)", () => {
     }
     // The refused requests changed nothing.
     expect((await a("GET", `/v1/contacts/${ann}/topics`)).body.topics.map((t: { subscribed: boolean }) => t.subscribed)).toEqual([true, false]);
+    // A contact's data export (DESIGN §9.3) holds its topics, and which of them it chose.
+    const exported = await a("GET", `/v1/contacts/${bob}/export`);
+    expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+    expect(exported.body.topics).toEqual([{ id: news, name: "News", subscribed: true, explicit: false }, { id: events, name: "Meetups", subscribed: false, explicit: false }]);
+    expect((await a("GET", `/v1/contacts/${ann}/export`)).body.topics).toEqual([
+      { id: news, name: "News", subscribed: true, explicit: true }, { id: events, name: "Meetups", subscribed: false, explicit: true },
+    ]);
   });
 
   it("deleting a topic removes it from every contact", async () => {

@@ -60,6 +60,14 @@ const contactExportSchema = z
       })
       .nullable()
       .meta({ description: "The address's entry on the suppression list, or null when mail to it is not suppressed." }),
+    topics: z
+      .array(z.strictObject({
+        id: z.string(),
+        name: z.string(),
+        subscribed: z.boolean().meta({ description: "Whether the contact receives the topic: its own choice, else the topic's default." }),
+        explicit: z.boolean().meta({ description: "True when `subscribed` is the contact's own choice (stored on the contact); false when it is the topic's default." }),
+      }))
+      .meta({ description: "Every topic of the workspace with the contact's state (`GET /v1/contacts/{id}/topics`), and which of them the contact chose." }),
   })
   .meta({ id: "ContactExport" });
 
@@ -131,7 +139,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
     operationId: "exportContact",
     tags: ["Contacts"],
     summary: "Everything held about one contact (a data export for its owner)",
-    description: "The contact, its custom properties with their definitions, its events, every email of the workspace to its address with status and outcomes, and the address's suppression. `DELETE /v1/contacts/{id}?erase=true` erases the same data.",
+    description: "The contact, its custom properties with their definitions, its events, every email of the workspace to its address with status and outcomes, the address's suppression, and its topics (its own choices and the defaults). `DELETE /v1/contacts/{id}?erase=true` erases the same data.",
     scope: "api_read",
     params: contactIdParams,
     responses: {
@@ -143,7 +151,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
       const workspaceId = workspaceOf(request);
       const { contact } = await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
       const c: Contact = contact!;
-      const [definitions, events, emails, suppression] = await Promise.all([
+      const [definitions, events, emails, suppression, topics] = await Promise.all([
         deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request)),
         all(async (cursor) => {
           const res = await deps.clients.directory.listContactEvents({ workspaceId, contactId: c.id, page: { limit: PAGE, cursor } }, rpcOptions(request));
@@ -151,6 +159,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
         }),
         emailsTo(deps, request, workspaceId, c.email),
         deps.clients.directory.checkSuppression({ workspaceId, emails: [c.email] }, rpcOptions(request)),
+        deps.clients.topics.getContactTopics({ workspaceId, contact: { ref: { case: "contactId", value: c.id } } }, rpcOptions(request)),
       ]);
       const values = (c.properties ?? {}) as Record<string, JsonValue>;
       const properties = definitions.properties
@@ -163,6 +172,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
         events: events.map(contactEventJson),
         emails: emails.map(emailWithOutcomesJson),
         suppression: s ? { reason: REASONS[s.reason] ?? "manual", detail: s.detail, createdAt: iso(s.createdAt) } : null,
+        topics: topics.topics.map((t) => ({ id: t.topic!.id, name: t.topic!.name, subscribed: t.subscribed, explicit: t.explicit })),
       });
     },
   });
