@@ -319,7 +319,21 @@ describe("LMDB store: wildcard index over a sub-document", () => {
     expect(await contacts.countDocuments({ workspaceId: "w1", "properties.plan": "pro" })).toBe(50);
     expect(await contacts.countDocuments({ workspaceId: "w1", "properties.tags": { $in: ["a", "b"] } })).toBe(250);
     expect(await contacts.countDocuments({ workspaceId: "w1", "properties.odd.key": "x" })).toBe(0);
+    // The audience shape: status too (checked in the { workspaceId, status, _id } index), inside $and.
+    const subscribedPros = expected((d) => d.workspaceId === "w1" && d.status === "SUBSCRIBED" && d.properties.plan === "pro");
+    expect(subscribedPros.length).toBeGreaterThan(30);
+    expect(subscribedPros.length).toBeLessThan(50);
+    expect(await contacts.countDocuments({ workspaceId: "w1", status: "SUBSCRIBED", "properties.plan": "pro" })).toBe(subscribedPros.length);
+    expect(await contacts.countDocuments({ workspaceId: "w1", $and: [{ status: { $eq: "SUBSCRIBED" } }, { "properties.plan": { $in: ["pro"] } }] })).toBe(subscribedPros.length);
+    expect(await contacts.countDocuments({ workspaceId: "w1", status: "UNSUBSCRIBED", "properties.plan": "pro" })).toBe(50 - subscribedPros.length);
     expect(counter.n).toBe(0);
+    // Conditions no index holds whole are checked on the documents.
+    expect(await contacts.countDocuments({ workspaceId: "w1", status: "SUBSCRIBED", "properties.plan": "pro", "properties.seats": { $lt: 5 } })).toBe(
+      expected((d) => d.workspaceId === "w1" && d.status === "SUBSCRIBED" && d.properties.plan === "pro" && d.properties.seats < 5).length,
+    );
+    expect(await contacts.countDocuments({ workspaceId: "w1", source: "API", "properties.plan": "pro" })).toBe(0);
+    expect(counter.n).toBeGreaterThan(0);
+    counter.n = 0;
     const page = await contacts.find({ workspaceId: "w1", status: "SUBSCRIBED", "properties.plan": "pro", _id: { $gt: pros[10] } }, { sort: { _id: 1 }, limit: 5 });
     expect(page.map((d) => d._id)).toEqual(pros.filter((id) => id > pros[10] && docs.find((d) => d._id === id)!.status === "SUBSCRIBED").slice(0, 5));
     expect(counter.n).toBeLessThanOrEqual(7);

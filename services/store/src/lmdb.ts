@@ -150,6 +150,26 @@ function wholeInKey(v: unknown): boolean {
   return typeof v === "boolean";
 }
 
+/** `{ [op]: value }` alone, with a value ($in: every value) an index key holds whole. */
+function wholeIn(c: unknown, op: "$eq" | "$in"): boolean {
+  if (!isPlainObject(c)) return false;
+  const ops = Object.keys(c);
+  if (ops.length !== 1 || ops[0] !== op) return false;
+  return op === "$eq" ? wholeInKey(c.$eq) : Array.isArray(c.$in) && c.$in.every(wholeInKey);
+}
+
+/** A filter's field conditions when it is a plain conjunction (top level and $and), each field once; else undefined. */
+function conjunction(filter: Filter, out = new Map<string, unknown>()): Map<string, unknown> | undefined {
+  for (const [key, condition] of Object.entries(filter)) {
+    if (key === "$and") {
+      if (!Array.isArray(condition)) return undefined;
+      for (const f of condition) if (!isPlainObject(f) || !conjunction(f, out)) return undefined;
+    } else if (key.startsWith("$") || out.has(key)) return undefined;
+    else out.set(key, condition);
+  }
+  return out;
+}
+
 /** A value the planner can look up in an index (equality or range bound). */
 function indexable(v: unknown): boolean {
   return typeof v === "string" || (typeof v === "number" && !Number.isNaN(v)) || typeof v === "boolean" || v instanceof Date;
@@ -1106,27 +1126,43 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
 
   /**
    * Counts the _ids of wildcard index entries without reading documents when the filter is
-   * exactly what the entries say: equality on the fields before the wildcard and equality or
-   * $in on one path under its root, with values an index key holds whole.
+   * exactly what entries say: a conjunction (top level and $and) of equality on the fields
+   * before the wildcard, equality or $in on one path under its root, and equality on other
+   * fields that an index ending in _id holds whole (e.g. { workspaceId, status, _id }): each
+   * candidate _id is then checked by looking up its entry there, not by reading it.
    */
   private countWildcardEntries(filter: Filter, plan: Plan, meta: CollectionMeta): number | undefined {
     if (plan.kind !== "index" || plan.index!.wildcard === undefined || plan.idOrder !== undefined) return undefined;
     if (meta.indexes.some((d) => d.ttl !== undefined)) return undefined;
+    const conds = conjunction(filter);
+    if (!conds) return undefined;
     const def = plan.index!;
     const before = def.fields.slice(0, -1);
-    const keys = Object.keys(filter);
-    if (keys.length !== before.length + 1 || !before.every((f) => keys.includes(f) && wholeInKey(filter[f]))) return undefined;
-    const field = keys.find((k) => !before.includes(k))!;
-    if (!field.startsWith(`${def.wildcard}.`)) return undefined;
-    const condition = filter[field];
-    let exact = wholeInKey(condition);
-    if (!exact && isPlainObject(condition)) {
-      const ops = Object.keys(condition);
-      exact = ops.length === 1 && ((ops[0] === "$eq" && wholeInKey(condition.$eq)) || (ops[0] === "$in" && Array.isArray(condition.$in) && condition.$in.every(wholeInKey)));
+    const eq = new Map<string, unknown>();
+    let onPath = false;
+    for (const [key, c] of conds) {
+      if (key.startsWith(`${def.wildcard}.`)) {
+        // The plan's range is this path's (the only one under the root).
+        if (onPath || !(wholeInKey(c) || wholeIn(c, "$eq") || wholeIn(c, "$in"))) return undefined;
+        onPath = true;
+      } else if (key === "_id") return undefined;
+      else if (wholeInKey(c)) eq.set(key, c);
+      else if (wholeIn(c, "$eq")) eq.set(key, (c as { $eq: unknown }).$eq);
+      else return undefined;
     }
-    if (!exact) return undefined;
+    if (!onPath || !before.every((f) => eq.has(f))) return undefined;
+    const extras = [...eq.keys()].filter((k) => !before.includes(k));
+    let probe: IndexDef | undefined;
+    if (extras.length > 0) {
+      // An entry of a single-valued index ending in _id exists iff the document has exactly these values.
+      probe = meta.indexes.find(
+        (d) => d.wildcard === undefined && d.idTail && !d.multikey && !d.sparse && d.fields.slice(0, -1).every((f) => eq.has(f)) && extras.every((k) => d.fields.includes(k)),
+      );
+      if (!probe) return undefined;
+    }
+    const values = probe ? probe.fields.slice(0, -1).map((f) => eq.get(f)) : [];
     let n = 0;
-    for (const _ of this.indexIds(plan)) n++;
+    for (const id of this.indexIds(plan)) if (!probe || this.index.doesExist(flatKey(probe, [...values, id]))) n++;
     return n;
   }
 
