@@ -139,6 +139,21 @@ describe("groups", () => {
     expect((await groups.listContacts("ws_a", "vip")).items).toEqual([]);
   });
 
+  it("an add that lands after the group's delete is taken off again (404), so no contact keeps a deleted group", async () => {
+    const { dir, groups, contact, members } = await setup();
+    const g = await groups.create("ws_a", { publicId: "vip" });
+    const a = await contact("a@x.test");
+    // The delete runs between the add's read of the group and its write.
+    const racing = new Groups(
+      { ...(await GroupStore.open(dir.store)), findById: async (ws: string, id: string) => (await GroupStore.open(dir.store)).findById(ws, id), findByPublicId: async () => g } as never,
+      members, dir.workspaces,
+    );
+    await groups.delete("ws_a", g._id);
+    await expect(racing.addContact("ws_a", "vip", a._id)).rejects.toMatchObject({ code: "group_not_found" });
+    const doc = await dir.store.collection<{ _id: string; groups?: string[]; groupsAddedAt?: Record<string, Date> }>("contacts").findOne({ _id: a._id });
+    expect([doc?.groups, doc?.groupsAddedAt]).toEqual([[], {}]);
+  });
+
   it("an intent left by a write that landed recovers the same event; one that did not land recovers none", async () => {
     const { dir, groups, events, intents, contact } = await setup();
     const g = await groups.create("ws_a", { publicId: "vip" });

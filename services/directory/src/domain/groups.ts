@@ -197,6 +197,12 @@ export class Groups {
     const group = await this.get(workspaceId, idOrPublicId);
     const result = await this.members.add(group, id, this.now());
     if (!result) throw notFound("contact_not_found", `Contact ${id} not found`);
+    // A delete of the group that ran between the read and the add has pulled its members
+    // already: take this late one off too, so no contact keeps a deleted group.
+    if (result.added && !(await this.repo.findById(workspaceId, group._id))) {
+      await this.members.removeAll(workspaceId, group._id);
+      throw notFound("group_not_found", `Group ${JSON.stringify(String(idOrPublicId).slice(0, 200))} not found`);
+    }
     return { groupId: group._id, contactId: id, addedAt: result.addedAt, added: result.added };
   }
 
