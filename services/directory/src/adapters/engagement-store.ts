@@ -6,15 +6,18 @@ import { asDoc, insertUnique, type Stored } from "./documents.js";
  * Engagement records (DESIGN §9.4's `$engagement`), built from the MailEvents stream:
  *
  * - `contact_engagement`: one document per unique (workspace, contact, event kind, message),
- *   `_id` "<workspace>:<contact>:<kind>:<message>" (so a redelivered or republished event is
- *   recorded once), with the broadcast ("" for other mail) and the event's time.
- * - `contact_engagement_totals`: one document per (workspace, contact, kind) with how many such
- *   messages and the last time, so "opened anything (since …)" reads one small document per
- *   contact instead of every event; conditions that need the events themselves ("at least 3
- *   since …", one broadcast's) read the events' index range.
+ *   `_id` "<workspace>:<kind>:<broadcast>:<contact>:<message>" (so a redelivered or republished
+ *   event is recorded once), with the broadcast ("" for other mail) and the event's time.
+ * - `contact_engagement_totals`: one document per (workspace, contact, kind), `_id`
+ *   "<workspace>:<kind>:<contact>", with how many such messages and the last time, so "opened
+ *   anything" reads one small document per contact instead of every event.
  *
- * Every read names its workspace; every scan is paged (memory holds one page and the set of
- * contact ids being built).
+ * The ids put what a condition asks for first: one broadcast's events of a kind, or a kind's
+ * totals, are one contiguous range of the primary key, read in key order (on the embedded
+ * store a sequential scan of the documents tree, no index lookups). Conditions with a time
+ * read the `at` / `last` indexes from that time on. Every read names its workspace (the id
+ * prefix or the field); every scan is paged (memory holds one page and the set of contact ids
+ * being built).
  */
 export const ENGAGEMENT_COLLECTION = "contact_engagement";
 export const ENGAGEMENT_TOTALS_COLLECTION = "contact_engagement_totals";
@@ -64,14 +67,11 @@ export class EngagementStore {
     const events = store.collection<Stored<EngagementRecord>>(ENGAGEMENT_COLLECTION);
     const totals = store.collection<Stored<EngagementTotal>>(ENGAGEMENT_TOTALS_COLLECTION);
     await Promise.all([
-      // One broadcast's events of a kind, in id order (contact ids grouped by the _id's layout).
-      events.createIndex({ keys: { workspaceId: 1, kind: 1, broadcastId: 1, _id: 1 } }),
       // Events of a kind since a time ("at least N since …").
       events.createIndex({ keys: { workspaceId: 1, kind: 1, at: 1 } }),
       // A contact's records, deleted with it.
       events.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
-      // Contacts with a kind of event ever (paged in id order) or since a time.
-      totals.createIndex({ keys: { workspaceId: 1, kind: 1, _id: 1 } }),
+      // Contacts with a kind of event since a time.
       totals.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } }),
       totals.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
     ]);
@@ -81,7 +81,7 @@ export class EngagementStore {
   /** Records one event; false when this (contact, kind, message) was recorded already. */
   async record(e: NewEngagement): Promise<boolean> {
     const doc: EngagementRecord = {
-      _id: `${e.workspaceId}:${e.contactId}:${e.kind}:${e.messageId}`,
+      _id: `${e.workspaceId}:${e.kind}:${e.broadcastId ?? ""}:${e.contactId}:${e.messageId}`,
       workspaceId: e.workspaceId,
       contactId: e.contactId,
       kind: e.kind,
@@ -90,7 +90,7 @@ export class EngagementStore {
       at: e.at,
     };
     if (!(await insertUnique(this.events, asDoc(doc)))) return false;
-    const _id = `${e.workspaceId}:${e.contactId}:${e.kind}`;
+    const _id = `${e.workspaceId}:${e.kind}:${e.contactId}`;
     for (let attempt = 0; ; attempt++) {
       try {
         await this.totals.updateOne(
@@ -114,23 +114,23 @@ export class EngagementStore {
     if (c.broadcastId !== undefined || (c.since && c.min > 1)) {
       const counts = new Map<string, number>();
       const add = (doc: EngagementRecord) => {
-        if (c.since && doc.at < c.since) return;
+        if (doc.workspaceId !== workspaceId || (c.since && doc.at < c.since)) return;
         const n = (counts.get(doc.contactId) ?? 0) + 1;
         counts.set(doc.contactId, n);
         if (n >= c.min) out.add(doc.contactId);
       };
       if (c.broadcastId !== undefined) {
-        await byId(this.events, { workspaceId, kind: c.event, broadcastId: c.broadcastId }, add);
+        await byPrefix(this.events, `${workspaceId}:${c.event}:${c.broadcastId}:`, add);
       } else {
         await byTime(this.events, "at", { workspaceId, kind: c.event }, c.since!, add);
       }
       return out;
     }
     const add = (doc: EngagementTotal) => {
-      if (doc.count >= c.min) out.add(doc.contactId);
+      if (doc.workspaceId === workspaceId && doc.count >= c.min) out.add(doc.contactId);
     };
     if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, add);
-    else await byId(this.totals, { workspaceId, kind: c.event }, add);
+    else await byPrefix(this.totals, `${workspaceId}:${c.event}:`, add);
     return out;
   }
 
@@ -144,11 +144,16 @@ export class EngagementStore {
   }
 }
 
-/** Pages through the matching documents in _id order. */
-async function byId<T extends { _id: string }>(coll: Collection<Stored<T>>, filter: Filter, each: (doc: T) => void): Promise<void> {
-  let after: string | undefined;
+/**
+ * Pages through the documents whose _id starts with `prefix`, in _id order. Only the _id is
+ * named, so every adapter reads the primary key's range (workspace ids, kinds, broadcast and
+ * contact ids hold no ":").
+ */
+async function byPrefix<T extends { _id: string }>(coll: Collection<Stored<T>>, prefix: string, each: (doc: T) => void): Promise<void> {
+  let after = prefix;
+  const end = `${prefix}\uffff`;
   for (;;) {
-    const page = await coll.find(after ? { ...filter, _id: { $gt: after } } : filter, { sort: { _id: 1 }, limit: PAGE });
+    const page = await coll.find({ _id: { $gt: after, $lt: end } }, { sort: { _id: 1 }, limit: PAGE });
     for (const doc of page) each(doc);
     if (page.length < PAGE) return;
     after = page[page.length - 1]._id;
