@@ -192,6 +192,11 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   group_not_found: { status: 404, description: "No group with this id or publicId exists in the workspace. `GET /v1/groups` lists them." },
   group_public_id_taken: { status: 409, description: "The workspace has a group with this `publicId` already. Use that group (`GET /v1/groups/{publicId}`), or pick another publicId." },
   invalid_cursor: { status: 400, description: "`cursor` must be the `cursor` a previous page of the same list returned." },
+  // Segments and broadcast audiences (the directory, DESIGN §9.4)
+  invalid_segment: { status: 400, description: "A segment field is invalid: an empty `name` or one over 200 characters. The message names the field." },
+  segment_not_found: { status: 404, description: "No segment with this id exists in the workspace. `GET /v1/segments` lists them." },
+  invalid_audience: { status: 400, description: "A broadcast audience must have exactly one of `all` (true), `groups`, `segmentId`, `filter`; `exclude` and `topicId` are optional." },
+  audience_not_found: { status: 400, description: "A group, segment or topic the audience names does not exist in the workspace (the message names it and its place in the audience). `GET /v1/groups`, `/v1/segments` and `/v1/topics` list them." },
   invalid_filter: { status: 400, description: "A `filter` (DESIGN §9.4) is not valid JSON, or names an unknown field, operator, property or group, or holds a value of the wrong type for its field, or a bad `$ago` duration. The message names the JSON path (e.g. `filter.$and[1].properties.plan: unknown property \"plan\"`). `GET /v1/contact-properties` lists the properties and their types." },
   // Templates (the directory)
   invalid_template_name: { status: 400, description: "A template name is 1-100 letters, digits, `.`, `_` or `-`, starting with a letter or digit." },

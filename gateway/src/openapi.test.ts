@@ -32,7 +32,23 @@ import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
 import { groupRoutes } from "../../services/directory/src/group-routes.js";
 import { Groups } from "../../services/directory/src/domain/groups.js";
 import { GroupMembershipStore, GroupStore } from "../../services/directory/src/adapters/group-store.js";
+import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
+import { audienceRoutes } from "../../services/directory/src/audience-routes.js";
+import { AudienceStore } from "../../services/directory/src/adapters/audience-store.js";
+import { SegmentStore } from "../../services/directory/src/adapters/segment-store.js";
+import { ContactFilters } from "../../services/directory/src/adapters/contact-filter.js";
+import { Segments } from "../../services/directory/src/domain/segments.js";
+import { Audiences } from "../../services/directory/src/domain/audiences.js";
 import { buildGateway } from "./app.js";
+
+/** Segments and audiences over the test directory's store, with the real filter compiler (the store is kept to plant a stale segment). */
+let audienceStoreOf: import("@mailroom/store/port.js").Store | undefined;
+async function audiencesClient(dir: Awaited<ReturnType<typeof memoryDirectory>>) {
+  audienceStoreOf = dir.store;
+  const queries = await AudienceStore.open(dir.store, (await ContactFilters.open(dir.store)).compileContactFilter);
+  const segments = new Segments(await SegmentStore.open(dir.store), queries, dir.workspaces);
+  return createClient(AudienceService, memoryTransport(audienceRoutes(segments, new Audiences(queries, queries, segments, dir.workspaces))));
+}
 import type { GatewayDeps, ServiceClients } from "./deps.js";
 
 /**
@@ -224,6 +240,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       webhooks: createClient(WebhookService, memoryTransport(webhookRoutes((await buildWebhooksDomain()).webhooks))),
       broadcast,
       delivery,
+      audiences: await audiencesClient(dir),
       topics: createClient(TopicService, memoryTransport(topicRoutes(new Topics(await TopicStore.open(dir.store), dir.workspaces)))),
       groups: createClient(GroupService, memoryTransport(groupRoutes(new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces)))),
     } as unknown as ServiceClients;
@@ -961,6 +978,46 @@ describe("the generated OpenAPI document against the gateway", () => {
       const deleted = await call("DELETE /v1/webhooks/{id}", { url: item });
       expect(deleted.json()).toMatchObject({ isDeleted: true, webhook: { id: webhook.id } });
       expect((await call("DELETE /v1/webhooks/{id}", { url: item })).statusCode).toBe(404);
+    });
+  });
+
+  describe("segments", () => {
+    it("creates, reads, changes, lists, counts, lists the contacts of and deletes segments; invalid filters name their path", async () => {
+      for (const [email, plan] of [["seg1@example.test", "pro"], ["seg2@example.test", "pro"], ["seg3@example.test", "free"]]) {
+        expect((await call("POST /v1/contacts", { body: { properties: { email, plan } } })).statusCode).toBeLessThan(300);
+      }
+      const created = await call("POST /v1/segments", { body: { name: "Pro", filter: { "properties.plan": "pro" } } });
+      expect(created.statusCode).toBe(201);
+      const id = created.json().segment.id;
+      expect(created.json().segment).toMatchObject({ id: expect.stringMatching(/^seg_/), name: "Pro", filter: { "properties.plan": "pro" } });
+      const bad = await call("POST /v1/segments", { body: { name: "Bad", filter: { $and: [{ "properties.nope": 1 }] } } });
+      expect(bad.json()).toMatchObject({ statusCode: 400, code: "invalid_filter", message: expect.stringContaining("filter.$and[0]") });
+      expect((await call("POST /v1/segments", { body: { name: "No filter" } })).statusCode).toBe(400);
+      expect((await call("POST /v1/segments", { body: { name: "Second", filter: { "properties.plan": "free" } } })).statusCode).toBe(201);
+      expect((await call("GET /v1/segments/{id}", { url: `/v1/segments/${id}` })).json().segment).toEqual(created.json().segment);
+      expect((await call("GET /v1/segments/{id}", { url: `/v1/segments/${id}`, headers: KEY_B })).json().code).toBe("segment_not_found");
+      expect((await call("PATCH /v1/segments/{id}", { url: `/v1/segments/${id}`, body: { name: "Pro plan" } })).json().segment).toMatchObject({ name: "Pro plan", filter: { "properties.plan": "pro" } });
+      expect((await call("PATCH /v1/segments/{id}", { url: `/v1/segments/${id}`, body: { filter: { "properties.plan": { $near: 1 } } } })).json().code).toBe("invalid_filter");
+      expect((await call("PATCH /v1/segments/{id}", { url: "/v1/segments/seg_nope", body: {} })).statusCode).toBe(404);
+      const page = await call("GET /v1/segments", { url: "/v1/segments?limit=1" });
+      expect(page.json().segments).toMatchObject({ items: [{ id }], hasMore: true, cursor: id });
+      expect((await call("GET /v1/segments", { url: "/v1/segments?cursor=bad" })).json().code).toBe("invalid_cursor");
+      expect((await call("GET /v1/segments/{id}/count", { url: `/v1/segments/${id}/count` })).json()).toEqual({ count: 2 });
+      expect((await call("GET /v1/segments/{id}/count", { url: `/v1/segments/${id}/count`, headers: KEY_B })).statusCode).toBe(404);
+      const contacts = await call("GET /v1/segments/{id}/contacts", { url: `/v1/segments/${id}/contacts?limit=1` });
+      expect(contacts.json().contacts).toMatchObject({ items: [{ properties: { email: "seg1@example.test", plan: "pro" } }], hasMore: true });
+      const next = await call("GET /v1/segments/{id}/contacts", { url: `/v1/segments/${id}/contacts?limit=1&cursor=${contacts.json().contacts.cursor}` });
+      expect(next.json().contacts).toMatchObject({ items: [{ properties: { email: "seg2@example.test" } }], hasMore: false, cursor: null });
+      expect((await call("GET /v1/segments/{id}/contacts", { url: `/v1/segments/${id}/contacts?cursor=nope` })).json().code).toBe("invalid_cursor");
+      expect((await call("GET /v1/segments/{id}/contacts", { url: "/v1/segments/seg_nope/contacts" })).statusCode).toBe(404);
+      // A stored filter that no longer holds (written before a property it names went away).
+      const stale = "seg_01jqz8k4m2x7v9c3n5b6t1w0ye";
+      await audienceStoreOf!.collection("segments").insertOne({ _id: stale, workspaceId: "ws_oa", name: "Stale", filter: JSON.stringify({ "properties.gone": 1 }), createdAt: new Date(), updatedAt: new Date() });
+      expect((await call("GET /v1/segments/{id}/count", { url: `/v1/segments/${stale}/count` })).json().code).toBe("invalid_filter");
+      expect((await call("GET /v1/segments/{id}/contacts", { url: `/v1/segments/${stale}/contacts` })).json().code).toBe("invalid_filter");
+      const deleted = await call("DELETE /v1/segments/{id}", { url: `/v1/segments/${id}` });
+      expect(deleted.json()).toMatchObject({ isDeleted: true, segment: { id } });
+      expect((await call("DELETE /v1/segments/{id}", { url: `/v1/segments/${id}` })).statusCode).toBe(404);
     });
   });
 

@@ -3,6 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import {
+  audienceRpc,
   broadcastErrorSchema,
   broadcastJson,
   createBroadcastRequestSchema,
@@ -22,9 +23,9 @@ export const registerCreateBroadcast: RouteModule = (app, deps) =>
     description: "Stores the HTML byte for byte and reports the merge variables it found. Nothing is compiled or sent until scheduling.",
     body: createBroadcastRequestSchema,
     responses: {
-      201: { description: "The DRAFT, its variables, and `warnings` when the HTML is over 102 KB.", body: createBroadcastResponseSchema },
+      201: { description: "The DRAFT with its `audienceCount` now, its variables, and `warnings` when the HTML is over 102 KB.", body: createBroadcastResponseSchema },
       400: {
-        description: "`invalid_payload` (a missing or mistyped field, audience other than `{ all: true }`), `invalid_json`, `broadcast_unknown_variables` (with `unknownVariables`), `campaigns/invalid_from_email` (with `allowedEmails`, `allowedDomains`), `header_injection`.",
+        description: "`invalid_payload` (a missing or mistyped field, an audience with none or several of all, groups, segmentId, filter), `invalid_json`, `invalid_filter` (naming the filter's path), `audience_not_found` (an unknown group, segment or topic), `broadcast_unknown_variables` (with `unknownVariables`), `campaigns/invalid_from_email` (with `allowedEmails`, `allowedDomains`), `header_injection`.",
         body: broadcastErrorSchema,
       },
       ...GATING_RESPONSES,
@@ -45,7 +46,7 @@ export const registerCreateBroadcast: RouteModule = (app, deps) =>
           replyTo: body.replyTo ?? [],
           html: body.html,
           text: body.text ?? "",
-          audience: { all: body.audience.all },
+          audience: audienceRpc(body.audience),
           settings: body.settings ?? {},
           allowUnknownVariables: body.allowUnknownVariables ?? false,
         },

@@ -51,6 +51,46 @@ export function broadcastScope(register: RouteModule): RouteModule {
 
 const address = z.string().max(512);
 
+const groupIds = z.array(z.string().min(1).max(200)).min(1).max(100);
+const someId = z.string().min(1).max(200);
+const filterObject = z.record(z.string(), z.unknown()).meta({ description: "A filter (DESIGN §9.4 grammar): fields, operators, relative dates, `$and/$or/$not`, `$engagement`. An invalid one is 400 `invalid_filter` naming its path." });
+
+export const audienceRequestSchema = z
+  .strictObject({
+    all: z.literal(true).optional().meta({ description: "Every subscribed contact." }),
+    groups: groupIds.optional().meta({ description: "Group ids or publicIds: the union of their members." }),
+    segmentId: someId.optional().meta({ description: "A segment (`seg_…`): the contacts its filter matches." }),
+    filter: filterObject.optional(),
+    exclude: z
+      .strictObject({ groups: groupIds.optional(), segmentId: someId.optional(), filter: filterObject.optional() })
+      .optional()
+      .meta({ description: "Contacts taken out again: members of these groups, of this segment, matching this filter." }),
+    topicId: someId.optional().meta({ description: "A topic (`top_…`): only contacts who receive it (OPT_IN: chose it; OPT_OUT: did not leave it). Its messages' one-click unsubscribe leaves the topic only." }),
+  })
+  .refine((a) => [a.all === true, a.groups !== undefined, a.segmentId !== undefined, a.filter !== undefined].filter(Boolean).length === 1, {
+    message: "audience must have exactly one of all (true), groups, segmentId, filter",
+  })
+  .meta({
+    id: "BroadcastAudience",
+    description: "Exactly one of `{ all: true }`, `{ groups }`, `{ segmentId }`, `{ filter }`, with optional `exclude` and `topicId`. Always only SUBSCRIBED contacts, minus suppressions and the topic's opt-outs; resolved when sending starts. An unknown group, segment or topic is 400 `audience_not_found`.",
+  });
+
+export type AudienceRequest = z.output<typeof audienceRequestSchema>;
+
+/** The public audience as the broadcast service takes it (filters as JSON text). */
+export function audienceRpc(a: AudienceRequest) {
+  return {
+    all: a.all === true,
+    groups: a.groups ?? [],
+    segmentId: a.segmentId ?? "",
+    filterJson: a.filter === undefined ? "" : JSON.stringify(a.filter),
+    exclude: a.exclude
+      ? { groups: a.exclude.groups ?? [], segmentId: a.exclude.segmentId ?? "", filterJson: a.exclude.filter === undefined ? "" : JSON.stringify(a.exclude.filter) }
+      : undefined,
+    topicId: a.topicId ?? "",
+  };
+}
+
 export const createBroadcastRequestSchema = z
   .object({
     name: z.string().meta({ description: "Required." }),
@@ -61,7 +101,7 @@ export const createBroadcastRequestSchema = z
     replyTo: z.array(address).max(10).optional().meta({ description: "Reply-To addresses." }),
     html: z.string().meta({ description: "Stored exactly as sent. At most 512,000 bytes of UTF-8 (else 413 `broadcast_html_too_large`); over 102 KB the answer warns `html_over_102kb_may_be_clipped`." }),
     text: z.string().optional().meta({ description: "The plain-text part; generated from the HTML when absent." }),
-    audience: z.object({ all: z.literal(true) }).meta({ description: "Only `{ all: true }`: subscribed contacts minus suppressions, resolved when sending starts." }),
+    audience: audienceRequestSchema,
     settings: z
       .object({ trackOpens: z.boolean().optional(), trackClicks: z.boolean().optional() })
       .optional()
@@ -69,6 +109,10 @@ export const createBroadcastRequestSchema = z
     allowUnknownVariables: z.boolean().optional().meta({ description: "Render unknown merge variables as empty text instead of refusing (400 `broadcast_unknown_variables`)." }),
   })
   .meta({ id: "CreateBroadcastRequest" });
+
+export const updateBroadcastRequestSchema = createBroadcastRequestSchema
+  .partial()
+  .meta({ id: "UpdateBroadcastRequest", description: "The fields to change; the others keep their values (`audience` too)." });
 
 export const testBroadcastRequestSchema = z
   .object({ emails: z.array(z.string()).meta({ description: "1 to 10 addresses of workspace members (else 400 `invalid_test_recipients` / `test_recipients_not_members` with `notMembers`)." }) })
@@ -111,7 +155,17 @@ export const broadcastSchema = z
     replyTo: z.array(z.string()),
     html: z.string().meta({ description: "As created (compiling for the send never changes it)." }),
     text: z.string(),
-    audience: z.strictObject({ all: z.boolean() }),
+    audience: z
+      .strictObject({
+        all: z.literal(true).optional(),
+        groups: z.array(z.string()).optional(),
+        segmentId: z.string().optional(),
+        filter: z.unknown().optional(),
+        exclude: z.strictObject({ groups: z.array(z.string()).optional(), segmentId: z.string().optional(), filter: z.unknown().optional() }).optional(),
+        topicId: z.string().optional(),
+      })
+      .meta({ description: "As given on create or update." }),
+    audienceCount: z.number().int().min(0).optional().meta({ description: "Contacts in the audience at the moment asked (create, update, get: subscribed, not suppressed, not opted out of the topic); absent in lists." }),
     settings: z.strictObject({ trackOpens: z.boolean(), trackClicks: z.boolean() }),
     allowUnknownVariables: z.boolean(),
     deliveryMethod: z.enum(METHODS).nullable().meta({ description: "Set at scheduling." }),

@@ -219,6 +219,7 @@ describe("gateway /v1/broadcasts", () => {
       ["POST /v1/broadcasts/{id}/test", `/v1/broadcasts/${id}/test`, { emails: ["owner@acme.test"] }],
       ["POST /v1/broadcasts/{id}/schedule", `/v1/broadcasts/${id}/schedule`, {}],
       ["POST /v1/broadcasts/{id}/cancel", `/v1/broadcasts/${id}/cancel`, {}],
+      ["PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "Renamed" }],
     ];
     const steps: Array<[Record<string, boolean>, number, string]> = [
       [{ broadcastEarlyAccess: false, emailApiAddon: false, verified: false }, 403, "broadcast_api_not_enabled"],
@@ -238,6 +239,39 @@ describe("gateway /v1/broadcasts", () => {
     } finally {
       world.directory.setWorkspace(WS, { broadcastEarlyAccess: true, emailApiAddon: true, verified: true });
     }
+  });
+
+  it("takes every audience form, answers audienceCount on create, update and get; PATCH changes only what it names", async () => {
+    const created = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ audience: { groups: ["vip", "grp_1"], exclude: { filter: { "properties.plan": "free" } }, topicId: "top_1" } }));
+    expect(created.statusCode).toBe(201);
+    expect(created.data.broadcast).toMatchObject({ audience: { groups: ["vip", "grp_1"], exclude: { filter: { "properties.plan": "free" } }, topicId: "top_1" }, audienceCount: 3 });
+    expect(created.data.broadcast.audience).not.toHaveProperty("all");
+    const { id } = created.data.broadcast;
+    expect((await call("GET /v1/broadcasts/{id}", `/v1/broadcasts/${id}`)).data.broadcast).toMatchObject({ audience: { groups: ["vip", "grp_1"], topicId: "top_1" }, audienceCount: 3 });
+    for (const audience of [{ segmentId: "seg_1" }, { filter: { $or: [{ "properties.plan": "pro" }, { groups: "vip" }] } }, { all: true, exclude: { groups: ["b"], segmentId: "seg_2" } }]) {
+      const res = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ audience }));
+      expect([res.statusCode, res.data.broadcast.audience]).toEqual([201, audience]);
+    }
+    // Not exactly one form: the schema's invalid_payload, before any service.
+    for (const audience of [{}, { all: true, segmentId: "seg_1" }, { groups: [] }, { filter: "x" }, { all: true, exclude: { nope: 1 } }]) {
+      expect([audience, (await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ audience }))).data.code]).toEqual([audience, "invalid_payload"]);
+    }
+    const missing = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ audience: { segmentId: "seg_gone1" } }));
+    expect(missing.data).toMatchObject({ statusCode: 400, code: "audience_not_found", message: expect.stringContaining("seg_gone1") });
+
+    // PATCH: the name only (audience kept), then the audience only (content kept).
+    const renamed = await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "Renamed" });
+    expect(renamed.statusCode).toBe(200);
+    expect(renamed.data.broadcast).toMatchObject({ name: "Renamed", subject: "Hi {{firstName}}", audience: { groups: ["vip", "grp_1"], topicId: "top_1" }, audienceCount: 3 });
+    expect(renamed.data.variables).toEqual({ detected: ["firstName", "plan"], unknown: [] });
+    const everyone = await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { audience: { all: true } });
+    expect(everyone.data.broadcast).toMatchObject({ name: "Renamed", audience: { all: true }, audienceCount: 3 });
+    expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { audience: { segmentId: "seg_gone2" } })).data.code).toBe("audience_not_found");
+    expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { audience: { all: true, groups: ["x"] } })).data.code).toBe("invalid_payload");
+    expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { html: `<p>${"x".repeat(520_000)}</p>` })).data).toMatchObject({ statusCode: 413, code: "broadcast_html_too_large" });
+    expect((await call("PATCH /v1/broadcasts/{id}", "/v1/broadcasts/cmp_01jqz8k4m2x7v9c3n5b6t1w0ye", { name: "x" })).data.code).toBe("broadcast_not_found");
+    expect((await call("POST /v1/broadcasts/{id}/schedule", `/v1/broadcasts/${id}/schedule`, {})).statusCode).toBe(200);
+    expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "Too late" })).data).toMatchObject({ statusCode: 409, code: "broadcast_not_editable" });
   });
 
   it("drove every response the broadcast operations document", () => {

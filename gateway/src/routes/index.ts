@@ -31,6 +31,14 @@ import { registerGetBroadcast } from "./broadcasts-get.js";
 import { registerTestBroadcast } from "./broadcasts-test.js";
 import { registerScheduleBroadcast } from "./broadcasts-schedule.js";
 import { registerCancelBroadcast } from "./broadcasts-cancel.js";
+import { registerUpdateBroadcast } from "./broadcasts-update.js";
+import { registerCreateSegment } from "./segments-create.js";
+import { registerListSegments } from "./segments-list.js";
+import { registerGetSegment } from "./segments-get.js";
+import { registerUpdateSegment } from "./segments-update.js";
+import { registerDeleteSegment } from "./segments-delete.js";
+import { registerCountSegment } from "./segments-count.js";
+import { registerListSegmentContacts } from "./segments-contacts.js";
 import { registerEmailStats } from "./stats.js";
 import { registerBroadcastStats } from "./stats-broadcast.js";
 import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
@@ -56,9 +64,11 @@ export const apiRoutes: RouteModule[] = [
   registerContacts, registerContactsExport, registerContactItem, registerContactExport, registerTemplates, registerTemplateItem,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
-  ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast].map(broadcastScope),
+  ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerUpdateBroadcast].map(broadcastScope),
   // Outcomes (issue 13): stats and webhooks.
   registerEmailStats, registerBroadcastStats, registerWebhooks, registerWebhookDeliveries,
+  // Segments: saved filters, their count and contacts (DESIGN §9.4).
+  registerCreateSegment, registerListSegments, registerGetSegment, registerUpdateSegment, registerDeleteSegment, registerCountSegment, registerListSegmentContacts,
   // Groups and their contacts (DESIGN §9.4).
   registerCreateGroup, registerListGroups, registerGetGroup, registerUpdateGroup, registerDeleteGroup,
   registerAddGroupContact, registerRemoveGroupContact, registerListGroupContacts,

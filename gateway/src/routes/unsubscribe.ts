@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { LRUCache } from "lru-cache";
 import { MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { ContactStatus, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { ContactRef, ContactTopic } from "../../../gen/mailroom/directory/v1/topics_pb.js";
@@ -32,6 +33,60 @@ async function unsubscribe(deps: GatewayDeps, request: FastifyRequest, r: Recipi
     .updateContact({ workspaceId: r.workspaceId, contact: { email: r.email, status: ContactStatus.UNSUBSCRIBED } }, rpcHeaders(request))
     .catch(() => undefined);
   recordEvent(deps, request, MailEventType.UNSUBSCRIBED, r);
+}
+
+/** RFC 8058: the mailbox provider's one-click POST carries `List-Unsubscribe=One-Click` (form-encoded or multipart). */
+export function isOneClickBody(body: unknown): boolean {
+  if (typeof body !== "string" || !body) return false;
+  if (/name="List-Unsubscribe"\r?\n\r?\nOne-Click/i.test(body)) return true;
+  return new URLSearchParams(body).get("List-Unsubscribe") === "One-Click";
+}
+
+/** A broadcast's topic by (workspace, broadcast id), briefly: every recipient of one broadcast asks the same. */
+const TOPIC_CACHE_MS = 60_000;
+const topicCaches = new WeakMap<GatewayDeps, LRUCache<string, { topicId: string }>>();
+
+/**
+ * The topic of the broadcast a message belongs to ("" for none): a broadcast message's token
+ * carries the broadcast id (`cmp_…`) as its contentId; other messages have no topic. A broadcast
+ * that no longer exists has none. Throws when the broadcast service does not answer.
+ */
+async function oneClickTopic(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<string> {
+  if (!r.contentId.startsWith("cmp_")) return "";
+  let cache = topicCaches.get(deps);
+  if (!cache) topicCaches.set(deps, (cache = new LRUCache({ max: 10_000, ttl: TOPIC_CACHE_MS })));
+  const key = `${r.workspaceId}:${r.contentId}`;
+  const hit = cache.get(key);
+  if (hit) return hit.topicId;
+  let topicId = "";
+  try {
+    topicId = (await deps.clients.broadcast.getBroadcastTopic({ workspaceId: r.workspaceId, id: r.contentId }, rpcHeaders(request))).topicId;
+  } catch (err) {
+    if (errorInfoOf(err)?.code !== "broadcast_not_found") throw err;
+  }
+  cache.set(key, { topicId });
+  return topicId;
+}
+
+/**
+ * The one-click unsubscribe of a topic broadcast's message (DESIGN §9.4) opts the contact out
+ * of that topic only: `topics.<id>` false, no suppression, status unchanged, no UNSUBSCRIBED
+ * event (which would suppress the address). False when the message has no topic, or the topic or
+ * the contact is gone: then it is today's unsubscribe from everything.
+ */
+async function unsubscribeFromTopic(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<boolean> {
+  const topicId = await oneClickTopic(deps, request, r);
+  if (!topicId) return false;
+  const contact = r.contactId ? { ref: { case: "contactId" as const, value: r.contactId } } : { ref: { case: "email" as const, value: r.email } };
+  try {
+    await deps.clients.topics.setContactTopics({ workspaceId: r.workspaceId, contact, choices: [{ topicId, subscribed: false }] }, rpcHeaders(request));
+  } catch (err) {
+    const code = errorInfoOf(err)?.code;
+    if (code === "contact_not_found" || code === "unknown_topic" || code === "topic_not_found") return false;
+    throw err;
+  }
+  request.log.info({ workspaceId: r.workspaceId, contentId: r.contentId, topicId }, "recipient left a topic (one-click)");
+  return true;
 }
 
 /** Why the address is suppressed in its workspace, none when it is not; undefined when the directory did not answer. */
@@ -197,8 +252,10 @@ ${topicsForm(topicsAction(request), topics!.topics)}`;
     scope.post<{ Params: { token: string } }>(LINK_ROUTES.unsubscribe, async (request, reply) => {
       const r = recipientOr404(request, reply);
       if (!r) return reply;
+      // A topic broadcast's one-click (RFC 8058) leaves its topic only; the page's buttons leave everything.
+      const oneClickOnly = isOneClickBody(request.body);
       try {
-        await unsubscribe(deps, request, r);
+        if (!(oneClickOnly && (await unsubscribeFromTopic(deps, request, r)))) await unsubscribe(deps, request, r);
       } catch (err) {
         request.log.error({ err }, "unsubscribe failed");
         return sendError(reply, publicErrorBody({ code: "service_unavailable", message: "Could not unsubscribe right now; please try again." }));

@@ -5,7 +5,7 @@
  * documents and checks it.
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { BroadcastStatus, DeliveryMethod, type Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { BroadcastStatus, DeliveryMethod, type Audience, type Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 
 export const BROADCAST_STATUSES = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"] as const;
 export const DELIVERY_METHODS = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP"] as const;
@@ -24,6 +24,45 @@ export type PublicBroadcastProgress = {
   unsubscribed: number;
 };
 
+/** A broadcast's audience as it was given (DESIGN §9.4): one of all, groups, segmentId, filter; exclude and topicId optional. */
+export type PublicAudience = {
+  all?: true;
+  groups?: string[];
+  segmentId?: string;
+  filter?: unknown;
+  exclude?: { groups?: string[]; segmentId?: string; filter?: unknown };
+  topicId?: string;
+};
+
+const parsedFilter = (text: string): unknown => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+};
+
+/** Proto audience -> public JSON: the fields given, filters as JSON again; none at all reads as `{ all: true }`. */
+export function publicAudienceJson(a: Audience | undefined): PublicAudience {
+  if (!a) return { all: true };
+  const out: PublicAudience = {};
+  if (a.all) out.all = true;
+  if (a.groups.length) out.groups = [...a.groups];
+  if (a.segmentId) out.segmentId = a.segmentId;
+  if (a.filterJson) out.filter = parsedFilter(a.filterJson);
+  const x = a.exclude;
+  if (x && (x.groups.length || x.segmentId || x.filterJson)) {
+    out.exclude = {
+      ...(x.groups.length ? { groups: [...x.groups] } : {}),
+      ...(x.segmentId ? { segmentId: x.segmentId } : {}),
+      ...(x.filterJson ? { filter: parsedFilter(x.filterJson) } : {}),
+    };
+  }
+  if (a.topicId) out.topicId = a.topicId;
+  if (!out.groups && !out.segmentId && out.filter === undefined) out.all = true;
+  return out;
+}
+
 export type PublicBroadcast = {
   id: string;
   name: string;
@@ -35,7 +74,9 @@ export type PublicBroadcast = {
   replyTo: string[];
   html: string;
   text: string;
-  audience: { all: boolean };
+  audience: PublicAudience;
+  /** Contacts in the audience at the moment asked (create, update, get); absent elsewhere. */
+  audienceCount?: number;
   settings: { trackOpens: boolean; trackClicks: boolean };
   allowUnknownVariables: boolean;
   deliveryMethod: (typeof DELIVERY_METHODS)[number] | null;
@@ -65,7 +106,8 @@ export function publicBroadcastJson(b: Broadcast): PublicBroadcast {
     replyTo: b.replyTo,
     html: b.html,
     text: b.text,
-    audience: { all: b.audience?.all ?? true },
+    audience: publicAudienceJson(b.audience),
+    ...(b.audienceCount !== undefined ? { audienceCount: Number(b.audienceCount) } : {}),
     settings: { trackOpens: b.settings?.trackOpens ?? true, trackClicks: b.settings?.trackClicks ?? true },
     allowUnknownVariables: b.allowUnknownVariables,
     deliveryMethod: b.deliveryMethod ? (DeliveryMethod[b.deliveryMethod] as NonNullable<PublicBroadcast["deliveryMethod"]>) : null,

@@ -24,6 +24,7 @@ import { Broadcasts } from "./domain/broadcasts.js";
 import { Sender } from "./domain/sending.js";
 import { openRepositories } from "./adapters/store.js";
 import { RpcDirectory } from "./adapters/directory.js";
+import { AudienceService } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
 import { RpcRenderer } from "./adapters/renderer.js";
 import { PublishedBroadcastEvents } from "./adapters/events.js";
 import { consumeBroadcastEvents } from "./consumers.js";
@@ -40,7 +41,8 @@ await ensureMailStreams(nc);
 
 // Names this process in leases, so two broadcast processes never work one broadcast at once.
 const owner = `broadcast-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
-const directory = new RpcDirectory(connectClient(DirectoryService, config.urls.directory));
+// Audiences are resolved by the directory unit's AudienceService (DESIGN §9.4).
+const directory = new RpcDirectory(connectClient(DirectoryService, config.urls.directory), undefined, connectClient(AudienceService, config.urls.directory));
 const queue = new DeliveryJobPublisher(jetstream(nc));
 // Compiled content for delivery, written before any page or test job (DESIGN §9.1).
 const content = await ContentStore.open(nc, { replicas: config.natsReplicas });

@@ -12,7 +12,9 @@ import {
 } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
-import type { Broadcast, BroadcastStatus, DeliveryMethod } from "./domain/model.js";
+import type { Broadcast, BroadcastAudience, BroadcastStatus, DeliveryMethod } from "./domain/model.js";
+import type { AudienceInput } from "./domain/broadcasts.js";
+import type { Audience as PbAudience } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 
 const STATUS_TO_PB: Record<BroadcastStatus, PbStatus> = {
   DRAFT: PbStatus.DRAFT,
@@ -37,8 +39,30 @@ function enumName<T extends Record<string, string | number>>(e: T, value: number
 
 const ts = (d: Date | undefined) => (d ? timestampFromDate(new Date(d)) : undefined);
 
-/** Domain broadcast -> proto, every field. */
-export function protoBroadcast(b: Broadcast): PbBroadcast {
+function audienceToPb(a: BroadcastAudience) {
+  return {
+    all: a.all === true,
+    groups: a.groups ?? [],
+    segmentId: a.segmentId ?? "",
+    filterJson: a.filterJson ?? "",
+    exclude: a.exclude ? { groups: a.exclude.groups ?? [], segmentId: a.exclude.segmentId ?? "", filterJson: a.exclude.filterJson ?? "" } : undefined,
+    topicId: a.topicId ?? "",
+  };
+}
+
+function audienceFromPb(a: PbAudience): AudienceInput {
+  return {
+    all: a.all || undefined,
+    groups: a.groups.length ? a.groups : undefined,
+    segmentId: a.segmentId || undefined,
+    filterJson: a.filterJson || undefined,
+    exclude: a.exclude ? { groups: a.exclude.groups.length ? a.exclude.groups : undefined, segmentId: a.exclude.segmentId || undefined, filterJson: a.exclude.filterJson || undefined } : undefined,
+    topicId: a.topicId || undefined,
+  };
+}
+
+/** Domain broadcast -> proto, every field (`audienceCount` where it was counted). */
+export function protoBroadcast(b: Broadcast, audienceCount?: number): PbBroadcast {
   const p = b.progress;
   return create(BroadcastSchema, {
     id: b.id,
@@ -51,7 +75,8 @@ export function protoBroadcast(b: Broadcast): PbBroadcast {
     html: b.html,
     text: b.text,
     replyTo: b.replyTo,
-    audience: { all: true },
+    audience: audienceToPb(b.audience ?? { all: true }),
+    audienceCount: audienceCount === undefined ? undefined : BigInt(audienceCount),
     settings: { trackOpens: b.settings.trackOpens, trackClicks: b.settings.trackClicks },
     allowUnknownVariables: b.allowUnknownVariables,
     scheduledAt: ts(b.scheduledAt),
@@ -89,7 +114,7 @@ function draftOf(req: CreateBroadcastRequest | UpdateBroadcastRequest) {
     html: req.html,
     text: req.text,
     replyTo: req.replyTo,
-    audience: req.audience ? { all: req.audience.all } : undefined,
+    audience: req.audience ? audienceFromPb(req.audience) : undefined,
     settings: req.settings ? { trackOpens: req.settings.trackOpens, trackClicks: req.settings.trackClicks } : undefined,
     allowUnknownVariables: req.allowUnknownVariables,
   };
@@ -100,11 +125,16 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
     router.service(BroadcastService, {
       async createBroadcast(req) {
         const created = await broadcasts.create(req.workspaceId, draftOf(req));
-        return { broadcast: protoBroadcast(created.broadcast), variables: created.variables, warnings: created.warnings };
+        return { broadcast: protoBroadcast(created.broadcast, created.audienceCount), variables: created.variables, warnings: created.warnings };
       },
 
       async getBroadcast(req) {
-        return { broadcast: protoBroadcast(await broadcasts.get(req.workspaceId, req.id)) };
+        const { broadcast, audienceCount } = await broadcasts.getCounted(req.workspaceId, req.id);
+        return { broadcast: protoBroadcast(broadcast, audienceCount) };
+      },
+
+      async getBroadcastTopic(req) {
+        return { topicId: await broadcasts.topicOf(req.workspaceId, req.id) };
       },
 
       async listBroadcasts(req) {
@@ -131,7 +161,7 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
 
       async updateBroadcast(req) {
         const updated = await broadcasts.update(req.workspaceId, req.id, draftOf(req));
-        return { broadcast: protoBroadcast(updated.broadcast), variables: updated.variables, warnings: updated.warnings };
+        return { broadcast: protoBroadcast(updated.broadcast, updated.audienceCount), variables: updated.variables, warnings: updated.warnings };
       },
 
       async previewBroadcast(req) {

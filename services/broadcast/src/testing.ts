@@ -22,7 +22,7 @@ import type { Store } from "@mailroom/store/port.js";
 import { openRepositories } from "./adapters/store.js";
 import { Broadcasts, type CreateInput } from "./domain/broadcasts.js";
 import { applyEvent, type BroadcastEvent } from "./domain/outcomes.js";
-import type { Broadcast } from "./domain/model.js";
+import type { Broadcast, BroadcastAudience } from "./domain/model.js";
 import type {
   BroadcastEvents,
   CompileInput,
@@ -116,7 +116,7 @@ export class FakeDirectory implements Directory {
     return this.contacts.find((c) => c.email.toLowerCase() === email.toLowerCase()) ?? null;
   }
 
-  async *subscribedContacts(_ws: string, afterId?: string): AsyncIterable<Contact[]> {
+  async *subscribedContacts(_ws: string, _audience: BroadcastAudience, afterId?: string): AsyncIterable<Contact[]> {
     this.calls.push(`stream after ${afterId ?? "-"}`);
     const all = this.contacts.filter((c) => c.subscribed && (!afterId || c.id > afterId));
     for (let i = 0; i < all.length; i += 250) {
@@ -131,8 +131,10 @@ export class FakeDirectory implements Directory {
     return new Set(emails.map((e) => e.toLowerCase()).filter((e) => this.suppressions.has(e)));
   }
 
-  async audienceCount(_ws: string) {
+  async audienceCount(_ws: string, audience: BroadcastAudience) {
     this.calls.push("count");
+    // The directory's refusal of an audience naming what does not exist (segments "seg_gone…").
+    if (audience.segmentId?.startsWith("seg_gone")) throw badRequest("audience_not_found", `segmentId: segment "${audience.segmentId}" not found`);
     return this.contacts.filter((c) => c.subscribed).length;
   }
 

@@ -14,6 +14,11 @@ import { topicRoutes } from "./topic-routes.js";
 import { Topics } from "./domain/topics.js";
 import { TopicStore } from "./adapters/topic-store.js";
 import { consumeMailOutcomes } from "./consumers.js";
+import { audienceRoutes } from "./audience-routes.js";
+import { AudienceStore } from "./adapters/audience-store.js";
+import { SegmentStore } from "./adapters/segment-store.js";
+import { Segments } from "./domain/segments.js";
+import { Audiences } from "./domain/audiences.js";
 import { ContactFilters } from "./adapters/contact-filter.js";
 import { consumeEngagement } from "./engagement-consumers.js";
 import { groupRoutes } from "./group-routes.js";
@@ -56,6 +61,11 @@ const groups = new Groups(
   directory.workspaces,
 );
 
+// Segments and broadcast audiences (DESIGN §9.4): their own service, same unit and store.
+const audienceStore = await AudienceStore.open(store, contactFilters.compileContactFilter);
+const segments = new Segments(await SegmentStore.open(store), audienceStore, directory.workspaces);
+const audiences = new Audiences(audienceStore, audienceStore, segments, directory.workspaces);
+
 if (settings.bootstrapFile) {
   try {
     const ids = await directory.bootstrap.loadJson(await readFile(settings.bootstrapFile, "utf8"));
@@ -86,6 +96,7 @@ const server = await startConnectServer({
   routes: (router) => {
     directoryRoutes(directory, contactFilters.compileContactFilter)(router);
     groupRoutes(groups)(router);
+    audienceRoutes(segments, audiences)(router);
     formRoutes(forms)(router);
     // Topics and contacts' choices (DESIGN §9.4): their own service, same unit and store.
     topicRoutes(topics)(router);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { DirectoryService, SuppressionReason } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import { AudienceService } from "../../../../gen/mailroom/directory/v1/audiences_pb.js";
+import { badRequest } from "@mailroom/kit/errors.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { notFound } from "@mailroom/kit/errors.js";
 import { RpcDirectory } from "./directory.js";
@@ -55,11 +57,11 @@ describe("directory adapter", () => {
   it("streams the subscribed audience in id order, resuming after a cursor", async () => {
     const { dir, calls } = directory();
     const all: string[] = [];
-    for await (const batch of dir.subscribedContacts("ws")) all.push(...batch.map((c) => c.id));
+    for await (const batch of dir.subscribedContacts("ws", { all: true })) all.push(...batch.map((c) => c.id));
     expect(all).toEqual(["ctc_0", "ctc_1", "ctc_2", "ctc_4", "ctc_5", "ctc_6"]);
     expect(calls).toContain("stream subscribedOnly=true");
     const rest: string[] = [];
-    for await (const batch of dir.subscribedContacts("ws", "ctc_4")) rest.push(...batch.map((c) => c.id));
+    for await (const batch of dir.subscribedContacts("ws", { all: true }, "ctc_4")) rest.push(...batch.map((c) => c.id));
     expect(rest).toEqual(["ctc_5", "ctc_6"]);
   });
 
@@ -74,7 +76,35 @@ describe("directory adapter", () => {
 
   it("counts the audience with one ListContacts total (one contact listed), never a stream", async () => {
     const { dir, calls } = directory();
-    expect(await dir.audienceCount("ws")).toBe(6);
+    expect(await dir.audienceCount("ws", { all: true })).toBe(6);
     expect(calls).toEqual(["list subscribedOnly=true count=true limit=1"]);
+  });
+
+  it("asks the AudienceService for every audience: the form as given, resumed by the directory after the cursor; its refusals as domain errors", async () => {
+    const requests: unknown[] = [];
+    const transport = memoryTransport(({ service }) => {
+      service(AudienceService, {
+        countAudience(req) {
+          requests.push({ count: req.audience });
+          if (req.audience?.segmentId === "seg_gone") throw badRequest("audience_not_found", "segmentId: segment \"seg_gone\" not found");
+          return { count: 2n };
+        },
+        async *streamAudience(req) {
+          requests.push({ stream: req.audience, afterId: req.afterId, missingGroupsEmpty: req.missingGroupsEmpty });
+          yield { contacts: contacts.filter((c) => c.id > req.afterId).slice(0, 2) };
+        },
+      });
+    });
+    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const audience = { groups: ["vip"], exclude: { filterJson: '{"properties.plan":"free"}' }, topicId: "top_1" };
+    expect(await dir.audienceCount("ws", audience)).toBe(2);
+    const ids: string[] = [];
+    for await (const batch of dir.subscribedContacts("ws", audience, "ctc_2")) ids.push(...batch.map((c) => c.id));
+    expect(ids).toEqual(["ctc_3", "ctc_4"]);
+    expect(requests).toMatchObject([
+      { count: { all: false, groups: ["vip"], segmentId: "", filterJson: "", exclude: { groups: [], filterJson: '{"properties.plan":"free"}' }, topicId: "top_1" } },
+      { stream: { groups: ["vip"], topicId: "top_1" }, afterId: "ctc_2", missingGroupsEmpty: true },
+    ]);
+    await expect(dir.audienceCount("ws", { segmentId: "seg_gone" })).rejects.toMatchObject({ code: "audience_not_found", httpStatus: 400 });
   });
 });

@@ -1,7 +1,9 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { Contact as PbContact, DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { AudienceService } from "../../../../gen/mailroom/directory/v1/audiences_pb.js";
 import type { Contact, Directory, SenderCheck, UsageReservation, WorkspaceInfo } from "../domain/ports.js";
+import type { BroadcastAudience } from "../domain/model.js";
 import { asDomainError } from "./errors.js";
 
 const RPC = { timeoutMs: 15_000 };
@@ -10,10 +12,24 @@ const SUPPRESSION_BATCH = 10_000;
 const STREAM_BATCH = 1_000;
 
 /**
- * The audience rule lives here, in one place: today a contact is in the audience when
- * `subscribed` is true (the directory is moving to a `status` field; only this changes).
+ * Without the directory's AudienceService (unit tests of this adapter), `{ all: true }` is
+ * read from StreamContacts: a contact is in it when `subscribed` is true.
  */
 export const inAudience = (c: PbContact) => c.subscribed;
+
+/** The broadcast's audience as the directory's AudienceService takes it (filters stay JSON text). */
+export function audienceRequest(a: BroadcastAudience) {
+  return {
+    all: a.all === true,
+    groups: a.groups ?? [],
+    segmentId: a.segmentId ?? "",
+    filterJson: a.filterJson ?? "",
+    exclude: a.exclude ? { groups: a.exclude.groups ?? [], segmentId: a.exclude.segmentId ?? "", filterJson: a.exclude.filterJson ?? "" } : undefined,
+    topicId: a.topicId ?? "",
+  };
+}
+
+const isAll = (a: BroadcastAudience) => a.all === true && !a.exclude && !a.topicId;
 
 function contactOf(c: PbContact): Contact {
   return {
@@ -36,6 +52,8 @@ export class RpcDirectory implements Directory {
   constructor(
     private readonly client: Client<typeof DirectoryService>,
     workspaceCacheMs = 2_000,
+    /** The directory's AudienceService: every audience form (without it, only `{ all: true }`). */
+    private readonly audiences?: Client<typeof AudienceService>,
   ) {
     this.workspaces = new LRUCache({ max: 10_000, ttl: Math.max(1, workspaceCacheMs) });
   }
@@ -93,11 +111,29 @@ export class RpcDirectory implements Directory {
   }
 
   /**
-   * StreamContacts in contact-id order. It has no start cursor yet, so resuming after
-   * `afterId` skips what came before on this side (ids are ordered); when the directory
-   * gains one, pass it here instead.
+   * StreamAudience in contact-id order, resumed after `afterId` by the directory itself. A
+   * group deleted since the broadcast was written has no members there (the send goes on); a
+   * deleted segment or topic fails with `audience_not_found`.
    */
-  async *subscribedContacts(workspaceId: string, afterId?: string): AsyncIterable<Contact[]> {
+  async *subscribedContacts(workspaceId: string, audience: BroadcastAudience, afterId?: string): AsyncIterable<Contact[]> {
+    if (!this.audiences) {
+      if (!isAll(audience)) throw new Error("the directory's AudienceService is needed for this audience");
+      yield* this.allSubscribed(workspaceId, afterId);
+      return;
+    }
+    try {
+      const stream = this.audiences.streamAudience(
+        { workspaceId, audience: audienceRequest(audience), afterId: afterId ?? "", batchSize: STREAM_BATCH, missingGroupsEmpty: true },
+        { timeoutMs: 30 * 60_000 },
+      );
+      for await (const res of stream) if (res.contacts.length) yield res.contacts.map(contactOf);
+    } catch (err) {
+      throw asDomainError(err);
+    }
+  }
+
+  /** StreamContacts (no start cursor: resuming after `afterId` skips what came before on this side). */
+  private async *allSubscribed(workspaceId: string, afterId?: string): AsyncIterable<Contact[]> {
     const stream = this.client.streamContacts({ workspaceId, subscribedOnly: true, batchSize: STREAM_BATCH }, { timeoutMs: 30 * 60_000 });
     for await (const res of stream) {
       const batch = res.contacts.filter((c) => inAudience(c) && (!afterId || c.id > afterId)).map(contactOf);
@@ -114,9 +150,14 @@ export class RpcDirectory implements Directory {
     return out;
   }
 
-  /** ListContacts' total count of the subscribed (the directory counts its status index), one contact listed. */
-  async audienceCount(workspaceId: string): Promise<number> {
+  /**
+   * CountAudience (subscribed, not opted out of the topic, not suppressed); without the
+   * AudienceService, ListContacts' total of the subscribed (one contact listed).
+   */
+  async audienceCount(workspaceId: string, audience: BroadcastAudience): Promise<number> {
     try {
+      if (this.audiences) return Number((await this.audiences.countAudience({ workspaceId, audience: audienceRequest(audience) }, RPC)).count);
+      if (!isAll(audience)) throw new Error("the directory's AudienceService is needed for this audience");
       const res = await this.client.listContacts({ workspaceId, subscribedOnly: true, includeCount: true, page: { limit: 1 } }, RPC);
       return Number(res.totalCount ?? 0n);
     } catch (err) {

@@ -15,6 +15,7 @@ import {
   contentRefOf,
   emptyProgress,
   type Broadcast,
+  type BroadcastAudience,
   type BroadcastStatus,
   type DeliveryMethod,
 } from "./model.js";
@@ -42,7 +43,8 @@ export interface CreateInput {
   html: string;
   text?: string;
   replyTo?: string[];
-  audience?: { all?: boolean };
+  /** Required on create; on update, absent keeps the broadcast's audience. */
+  audience?: AudienceInput;
   settings?: { trackOpens?: boolean; trackClicks?: boolean };
   allowUnknownVariables?: boolean;
 }
@@ -63,8 +65,20 @@ export interface BroadcastDeps {
   onScheduled?: () => void;
 }
 
+/** An audience as a request carries it (filters as JSON text; empty strings and lists: absent). */
+export interface AudienceInput {
+  all?: boolean;
+  groups?: string[];
+  segmentId?: string;
+  filterJson?: string;
+  exclude?: { groups?: string[]; segmentId?: string; filterJson?: string };
+  topicId?: string;
+}
+
 export interface Created {
   broadcast: Broadcast;
+  /** Contacts in the audience at the moment of the write. */
+  audienceCount: number;
   variables: { detected: string[]; unknown: string[] };
   warnings: string[];
 }
@@ -91,13 +105,16 @@ export class Broadcasts {
   async create(workspaceId: string, input: CreateInput): Promise<Created> {
     await this.gate(workspaceId);
     const { fields, variables } = await this.checkContent(workspaceId, input);
+    const audience = validateAudience(input.audience);
+    // The directory checks the audience's names and filters as it counts (400 when it refuses).
+    const audienceCount = await this.deps.directory.audienceCount(workspaceId, audience);
     const now = this.deps.clock.now();
     const broadcast: Broadcast = {
       id: this.deps.ids.broadcastId(),
       workspaceId,
       ...fields,
       status: "DRAFT",
-      audience: { all: true },
+      audience,
       settings: { trackOpens: input.settings?.trackOpens ?? true, trackClicks: input.settings?.trackClicks ?? true },
       allowUnknownVariables: input.allowUnknownVariables === true,
       createdAt: now,
@@ -105,7 +122,7 @@ export class Broadcasts {
       progress: emptyProgress(),
     };
     await this.deps.broadcasts.insert(broadcast);
-    return { broadcast, variables, warnings: htmlWarnings(broadcast.html) };
+    return { broadcast, audienceCount, variables, warnings: htmlWarnings(broadcast.html) };
   }
 
   /** Same checks as create; only a DRAFT can change (its content is not locked yet). */
@@ -114,14 +131,17 @@ export class Broadcasts {
     const current = await this.load(workspaceId, id);
     if (current.status !== "DRAFT") throw notEditable(current.status);
     const { fields, variables } = await this.checkContent(workspaceId, input);
+    const audience = input.audience === undefined ? current.audience : validateAudience(input.audience);
+    const audienceCount = await this.deps.directory.audienceCount(workspaceId, audience);
     const draft: DraftFields = {
       ...fields,
+      audience,
       settings: { trackOpens: input.settings?.trackOpens ?? current.settings.trackOpens, trackClicks: input.settings?.trackClicks ?? current.settings.trackClicks },
       allowUnknownVariables: input.allowUnknownVariables === true,
     };
     const updated = await this.deps.broadcasts.updateDraft(workspaceId, id, draft, this.deps.clock.now());
     if (!updated) throw notEditable((await this.load(workspaceId, id)).status);
-    return { broadcast: updated, variables, warnings: htmlWarnings(updated.html) };
+    return { broadcast: updated, audienceCount, variables, warnings: htmlWarnings(updated.html) };
   }
 
   /**
@@ -162,6 +182,28 @@ export class Broadcasts {
   async get(workspaceId: string, id: string): Promise<Broadcast> {
     await this.gate(workspaceId);
     return this.load(workspaceId, id);
+  }
+
+  /**
+   * The broadcast with its audience counted now. A count the directory refuses (a segment or
+   * topic deleted since) or cannot give leaves it out: the broadcast itself is still readable.
+   */
+  async getCounted(workspaceId: string, id: string): Promise<{ broadcast: Broadcast; audienceCount?: number }> {
+    const broadcast = await this.get(workspaceId, id);
+    try {
+      return { broadcast, audienceCount: await this.deps.directory.audienceCount(workspaceId, broadcast.audience) };
+    } catch (err) {
+      this.deps.logger.warn({ err, broadcastId: id }, "audience not counted");
+      return { broadcast };
+    }
+  }
+
+  /**
+   * The topic of a broadcast's audience ("" for none), for its messages' one-click unsubscribe:
+   * not gated (a recipient's link keeps working whatever the workspace's flags).
+   */
+  async topicOf(workspaceId: string, id: string): Promise<string> {
+    return (await this.load(workspaceId, id)).audience.topicId ?? "";
   }
 
   async list(workspaceId: string, query: { status?: string; limit?: number; cursor?: string }): Promise<{ items: Broadcast[]; cursor: string; hasMore: boolean }> {
@@ -253,8 +295,11 @@ export class Broadcasts {
     }
     const method = chooseMethod(input.deliveryMethod, ws.sendingAccountNew);
     await this.assertSender(workspaceId, broadcast.fromEmail);
-    // The directory counts the audience from its index: the audience is streamed once, when sending starts.
-    const [audience, left] = await Promise.all([this.deps.directory.audienceCount(workspaceId), this.deps.directory.usageLeft(workspaceId)]);
+    // The directory counts the audience from its indexes: the audience is streamed once, when sending starts.
+    const [audience, left] = await Promise.all([
+      this.deps.directory.audienceCount(workspaceId, broadcast.audience),
+      this.deps.directory.usageLeft(workspaceId),
+    ]);
     if (audience > left) {
       throw appError({
         code: "monthly_limit_reached",
@@ -374,7 +419,6 @@ function validateCreate(input: CreateInput) {
   for (const field of required) {
     if (typeof input[field] !== "string" || input[field].trim() === "") throw invalidPayload(`${field} is required`);
   }
-  if (input.audience?.all !== true) throw invalidPayload("audience must be { all: true }");
   if (Buffer.byteLength(input.html, "utf8") > HTML_MAX_BYTES) {
     throw appError({ code: "broadcast_html_too_large", httpStatus: 413, message: `html is larger than ${HTML_MAX_BYTES} bytes` });
   }
@@ -395,6 +439,59 @@ function validateCreate(input: CreateInput) {
     text: input.text ?? "",
     replyTo,
   };
+}
+
+const AUDIENCE_MAX_GROUPS = 100;
+const AUDIENCE_ID_MAX = 200;
+const AUDIENCE_FILTER_MAX = 64 * 1024;
+
+function audienceIds(value: unknown, field: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string" || !v.trim() || v.length > AUDIENCE_ID_MAX)) {
+    throw invalidPayload(`${field} must be a list of group ids or publicIds`);
+  }
+  if (value.length > AUDIENCE_MAX_GROUPS) throw invalidPayload(`${field} may name at most ${AUDIENCE_MAX_GROUPS} groups`);
+  return value.length ? [...new Set(value.map((v: string) => v.trim()))] : undefined;
+}
+
+function audienceId(value: unknown, field: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (typeof value !== "string" || value.length > AUDIENCE_ID_MAX || CONTROL.test(value)) throw invalidPayload(`${field} must be an id`);
+  return value.trim() || undefined;
+}
+
+function audienceFilter(value: unknown, field: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (typeof value !== "string" || value.length > AUDIENCE_FILTER_MAX) throw invalidPayload(`${field} must be a filter of at most ${AUDIENCE_FILTER_MAX} characters of JSON`);
+  return value;
+}
+
+/**
+ * The audience's shape: exactly one of all (true), groups, segmentId, filter; exclude and
+ * topicId optional. Whether its groups, segment and topic exist and its filters are valid is
+ * the directory's to say (it counts the audience on every write).
+ */
+export function validateAudience(input: AudienceInput | undefined): BroadcastAudience {
+  if (!input || typeof input !== "object") throw invalidPayload("audience is required: { all: true }, { groups }, { segmentId } or { filter }");
+  const groups = audienceIds(input.groups, "audience.groups");
+  const segmentId = audienceId(input.segmentId, "audience.segmentId");
+  const filterJson = audienceFilter(input.filterJson, "audience.filter");
+  const forms = [input.all === true, groups !== undefined, segmentId !== undefined, filterJson !== undefined].filter(Boolean).length;
+  if (forms !== 1) throw invalidPayload("audience must have exactly one of all (true), groups, segmentId, filter");
+  const audience: BroadcastAudience = input.all === true ? { all: true } : groups ? { groups } : segmentId ? { segmentId } : { filterJson };
+  if (input.exclude !== undefined && input.exclude !== null) {
+    if (typeof input.exclude !== "object") throw invalidPayload("audience.exclude must be an object");
+    const exclude = {
+      groups: audienceIds(input.exclude.groups, "audience.exclude.groups"),
+      segmentId: audienceId(input.exclude.segmentId, "audience.exclude.segmentId"),
+      filterJson: audienceFilter(input.exclude.filterJson, "audience.exclude.filter"),
+    };
+    const given = Object.fromEntries(Object.entries(exclude).filter(([, v]) => v !== undefined));
+    if (Object.keys(given).length) audience.exclude = given;
+  }
+  const topicId = audienceId(input.topicId, "audience.topicId");
+  if (topicId) audience.topicId = topicId;
+  return audience;
 }
 
 /** Merge values the renderer computes itself (the recipient's address and links): never sampled. */

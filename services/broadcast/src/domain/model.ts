@@ -75,6 +75,22 @@ export interface SendingState {
   finalizedAtCheck?: number;
 }
 
+/**
+ * Who a broadcast goes to (DESIGN §9.4): exactly one of `all`, `groups` (ids or publicIds, their
+ * union), `segmentId`, `filterJson`; optionally `exclude` and `topicId`. Always only SUBSCRIBED
+ * contacts minus suppressions; the directory resolves it when sending starts. Filters are kept
+ * as the JSON text given (a stored document cannot hold their `$` operators as field names);
+ * only the directory reads them.
+ */
+export interface BroadcastAudience {
+  all?: true;
+  groups?: string[];
+  segmentId?: string;
+  filterJson?: string;
+  exclude?: { groups?: string[]; segmentId?: string; filterJson?: string };
+  topicId?: string;
+}
+
 export interface Broadcast {
   id: string;
   workspaceId: string;
@@ -88,7 +104,7 @@ export interface Broadcast {
   html: string;
   text: string;
   replyTo: string[];
-  audience: { all: true };
+  audience: BroadcastAudience;
   settings: BroadcastSettings;
   allowUnknownVariables: boolean;
   createdAt: Date;

@@ -1,5 +1,6 @@
 import type {
   Broadcast,
+  BroadcastAudience,
   BroadcastStatus,
   DeliveryMethod,
   OutcomeKind,
@@ -76,7 +77,7 @@ export interface BroadcastRepository {
 /** What a DRAFT's editor may change. */
 export type DraftFields = Pick<
   Broadcast,
-  "name" | "subject" | "previewText" | "fromEmail" | "fromName" | "html" | "text" | "replyTo" | "settings" | "allowUnknownVariables"
+  "name" | "subject" | "previewText" | "fromEmail" | "fromName" | "html" | "text" | "replyTo" | "settings" | "allowUnknownVariables" | "audience"
 >;
 
 export type TimelineKind = "sent" | "delivered" | "opened" | "clicked" | "bounced";
@@ -214,17 +215,20 @@ export interface Directory {
   /** Null when the workspace has no contact with that address. */
   contactByEmail(workspaceId: string, email: string): Promise<Contact | null>;
   /**
-   * The broadcast audience in contact-id order, in batches: subscribed contacts after
-   * `afterId` (exclusive). Suppressions are not applied here.
+   * The broadcast audience in contact-id order, in batches: its subscribed contacts after
+   * `afterId` (exclusive), topic opt-outs left out. Suppressions are not applied here. A group
+   * deleted since the broadcast was written counts as empty; a deleted segment or topic fails
+   * with `audience_not_found`.
    */
-  subscribedContacts(workspaceId: string, afterId?: string): AsyncIterable<Contact[]>;
+  subscribedContacts(workspaceId: string, audience: BroadcastAudience, afterId?: string): AsyncIterable<Contact[]>;
   /** Lowercased suppressed addresses among `emails`. */
   suppressed(workspaceId: string, emails: string[]): Promise<Set<string>>;
   /**
-   * How many contacts are in the audience now (the directory counts its status index; no
-   * contact is streamed).
+   * How many contacts are in the audience now (the directory counts with its indexes; no
+   * contact is streamed). Throws the directory's refusal of the audience (400
+   * `audience_not_found`, `invalid_filter`, `invalid_audience`).
    */
-  audienceCount(workspaceId: string): Promise<number>;
+  audienceCount(workspaceId: string, audience: BroadcastAudience): Promise<number>;
   /** Sends left this month (limit - used). */
   usageLeft(workspaceId: string): Promise<number>;
   /** Suppression check plus an all-or-nothing usage reservation for the others. */

@@ -232,14 +232,23 @@ export class Sender {
       return true;
     };
 
-    for await (const batch of directory.subscribedContacts(broadcast.workspaceId, state.cursor)) {
-      buffer.push(...batch);
-      while (buffer.length >= PAGE_SIZE) {
-        if (!(await flush(buffer.slice(0, PAGE_SIZE)))) return null;
-        buffer = buffer.slice(PAGE_SIZE);
-        // Stop the stream here; the next claim resumes after the cursor.
-        if (written >= this.pagesPerClaim) return state;
+    try {
+      for await (const batch of directory.subscribedContacts(broadcast.workspaceId, broadcast.audience, state.cursor)) {
+        buffer.push(...batch);
+        while (buffer.length >= PAGE_SIZE) {
+          if (!(await flush(buffer.slice(0, PAGE_SIZE)))) return null;
+          buffer = buffer.slice(PAGE_SIZE);
+          // Stop the stream here; the next claim resumes after the cursor.
+          if (written >= this.pagesPerClaim) return state;
+        }
       }
+    } catch (err) {
+      // The audience's segment or topic was deleted after scheduling (or its filter no longer
+      // holds): no one else can be resolved, now or on a retry. What was written goes out.
+      const code = (err as { code?: unknown })?.code;
+      if (code !== "audience_not_found" && code !== "invalid_filter") throw err;
+      this.deps.logger.warn({ err, broadcastId: broadcast.id }, "audience no longer resolves; sending to the recipients resolved so far");
+      buffer = [];
     }
     if (buffer.length > 0 && !(await flush(buffer))) return null;
     const done: SendingState = { ...state, phase: "releasing" };

@@ -1,0 +1,117 @@
+import type { Collection, Filter, Store } from "@mailroom/store/port.js";
+import type { Contact, Suppression } from "../domain/model.js";
+import type { AudienceLookups, AudienceQueries, ResolvedAudience, TopicDefault } from "../domain/audience-ports.js";
+import type { Stored } from "./documents.js";
+import type { ContactFilterCompiler } from "./contact-filter.js";
+
+
+/** Addresses per suppression page when counting the suppressed members of an audience. */
+const SUPPRESSION_PAGE = 1_000;
+
+interface GroupDoc {
+  _id: string;
+  workspaceId: string;
+  publicId: string;
+}
+interface TopicDoc {
+  _id: string;
+  workspaceId: string;
+  defaultSubscription?: string;
+}
+
+/**
+ * Audiences and segment filters as store queries over `contacts`: every question is one filter
+ * (workspace, status SUBSCRIBED, the include, the exclusions as `$nin`/`$nor`, the topic's
+ * opt-outs), counted by the store or paged by `_id > last` in id order, so memory holds at
+ * most one page of contacts whatever the audience's size. Group membership is the contact's
+ * `groups` array (index workspaceId + groups + _id), topic choices its `topics.<id>`.
+ */
+export class AudienceStore implements AudienceQueries, AudienceLookups {
+  private constructor(
+    private readonly contacts: Collection<Stored<Contact>>,
+    private readonly suppressions: Collection<Stored<Suppression>>,
+    private readonly groups: Collection<Stored<GroupDoc>>,
+    private readonly topics: Collection<Stored<TopicDoc>>,
+    private readonly compile: ContactFilterCompiler,
+  ) {}
+
+  static async open(store: Store, compile: ContactFilterCompiler): Promise<AudienceStore> {
+    const contacts = store.collection<Stored<Contact>>("contacts");
+    // Group audiences in id order (the groups owner creates it too; creating it twice is a no-op).
+    await contacts.createIndex({ keys: { workspaceId: 1, groups: 1, _id: 1 } });
+    return new AudienceStore(
+      contacts,
+      store.collection<Stored<Suppression>>("suppressions"),
+      store.collection<Stored<GroupDoc>>("groups"),
+      store.collection<Stored<TopicDoc>>("topics"),
+      compile,
+    );
+  }
+
+  async groupIdOf(workspaceId: string, idOrPublicId: string): Promise<string | undefined> {
+    const byId = idOrPublicId.startsWith("grp_") ? await this.groups.findOne({ _id: idOrPublicId, workspaceId }) : null;
+    const group = byId ?? (await this.groups.findOne({ workspaceId, publicId: idOrPublicId }));
+    return group?._id;
+  }
+
+  async topic(workspaceId: string, id: string): Promise<{ id: string; defaultSubscription: TopicDefault } | null> {
+    const topic = await this.topics.findOne({ _id: id, workspaceId });
+    return topic ? { id: topic._id, defaultSubscription: topic.defaultSubscription === "OPT_IN" ? "OPT_IN" : "OPT_OUT" } : null;
+  }
+
+  async checkFilter(workspaceId: string, filter: unknown): Promise<void> {
+    await this.compile(workspaceId, filter);
+  }
+
+  async countFilter(workspaceId: string, filter: unknown): Promise<number> {
+    return this.contacts.countDocuments({ workspaceId, $and: [await this.compile(workspaceId, filter)] });
+  }
+
+  async pageFilter(workspaceId: string, filter: unknown, opts: { after?: string; limit: number }): Promise<Contact[]> {
+    const query: Filter = { workspaceId, $and: [await this.compile(workspaceId, filter)] };
+    if (opts.after) query._id = { $gt: opts.after };
+    return this.contacts.find(query, { sort: { _id: 1 }, limit: opts.limit });
+  }
+
+  async count(workspaceId: string, audience: ResolvedAudience): Promise<number> {
+    return this.contacts.countDocuments(await this.filterOf(workspaceId, audience));
+  }
+
+  async page(workspaceId: string, audience: ResolvedAudience, opts: { after?: string; limit: number }): Promise<Contact[]> {
+    const query = await this.filterOf(workspaceId, audience);
+    if (opts.after) query._id = { $gt: opts.after };
+    return this.contacts.find(query, { sort: { _id: 1 }, limit: opts.limit });
+  }
+
+  /** The workspace's suppression list a page at a time, each page one count of the audience's contacts with those addresses. */
+  async countSuppressed(workspaceId: string, audience: ResolvedAudience): Promise<number> {
+    const base = await this.filterOf(workspaceId, audience);
+    let total = 0;
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.suppressions.find(after ? { workspaceId, _id: { $gt: after } } : { workspaceId }, {
+        sort: { _id: 1 }, limit: SUPPRESSION_PAGE, projection: { _id: 1, emailLower: 1 },
+      });
+      if (!page.length) return total;
+      const emails = page.map((s) => s.emailLower).filter((e): e is string => typeof e === "string");
+      if (emails.length) total += await this.contacts.countDocuments({ ...base, emailLower: { $in: emails } });
+      if (page.length < SUPPRESSION_PAGE) return total;
+      after = page[page.length - 1]._id;
+    }
+  }
+
+  /** The one store filter of an audience (suppressions apart). */
+  private async filterOf(workspaceId: string, audience: ResolvedAudience): Promise<Filter> {
+    const and: Filter[] = [];
+    const { include, exclude, topic } = audience;
+    if ("groupIds" in include) and.push({ groups: { $in: include.groupIds } });
+    else if ("filter" in include) and.push(await this.compile(workspaceId, include.filter));
+    if (exclude.groupIds.length) and.push({ groups: { $nin: exclude.groupIds } });
+    for (const filter of exclude.filters) and.push({ $nor: [await this.compile(workspaceId, filter)] });
+    // Topic ids are looked up before they get here (top_…: no dots, no `$`).
+    if (topic) and.push({ [`topics.${topic.id}`]: topic.defaultSubscription === "OPT_IN" ? true : { $ne: false } });
+    const filter: Filter = { workspaceId, status: "SUBSCRIBED" };
+    if (and.length) filter.$and = and;
+    return filter;
+  }
+}
