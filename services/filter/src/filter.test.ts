@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
-  dateAgo, engagementConditions, engagementKey, parseFilter, referencedGroups, toStoreFilter, MAX_CONDITIONS, MAX_DEPTH,
-  type EngagementCondition, type FilterNode, type ParseContext, type PropertyType,
+  dateAgo, engagementConditions, engagementKey, parseFilter, referencedGroups, toStoreFilter, FIELD_OPERATORS, MAX_CONDITIONS, MAX_DEPTH, OPERATORS_BY_KIND,
+  type EngagementCondition, type FieldKind, type FilterNode, type ParseContext, type PropertyType,
 } from "./filter.js";
 
 const NOW = new Date("2026-03-31T12:00:00.000Z");
@@ -109,6 +109,27 @@ describe("properties by type", () => {
 });
 
 describe("operators", () => {
+  it("every operator on every kind of field: accepted exactly where the grammar allows it", () => {
+    const samples: Record<FieldKind, [string, unknown]> = {
+      text: ["firstName", "Ann"], email: ["email", "a@x.io"], enum: ["status", "SUBSCRIBED"], date: ["createdAt", "2026-01-01"],
+      date_iso: ["properties.renewal", "2026-01-01"], number: ["properties.age", 3], boolean: ["properties.vip", true],
+      select: ["properties.plan", "pro"], multi_select: ["properties.tags", "news"], groups: ["groups", "beta"],
+    };
+    for (const [kind, [name, value]] of Object.entries(samples) as [FieldKind, [string, unknown]][]) {
+      for (const op of FIELD_OPERATORS) {
+        const arg = op === "$exists" ? true : op === "$in" || op === "$nin" ? [value] : value;
+        const r = parseFilter({ [name]: { [op]: arg } }, ctx);
+        expect([kind, op, r.ok]).toEqual([kind, op, OPERATORS_BY_KIND[kind].includes(op)]);
+        if (r.ok) {
+          const compiled = toStoreFilter(r.filter, { engagement: () => new Set() });
+          expect(Object.keys(compiled)).toHaveLength(1);
+        } else {
+          expect(r.error).toEqual({ path: `filter.${name}.${op}`, message: expect.stringContaining(`operator ${op} does not apply to ${name}`) });
+        }
+      }
+    }
+  });
+
   it("$exists takes a boolean; $in/$nin take a list", () => {
     expect(error({ firstName: { $exists: "yes" } }).path).toBe("filter.firstName.$exists");
     expect(error({ firstName: { $in: "Ann" } }).message).toContain("takes a list");

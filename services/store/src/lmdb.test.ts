@@ -275,6 +275,14 @@ describe("LMDB store: wildcard index over a sub-document", () => {
     expect(planQuery({ workspaceId: "w", "properties.plan": "pro" }, { createdAt: -1 }, indexes)).toMatchObject({ ...wildcard, ordered: false });
   });
 
+  it("pages a group's members ({ workspaceId, groups, _id }, several entries per contact) in _id order", () => {
+    const plan = planQuery({ workspaceId: "w", groups: "g1", _id: { $gt: "c_5" } }, { _id: 1 }, indexes);
+    expect(plan).toMatchObject({ kind: "index", index: { no: 5 }, ordered: true, distinct: true });
+    expect(planQuery({ $and: [{ workspaceId: "w" }, { groups: { $eq: "g1" } }] }, { _id: -1 }, indexes)).toMatchObject({ kind: "index", index: { no: 5 }, ordered: true, reverse: true });
+    // Several groups: several ranges, each document once, sorted after collecting.
+    expect(planQuery({ workspaceId: "w", groups: { $in: ["g1", "g2"] } }, { _id: 1 }, indexes)).toMatchObject({ kind: "index", index: { no: 5 }, ordered: false });
+  });
+
   it("is not chosen where its entries cannot answer: no workspace, null/missing, array positions, regex, another index's exact match", () => {
     expect(planQuery({ "properties.plan": "pro" }, undefined, indexes).index?.no).not.toBe(4);
     expect(planQuery({ workspaceId: "w", "properties.plan": null }, undefined, indexes).index?.no).not.toBe(4);
@@ -295,9 +303,11 @@ describe("LMDB store: wildcard index over a sub-document", () => {
     await expect(contacts.createIndex({ keys: { "properties.$**": 1, workspaceId: 1 } })).rejects.toThrow(/wildcard/);
     await expect(contacts.createIndex({ keys: { "a.$**": 1, "b.$**": 1 } })).rejects.toThrow(/wildcard/);
     await expect(contacts.createIndex({ keys: { workspaceId: 1, "p.$**": 1 }, unique: true })).rejects.toThrow(/wildcard/);
+    await contacts.createIndex({ keys: { workspaceId: 1, groups: 1, _id: 1 } });
     const docs: Row[] = Array.from({ length: 500 }, (_, i) => ({
       _id: `c_${String(i).padStart(4, "0")}`,
       workspaceId: i % 2 ? "w1" : "w2",
+      groups: i % 3 ? ["g1", "g2"] : ["g2"],
       status: i % 7 ? "SUBSCRIBED" : "UNSUBSCRIBED",
       properties: { plan: i % 10 === 3 ? "pro" : "free", seats: i % 13, tags: i % 4 ? ["a", "b"] : ["a"], "odd.key": "x" },
     }));
@@ -326,7 +336,13 @@ describe("LMDB store: wildcard index over a sub-document", () => {
     expect(await contacts.countDocuments({ workspaceId: "w1", status: "SUBSCRIBED", "properties.plan": "pro" })).toBe(subscribedPros.length);
     expect(await contacts.countDocuments({ workspaceId: "w1", $and: [{ status: { $eq: "SUBSCRIBED" } }, { "properties.plan": { $in: ["pro"] } }] })).toBe(subscribedPros.length);
     expect(await contacts.countDocuments({ workspaceId: "w1", status: "UNSUBSCRIBED", "properties.plan": "pro" })).toBe(50 - subscribedPros.length);
+    // A group's members are counted from the group index's entries.
+    expect(await contacts.countDocuments({ workspaceId: "w1", groups: "g1" })).toBe(expected((d) => d.workspaceId === "w1" && d.groups.includes("g1")).length);
+    expect(await contacts.countDocuments({ workspaceId: "w2", $and: [{ groups: { $eq: "g2" } }] })).toBe(250);
     expect(counter.n).toBe(0);
+    const members = await contacts.find({ workspaceId: "w1", groups: "g1", _id: { $gt: "c_0100" } }, { sort: { _id: 1 }, limit: 3 });
+    expect(members.map((d) => d._id)).toEqual(["c_0101", "c_0103", "c_0107"]);
+    expect(counter.n).toBe(3);
     // Conditions no index holds whole are checked on the documents.
     expect(await contacts.countDocuments({ workspaceId: "w1", status: "SUBSCRIBED", "properties.plan": "pro", "properties.seats": { $lt: 5 } })).toBe(
       expected((d) => d.workspaceId === "w1" && d.status === "SUBSCRIBED" && d.properties.plan === "pro" && d.properties.seats < 5).length,

@@ -536,9 +536,12 @@ export function planQuery(filter: Filter, sort: Sort | undefined, indexes: Index
     if (score === 0) continue;
     if (def.unique && k === def.fields.length) score += 100;
     ranges ??= [{ start: prefix, end: [...prefix, HIGH] }];
-    const order = !def.multikey && ranges.length === 1 ? sortMatches(fields.slice(k), constant) : { ok: sortKeys.length === 0, reverse: false };
+    // Every key field bound by equality: one entry per document, in _id order, even where a
+    // document holds several values (e.g. the members of one group in { workspaceId, groups, _id }).
+    const allBound = k === keyFields.length && ranges.length === 1;
+    const order = (!def.multikey || allBound) && ranges.length === 1 ? sortMatches(fields.slice(k), constant) : { ok: sortKeys.length === 0, reverse: false };
     if (order.ok) score += 3;
-    if (score > best.score) best = { kind: "index", score, ordered: order.ok, reverse: order.reverse, index: def, ranges };
+    if (score > best.score) best = { kind: "index", score, ordered: order.ok, reverse: order.reverse, index: def, ranges, ...(def.multikey && allBound ? { distinct: true } : {}) };
   }
 
   // 4. Wildcard indexes: equality on every field before the wildcard, then one condition
@@ -1110,15 +1113,18 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     if (plan.kind !== "index" || plan.ranges!.length !== 1) return undefined;
     const def = plan.index!;
     // A sparse index leaves out documents that lack a later field: they match but have no entry.
-    if (def.multikey || def.sparse || meta.indexes.some((d) => d.ttl !== undefined)) return undefined;
-    const keys = Object.keys(filter);
+    if (def.wildcard !== undefined || def.sparse || meta.indexes.some((d) => d.ttl !== undefined)) return undefined;
+    const conds = conjunction(filter);
+    if (!conds) return undefined;
+    const keys = [...conds.keys()];
     if (keys.length === 0 || keys.length > def.fields.length) return undefined;
     for (const field of def.fields.slice(0, keys.length)) {
-      if (!keys.includes(field)) return undefined;
-      const v = filter[field];
-      const primitive = typeof v === "string" || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v));
-      if (!primitive) return undefined;
+      if (!conds.has(field)) return undefined;
+      const v = conds.get(field);
+      if (!wholeInKey(v) && !wholeIn(v, "$eq")) return undefined;
     }
+    // Several values per document (arrays): only with every key field bound is there one entry per document.
+    if (def.multikey && keys.length < partFields(def).length) return undefined;
     let n = 0;
     for (const _ of this.index.getKeys(plan.ranges![0] as never)) n++;
     return n;

@@ -584,6 +584,12 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
           { ws: "w0", status: "SUBSCRIBED", groups: "g2", "properties.plan": { $in: ["pro", "team"] } },
           { ws: "w1", "properties.plan": "pro", "properties.seats": { $gt: 2 } },
           { ws: "w1", $or: [{ "properties.plan": "pro" }, { "properties.vip": true }] },
+          // The group members' index ({ ws, groups, _id }: several entries per document).
+          { ws: "w0", groups: "g2" },
+          { ws: "w1", groups: { $eq: "g1" }, status: "SUBSCRIBED" },
+          { $and: [{ ws: "w1" }, { $and: [{ groups: "g3" }] }] },
+          { ws: "w1", groups: { $in: ["g1", "g3"] } },
+          { ws: "w0", groups: { $ne: "g1" } },
         );
         for (let i = 0; i < 40; i++) {
           const value = [plans[rand(4)], rand(20), `${rand(20)}`, day(rand(60)), true][rand(5)];

@@ -10,9 +10,9 @@ import type { Stored } from "./documents.js";
 /** Longest filter accepted, as JSON text. */
 export const MAX_FILTER_JSON = 32_768;
 /**
- * A filter given as text is compiled once and reused for this long: an export or a listing
- * asks for page after page with the same filter, and resolving its engagement terms each time
- * would repeat the same reads. (Changes made meanwhile show in the next compilation.)
+ * A filter is compiled once and reused for this long: an export, a listing or a segment's
+ * contacts ask for page after page with the same filter, and resolving its engagement terms
+ * each time would repeat the same reads. (Changes made meanwhile show in the next compilation.)
  */
 const REUSE_MS = 5_000;
 const REUSE_MAX = 8;
@@ -52,8 +52,9 @@ export class ContactFilters {
 
   /** The compiler as a function (what the contact listing, export, segments and audiences call). */
   readonly compileContactFilter: ContactFilterCompiler = async (workspaceId, filter) => {
-    if (typeof filter !== "string") return this.compile(workspaceId, filter);
-    const key = `${workspaceId}\n${filter}`;
+    const text = typeof filter === "string" ? filter : JSON.stringify(filter);
+    if (text === undefined || text.length > MAX_FILTER_JSON) return this.compile(workspaceId, filter);
+    const key = `${workspaceId}\n${typeof filter === "string" ? "t" : "v"}${text}`;
     const now = Date.now();
     const hit = this.recent.get(key);
     if (hit && now - hit.at < REUSE_MS) return hit.filter;
