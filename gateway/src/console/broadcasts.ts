@@ -11,6 +11,7 @@
  *   POST /broadcasts/:id/schedule       send now or later with a delivery method
  *   POST /broadcasts/:id/cancel         SCHEDULED back to DRAFT
  *   GET  /broadcasts/:id/progress.json  what the progress view polls
+ *   GET  /broadcasts/audience-count.json  the draft form's audience count (audience-picker.ts)
  *
  * Every call takes the workspace from the session, so another workspace's broadcast id is
  * simply not found (a 404 page).
@@ -25,6 +26,9 @@ import { csrfField } from "./csrf.js";
 import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, timeText, type Flash, type Tone } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
 import { progressChart, type ChartPoint, type ChartWindow } from "./broadcasts-chart.js";
+import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf, type AudienceValues, type PickerContext } from "./audience-picker.js";
+import { workspaceGroups, workspaceSegments } from "./segments.js";
+import { workspaceTopics } from "./topics.js";
 
 type Form = Record<string, string | string[] | undefined>;
 const str = (body: unknown, name: string): string => {
@@ -63,11 +67,12 @@ interface DraftValues {
   trackOpens: boolean;
   trackClicks: boolean;
   allowUnknownVariables: boolean;
+  audience: AudienceValues;
 }
 
 const EMPTY: DraftValues = {
   name: "", subject: "", previewText: "", fromEmail: "", fromName: "", replyTo: "", html: "", text: "",
-  trackOpens: true, trackClicks: true, allowUnknownVariables: false,
+  trackOpens: true, trackClicks: true, allowUnknownVariables: false, audience: EVERYONE,
 };
 
 function valuesOf(b: Broadcast): DraftValues {
@@ -75,6 +80,7 @@ function valuesOf(b: Broadcast): DraftValues {
     name: b.name, subject: b.subject, previewText: b.previewText, fromEmail: b.fromEmail, fromName: b.fromName,
     replyTo: b.replyTo.join(", "), html: b.html, text: b.text,
     trackOpens: b.settings?.trackOpens ?? true, trackClicks: b.settings?.trackClicks ?? true, allowUnknownVariables: b.allowUnknownVariables,
+    audience: audienceValuesOf(b.audience),
   };
 }
 
@@ -85,6 +91,7 @@ function valuesFromForm(body: unknown): DraftValues {
     html: str(body, "html"), text: str(body, "text"),
     trackOpens: str(body, "trackOpens") === "on", trackClicks: str(body, "trackClicks") === "on",
     allowUnknownVariables: str(body, "allowUnknownVariables") === "on",
+    audience: audienceFromForm(body),
   };
 }
 
@@ -93,7 +100,7 @@ function rpcFields(v: DraftValues) {
     name: v.name, subject: v.subject, previewText: v.previewText, fromEmail: v.fromEmail, fromName: v.fromName,
     html: v.html, text: v.text,
     replyTo: v.replyTo.split(",").map((s) => s.trim()).filter(Boolean),
-    audience: { all: true },
+    audience: audienceRpc(v.audience),
     settings: { trackOpens: v.trackOpens, trackClicks: v.trackClicks },
     allowUnknownVariables: v.allowUnknownVariables,
   };
@@ -105,7 +112,7 @@ const input = (name: string, label: string, value: string, extra = "", hint = ""
 const check = (name: string, label: string, on: boolean) =>
   `<div class="field check"><input type="checkbox" id="f-${name}" name="${name}"${on ? " checked" : ""}><label for="f-${name}">${label}</label></div>`;
 
-function draftForm(action: string, v: DraftValues, csrf: string, submit: string): string {
+function draftForm(action: string, v: DraftValues, csrf: string, submit: string, picker: PickerContext): string {
   return `<form method="post" action="${action}" class="card">${csrf}
 ${input("name", "Name (only you see it)", v.name, "required maxlength=200")}
 ${input("subject", "Subject", v.subject, "required", "Merge contact data with {{firstName}}, {{email}} or a property: {{plan}}.")}
@@ -114,8 +121,8 @@ ${input("previewText", "Preview text (shown after the subject in inboxes)", v.pr
 ${input("replyTo", "Reply-to (optional, comma separated)", v.replyTo)}
 <div class="field"><label for="f-html">HTML</label><textarea id="f-html" name="html" required rows="14">${escapeHtml(v.html)}</textarea></div>
 <div class="field"><label for="f-text">Plain text (optional: made from the HTML when empty)</label><textarea id="f-text" name="text" rows="5">${escapeHtml(v.text)}</textarea></div>
-<fieldset class="field"><legend>Audience and tracking</legend>
-<p class="muted" style="margin:.25rem 0">Audience: every subscribed contact, minus the suppression list, as of when sending starts.</p>
+${audiencePickerHtml(v.audience, picker)}
+<fieldset class="field"><legend>Tracking</legend>
 ${check("trackOpens", "Track opens", v.trackOpens)}${check("trackClicks", "Track clicks", v.trackClicks)}
 ${check("allowUnknownVariables", "Allow merge fields that are not contact properties (they render empty)", v.allowUnknownVariables)}</fieldset>
 <div class="actions"><button type="submit">${submit}</button><a class="button secondary" href="${consoleUrl("/broadcasts")}">Back to broadcasts</a></div></form>`;
@@ -131,6 +138,16 @@ function formError(err: unknown): Flash {
 export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   // Read when a request needs it: registering the pages touches no service client.
   const rpc = () => deps.clients.broadcast;
+
+  /** Groups, segments and topics for the audience picker (none when the directory does not answer). */
+  const pickerContext = async (request: FastifyRequest): Promise<PickerContext> => {
+    const [groups, segments, topics] = await Promise.all([
+      workspaceGroups(deps, request).catch(() => []),
+      workspaceSegments(deps, request).catch(() => []),
+      workspaceTopics(deps, request).catch(() => []),
+    ]);
+    return { groups, segments, topics };
+  };
 
   const load = async (request: FastifyRequest, id: string): Promise<Broadcast> => {
     if (!ID.test(id)) throw refusal({ code: "broadcast_not_found", status: 404, message: `Broadcast ${id} not found` });
@@ -166,7 +183,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   scope.get("/broadcasts/new", async (request, reply) => {
     const session = sessionOf(request);
     editable(request);
-    const body = `<h1>New draft</h1>${draftForm(consoleUrl("/broadcasts"), EMPTY, csrfField(session), "Save draft")}`;
+    const body = `<h1>New draft</h1>${draftForm(consoleUrl("/broadcasts"), EMPTY, csrfField(session), "Save draft", await pickerContext(request))}`;
     return html(reply, consolePage({ title: "New draft", session, active: "broadcasts", body }));
   });
 
@@ -180,7 +197,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       return seeOther(reply, consoleUrl(`/broadcasts/${res.broadcast!.id}`));
     } catch (err) {
       const flash = formError(err);
-      const body = `<h1>New draft</h1>${draftForm(consoleUrl("/broadcasts"), values, csrfField(session), "Save draft")}`;
+      const body = `<h1>New draft</h1>${draftForm(consoleUrl("/broadcasts"), values, csrfField(session), "Save draft", await pickerContext(request))}`;
       return html(reply, consolePage({ title: "New draft", session, active: "broadcasts", flash, body }), bodyFromError(err).statusCode);
     }
   });
@@ -286,6 +303,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 
   async function draftPage(request: FastifyRequest, b: Broadcast, values: DraftValues, contact: string, flash?: Flash): Promise<string> {
     const session = sessionOf(request);
+    const audienceCount = b.audienceCount === undefined ? undefined : Number(b.audienceCount);
     const opts = rpcOptions(request);
     const [preview, contacts, members] = await Promise.all([
       rpc().previewBroadcast({ workspaceId: session.workspaceId, id: b.id, contactEmail: contact }, opts).then(
@@ -314,7 +332,7 @@ ${!contact ? `<p class="muted" data-preview-sample>No contact chosen: merge fiel
     const body = `<h1>${escapeHtml(b.name)} ${statusBadge("DRAFT", "info")}</h1>
 <p class="muted">Created ${formatTime(b.createdAt && timestampDate(b.createdAt))} · last saved ${formatTime(b.updatedAt && timestampDate(b.updatedAt))}</p>
 <div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(min(100%,26rem),1fr))">
-<section aria-labelledby="edit-h"><h2 id="edit-h">Edit</h2>${session.canEdit ? draftForm(base, values, csrf, "Save draft") : `<p class="muted">Read-only session.</p>`}</section>
+<section aria-labelledby="edit-h"><h2 id="edit-h">Edit</h2>${session.canEdit ? draftForm(base, values, csrf, "Save draft", { ...(await pickerContext(request)), count: audienceCount }) : `<p class="muted">Read-only session.</p>`}</section>
 <section aria-labelledby="preview-h"><h2 id="preview-h">Preview</h2>
 <form method="get" action="${base}" class="row card"><div class="field" style="flex:1"><label for="contact">Preview for contact (email)</label>
 <input id="contact" name="contact" type="email" list="contact-list" value="${escapeHtml(contact)}" style="width:100%" placeholder="someone@example.com"><datalist id="contact-list">${options}</datalist></div>
@@ -326,7 +344,8 @@ ${session.canEdit ? `<section aria-labelledby="test-h" id="test"><h2 id="test-h"
 <p class="muted">The test carries "[TEST]" before the subject, is merged with the member's contact data when there is one, and is not counted.</p>
 <div class="actions"><button type="submit" class="secondary">Send test</button></div></form></section>
 <section aria-labelledby="schedule-h" id="schedule"><h2 id="schedule-h">Send or schedule</h2>
-<form method="post" action="${base}/schedule" class="card" data-confirm="Send this broadcast to your audience?">${csrf}
+<form method="post" action="${base}/schedule" class="card" data-confirm="Send this broadcast to your audience${audienceCount === undefined ? "" : ` (${audienceCount} contacts now)`}?">${csrf}
+<p id="schedule-audience">${audienceCount === undefined ? "The audience is counted when sending starts." : `The saved audience holds <strong>${audienceCount}</strong> ${audienceCount === 1 ? "contact" : "contacts"} now (subscribed, not suppressed); it is resolved again when sending starts.`}</p>
 <fieldset class="field"><legend>When</legend>
 <div><input type="radio" id="when-now" name="when" value="now" checked style="min-height:auto"> <label for="when-now" style="display:inline">Now</label></div>
 <div><input type="radio" id="when-later" name="when" value="later" style="min-height:auto"> <label for="when-later" style="display:inline">Later, at:</label></div>

@@ -39,13 +39,19 @@ import { registerEmailPages } from "./emails.js";
 import { registerBroadcastPages } from "./broadcasts.js";
 import { registerContactPages } from "./contacts.js";
 import { registerWebhookPages } from "./webhooks.js";
+import { registerGroupPages } from "./groups.js";
+import { registerSegmentPages } from "./segments.js";
+import { registerTopicPages } from "./topics.js";
+import { registerFormPages } from "./forms.js";
+import { registerAudiencePickerRoutes } from "./audience-picker.js";
 
 export type { ConsoleDeps, ConsolePageModule };
 
 /** Pages behind sign-in, in nav order. */
 const PAGE_MODULES: ConsolePageModule[] = [
   registerStatsPages, registerDomainPages, registerEmailPages,
-  registerBroadcastPages, registerContactPages, registerWebhookPages,
+  registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages,
+  registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerWebhookPages,
 ];
 
 /** Largest multipart upload (a contacts CSV). */

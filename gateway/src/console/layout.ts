@@ -3,7 +3,8 @@
  *
  *   consolePage({ title, session, active, body, flash? }): string
  *       A whole HTML document: skip link, header with the workspace name, the nav
- *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Webhooks, Sign out as a
+ *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Groups, Segments, Topics, Forms,
+ *       Webhooks, Sign out as a
  *       CSRF-protected POST), an optional flash message, then `body` inside <main>.
  *       `body` is trusted HTML: escape every value you interpolate with escapeHtml.
  *   plainPage({ title, body, status? }): string   a page without nav (sign-in, errors).
@@ -28,7 +29,7 @@ import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 
 export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
-export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "webhooks";
+export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "webhooks";
 
 const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "overview", label: "Overview", path: "" },
@@ -36,6 +37,10 @@ const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "emails", label: "Emails", path: "/emails" },
   { key: "broadcasts", label: "Broadcasts", path: "/broadcasts" },
   { key: "contacts", label: "Contacts", path: "/contacts" },
+  { key: "groups", label: "Groups", path: "/groups" },
+  { key: "segments", label: "Segments", path: "/segments" },
+  { key: "topics", label: "Topics", path: "/topics" },
+  { key: "forms", label: "Forms", path: "/forms" },
   { key: "webhooks", label: "Webhooks", path: "/webhooks" },
 ];
 
