@@ -92,7 +92,7 @@ describe("signup forms", () => {
     expect(r).toMatchObject({ outcome: "SUBSCRIBED", email: "Ann@example.test" });
     const doc = await contactDoc(dir, "ann@example.test");
     expect(doc).toMatchObject({ status: "SUBSCRIBED", firstName: "Ann", properties: { seats: 3 }, groups: ["grp_news"], topics: { top_prod: true } });
-    expect((doc as { groupsAddedAt: Record<string, Date> }).groupsAddedAt.grp_news).toBeInstanceOf(Date);
+    expect((doc as unknown as { groupsAddedAt: Record<string, Date> }).groupsAddedAt.grp_news).toBeInstanceOf(Date);
     expect(await codeOf(forms.submit(f._id, "not an address", {}))).toBe("invalid_email");
     expect(await codeOf(forms.submit(f._id, "bob@example.test", { seats: "many" }))).toBe("invalid_property_value");
     // An unsubscribed contact is not resubscribed by a form without confirmation.
