@@ -204,6 +204,8 @@ describe("$engagement", () => {
     expect(error({ $engagement: { event: "opened", broadcastId: "cmp 1" } }).path).toBe("filter.$engagement.broadcastId");
     expect(error({ $engagement: { event: "opened", count: 3 } }).path).toBe("filter.$engagement.count");
     expect(error({ $engagement: "opened" }).path).toBe("filter.$engagement");
+    const many = { $or: Array.from({ length: 11 }, (_, i) => ({ $engagement: { event: "opened", broadcastId: `cmp_${i}` } })) };
+    expect(error(many)).toEqual({ path: "filter.$or[10].$engagement", message: "filter.$or[10].$engagement: a filter may hold at most 10 $engagement terms" });
   });
 });
 

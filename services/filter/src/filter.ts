@@ -84,6 +84,8 @@ export const MAX_CONDITIONS = 200;
 export const MAX_LIST = 1_000;
 export const MAX_STRING = 1_000;
 export const MAX_MIN = 100_000;
+/** `$engagement` terms per filter: each is resolved to a set of contacts before the query runs. */
+export const MAX_ENGAGEMENT = 10;
 
 const field = (name: string, kind: FieldKind, path = name, values?: readonly string[]): FieldRef => ({ name, kind, path, ...(values ? { values } : {}) });
 
@@ -195,6 +197,7 @@ function parseDate(value: unknown, path: string, now: Date): Date {
 interface State {
   ctx: ParseContext;
   conditions: number;
+  engagement: number;
 }
 
 function fieldOf(name: string, path: string, ctx: ParseContext): FieldRef {
@@ -285,6 +288,7 @@ function parseCondition(f: FieldRef, raw: unknown, path: string, state: State): 
 function parseEngagement(raw: unknown, path: string, state: State): FilterNode {
   if (!isObject(raw)) throw new Invalid(path, "$engagement takes { event, broadcastId?, since?, min? }");
   if (++state.conditions > MAX_CONDITIONS) throw new Invalid(path, `a filter may hold at most ${MAX_CONDITIONS} conditions`);
+  if (++state.engagement > MAX_ENGAGEMENT) throw new Invalid(path, `a filter may hold at most ${MAX_ENGAGEMENT} $engagement terms`);
   for (const key of Object.keys(raw)) {
     if (!["event", "broadcastId", "since", "min"].includes(key)) throw new Invalid(`${path}.${key}`, `unknown $engagement property "${key}" (event, broadcastId, since, min)`);
   }
@@ -338,7 +342,7 @@ function parseNode(raw: unknown, path: string, depth: number, state: State): Fil
  */
 export function parseFilter(input: unknown, ctx: ParseContext): ParseResult {
   try {
-    return { ok: true, filter: parseNode(input, "filter", 0, { ctx, conditions: 0 }) };
+    return { ok: true, filter: parseNode(input, "filter", 0, { ctx, conditions: 0, engagement: 0 }) };
   } catch (err) {
     if (err instanceof Invalid) return { ok: false, error: { path: err.path, message: err.message } };
     throw err;
