@@ -7,6 +7,7 @@ import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.j
 import { RendererService } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { FormService } from "../../gen/mailroom/directory/v1/forms_pb.js";
 import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
 import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
 import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
@@ -32,6 +33,8 @@ export interface ServiceClients {
   renderer: RequestScoped<Client<typeof RendererService>>;
   delivery: RequestScoped<Client<typeof DeliveryService>>;
   webhooks: RequestScoped<Client<typeof WebhookService>>;
+  /** Signup forms (served by the directory unit). */
+  forms: RequestScoped<Client<typeof FormService>>;
   /** Segments and broadcast audiences (served by the directory unit). */
   audiences: RequestScoped<Client<typeof AudienceService>>;
   /** Groups and their contacts (served by the directory unit). */
@@ -78,6 +81,7 @@ export function createServiceClients(config: Config): ServiceClients {
     renderer: connectClient(RendererService, config.urls.renderer),
     delivery: connectClient(DeliveryService, config.urls.delivery),
     webhooks: connectClient(WebhookService, config.urls.webhooks),
+    forms: connectClient(FormService, config.urls.directory),
     audiences: connectClient(AudienceService, config.urls.directory),
     groups: connectClient(GroupService, config.urls.directory),
     topics: connectClient(TopicService, config.urls.directory),

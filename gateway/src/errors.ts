@@ -208,6 +208,9 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   topic_not_found: { status: 404, description: "No topic with this id exists in the workspace. `GET /v1/topics` lists them." },
   topic_name_taken: { status: 409, description: "The workspace has a topic with this name already. Pick another name, or change the existing topic with `PATCH /v1/topics/{id}`." },
   unknown_topic: { status: 400, description: "A topic in the contact's `topics` does not exist in the workspace (`unknownTopics` lists them); no choice was recorded. `GET /v1/topics` lists the topics." },
+  // Signup forms (the directory, DESIGN §9.4)
+  invalid_form: { status: 400, description: "A form field is invalid: an empty or over-long `name`, a field that is not `email`, `firstName`, `lastName` nor a custom property of the workspace (or listed twice), a group or topic the workspace does not have, a `redirectUrl` that is not an absolute http(s) URL. The message names the field." },
+  form_not_found: { status: 404, description: "No signup form with this id exists (in this workspace, for `/v1/forms`). `GET /v1/forms` lists them." },
   // Broadcast content (compiled by the renderer)
   html_too_large: { status: 413, description: "The HTML is too large: at most 500 KB for a broadcast and 5 MB for an email." },
   text_too_large: { status: 413, description: "The plain-text part is larger than 1 MB." },

@@ -39,6 +39,9 @@ import { SegmentStore } from "../../services/directory/src/adapters/segment-stor
 import { ContactFilters } from "../../services/directory/src/adapters/contact-filter.js";
 import { Segments } from "../../services/directory/src/domain/segments.js";
 import { Audiences } from "../../services/directory/src/domain/audiences.js";
+import { FormService } from "../../gen/mailroom/directory/v1/forms_pb.js";
+import { formRoutes, openForms } from "../../services/directory/src/form-routes.js";
+import { signSignupToken } from "./signup-tokens.js";
 import { buildGateway } from "./app.js";
 
 /** Segments and audiences over the test directory's store, with the real filter compiler (the store is kept to plant a stale segment). */
@@ -241,6 +244,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       broadcast,
       delivery,
       audiences: await audiencesClient(dir),
+      forms: createClient(FormService, memoryTransport(formRoutes(await openForms(dir.store, dir)))),
       topics: createClient(TopicService, memoryTransport(topicRoutes(new Topics(await TopicStore.open(dir.store), dir.workspaces)))),
       groups: createClient(GroupService, memoryTransport(groupRoutes(new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces)))),
     } as unknown as ServiceClients;
@@ -1058,6 +1062,48 @@ describe("the generated OpenAPI document against the gateway", () => {
 
       expect((await call("DELETE /v1/topics/{id}", { url: `/v1/topics/${other}` })).json()).toMatchObject({ topic: { id: other }, isDeleted: true });
       expect((await call("DELETE /v1/topics/{id}", { url: `/v1/topics/${other}` })).statusCode).toBe(404);
+    });
+  });
+
+  describe("signup forms", () => {
+    it("creates, reads, changes, lists and deletes forms; the hosted page, signups, the preflight and the confirmation link", async () => {
+      const created = await call("POST /v1/forms", { body: { name: "Footer", fields: ["firstName", { name: "seats", required: false }], redirectUrl: "https://acme.test/thanks" } });
+      expect(created.statusCode).toBe(201);
+      const id = created.json().form.id;
+      expect((await call("POST /v1/forms", { body: { name: "x", fields: ["nope"] } })).json().code).toBe("invalid_form");
+      expect((await call("POST /v1/forms", { body: { name: "x", fromEmail: "me@nowhere.test" } })).json().code).toBe("invalid_from");
+      expect((await call("GET /v1/forms/{id}", { url: `/v1/forms/${id}` })).json().form).toEqual(created.json().form);
+      expect((await call("GET /v1/forms/{id}", { url: `/v1/forms/${id}`, headers: KEY_B })).json().code).toBe("form_not_found");
+      expect((await call("PATCH /v1/forms/{id}", { url: `/v1/forms/${id}`, body: { name: "Footer form" } })).json().form.name).toBe("Footer form");
+      expect((await call("PATCH /v1/forms/{id}", { url: `/v1/forms/${id}`, body: { groups: ["nope"] } })).json().code).toBe("invalid_form");
+      expect((await call("PATCH /v1/forms/{id}", { url: "/v1/forms/frm_nope", body: {} })).statusCode).toBe(404);
+      expect((await call("GET /v1/forms", { url: "/v1/forms?limit=1" })).json().forms).toMatchObject({ items: [{ id }] });
+      expect((await call("GET /v1/forms", { url: "/v1/forms?cursor=bad" })).json().code).toBe("invalid_cursor");
+
+      const page = await call("GET /f/{formId}", { url: `/f/${id}` });
+      expect(page.body).toContain(`name="seats"`);
+      expect((await call("GET /f/{formId}", { url: "/f/frm_nope" })).statusCode).toBe(404);
+      const pre = await call("OPTIONS /f/{formId}", { url: `/f/${id}`, headers: { origin: "https://blog.example", "access-control-request-method": "POST" } });
+      expect(pre.statusCode).toBe(204);
+      const json = await call("POST /f/{formId}", { url: `/f/${id}`, body: { email: "form@example.test", firstName: "Form" } });
+      expect(json.json()).toEqual({ ok: true, doubleOptIn: false, message: "You are subscribed." });
+      const posted = await call("POST /f/{formId}", { url: `/f/${id}`, payload: "email=form2%40example.test", contentType: "application/x-www-form-urlencoded" });
+      expect([posted.statusCode, posted.headers.location]).toEqual([303, "https://acme.test/thanks"]);
+      expect((await call("POST /f/{formId}", { url: `/f/${id}`, body: { email: "nope" } })).json().code).toBe("invalid_email");
+      expect((await call("POST /f/{formId}", { url: "/f/frm_nope", body: { email: "a@example.test" } })).json().code).toBe("form_not_found");
+      for (let i = 0; i < 4; i++) await call("POST /f/{formId}", { url: `/f/${id}`, body: { email: "often@example.test" } });
+      expect((await call("POST /f/{formId}", { url: `/f/${id}`, body: { email: "often@example.test" } })).statusCode).toBe(200);
+      expect((await call("POST /f/{formId}", { url: `/f/${id}`, body: { email: "often@example.test" } })).json().code).toBe("rate_limited");
+
+      const contact = (await call("POST /v1/contacts", { body: { properties: { email: "form@example.test" } } })).json().contact.id;
+      const token = signSignupToken({ secret: SECRET }, { workspaceId: "ws_oa", formId: id, contactId: contact, email: "form@example.test", expiresAt: Date.now() + 60_000 });
+      expect((await call("GET /c/{token}", { url: `/c/${token}` })).statusCode).toBe(303);
+      expect((await call("GET /c/{token}", { url: `/c/${token}x` })).statusCode).toBe(400);
+      await call("PATCH /v1/forms/{id}", { url: `/v1/forms/${id}`, body: { redirectUrl: null } });
+      expect((await call("GET /c/{token}", { url: `/c/${token}` })).body).toContain("confirmed");
+
+      expect((await call("DELETE /v1/forms/{id}", { url: `/v1/forms/${id}` })).json()).toMatchObject({ form: { id }, isDeleted: true });
+      expect((await call("DELETE /v1/forms/{id}", { url: `/v1/forms/${id}` })).statusCode).toBe(404);
     });
   });
 

@@ -62,6 +62,7 @@ export const TAGS = [
   { name: "Development", description: "Local mail capture, only when no SMTP relay is configured." },
   { name: "Stats", description: "Outcome counters and rates of transactional emails and broadcasts." },
   { name: "Webhooks", description: "Signed HTTP callbacks for contact, workspace and email events." },
+  { name: "Forms", description: "Signup forms with double opt-in: hosted pages and an embeddable endpoint (`/f/{id}`, no API key), a signed confirmation link (`/c/{token}`)." },
   { name: "Segments", description: "Saved filters (the §9.4 filter language) with an exact count and their contacts; broadcast audiences name them." },
   { name: "Groups", description: "Named sets of contacts (the official client's `groups`), each unique by your own `publicId`; joining and leaving send `CONTACT_TAG_ADDED` / `CONTACT_TAG_REMOVED`." },
   { name: "Topics", description: "What broadcasts are about; each contact's choices (also on the recipients' preference page)." },

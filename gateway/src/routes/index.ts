@@ -42,6 +42,10 @@ import { registerListSegmentContacts } from "./segments-contacts.js";
 import { registerEmailStats } from "./stats.js";
 import { registerBroadcastStats } from "./stats-broadcast.js";
 import { registerWebhookDeliveries, registerWebhooks } from "./webhooks.js";
+import { registerForms } from "./forms.js";
+import { registerFormItem } from "./forms-item.js";
+import { registerFormPages } from "./forms-public.js";
+import { registerConfirmSignup } from "./forms-confirm.js";
 import { registerCreateGroup } from "./groups-create.js";
 import { registerListGroups } from "./groups-list.js";
 import { registerGetGroup } from "./groups-get.js";
@@ -67,6 +71,8 @@ export const apiRoutes: RouteModule[] = [
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerUpdateBroadcast].map(broadcastScope),
   // Outcomes (issue 13): stats and webhooks.
   registerEmailStats, registerBroadcastStats, registerWebhooks, registerWebhookDeliveries,
+  // Signup forms (DESIGN §9.4).
+  registerForms, registerFormItem,
   // Segments: saved filters, their count and contacts (DESIGN §9.4).
   registerCreateSegment, registerListSegments, registerGetSegment, registerUpdateSegment, registerDeleteSegment, registerCountSegment, registerListSegmentContacts,
   // Groups and their contacts (DESIGN §9.4).
@@ -195,6 +201,9 @@ const unsubscribeDocs: Record<string, OperationDoc> = {
 export const publicRoutes: RouteModule[] = [
   withDocs(registerTracking, trackingDocs),
   withDocs(registerUnsubscribe, unsubscribeDocs),
+  // Signup forms' hosted pages, signups and confirmation links (DESIGN §9.4; docs in their modules).
+  registerFormPages,
+  registerConfirmSignup,
   registerDevMail,
   registerOpenApi,
   registerErrorDocs,
