@@ -1,5 +1,5 @@
 /**
- * `npm run bench [renderer|delivery|api|store|broadcast|tracking …]`: runs the benchmarks one after another. Each prints
+ * `npm run bench [renderer|delivery|api|store|broadcast|tracking|audience …]`: runs the benchmarks one after another. Each prints
  * its figure beside a baseline measured in the same run and the ratio between them; none of
  * them asserts a time, so a slow machine gives slower figures, not failures.
  */
@@ -10,6 +10,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   store: async () => (await import("./store.js")).runStoreBench(),
   broadcast: async () => (await import("./broadcast.js")).runBroadcastBench(),
   tracking: async () => (await import("./tracking.js")).runTrackingBench(),
+  audience: async () => (await import("./audience.js")).runAudienceBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -1,0 +1,634 @@
+/**
+ * Audience benchmark (issue 27, DESIGN §9.4): resolving broadcast audiences over N contacts
+ * (default 1,000,000; BENCH_AUDIENCE_CONTACTS) with E recorded engagement events (default
+ * 10,000,000; BENCH_AUDIENCE_EVENTS), through the real directory process's AudienceService
+ * (CountAudience, StreamAudience), beside the store's own full scan in the same run.
+ *
+ * Seeding (not timed with the cases): a child process opens the directory's embedded store
+ * (<dataDir>/directory, LMDB) before the directory starts, lets the directory's own adapters
+ * create their collections and indexes (ContactStore, EngagementStore, GroupStore,
+ * PropertyStore) and writes with insertMany in big batches: contacts (1 in 20 UNSUBSCRIBED;
+ * `properties.plan` one of ten plans, so "gold" is 10 %; every tenth contact in one group),
+ * then engagement records contact by contact (every broadcast delivered to every contact, 1 in
+ * 4 opened, 1 in 20 clicked; weekly broadcasts, the newest a week ago) with their per-contact
+ * totals. The first contact and its events go through the adapters' single writes
+ * (ContactStore.insert, EngagementStore.record) and the bulk documents are checked to have the
+ * same shape, so the seed follows the adapters' layout. The same child then explains, per case,
+ * the store plan of the queries the directory's AudienceStore makes (planQuery over the real
+ * index definitions) and times the store's own full scan in process (no RPC).
+ *
+ * Cases, each through the directory's RPCs (the count twice: the second is reported; the
+ * stream in batches of 1,000, stopped after BENCH_AUDIENCE_STREAM_SECONDS, default 120):
+ *   full-scan               { filter: { email: { $contains: "@" } } }: no index answers it
+ *                           (every subscribed contact is read): the baseline
+ *   segment                 a segment { "properties.plan": "gold" } (10 % of the contacts)
+ *   group                   { groups: [one group of N/10 members] }
+ *   engagement              { filter: { $engagement: { event: "opened", since: { $ago: "P30D" } } } }
+ *   engagement-broadcasts   opened any of the last 3 broadcasts ($or of three $engagement)
+ * Each prints `audience <case>: N contacts, count N ms, stream N/s, anon N MB` (anon: the
+ * directory's peak RssAnon, sampled every 100 ms while the case ran), then its ratio to the
+ * full scan, its targets (count ≤ 1 s and stream ≥ 100,000/s for segment and group, count ≤ 2 s
+ * for engagement, directory anon < 300 MB: printed, never asserted), the store operations the
+ * directory ran for it (from its /metrics) and the plans.
+ *
+ * Run: `npm run bench audience` (quick check: BENCH_AUDIENCE_CONTACTS=20000
+ * BENCH_AUDIENCE_EVENTS=200000 npm run bench audience).
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdir, stat } from "node:fs/promises";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { monotonicFactory } from "ulidx";
+import { AudienceService, type Audience } from "../gen/mailroom/directory/v1/audiences_pb.js";
+import { connectClient } from "@mailroom/kit/connect.js";
+import { openLmdbStore, planQuery, type IndexDef, type LmdbStore, type Plan } from "@mailroom/store/lmdb.js";
+import type { Collection, Doc, Filter, FindOptions, Store } from "@mailroom/store/port.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { AudienceSchema } from "../gen/mailroom/directory/v1/audiences_pb.js";
+import { ContactStore } from "../services/directory/src/adapters/contact-store.js";
+import {
+  ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, EngagementStore, type EngagementRecord, type EngagementTotal,
+} from "../services/directory/src/adapters/engagement-store.js";
+import { GroupStore, GroupMembershipStore } from "../services/directory/src/adapters/group-store.js";
+import { PropertyStore } from "../services/directory/src/adapters/property-store.js";
+import { ContactFilters } from "../services/directory/src/adapters/contact-filter.js";
+import { AudienceStore } from "../services/directory/src/adapters/audience-store.js";
+import type { ResolvedAudience } from "../services/directory/src/domain/audience-ports.js";
+import { scopedId, type Contact } from "../services/directory/src/domain/model.js";
+import { startSystem, type TestSystem } from "../test/harness/system.js";
+
+const WS = "ws_bench_audience";
+const GROUP_ID = "grp_bench0000000000000000000001";
+const GROUP_PUBLIC_ID = "bench-customers";
+const PLANS = ["free", "starter", "basic", "gold", "team", "pro", "business", "enterprise", "trial", "legacy"];
+const SEGMENT_FILTER = { "properties.plan": "gold" };
+const FULL_SCAN_FILTER = { email: { $contains: "@" } };
+const ENGAGEMENT_FILTER = { $engagement: { event: "opened", since: { $ago: "P30D" } } };
+const DAY = 86_400_000;
+const CONTACT_BATCH = 10_000;
+const EVENT_BATCH = 20_000;
+/** Events per contact and broadcast: delivered, 1 in 4 opened, 1 in 20 clicked. */
+const EVENTS_PER_SEND = 1.3;
+const STREAM_BATCH = 1_000;
+
+type CaseName = "full-scan" | "segment" | "group" | "engagement" | "engagement-broadcasts";
+const CASES: CaseName[] = ["full-scan", "segment", "group", "engagement", "engagement-broadcasts"];
+
+const TARGETS: Record<CaseName, { countMs?: number; streamPerSecond?: number }> = {
+  "full-scan": {},
+  segment: { countMs: 1_000, streamPerSecond: 100_000 },
+  group: { countMs: 1_000, streamPerSecond: 100_000 },
+  engagement: { countMs: 2_000 },
+  "engagement-broadcasts": { countMs: 2_000 },
+};
+const ANON_TARGET_MB = 300;
+
+const broadcastId = (b: number) => `brd_bench_${String(b).padStart(3, "0")}`;
+
+/** The last three broadcasts' "opened any of them" filter. */
+const lastBroadcastsFilter = (broadcasts: number) => ({
+  $or: [broadcasts - 3, broadcasts - 2, broadcasts - 1].filter((b) => b >= 0).map((b) => ({ $engagement: { event: "opened", broadcastId: broadcastId(b) } })),
+});
+
+/** A well-mixed 32-bit hash of (contact, broadcast): who opened and clicked what. */
+function mix(i: number, b: number): number {
+  let h = Math.imul(i ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(b + 1, 0xc2b2ae35);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x27d4eb2d);
+  h ^= h >>> 15;
+  return h >>> 0;
+}
+const opened = (i: number, b: number) => mix(i, b) % 4 === 0;
+const clicked = (i: number, b: number) => opened(i, b) && (mix(i, b) >>> 8) % 5 === 0;
+
+// ---------------------------------------------------------------------------------------------
+// Seeding (child process, before the directory starts on the same data dir)
+
+interface SeedResult {
+  contacts: number;
+  events: number;
+  totals: number;
+  broadcasts: number;
+  contactSeconds: number;
+  eventSeconds: number;
+  storeMb: number;
+  expected: Record<CaseName, number>;
+  /** Per case: what the directory's AudienceStore asks the store, and the plan it gets. */
+  plans: Record<CaseName, string>;
+  /** In process, no RPC: AudienceStore.count per case (ms). */
+  inProcessCountMs: Record<CaseName, number>;
+  /** The store's own full scan in process: AudienceStore.page over the full-scan audience. */
+  storeScan: { contacts: number; ms: number };
+  /** Engagement records by kind (what the seed wrote). */
+  byKind: Record<string, number>;
+  /** The record and total ids as EngagementStore.record builds them. */
+  layout: string;
+}
+
+function contactDoc(i: number, id: string, createdAt: Date): Contact & { groups?: string[]; groupsAddedAt?: Record<string, Date> } {
+  const email = `user${i}.${(i * 7919) % 100_003}@example${i % 97}.com`;
+  const doc: Contact & { groups?: string[]; groupsAddedAt?: Record<string, Date> } = {
+    _id: id,
+    workspaceId: WS,
+    email,
+    emailLower: email,
+    firstName: `First${i % 5000}`,
+    lastName: `Last${i % 7000}`,
+    timezone: "",
+    status: i % 20 === 19 ? "UNSUBSCRIBED" : "SUBSCRIBED",
+    source: "CSV_IMPORT",
+    properties: { plan: PLANS[i % PLANS.length], seats: i % 50, company: `Company ${i % 20_000}` },
+    createdAt,
+    updatedAt: createdAt,
+  };
+  if (i % 10 === 7) {
+    doc.groups = [GROUP_ID];
+    doc.groupsAddedAt = { [GROUP_ID]: createdAt };
+  }
+  return doc;
+}
+
+const sortedKeys = (doc: object) => Object.keys(doc).sort().join(",");
+
+async function seedChild(dir: string, n: number, e: number): Promise<SeedResult> {
+  await mkdir(dir, { recursive: true });
+  const store = await openLmdbStore({ dir });
+  // The adapters create the collections' indexes exactly as the directory does.
+  const [contactStore, engagement, groups] = await Promise.all([ContactStore.open(store), EngagementStore.open(store), GroupStore.open(store)]);
+  const [properties] = await Promise.all([PropertyStore.open(store), GroupMembershipStore.open(store)]);
+  const now = Date.now();
+  for (const [slug, type] of [["plan", "string"], ["seats", "number"], ["company", "string"]] as const) {
+    await properties.insert({ _id: scopedId(WS, slug), publicId: `cpr_bench${slug}`, workspaceId: WS, slug, type, createdAt: new Date(now), updatedAt: new Date(now) });
+  }
+  await groups.insert({ _id: GROUP_ID, workspaceId: WS, publicId: GROUP_PUBLIC_ID, displayName: "Bench customers", createdAt: new Date(now) });
+
+  // Contacts: ids as the directory makes them (ctc_ + lowercase ULID), in creation order.
+  const ulid = monotonicFactory(() => Math.random());
+  const base = now - 400 * DAY;
+  const ids: string[] = new Array(n);
+  for (let i = 0; i < n; i++) ids[i] = `ctc_${ulid(base + i).toLowerCase()}`;
+  const contacts = store.collection<Doc>("contacts");
+  let started = performance.now();
+  await contactStore.insert(contactDoc(0, ids[0], new Date(base)));
+  for (let from = 1; from < n; from += CONTACT_BATCH) {
+    const docs: Doc[] = [];
+    for (let i = from; i < Math.min(n, from + CONTACT_BATCH); i++) docs.push(contactDoc(i, ids[i], new Date(base + i)) as unknown as Doc);
+    await contacts.insertMany(docs);
+  }
+  const contactSeconds = (performance.now() - started) / 1000;
+
+  // Engagement: B weekly broadcasts to everyone, plus an older one to the first K contacts, so
+  // that about E events are recorded. Broadcast b of `total` was sent (total - b) weeks ago.
+  const full = Math.max(1, Math.floor(e / (EVENTS_PER_SEND * n)));
+  const partial = Math.min(n, Math.max(0, Math.floor((e - full * EVENTS_PER_SEND * n) / EVENTS_PER_SEND)));
+  const total = full + (partial > 0 ? 1 : 0);
+  const first = partial > 0 ? 0 : -1; // the partial broadcast, if any, is the oldest (b = 0)
+  const sentAt = (b: number) => now - (total - b) * 7 * DAY + 3_600_000;
+  const since30 = now - 30 * DAY;
+  const KINDS = ["clicked", "delivered", "opened"] as const;
+  type Kind = (typeof KINDS)[number];
+  /** When contact i had this event of broadcast b, or undefined. */
+  const eventAt = (kind: Kind, i: number, b: number): number | undefined => {
+    if (b === first && i >= partial) return undefined;
+    if (kind === "delivered") return sentAt(b) + (mix(i, b) % 600_000);
+    if (kind === "opened" ? !opened(i, b) : !clicked(i, b)) return undefined;
+    return sentAt(b) + 600_000 + (mix(i, b + 1000) % 3_600_000) + (kind === "clicked" ? 60_000 : 0);
+  };
+
+  // The record ids as the adapter builds them: one probe event through EngagementStore.record,
+  // its ids read back with each part replaced by a placeholder.
+  const probeAt = new Date(now);
+  await engagement.record({ workspaceId: WS, contactId: "ctc_probe", kind: "opened", messageId: "msg_probe", broadcastId: "brd_probe", at: probeAt });
+  const eventColl = store.collection<Doc>(ENGAGEMENT_COLLECTION);
+  const totalColl = store.collection<Doc>(ENGAGEMENT_TOTALS_COLLECTION);
+  const [probeEvent] = await eventColl.find({ workspaceId: WS, contactId: "ctc_probe" });
+  const [probeTotal] = await totalColl.find({ workspaceId: WS, contactId: "ctc_probe" });
+  if (!probeEvent || !probeTotal) throw new Error("seed: EngagementStore.record wrote no record or total for the probe");
+  const template = (id: string) =>
+    id.replace(WS, "{ws}").replace("opened", "{kind}").replace("brd_probe", "{broadcast}").replace("ctc_probe", "{contact}").replace("msg_probe", "{message}");
+  const eventTemplate = template(probeEvent._id);
+  const totalTemplate = template(probeTotal._id);
+  await engagement.deleteForContact(WS, "ctc_probe");
+  const fill = (t: string, kind: string, contact: string, bid = "") =>
+    t.replace("{ws}", WS).replace("{kind}", kind).replace("{broadcast}", bid).replace("{contact}", contact).replace("{message}", bid);
+  // Generated in the ids' order (appends to the documents tree): the loops nest as the parts
+  // appear in the id.
+  const nesting = (t: string, dims: string[]) =>
+    dims.map((d) => ({ d, at: d === "broadcast" && !t.includes("{broadcast}") ? t.indexOf("{message}") : t.indexOf(`{${d}}`) })).sort((x, y) => x.at - y.at).map((x) => x.d);
+  const eventDims = nesting(eventTemplate, ["kind", "broadcast", "contact"]);
+  const totalDims = nesting(totalTemplate, ["kind", "contact"]);
+  const size: Record<string, number> = { kind: KINDS.length, broadcast: total, contact: n };
+  function* tuples(dims: string[]): Generator<Record<string, number>> {
+    const at: Record<string, number> = {};
+    function* level(k: number): Generator<Record<string, number>> {
+      if (k === dims.length) return yield at;
+      for (let v = 0; v < size[dims[k]]; v++) {
+        at[dims[k]] = v;
+        yield* level(k + 1);
+      }
+    }
+    yield* level(0);
+  }
+
+  const expected: Record<CaseName, number> = { "full-scan": 0, segment: 0, group: 0, engagement: 0, "engagement-broadcasts": 0 };
+  for (let i = 0; i < n; i++) {
+    if (i % 20 === 19) continue;
+    expected["full-scan"]++;
+    if (PLANS[i % PLANS.length] === "gold") expected.segment++;
+    if (i % 10 === 7) expected.group++;
+    let recent = false;
+    let lastThree = false;
+    for (let b = 0; b < total; b++) {
+      const at = eventAt("opened", i, b);
+      if (at === undefined) continue;
+      if (at >= since30) recent = true;
+      if (b >= total - 3) lastThree = true;
+    }
+    if (recent) expected.engagement++;
+    if (lastThree) expected["engagement-broadcasts"]++;
+  }
+
+  // The first contact's events through the adapter's own write path (the layout's reference).
+  for (const kind of KINDS) {
+    for (let b = 0; b < total; b++) {
+      const at = eventAt(kind, 0, b);
+      if (at !== undefined) await engagement.record({ workspaceId: WS, contactId: ids[0], kind, messageId: broadcastId(b), broadcastId: broadcastId(b), at: new Date(at) });
+    }
+  }
+
+  started = performance.now();
+  const byKind: Record<string, number> = { clicked: 0, delivered: 0, opened: 0 };
+  let events = 0;
+  let totals = 0;
+  let batch: Doc[] = [];
+  const flush = async (coll: Collection<Doc>, force = false) => {
+    if (batch.length >= EVENT_BATCH || (force && batch.length)) {
+      await coll.insertMany(batch);
+      batch = [];
+    }
+  };
+  for (const t of tuples(eventDims)) {
+    const kind = KINDS[t.kind];
+    const at = eventAt(kind, t.contact, t.broadcast);
+    if (at === undefined) continue;
+    byKind[kind]++;
+    events++;
+    if (t.contact === 0) continue; // recorded above
+    const bid = broadcastId(t.broadcast);
+    const doc: EngagementRecord = {
+      _id: fill(eventTemplate, kind, ids[t.contact], bid), workspaceId: WS, contactId: ids[t.contact], kind, messageId: bid, broadcastId: bid, at: new Date(at),
+    };
+    batch.push(doc as unknown as Doc);
+    await flush(eventColl);
+  }
+  await flush(eventColl, true);
+  for (const t of tuples(totalDims)) {
+    const kind = KINDS[t.kind];
+    const times: number[] = [];
+    for (let b = 0; b < total; b++) {
+      const at = eventAt(kind, t.contact, b);
+      if (at !== undefined) times.push(at);
+    }
+    if (!times.length) continue;
+    totals++;
+    if (t.contact === 0) continue; // recorded above
+    const doc: EngagementTotal = {
+      _id: fill(totalTemplate, kind, ids[t.contact]), workspaceId: WS, contactId: ids[t.contact], kind, count: times.length,
+      first: new Date(Math.min(...times)), last: new Date(Math.max(...times)),
+    };
+    batch.push(doc as unknown as Doc);
+    await flush(totalColl);
+  }
+  await flush(totalColl, true);
+  const eventSeconds = (performance.now() - started) / 1000;
+
+  // The bulk documents are what the adapters write: contact 0 went through them.
+  const check = async (what: string, coll: Collection<Doc>, id0: string, id1: string) => {
+    const [viaAdapter] = await coll.find({ _id: id0 });
+    const [bulk] = await coll.find({ _id: id1 });
+    const strip = (d: Doc) => Object.fromEntries(Object.entries(d).filter(([k]) => k !== "groups" && k !== "groupsAddedAt"));
+    if (!viaAdapter || !bulk || sortedKeys(strip(viaAdapter)) !== sortedKeys(strip(bulk))) {
+      throw new Error(`seed: the bulk ${what} documents differ from the adapter's (${viaAdapter ? sortedKeys(viaAdapter) : `no ${id0}`} vs ${bulk ? sortedKeys(bulk) : `no ${id1}`})`);
+    }
+  };
+  if (n > 1) {
+    const b = total - 1;
+    await check("contact", contacts, ids[0], ids[1]);
+    await check("engagement record", eventColl, fill(eventTemplate, "delivered", ids[0], broadcastId(b)), fill(eventTemplate, "delivered", ids[1], broadcastId(b)));
+    await check("engagement total", totalColl, fill(totalTemplate, "delivered", ids[0]), fill(totalTemplate, "delivered", ids[1]));
+  }
+
+  const { plans, inProcessCountMs, storeScan } = await explain(store, total);
+  const storeMb = Math.round((await stat(path.join(dir, "store.mdb"))).size / 1024 / 1024);
+  await store.close();
+  return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, expected, plans, inProcessCountMs, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans: the queries the directory's AudienceStore makes, and what the store plans for them
+
+interface Captured {
+  op: string;
+  filter: Filter;
+  options?: FindOptions;
+}
+
+/** The store, with the `contacts` collection's find / countDocuments calls recorded. */
+function capturingStore(store: Store, calls: Captured[]): Store {
+  const wrap = (c: Collection<Doc>): Collection<Doc> =>
+    new Proxy(c, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop) as unknown;
+        if (typeof value !== "function") return value;
+        if (prop === "find" || prop === "countDocuments") {
+          return (filter: Filter, options?: FindOptions) => {
+            calls.push({ op: prop, filter, options });
+            return (value as (f: Filter, o?: FindOptions) => unknown).call(target, filter, options);
+          };
+        }
+        return (value as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === "collection") return (name: string) => (name === "contacts" ? wrap(target.collection(name)) : target.collection(name));
+      const value = Reflect.get(target, prop) as unknown;
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+function describePlan(p: Plan): string {
+  if (p.kind === "ids") return `_id gets (${p.ids!.length} ids)`;
+  if (p.kind === "primary") return "the _id tree (every document)";
+  const def = p.index!;
+  const how = p.idOrder ? `, ${p.idOrder} in _id order` : p.ordered ? "" : ", unordered: every match collected and sorted";
+  return `index {${def.fields.join(", ")}}${def.multikey ? " (multikey)" : ""}, ${p.ranges!.length} range(s)${how}`;
+}
+
+const AUDIENCES = (broadcasts: number): Record<CaseName, ResolvedAudience> => {
+  const none = { groupIds: [], filters: [] };
+  return {
+    "full-scan": { include: { filter: FULL_SCAN_FILTER }, exclude: none },
+    segment: { include: { filter: SEGMENT_FILTER }, exclude: none },
+    group: { include: { groupIds: [GROUP_ID] }, exclude: none },
+    engagement: { include: { filter: ENGAGEMENT_FILTER }, exclude: none },
+    "engagement-broadcasts": { include: { filter: lastBroadcastsFilter(broadcasts) }, exclude: none },
+  };
+};
+
+async function explain(store: LmdbStore, broadcasts: number) {
+  const calls: Captured[] = [];
+  const filters = await ContactFilters.open(store);
+  const audiences = await AudienceStore.open(capturingStore(store, calls), filters.compileContactFilter);
+  const indexes = ((store.meta.get("contacts") as { indexes: IndexDef[] } | undefined)?.indexes ?? []);
+  const plans = {} as Record<CaseName, string>;
+  const inProcessCountMs = {} as Record<CaseName, number>;
+  let storeScan = { contacts: 0, ms: 0 };
+  for (const [name, audience] of Object.entries(AUDIENCES(broadcasts)) as [CaseName, ResolvedAudience][]) {
+    calls.length = 0;
+    const started = performance.now();
+    await audiences.count(WS, audience);
+    inProcessCountMs[name] = Math.round(performance.now() - started);
+    const first = await audiences.page(WS, audience, { limit: STREAM_BATCH });
+    if (first.length) await audiences.page(WS, audience, { after: first[first.length - 1]._id, limit: STREAM_BATCH });
+    const [count, page, next] = calls;
+    const plan = (c: Captured | undefined) => (c ? describePlan(planQuery(c.filter, c.options?.sort, indexes)) : "not asked");
+    plans[name] = `count → ${plan(count)}; first page → ${plan(page)}; next pages → ${plan(next)}`;
+    if (name === "full-scan") {
+      // The store's own full scan, in process: the same pages the directory reads, no RPC.
+      const scanStarted = performance.now();
+      let after: string | undefined;
+      let scanned = 0;
+      for (;;) {
+        const items = await audiences.page(WS, audience, { after, limit: STREAM_BATCH });
+        scanned += items.length;
+        if (items.length < STREAM_BATCH) break;
+        after = items[items.length - 1]._id;
+      }
+      storeScan = { contacts: scanned, ms: Math.round(performance.now() - scanStarted) };
+    }
+  }
+  return { plans, inProcessCountMs, storeScan };
+}
+
+function runSeedChild(dir: string, n: number, e: number): Promise<SeedResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname, "--audience-seed", dir, String(n), String(e)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      const line = out.trim().split("\n").pop() ?? "";
+      if (code === 0 && line.startsWith("{")) resolve(JSON.parse(line) as SeedResult);
+      else reject(new Error(`seeding exited with ${code}: ${out.slice(-500)}`));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring the directory
+
+function anonMb(pid: number): number | undefined {
+  try {
+    const m = /RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Math.round(Number(m[1]) / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The largest RssAnon of `pid` sampled every 100 ms until stopped. */
+function sampleAnon(pid: number) {
+  let peak = anonMb(pid) ?? 0;
+  const timer = setInterval(() => (peak = Math.max(peak, anonMb(pid) ?? 0)), 100);
+  return { stop: () => (clearInterval(timer), (peak = Math.max(peak, anonMb(pid) ?? 0))) };
+}
+
+/** Seconds and calls of the directory's store operations by collection.op, from its /metrics. */
+async function storeOps(port: number): Promise<Map<string, { seconds: number; calls: number }>> {
+  const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => "");
+  const out = new Map<string, { seconds: number; calls: number }>();
+  for (const m of text.matchAll(/^mailroom_store_operation_duration_seconds_(sum|count)\{([^}]*)\} (\S+)$/gm)) {
+    const collection = /collection="([^"]*)"/.exec(m[2])?.[1];
+    const op = /op="([^"]*)"/.exec(m[2])?.[1];
+    const key = `${collection}.${op}`;
+    const row = out.get(key) ?? { seconds: 0, calls: 0 };
+    if (m[1] === "sum") row.seconds += Number(m[3]);
+    else row.calls += Number(m[3]);
+    out.set(key, row);
+  }
+  return out;
+}
+
+function opsDiff(before: Map<string, { seconds: number; calls: number }>, after: Map<string, { seconds: number; calls: number }>): string {
+  const rows = [...after]
+    .map(([key, a]) => ({ key, seconds: a.seconds - (before.get(key)?.seconds ?? 0), calls: a.calls - (before.get(key)?.calls ?? 0) }))
+    .filter((r) => r.calls > 0)
+    .sort((x, y) => y.seconds - x.seconds)
+    .slice(0, 5);
+  return rows.length ? rows.map((r) => `${r.key} ${r.calls}× ${r.seconds.toFixed(2)} s`).join(", ") : "none";
+}
+
+interface CaseResult {
+  name: CaseName;
+  count: number;
+  firstCountMs: number;
+  countMs: number;
+  streamed: number;
+  streamMs: number;
+  streamPerSecond: number;
+  capped: boolean;
+  anonMb: number;
+  ops: string;
+}
+
+type AudienceInit = MessageInitShape<typeof AudienceSchema>;
+
+async function measureCase(
+  sys: TestSystem,
+  pid: number,
+  name: CaseName,
+  audience: AudienceInit,
+  streamCapSeconds: number,
+): Promise<CaseResult> {
+  const client = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
+  const before = await storeOps(sys.ports.directory);
+  const anon = sampleAnon(pid);
+  let started = performance.now();
+  await client.countAudience({ workspaceId: WS, audience });
+  const firstCountMs = performance.now() - started;
+  started = performance.now();
+  const count = Number((await client.countAudience({ workspaceId: WS, audience })).count);
+  const countMs = performance.now() - started;
+
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), streamCapSeconds * 1000);
+  let streamed = 0;
+  started = performance.now();
+  try {
+    for await (const res of client.streamAudience({ workspaceId: WS, audience, batchSize: STREAM_BATCH }, { signal: abort.signal })) streamed += res.contacts.length;
+  } catch (err) {
+    if (!abort.signal.aborted) throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  const streamMs = performance.now() - started;
+  const peak = anon.stop();
+  const ops = opsDiff(before, await storeOps(sys.ports.directory));
+  return {
+    name, count, firstCountMs, countMs, streamed, streamMs, streamPerSecond: (streamed * 1000) / Math.max(streamMs, 1),
+    capped: abort.signal.aborted, anonMb: peak, ops,
+  };
+}
+
+const fmt = (n: number) => String(Math.round(n));
+const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
+
+export interface AudienceBenchResult {
+  contacts: number;
+  events: number;
+  cases: CaseResult[];
+  anonPeakMb: number;
+}
+
+export async function runAudienceBench(): Promise<AudienceBenchResult> {
+  const n = Math.max(100, Math.floor(Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 1_000_000)));
+  const e = Math.max(0, Math.floor(Number(process.env.BENCH_AUDIENCE_EVENTS ?? 10_000_000)));
+  const streamCap = Number(process.env.BENCH_AUDIENCE_STREAM_SECONDS ?? 120);
+  console.log(`audience: ${n} contacts, about ${e} engagement events, seeded straight into the directory's store; one directory process; counts and streams through AudienceService`);
+  let seed: SeedResult | undefined;
+  let sys: TestSystem | undefined;
+  try {
+    const seedStarted = performance.now();
+    sys = await startSystem({
+      smtp: false,
+      units: ["directory"],
+      bootstrap: {
+        workspaces: [{
+          id: WS, name: "Bench audiences", timezone: "UTC",
+          contactProperties: [{ slug: "plan", type: "string" }, { slug: "seats", type: "number" }, { slug: "company", type: "string" }],
+        }],
+      },
+      env: { MAILROOM_LOG_LEVEL: "warn" },
+      prepareDataDir: async (dataDir) => {
+        seed = await runSeedChild(path.join(dataDir, "directory"), n, e);
+      },
+    });
+    const s = seed!;
+    console.log(
+      `  seeded ${s.contacts} contacts in ${s.contactSeconds.toFixed(1)} s (${fmt(s.contacts / s.contactSeconds)}/s) and ${s.events} engagement records ` +
+      `(${Object.entries(s.byKind).map(([k, v]) => `${k} ${v}`).join(", ")}; ${s.broadcasts} broadcasts) + ${s.totals} totals in ${s.eventSeconds.toFixed(1)} s ` +
+      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); store ${s.storeMb} MB; directory up ${((performance.now() - seedStarted) / 1000).toFixed(1)} s after the seed began (not timed)`,
+    );
+    console.log(`  store's own full scan (in process, no RPC, the full-scan audience's pages of ${STREAM_BATCH}): ${s.storeScan.contacts} contacts in ${s.storeScan.ms} ms (${fmt((s.storeScan.contacts * 1000) / Math.max(s.storeScan.ms, 1))}/s)`);
+
+    const directory = sys.processes.units.find((u) => u.name === "directory");
+    const pid = directory?.child.pid;
+    if (!pid) throw new Error("no directory process");
+    const idleMb = anonMb(pid);
+    const client = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
+    const segment = await client.createSegment({ workspaceId: WS, name: "Gold plan", filterJson: JSON.stringify(SEGMENT_FILTER) });
+    const audiences: Record<CaseName, AudienceInit> = {
+      "full-scan": { filterJson: JSON.stringify(FULL_SCAN_FILTER) },
+      segment: { segmentId: segment.segment!.id },
+      group: { groups: [GROUP_PUBLIC_ID] },
+      engagement: { filterJson: JSON.stringify(ENGAGEMENT_FILTER) },
+      "engagement-broadcasts": { filterJson: JSON.stringify(lastBroadcastsFilter(s.broadcasts)) },
+    };
+    const described: Record<CaseName, string> = {
+      "full-scan": `${JSON.stringify(FULL_SCAN_FILTER)} (no index answers it)`,
+      segment: `segment ${JSON.stringify(SEGMENT_FILTER)}`,
+      group: `group "${GROUP_PUBLIC_ID}" (every 10th contact)`,
+      engagement: JSON.stringify(ENGAGEMENT_FILTER),
+      "engagement-broadcasts": `opened any of the last 3 of ${s.broadcasts} broadcasts`,
+    };
+    console.log(`  directory anon before the cases: ${idleMb} MB; stream batches of ${STREAM_BATCH}, each stream stopped after ${streamCap} s`);
+
+    const results: CaseResult[] = [];
+    let baseline: CaseResult | undefined;
+    for (const name of CASES) {
+      const r = await measureCase(sys, pid, name, audiences[name], streamCap);
+      results.push(r);
+      baseline ??= r;
+      console.log(`audience ${name}: ${r.count} contacts, count ${fmt(r.countMs)} ms, stream ${fmt(r.streamPerSecond)}/s, anon ${r.anonMb} MB`);
+      const notes: string[] = [described[name], `first count ${fmt(r.firstCountMs)} ms`];
+      notes.push(`streamed ${r.streamed} in ${(r.streamMs / 1000).toFixed(1)} s${r.capped ? ` (stopped at the ${streamCap} s cap)` : ""}`);
+      const expected = s.expected[name];
+      if (r.count !== expected || (!r.capped && r.streamed !== expected)) notes.push(`WRONG: expected ${expected} contacts`);
+      if (name !== "full-scan") {
+        notes.push(`vs full scan: count ${((r.countMs / baseline.countMs) * 100).toFixed(0)} % of its time, stream ${(r.streamPerSecond / baseline.streamPerSecond).toFixed(2)}× its rate`);
+      }
+      const t = TARGETS[name];
+      const targets: string[] = [];
+      if (t.countMs !== undefined) targets.push(`count ≤ ${t.countMs} ms ${verdict(r.countMs <= t.countMs)}`);
+      if (t.streamPerSecond !== undefined) targets.push(`stream ≥ ${t.streamPerSecond}/s ${verdict(r.streamPerSecond >= t.streamPerSecond)}`);
+      targets.push(`anon < ${ANON_TARGET_MB} MB ${verdict(r.anonMb < ANON_TARGET_MB)}`);
+      notes.push(`targets: ${targets.join(", ")}`);
+      console.log(`  (${notes.join("; ")})`);
+      console.log(`  (store ops in the directory: ${r.ops})`);
+      console.log(`  (in process, no RPC: count ${s.inProcessCountMs[name]} ms; plans: ${s.plans[name]})`);
+    }
+    const anonPeakMb = Math.max(...results.map((r) => r.anonMb));
+    console.log(`audience directory anon peak: ${anonPeakMb} MB over every case (target < ${ANON_TARGET_MB} MB: ${verdict(anonPeakMb < ANON_TARGET_MB)})`);
+    return { contacts: n, events: s.events, cases: results, anonPeakMb };
+  } finally {
+    await sys?.stop();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const at = process.argv.indexOf("--audience-seed");
+  if (at >= 0) {
+    const [dir, n, e] = process.argv.slice(at + 1);
+    const result = await seedChild(dir, Number(n), Number(e));
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    process.exit(0);
+  } else {
+    await runAudienceBench();
+    process.exit(0);
+  }
+}
