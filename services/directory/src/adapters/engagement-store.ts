@@ -57,13 +57,19 @@ export interface NewEngagement {
 /** Documents per read while resolving a condition. */
 const PAGE = 5_000;
 
+export interface EngagementStoreOptions {
+  /** Documents per read (tests use tiny pages to cross page boundaries). */
+  pageSize?: number;
+}
+
 export class EngagementStore {
   private constructor(
     private readonly events: Collection<Stored<EngagementRecord>>,
     private readonly totals: Collection<Stored<EngagementTotal>>,
+    private readonly pageSize: number,
   ) {}
 
-  static async open(store: Store): Promise<EngagementStore> {
+  static async open(store: Store, opts: EngagementStoreOptions = {}): Promise<EngagementStore> {
     const events = store.collection<Stored<EngagementRecord>>(ENGAGEMENT_COLLECTION);
     const totals = store.collection<Stored<EngagementTotal>>(ENGAGEMENT_TOTALS_COLLECTION);
     await Promise.all([
@@ -75,7 +81,7 @@ export class EngagementStore {
       totals.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } }),
       totals.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
     ]);
-    return new EngagementStore(events, totals);
+    return new EngagementStore(events, totals, opts.pageSize ?? PAGE);
   }
 
   /** Records one event; false when this (contact, kind, message) was recorded already. */
@@ -120,17 +126,17 @@ export class EngagementStore {
         if (n >= c.min) out.add(doc.contactId);
       };
       if (c.broadcastId !== undefined) {
-        await byPrefix(this.events, `${workspaceId}:${c.event}:${c.broadcastId}:`, add);
+        await byPrefix(this.events, `${workspaceId}:${c.event}:${c.broadcastId}:`, this.pageSize, add);
       } else {
-        await byTime(this.events, "at", { workspaceId, kind: c.event }, c.since!, add);
+        await byTime(this.events, "at", { workspaceId, kind: c.event }, c.since!, this.pageSize, add);
       }
       return out;
     }
     const add = (doc: EngagementTotal) => {
       if (doc.workspaceId === workspaceId && doc.count >= c.min) out.add(doc.contactId);
     };
-    if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, add);
-    else await byPrefix(this.totals, `${workspaceId}:${c.event}:`, add);
+    if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, this.pageSize, add);
+    else await byPrefix(this.totals, `${workspaceId}:${c.event}:`, this.pageSize, add);
     return out;
   }
 
@@ -149,13 +155,13 @@ export class EngagementStore {
  * named, so every adapter reads the primary key's range (workspace ids, kinds, broadcast and
  * contact ids hold no ":").
  */
-async function byPrefix<T extends { _id: string }>(coll: Collection<Stored<T>>, prefix: string, each: (doc: T) => void): Promise<void> {
+async function byPrefix<T extends { _id: string }>(coll: Collection<Stored<T>>, prefix: string, pageSize: number, each: (doc: T) => void): Promise<void> {
   let after = prefix;
   const end = `${prefix}\uffff`;
   for (;;) {
-    const page = await coll.find({ _id: { $gt: after, $lt: end } }, { sort: { _id: 1 }, limit: PAGE });
+    const page = await coll.find({ _id: { $gt: after, $lt: end } }, { sort: { _id: 1 }, limit: pageSize });
     for (const doc of page) each(doc);
-    if (page.length < PAGE) return;
+    if (page.length < pageSize) return;
     after = page[page.length - 1]._id;
   }
 }
@@ -165,11 +171,11 @@ async function byPrefix<T extends { _id: string }>(coll: Collection<Stored<T>>, 
  * order: each page starts at the last page's latest time and skips the documents of that time
  * it already read.
  */
-async function byTime<T extends { _id: string }>(coll: Collection<Stored<T>>, field: string, filter: Filter, since: Date, each: (doc: T) => void): Promise<void> {
+async function byTime<T extends { _id: string }>(coll: Collection<Stored<T>>, field: string, filter: Filter, since: Date, pageSize: number, each: (doc: T) => void): Promise<void> {
   let from = since;
   let skip = 0;
   for (;;) {
-    const page = await coll.find({ ...filter, [field]: { $gte: from } }, { sort: { [field]: 1, _id: 1 }, skip, limit: PAGE });
+    const page = await coll.find({ ...filter, [field]: { $gte: from } }, { sort: { [field]: 1, _id: 1 }, skip, limit: pageSize });
     for (const doc of page) {
       each(doc);
       const at = (doc as Record<string, unknown>)[field] as Date;
@@ -179,7 +185,7 @@ async function byTime<T extends { _id: string }>(coll: Collection<Stored<T>>, fi
         skip = 1;
       }
     }
-    if (page.length < PAGE) return;
+    if (page.length < pageSize) return;
   }
 }
 
