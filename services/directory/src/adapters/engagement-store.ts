@@ -54,6 +54,12 @@ export interface NewEngagement {
   at: Date;
 }
 
+/** The id of an event's record (bulk loaders, e.g. benchmarks, build records with it). */
+export const engagementId = (e: Pick<NewEngagement, "workspaceId" | "kind" | "broadcastId" | "contactId" | "messageId">) =>
+  `${e.workspaceId}:${e.kind}:${e.broadcastId ?? ""}:${e.contactId}:${e.messageId}`;
+/** The id of a contact's totals for a kind. */
+export const engagementTotalId = (workspaceId: string, kind: EngagementEvent, contactId: string) => `${workspaceId}:${kind}:${contactId}`;
+
 /** Documents per read while resolving a condition. */
 const PAGE = 5_000;
 
@@ -87,7 +93,7 @@ export class EngagementStore {
   /** Records one event; false when this (contact, kind, message) was recorded already. */
   async record(e: NewEngagement): Promise<boolean> {
     const doc: EngagementRecord = {
-      _id: `${e.workspaceId}:${e.kind}:${e.broadcastId ?? ""}:${e.contactId}:${e.messageId}`,
+      _id: engagementId(e),
       workspaceId: e.workspaceId,
       contactId: e.contactId,
       kind: e.kind,
@@ -96,7 +102,7 @@ export class EngagementStore {
       at: e.at,
     };
     if (!(await insertUnique(this.events, asDoc(doc)))) return false;
-    const _id = `${e.workspaceId}:${e.kind}:${e.contactId}`;
+    const _id = engagementTotalId(e.workspaceId, e.kind, e.contactId);
     for (let attempt = 0; ; attempt++) {
       try {
         await this.totals.updateOne(
