@@ -191,7 +191,16 @@ const registerFormRoutes: RouteModule = (app, deps) => {
           );
           form = res.form!;
           request.log.info({ formId: form.id, workspaceId: form.workspaceId, outcome: SignupOutcome[res.outcome] }, "form signup");
-          if (res.outcome === SignupOutcome.CONFIRMATION_DUE) await sendConfirmation(deps, request, form, res);
+          if (res.outcome === SignupOutcome.CONFIRMATION_DUE) {
+            try {
+              await sendConfirmation(deps, request, form, res);
+            } catch (err) {
+              // The email service's refusal (a limit, a suppressed address, an unverified sender)
+              // is the workspace's business, not the visitor's: logged, and a plain 503 here.
+              request.log.error({ err, formId: form.id, workspaceId: form.workspaceId }, "signup confirmation email not sent");
+              return refuse(request, reply, publicErrorBody({ code: "service_unavailable", message: "Could not send the confirmation email right now; please try again later." }));
+            }
+          }
         }
       } catch (err) {
         const out = errorBody(err);
