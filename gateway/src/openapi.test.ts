@@ -1132,6 +1132,8 @@ describe("the generated OpenAPI document against the gateway", () => {
       expect((await call("POST /v1/groups/{id}/contacts", { url: members, body: {} })).statusCode).toBe(400);
       expect((await call("POST /v1/groups/{id}/contacts", { url: members, body: { contactId: "ctc_nope" } })).json().code).toBe("contact_not_found");
       expect((await call("GET /v1/groups/{id}/contacts", { url: members })).json()).toEqual({ items: [{ contactId: contact, addedAt: added.json().addedAt }], cursor: null, hasMore: false });
+      // The contact's data export lists its groups.
+      expect((await call("GET /v1/contacts/{id}/export", { url: `/v1/contacts/${contact}/export` })).json().groups).toEqual([{ id, publicId: "acme", addedAt: added.json().addedAt }]);
       expect((await call("GET /v1/groups/{id}/contacts", { url: `${members}?cursor=bad` })).statusCode).toBe(400);
       expect((await call("GET /v1/groups/{id}/contacts", { url: "/v1/groups/nope/contacts" })).statusCode).toBe(404);
       const removed = await call("DELETE /v1/groups/{id}/contacts/{contactId}", { url: `${members}/${contact}` });

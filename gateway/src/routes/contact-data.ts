@@ -15,7 +15,7 @@ import { emailWithOutcomesJson, emailWithOutcomesSchema } from "./emails-get.js"
  * One contact's data (DESIGN §9.3): GET /v1/contacts/:id/export gathers everything held about
  * the person, and eraseContact is DELETE /v1/contacts/:id?erase=true. The directory holds the
  * contact, its events and the suppression list; the email service holds the emails sent to
- * the address. Groups and topics join the export when they exist (§9.4).
+ * the address; topics and groups (§9.4) the directory's TopicService and GroupService.
  */
 
 /** Items per call while gathering a contact's events and emails (the most one call gives). */
@@ -68,6 +68,14 @@ const contactExportSchema = z
         explicit: z.boolean().meta({ description: "True when `subscribed` is the contact's own choice (stored on the contact); false when it is the topic's default." }),
       }))
       .meta({ description: "Every topic of the workspace with the contact's state (`GET /v1/contacts/{id}/topics`), and which of them the contact chose." }),
+    groups: z
+      .array(z.strictObject({
+        id: z.string().meta({ description: "`grp_…`" }),
+        publicId: z.string(),
+        displayName: z.string().optional(),
+        addedAt: z.iso.datetime().meta({ description: "When the contact joined the group." }),
+      }))
+      .meta({ description: "The groups the contact is in, in the order it joined them." }),
   })
   .meta({ id: "ContactExport" });
 
@@ -139,7 +147,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
     operationId: "exportContact",
     tags: ["Contacts"],
     summary: "Everything held about one contact (a data export for its owner)",
-    description: "The contact, its custom properties with their definitions, its events, every email of the workspace to its address with status and outcomes, the address's suppression, and its topics (its own choices and the defaults). `DELETE /v1/contacts/{id}?erase=true` erases the same data.",
+    description: "The contact, its custom properties with their definitions, its events, every email of the workspace to its address with status and outcomes, the address's suppression, its topics (its own choices and the defaults) and its groups. `DELETE /v1/contacts/{id}?erase=true` erases the same data.",
     scope: "api_read",
     params: contactIdParams,
     responses: {
@@ -151,7 +159,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
       const workspaceId = workspaceOf(request);
       const { contact } = await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
       const c: Contact = contact!;
-      const [definitions, events, emails, suppression, topics] = await Promise.all([
+      const [definitions, events, emails, suppression, topics, groups] = await Promise.all([
         deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request)),
         all(async (cursor) => {
           const res = await deps.clients.directory.listContactEvents({ workspaceId, contactId: c.id, page: { limit: PAGE, cursor } }, rpcOptions(request));
@@ -160,6 +168,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
         emailsTo(deps, request, workspaceId, c.email),
         deps.clients.directory.checkSuppression({ workspaceId, emails: [c.email] }, rpcOptions(request)),
         deps.clients.topics.getContactTopics({ workspaceId, contact: { ref: { case: "contactId", value: c.id } } }, rpcOptions(request)),
+        deps.clients.groups.listContactGroups({ workspaceId, contactId: c.id }, rpcOptions(request)),
       ]);
       const values = (c.properties ?? {}) as Record<string, JsonValue>;
       const properties = definitions.properties
@@ -173,6 +182,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
         emails: emails.map(emailWithOutcomesJson),
         suppression: s ? { reason: REASONS[s.reason] ?? "manual", detail: s.detail, createdAt: iso(s.createdAt) } : null,
         topics: topics.topics.map((t) => ({ id: t.topic!.id, name: t.topic!.name, subscribed: t.subscribed, explicit: t.explicit })),
+        groups: groups.groups.map((m) => ({ id: m.group!.id, publicId: m.group!.publicId, ...(m.group!.displayName ? { displayName: m.group!.displayName } : {}), addedAt: iso(m.addedAt)! })),
       });
     },
   });

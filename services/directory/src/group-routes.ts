@@ -53,6 +53,10 @@ export function groupService(groups: Groups): ServiceImpl<typeof GroupService> {
       const r = await groups.removeContact(req.workspaceId, req.groupId, req.contactId);
       return { groupId: r.groupId, contactId: r.contactId, removed: r.removed };
     },
+    async listContactGroups(req) {
+      const items = await groups.ofContact(req.workspaceId, req.contactId);
+      return { groups: items.map((i) => ({ group: groupToPb(i.group), addedAt: ts(i.addedAt) })) };
+    },
     async listGroupContacts(req) {
       const page = await groups.listContacts(req.workspaceId, req.groupId, { limit: req.page?.limit, cursor: req.page?.cursor });
       return { members: page.items.map((m) => ({ contactId: m.contactId, addedAt: ts(m.addedAt) })), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };

@@ -41,6 +41,11 @@ export class GroupStore implements GroupRepository {
     return (await this.groups.deleteOne({ _id: id, workspaceId })).deletedCount > 0;
   }
 
+  findMany(workspaceId: string, ids: string[]): Promise<Group[]> {
+    if (!ids.length) return Promise.resolve([]);
+    return this.groups.find({ _id: { $in: ids }, workspaceId });
+  }
+
   page(workspaceId: string, opts: { after?: string; limit: number }): Promise<Group[]> {
     return this.groups.find(opts.after ? { workspaceId, _id: { $gt: opts.after } } : { workspaceId }, { sort: { _id: 1 }, limit: opts.limit });
   }
@@ -92,6 +97,14 @@ export class GroupMembershipStore implements GroupMembershipRepository {
     }
     const contact = await this.contacts.findOne({ _id: contactId, workspaceId });
     return contact ? { removed: false, contact } : null;
+  }
+
+  async ofContact(workspaceId: string, contactId: string): Promise<Record<string, Date> | null> {
+    const doc = await this.contacts.findOne({ _id: contactId, workspaceId }, { projection: { _id: 1, groups: 1, groupsAddedAt: 1 } });
+    if (!doc) return null;
+    const out: Record<string, Date> = {};
+    for (const id of doc.groups ?? []) out[id] = new Date(doc.groupsAddedAt?.[id] ?? 0);
+    return out;
   }
 
   async addedAt(workspaceId: string, groupId: string, contactId: string): Promise<Date | undefined> {

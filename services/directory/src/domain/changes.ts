@@ -514,6 +514,10 @@ export class EmittingGroupMembershipRepository implements GroupMembershipReposit
     );
   }
 
+  ofContact(...args: Parameters<GroupMembershipRepository["ofContact"]>) {
+    return this.inner.ofContact(...args);
+  }
+
   addedAt(...args: Parameters<GroupMembershipRepository["addedAt"]>) {
     return this.inner.addedAt(...args);
   }

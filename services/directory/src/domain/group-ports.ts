@@ -33,6 +33,8 @@ export interface GroupRepository {
   delete(workspaceId: string, id: string): Promise<boolean>;
   /** Id (creation) order after `after` (exclusive). */
   page(workspaceId: string, opts: { after?: string; limit: number }): Promise<Group[]>;
+  /** The workspace's groups among these ids. */
+  findMany(workspaceId: string, ids: string[]): Promise<Group[]>;
 }
 
 /** Memberships, kept on the contact documents. */
@@ -44,6 +46,8 @@ export interface GroupMembershipRepository {
   add(group: Group, contactId: string, at: Date): Promise<{ addedAt: Date; added: boolean; contact: MemberContact } | null>;
   /** Removes the membership; null when the workspace has no such contact. */
   remove(group: Group, contactId: string, at: Date): Promise<{ removed: boolean; addedAt?: Date; contact: MemberContact } | null>;
+  /** The contact's memberships (group id → when it joined), or null when the workspace has no such contact. */
+  ofContact(workspaceId: string, contactId: string): Promise<Record<string, Date> | null>;
   /** When the contact joined the group; undefined when it is not a member (or does not exist). */
   addedAt(workspaceId: string, groupId: string, contactId: string): Promise<Date | undefined>;
   /** Takes the group off every contact of the workspace; answers how many were members. */

@@ -95,6 +95,13 @@ describe("groups", () => {
     expect(removed).toHaveLength(1);
     expect(removed[0]).toMatchObject({ data: { contact: { id: b._id }, group: { id: g._id }, addedAt: first.addedAt.toISOString() } });
     expect((await groups.listContacts("ws_a", g._id)).items.map((m) => m.contactId)).toEqual([a._id, c._id]);
+    // A contact's groups (its data export), in the order it joined them; none for one that left.
+    const other = await groups.create("ws_a", { publicId: "other" });
+    await groups.addContact("ws_a", "other", a._id);
+    expect((await groups.ofContact("ws_a", a._id)).map((m) => [m.group.publicId, m.addedAt.getTime()])).toEqual([["vip", page1.items[0].addedAt.getTime()], ["other", expect.any(Number)]]);
+    expect(await groups.ofContact("ws_a", b._id)).toEqual([]);
+    await expect(groups.ofContact("ws_b", a._id)).rejects.toMatchObject({ code: "contact_not_found" });
+    void other;
     // Rejoining is a new membership: a new addedAt and a new event id.
     const rejoined = await groups.addContact("ws_a", g._id, b._id);
     expect(rejoined.added).toBe(true);

@@ -214,6 +214,18 @@ export class Groups {
     return { groupId: group._id, contactId: id, removed: result.removed };
   }
 
+  /** The groups one contact is in, in the order it joined them (a contact's data export). */
+  async ofContact(workspaceId: string, contactId: unknown): Promise<ContactGroupItem[]> {
+    requireWorkspaceId(workspaceId);
+    const id = checkContactId(contactId);
+    const memberships = await this.members.ofContact(workspaceId, id);
+    if (!memberships) throw notFound("contact_not_found", `Contact ${id} not found`);
+    const groups = await this.repo.findMany(workspaceId, Object.keys(memberships));
+    return groups
+      .map((group) => ({ group, addedAt: memberships[group._id] }))
+      .sort((a, b) => a.addedAt.getTime() - b.addedAt.getTime() || (a.group._id < b.group._id ? -1 : 1));
+  }
+
   /** The group's contacts in contact-id order. */
   async listContacts(workspaceId: string, idOrPublicId: string, opts: { limit?: number; cursor?: string } = {}): Promise<Page<GroupMemberItem>> {
     const limit = checkListLimit(opts.limit, GROUPS_MAX_LIMIT, GROUPS_DEFAULT_LIMIT);
@@ -224,6 +236,11 @@ export class Groups {
     const items = hasMore ? docs.slice(0, limit) : docs;
     return { items, hasMore, nextCursor: hasMore ? items[items.length - 1].contactId : "" };
   }
+}
+
+export interface ContactGroupItem {
+  group: Group;
+  addedAt: Date;
 }
 
 function checkContactId(raw: unknown): string {
