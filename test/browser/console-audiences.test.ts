@@ -294,4 +294,51 @@ describe.skipIf(!existsSync(CHROMIUM))("console: groups, segments, topics, forms
     await expect.poll(count, { timeout: 10_000 }).toBe("3");
     await shot("audiences-broadcast-draft");
   });
+
+  it("answers another workspace's groups, segments, topics and forms with 404 pages, and refuses its group in a filter", async () => {
+    const forms = await api("GET", "/v1/forms");
+    const formId = forms.body.forms?.items?.[0]?.id ?? forms.body.items?.[0]?.id;
+    expect(formId).toMatch(/^frm_/);
+    const other = await browser.newContext({ viewport: { width: 375, height: 800 } });
+    const p = await other.newPage();
+    await p.goto(url("/sign-in"));
+    await p.getByLabel("API key").fill(OTHER_KEY);
+    await p.getByRole("button", { name: "Sign in" }).click();
+    await p.waitForURL((u) => !u.pathname.endsWith("/sign-in"));
+    for (const path_ of [`/groups/${groupId}`, `/segments/${segmentId}`, `/segments/${segmentId}/edit`, `/topics/${topicId}`, `/forms/${formId}`]) {
+      const res = await p.goto(url(path_));
+      expect(res!.status(), path_).toBe(404);
+    }
+    const count = await p.evaluate(async (u) => {
+      const r = await fetch(u, { headers: { accept: "application/json" } });
+      return { status: r.status, body: await r.json() };
+    }, url(`/segments/count.json?filter=${encodeURIComponent(JSON.stringify({ groups: groupId }))}`));
+    expect(count.status).toBe(400);
+    expect(count.body.error.code).toBe("invalid_filter");
+    expect(count.body.error.message).toContain("unknown group");
+    // Its own lists are empty of ours; the builder fits a phone.
+    await p.goto(url("/groups"));
+    expect(await p.locator("body").textContent()).not.toContain("VIPs");
+    await p.goto(url("/segments/new"));
+    await p.getByRole("button", { name: "Add condition" }).click();
+    await expect.poll(() => p.locator("#fb-count").textContent(), { timeout: 10_000 }).toBe("1");
+    expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+    await p.screenshot({ path: path.join(SHOTS, "audiences-segment-phone.png"), fullPage: true });
+    await other.close();
+  });
+
+  it("deletes a topic, a form and a group after confirming", async () => {
+    await page.goto(url(`/topics/${topicId}`));
+    await page.getByRole("button", { name: "Delete topic" }).click();
+    expect(await flash()).toContain("Topic Product news deleted");
+    expect((await api("GET", `/v1/topics/${topicId}`)).status).toBe(404);
+    await page.getByRole("link", { name: "Forms", exact: true }).click();
+    await page.getByRole("link", { name: "Newsletter signup" }).click();
+    await page.getByRole("button", { name: "Delete form" }).click();
+    expect(await flash()).toContain("Form Newsletter signup deleted");
+    await page.goto(url(`/groups/${groupId}`));
+    await page.getByRole("button", { name: "Delete group" }).click();
+    expect(await flash()).toContain("Group VIPs deleted (4 contacts left it)");
+    expect((await api("GET", `/v1/groups/${groupId}`)).status).toBe(404);
+  });
 });

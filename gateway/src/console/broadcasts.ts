@@ -149,9 +149,10 @@ export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps
     return { groups, segments, topics };
   };
 
-  const load = async (request: FastifyRequest, id: string): Promise<Broadcast> => {
+  /** The broadcast; with `countAudience` also its audience counted now (one directory count: the pages, not the polls). */
+  const load = async (request: FastifyRequest, id: string, countAudience = false): Promise<Broadcast> => {
     if (!ID.test(id)) throw refusal({ code: "broadcast_not_found", status: 404, message: `Broadcast ${id} not found` });
-    const { broadcast } = await rpc().getBroadcast({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
+    const { broadcast } = await rpc().getBroadcast({ workspaceId: sessionOf(request).workspaceId, id, countAudience }, rpcOptions(request));
     if (!broadcast) throw refusal({ code: "broadcast_not_found", status: 404, message: `Broadcast ${id} not found` });
     return broadcast;
   };
@@ -203,7 +204,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   });
 
   scope.get<{ Params: { id: string } }>("/broadcasts/:id", async (request, reply) => {
-    const b = await load(request, request.params.id);
+    const b = await load(request, request.params.id, true);
     if (b.status !== BroadcastStatus.DRAFT) return html(reply, await progressPage(request, b));
     const contact = str(request.query, "contact").trim();
     return html(reply, await draftPage(request, b, valuesOf(b), contact, request.consoleFlash));
