@@ -139,7 +139,7 @@ export class EngagementStore {
       return out;
     }
     const add = (doc: EngagementTotal) => {
-      if (doc.workspaceId === workspaceId && doc.count >= c.min) out.add(doc.contactId);
+      if (doc.workspaceId === workspaceId && doc.count >= c.min && (!c.since || doc.last >= c.since)) out.add(doc.contactId);
     };
     if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, this.pageSize, add);
     else await byPrefix(this.totals, `${workspaceId}:${c.event}:`, this.pageSize, add);
