@@ -17,6 +17,7 @@ import { startSystem, type TestSystem } from "../harness/system.js";
 const CHROMIUM = "/usr/bin/chromium";
 const KEY = "mr_test_console_audiences_1";
 const OTHER_KEY = "mr_test_console_audiences_2";
+const READ_KEY = "mr_test_console_audiences_read";
 const SHOTS = path.join(process.cwd(), "test-results", "console");
 
 if (!existsSync(CHROMIUM)) console.log(`test/browser/console-audiences: skipped, ${CHROMIUM} is not installed (apt-get install chromium)`);
@@ -24,7 +25,7 @@ if (!existsSync(CHROMIUM)) console.log(`test/browser/console-audiences: skipped,
 const person = (email: string, firstName: string, plan: string, subscribed = true) => ({ email, firstName, subscribed, properties: { plan } });
 const workspace = (id: string, key: string, contacts: unknown[] = []) => ({
   id, name: id === "ws_audiences" ? "Audience Co" : id, timezone: "UTC",
-  apiKeys: [{ key, scopes: ["api_user"] }],
+  apiKeys: [{ key, scopes: ["api_user"] }, ...(key === KEY ? [{ key: READ_KEY, scopes: ["api_read"] }] : [])],
   verifiedEmails: [], verifiedDomains: ["acme.test"], members: ["owner@acme.test"],
   flags: { broadcastEarlyAccess: true, emailApiAddon: true, verified: true },
   monthlyLimit: 10_000, sendingAccountNew: false,
@@ -325,6 +326,45 @@ describe.skipIf(!existsSync(CHROMIUM))("console: groups, segments, topics, forms
     expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await p.screenshot({ path: path.join(SHOTS, "audiences-segment-phone.png"), fullPage: true });
     await other.close();
+  });
+
+  it("works without JavaScript: the segment's JSON editor saves, and a bad filter comes back with its message", async () => {
+    const ctx = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1100, height: 900 } });
+    const p = await ctx.newPage();
+    await p.goto(url("/sign-in"));
+    await p.getByLabel("API key").fill(KEY);
+    await p.getByRole("button", { name: "Sign in" }).click();
+    await p.waitForURL((u) => !u.pathname.endsWith("/sign-in"));
+    await p.goto(url("/segments/new"));
+    expect(await p.locator("#fb").isVisible()).toBe(false);
+    await p.getByLabel("Name", { exact: true }).fill("Free plan");
+    await p.getByLabel("Filter (JSON)").fill('{"properties.plan": {"$eq": "free"}, "status": {"$nope": 1}}');
+    await p.getByRole("button", { name: "Save segment" }).click();
+    expect(await p.getByRole("alert").first().textContent()).toContain('filter.status.$nope: unknown operator "$nope"');
+    // What was typed is kept.
+    expect(await p.getByLabel("Filter (JSON)").inputValue()).toContain("$nope");
+    await p.getByLabel("Filter (JSON)").fill('{"properties.plan": {"$eq": "free"}}');
+    await p.getByRole("button", { name: "Save segment" }).click();
+    expect(await p.locator("#segment-count").textContent()).toBe("2");
+    await ctx.close();
+  });
+
+  it("shows a read-only key's session the pages without their forms, and refuses the editors", async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    const p = await ctx.newPage();
+    await p.goto(url("/sign-in"));
+    await p.getByLabel("API key").fill(READ_KEY);
+    await p.getByRole("button", { name: "Sign in" }).click();
+    await p.waitForURL((u) => !u.pathname.endsWith("/sign-in"));
+    await p.goto(url(`/groups/${groupId}`));
+    expect(await p.locator("#member-count").textContent()).toBe("4");
+    expect(await p.getByRole("button", { name: "Add to group" }).count()).toBe(0);
+    expect(await p.getByRole("button", { name: /^Remove/ }).count()).toBe(0);
+    await p.goto(url("/topics"));
+    expect(await p.getByRole("button", { name: "Create topic" }).count()).toBe(0);
+    expect((await p.goto(url("/segments/new")))!.status()).toBe(403);
+    expect((await p.goto(url("/forms/new")))!.status()).toBe(403);
+    await ctx.close();
   });
 
   it("deletes a topic, a form and a group after confirming", async () => {
