@@ -11,7 +11,7 @@ import {
   UNAUTHORIZED_RESPONSE,
 } from "./broadcasts-schema.js";
 
-/** GET /v1/broadcasts/:id -> { broadcast } with every field and the progress counters. */
+/** GET /v1/broadcasts/:id -> { broadcast } with every field, the progress counters and the audience counted now (audienceCount). */
 export const registerGetBroadcast: RouteModule = (app, deps) =>
   defineRoute(app, {
     method: "GET",
@@ -28,7 +28,7 @@ export const registerGetBroadcast: RouteModule = (app, deps) =>
       ...UNAUTHORIZED_RESPONSE,
     },
     handler: async (request, reply, { params: { id } }) => {
-      const res = await deps.clients.broadcast.getBroadcast({ workspaceId: workspaceOf(request), id }, rpcOptions(request));
+      const res = await deps.clients.broadcast.getBroadcast({ workspaceId: workspaceOf(request), id, countAudience: true }, rpcOptions(request));
       return reply.send({ broadcast: broadcastJson(res.broadcast!) });
     },
   });

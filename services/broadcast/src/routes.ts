@@ -129,6 +129,7 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
       },
 
       async getBroadcast(req) {
+        if (!req.countAudience) return { broadcast: protoBroadcast(await broadcasts.get(req.workspaceId, req.id)) };
         const { broadcast, audienceCount } = await broadcasts.getCounted(req.workspaceId, req.id);
         return { broadcast: protoBroadcast(broadcast, audienceCount) };
       },

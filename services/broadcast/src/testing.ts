@@ -54,6 +54,10 @@ export class FakeDirectory implements Directory {
   limit = 1_000_000;
   used = 0;
   calls: string[] = [];
+  /** Every audience counted or streamed, in order. */
+  audiences: BroadcastAudience[] = [];
+  /** Segments deleted: counting or streaming an audience naming one is audience_not_found. */
+  goneSegments = new Set<string>();
   /** subscribedContacts throws before serving the contact at this index (a failure mid-resolution). */
   streamFailsAt: number | undefined;
 
@@ -116,8 +120,10 @@ export class FakeDirectory implements Directory {
     return this.contacts.find((c) => c.email.toLowerCase() === email.toLowerCase()) ?? null;
   }
 
-  async *subscribedContacts(_ws: string, _audience: BroadcastAudience, afterId?: string): AsyncIterable<Contact[]> {
+  async *subscribedContacts(_ws: string, audience: BroadcastAudience, afterId?: string): AsyncIterable<Contact[]> {
     this.calls.push(`stream after ${afterId ?? "-"}`);
+    this.audiences.push(audience);
+    if (audience.segmentId && this.goneSegments.has(audience.segmentId)) throw badRequest("audience_not_found", `segmentId: segment "${audience.segmentId}" not found`);
     const all = this.contacts.filter((c) => c.subscribed && (!afterId || c.id > afterId));
     for (let i = 0; i < all.length; i += 250) {
       const batch = all.slice(i, i + 250);
@@ -133,8 +139,9 @@ export class FakeDirectory implements Directory {
 
   async audienceCount(_ws: string, audience: BroadcastAudience) {
     this.calls.push("count");
+    this.audiences.push(audience);
     // The directory's refusal of an audience naming what does not exist (segments "seg_gone…").
-    if (audience.segmentId?.startsWith("seg_gone")) throw badRequest("audience_not_found", `segmentId: segment "${audience.segmentId}" not found`);
+    if (audience.segmentId && (audience.segmentId.startsWith("seg_gone") || this.goneSegments.has(audience.segmentId))) throw badRequest("audience_not_found", `segmentId: segment "${audience.segmentId}" not found`);
     return this.contacts.filter((c) => c.subscribed).length;
   }
 

@@ -86,6 +86,58 @@ describe("create", () => {
   });
 });
 
+describe("audiences", () => {
+  it("stores the audience as given, has the directory count it on create, update and get, and keeps it when an update names none", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(3);
+    const audience = { groups: ["vip", "grp_1"], exclude: { segmentId: "seg_free", filterJson: '{"properties.plan":"free"}' }, topicId: "top_news" };
+    const created = await w.service.create(WS, draft({ audience }));
+    expect(created.broadcast.audience).toEqual(audience);
+    expect(created.audienceCount).toBe(3);
+    expect(w.directory.audiences).toEqual([audience]);
+    expect((await w.service.get(WS, created.broadcast.id)).audience).toEqual(audience); // as stored
+    const renamed = await w.service.update(WS, created.broadcast.id, { ...draft({ name: "Renamed" }), audience: undefined });
+    expect(renamed.broadcast).toMatchObject({ name: "Renamed", audience });
+    const everyone = await w.service.update(WS, created.broadcast.id, draft({ audience: { all: true } }));
+    expect(everyone.broadcast.audience).toEqual({ all: true });
+    expect(await w.service.getCounted(WS, created.broadcast.id)).toMatchObject({ audienceCount: 3 });
+    // A count the directory refuses leaves it out of a read, not the broadcast.
+    const seg = await w.service.create(WS, draft({ audience: { segmentId: "seg_x" } }));
+    w.directory.goneSegments.add("seg_x");
+    expect(await w.service.getCounted(WS, seg.broadcast.id)).toEqual({ broadcast: expect.objectContaining({ id: seg.broadcast.id }) });
+    expect(await refusal(w.service.schedule(WS, seg.broadcast.id, {}))).toMatchObject({ code: "audience_not_found", httpStatus: 400 });
+    expect(await w.service.topicOf(WS, created.broadcast.id)).toBe("");
+    expect(await w.service.topicOf(WS, (await w.service.create(WS, draft({ audience: { all: true, topicId: "top_1" } }))).broadcast.id)).toBe("top_1");
+  });
+
+  it("takes exactly one of all, groups, segmentId, filter; refuses malformed parts before asking the directory", async () => {
+    const w = await buildTestWorld();
+    for (const audience of [
+      undefined, {}, { all: false }, { all: true, groups: ["a"] }, { groups: [] }, { segmentId: "seg_1", filterJson: "{}" }, { groups: ["ok", ""] },
+      { groups: Array.from({ length: 101 }, (_, i) => `g${i}`) }, { all: true, exclude: "x" }, { all: true, exclude: { groups: [1] } }, { all: true, topicId: "a\nb" },
+    ]) {
+      expect([audience, (await refusal(w.service.create(WS, draft({ audience: audience as never })))).code]).toEqual([audience, "invalid_payload"]);
+    }
+    expect(w.directory.audiences).toEqual([]);
+    expect((await w.service.create(WS, draft({ audience: { all: true, exclude: {} } }))).broadcast.audience).toEqual({ all: true });
+  });
+
+  it("resolves the audience the broadcast names when sending starts; a segment deleted since ends resolution with no one, once", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(4);
+    const { broadcast } = await w.service.create(WS, draft({ audience: { segmentId: "seg_soon_gone" } }));
+    await w.service.schedule(WS, broadcast.id, { deliveryMethod: "ASAP" });
+    w.directory.goneSegments.add("seg_soon_gone");
+    const sender = w.sender();
+    for (let i = 0; i < 50 && (await sender.tick()) > 0; i++);
+    const done = await w.service.get(WS, broadcast.id);
+    expect(done.status).toBe("COMPLETED");
+    expect(done.progress.recipients).toBe(0);
+    expect(w.queue.jobs).toHaveLength(0);
+    expect(w.directory.audiences.filter((a) => a.segmentId === "seg_soon_gone")).toHaveLength(3); // create, schedule, one stream
+  });
+});
+
 describe("list and get", () => {
   it("pages newest first without duplicates, filters by status, hides other workspaces", async () => {
     const w = await buildTestWorld();
