@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/port.js";
 import type { ConfirmationThrottle, FormAudiences, FormRepository, SignupForm } from "../domain/forms.js";
 import { scopedId } from "../domain/model.js";
@@ -113,7 +114,7 @@ export class FormAudienceStore implements FormAudiences {
 
 interface ConfirmationDoc { _id: string; workspaceId: string; sentAt: Date; [k: string]: unknown }
 
-/** When a confirmation last went to an address (collection `form_confirmations`, kept a day). */
+/** When a confirmation last went to an address (collection `form_confirmations`, by a digest of the address, kept a day). */
 export class ConfirmationThrottleStore implements ConfirmationThrottle {
   private constructor(private readonly sent: Collection<ConfirmationDoc>) {}
 
@@ -124,7 +125,8 @@ export class ConfirmationThrottleStore implements ConfirmationThrottle {
   }
 
   async claim(workspaceId: string, emailLower: string, at: Date, intervalMs: number): Promise<boolean> {
-    const _id = scopedId(workspaceId, emailLower);
+    // The address only as a digest: the record outlives nothing, but an erasure need not find it.
+    const _id = scopedId(workspaceId, createHash("sha256").update(emailLower).digest("base64url"));
     // Compare-and-set on a record old enough; else the first record of the address (a recent
     // one makes the insert collide with its id).
     const renewed = await this.sent.findOneAndUpdate({ _id, sentAt: { $lte: new Date(at.getTime() - intervalMs) } }, { $set: { sentAt: at } });
