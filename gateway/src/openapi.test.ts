@@ -1087,7 +1087,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       expect(pre.statusCode).toBe(204);
       const json = await call("POST /f/{formId}", { url: `/f/${id}`, body: { email: "form@example.test", firstName: "Form" } });
       expect(json.json()).toEqual({ ok: true, doubleOptIn: false, message: "You are subscribed." });
-      const posted = await call("POST /f/{formId}", { url: `/f/${id}`, payload: "email=form2%40example.test", contentType: "application/x-www-form-urlencoded" });
+      const posted = await call("POST /f/{formId}", { url: `/f/${id}`, payload: "email=form2%40example.test", contentType: "application/x-www-form-urlencoded", headers: { accept: "text/html" } });
       expect([posted.statusCode, posted.headers.location]).toEqual([303, "https://acme.test/thanks"]);
       expect((await call("POST /f/{formId}", { url: `/f/${id}`, body: { email: "nope" } })).json().code).toBe("invalid_email");
       expect((await call("POST /f/{formId}", { url: "/f/frm_nope", body: { email: "a@example.test" } })).json().code).toBe("form_not_found");

@@ -38,11 +38,10 @@ const CORS_HEADERS = {
   "access-control-max-age": "86400",
 };
 
-/** JSON for fetch and JSON callers; pages and redirects for a browser's own form post. */
+/** Pages and redirects for a browser's own form post (it accepts text/html); JSON for everyone else. */
 function wantsJson(request: FastifyRequest): boolean {
   if (String(request.headers["content-type"] ?? "").includes("application/json")) return true;
-  const accept = String(request.headers.accept ?? "");
-  return accept.includes("application/json") && !accept.includes("text/html");
+  return !String(request.headers.accept ?? "").includes("text/html");
 }
 
 const html = (reply: FastifyReply, title: string, body: string) =>
@@ -272,7 +271,7 @@ const formDocs: Record<string, OperationDoc> = {
     tags: ["Forms"],
     summary: "Sign up through a form (form-encoded or JSON; any site may post)",
     description:
-      "`email` and the form's other fields by name (a name the form does not ask is ignored; a multi-select repeats its name or takes a list). Without double opt-in the contact is subscribed and joins the form's groups and topics; with it the contact is `OPT_IN_PENDING` and gets a confirmation email (at most one per address every 10 minutes; an already subscribed contact is never downgraded and gets none). A filled `_hp` field (the honeypot) is answered like a success and does nothing. A JSON body, or `Accept: application/json`, is answered in JSON; a browser's form post is redirected (303) to the form's `redirectUrl` or shown a thank-you page, and its errors are pages too. Limited per client address (`MAILROOM_FORM_SUBMITS_PER_MINUTE`, default 20) and per email address (5, then one per 12 minutes): 429 `rate_limited` with `Retry-After`.",
+      "`email` and the form's other fields by name (a name the form does not ask is ignored; a multi-select repeats its name or takes a list). Without double opt-in the contact is subscribed and joins the form's groups and topics; with it the contact is `OPT_IN_PENDING` and gets a confirmation email (at most one per address every 10 minutes; an already subscribed contact is never downgraded and gets none). A filled `_hp` field (the honeypot) is answered like a success and does nothing. A browser's form post (`Accept` naming `text/html`, a body that is not JSON) is redirected (303) to the form's `redirectUrl` or shown a thank-you page, and its errors are pages too; every other caller is answered in JSON. Limited per client address (`MAILROOM_FORM_SUBMITS_PER_MINUTE`, default 20) and per email address (5, then one per 12 minutes): 429 `rate_limited` with `Retry-After`.",
     params: formIdParam,
     requestContent: {
       required: true,
