@@ -38,7 +38,7 @@ describe("filter builder: rows to the filter language", () => {
     const keys = fields.map((f) => f.key);
     expect(keys).toEqual(expect.arrayContaining(["email", "status", "createdAt", "properties.plan", "properties.seats", "groups", "engagement.opened"]));
     expect(keys).not.toContain("properties.city");
-    expect(fields.find((f) => f.key === "groups")!.values).toEqual([{ value: "grp_01", label: "Beta testers (beta)" }]);
+    expect(fields.find((f) => f.key === "groups")!.values).toEqual([{ value: "grp_01", label: "Beta testers (beta)", alt: "beta" }]);
     expect(fields.find((f) => f.key === "properties.plan")!.values!.map((v) => v.value)).toEqual(["pro", "free"]);
     // Every operator the builder offers is one the language allows for that kind.
     const map: Record<string, string> = { eq: "$eq", ne: "$ne", gt: "$gt", gte: "$gte", lt: "$lt", lte: "$lte", contains: "$contains", startsWith: "$startsWith", endsWith: "$endsWith", in: "$in", nin: "$nin", exists: "$exists", notExists: "$exists", withinDays: "$gte", olderDays: "$lt", after: "$gt", before: "$lt" };
@@ -98,6 +98,8 @@ describe("filter builder: rows to the filter language", () => {
       [],
       "text",
     ]) expect(builder.rows(f, fields), JSON.stringify(f)).toBeNull();
+    // A group named by its publicId is shown as the group (its id).
+    expect(plain(builder.rows({ groups: { $ne: "beta" } }, fields))).toEqual({ join: "and", rows: [{ field: "groups", op: "ne", value: "grp_01" }] });
     // Several keys in one object are an AND of rows.
     expect(plain(builder.rows({ email: { $endsWith: "@x.test" }, status: "SUBSCRIBED" }, fields))).toEqual({
       join: "and", rows: [{ field: "email", op: "endsWith", value: "@x.test" }, { field: "status", op: "eq", value: "SUBSCRIBED" }],

@@ -27,8 +27,8 @@ export interface BuilderField {
   key: string;
   label: string;
   kind: BuilderKind;
-  /** Choices for enums, selects, groups and booleans. */
-  values?: Array<{ value: string; label: string }>;
+  /** Choices for enums, selects and groups (`alt`: a group's publicId, read back as its id). */
+  values?: Array<{ value: string; label: string; alt?: string }>;
   /** The filter operators the language allows for this kind (the builder offers a subset). */
   allowed: readonly string[];
 }
@@ -46,7 +46,7 @@ const choices = (values: readonly string[]) => values.map((v) => ({ value: v, la
 
 /** Every field the builder offers for this workspace. */
 export function builderFields(properties: ContactProperty[], groups: Group[]): BuilderField[] {
-  const f = (key: string, label: string, kind: BuilderKind, values?: Array<{ value: string; label: string }>): BuilderField =>
+  const f = (key: string, label: string, kind: BuilderKind, values?: BuilderField["values"]): BuilderField =>
     ({ key, label, kind, ...(values ? { values } : {}), allowed: kind === "engagement" ? [] : OPERATORS_BY_KIND[kind] });
   const out: BuilderField[] = [
     f("email", "Email", "email"),
@@ -64,7 +64,7 @@ export function builderFields(properties: ContactProperty[], groups: Group[]): B
     const values = kind === "select" || kind === "multi_select" ? p.options.map((o) => ({ value: o.value, label: o.displayName || o.value })) : undefined;
     out.push(f(`properties.${p.slug}`, `${p.displayName || p.slug} (property)`, kind, values && values.length ? values : undefined));
   }
-  out.push(f("groups", "Group", "groups", groups.map((g) => ({ value: g.id, label: g.displayName ? `${g.displayName} (${g.publicId})` : g.publicId }))));
+  out.push(f("groups", "Group", "groups", groups.map((g) => ({ value: g.id, label: g.displayName ? `${g.displayName} (${g.publicId})` : g.publicId, alt: g.publicId }))));
   for (const e of ENGAGEMENT_EVENTS) out.push(f(`engagement.${e}`, `Engagement: ${e}`, "engagement"));
   return out;
 }
@@ -150,6 +150,7 @@ function mrAgoDays(v){if(!mrIsObj(v)||Object.keys(v).length!==1||typeof v.$ago!=
 function mrText(field,v){
  if(field.kind==="number")return typeof v==="number"?String(v):null;
  if(field.kind==="boolean")return typeof v==="boolean"?String(v):null;
+ if(field.kind==="groups"&&typeof v==="string"&&field.values){for(var i=0;i<field.values.length;i++)if(field.values[i].alt===v)return field.values[i].value}
  return typeof v==="string"?v:null;
 }
 function mrRowOf(item,fields){
