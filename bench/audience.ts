@@ -11,9 +11,10 @@
  * `properties.plan` one of ten plans, so "gold" is 10 %; every tenth contact in one group),
  * then engagement records contact by contact (every broadcast delivered to every contact, 1 in
  * 4 opened, 1 in 20 clicked; weekly broadcasts, the newest a week ago) with their per-contact
- * totals. The first contact and its events go through the adapters' single writes
- * (ContactStore.insert, EngagementStore.record) and the bulk documents are checked to have the
- * same shape, so the seed follows the adapters' layout. The same child then explains, per case,
+ * totals, their ids built by the adapter's engagementId / engagementTotalId. The first contact
+ * and its events go through the adapters' single writes (ContactStore.insert,
+ * EngagementStore.record) and the bulk documents are checked to have the same fields, so the
+ * seed follows the adapters' layout. The same child then explains, per case,
  * the store plan of the queries the directory's AudienceStore makes (planQuery over the real
  * index definitions) and times the store's own full scan in process (no RPC).
  *
@@ -48,7 +49,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AudienceSchema } from "../gen/mailroom/directory/v1/audiences_pb.js";
 import { ContactStore } from "../services/directory/src/adapters/contact-store.js";
 import {
-  ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, EngagementStore, type EngagementRecord, type EngagementTotal,
+  ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, EngagementStore, engagementId, engagementTotalId, type EngagementRecord, type EngagementTotal,
 } from "../services/directory/src/adapters/engagement-store.js";
 import { GroupStore, GroupMembershipStore } from "../services/directory/src/adapters/group-store.js";
 import { PropertyStore } from "../services/directory/src/adapters/property-store.js";
@@ -57,6 +58,10 @@ import { AudienceStore } from "../services/directory/src/adapters/audience-store
 import type { ResolvedAudience } from "../services/directory/src/domain/audience-ports.js";
 import { scopedId, type Contact } from "../services/directory/src/domain/model.js";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
+import { cpuSeconds } from "./cpu.js";
+import { summarizeProfiles } from "./profile.js";
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
 
 const WS = "ws_bench_audience";
 const GROUP_ID = "grp_bench0000000000000000000001";
@@ -116,8 +121,9 @@ interface SeedResult {
   expected: Record<CaseName, number>;
   /** Per case: what the directory's AudienceStore asks the store, and the plan it gets. */
   plans: Record<CaseName, string>;
-  /** In process, no RPC: AudienceStore.count per case (ms). */
+  /** In process, no RPC: AudienceStore.count per case (ms) and what it answered. */
   inProcessCountMs: Record<CaseName, number>;
+  inProcessCount: Record<CaseName, number>;
   /** The store's own full scan in process: AudienceStore.page over the full-scan audience. */
   storeScan: { contacts: number; ms: number };
   /** Engagement records by kind (what the seed wrote). */
@@ -196,22 +202,14 @@ async function seedChild(dir: string, n: number, e: number): Promise<SeedResult>
     return sentAt(b) + 600_000 + (mix(i, b + 1000) % 3_600_000) + (kind === "clicked" ? 60_000 : 0);
   };
 
-  // The record ids as the adapter builds them: one probe event through EngagementStore.record,
-  // its ids read back with each part replaced by a placeholder.
-  const probeAt = new Date(now);
-  await engagement.record({ workspaceId: WS, contactId: "ctc_probe", kind: "opened", messageId: "msg_probe", broadcastId: "brd_probe", at: probeAt });
+  // The record ids as the adapter builds them (engagementId / engagementTotalId); their parts'
+  // order, read from ids of placeholders, decides the order the records are generated in.
+  const eventId = (kind: Kind, contact: string, bid: string) => engagementId({ workspaceId: WS, kind, broadcastId: bid, contactId: contact, messageId: bid });
+  const totalId = (kind: Kind, contact: string) => engagementTotalId(WS, kind, contact);
+  const eventTemplate = engagementId({ workspaceId: "{ws}", kind: "{kind}" as Kind, broadcastId: "{broadcast}", contactId: "{contact}", messageId: "{message}" });
+  const totalTemplate = engagementTotalId("{ws}", "{kind}" as Kind, "{contact}");
   const eventColl = store.collection<Doc>(ENGAGEMENT_COLLECTION);
   const totalColl = store.collection<Doc>(ENGAGEMENT_TOTALS_COLLECTION);
-  const [probeEvent] = await eventColl.find({ workspaceId: WS, contactId: "ctc_probe" });
-  const [probeTotal] = await totalColl.find({ workspaceId: WS, contactId: "ctc_probe" });
-  if (!probeEvent || !probeTotal) throw new Error("seed: EngagementStore.record wrote no record or total for the probe");
-  const template = (id: string) =>
-    id.replace(WS, "{ws}").replace("opened", "{kind}").replace("brd_probe", "{broadcast}").replace("ctc_probe", "{contact}").replace("msg_probe", "{message}");
-  const eventTemplate = template(probeEvent._id);
-  const totalTemplate = template(probeTotal._id);
-  await engagement.deleteForContact(WS, "ctc_probe");
-  const fill = (t: string, kind: string, contact: string, bid = "") =>
-    t.replace("{ws}", WS).replace("{kind}", kind).replace("{broadcast}", bid).replace("{contact}", contact).replace("{message}", bid);
   // Generated in the ids' order (appends to the documents tree): the loops nest as the parts
   // appear in the id.
   const nesting = (t: string, dims: string[]) =>
@@ -277,7 +275,7 @@ async function seedChild(dir: string, n: number, e: number): Promise<SeedResult>
     if (t.contact === 0) continue; // recorded above
     const bid = broadcastId(t.broadcast);
     const doc: EngagementRecord = {
-      _id: fill(eventTemplate, kind, ids[t.contact], bid), workspaceId: WS, contactId: ids[t.contact], kind, messageId: bid, broadcastId: bid, at: new Date(at),
+      _id: eventId(kind, ids[t.contact], bid), workspaceId: WS, contactId: ids[t.contact], kind, messageId: bid, broadcastId: bid, at: new Date(at),
     };
     batch.push(doc as unknown as Doc);
     await flush(eventColl);
@@ -294,7 +292,7 @@ async function seedChild(dir: string, n: number, e: number): Promise<SeedResult>
     totals++;
     if (t.contact === 0) continue; // recorded above
     const doc: EngagementTotal = {
-      _id: fill(totalTemplate, kind, ids[t.contact]), workspaceId: WS, contactId: ids[t.contact], kind, count: times.length,
+      _id: totalId(kind, ids[t.contact]), workspaceId: WS, contactId: ids[t.contact], kind, count: times.length,
       first: new Date(Math.min(...times)), last: new Date(Math.max(...times)),
     };
     batch.push(doc as unknown as Doc);
@@ -315,14 +313,14 @@ async function seedChild(dir: string, n: number, e: number): Promise<SeedResult>
   if (n > 1) {
     const b = total - 1;
     await check("contact", contacts, ids[0], ids[1]);
-    await check("engagement record", eventColl, fill(eventTemplate, "delivered", ids[0], broadcastId(b)), fill(eventTemplate, "delivered", ids[1], broadcastId(b)));
-    await check("engagement total", totalColl, fill(totalTemplate, "delivered", ids[0]), fill(totalTemplate, "delivered", ids[1]));
+    await check("engagement record", eventColl, eventId("delivered", ids[0], broadcastId(b)), eventId("delivered", ids[1], broadcastId(b)));
+    await check("engagement total", totalColl, totalId("delivered", ids[0]), totalId("delivered", ids[1]));
   }
 
-  const { plans, inProcessCountMs, storeScan } = await explain(store, total);
+  const { plans, inProcessCountMs, inProcessCount, storeScan } = await explain(store, total);
   const storeMb = Math.round((await stat(path.join(dir, "store.mdb"))).size / 1024 / 1024);
   await store.close();
-  return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, expected, plans, inProcessCountMs, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
+  return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -385,11 +383,12 @@ async function explain(store: LmdbStore, broadcasts: number) {
   const indexes = ((store.meta.get("contacts") as { indexes: IndexDef[] } | undefined)?.indexes ?? []);
   const plans = {} as Record<CaseName, string>;
   const inProcessCountMs = {} as Record<CaseName, number>;
+  const inProcessCount = {} as Record<CaseName, number>;
   let storeScan = { contacts: 0, ms: 0 };
   for (const [name, audience] of Object.entries(AUDIENCES(broadcasts)) as [CaseName, ResolvedAudience][]) {
     calls.length = 0;
     const started = performance.now();
-    await audiences.count(WS, audience);
+    inProcessCount[name] = await audiences.count(WS, audience);
     inProcessCountMs[name] = Math.round(performance.now() - started);
     const first = await audiences.page(WS, audience, { limit: STREAM_BATCH });
     if (first.length) await audiences.page(WS, audience, { after: first[first.length - 1]._id, limit: STREAM_BATCH });
@@ -410,7 +409,7 @@ async function explain(store: LmdbStore, broadcasts: number) {
       storeScan = { contacts: scanned, ms: Math.round(performance.now() - scanStarted) };
     }
   }
-  return { plans, inProcessCountMs, storeScan };
+  return { plans, inProcessCountMs, inProcessCount, storeScan };
 }
 
 function runSeedChild(dir: string, n: number, e: number): Promise<SeedResult> {
@@ -484,6 +483,12 @@ interface CaseResult {
   capped: boolean;
   anonMb: number;
   ops: string;
+  /** The directory's CPU time for the reported count, and per streamed contact (µs); the bench's own per contact. */
+  countCpuMs: number;
+  streamCpuUs: number;
+  clientCpuUs: number;
+  /** 1-minute load average when the case ended (the machine is shared). */
+  load: number;
 }
 
 type AudienceInit = MessageInitShape<typeof AudienceSchema>;
@@ -495,33 +500,41 @@ async function measureCase(
   audience: AudienceInit,
   streamCapSeconds: number,
 ): Promise<CaseResult> {
-  const client = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
+  const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
   const before = await storeOps(sys.ports.directory);
   const anon = sampleAnon(pid);
   let started = performance.now();
-  await client.countAudience({ workspaceId: WS, audience });
+  await rpc.countAudience({ workspaceId: WS, audience });
   const firstCountMs = performance.now() - started;
+  const cpu = () => cpuSeconds(pid) ?? 0;
+  let cpuStart = cpu();
   started = performance.now();
-  const count = Number((await client.countAudience({ workspaceId: WS, audience })).count);
+  const count = Number((await rpc.countAudience({ workspaceId: WS, audience })).count);
   const countMs = performance.now() - started;
+  const countCpuMs = (cpu() - cpuStart) * 1000;
 
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), streamCapSeconds * 1000);
   let streamed = 0;
+  cpuStart = cpu();
+  const clientStart = process.cpuUsage();
   started = performance.now();
   try {
-    for await (const res of client.streamAudience({ workspaceId: WS, audience, batchSize: STREAM_BATCH }, { signal: abort.signal })) streamed += res.contacts.length;
+    for await (const res of rpc.streamAudience({ workspaceId: WS, audience, batchSize: STREAM_BATCH }, { signal: abort.signal })) streamed += res.contacts.length;
   } catch (err) {
     if (!abort.signal.aborted) throw err;
   } finally {
     clearTimeout(timer);
   }
   const streamMs = performance.now() - started;
+  const client = process.cpuUsage(clientStart);
+  const streamCpuUs = ((cpu() - cpuStart) * 1e6) / Math.max(streamed, 1);
+  const clientCpuUs = (client.user + client.system) / Math.max(streamed, 1);
   const peak = anon.stop();
   const ops = opsDiff(before, await storeOps(sys.ports.directory));
   return {
     name, count, firstCountMs, countMs, streamed, streamMs, streamPerSecond: (streamed * 1000) / Math.max(streamMs, 1),
-    capped: abort.signal.aborted, anonMb: peak, ops,
+    capped: abort.signal.aborted, anonMb: peak, ops, countCpuMs, streamCpuUs, clientCpuUs, load: os.loadavg()[0],
   };
 }
 
@@ -542,6 +555,8 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
   console.log(`audience: ${n} contacts, about ${e} engagement events, seeded straight into the directory's store; one directory process; counts and streams through AudienceService`);
   let seed: SeedResult | undefined;
   let sys: TestSystem | undefined;
+  // BENCH_PROFILE=1: the directory runs with --cpu-prof; its hottest functions are printed at the end.
+  const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
   try {
     const seedStarted = performance.now();
     sys = await startSystem({
@@ -553,7 +568,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
           contactProperties: [{ slug: "plan", type: "string" }, { slug: "seats", type: "number" }, { slug: "company", type: "string" }],
         }],
       },
-      env: { MAILROOM_LOG_LEVEL: "warn" },
+      env: { MAILROOM_LOG_LEVEL: "warn", ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}) },
       prepareDataDir: async (dataDir) => {
         seed = await runSeedChild(path.join(dataDir, "directory"), n, e);
       },
@@ -608,12 +623,20 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       if (t.streamPerSecond !== undefined) targets.push(`stream ≥ ${t.streamPerSecond}/s ${verdict(r.streamPerSecond >= t.streamPerSecond)}`);
       targets.push(`anon < ${ANON_TARGET_MB} MB ${verdict(r.anonMb < ANON_TARGET_MB)}`);
       notes.push(`targets: ${targets.join(", ")}`);
+      notes.push(`directory CPU: count ${fmt(r.countCpuMs)} ms, stream ${r.streamCpuUs.toFixed(1)} µs/contact (bench client ${r.clientCpuUs.toFixed(1)} µs/contact); load average ${r.load.toFixed(1)} on ${os.cpus().length} cores`);
       console.log(`  (${notes.join("; ")})`);
       console.log(`  (store ops in the directory: ${r.ops})`);
-      console.log(`  (in process, no RPC: count ${s.inProcessCountMs[name]} ms; plans: ${s.plans[name]})`);
+      const inProcessWrong = s.inProcessCount[name] !== expected ? ` (WRONG: ${s.inProcessCount[name]} contacts)` : "";
+      console.log(`  (in process, no RPC: count ${s.inProcessCountMs[name]} ms${inProcessWrong}; plans: ${s.plans[name]})`);
     }
     const anonPeakMb = Math.max(...results.map((r) => r.anonMb));
     console.log(`audience directory anon peak: ${anonPeakMb} MB over every case (target < ${ANON_TARGET_MB} MB: ${verdict(anonPeakMb < ANON_TARGET_MB)})`);
+    if (profileDir) {
+      await sys.stop();
+      sys = undefined;
+      console.log(`cpu profile of the directory (whole run, seeding excluded): ${profileDir}`);
+      for (const line of await summarizeProfiles(profileDir, { directory: pid }, 20)) console.log(line);
+    }
     return { contacts: n, events: s.events, cases: results, anonPeakMb };
   } finally {
     await sys?.stop();
