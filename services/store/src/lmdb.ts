@@ -1150,8 +1150,9 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     let onPath = false;
     for (const [key, c] of conds) {
       if (key.startsWith(`${def.wildcard}.`)) {
-        // The plan's range is this path's (the only one under the root).
-        if (onPath || !(wholeInKey(c) || wholeIn(c, "$eq") || wholeIn(c, "$in"))) return undefined;
+        // The plan's range is this path's (the only one under the root); a key holds the path whole.
+        if (onPath || key.length - def.wildcard!.length - 1 > KEY_STRING_MAX) return undefined;
+        if (!(wholeInKey(c) || wholeIn(c, "$eq") || wholeIn(c, "$in"))) return undefined;
         onPath = true;
       } else if (key === "_id") return undefined;
       else if (wholeInKey(c)) eq.set(key, c);
