@@ -118,6 +118,8 @@ interface SeedResult {
   contactSeconds: number;
   eventSeconds: number;
   storeMb: number;
+  /** Documents + index entries per collection. */
+  databases: string;
   expected: Record<CaseName, number>;
   /** Per case: what the directory's AudienceStore asks the store, and the plan it gets. */
   plans: Record<CaseName, string>;
@@ -319,8 +321,15 @@ async function seedChild(dir: string, n: number, e: number): Promise<SeedResult>
 
   const { plans, inProcessCountMs, inProcessCount, storeScan } = await explain(store, total);
   const storeMb = Math.round((await stat(path.join(dir, "store.mdb"))).size / 1024 / 1024);
+  const pagesMb = (db: { getStats(): unknown }) => {
+    const st = db.getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number; pageSize: number };
+    return Math.round(((st.treeBranchPageCount + st.treeLeafPageCount + st.overflowPages) * st.pageSize) / 1024 / 1024);
+  };
+  const databases = ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION]
+    .map((name) => `${name} ${pagesMb(store.open(name).docs)} + ${pagesMb(store.open(name).index)} MB`)
+    .join(", ");
   await store.close();
-  return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
+  return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, databases, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -577,7 +586,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
     console.log(
       `  seeded ${s.contacts} contacts in ${s.contactSeconds.toFixed(1)} s (${fmt(s.contacts / s.contactSeconds)}/s) and ${s.events} engagement records ` +
       `(${Object.entries(s.byKind).map(([k, v]) => `${k} ${v}`).join(", ")}; ${s.broadcasts} broadcasts) + ${s.totals} totals in ${s.eventSeconds.toFixed(1)} s ` +
-      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); store ${s.storeMb} MB; directory up ${((performance.now() - seedStarted) / 1000).toFixed(1)} s after the seed began (not timed)`,
+      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); store file ${s.storeMb} MB (${s.databases} of documents + index entries); directory up ${((performance.now() - seedStarted) / 1000).toFixed(1)} s after the seed began (not timed)`,
     );
     console.log(`  store's own full scan (in process, no RPC, the full-scan audience's pages of ${STREAM_BATCH}): ${s.storeScan.contacts} contacts in ${s.storeScan.ms} ms (${fmt((s.storeScan.contacts * 1000) / Math.max(s.storeScan.ms, 1))}/s)`);
 
