@@ -456,6 +456,19 @@ function sampleAnon(pid: number) {
   return { stop: () => (clearInterval(timer), (peak = Math.max(peak, anonMb(pid) ?? 0))) };
 }
 
+/** Peaks of the directory's V8 heap (used, total) in MB, from its /metrics every 500 ms: live data or garbage not yet collected. */
+function sampleHeap(port: number) {
+  const peak = { used: 0, total: 0 };
+  const metric = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)`, "m").exec(text)?.[1] ?? 0) / 1048576;
+  const sample = async () => {
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => "");
+    peak.used = Math.max(peak.used, metric(text, "nodejs_heap_size_used_bytes"));
+    peak.total = Math.max(peak.total, metric(text, "nodejs_heap_size_total_bytes"));
+  };
+  const timer = setInterval(() => void sample(), 500);
+  return { stop: async () => (clearInterval(timer), await sample(), { used: Math.round(peak.used), total: Math.round(peak.total) }) };
+}
+
 /** Seconds and calls of the directory's store operations by collection.op, from its /metrics. */
 async function storeOps(port: number): Promise<Map<string, { seconds: number; calls: number }>> {
   const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => "");
@@ -498,6 +511,7 @@ interface CaseResult {
   clientCpuUs: number;
   /** 1-minute load average when the case ended (the machine is shared). */
   load: number;
+  heap: { used: number; total: number };
 }
 
 type AudienceInit = MessageInitShape<typeof AudienceSchema>;
@@ -512,6 +526,7 @@ async function measureCase(
   const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
   const before = await storeOps(sys.ports.directory);
   const anon = sampleAnon(pid);
+  const heapPeaks = sampleHeap(sys.ports.directory);
   let started = performance.now();
   await rpc.countAudience({ workspaceId: WS, audience });
   const firstCountMs = performance.now() - started;
@@ -540,10 +555,11 @@ async function measureCase(
   const streamCpuUs = ((cpu() - cpuStart) * 1e6) / Math.max(streamed, 1);
   const clientCpuUs = (client.user + client.system) / Math.max(streamed, 1);
   const peak = anon.stop();
+  const heap = await heapPeaks.stop();
   const ops = opsDiff(before, await storeOps(sys.ports.directory));
   return {
     name, count, firstCountMs, countMs, streamed, streamMs, streamPerSecond: (streamed * 1000) / Math.max(streamMs, 1),
-    capped: abort.signal.aborted, anonMb: peak, ops, countCpuMs, streamCpuUs, clientCpuUs, load: os.loadavg()[0],
+    capped: abort.signal.aborted, anonMb: peak, ops, countCpuMs, streamCpuUs, clientCpuUs, load: os.loadavg()[0], heap,
   };
 }
 
@@ -632,6 +648,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       if (t.streamPerSecond !== undefined) targets.push(`stream ≥ ${t.streamPerSecond}/s ${verdict(r.streamPerSecond >= t.streamPerSecond)}`);
       targets.push(`anon < ${ANON_TARGET_MB} MB ${verdict(r.anonMb < ANON_TARGET_MB)}`);
       notes.push(`targets: ${targets.join(", ")}`);
+      notes.push(`directory heap peak ${r.heap.used} MB used of ${r.heap.total}`);
       notes.push(`directory CPU: count ${fmt(r.countCpuMs)} ms, stream ${r.streamCpuUs.toFixed(1)} µs/contact (bench client ${r.clientCpuUs.toFixed(1)} µs/contact); load average ${r.load.toFixed(1)} on ${os.cpus().length} cores`);
       console.log(`  (${notes.join("; ")})`);
       console.log(`  (store ops in the directory: ${r.ops})`);
