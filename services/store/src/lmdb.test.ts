@@ -366,6 +366,33 @@ describe("LMDB store: wildcard index over a sub-document", () => {
   });
 });
 
+describe("LMDB store: paging a range of property values in _id order", () => {
+  it("sees every change between pages and inside write transactions (the collected ids are not reused after a commit)", async () => {
+    const store = await openLmdbStore({ dir: await tempDir() });
+    const c = store.collection<Row>("contacts");
+    await c.createIndex({ keys: { ws: 1, "properties.$**": 1 } });
+    await c.insertMany(Array.from({ length: 60 }, (_, i) => ({ _id: `c${String(i).padStart(3, "0")}`, ws: "w", properties: { seats: i % 20 } })));
+    const range = { ws: "w", "properties.seats": { $gte: 5, $lt: 10 } };
+    const page = async (after: string) => (await c.find({ ...range, _id: { $gt: after } }, { sort: { _id: 1 }, limit: 4 })).map((d) => d._id);
+    expect(await page("")).toEqual(["c005", "c006", "c007", "c008"]);
+    expect(await page("c008")).toEqual(["c009", "c025", "c026", "c027"]);
+    // Changes ahead of the cursor: one joins, one leaves.
+    await c.updateOne({ _id: "c030" }, { $set: { "properties.seats": 7 } });
+    await c.updateOne({ _id: "c045" }, { $set: { "properties.seats": 1 } });
+    expect(await page("c027")).toEqual(["c028", "c029", "c030", "c046"]);
+    expect(await page("c046")).toEqual(["c047", "c048", "c049"]);
+    expect(await c.countDocuments(range)).toBe(15);
+    // The same read inside a write transaction sees the writes queued before it.
+    expect(await page("")).toEqual(["c005", "c006", "c007", "c008"]);
+    const joins = c.updateOne({ _id: "c001" }, { $set: { "properties.seats": 9 } });
+    const claim = c.findOneAndUpdate(range, { $set: { claimed: true } }, { sort: { _id: 1 } });
+    await joins;
+    expect((await claim)!._id).toBe("c001");
+    expect(await page("")).toEqual(["c001", "c005", "c006", "c007"]);
+    await store.close();
+  });
+});
+
 describe("LMDB store: stores written by the first LMDB layout", () => {
   // fixtures/lmdb-v1 was written by the adapter as of 2966cea: documents hold their _id and are
   // not compressed; the {workspaceId, _id} index repeats the _id after its value.

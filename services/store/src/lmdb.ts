@@ -645,9 +645,22 @@ class IndexBatch {
 
 const uniqueKey = (def: IndexDef, tuple: unknown[]): string => JSON.stringify(flatKey(def, tuple));
 
+/** First position in sorted `ids` whose id is >= `id` (with `after`: > `id`). */
+function bisect(ids: string[], id: string, after = false): number {
+  let lo = 0, hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid] < id || (after && ids[mid] === id)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 class LmdbCollection<T extends Doc> implements Collection<T> {
   readonly docs: Database<Doc, string>;
   readonly index: Database<Buffer, (string | number)[]>;
+  /** The last "collect" plan's sorted ids, valid while the store's last transaction id is `txnId`. */
+  private collected: { key: string; txnId: number; ids: string[] } | undefined;
   private metaCache: CollectionMeta;
   /** The stored bytes `metaCache` was decoded from. */
   private metaBytes: Buffer | undefined;
@@ -693,10 +706,13 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
   private async write<R>(fn: () => R): Promise<R> {
     this.store.assertOpen();
     const result = await this.store.root.transaction((): Result<R> => {
+      this.store.writing++;
       try {
         return { ok: fn() };
       } catch (err) {
         return { err };
+      } finally {
+        this.store.writing--;
       }
     }).catch((err: unknown) => { throw storageFault(err); });
     if ("err" in result) throw result.err;
@@ -765,24 +781,42 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /**
+   * The sorted _ids of a "collect" plan's ranges. Paging through them (`_id > last`, one page
+   * per query) would read every range again for each page, so the last list is kept while the
+   * store has committed nothing since (the environment's last transaction id, which counts
+   * every process's commits); never inside a write transaction, which sees its own changes.
+   * The id is taken before a fresh read snapshot is started for the list, so the list holds at
+   * least what that transaction committed, and is used again only while nothing came after it.
+   */
+  private collectedIds(plan: Plan): string[] {
+    const key = `${plan.index!.no}\u0000${JSON.stringify(plan.ranges)}`;
+    const writing = this.store.writing > 0;
+    const txnId = writing ? undefined : this.store.lastTxnId();
+    const cached = this.collected;
+    if (!writing && cached && cached.key === key && cached.txnId === txnId) return cached.ids;
+    if (!writing) this.store.root.resetReadTxn();
+    const ids = new Set<string>();
+    for (const r of plan.ranges!) for (const k of this.index.getKeys({ start: r.start, end: r.end } as never)) ids.add(entryId(k));
+    // JavaScript's order of strings: the one matchesFilter pages by (`_id > last`); sorting
+    // with compareKeys instead made the sort cost as much as reading the keys.
+    const sorted = [...ids].sort();
+    if (!writing) this.collected = { key, txnId: txnId!, ids: sorted };
+    return sorted;
+  }
+
   /** The _ids an index plan's ranges hold, each once, in plan order (see Plan.idOrder). */
   private *indexIds(plan: Plan): Generator<string> {
     const ranges = plan.ranges!;
     const oriented = (r: Range) => (plan.reverse ? { start: r.end, end: r.start, reverse: true } : { start: r.start, end: r.end });
     if (plan.idOrder === "collect") {
+      const sorted = this.collectedIds(plan);
       const { lo, hi } = plan.idBounds ?? {};
-      const ids = new Set<string>();
-      for (const r of ranges) {
-        for (const key of this.index.getKeys(oriented(r) as never)) {
-          const id = entryId(key);
-          if ((lo === undefined || id >= lo) && (hi === undefined || id <= hi)) ids.add(id);
-        }
-      }
-      // JavaScript's order of strings: the one matchesFilter pages by (`_id > last`); sorting
-      // with compareKeys instead made the sort cost as much as reading the keys.
-      const sorted = [...ids].sort();
-      if (plan.reverse) sorted.reverse();
-      yield* sorted;
+      // The slice within the _id bounds (a page after a cursor: found by bisection).
+      const from = lo === undefined ? 0 : bisect(sorted, lo);
+      const to = hi === undefined ? sorted.length : bisect(sorted, hi, true);
+      if (plan.reverse) for (let i = to - 1; i >= from; i--) yield sorted[i];
+      else for (let i = from; i < to; i++) yield sorted[i];
       return;
     }
     if (plan.idOrder === "merge") {
@@ -1313,6 +1347,8 @@ export class LmdbStore implements Store {
   private readonly collections = new Map<string, LmdbCollection<Doc>>();
   private readonly timer: NodeJS.Timeout;
   private closed = false;
+  /** Write transaction callbacks of this process running now (reads inside see uncommitted data). */
+  writing = 0;
 
   constructor(readonly dir: string, options: Omit<LmdbStoreOptions, "dir"> = {}) {
     // noReadAhead: random reads bring in the page they need, not its neighbours (smaller RSS).
@@ -1347,6 +1383,11 @@ export class LmdbStore implements Store {
 
   assertOpen(): void {
     if (this.closed) throw new Error("store is closed");
+  }
+
+  /** The id of the environment's last committed transaction (any process's). */
+  lastTxnId(): number {
+    return (this.root.getStats() as { lastTxnId: number }).lastTxnId;
   }
 
   async sweep(): Promise<void> {
