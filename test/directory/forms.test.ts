@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
+import { connectClient } from "@mailroom/kit/connect.js";
+import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import type { ReceivedMessage } from "../harness/smtp-sink.js";
 
@@ -241,6 +243,17 @@ describe("signup forms with double opt-in over the public API", () => {
     expect(await contactByEmail("bot@example.test")).toBeUndefined();
     expect(await contactByEmail("bot2@example.test")).toBeUndefined();
     expect(sys.sink!.messages.filter((m) => ["eli@example.test", "bot@example.test", "bot2@example.test"].some((a) => m.to.includes(a)))).toEqual([]);
+  });
+
+  it("answers a suppressed address's double opt-in signup like any other, sending nothing (a refusal of the email service is the workspace's business)", async () => {
+    const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    await directory.addSuppression({ workspaceId: "ws_forms", email: "gil@example.test", reason: SuppressionReason.UNSUBSCRIBED });
+    const form = (await api("POST", "/v1/forms", { name: "Suppressed", doubleOptIn: true })).body.form;
+    const res = await postJson(form.id, { email: "gil@example.test" });
+    expect([res.status, await res.json()]).toEqual([200, { ok: true, doubleOptIn: true, message: "Check your inbox: we sent you a link to confirm your subscription." }]);
+    expect((await contactByEmail("gil@example.test")).properties.status).not.toBe("SUBSCRIBED");
+    await sleep(1500);
+    expect(sys.sink!.messages.filter((m) => m.to.includes("gil@example.test"))).toEqual([]);
   });
 
   it("answers CORS preflights and puts Access-Control-Allow-Origin on signups", async () => {

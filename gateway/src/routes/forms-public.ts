@@ -195,9 +195,12 @@ const registerFormRoutes: RouteModule = (app, deps) => {
               await sendConfirmation(deps, request, form, res);
             } catch (err) {
               // The email service's refusal (a limit, a suppressed address, an unverified sender)
-              // is the workspace's business, not the visitor's: logged, and a plain 503 here.
-              request.log.error({ err, formId: form.id, workspaceId: form.workspaceId }, "signup confirmation email not sent");
-              return refuse(request, reply, publicErrorBody({ code: "service_unavailable", message: "Could not send the confirmation email right now; please try again later." }));
+              // is the workspace's business, not the visitor's: logged, and the visitor answered
+              // as for any signup (telling them would say whether an address is suppressed). Only
+              // a service that did not answer is a 503 worth retrying.
+              const refused = errorBody(err).statusCode < 500;
+              request.log[refused ? "warn" : "error"]({ err, formId: form.id, workspaceId: form.workspaceId }, "signup confirmation email not sent");
+              if (!refused) return refuse(request, reply, publicErrorBody({ code: "service_unavailable", message: "Could not send the confirmation email right now; please try again later." }));
             }
           }
         }
