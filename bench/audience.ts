@@ -584,6 +584,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
   const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
   try {
     const seedStarted = performance.now();
+    let seededAt = seedStarted;
     sys = await startSystem({
       smtp: false,
       units: ["directory"],
@@ -596,13 +597,14 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       env: { MAILROOM_LOG_LEVEL: "warn", ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}) },
       prepareDataDir: async (dataDir) => {
         seed = await runSeedChild(path.join(dataDir, "directory"), n, e);
+        seededAt = performance.now();
       },
     });
     const s = seed!;
     console.log(
       `  seeded ${s.contacts} contacts in ${s.contactSeconds.toFixed(1)} s (${fmt(s.contacts / s.contactSeconds)}/s) and ${s.events} engagement records ` +
       `(${Object.entries(s.byKind).map(([k, v]) => `${k} ${v}`).join(", ")}; ${s.broadcasts} broadcasts) + ${s.totals} totals in ${s.eventSeconds.toFixed(1)} s ` +
-      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); store file ${s.storeMb} MB (${s.databases} of documents + index entries); directory up ${((performance.now() - seedStarted) / 1000).toFixed(1)} s after the seed began (not timed)`,
+      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); store file ${s.storeMb} MB (${s.databases} of documents + index entries); seeding took ${((seededAt - seedStarted) / 1000).toFixed(1)} s, the directory listened ${((performance.now() - seededAt) / 1000).toFixed(1)} s later (not timed)`,
     );
     console.log(`  store's own full scan (in process, no RPC, the full-scan audience's pages of ${STREAM_BATCH}): ${s.storeScan.contacts} contacts in ${s.storeScan.ms} ms (${fmt((s.storeScan.contacts * 1000) / Math.max(s.storeScan.ms, 1))}/s)`);
 
