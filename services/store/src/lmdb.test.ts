@@ -279,6 +279,8 @@ describe("LMDB store: wildcard index over a sub-document", () => {
     const plan = planQuery({ workspaceId: "w", groups: "g1", _id: { $gt: "c_5" } }, { _id: 1 }, indexes);
     expect(plan).toMatchObject({ kind: "index", index: { no: 5 }, ordered: true, distinct: true });
     expect(planQuery({ $and: [{ workspaceId: "w" }, { groups: { $eq: "g1" } }] }, { _id: -1 }, indexes)).toMatchObject({ kind: "index", index: { no: 5 }, ordered: true, reverse: true });
+    // The audience shape: the group's index, not the status one (as bound, and mostly SUBSCRIBED).
+    expect(planQuery({ workspaceId: "w", status: "SUBSCRIBED", $and: [{ groups: { $eq: "g1" } }], _id: { $gt: "c_5" } }, { _id: 1 }, indexes)).toMatchObject({ kind: "index", index: { no: 5 }, ordered: true });
     // Several groups: several ranges, each document once, sorted after collecting.
     expect(planQuery({ workspaceId: "w", groups: { $in: ["g1", "g2"] } }, { _id: 1 }, indexes)).toMatchObject({ kind: "index", index: { no: 5 }, ordered: false });
   });
@@ -339,6 +341,9 @@ describe("LMDB store: wildcard index over a sub-document", () => {
     // A group's members are counted from the group index's entries.
     expect(await contacts.countDocuments({ workspaceId: "w1", groups: "g1" })).toBe(expected((d) => d.workspaceId === "w1" && d.groups.includes("g1")).length);
     expect(await contacts.countDocuments({ workspaceId: "w2", $and: [{ groups: { $eq: "g2" } }] })).toBe(250);
+    expect(await contacts.countDocuments({ workspaceId: "w1", status: "SUBSCRIBED", $and: [{ groups: { $eq: "g1" } }] })).toBe(
+      expected((d) => d.workspaceId === "w1" && d.status === "SUBSCRIBED" && d.groups.includes("g1")).length,
+    );
     expect(counter.n).toBe(0);
     const members = await contacts.find({ workspaceId: "w1", groups: "g1", _id: { $gt: "c_0100" } }, { sort: { _id: 1 }, limit: 3 });
     expect(members.map((d) => d._id)).toEqual(["c_0101", "c_0103", "c_0107"]);

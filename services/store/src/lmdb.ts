@@ -20,7 +20,9 @@
  * _id (primary) tree or a secondary index from equality / $in / range conditions; candidates
  * are always re-checked with matchesFilter, so an index only has to deliver a superset. When
  * the chosen scan already yields the requested sort order, skip/limit stop the scan early;
- * otherwise only the matching documents are collected and sorted.
+ * otherwise only the matching documents are collected and sorted. A wildcard index
+ * ({ workspaceId: 1, "properties.$**": 1 }) holds an entry per path and value under the
+ * sub-document and answers equality, $in and ranges on any of its paths (IndexDef.wildcard).
  */
 import { readdir, rename, stat } from "node:fs/promises";
 import { createReadStream } from "node:fs";
@@ -541,6 +543,9 @@ export function planQuery(filter: Filter, sort: Sort | undefined, indexes: Index
     const allBound = k === keyFields.length && ranges.length === 1;
     const order = (!def.multikey || allBound) && ranges.length === 1 ? sortMatches(fields.slice(k), constant) : { ok: sortKeys.length === 0, reverse: false };
     if (order.ok) score += 3;
+    // Between equally bound indexes, membership of an array (a group, a tag) is taken to be
+    // more selective than a single-valued field (e.g. status, mostly SUBSCRIBED).
+    if (def.multikey && allBound) score += 1;
     if (score > best.score) best = { kind: "index", score, ordered: order.ok, reverse: order.reverse, index: def, ranges, ...(def.multikey && allBound ? { distinct: true } : {}) };
   }
 
@@ -1174,21 +1179,25 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
    * candidate _id is then checked by looking up its entry there, not by reading it.
    */
   private countWildcardEntries(filter: Filter, plan: Plan, meta: CollectionMeta): number | undefined {
-    if (plan.kind !== "index" || plan.index!.wildcard === undefined || plan.idOrder !== undefined) return undefined;
+    if (plan.kind !== "index" || plan.idOrder !== undefined || plan.ranges!.length === 0) return undefined;
     if (meta.indexes.some((d) => d.ttl !== undefined)) return undefined;
     const conds = conjunction(filter);
     if (!conds) return undefined;
     const def = plan.index!;
-    const before = def.fields.slice(0, -1);
+    const wildcard = def.wildcard !== undefined;
+    // Not a wildcard: an index whose key fields all have an equality (one range, one entry
+    // per document: e.g. a group's members), other equalities probed as below.
+    if (!wildcard && (def.sparse || plan.ranges!.length !== 1 || (def.multikey && !plan.distinct))) return undefined;
+    const before = wildcard ? def.fields.slice(0, -1) : partFields(def);
     const eq = new Map<string, unknown>();
-    let onPath = false;
+    let onPath = !wildcard;
     for (const [key, c] of conds) {
-      if (key.startsWith(`${def.wildcard}.`)) {
+      if (wildcard && key.startsWith(`${def.wildcard}.`)) {
         // The plan's range is this path's (the only one under the root); a key holds the path whole.
         if (onPath || key.length - def.wildcard!.length - 1 > KEY_STRING_MAX) return undefined;
         if (!(wholeInKey(c) || wholeIn(c, "$eq") || wholeIn(c, "$in"))) return undefined;
         onPath = true;
-      } else if (key === "_id") return undefined;
+      } else if (key === "_id" || (key.startsWith("$"))) return undefined;
       else if (wholeInKey(c)) eq.set(key, c);
       else if (wholeIn(c, "$eq")) eq.set(key, (c as { $eq: unknown }).$eq);
       else return undefined;
