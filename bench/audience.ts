@@ -9,8 +9,8 @@
  * create their collections and indexes (ContactStore, EngagementStore, GroupStore,
  * PropertyStore) and writes with insertMany in big batches: contacts (1 in 20 UNSUBSCRIBED;
  * `properties.plan` one of ten plans, so "gold" is 10 %; every tenth contact in one group),
- * then engagement records contact by contact (every broadcast delivered to every contact, 1 in
- * 4 opened, 1 in 20 clicked; weekly broadcasts, the newest a week ago) with their per-contact
+ * then engagement records in their ids' order (every broadcast delivered to every contact, 1 in
+ * 4 opened, 1 in 20 clicked; weekly broadcasts, the newest a week ago) and the per-contact
  * totals, their ids built by the adapter's engagementId / engagementTotalId. The first contact
  * and its events go through the adapters' single writes (ContactStore.insert,
  * EngagementStore.record) and the bulk documents are checked to have the same fields, so the
@@ -30,7 +30,9 @@
  * directory's peak RssAnon, sampled every 100 ms while the case ran), then its ratio to the
  * full scan, its targets (count ≤ 1 s and stream ≥ 100,000/s for segment and group, count ≤ 2 s
  * for engagement, directory anon < 300 MB: printed, never asserted), the store operations the
- * directory ran for it (from its /metrics) and the plans.
+ * directory ran for it (from its /metrics), its CPU per count and per streamed contact (and
+ * the bench client's), its V8 heap peaks, the load average, and the plans. BENCH_PROFILE=1 runs
+ * the directory with --cpu-prof and prints its hottest functions.
  *
  * Run: `npm run bench audience` (quick check: BENCH_AUDIENCE_CONTACTS=20000
  * BENCH_AUDIENCE_EVENTS=200000 npm run bench audience).
@@ -41,7 +43,7 @@ import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { monotonicFactory } from "ulidx";
-import { AudienceService, type Audience } from "../gen/mailroom/directory/v1/audiences_pb.js";
+import { AudienceService } from "../gen/mailroom/directory/v1/audiences_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { openLmdbStore, planQuery, type IndexDef, type LmdbStore, type Plan } from "@mailroom/store/lmdb.js";
 import type { Collection, Doc, Filter, FindOptions, Store } from "@mailroom/store/port.js";
