@@ -371,6 +371,57 @@ describe("LMDB store: wildcard index over a sub-document", () => {
   });
 });
 
+describe("LMDB store: covered reads and _id lists without reading documents", () => {
+  it("answers an _id projection from keys, counts an _id list by probing the status index, and pages a list from its cursor", async () => {
+    const store = await openLmdbStore({ dir: await tempDir() });
+    const totals = store.collection<Row>("totals");
+    await totals.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } });
+    const at = (n: number) => new Date(Date.UTC(2026, 0, 1 + n));
+    await totals.insertMany(Array.from({ length: 300 }, (_, i) => ({
+      _id: `w1:${i % 2 ? "opened" : "clicked"}:c_${String(i).padStart(4, "0")}`, workspaceId: "w1", kind: i % 2 ? "opened" : "clicked", last: at(i % 30), count: 1 + (i % 4),
+    })));
+    const contacts = store.collection<Row>("contacts");
+    await contacts.createIndex({ keys: { workspaceId: 1, status: 1, _id: 1 } });
+    await contacts.insertMany(Array.from({ length: 400 }, (_, i) => ({
+      _id: `c_${String(i).padStart(4, "0")}`, workspaceId: i % 5 ? "w1" : "w2", status: i % 7 ? "SUBSCRIBED" : "UNSUBSCRIBED",
+    })));
+    const reads = { n: 0 };
+    for (const c of [totals, contacts] as unknown as { getDoc(id: string): unknown; docs: { get(id: string): unknown; getRange(o: unknown): unknown } }[]) {
+      const getDoc = c.getDoc.bind(c), get = c.docs.get.bind(c.docs), getRange = c.docs.getRange.bind(c.docs);
+      c.getDoc = (id) => (reads.n++, getDoc(id));
+      c.docs.get = (id) => (reads.n++, get(id));
+      // (getKeys is getRange without values: only reads with values count)
+      c.docs.getRange = (o) => ((o as { values?: boolean }).values === false || reads.n++, getRange(o));
+    }
+    // A prefix of the _id, paged: keys only.
+    const page = await totals.find({ _id: { $gt: "w1:opened:", $lt: "w1:opened:\uffff" } }, { sort: { _id: 1 }, limit: 100, projection: { _id: 1 } });
+    expect(page.length).toBe(100);
+    expect(page[0]).toEqual({ _id: "w1:opened:c_0001" });
+    // The (workspaceId, kind, last) index: its entries hold every field asked for.
+    const recent = await totals.find({ workspaceId: "w1", kind: "opened", last: { $gte: at(25) } }, { sort: { last: 1, _id: 1 }, projection: { _id: 1, last: 1 } });
+    expect(recent.length).toBe(30);
+    expect(recent.every((d) => (d.last as Date).getTime() >= at(25).getTime() && String(d._id).startsWith("w1:opened:"))).toBe(true);
+    expect(reads.n).toBe(0);
+    // A field the index does not hold: documents are read.
+    expect((await totals.find({ workspaceId: "w1", kind: "opened", last: { $gte: at(25) } }, { projection: { _id: 1, count: 1 } })).length).toBe(30);
+    expect(reads.n).toBeGreaterThan(0);
+    // An audience of resolved ids (frozen, as the filter compiler hands them over): counted by
+    // probing { workspaceId, status, _id }, no document read.
+    reads.n = 0;
+    const ids = Object.freeze(Array.from({ length: 200 }, (_, i) => `c_${String(i * 2).padStart(4, "0")}`));
+    const audience = { workspaceId: "w1", status: "SUBSCRIBED", $and: [{ _id: { $in: ids } }] };
+    const want = ids.filter((id) => Number(id.slice(2)) % 5 !== 0 && Number(id.slice(2)) % 7 !== 0);
+    expect(await contacts.countDocuments(audience)).toBe(want.length);
+    expect(await contacts.countDocuments({ $and: [{ _id: { $in: [...ids, "c_9999"] } }] })).toBe(200);
+    expect(reads.n).toBe(0);
+    // A page after a cursor reads from the cursor on, not the ids before it.
+    const after = await contacts.find({ ...audience, _id: { $gt: want[100] } }, { sort: { _id: 1 }, limit: 10 });
+    expect(after.map((d) => d._id)).toEqual(want.slice(101, 111));
+    expect(reads.n).toBeLessThan(40); // about 15 documents (each counted twice: getDoc and get), not the 130 before the cursor
+    await store.close();
+  });
+});
+
 describe("LMDB store: paging a range of property values in _id order", () => {
   it("sees every change between pages and inside write transactions (the collected ids are not reused after a commit)", async () => {
     const store = await openLmdbStore({ dir: await tempDir() });

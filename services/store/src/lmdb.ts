@@ -320,6 +320,38 @@ const entryKey = (def: IndexDef, tuple: unknown[], id: string): (string | number
   return key;
 };
 
+/**
+ * The document an index entry describes (its key fields and _id), when the key holds every
+ * value whole: undefined for a string that may have been cut, null or a missing field (the key
+ * does not tell them apart), NaN, objects, arrays and other types.
+ */
+function decodeEntry(key: (string | number)[], fields: string[], base: number): Doc | undefined {
+  const doc: Record<string, unknown> = { _id: key[key.length - 1] };
+  let i = 1;
+  for (const field of fields) {
+    const part = key[i];
+    if (typeof part !== "string" || part.length === 0) return undefined;
+    const tag = part.charCodeAt(0) - base;
+    let value: unknown;
+    if (tag === T_STR) {
+      if (part.length - 1 >= KEY_STRING_MAX) return undefined;
+      value = part.slice(1);
+      i++;
+    } else if (tag === T_BOOL) {
+      value = part[1] === "1";
+      i++;
+    } else if (tag === T_NUM || tag === T_DATE) {
+      const n = key[i + 1];
+      if (typeof n !== "number" || n === -Number.MAX_VALUE || Object.is(n, -0)) return undefined;
+      value = tag === T_NUM ? n : new Date(n);
+      i += 2;
+    } else return undefined;
+    if (field.includes(".")) setPath(doc, field, value);
+    else doc[field] = value;
+  }
+  return doc as Doc;
+}
+
 /** The _id of an index entry: always its last element. */
 const entryId = (key: unknown): string => (key as string[])[(key as string[]).length - 1];
 
@@ -431,6 +463,8 @@ export interface Plan {
   ordered: boolean;
   reverse: boolean;
   ids?: string[];
+  /** The part of `ids` within the filter's _id bounds ([from, to)); all of them when absent. */
+  idSlice?: [number, number];
   index?: IndexDef;
   ranges?: Range[];
   /**
@@ -471,6 +505,24 @@ function boundsFor(prefix: (string | number)[], c: FieldCondition | undefined, b
   ];
 }
 
+/** Sorted distinct copies of frozen `$in` lists, kept while the list lives (a frozen list cannot change). */
+const sortedLists = new WeakMap<string[], string[]>();
+
+/**
+ * An `$in` list of ids sorted and without repeats. A list already in strictly ascending order
+ * is used as it is; a frozen one (a resolved audience paged through) is sorted once, not per page.
+ */
+function sortedIdList(list: string[]): string[] {
+  const frozen = Object.isFrozen(list);
+  const known = frozen ? sortedLists.get(list) : undefined;
+  if (known) return known;
+  let ascending = true;
+  for (let i = 1; ascending && i < list.length; i++) ascending = list[i - 1] < list[i];
+  const ids = ascending ? list : [...new Set(list)].sort();
+  if (frozen) sortedLists.set(list, ids);
+  return ids;
+}
+
 export function planQuery(filter: Filter, sort: Sort | undefined, indexes: IndexDef[]): Plan {
   const conds = indexableConditions(filter);
   const sortKeys = Object.entries(sort ?? {});
@@ -478,9 +530,12 @@ export function planQuery(filter: Filter, sort: Sort | undefined, indexes: Index
 
   // 1. _id equality / $in: direct gets.
   if (idCond && (idCond.hasEq || idCond.in) && [idCond.eq, ...(idCond.in ?? [])].every((v) => v === undefined || typeof v === "string")) {
-    const ids = idCond.hasEq ? [idCond.eq as string] : [...new Set(idCond.in as string[])].sort();
+    const ids = idCond.hasEq ? [idCond.eq as string] : sortedIdList(idCond.in as string[]);
     const ordered = sortKeys.length === 0 || ids.length <= 1 || (sortKeys.length === 1 && sortKeys[0][0] === "_id" && sortKeys[0][1] === 1);
-    return { kind: "ids", score: 1000, ordered, reverse: false, ids };
+    // A page after a cursor (`_id > last`) starts at it by bisection: earlier ids are never read.
+    const from = typeof idCond.lo === "string" ? bisect(ids, idCond.lo) : 0;
+    const to = typeof idCond.hi === "string" ? bisect(ids, idCond.hi, true) : ids.length;
+    return { kind: "ids", score: 1000, ordered, reverse: false, ids, ...(from > 0 || to < ids.length ? { idSlice: [from, Math.max(from, to)] as [number, number] } : {}) };
   }
 
   const sortMatches = (sequence: string[], constant: Set<string>): { ok: boolean; reverse: boolean } => {
@@ -764,8 +819,10 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     const accept = (doc: Doc | undefined): doc is Doc =>
       doc !== undefined && (!hasTtl || !this.expired(doc, meta, now)) && matchesFilter(doc, filter);
     if (plan.kind === "ids") {
-      for (const id of plan.ids!) {
-        const doc = this.getDoc(id);
+      const ids = plan.ids!;
+      const [from, to] = plan.idSlice ?? [0, ids.length];
+      for (let i = from; i < to; i++) {
+        const doc = this.getDoc(ids[i]);
         if (accept(doc)) yield doc;
       }
       return;
@@ -862,15 +919,72 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /**
+   * A covered read (as MongoDB has): when the projection, the filter and the sort name only
+   * fields the plan's keys hold (the _id for the documents tree and "ids" plans; the fields of
+   * a single-valued, non-wildcard index otherwise), the matching documents are built from the
+   * keys, checked with matchesFilter like any candidate, and no document is read. An entry whose
+   * values the key does not hold whole (a cut string, null or a missing field, an object) is
+   * answered from its document. Undefined when the read is not covered.
+   */
+  private covered(filter: Filter, plan: Plan, meta: CollectionMeta, options: FindOptions & { sort?: Sort }): Generator<Doc> | undefined {
+    if (meta.indexes.some((d) => d.ttl !== undefined) || plan.idOrder !== undefined) return undefined;
+    const conds = conjunction(filter);
+    if (!conds) return undefined;
+    const wanted = Object.entries(options.projection!);
+    // Only an including projection (one excluding fields keeps every other one).
+    if (!wanted.some(([k, v]) => k !== "_id" && v) && !(wanted.length === 1 && options.projection!._id === 1)) return undefined;
+    const fields = new Set<string>([...conds.keys(), ...Object.keys(options.sort ?? {}), ...wanted.filter(([, v]) => v).map(([k]) => k)]);
+    fields.delete("_id");
+    if (plan.kind === "ids" || plan.kind === "primary") return fields.size === 0 ? this.coveredIds(filter, plan) : undefined;
+    const def = plan.index!;
+    if (def.wildcard !== undefined || def.multikey) return undefined;
+    const held = partFields(def);
+    if (![...fields].every((f) => held.includes(f))) return undefined;
+    return this.coveredEntries(filter, plan, def);
+  }
+
+  private *coveredIds(filter: Filter, plan: Plan): Generator<Doc> {
+    if (plan.kind === "ids") {
+      const ids = plan.ids!;
+      const [from, to] = plan.idSlice ?? [0, ids.length];
+      for (let i = from; i < to; i++) {
+        const doc = { _id: ids[i] };
+        if (this.docs.doesExist(ids[i]) && matchesFilter(doc, filter)) yield doc;
+      }
+      return;
+    }
+    const { start, end } = plan.ranges![0];
+    const range = plan.reverse ? { start: end, end: start, reverse: true } : { start, end };
+    for (const key of this.docs.getKeys(range as never)) {
+      if (typeof key === "symbol") continue;
+      const doc = { _id: key };
+      if (matchesFilter(doc, filter)) yield doc;
+    }
+  }
+
+  private *coveredEntries(filter: Filter, plan: Plan, def: IndexDef): Generator<Doc> {
+    const held = partFields(def);
+    const base = tagBase(def);
+    for (const r of plan.ranges!) {
+      const range = plan.reverse ? { start: r.end, end: r.start, reverse: true } : { start: r.start, end: r.end };
+      for (const key of this.index.getKeys(range as never)) {
+        const doc = decodeEntry(key as (string | number)[], held, base) ?? this.getDoc(entryId(key));
+        if (doc && matchesFilter(doc, filter)) yield doc;
+      }
+    }
+  }
+
   private select(filter: Filter, options: FindOptions & { sort?: Sort } = {}): Doc[] {
     const meta = this.metaCache;
     const plan = planQuery(filter, options.sort, meta.indexes);
     const skip = options.skip ?? 0;
     const limit = options.limit && options.limit > 0 ? options.limit : Infinity;
     const out: Doc[] = [];
+    const source = (options.projection && this.covered(filter, plan, meta, options)) || this.candidates(filter, plan, meta);
     if (plan.ordered) {
       let skipped = 0;
-      for (const doc of this.candidates(filter, plan, meta)) {
+      for (const doc of source) {
         if (skipped < skip) {
           skipped++;
           continue;
@@ -880,7 +994,7 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
       }
       return out;
     }
-    for (const doc of this.candidates(filter, plan, meta)) out.push(doc);
+    for (const doc of source) out.push(doc);
     if (options.sort && Object.keys(options.sort).length > 0) out.sort(sorter(options.sort));
     return out.slice(skip, skip + limit);
   }
@@ -1137,7 +1251,7 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     const meta = this.metaCache;
     if (Object.keys(filter).length === 0 && !meta.indexes.some((d) => d.ttl !== undefined)) return this.docs.getCount(); // (the structures entry is outside the counted key range)
     const plan = planQuery(filter, undefined, meta.indexes);
-    const byIndex = this.countIndexEntries(filter, plan, meta) ?? this.countWildcardEntries(filter, plan, meta);
+    const byIndex = this.countIndexEntries(filter, plan, meta) ?? this.countWildcardEntries(filter, plan, meta) ?? this.countIdEntries(filter, plan, meta);
     if (byIndex !== undefined) return byIndex;
     let n = 0;
     for (const _ of this.candidates(filter, plan, meta)) n++;
@@ -1220,6 +1334,44 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     }
     // The candidates first, then the lookups (no lookup while the range is being read).
     for (const id of [...this.indexIds(plan)]) if (this.index.doesExist(flatKey(probe, [...values, id]))) n++;
+    return n;
+  }
+
+  /**
+   * Counts an "ids" plan (`_id` `$in`) without reading documents when the rest of the filter is
+   * equality on fields that a single-valued index ending in _id holds whole (e.g. an audience:
+   * { workspaceId, status } and the contact ids a filter resolved to, checked in
+   * { workspaceId, status, _id }): each id is one lookup of its entry there, as the wildcard
+   * count probes (countWildcardEntries). With no other condition, each id's document is looked
+   * up without being decoded.
+   */
+  private countIdEntries(filter: Filter, plan: Plan, meta: CollectionMeta): number | undefined {
+    if (plan.kind !== "ids" || meta.indexes.some((d) => d.ttl !== undefined)) return undefined;
+    const conds = conjunction(filter);
+    if (!conds) return undefined;
+    const eq = new Map<string, unknown>();
+    for (const [key, c] of conds) {
+      if (key === "_id") {
+        // Exactly the id list (no range besides it, which the plan's slice would only narrow).
+        if (!(typeof c === "string" || wholeIn(c, "$in") || wholeIn(c, "$eq"))) return undefined;
+      } else if (key.startsWith("$")) return undefined;
+      else if (wholeInKey(c)) eq.set(key, c);
+      else if (wholeIn(c, "$eq")) eq.set(key, (c as { $eq: unknown }).$eq);
+      else return undefined;
+    }
+    const ids = plan.ids!;
+    const [from, to] = plan.idSlice ?? [0, ids.length];
+    let n = 0;
+    if (eq.size === 0) {
+      for (let i = from; i < to; i++) if (this.docs.doesExist(ids[i])) n++;
+      return n;
+    }
+    const probe = meta.indexes.find(
+      (d) => d.wildcard === undefined && d.idTail && !d.multikey && !d.sparse && d.fields.length === eq.size + 1 && d.fields.slice(0, -1).every((f) => eq.has(f)),
+    );
+    if (!probe) return undefined;
+    const values = probe.fields.slice(0, -1).map((f) => eq.get(f));
+    for (let i = from; i < to; i++) if (this.index.doesExist(flatKey(probe, [...values, ids[i]]))) n++;
     return n;
   }
 

@@ -136,7 +136,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
     if (options.sort && Object.keys(options.sort).length > 0) cursor = cursor.sort(options.sort);
     if (options.skip) cursor = cursor.skip(options.skip);
     if (options.limit) cursor = cursor.limit(options.limit);
-    if (options.projection && Object.keys(options.projection).length > 0) cursor = cursor.projection(options.projection);
+    const keys = Object.keys(options.projection ?? {});
+    // `{ _id: 1 }` alone is the _id alone (MongoDB's meaning); nedb would keep every field.
+    if (keys.length === 1 && options.projection!._id === 1) return ((await cursor) as T[]).map((d) => ({ _id: d._id }) as T);
+    if (keys.length > 0) cursor = cursor.projection(options.projection!);
     return (await cursor) as unknown as T[];
   }
 

@@ -130,10 +130,47 @@ function requireArray(op: string, arg: unknown): unknown[] {
  * id made a large list quadratic. A set is kept for the current synchronous run only (a
  * query's matching is synchronous), so a list changed by its caller later is read afresh.
  */
-let primitiveSets: WeakMap<unknown[], Set<unknown> | null> | undefined;
+let primitiveSets: WeakMap<unknown[], Membership | null> | undefined;
+/**
+ * Frozen lists cannot change: their membership test is kept as long as the list lives. A frozen
+ * list of strings in ascending order (e.g. a filter's resolved contact ids, held once for a
+ * whole stream) is searched by bisection, with no second copy of its ids in a set.
+ */
+const frozenSets = new WeakMap<unknown[], Membership | null>();
 
-function primitiveSetOf(list: unknown[]): Set<unknown> | null {
+type Membership = { has(v: unknown): boolean };
+
+/** Strictly ascending strings (JavaScript order): searched by bisection. */
+function sortedStrings(list: unknown[]): Membership | undefined {
+  for (let i = 0; i < list.length; i++) {
+    if (typeof list[i] !== "string" || (i > 0 && !((list[i - 1] as string) < (list[i] as string)))) return undefined;
+  }
+  const ids = list as string[];
+  return {
+    has(v) {
+      if (typeof v !== "string") return false;
+      let lo = 0, hi = ids.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (ids[mid] < v) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo < ids.length && ids[lo] === v;
+    },
+  };
+}
+
+function primitiveSetOf(list: unknown[]): Membership | null {
   if (list.length <= 4) return null;
+  if (Object.isFrozen(list)) {
+    let m = frozenSets.get(list);
+    if (m === undefined) {
+      const primitive = list.every((q) => typeof q === "string" || typeof q === "boolean" || (typeof q === "number" && !Number.isNaN(q)));
+      m = primitive ? (sortedStrings(list) ?? new Set(list)) : null;
+      frozenSets.set(list, m);
+    }
+    return m;
+  }
   if (!primitiveSets) {
     primitiveSets = new WeakMap();
     queueMicrotask(() => (primitiveSets = undefined));

@@ -256,6 +256,40 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         expect(await c.findOne({ _id: "id_03" }, { projection: { secret: 0, rank: 0 } })).toEqual({ _id: "id_03", group: 0, name: "n3" });
       });
 
+      it("a projection of indexed fields (a covered read) gives what the unprojected find gives", async () => {
+        const d = fresh();
+        await d.createIndex({ keys: { ws: 1, kind: 1, last: 1 } });
+        const at = (n: number) => new Date(Date.UTC(2026, 0, 1 + n));
+        const long = "x".repeat(250);
+        await d.insertMany([
+          ...Array.from({ length: 30 }, (_, i) => ({ _id: `w1:opened:c${String(i).padStart(2, "0")}`, ws: "w1", kind: i % 3 ? "opened" : "clicked", last: at(i % 10), count: i })),
+          { _id: "w1:opened:long", ws: "w1", kind: long, last: at(3), count: 1 },
+          { _id: "w1:opened:none", ws: "w1", kind: null, count: 1 },
+          { _id: "w2:opened:c00", ws: "w2", kind: "opened", last: at(5), count: 1 },
+        ]);
+        const same = async (filter: Record<string, unknown>, projection: Record<string, 0 | 1>, opts: { sort?: Record<string, 1 | -1>; skip?: number; limit?: number } = {}) => {
+          const whole = await d.find(filter, opts);
+          const keep = Object.keys(projection).filter((k) => projection[k] && k !== "_id");
+          const want = whole.map((doc) => Object.fromEntries([...(projection._id === 0 ? [] : [["_id", doc._id]]), ...keep.filter((k) => doc[k] !== undefined).map((k) => [k, doc[k]])]));
+          const got = await d.find(filter, { ...opts, projection });
+          expect(got).toEqual(want);
+          return got;
+        };
+        // The documents tree: an _id range, an _id list, a cursor in the list.
+        expect((await same({ _id: { $gt: "w1:opened:", $lt: "w1:opened:\uffff" } }, { _id: 1 }, { sort: { _id: 1 }, limit: 7 })).length).toBe(7);
+        await same({ _id: { $gte: "w1:opened:c05", $lte: "w1:opened:c09" } }, { _id: 1 }, { sort: { _id: -1 } });
+        const list = ["w1:opened:c03", "w1:opened:c01", "nope", "w1:opened:c20", "w1:opened:c01", "w1:opened:c07"];
+        expect((await same({ _id: { $in: list } }, { _id: 1 }, { sort: { _id: 1 } })).map((x) => x._id)).toEqual(["w1:opened:c01", "w1:opened:c03", "w1:opened:c07", "w1:opened:c20"]);
+        await same({ _id: { $in: list, $gt: "w1:opened:c03" } }, { _id: 1 }, { sort: { _id: 1 }, limit: 1 });
+        // An index: equality, a range, the sort, values the key holds (a Date) and cannot (a long string, null).
+        await same({ ws: "w1", kind: "opened", last: { $gte: at(4) } }, { _id: 1, last: 1 }, { sort: { last: 1, _id: 1 } });
+        await same({ ws: "w1", kind: "opened", last: { $gt: at(4), $lt: at(8) } }, { _id: 1 }, { sort: { last: 1, _id: 1 }, skip: 2, limit: 3 });
+        await same({ ws: "w1", kind: { $in: ["clicked", long] } }, { _id: 1, kind: 1, last: 1 }, { sort: { _id: 1 } });
+        await same({ ws: "w1", kind: null }, { _id: 1, kind: 1, last: 1 });
+        await same({ ws: "w1", kind: "opened" }, { _id: 1, count: 1 }, { sort: { _id: 1 } });
+        await same({ ws: "w2" }, { ws: 1, _id: 0 });
+      });
+
       it("pages with {_id: {$gt: cursor}} sorted by _id", async () => {
         const seen: string[] = [];
         let cursor: string | undefined;
