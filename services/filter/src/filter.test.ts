@@ -191,6 +191,20 @@ describe("$engagement", () => {
       $or: [{ _id: { $in: ["ctc_a", "ctc_b"] } }, { $nor: [{ _id: { $in: [] } }] }],
     });
   });
+  it("an $or of engagement terms is one merged, sorted, frozen id list (beside its other branches)", () => {
+    const opened = (b: string) => ({ $engagement: { event: "opened", broadcastId: b } });
+    const lists: Record<string, string[]> = { cmp_1: ["ctc_a", "ctc_c"], cmp_2: ["ctc_b", "ctc_c", "ctc_d"], cmp_3: [] };
+    const opts = { engagement: (c: EngagementCondition) => lists[c.broadcastId!] };
+    const only = toStoreFilter(parsed({ $or: [opened("cmp_1"), opened("cmp_2"), opened("cmp_3")] }), opts);
+    expect(only).toEqual({ _id: { $in: ["ctc_a", "ctc_b", "ctc_c", "ctc_d"] } });
+    expect(Object.isFrozen((only._id as { $in: string[] }).$in)).toBe(true);
+    const mixed = toStoreFilter(parsed({ $or: [opened("cmp_2"), { firstName: "x" }, { $engagement: { event: "clicked" } }] }), {
+      engagement: (c) => (c.event === "clicked" ? new Set(["ctc_z", "ctc_a"]) : lists[c.broadcastId!]),
+    });
+    expect(mixed).toEqual({ $or: [{ _id: { $in: ["ctc_a", "ctc_b", "ctc_c", "ctc_d", "ctc_z"] } }, { firstName: { $eq: "x" } }] });
+    // One term in an $or stays a branch of its own.
+    expect(toStoreFilter(parsed({ $or: [opened("cmp_1"), { firstName: "x" }] }), opts)).toEqual({ $or: [{ _id: { $in: ["ctc_a", "ctc_c"] } }, { firstName: { $eq: "x" } }] });
+  });
   it("lists each distinct condition once", () => {
     const node = parsed({ $and: [{ $engagement: { event: "clicked" } }, { $or: [{ $engagement: { event: "clicked", min: 1 } }, { firstName: "a" }] }] });
     expect(engagementConditions(node)).toHaveLength(1);

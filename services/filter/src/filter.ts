@@ -390,9 +390,35 @@ export function engagementConditions(node: FilterNode): EngagementCondition[] {
 export const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 export interface CompileOptions {
-  /** The contact ids an engagement condition holds for (resolved beforehand, e.g. from engagementConditions). */
-  engagement(condition: EngagementCondition): Set<string>;
+  /**
+   * The contact ids an engagement condition holds for (resolved beforehand, e.g. from
+   * engagementConditions): a set, or a list sorted in JavaScript string order, each id once
+   * (used as it is: not copied).
+   */
+  engagement(condition: EngagementCondition): ReadonlySet<string> | readonly string[];
 }
+
+/** Ids sorted (JavaScript string order), each once. A list is taken to be so already. */
+function sortedIds(ids: ReadonlySet<string> | readonly string[]): readonly string[] {
+  return Array.isArray(ids) ? (ids as readonly string[]) : [...ids].sort();
+}
+
+/** The union of sorted id lists, sorted, each id once (one merge pass), frozen. */
+export function unionOfSorted(lists: readonly (readonly string[])[]): readonly string[] {
+  if (lists.length === 1) return Object.isFrozen(lists[0]) ? lists[0] : Object.freeze([...lists[0]]);
+  const out: string[] = [];
+  const at = lists.map(() => 0);
+  for (;;) {
+    let best: string | undefined;
+    for (let i = 0; i < lists.length; i++) if (at[i] < lists[i].length && (best === undefined || lists[i][at[i]] < best)) best = lists[i][at[i]];
+    if (best === undefined) return Object.freeze(out);
+    out.push(best);
+    for (let i = 0; i < lists.length; i++) while (at[i] < lists[i].length && lists[i][at[i]] === best) at[i]++;
+  }
+}
+
+/** An id list as the store filter's `$in`: frozen, so the store sorts and indexes it only once. */
+const idsIn = (ids: readonly string[]): StoreFilter => ({ _id: { $in: Object.isFrozen(ids) ? ids : Object.freeze([...ids]) } });
 
 export type StoreFilter = Record<string, unknown>;
 
@@ -433,13 +459,20 @@ export function toStoreFilter(node: FilterNode, opts: CompileOptions): StoreFilt
       if (node.nodes.length === 0) return {};
       if (node.nodes.length === 1) return toStoreFilter(node.nodes[0], opts);
       return { $and: node.nodes.map((n) => toStoreFilter(n, opts)) };
-    case "or":
+    case "or": {
       if (node.nodes.length === 1) return toStoreFilter(node.nodes[0], opts);
-      return { $or: node.nodes.map((n) => toStoreFilter(n, opts)) };
+      // Engagement terms of one $or are one merged id list ("opened any of the last 3"): an
+      // `_id` `$in` the store plans as direct gets, where an $or of lists is a full scan.
+      const terms = node.nodes.filter((n): n is Extract<FilterNode, { type: "engagement" }> => n.type === "engagement");
+      if (terms.length < 2) return { $or: node.nodes.map((n) => toStoreFilter(n, opts)) };
+      const merged = idsIn(unionOfSorted(terms.map((t) => sortedIds(opts.engagement(t.condition)))));
+      const rest = node.nodes.filter((n) => n.type !== "engagement");
+      return rest.length ? { $or: [merged, ...rest.map((n) => toStoreFilter(n, opts))] } : merged;
+    }
     case "not":
       return { $nor: [toStoreFilter(node.node, opts)] };
     case "engagement":
-      return { _id: { $in: [...opts.engagement(node.condition)].sort() } };
+      return idsIn(sortedIds(opts.engagement(node.condition)));
     case "field":
       return compileField(node);
   }

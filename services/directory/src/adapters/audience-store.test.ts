@@ -137,6 +137,28 @@ describe.each(stores)("audiences over the %s", (_name, open) => {
     expect(rest).toEqual(["dee", "eve", "hal"]);
   });
 
+  it("a stream compiles its filter once for all its pages; an $or of engagement terms is one id list, counted and streamed", async () => {
+    const t = await setup(await open());
+    const filters = await ContactFilters.open(t.store);
+    let compiled = 0;
+    const queries = await AudienceStore.open(t.store, (ws, f) => (compiled++, filters.compileContactFilter(ws, f)));
+    const audiences = new Audiences(queries, queries, t.segments, t.dir.workspaces);
+    const at = new Date();
+    const opened = [["ann", "cmp_1"], ["bob", "cmp_2"], ["fay", "cmp_2"], ["cid", "cmp_3"], ["dee", "cmp_9"]] as const;
+    for (const [name, broadcastId] of opened) {
+      await filters.engagement.record({ workspaceId: "ws_a", contactId: t.ids[name], kind: "opened", messageId: `${broadcastId}:${name}`, broadcastId, at });
+    }
+    const spec: AudienceSpec = { filter: { $or: ["cmp_1", "cmp_2", "cmp_3"].map((broadcastId) => ({ $engagement: { event: "opened", broadcastId } })) } };
+    compiled = 0;
+    const streamed: string[] = [];
+    for await (const batch of audiences.stream("ws_a", spec, { batchSize: 1 })) streamed.push(...batch.map((c) => c.firstName!));
+    // ann, bob, cid (fay unsubscribed; dee opened another broadcast): the check and one compilation for four pages.
+    expect(streamed).toEqual(["ann", "bob", "cid"]);
+    expect(compiled).toBe(2);
+    expect(await audiences.count("ws_a", spec)).toBe(3);
+    expect(await audiences.count("ws_a", { ...spec, exclude: { filter: { $engagement: { event: "opened", broadcastId: "cmp_2" } } } })).toBe(2);
+  });
+
   it("keeps a topic's receivers only: OPT_IN needs the choice, OPT_OUT everyone but who left; opted-in unsubscribed contacts stay out", async () => {
     const t = await setup(await open());
     expect(await t.resolve({ all: true, topicId: "top_in" })).toEqual({ streamed: ["ann", "eve"], count: 1 });

@@ -78,7 +78,7 @@ export class AudienceStore implements AudienceQueries, AudienceLookups {
   }
 
   async page(workspaceId: string, audience: ResolvedAudience, opts: { after?: string; limit: number }): Promise<Contact[]> {
-    const query = await this.filterOf(workspaceId, audience);
+    const query = { ...(await this.filterOf(workspaceId, audience)) };
     if (opts.after) query._id = { $gt: opts.after };
     return this.contacts.find(query, { sort: { _id: 1 }, limit: opts.limit });
   }
@@ -105,8 +105,25 @@ export class AudienceStore implements AudienceQueries, AudienceLookups {
     }
   }
 
-  /** The one store filter of an audience (suppressions apart). */
-  private async filterOf(workspaceId: string, audience: ResolvedAudience): Promise<Filter> {
+  /**
+   * Compiled filters by the resolved audience they belong to. A stream resolves its audience
+   * once and asks for page after page with that same object: the filter (with its engagement
+   * terms' contact ids) is compiled once for the whole stream, however long it runs, and is
+   * let go with the audience. (A count asks with the audience it resolved, too.)
+   */
+  private readonly compiled = new WeakMap<ResolvedAudience, { workspaceId: string; filter: Promise<Filter> }>();
+
+  /** The one store filter of an audience (suppressions apart); callers copy it before adding to it. */
+  private filterOf(workspaceId: string, audience: ResolvedAudience): Promise<Filter> {
+    const known = this.compiled.get(audience);
+    if (known && known.workspaceId === workspaceId) return known.filter;
+    const filter = this.buildFilter(workspaceId, audience);
+    this.compiled.set(audience, { workspaceId, filter });
+    filter.catch(() => this.compiled.delete(audience));
+    return filter;
+  }
+
+  private async buildFilter(workspaceId: string, audience: ResolvedAudience): Promise<Filter> {
     const and: Filter[] = [];
     const { include, exclude, topic } = audience;
     // One group is an equality on the multikey index (workspaceId, groups, _id): pages come in id order from it.

@@ -90,9 +90,11 @@ export class ContactFilters {
     const parsed = parseFilter(input, { properties: types, groupIdOf: (name) => groupIds.get(name), now: this.now() });
     if (!parsed.ok) throw invalid(parsed.error.message);
     const conditions = engagementConditions(parsed.filter);
-    const sets = new Map<string, Set<string>>(
-      await Promise.all(conditions.map(async (c): Promise<[string, Set<string>]> => [engagementKey(c), await this.engagement.contactsWith(workspaceId, c)])),
+    // Each term's contacts as one sorted, frozen list: the compiled filter's `_id` `$in` holds
+    // that very list (no copy), and the store sorts and indexes a frozen list only once.
+    const lists = new Map<string, readonly string[]>(
+      await Promise.all(conditions.map(async (c): Promise<[string, readonly string[]]> => [engagementKey(c), await this.engagement.contactsWith(workspaceId, c)])),
     );
-    return toStoreFilter(parsed.filter, { engagement: (c: EngagementCondition) => sets.get(engagementKey(c)) ?? new Set() });
+    return toStoreFilter(parsed.filter, { engagement: (c: EngagementCondition) => lists.get(engagementKey(c)) ?? [] });
   }
 }

@@ -91,7 +91,7 @@ for (const [name, open] of STORES) {
       expect(checked).toBeGreaterThan(20); // the cases select contacts, not only nothing
       await engagement.deleteForContact("ws_a", "ctc_001");
       expect([...(await engagement.contactsWith("ws_a", { event: "opened", min: 1 }))]).not.toContain("ctc_001");
-      expect(await engagement.contactsWith("ws_b", { event: "opened", min: 1 })).toEqual(new Set(expected(b, "ws_b", { event: "opened", min: 1 })));
+      expect(await engagement.contactsWith("ws_b", { event: "opened", min: 1 })).toEqual([...new Set(expected(b, "ws_b", { event: "opened", min: 1 }))].sort());
       await store.close();
     });
   });

@@ -120,30 +120,46 @@ export class EngagementStore {
     return true;
   }
 
-  /** The workspace's contacts with at least `min` such events (of the broadcast, since the time). */
-  async contactsWith(workspaceId: string, c: EngagementCondition): Promise<Set<string>> {
-    const out = new Set<string>();
+  /**
+   * The workspace's contacts with at least `min` such events (of the broadcast, since the
+   * time), sorted (JavaScript string order), each once, frozen (the store matches a frozen
+   * sorted list by bisection and sorts it only once however many pages use it).
+   *
+   * Reads ask for the _id (and the time the read is ordered by) only: the contact id is part
+   * of every record's _id, so on the embedded store the reads are answered from the keys of
+   * the documents tree or of the time index (covered reads), not by decoding documents. Only
+   * a total with `min` above 1 (its count) and a broadcast's events since a time read them.
+   */
+  async contactsWith(workspaceId: string, c: EngagementCondition): Promise<readonly string[]> {
+    const out: string[] = [];
     if (c.broadcastId !== undefined || (c.since && c.min > 1)) {
-      const counts = new Map<string, number>();
-      const add = (doc: EngagementRecord) => {
-        if (doc.workspaceId !== workspaceId || (c.since && doc.at < c.since)) return;
-        const n = (counts.get(doc.contactId) ?? 0) + 1;
-        counts.set(doc.contactId, n);
-        if (n >= c.min) out.add(doc.contactId);
+      // "<workspace>:<kind>:<broadcast>:<contact>:<message>": the contact is the fourth part.
+      const counts = c.min > 1 ? new Map<string, number>() : undefined;
+      const add = (doc: Partial<EngagementRecord> & { _id: string }) => {
+        if (c.since && doc.at !== undefined && doc.at < c.since) return;
+        const contact = part(doc._id, 3);
+        if (!counts) return void out.push(contact);
+        const n = (counts.get(contact) ?? 0) + 1;
+        counts.set(contact, n);
+        if (n === c.min) out.push(contact);
       };
       if (c.broadcastId !== undefined) {
-        await byPrefix(this.events, `${workspaceId}:${c.event}:${c.broadcastId}:`, this.pageSize, add);
+        const projection: Record<string, 1> = c.since ? { _id: 1, at: 1 } : { _id: 1 };
+        await byPrefix(this.events, `${workspaceId}:${c.event}:${c.broadcastId}:`, this.pageSize, projection, add);
       } else {
         await byTime(this.events, "at", { workspaceId, kind: c.event }, c.since!, this.pageSize, add);
       }
-      return out;
+      return sortedOnce(out);
     }
-    const add = (doc: EngagementTotal) => {
-      if (doc.workspaceId === workspaceId && doc.count >= c.min && (!c.since || doc.last >= c.since)) out.add(doc.contactId);
+    // "<workspace>:<kind>:<contact>": the contact is the third part. Every total counts at least one message.
+    const add = (doc: Partial<EngagementTotal> & { _id: string }) => {
+      if (c.min > 1 && (doc.count ?? 0) < c.min) return;
+      if (c.since && doc.last !== undefined && doc.last < c.since) return;
+      out.push(part(doc._id, 2));
     };
-    if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, this.pageSize, add);
-    else await byPrefix(this.totals, `${workspaceId}:${c.event}:`, this.pageSize, add);
-    return out;
+    if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, this.pageSize, add, c.min > 1 ? ["count"] : []);
+    else await byPrefix(this.totals, `${workspaceId}:${c.event}:`, this.pageSize, c.min > 1 ? { _id: 1, count: 1 } : { _id: 1 }, add);
+    return sortedOnce(out);
   }
 
   /** Every record of a contact (its deletion and erasure); answers how many events went. */
@@ -156,17 +172,36 @@ export class EngagementStore {
   }
 }
 
+/** The `n`th ":"-separated part of a record's _id (ids, kinds, broadcasts and contacts hold no ":"). */
+function part(id: string, n: number): string {
+  let from = 0;
+  for (let i = 0; i < n; i++) from = id.indexOf(":", from) + 1;
+  const to = id.indexOf(":", from);
+  return id.slice(from, to < 0 ? id.length : to);
+}
+
+/** Sorted, each once, frozen. */
+function sortedOnce(ids: string[]): readonly string[] {
+  ids.sort();
+  let n = 0;
+  for (let i = 0; i < ids.length; i++) if (i === 0 || ids[i] !== ids[n - 1]) ids[n++] = ids[i];
+  ids.length = n;
+  return Object.freeze(ids);
+}
+
 /**
- * Pages through the documents whose _id starts with `prefix`, in _id order. Only the _id is
- * named, so every adapter reads the primary key's range (workspace ids, kinds, broadcast and
- * contact ids hold no ":").
+ * Pages through the documents whose _id starts with `prefix`, in _id order, with the fields
+ * of `projection`. Only the _id is named, so every adapter reads the primary key's range
+ * (workspace ids, kinds, broadcast and contact ids hold no ":").
  */
-async function byPrefix<T extends { _id: string }>(coll: Collection<Stored<T>>, prefix: string, pageSize: number, each: (doc: T) => void): Promise<void> {
+async function byPrefix<T extends { _id: string }>(
+  coll: Collection<Stored<T>>, prefix: string, pageSize: number, projection: Record<string, 1>, each: (doc: Partial<T> & { _id: string }) => void,
+): Promise<void> {
   let after = prefix;
   const end = `${prefix}\uffff`;
   for (;;) {
-    const page = await coll.find({ _id: { $gt: after, $lt: end } }, { sort: { _id: 1 }, limit: pageSize });
-    for (const doc of page) each(doc);
+    const page = await coll.find({ _id: { $gt: after, $lt: end } }, { sort: { _id: 1 }, limit: pageSize, projection });
+    for (const doc of page) each(doc as Partial<T> & { _id: string });
     if (page.length < pageSize) return;
     after = page[page.length - 1]._id;
   }
@@ -174,16 +209,20 @@ async function byPrefix<T extends { _id: string }>(coll: Collection<Stored<T>>, 
 
 /**
  * Pages through the documents whose `field` (a Date) is at least `since`, in (field, _id)
- * order: each page starts at the last page's latest time and skips the documents of that time
- * it already read.
+ * order, with the _id, that field and `more`: each page starts at the last page's latest time
+ * and skips the documents of that time it already read.
  */
-async function byTime<T extends { _id: string }>(coll: Collection<Stored<T>>, field: string, filter: Filter, since: Date, pageSize: number, each: (doc: T) => void): Promise<void> {
+async function byTime<T extends { _id: string }>(
+  coll: Collection<Stored<T>>, field: string, filter: Filter, since: Date, pageSize: number, each: (doc: Partial<T> & { _id: string }) => void, more: string[] = [],
+): Promise<void> {
   let from = since;
   let skip = 0;
+  const projection: Record<string, 1> = { _id: 1, [field]: 1 };
+  for (const f of more) projection[f] = 1;
   for (;;) {
-    const page = await coll.find({ ...filter, [field]: { $gte: from } }, { sort: { [field]: 1, _id: 1 }, skip, limit: pageSize });
+    const page = await coll.find({ ...filter, [field]: { $gte: from } }, { sort: { [field]: 1, _id: 1 }, skip, limit: pageSize, projection });
     for (const doc of page) {
-      each(doc);
+      each(doc as Partial<T> & { _id: string });
       const at = (doc as Record<string, unknown>)[field] as Date;
       if (at.getTime() === from.getTime()) skip++;
       else {
