@@ -93,7 +93,12 @@ describe("groups through the public API (real directory, webhooks and gateway)",
       const res = await sdk("POST", "/groups", { body });
       expect([res.status, res.body.code], JSON.stringify(body).slice(0, 60)).toEqual([400, "invalid_group"]);
     }
-    for (const body of [{}, { publicId: 5 }, { publicId: "ok", traits: [1] }, { publicId: "ok", extra: true }]) {
+    // Nested past what the directory takes (5 levels) but decodable: its own answer; nested past
+    // protobuf's recursion limit (a 500 once): refused at the gateway.
+    const nest = (levels: number): Record<string, unknown> => (levels ? { a: [nest(levels - 1)] } : { leaf: 1 });
+    const deep = await sdk("POST", "/groups", { body: { publicId: "deep", traits: nest(4) } });
+    expect([deep.status, deep.body.code]).toEqual([400, "invalid_group"]);
+    for (const body of [{}, { publicId: 5 }, { publicId: "ok", traits: [1] }, { publicId: "ok", extra: true }, { publicId: "ok", traits: nest(60) }]) {
       const res = await sdk("POST", "/groups", { body });
       expect([res.status, res.body.code], JSON.stringify(body)).toEqual([400, "invalid_request"]);
     }

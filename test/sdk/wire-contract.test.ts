@@ -191,7 +191,11 @@ describe("the official client's wire contract", () => {
       expect(ok(await sdk("GET", "/contacts", { params: { search: "GON", status: "SUBSCRIBED" } })).contacts.items).toEqual([]);
       expect(ok(await sdk("GET", "/contacts", { params: { limit: 100, status: "SUBSCRIBED" } })).contacts.items).toHaveLength(4);
       expect(ok(await sdk("GET", "/contacts", { key: OTHER })).contacts).toMatchObject({ items: [], hasMore: false });
-      refused(await sdk("GET", "/contacts", { params: { filter: { status: "x" } as unknown as string } }), 400, "invalid_request"); // "[object Object]"
+      // The client sends `filter` as it is given: a JSON string is the filter language (DESIGN §9.4),
+      // an object arrives as "[object Object]", which is no filter.
+      const filtered = ok(await sdk("GET", "/contacts", { params: { filter: JSON.stringify({ email: { $startsWith: "l" } }), includeCount: true } })).contacts;
+      expect([filtered.items.map((c: any) => c.properties.email).sort(), filtered.totalCount]).toEqual([["l1@example.test", "l2@example.test", "l3@example.test"], 3]);
+      refused(await sdk("GET", "/contacts", { params: { filter: { status: "x" } as unknown as string } }), 400, "invalid_filter");
     });
 
     it("batch: all or nothing by default; allowPartialSuccess, includeFailedContacts and overrideCreatedAt", async () => {

@@ -11,7 +11,16 @@ import { iso } from "./contacts-schema.js";
 export const GROUPS_DEFAULT_LIMIT = 50;
 export const GROUPS_MAX_LIMIT = 100;
 
-const traitsSchema = z.record(z.string(), z.unknown()).meta({
+/** Whether a JSON value nests at most `max` levels of objects and arrays below this one. */
+function nestsWithin(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== "object") return true;
+  if (max < 0) return false;
+  return Object.values(value).every((item) => nestsWithin(item, max - 1));
+}
+
+// A coarse bound here (the directory checks the 5 levels and names the path): a body nested
+// past protobuf's recursion limit could not even be decoded by the directory.
+const traitsSchema = z.record(z.string(), z.unknown()).refine((traits) => nestsWithin(traits, 10), "traits nest too deeply (at most 5 levels)").meta({
   description: "Any JSON object of at most 16 KB, nested at most 5 levels; keys without `.`, a leading `$` or control characters.",
   examples: [{ industry: "technology", employees: 500 }],
 });

@@ -49,7 +49,7 @@ const topicCaches = new WeakMap<GatewayDeps, LRUCache<string, { topicId: string 
 /**
  * The topic of the broadcast a message belongs to ("" for none): a broadcast message's token
  * carries the broadcast id (`cmp_…`) as its contentId; other messages have no topic. A broadcast
- * that no longer exists has none. Throws when the broadcast service does not answer.
+ * that no longer exists has none, nor does one whose topic the broadcast service could not tell.
  */
 async function oneClickTopic(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<string> {
   if (!r.contentId.startsWith("cmp_")) return "";
@@ -62,7 +62,12 @@ async function oneClickTopic(deps: GatewayDeps, request: FastifyRequest, r: Reci
   try {
     topicId = (await deps.clients.broadcast.getBroadcastTopic({ workspaceId: r.workspaceId, id: r.contentId }, rpcHeaders(request))).topicId;
   } catch (err) {
-    if (errorInfoOf(err)?.code !== "broadcast_not_found") throw err;
+    if (errorInfoOf(err)?.code !== "broadcast_not_found") {
+      // An unsubscribe must never be lost (RFC 8058): when the broadcast's topic cannot be
+      // read, the recipient leaves everything, the wider of the two choices (not cached).
+      request.log.warn({ err, contentId: r.contentId }, "broadcast topic lookup failed; unsubscribing from everything");
+      return "";
+    }
   }
   cache.set(key, { topicId });
   return topicId;
