@@ -1370,8 +1370,13 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
       (d) => d.wildcard === undefined && d.idTail && !d.multikey && !d.sparse && d.fields.length === eq.size + 1 && d.fields.slice(0, -1).every((f) => eq.has(f)),
     );
     if (!probe) return undefined;
-    const values = probe.fields.slice(0, -1).map((f) => eq.get(f));
-    for (let i = from; i < to; i++) if (this.index.doesExist(flatKey(probe, [...values, ids[i]]))) n++;
+    // One key, its last element (the _id) replaced per lookup: the values are encoded once.
+    const key = flatKey(probe, [...probe.fields.slice(0, -1).map((f) => eq.get(f)), ""]);
+    const last = key.length - 1;
+    for (let i = from; i < to; i++) {
+      key[last] = ids[i];
+      if (this.index.doesExist(key)) n++;
+    }
     return n;
   }
 
