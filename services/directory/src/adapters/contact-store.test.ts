@@ -36,3 +36,23 @@ describe("ContactStore: the status's last change", () => {
     expect(await store.unsubscribe("ws_a", "ann@example.test", at(9), "unsubscribed", at(6))).toMatchObject({ status: "UNSUBSCRIBED", statusChangedAt: at(9) });
   });
 });
+
+describe("ContactStore.open: the status backfill of documents from before statuses", () => {
+  it("gives each legacy document its status from `subscribed`, once: later opens scan nothing", async () => {
+    const raw = openMemoryStore();
+    const contacts = raw.collection<{ _id: string } & Record<string, unknown>>("contacts");
+    const legacy = (id: string, subscribed: boolean) => {
+      const { status: _status, source: _source, ...rest } = contact({ _id: id, email: `${id}@example.test`, emailLower: `${id}@example.test` });
+      return { ...rest, subscribed };
+    };
+    await contacts.insertMany([legacy("old_in", true), legacy("old_out", false)]);
+    const store = await ContactStore.open(raw);
+    expect([(await store.findById("ws_a", "old_in"))?.status, (await store.findById("ws_a", "old_out"))?.status]).toEqual(["SUBSCRIBED", "UNSUBSCRIBED"]);
+    expect(await contacts.findOne({ _id: "old_out" })).not.toHaveProperty("subscribed");
+
+    // The marker says it ran: a second open leaves a document without a status as it is.
+    await contacts.insertOne(legacy("late", true));
+    await ContactStore.open(raw);
+    expect(await contacts.findOne({ _id: "late" })).not.toHaveProperty("status");
+  });
+});

@@ -16,6 +16,9 @@ function changeUpdate(change: ContactChange): Update {
   return { $set, ...(change.unsetProperties.length ? { $unset } : {}) };
 }
 
+/** The marker of the one-time status backfill (directory_migrations). */
+const STATUS_BACKFILL = "contacts.status-backfill";
+
 export class ContactStore implements ContactRepository {
   private constructor(
     private readonly contacts: Collection<Stored<Contact>>,
@@ -36,9 +39,15 @@ export class ContactStore implements ContactRepository {
       // Group members (audiences, group listings), paged in id order.
       contacts.createIndex({ keys: { workspaceId: 1, groups: 1, _id: 1 } }),
     ]);
-    // Documents written before statuses carried `subscribed`: give them their status once.
-    await contacts.updateMany({ status: { $exists: false }, subscribed: false }, { $set: { status: "UNSUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
-    await contacts.updateMany({ status: { $exists: false } }, { $set: { status: "SUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
+    // Documents written before statuses carried `subscribed`: give them their status once. Each
+    // pass is a scan of every contact (no index holds a missing status), so a marker records that
+    // it ran: a directory with 1,000,000 contacts would otherwise scan them twice at every start.
+    const migrations = store.collection<{ _id: string; doneAt: Date }>("directory_migrations");
+    if (!(await migrations.findOne({ _id: STATUS_BACKFILL }))) {
+      await contacts.updateMany({ status: { $exists: false }, subscribed: false }, { $set: { status: "UNSUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
+      await contacts.updateMany({ status: { $exists: false } }, { $set: { status: "SUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });
+      await migrations.updateOne({ _id: STATUS_BACKFILL }, { $set: { doneAt: new Date() } }, { upsert: true });
+    }
     return new ContactStore(contacts, store);
   }
 
