@@ -424,6 +424,8 @@ interface FieldCondition {
   hi?: unknown;
 }
 
+const indexableLists = new WeakSet<unknown[]>();
+
 /** Conditions on top-level fields (and inside top-level $and) that an index can answer. */
 function indexableConditions(filter: Filter, out = new Map<string, FieldCondition>()): Map<string, FieldCondition> {
   for (const [key, condition] of Object.entries(filter)) {
@@ -441,7 +443,11 @@ function indexableConditions(filter: Filter, out = new Map<string, FieldConditio
         if (op === "$eq" && indexable(arg)) {
           c.eq = arg;
           c.hasEq = true;
-        } else if (op === "$in" && Array.isArray(arg) && arg.every(indexable)) c.in = arg;
+        } else if (op === "$in" && Array.isArray(arg) && (indexableLists.has(arg) || arg.every(indexable))) {
+          c.in = arg;
+          // A frozen list (a resolved audience, paged through) is checked once.
+          if (Object.isFrozen(arg)) indexableLists.add(arg);
+        }
         else if ((op === "$gt" || op === "$gte") && indexable(arg) && typeof arg !== "boolean") {
           if (c.lo === undefined || compareValues(arg, c.lo) > 0) c.lo = arg;
         } else if ((op === "$lt" || op === "$lte") && indexable(arg) && typeof arg !== "boolean") {

@@ -56,13 +56,16 @@ export class ContactFilters {
     if (text === undefined || text.length > MAX_FILTER_JSON) return this.compile(workspaceId, filter);
     const key = `${workspaceId}\n${typeof filter === "string" ? "t" : "v"}${text}`;
     const now = Date.now();
+    // Expired compilations go at once: each may hold large lists of contact ids.
+    for (const [k, entry] of this.recent) if (now - entry.at >= REUSE_MS) this.recent.delete(k);
     const hit = this.recent.get(key);
-    if (hit && now - hit.at < REUSE_MS) return hit.filter;
+    if (hit) return hit.filter;
     const compiled = this.compile(workspaceId, filter);
-    this.recent.delete(key);
-    this.recent.set(key, { at: now, filter: compiled });
+    const entry = { at: now, filter: compiled };
+    this.recent.set(key, entry);
     if (this.recent.size > REUSE_MAX) this.recent.delete(this.recent.keys().next().value!);
-    compiled.catch(() => this.recent.delete(key));
+    // Reused for REUSE_MS from when it is ready (resolving a large workspace's terms takes a while).
+    compiled.then(() => (entry.at = Date.now()), () => this.recent.delete(key));
     return compiled;
   };
 
