@@ -413,6 +413,12 @@ describe("LMDB store: covered reads and _id lists without reading documents", ()
     const want = ids.filter((id) => Number(id.slice(2)) % 5 !== 0 && Number(id.slice(2)) % 7 !== 0);
     expect(await contacts.countDocuments(audience)).toBe(want.length);
     expect(await contacts.countDocuments({ $and: [{ _id: { $in: [...ids, "c_9999"] } }] })).toBe(200);
+    // A long list: merged with the index's entries in one pass.
+    const long = Object.freeze([...Array.from({ length: 400 }, (_, i) => `c_${String(i).padStart(4, "0")}`), ...Array.from({ length: 1_000 }, (_, i) => `c_${5_000 + i}`)]);
+    const subscribed = (i: number) => i % 5 !== 0 && i % 7 !== 0;
+    expect(await contacts.countDocuments({ workspaceId: "w1", status: "SUBSCRIBED", _id: { $in: long } })).toBe(Array.from({ length: 400 }, (_, i) => i).filter(subscribed).length);
+    expect(await contacts.countDocuments({ workspaceId: "w2", status: "SUBSCRIBED", _id: { $in: long } })).toBe(Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 5 === 0 && i % 7 !== 0).length);
+    expect(await contacts.countDocuments({ workspaceId: "w1", status: "SUBSCRIBED", _id: { $in: long.slice(350) } })).toBe(Array.from({ length: 50 }, (_, i) => 350 + i).filter(subscribed).length);
     expect(reads.n).toBe(0);
     // A page after a cursor reads from the cursor on, not the ids before it.
     const after = await contacts.find({ ...audience, _id: { $gt: want[100] } }, { sort: { _id: 1 }, limit: 10 });

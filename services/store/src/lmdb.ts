@@ -513,6 +513,9 @@ function boundsFor(prefix: (string | number)[], c: FieldCondition | undefined, b
 
 /** Sorted distinct copies of frozen `$in` lists, kept while the list lives (a frozen list cannot change). */
 const sortedLists = new WeakMap<string[], string[]>();
+/** Sorted id lists (of frozen lists) whose ids are all ASCII: JavaScript's order is the index's byte order. */
+const asciiLists = new WeakSet<string[]>();
+const ASCII = /^[\x20-\x7e]*$/;
 
 /**
  * An `$in` list of ids sorted and without repeats. A list already in strictly ascending order
@@ -525,7 +528,10 @@ function sortedIdList(list: string[]): string[] {
   let ascending = true;
   for (let i = 1; ascending && i < list.length; i++) ascending = list[i - 1] < list[i];
   const ids = ascending ? list : [...new Set(list)].sort();
-  if (frozen) sortedLists.set(list, ids);
+  if (frozen) {
+    sortedLists.set(list, ids);
+    if (ids.every((id) => ASCII.test(id))) asciiLists.add(ids);
+  }
   return ids;
 }
 
@@ -1379,6 +1385,25 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     // One key, its last element (the _id) replaced per lookup: the values are encoded once.
     const key = flatKey(probe, [...probe.fields.slice(0, -1).map((f) => eq.get(f)), ""]);
     const last = key.length - 1;
+    if (to - from > 1_000 && asciiLists.has(ids)) {
+      // A long list: one pass over the entries between its first and last id, merged with it
+      // (the index's byte order is the list's order for ASCII ids), instead of a lookup per id.
+      const start = [...key];
+      start[last] = ids[from];
+      const end = [...key];
+      end[last] = `${ids[to - 1]}\u0000`;
+      let p = from;
+      for (const entry of this.index.getKeys({ start, end } as never)) {
+        const id = entryId(entry);
+        while (p < to && ids[p] < id) p++;
+        if (p >= to) break;
+        if (ids[p] === id) {
+          n++;
+          p++;
+        }
+      }
+      return n;
+    }
     for (let i = from; i < to; i++) {
       key[last] = ids[i];
       if (this.index.doesExist(key)) n++;
