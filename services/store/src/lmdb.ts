@@ -541,7 +541,10 @@ export function planQuery(filter: Filter, sort: Sort | undefined, indexes: Index
   const idCond = conds.get("_id");
 
   // 1. _id equality / $in: direct gets.
-  if (idCond && (idCond.hasEq || idCond.in) && [idCond.eq, ...(idCond.in ?? [])].every((v) => v === undefined || typeof v === "string")) {
+  // (A frozen list sorted before is known to hold strings: not walked again for every page.)
+  const idStrings = (c: FieldCondition) =>
+    (!c.hasEq || typeof c.eq === "string") && (!c.in || sortedLists.has(c.in as string[]) || c.in.every((v) => typeof v === "string"));
+  if (idCond && (idCond.hasEq || idCond.in) && idStrings(idCond)) {
     const ids = idCond.hasEq ? [idCond.eq as string] : sortedIdList(idCond.in as string[]);
     const ordered = sortKeys.length === 0 || ids.length <= 1 || (sortKeys.length === 1 && sortKeys[0][0] === "_id" && sortKeys[0][1] === 1);
     // A page after a cursor (`_id > last`) starts at it by bisection: earlier ids are never read.
