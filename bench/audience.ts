@@ -48,7 +48,7 @@ import { connectClient } from "@mailroom/kit/connect.js";
 import { openLmdbStore, planQuery, type IndexDef, type LmdbStore, type Plan } from "@mailroom/store/lmdb.js";
 import type { Collection, Doc, Filter, FindOptions, Store } from "@mailroom/store/port.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { AudienceSchema } from "../gen/mailroom/directory/v1/audiences_pb.js";
+import type { AudienceSchema } from "../gen/mailroom/common/v1/common_pb.js";
 import { ContactStore } from "../services/directory/src/adapters/contact-store.js";
 import {
   ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, EngagementStore, engagementId, engagementTotalId, type EngagementRecord, type EngagementTotal,

@@ -1,7 +1,7 @@
 import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { AudienceSchema } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { AudienceSchema } from "../../../gen/mailroom/common/v1/common_pb.js";
 import { FormSchema } from "../../../gen/mailroom/directory/v1/forms_pb.js";
 import { GroupSchema } from "../../../gen/mailroom/directory/v1/groups_pb.js";
 import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf } from "./audience-picker.js";

@@ -14,7 +14,7 @@ import { badRequest } from "@mailroom/kit/errors.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
 import type { Broadcast, BroadcastAudience, BroadcastStatus, DeliveryMethod } from "./domain/model.js";
 import type { AudienceInput } from "./domain/broadcasts.js";
-import type { Audience as PbAudience } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import type { Audience as PbAudience } from "../../../gen/mailroom/common/v1/common_pb.js";
 
 const STATUS_TO_PB: Record<BroadcastStatus, PbStatus> = {
   DRAFT: PbStatus.DRAFT,

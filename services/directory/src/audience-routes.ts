@@ -1,7 +1,8 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { AudienceService, type Audience as PbAudience, type SegmentSchema } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
+import { AudienceService, type SegmentSchema } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
+import type { Audience as PbAudience } from "../../../gen/mailroom/common/v1/common_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { contactToPb } from "./routes.js";
 import type { Segment } from "./domain/audience-ports.js";

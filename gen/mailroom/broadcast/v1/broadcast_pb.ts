@@ -6,7 +6,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { PageInfo, PageRequest } from "../../common/v1/common_pb.js";
+import type { Audience, PageInfo, PageRequest } from "../../common/v1/common_pb.js";
 import { file_mailroom_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,85 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/broadcast/v1/broadcast.proto.
  */
 export const file_mailroom_broadcast_v1_broadcast: GenFile = /*@__PURE__*/
-  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEinQEKCEF1ZGllbmNlEgsKA2FsbBgBIAEoCBIOCgZncm91cHMYAiADKAkSEgoKc2VnbWVudF9pZBgDIAEoCRITCgtmaWx0ZXJfanNvbhgEIAEoCRI5CgdleGNsdWRlGAUgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkF1ZGllbmNlRXhjbHVzaW9uEhAKCHRvcGljX2lkGAYgASgJIkwKEUF1ZGllbmNlRXhjbHVzaW9uEg4KBmdyb3VwcxgBIAMoCRISCgpzZWdtZW50X2lkGAIgASgJEhMKC2ZpbHRlcl9qc29uGAMgASgJImkKEUJyb2FkY2FzdFNldHRpbmdzEhgKC3RyYWNrX29wZW5zGAEgASgISACIAQESGQoMdHJhY2tfY2xpY2tzGAIgASgISAGIAQFCDgoMX3RyYWNrX29wZW5zQg8KDV90cmFja19jbGlja3Mi2AEKEUJyb2FkY2FzdFByb2dyZXNzEhIKCnJlY2lwaWVudHMYASABKAMSEAoIcmVsZWFzZWQYAiABKAMSDAoEc2VudBgDIAEoAxIOCgZmYWlsZWQYBCABKAMSDwoHYm91bmNlZBgFIAEoAxISCgpzdXBwcmVzc2VkGAYgASgDEg4KBm9wZW5lZBgHIAEoAxIPCgdjbGlja2VkGAggASgDEhQKDHVuc3Vic2NyaWJlZBgJIAEoAxIRCglkZWxpdmVyZWQYCiABKAMSEAoIZGVmZXJyZWQYCyABKAMinAYKCUJyb2FkY2FzdBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEjYKBnN0YXR1cxgDIAEoDjImLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTdGF0dXMSDwoHc3ViamVjdBgEIAEoCRIUCgxwcmV2aWV3X3RleHQYBSABKAkSEgoKZnJvbV9lbWFpbBgGIAEoCRIRCglmcm9tX25hbWUYByABKAkSDAoEaHRtbBgIIAEoCRIMCgR0ZXh0GAkgASgJEjEKCGF1ZGllbmNlGAogASgLMh8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAsgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAwgASgIEjAKDHNjaGVkdWxlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2VudF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoPZGVsaXZlcnlfbWV0aG9kGA8gASgOMiUubWFpbHJvb20uYnJvYWRjYXN0LnYxLkRlbGl2ZXJ5TWV0aG9kEjoKCHByb2dyZXNzGBAgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFByb2dyZXNzEi4KCmNyZWF0ZWRfYXQYESABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGNvbXBsZXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIcmVwbHlfdG8YFCADKAkSFAoMcGF1c2VfcmVhc29uGBUgASgJEhsKDmF1ZGllbmNlX2NvdW50GBYgASgDSACIAQFCEQoPX2F1ZGllbmNlX2NvdW50IsgCChZDcmVhdGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB3N1YmplY3QYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJEhIKCmZyb21fZW1haWwYBSABKAkSEQoJZnJvbV9uYW1lGAYgASgJEgwKBGh0bWwYByABKAkSDAoEdGV4dBgIIAEoCRIxCghhdWRpZW5jZRgJIAEoCzIfLm1haWxyb29tLmJyb2FkY2FzdC52MS5BdWRpZW5jZRI6CghzZXR0aW5ncxgKIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTZXR0aW5ncxIfChdhbGxvd191bmtub3duX3ZhcmlhYmxlcxgLIAEoCBIQCghyZXBseV90bxgMIAMoCSIuCglWYXJpYWJsZXMSEAoIZGV0ZWN0ZWQYASADKAkSDwoHdW5rbm93bhgCIAMoCSKVAQoXQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIzCgl2YXJpYWJsZXMYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuVmFyaWFibGVzEhAKCHdhcm5pbmdzGAMgAygJIk8KE0dldEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhYKDmNvdW50X2F1ZGllbmNlGAMgASgIIksKFEdldEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QilAEKFUxpc3RCcm9hZGNhc3RzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSNgoGc3RhdHVzGAIgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxItCgRwYWdlGAMgASgLMh8ubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VSZXF1ZXN0InoKFkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USNAoKYnJvYWRjYXN0cxgBIAMoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSKgoEcGFnZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5QYWdlSW5mbyJDCg9TZW5kVGVzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg4KBmVtYWlscxgDIAMoCSJYChBTZW5kVGVzdFJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSMwoJYnJvYWRjYXN0GAIgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCKpAQoYU2NoZWR1bGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIrCgdzZW5kX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI+Cg9kZWxpdmVyeV9tZXRob2QYBCABKA4yJS5tYWlscm9vbS5icm9hZGNhc3QudjEuRGVsaXZlcnlNZXRob2QiYgoZU2NoZWR1bGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EhAKCHdhcm5pbmdzGAIgAygJIjoKFkNhbmNlbEJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIk4KF0NhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3Qi1AIKFlVwZGF0ZUJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEgwKBG5hbWUYAyABKAkSDwoHc3ViamVjdBgEIAEoCRIUCgxwcmV2aWV3X3RleHQYBSABKAkSEgoKZnJvbV9lbWFpbBgGIAEoCRIRCglmcm9tX25hbWUYByABKAkSDAoEaHRtbBgIIAEoCRIMCgR0ZXh0GAkgASgJEjEKCGF1ZGllbmNlGAogASgLMh8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAsgASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAwgASgIEhAKCHJlcGx5X3RvGA0gAygJIpUBChdVcGRhdGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EjMKCXZhcmlhYmxlcxgCIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5WYXJpYWJsZXMSEAoId2FybmluZ3MYAyADKAkiUgoXUHJldmlld0Jyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEhUKDWNvbnRhY3RfZW1haWwYAyABKAkidAoYUHJldmlld0Jyb2FkY2FzdFJlc3BvbnNlEg8KB3N1YmplY3QYASABKAkSDAoEaHRtbBgCIAEoCRIMCgR0ZXh0GAMgASgJEhQKDHByZXZpZXdfdGV4dBgEIAEoCRIVCg1jb250YWN0X2ZvdW5kGAUgASgIIj8KG0dldEJyb2FkY2FzdFRpbWVsaW5lUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiigEKDVRpbWVsaW5lUG9pbnQSJgoCYXQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHNlbnQYAiABKAMSEQoJZGVsaXZlcmVkGAMgASgDEg4KBm9wZW5lZBgEIAEoAxIPCgdjbGlja2VkGAUgASgDEg8KB2JvdW5jZWQYBiABKAMiVAocR2V0QnJvYWRjYXN0VGltZWxpbmVSZXNwb25zZRI0CgZwb2ludHMYASADKAsyJC5tYWlscm9vbS5icm9hZGNhc3QudjEuVGltZWxpbmVQb2ludCI8ChhHZXRCcm9hZGNhc3RUb3BpY1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIi0KGUdldEJyb2FkY2FzdFRvcGljUmVzcG9uc2USEAoIdG9waWNfaWQYASABKAkqsQEKD0Jyb2FkY2FzdFN0YXR1cxIgChxCUk9BRENBU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWQlJPQURDQVNUX1NUQVRVU19EUkFGVBABEh4KGkJST0FEQ0FTVF9TVEFUVVNfU0NIRURVTEVEEAISIAocQlJPQURDQVNUX1NUQVRVU19JTl9QUk9HUkVTUxADEh4KGkJST0FEQ0FTVF9TVEFUVVNfQ09NUExFVEVEEAQqowEKDkRlbGl2ZXJ5TWV0aG9kEh8KG0RFTElWRVJZX01FVEhPRF9VTlNQRUNJRklFRBAAEhgKFERFTElWRVJZX01FVEhPRF9BU0FQEAESHwobREVMSVZFUllfTUVUSE9EX1BST0dSRVNTSVZFEAISGQoVREVMSVZFUllfTUVUSE9EX1NNQVJUEAMSGgoWREVMSVZFUllfTUVUSE9EX1dBUk1VUBAEMoMJChBCcm9hZGNhc3RTZXJ2aWNlEnAKD0NyZWF0ZUJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DcmVhdGVCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNyZWF0ZUJyb2FkY2FzdFJlc3BvbnNlEmcKDEdldEJyb2FkY2FzdBIqLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RSZXF1ZXN0GisubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFJlc3BvbnNlEm0KDkxpc3RCcm9hZGNhc3RzEiwubWFpbHJvb20uYnJvYWRjYXN0LnYxLkxpc3RCcm9hZGNhc3RzUmVxdWVzdBotLm1haWxyb29tLmJyb2FkY2FzdC52MS5MaXN0QnJvYWRjYXN0c1Jlc3BvbnNlElsKCFNlbmRUZXN0EiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNlbmRUZXN0UmVxdWVzdBonLm1haWxyb29tLmJyb2FkY2FzdC52MS5TZW5kVGVzdFJlc3BvbnNlEnYKEVNjaGVkdWxlQnJvYWRjYXN0Ei8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNjaGVkdWxlQnJvYWRjYXN0UmVxdWVzdBowLm1haWxyb29tLmJyb2FkY2FzdC52MS5TY2hlZHVsZUJyb2FkY2FzdFJlc3BvbnNlEnAKD0NhbmNlbEJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DYW5jZWxCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEnAKD1VwZGF0ZUJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5VcGRhdGVCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlVwZGF0ZUJyb2FkY2FzdFJlc3BvbnNlEnMKEFByZXZpZXdCcm9hZGNhc3QSLi5tYWlscm9vbS5icm9hZGNhc3QudjEuUHJldmlld0Jyb2FkY2FzdFJlcXVlc3QaLy5tYWlscm9vbS5icm9hZGNhc3QudjEuUHJldmlld0Jyb2FkY2FzdFJlc3BvbnNlEn8KFEdldEJyb2FkY2FzdFRpbWVsaW5lEjIubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRpbWVsaW5lUmVxdWVzdBozLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RUaW1lbGluZVJlc3BvbnNlEnYKEUdldEJyb2FkY2FzdFRvcGljEi8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRvcGljUmVxdWVzdBowLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RUb3BpY1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_mailroom_common_v1_common]);
-
-/**
- * Who a broadcast goes to (DESIGN §9.4): exactly one of all, groups, segment_id, filter_json;
- * exclude takes some out again; topic_id keeps only those who receive the topic. Always only
- * SUBSCRIBED contacts, minus suppressions; resolved by the directory's AudienceService when
- * sending starts.
- *
- * @generated from message mailroom.broadcast.v1.Audience
- */
-export type Audience = Message<"mailroom.broadcast.v1.Audience"> & {
-  /**
-   * @generated from field: bool all = 1;
-   */
-  all: boolean;
-
-  /**
-   * Group ids or publicIds, as given (their union).
-   *
-   * @generated from field: repeated string groups = 2;
-   */
-  groups: string[];
-
-  /**
-   * @generated from field: string segment_id = 3;
-   */
-  segmentId: string;
-
-  /**
-   * A filter (DESIGN §9.4 grammar) as JSON text; empty: none.
-   *
-   * @generated from field: string filter_json = 4;
-   */
-  filterJson: string;
-
-  /**
-   * @generated from field: mailroom.broadcast.v1.AudienceExclusion exclude = 5;
-   */
-  exclude?: AudienceExclusion | undefined;
-
-  /**
-   * @generated from field: string topic_id = 6;
-   */
-  topicId: string;
-};
-
-/**
- * Describes the message mailroom.broadcast.v1.Audience.
- * Use `create(AudienceSchema)` to create a new message.
- */
-export const AudienceSchema: GenMessage<Audience> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 0);
-
-/**
- * @generated from message mailroom.broadcast.v1.AudienceExclusion
- */
-export type AudienceExclusion = Message<"mailroom.broadcast.v1.AudienceExclusion"> & {
-  /**
-   * @generated from field: repeated string groups = 1;
-   */
-  groups: string[];
-
-  /**
-   * @generated from field: string segment_id = 2;
-   */
-  segmentId: string;
-
-  /**
-   * @generated from field: string filter_json = 3;
-   */
-  filterJson: string;
-};
-
-/**
- * Describes the message mailroom.broadcast.v1.AudienceExclusion.
- * Use `create(AudienceExclusionSchema)` to create a new message.
- */
-export const AudienceExclusionSchema: GenMessage<AudienceExclusion> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 1);
+  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEiaQoRQnJvYWRjYXN0U2V0dGluZ3MSGAoLdHJhY2tfb3BlbnMYASABKAhIAIgBARIZCgx0cmFja19jbGlja3MYAiABKAhIAYgBAUIOCgxfdHJhY2tfb3BlbnNCDwoNX3RyYWNrX2NsaWNrcyLYAQoRQnJvYWRjYXN0UHJvZ3Jlc3MSEgoKcmVjaXBpZW50cxgBIAEoAxIQCghyZWxlYXNlZBgCIAEoAxIMCgRzZW50GAMgASgDEg4KBmZhaWxlZBgEIAEoAxIPCgdib3VuY2VkGAUgASgDEhIKCnN1cHByZXNzZWQYBiABKAMSDgoGb3BlbmVkGAcgASgDEg8KB2NsaWNrZWQYCCABKAMSFAoMdW5zdWJzY3JpYmVkGAkgASgDEhEKCWRlbGl2ZXJlZBgKIAEoAxIQCghkZWZlcnJlZBgLIAEoAyKZBgoJQnJvYWRjYXN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSNgoGc3RhdHVzGAMgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxIPCgdzdWJqZWN0GAQgASgJEhQKDHByZXZpZXdfdGV4dBgFIAEoCRISCgpmcm9tX2VtYWlsGAYgASgJEhEKCWZyb21fbmFtZRgHIAEoCRIMCgRodG1sGAggASgJEgwKBHRleHQYCSABKAkSLgoIYXVkaWVuY2UYCiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USOgoIc2V0dGluZ3MYCyABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U2V0dGluZ3MSHwoXYWxsb3dfdW5rbm93bl92YXJpYWJsZXMYDCABKAgSMAoMc2NoZWR1bGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI+Cg9kZWxpdmVyeV9tZXRob2QYDyABKA4yJS5tYWlscm9vbS5icm9hZGNhc3QudjEuRGVsaXZlcnlNZXRob2QSOgoIcHJvZ3Jlc3MYECABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0UHJvZ3Jlc3MSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXBseV90bxgUIAMoCRIUCgxwYXVzZV9yZWFzb24YFSABKAkSGwoOYXVkaWVuY2VfY291bnQYFiABKANIAIgBAUIRCg9fYXVkaWVuY2VfY291bnQixQIKFkNyZWF0ZUJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDwoHc3ViamVjdBgDIAEoCRIUCgxwcmV2aWV3X3RleHQYBCABKAkSEgoKZnJvbV9lbWFpbBgFIAEoCRIRCglmcm9tX25hbWUYBiABKAkSDAoEaHRtbBgHIAEoCRIMCgR0ZXh0GAggASgJEi4KCGF1ZGllbmNlGAkgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAogASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAsgASgIEhAKCHJlcGx5X3RvGAwgAygJIi4KCVZhcmlhYmxlcxIQCghkZXRlY3RlZBgBIAMoCRIPCgd1bmtub3duGAIgAygJIpUBChdDcmVhdGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EjMKCXZhcmlhYmxlcxgCIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5WYXJpYWJsZXMSEAoId2FybmluZ3MYAyADKAkiTwoTR2V0QnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSFgoOY291bnRfYXVkaWVuY2UYAyABKAgiSwoUR2V0QnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCKUAQoVTGlzdEJyb2FkY2FzdHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRI2CgZzdGF0dXMYAiABKA4yJi5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U3RhdHVzEi0KBHBhZ2UYAyABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QiegoWTGlzdEJyb2FkY2FzdHNSZXNwb25zZRI0Cgpicm9hZGNhc3RzGAEgAygLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIkMKD1NlbmRUZXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDgoGZW1haWxzGAMgAygJIlgKEFNlbmRUZXN0UmVzcG9uc2USDwoHc2VudF90bxgBIAMoCRIzCglicm9hZGNhc3QYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0IqkBChhTY2hlZHVsZUJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEisKB3NlbmRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj4KD2RlbGl2ZXJ5X21ldGhvZBgEIAEoDjIlLm1haWxyb29tLmJyb2FkY2FzdC52MS5EZWxpdmVyeU1ldGhvZCJiChlTY2hlZHVsZUJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSEAoId2FybmluZ3MYAiADKAkiOgoWQ2FuY2VsQnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiTgoXQ2FuY2VsQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCLRAgoWVXBkYXRlQnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEhQKDHByZXZpZXdfdGV4dBgFIAEoCRISCgpmcm9tX2VtYWlsGAYgASgJEhEKCWZyb21fbmFtZRgHIAEoCRIMCgRodG1sGAggASgJEgwKBHRleHQYCSABKAkSLgoIYXVkaWVuY2UYCiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USOgoIc2V0dGluZ3MYCyABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U2V0dGluZ3MSHwoXYWxsb3dfdW5rbm93bl92YXJpYWJsZXMYDCABKAgSEAoIcmVwbHlfdG8YDSADKAkilQEKF1VwZGF0ZUJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSMwoJdmFyaWFibGVzGAIgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLlZhcmlhYmxlcxIQCgh3YXJuaW5ncxgDIAMoCSJSChdQcmV2aWV3QnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSFQoNY29udGFjdF9lbWFpbBgDIAEoCSJ0ChhQcmV2aWV3QnJvYWRjYXN0UmVzcG9uc2USDwoHc3ViamVjdBgBIAEoCRIMCgRodG1sGAIgASgJEgwKBHRleHQYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJEhUKDWNvbnRhY3RfZm91bmQYBSABKAgiPwobR2V0QnJvYWRjYXN0VGltZWxpbmVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSKKAQoNVGltZWxpbmVQb2ludBImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEc2VudBgCIAEoAxIRCglkZWxpdmVyZWQYAyABKAMSDgoGb3BlbmVkGAQgASgDEg8KB2NsaWNrZWQYBSABKAMSDwoHYm91bmNlZBgGIAEoAyJUChxHZXRCcm9hZGNhc3RUaW1lbGluZVJlc3BvbnNlEjQKBnBvaW50cxgBIAMoCzIkLm1haWxyb29tLmJyb2FkY2FzdC52MS5UaW1lbGluZVBvaW50IjwKGEdldEJyb2FkY2FzdFRvcGljUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiLQoZR2V0QnJvYWRjYXN0VG9waWNSZXNwb25zZRIQCgh0b3BpY19pZBgBIAEoCSqxAQoPQnJvYWRjYXN0U3RhdHVzEiAKHEJST0FEQ0FTVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZCUk9BRENBU1RfU1RBVFVTX0RSQUZUEAESHgoaQlJPQURDQVNUX1NUQVRVU19TQ0hFRFVMRUQQAhIgChxCUk9BRENBU1RfU1RBVFVTX0lOX1BST0dSRVNTEAMSHgoaQlJPQURDQVNUX1NUQVRVU19DT01QTEVURUQQBCqjAQoORGVsaXZlcnlNZXRob2QSHwobREVMSVZFUllfTUVUSE9EX1VOU1BFQ0lGSUVEEAASGAoUREVMSVZFUllfTUVUSE9EX0FTQVAQARIfChtERUxJVkVSWV9NRVRIT0RfUFJPR1JFU1NJVkUQAhIZChVERUxJVkVSWV9NRVRIT0RfU01BUlQQAxIaChZERUxJVkVSWV9NRVRIT0RfV0FSTVVQEAQygwkKEEJyb2FkY2FzdFNlcnZpY2UScAoPQ3JlYXRlQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNyZWF0ZUJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USZwoMR2V0QnJvYWRjYXN0EioubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFJlcXVlc3QaKy5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0UmVzcG9uc2USbQoOTGlzdEJyb2FkY2FzdHMSLC5tYWlscm9vbS5icm9hZGNhc3QudjEuTGlzdEJyb2FkY2FzdHNSZXF1ZXN0Gi0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USWwoIU2VuZFRlc3QSJi5tYWlscm9vbS5icm9hZGNhc3QudjEuU2VuZFRlc3RSZXF1ZXN0GicubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNlbmRUZXN0UmVzcG9uc2USdgoRU2NoZWR1bGVCcm9hZGNhc3QSLy5tYWlscm9vbS5icm9hZGNhc3QudjEuU2NoZWR1bGVCcm9hZGNhc3RSZXF1ZXN0GjAubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNjaGVkdWxlQnJvYWRjYXN0UmVzcG9uc2UScAoPQ2FuY2VsQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNhbmNlbEJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuQ2FuY2VsQnJvYWRjYXN0UmVzcG9uc2UScAoPVXBkYXRlQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlVwZGF0ZUJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuVXBkYXRlQnJvYWRjYXN0UmVzcG9uc2UScwoQUHJldmlld0Jyb2FkY2FzdBIuLm1haWxyb29tLmJyb2FkY2FzdC52MS5QcmV2aWV3QnJvYWRjYXN0UmVxdWVzdBovLm1haWxyb29tLmJyb2FkY2FzdC52MS5QcmV2aWV3QnJvYWRjYXN0UmVzcG9uc2USfwoUR2V0QnJvYWRjYXN0VGltZWxpbmUSMi5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0VGltZWxpbmVSZXF1ZXN0GjMubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRpbWVsaW5lUmVzcG9uc2USdgoRR2V0QnJvYWRjYXN0VG9waWMSLy5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0VG9waWNSZXF1ZXN0GjAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRvcGljUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_mailroom_common_v1_common]);
 
 /**
  * @generated from message mailroom.broadcast.v1.BroadcastSettings
@@ -114,7 +36,7 @@ export type BroadcastSettings = Message<"mailroom.broadcast.v1.BroadcastSettings
  * Use `create(BroadcastSettingsSchema)` to create a new message.
  */
 export const BroadcastSettingsSchema: GenMessage<BroadcastSettings> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 2);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 0);
 
 /**
  * Live counters of a broadcast. Each delivery counts at most once per kind (unique opens,
@@ -196,7 +118,7 @@ export type BroadcastProgress = Message<"mailroom.broadcast.v1.BroadcastProgress
  * Use `create(BroadcastProgressSchema)` to create a new message.
  */
 export const BroadcastProgressSchema: GenMessage<BroadcastProgress> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 3);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 1);
 
 /**
  * @generated from message mailroom.broadcast.v1.Broadcast
@@ -248,7 +170,7 @@ export type Broadcast = Message<"mailroom.broadcast.v1.Broadcast"> & {
   text: string;
 
   /**
-   * @generated from field: mailroom.broadcast.v1.Audience audience = 10;
+   * @generated from field: mailroom.common.v1.Audience audience = 10;
    */
   audience?: Audience | undefined;
 
@@ -323,7 +245,7 @@ export type Broadcast = Message<"mailroom.broadcast.v1.Broadcast"> & {
  * Use `create(BroadcastSchema)` to create a new message.
  */
 export const BroadcastSchema: GenMessage<Broadcast> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 4);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 2);
 
 /**
  * @generated from message mailroom.broadcast.v1.CreateBroadcastRequest
@@ -370,7 +292,7 @@ export type CreateBroadcastRequest = Message<"mailroom.broadcast.v1.CreateBroadc
   text: string;
 
   /**
-   * @generated from field: mailroom.broadcast.v1.Audience audience = 9;
+   * @generated from field: mailroom.common.v1.Audience audience = 9;
    */
   audience?: Audience | undefined;
 
@@ -395,7 +317,7 @@ export type CreateBroadcastRequest = Message<"mailroom.broadcast.v1.CreateBroadc
  * Use `create(CreateBroadcastRequestSchema)` to create a new message.
  */
 export const CreateBroadcastRequestSchema: GenMessage<CreateBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 5);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 3);
 
 /**
  * @generated from message mailroom.broadcast.v1.Variables
@@ -417,7 +339,7 @@ export type Variables = Message<"mailroom.broadcast.v1.Variables"> & {
  * Use `create(VariablesSchema)` to create a new message.
  */
 export const VariablesSchema: GenMessage<Variables> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 6);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 4);
 
 /**
  * @generated from message mailroom.broadcast.v1.CreateBroadcastResponse
@@ -446,7 +368,7 @@ export type CreateBroadcastResponse = Message<"mailroom.broadcast.v1.CreateBroad
  * Use `create(CreateBroadcastResponseSchema)` to create a new message.
  */
 export const CreateBroadcastResponseSchema: GenMessage<CreateBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 7);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 5);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastRequest
@@ -475,7 +397,7 @@ export type GetBroadcastRequest = Message<"mailroom.broadcast.v1.GetBroadcastReq
  * Use `create(GetBroadcastRequestSchema)` to create a new message.
  */
 export const GetBroadcastRequestSchema: GenMessage<GetBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 8);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 6);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastResponse
@@ -492,7 +414,7 @@ export type GetBroadcastResponse = Message<"mailroom.broadcast.v1.GetBroadcastRe
  * Use `create(GetBroadcastResponseSchema)` to create a new message.
  */
 export const GetBroadcastResponseSchema: GenMessage<GetBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 9);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 7);
 
 /**
  * @generated from message mailroom.broadcast.v1.ListBroadcastsRequest
@@ -519,7 +441,7 @@ export type ListBroadcastsRequest = Message<"mailroom.broadcast.v1.ListBroadcast
  * Use `create(ListBroadcastsRequestSchema)` to create a new message.
  */
 export const ListBroadcastsRequestSchema: GenMessage<ListBroadcastsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 10);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 8);
 
 /**
  * @generated from message mailroom.broadcast.v1.ListBroadcastsResponse
@@ -541,7 +463,7 @@ export type ListBroadcastsResponse = Message<"mailroom.broadcast.v1.ListBroadcas
  * Use `create(ListBroadcastsResponseSchema)` to create a new message.
  */
 export const ListBroadcastsResponseSchema: GenMessage<ListBroadcastsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 11);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 9);
 
 /**
  * @generated from message mailroom.broadcast.v1.SendTestRequest
@@ -568,7 +490,7 @@ export type SendTestRequest = Message<"mailroom.broadcast.v1.SendTestRequest"> &
  * Use `create(SendTestRequestSchema)` to create a new message.
  */
 export const SendTestRequestSchema: GenMessage<SendTestRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 12);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 10);
 
 /**
  * @generated from message mailroom.broadcast.v1.SendTestResponse
@@ -592,7 +514,7 @@ export type SendTestResponse = Message<"mailroom.broadcast.v1.SendTestResponse">
  * Use `create(SendTestResponseSchema)` to create a new message.
  */
 export const SendTestResponseSchema: GenMessage<SendTestResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 13);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 11);
 
 /**
  * @generated from message mailroom.broadcast.v1.ScheduleBroadcastRequest
@@ -626,7 +548,7 @@ export type ScheduleBroadcastRequest = Message<"mailroom.broadcast.v1.ScheduleBr
  * Use `create(ScheduleBroadcastRequestSchema)` to create a new message.
  */
 export const ScheduleBroadcastRequestSchema: GenMessage<ScheduleBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 14);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 12);
 
 /**
  * @generated from message mailroom.broadcast.v1.ScheduleBroadcastResponse
@@ -648,7 +570,7 @@ export type ScheduleBroadcastResponse = Message<"mailroom.broadcast.v1.ScheduleB
  * Use `create(ScheduleBroadcastResponseSchema)` to create a new message.
  */
 export const ScheduleBroadcastResponseSchema: GenMessage<ScheduleBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 15);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 13);
 
 /**
  * @generated from message mailroom.broadcast.v1.CancelBroadcastRequest
@@ -670,7 +592,7 @@ export type CancelBroadcastRequest = Message<"mailroom.broadcast.v1.CancelBroadc
  * Use `create(CancelBroadcastRequestSchema)` to create a new message.
  */
 export const CancelBroadcastRequestSchema: GenMessage<CancelBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 16);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 14);
 
 /**
  * @generated from message mailroom.broadcast.v1.CancelBroadcastResponse
@@ -687,7 +609,7 @@ export type CancelBroadcastResponse = Message<"mailroom.broadcast.v1.CancelBroad
  * Use `create(CancelBroadcastResponseSchema)` to create a new message.
  */
 export const CancelBroadcastResponseSchema: GenMessage<CancelBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 17);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 15);
 
 /**
  * @generated from message mailroom.broadcast.v1.UpdateBroadcastRequest
@@ -739,7 +661,7 @@ export type UpdateBroadcastRequest = Message<"mailroom.broadcast.v1.UpdateBroadc
   text: string;
 
   /**
-   * @generated from field: mailroom.broadcast.v1.Audience audience = 10;
+   * @generated from field: mailroom.common.v1.Audience audience = 10;
    */
   audience?: Audience | undefined;
 
@@ -764,7 +686,7 @@ export type UpdateBroadcastRequest = Message<"mailroom.broadcast.v1.UpdateBroadc
  * Use `create(UpdateBroadcastRequestSchema)` to create a new message.
  */
 export const UpdateBroadcastRequestSchema: GenMessage<UpdateBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 18);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 16);
 
 /**
  * @generated from message mailroom.broadcast.v1.UpdateBroadcastResponse
@@ -791,7 +713,7 @@ export type UpdateBroadcastResponse = Message<"mailroom.broadcast.v1.UpdateBroad
  * Use `create(UpdateBroadcastResponseSchema)` to create a new message.
  */
 export const UpdateBroadcastResponseSchema: GenMessage<UpdateBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 19);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 17);
 
 /**
  * @generated from message mailroom.broadcast.v1.PreviewBroadcastRequest
@@ -820,7 +742,7 @@ export type PreviewBroadcastRequest = Message<"mailroom.broadcast.v1.PreviewBroa
  * Use `create(PreviewBroadcastRequestSchema)` to create a new message.
  */
 export const PreviewBroadcastRequestSchema: GenMessage<PreviewBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 20);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 18);
 
 /**
  * @generated from message mailroom.broadcast.v1.PreviewBroadcastResponse
@@ -859,7 +781,7 @@ export type PreviewBroadcastResponse = Message<"mailroom.broadcast.v1.PreviewBro
  * Use `create(PreviewBroadcastResponseSchema)` to create a new message.
  */
 export const PreviewBroadcastResponseSchema: GenMessage<PreviewBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 21);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 19);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTimelineRequest
@@ -881,7 +803,7 @@ export type GetBroadcastTimelineRequest = Message<"mailroom.broadcast.v1.GetBroa
  * Use `create(GetBroadcastTimelineRequestSchema)` to create a new message.
  */
 export const GetBroadcastTimelineRequestSchema: GenMessage<GetBroadcastTimelineRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 22);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 20);
 
 /**
  * @generated from message mailroom.broadcast.v1.TimelinePoint
@@ -925,7 +847,7 @@ export type TimelinePoint = Message<"mailroom.broadcast.v1.TimelinePoint"> & {
  * Use `create(TimelinePointSchema)` to create a new message.
  */
 export const TimelinePointSchema: GenMessage<TimelinePoint> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 23);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 21);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTimelineResponse
@@ -944,7 +866,7 @@ export type GetBroadcastTimelineResponse = Message<"mailroom.broadcast.v1.GetBro
  * Use `create(GetBroadcastTimelineResponseSchema)` to create a new message.
  */
 export const GetBroadcastTimelineResponseSchema: GenMessage<GetBroadcastTimelineResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 24);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 22);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTopicRequest
@@ -966,7 +888,7 @@ export type GetBroadcastTopicRequest = Message<"mailroom.broadcast.v1.GetBroadca
  * Use `create(GetBroadcastTopicRequestSchema)` to create a new message.
  */
 export const GetBroadcastTopicRequestSchema: GenMessage<GetBroadcastTopicRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 25);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 23);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTopicResponse
@@ -983,7 +905,7 @@ export type GetBroadcastTopicResponse = Message<"mailroom.broadcast.v1.GetBroadc
  * Use `create(GetBroadcastTopicResponseSchema)` to create a new message.
  */
 export const GetBroadcastTopicResponseSchema: GenMessage<GetBroadcastTopicResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 26);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 24);
 
 /**
  * @generated from enum mailroom.broadcast.v1.BroadcastStatus

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/common/v1/common.proto.
  */
 export const file_mailroom_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Ch9tYWlscm9vbS9jb21tb24vdjEvY29tbW9uLnByb3RvEhJtYWlscm9vbS5jb21tb24udjEi8gEKCUVycm9ySW5mbxIMCgRjb2RlGAEgASgJEhMKC2h0dHBfc3RhdHVzGAIgASgFEg8KB21lc3NhZ2UYAyABKAkSFgoOYWxsb3dlZF9lbWFpbHMYBCADKAkSFwoPYWxsb3dlZF9kb21haW5zGAUgAygJEhkKEXVua25vd25fdmFyaWFibGVzGAYgAygJEjcKBWV4dHJhGAcgAygLMigubWFpbHJvb20uY29tbW9uLnYxLkVycm9ySW5mby5FeHRyYUVudHJ5GiwKCkV4dHJhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIsCgtQYWdlUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiMQoIUGFnZUluZm8SEwoLbmV4dF9jdXJzb3IYASABKAkSEAoIaGFzX21vcmUYAiABKAhiBnByb3RvMw");
+  fileDesc("Ch9tYWlscm9vbS9jb21tb24vdjEvY29tbW9uLnByb3RvEhJtYWlscm9vbS5jb21tb24udjEi8gEKCUVycm9ySW5mbxIMCgRjb2RlGAEgASgJEhMKC2h0dHBfc3RhdHVzGAIgASgFEg8KB21lc3NhZ2UYAyABKAkSFgoOYWxsb3dlZF9lbWFpbHMYBCADKAkSFwoPYWxsb3dlZF9kb21haW5zGAUgAygJEhkKEXVua25vd25fdmFyaWFibGVzGAYgAygJEjcKBWV4dHJhGAcgAygLMigubWFpbHJvb20uY29tbW9uLnYxLkVycm9ySW5mby5FeHRyYUVudHJ5GiwKCkV4dHJhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIsCgtQYWdlUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiMQoIUGFnZUluZm8SEwoLbmV4dF9jdXJzb3IYASABKAkSEAoIaGFzX21vcmUYAiABKAgimgEKCEF1ZGllbmNlEgsKA2FsbBgBIAEoCBIOCgZncm91cHMYAiADKAkSEgoKc2VnbWVudF9pZBgDIAEoCRITCgtmaWx0ZXJfanNvbhgEIAEoCRI2CgdleGNsdWRlGAUgASgLMiUubWFpbHJvb20uY29tbW9uLnYxLkF1ZGllbmNlRXhjbHVzaW9uEhAKCHRvcGljX2lkGAYgASgJIkwKEUF1ZGllbmNlRXhjbHVzaW9uEg4KBmdyb3VwcxgBIAMoCRISCgpzZWdtZW50X2lkGAIgASgJEhMKC2ZpbHRlcl9qc29uGAMgASgJYgZwcm90bzM");
 
 /**
  * ErrorInfo travels as a ConnectError detail. The gateway alone turns it into a
@@ -114,4 +114,82 @@ export type PageInfo = Message<"mailroom.common.v1.PageInfo"> & {
  */
 export const PageInfoSchema: GenMessage<PageInfo> = /*@__PURE__*/
   messageDesc(file_mailroom_common_v1_common, 2);
+
+/**
+ * Who a broadcast goes to (DESIGN §9.4), as the broadcast service keeps it and the directory's
+ * AudienceService resolves it: exactly one of all, groups, segment_id, filter_json names who is
+ * in; exclude takes some out again; topic_id keeps only those who receive the topic. Always only
+ * SUBSCRIBED contacts, minus suppressions.
+ *
+ * @generated from message mailroom.common.v1.Audience
+ */
+export type Audience = Message<"mailroom.common.v1.Audience"> & {
+  /**
+   * @generated from field: bool all = 1;
+   */
+  all: boolean;
+
+  /**
+   * Group ids or publicIds, as given (their union).
+   *
+   * @generated from field: repeated string groups = 2;
+   */
+  groups: string[];
+
+  /**
+   * @generated from field: string segment_id = 3;
+   */
+  segmentId: string;
+
+  /**
+   * A filter (DESIGN §9.4 grammar) as JSON text; empty: none.
+   *
+   * @generated from field: string filter_json = 4;
+   */
+  filterJson: string;
+
+  /**
+   * @generated from field: mailroom.common.v1.AudienceExclusion exclude = 5;
+   */
+  exclude?: AudienceExclusion | undefined;
+
+  /**
+   * @generated from field: string topic_id = 6;
+   */
+  topicId: string;
+};
+
+/**
+ * Describes the message mailroom.common.v1.Audience.
+ * Use `create(AudienceSchema)` to create a new message.
+ */
+export const AudienceSchema: GenMessage<Audience> = /*@__PURE__*/
+  messageDesc(file_mailroom_common_v1_common, 3);
+
+/**
+ * @generated from message mailroom.common.v1.AudienceExclusion
+ */
+export type AudienceExclusion = Message<"mailroom.common.v1.AudienceExclusion"> & {
+  /**
+   * @generated from field: repeated string groups = 1;
+   */
+  groups: string[];
+
+  /**
+   * @generated from field: string segment_id = 2;
+   */
+  segmentId: string;
+
+  /**
+   * @generated from field: string filter_json = 3;
+   */
+  filterJson: string;
+};
+
+/**
+ * Describes the message mailroom.common.v1.AudienceExclusion.
+ * Use `create(AudienceExclusionSchema)` to create a new message.
+ */
+export const AudienceExclusionSchema: GenMessage<AudienceExclusion> = /*@__PURE__*/
+  messageDesc(file_mailroom_common_v1_common, 4);
 

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { PageInfo, PageRequest } from "../../common/v1/common_pb.js";
+import type { Audience, PageInfo, PageRequest } from "../../common/v1/common_pb.js";
 import { file_mailroom_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Contact } from "./directory_pb.js";
 import { file_mailroom_directory_v1_directory } from "./directory_pb.js";
@@ -16,83 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/directory/v1/audiences.proto.
  */
 export const file_mailroom_directory_v1_audiences: GenFile = /*@__PURE__*/
-  fileDesc("CiVtYWlscm9vbS9kaXJlY3RvcnkvdjEvYXVkaWVuY2VzLnByb3RvEhVtYWlscm9vbS5kaXJlY3RvcnkudjEinQEKCEF1ZGllbmNlEgsKA2FsbBgBIAEoCBIOCgZncm91cHMYAiADKAkSEgoKc2VnbWVudF9pZBgDIAEoCRITCgtmaWx0ZXJfanNvbhgEIAEoCRI5CgdleGNsdWRlGAUgASgLMigubWFpbHJvb20uZGlyZWN0b3J5LnYxLkF1ZGllbmNlRXhjbHVzaW9uEhAKCHRvcGljX2lkGAYgASgJIkwKEUF1ZGllbmNlRXhjbHVzaW9uEg4KBmdyb3VwcxgBIAMoCRISCgpzZWdtZW50X2lkGAIgASgJEhMKC2ZpbHRlcl9qc29uGAMgASgJIq4BCgdTZWdtZW50EgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhMKC2ZpbHRlcl9qc29uGAQgASgJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIk8KFENyZWF0ZVNlZ21lbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2ZpbHRlcl9qc29uGAMgASgJIkgKFUNyZWF0ZVNlZ21lbnRSZXNwb25zZRIvCgdzZWdtZW50GAEgASgLMh4ubWFpbHJvb20uZGlyZWN0b3J5LnYxLlNlZ21lbnQiPQoRR2V0U2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiRQoSR2V0U2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCJaChNMaXN0U2VnbWVudHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRItCgRwYWdlGAIgASgLMh8ubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VSZXF1ZXN0InQKFExpc3RTZWdtZW50c1Jlc3BvbnNlEjAKCHNlZ21lbnRzGAEgAygLMh4ubWFpbHJvb20uZGlyZWN0b3J5LnYxLlNlZ21lbnQSKgoEcGFnZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5QYWdlSW5mbyKGAQoUVXBkYXRlU2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhgKC2ZpbHRlcl9qc29uGAQgASgJSAGIAQFCBwoFX25hbWVCDgoMX2ZpbHRlcl9qc29uIkgKFVVwZGF0ZVNlZ21lbnRSZXNwb25zZRIvCgdzZWdtZW50GAEgASgLMh4ubWFpbHJvb20uZGlyZWN0b3J5LnYxLlNlZ21lbnQiQAoURGVsZXRlU2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiSAoVRGVsZXRlU2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCI/ChNDb3VudFNlZ21lbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpzZWdtZW50X2lkGAIgASgJIiUKFENvdW50U2VnbWVudFJlc3BvbnNlEg0KBWNvdW50GAEgASgDInUKGkxpc3RTZWdtZW50Q29udGFjdHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpzZWdtZW50X2lkGAIgASgJEi0KBHBhZ2UYAyABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QiewobTGlzdFNlZ21lbnRDb250YWN0c1Jlc3BvbnNlEjAKCGNvbnRhY3RzGAEgAygLMh4ubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvbnRhY3QSKgoEcGFnZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5QYWdlSW5mbyJfChRDb3VudEF1ZGllbmNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSMQoIYXVkaWVuY2UYAiABKAsyHy5tYWlscm9vbS5kaXJlY3RvcnkudjEuQXVkaWVuY2UiJgoVQ291bnRBdWRpZW5jZVJlc3BvbnNlEg0KBWNvdW50GAEgASgDIqQBChVTdHJlYW1BdWRpZW5jZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEjEKCGF1ZGllbmNlGAIgASgLMh8ubWFpbHJvb20uZGlyZWN0b3J5LnYxLkF1ZGllbmNlEhAKCGFmdGVyX2lkGAMgASgJEhIKCmJhdGNoX3NpemUYBCABKAUSHAoUbWlzc2luZ19ncm91cHNfZW1wdHkYBSABKAgiSgoWU3RyZWFtQXVkaWVuY2VSZXNwb25zZRIwCghjb250YWN0cxgBIAMoCzIeLm1haWxyb29tLmRpcmVjdG9yeS52MS5Db250YWN0MuUHCg9BdWRpZW5jZVNlcnZpY2USagoNQ3JlYXRlU2VnbWVudBIrLm1haWxyb29tLmRpcmVjdG9yeS52MS5DcmVhdGVTZWdtZW50UmVxdWVzdBosLm1haWxyb29tLmRpcmVjdG9yeS52MS5DcmVhdGVTZWdtZW50UmVzcG9uc2USYQoKR2V0U2VnbWVudBIoLm1haWxyb29tLmRpcmVjdG9yeS52MS5HZXRTZWdtZW50UmVxdWVzdBopLm1haWxyb29tLmRpcmVjdG9yeS52MS5HZXRTZWdtZW50UmVzcG9uc2USZwoMTGlzdFNlZ21lbnRzEioubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RTZWdtZW50c1JlcXVlc3QaKy5tYWlscm9vbS5kaXJlY3RvcnkudjEuTGlzdFNlZ21lbnRzUmVzcG9uc2USagoNVXBkYXRlU2VnbWVudBIrLm1haWxyb29tLmRpcmVjdG9yeS52MS5VcGRhdGVTZWdtZW50UmVxdWVzdBosLm1haWxyb29tLmRpcmVjdG9yeS52MS5VcGRhdGVTZWdtZW50UmVzcG9uc2USagoNRGVsZXRlU2VnbWVudBIrLm1haWxyb29tLmRpcmVjdG9yeS52MS5EZWxldGVTZWdtZW50UmVxdWVzdBosLm1haWxyb29tLmRpcmVjdG9yeS52MS5EZWxldGVTZWdtZW50UmVzcG9uc2USZwoMQ291bnRTZWdtZW50EioubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvdW50U2VnbWVudFJlcXVlc3QaKy5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ291bnRTZWdtZW50UmVzcG9uc2USfAoTTGlzdFNlZ21lbnRDb250YWN0cxIxLm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0U2VnbWVudENvbnRhY3RzUmVxdWVzdBoyLm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0U2VnbWVudENvbnRhY3RzUmVzcG9uc2USagoNQ291bnRBdWRpZW5jZRIrLm1haWxyb29tLmRpcmVjdG9yeS52MS5Db3VudEF1ZGllbmNlUmVxdWVzdBosLm1haWxyb29tLmRpcmVjdG9yeS52MS5Db3VudEF1ZGllbmNlUmVzcG9uc2USbwoOU3RyZWFtQXVkaWVuY2USLC5tYWlscm9vbS5kaXJlY3RvcnkudjEuU3RyZWFtQXVkaWVuY2VSZXF1ZXN0Gi0ubWFpbHJvb20uZGlyZWN0b3J5LnYxLlN0cmVhbUF1ZGllbmNlUmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_directory_v1_directory]);
-
-/**
- * Exactly one of all, groups, segment_id, filter_json names who is in; exclude takes some out
- * again; topic_id keeps only those who receive the topic.
- *
- * @generated from message mailroom.directory.v1.Audience
- */
-export type Audience = Message<"mailroom.directory.v1.Audience"> & {
-  /**
-   * @generated from field: bool all = 1;
-   */
-  all: boolean;
-
-  /**
-   * Group ids or publicIds (their union).
-   *
-   * @generated from field: repeated string groups = 2;
-   */
-  groups: string[];
-
-  /**
-   * @generated from field: string segment_id = 3;
-   */
-  segmentId: string;
-
-  /**
-   * A filter (DESIGN §9.4 grammar) as JSON text; empty: none.
-   *
-   * @generated from field: string filter_json = 4;
-   */
-  filterJson: string;
-
-  /**
-   * @generated from field: mailroom.directory.v1.AudienceExclusion exclude = 5;
-   */
-  exclude?: AudienceExclusion | undefined;
-
-  /**
-   * @generated from field: string topic_id = 6;
-   */
-  topicId: string;
-};
-
-/**
- * Describes the message mailroom.directory.v1.Audience.
- * Use `create(AudienceSchema)` to create a new message.
- */
-export const AudienceSchema: GenMessage<Audience> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 0);
-
-/**
- * @generated from message mailroom.directory.v1.AudienceExclusion
- */
-export type AudienceExclusion = Message<"mailroom.directory.v1.AudienceExclusion"> & {
-  /**
-   * @generated from field: repeated string groups = 1;
-   */
-  groups: string[];
-
-  /**
-   * @generated from field: string segment_id = 2;
-   */
-  segmentId: string;
-
-  /**
-   * @generated from field: string filter_json = 3;
-   */
-  filterJson: string;
-};
-
-/**
- * Describes the message mailroom.directory.v1.AudienceExclusion.
- * Use `create(AudienceExclusionSchema)` to create a new message.
- */
-export const AudienceExclusionSchema: GenMessage<AudienceExclusion> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 1);
+  fileDesc("CiVtYWlscm9vbS9kaXJlY3RvcnkvdjEvYXVkaWVuY2VzLnByb3RvEhVtYWlscm9vbS5kaXJlY3RvcnkudjEirgEKB1NlZ21lbnQSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLZmlsdGVyX2pzb24YBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTwoUQ3JlYXRlU2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZmlsdGVyX2pzb24YAyABKAkiSAoVQ3JlYXRlU2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCI9ChFHZXRTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCSJFChJHZXRTZWdtZW50UmVzcG9uc2USLwoHc2VnbWVudBgBIAEoCzIeLm1haWxyb29tLmRpcmVjdG9yeS52MS5TZWdtZW50IloKE0xpc3RTZWdtZW50c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEi0KBHBhZ2UYAiABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QidAoUTGlzdFNlZ21lbnRzUmVzcG9uc2USMAoIc2VnbWVudHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIoYBChRVcGRhdGVTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESGAoLZmlsdGVyX2pzb24YBCABKAlIAYgBAUIHCgVfbmFtZUIOCgxfZmlsdGVyX2pzb24iSAoVVXBkYXRlU2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCJAChREZWxldGVTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCSJIChVEZWxldGVTZWdtZW50UmVzcG9uc2USLwoHc2VnbWVudBgBIAEoCzIeLm1haWxyb29tLmRpcmVjdG9yeS52MS5TZWdtZW50Ij8KE0NvdW50U2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiJQoUQ291bnRTZWdtZW50UmVzcG9uc2USDQoFY291bnQYASABKAMidQoaTGlzdFNlZ21lbnRDb250YWN0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSLQoEcGFnZRgDIAEoCzIfLm1haWxyb29tLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJ7ChtMaXN0U2VnbWVudENvbnRhY3RzUmVzcG9uc2USMAoIY29udGFjdHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ29udGFjdBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIlwKFENvdW50QXVkaWVuY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIuCghhdWRpZW5jZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5BdWRpZW5jZSImChVDb3VudEF1ZGllbmNlUmVzcG9uc2USDQoFY291bnQYASABKAMioQEKFVN0cmVhbUF1ZGllbmNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSLgoIYXVkaWVuY2UYAiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USEAoIYWZ0ZXJfaWQYAyABKAkSEgoKYmF0Y2hfc2l6ZRgEIAEoBRIcChRtaXNzaW5nX2dyb3Vwc19lbXB0eRgFIAEoCCJKChZTdHJlYW1BdWRpZW5jZVJlc3BvbnNlEjAKCGNvbnRhY3RzGAEgAygLMh4ubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvbnRhY3Qy5QcKD0F1ZGllbmNlU2VydmljZRJqCg1DcmVhdGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNyZWF0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNyZWF0ZVNlZ21lbnRSZXNwb25zZRJhCgpHZXRTZWdtZW50EigubWFpbHJvb20uZGlyZWN0b3J5LnYxLkdldFNlZ21lbnRSZXF1ZXN0GikubWFpbHJvb20uZGlyZWN0b3J5LnYxLkdldFNlZ21lbnRSZXNwb25zZRJnCgxMaXN0U2VnbWVudHMSKi5tYWlscm9vbS5kaXJlY3RvcnkudjEuTGlzdFNlZ21lbnRzUmVxdWVzdBorLm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0U2VnbWVudHNSZXNwb25zZRJqCg1VcGRhdGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLlVwZGF0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLlVwZGF0ZVNlZ21lbnRSZXNwb25zZRJqCg1EZWxldGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkRlbGV0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkRlbGV0ZVNlZ21lbnRSZXNwb25zZRJnCgxDb3VudFNlZ21lbnQSKi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ291bnRTZWdtZW50UmVxdWVzdBorLm1haWxyb29tLmRpcmVjdG9yeS52MS5Db3VudFNlZ21lbnRSZXNwb25zZRJ8ChNMaXN0U2VnbWVudENvbnRhY3RzEjEubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RTZWdtZW50Q29udGFjdHNSZXF1ZXN0GjIubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RTZWdtZW50Q29udGFjdHNSZXNwb25zZRJqCg1Db3VudEF1ZGllbmNlEisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvdW50QXVkaWVuY2VSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvdW50QXVkaWVuY2VSZXNwb25zZRJvCg5TdHJlYW1BdWRpZW5jZRIsLm1haWxyb29tLmRpcmVjdG9yeS52MS5TdHJlYW1BdWRpZW5jZVJlcXVlc3QaLS5tYWlscm9vbS5kaXJlY3RvcnkudjEuU3RyZWFtQXVkaWVuY2VSZXNwb25zZTABYgZwcm90bzM", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_directory_v1_directory]);
 
 /**
  * @generated from message mailroom.directory.v1.Segment
@@ -136,7 +60,7 @@ export type Segment = Message<"mailroom.directory.v1.Segment"> & {
  * Use `create(SegmentSchema)` to create a new message.
  */
 export const SegmentSchema: GenMessage<Segment> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 2);
+  messageDesc(file_mailroom_directory_v1_audiences, 0);
 
 /**
  * @generated from message mailroom.directory.v1.CreateSegmentRequest
@@ -163,7 +87,7 @@ export type CreateSegmentRequest = Message<"mailroom.directory.v1.CreateSegmentR
  * Use `create(CreateSegmentRequestSchema)` to create a new message.
  */
 export const CreateSegmentRequestSchema: GenMessage<CreateSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 3);
+  messageDesc(file_mailroom_directory_v1_audiences, 1);
 
 /**
  * @generated from message mailroom.directory.v1.CreateSegmentResponse
@@ -180,7 +104,7 @@ export type CreateSegmentResponse = Message<"mailroom.directory.v1.CreateSegment
  * Use `create(CreateSegmentResponseSchema)` to create a new message.
  */
 export const CreateSegmentResponseSchema: GenMessage<CreateSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 4);
+  messageDesc(file_mailroom_directory_v1_audiences, 2);
 
 /**
  * @generated from message mailroom.directory.v1.GetSegmentRequest
@@ -202,7 +126,7 @@ export type GetSegmentRequest = Message<"mailroom.directory.v1.GetSegmentRequest
  * Use `create(GetSegmentRequestSchema)` to create a new message.
  */
 export const GetSegmentRequestSchema: GenMessage<GetSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 5);
+  messageDesc(file_mailroom_directory_v1_audiences, 3);
 
 /**
  * @generated from message mailroom.directory.v1.GetSegmentResponse
@@ -219,7 +143,7 @@ export type GetSegmentResponse = Message<"mailroom.directory.v1.GetSegmentRespon
  * Use `create(GetSegmentResponseSchema)` to create a new message.
  */
 export const GetSegmentResponseSchema: GenMessage<GetSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 6);
+  messageDesc(file_mailroom_directory_v1_audiences, 4);
 
 /**
  * @generated from message mailroom.directory.v1.ListSegmentsRequest
@@ -241,7 +165,7 @@ export type ListSegmentsRequest = Message<"mailroom.directory.v1.ListSegmentsReq
  * Use `create(ListSegmentsRequestSchema)` to create a new message.
  */
 export const ListSegmentsRequestSchema: GenMessage<ListSegmentsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 7);
+  messageDesc(file_mailroom_directory_v1_audiences, 5);
 
 /**
  * @generated from message mailroom.directory.v1.ListSegmentsResponse
@@ -263,7 +187,7 @@ export type ListSegmentsResponse = Message<"mailroom.directory.v1.ListSegmentsRe
  * Use `create(ListSegmentsResponseSchema)` to create a new message.
  */
 export const ListSegmentsResponseSchema: GenMessage<ListSegmentsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 8);
+  messageDesc(file_mailroom_directory_v1_audiences, 6);
 
 /**
  * @generated from message mailroom.directory.v1.UpdateSegmentRequest
@@ -295,7 +219,7 @@ export type UpdateSegmentRequest = Message<"mailroom.directory.v1.UpdateSegmentR
  * Use `create(UpdateSegmentRequestSchema)` to create a new message.
  */
 export const UpdateSegmentRequestSchema: GenMessage<UpdateSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 9);
+  messageDesc(file_mailroom_directory_v1_audiences, 7);
 
 /**
  * @generated from message mailroom.directory.v1.UpdateSegmentResponse
@@ -312,7 +236,7 @@ export type UpdateSegmentResponse = Message<"mailroom.directory.v1.UpdateSegment
  * Use `create(UpdateSegmentResponseSchema)` to create a new message.
  */
 export const UpdateSegmentResponseSchema: GenMessage<UpdateSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 10);
+  messageDesc(file_mailroom_directory_v1_audiences, 8);
 
 /**
  * @generated from message mailroom.directory.v1.DeleteSegmentRequest
@@ -334,7 +258,7 @@ export type DeleteSegmentRequest = Message<"mailroom.directory.v1.DeleteSegmentR
  * Use `create(DeleteSegmentRequestSchema)` to create a new message.
  */
 export const DeleteSegmentRequestSchema: GenMessage<DeleteSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 11);
+  messageDesc(file_mailroom_directory_v1_audiences, 9);
 
 /**
  * @generated from message mailroom.directory.v1.DeleteSegmentResponse
@@ -351,7 +275,7 @@ export type DeleteSegmentResponse = Message<"mailroom.directory.v1.DeleteSegment
  * Use `create(DeleteSegmentResponseSchema)` to create a new message.
  */
 export const DeleteSegmentResponseSchema: GenMessage<DeleteSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 12);
+  messageDesc(file_mailroom_directory_v1_audiences, 10);
 
 /**
  * @generated from message mailroom.directory.v1.CountSegmentRequest
@@ -373,7 +297,7 @@ export type CountSegmentRequest = Message<"mailroom.directory.v1.CountSegmentReq
  * Use `create(CountSegmentRequestSchema)` to create a new message.
  */
 export const CountSegmentRequestSchema: GenMessage<CountSegmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 13);
+  messageDesc(file_mailroom_directory_v1_audiences, 11);
 
 /**
  * @generated from message mailroom.directory.v1.CountSegmentResponse
@@ -390,7 +314,7 @@ export type CountSegmentResponse = Message<"mailroom.directory.v1.CountSegmentRe
  * Use `create(CountSegmentResponseSchema)` to create a new message.
  */
 export const CountSegmentResponseSchema: GenMessage<CountSegmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 14);
+  messageDesc(file_mailroom_directory_v1_audiences, 12);
 
 /**
  * @generated from message mailroom.directory.v1.ListSegmentContactsRequest
@@ -417,7 +341,7 @@ export type ListSegmentContactsRequest = Message<"mailroom.directory.v1.ListSegm
  * Use `create(ListSegmentContactsRequestSchema)` to create a new message.
  */
 export const ListSegmentContactsRequestSchema: GenMessage<ListSegmentContactsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 15);
+  messageDesc(file_mailroom_directory_v1_audiences, 13);
 
 /**
  * @generated from message mailroom.directory.v1.ListSegmentContactsResponse
@@ -439,7 +363,7 @@ export type ListSegmentContactsResponse = Message<"mailroom.directory.v1.ListSeg
  * Use `create(ListSegmentContactsResponseSchema)` to create a new message.
  */
 export const ListSegmentContactsResponseSchema: GenMessage<ListSegmentContactsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 16);
+  messageDesc(file_mailroom_directory_v1_audiences, 14);
 
 /**
  * @generated from message mailroom.directory.v1.CountAudienceRequest
@@ -451,7 +375,7 @@ export type CountAudienceRequest = Message<"mailroom.directory.v1.CountAudienceR
   workspaceId: string;
 
   /**
-   * @generated from field: mailroom.directory.v1.Audience audience = 2;
+   * @generated from field: mailroom.common.v1.Audience audience = 2;
    */
   audience?: Audience | undefined;
 };
@@ -461,7 +385,7 @@ export type CountAudienceRequest = Message<"mailroom.directory.v1.CountAudienceR
  * Use `create(CountAudienceRequestSchema)` to create a new message.
  */
 export const CountAudienceRequestSchema: GenMessage<CountAudienceRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 17);
+  messageDesc(file_mailroom_directory_v1_audiences, 15);
 
 /**
  * @generated from message mailroom.directory.v1.CountAudienceResponse
@@ -478,7 +402,7 @@ export type CountAudienceResponse = Message<"mailroom.directory.v1.CountAudience
  * Use `create(CountAudienceResponseSchema)` to create a new message.
  */
 export const CountAudienceResponseSchema: GenMessage<CountAudienceResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 18);
+  messageDesc(file_mailroom_directory_v1_audiences, 16);
 
 /**
  * @generated from message mailroom.directory.v1.StreamAudienceRequest
@@ -490,7 +414,7 @@ export type StreamAudienceRequest = Message<"mailroom.directory.v1.StreamAudienc
   workspaceId: string;
 
   /**
-   * @generated from field: mailroom.directory.v1.Audience audience = 2;
+   * @generated from field: mailroom.common.v1.Audience audience = 2;
    */
   audience?: Audience | undefined;
 
@@ -521,7 +445,7 @@ export type StreamAudienceRequest = Message<"mailroom.directory.v1.StreamAudienc
  * Use `create(StreamAudienceRequestSchema)` to create a new message.
  */
 export const StreamAudienceRequestSchema: GenMessage<StreamAudienceRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 19);
+  messageDesc(file_mailroom_directory_v1_audiences, 17);
 
 /**
  * @generated from message mailroom.directory.v1.StreamAudienceResponse
@@ -538,7 +462,7 @@ export type StreamAudienceResponse = Message<"mailroom.directory.v1.StreamAudien
  * Use `create(StreamAudienceResponseSchema)` to create a new message.
  */
 export const StreamAudienceResponseSchema: GenMessage<StreamAudienceResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_audiences, 20);
+  messageDesc(file_mailroom_directory_v1_audiences, 18);
 
 /**
  * AudienceService (hosted by the directory unit): saved segments and broadcast audiences
