@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
 
 /**
  * The console's audience pages in a real browser (Debian's chromium through playwright-core)
@@ -14,7 +15,6 @@ import { startSystem, type TestSystem } from "../harness/system.js";
  * and a broadcast draft whose audience is a group, counted before scheduling.
  * Screenshots go to test-results/console/.
  */
-const CHROMIUM = "/usr/bin/chromium";
 const KEY = "mr_test_console_audiences_1";
 const OTHER_KEY = "mr_test_console_audiences_2";
 const READ_KEY = "mr_test_console_audiences_read";
@@ -71,17 +71,10 @@ describe.skipIf(!existsSync(CHROMIUM))("console: groups, segments, topics, forms
         ],
       },
     });
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
     page.on("dialog", (d) => void d.accept());
-    await page.goto(url("/sign-in"));
-    await page.getByLabel("API key").fill(KEY);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL((u) => !u.pathname.endsWith("/sign-in"));
+    await signInWithKey(page, url("/sign-in"), KEY);
   }, 180_000);
 
   afterAll(async () => {

@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
 
 /**
  * The console's broadcasts, contacts and webhooks pages in a real browser (Debian's
@@ -13,7 +14,6 @@ import { startSystem, type TestSystem } from "../harness/system.js";
  * nats-server, an SMTP sink that accepts everything, and a local webhook receiver.
  * Screenshots go to test-results/console/.
  */
-const CHROMIUM = "/usr/bin/chromium";
 const KEY = "mr_test_console_content_1";
 const OTHER_KEY = "mr_test_console_other_1";
 const SHOTS = path.join(process.cwd(), "test-results", "console");
@@ -73,18 +73,11 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
         ],
       },
     });
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
     // The schedule and delete forms ask for confirmation (progressive enhancement): say yes.
     page.on("dialog", (d) => void d.accept());
-    await page.goto(url("/sign-in"));
-    await page.getByLabel("API key").fill(KEY);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await page.waitForURL((u) => !u.pathname.endsWith("/sign-in"));
+    await signInWithKey(page, url("/sign-in"), KEY);
   }, 180_000);
 
   afterAll(async () => {

@@ -6,6 +6,7 @@ import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
  * The web console in a real browser (Debian's chromium through playwright-core) against the
@@ -14,7 +15,6 @@ import { startSystem, type TestSystem } from "../harness/system.js";
  * by recipient, open its timeline, and look at the stats. Screenshots go to
  * test-results/console/.
  */
-const CHROMIUM = "/usr/bin/chromium";
 const KEY = "mr_test_console_core_key_1";
 const WORKSPACE = "ws_console_core";
 const DOMAIN = "console-mail.test";
@@ -79,11 +79,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in a browser: sign-in, domai
       smtp: false,
       units: ["directory", "renderer", "email", "delivery", "gateway"],
     });
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 800 } })).newPage();
   }, 120_000);
 

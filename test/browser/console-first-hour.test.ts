@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
  * The console as a new user meets it in the first hour (issue 25), in a real browser
@@ -16,7 +17,6 @@ import { startSystem, type TestSystem } from "../harness/system.js";
  * an email's plain text shows its real links. Each at 1280 and at 375 px wide where layout
  * matters. Screenshots go to test-results/console/.
  */
-const CHROMIUM = "/usr/bin/chromium";
 const KEY = "mr_test_console_first_hour_1";
 const SHOTS = path.join(process.cwd(), "test-results", "console");
 const DESKTOP = { width: 1280, height: 900 };
@@ -89,11 +89,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: the first hour of a new user (i
       smtp: false,
       env: { MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: "1" },
     });
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     desktop = await browser.newContext({ viewport: DESKTOP });
     page = await desktop.newPage();
     // Forms with data-confirm ask first (progressive enhancement): say yes.

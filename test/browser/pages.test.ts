@@ -6,12 +6,12 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
+import { CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
  * The gateway's HTML pages in a real browser (Debian's chromium through playwright-core),
  * against the real system with mail captured locally so /dev/mail is served.
  */
-const CHROMIUM = "/usr/bin/chromium";
 const KEY = "mr_test_browser_key_1";
 const WORKSPACE = "ws_browser";
 const RECIPIENT = "zoe@example.test";
@@ -64,11 +64,7 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
       units: ["directory", "renderer", "email", "delivery", "gateway"],
     });
     directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-    const { chromium } = await import("playwright-core");
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1024, height: 800 } });
     page = await context.newPage();
 
