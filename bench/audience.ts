@@ -2,7 +2,8 @@
  * Audience benchmark (issue 27, DESIGN §9.4): resolving broadcast audiences over N contacts
  * (default 1,000,000; BENCH_AUDIENCE_CONTACTS) with E recorded engagement events (default
  * 10,000,000; BENCH_AUDIENCE_EVENTS), through the real directory process's AudienceService
- * (CountAudience, StreamAudience), beside the store's own full scan in the same run.
+ * (CountAudience, StreamAudience with members_only, as a broadcast streams it), beside the
+ * store's own full scan in the same run.
  *
  * Seeding (not timed with the cases): a child process opens the directory's embedded store
  * (<dataDir>/directory, LMDB) before the directory starts, lets the directory's own adapters
@@ -35,11 +36,12 @@
  * the directory with --cpu-prof and prints its hottest functions.
  *
  * Run: `npm run bench audience` (quick check: BENCH_AUDIENCE_CONTACTS=20000
- * BENCH_AUDIENCE_EVENTS=200000 npm run bench audience).
+ * BENCH_AUDIENCE_EVENTS=200000 npm run bench audience). BENCH_AUDIENCE_DIR=<dir> keeps the
+ * seeded store there for the next runs of the same size (see keptSeed).
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { monotonicFactory } from "ulidx";
@@ -439,6 +441,31 @@ function runSeedChild(dir: string, n: number, e: number): Promise<SeedResult> {
   });
 }
 
+/**
+ * BENCH_AUDIENCE_DIR: the seeded store is kept in <dir>/directory (with what the seeding
+ * answered in <dir>/seed.json) and used again by later runs of the same size, so a change can
+ * be measured again without seeding 1,000,000 contacts each time. The run's directory reads and
+ * writes it (each run adds its segment); the seeding's in-process figures are the first run's.
+ */
+async function keptSeed(keep: string, dataDir: string, n: number, e: number): Promise<SeedResult> {
+  const seedFile = path.join(keep, "seed.json");
+  let seed: SeedResult | undefined;
+  try {
+    const kept = JSON.parse(readFileSync(seedFile, "utf8")) as SeedResult & { askedEvents?: number };
+    if (kept.contacts === n && kept.askedEvents === e) seed = kept;
+  } catch {
+    // none kept yet
+  }
+  if (seed) console.log(`  using the store seeded in ${keep} (BENCH_AUDIENCE_DIR); its in-process figures are from the seeding run`);
+  else {
+    await rm(path.join(keep, "directory"), { recursive: true, force: true });
+    seed = await runSeedChild(path.join(keep, "directory"), n, e);
+    await writeFile(seedFile, JSON.stringify({ ...seed, askedEvents: e }));
+  }
+  await symlink(path.join(keep, "directory"), path.join(dataDir, "directory"));
+  return seed;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Measuring the directory
 
@@ -546,7 +573,8 @@ async function measureCase(
   const clientStart = process.cpuUsage();
   started = performance.now();
   try {
-    for await (const res of rpc.streamAudience({ workspaceId: WS, audience, batchSize: STREAM_BATCH }, { signal: abort.signal })) streamed += res.contacts.length;
+    // As a broadcast streams its audience: members only (the fields a send merges).
+    for await (const res of rpc.streamAudience({ workspaceId: WS, audience, batchSize: STREAM_BATCH, membersOnly: true }, { signal: abort.signal })) streamed += res.members.length;
   } catch (err) {
     if (!abort.signal.aborted) throw err;
   } finally {
@@ -579,6 +607,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
   const n = Math.max(100, Math.floor(Number(process.env.BENCH_AUDIENCE_CONTACTS ?? 1_000_000)));
   const e = Math.max(0, Math.floor(Number(process.env.BENCH_AUDIENCE_EVENTS ?? 10_000_000)));
   const streamCap = Number(process.env.BENCH_AUDIENCE_STREAM_SECONDS ?? 120);
+  const keepDir = process.env.BENCH_AUDIENCE_DIR;
   console.log(`audience: ${n} contacts, about ${e} engagement events, seeded straight into the directory's store; one directory process; counts and streams through AudienceService`);
   let seed: SeedResult | undefined;
   let sys: TestSystem | undefined;
@@ -598,7 +627,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       },
       env: { MAILROOM_LOG_LEVEL: "warn", ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}) },
       prepareDataDir: async (dataDir) => {
-        seed = await runSeedChild(path.join(dataDir, "directory"), n, e);
+        seed = keepDir ? await keptSeed(keepDir, dataDir, n, e) : await runSeedChild(path.join(dataDir, "directory"), n, e);
         seededAt = performance.now();
       },
     });

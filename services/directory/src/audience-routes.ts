@@ -1,11 +1,12 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { AudienceService, type SegmentSchema } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
+import { AudienceService, type AudienceMemberSchema, type SegmentSchema } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
 import type { Audience as PbAudience } from "../../../gen/mailroom/common/v1/common_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { contactToPb } from "./routes.js";
 import type { Segment } from "./domain/audience-ports.js";
+import type { Contact } from "./domain/model.js";
 import type { Segments } from "./domain/segments.js";
 import type { Audiences, AudienceSpec } from "./domain/audiences.js";
 
@@ -18,6 +19,18 @@ export function parseFilterJson(text: string, path: string): unknown {
   } catch {
     throw badRequest("invalid_filter", `${path}: not valid JSON`);
   }
+}
+
+/** A contact as a send merges it (StreamAudience with members_only). */
+function memberToPb(c: Contact): MessageInitShape<typeof AudienceMemberSchema> {
+  return {
+    id: c._id,
+    email: c.email,
+    firstName: c.firstName,
+    lastName: c.lastName,
+    timezone: c.timezone,
+    propertiesJson: c.properties ? JSON.stringify(c.properties) : "{}",
+  };
 }
 
 export function audienceFromPb(a: PbAudience | undefined): AudienceSpec {
@@ -88,7 +101,7 @@ export function audienceService(segments: Segments, audiences: Audiences): Servi
         batchSize: req.batchSize || undefined,
         missingGroupsEmpty: req.missingGroupsEmpty,
       });
-      for await (const contacts of batches) yield { contacts: contacts.map(contactToPb) };
+      for await (const contacts of batches) yield req.membersOnly ? { members: contacts.map(memberToPb) } : { contacts: contacts.map(contactToPb) };
     },
   };
 }

@@ -59,7 +59,7 @@ import {
   deepEqual,
   getPath,
   isPlainObject,
-  matchesFilter,
+  compileFilter,
   newStoreId,
   setPath,
   unsetPath,
@@ -836,8 +836,9 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
   private *candidates(filter: Filter, plan: Plan, meta: CollectionMeta): Generator<Doc> {
     const now = Date.now();
     const hasTtl = meta.indexes.some((d) => d.ttl !== undefined);
+    const matches = compileFilter(filter);
     const accept = (doc: Doc | undefined): doc is Doc =>
-      doc !== undefined && (!hasTtl || !this.expired(doc, meta, now)) && matchesFilter(doc, filter);
+      doc !== undefined && (!hasTtl || !this.expired(doc, meta, now)) && matches(doc);
     if (plan.kind === "ids") {
       const ids = plan.ids!;
       const [from, to] = plan.idSlice ?? [0, ids.length];
@@ -965,12 +966,13 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
   }
 
   private *coveredIds(filter: Filter, plan: Plan): Generator<Doc> {
+    const matches = compileFilter(filter);
     if (plan.kind === "ids") {
       const ids = plan.ids!;
       const [from, to] = plan.idSlice ?? [0, ids.length];
       for (let i = from; i < to; i++) {
         const doc = { _id: ids[i] };
-        if (this.docs.doesExist(ids[i]) && matchesFilter(doc, filter)) yield doc;
+        if (this.docs.doesExist(ids[i]) && matches(doc)) yield doc;
       }
       return;
     }
@@ -979,18 +981,19 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     for (const key of this.docs.getKeys(range as never)) {
       if (typeof key === "symbol") continue;
       const doc = { _id: key };
-      if (matchesFilter(doc, filter)) yield doc;
+      if (matches(doc)) yield doc;
     }
   }
 
   private *coveredEntries(filter: Filter, plan: Plan, def: IndexDef): Generator<Doc> {
     const held = partFields(def);
     const base = tagBase(def);
+    const matches = compileFilter(filter);
     for (const r of plan.ranges!) {
       const range = plan.reverse ? { start: r.end, end: r.start, reverse: true } : { start: r.start, end: r.end };
       for (const key of this.index.getKeys(range as never)) {
         const doc = decodeEntry(key as (string | number)[], held, base) ?? this.getDoc(entryId(key));
-        if (doc && matchesFilter(doc, filter)) yield doc;
+        if (doc && matches(doc)) yield doc;
       }
     }
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Update } from "./port.js";
-import { applyUpdate, cloneValue } from "./query.js";
+import type { Filter, Update } from "./port.js";
+import { applyUpdate, cloneValue, compileFilter, matchesFilter } from "./query.js";
 
 const source = () => ({
   _id: "e1",
@@ -61,5 +61,70 @@ describe("applyUpdate sharing untouched branches", () => {
     expect(() => applyUpdate(doc, { $inc: { status: 1 } }, false, { share: true })).toThrow(/non-numeric/);
     expect(() => applyUpdate(doc, { $set: { "tags.x": 1 } }, false, { share: true })).toThrow(/array/);
     expect(doc).toEqual(before);
+  });
+});
+
+describe("compileFilter", () => {
+  const docs: Record<string, unknown>[] = [
+    source(),
+    { _id: "e2", status: "QUEUED", tags: [], out: null, n: 5, when: new Date("2026-11-03T00:00:00Z") },
+    { _id: "e3", tags: ["b", null], out: { links: [{ url: "https://b.test", clicks: 0 }, { url: null }] }, n: "5", email: "Ann@Example.test" },
+    { _id: "e4", status: null, properties: { plan: "gold", seats: 3, groups: ["g1", "g2"] }, email: "bob@example.test" },
+    {},
+  ];
+  const many = Array.from({ length: 50 }, (_, i) => `e${i}`);
+  const filters: Filter[] = [
+    {},
+    { status: "SENT" },
+    { status: null },
+    { status: { $ne: null } },
+    { status: { $in: ["SENT", "QUEUED"] } },
+    { status: { $nin: ["SENT", "QUEUED", "A", "B", "C", "D"] } },
+    { _id: { $in: many } },
+    { _id: { $in: Object.freeze([...many].sort()) } },
+    { tags: "b" },
+    { tags: null },
+    { tags: { $size: 2 } },
+    { "out.links.url": "https://b.test" },
+    { "out.links.0.clicks": { $gte: 2 } },
+    { "out.last.at": { $lt: new Date("2026-12-01T00:00:00Z") } },
+    { "properties.plan": "gold", "properties.seats": { $gt: 1, $lte: 3 } },
+    { "properties.groups": { $in: ["g2", "g9"] } },
+    { n: { $gte: 5 } },
+    { n: { $exists: true } },
+    { n: { $exists: false } },
+    { email: { $regex: "example\\.test$", $options: "i" } },
+    { email: { $regex: /^ann@/i } },
+    { email: { $regex: "^bob", $options: "g" } },
+    { email: { $options: "i" } },
+    { email: { $regex: "(" } },
+    { $or: [{ status: "SENT" }, { "properties.plan": "gold" }] },
+    { $and: [{ tags: { $exists: true } }, { $nor: [{ tags: "a" }] }] },
+    { $nor: [{ status: { $in: ["SENT"] } }] },
+    { status: "SENT", $where: "x" },
+    { $and: [] },
+    { status: { $eq: "QUEUED", $bogus: 1 } },
+    { status: { $in: "SENT" } },
+  ];
+  const outcome = (f: () => boolean) => {
+    try {
+      return f();
+    } catch (err) {
+      return `throws ${(err as Error).message}`;
+    }
+  };
+
+  it.each(filters.map((f) => [JSON.stringify(f), f] as const))("%s: the same answer as matchesFilter for every document", (_name, filter) => {
+    const compiled = outcome(() => (compileFilter(filter), true));
+    expect(compiled).toBe(true); // compiling never throws: errors come when a document reaches them
+    const matches = compileFilter(filter);
+    for (const doc of docs) expect(outcome(() => matches(doc))).toEqual(outcome(() => matchesFilter(doc, filter)));
+  });
+
+  it("answers the same whether or not documents match (some do, some do not, over the cases)", () => {
+    const answers = filters.flatMap((f) => docs.map((d) => outcome(() => matchesFilter(d, f))));
+    expect(answers).toContain(true);
+    expect(answers).toContain(false);
+    expect(answers.some((a) => typeof a === "string")).toBe(true);
   });
 });

@@ -6,6 +6,7 @@ import { badRequest } from "@mailroom/kit/errors.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { notFound } from "@mailroom/kit/errors.js";
 import { RpcDirectory } from "./directory.js";
+import type { Contact } from "../domain/ports.js";
 
 const contacts = Array.from({ length: 7 }, (_, i) => ({
   id: `ctc_${i}`,
@@ -90,21 +91,39 @@ describe("directory adapter", () => {
           return { count: 2n };
         },
         async *streamAudience(req) {
-          requests.push({ stream: req.audience, afterId: req.afterId, missingGroupsEmpty: req.missingGroupsEmpty });
-          yield { contacts: contacts.filter((c) => c.id > req.afterId).slice(0, 2) };
+          requests.push({ stream: req.audience, afterId: req.afterId, missingGroupsEmpty: req.missingGroupsEmpty, membersOnly: req.membersOnly });
+          const page = contacts.filter((c) => c.id > req.afterId).slice(0, 2);
+          yield { members: page.map((c) => ({ id: c.id, email: c.email, firstName: c.firstName, timezone: c.timezone, propertiesJson: JSON.stringify(c.properties) })) };
         },
       });
     });
     const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
     const audience = { groups: ["vip"], exclude: { filterJson: '{"properties.plan":"free"}' }, topicId: "top_1" };
     expect(await dir.audienceCount("ws", audience)).toBe(2);
-    const ids: string[] = [];
-    for await (const batch of dir.subscribedContacts("ws", audience, "ctc_2")) ids.push(...batch.map((c) => c.id));
-    expect(ids).toEqual(["ctc_3", "ctc_4"]);
+    const streamed: Contact[] = [];
+    for await (const batch of dir.subscribedContacts("ws", audience, "ctc_2")) streamed.push(...batch);
+    expect(streamed).toEqual([
+      { id: "ctc_3", email: "c3@example.test", firstName: "C3", lastName: "", timezone: "", properties: { plan: "pro" } },
+      { id: "ctc_4", email: "c4@example.test", firstName: "C4", lastName: "", timezone: "", properties: { plan: "pro" } },
+    ]);
     expect(requests).toMatchObject([
       { count: { all: false, groups: ["vip"], segmentId: "", filterJson: "", exclude: { groups: [], filterJson: '{"properties.plan":"free"}' }, topicId: "top_1" } },
-      { stream: { groups: ["vip"], topicId: "top_1" }, afterId: "ctc_2", missingGroupsEmpty: true },
+      { stream: { groups: ["vip"], topicId: "top_1" }, afterId: "ctc_2", missingGroupsEmpty: true, membersOnly: true },
     ]);
     await expect(dir.audienceCount("ws", { segmentId: "seg_gone" })).rejects.toMatchObject({ code: "audience_not_found", httpStatus: 400 });
+  });
+
+  it("reads whole contacts from a directory that answers StreamAudience without members (one from before members_only)", async () => {
+    const transport = memoryTransport(({ service }) => {
+      service(AudienceService, {
+        async *streamAudience() {
+          yield { contacts: contacts.slice(0, 2) };
+        },
+      });
+    });
+    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const streamed: Contact[] = [];
+    for await (const batch of dir.subscribedContacts("ws", { groups: ["vip"] })) streamed.push(...batch);
+    expect(streamed.map((c) => [c.id, c.properties])).toEqual([["ctc_0", { plan: "pro" }], ["ctc_1", { plan: "pro" }]]);
   });
 });

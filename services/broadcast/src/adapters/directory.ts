@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { Contact as PbContact, DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { AudienceService } from "../../../../gen/mailroom/directory/v1/audiences_pb.js";
+import type { AudienceMember, AudienceService } from "../../../../gen/mailroom/directory/v1/audiences_pb.js";
 import type { Contact, Directory, SenderCheck, UsageReservation, WorkspaceInfo } from "../domain/ports.js";
 import type { BroadcastAudience } from "../domain/model.js";
 import { asDomainError } from "./errors.js";
@@ -40,6 +40,15 @@ function contactOf(c: PbContact): Contact {
     timezone: c.timezone,
     properties: { ...(c.properties ?? {}) },
   };
+}
+
+function memberOf(m: AudienceMember): Contact {
+  return { id: m.id, email: m.email, firstName: m.firstName, lastName: m.lastName, timezone: m.timezone, properties: propertiesOf(m.propertiesJson) };
+}
+
+function propertiesOf(json: string): Record<string, unknown> {
+  const value: unknown = json ? JSON.parse(json) : {};
+  return value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
 
 /**
@@ -123,10 +132,14 @@ export class RpcDirectory implements Directory {
     }
     try {
       const stream = this.audiences.streamAudience(
-        { workspaceId, audience: audienceRequest(audience), afterId: afterId ?? "", batchSize: STREAM_BATCH, missingGroupsEmpty: true },
+        { workspaceId, audience: audienceRequest(audience), afterId: afterId ?? "", batchSize: STREAM_BATCH, missingGroupsEmpty: true, membersOnly: true },
         { timeoutMs: 30 * 60_000 },
       );
-      for await (const res of stream) if (res.contacts.length) yield res.contacts.map(contactOf);
+      for await (const res of stream) {
+        // Members (slim); a directory from before members_only answers whole contacts.
+        if (res.members.length) yield res.members.map(memberOf);
+        else if (res.contacts.length) yield res.contacts.map(contactOf);
+      }
     } catch (err) {
       throw asDomainError(err);
     }

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { AudienceService } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
+import { audienceRoutes } from "./audience-routes.js";
+import type { Audiences } from "./domain/audiences.js";
+import type { Segments } from "./domain/segments.js";
+import type { Contact } from "./domain/model.js";
+
+const contact = (i: number): Contact => ({
+  _id: `ctc_${i}`,
+  workspaceId: "ws",
+  email: `c${i}@example.test`,
+  emailLower: `c${i}@example.test`,
+  firstName: `C${i}`,
+  lastName: "Doe",
+  timezone: "Europe/Paris",
+  status: "SUBSCRIBED",
+  source: "PUBLIC_API",
+  properties: { plan: "gold", seats: i, tags: ["a", "b"] },
+  createdAt: new Date("2026-01-01T00:00:00Z"),
+  updatedAt: new Date("2026-01-02T00:00:00Z"),
+});
+
+/** Audiences that stream two pages of the given contacts, whatever was asked. */
+const audiences = { async *stream() { yield [contact(1), contact(2)]; yield [contact(3)]; } } as unknown as Audiences;
+
+function client() {
+  return createClient(AudienceService, createRouterTransport(audienceRoutes({} as Segments, audiences)));
+}
+
+describe("StreamAudience", () => {
+  it("answers slim members with the properties as JSON when asked for members only", async () => {
+    const pages = [];
+    for await (const res of client().streamAudience({ workspaceId: "ws", audience: { all: true }, membersOnly: true })) pages.push(res);
+    expect(pages.map((p) => p.contacts.length)).toEqual([0, 0]);
+    expect(pages.map((p) => p.members.map((m) => m.id))).toEqual([["ctc_1", "ctc_2"], ["ctc_3"]]);
+    const [first] = pages[0].members;
+    expect({ ...first, $typeName: undefined }).toEqual({
+      $typeName: undefined, id: "ctc_1", email: "c1@example.test", firstName: "C1", lastName: "Doe", timezone: "Europe/Paris",
+      propertiesJson: JSON.stringify({ plan: "gold", seats: 1, tags: ["a", "b"] }),
+    });
+  });
+
+  it("answers whole contacts otherwise", async () => {
+    const pages = [];
+    for await (const res of client().streamAudience({ workspaceId: "ws", audience: { all: true } })) pages.push(res);
+    expect(pages.map((p) => p.members.length)).toEqual([0, 0]);
+    expect(pages[0].contacts[0]).toMatchObject({ id: "ctc_1", email: "c1@example.test", subscribed: true, properties: { plan: "gold", seats: 1 } });
+  });
+});
