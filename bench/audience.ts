@@ -30,7 +30,8 @@
  * Each prints `audience <case>: N contacts, count N ms, stream N/s, anon N MB` (anon: the
  * directory's peak RssAnon, sampled every 100 ms while the case ran), then its ratio to the
  * full scan, its targets (count ≤ 1 s and stream ≥ 100,000/s for segment and group, count ≤ 2 s
- * for engagement, directory anon < 300 MB: printed, never asserted), the store operations the
+ * for engagement, each count target also against the first count, directory anon < 300 MB:
+ * printed, never asserted), the store operations the
  * directory ran for it (from its /metrics), its CPU per count and per streamed contact (and
  * the bench client's), its V8 heap peaks, the load average, and the plans. BENCH_PROFILE=1 runs
  * the directory with --cpu-prof and prints its hottest functions.
@@ -677,7 +678,10 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       }
       const t = TARGETS[name];
       const targets: string[] = [];
-      if (t.countMs !== undefined) targets.push(`count ≤ ${t.countMs} ms ${verdict(r.countMs <= t.countMs)}`);
+      // The first count of a filter resolves its engagement terms; the repeat (reported) reuses
+      // that resolution for a few seconds, as the console's live count and a broadcast's
+      // create-then-schedule do. Both are held to the target.
+      if (t.countMs !== undefined) targets.push(`count ≤ ${t.countMs} ms ${verdict(r.countMs <= t.countMs)} (first count ${verdict(r.firstCountMs <= t.countMs)})`);
       if (t.streamPerSecond !== undefined) targets.push(`stream ≥ ${t.streamPerSecond}/s ${verdict(r.streamPerSecond >= t.streamPerSecond)}`);
       targets.push(`anon < ${ANON_TARGET_MB} MB ${verdict(r.anonMb < ANON_TARGET_MB)}`);
       notes.push(`targets: ${targets.join(", ")}`);
