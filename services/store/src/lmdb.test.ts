@@ -634,3 +634,32 @@ describe("LMDB index definitions", () => {
     await store.close();
   });
 });
+
+describe("LMDB store: findIdSegments from the keys", () => {
+  it("reads an exact index range or _id range from the keys without a document query, and pages through find otherwise", async () => {
+    const store = await openLmdbStore({ dir: await tempDir() });
+    try {
+      const c = store.collection<Row>("totals");
+      await c.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } });
+      const at = (d: number) => new Date(Date.UTC(2026, 2, d));
+      await c.insertMany(Array.from({ length: 40 }, (_, i) => ({ _id: `w:opened:ctc_${String(i).padStart(2, "0")}`, workspaceId: "w", kind: "opened", last: at(1 + (i % 20)) })));
+      let finds = 0;
+      const find = c.find.bind(c);
+      c.find = (filter: Filter, options?: FindOptions) => (finds++, find(filter, options));
+      const read = async (filter: Filter, segment: { prefix: string; end?: string }) => {
+        const out: string[] = [];
+        for await (const batch of c.findIdSegments(filter, segment, { batchSize: 7 })) out.push(...batch);
+        return out.sort();
+      };
+      const expected = Array.from({ length: 40 }, (_, i) => i).filter((i) => 1 + (i % 20) >= 15).map((i) => `ctc_${String(i).padStart(2, "0")}`);
+      expect(await read({ workspaceId: "w", kind: "opened", last: { $gte: at(15) } }, { prefix: "w:opened:" })).toEqual(expected);
+      expect(await read({ _id: { $gt: "w:opened:", $lt: "w:opened:\uffff" } }, { prefix: "w:opened:ctc_", end: "0" })).toHaveLength(40);
+      expect(finds).toBe(0);
+      // $gt on the date: the range would hold the bound's own entries, so documents are checked.
+      expect(await read({ workspaceId: "w", kind: "opened", last: { $gt: at(19) } }, { prefix: "w:opened:" })).toEqual(["ctc_19", "ctc_39"]);
+      expect(finds).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -18,6 +18,8 @@ import {
   type Collection,
   type Doc,
   type Filter,
+  type IdSegment,
+  idSegment,
   type FindOneAndUpdateOptions,
   type FindOptions,
   type IndexSpec,
@@ -161,6 +163,25 @@ class MongoStoreCollection<T extends Doc> implements Collection<T> {
 
   deleteMany(filter: Filter): Promise<{ deletedCount: number }> {
     return this.guard(async () => ({ deletedCount: (await this.coll.deleteMany(this.filter(filter))).deletedCount }));
+  }
+
+  async *findIdSegments(filter: Filter, segment: IdSegment, options: { batchSize?: number } = {}): AsyncIterable<string[]> {
+    const batchSize = options.batchSize ?? 5_000;
+    const cursor = this.coll.find(this.filter(filter), { projection: { _id: 1 } }).batchSize(batchSize);
+    let out: string[] = [];
+    try {
+      for await (const doc of cursor) {
+        const part = idSegment(String(doc._id), segment);
+        if (part !== undefined) out.push(part);
+        if (out.length >= batchSize) {
+          yield out;
+          out = [];
+        }
+      }
+    } finally {
+      await cursor.close();
+    }
+    if (out.length) yield out;
   }
 
   countDocuments(filter: Filter = {}): Promise<number> {

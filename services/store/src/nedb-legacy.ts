@@ -23,6 +23,8 @@ import {
   type Collection,
   type Doc,
   type Filter,
+  type IdSegment,
+  pagedIdSegments,
   type FindOneAndUpdateOptions,
   type FindOptions,
   type IndexSpec,
@@ -274,6 +276,10 @@ class EmbeddedCollection<T extends Doc> implements Collection<T> {
   async deleteMany(filter: Filter): Promise<{ deletedCount: number }> {
     assertDefinedFilter(filter);
     return this.write(async () => ({ deletedCount: await this.db.removeAsync(nedbQuery(filter), { multi: true }) }));
+  }
+
+  findIdSegments(filter: Filter, segment: IdSegment, options: { batchSize?: number } = {}): AsyncIterable<string[]> {
+    return pagedIdSegments(this, filter, segment, options.batchSize);
   }
 
   async countDocuments(filter: Filter = {}): Promise<number> {

@@ -29,6 +29,67 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
       await options.cleanup?.();
     });
 
+    describe("findIdSegments", () => {
+      const all = async (it: AsyncIterable<string[]>, batches: number[] = []) => {
+        const out: string[] = [];
+        for await (const batch of it) {
+          batches.push(batch.length);
+          out.push(...batch);
+        }
+        return out.sort();
+      };
+      const day = (d: number) => new Date(Date.UTC(2026, 0, d));
+
+      it("answers the segment after a prefix of each matching _id from an index range (equality, then an inclusive date range)", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } });
+        const docs: Item[] = [];
+        for (let i = 0; i < 30; i++) {
+          for (const kind of ["opened", "clicked"]) {
+            docs.push({ _id: `ws1:${kind}:ctc_${String(i).padStart(3, "0")}`, workspaceId: "ws1", kind, last: day(1 + (i % 10)) });
+          }
+        }
+        docs.push({ _id: "ws2:opened:ctc_900", workspaceId: "ws2", kind: "opened", last: day(9) });
+        docs.push({ _id: "ws1:opened:ctc_\u00e9t\u00e9", workspaceId: "ws1", kind: "opened", last: day(8) }); // not ASCII
+        docs.push({ _id: "other-shape", workspaceId: "ws1", kind: "opened", last: day(9) }); // not under the prefix
+        docs.push({ _id: "ws1:opened:ctc_str", workspaceId: "ws1", kind: "opened", last: "2026-01-09" }); // a string, not a date
+        await c.insertMany(docs);
+        const batches: number[] = [];
+        const got = await all(c.findIdSegments({ workspaceId: "ws1", kind: "opened", last: { $gte: day(7) } }, { prefix: "ws1:opened:" }, { batchSize: 4 }), batches);
+        const expected = docs
+          .filter((d) => d.workspaceId === "ws1" && d.kind === "opened" && d.last instanceof Date && d.last >= day(7) && d._id.startsWith("ws1:opened:"))
+          .map((d) => d._id.slice("ws1:opened:".length))
+          .sort();
+        expect(expected).toContain("ctc_\u00e9t\u00e9");
+        expect(expected.length).toBe(13);
+        expect(got).toEqual(expected);
+        expect(Math.max(...batches)).toBeLessThanOrEqual(4);
+        // Up to a closing $lte, and a filter no index range answers exactly (checked document by document).
+        expect(await all(c.findIdSegments({ workspaceId: "ws1", kind: "opened", last: { $gte: day(7), $lte: day(7) } }, { prefix: "ws1:opened:" })))
+          .toEqual(["ctc_006", "ctc_016", "ctc_026"]);
+        expect(await all(c.findIdSegments({ workspaceId: "ws1", kind: "opened", last: { $gt: day(9) } }, { prefix: "ws1:opened:" })))
+          .toEqual(["ctc_009", "ctc_019", "ctc_029"]);
+        expect(await all(c.findIdSegments({ workspaceId: "ws1", kind: { $in: ["opened"] }, last: { $gte: day(10) }, _id: { $ne: "ws1:opened:ctc_019" } }, { prefix: "ws1:opened:" })))
+          .toEqual(["ctc_009", "ctc_029"]);
+      });
+
+      it("answers segments of an _id range up to an end character, leaving out the ids exclusive bounds name", async () => {
+        const c = fresh();
+        const ids = [
+          "w:opened:brd1:", // the $gt bound itself
+          "w:opened:brd1:ctc_a:m1", "w:opened:brd1:ctc_b:m2", "w:opened:brd1:ctc_c:m3", "w:opened:brd1:ctc_\u00fc:m4",
+          "w:opened:brd2:ctc_a:m5", "w:clicked:brd1:ctc_a:m1",
+        ];
+        await c.insertMany(ids.map((_id) => ({ _id })));
+        const prefix = "w:opened:brd1:";
+        expect(await all(c.findIdSegments({ _id: { $gt: prefix, $lt: `${prefix}\uffff` } }, { prefix, end: ":" }, { batchSize: 2 })))
+          .toEqual(["ctc_a", "ctc_b", "ctc_c", "ctc_\u00fc"]);
+        expect(await all(c.findIdSegments({ _id: { $gte: "w:opened:brd1:ctc_b", $lt: "w:opened:brd1:ctc_c:m3" } }, { prefix })))
+          .toEqual(["ctc_b:m2"]);
+        expect(await all(c.findIdSegments({ _id: { $gt: "zzz" } }, { prefix }))).toEqual([]);
+      });
+    });
+
     describe("insert and read", () => {
       it("round-trips plain objects with Dates, nested values and arrays", async () => {
         const c = fresh();

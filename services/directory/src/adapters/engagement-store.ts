@@ -125,13 +125,27 @@ export class EngagementStore {
    * time), sorted (JavaScript string order), each once, frozen (the store matches a frozen
    * sorted list by bisection and sorts it only once however many pages use it).
    *
-   * Reads ask for the _id (and the time the read is ordered by) only: the contact id is part
-   * of every record's _id, so on the embedded store the reads are answered from the keys of
-   * the documents tree or of the time index (covered reads), not by decoding documents. Only
-   * a total with `min` above 1 (its count) and a broadcast's events since a time read them.
+   * The contact id is part of every record's and total's _id: a condition that needs each
+   * contact once reads those ids with findIdSegments over one range (a broadcast's records by
+   * _id prefix, a kind's totals by prefix or by the `last` index from a time), which the
+   * embedded store answers from the keys alone. The others page through _ids and the time
+   * they are ordered by (covered reads); only a total with `min` above 1 (its count) and a
+   * broadcast's events since a time read documents.
    */
   async contactsWith(workspaceId: string, c: EngagementCondition): Promise<readonly string[]> {
     const out: string[] = [];
+    if (c.min <= 1 && !(c.broadcastId !== undefined && c.since)) {
+      // Each contact once is enough: the contact ids straight from the keys of one range (a
+      // broadcast's records, or a kind's totals, since a time or ever), never a document.
+      const broadcast = c.broadcastId !== undefined ? `${c.broadcastId}:` : "";
+      const prefix = `${workspaceId}:${c.event}:${broadcast}`;
+      const filter: Filter = c.since && !broadcast ? { workspaceId, kind: c.event, last: { $gte: c.since } } : { _id: { $gt: prefix, $lt: `${prefix}\uffff` } };
+      const source = broadcast ? this.events : this.totals;
+      for await (const batch of source.findIdSegments(filter, { prefix, end: broadcast ? ":" : undefined }, { batchSize: this.pageSize })) {
+        for (const id of batch) out.push(id);
+      }
+      return sortedOnce(out);
+    }
     if (c.broadcastId !== undefined || (c.since && c.min > 1)) {
       // "<workspace>:<kind>:<broadcast>:<contact>:<message>": the contact is the fourth part.
       const counts = c.min > 1 ? new Map<string, number>() : undefined;
