@@ -10,7 +10,7 @@ import { openLmdbStore } from "@mailroom/store/lmdb.js";
 import type { Store } from "@mailroom/store/port.js";
 import { DeliverySource, MailEventSchema, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
 import { storeDirectory, type TestDirectory } from "../testing.js";
-import { ContactFilters } from "./contact-filter.js";
+import { ContactFilters, MONGODB_ENGAGEMENT_IDS } from "./contact-filter.js";
 import { ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION } from "./engagement-store.js";
 import { engagementOf } from "../engagement-consumers.js";
 
@@ -255,5 +255,24 @@ describe("engagementOf (MailEvents → records)", () => {
     expect(await engagementOf(event({ contactId: "ctc_2", broadcastId: "cmp_9" }), "opened", deps)).toBeUndefined();
     expect(await engagementOf(event({ workspaceId: "ws_b", contactId: "ctc_1", broadcastId: "cmp_9" }), "opened", deps)).toBeUndefined();
     expect(await engagementOf(event({ recipient: "bob@example.test", broadcastId: "cmp_9" }), "opened", deps)).toBeUndefined();
+  });
+});
+
+describe("engagement terms on MongoDB", () => {
+  it("refuses (invalid_filter) a filter whose $engagement terms resolve to more contact ids than one MongoDB query can name; the embedded store takes it", async () => {
+    const inner = await openMemoryStore();
+    const asMongo = new Proxy(inner, { get: (target, prop) => (prop === "kind" ? "mongodb" : Reflect.get(target, prop)) }) as Store;
+    const ids = (n: number) => Object.freeze(Array.from({ length: n }, (_, i) => `ctc_${String(i).padStart(8, "0")}`));
+    let resolved = 0;
+    const engagement = { contactsWith: async () => ids(resolved) } as unknown as import("./engagement-store.js").EngagementStore;
+    const filter = { $or: [{ $engagement: { event: "opened" } }, { $engagement: { event: "clicked" } }] };
+    resolved = MONGODB_ENGAGEMENT_IDS / 2;
+    await expect((await ContactFilters.open(asMongo, { engagement })).compileContactFilter("ws_a", filter)).resolves.toBeDefined();
+    resolved = MONGODB_ENGAGEMENT_IDS / 2 + 1;
+    const refused = await (await ContactFilters.open(asMongo, { engagement })).compileContactFilter("ws_a", filter).catch((err: unknown) => err);
+    expect(errorInfoOf(refused)).toMatchObject({ code: "invalid_filter" });
+    expect((refused as Error).message).toMatch(/^filter: its \$engagement terms resolve to 300002 contact ids/);
+    await expect((await ContactFilters.open(inner, { engagement })).compileContactFilter("ws_a", filter)).resolves.toBeDefined();
+    await inner.close();
   });
 });

@@ -15,6 +15,12 @@ export const MAX_FILTER_JSON = 32_768;
  * each time would repeat the same reads. (Changes made meanwhile show in the next compilation.)
  */
 const REUSE_MS = 5_000;
+/**
+ * Contact ids the `$engagement` terms of one filter may resolve to on MongoDB: they travel in
+ * the query as `_id` `$in` lists, and a query over 16 MB is refused (about 40 bytes an id).
+ * The embedded store has no such limit.
+ */
+export const MONGODB_ENGAGEMENT_IDS = 300_000;
 const REUSE_MAX = 8;
 
 /**
@@ -98,6 +104,13 @@ export class ContactFilters {
     const lists = new Map<string, readonly string[]>(
       await Promise.all(conditions.map(async (c): Promise<[string, readonly string[]]> => [engagementKey(c), await this.engagement.contactsWith(workspaceId, c)])),
     );
+    if (this.store.kind === "mongodb") {
+      // The resolved ids travel inside the query, and MongoDB refuses a query over 16 MB.
+      const ids = [...lists.values()].reduce((n, list) => n + list.length, 0);
+      if (ids > MONGODB_ENGAGEMENT_IDS) {
+        throw invalid(`filter: its $engagement terms resolve to ${ids} contact ids, more than one MongoDB query can name (${MONGODB_ENGAGEMENT_IDS}); narrow them (a shorter since, one broadcast, a higher min)`);
+      }
+    }
     return toStoreFilter(parsed.filter, { engagement: (c: EngagementCondition) => lists.get(engagementKey(c)) ?? [] });
   }
 }
