@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/common/v1/common.proto.
  */
 export const file_mailroom_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("Ch9tYWlscm9vbS9jb21tb24vdjEvY29tbW9uLnByb3RvEhJtYWlscm9vbS5jb21tb24udjEi8gEKCUVycm9ySW5mbxIMCgRjb2RlGAEgASgJEhMKC2h0dHBfc3RhdHVzGAIgASgFEg8KB21lc3NhZ2UYAyABKAkSFgoOYWxsb3dlZF9lbWFpbHMYBCADKAkSFwoPYWxsb3dlZF9kb21haW5zGAUgAygJEhkKEXVua25vd25fdmFyaWFibGVzGAYgAygJEjcKBWV4dHJhGAcgAygLMigubWFpbHJvb20uY29tbW9uLnYxLkVycm9ySW5mby5FeHRyYUVudHJ5GiwKCkV4dHJhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIsCgtQYWdlUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiMQoIUGFnZUluZm8SEwoLbmV4dF9jdXJzb3IYASABKAkSEAoIaGFzX21vcmUYAiABKAgimgEKCEF1ZGllbmNlEgsKA2FsbBgBIAEoCBIOCgZncm91cHMYAiADKAkSEgoKc2VnbWVudF9pZBgDIAEoCRITCgtmaWx0ZXJfanNvbhgEIAEoCRI2CgdleGNsdWRlGAUgASgLMiUubWFpbHJvb20uY29tbW9uLnYxLkF1ZGllbmNlRXhjbHVzaW9uEhAKCHRvcGljX2lkGAYgASgJIkwKEUF1ZGllbmNlRXhjbHVzaW9uEg4KBmdyb3VwcxgBIAMoCRISCgpzZWdtZW50X2lkGAIgASgJEhMKC2ZpbHRlcl9qc29uGAMgASgJYgZwcm90bzM");
+  fileDesc("Ch9tYWlscm9vbS9jb21tb24vdjEvY29tbW9uLnByb3RvEhJtYWlscm9vbS5jb21tb24udjEi8gEKCUVycm9ySW5mbxIMCgRjb2RlGAEgASgJEhMKC2h0dHBfc3RhdHVzGAIgASgFEg8KB21lc3NhZ2UYAyABKAkSFgoOYWxsb3dlZF9lbWFpbHMYBCADKAkSFwoPYWxsb3dlZF9kb21haW5zGAUgAygJEhkKEXVua25vd25fdmFyaWFibGVzGAYgAygJEjcKBWV4dHJhGAcgAygLMigubWFpbHJvb20uY29tbW9uLnYxLkVycm9ySW5mby5FeHRyYUVudHJ5GiwKCkV4dHJhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIsCgtQYWdlUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiMQoIUGFnZUluZm8SEwoLbmV4dF9jdXJzb3IYASABKAkSEAoIaGFzX21vcmUYAiABKAgimgEKCEF1ZGllbmNlEgsKA2FsbBgBIAEoCBIOCgZncm91cHMYAiADKAkSEgoKc2VnbWVudF9pZBgDIAEoCRITCgtmaWx0ZXJfanNvbhgEIAEoCRI2CgdleGNsdWRlGAUgASgLMiUubWFpbHJvb20uY29tbW9uLnYxLkF1ZGllbmNlRXhjbHVzaW9uEhAKCHRvcGljX2lkGAYgASgJIkwKEUF1ZGllbmNlRXhjbHVzaW9uEg4KBmdyb3VwcxgBIAMoCRISCgpzZWdtZW50X2lkGAIgASgJEhMKC2ZpbHRlcl9qc29uGAMgASgJIiIKA1RhZxIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJYgZwcm90bzM");
 
 /**
  * ErrorInfo travels as a ConnectError detail. The gateway alone turns it into a
@@ -192,4 +192,29 @@ export type AudienceExclusion = Message<"mailroom.common.v1.AudienceExclusion"> 
  */
 export const AudienceExclusionSchema: GenMessage<AudienceExclusion> = /*@__PURE__*/
   messageDesc(file_mailroom_common_v1_common, 4);
+
+/**
+ * A tag an email carries (DESIGN §9.5): records, events, webhooks, the email log and stats
+ * filter by them.
+ *
+ * @generated from message mailroom.common.v1.Tag
+ */
+export type Tag = Message<"mailroom.common.v1.Tag"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string value = 2;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message mailroom.common.v1.Tag.
+ * Use `create(TagSchema)` to create a new message.
+ */
+export const TagSchema: GenMessage<Tag> = /*@__PURE__*/
+  messageDesc(file_mailroom_common_v1_common, 5);
 
