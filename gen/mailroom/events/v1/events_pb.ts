@@ -8,13 +8,17 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { CompiledMessage } from "../../renderer/v1/renderer_pb.js";
 import { file_mailroom_renderer_v1_renderer } from "../../renderer/v1/renderer_pb.js";
+import type { Tag } from "../../common/v1/common_pb.js";
+import { file_mailroom_common_v1_common } from "../../common/v1/common_pb.js";
+import type { Attachment, EmailHeader } from "../../email/v1/email_pb.js";
+import { file_mailroom_email_v1_email } from "../../email/v1/email_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file mailroom/events/v1/events.proto.
  */
 export const file_mailroom_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch9tYWlscm9vbS9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJtYWlscm9vbS5ldmVudHMudjEicgoJUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSKgoJdmFyaWFibGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg52YXJpYWJsZXNfanNvbhgEIAEoDCLeAwoLRGVsaXZlcnlKb2ISEwoLZGVsaXZlcnlfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEjIKBnNvdXJjZRgDIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRISCgptZXNzYWdlX2lkGAQgASgJEhAKCGVtYWlsX2lkGAUgASgJEhQKDGJyb2FkY2FzdF9pZBgGIAEoCRIwCglyZWNpcGllbnQYByABKAsyHS5tYWlscm9vbS5ldmVudHMudjEuUmVjaXBpZW50EhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhMKC2NvbnRlbnRfcmVmGAsgASgJEhYKDnN1YmplY3RfcHJlZml4GAwgASgJEhAKCGdyb3VwX2J5GA0gASgJEi8KC2VucXVldWVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZXBseV90b19saXN0GA8gAygJEhIKCnJlcXVlc3RfaWQYECABKAkSLgoKbm90X2JlZm9yZRgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicwoNUGFnZVJlY2lwaWVudBITCgtkZWxpdmVyeV9pZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEg0KBWVtYWlsGAMgASgJEhIKCmNvbnRhY3RfaWQYBCABKAkSFgoOdmFyaWFibGVzX2pzb24YBSABKAwi5gIKDERlbGl2ZXJ5UGFnZRIPCgdwYWdlX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIyCgZzb3VyY2UYAyABKA4yIi5tYWlscm9vbS5ldmVudHMudjEuRGVsaXZlcnlTb3VyY2USFAoMYnJvYWRjYXN0X2lkGAQgASgJEhMKC2NvbnRlbnRfcmVmGAUgASgJEhIKCmZyb21fZW1haWwYBiABKAkSEQoJZnJvbV9uYW1lGAcgASgJEhUKDXJlcGx5X3RvX2xpc3QYCCADKAkSFgoOc3ViamVjdF9wcmVmaXgYCSABKAkSNQoKcmVjaXBpZW50cxgKIAMoCzIhLm1haWxyb29tLmV2ZW50cy52MS5QYWdlUmVjaXBpZW50Ei8KC2VucXVldWVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXF1ZXN0X2lkGAwgASgJIkgKDVN0b3JlZENvbnRlbnQSNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2UiwAMKCU1haWxFdmVudBIQCghldmVudF9pZBgBIAEoCRIvCgR0eXBlGAIgASgOMiEubWFpbHJvb20uZXZlbnRzLnYxLk1haWxFdmVudFR5cGUSFAoMd29ya3NwYWNlX2lkGAMgASgJEjIKBnNvdXJjZRgEIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRITCgtkZWxpdmVyeV9pZBgFIAEoCRIQCghlbWFpbF9pZBgGIAEoCRIUCgxicm9hZGNhc3RfaWQYByABKAkSEgoKbWVzc2FnZV9pZBgIIAEoCRIRCglyZWNpcGllbnQYCSABKAkSEgoKY29udGFjdF9pZBgKIAEoCRIOCgZkZXRhaWwYCyABKAkSEQoJc210cF9jb2RlGAwgASgFEg8KB2F0dGVtcHQYDSABKAUSCwoDdXJsGA4gASgJEi8KC29jY3VycmVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghncm91cF9ieRgQIAEoCRIRCglwZXJtYW5lbnQYESABKAgSFwoPZW5oYW5jZWRfc3RhdHVzGBIgASgJIogBCgxXZWJob29rRXZlbnQSEAoIZXZlbnRfaWQYASABKAkSDAoEdHlwZRgCIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSLwoLb2NjdXJyZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoDCqXAQoORGVsaXZlcnlTb3VyY2USHwobREVMSVZFUllfU09VUkNFX1VOU1BFQ0lGSUVEEAASIQodREVMSVZFUllfU09VUkNFX1RSQU5TQUNUSU9OQUwQARIdChlERUxJVkVSWV9TT1VSQ0VfQlJPQURDQVNUEAISIgoeREVMSVZFUllfU09VUkNFX0JST0FEQ0FTVF9URVNUEAMqvAIKDU1haWxFdmVudFR5cGUSHwobTUFJTF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASGAoUTUFJTF9FVkVOVF9UWVBFX1NFTlQQARIcChhNQUlMX0VWRU5UX1RZUEVfREVGRVJSRUQQAhIbChdNQUlMX0VWRU5UX1RZUEVfQk9VTkNFRBADEhoKFk1BSUxfRVZFTlRfVFlQRV9GQUlMRUQQBBIaChZNQUlMX0VWRU5UX1RZUEVfT1BFTkVEEAUSGwoXTUFJTF9FVkVOVF9UWVBFX0NMSUNLRUQQBhIgChxNQUlMX0VWRU5UX1RZUEVfVU5TVUJTQ1JJQkVEEAcSHgoaTUFJTF9FVkVOVF9UWVBFX0NPTVBMQUlORUQQCBIeChpNQUlMX0VWRU5UX1RZUEVfU1VQUFJFU1NFRBAJYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_renderer_v1_renderer]);
+  fileDesc("Ch9tYWlscm9vbS9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJtYWlscm9vbS5ldmVudHMudjEicgoJUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEhIKCmNvbnRhY3RfaWQYAiABKAkSKgoJdmFyaWFibGVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg52YXJpYWJsZXNfanNvbhgEIAEoDCKeBAoLRGVsaXZlcnlKb2ISEwoLZGVsaXZlcnlfaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEjIKBnNvdXJjZRgDIAEoDjIiLm1haWxyb29tLmV2ZW50cy52MS5EZWxpdmVyeVNvdXJjZRISCgptZXNzYWdlX2lkGAQgASgJEhAKCGVtYWlsX2lkGAUgASgJEhQKDGJyb2FkY2FzdF9pZBgGIAEoCRIwCglyZWNpcGllbnQYByABKAsyHS5tYWlscm9vbS5ldmVudHMudjEuUmVjaXBpZW50EhIKCmZyb21fZW1haWwYCCABKAkSEQoJZnJvbV9uYW1lGAkgASgJEhAKCHJlcGx5X3RvGAogASgJEhMKC2NvbnRlbnRfcmVmGAsgASgJEhYKDnN1YmplY3RfcHJlZml4GAwgASgJEhAKCGdyb3VwX2J5GA0gASgJEi8KC2VucXVldWVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1yZXBseV90b19saXN0GA8gAygJEhIKCnJlcXVlc3RfaWQYECABKAkSLgoKbm90X2JlZm9yZRgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCY2MYEiADKAkSCwoDYmNjGBMgAygJEiUKBHRhZ3MYFCADKAsyFy5tYWlscm9vbS5jb21tb24udjEuVGFnInMKDVBhZ2VSZWNpcGllbnQSEwoLZGVsaXZlcnlfaWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCRINCgVlbWFpbBgDIAEoCRISCgpjb250YWN0X2lkGAQgASgJEhYKDnZhcmlhYmxlc19qc29uGAUgASgMIuYCCgxEZWxpdmVyeVBhZ2USDwoHcGFnZV9pZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSMgoGc291cmNlGAMgASgOMiIubWFpbHJvb20uZXZlbnRzLnYxLkRlbGl2ZXJ5U291cmNlEhQKDGJyb2FkY2FzdF9pZBgEIAEoCRITCgtjb250ZW50X3JlZhgFIAEoCRISCgpmcm9tX2VtYWlsGAYgASgJEhEKCWZyb21fbmFtZRgHIAEoCRIVCg1yZXBseV90b19saXN0GAggAygJEhYKDnN1YmplY3RfcHJlZml4GAkgASgJEjUKCnJlY2lwaWVudHMYCiADKAsyIS5tYWlscm9vbS5ldmVudHMudjEuUGFnZVJlY2lwaWVudBIvCgtlbnF1ZXVlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKcmVxdWVzdF9pZBgMIAEoCSK5AQoNU3RvcmVkQ29udGVudBI3Cghjb21waWxlZBgBIAEoCzIlLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbXBpbGVkTWVzc2FnZRIKCgJjYxgCIAMoCRIvCgdoZWFkZXJzGAMgAygLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxIZWFkZXISMgoLYXR0YWNobWVudHMYBCADKAsyHS5tYWlscm9vbS5lbWFpbC52MS5BdHRhY2htZW50IucDCglNYWlsRXZlbnQSEAoIZXZlbnRfaWQYASABKAkSLwoEdHlwZRgCIAEoDjIhLm1haWxyb29tLmV2ZW50cy52MS5NYWlsRXZlbnRUeXBlEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRIyCgZzb3VyY2UYBCABKA4yIi5tYWlscm9vbS5ldmVudHMudjEuRGVsaXZlcnlTb3VyY2USEwoLZGVsaXZlcnlfaWQYBSABKAkSEAoIZW1haWxfaWQYBiABKAkSFAoMYnJvYWRjYXN0X2lkGAcgASgJEhIKCm1lc3NhZ2VfaWQYCCABKAkSEQoJcmVjaXBpZW50GAkgASgJEhIKCmNvbnRhY3RfaWQYCiABKAkSDgoGZGV0YWlsGAsgASgJEhEKCXNtdHBfY29kZRgMIAEoBRIPCgdhdHRlbXB0GA0gASgFEgsKA3VybBgOIAEoCRIvCgtvY2N1cnJlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEAoIZ3JvdXBfYnkYECABKAkSEQoJcGVybWFuZW50GBEgASgIEhcKD2VuaGFuY2VkX3N0YXR1cxgSIAEoCRIlCgR0YWdzGBMgAygLMhcubWFpbHJvb20uY29tbW9uLnYxLlRhZyKIAQoMV2ViaG9va0V2ZW50EhAKCGV2ZW50X2lkGAEgASgJEgwKBHR5cGUYAiABKAkSFAoMd29ya3NwYWNlX2lkGAMgASgJEi8KC29jY3VycmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglkYXRhX2pzb24YBSABKAwqlwEKDkRlbGl2ZXJ5U291cmNlEh8KG0RFTElWRVJZX1NPVVJDRV9VTlNQRUNJRklFRBAAEiEKHURFTElWRVJZX1NPVVJDRV9UUkFOU0FDVElPTkFMEAESHQoZREVMSVZFUllfU09VUkNFX0JST0FEQ0FTVBACEiIKHkRFTElWRVJZX1NPVVJDRV9CUk9BRENBU1RfVEVTVBADKrwCCg1NYWlsRXZlbnRUeXBlEh8KG01BSUxfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhgKFE1BSUxfRVZFTlRfVFlQRV9TRU5UEAESHAoYTUFJTF9FVkVOVF9UWVBFX0RFRkVSUkVEEAISGwoXTUFJTF9FVkVOVF9UWVBFX0JPVU5DRUQQAxIaChZNQUlMX0VWRU5UX1RZUEVfRkFJTEVEEAQSGgoWTUFJTF9FVkVOVF9UWVBFX09QRU5FRBAFEhsKF01BSUxfRVZFTlRfVFlQRV9DTElDS0VEEAYSIAocTUFJTF9FVkVOVF9UWVBFX1VOU1VCU0NSSUJFRBAHEh4KGk1BSUxfRVZFTlRfVFlQRV9DT01QTEFJTkVEEAgSHgoaTUFJTF9FVkVOVF9UWVBFX1NVUFBSRVNTRUQQCWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_renderer_v1_renderer, file_mailroom_common_v1_common, file_mailroom_email_v1_email]);
 
 /**
  * @generated from message mailroom.events.v1.Recipient
@@ -170,6 +174,27 @@ export type DeliveryJob = Message<"mailroom.events.v1.DeliveryJob"> & {
    * @generated from field: google.protobuf.Timestamp not_before = 17;
    */
   notBefore?: Timestamp | undefined;
+
+  /**
+   * DESIGN §9.5: the other envelope recipients of this message (RCPT TO beside `recipient`),
+   * each a bare address, suppressed ones already left out. The visible To / Cc headers are
+   * the content's (StoredContent.cc); bcc recipients are named nowhere in the message.
+   *
+   * @generated from field: repeated string cc = 18;
+   */
+  cc: string[];
+
+  /**
+   * @generated from field: repeated string bcc = 19;
+   */
+  bcc: string[];
+
+  /**
+   * Tags of the email (records, events, webhooks).
+   *
+   * @generated from field: repeated mailroom.common.v1.Tag tags = 20;
+   */
+  tags: Tag[];
 };
 
 /**
@@ -310,6 +335,24 @@ export type StoredContent = Message<"mailroom.events.v1.StoredContent"> & {
    * @generated from field: mailroom.renderer.v1.CompiledMessage compiled = 1;
    */
   compiled?: CompiledMessage | undefined;
+
+  /**
+   * DESIGN §9.5 (transactional emails): the Cc header as given (`addr` or `Name <addr>`),
+   * custom headers in order, and the attachments (their bytes live here, never in a job).
+   *
+   * @generated from field: repeated string cc = 2;
+   */
+  cc: string[];
+
+  /**
+   * @generated from field: repeated mailroom.email.v1.EmailHeader headers = 3;
+   */
+  headers: EmailHeader[];
+
+  /**
+   * @generated from field: repeated mailroom.email.v1.Attachment attachments = 4;
+   */
+  attachments: Attachment[];
 };
 
 /**
@@ -424,6 +467,13 @@ export type MailEvent = Message<"mailroom.events.v1.MailEvent"> & {
    * @generated from field: string enhanced_status = 18;
    */
   enhancedStatus: string;
+
+  /**
+   * The email's tags (DESIGN §9.5), for webhooks and stats.
+   *
+   * @generated from field: repeated mailroom.common.v1.Tag tags = 19;
+   */
+  tags: Tag[];
 };
 
 /**
