@@ -4,11 +4,11 @@
  * bucket with the deployment's replica count; entries older than `maxAgeMs` are dropped by
  * the server, and owners delete what they know is final.
  */
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { openKvBucket } from "@mailroom/kit/jetstream.js";
-import { StoredContentSchema } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { StoredContentSchema, type StoredContent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { CompiledMessageSchema, type CompiledMessage } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 
 export const CONTENT_BUCKET = "mailroom_content";
@@ -24,6 +24,13 @@ export function contentKey(workspaceId: string, contentRef: string): string {
   if (!m || !KEY_TOKEN.test(workspaceId)) throw new Error(`"${workspaceId}" / "${contentRef}" cannot name content`);
   return `${workspaceId}.${m[1]}.${m[2]}`;
 }
+
+/**
+ * What a transactional email carries beside its compiled bodies (DESIGN §9.5): the Cc header
+ * as given, custom headers in order, attachments with their bytes. Stored with the content,
+ * never in a job.
+ */
+export type ContentExtras = Pick<MessageInitShape<typeof StoredContentSchema>, "cc" | "headers" | "attachments">;
 
 export interface ContentStoreOptions {
   /** MAILROOM_NATS_REPLICAS. */
@@ -77,12 +84,17 @@ export class ContentStore {
     return new ContentStore(kv, Math.max(64 * 1024, maxPayload - PART_HEADROOM));
   }
 
-  /** Writes (or overwrites) the content; resolves once the server stored it. */
-  async put(workspaceId: string, contentRef: string, compiled: CompiledMessage | Uint8Array): Promise<void> {
+  /**
+   * Writes (or overwrites) the content, with what the email carries beside it (`extras`:
+   * Cc, headers, attachments — 10 MB of attachments become about ten parts, below);
+   * resolves once the server stored it.
+   */
+  async put(workspaceId: string, contentRef: string, compiled: CompiledMessage | Uint8Array, extras?: ContentExtras): Promise<void> {
     const bytes = compiled instanceof Uint8Array ? compiled : toBinary(CompiledMessageSchema, compiled);
     const key = contentKey(workspaceId, contentRef);
-    // StoredContent { compiled = 1 }: the compiled message's bytes as field 1, without decoding them.
-    const stored = storedContentBytes(bytes);
+    // StoredContent { compiled = 1 }: the compiled message's bytes as field 1, without decoding them;
+    // the other fields follow as their own encoding (concatenated protobuf messages merge).
+    const stored = storedContentBytes(bytes, extras && toBinary(StoredContentSchema, create(StoredContentSchema, extras)));
     if (stored.length <= this.partBytes) {
       await this.kv.put(key, stored);
       return;
@@ -94,13 +106,18 @@ export class ContentStore {
     await this.kv.put(key, manifestBytes({ parts, size: stored.length }));
   }
 
-  /** The content, or undefined when there is none (never written, deleted, or expired). */
+  /** The compiled content, or undefined when there is none (never written, deleted, or expired). */
   async get(workspaceId: string, contentRef: string): Promise<CompiledMessage | undefined> {
+    return (await this.getStored(workspaceId, contentRef))?.compiled;
+  }
+
+  /** The whole stored content (compiled message, Cc, headers, attachments), or undefined when there is none. */
+  async getStored(workspaceId: string, contentRef: string): Promise<StoredContent | undefined> {
     const key = contentKey(workspaceId, contentRef);
     const entry = await this.kv.get(key);
     if (!entry || entry.operation !== "PUT" || entry.value.length === 0) return undefined;
     const manifest = manifestOf(entry.value);
-    if (!manifest) return fromBinary(StoredContentSchema, entry.value).compiled;
+    if (!manifest) return fromBinary(StoredContentSchema, entry.value);
     const parts = await Promise.all(Array.from({ length: manifest.parts }, (_, i) => this.kv.get(partKey(key, i))));
     const whole = new Uint8Array(manifest.size);
     let offset = 0;
@@ -110,7 +127,7 @@ export class ContentStore {
       offset += part.value.length;
     }
     if (offset !== manifest.size) return undefined;
-    return fromBinary(StoredContentSchema, whole).compiled;
+    return fromBinary(StoredContentSchema, whole);
   }
 
   async delete(workspaceId: string, contentRef: string): Promise<void> {
@@ -122,8 +139,11 @@ export class ContentStore {
   }
 }
 
-/** Protobuf framing of StoredContent around already-encoded CompiledMessage bytes (field 1, wire type 2). */
-function storedContentBytes(compiled: Uint8Array): Uint8Array {
+/**
+ * Protobuf framing of StoredContent around already-encoded CompiledMessage bytes (field 1,
+ * wire type 2), followed by the encoded other fields (`rest`, a StoredContent without field 1).
+ */
+function storedContentBytes(compiled: Uint8Array, rest?: Uint8Array): Uint8Array {
   const len: number[] = [];
   let n = compiled.length;
   do {
@@ -132,9 +152,11 @@ function storedContentBytes(compiled: Uint8Array): Uint8Array {
     if (n) b |= 0x80;
     len.push(b);
   } while (n);
-  const out = new Uint8Array(1 + len.length + compiled.length);
+  const head = 1 + len.length + compiled.length;
+  const out = new Uint8Array(head + (rest?.length ?? 0));
   out[0] = 0x0a;
   out.set(len, 1);
   out.set(compiled, 1 + len.length);
+  if (rest) out.set(rest, head);
   return out;
 }
