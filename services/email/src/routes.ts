@@ -2,6 +2,8 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
 import {
+  AttachmentInfoSchema,
+  type AttachmentInfo as ProtoAttachmentInfo,
   BatchFailureSchema,
   EmailOutcomesSchema,
   EmailRecordSchema,
@@ -16,7 +18,7 @@ import {
 import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { AppError, badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import { requestIdOfCall } from "@mailroom/kit/connect.js";
-import type { EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
+import type { AttachmentInfo, EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
 import type { StatsCounters } from "./domain/ports.js";
 import { assertBatchSize, type EmailService } from "./domain/service.js";
 
@@ -43,6 +45,18 @@ export function requestOf(input: EmailInput | undefined): EmailRequest {
     idempotencyKey: orUndefined(input.idempotencyKey),
     // The list supersedes the raw form's single field (kept for older callers).
     replyTo: input.replyTo.length ? input.replyTo : input.content.case === "raw" && input.content.value.replyTo ? [input.content.value.replyTo] : undefined,
+    cc: input.cc.length ? input.cc : undefined,
+    bcc: input.bcc.length ? input.bcc : undefined,
+    headers: input.headers.length ? input.headers.map((h) => ({ name: h.name, value: h.value })) : undefined,
+    attachments: input.attachments.length
+      ? input.attachments.map((a) => ({
+          filename: a.filename,
+          content: a.content,
+          contentType: orUndefined(a.contentType),
+          contentId: orUndefined(a.contentId),
+        }))
+      : undefined,
+    tags: input.tags.length ? input.tags.map((t) => ({ name: t.name, value: t.value })) : undefined,
   };
   const content = input.content;
   if (content.case === "raw") {
@@ -88,7 +102,17 @@ export function protoRecord(record: EmailRecord): ProtoRecord {
     statusReason: record.statusReason ?? "",
     outcomes: record.outcomes ? protoOutcomes(record.outcomes) : undefined,
     sentAt: record.sentAt ? timestampFromDate(new Date(record.sentAt)) : undefined,
+    cc: record.cc ?? [],
+    bcc: record.bcc ?? [],
+    headers: record.headers ?? [],
+    attachments: (record.attachments ?? []).map(protoAttachmentInfo),
+    tags: record.tags ?? [],
+    suppressed: record.suppressed ?? [],
   });
+}
+
+function protoAttachmentInfo(a: AttachmentInfo): ProtoAttachmentInfo {
+  return create(AttachmentInfoSchema, { filename: a.filename, contentType: a.contentType, size: BigInt(a.size), contentId: a.contentId ?? "" });
 }
 
 const ts = (d: Date | undefined) => (d ? timestampFromDate(new Date(d)) : undefined);
@@ -165,7 +189,7 @@ export function emailRoutes(service: EmailService) {
       cancelEmail: async (req) => ({ email: protoRecord(await service.cancel(req.workspaceId, req.id)) }),
 
       getStats: async (req) => {
-        const stats = await service.stats(req.workspaceId, { from: req.from, to: req.to, groupBy: req.groupBy });
+        const stats = await service.stats(req.workspaceId, { from: req.from, to: req.to, groupBy: req.groupBy, tags: req.tags });
         return {
           from: stats.from,
           to: stats.to,
@@ -196,6 +220,11 @@ export function emailRoutes(service: EmailService) {
       },
 
       eraseRecipient: async (req) => ({ emailsErased: BigInt(await service.eraseRecipient(req.workspaceId, req.email)) }),
+
+      getEmailAttachment: async (req) => {
+        const { info, content } = await service.attachment(req.workspaceId, req.id, req.index);
+        return { attachment: protoAttachmentInfo(info), content };
+      },
 
       // The compiled content is opaque to the domain: it is decoded only here, for the wire.
       getEmailContent: async (req) => ({

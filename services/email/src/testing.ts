@@ -22,7 +22,7 @@ import type {
   SenderCheck,
   TemplateContent,
 } from "./domain/ports.js";
-import type { CompiledContent } from "./domain/model.js";
+import type { CompiledContent, ContentExtras } from "./domain/model.js";
 import { EmailService } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
 import type { EmailServiceDeps } from "./domain/service.js";
@@ -153,6 +153,9 @@ export interface JobView {
   groupBy?: string;
   contentRef: string;
   requestId: string;
+  cc: string[];
+  bcc: string[];
+  tags: Array<{ name: string; value: string }>;
 }
 
 const decoder = new TextDecoder();
@@ -190,6 +193,9 @@ export class FakeQueue implements DeliveryQueue {
       groupBy: j.groupBy || undefined,
       contentRef: j.contentRef,
       requestId: j.requestId,
+      cc: j.cc,
+      bcc: j.bcc,
+      tags: j.tags.map((t) => ({ name: t.name, value: t.value })),
     }));
   }
 
@@ -202,7 +208,21 @@ export class FakeQueue implements DeliveryQueue {
 }
 
 /** The content store in memory: entries by `<workspace> <ref>`, and every put and job in one ordered log. */
-export class FakeContentStore extends MemoryContentStore<CompiledContent> implements ContentWriter {}
+export class FakeContentStore extends MemoryContentStore<CompiledContent> implements ContentWriter {
+  /** What each entry carries beside its compiled content (Cc, headers, attachments), by `<workspace> <ref>`. */
+  extras = new Map<string, ContentExtras>();
+
+  override async put(workspaceId: string, contentRef: string, compiled: CompiledContent, extras?: ContentExtras): Promise<void> {
+    await super.put(workspaceId, contentRef, compiled);
+    if (extras) this.extras.set(`${workspaceId} ${contentRef}`, extras);
+    else this.extras.delete(`${workspaceId} ${contentRef}`);
+  }
+
+  override async delete(workspaceId: string, contentRef: string): Promise<void> {
+    await super.delete(workspaceId, contentRef);
+    this.extras.delete(`${workspaceId} ${contentRef}`);
+  }
+}
 
 export interface TestWorld {
   store: Store;

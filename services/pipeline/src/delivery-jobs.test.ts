@@ -50,6 +50,28 @@ describe("delivery job specs to protobuf", () => {
     expect(timestampDate(job.notBefore!)).toEqual(notBefore);
   });
 
+  it("carries the other envelope recipients (cc, bcc) and the tags (DESIGN §9.5)", () => {
+    const job = fromBinary(
+      DeliveryJobSchema,
+      toBinary(
+        DeliveryJobSchema,
+        deliveryJobOf({
+          deliveryId: "trs_9", workspaceId: "ws_a", source: "transactional", messageId: "m@a.test",
+          recipient: { email: "ann@x.test" }, fromEmail: "hi@a.test", contentRef: "email:trs_9", enqueuedAt: new Date(),
+          cc: ["bob@x.test"], bcc: ["eve@x.test", "zed@x.test"], tags: [{ name: "kind", value: "invoice" }],
+        }),
+      ),
+    );
+    expect(job.cc).toEqual(["bob@x.test"]);
+    expect(job.bcc).toEqual(["eve@x.test", "zed@x.test"]);
+    expect(job.tags.map((t) => [t.name, t.value])).toEqual([["kind", "invoice"]]);
+    const plain = deliveryJobOf({
+      deliveryId: "trs_8", workspaceId: "ws_a", source: "transactional", messageId: "m@a.test",
+      recipient: { email: "ann@x.test" }, fromEmail: "hi@a.test", contentRef: "email:trs_8", enqueuedAt: new Date(),
+    });
+    expect([plain.cc, plain.bcc, plain.tags]).toEqual([[], [], []]);
+  });
+
   it("leaves not_before unset and Reply-To empty when the spec has none", () => {
     const job = deliveryJobOf({
       deliveryId: "dlv_2", workspaceId: "ws_a", source: "transactional", messageId: "m@a.test",

@@ -83,6 +83,9 @@ export function deliveryJobOf(spec: DeliveryJobSpec): DeliveryJob {
     enqueuedAt: timestampFromDate(spec.enqueuedAt),
     requestId: spec.requestId ?? "",
     notBefore: spec.notBefore ? timestampFromDate(spec.notBefore) : undefined,
+    cc: [...(spec.cc ?? [])],
+    bcc: [...(spec.bcc ?? [])],
+    tags: (spec.tags ?? []).map((t) => ({ name: t.name, value: t.value })),
   });
 }
 

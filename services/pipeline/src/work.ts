@@ -44,6 +44,20 @@ export interface DeliveryJobSpec {
   requestId?: string;
   /** Not to be sent before this time (a recipient retried after a deferral). */
   notBefore?: Date;
+  /**
+   * DESIGN §9.5: the other envelope recipients (RCPT TO beside `recipient`), bare addresses,
+   * suppressed ones left out. Bcc recipients are named in no header.
+   */
+  cc?: readonly string[];
+  bcc?: readonly string[];
+  /** The email's tags, carried into every event of the message. */
+  tags?: readonly JobTag[];
+}
+
+/** A tag of an email (`[{ name, value }]` in the public API). */
+export interface JobTag {
+  name: string;
+  value: string;
 }
 
 /** One recipient of a broadcast's page job. */

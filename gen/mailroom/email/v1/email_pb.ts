@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/email/v1/email.proto.
  */
 export const file_mailroom_email_v1_email: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYWlscm9vbS9lbWFpbC92MS9lbWFpbC5wcm90bxIRbWFpbHJvb20uZW1haWwudjEiZQoNRW1haWxTZXR0aW5ncxIZCgx0cmFja19jbGlja3MYASABKAhIAIgBARIYCgt0cmFja19vcGVucxgCIAEoCEgBiAEBQg8KDV90cmFja19jbGlja3NCDgoMX3RyYWNrX29wZW5zIrUBCghSYXdFbWFpbBIMCgRmcm9tGAEgASgJEhEKCWZyb21fbmFtZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBGh0bWwYBCABKAkSDAoEdGV4dBgFIAEoCRIUCgxwcmV2aWV3X3RleHQYBiABKAkSEAoIcmVwbHlfdG8YByABKAkSMwoSY29udGFjdF9wcm9wZXJ0aWVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJOCg5UZW1wbGF0ZWRFbWFpbBIQCgh0ZW1wbGF0ZRgBIAEoCRIqCgl2YXJpYWJsZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IuADCgpFbWFpbElucHV0EgoKAnRvGAEgASgJEioKA3JhdxgCIAEoCzIbLm1haWxyb29tLmVtYWlsLnYxLlJhd0VtYWlsSAASNgoJdGVtcGxhdGVkGAMgASgLMiEubWFpbHJvb20uZW1haWwudjEuVGVtcGxhdGVkRW1haWxIABIyCghzZXR0aW5ncxgEIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU2V0dGluZ3MSEAoIZ3JvdXBfYnkYBSABKAkSKwoHc2VuZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEhQKDHBheWxvYWRfaGFzaBgIIAEoCRIQCghyZXBseV90bxgJIAMoCRIKCgJjYxgKIAMoCRILCgNiY2MYCyADKAkSLwoHaGVhZGVycxgMIAMoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSGVhZGVyEjIKC2F0dGFjaG1lbnRzGA0gAygLMh0ubWFpbHJvb20uZW1haWwudjEuQXR0YWNobWVudBIlCgR0YWdzGA4gAygLMhcubWFpbHJvb20uY29tbW9uLnYxLlRhZ0IJCgdjb250ZW50IioKC0VtYWlsSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiWQoKQXR0YWNobWVudBIQCghmaWxlbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgMEhQKDGNvbnRlbnRfdHlwZRgDIAEoCRISCgpjb250ZW50X2lkGAQgASgJIloKDkF0dGFjaG1lbnRJbmZvEhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIMCgRzaXplGAMgASgDEhIKCmNvbnRlbnRfaWQYBCABKAki6AQKC0VtYWlsUmVjb3JkEgoKAmlkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxTdGF0dXMSCgoCdG8YBCABKAkSDAoEdHlwZRgFIAEoCRIMCgRmcm9tGAYgASgJEg8KB3N1YmplY3QYByABKAkSEAoIdGVtcGxhdGUYCCABKAkSEAoIZ3JvdXBfYnkYCSABKAkSKwoHc2VuZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3RhdHVzX3JlYXNvbhgNIAEoCRIyCghvdXRjb21lcxgOIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsT3V0Y29tZXMSKwoHc2VudF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCY2MYECADKAkSCwoDYmNjGBEgAygJEi8KB2hlYWRlcnMYEiADKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbEhlYWRlchI2CgthdHRhY2htZW50cxgTIAMoCzIhLm1haWxyb29tLmVtYWlsLnYxLkF0dGFjaG1lbnRJbmZvEiUKBHRhZ3MYFCADKAsyFy5tYWlscm9vbS5jb21tb24udjEuVGFnIl4KCkxpbmtDbGlja3MSCwoDdXJsGAEgASgJEg4KBmNsaWNrcxgCIAEoBRIzCg9sYXN0X2NsaWNrZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoUFCg1FbWFpbE91dGNvbWVzEg0KBW9wZW5zGAEgASgFEg4KBmNsaWNrcxgCIAEoBRIzCg9maXJzdF9vcGVuZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3Rfb3BlbmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBmaXJzdF9jbGlja2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9sYXN0X2NsaWNrZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGRlbGl2ZXJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKYm91bmNlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYm91bmNlX3R5cGUYCSABKAkSLQoJZmFpbGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGFpbmVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg91bnN1YnNjcmliZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKBWxpbmtzGA0gAygLMh0ubWFpbHJvb20uZW1haWwudjEuTGlua0NsaWNrcxISCgpsYXN0X2V2ZW50GA4gASgJEjEKDWxhc3RfZXZlbnRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlYKEFNlbmRFbWFpbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEiwKBWVtYWlsGAIgASgLMh0ubWFpbHJvb20uZW1haWwudjEuRW1haWxJbnB1dCJCChFTZW5kRW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkImwKEFNlbmRCYXRjaFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEi0KBmVtYWlscxgCIAMoCzIdLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSW5wdXQSEwoLaW5kZXBlbmRlbnQYAyABKAgiVwoMQmF0Y2hGYWlsdXJlEg0KBWluZGV4GAEgASgFEgoKAnRvGAIgASgJEiwKBWVycm9yGAMgASgLMh0ubWFpbHJvb20uY29tbW9uLnYxLkVycm9ySW5mbyJ4ChFTZW5kQmF0Y2hSZXNwb25zZRIyCgpzdWNjZXNzZnVsGAEgAygLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQSLwoGZmFpbGVkGAIgAygLMh8ubWFpbHJvb20uZW1haWwudjEuQmF0Y2hGYWlsdXJlIjMKD0dldEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiQQoQR2V0RW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkIjYKEkNhbmNlbEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiRAoTQ2FuY2VsRW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkIjoKFkdldEVtYWlsQ29udGVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIlIKF0dldEVtYWlsQ29udGVudFJlc3BvbnNlEjcKCGNvbXBpbGVkGAEgASgLMiUubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRNZXNzYWdlIkwKGUdldEVtYWlsQXR0YWNobWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBWluZGV4GAMgASgFImQKGkdldEVtYWlsQXR0YWNobWVudFJlc3BvbnNlEjUKCmF0dGFjaG1lbnQYASABKAsyIS5tYWlscm9vbS5lbWFpbC52MS5BdHRhY2htZW50SW5mbxIPCgdjb250ZW50GAIgASgMInMKD0dldFN0YXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIVCghncm91cF9ieRgEIAEoCUgAiAEBEgwKBHRhZ3MYBSADKAlCCwoJX2dyb3VwX2J5ItEBCg1TdGF0c0NvdW50ZXJzEgwKBHNlbnQYASABKAMSEQoJZGVsaXZlcmVkGAIgASgDEg8KB2JvdW5jZWQYAyABKAMSFAoMaGFyZF9ib3VuY2VkGAQgASgDEg4KBmZhaWxlZBgFIAEoAxISCgpjb21wbGFpbmVkGAYgASgDEg4KBm9wZW5lZBgHIAEoAxIPCgdjbGlja2VkGAggASgDEhQKDHVuc3Vic2NyaWJlZBgJIAEoAxINCgVvcGVucxgKIAEoAxIOCgZjbGlja3MYCyABKAMiTAoIRGF5U3RhdHMSDAoEZGF0ZRgBIAEoCRIyCghjb3VudGVycxgCIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLlN0YXRzQ291bnRlcnMiUgoKR3JvdXBTdGF0cxIQCghncm91cF9ieRgBIAEoCRIyCghjb3VudGVycxgCIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLlN0YXRzQ291bnRlcnMiuAEKEEdldFN0YXRzUmVzcG9uc2USDAoEZnJvbRgBIAEoCRIKCgJ0bxgCIAEoCRIwCgZ0b3RhbHMYAyABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5TdGF0c0NvdW50ZXJzEikKBGRheXMYBCADKAsyGy5tYWlscm9vbS5lbWFpbC52MS5EYXlTdGF0cxItCgZncm91cHMYBSADKAsyHS5tYWlscm9vbS5lbWFpbC52MS5Hcm91cFN0YXRzIroCChFMaXN0RW1haWxzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEjAKCHN0YXR1c2VzGAMgAygOMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxTdGF0dXMSFQoIZ3JvdXBfYnkYBCABKAlIAIgBARIwCgxjcmVhdGVkX2Zyb20YBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfdG8YBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxpbWl0GAcgASgFEg4KBmN1cnNvchgIIAEoCRIXCg9yZWNpcGllbnRfZXhhY3QYCSABKAgSDAoEdGFncxgKIAMoCUILCglfZ3JvdXBfYnkiWQoSTGlzdEVtYWlsc1Jlc3BvbnNlEi4KBmVtYWlscxgBIAMoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkEhMKC25leHRfY3Vyc29yGAIgASgJIjwKFUVyYXNlUmVjaXBpZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFZW1haWwYAiABKAkiLwoWRXJhc2VSZWNpcGllbnRSZXNwb25zZRIVCg1lbWFpbHNfZXJhc2VkGAEgASgDKq8BCgtFbWFpbFN0YXR1cxIcChhFTUFJTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZFTUFJTF9TVEFUVVNfU0NIRURVTEVEEAESFQoRRU1BSUxfU1RBVFVTX1NFTlQQAhIaChZFTUFJTF9TVEFUVVNfREVMSVZFUkVEEAMSFwoTRU1BSUxfU1RBVFVTX0ZBSUxFRBAEEhoKFkVNQUlMX1NUQVRVU19DQU5DRUxMRUQQBTLlBgoMRW1haWxTZXJ2aWNlElYKCVNlbmRFbWFpbBIjLm1haWxyb29tLmVtYWlsLnYxLlNlbmRFbWFpbFJlcXVlc3QaJC5tYWlscm9vbS5lbWFpbC52MS5TZW5kRW1haWxSZXNwb25zZRJWCglTZW5kQmF0Y2gSIy5tYWlscm9vbS5lbWFpbC52MS5TZW5kQmF0Y2hSZXF1ZXN0GiQubWFpbHJvb20uZW1haWwudjEuU2VuZEJhdGNoUmVzcG9uc2USUwoIR2V0RW1haWwSIi5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbFJlcXVlc3QaIy5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbFJlc3BvbnNlElwKC0NhbmNlbEVtYWlsEiUubWFpbHJvb20uZW1haWwudjEuQ2FuY2VsRW1haWxSZXF1ZXN0GiYubWFpbHJvb20uZW1haWwudjEuQ2FuY2VsRW1haWxSZXNwb25zZRJoCg9HZXRFbWFpbENvbnRlbnQSKS5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbENvbnRlbnRSZXF1ZXN0GioubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxDb250ZW50UmVzcG9uc2UScQoSR2V0RW1haWxBdHRhY2htZW50EiwubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxBdHRhY2htZW50UmVxdWVzdBotLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsQXR0YWNobWVudFJlc3BvbnNlElMKCEdldFN0YXRzEiIubWFpbHJvb20uZW1haWwudjEuR2V0U3RhdHNSZXF1ZXN0GiMubWFpbHJvb20uZW1haWwudjEuR2V0U3RhdHNSZXNwb25zZRJZCgpMaXN0RW1haWxzEiQubWFpbHJvb20uZW1haWwudjEuTGlzdEVtYWlsc1JlcXVlc3QaJS5tYWlscm9vbS5lbWFpbC52MS5MaXN0RW1haWxzUmVzcG9uc2USZQoORXJhc2VSZWNpcGllbnQSKC5tYWlscm9vbS5lbWFpbC52MS5FcmFzZVJlY2lwaWVudFJlcXVlc3QaKS5tYWlscm9vbS5lbWFpbC52MS5FcmFzZVJlY2lwaWVudFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
+  fileDesc("Ch1tYWlscm9vbS9lbWFpbC92MS9lbWFpbC5wcm90bxIRbWFpbHJvb20uZW1haWwudjEiZQoNRW1haWxTZXR0aW5ncxIZCgx0cmFja19jbGlja3MYASABKAhIAIgBARIYCgt0cmFja19vcGVucxgCIAEoCEgBiAEBQg8KDV90cmFja19jbGlja3NCDgoMX3RyYWNrX29wZW5zIrUBCghSYXdFbWFpbBIMCgRmcm9tGAEgASgJEhEKCWZyb21fbmFtZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBGh0bWwYBCABKAkSDAoEdGV4dBgFIAEoCRIUCgxwcmV2aWV3X3RleHQYBiABKAkSEAoIcmVwbHlfdG8YByABKAkSMwoSY29udGFjdF9wcm9wZXJ0aWVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJOCg5UZW1wbGF0ZWRFbWFpbBIQCgh0ZW1wbGF0ZRgBIAEoCRIqCgl2YXJpYWJsZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IuADCgpFbWFpbElucHV0EgoKAnRvGAEgASgJEioKA3JhdxgCIAEoCzIbLm1haWxyb29tLmVtYWlsLnYxLlJhd0VtYWlsSAASNgoJdGVtcGxhdGVkGAMgASgLMiEubWFpbHJvb20uZW1haWwudjEuVGVtcGxhdGVkRW1haWxIABIyCghzZXR0aW5ncxgEIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU2V0dGluZ3MSEAoIZ3JvdXBfYnkYBSABKAkSKwoHc2VuZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEhQKDHBheWxvYWRfaGFzaBgIIAEoCRIQCghyZXBseV90bxgJIAMoCRIKCgJjYxgKIAMoCRILCgNiY2MYCyADKAkSLwoHaGVhZGVycxgMIAMoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSGVhZGVyEjIKC2F0dGFjaG1lbnRzGA0gAygLMh0ubWFpbHJvb20uZW1haWwudjEuQXR0YWNobWVudBIlCgR0YWdzGA4gAygLMhcubWFpbHJvb20uY29tbW9uLnYxLlRhZ0IJCgdjb250ZW50IioKC0VtYWlsSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiWQoKQXR0YWNobWVudBIQCghmaWxlbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgMEhQKDGNvbnRlbnRfdHlwZRgDIAEoCRISCgpjb250ZW50X2lkGAQgASgJIloKDkF0dGFjaG1lbnRJbmZvEhAKCGZpbGVuYW1lGAEgASgJEhQKDGNvbnRlbnRfdHlwZRgCIAEoCRIMCgRzaXplGAMgASgDEhIKCmNvbnRlbnRfaWQYBCABKAkipAUKC0VtYWlsUmVjb3JkEgoKAmlkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSLgoGc3RhdHVzGAMgASgOMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxTdGF0dXMSCgoCdG8YBCABKAkSDAoEdHlwZRgFIAEoCRIMCgRmcm9tGAYgASgJEg8KB3N1YmplY3QYByABKAkSEAoIdGVtcGxhdGUYCCABKAkSEAoIZ3JvdXBfYnkYCSABKAkSKwoHc2VuZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3RhdHVzX3JlYXNvbhgNIAEoCRIyCghvdXRjb21lcxgOIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsT3V0Y29tZXMSKwoHc2VudF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASCgoCY2MYECADKAkSCwoDYmNjGBEgAygJEi8KB2hlYWRlcnMYEiADKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbEhlYWRlchI2CgthdHRhY2htZW50cxgTIAMoCzIhLm1haWxyb29tLmVtYWlsLnYxLkF0dGFjaG1lbnRJbmZvEiUKBHRhZ3MYFCADKAsyFy5tYWlscm9vbS5jb21tb24udjEuVGFnEjoKCnN1cHByZXNzZWQYFSADKAsyJi5tYWlscm9vbS5lbWFpbC52MS5TdXBwcmVzc2VkUmVjaXBpZW50IjQKE1N1cHByZXNzZWRSZWNpcGllbnQSDQoFZW1haWwYASABKAkSDgoGcmVhc29uGAIgASgJIl4KCkxpbmtDbGlja3MSCwoDdXJsGAEgASgJEg4KBmNsaWNrcxgCIAEoBRIzCg9sYXN0X2NsaWNrZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoUFCg1FbWFpbE91dGNvbWVzEg0KBW9wZW5zGAEgASgFEg4KBmNsaWNrcxgCIAEoBRIzCg9maXJzdF9vcGVuZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3Rfb3BlbmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBmaXJzdF9jbGlja2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9sYXN0X2NsaWNrZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGRlbGl2ZXJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKYm91bmNlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYm91bmNlX3R5cGUYCSABKAkSLQoJZmFpbGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGFpbmVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg91bnN1YnNjcmliZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKBWxpbmtzGA0gAygLMh0ubWFpbHJvb20uZW1haWwudjEuTGlua0NsaWNrcxISCgpsYXN0X2V2ZW50GA4gASgJEjEKDWxhc3RfZXZlbnRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlYKEFNlbmRFbWFpbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEiwKBWVtYWlsGAIgASgLMh0ubWFpbHJvb20uZW1haWwudjEuRW1haWxJbnB1dCJCChFTZW5kRW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkImwKEFNlbmRCYXRjaFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEi0KBmVtYWlscxgCIAMoCzIdLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSW5wdXQSEwoLaW5kZXBlbmRlbnQYAyABKAgiVwoMQmF0Y2hGYWlsdXJlEg0KBWluZGV4GAEgASgFEgoKAnRvGAIgASgJEiwKBWVycm9yGAMgASgLMh0ubWFpbHJvb20uY29tbW9uLnYxLkVycm9ySW5mbyJ4ChFTZW5kQmF0Y2hSZXNwb25zZRIyCgpzdWNjZXNzZnVsGAEgAygLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQSLwoGZmFpbGVkGAIgAygLMh8ubWFpbHJvb20uZW1haWwudjEuQmF0Y2hGYWlsdXJlIjMKD0dldEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiQQoQR2V0RW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkIjYKEkNhbmNlbEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiRAoTQ2FuY2VsRW1haWxSZXNwb25zZRItCgVlbWFpbBgBIAEoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkIjoKFkdldEVtYWlsQ29udGVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIlIKF0dldEVtYWlsQ29udGVudFJlc3BvbnNlEjcKCGNvbXBpbGVkGAEgASgLMiUubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRNZXNzYWdlIkwKGUdldEVtYWlsQXR0YWNobWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEg0KBWluZGV4GAMgASgFImQKGkdldEVtYWlsQXR0YWNobWVudFJlc3BvbnNlEjUKCmF0dGFjaG1lbnQYASABKAsyIS5tYWlscm9vbS5lbWFpbC52MS5BdHRhY2htZW50SW5mbxIPCgdjb250ZW50GAIgASgMInMKD0dldFN0YXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIVCghncm91cF9ieRgEIAEoCUgAiAEBEgwKBHRhZ3MYBSADKAlCCwoJX2dyb3VwX2J5ItEBCg1TdGF0c0NvdW50ZXJzEgwKBHNlbnQYASABKAMSEQoJZGVsaXZlcmVkGAIgASgDEg8KB2JvdW5jZWQYAyABKAMSFAoMaGFyZF9ib3VuY2VkGAQgASgDEg4KBmZhaWxlZBgFIAEoAxISCgpjb21wbGFpbmVkGAYgASgDEg4KBm9wZW5lZBgHIAEoAxIPCgdjbGlja2VkGAggASgDEhQKDHVuc3Vic2NyaWJlZBgJIAEoAxINCgVvcGVucxgKIAEoAxIOCgZjbGlja3MYCyABKAMiTAoIRGF5U3RhdHMSDAoEZGF0ZRgBIAEoCRIyCghjb3VudGVycxgCIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLlN0YXRzQ291bnRlcnMiUgoKR3JvdXBTdGF0cxIQCghncm91cF9ieRgBIAEoCRIyCghjb3VudGVycxgCIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLlN0YXRzQ291bnRlcnMiuAEKEEdldFN0YXRzUmVzcG9uc2USDAoEZnJvbRgBIAEoCRIKCgJ0bxgCIAEoCRIwCgZ0b3RhbHMYAyABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5TdGF0c0NvdW50ZXJzEikKBGRheXMYBCADKAsyGy5tYWlscm9vbS5lbWFpbC52MS5EYXlTdGF0cxItCgZncm91cHMYBSADKAsyHS5tYWlscm9vbS5lbWFpbC52MS5Hcm91cFN0YXRzIroCChFMaXN0RW1haWxzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcmVjaXBpZW50GAIgASgJEjAKCHN0YXR1c2VzGAMgAygOMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxTdGF0dXMSFQoIZ3JvdXBfYnkYBCABKAlIAIgBARIwCgxjcmVhdGVkX2Zyb20YBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfdG8YBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxpbWl0GAcgASgFEg4KBmN1cnNvchgIIAEoCRIXCg9yZWNpcGllbnRfZXhhY3QYCSABKAgSDAoEdGFncxgKIAMoCUILCglfZ3JvdXBfYnkiWQoSTGlzdEVtYWlsc1Jlc3BvbnNlEi4KBmVtYWlscxgBIAMoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkEhMKC25leHRfY3Vyc29yGAIgASgJIjwKFUVyYXNlUmVjaXBpZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDQoFZW1haWwYAiABKAkiLwoWRXJhc2VSZWNpcGllbnRSZXNwb25zZRIVCg1lbWFpbHNfZXJhc2VkGAEgASgDKq8BCgtFbWFpbFN0YXR1cxIcChhFTUFJTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZFTUFJTF9TVEFUVVNfU0NIRURVTEVEEAESFQoRRU1BSUxfU1RBVFVTX1NFTlQQAhIaChZFTUFJTF9TVEFUVVNfREVMSVZFUkVEEAMSFwoTRU1BSUxfU1RBVFVTX0ZBSUxFRBAEEhoKFkVNQUlMX1NUQVRVU19DQU5DRUxMRUQQBTLlBgoMRW1haWxTZXJ2aWNlElYKCVNlbmRFbWFpbBIjLm1haWxyb29tLmVtYWlsLnYxLlNlbmRFbWFpbFJlcXVlc3QaJC5tYWlscm9vbS5lbWFpbC52MS5TZW5kRW1haWxSZXNwb25zZRJWCglTZW5kQmF0Y2gSIy5tYWlscm9vbS5lbWFpbC52MS5TZW5kQmF0Y2hSZXF1ZXN0GiQubWFpbHJvb20uZW1haWwudjEuU2VuZEJhdGNoUmVzcG9uc2USUwoIR2V0RW1haWwSIi5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbFJlcXVlc3QaIy5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbFJlc3BvbnNlElwKC0NhbmNlbEVtYWlsEiUubWFpbHJvb20uZW1haWwudjEuQ2FuY2VsRW1haWxSZXF1ZXN0GiYubWFpbHJvb20uZW1haWwudjEuQ2FuY2VsRW1haWxSZXNwb25zZRJoCg9HZXRFbWFpbENvbnRlbnQSKS5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbENvbnRlbnRSZXF1ZXN0GioubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxDb250ZW50UmVzcG9uc2UScQoSR2V0RW1haWxBdHRhY2htZW50EiwubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxBdHRhY2htZW50UmVxdWVzdBotLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsQXR0YWNobWVudFJlc3BvbnNlElMKCEdldFN0YXRzEiIubWFpbHJvb20uZW1haWwudjEuR2V0U3RhdHNSZXF1ZXN0GiMubWFpbHJvb20uZW1haWwudjEuR2V0U3RhdHNSZXNwb25zZRJZCgpMaXN0RW1haWxzEiQubWFpbHJvb20uZW1haWwudjEuTGlzdEVtYWlsc1JlcXVlc3QaJS5tYWlscm9vbS5lbWFpbC52MS5MaXN0RW1haWxzUmVzcG9uc2USZQoORXJhc2VSZWNpcGllbnQSKC5tYWlscm9vbS5lbWFpbC52MS5FcmFzZVJlY2lwaWVudFJlcXVlc3QaKS5tYWlscm9vbS5lbWFpbC52MS5FcmFzZVJlY2lwaWVudFJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
 
 /**
  * @generated from message mailroom.email.v1.EmailSettings
@@ -438,6 +438,14 @@ export type EmailRecord = Message<"mailroom.email.v1.EmailRecord"> & {
    * @generated from field: repeated mailroom.common.v1.Tag tags = 20;
    */
   tags: Tag[];
+
+  /**
+   * Cc / bcc addresses on the suppression list: left out of the envelope, never sent to (the
+   * Cc header still shows what the sender wrote). A suppressed `to` fails the email instead.
+   *
+   * @generated from field: repeated mailroom.email.v1.SuppressedRecipient suppressed = 21;
+   */
+  suppressed: SuppressedRecipient[];
 };
 
 /**
@@ -446,6 +454,30 @@ export type EmailRecord = Message<"mailroom.email.v1.EmailRecord"> & {
  */
 export const EmailRecordSchema: GenMessage<EmailRecord> = /*@__PURE__*/
   messageDesc(file_mailroom_email_v1_email, 7);
+
+/**
+ * @generated from message mailroom.email.v1.SuppressedRecipient
+ */
+export type SuppressedRecipient = Message<"mailroom.email.v1.SuppressedRecipient"> & {
+  /**
+   * @generated from field: string email = 1;
+   */
+  email: string;
+
+  /**
+   * Why it is suppressed: "unsubscribed", "hard bounce", "complaint", "manually suppressed".
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message mailroom.email.v1.SuppressedRecipient.
+ * Use `create(SuppressedRecipientSchema)` to create a new message.
+ */
+export const SuppressedRecipientSchema: GenMessage<SuppressedRecipient> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 8);
 
 /**
  * Clicks on one tracked link of an email.
@@ -474,7 +506,7 @@ export type LinkClicks = Message<"mailroom.email.v1.LinkClicks"> & {
  * Use `create(LinkClicksSchema)` to create a new message.
  */
 export const LinkClicksSchema: GenMessage<LinkClicks> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 8);
+  messageDesc(file_mailroom_email_v1_email, 9);
 
 /**
  * Per-email outcomes, each event counted once however often it is redelivered.
@@ -569,7 +601,7 @@ export type EmailOutcomes = Message<"mailroom.email.v1.EmailOutcomes"> & {
  * Use `create(EmailOutcomesSchema)` to create a new message.
  */
 export const EmailOutcomesSchema: GenMessage<EmailOutcomes> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 9);
+  messageDesc(file_mailroom_email_v1_email, 10);
 
 /**
  * @generated from message mailroom.email.v1.SendEmailRequest
@@ -591,7 +623,7 @@ export type SendEmailRequest = Message<"mailroom.email.v1.SendEmailRequest"> & {
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 10);
+  messageDesc(file_mailroom_email_v1_email, 11);
 
 /**
  * @generated from message mailroom.email.v1.SendEmailResponse
@@ -608,7 +640,7 @@ export type SendEmailResponse = Message<"mailroom.email.v1.SendEmailResponse"> &
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 11);
+  messageDesc(file_mailroom_email_v1_email, 12);
 
 /**
  * @generated from message mailroom.email.v1.SendBatchRequest
@@ -639,7 +671,7 @@ export type SendBatchRequest = Message<"mailroom.email.v1.SendBatchRequest"> & {
  * Use `create(SendBatchRequestSchema)` to create a new message.
  */
 export const SendBatchRequestSchema: GenMessage<SendBatchRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 12);
+  messageDesc(file_mailroom_email_v1_email, 13);
 
 /**
  * @generated from message mailroom.email.v1.BatchFailure
@@ -666,7 +698,7 @@ export type BatchFailure = Message<"mailroom.email.v1.BatchFailure"> & {
  * Use `create(BatchFailureSchema)` to create a new message.
  */
 export const BatchFailureSchema: GenMessage<BatchFailure> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 13);
+  messageDesc(file_mailroom_email_v1_email, 14);
 
 /**
  * @generated from message mailroom.email.v1.SendBatchResponse
@@ -688,7 +720,7 @@ export type SendBatchResponse = Message<"mailroom.email.v1.SendBatchResponse"> &
  * Use `create(SendBatchResponseSchema)` to create a new message.
  */
 export const SendBatchResponseSchema: GenMessage<SendBatchResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 14);
+  messageDesc(file_mailroom_email_v1_email, 15);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailRequest
@@ -710,7 +742,7 @@ export type GetEmailRequest = Message<"mailroom.email.v1.GetEmailRequest"> & {
  * Use `create(GetEmailRequestSchema)` to create a new message.
  */
 export const GetEmailRequestSchema: GenMessage<GetEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 15);
+  messageDesc(file_mailroom_email_v1_email, 16);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailResponse
@@ -727,7 +759,7 @@ export type GetEmailResponse = Message<"mailroom.email.v1.GetEmailResponse"> & {
  * Use `create(GetEmailResponseSchema)` to create a new message.
  */
 export const GetEmailResponseSchema: GenMessage<GetEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 16);
+  messageDesc(file_mailroom_email_v1_email, 17);
 
 /**
  * @generated from message mailroom.email.v1.CancelEmailRequest
@@ -749,7 +781,7 @@ export type CancelEmailRequest = Message<"mailroom.email.v1.CancelEmailRequest">
  * Use `create(CancelEmailRequestSchema)` to create a new message.
  */
 export const CancelEmailRequestSchema: GenMessage<CancelEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 17);
+  messageDesc(file_mailroom_email_v1_email, 18);
 
 /**
  * @generated from message mailroom.email.v1.CancelEmailResponse
@@ -766,7 +798,7 @@ export type CancelEmailResponse = Message<"mailroom.email.v1.CancelEmailResponse
  * Use `create(CancelEmailResponseSchema)` to create a new message.
  */
 export const CancelEmailResponseSchema: GenMessage<CancelEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 18);
+  messageDesc(file_mailroom_email_v1_email, 19);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailContentRequest
@@ -788,7 +820,7 @@ export type GetEmailContentRequest = Message<"mailroom.email.v1.GetEmailContentR
  * Use `create(GetEmailContentRequestSchema)` to create a new message.
  */
 export const GetEmailContentRequestSchema: GenMessage<GetEmailContentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 19);
+  messageDesc(file_mailroom_email_v1_email, 20);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailContentResponse
@@ -805,7 +837,7 @@ export type GetEmailContentResponse = Message<"mailroom.email.v1.GetEmailContent
  * Use `create(GetEmailContentResponseSchema)` to create a new message.
  */
 export const GetEmailContentResponseSchema: GenMessage<GetEmailContentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 20);
+  messageDesc(file_mailroom_email_v1_email, 21);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailAttachmentRequest
@@ -832,7 +864,7 @@ export type GetEmailAttachmentRequest = Message<"mailroom.email.v1.GetEmailAttac
  * Use `create(GetEmailAttachmentRequestSchema)` to create a new message.
  */
 export const GetEmailAttachmentRequestSchema: GenMessage<GetEmailAttachmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 21);
+  messageDesc(file_mailroom_email_v1_email, 22);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailAttachmentResponse
@@ -854,7 +886,7 @@ export type GetEmailAttachmentResponse = Message<"mailroom.email.v1.GetEmailAtta
  * Use `create(GetEmailAttachmentResponseSchema)` to create a new message.
  */
 export const GetEmailAttachmentResponseSchema: GenMessage<GetEmailAttachmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 22);
+  messageDesc(file_mailroom_email_v1_email, 23);
 
 /**
  * @generated from message mailroom.email.v1.GetStatsRequest
@@ -897,7 +929,7 @@ export type GetStatsRequest = Message<"mailroom.email.v1.GetStatsRequest"> & {
  * Use `create(GetStatsRequestSchema)` to create a new message.
  */
 export const GetStatsRequestSchema: GenMessage<GetStatsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 23);
+  messageDesc(file_mailroom_email_v1_email, 24);
 
 /**
  * Emails counted once each, on the UTC day they were sent (their cohort).
@@ -972,7 +1004,7 @@ export type StatsCounters = Message<"mailroom.email.v1.StatsCounters"> & {
  * Use `create(StatsCountersSchema)` to create a new message.
  */
 export const StatsCountersSchema: GenMessage<StatsCounters> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 24);
+  messageDesc(file_mailroom_email_v1_email, 25);
 
 /**
  * @generated from message mailroom.email.v1.DayStats
@@ -996,7 +1028,7 @@ export type DayStats = Message<"mailroom.email.v1.DayStats"> & {
  * Use `create(DayStatsSchema)` to create a new message.
  */
 export const DayStatsSchema: GenMessage<DayStats> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 25);
+  messageDesc(file_mailroom_email_v1_email, 26);
 
 /**
  * @generated from message mailroom.email.v1.GroupStats
@@ -1018,7 +1050,7 @@ export type GroupStats = Message<"mailroom.email.v1.GroupStats"> & {
  * Use `create(GroupStatsSchema)` to create a new message.
  */
 export const GroupStatsSchema: GenMessage<GroupStats> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 26);
+  messageDesc(file_mailroom_email_v1_email, 27);
 
 /**
  * @generated from message mailroom.email.v1.GetStatsResponse
@@ -1059,7 +1091,7 @@ export type GetStatsResponse = Message<"mailroom.email.v1.GetStatsResponse"> & {
  * Use `create(GetStatsResponseSchema)` to create a new message.
  */
 export const GetStatsResponseSchema: GenMessage<GetStatsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 27);
+  messageDesc(file_mailroom_email_v1_email, 28);
 
 /**
  * @generated from message mailroom.email.v1.ListEmailsRequest
@@ -1139,7 +1171,7 @@ export type ListEmailsRequest = Message<"mailroom.email.v1.ListEmailsRequest"> &
  * Use `create(ListEmailsRequestSchema)` to create a new message.
  */
 export const ListEmailsRequestSchema: GenMessage<ListEmailsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 28);
+  messageDesc(file_mailroom_email_v1_email, 29);
 
 /**
  * @generated from message mailroom.email.v1.ListEmailsResponse
@@ -1163,7 +1195,7 @@ export type ListEmailsResponse = Message<"mailroom.email.v1.ListEmailsResponse">
  * Use `create(ListEmailsResponseSchema)` to create a new message.
  */
 export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 29);
+  messageDesc(file_mailroom_email_v1_email, 30);
 
 /**
  * @generated from message mailroom.email.v1.EraseRecipientRequest
@@ -1187,7 +1219,7 @@ export type EraseRecipientRequest = Message<"mailroom.email.v1.EraseRecipientReq
  * Use `create(EraseRecipientRequestSchema)` to create a new message.
  */
 export const EraseRecipientRequestSchema: GenMessage<EraseRecipientRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 30);
+  messageDesc(file_mailroom_email_v1_email, 31);
 
 /**
  * @generated from message mailroom.email.v1.EraseRecipientResponse
@@ -1206,7 +1238,7 @@ export type EraseRecipientResponse = Message<"mailroom.email.v1.EraseRecipientRe
  * Use `create(EraseRecipientResponseSchema)` to create a new message.
  */
 export const EraseRecipientResponseSchema: GenMessage<EraseRecipientResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 31);
+  messageDesc(file_mailroom_email_v1_email, 32);
 
 /**
  * @generated from enum mailroom.email.v1.EmailStatus

@@ -158,11 +158,49 @@ type StatsDoc = {
   c?: Partial<StatsCounters>;
 };
 
+/** What tagged stats read of an email. */
+type TaggedEmailDoc = { _id: string; groupBy?: string; dueAt?: Date; createdAt: Date; out?: OutcomesDoc };
+
+const DAY_MS = 24 * 3600_000;
+/** An email is due at most this long after it was created (the scheduling horizon). */
+const DUE_HORIZON_MS = 91 * DAY_MS;
+const MILESTONES: Milestone[] = ["sent", "delivered", "bounced", "hardBounced", "failed", "complained", "opened", "clicked", "unsubscribed"];
+
 export class CollectionStatsStore implements StatsStore {
   private readonly stats: Collection<StatsDoc>;
+  private readonly emails: Collection<TaggedEmailDoc>;
 
   constructor(store: Store) {
     this.stats = store.collection<StatsDoc>("email_stats");
+    this.emails = store.collection<TaggedEmailDoc>("emails");
+  }
+
+  /**
+   * Counted from the tagged emails themselves: the daily counters have no tag dimension (an
+   * email carries up to 10 tags, and a filter asks for all of several), so each matching
+   * email of the range is one row with the milestones it reached, on its stats day (when it
+   * was due), read through the (workspaceId, createdAt) index.
+   */
+  async taggedRows(workspaceId: string, fromDay: string, toDay: string, tags: string[], groupBy?: string): Promise<DailyStatsRow[]> {
+    const from = new Date(`${fromDay}T00:00:00Z`);
+    const until = new Date(new Date(`${toDay}T00:00:00Z`).getTime() + DAY_MS);
+    const docs = await this.emails.find(
+      {
+        workspaceId,
+        createdAt: { $gte: new Date(from.getTime() - DUE_HORIZON_MS), $lt: until },
+        dueAt: { $gte: from, $lt: until },
+        $and: tags.map((tag) => ({ tagKeys: tag })),
+        ...(groupBy !== undefined ? { groupBy: groupBy === "" ? { $exists: false } : groupBy } : {}),
+      },
+      { projection: { groupBy: 1, dueAt: 1, createdAt: 1, out: 1 } },
+    );
+    return docs.map((doc) => {
+      const counters: Partial<StatsCounters> = {};
+      for (const m of MILESTONES) if (doc.out?.m?.[m]) counters[m] = 1;
+      if (doc.out?.opens) counters.opens = doc.out.opens;
+      if (doc.out?.clicks) counters.clicks = doc.out.clicks;
+      return { day: new Date(doc.dueAt ?? doc.createdAt).toISOString().slice(0, 10), groupBy: doc.groupBy ?? "", counters };
+    });
   }
 
   async init(): Promise<void> {

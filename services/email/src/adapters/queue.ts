@@ -25,6 +25,8 @@ export function emailSentEventOf(job: DeliveryJobSpec): WebhookEventSpec {
   if (job.recipient.email) data.to = job.recipient.email;
   if (job.recipient.contactId) data.contactId = job.recipient.contactId;
   if (job.groupBy) data.groupBy = job.groupBy;
+  // The client's shape, as the other email events' webhooks carry them (DESIGN §9.2).
+  if (job.tags?.length) data.tags = job.tags.map((t) => ({ name: t.name, value: t.value }));
   return { eventId: emailSentEventId(emailId), type: "EMAIL_SENT", workspaceId: job.workspaceId, occurredAt: job.enqueuedAt, data };
 }
 

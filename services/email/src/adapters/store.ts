@@ -17,7 +17,7 @@ export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
  * indexed sparse: finished emails leave the index, so index upkeep never grows with the
  * number of emails ever sent. `dispatched` keeps how it left ("published" or "none").
  */
-type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch" | "variables" | "outcomes"> & {
+type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "attachmentBytes" | "dispatch" | "variables" | "outcomes"> & {
   /** Outcomes and the recent event ids they applied (written by CollectionOutcomeStore). */
   out?: OutcomesDoc;
   applied?: string[];
@@ -29,6 +29,8 @@ type EmailDoc = Omit<StoredEmail, "id" | "compiled" | "dispatch" | "variables" |
 };
 /** `keepUntil`: set when the email is final and its content is kept a while (the TTL index drops it then). */
 type ContentDoc = { _id: string; workspaceId: string; compiled: string; keepUntil?: Date };
+/** One attachment's bytes (`_id` `<email id>.<index>`), kept and dropped with the email's content. */
+type AttachmentDoc = { _id: string; workspaceId: string; emailId: string; content: string; keepUntil?: Date };
 type KeyDoc = Omit<IdempotencyEntry, "record"> & { _id: string; record?: EmailRecord };
 
 const TERMINAL: EmailStatus[] = ["DELIVERED", "FAILED", "CANCELLED"];
@@ -46,7 +48,7 @@ function toEmail(doc: EmailDoc): StoredEmail {
 }
 
 function toDoc(email: StoredEmail): EmailDoc {
-  const { id, compiled: _compiled, dispatch, variables, outcomes: _outcomes, ...rest } = email;
+  const { id, compiled: _compiled, attachmentBytes: _bytes, dispatch, variables, outcomes: _outcomes, ...rest } = email;
   const base = { _id: id, ...rest, variablesJson: JSON.stringify(variables ?? {}) };
   return dispatch === "pending" || dispatch === "claimed" ? { ...base, dispatch } : { ...base, dispatched: dispatch };
 }
@@ -66,6 +68,7 @@ const contentDocOf = (email: StoredEmail, compiled: CompiledContent): ContentDoc
 export class CollectionEmailStore implements EmailStore {
   private readonly emails: Collection<EmailDoc>;
   private readonly contents: Collection<ContentDoc>;
+  private readonly attachments: Collection<AttachmentDoc>;
 
   /** How long content outlives the email's final status; 0 drops it at once (memory stays bounded). */
   private readonly contentRetentionMs: number;
@@ -73,6 +76,7 @@ export class CollectionEmailStore implements EmailStore {
   constructor(store: Store, opts: { contentRetentionHours?: number } = {}) {
     this.emails = store.collection<EmailDoc>("emails");
     this.contents = store.collection<ContentDoc>("email_contents");
+    this.attachments = store.collection<AttachmentDoc>("email_attachments");
     this.contentRetentionMs = (opts.contentRetentionHours ?? 0) * 3600_000;
   }
 
@@ -86,15 +90,38 @@ export class CollectionEmailStore implements EmailStore {
     await this.emails.createIndex({ keys: { workspaceId: 1, createdAt: -1 } });
     // The expiry date is in the document, so the index stays the same whatever the retention.
     await this.contents.createIndex({ keys: { keepUntil: 1 }, expireAfterSeconds: 0 });
+    await this.attachments.createIndex({ keys: { keepUntil: 1 }, expireAfterSeconds: 0 });
+    // Erasure and the end of an email's content find its attachments by email.
+    await this.attachments.createIndex({ keys: { emailId: 1 } });
   }
 
   /** The email is final: its content goes now, or is kept for the retention period. */
   private async finishContent(id: string, at: Date): Promise<void> {
     if (this.contentRetentionMs > 0) {
-      await this.contents.updateOne({ _id: id }, { $set: { keepUntil: new Date(at.getTime() + this.contentRetentionMs) } });
+      const keepUntil = new Date(at.getTime() + this.contentRetentionMs);
+      await Promise.all([
+        this.contents.updateOne({ _id: id }, { $set: { keepUntil } }),
+        this.attachments.updateMany({ emailId: id }, { $set: { keepUntil } }),
+      ]);
     } else {
-      await this.contents.deleteOne({ _id: id });
+      await Promise.all([this.contents.deleteOne({ _id: id }), this.attachments.deleteMany({ emailId: id })]);
     }
+  }
+
+  /** The attachments' bytes, before the record (as the content): an email anyone can see has them. */
+  private async insertAttachments(email: StoredEmail): Promise<void> {
+    const bytes = email.attachmentBytes ?? [];
+    if (!bytes.length) return;
+    await Promise.all(
+      bytes.map((b, i) =>
+        this.attachments.insertOne({
+          _id: `${email.id}.${i}`,
+          workspaceId: email.workspaceId,
+          emailId: email.id,
+          content: Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("base64"),
+        }),
+      ),
+    );
   }
 
   async insert(email: StoredEmail, opts: { freshId?: boolean } = {}): Promise<boolean> {
@@ -108,11 +135,20 @@ export class CollectionEmailStore implements EmailStore {
       throw err;
     }
     try {
+      await this.insertAttachments(email);
+    } catch (err) {
+      // Another email of this id wrote these (or the write failed): take back this content.
+      if (compiled) await this.contents.deleteOne({ _id: id }).catch(() => undefined);
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+    try {
       await this.emails.insertOne(toDoc(email));
       return true;
     } catch (err) {
       // The other email of this id is final (its content is gone): drop the orphan.
       if (compiled) await this.contents.deleteOne({ _id: id }).catch(() => undefined);
+      if (email.attachmentBytes?.length) await this.attachments.deleteMany({ emailId: id }).catch(() => undefined);
       if (err instanceof DuplicateKeyError) return false;
       throw err;
     }
@@ -120,14 +156,16 @@ export class CollectionEmailStore implements EmailStore {
 
   /** Content and record at once; whichever part was written is taken back when the other failed. */
   private async insertTogether(email: StoredEmail, compiled: CompiledContent): Promise<boolean> {
-    const [content, record] = await Promise.allSettled([
+    const [content, record, files] = await Promise.allSettled([
       this.contents.insertOne(contentDocOf(email, compiled)),
       this.emails.insertOne(toDoc(email)),
+      this.insertAttachments(email),
     ]);
-    if (content.status === "fulfilled" && record.status === "fulfilled") return true;
+    if (content.status === "fulfilled" && record.status === "fulfilled" && files.status === "fulfilled") return true;
+    if (email.attachmentBytes?.length) await this.attachments.deleteMany({ emailId: email.id }).catch(() => undefined);
     if (content.status === "fulfilled") await this.contents.deleteOne({ _id: email.id }).catch(() => undefined);
     if (record.status === "fulfilled") await this.emails.deleteOne({ _id: email.id }).catch(() => undefined);
-    const failure = content.status === "rejected" ? content.reason : (record as PromiseRejectedResult).reason;
+    const failure = [content, record, files].find((r): r is PromiseRejectedResult => r.status === "rejected")!.reason;
     if (failure instanceof DuplicateKeyError) return false;
     throw failure;
   }
@@ -149,6 +187,8 @@ export class CollectionEmailStore implements EmailStore {
     }
     if (Object.keys(created).length) filter.createdAt = created;
     if (query.statuses) filter.status = { $in: query.statuses };
+    // Every tag must match: each an element of the email's `name:value` list.
+    if (query.tags?.length) filter.$and = query.tags.map((tag) => ({ tagKeys: tag }));
     if (query.groupBy !== undefined) filter.groupBy = query.groupBy === "" ? { $exists: false } : query.groupBy;
     if (query.recipient) {
       const pattern = escapeRegex(query.recipient);
@@ -162,6 +202,7 @@ export class CollectionEmailStore implements EmailStore {
     if (!ids.length) return 0;
     // Content first, record last: an erasure cut short leaves the record, which a retry finds again.
     await this.contents.deleteMany({ _id: { $in: ids }, workspaceId });
+    await this.attachments.deleteMany({ emailId: { $in: ids }, workspaceId });
     const { deletedCount } = await this.emails.deleteMany({ _id: { $in: ids }, workspaceId });
     return deletedCount;
   }
@@ -169,6 +210,11 @@ export class CollectionEmailStore implements EmailStore {
   async compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null> {
     const doc = await this.contents.findOne(workspaceId ? { _id: id, workspaceId } : { _id: id });
     return doc ? new Uint8Array(Buffer.from(doc.compiled, "base64")) : null;
+  }
+
+  async attachmentContent(workspaceId: string, id: string, index: number): Promise<Uint8Array | null> {
+    const doc = await this.attachments.findOne({ _id: `${id}.${index}`, workspaceId });
+    return doc ? new Uint8Array(Buffer.from(doc.content, "base64")) : null;
   }
 
   async cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null> {

@@ -1,6 +1,6 @@
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { variablesJson, type DeliveryJobSpec } from "@mailroom/pipeline/work.js";
-import type { CompiledContent, StoredEmail } from "./model.js";
+import type { CompiledContent, ContentExtras, StoredEmail } from "./model.js";
 import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./ports.js";
 
 /** Where an email's compiled content lives in the content store. */
@@ -23,6 +23,10 @@ export function jobOf(email: StoredEmail, now: Date, requestId = ""): DeliveryJo
     groupBy: email.groupBy ?? "",
     enqueuedAt: now,
     requestId,
+    // The other envelope recipients (suppressed ones already left out) and the tags.
+    cc: email.ccAddresses ?? [],
+    bcc: email.bccAddresses ?? [],
+    tags: email.tags ?? [],
   };
 }
 
@@ -57,8 +61,15 @@ export class Publisher {
    * job. The send path starts this alongside the email's own insert (it holds the compiled
    * bytes); the scheduler lets `publish` read them back from the store.
    */
-  writeContent(email: Pick<StoredEmail, "id" | "workspaceId">, compiled: CompiledContent): Promise<void> {
-    return this.content.put(email.workspaceId, contentRefOf(email.id), compiled);
+  writeContent(email: Pick<StoredEmail, "id" | "workspaceId">, compiled: CompiledContent, extras?: ContentExtras): Promise<void> {
+    if (!extras) return this.content.put(email.workspaceId, contentRefOf(email.id), compiled);
+    // StoredContent's fields exactly (no record-only size).
+    const carried: ContentExtras = {
+      cc: extras.cc,
+      headers: extras.headers.map(({ name, value }) => ({ name, value })),
+      attachments: extras.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, contentId: a.contentId ?? "", size: a.size, content: a.content })),
+    };
+    return this.content.put(email.workspaceId, contentRefOf(email.id), compiled, carried);
   }
 
   /**
@@ -99,6 +110,16 @@ export class Publisher {
   private async writeStoredContent(email: StoredEmail): Promise<void> {
     const compiled = email.compiled ?? (await this.emails.compiledContent(email.workspaceId, email.id));
     if (!compiled) throw new ContentMissing(`email ${email.id} has no compiled content`);
-    await this.writeContent(email, compiled);
+    let extras: ContentExtras | undefined;
+    if (email.cc?.length || email.headers?.length || email.attachments?.length) {
+      const bytes = email.attachmentBytes ?? (await Promise.all((email.attachments ?? []).map((_, i) => this.emails.attachmentContent(email.workspaceId, email.id, i))));
+      if (bytes.some((b) => !b)) throw new ContentMissing(`email ${email.id} lost an attachment`);
+      extras = {
+        cc: email.cc ?? [],
+        headers: email.headers ?? [],
+        attachments: (email.attachments ?? []).map((info, i) => ({ ...info, content: bytes[i]! })),
+      };
+    }
+    await this.writeContent(email, compiled, extras);
   }
 }

@@ -46,6 +46,19 @@ export function requestHash(req: EmailRequest): string {
     groupBy: req.groupBy || undefined,
     sendAt: req.sendAt,
     replyTo: req.replyTo?.length ? req.replyTo : undefined,
+    cc: req.cc?.length ? req.cc : undefined,
+    bcc: req.bcc?.length ? req.bcc : undefined,
+    headers: req.headers?.length ? req.headers : undefined,
+    // Each file by its digest: the same bytes hash alike without copying megabytes into JSON.
+    attachments: req.attachments?.length
+      ? req.attachments.map((a) => ({
+          filename: a.filename,
+          contentType: a.contentType || undefined,
+          contentId: a.contentId || undefined,
+          sha256: createHash("sha256").update(a.content).digest("hex"),
+        }))
+      : undefined,
+    tags: req.tags?.length ? req.tags : undefined,
     idempotencyKey: req.idempotencyKey,
   });
 }

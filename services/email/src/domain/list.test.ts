@@ -61,7 +61,7 @@ describe("listing a workspace's emails", () => {
     expect(before.emails).toHaveLength(2);
   });
 
-  it("matches a whole address with recipientExact, and no email for a tag (emails carry none yet)", async () => {
+  it("matches a whole address with recipientExact, and no email for a tag none of them carries (carry.test.ts lists by tag)", async () => {
     expect((await w.service.list(WS, { recipient: "bob@example.TEST", recipientExact: true })).emails.map((e) => e.id)).toEqual([ids[1]]);
     expect((await w.service.list(WS, { recipient: "example.test", recipientExact: true })).emails).toEqual([]);
     expect(await w.service.list(WS, { tags: ["campaign:spring"] })).toEqual({ emails: [] });

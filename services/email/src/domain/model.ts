@@ -35,6 +35,56 @@ export interface TemplatedContent {
   variables: Record<string, unknown>;
 }
 
+/** A custom header of an email (DESIGN §9.5), in the order given. */
+export interface EmailHeader {
+  name: string;
+  value: string;
+}
+
+/** A tag an email carries: records, events, webhooks, the list filter and stats. */
+export interface EmailTag {
+  name: string;
+  value: string;
+}
+
+/** A file sent with an email; `contentId` makes it inline (`cid:` in the HTML). */
+export interface AttachmentInput {
+  filename: string;
+  content: Uint8Array;
+  /** Absent or empty: taken from the filename's extension. */
+  contentType?: string;
+  contentId?: string;
+}
+
+/** An attachment as records list it (its bytes: GetEmailAttachment). */
+export interface AttachmentInfo {
+  filename: string;
+  contentType: string;
+  size: number;
+  contentId?: string;
+}
+
+/** An attachment with its bytes and resolved content type, as the content store holds it. */
+export interface AttachmentContent extends AttachmentInfo {
+  content: Uint8Array;
+}
+
+/**
+ * What the content store holds for an email besides the compiled message: the Cc header as
+ * given, the custom headers and the attachments (delivery builds the MIME from these).
+ */
+export interface ContentExtras {
+  cc: string[];
+  headers: EmailHeader[];
+  attachments: AttachmentContent[];
+}
+
+/** A cc or bcc address left out of the envelope because it is on the suppression list. */
+export interface SuppressedRecipient {
+  email: string;
+  reason: string;
+}
+
 /** One email as accepted from a caller, already shape-checked. */
 export interface EmailRequest {
   to: string;
@@ -46,6 +96,13 @@ export interface EmailRequest {
   idempotencyKey?: string;
   /** Reply-To addresses as given (`addr` or `Name <addr>`); on templated emails they replace the template's. */
   replyTo?: string[];
+  /** Carbon-copy recipients as given (`addr` or `Name <addr>`). */
+  cc?: string[];
+  /** Blind-copy recipients as given; named in no delivered message. */
+  bcc?: string[];
+  headers?: EmailHeader[];
+  attachments?: AttachmentInput[];
+  tags?: EmailTag[];
 }
 
 /** What callers see of an email. */
@@ -69,6 +126,14 @@ export interface EmailRecord {
   outcomes?: EmailOutcomes;
   /** When it was handed to delivery (absent while scheduled). */
   sentAt?: Date;
+  /** DESIGN §9.5: as given (absent when none). */
+  cc?: string[];
+  bcc?: string[];
+  headers?: EmailHeader[];
+  attachments?: AttachmentInfo[];
+  tags?: EmailTag[];
+  /** Cc / bcc addresses on the suppression list, left out of the envelope (never sent to). */
+  suppressed?: SuppressedRecipient[];
 }
 
 /** Clicks on one tracked link of an email. */
@@ -116,6 +181,8 @@ export interface StoredEmail extends EmailRecord {
   /** Merge values handed to delivery (templated variables, or contact properties). */
   variables: Record<string, unknown>;
   compiled?: CompiledContent;
+  /** The attachments' bytes, in the record's order: written with the compiled content, never in the record. */
+  attachmentBytes?: Uint8Array[];
   dispatch: DispatchState;
   dueAt: Date;
   leaseOwner?: string;
@@ -124,6 +191,13 @@ export interface StoredEmail extends EmailRecord {
   usagePeriod?: string;
   /** When the outbox handed it to the delivery queue. */
   publishedAt?: Date;
+  /** Bare cc / bcc addresses of the envelope, suppressed ones left out. */
+  ccAddresses?: string[];
+  bccAddresses?: string[];
+  /** The tags as `name:value`, what the list and stats filters match. */
+  tagKeys?: string[];
+  /** Recipients counted against the monthly limit (absent: 1, emails stored before cc/bcc). */
+  usageCount?: number;
 }
 
 /** The public record of a stored email. */
@@ -149,10 +223,21 @@ export function recordOf(email: StoredEmail): EmailRecord {
   if (email.sendAt) record.sendAt = email.sendAt;
   if (email.outcomes) record.outcomes = email.outcomes;
   if (email.publishedAt) record.sentAt = email.publishedAt;
+  if (email.cc?.length) record.cc = email.cc;
+  if (email.bcc?.length) record.bcc = email.bcc;
+  if (email.headers?.length) record.headers = email.headers;
+  if (email.attachments?.length) record.attachments = email.attachments;
+  if (email.tags?.length) record.tags = email.tags;
+  if (email.suppressed?.length) record.suppressed = email.suppressed;
   return record;
 }
 
 export const MAX_BATCH = 50;
+/** Recipients of one email: to, cc and bcc together. */
+export const MAX_RECIPIENTS = 50;
+/** Attachments of one email, decoded. */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+export const MAX_TAGS = 10;
 export const MAX_REPLY_TO = 5;
 /** HTML of one email: 5 MB of UTF-8. */
 export const MAX_HTML_BYTES = 5 * 1024 * 1024;
@@ -168,6 +253,8 @@ export interface EmailListQuery {
   groupBy?: string;
   createdFrom?: Date;
   createdTo?: Date;
+  /** Only emails carrying every one of these tags (`name:value`). */
+  tags?: string[];
   limit: number;
   /** Strictly older than this (createdAt, id) position: the last email of the previous page. */
   after?: { createdAt: Date; id: string };

@@ -1,5 +1,5 @@
 import type { DeliveryJobSpec } from "@mailroom/pipeline/work.js";
-import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
+import type { CompiledContent, ContentExtras, EmailListQuery, EmailRecord, EmailStatus, OutcomeEventType, StoredEmail } from "./model.js";
 
 /**
  * Everything the email domain needs from the outside world. The domain depends only on
@@ -29,6 +29,8 @@ export interface EmailStore {
    */
   erase(workspaceId: string, ids: string[]): Promise<number>;
   compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null>;
+  /** One attachment's bytes (index in the record's list); null when not kept (or no such email). */
+  attachmentContent(workspaceId: string, id: string, index: number): Promise<Uint8Array | null>;
   /** CAS: SCHEDULED and not yet claimed -> CANCELLED. Null when it was not in that state. */
   cancelScheduled(workspaceId: string, id: string, at: Date): Promise<StoredEmail | null>;
   /**
@@ -152,8 +154,11 @@ export interface DeliveryQueue {
  * The email service writes an email's content under `email:<id>` before publishing its job.
  */
 export interface ContentWriter {
-  /** Resolves once the server stored it (a rewrite of the same content is harmless). */
-  put(workspaceId: string, contentRef: string, compiled: CompiledContent): Promise<void>;
+  /**
+   * Resolves once the server stored it (a rewrite of the same content is harmless). `extras`:
+   * the Cc header, custom headers and attachments (StoredContent's other fields), when any.
+   */
+  put(workspaceId: string, contentRef: string, compiled: CompiledContent, extras?: ContentExtras): Promise<void>;
   /** Removes the content (erasure); removing content that is not there is harmless. */
   delete(workspaceId: string, contentRef: string): Promise<void>;
 }
@@ -227,4 +232,9 @@ export interface StatsStore {
   increment(workspaceId: string, day: string, groupBy: string, by: Partial<StatsCounters>): Promise<void>;
   /** Rows of the days from..to (inclusive), of one group when `groupBy` is given. */
   rows(workspaceId: string, fromDay: string, toDay: string, groupBy?: string): Promise<DailyStatsRow[]>;
+  /**
+   * The same rows for the emails carrying every one of `tags` (`name:value`), counted from
+   * those emails' own outcomes (one row per email: its day, its group, its milestones).
+   */
+  taggedRows(workspaceId: string, fromDay: string, toDay: string, tags: string[], groupBy?: string): Promise<DailyStatsRow[]>;
 }

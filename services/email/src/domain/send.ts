@@ -1,5 +1,5 @@
 import { AppError, appError, badRequest, conflict, unavailable } from "@mailroom/kit/errors.js";
-import { recordOf, type CompiledContent, type EmailRecord, type EmailRequest, type StoredEmail } from "./model.js";
+import { recordOf, type CompiledContent, type ContentExtras, type EmailRecord, type EmailRequest, type StoredEmail, type SuppressedRecipient } from "./model.js";
 import type {
   Clock,
   ContentWriter,
@@ -16,6 +16,7 @@ import { effectiveSettings, validateRequest, type ValidatedRequest } from "./val
 import { IdempotencyGate } from "./idempotency.js";
 import { Publisher } from "./dispatch.js";
 import { requestHash } from "./hash.js";
+import { tagKey, validateExtras, type ValidatedExtras } from "./extras.js";
 
 export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: AppError };
 
@@ -50,6 +51,10 @@ interface Item {
   emailId: string;
   outcome?: Outcome;
   valid?: ValidatedRequest;
+  /** Cc, bcc, headers, attachments and tags, checked. */
+  extras?: ValidatedExtras;
+  /** Cc / bcc addresses on the suppression list: left out of the envelope. */
+  suppressedCopies?: SuppressedRecipient[];
   /** Set while this request holds the item's idempotency key. */
   heldKey?: string;
   sender?: { fromEmail: string; fromName: string };
@@ -142,6 +147,7 @@ export class EmailSender {
     for (const item of items) {
       try {
         item.valid = validateRequest(item.req, now);
+        item.extras = validateExtras(item.req, item.valid.recipient);
       } catch (err) {
         if (!isItemError(err)) throw err;
         fail(item, err);
@@ -222,7 +228,9 @@ export class EmailSender {
     const tasks: Promise<unknown>[] = [];
     const unused = new Map<string, number>();
     for (const reservation of reservations) {
-      const counted = reservation.items.filter((i) => i.stored && i.stored.dispatch !== "none").length;
+      // Each recipient of a sent email counts (to, and the cc / bcc not suppressed); an email
+      // whose `to` is suppressed is never sent, so none of its recipients does.
+      const counted = reservation.items.reduce((n, i) => n + (i.stored && i.stored.dispatch !== "none" ? (i.stored.usageCount ?? 1) : 0), 0);
       if (reservation.count > counted) unused.set(reservation.period, (unused.get(reservation.period) ?? 0) + reservation.count - counted);
     }
     for (const [period, count] of unused) {
@@ -345,13 +353,16 @@ export class EmailSender {
    */
   private async reserveSendable(workspaceId: string, items: Item[]): Promise<Reservation | undefined> {
     if (!items.length) return undefined;
+    // Every recipient of every email: to, cc and bcc are each checked and counted (DESIGN §9.5).
     const res = await this.deps.directory.reserveSendable(
       workspaceId,
-      items.map((i) => i.valid!.recipient.toLowerCase()),
+      items.flatMap((i) => [i.valid!.recipient, ...i.extras!.cc, ...i.extras!.bcc].map((a) => a.toLowerCase())),
     );
     for (const item of items) {
       const reason = res.suppressed.get(item.valid!.recipient.toLowerCase());
       if (reason !== undefined) item.suppressedReason = reason || "suppressed";
+      const copies = [...item.extras!.cc, ...item.extras!.bcc].filter((a) => res.suppressed.has(a.toLowerCase()));
+      if (copies.length) item.suppressedCopies = copies.map((email) => ({ email, reason: res.suppressed.get(email.toLowerCase()) || "suppressed" }));
     }
     if (!res.granted) {
       const count = items.filter((i) => i.suppressedReason === undefined).length;
@@ -428,6 +439,26 @@ export class EmailSender {
       email.leaseUntil = new Date(now.getTime() + this.claimLeaseMs);
     }
     if (!suppressed && usagePeriod) email.usagePeriod = usagePeriod;
+    const extras = item.extras!;
+    if (req.cc?.length) email.cc = req.cc.map((c) => c.trim());
+    if (req.bcc?.length) email.bcc = req.bcc.map((c) => c.trim());
+    if (extras.headers.length) email.headers = extras.headers;
+    if (extras.attachments.length) {
+      email.attachments = extras.attachments.map(({ content: _bytes, ...info }) => info);
+      // Kept with the compiled content (GetEmailAttachment, a scheduled email's release).
+      if (item.compiled) email.attachmentBytes = extras.attachments.map((a) => a.content);
+    }
+    if (extras.tags.length) {
+      email.tags = extras.tags;
+      email.tagKeys = extras.tags.map(tagKey);
+    }
+    const left = new Set((item.suppressedCopies ?? []).map((s) => s.email.toLowerCase()));
+    const cc = extras.cc.filter((a) => !left.has(a.toLowerCase()));
+    const bcc = extras.bcc.filter((a) => !left.has(a.toLowerCase()));
+    if (cc.length) email.ccAddresses = cc;
+    if (bcc.length) email.bccAddresses = bcc;
+    if (item.suppressedCopies?.length) email.suppressed = item.suppressedCopies;
+    if (cc.length || bcc.length) email.usageCount = 1 + cc.length + bcc.length;
 
     // A fresh id (no idempotency key) claimed by this process: nobody else can hold the id
     // or touch the email before its lease ends, so content and record are written together.
@@ -435,7 +466,8 @@ export class EmailSender {
     // An email to publish now: its content goes to the content store while the email is
     // inserted (one round trip's wait, not two); the job waits for both (finish()). A
     // scheduled email's content is written when the scheduler releases it.
-    const contentWritten = email.dispatch === "claimed" && item.compiled ? this.publisher.writeContent(email, item.compiled) : undefined;
+    const contentWritten =
+      email.dispatch === "claimed" && item.compiled ? this.publisher.writeContent(email, item.compiled, contentExtrasOf(email, extras)) : undefined;
     // Observed here so a failure never goes unhandled; publish() sees it (and defers the claim).
     contentWritten?.catch(() => undefined);
     // When the insert fails, what was written stays until the bucket's max age drops it: the
@@ -448,4 +480,17 @@ export class EmailSender {
     item.stored = email;
     item.outcome = { ok: true, record: recordOf(email) };
   }
+}
+
+/** The content store's extras of an email (undefined when it has none: the content is the compiled message alone). */
+export function contentExtrasOf(
+  email: Pick<StoredEmail, "cc" | "headers" | "attachments">,
+  extras: { attachments: Array<{ content: Uint8Array }> },
+): ContentExtras | undefined {
+  if (!email.cc?.length && !email.headers?.length && !email.attachments?.length) return undefined;
+  return {
+    cc: email.cc ?? [],
+    headers: email.headers ?? [],
+    attachments: (email.attachments ?? []).map((info, i) => ({ ...info, content: extras.attachments[i]!.content })),
+  };
 }

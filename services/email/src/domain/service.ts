@@ -2,7 +2,7 @@ import { appError, badRequest, notFound, type AppError } from "@mailroom/kit/err
 import { contentRefOf } from "./dispatch.js";
 import {
   DEFAULT_LIST_LIMIT, MAX_BATCH, MAX_LIST_LIMIT, TAG_FILTER, recordOf,
-  type CompiledContent, type EmailListQuery, type EmailRecord, type EmailRequest,
+  type AttachmentInfo, type CompiledContent, type EmailListQuery, type EmailRecord, type EmailRequest,
 } from "./model.js";
 import { EmailSender, type AcceptOptions, type SendDeps } from "./send.js";
 import type { StatsStore } from "./ports.js";
@@ -68,8 +68,6 @@ export class EmailService {
       if (!TAG_FILTER.test(tag)) throw badRequest("invalid_request", `tag ${JSON.stringify(tag.slice(0, 80))} must be name:value (letters, digits, "_" and "-", at most 256 each)`);
     }
     const after = query.cursor ? decodeCursor(query.cursor) : undefined;
-    // Emails carry no tags yet (DESIGN §9.5 adds them): a tag filter matches no email.
-    if (query.tags?.length) return { emails: [] };
     const found = await this.deps.emails.list(workspaceId, {
       recipient: query.recipient?.trim() || undefined,
       recipientExact: query.recipientExact,
@@ -77,6 +75,7 @@ export class EmailService {
       groupBy: query.groupBy,
       createdFrom: query.createdFrom,
       createdTo: query.createdTo,
+      tags: query.tags?.length ? query.tags : undefined,
       limit: limit + 1,
       after,
     });
@@ -127,7 +126,7 @@ export class EmailService {
     }
     if (cancelled.usagePeriod) {
       await this.deps.directory
-        .releaseUsage(workspaceId, 1, cancelled.usagePeriod)
+        .releaseUsage(workspaceId, cancelled.usageCount ?? 1, cancelled.usagePeriod)
         .catch((err) => this.deps.logger.warn({ err, workspaceId, emailId: id }, "releasing usage of a cancelled email failed"));
     }
     return recordOf(cancelled);
@@ -136,6 +135,21 @@ export class EmailService {
   /** Daily outcome counters of the workspace's transactional emails (UTC days). */
   stats(workspaceId: string, query: StatsQuery): Promise<EmailStats> {
     return emailStats(this.deps.stats, this.deps.clock, workspaceId, query);
+  }
+
+  /**
+   * One attachment of an email with its bytes (the console's download). Its bytes are kept
+   * as long as the email's compiled content: gone once the retention after a final status
+   * ran out, or after erasure.
+   */
+  async attachment(workspaceId: string, id: string, index: number): Promise<{ info: AttachmentInfo; content: Uint8Array }> {
+    const email = await this.deps.emails.find(workspaceId, id);
+    if (!email) throw emailNotFound(id);
+    const info = Number.isInteger(index) && index >= 0 ? email.attachments?.[index] : undefined;
+    if (!info) throw notFound("attachment_not_found", `Email ${id} has no attachment ${index} (it has ${email.attachments?.length ?? 0})`);
+    const content = await this.deps.emails.attachmentContent(workspaceId, id, index);
+    if (!content) throw notFound("attachment_not_found", `The file ${info.filename} of email ${id} is no longer kept (attachments are kept as long as the email's content)`);
+    return { info, content };
   }
 
   /** The compiled message delivery merges for this email. */

@@ -1,6 +1,7 @@
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { Clock, StatsCounterName, StatsCounters, StatsStore } from "./ports.js";
 import { utcDay } from "./outcomes.js";
+import { TAG_FILTER } from "./model.js";
 
 /** Longest range one stats request may cover (inclusive days). */
 export const MAX_STATS_DAYS = 366;
@@ -24,6 +25,8 @@ export interface StatsQuery {
   /** YYYY-MM-DD or an ISO date-time; empty: today (UTC). */
   to?: string;
   groupBy?: string;
+  /** Only emails carrying every one of these tags, each `name:value`. */
+  tags?: string[];
 }
 
 export interface EmailStats {
@@ -54,7 +57,12 @@ export async function emailStats(stats: StatsStore, clock: Clock, workspaceId: s
   const span = Math.round((to.getTime() - from.getTime()) / DAY_MS) + 1;
   if (span > MAX_STATS_DAYS) throw badRequest("invalid_request", `The range covers ${span} days; at most ${MAX_STATS_DAYS} are allowed`);
 
-  const rows = await stats.rows(workspaceId, utcDay(from), utcDay(to), query.groupBy);
+  for (const tag of query.tags ?? []) {
+    if (!TAG_FILTER.test(tag)) throw badRequest("invalid_request", `tag ${JSON.stringify(tag.slice(0, 80))} must be name:value (letters, digits, "_" and "-", at most 256 each)`);
+  }
+  const rows = query.tags?.length
+    ? await stats.taggedRows(workspaceId, utcDay(from), utcDay(to), query.tags, query.groupBy)
+    : await stats.rows(workspaceId, utcDay(from), utcDay(to), query.groupBy);
   const days = new Map<string, StatsCounters>();
   for (let t = from.getTime(); t <= to.getTime(); t += DAY_MS) days.set(utcDay(new Date(t)), zeroCounters());
   const groups = new Map<string, StatsCounters>();
