@@ -59,6 +59,9 @@ export function toJob(j: DeliveryJob): Job | undefined {
     groupBy: j.groupBy,
     notBefore: j.notBefore ? timestampMs(j.notBefore) : undefined,
     requestId: j.requestId,
+    cc: j.cc,
+    bcc: j.bcc,
+    tags: j.tags.map((t) => ({ name: t.name, value: t.value })),
   };
 }
 

@@ -21,6 +21,7 @@ import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { CaptureStore } from "./adapters/capture.js";
+import { AttachmentParts } from "./adapters/attachment-parts.js";
 import { CachedContentSource, StoreContentSource, sharedContentRef, type CompiledMessageSource } from "./adapters/content-source.js";
 import { OutcomeEventPublisher } from "./adapters/events.js";
 import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
@@ -114,7 +115,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
   // content cached: delivery never calls the email, broadcast or renderer service.
   const content =
     o.content ??
-    new CachedContentSource(new StoreContentSource(await ContentStore.open(nc, { replicas: config.natsReplicas })), {
+    new CachedContentSource(new StoreContentSource(await ContentStore.open(nc, { replicas: config.natsReplicas }), new AttachmentParts(settings.attachmentCacheBytes)), {
       maxBytes: settings.contentCacheBytes,
       maxEntries: settings.contentCacheEntries,
       cacheable: sharedContentRef,

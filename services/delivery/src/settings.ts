@@ -63,6 +63,8 @@ const schema = z.object({
   MAILROOM_DELIVERY_CONTENT_CACHE_MB: z.coerce.number().min(1).default(64),
   /** ...and at most this many of them. */
   MAILROOM_DELIVERY_CONTENT_CACHE_ENTRIES: z.coerce.number().int().min(1).max(100_000).default(256),
+  /** Attachments kept encoded (base64 MIME parts, reused by retries and recipients), in megabytes. */
+  MAILROOM_DELIVERY_ATTACHMENT_CACHE_MB: z.coerce.number().min(1).default(64),
   /** How long a sender check (and its DKIM key) is cached. */
   MAILROOM_DELIVERY_SENDER_CACHE_MS: z.coerce.number().int().min(0).default(60_000),
   /** Time given to in-flight sends on shutdown before they are nak'ed. */
@@ -101,6 +103,7 @@ export interface DeliverySettings {
   maxDeliver: number;
   contentCacheBytes: number;
   contentCacheEntries: number;
+  attachmentCacheBytes: number;
   senderCacheMs: number;
   shutdownGraceMs: number;
   /** The relay URL; undefined: capture locally. */
@@ -139,6 +142,7 @@ function deliverySettingsOf(c: z.output<typeof schema>): DeliverySettings {
     maxDeliver: c.MAILROOM_DELIVERY_MAX_DELIVER,
     contentCacheBytes: Math.round(c.MAILROOM_DELIVERY_CONTENT_CACHE_MB * 1024 * 1024),
     contentCacheEntries: c.MAILROOM_DELIVERY_CONTENT_CACHE_ENTRIES,
+    attachmentCacheBytes: Math.round(c.MAILROOM_DELIVERY_ATTACHMENT_CACHE_MB * 1024 * 1024),
     senderCacheMs: c.MAILROOM_DELIVERY_SENDER_CACHE_MS,
     shutdownGraceMs: c.MAILROOM_DELIVERY_SHUTDOWN_GRACE_MS,
   };

@@ -64,6 +64,7 @@ export function mailEventOf(event: MailEvent, receivedAt: Date): MailEventData |
     attempt: orUndefined(event.attempt),
     url: orUndefined(event.url),
     groupBy: orUndefined(event.groupBy),
+    tags: event.tags.length ? event.tags.map((t) => ({ name: t.name, value: t.value })) : undefined,
   };
 }
 

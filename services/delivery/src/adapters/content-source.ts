@@ -2,7 +2,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { CompiledMessage, CompiledTemplate } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { LRUCache } from "lru-cache";
 import type { ContentStore } from "@mailroom/pipeline/content-store.js";
-import { PermanentError, type ContentSource } from "../domain/ports.js";
+import type { StoredContent } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { PermanentError, type Carried, type ContentSource } from "../domain/ports.js";
+import { AttachmentParts } from "./attachment-parts.js";
 
 /** A content source that hands out the renderer's compiled messages (what the merger takes). */
 export interface CompiledMessageSource extends ContentSource {
@@ -16,19 +18,31 @@ export interface CompiledMessageSource extends ContentSource {
  * later: the delivery fails for good.
  */
 export class StoreContentSource implements CompiledMessageSource {
-  constructor(private readonly store: Pick<ContentStore, "get">) {}
+  constructor(
+    private readonly store: Pick<ContentStore, "getStored">,
+    /** Attachments encoded once per content (DESIGN §9.5), reused by retries and other recipients. */
+    private readonly parts = new AttachmentParts(64 * 1024 * 1024),
+  ) {}
 
-  async get(workspaceId: string, contentRef: string): Promise<CompiledMessage> {
-    let compiled: CompiledMessage | undefined;
+  async get(workspaceId: string, contentRef: string): Promise<CompiledMessage & { carried?: Carried }> {
+    let stored: StoredContent | undefined;
     try {
-      compiled = await this.store.get(workspaceId, contentRef);
+      stored = await this.store.getStored(workspaceId, contentRef);
     } catch (err) {
       // contentKey refuses a ref or workspace that cannot name content: no retry helps.
       if (err instanceof Error && /cannot name content/.test(err.message)) throw new PermanentError(`content ${contentRef}: ${err.message}`);
       throw err;
     }
-    if (!compiled) throw new PermanentError(`content ${contentRef}: not found in the content store`);
-    return compiled;
+    const compiled = stored?.compiled;
+    if (!stored || !compiled) throw new PermanentError(`content ${contentRef}: not found in the content store`);
+    if (stored.cc.length === 0 && stored.headers.length === 0 && stored.attachments.length === 0) return compiled;
+    // The compiled message is this load's own object: what the email carries rides on it.
+    const carried: Carried = {
+      cc: stored.cc,
+      headers: stored.headers.map((h) => ({ name: h.name, value: h.value })),
+      attachments: this.parts.partsOf(workspaceId, contentRef, stored.attachments),
+    };
+    return Object.assign(compiled, { carried });
   }
 }
 

@@ -41,6 +41,7 @@ export class OutcomeEventPublisher implements EventPublisher {
       smtpCode: e.smtpCode,
       attempt: e.attempt,
       groupBy: e.groupBy,
+      tags: e.tags?.map((t) => ({ name: t.name, value: t.value })) ?? [],
       occurredAt: timestampNow(),
     });
   }

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
+import { domainToASCII } from "node:url";
 import { encodeWord, encodeWords, foldLines, quoteString } from "nodemailer/lib/mime-funcs";
 import { wireBody } from "@mailroom/content/merge.js";
-import type { Body, OutgoingMail } from "../domain/ports.js";
+import type { Body, EncodedPart, OutgoingMail } from "../domain/ports.js";
 
 /**
  * The RFC 5322 message for one recipient, built directly instead of through nodemailer's
@@ -14,6 +15,7 @@ export function buildMime(mail: OutgoingMail, date = new Date()): Buffer {
     header("From", formatAddress(mail.from.name, mail.from.address)),
     header("To", formatAddress("", mail.to)),
   ];
+  if (mail.cc?.length) lines.push(ccHeader(mail.cc));
   const replyTo = mail.replyTo ? replyToHeader(mail.replyTo) : undefined;
   if (replyTo) lines.push(replyTo);
   lines.push(subjectHeader(mail.subject), `Message-ID: ${mail.messageId}`, `Date: ${mimeDate(date)}`, "MIME-Version: 1.0");
@@ -21,6 +23,17 @@ export function buildMime(mail: OutgoingMail, date = new Date()): Buffer {
 
   const html = bodyPart(mail.html);
   const text = bodyLength(mail.text) > 0 ? bodyPart(mail.text) : undefined;
+  const attachments = mail.attachments ?? [];
+  if (attachments.length > 0) {
+    // multipart/mixed { multipart/related { the bodies, inline parts }, attachments }, each level only when needed.
+    let entity = bodiesEntity(html, text);
+    const inline = attachments.filter((a) => a.inline);
+    const attached = attachments.filter((a) => !a.inline);
+    if (inline.length) entity = multipartEntity("related", entity, inline);
+    if (attached.length) entity = multipartEntity("mixed", entity, attached);
+    lines.push(...entity.head);
+    return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`), ...entity.chunks]);
+  }
   if (!text) {
     lines.push(...singlePartHeaders(html.cte));
     return Buffer.concat([Buffer.from(`${lines.join("\r\n")}\r\n\r\n`), html.body]);
@@ -35,6 +48,51 @@ export function buildMime(mail: OutgoingMail, date = new Date()): Buffer {
     html.body,
     Buffer.from(closingDelimiter(boundary)),
   ]);
+}
+
+/** A MIME entity: its Content-* header lines and its body as chunks (shared buffers, concatenated once). */
+interface Entity {
+  head: string[];
+  chunks: Buffer[];
+}
+
+/** The HTML alone, or text and HTML as multipart/alternative: the same bytes as the layout without attachments. */
+function bodiesEntity(html: ReturnType<typeof bodyPart>, text: ReturnType<typeof bodyPart> | undefined): Entity {
+  if (!text) return { head: singlePartHeaders(html.cte), chunks: [html.body] };
+  const boundary = newBoundary();
+  return {
+    head: [multipartHeader(boundary)],
+    chunks: [Buffer.from(textPartHead(boundary, text.cte)), text.body, Buffer.from(htmlPartHead(boundary, html.cte)), html.body, Buffer.from(closingDelimiter(boundary))],
+  };
+}
+
+/**
+ * `first` followed by already encoded parts (attachments: their headers and base64 body,
+ * built once per content) under a new boundary. multipart/related names its root's type
+ * (RFC 2387).
+ */
+function multipartEntity(subtype: "mixed" | "related", first: Entity, parts: readonly EncodedPart[]): Entity {
+  const boundary = newBoundary();
+  const rootType = subtype === "related" ? `; type="${/^Content-Type: ([^;\r]+)/.exec(first.head[0])?.[1] ?? "text/html"}"` : "";
+  const chunks: Buffer[] = [Buffer.from(`--${boundary}\r\n${first.head.join("\r\n")}\r\n\r\n`), ...first.chunks];
+  const delimiter = Buffer.from(`\r\n--${boundary}\r\n`);
+  for (const part of parts) chunks.push(delimiter, part.bytes);
+  chunks.push(Buffer.from(closingDelimiter(boundary)));
+  return { head: [`Content-Type: multipart/${subtype}${rootType};\r\n boundary="${boundary}"`], chunks };
+}
+
+/** The Cc header: the addresses as the sender wrote them, names encoded as needed, domains in punycode. */
+export const ccHeader = (cc: readonly string[]) =>
+  header("Cc", cc.map((value) => {
+    const r = parseAddress(value);
+    return formatAddress(r.name, asciiAddress(r.address));
+  }).join(", "));
+
+function asciiAddress(address: string): string {
+  const at = address.lastIndexOf("@");
+  if (at < 0 || /^[\x00-\x7f]*$/.test(address)) return address;
+  const ascii = domainToASCII(address.slice(at + 1));
+  return ascii ? `${address.slice(0, at)}@${ascii}` : address;
 }
 
 // The pieces of the layout above, shared with the skeletons (mime-skeleton.ts) so both

@@ -118,7 +118,11 @@ export class SmtpConnection {
    * One transaction: resolves with the relay's reply to the message, rejects with an
    * SmtpFailure. The connection can carry another message afterwards unless it closed.
    */
-  async send(from: string, to: readonly string[], raw: Buffer): Promise<Reply> {
+  /**
+   * `to[0]` decides the transaction (its refusal is the message's); a later recipient (the
+   * email's cc and bcc) the relay refuses is left out and listed in `refused`.
+   */
+  async send(from: string, to: readonly string[], raw: Buffer): Promise<Reply & { refused: Array<{ address: string; reply: Reply }> }> {
     const utf8 = this.offers("SMTPUTF8") && /[^\x00-\x7f]/.test(from + to.join("")) ? " SMTPUTF8" : "";
     const commands = [`MAIL FROM:<${from}>${utf8}`, ...to.map((r) => `RCPT TO:<${r}>`), "DATA"];
     const replies: Reply[] = [];
@@ -135,7 +139,8 @@ export class SmtpConnection {
         this.write(`${command}\r\n`);
         const reply = await wait;
         replies.push(reply);
-        if (reply.code >= 400) break;
+        // A later recipient refused leaves the others to go on.
+        if (reply.code >= 400 && !(replies.length > 2 && replies.length <= to.length + 1)) break;
       }
     }
     const [mail, ...rest] = replies;
@@ -143,8 +148,7 @@ export class SmtpConnection {
     let failure: SmtpFailure | undefined;
     if (!isPositive(mail!)) failure = refused("MAIL FROM", mail!, false);
     else {
-      const rcptIndex = rest.findIndex((r, i) => i < to.length && !isPositive(r));
-      if (rcptIndex >= 0) failure = refused("RCPT TO", rest[rcptIndex]!, true);
+      if (rest[0] && !isPositive(rest[0])) failure = refused("RCPT TO", rest[0], true);
       else if (dataReply && dataReply.code !== 354) failure = refused("DATA", dataReply, true);
     }
     if (failure) {
@@ -160,7 +164,9 @@ export class SmtpConnection {
     const final = await wait;
     this.sent += 1;
     if (!isPositive(final)) throw refused("DATA", final, true);
-    return final;
+    const others: Array<{ address: string; reply: Reply }> = [];
+    for (let i = 1; i < to.length; i++) if (!isPositive(rest[i]!)) others.push({ address: to[i]!, reply: rest[i]! });
+    return { ...final, refused: others };
   }
 
   /** QUIT, then close; whatever is pending fails as a closed connection. */

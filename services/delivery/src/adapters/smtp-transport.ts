@@ -25,7 +25,8 @@ export interface SmtpOptions {
  * and handed over raw; nodemailer adds the DKIM signature and speaks SMTP.
  */
 export function toNodemailer(mail: OutgoingMail) {
-  return { envelope: mail.envelope, raw: buildMime(mail), dkim: mail.dkim };
+  const { from, to, others } = mail.envelope;
+  return { envelope: { from, to: [to, ...(others ?? [])] }, raw: buildMime(mail), dkim: mail.dkim };
 }
 
 /** Collects a signer's output: a transactional message is signed whole before it is queued. */
@@ -78,13 +79,14 @@ export class SmtpPoolTransport implements MailTransport {
     const fromSkeleton = this.skeletons?.render(mail);
     let raw = fromSkeleton ?? buildMime(mail);
     if (!fromSkeleton && mail.dkim) raw = await signed(this.signer(mail.dkim), raw);
-    const to = [mail.envelope.to];
+    const to = [mail.envelope.to, ...(mail.envelope.others ?? [])];
     for (let attempt = 0; ; attempt++) {
       const conn = await this.acquire();
       const reused = conn.sent > 0;
       try {
         const reply = await conn.send(mail.envelope.from, to, raw);
-        return { code: reply.code, response: reply.text };
+        const refused = reply.refused.map((r) => ({ address: r.address, code: r.reply.code, text: r.reply.text }));
+        return refused.length ? { code: reply.code, response: reply.text, refused } : { code: reply.code, response: reply.text };
       } catch (err) {
         // Closed by the relay while idle, noticed only now: nothing of this message was answered.
         if (attempt === 0 && reused && err instanceof SmtpFailure && err.code === 0 && !conn.answered) continue;

@@ -17,6 +17,7 @@ import {
   type CompiledContent,
   type OutgoingMail,
   type RetryQueue,
+  type SendResult,
   type SenderCheck,
   type SenderDirectory,
 } from "./ports.js";
@@ -278,7 +279,9 @@ export class Deliverer {
     }
 
     const attempt = claim.attempts;
-    const outcome = await this.transact(mail, attempt, laneOf(job));
+    const { outcome, refused } = await this.transact(mail, attempt, laneOf(job));
+    // A cc or bcc address the relay refused for good is suppressed; the outcome follows `to`.
+    if (refused.length) await this.suppressOthers(job, refused);
     this.deps.metrics?.outcome(laneOf(job), outcome.type);
     if (outcome.type === "deferred") {
       this.counters.deferred += 1;
@@ -295,22 +298,41 @@ export class Deliverer {
     return ACK;
   }
 
-  /** One SMTP transaction, turned into an outcome. */
-  private async transact(mail: OutgoingMail, attempt: number, lane: string): Promise<Outcome> {
+  /** One SMTP transaction, turned into an outcome (and the other recipients the relay refused). */
+  private async transact(mail: OutgoingMail, attempt: number, lane: string): Promise<{ outcome: Outcome; refused: NonNullable<SendResult["refused"]> }> {
     const sent = this.deps.metrics?.sendStarted(lane);
     try {
       const result = await this.deps.transport.send(mail);
-      return { type: "sent", detail: clip(result.response), smtpCode: result.code, attempt };
+      return { outcome: { type: "sent", detail: clip(result.response), smtpCode: result.code, attempt }, refused: result.refused ?? [] };
     } catch (err) {
       const verdict = classifySmtpError(err);
-      if (verdict.kind === "permanent") return { type: "bounced", detail: verdict.detail, smtpCode: verdict.code, attempt };
+      if (verdict.kind === "permanent") return { outcome: { type: "bounced", detail: verdict.detail, smtpCode: verdict.code, attempt }, refused: [] };
       if (attempt >= this.opts.maxAttempts) {
         const detail = clip(`gave up after ${attempt} attempts: ${verdict.detail}`);
-        return { type: "failed", detail, smtpCode: verdict.code, attempt };
+        return { outcome: { type: "failed", detail, smtpCode: verdict.code, attempt }, refused: [] };
       }
-      return { type: "deferred", detail: verdict.detail, smtpCode: verdict.code, attempt };
+      return { outcome: { type: "deferred", detail: verdict.detail, smtpCode: verdict.code, attempt }, refused: [] };
     } finally {
       sent?.();
+    }
+  }
+
+  /**
+   * Cc and bcc addresses refused at RCPT TO while the message went to `to`: a 5xx is a hard
+   * bounce of that address (suppressed in the directory); a 4xx is logged, not retried (the
+   * message was accepted, and a retry would send it to `to` again).
+   */
+  private async suppressOthers(job: Job, refused: NonNullable<SendResult["refused"]>): Promise<void> {
+    for (const r of refused) {
+      if (r.code >= 500 && r.code < 600) {
+        try {
+          await this.deps.directory.addHardBounce(job.workspaceId, r.address, clip(r.text));
+        } catch (err) {
+          this.deps.logger.warn({ err, deliveryId: job.deliveryId }, "could not suppress a refused cc/bcc address");
+        }
+      } else {
+        this.deps.logger.warn({ deliveryId: job.deliveryId, code: r.code }, "a cc/bcc recipient was refused for now; the message went to the others");
+      }
     }
   }
 
@@ -361,7 +383,7 @@ export class Deliverer {
       { email: job.recipient.email, contactId: job.recipient.contactId, messageId: job.messageId, variables: job.recipient.variables },
       { secret: this.opts.secret, publicUrl: this.opts.publicUrl },
     );
-    return buildMail(job, merged, sender, contentVersionOf(compiled), { secret: this.opts.secret, bounceDomain: this.opts.bounceDomain });
+    return buildMail(job, merged, sender, contentVersionOf(compiled), { secret: this.opts.secret, bounceDomain: this.opts.bounceDomain }, compiled.carried);
   }
 
   private async waitForToken(workspaceId: string, ctx: JobContext, maxInline: number): Promise<number> {
@@ -421,6 +443,7 @@ export class Deliverer {
       detail: outcome.detail,
       smtpCode: outcome.smtpCode,
       attempt: outcome.attempt,
+      tags: job.tags,
     };
   }
 }

@@ -25,6 +25,20 @@ export interface Job {
   notBefore?: number;
   /** The API request that produced the job, passed on to a job handed on. */
   requestId?: string;
+  /**
+   * DESIGN §9.5: the other envelope recipients (RCPT TO beside `recipient`, one SMTP
+   * transaction), bare addresses, suppressed ones left out by the email service. The Cc
+   * header comes from the content; bcc addresses are named nowhere in the message.
+   */
+  cc?: readonly string[];
+  bcc?: readonly string[];
+  /** The email's tags, on every event of the delivery. */
+  tags?: readonly Tag[];
+}
+
+export interface Tag {
+  name: string;
+  value: string;
 }
 
 /**
@@ -53,6 +67,9 @@ export function invalidJobReason(job: Job): string | undefined {
   if (!job.messageId || CONTROL.test(job.messageId) || /[<>\s]/.test(job.messageId)) return "message_id missing or malformed";
   if (!ADDRESS.test(job.recipient.email)) return "recipient address is not a valid address";
   if (!ADDRESS.test(job.fromEmail)) return "from_email is not a valid address";
+  for (const [name, list] of [["cc", job.cc], ["bcc", job.bcc]] as const) {
+    if (list?.some((a) => !ADDRESS.test(a))) return `${name} holds an address that is not valid`;
+  }
   for (const [name, value] of [
     ["from_name", job.fromName],
     ["reply_to", job.replyTo],

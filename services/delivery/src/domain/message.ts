@@ -1,7 +1,8 @@
 import { domainToASCII } from "node:url";
 import { bounceDomainFor, verpAddress } from "@mailroom/content/verp.js";
 import type { Job } from "./job.js";
-import type { MergedContent, OutgoingMail, SenderCheck } from "./ports.js";
+import { encodeWords } from "nodemailer/lib/mime-funcs";
+import type { Carried, MergedContent, OutgoingMail, SenderCheck } from "./ports.js";
 
 /**
  * Headers a DKIM signature covers. Both List-Unsubscribe headers are included, as the
@@ -30,7 +31,7 @@ export interface ReturnPathPolicy {
  * delivery's VERP address on the bounce domain, so bounces reach the inbound unit and
  * name their delivery; the List-Unsubscribe mailto lives on the same domain.
  */
-export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck, contentVersion = 0, returnPath?: ReturnPathPolicy): OutgoingMail {
+export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck, contentVersion = 0, returnPath?: ReturnPathPolicy, carried?: Carried): OutgoingMail {
   const fromAddress = asciiDomain(sender.address || job.fromEmail);
   const to = asciiDomain(job.recipient.email);
   const fromDomain = domainOf(fromAddress);
@@ -41,18 +42,26 @@ export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck, 
     headers.push({ key: "List-Unsubscribe", value: listUnsubscribe(merged.listUnsubscribeUrl, bounceDomain) });
     headers.push({ key: "List-Unsubscribe-Post", value: "List-Unsubscribe=One-Click" });
   }
+  const replyTo = job.replyToList?.length ? job.replyToList : job.replyTo || undefined;
+  if (carried) headers.push(...customHeaders(carried.headers, headers, replyTo !== undefined));
   const dkim = sender.dkim && signsFor(sender.dkim.domain, fromDomain) ? sender.dkim : undefined;
+  // One transaction for every recipient (DESIGN §9.5): RCPT TO the recipient, then cc and bcc.
+  const others = [...(job.cc ?? []), ...(job.bcc ?? [])].map(asciiDomain).filter((a) => a.toLowerCase() !== to.toLowerCase());
+  const carries = Boolean(carried && (carried.cc.length || carried.headers.length || carried.attachments.length));
   return {
-    envelope: { from: envelopeFrom, to },
+    envelope: others.length ? { from: envelopeFrom, to, others: [...new Set(others)] } : { from: envelopeFrom, to },
     from: { name: job.fromName || sender.name, address: fromAddress },
     to,
-    replyTo: job.replyToList?.length ? job.replyToList : job.replyTo || undefined,
+    cc: carried?.cc.length ? carried.cc : undefined,
+    attachments: carried?.attachments.length ? carried.attachments : undefined,
+    replyTo,
     subject: oneLine(job.subjectPrefix + merged.subject),
     html: merged.html,
     text: merged.text,
     messageId: `<${job.messageId}>`,
     headers,
-    skeleton: job.source === "broadcast" ? `${job.workspaceId}/${job.contentRef}@${contentVersion}` : undefined,
+    // Skeletons know bodies only: a message carrying more is built from scratch.
+    skeleton: job.source === "broadcast" && !carries ? `${job.workspaceId}/${job.contentRef}@${contentVersion}` : undefined,
     dkim: dkim && {
       domainName: dkim.domain,
       keySelector: dkim.selector,
@@ -61,6 +70,41 @@ export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck, 
     },
     meta: { deliveryId: job.deliveryId, workspaceId: job.workspaceId },
   };
+}
+
+/**
+ * Header names the system writes or that change routing (DESIGN §9.5): a custom header by one
+ * of these names is never written, whatever reached the job (the email service refuses them).
+ */
+const SYSTEM_HEADERS = new Set([
+  "from", "to", "cc", "bcc", "subject", "date", "message-id", "return-path", "sender", "dkim-signature",
+  "list-unsubscribe", "list-unsubscribe-post", "mime-version", "received", DELIVERY_ID_HEADER.toLowerCase(),
+]);
+// RFC 5322 field name: printable ASCII but the colon.
+const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]{1,76}$/;
+// eslint-disable-next-line no-control-regex
+const LINE_BREAK = /[\r\n\u0000]/;
+
+/**
+ * The sender's custom headers in their order, after the system's: none that the system sets
+ * (or Reply-To when the email has one), none with a malformed name or a line break in its
+ * value; other controls become spaces and non-ASCII values RFC 2047 words.
+ */
+export function customHeaders(
+  custom: ReadonlyArray<{ name: string; value: string }>,
+  system: ReadonlyArray<{ key: string }>,
+  hasReplyTo: boolean,
+): Array<{ key: string; value: string }> {
+  const taken = new Set(system.map((h) => h.key.toLowerCase()));
+  if (hasReplyTo) taken.add("reply-to");
+  const out: Array<{ key: string; value: string }> = [];
+  for (const { name, value } of custom) {
+    const lower = name.toLowerCase();
+    if (!FIELD_NAME.test(name) || SYSTEM_HEADERS.has(lower) || lower.startsWith("content-") || taken.has(lower) || LINE_BREAK.test(value)) continue;
+    const clean = oneLine(value);
+    out.push({ key: name, value: /^[\x20-\x7e]*$/.test(clean) ? clean : encodeWords(clean, "Q", 52) });
+  }
+  return out;
 }
 
 /**

@@ -4,7 +4,7 @@
  * tests build the service with any of them replaced.
  */
 import type { WireBody } from "@mailroom/content/merge.js";
-import type { Job, JobSource, Variables } from "./job.js";
+import type { Job, JobSource, Tag, Variables } from "./job.js";
 
 // ---------- deliveries (the exactly-once ledger) ----------
 
@@ -68,6 +68,28 @@ export class PermanentError extends Error {
  */
 export interface CompiledContent {
   readonly workspaceId: string;
+  /** What a transactional email carries beside its bodies (DESIGN §9.5); absent: nothing. */
+  readonly carried?: Carried;
+}
+
+/** The Cc header, custom headers and attachments stored with an email's content. */
+export interface Carried {
+  /** The Cc header as the sender wrote it (`addr` or `Name <addr>` each). */
+  cc: readonly string[];
+  /** Custom headers in the sender's order. */
+  headers: ReadonlyArray<{ name: string; value: string }>;
+  /** The attachments as MIME parts, encoded once per content. */
+  attachments: readonly EncodedPart[];
+}
+
+/**
+ * An attachment's finished MIME part (its headers, a blank line, the base64 body), shared
+ * by every message built from the same content: retries and recipients never encode again.
+ */
+export interface EncodedPart {
+  /** Has a Content-ID: goes into multipart/related beside the HTML that refers to it. */
+  inline: boolean;
+  bytes: Buffer;
 }
 
 export interface ContentSource {
@@ -122,10 +144,17 @@ export interface SenderDirectory {
 // ---------- transport ----------
 
 export interface OutgoingMail {
-  /** Envelope sender and recipient (MAIL FROM / RCPT TO). */
-  envelope: { from: string; to: string };
+  /**
+   * Envelope sender and recipient (MAIL FROM / RCPT TO); `others` are the email's cc and bcc
+   * addresses, RCPT TO in the same transaction (the message's outcome follows `to`).
+   */
+  envelope: { from: string; to: string; others?: readonly string[] };
   from: { name: string; address: string };
   to: string;
+  /** The Cc header's addresses (`addr` or `Name <addr>`); never a Bcc header. */
+  cc?: readonly string[];
+  /** Attachment parts (inline ones with a Content-ID), encoded once per content. */
+  attachments?: readonly EncodedPart[];
   /** One address or several (`addr` or `Name <addr>` each). */
   replyTo?: string | readonly string[];
   subject: string;
@@ -149,6 +178,8 @@ export interface SendResult {
   /** SMTP reply code and text of the accepted DATA (or a capture note). */
   code: number;
   response: string;
+  /** Envelope `others` the relay refused at RCPT TO while it took the message for `to`. */
+  refused?: ReadonlyArray<{ address: string; code: number; text: string }>;
 }
 
 /** Thrown by a transport when the relay did not accept the message. */
@@ -191,6 +222,8 @@ export interface OutcomeEvent {
   detail: string;
   smtpCode: number;
   attempt: number;
+  /** The email's tags (DESIGN §9.5). */
+  tags?: readonly Tag[];
 }
 
 export interface EventPublisher {

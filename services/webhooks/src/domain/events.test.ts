@@ -62,6 +62,20 @@ describe("webhook body", () => {
       },
     });
   });
+
+  it("carries the email's tags as data.tags in the client's [{ name, value }] shape (DESIGN §9.5)", () => {
+    const event: MailEventData = {
+      eventId: "evt_2",
+      kind: "sent",
+      source: "transactional",
+      workspaceId: "ws_1",
+      occurredAt: new Date("2030-01-15T12:00:00Z"),
+      emailId: "trs_1",
+      tags: [{ name: "category", value: "invoice" }, { name: "tenant", value: "t-42" }],
+    };
+    expect(payloadOf(event, "EMAIL_DELIVERED").data.tags).toEqual([{ name: "category", value: "invoice" }, { name: "tenant", value: "t-42" }]);
+    expect(payloadOf({ ...event, tags: undefined }, "EMAIL_DELIVERED").data).not.toHaveProperty("tags");
+  });
 });
 
 describe("webhook events no MailEvent carries", () => {

@@ -73,6 +73,7 @@ export function payloadOf(event: MailEventData, type: WebhookEventName): Webhook
     ["attempt", event.attempt],
   ];
   for (const [key, value] of fields) if (value !== undefined && value !== "" && value !== 0) data[key] = value;
+  if (event.tags?.length) data.tags = event.tags.map((t) => ({ name: t.name, value: t.value }));
   if (event.kind === "suppressed") data.suppressed = true;
   return { id: event.eventId, type, createdAt: event.occurredAt.toISOString(), workspaceId: event.workspaceId, data };
 }

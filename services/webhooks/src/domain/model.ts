@@ -111,6 +111,8 @@ export interface MailEventData {
   attempt?: number;
   url?: string;
   groupBy?: string;
+  /** The email's tags (DESIGN §9.5), in the client's `[{ name, value }]` shape. */
+  tags?: Array<{ name: string; value: string }>;
 }
 
 /** The JSON body a receiver gets (built once, so every retry sends the same bytes). */
