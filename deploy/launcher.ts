@@ -15,6 +15,7 @@ import { loadDeliverySettings } from "../services/delivery/src/settings.js";
 import { loadDirectorySettings } from "../services/directory/src/settings.js";
 import { loadEmailSettings } from "../services/email/src/settings.js";
 import { loadInboundSettings } from "../services/inbound/src/settings.js";
+import { loadSubmissionSettings } from "../services/submission/src/settings.js";
 import { loadWebhooksSettings } from "../services/webhooks/src/settings.js";
 import { loadGatewaySettings } from "../gateway/src/settings.js";
 import { redactUrl } from "@mailroom/kit/logger.js";
@@ -36,7 +37,7 @@ if (!webhookNetworksSetByOperator) process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS =
  * The shared config and every unit's settings, read here as each unit will read them, so
  * every bad value is reported at once, before anything starts (not as units crashing in a loop).
  */
-const { config, deliverySettings, directorySettings, inboundSettings } = (() => {
+const { config, deliverySettings, directorySettings, inboundSettings, submissionSettings } = (() => {
   // A configuration mistake is the user's to fix: the messages, without a stack.
   const problems: string[] = [];
   const read = <T>(load: () => T): T | undefined => {
@@ -57,12 +58,13 @@ const { config, deliverySettings, directorySettings, inboundSettings } = (() => 
     delivery: read(() => loadDeliverySettings()),
     directory: read(() => loadDirectorySettings()),
     inbound: read(() => loadInboundSettings()),
+    submission: read(() => loadSubmissionSettings()),
   };
-  if (problems.length > 0 || !config || !settings.delivery || !settings.directory || !settings.inbound) {
+  if (problems.length > 0 || !config || !settings.delivery || !settings.directory || !settings.inbound || !settings.submission) {
     console.error(`invalid configuration:\n${[...new Set(problems)].join("\n")}`);
     process.exit(1);
   }
-  return { config, deliverySettings: settings.delivery, directorySettings: settings.directory, inboundSettings: settings.inbound };
+  return { config, deliverySettings: settings.delivery, directorySettings: settings.directory, inboundSettings: settings.inbound, submissionSettings: settings.submission };
 })();
 await mkdir(config.dataDir, { recursive: true });
 /** <dataDir>/run/<unit>.pid and nats-server.pid: what runs now, for you and for tests. */
@@ -152,8 +154,12 @@ if (!natsUrl) {
 
 const bootstrap = await resolveBootstrap();
 const ports: Partial<Record<UnitName, number>> = { gateway: config.httpPort };
-// The inbound unit's SMTP port is the operator's to choose (MAILROOM_INBOUND_PORT); the others find each other by URL.
-for (const u of UNITS) if (u.name !== "gateway") ports[u.name] = await portOr(u.name === "inbound" ? inboundSettings.port : u.defaultPort);
+// The SMTP ports are the operator's to choose (MAILROOM_INBOUND_PORT, MAILROOM_SUBMISSION_PORT); the others find each other by URL.
+const preferredPort = (u: (typeof UNITS)[number]) => (u.name === "inbound" ? inboundSettings.port : u.name === "submission" ? submissionSettings.port : u.defaultPort);
+for (const u of UNITS) if (u.name !== "gateway") ports[u.name] = await portOr(preferredPort(u));
+// Its implicit-TLS port, only with a certificate (every unit inherits this environment).
+const submissionTlsPort = submissionSettings.tls ? await portOr(submissionSettings.tlsPort) : undefined;
+if (submissionTlsPort !== undefined) process.env.MAILROOM_SUBMISSION_TLS_PORT = String(submissionTlsPort);
 
 const COLOURS = [36, 35, 32, 34, 33, 37, 96, 95, 92, 94, 93];
 const colourOf = (unit: UnitName) => COLOURS[Math.max(0, UNITS.findIndex((u) => u.name === unit)) % COLOURS.length];
@@ -191,6 +197,11 @@ Mailroom is running.
   NATS:         ${natsUrl}${nats ? " (started here, data in " + path.join(config.dataDir, "nats") + ")" : ""}
   Admin CLI:    ${cliLine}
   Inbound SMTP: 127.0.0.1:${ports.inbound} (bounces, complaints, mailto unsubscribes)
+  SMTP submission (point an app that only speaks SMTP here):
+    host 127.0.0.1, port ${ports.submission}${submissionSettings.tls
+      ? ` (STARTTLS), or port ${submissionTlsPort} (implicit TLS); certificate ${submissionSettings.tls.certFile}`
+      : " (no TLS: set MAILROOM_SUBMISSION_TLS_CERT and _KEY for STARTTLS; without them AUTH is taken from loopback only)"}
+    user: anything, password: the API key${bootstrap.apiKey ? ` (${bootstrap.apiKey})` : ""}; AUTH PLAIN or LOGIN
   Webhooks:     ${webhookNetworksSetByOperator
     ? `may target public addresses and MAILROOM_WEBHOOK_ALLOW_NETWORKS=${process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS}`
     : `may target loopback too (MAILROOM_WEBHOOK_ALLOW_NETWORKS=${DEV_WEBHOOK_NETWORKS}, a development default production does not have)`}

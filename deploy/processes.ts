@@ -9,7 +9,7 @@ import { DEFAULT_RESTART_POLICY, RestartTracker, signalGroup, type RestartPolicy
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "inbound" | "webhooks" | "gateway";
+export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "inbound" | "webhooks" | "submission" | "gateway";
 
 /**
  * V8 flags of the units every send passes through. A send allocates many short-lived
@@ -29,7 +29,7 @@ export const HOT_PATH_HEAP = ["--max-semi-space-size=32"];
 /**
  * Every unit of the system, one row each (add a unit by adding its row); they start
  * together and stop gateway-first. A unit gets its port in MAILROOM_SERVICE_PORT unless it
- * names another `portVar` (inbound: its SMTP port).
+ * names another `portVar` (inbound, submission: their SMTP ports).
  */
 export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: string; defaultPort: number; nodeArgs?: string[] }[] = [
   { name: "directory", entry: "services/directory/src/main.ts", urlVar: "MAILROOM_DIRECTORY_URL", defaultPort: 7101, nodeArgs: HOT_PATH_HEAP },
@@ -39,6 +39,8 @@ export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: 
   { name: "delivery", entry: "services/delivery/src/main.ts", urlVar: "MAILROOM_DELIVERY_URL", defaultPort: 7105, nodeArgs: HOT_PATH_HEAP },
   { name: "inbound", entry: "services/inbound/src/main.ts", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525 },
   { name: "webhooks", entry: "services/webhooks/src/main.ts", urlVar: "MAILROOM_WEBHOOKS_URL", defaultPort: 7107 },
+  // SMTP submission (its implicit-TLS port, when a certificate is configured: MAILROOM_SUBMISSION_TLS_PORT).
+  { name: "submission", entry: "services/submission/src/main.ts", portVar: "MAILROOM_SUBMISSION_PORT", defaultPort: 2587 },
   { name: "gateway", entry: "gateway/src/main.ts", defaultPort: 8080, nodeArgs: HOT_PATH_HEAP },
 ];
 

@@ -41,6 +41,7 @@ export const UNIT_ADDRESSES: Partial<Record<UnitName, string>> = {
   broadcast: "127.0.0.7",
   inbound: "127.0.0.8",
   webhooks: "127.0.0.9",
+  submission: "127.0.0.10",
 };
 
 /** Compose's `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `${VAR:?error}` and `${VAR?error}`. */

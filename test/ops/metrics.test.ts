@@ -16,10 +16,13 @@ const units = availableUnits().map((u) => u.name);
 describe("metrics and health of every process", () => {
   let sys: TestSystem;
   let inboundPort: number;
-  const urlOf = (unit: UnitName) => (unit === "gateway" ? sys.gatewayUrl : `http://127.0.0.1:${unit === "inbound" ? inboundPort : sys.ports[unit]}`);
+  let submissionPort: number;
+  const urlOf = (unit: UnitName) =>
+    unit === "gateway" ? sys.gatewayUrl : `http://127.0.0.1:${unit === "inbound" ? inboundPort : unit === "submission" ? submissionPort : sys.ports[unit]}`;
 
   beforeAll(async () => {
     inboundPort = await freePort();
+    submissionPort = await freePort();
     sys = await startSystem({
       bootstrap: {
         workspaces: [{
@@ -31,8 +34,9 @@ describe("metrics and health of every process", () => {
         }],
       },
       units,
-      // Every other unit's port is set per unit; inbound's health server takes this one.
-      env: { MAILROOM_SERVICE_PORT: String(inboundPort) },
+      // Every other unit's port is set per unit; inbound's health server takes this one, the
+      // submission unit's its own (both listen for SMTP on the port the harness gives them).
+      env: { MAILROOM_SERVICE_PORT: String(inboundPort), MAILROOM_SUBMISSION_HEALTH_PORT: String(submissionPort) },
     });
   }, 120_000);
   afterAll(async () => sys?.stop());

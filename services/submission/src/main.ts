@@ -1,0 +1,44 @@
+/** Wiring only: config → directory and email clients → SMTP listeners. */
+import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { connectClient, connectNats, createLogger, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
+import { ApiKeys, AuthFailures } from "./auth.js";
+import { KeyRateLimit } from "./rate-limit.js";
+import { loadSubmissionSettings } from "./settings.js";
+import { startSubmissionListener } from "./smtp.js";
+import { Submitter } from "./submit.js";
+
+const config = loadConfig();
+const settings = loadSubmissionSettings();
+const logger = createLogger("submission", config.logLevel);
+// NATS only for the per-key rate limit the gateway shares (its KV bucket).
+const nc = await connectNats(config.natsUrl, "submission");
+
+const smtp = await startSubmissionListener({
+  keys: new ApiKeys(connectClient(DirectoryService, config.urls.directory), settings.authCacheMs),
+  failures: new AuthFailures(settings.authFailuresPerMinute),
+  rateLimit: await KeyRateLimit.open(nc, settings.rateLimitPerMinute, settings.rateLimitBurst),
+  submitter: new Submitter(connectClient(EmailService, config.urls.email), logger),
+  host: config.serviceHost,
+  port: settings.port,
+  tls: settings.tls && { cert: settings.tls.cert, key: settings.tls.key, port: settings.tlsPort },
+  maxMessageBytes: settings.maxMessageBytes,
+  logger,
+});
+logger.info(
+  { port: smtp.port, tlsPort: smtp.tlsPort, host: config.serviceHost, starttls: Boolean(settings.tls), maxMessageBytes: settings.maxMessageBytes },
+  "SMTP submission listening",
+);
+
+// /healthz, /readyz and /metrics, when given a port (no RPCs of its own).
+const healthPort = settings.healthPort ?? config.servicePort;
+const health =
+  healthPort === undefined
+    ? undefined
+    : await startConnectServer({ routes: () => {}, port: healthPort, host: config.serviceHost, logger, healthy: () => !nc.isClosed() });
+
+onShutdown(logger, async () => {
+  await smtp.close();
+  await health?.close();
+  await nc.drain();
+});

@@ -1,0 +1,269 @@
+/**
+ * SMTP submission (DESIGN §9.5) as real processes: the submission unit, the directory, the
+ * email service, delivery and the gateway, a real nats-server and the harness's SMTP sink.
+ * Two independent clients drive it: nodemailer and Debian's swaks.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import nodemailer, { type SendMailOptions } from "nodemailer";
+import PostalMime from "postal-mime";
+import { freePort } from "../harness/ports.js";
+import { startSystem, type TestSystem } from "../harness/system.js";
+
+const run = promisify(execFile);
+const KEY = "mr_test_acme_1";
+const BOOTSTRAP = {
+  workspaces: [{ id: "ws_acme", name: "Acme", apiKeys: [{ key: KEY, scopes: ["api_user"] }], verifiedDomains: ["acme.test"], flags: { verified: true } }],
+};
+/** Small enough to test 552 with a modest message. */
+const MAX_BYTES = 64 * 1024;
+
+let sys: TestSystem;
+let certDir: string;
+let cert: string;
+let port: number;
+let tlsPort: number;
+
+beforeAll(async () => {
+  certDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-submission-cert-"));
+  // node:crypto cannot make a certificate; openssl can.
+  await run("openssl", [
+    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    "-keyout", path.join(certDir, "key.pem"), "-out", path.join(certDir, "cert.pem"),
+  ]);
+  cert = await readFile(path.join(certDir, "cert.pem"), "utf8");
+  tlsPort = await freePort();
+  sys = await startSystem({
+    bootstrap: BOOTSTRAP,
+    units: ["directory", "renderer", "email", "delivery", "submission", "gateway"],
+    env: {
+      MAILROOM_SUBMISSION_TLS_CERT: path.join(certDir, "cert.pem"),
+      MAILROOM_SUBMISSION_TLS_KEY: path.join(certDir, "key.pem"),
+      MAILROOM_SUBMISSION_TLS_PORT: String(tlsPort),
+      MAILROOM_SUBMISSION_MAX_BYTES: String(MAX_BYTES),
+      // A budget this suite can exhaust (the harness's default is 100,000 a minute).
+      MAILROOM_RATE_LIMIT_PER_MINUTE: "60",
+      MAILROOM_RATE_LIMIT_BURST: "40",
+    },
+  });
+  port = sys.ports.submission;
+}, 120_000);
+
+afterAll(async () => {
+  await sys?.stop();
+  if (certDir) await rm(certDir, { recursive: true, force: true });
+});
+
+type MailOptions = SendMailOptions;
+
+function transport(opts: { password?: string; secure?: boolean; requireTLS?: boolean; ignoreTLS?: boolean } = {}) {
+  return nodemailer.createTransport({
+    host: "127.0.0.1",
+    port: opts.secure ? tlsPort : port,
+    secure: opts.secure ?? false,
+    requireTLS: opts.requireTLS ?? false,
+    ignoreTLS: opts.ignoreTLS ?? !opts.requireTLS,
+    auth: { user: "wordpress", pass: opts.password ?? KEY },
+    tls: { ca: [cert], servername: "localhost" },
+  });
+}
+
+async function send(mail: MailOptions, opts: Parameters<typeof transport>[0] = {}) {
+  const t = transport(opts);
+  try {
+    return await t.sendMail(mail);
+  } finally {
+    t.close();
+  }
+}
+
+/** The error nodemailer gave, as SMTP code and reply. */
+async function refusal(promise: Promise<unknown>): Promise<{ code?: number; response: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    const e = err as { responseCode?: number; response?: string; message: string };
+    return { code: e.responseCode, response: e.response ?? e.message };
+  }
+  throw new Error("expected the server to refuse");
+}
+
+const delivered = async (count: number) => sys.sink!.waitFor(count, 20_000);
+const sinkCount = () => sys.sink!.messages.length;
+const logs = async () => `\n--- submission log ---\n${await sys.log("submission")}\n--- email log ---\n${await sys.log("email", 20)}`;
+
+async function swaks(args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const { stdout, stderr } = await run("/usr/bin/swaks", ["--server", "127.0.0.1", "--timeout", "20", ...args], { timeout: 30_000 });
+    return { code: 0, out: stdout + stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, out: (e.stdout ?? "") + (e.stderr ?? "") };
+  }
+}
+
+describe("SMTP submission with nodemailer", () => {
+  it("accepts a message authenticated with an API key and delivers it with its fields", async () => {
+    const before = sinkCount();
+    const info = await send({
+      from: '"Acme" <hello@acme.test>',
+      to: "ann@example.test",
+      subject: "Over SMTP",
+      html: "<p>Hello from an app that speaks SMTP</p>",
+      text: "Hello from an app that speaks SMTP",
+      replyTo: "help@acme.test",
+      headers: { "X-Ticket": "42" },
+    });
+    expect(info.response).toMatch(/^250 2\.0\.0 Ok: queued as trs_[0-9a-z]{26}$/);
+    const id = /trs_[0-9a-z]{26}/.exec(info.response)![0];
+    const msgs = await delivered(before + 1);
+    const parsed = await PostalMime.parse(msgs[before]!.raw);
+    expect(msgs[before]!.to).toEqual(["ann@example.test"]);
+    expect(parsed.from).toMatchObject({ address: "hello@acme.test", name: "Acme" });
+    expect(parsed.subject).toBe("Over SMTP");
+    expect(parsed.html).toContain("Hello from an app that speaks SMTP");
+    expect(parsed.replyTo?.[0]).toMatchObject({ address: "help@acme.test" });
+    // The record is the API's: GET /v1/emails/:id finds it.
+    const got = await sys.api("GET", `/v1/emails/${id}`, { key: KEY });
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(got.body.email).toMatchObject({ id, to: "ann@example.test", from: "hello@acme.test", subject: "Over SMTP" });
+  });
+
+  it("refuses a wrong key with 535 5.7.8 and sends nothing", async () => {
+    const before = sinkCount();
+    const r = await refusal(send({ from: "hello@acme.test", to: "ann@example.test", subject: "x", text: "x" }, { password: "mr_not_a_key_123456" }));
+    expect(r.code).toBe(535);
+    expect(r.response).toMatch(/^535 5\.7\.8 /);
+    await new Promise((res) => setTimeout(res, 300));
+    expect(sinkCount()).toBe(before);
+  });
+
+  it("refuses an unverified sender with 550 5.7.1 naming the verified domains", async () => {
+    const r = await refusal(send({ from: "someone@gmail.test", to: "ann@example.test", subject: "x", text: "x" }));
+    expect(r.code).toBe(550);
+    expect(r.response).toMatch(/^550 5\.7\.1 .*acme\.test/);
+  });
+
+  it("refuses a message over the size limit with 552", async () => {
+    const r = await refusal(send({ from: "hello@acme.test", to: "ann@example.test", subject: "big", text: "x".repeat(MAX_BYTES + 10_000) }));
+    expect(r.code).toBe(552);
+  });
+
+  it("sends a resubmitted Message-ID once", async () => {
+    const before = sinkCount();
+    const mail = { from: "hello@acme.test", to: "idem@example.test", subject: "Once", text: "only once", messageId: "<once-1@acme.test>" };
+    const first = await send(mail);
+    const second = await send(mail);
+    expect(first.response).toMatch(/queued as trs_/);
+    // The same email: the first answer again.
+    expect(second.response).toBe(first.response);
+    await delivered(before + 1);
+    await new Promise((res) => setTimeout(res, 1_000));
+    expect(sys.sink!.messages.slice(before).filter((m) => m.to.includes("idem@example.test"))).toHaveLength(1);
+  });
+
+  it("answers 451 while the email service is down, then accepts the retry once it is back", async () => {
+    const mail = { from: "hello@acme.test", to: "retry@example.test", subject: "Retry", text: "after the fault", messageId: "<retry-1@acme.test>" };
+    await sys.processes.kill("email", "SIGKILL");
+    try {
+      const r = await refusal(send(mail));
+      expect(r.code, r.response + (await logs())).toBe(451);
+      expect(r.response).toMatch(/^451 4\.3\.0 /);
+    } finally {
+      await sys.processes.restart("email");
+    }
+    const before = sinkCount();
+    const info = await send(mail);
+    expect(info.response).toMatch(/^250 2\.0\.0 Ok: queued as trs_/);
+    const msgs = await delivered(before + 1);
+    expect(msgs[before]!.to).toEqual(["retry@example.test"]);
+  }, 90_000);
+
+  it("upgrades with STARTTLS on a self-signed certificate, and serves implicit TLS on its second port", async () => {
+    const before = sinkCount();
+    const viaStartTls = await send({ from: "hello@acme.test", to: "tls@example.test", subject: "STARTTLS", text: "encrypted" }, { requireTLS: true });
+    expect(viaStartTls.response).toMatch(/^250 2\.0\.0 Ok: queued as trs_/);
+    const viaTls = await send({ from: "hello@acme.test", to: "tls2@example.test", subject: "Implicit TLS", text: "encrypted too" }, { secure: true });
+    expect(viaTls.response).toMatch(/^250 2\.0\.0 Ok: queued as trs_/);
+    const msgs = await delivered(before + 2);
+    expect(msgs.slice(before).flatMap((m) => m.to).sort()).toEqual(["tls2@example.test", "tls@example.test"]);
+  });
+});
+
+describe("SMTP submission with swaks", () => {
+  const base = ["--port", () => String(port)] as const;
+  const portArgs = () => [base[0], base[1]()];
+
+  it("sends with AUTH PLAIN and with AUTH LOGIN", async () => {
+    const before = sinkCount();
+    for (const method of ["PLAIN", "LOGIN"]) {
+      const r = await swaks([...portArgs(), "--auth", method, "--auth-user", "any", "--auth-password", KEY,
+        "--from", "hello@acme.test", "--to", `swaks-${method.toLowerCase()}@example.test`, "--header", `Subject: swaks ${method}`, "--body", "from swaks"]);
+      expect(r.code, r.out).toBe(0);
+      expect(r.out).toMatch(/<- +250 2\.0\.0 Ok: queued as trs_[0-9a-z]{26}/);
+    }
+    const msgs = await delivered(before + 2);
+    expect(msgs.slice(before).flatMap((m) => m.to).sort()).toEqual(["swaks-login@example.test", "swaks-plain@example.test"]);
+  });
+
+  it("is refused with 535 for a wrong key and 550 5.7.1 for an unverified sender", async () => {
+    const bad = await swaks([...portArgs(), "--auth", "PLAIN", "--auth-user", "any", "--auth-password", "mr_wrong_key_0000",
+      "--from", "hello@acme.test", "--to", "x@example.test"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.out).toMatch(/<\*\* +535 5\.7\.8 /);
+    const unverified = await swaks([...portArgs(), "--auth", "LOGIN", "--auth-user", "any", "--auth-password", KEY,
+      "--from", "x@gmail.test", "--to", "x@example.test", "--header", "From: x@gmail.test"]);
+    expect(unverified.code).not.toBe(0);
+    expect(unverified.out).toMatch(/<\*\* +550 5\.7\.1 .*acme\.test/);
+  });
+
+  it("uses STARTTLS and implicit TLS", async () => {
+    const before = sinkCount();
+    const starttls = await swaks([...portArgs(), "-tls", "--auth", "PLAIN", "--auth-user", "any", "--auth-password", KEY,
+      "--from", "hello@acme.test", "--to", "swaks-tls@example.test", "--header", "Subject: swaks tls"]);
+    expect(starttls.code, starttls.out).toBe(0);
+    expect(starttls.out).toMatch(/TLS started/);
+    const implicit = await swaks(["--port", String(tlsPort), "--tls-on-connect", "--auth", "PLAIN", "--auth-user", "any", "--auth-password", KEY,
+      "--from", "hello@acme.test", "--to", "swaks-tlsc@example.test", "--header", "Subject: swaks tls on connect"]);
+    expect(implicit.code, implicit.out).toBe(0);
+    await delivered(before + 2);
+  });
+});
+
+describe("per-key rate limit", () => {
+  it("answers 451 4.7.0 once the key's budget (the API's, shared) is spent", async () => {
+    const t = transport();
+    let refused: { code?: number; response: string } | undefined;
+    try {
+      for (let i = 0; i < 60 && !refused; i++) {
+        try {
+          await t.sendMail({ from: "hello@acme.test", to: `burst-${i}@example.test`, subject: "burst", text: "x" });
+        } catch (err) {
+          const e = err as { responseCode?: number; response?: string; message: string };
+          refused = { code: e.responseCode, response: e.response ?? e.message };
+        }
+      }
+    } finally {
+      t.close();
+    }
+    expect(refused, "never refused").toBeDefined();
+    expect(refused!.code).toBe(451);
+    expect(refused!.response).toMatch(/^451 4\.7\.0 .*rate limit/i);
+    // The API sees the same budget spent.
+    const api = await sys.api("POST", "/v1/emails", { key: KEY, body: { from: "hello@acme.test", to: "api@example.test", subject: "s", html: "<p>x</p>" } });
+    expect(api.status).toBe(429);
+  }, 60_000);
+});
+
+describe("logs", () => {
+  it("never hold a password", async () => {
+    const log = await sys.log("submission", 100_000);
+    expect(log).toContain("SMTP submission listening");
+    for (const secret of [KEY, "mr_not_a_key_123456", "mr_wrong_key_0000"]) expect(log).not.toContain(secret);
+  });
+});
