@@ -7,10 +7,15 @@ import { appError, errorInfoOf, isNeighbourDown, type AppError } from "@mailroom
 
 /** HTML of one email: 5 MB of UTF-8. */
 export const MAX_HTML_BYTES = 5 * 1024 * 1024;
-/** A batch request of up to 50 emails. */
+/** Attachments of one email, decoded (DESIGN §9.5). */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+/** A batch request of up to 50 emails (50 items with a 100 KB attachment each: ~7 MB). */
 export const BATCH_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
-/** A single email's request: its 5 MB of HTML, JSON-escaped, plus text and the small fields. */
-export const SINGLE_EMAIL_BODY_LIMIT_BYTES = 12 * 1024 * 1024;
+/**
+ * A single email's request: its 5 MB of HTML, JSON-escaped, plus text and the small fields
+ * (12 MB), plus 10 MB of attachments as base64 (4/3 of it: 13.4 MB).
+ */
+export const SINGLE_EMAIL_BODY_LIMIT_BYTES = 12 * 1024 * 1024 + Math.ceil((MAX_ATTACHMENT_BYTES * 4) / 3) + 64 * 1024;
 /** Every other JSON endpoint (contacts, templates, …): the server's default. */
 export const DEFAULT_BODY_LIMIT_BYTES = 2 * 1024 * 1024;
 
@@ -81,6 +86,26 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
     description: "`sendAt` is not an ISO 8601 date-time with a time zone. Accepted: `2030-01-31T09:30:00Z`, `…+02:00`, `…+0200`, `…+02`, fractional seconds, and the basic form `20300131T093000Z`. A time without a zone is refused because it would be ambiguous.",
   },
   header_injection: { status: 400, description: "A value that becomes a mail header (`to`, `from`, `fromName`, `subject`, `replyTo`, …) contains a line break or control character. Remove it." },
+  header_not_allowed: {
+    status: 400,
+    description: "A custom header in `headers` is one the system sets or that changes routing — From, To, Cc, Bcc, Subject, Date, Message-ID, Return-Path, Sender, DKIM-Signature, List-Unsubscribe, List-Unsubscribe-Post, any Content-*, MIME-Version, Received (case-insensitive) — or its name is not an RFC 5322 field name. The message names the header. Use the email's own fields (`cc`, `replyTo`, `subject`, …) instead, or drop it.",
+  },
+  attachment_type_not_allowed: {
+    status: 400,
+    description: "An attachment is an executable type, by its filename's extension or its `contentType` (vbs exe bin bat chm com cpl crt hlp hta inf ins isp jse lnk mdb pcd pif reg scr sct shs vbe vba wsf wsh wsl msc msi msp mst). The message names the file. Send such files as a link, or in an archive if the recipient expects one.",
+  },
+  attachments_too_large: {
+    status: 400,
+    description: "The attachments of one email add up to more than 10 MB (10,485,760 bytes) decoded. Send fewer or smaller files, or link to large ones.",
+  },
+  too_many_recipients: {
+    status: 400,
+    description: "`to`, `cc` and `bcc` together name more than 50 recipients. Split the email into several (a batch sends up to 50 at once).",
+  },
+  invalid_tags: {
+    status: 400,
+    description: "`tags` holds more than 10 tags, or a tag whose `name` or `value` is empty, longer than 256 characters or holds something other than letters, digits, `_` and `-`. The message names the tag and the rule.",
+  },
   batch_invalid: { status: 400, description: "The batch body must be `{ emails: [...] }` with 1 to 50 emails and no other top-level field; nothing was sent. Split larger batches." },
   recipient_suppressed: {
     status: 400,
@@ -90,12 +115,13 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   idempotency_key_reused: { status: 409, description: "This `idempotencyKey` was already used with a different request in the last 24 hours. Use a new key for a new email; resend the identical request to get the first answer." },
   idempotency_request_in_progress: { status: 409, description: "The first request with this `idempotencyKey` is still being processed. Retry shortly: you will get its answer." },
   email_not_found: { status: 404, description: "No email with this id exists in the workspace." },
+  attachment_not_found: { status: 404, description: "The email has no attachment at this position, or its file is no longer kept (attachments are kept as long as the email's content: `MAILROOM_EMAIL_CONTENT_RETENTION_HOURS` after it was delivered, failed or cancelled)." },
   email_not_cancellable: { status: 409, description: "Only a `SCHEDULED` email can be cancelled; this one was already sent, failed or cancelled." },
   not_found: { status: 404, description: "The route or resource does not exist (check the path and the `/v1` prefix)." },
   unsupported_media_type: { status: 415, description: "The body is not `application/json`. Send JSON with that `Content-Type`." },
   payload_too_large: {
     status: 413,
-    description: "The request body is too large: at most 5 MB of HTML per email (5,242,880 bytes of UTF-8) and 25 MB for a whole batch. Host large images elsewhere and link them.",
+    description: "The request body is too large: at most 5 MB of HTML per email (5,242,880 bytes of UTF-8), room for 10 MB of attachments (as base64) besides it, and 25 MB for a whole batch. Host large images elsewhere and link them.",
   },
   rate_limited: {
     status: 429,
@@ -369,7 +395,7 @@ function bodyFromFastifyError(err: Partial<FastifyError>): PublicErrorBody {
     return publicErrorBody({ code: "unsupported_media_type", message: "Content-Type must be application/json" });
   }
   if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE" || status === 413) {
-    return publicErrorBody({ code: "payload_too_large", message: "Request body too large: at most 5 MB of HTML per email and 25 MB per batch request" });
+    return publicErrorBody({ code: "payload_too_large", message: "Request body too large: at most 5 MB of HTML and 10 MB of attachments per email, and 25 MB per batch request" });
   }
   if (status === 429) return publicErrorBody({ code: "rate_limited", message: err.message ?? "" });
   if (status >= 400 && status < 500) {

@@ -412,7 +412,7 @@ describe("the generated OpenAPI document against the gateway", () => {
         { to: "ann@example.test", subject: "x" },
         { ...rawEmail, html: "" },
         { ...rawEmail, subject: undefined },
-        { ...rawEmail, cc: "x@example.test" },
+        { ...rawEmail, bogus: "x@example.test" },
         { ...rawEmail, settings: { trackClicks: "yes" } },
         { ...rawEmail, settings: { trackReplies: true } },
         { ...rawEmail, to: 42 },

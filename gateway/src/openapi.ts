@@ -23,7 +23,7 @@ export interface ResponseDoc {
 const SHARED_RESPONSES = {
   Unauthorized: { description: "Missing, malformed, unknown or under-scoped API key.", body: unauthorizedErrorSchema },
   PayloadTooLarge: {
-    description: "Request body too large: code `payload_too_large`. Sends allow 5 MB of HTML per email (12 MB of JSON for one email, 25 MB for a batch); other endpoints 2 MB.",
+    description: "Request body too large: code `payload_too_large`. Sends allow 5 MB of HTML and 10 MB of attachments per email (~25.5 MB of JSON for one email, 25 MB for a batch); other endpoints 2 MB.",
     body: apiErrorSchema,
   },
   UnsupportedMediaType: { description: "A body that is not `application/json`: code `unsupported_media_type`.", body: apiErrorSchema },
@@ -115,7 +115,7 @@ const INFO = {
   version: "1.0.0",
   description: [
     "The public HTTP API of the Mailroom gateway: transactional emails (single and batch, raw or templated), contacts and templates under `/v1`, plus the recipient-facing tracking and unsubscribe links.",
-    "Every `/v1` endpoint needs `Authorization: Bearer <API_KEY>` with scope `api_user` (role EDITOR); the reading endpoints of contacts, properties, transactional templates, identities and API keys also take scope `api_read` (role VIEWER). The workspace is derived from the key. Requests with a body must be `Content-Type: application/json` (else 415), at most 2 MB (else 413; sends allow 5 MB of HTML per email and 25 MB per batch); malformed JSON is a 400 `invalid_json`; an unknown route is a 404 `not_found`.",
+    "Every `/v1` endpoint needs `Authorization: Bearer <API_KEY>` with scope `api_user` (role EDITOR); the reading endpoints of contacts, properties, transactional templates, identities and API keys also take scope `api_read` (role VIEWER). The workspace is derived from the key. Requests with a body must be `Content-Type: application/json` (else 415), at most 2 MB (else 413; sends allow 5 MB of HTML and 10 MB of attachments per email, and 25 MB per batch); malformed JSON is a 400 `invalid_json`; an unknown route is a 404 `not_found`.",
     "Error bodies are `{ statusCode, error, code, message, docsUrl }`: the spec's body plus a machine-readable `code` (the four error rows of the email endpoints in the spec keep their fields: invalid payload, invalid from with `allowedEmails`/`allowedDomains`, unauthorized, monthly limit) and, per code, extra fields. Every code is documented at `/docs/errors/{code}` (HTML), where `docsUrl` points; a refusal that a setting lifts names the setting or the admin CLI command in `message`.",
     "Every response carries `x-request-id`: the caller's own when it sent an acceptable one (printable ASCII, at most 128 characters), else a generated one. Rate limits: a token bucket per API key shared by every gateway process (429 with `Retry-After` and `RateLimit-Limit`/`RateLimit-Remaining`/`RateLimit-Reset`), and failed API key attempts are limited per client address.",
     "Broadcast endpoints (early access) are gated in this order: 403 `broadcast_api_not_enabled`, 402 `broadcast_api_addon_required`, 403 `broadcast_api_workspace_not_verified`; their errors carry, per code, `unknownVariables`, `allowedEmails`/`allowedDomains` or `notMembers`, and a request their schema refuses is a 400 `invalid_payload`.",

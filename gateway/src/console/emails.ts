@@ -1,7 +1,8 @@
 /**
  * Emails: a searchable list (recipient, status, groupBy, creation date; EmailService.ListEmails)
- * and each email's page: status, timeline of what happened to it, and its content rendered
- * in a sandboxed frame (no scripts, no same-origin access, no forms) plus the plain text.
+ * and each email's page: status, timeline of what happened to it, its tags and attachments
+ * (each downloadable), and its content rendered in a sandboxed frame (no scripts, no
+ * same-origin access, no forms) plus the plain text.
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
@@ -55,6 +56,44 @@ export function forViewing(compiled: CompiledMessage): CompiledMessage {
   return create(CompiledMessageSchema, { ...compiled, html: template(compiled.html, true), text: template(compiled.text, false) });
 }
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/** 1536 -> "1.5 KB": sizes as people read them (binary units, as file managers show). */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KB", "MB", "GB"];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v >= 10 ? Math.round(v) : Math.round(v * 10) / 10} ${units[u]}`;
+}
+
+/**
+ * A filename for Content-Disposition: an ASCII fallback (quotes, backslashes and controls
+ * replaced) and the exact name in RFC 5987 form, which browsers prefer.
+ */
+export function contentDisposition(filename: string): string {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\]/g, "_") || "attachment";
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+}
+
+const ATTACHMENT_INDEX = /^\d{1,4}$/;
+
+function tagsHtml(e: EmailRecord): string {
+  if (!e.tags.length) return "";
+  return `<ul class="tags" id="tags" aria-label="Tags" style="list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.5rem">${e.tags.map((t) => `<li><code>${escapeHtml(t.name)}: ${escapeHtml(t.value)}</code></li>`).join("")}</ul>`;
+}
+
+function attachmentsHtml(e: EmailRecord): string {
+  if (!e.attachments.length) return "";
+  const rows = e.attachments.map((a, i) => `<tr><td data-label="File"><a href="${CONSOLE_PREFIX}/emails/${e.id}/attachments/${i}" download="${escapeHtml(a.filename)}">${escapeHtml(a.filename)}</a>${a.contentId ? ' <span class="muted">(inline)</span>' : ""}</td>
+<td data-label="Type">${escapeHtml(a.contentType || "—")}</td><td data-label="Size" class="num">${formatBytes(Number(a.size))}</td></tr>`).join("");
+  return `<h2>Attachments</h2><div class="table-wrap"><table class="data stack" id="attachments"><caption class="sr-only">Attachments of the email</caption>
+<thead><tr><th scope="col">File</th><th scope="col">Type</th><th scope="col" class="num">Size</th></tr></thead><tbody>${rows}</tbody></table></div>
+<p class="muted">Files can be downloaded while the email's content is kept.</p>`;
+}
 
 interface ListQuery {
   recipient: string;
@@ -181,9 +220,14 @@ export function registerEmailPages(scope: FastifyInstance, deps: ConsoleDeps): v
 
     const o = e.outcomes;
     const details = [
-      ["From", e.from || "—"], ["To", e.to], ["Subject", e.subject || (e.template ? `Template ${e.template}` : "—")],
+      ["From", e.from || "—"], ["To", e.to],
+      ...(e.cc.length ? [["Cc", e.cc.join(", ")]] : []), ...(e.bcc.length ? [["Bcc", e.bcc.join(", ")]] : []),
+      ...(e.suppressed.length ? [["Not sent to (suppressed)", e.suppressed.map((x) => `${x.email} (${x.reason})`).join(", ")]] : []),
+      ["Subject", e.subject || (e.template ? `Template ${e.template}` : "—")],
       ["Group (groupBy)", e.groupBy || "—"], ["Message-ID", e.messageId], ["Email id", e.id],
+      ...e.headers.map((h) => [`Header ${h.name}`, h.value]),
     ].map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join("");
+    const tags = e.tags.length ? `<h2>Tags</h2>${tagsHtml(e)}` : "";
     const links = o?.links.length
       ? `<h2>Clicked links</h2><div class="table-wrap"><table class="data"><thead><tr><th scope="col">Link</th><th scope="col" class="num">Clicks</th><th scope="col">Last click</th></tr></thead><tbody>${
         o.links.map((l) => `<tr><td>${escapeHtml(l.url)}</td><td class="num">${l.clicks}</td><td>${formatTime(date(l.lastClickedAt))}</td></tr>`).join("")}</tbody></table></div>`
@@ -194,7 +238,31 @@ export function registerEmailPages(scope: FastifyInstance, deps: ConsoleDeps): v
 <div class="grid"><div class="card"><h2 style="margin-top:0">Details</h2><table class="data"><tbody>${details}</tbody></table></div>
 <div class="card"><h2 style="margin-top:0">Timeline</h2><ol class="timeline" id="timeline">${timeline(e).map((t) =>
       `<li${t.tone ? ` class="${t.tone}"` : ""}><strong>${escapeHtml(t.label)}</strong><br>${formatTime(t.at)}${t.detail ? `<br><span class="muted">${escapeHtml(t.detail)}</span>` : ""}</li>`).join("")}</ol></div></div>
-${links}${content}`;
+${tags}${attachmentsHtml(e)}${links}${content}`;
     return reply.type("text/html; charset=utf-8").send(consolePage({ title: e.subject || "Email", session, active: "emails", flash: request.consoleFlash, body }));
+  });
+
+  // One attachment's bytes, of the signed-in workspace's own email only (the workspace comes
+  // from the session). Always a download as opaque bytes: a file the sender chose (HTML, SVG)
+  // never renders on the console's origin.
+  scope.get("/emails/:id/attachments/:index", async (request, reply) => {
+    const session = sessionOf(request);
+    const { id, index } = request.params as { id: string; index: string };
+    const missing = () => refusal({ code: "not_found", message: "There is no such attachment in this workspace." });
+    if (!EMAIL_ID.test(id) || !ATTACHMENT_INDEX.test(index)) throw missing();
+    let res;
+    try {
+      res = await deps.clients.email.getEmailAttachment({ workspaceId: session.workspaceId, id, index: Number(index) }, rpcOptions(request));
+    } catch (err) {
+      const gone = (err instanceof ConnectError && err.code === Code.NotFound) || ["email_not_found", "not_found", "attachment_not_found"].includes(errorInfoOf(err)?.code ?? "");
+      if (gone) throw missing();
+      throw err;
+    }
+    const name = res.attachment?.filename || `attachment-${index}`;
+    return reply
+      .type("application/octet-stream")
+      .header("content-disposition", contentDisposition(name))
+      .header("content-length", res.content.byteLength)
+      .send(Buffer.from(res.content.buffer, res.content.byteOffset, res.content.byteLength));
   });
 }

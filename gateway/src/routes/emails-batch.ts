@@ -37,7 +37,7 @@ export const registerSendBatch: RouteModule = (app, deps) =>
     parseBody: parseBatchEnvelope,
     bodyLimit: BATCH_BODY_LIMIT_BYTES,
     responses: {
-      200: { description: "Each item sent or refused on its own.", body: sendBatchResponseSchema },
+      200: { description: "Each item sent or refused on its own (an item's refusal, e.g. `header_not_allowed`, `attachments_too_large`, `too_many_recipients`, `invalid_tags` or an attachment that is not base64, is in `failed` with the body it would get alone).", body: sendBatchResponseSchema },
       400: {
         description: `\`batch_invalid\` (not \`{ emails: [...] }\`, empty, over ${MAX_BATCH}, unknown top-level field) or \`invalid_json\`; nothing sent.`,
         body: apiErrorSchema,

@@ -19,9 +19,7 @@ import { emailWithOutcomesJson, emailWithOutcomesSchema } from "./emails-get.js"
  * (createdAt, id) of a page's last email: pages never repeat or skip an email, even while new
  * ones arrive (they are newer than the first page).
  *
- * `tag`: emails carry no tags yet (DESIGN §9.5 brings them). The filter is accepted and
- * checked (`name:value`), and matches no email, which is the true answer today; refusing it
- * would break the clients that filter by tag the day tags exist. A malformed tag is a 400.
+ * `tag` (DESIGN §9.5): `name:value`, repeatable; an email must carry every tag asked for.
  */
 
 const DEFAULT_LIMIT = 20;
@@ -29,6 +27,22 @@ const DEFAULT_LIMIT = 20;
 export const EXPORT_PAGE_SIZE = 100;
 const STATUSES = ["SCHEDULED", "SENT", "DELIVERED", "FAILED", "CANCELLED"] as const;
 const TAG = /^[A-Za-z0-9_-]{1,256}:[A-Za-z0-9_-]{1,256}$/;
+/** An email carries at most 10 tags: more in a filter can match nothing. */
+const MAX_TAG_FILTERS = 10;
+
+/** `tag=name:value`, once or repeated (the query parser gives a list then): the same schema for the list and the stats. */
+export const tagQuery = z
+  .union([z.string().max(600), z.array(z.string().max(600)).max(MAX_TAG_FILTERS, `at most ${MAX_TAG_FILTERS} tags`)])
+  .optional();
+
+/** The tag filters of a query, each checked (`name:value`); a refusal names the bad one. */
+export function tagFilters(tag: string | string[] | undefined): string[] {
+  const tags = tag === undefined ? [] : [tag].flat();
+  for (const t of tags) {
+    if (!TAG.test(t)) throw refusal({ code: "invalid_request", message: `tag must be name:value (letters, digits, "_" and "-", at most 256 each); got ${JSON.stringify(t.slice(0, 80))}` });
+  }
+  return [...new Set(tags)];
+}
 
 const filterFields = {
   status: z.string().max(200).optional().meta({
@@ -36,8 +50,8 @@ const filterFields = {
   }),
   recipient: z.string().max(320).optional().meta({ description: "Only emails to this address (the whole address, case-insensitive; a display name in `to` is ignored)." }),
   groupBy: z.string().max(200).optional().meta({ description: "Only emails sent with this `groupBy`." }),
-  tag: z.string().max(600).optional().meta({
-    description: "`name:value` (letters, digits, `_` and `-`): only emails carrying this tag. Emails carry no tags yet, so today this matches no email; a value that is not `name:value` is a 400 `invalid_request`.",
+  tag: tagQuery.meta({
+    description: `\`name:value\` (letters, digits, \`_\` and \`-\`): only emails carrying this tag. Repeatable, up to ${MAX_TAG_FILTERS} (\`?tag=category:invoice&tag=plan:pro\`): an email must carry every one. A value that is not \`name:value\` is a 400 \`invalid_request\`.`,
   }),
   since: z.string().max(64).optional().meta({
     description: "ISO 8601: only emails created at or after this time. A date-time with a zone (`2026-01-31T09:30:00Z`, `…+02:00`) or a date (`2026-01-31`, midnight UTC).",
@@ -60,7 +74,7 @@ const listQuerySchema = z.strictObject({
 
 const exportQuerySchema = z.strictObject(filterFields);
 
-type Filters = { [K in keyof typeof filterFields]?: string };
+type Filters = { [K in Exclude<keyof typeof filterFields, "tag">]?: string } & { tag?: string | string[] };
 
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
 
@@ -81,9 +95,7 @@ function filtersOf(workspaceId: string, q: Filters): MessageInitShape<typeof Lis
   if (unknown.length || (q.status !== undefined && !statuses.length)) {
     throw refusal({ code: "invalid_request", message: `status must be one or more of ${STATUSES.join(", ")}, comma-separated; got ${JSON.stringify(q.status!.slice(0, 80))}` });
   }
-  if (q.tag !== undefined && !TAG.test(q.tag)) {
-    throw refusal({ code: "invalid_request", message: `tag must be name:value (letters, digits, "_" and "-", at most 256 each); got ${JSON.stringify(q.tag.slice(0, 80))}` });
-  }
+  const tags = tagFilters(q.tag);
   const since = q.since === undefined ? undefined : instant("since", q.since);
   const until = q.until === undefined ? undefined : instant("until", q.until);
   if (since && until && since > until) throw refusal({ code: "invalid_request", message: "since is after until" });
@@ -95,7 +107,7 @@ function filtersOf(workspaceId: string, q: Filters): MessageInitShape<typeof Lis
     recipientExact: recipient !== "",
     // An empty groupBy (a blank form field) filters nothing.
     ...(q.groupBy ? { groupBy: q.groupBy } : {}),
-    tags: q.tag === undefined ? [] : [q.tag],
+    tags,
     ...(since ? { createdFrom: timestampFromDate(since) } : {}),
     ...(until ? { createdTo: timestampFromDate(until) } : {}),
   };

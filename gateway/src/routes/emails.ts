@@ -22,7 +22,7 @@ export const registerSendEmail: RouteModule = (app, deps) => {
     responses: {
       200: { description: "Accepted: sent now (`SENT`) or scheduled (`SCHEDULED`).", body: emailEnvelope(emailRecordSchema) },
       400: {
-        description: "Invalid payload (spec body with `docsUrl`), `from` not verified (spec body with the allowed lists), or a coded error: `invalid_json`, `invalid_send_at`, `send_at_out_of_range`, `template_not_found` (with `template`), `header_injection`, `invalid_request`.",
+        description: "Invalid payload (spec body with `docsUrl`), `from` not verified (spec body with the allowed lists), or a coded error: `invalid_json`, `invalid_send_at`, `send_at_out_of_range`, `template_not_found` (with `template`), `header_injection`, `invalid_request`, and for what the email carries `header_not_allowed` (names the header), `attachment_type_not_allowed` (names the file), `attachments_too_large` (over 10 MB decoded), `too_many_recipients` (over 50 in `to`, `cc` and `bcc`), `invalid_tags` (names the tag and the rule); an attachment whose `content` is not base64 is an invalid payload naming `attachments[i].content`. Nothing is sent.",
         body: z.union([invalidPayloadErrorSchema, invalidFromErrorSchema, apiErrorSchema]),
       },
       403: { description: "Monthly sending limit reached.", body: monthlyLimitErrorSchema },

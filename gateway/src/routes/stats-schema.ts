@@ -58,6 +58,7 @@ export const emailStatsSchema = z
       from: z.iso.date(),
       to: z.iso.date(),
       groupBy: z.string().optional().meta({ description: "The group asked for, when one was." }),
+      tags: z.array(z.string()).optional().meta({ description: "The tag filters asked for (`name:value`), when there were some." }),
       totals: z.strictObject(emailCounterFields),
       days: z.array(z.strictObject({ date: z.iso.date(), ...emailCounterFields })).meta({ description: "Every day of the range, oldest first (zeros included)." }),
       groups: z.array(z.strictObject({ groupBy: z.string().meta({ description: "`\"\"` for emails sent without one." }), ...emailCounterFields })).meta({ description: "One entry per groupBy that has counts, most sent first." }),

@@ -47,7 +47,7 @@ describe("email payload schemas", () => {
     ["both forms", { ...raw, template: "welcome" }],
     ["missing subject", { from: raw.from, to: raw.to, html: raw.html }],
     ["wrong type", { ...raw, to: 5 }],
-    ["unknown field", { ...raw, cc: "x@y.test" }],
+    ["unknown field", { ...raw, bogus: "x@y.test" }],
     ["bad settings", { ...raw, settings: { trackClicks: "yes" } }],
     ["templated without to", { template: "welcome" }],
     ["null", null],

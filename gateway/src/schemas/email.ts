@@ -7,7 +7,7 @@ import {
   type EmailInput,
   type EmailRecord,
 } from "../../../gen/mailroom/email/v1/email_pb.js";
-import { MAX_HTML_BYTES, codedErrorFields, refusal, type PublicErrorInit } from "../errors.js";
+import { MAX_ATTACHMENT_BYTES, MAX_HTML_BYTES, codedErrorFields, refusal, type PublicErrorInit } from "../errors.js";
 import { parseSendAt } from "./send-at.js";
 
 export { parseSendAt };
@@ -63,8 +63,71 @@ const replyTo = z
     description: `Reply-To: one address, or a list of up to ${MAX_REPLY_TO} (\`addr\` or \`Name <addr>\`; duplicates, compared case-insensitively, are dropped). On a templated email it replaces the template's reply-to.`,
   });
 
+/** Recipients of one email in all: to, cc and bcc (more: the email service's 400 `too_many_recipients`). */
+export const MAX_RECIPIENTS = 50;
+export const MAX_TAGS = 10;
+/**
+ * Hard caps on list lengths, far above the rules (which the email service checks and names with
+ * their own codes): they only bound the work a hostile body can ask for before that check.
+ */
+const LIST_CAP = 1000;
+
+const addressList = (what: string) =>
+  z
+    .union([z.string(), z.array(z.string().min(1, "must not be empty")).max(LIST_CAP, `at most ${LIST_CAP} addresses`)])
+    .nullish()
+    .meta({
+      description: `${what}: one address or a list (\`addr\` or \`Name <addr>\`). With \`to\`, \`cc\` and \`bcc\` at most ${MAX_RECIPIENTS} recipients in all (more: 400 \`too_many_recipients\`); each is checked against the suppression list (a suppressed one is left out of the envelope) and counts toward the monthly limit. A malformed address: 400 \`invalid_payload\`.`,
+    });
+
+/** Header names the system sets or that change routing (DESIGN §9.5); the email service refuses them. */
+export const REFUSED_HEADERS = [
+  "From", "To", "Cc", "Bcc", "Subject", "Date", "Message-ID", "Return-Path", "Sender", "DKIM-Signature",
+  "List-Unsubscribe", "List-Unsubscribe-Post", "Content-*", "MIME-Version", "Received",
+];
+
+const headers = z
+  .record(z.string(), z.string())
+  .nullish()
+  .meta({
+    id: "EmailHeaders",
+    description: `Custom headers, \`{ "X-Name": "value" }\`, added to the message in the order given. Names are RFC 5322 field names; values are text without line breaks. Refused with 400 \`header_not_allowed\` (case-insensitive): ${REFUSED_HEADERS.map((h) => `\`${h}\``).join(", ")}.`,
+    examples: [{ "X-Entity-Ref-ID": "inv-1042" }],
+  });
+
+const attachment = z
+  .strictObject({
+    filename: z.string().min(1, "filename is required").meta({ description: "The file's name as the recipient sees it; its extension gives the type when `contentType` is absent." }),
+    content: z.string().meta({ description: "The file's bytes, base64 (standard or URL-safe alphabet; line breaks ignored). Not base64: 400 `invalid_payload` naming `attachments[i].content`." }),
+    contentType: optionalString.meta({ description: "MIME type, e.g. `application/pdf`; default: from the filename's extension." }),
+    contentId: optionalString.meta({ description: "Makes the attachment inline: the HTML shows it with `<img src=\"cid:<contentId>\">`." }),
+  })
+  .meta({ id: "Attachment" });
+
+const attachments = z
+  .array(attachment)
+  .max(LIST_CAP, `at most ${LIST_CAP} attachments`)
+  .nullish()
+  .meta({
+    description: `Files sent with the email: at most ${MAX_ATTACHMENT_BYTES / 1024 / 1024} MB (${MAX_ATTACHMENT_BYTES.toLocaleString("en")} bytes) decoded per email, else 400 \`attachments_too_large\` (the request body allows ~13.4 MB of base64 besides the HTML). Executable types (by extension or content type: vbs exe bin bat chm com cpl crt hlp hta inf ins isp jse lnk mdb pcd pif reg scr sct shs vbe vba wsf wsh wsl msc msi msp mst) are 400 \`attachment_type_not_allowed\` naming the file. The records list them without their bytes.`,
+  });
+
+const tags = z
+  .array(z.strictObject({ name: z.string(), value: z.string() }).meta({ id: "Tag" }))
+  .max(LIST_CAP, `at most ${LIST_CAP} tags`)
+  .nullish()
+  .meta({
+    description: `At most ${MAX_TAGS} \`{ name, value }\` pairs, each name and value 1 to 256 letters, digits, \`_\` or \`-\` (else 400 \`invalid_tags\` naming the tag and the rule). They travel with the email into its record, events, webhooks (\`data.tags\`), the email log (\`GET /v1/emails?tag=name:value\`) and stats (\`GET /v1/stats/emails?tag=name:value\`).`,
+    examples: [[{ name: "category", value: "invoice" }]],
+  });
+
 const common = {
   to: z.string().min(1, "to is required").meta(recipient),
+  cc: addressList("Carbon-copy recipients"),
+  bcc: addressList("Blind-copy recipients (they receive the message; no delivered copy carries a Bcc header)"),
+  headers,
+  attachments,
+  tags,
   settings,
   groupBy: optionalString.meta({ description: "Identifier that groups analytics." }),
   sendAt: optionalString.meta({
@@ -158,6 +221,8 @@ export function parseEmail(body: unknown): ParsedEmail {
     return invalidPayload(`${FORMS}; ${hasHtml ? "it may not carry both html and template" : "it has neither html nor template"}.`);
   }
   const common = (p: RawEmailJson | TemplatedEmailJson) => {
+    const decoded = decodeAttachments(p.attachments);
+    if ("error" in decoded) return { error: decoded.error };
     let sendAt: Date | undefined;
     if (p.sendAt !== undefined && p.sendAt !== null) {
       sendAt = parseSendAt(p.sendAt);
@@ -171,6 +236,11 @@ export function parseEmail(body: unknown): ParsedEmail {
         sendAt: sendAt ? timestampFromDate(sendAt) : undefined,
         idempotencyKey: p.idempotencyKey ?? "",
         replyTo: replyToList(p.replyTo),
+        cc: addresses(p.cc),
+        bcc: addresses(p.bcc),
+        headers: Object.entries(p.headers ?? {}).map(([name, value]) => ({ name, value })),
+        attachments: decoded.attachments,
+        tags: (p.tags ?? []).map((t) => ({ name: t.name, value: t.value })),
       },
     };
   };
@@ -217,6 +287,38 @@ export function parseEmail(body: unknown): ParsedEmail {
   };
 }
 
+/** cc or bcc as a list (one address or several; the email service checks each). */
+const addresses = (value: string | string[] | null | undefined): string[] => [value ?? []].flat();
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const BASE64_URL = /^[A-Za-z0-9_-]*={0,2}$/;
+
+/**
+ * Attachment content from base64 to bytes, refused when it is not base64 (Buffer.from would
+ * silently skip the characters it does not know and send a corrupt file). Line breaks and
+ * spaces are ignored (wrapped base64, as `base64` and MIME write it).
+ */
+export function decodeBase64(text: string): Buffer | undefined {
+  const compact = /\s/.test(text) ? text.replace(/\s+/g, "") : text;
+  if (!BASE64.test(compact) && !BASE64_URL.test(compact)) return undefined;
+  const data = compact.replace(/=+$/, "");
+  // A padded string is a whole number of quads; one stray character cannot be a byte.
+  if ((compact.length !== data.length && compact.length % 4 !== 0) || data.length % 4 === 1) return undefined;
+  return Buffer.from(data, compact.includes("-") || compact.includes("_") ? "base64url" : "base64");
+}
+
+type Decoded = { attachments: Array<{ filename: string; content: Uint8Array; contentType: string; contentId: string }> } | { error: PublicErrorInit };
+
+function decodeAttachments(list: RawEmailJson["attachments"]): Decoded {
+  const out: Extract<Decoded, { attachments: unknown }>["attachments"] = [];
+  for (const [i, a] of (list ?? []).entries()) {
+    const content = decodeBase64(a.content);
+    if (!content) return { error: { code: "invalid_payload", message: `attachments[${i}].content is not valid base64 (file ${JSON.stringify(a.filename.slice(0, 100))})` } };
+    out.push({ filename: a.filename, content, contentType: a.contentType ?? "", contentId: a.contentId ?? "" });
+  }
+  return { attachments: out };
+}
+
 /** The Reply-To list: one string or several, blanks and case-insensitive duplicates dropped. */
 export function replyToList(value: string | string[] | null | undefined): string[] {
   const seen = new Set<string>();
@@ -261,14 +363,37 @@ export function emailRecordJson(r: EmailRecord): Record<string, unknown> {
     out.template = r.template;
   }
   if (r.groupBy) out.groupBy = r.groupBy;
+  return Object.assign(out, carriedJson(r));
+}
+
+/**
+ * What else the email carries (DESIGN §9.5), each field only when it has something, like
+ * groupBy: cc, bcc, headers (an object in the order given), tags and the attachments
+ * without their bytes.
+ */
+export function carriedJson(r: EmailRecord): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (r.cc.length) out.cc = r.cc;
+  if (r.bcc.length) out.bcc = r.bcc;
+  if (r.headers.length) out.headers = Object.fromEntries(r.headers.map((h) => [h.name, h.value]));
+  if (r.tags.length) out.tags = r.tags.map((t) => ({ name: t.name, value: t.value }));
+  if (r.suppressed.length) out.suppressed = r.suppressed.map((x) => ({ email: x.email, reason: x.reason }));
+  if (r.attachments.length) {
+    out.attachments = r.attachments.map((a) => ({
+      filename: a.filename,
+      contentType: a.contentType,
+      size: Number(a.size),
+      ...(a.contentId ? { contentId: a.contentId } : {}),
+    }));
+  }
   return out;
 }
 
-/** A batch's successful item: id, messageId, status, to, type and template for templated ones. */
+/** A batch's successful item: id, messageId, status, to, type, template for templated ones, and what else it carries. */
 export function batchItemJson(r: EmailRecord): Record<string, unknown> {
   const out: Record<string, unknown> = { id: r.id, messageId: r.messageId, status: statusName(r.status), to: r.to, type: r.type };
   if (r.type === "templated") out.template = r.template;
-  return out;
+  return Object.assign(out, carriedJson(r));
 }
 
 /** GET/cancel: the record plus when it is (or was) due, when it was created, and why it failed. */
@@ -297,7 +422,29 @@ const recordFields = {
 };
 const rawFields = { type: z.literal("raw"), from: z.string().meta({ description: "The sender, as given." }), subject: z.string() };
 const templatedFields = { type: z.literal("templated"), template: z.string().meta({ description: "Name of the template the email was rendered from." }) };
-const groupBy = { groupBy: z.string().min(1).optional().meta({ description: "Present only when the request carried one." }) };
+const givenFields = {
+  groupBy: z.string().min(1).optional().meta({ description: "Present only when the request carried one." }),
+  cc: z.array(z.string()).optional().meta({ description: "Carbon-copy recipients as given; present only when there are some." }),
+  bcc: z.array(z.string()).optional().meta({ description: "Blind-copy recipients as given; present only when there are some." }),
+  headers: z.record(z.string(), z.string()).optional().meta({ description: "The custom headers as given; present only when there are some." }),
+  tags: z.array(z.strictObject({ name: z.string(), value: z.string() })).optional().meta({ description: "The tags as given; present only when there are some." }),
+  suppressed: z
+    .array(z.strictObject({ email: z.string(), reason: z.string().meta({ description: "`unsubscribed`, `hard bounce`, `complaint` or `manually suppressed`." }) }))
+    .optional()
+    .meta({ description: "Cc and bcc addresses on the suppression list: left out of the envelope, never sent to (the Cc header still shows what was written); present only when there are some. A suppressed `to` fails the email instead." }),
+  attachments: z
+    .array(
+      z.strictObject({
+        filename: z.string(),
+        contentType: z.string().meta({ description: "As given, or from the filename's extension." }),
+        size: z.number().int().min(0).meta({ description: "Decoded size in bytes." }),
+        contentId: z.string().optional().meta({ description: "Present for an inline attachment." }),
+      }).meta({ id: "AttachmentInfo" }),
+    )
+    .optional()
+    .meta({ description: "The attachments, in the order given, without their bytes; present only when there are some." }),
+};
+const { groupBy: _groupBy, ...carriedFields } = givenFields;
 const detailFields = {
   sendAt: z.iso.datetime().optional().meta({ description: "When the email is (or was) due; present for scheduled emails." }),
   createdAt: z.iso.datetime().optional().meta({ description: "When the email was accepted." }),
@@ -306,15 +453,15 @@ const detailFields = {
 
 export const emailRecordSchema = z
   .union([
-    z.strictObject({ ...recordFields, ...rawFields, ...groupBy }).meta({ id: "RawEmailRecord" }),
-    z.strictObject({ ...recordFields, ...templatedFields, ...groupBy }).meta({ id: "TemplatedEmailRecord" }),
+    z.strictObject({ ...recordFields, ...rawFields, ...givenFields }).meta({ id: "RawEmailRecord" }),
+    z.strictObject({ ...recordFields, ...templatedFields, ...givenFields }).meta({ id: "TemplatedEmailRecord" }),
   ])
-  .meta({ id: "EmailRecord", description: "The email record: `from` and `subject` for raw emails, `template` for templated ones, `groupBy` only when given." });
+  .meta({ id: "EmailRecord", description: "The email record: `from` and `subject` for raw emails, `template` for templated ones; `groupBy`, `cc`, `bcc`, `headers`, `tags` and `attachments` only when given." });
 
 export const emailDetailSchema = z
   .union([
-    z.strictObject({ ...recordFields, ...rawFields, ...groupBy, ...detailFields }).meta({ id: "RawEmailDetail" }),
-    z.strictObject({ ...recordFields, ...templatedFields, ...groupBy, ...detailFields }).meta({ id: "TemplatedEmailDetail" }),
+    z.strictObject({ ...recordFields, ...rawFields, ...givenFields, ...detailFields }).meta({ id: "RawEmailDetail" }),
+    z.strictObject({ ...recordFields, ...templatedFields, ...givenFields, ...detailFields }).meta({ id: "TemplatedEmailDetail" }),
   ])
   .meta({ id: "EmailDetail", description: "The email record with its current status, plus `sendAt`, `createdAt` and the failure `reason` when there is one." });
 
@@ -333,10 +480,10 @@ export const sendBatchRequestSchema = z
 
 const batchSuccessItemSchema = z
   .union([
-    z.strictObject({ ...recordFields, type: z.literal("raw") }),
-    z.strictObject({ ...recordFields, type: templatedFields.type, template: templatedFields.template }),
+    z.strictObject({ ...recordFields, type: z.literal("raw"), ...carriedFields }),
+    z.strictObject({ ...recordFields, type: templatedFields.type, template: templatedFields.template, ...carriedFields }),
   ])
-  .meta({ id: "BatchSuccessItem", description: "A sent (or scheduled) batch item: id, messageId, status, to, type and, for templated items, template." });
+  .meta({ id: "BatchSuccessItem", description: "A sent (or scheduled) batch item: id, messageId, status, to, type, for templated items template, and cc, bcc, headers, tags and attachments when it has some." });
 
 const batchFailedItemSchema = z
   .looseObject({
