@@ -147,6 +147,33 @@ describe("SmtpPoolTransport against a real SMTP server", () => {
     expect(r.sessions).toBe(1);
   });
 
+  for (const pipelining of [true, false]) {
+    it(`sends to the recipient, cc and bcc in one transaction; a refused cc is listed, a refused recipient fails it (${pipelining ? "PIPELINING" : "one command at a time"})`, async () => {
+      const r = await relay({
+        ...(pipelining ? {} : { hidePIPELINING: true }),
+        onRcptTo(address, _s, cb) {
+          if (address.address.startsWith("gone")) return cb(Object.assign(new Error("no such user"), { responseCode: 550 }));
+          if (address.address.startsWith("grey")) return cb(Object.assign(new Error("try later"), { responseCode: 451 }));
+          cb();
+        },
+      } as Partial<SMTPServerOptions>);
+      const t = transport(r.url, { poolSize: 1 });
+      const mail = outgoingMail({ to: "ann@example.test" });
+      mail.envelope.others = ["gone-cc@example.test", "bo@example.test", "grey-bcc@example.test", "cy@example.test"];
+      const result = await t.send(mail);
+      expect(result.code).toBe(250);
+      expect(result.refused?.map((x) => [x.address, x.code])).toEqual([["gone-cc@example.test", 550], ["grey-bcc@example.test", 451]]);
+      expect(r.received.map((m) => m.to)).toEqual([["ann@example.test", "bo@example.test", "cy@example.test"]]);
+      // The recipient itself refused: nobody gets it, and the failure is the recipient's.
+      const first = outgoingMail({ to: "gone@example.test" });
+      first.envelope.others = ["bo@example.test"];
+      await expect(t.send(first)).rejects.toMatchObject({ code: 550, aboutRecipient: true });
+      expect(r.received).toHaveLength(1);
+      // The connection goes on.
+      await expect(t.send(outgoingMail({ to: "ok@example.test" }))).resolves.toMatchObject({ code: 250 });
+    });
+  }
+
   it("reports a refusal after DATA with its code, about the message", async () => {
     const r = await relay({
       onData(stream, _s, cb) {

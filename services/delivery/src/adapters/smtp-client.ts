@@ -128,11 +128,15 @@ export class SmtpConnection {
     const replies: Reply[] = [];
     this.answered = false;
     if (this.offers("PIPELINING")) {
-      const waits = commands.map(() => this.nextReply());
+      // With other recipients DATA waits for the first one's reply: were it refused after
+      // the others were taken, a 354 could only be ended by delivering an empty message.
+      const batch = to.length > 1 ? commands.slice(0, -1) : commands;
+      const waits = batch.map(() => this.nextReply());
       // Once one wait fails (the connection closed) the others fail too: awaited or not.
       for (const wait of waits) wait.catch(() => undefined);
-      this.write(`${commands.join("\r\n")}\r\n`);
+      this.write(`${batch.join("\r\n")}\r\n`);
       for (const wait of waits) replies.push(await wait);
+      if (batch.length < commands.length && isPositive(replies[0]!) && isPositive(replies[1]!)) replies.push(await this.command("DATA"));
     } else {
       for (const command of commands) {
         const wait = this.nextReply();

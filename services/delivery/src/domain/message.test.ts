@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildMail, DKIM_SIGNED_HEADERS, listUnsubscribe } from "./message.js";
+import { buildMail, customHeaders, DKIM_SIGNED_HEADERS, listUnsubscribe } from "./message.js";
 import { parseVerpAddress } from "@mailroom/content/verp.js";
 import { testJob } from "../testing.js";
 import type { MergedContent } from "./ports.js";
@@ -75,5 +75,33 @@ describe("buildMail", () => {
     const mail = buildMail(testJob({ recipient: { email: "anna@bücher.test", contactId: "c", variables: {} } }), merged, { allowed: true, address: "news@acme.test", name: "" });
     expect(mail.to).toBe("anna@xn--bcher-kva.test");
     expect(mail.envelope.to).toBe("anna@xn--bcher-kva.test");
+  });
+});
+
+describe("custom headers (DESIGN §9.5)", () => {
+  it("keeps the sender's order after the system's, and never one the system sets or that could break a line", () => {
+    const system = [{ key: "X-Mailroom-Delivery-Id" }, { key: "List-Unsubscribe" }];
+    const out = customHeaders(
+      [
+        { name: "X-Ticket", value: "T-1" },
+        { name: "Bcc", value: "x@example.test" },
+        { name: "content-type", value: "text/plain" },
+        { name: "x-mailroom-delivery-id", value: "forged" },
+        { name: "List-Unsubscribe", value: "<https://evil.test>" },
+        { name: "Reply-To", value: "other@example.test" },
+        { name: "X-Bad Name", value: "v" },
+        { name: "X-Split", value: "a\r\nBcc: y@example.test" },
+        { name: "X-Note", value: "café\ttab" },
+        { name: "X-Ticket", value: "T-2" },
+      ],
+      system,
+      true,
+    );
+    expect(out.map((h) => h.key)).toEqual(["X-Ticket", "X-Note", "X-Ticket"]);
+    expect(out[0].value).toBe("T-1");
+    expect(out[1].value).toMatch(/^=\?UTF-8\?Q\?/i);
+    expect(out[2].value).toBe("T-2");
+    // Without a Reply-To of its own, the email may set one as a custom header.
+    expect(customHeaders([{ name: "Reply-To", value: "r@example.test" }], system, false)).toEqual([{ key: "Reply-To", value: "r@example.test" }]);
   });
 });
