@@ -11,6 +11,9 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import nodemailer, { type SendMailOptions } from "nodemailer";
 import PostalMime from "postal-mime";
+import { randomBytes } from "node:crypto";
+import { connectClient } from "@mailroom/kit";
+import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
 import { freePort } from "../harness/ports.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
@@ -192,6 +195,63 @@ describe("SMTP submission with nodemailer", () => {
     expect(viaTls.response).toMatch(/^250 2\.0\.0 Ok: queued as trs_/);
     const msgs = await delivered(before + 2);
     expect(msgs.slice(before).flatMap((m) => m.to).sort()).toEqual(["tls2@example.test", "tls@example.test"]);
+  });
+});
+
+describe("what a submitted message carries", () => {
+  it("sends one email per To recipient; Cc, blind recipients, X-* headers, attachments (inline by content id) and tags travel with it", async () => {
+    const before = sinkCount();
+    const pdf = randomBytes(20_000);
+    const png = randomBytes(3_000);
+    const info = await send({
+      from: '"Acme Billing" <billing@acme.test>',
+      to: ["Ann <ann@example.test>", "bob@example.test"],
+      cc: "Carol <carol@example.test>",
+      bcc: "dave@example.test",
+      subject: "Your invoice",
+      html: '<p>Invoice attached. <img src="cid:logo@acme"></p>',
+      headers: { "X-Ticket": "42", "X-Mailroom-Tags": "kind=invoice, plan=pro" },
+      attachments: [
+        { filename: "invoice.pdf", content: pdf, contentType: "application/pdf" },
+        { filename: "logo.png", content: png, contentType: "image/png", cid: "logo@acme" },
+      ],
+    });
+    const ids = info.response.match(/trs_[0-9a-z]{26}/g) ?? [];
+    expect(ids, info.response).toHaveLength(2);
+    const msgs = (await delivered(before + 2)).slice(before);
+    const toAnn = msgs.find((m) => m.to.includes("ann@example.test"))!;
+    const toBob = msgs.find((m) => m.to.includes("bob@example.test"))!;
+    // The envelope: the first email to Ann, Carol and Dave; Bob's alone (nobody receives two copies).
+    expect([...toAnn.to].sort()).toEqual(["ann@example.test", "carol@example.test", "dave@example.test"]);
+    expect(toBob.to).toEqual(["bob@example.test"]);
+    const parsed = await PostalMime.parse(toAnn.raw);
+    expect(parsed.cc?.[0]).toMatchObject({ address: "carol@example.test" });
+    expect(parsed.headers.some((h) => h.key === "bcc")).toBe(false);
+    expect(toAnn.raw).not.toContain("dave@example.test");
+    expect(parsed.headers.find((h) => h.key === "x-ticket")?.value).toBe("42");
+    expect(parsed.headers.some((h) => h.key === "x-mailroom-tags")).toBe(false);
+    const byName = new Map(parsed.attachments.map((a) => [a.filename, a]));
+    expect(Buffer.from(byName.get("invoice.pdf")!.content as ArrayBuffer).equals(pdf)).toBe(true);
+    expect(byName.get("invoice.pdf")!.mimeType).toBe("application/pdf");
+    expect(Buffer.from(byName.get("logo.png")!.content as ArrayBuffer).equals(png)).toBe(true);
+    expect(byName.get("logo.png")!.contentId).toBe("<logo@acme>");
+    expect(parsed.html).toContain("cid:logo@acme");
+    // The records carry the tags and list the attachments.
+    const email = connectClient(EmailService, `http://127.0.0.1:${sys.ports.email}`);
+    const record = (await email.getEmail({ workspaceId: "ws_acme", id: ids[0]! })).email!;
+    expect(record.tags.map((t) => [t.name, t.value])).toEqual([["kind", "invoice"], ["plan", "pro"]]);
+    // In the order the MIME tree gives them (nodemailer nests the inline part with the HTML, first).
+    expect(record.attachments.map((a) => [a.filename, Number(a.size), a.contentId]).sort()).toEqual([["invoice.pdf", 20_000, ""], ["logo.png", 3_000, "logo@acme"]]);
+  });
+
+  it("answers the email service's refusals as permanent replies", async () => {
+    // An executable attachment: the API's 400 attachment_type_not_allowed.
+    const exe = await refusal(send({ from: "hello@acme.test", to: "x@example.test", subject: "exe", text: "x", attachments: [{ filename: "setup.exe", content: Buffer.from("MZ") }] }));
+    expect(exe.code).toBe(550);
+    expect(exe.response).toMatch(/^550 5\.6\.0 attachment_type_not_allowed: .*setup\.exe/);
+    const tags = await refusal(send({ from: "hello@acme.test", to: "x@example.test", subject: "tags", text: "x", headers: { "X-Mailroom-Tags": "bad tag=x" } }));
+    expect(tags.code).toBe(550);
+    expect(tags.response).toMatch(/invalid_tags/);
   });
 });
 
