@@ -1,6 +1,6 @@
 import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import nodemailer from "nodemailer";
+import nodemailer, { type SendMailOptions } from "nodemailer";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
@@ -42,7 +42,7 @@ beforeAll(async () => {
 });
 afterAll(() => listener?.close());
 
-const send = async (host: string, mail: nodemailer.SendMailOptions, pass = KEY) => {
+const send = async (host: string, mail: SendMailOptions, pass = KEY) => {
   const t = nodemailer.createTransport({ host, port: listener.port, secure: false, ignoreTLS: true, auth: { user: "app", pass } });
   try {
     return await t.sendMail(mail);
