@@ -35,6 +35,39 @@ describe("email Connect routes", () => {
     expect((await email.getEmail({ workspaceId: "ws", id: scheduled.email!.id })).email?.status).toBe(EmailStatus.CANCELLED);
   });
 
+  it("maps cc, bcc, headers, attachments and tags both ways, batch items included, and serves an attachment's bytes", async () => {
+    const { w, email } = await client();
+    w.directory.suppressions.set("gone@example.test", "complaint");
+    const input = {
+      ...raw("ann@example.test"),
+      cc: ["Bob <bob@example.test>", "gone@example.test"],
+      bcc: ["eve@example.test"],
+      headers: [{ name: "X-Ref", value: "7" }],
+      attachments: [{ filename: "a.csv", content: new TextEncoder().encode("x,y"), contentType: "", contentId: "" }],
+      tags: [{ name: "kind", value: "report" }],
+    };
+    const sent = (await email.sendEmail({ workspaceId: "ws", email: input })).email!;
+    expect(sent.cc).toEqual(["Bob <bob@example.test>", "gone@example.test"]);
+    expect(sent.bcc).toEqual(["eve@example.test"]);
+    expect(sent.headers.map((h) => [h.name, h.value])).toEqual([["X-Ref", "7"]]);
+    expect(sent.attachments.map((a) => [a.filename, a.contentType, a.size, a.contentId])).toEqual([["a.csv", "text/csv", 3n, ""]]);
+    expect(sent.tags.map((t) => [t.name, t.value])).toEqual([["kind", "report"]]);
+    expect(sent.suppressed.map((s) => [s.email, s.reason])).toEqual([["gone@example.test", "complaint"]]);
+    const file = await email.getEmailAttachment({ workspaceId: "ws", id: sent.id, index: 0 });
+    expect(new TextDecoder().decode(file.content)).toBe("x,y");
+    expect(file.attachment?.filename).toBe("a.csv");
+
+    const batch = await email.sendBatch({ workspaceId: "ws", emails: [input, { ...input, tags: [{ name: "bad tag", value: "x" }] }] });
+    expect(batch.successful.map((r) => r.tags.length)).toEqual([1]);
+    expect(batch.failed.map((f) => [f.index, f.error?.code])).toEqual([[1, "invalid_tags"]]);
+    const listed = await email.listEmails({ workspaceId: "ws", tags: ["kind:report"] });
+    expect(listed.emails).toHaveLength(2);
+    const stats = await email.getStats({ workspaceId: "ws", tags: ["kind:report"] });
+    expect(stats.totals?.sent).toBe(0n);
+    const bad = await email.getStats({ workspaceId: "ws", tags: ["nope"] }).then(() => undefined, (e) => e);
+    expect(errorInfoOf(bad)?.code).toBe("invalid_request");
+  });
+
   it("lists emails newest first with proto filters and cursor paging", async () => {
     const { w, email } = await client();
     const a = await email.sendEmail({ workspaceId: "ws", email: { ...raw("ann@example.test"), groupBy: "g" } });

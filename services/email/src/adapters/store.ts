@@ -96,15 +96,15 @@ export class CollectionEmailStore implements EmailStore {
   }
 
   /** The email is final: its content goes now, or is kept for the retention period. */
-  private async finishContent(id: string, at: Date): Promise<void> {
+  private async finishContent(id: string, at: Date, hasAttachments: boolean): Promise<void> {
     if (this.contentRetentionMs > 0) {
       const keepUntil = new Date(at.getTime() + this.contentRetentionMs);
       await Promise.all([
         this.contents.updateOne({ _id: id }, { $set: { keepUntil } }),
-        this.attachments.updateMany({ emailId: id }, { $set: { keepUntil } }),
+        hasAttachments && this.attachments.updateMany({ emailId: id }, { $set: { keepUntil } }),
       ]);
     } else {
-      await Promise.all([this.contents.deleteOne({ _id: id }), this.attachments.deleteMany({ emailId: id })]);
+      await Promise.all([this.contents.deleteOne({ _id: id }), hasAttachments && this.attachments.deleteMany({ emailId: id })]);
     }
   }
 
@@ -224,7 +224,7 @@ export class CollectionEmailStore implements EmailStore {
       { returnDocument: "after" },
     );
     if (!doc) return null;
-    await this.finishContent(id, at);
+    await this.finishContent(id, at, Boolean(doc.attachments?.length));
     return toEmail(doc);
   }
 
@@ -261,9 +261,11 @@ export class CollectionEmailStore implements EmailStore {
   async transition(id: string, from: EmailStatus[], to: EmailStatus, at: Date, reason?: string): Promise<boolean> {
     const set: Record<string, unknown> = { status: to, updatedAt: at };
     if (reason !== undefined) set.statusReason = reason;
-    const res = await this.emails.updateOne({ _id: id, status: { $in: from } }, { $set: set });
-    if (res.matchedCount === 1 && TERMINAL.includes(to)) await this.finishContent(id, at);
-    return res.matchedCount === 1;
+    if (!TERMINAL.includes(to)) return (await this.emails.updateOne({ _id: id, status: { $in: from } }, { $set: set })).matchedCount === 1;
+    // Final: the content goes (or is kept a while), and the attachments of an email that has any.
+    const doc = await this.emails.findOneAndUpdate({ _id: id, status: { $in: from } }, { $set: set }, { returnDocument: "after" });
+    if (doc) await this.finishContent(id, at, Boolean(doc.attachments?.length));
+    return doc !== null;
   }
 }
 

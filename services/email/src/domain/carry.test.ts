@@ -157,6 +157,15 @@ describe("what an email carries", () => {
     expect(w.directory.used).toBe(3);
   });
 
+  it("attachments go with the email's content once it is final (here kept for no time), and stay while it is not", async () => {
+    const record = await w.service.send(WS, carrying());
+    const other = await w.service.send(WS, carrying({ to: "zoe@example.test" }));
+    await recordEvent(w.outcomeDeps, { eventId: "d1", emailId: record.id, kind: "sent", at: w.clock.now() });
+    expect((await w.service.get(WS, record.id)).status).toBe("DELIVERED");
+    await expect(w.service.attachment(WS, record.id, 0)).rejects.toMatchObject({ code: "attachment_not_found", message: expect.stringContaining("no longer kept") });
+    expect((await w.service.attachment(WS, other.id, 0)).content.length).toBe(pdf.length);
+  });
+
   it("erasing the recipient's emails erases their attachments too", async () => {
     const record = await w.service.send(WS, carrying());
     expect((await w.service.attachment(WS, record.id, 0)).content.length).toBe(pdf.length);
