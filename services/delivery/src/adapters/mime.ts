@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { domainToASCII } from "node:url";
 import { encodeWord, encodeWords, foldLines, quoteString } from "nodemailer/lib/mime-funcs";
 import { wireBody } from "@mailroom/content/merge.js";
+import { asciiDomain } from "../domain/message.js";
 import type { Body, EncodedPart, OutgoingMail } from "../domain/ports.js";
 
 /**
@@ -81,19 +81,16 @@ function multipartEntity(subtype: "mixed" | "related", first: Entity, parts: rea
   return { head: [`Content-Type: multipart/${subtype}${rootType};\r\n boundary="${boundary}"`], chunks };
 }
 
-/** The Cc header: the addresses as the sender wrote them, names encoded as needed, domains in punycode. */
+/**
+ * The Cc header: the addresses as the sender wrote them, names encoded as needed, domains in
+ * punycode; no control character reaches the line (the email service refuses them already).
+ */
 export const ccHeader = (cc: readonly string[]) =>
   header("Cc", cc.map((value) => {
-    const r = parseAddress(value);
-    return formatAddress(r.name, asciiAddress(r.address));
+    // eslint-disable-next-line no-control-regex
+    const r = parseAddress(value.replace(/[\u0000-\u001f\u007f]+/g, " "));
+    return formatAddress(r.name, asciiDomain(r.address));
   }).join(", "));
-
-function asciiAddress(address: string): string {
-  const at = address.lastIndexOf("@");
-  if (at < 0 || /^[\x00-\x7f]*$/.test(address)) return address;
-  const ascii = domainToASCII(address.slice(at + 1));
-  return ascii ? `${address.slice(0, at)}@${ascii}` : address;
-}
 
 // The pieces of the layout above, shared with the skeletons (mime-skeleton.ts) so both
 // paths write the same message.
