@@ -34,6 +34,14 @@ function world(failJob = 0) {
 }
 
 describe("the email service's queue: job, then EMAIL_SENT", () => {
+  it("carries the email's tags in EMAIL_SENT's data in the client's shape, and none when it has none", async () => {
+    const w = world();
+    await w.queue.publishJob(job({ tags: [{ name: "kind", value: "invoice" }] }));
+    await w.queue.publishJob(job({ deliveryId: "trs_2", emailId: "trs_2" }));
+    expect(w.events[0]!.data.tags).toEqual([{ name: "kind", value: "invoice" }]);
+    expect(w.events[1]!.data).not.toHaveProperty("tags");
+  });
+
   it("publishes EMAIL_SENT once the job is queued, with the email's fields and an id derived from the email", async () => {
     const w = world();
     await w.queue.publishJob(job());
