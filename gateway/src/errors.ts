@@ -13,7 +13,7 @@ export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 export const BATCH_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
 /**
  * A single email's request: its 5 MB of HTML, JSON-escaped, plus text and the small fields
- * (12 MB), plus 10 MB of attachments as base64 (4/3 of it: 13.4 MB).
+ * (12 MB), plus 10 MB of attachments as base64 (4/3 of it: 13,981,014 bytes).
  */
 export const SINGLE_EMAIL_BODY_LIMIT_BYTES = 12 * 1024 * 1024 + Math.ceil((MAX_ATTACHMENT_BYTES * 4) / 3) + 64 * 1024;
 /** Every other JSON endpoint (contacts, templates, …): the server's default. */

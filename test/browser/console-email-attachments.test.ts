@@ -76,6 +76,18 @@ describe.skipIf(!existsSync(CHROMIUM))("console: an email's attachments and tags
     expect((await readFile(saved!)).equals(report)).toBe(true);
   }, 60_000);
 
+  it("filters the email list by tag", async () => {
+    await page.goto(url("/emails"));
+    await page.getByLabel("Tag").fill("category:reports");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.waitForURL((u) => u.searchParams.get("tag") === "category:reports");
+    expect(await page.locator("#emails tbody tr").count()).toBe(1);
+    await page.goto(url("/emails?tag=category:other"));
+    expect(await page.textContent("body")).toContain("No email matches these filters.");
+    const bad = await page.goto(url("/emails?tag=nocolon"));
+    expect(bad?.status()).toBe(400);
+  }, 60_000);
+
   it("answers another workspace's session, an unknown index and a malformed one with a 404, and no session with the sign-in page", async () => {
     const other = await browser.newContext();
     const otherPage = await other.newPage();

@@ -91,6 +91,10 @@ describe("cc, bcc, headers, attachments and tags over the public API", () => {
     const file = mail.attachments.find((a) => a.filename === "invoice.pdf");
     expect(file?.mimeType).toBe("application/pdf");
     expect(Buffer.from(file!.content as ArrayBuffer).equals(pdf)).toBe(true);
+    const inline = mail.attachments.find((a) => a.contentId === "<logo-1>");
+    expect(inline?.disposition).toBe("inline");
+    expect(Buffer.from(inline!.content as ArrayBuffer).equals(logo)).toBe(true);
+    expect(mail.cc?.map((a) => a.address)).toEqual([cc]);
     expect(mail.headers.find((h) => h.key === "x-entity-ref-id")?.value).toBe("inv-1042");
     expect(mail.headers.some((h) => h.key === "bcc")).toBe(false);
   }, 60_000);
@@ -127,6 +131,34 @@ describe("cc, bcc, headers, attachments and tags over the public API", () => {
     for (const to of refused) expect(mailCount(to), to).toBe(0);
     expect((await api("GET", "/v1/emails?recipient=" + encodeURIComponent(refused[0]))).body.emails.items).toEqual([]);
   }, 90_000);
+
+  it("answers malformed values with a 400 (never a 500) and sends nothing", async () => {
+    const cases: Array<[string, Record<string, unknown>]> = [
+      ["a header name with a space", { headers: { "X-Bad Name": "v" } }],
+      ["a header name with a colon", { headers: { "X-A:B": "v" } }],
+      ["a header value with CR/LF", { headers: { "X-Ref": "a\r\nBcc: spy@evil.test" } }],
+      ["a filename with CR/LF", { attachments: [{ filename: "a.txt\r\nX-Evil: 1", content: "aGk=" }] }],
+      ["a content type with CR/LF", { attachments: [{ filename: "a.txt", content: "aGk=", contentType: "text/plain\r\nX-Evil: 1" }] }],
+      ["an empty filename", { attachments: [{ filename: "", content: "aGk=" }] }],
+      ["a malformed cc", { cc: "not an address" }],
+      ["a malformed bcc", { bcc: ["ok@fields.test", "nope@"] }],
+      ["an empty tag name", { tags: [{ name: "", value: "x" }] }],
+      ["a 257-character tag value", { tags: [{ name: "n", value: "x".repeat(257) }] }],
+    ];
+    const refused: string[] = [];
+    for (const [name, extra] of cases) {
+      const to = rcpt("malformed");
+      refused.push(to);
+      const res = await api("POST", "/v1/emails", raw(to, extra));
+      expect(res.status, `${name}: ${JSON.stringify(res.body).slice(0, 300)}`).toBe(400);
+      expect(res.body.message, name).toEqual(expect.any(String));
+    }
+    const control = rcpt("control");
+    expect((await api("POST", "/v1/emails", raw(control))).status).toBe(200);
+    await mailTo(control);
+    await sleep(300);
+    for (const to of refused) expect(mailCount(to), to).toBe(0);
+  }, 60_000);
 
   it("sends a batch of 50 items, each with a 100 KB attachment, inside the 25 MB body limit", async () => {
     const files = Array.from({ length: 50 }, () => randomBytes(100 * 1024));

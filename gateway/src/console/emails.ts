@@ -80,6 +80,7 @@ export function contentDisposition(filename: string): string {
 }
 
 const ATTACHMENT_INDEX = /^\d{1,4}$/;
+const TAG = /^[A-Za-z0-9_-]{1,256}:[A-Za-z0-9_-]{1,256}$/;
 
 function tagsHtml(e: EmailRecord): string {
   if (!e.tags.length) return "";
@@ -99,6 +100,7 @@ interface ListQuery {
   recipient: string;
   status: string;
   groupBy: string;
+  tag: string;
   from: string;
   to: string;
   cursor: string;
@@ -107,7 +109,8 @@ interface ListQuery {
 /** The list's query string, read leniently: what cannot be a filter is a 400 page saying which. */
 function readQuery(raw: Record<string, unknown>): ListQuery {
   const str = (k: string) => (typeof raw[k] === "string" ? (raw[k] as string).trim() : "");
-  const q = { recipient: str("recipient"), status: str("status"), groupBy: str("groupBy"), from: str("from"), to: str("to"), cursor: str("cursor") };
+  const q = { recipient: str("recipient"), status: str("status"), groupBy: str("groupBy"), tag: str("tag"), from: str("from"), to: str("to"), cursor: str("cursor") };
+  if (q.tag && !TAG.test(q.tag)) throw refusal({ code: "invalid_request", message: "A tag is name:value, each letters, digits, “_” or “-” (e.g. category:invoice)." });
   if (q.recipient.length > 320) throw refusal({ code: "invalid_request", message: "The recipient search is at most 320 characters." });
   if (q.status && !STATUSES.some((s) => s.key === q.status)) throw refusal({ code: "invalid_request", message: "Pick a status from the list." });
   for (const k of ["from", "to"] as const) {
@@ -126,6 +129,7 @@ function filterForm(q: ListQuery): string {
 <input id="recipient" name="recipient" type="search" value="${escapeHtml(q.recipient)}" placeholder="ann@example.com or part of it" style="width:100%" autocomplete="off"></div>
 <div class="field"><label for="status">Status</label><select id="status" name="status">${opt("", "Any")}${STATUSES.map((s) => opt(s.key, s.label)).join("")}</select></div>
 <div class="field" style="flex:1 1 9rem"><label for="groupBy">Group (groupBy)</label><input id="groupBy" name="groupBy" value="${escapeHtml(q.groupBy)}" style="width:100%"></div>
+<div class="field" style="flex:1 1 9rem"><label for="tag">Tag</label><input id="tag" name="tag" value="${escapeHtml(q.tag)}" placeholder="name:value" style="width:100%"></div>
 <div class="field"><label for="from">From</label><input id="from" name="from" type="date" value="${escapeHtml(q.from)}"></div>
 <div class="field"><label for="to">To</label><input id="to" name="to" type="date" value="${escapeHtml(q.to)}"></div>
 <div class="field"><button type="submit">Search</button></div>
@@ -171,12 +175,13 @@ export function registerEmailPages(scope: FastifyInstance, deps: ConsoleDeps): v
       recipient: q.recipient,
       statuses: status ? [status.value] : [],
       groupBy: q.groupBy || undefined,
+      tags: q.tag ? [q.tag] : [],
       createdFrom: q.from ? timestampFromDate(new Date(`${q.from}T00:00:00Z`)) : undefined,
       createdTo: toDay ? timestampFromDate(toDay) : undefined,
       limit: 25,
       cursor: q.cursor,
     }), rpcOptions(request));
-    const filtered = q.recipient || q.status || q.groupBy || q.from || q.to;
+    const filtered = q.recipient || q.status || q.groupBy || q.tag || q.from || q.to;
     const table = res.emails.length
       ? `<div class="table-wrap"><table class="data stack" id="emails"><caption class="sr-only">Emails, newest first</caption>
 <thead><tr><th scope="col">Recipient</th><th scope="col">Subject</th><th scope="col">Status</th><th scope="col">Group</th><th scope="col" class="num">Opens</th><th scope="col" class="num">Clicks</th><th scope="col">Created</th></tr></thead>

@@ -223,7 +223,7 @@ describe("cc, bcc, headers, attachments and tags at the gateway", () => {
     }
   });
 
-  it("takes 10 MB of attachments in one request (about 13.4 MB of base64) and refuses what is beyond with the service's 400, not a 413", async () => {
+  it("takes 10 MB of attachments in one request (about 14 MB of base64) and refuses what is beyond with the service's 400, not a 413", async () => {
     const ten = randomBytes(10 * 1024 * 1024);
     sent.length = 0;
     const ok = await post("/v1/emails", raw({ html: `<p>${"x".repeat(1024 * 1024)}</p>`, attachments: [{ filename: "a.dat", content: b64(ten.subarray(0, 5 * 1024 * 1024)) }, { filename: "b.dat", content: b64(ten.subarray(5 * 1024 * 1024)) }] }));

@@ -109,7 +109,7 @@ const attachments = z
   .max(LIST_CAP, `at most ${LIST_CAP} attachments`)
   .nullish()
   .meta({
-    description: `Files sent with the email: at most ${MAX_ATTACHMENT_BYTES / 1024 / 1024} MB (${MAX_ATTACHMENT_BYTES.toLocaleString("en")} bytes) decoded per email, else 400 \`attachments_too_large\` (the request body allows ~13.4 MB of base64 besides the HTML). Executable types (by extension or content type: vbs exe bin bat chm com cpl crt hlp hta inf ins isp jse lnk mdb pcd pif reg scr sct shs vbe vba wsf wsh wsl msc msi msp mst) are 400 \`attachment_type_not_allowed\` naming the file. The records list them without their bytes.`,
+    description: `Files sent with the email: at most ${MAX_ATTACHMENT_BYTES / 1024 / 1024} MB (${MAX_ATTACHMENT_BYTES.toLocaleString("en")} bytes) decoded per email, else 400 \`attachments_too_large\` (the request body has room for their base64, 4/3 of that: 13,981,014 bytes, besides the 5 MB of HTML). Executable types (by extension or content type: vbs exe bin bat chm com cpl crt hlp hta inf ins isp jse lnk mdb pcd pif reg scr sct shs vbe vba wsf wsh wsl msc msi msp mst) are 400 \`attachment_type_not_allowed\` naming the file. The records list them without their bytes.`,
   });
 
 const tags = z
