@@ -390,6 +390,44 @@ describe("the generated OpenAPI document against the gateway", () => {
       expect(scheduled.json().email.status).toBe("SCHEDULED");
     });
 
+    it("documents what an email carries: cc, bcc, headers, attachments and tags in the request and every record", async () => {
+      const carried = {
+        cc: "Cy <cy@example.test>",
+        bcc: ["bo@example.test"],
+        headers: { "X-Entity-Ref-ID": "inv-1" },
+        attachments: [{ filename: "a.pdf", content: Buffer.from("%PDF-1.4").toString("base64"), contentType: "application/pdf" }, { filename: "logo.png", content: "iVBORw0K", contentId: "logo" }],
+        tags: [{ name: "category", value: "invoice" }],
+      };
+      const shown = {
+        cc: [carried.cc], bcc: carried.bcc, headers: carried.headers, tags: carried.tags,
+        attachments: [{ filename: "a.pdf", contentType: "application/pdf", size: 8 }, expect.objectContaining({ filename: "logo.png", size: 6, contentId: "logo" })],
+      };
+      const raw = await call("POST /v1/emails", { body: { ...rawEmail, ...carried } });
+      expect(raw.statusCode, raw.body).toBe(200);
+      expect(raw.json().email).toMatchObject(shown);
+      const templated = await call("POST /v1/emails", { body: { ...templatedEmail, ...carried, sendAt: inDays(1) } });
+      expect(templated.json().email).toMatchObject(shown);
+      const got = await call("GET /v1/emails/{id}", { url: `/v1/emails/${raw.json().email.id}` });
+      expect(got.json().email).toMatchObject(shown);
+      const batch = await call("POST /v1/emails/batch", { body: { emails: [{ ...rawEmail, ...carried }, { ...templatedEmail, tags: [{ name: "bad tag", value: "x" }] }] } });
+      expect(batch.json().emails.successful[0]).toMatchObject(shown);
+      expect(batch.json().emails.failed).toEqual([expect.objectContaining({ index: 1, code: "invalid_tags" })]);
+      const listed = await call("GET /v1/emails", { url: "/v1/emails?tag=category:invoice&limit=100" });
+      expect(listed.json().emails.items.map((e: { id: string }) => e.id)).toContain(raw.json().email.id);
+      const stats = await call("GET /v1/stats/emails", { url: "/v1/stats/emails?tag=category:invoice" });
+      expect(stats.json().stats.tags).toEqual(["category:invoice"]);
+      for (const [extra, code] of [
+        [{ headers: { Subject: "x" } }, "header_not_allowed"],
+        [{ attachments: [{ filename: "x.exe", content: "TVo=" }] }, "attachment_type_not_allowed"],
+        [{ attachments: [{ filename: "x.txt", content: "@@" }] }, "invalid_payload"],
+        [{ cc: Array.from({ length: 50 }, (_, i) => `c${i}@example.test`) }, "too_many_recipients"],
+        [{ tags: [{ name: "", value: "x" }] }, "invalid_tags"],
+      ] as const) {
+        const res = await call("POST /v1/emails", { body: { ...rawEmail, ...extra } });
+        expect(res.json(), code).toMatchObject({ statusCode: 400, code });
+      }
+    });
+
     it("accepts exactly the payloads the document accepts", async () => {
       const accepted: unknown[] = [
         rawEmail,
