@@ -66,6 +66,14 @@ describe("what an email carries", () => {
     await expect(w.service.attachment("ws_other", record.id, 0)).rejects.toMatchObject({ code: "email_not_found" });
   });
 
+  it("templated emails carry the same fields", async () => {
+    w.directory.templates.set("receipt", { name: "receipt", subject: "Receipt", html: "<p>Thanks</p>", text: "", previewText: "", fromEmail: "billing@acme.test" });
+    const record = await w.service.send(WS, carrying({ content: { kind: "templated", template: "receipt", variables: {} } }));
+    expect(record).toMatchObject({ status: "SENT", template: "receipt", cc: ["Bob <bob@example.test>"], tags: [{ name: "kind", value: "invoice" }, { name: "plan", value: "pro" }] });
+    expect(w.queue.jobs[0]).toMatchObject({ fromEmail: "billing@acme.test", cc: ["bob@example.test"], bcc: ["eve@example.test"] });
+    expect(w.content.extras.get(`${WS} email:${record.id}`)!.attachments).toHaveLength(2);
+  });
+
   it("leaves a suppressed cc out of the envelope, shows it on the record and does not count it; the Cc header keeps what was written", async () => {
     w.directory.suppressions.set("bob@example.test", "hard bounce");
     const record = await w.service.send(WS, carrying());
