@@ -1,5 +1,9 @@
+import { createPrivateKey, generateKeyPairSync, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
+import DKIM from "nodemailer/lib/dkim";
+import { DKIM_SIGNED_HEADERS } from "../domain/message.js";
+import { signWhole } from "./smtp-transport.js";
 import { AttachmentParts, attachmentEncodings, encodeAttachment } from "./attachment-parts.js";
 import { buildMime } from "./mime.js";
 import type { OutgoingMail } from "../domain/ports.js";
@@ -56,5 +60,22 @@ describe("attachment parts", () => {
     cache.partsOf("ws", "email:trs_3", one);
     cache.partsOf("ws", "email:trs_1", one);
     expect(attachmentEncodings.count - before).toBe(5);
+  });
+});
+
+describe("signing a message with attachments", () => {
+  it("writes byte for byte what nodemailer's DKIM signer writes", async () => {
+    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const dkim = { domainName: "example.test", keySelector: "s1", privateKey: pem, headerFieldNames: DKIM_SIGNED_HEADERS };
+    const m = mail([encodeAttachment({ filename: "a.bin", content: randomBytes(200 * 1024), contentType: "", contentId: "" })]);
+    m.cc = ["Zoë Ü <zoe@example.test>"];
+    m.headers = [{ key: "X-Long", value: "word ".repeat(40).trim() }];
+    const raw = buildMime(m);
+    const chunks: Buffer[] = [];
+    for await (const c of new DKIM({ ...dkim, privateKey: createPrivateKey(pem) }).sign(raw) as AsyncIterable<Buffer | string>) chunks.push(Buffer.from(c));
+    const ours = signWhole(raw, dkim, createPrivateKey(pem));
+    expect(ours.toString("latin1")).toBe(Buffer.concat(chunks).toString("latin1"));
+    expect(ours.toString("latin1")).toMatch(/^DKIM-Signature: /);
   });
 });
