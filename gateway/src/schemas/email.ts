@@ -91,16 +91,16 @@ const headers = z
   .nullish()
   .meta({
     id: "EmailHeaders",
-    description: `Custom headers, \`{ "X-Name": "value" }\`, added to the message in the order given. Names are RFC 5322 field names; values are text without line breaks. Refused with 400 \`header_not_allowed\` (case-insensitive): ${REFUSED_HEADERS.map((h) => `\`${h}\``).join(", ")}.`,
+    description: `Custom headers, \`{ "X-Name": "value" }\`, added to the message in the order given: at most 50, names RFC 5322 field names (printable ASCII without \`:\` or spaces, at most 76 characters), values at most 998 characters (else 400 \`invalid_request\`) without line breaks or control characters (400 \`header_injection\`). Refused with 400 \`header_not_allowed\` (case-insensitive): ${REFUSED_HEADERS.map((h) => `\`${h}\``).join(", ")}.`,
     examples: [{ "X-Entity-Ref-ID": "inv-1042" }],
   });
 
 const attachment = z
   .strictObject({
-    filename: z.string().min(1, "filename is required").meta({ description: "The file's name as the recipient sees it; its extension gives the type when `contentType` is absent." }),
+    filename: z.string().min(1, "filename is required").meta({ description: "The file's name as the recipient sees it, at most 255 characters without line breaks; its extension gives the type when `contentType` is absent." }),
     content: z.string().meta({ description: "The file's bytes, base64 (standard or URL-safe alphabet; line breaks ignored). Not base64: 400 `invalid_payload` naming `attachments[i].content`." }),
-    contentType: optionalString.meta({ description: "MIME type, e.g. `application/pdf`; default: from the filename's extension." }),
-    contentId: optionalString.meta({ description: "Makes the attachment inline: the HTML shows it with `<img src=\"cid:<contentId>\">`." }),
+    contentType: optionalString.meta({ description: "MIME type (`type/subtype`), e.g. `application/pdf`; default: from the filename's extension." }),
+    contentId: optionalString.meta({ description: "Makes the attachment inline: the HTML shows it with `<img src=\"cid:<contentId>\">`. 1 to 250 characters without spaces, quotes, brackets or separators, unique in the email." }),
   })
   .meta({ id: "Attachment" });
 
