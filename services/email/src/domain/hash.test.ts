@@ -28,6 +28,10 @@ describe("the idempotency hash of a parsed request", () => {
     // Key order inside caller data.
     const withVariables = (variables: Record<string, unknown>): EmailRequest => ({ ...templated, content: { kind: "templated", template: "welcome", variables } });
     same(withVariables({ a: 1, b: { c: 2, d: [1, 2] } }), withVariables({ b: { d: [1, 2], c: 2 }, a: 1 }));
+    // Empty lists of the §9.5 fields are no fields; a file is its bytes, not its buffer.
+    same(raw, { ...raw, cc: [], bcc: [], headers: [], attachments: [], tags: [] });
+    const file = (bytes: number[]) => ({ ...raw, attachments: [{ filename: "a.pdf", content: new Uint8Array(bytes) }] });
+    same(file([1, 2, 3]), { ...raw, attachments: [{ filename: "a.pdf", content: new Uint8Array([9, 1, 2, 3]).subarray(1), contentType: "", contentId: "" }] });
   });
 
   it("differs for a real difference", () => {
@@ -42,6 +46,15 @@ describe("the idempotency hash of a parsed request", () => {
     differ(withVariables({ a: 1 }), withVariables({ a: "1" }));
     // Inside caller data a null is a value (clear a property), not an absence.
     differ(withVariables({ a: null }), withVariables({}));
+    // DESIGN §9.5 fields.
+    differ(raw, { ...raw, cc: ["c@example.test"] });
+    differ({ ...raw, cc: ["c@example.test"] }, { ...raw, bcc: ["c@example.test"] });
+    differ(raw, { ...raw, headers: [{ name: "X-A", value: "1" }] });
+    differ(raw, { ...raw, tags: [{ name: "k", value: "v" }] });
+    const file = (bytes: number[], more = {}) => ({ ...raw, attachments: [{ filename: "a.pdf", content: new Uint8Array(bytes), ...more }] });
+    differ(file([1, 2, 3]), file([1, 2, 4]));
+    differ(file([1]), file([1], { contentId: "x" }));
+    differ(file([1]), file([1], { contentType: "text/plain" }));
   });
 
   it("writes canonical JSON: keys sorted at every level, undefined dropped", () => {
