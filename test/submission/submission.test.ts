@@ -4,7 +4,7 @@
  * Two independent clients drive it: nodemailer and Debian's swaks.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -292,6 +292,61 @@ describe("SMTP submission with swaks", () => {
       "--from", "hello@acme.test", "--to", "swaks-tlsc@example.test", "--header", "Subject: swaks tls on connect"]);
     expect(implicit.code, implicit.out).toBe(0);
     await delivered(before + 2);
+  });
+});
+
+describe("SMTP submission with swaks: size, idempotency, a transient fault, an attachment", () => {
+  const auth = () => ["--port", String(port), "--auth", "PLAIN", "--auth-user", "any", "--auth-password", KEY, "--from", "hello@acme.test"];
+
+  it("is refused with 552 over the size limit", async () => {
+    const body = path.join(certDir, "big.txt");
+    await writeFile(body, "y".repeat(MAX_BYTES + 10_000));
+    const r = await swaks([...auth(), "--to", "big@example.test", "--body", `@${body}`]);
+    expect(r.code).not.toBe(0);
+    expect(r.out).toMatch(/<\*\* +552 /);
+  });
+
+  it("sends a resubmitted Message-ID once", async () => {
+    const before = sinkCount();
+    const args = [...auth(), "--to", "swaks-once@example.test", "--header", "Message-Id: <swaks-once-1@acme.test>", "--header", "Subject: once"];
+    const first = await swaks(args);
+    const second = await swaks(args);
+    const queued = (out: string) => /<- +250 2\.0\.0 (Ok: queued as trs_[0-9a-z]{26})/.exec(out)?.[1];
+    expect(queued(first.out), first.out).toBeDefined();
+    expect(queued(second.out)).toBe(queued(first.out));
+    await delivered(before + 1);
+    await new Promise((res) => setTimeout(res, 1_000));
+    expect(sys.sink!.messages.slice(before).filter((m) => m.to.includes("swaks-once@example.test"))).toHaveLength(1);
+  });
+
+  it("gets 451 while the email service is down and 250 on the retry", async () => {
+    const args = [...auth(), "--to", "swaks-retry@example.test", "--header", "Message-Id: <swaks-retry-1@acme.test>"];
+    await sys.processes.kill("email", "SIGKILL");
+    try {
+      const down = await swaks(args);
+      expect(down.code).not.toBe(0);
+      expect(down.out).toMatch(/<\*\* +451 4\.3\.0 /);
+    } finally {
+      await sys.processes.restart("email");
+    }
+    const before = sinkCount();
+    const up = await swaks(args);
+    expect(up.code, up.out).toBe(0);
+    expect((await delivered(before + 1))[before]!.to).toEqual(["swaks-retry@example.test"]);
+  }, 90_000);
+
+  it("carries an attachment byte for byte", async () => {
+    const before = sinkCount();
+    const file = path.join(certDir, "report.pdf");
+    const bytes = randomBytes(5_000);
+    await writeFile(file, bytes);
+    const r = await swaks([...auth(), "--to", "swaks-attach@example.test", "--header", "Subject: report",
+      "--attach-type", "application/pdf", "--attach-name", "report.pdf", "--attach", `@${file}`]);
+    expect(r.code, r.out).toBe(0);
+    const parsed = await PostalMime.parse((await delivered(before + 1))[before]!.raw);
+    const report = parsed.attachments.find((a) => a.filename === "report.pdf");
+    expect(report?.mimeType).toBe("application/pdf");
+    expect(Buffer.from(report!.content as ArrayBuffer).equals(bytes)).toBe(true);
   });
 });
 
