@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { parse } from "csv-parse/sync";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
@@ -258,8 +259,15 @@ describe("cc, bcc, headers, attachments and tags at the gateway", () => {
     stats.length = 0;
     expect((await app.inject({ method: "GET", url: "/v1/emails?tag=category:invoice", headers: KEY })).statusCode).toBe(200);
     expect((await app.inject({ method: "GET", url: "/v1/emails?tag=category:invoice&tag=plan:pro&tag=plan:pro", headers: KEY })).statusCode).toBe(200);
-    expect((await app.inject({ method: "GET", url: "/v1/emails/export?tag=plan:pro", headers: KEY })).statusCode).toBe(200);
-    expect(lists.map((l) => l.tags)).toEqual([["category:invoice"], ["category:invoice", "plan:pro"], ["plan:pro"]]);
+    const csv = await app.inject({ method: "GET", url: "/v1/emails/export?tag=plan:pro", headers: KEY });
+    expect(csv.statusCode).toBe(200);
+    // The stand-in lists the last email sent alone.
+    await post("/v1/emails", raw({ cc: ["a@example.test", "b@example.test"], tags: [{ name: "plan", value: "pro" }, { name: "x", value: "y" }], attachments: [{ filename: "r.pdf", content: "aGk=" }, { filename: "s.pdf", content: "aGk=" }] }));
+    const again = await app.inject({ method: "GET", url: "/v1/emails/export?tag=plan:pro", headers: KEY });
+    const [header, row] = parse(again.body) as string[][];
+    expect(header.slice(-4)).toEqual(["cc", "bcc", "tags", "attachments"]);
+    expect(row.slice(-4)).toEqual(["a@example.test; b@example.test", "", "plan:pro; x:y", "r.pdf; s.pdf"]);
+    expect(lists.map((l) => l.tags)).toEqual([["category:invoice"], ["category:invoice", "plan:pro"], ["plan:pro"], ["plan:pro"]]);
 
     const s = await app.inject({ method: "GET", url: "/v1/stats/emails?tag=category:invoice&tag=plan:pro", headers: KEY });
     expect(s.statusCode, s.body).toBe(200);

@@ -129,6 +129,8 @@ const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : 
 export const EMAIL_EXPORT_COLUMNS = [
   "id", "createdAt", "from", "to", "subject", "status", "groupBy", "type", "template", "reason", "sendAt", "sentAt",
   "deliveredAt", "openedAt", "clickedAt", "bouncedAt", "bounceType", "failedAt", "complainedAt", "unsubscribedAt", "opens", "clicks",
+  // What the email carried (DESIGN §9.5), each list joined with "; ": last, so readers by position keep working.
+  "cc", "bcc", "tags", "attachments",
 ] as const;
 
 function row(r: EmailRecord): string[] {
@@ -138,6 +140,7 @@ function row(r: EmailRecord): string[] {
     r.type, r.type === "templated" ? r.template : "", r.statusReason, iso(r.sendAt), iso(r.sentAt),
     iso(o?.deliveredAt), iso(o?.firstOpenedAt), iso(o?.firstClickedAt), iso(o?.bouncedAt), o?.bounceType ?? "", iso(o?.failedAt),
     iso(o?.complainedAt), iso(o?.unsubscribedAt), String(o?.opens ?? 0), String(o?.clicks ?? 0),
+    r.cc.join("; "), r.bcc.join("; "), r.tags.map((t) => `${t.name}:${t.value}`).join("; "), r.attachments.map((a) => a.filename).join("; "),
   ];
 }
 
@@ -191,7 +194,7 @@ export const registerListEmails: RouteModule = (app, deps) => {
     operationId: "exportEmails",
     tags: ["Emails"],
     summary: "Export the email log as CSV",
-    description: `Streams every email the same filters as \`GET /v1/emails\` select, newest first, as CSV with a header row: ${EMAIL_EXPORT_COLUMNS.map((c) => `\`${c}\``).join(", ")} (times in ISO 8601 UTC; an outcome's time is when it first happened, empty when it did not). Cells holding commas, quotes or line breaks are quoted; text that a spreadsheet would run as a formula (starting with \`=\`, \`+\`, \`-\`, \`@\`, tab or carriage return) is prefixed with \`'\`. Memory stays bounded whatever the size; a failure after the first rows ends the response early (the last line is then incomplete).`,
+    description: `Streams every email the same filters as \`GET /v1/emails\` select, newest first, as CSV with a header row: ${EMAIL_EXPORT_COLUMNS.map((c) => `\`${c}\``).join(", ")} (times in ISO 8601 UTC; an outcome's time is when it first happened, empty when it did not; \`cc\`, \`bcc\`, \`tags\` (\`name:value\`) and \`attachments\` (file names) each joined with \`; \`). Cells holding commas, quotes or line breaks are quoted; text that a spreadsheet would run as a formula (starting with \`=\`, \`+\`, \`-\`, \`@\`, tab or carriage return) is prefixed with \`'\`. Memory stays bounded whatever the size; a failure after the first rows ends the response early (the last line is then incomplete).`,
     scope: "api_read",
     query: exportQuerySchema,
     responses: {
