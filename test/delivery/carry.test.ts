@@ -227,6 +227,8 @@ describe("delivery: what an email carries, on the wire", () => {
 
     // Tags on the event and in the webhook's data.
     expect(events.of("dlv_inv")[0].tags.map((t) => ({ name: t.name, value: t.value }))).toEqual(TAGS);
+    // The other envelope recipients, so that a later bounce report naming a cc is told apart (inbound).
+    expect(events.of("dlv_inv")[0].otherRecipients).toEqual(["bo@example.net", "cy@example.net", "audit@example.org"]);
     await waitUntil(() => receiver.received.some((r) => r.event.type === "EMAIL_DELIVERED" && r.event.data.emailId === "trs_1"));
     const hook = receiver.received.find((r) => r.event.type === "EMAIL_DELIVERED")!;
     expect(hook.event.data.tags).toEqual(TAGS);

@@ -31,6 +31,8 @@ export function sentDeliveryOf(event: MailEvent): SentDelivery | undefined {
     contactId: event.contactId,
     groupBy: event.groupBy,
     sentAt: event.occurredAt ? timestampDate(event.occurredAt) : new Date(),
+    ...(event.otherRecipients.length ? { otherRecipients: [...event.otherRecipients] } : {}),
+    ...(event.tags.length ? { tags: event.tags.map((t) => ({ name: t.name, value: t.value })) } : {}),
   };
 }
 

@@ -42,6 +42,7 @@ export class OutcomeEventPublisher implements EventPublisher {
       attempt: e.attempt,
       groupBy: e.groupBy,
       tags: e.tags?.map((t) => ({ name: t.name, value: t.value })) ?? [],
+      otherRecipients: [...(e.otherRecipients ?? [])],
       occurredAt: timestampNow(),
     });
   }

@@ -444,6 +444,7 @@ export class Deliverer {
       smtpCode: outcome.smtpCode,
       attempt: outcome.attempt,
       tags: job.tags,
+      otherRecipients: [...(job.cc ?? []), ...(job.bcc ?? [])],
     };
   }
 }

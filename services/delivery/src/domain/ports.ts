@@ -224,6 +224,8 @@ export interface OutcomeEvent {
   attempt: number;
   /** The email's tags (DESIGN §9.5). */
   tags?: readonly Tag[];
+  /** The message's cc and bcc envelope recipients (a later bounce report may name one of them). */
+  otherRecipients?: readonly string[];
 }
 
 export interface EventPublisher {

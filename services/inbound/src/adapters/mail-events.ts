@@ -45,6 +45,7 @@ export class JetStreamMailEvents implements MailEvents {
       groupBy: e.groupBy,
       permanent: e.permanent,
       enhancedStatus: e.enhancedStatus,
+      tags: e.tags ?? [],
       occurredAt: timestampFromDate(e.occurredAt),
     });
   }

@@ -32,6 +32,23 @@ describe("inbound mail", () => {
     ]);
   });
 
+  it("suppresses a bounced cc or bcc address it names, without marking the email (its status follows `to`), and carries tags on the email's own bounce", async () => {
+    const t = testInbound();
+    // The fixture's report names ann@example.test: here a cc of a message to boss@.
+    await t.inbound.rememberSent(sentDelivery({ recipient: "boss@example.test", otherRecipients: ["Ann@Example.test", "cfo@example.test"] }));
+    const outcomes = await t.inbound.receive(bounceEnvelope, fixture("dsn-hard-5.1.1.eml", { deliveryId: delivery.deliveryId }));
+    expect(outcomes).toEqual([{ kind: "hard-bounce", deliveryId: delivery.deliveryId, recipient: "Ann@Example.test", status: "5.1.1" }]);
+    expect(t.suppressions.suppressed).toMatchObject([{ workspaceId: "ws_acme", email: "Ann@Example.test", reason: "hard_bounce" }]);
+    expect(t.events.events).toEqual([]);
+
+    // A report naming the message's `to` is the email's bounce, as without other recipients, with the email's tags.
+    const u = testInbound();
+    await u.inbound.rememberSent(sentDelivery({ otherRecipients: ["cfo@example.test"], tags: [{ name: "kind", value: "invoice" }] }));
+    await u.inbound.receive(bounceEnvelope, fixture("dsn-hard-5.1.1.eml", { deliveryId: delivery.deliveryId }));
+    expect(u.suppressions.suppressed).toMatchObject([{ email: "ann@example.test" }]);
+    expect(u.events.events).toMatchObject([{ type: "bounced", recipient: "ann@example.test", tags: [{ name: "kind", value: "invoice" }] }]);
+  });
+
   it("publishes the same event id when the same report arrives again", async () => {
     const t = await withDelivery();
     const raw = fixture("dsn-hard-5.1.1.eml", { deliveryId: delivery.deliveryId });

@@ -105,6 +105,14 @@ export class InboundMail {
 
   private async bounce(delivery: SentDelivery, verdict: BounceVerdict): Promise<Outcome> {
     const detail = verdict.diagnostic || (verdict.status ? `status ${verdict.status}` : "bounced");
+    const other = otherRecipientNamed(delivery, verdict);
+    if (other) {
+      // A cc or bcc of the message bounced: that address is suppressed when the failure is
+      // final; the email's own status follows its `to`, so no bounce event of the email.
+      if (verdict.permanent) await this.deps.suppressions.suppress(delivery.workspaceId, other, "hard_bounce", `${verdict.status} ${detail}`.trim());
+      const kind = verdict.permanent ? "hard-bounce" : "soft-bounce";
+      return { kind, deliveryId: delivery.deliveryId, recipient: other, status: verdict.status };
+    }
     if (verdict.permanent) {
       await this.deps.suppressions.suppress(delivery.workspaceId, delivery.recipient, "hard_bounce", `${verdict.status} ${detail}`.trim());
     }
@@ -173,9 +181,27 @@ export class InboundMail {
       recipient: delivery.recipient,
       contactId: delivery.contactId,
       groupBy: delivery.groupBy,
+      ...(delivery.tags?.length ? { tags: delivery.tags } : {}),
       ...fields,
     };
   }
+}
+
+/**
+ * The cc or bcc address a bounce report names, when it names one of the message's other
+ * recipients rather than its `to` (the report's Original-Recipient, else Final-Recipient).
+ */
+function otherRecipientNamed(delivery: SentDelivery, verdict: BounceVerdict): string | undefined {
+  const others = delivery.otherRecipients ?? [];
+  if (!others.length) return undefined;
+  const bare = (a: string) => a.trim().replace(/^<(.*)>$/, "$1").toLowerCase();
+  const to = bare(delivery.recipient);
+  for (const named of [verdict.originalRecipient, verdict.finalRecipient].map(bare).filter(Boolean)) {
+    if (named === to) return undefined;
+    const match = others.find((o) => bare(o) === named);
+    if (match) return match;
+  }
+  return undefined;
 }
 
 /** The same report for the same delivery always gets the same id: redelivery is deduplicated. */

@@ -16,6 +16,10 @@ export interface SentDelivery {
   contactId: string;
   groupBy: string;
   sentAt: Date;
+  /** The message's cc and bcc envelope recipients (absent on deliveries remembered before they were kept). */
+  otherRecipients?: string[];
+  /** The email's tags, carried on to the bounce and complaint events. */
+  tags?: { name: string; value: string }[];
 }
 
 /** The SMTP envelope of one received message. */
@@ -88,6 +92,7 @@ export interface InboundEvent {
   permanent: boolean;
   enhancedStatus: string;
   occurredAt: Date;
+  tags?: { name: string; value: string }[];
 }
 
 export type SuppressionReason = "hard_bounce" | "complaint" | "unsubscribed";
