@@ -82,6 +82,9 @@ describe.skipIf(!existsSync(CHROMIUM))("console: an email's attachments and tags
     await page.getByRole("button", { name: "Search" }).click();
     await page.waitForURL((u) => u.searchParams.get("tag") === "category:reports");
     expect(await page.locator("#emails tbody tr").count()).toBe(1);
+    const row = await page.locator("#emails tbody tr").textContent();
+    expect(row).toContain("category: reports");
+    expect(row).toContain("1 attachment");
     await page.goto(url("/emails?tag=category:other"));
     expect(await page.textContent("body")).toContain("No email matches these filters.");
     const bad = await page.goto(url("/emails?tag=nocolon"));

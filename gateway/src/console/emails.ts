@@ -139,7 +139,7 @@ function filterForm(q: ListQuery): string {
 function emailRow(e: EmailRecord): string {
   const what = e.subject || (e.template ? `Template: ${e.template}` : "(no subject)");
   return `<tr><td data-label="Recipient"><a href="${CONSOLE_PREFIX}/emails/${e.id}">${escapeHtml(e.to)}</a></td>
-<td data-label="Subject">${escapeHtml(what)}</td><td data-label="Status">${badge(e)}</td>
+<td data-label="Subject">${escapeHtml(what)}${e.tags.length ? `<br><span class="muted">${e.tags.map((t) => escapeHtml(`${t.name}: ${t.value}`)).join(", ")}</span>` : ""}${e.attachments.length ? `<br><span class="muted">${e.attachments.length} attachment${e.attachments.length === 1 ? "" : "s"}</span>` : ""}</td><td data-label="Status">${badge(e)}</td>
 <td data-label="Group">${e.groupBy ? escapeHtml(e.groupBy) : '<span class="muted">—</span>'}</td>
 <td data-label="Opens" class="num">${e.outcomes?.opens ?? 0}</td><td data-label="Clicks" class="num">${e.outcomes?.clicks ?? 0}</td>
 <td data-label="Created">${formatTime(date(e.createdAt))}</td></tr>`;
