@@ -198,7 +198,7 @@ Mailroom is running.
   Admin CLI:    ${cliLine}
   Inbound SMTP: 127.0.0.1:${ports.inbound} (bounces, complaints, mailto unsubscribes)
   SMTP submission (point an app that only speaks SMTP here):
-    host 127.0.0.1, port ${ports.submission}${submissionSettings.tls
+    host ${submissionSettings.host ?? config.serviceHost}, port ${ports.submission}${submissionSettings.tls
       ? ` (STARTTLS), or port ${submissionTlsPort} (implicit TLS); certificate ${submissionSettings.tls.certFile}`
       : " (no TLS: set MAILROOM_SUBMISSION_TLS_CERT and _KEY for STARTTLS; without them AUTH is taken from loopback only)"}
     user: anything, password: the API key${bootstrap.apiKey ? ` (${bootstrap.apiKey})` : ""}; AUTH PLAIN or LOGIN

@@ -19,14 +19,14 @@ const smtp = await startSubmissionListener({
   failures: new AuthFailures(settings.authFailuresPerMinute),
   rateLimit: await KeyRateLimit.open(nc, settings.rateLimitPerMinute, settings.rateLimitBurst),
   submitter: new Submitter(connectClient(EmailService, config.urls.email), logger),
-  host: config.serviceHost,
+  host: settings.host ?? config.serviceHost,
   port: settings.port,
   tls: settings.tls && { cert: settings.tls.cert, key: settings.tls.key, port: settings.tlsPort },
   maxMessageBytes: settings.maxMessageBytes,
   logger,
 });
 logger.info(
-  { port: smtp.port, tlsPort: smtp.tlsPort, host: config.serviceHost, starttls: Boolean(settings.tls), maxMessageBytes: settings.maxMessageBytes },
+  { port: smtp.port, tlsPort: smtp.tlsPort, host: settings.host ?? config.serviceHost, starttls: Boolean(settings.tls), maxMessageBytes: settings.maxMessageBytes },
   "SMTP submission listening",
 );
 

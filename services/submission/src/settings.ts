@@ -10,6 +10,11 @@ import { configError, loadSettings } from "@mailroom/kit/config.js";
 const schema = z.object({
   /** The SMTP submission port (STARTTLS on it when a certificate is configured). */
   MAILROOM_SUBMISSION_PORT: z.coerce.number().int().min(0).max(65535).default(2587),
+  /**
+   * The address both SMTP ports bind; default MAILROOM_SERVICE_HOST (127.0.0.1 under npm start).
+   * 0.0.0.0 lets apps on other machines submit without exposing the Connect services.
+   */
+  MAILROOM_SUBMISSION_HOST: z.string().optional(),
   /** The implicit-TLS port, opened only when a certificate is configured. */
   MAILROOM_SUBMISSION_TLS_PORT: z.coerce.number().int().min(0).max(65535).default(2465),
   /** PEM files of the certificate (chain) and its key; both or neither. */
@@ -36,6 +41,8 @@ const schema = z.object({
 
 export interface SubmissionSettings {
   port: number;
+  /** Unset: MAILROOM_SERVICE_HOST. */
+  host?: string;
   tlsPort: number;
   /** The certificate and key as PEM, read at start; absent: no STARTTLS, no implicit-TLS port. */
   tls?: { cert: Buffer; key: Buffer; certFile: string };
@@ -67,6 +74,7 @@ export function loadSubmissionSettings(env: NodeJS.ProcessEnv = process.env): Su
     : undefined;
   return {
     port: c.MAILROOM_SUBMISSION_PORT,
+    host: c.MAILROOM_SUBMISSION_HOST?.trim() || undefined,
     tlsPort: c.MAILROOM_SUBMISSION_TLS_PORT,
     tls,
     maxMessageBytes: c.MAILROOM_SUBMISSION_MAX_BYTES,
