@@ -97,3 +97,22 @@ describe("replyOf", () => {
     expect(replyOf(coded("header_not_allowed", 400))).toMatchObject({ code: 550, message: "5.6.0 header_not_allowed: header_not_allowed happened" });
   });
 });
+
+describe("Submitter", () => {
+  it("names the emails already sent when a later one is refused for good", async () => {
+    let calls = 0;
+    const refusing = {
+      async sendEmail() {
+        calls++;
+        if (calls === 2) throw toConnectError(new AppError({ code: "invalid_request", httpStatus: 400, message: "to is not a valid email address" }));
+        return { email: { id: "trs_00000000000000000000000001" } };
+      },
+    } as unknown as Client<typeof EmailService>;
+    const raw = Buffer.from("From: a@acme.test\r\nTo: x@example.test, y@example.test\r\nSubject: s\r\n\r\nhi\r\n");
+    const reply = await new Submitter(refusing, quiet).submit("ws_1", { mailFrom: "a@acme.test", rcptTo: ["x@example.test", "y@example.test"] }, raw);
+    expect(reply).toEqual({
+      code: 550,
+      message: "5.6.0 invalid_request: to is not a valid email address (to y@example.test; already sent: trs_00000000000000000000000001)",
+    });
+  });
+});

@@ -49,7 +49,9 @@ export class Submitter {
           replayed++;
           continue;
         }
-        const reply = replyOf(err);
+        const refused = replyOf(err);
+        // A permanent refusal after some emails went out says which (the client reports the failure to its user).
+        const reply = refused.code >= 500 && ids.length ? { ...refused, message: `${refused.message} (to ${e.to}; already sent: ${ids.join(" ")})` } : refused;
         if (reply.code >= 500) this.logger.info({ workspaceId, code: errorInfoOf(err)?.code, reply: reply.code, sent: ids.length }, "submitted message refused");
         else this.logger.warn({ err, workspaceId, sent: ids.length }, "submitted message not sent; the client is asked to retry");
         return reply;
