@@ -67,7 +67,7 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
   const wake = () => outbox.wake();
   const webhooks = new Webhooks({ webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds, logger, targets, wake });
   outbox.start();
-  const dispatchDeps = { webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds };
+  const dispatchDeps = { webhooks: webhookStore, deliveries: collections.deliveries, clock: systemClock, ids: systemIds, emailTags: collections.emailTags };
   const events = await consumeMailEvents(nc, dispatchDeps, wake, logger);
   const directoryEvents = await consumeDirectoryEvents(nc, dispatchDeps, wake, logger);
   const webhookEvents = await consumeWebhookEvents(nc, dispatchDeps, wake, logger);

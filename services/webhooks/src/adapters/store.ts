@@ -1,6 +1,7 @@
 import { needsReseal, openStoredSecret, sealSecret, SECRET_PURPOSES, type SecretKeys } from "@mailroom/kit/secrets.js";
 import { DuplicateKeyError, type Collection, type Filter, type Store, type Update } from "@mailroom/store/port.js";
 import type { Delivery, DeliveryAttempt, Webhook } from "../domain/model.js";
+import type { EmailTags, Tag } from "../domain/dispatch.js";
 import type { AttemptOutcome, DeliveryStore, WebhookChanges, WebhookStore } from "../domain/ports.js";
 
 /*
@@ -275,9 +276,37 @@ export class CollectionDeliveryStore implements DeliveryStore {
 }
 
 /** Both stores, with their indexes in place; `keys` seal the webhooks' signing tokens. */
+/** How long an email's tags are kept for its later opens and clicks. */
+const EMAIL_TAGS_TTL_SECONDS = 90 * 86_400;
+
+type EmailTagsDoc = { _id: string; tags: Tag[]; at: Date };
+
+/** EmailTags over one collection, an entry per tagged email, forgotten after 90 days (a TTL index). */
+export class CollectionEmailTags implements EmailTags {
+  private readonly docs: Collection<EmailTagsDoc>;
+
+  constructor(store: Store) {
+    this.docs = store.collection<EmailTagsDoc>("email_tags");
+  }
+
+  async init(): Promise<void> {
+    await this.docs.createIndex({ keys: { at: 1 }, expireAfterSeconds: EMAIL_TAGS_TTL_SECONDS });
+  }
+
+  async remember(workspaceId: string, emailId: string, tags: Tag[]): Promise<void> {
+    // The first event's tags win (an email's tags never change); later events only read.
+    await this.docs.updateOne({ _id: `${workspaceId}:${emailId}` }, { $setOnInsert: { tags, at: new Date() } }, { upsert: true });
+  }
+
+  async find(workspaceId: string, emailId: string): Promise<Tag[] | undefined> {
+    return (await this.docs.findOne({ _id: `${workspaceId}:${emailId}` }))?.tags;
+  }
+}
+
 export async function openCollections(store: Store, keys: SecretKeys) {
   const webhooks = new CollectionWebhookStore(store, keys);
   const deliveries = new CollectionDeliveryStore(store);
-  await Promise.all([webhooks.init(), deliveries.init()]);
-  return { webhooks, deliveries };
+  const emailTags = new CollectionEmailTags(store);
+  await Promise.all([webhooks.init(), deliveries.init(), emailTags.init()]);
+  return { webhooks, deliveries, emailTags };
 }

@@ -8,6 +8,33 @@ export interface DispatchDeps {
   deliveries: Pick<DeliveryStore, "insertNew">;
   clock: Clock;
   ids: Pick<Ids, "deliveryId">;
+  /** The tags of recent emails, learnt from delivery's events (opens and clicks come without them). */
+  emailTags?: EmailTags;
+}
+
+export type Tag = { name: string; value: string };
+
+/** Tags of emails by (workspace, email id), kept a while after the email went out. */
+export interface EmailTags {
+  remember(workspaceId: string, emailId: string, tags: Tag[]): Promise<void>;
+  find(workspaceId: string, emailId: string): Promise<Tag[] | undefined>;
+}
+
+/** Delivery's events carry the email's tags: the first of them is remembered. */
+const TAGS_FROM: ReadonlySet<MailEventData["kind"]> = new Set(["sent", "deferred", "bounced", "failed"]);
+/** Events published from a recipient's action (the gateway's tracking, the manage page): their tags are looked up. */
+const TAGS_FOR: ReadonlySet<MailEventData["kind"]> = new Set(["opened", "clicked", "unsubscribed", "complained"]);
+
+/** The event with its email's tags (DESIGN §9.5: every email event's webhook carries them). */
+async function withTags(deps: DispatchDeps, event: MailEventData): Promise<MailEventData> {
+  if (!deps.emailTags || !event.emailId || event.source !== "transactional") return event;
+  if (event.tags?.length) {
+    if (TAGS_FROM.has(event.kind)) await deps.emailTags.remember(event.workspaceId, event.emailId, event.tags);
+    return event;
+  }
+  if (!TAGS_FOR.has(event.kind)) return event;
+  const tags = await deps.emailTags.find(event.workspaceId, event.emailId);
+  return tags?.length ? { ...event, tags } : event;
 }
 
 /**
@@ -21,7 +48,7 @@ export interface DispatchDeps {
 export async function dispatchMailEvent(deps: DispatchDeps, event: MailEventData): Promise<number> {
   const type = webhookEventOf(event.source, event.kind);
   if (!type || !event.workspaceId || !event.eventId) return 0;
-  return fanOut(deps, payloadOf(event, type));
+  return fanOut(deps, payloadOf(await withTags(deps, event), type));
 }
 
 /** A webhook event no MailEvent carries (EMAIL_SENT, BROADCAST_STARTED, …), as its producer published it. */
