@@ -1,4 +1,7 @@
-import { randomBytes } from "node:crypto";
+import { createPublicKey, randomBytes } from "node:crypto";
+import { dkimVerify } from "mailauth";
+import { connectClient } from "@mailroom/kit/connect.js";
+import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime, { type Email } from "postal-mime";
 import { startSystem, type TestSystem } from "../harness/system.js";
@@ -97,6 +100,20 @@ describe("cc, bcc, headers, attachments and tags over the public API", () => {
     expect(mail.cc?.map((a) => a.address)).toEqual([cc]);
     expect(mail.headers.find((h) => h.key === "x-entity-ref-id")?.value).toBe("inv-1042");
     expect(mail.headers.some((h) => h.key === "bcc")).toBe(false);
+
+    // DKIM (the domain's key, as delivery got it from the directory) covers the message with its attachments.
+    const sender = await connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`).checkSender({ workspaceId: "ws_fields", from: "billing@acme.test" });
+    expect(sender.dkim?.privateKeyPem).toBeTruthy();
+    const publicKey = createPublicKey(sender.dkim!.privateKeyPem).export({ type: "spki", format: "der" }).toString("base64");
+    const resolver = async (name: string, type: string) => {
+      if (type === "TXT" && name === `${sender.dkim!.selector}._domainkey.${sender.dkim!.domain}`) return [[`v=DKIM1; k=rsa; p=${publicKey}`]];
+      throw Object.assign(new Error(`no ${type} ${name}`), { code: "ENOTFOUND" });
+    };
+    const verified = await dkimVerify(Buffer.from(mail.raw), { resolver });
+    expect(verified.results.map((r) => [r.signingDomain, r.status.result])).toEqual([["acme.test", "pass"]]);
+    const tampered = mail.raw.replace(b64(pdf).slice(0, 76), `A${b64(pdf).slice(1, 76)}`);
+    expect(tampered).not.toBe(mail.raw);
+    expect((await dkimVerify(Buffer.from(tampered), { resolver })).results[0].status.result).not.toBe("pass");
   }, 60_000);
 
   it("refuses each rule with a clear 400 naming what is wrong, and sends nothing", async () => {

@@ -11,6 +11,9 @@ Cc: Carol <carol@example.test>
 Reply-To: help@acme.test
 Subject: Your invoice
 Message-ID: <inv-1@acme.test>
+In-Reply-To: <inv-0@acme.test>
+References: <thread@acme.test> <inv-0@acme.test>
+User-Agent: Acme ERP 7
 X-Ticket: 42
 X-Mailroom-Tags: kind=invoice, plan=pro
 X-Priority: 1
@@ -53,8 +56,13 @@ describe("emailsOf", () => {
     const [first] = emails;
     expect(first).toMatchObject({ from: "billing@acme.test", fromName: "Acme Billing", subject: "Your invoice", replyTo: ["help@acme.test"] });
     expect(first!.html).toContain('cid:logo@acme');
-    // X-* headers only (List-Unsubscribe and MIME headers are the system's), tags from their header.
-    expect(first!.headers).toEqual([{ name: "X-Ticket", value: "42" }, { name: "X-Priority", value: "1" }]);
+    // X-* and threading headers (List-Unsubscribe and MIME headers are the system's, others dropped), tags from their header.
+    expect(first!.headers).toEqual([
+      { name: "In-Reply-To", value: "<inv-0@acme.test>" },
+      { name: "References", value: "<thread@acme.test> <inv-0@acme.test>" },
+      { name: "X-Ticket", value: "42" },
+      { name: "X-Priority", value: "1" },
+    ]);
     expect(first!.tags).toEqual([{ name: "kind", value: "invoice" }, { name: "plan", value: "pro" }]);
     expect(first!.attachments.map((a) => [a.filename, a.contentType, a.contentId, Buffer.from(a.content).toString("base64")])).toEqual([
       ["logo.png", "image/png", "logo@acme", "iVBORw0KGgo="],

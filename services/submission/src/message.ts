@@ -30,12 +30,17 @@ export interface Envelope {
 /** The header that carries tags: `X-Mailroom-Tags: name=value, other=value`. */
 export const TAGS_HEADER = "x-mailroom-tags";
 
-/** Headers the contract refuses (DESIGN §9.5); only X-* headers are passed on, and none of these is one, but the list is kept exact. */
+/** Headers the contract refuses (DESIGN §9.5); none of the passed ones is one, but the list is kept exact. */
 const REFUSED = new Set([
   "from", "to", "cc", "bcc", "subject", "date", "message-id", "return-path", "sender", "dkim-signature",
   "list-unsubscribe", "list-unsubscribe-post", "mime-version", "received",
 ]);
 const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
+/**
+ * Headers passed on besides X-*: threading (a helpdesk's or forum's replies must stay in their
+ * thread) and the automatic-mail markers an app sets for auto-responders.
+ */
+const PASSED = new Set(["in-reply-to", "references", "auto-submitted", "precedence", "list-id", "importance", "priority", "keywords"]);
 
 const mailboxes = (list: Address[] | undefined) =>
   (list ?? []).flatMap((a) => (a.group ? a.group : [a])).filter((m) => m.address);
@@ -82,7 +87,7 @@ export function emailsOf(message: Email, envelope: Envelope, workspaceId: string
       tags = [...tags, ...tagsOf(h.value)];
       continue;
     }
-    if (!h.key.startsWith("x-") || REFUSED.has(h.key) || h.key.startsWith("content-") || !FIELD_NAME.test(h.originalKey)) continue;
+    if (!(h.key.startsWith("x-") || PASSED.has(h.key)) || REFUSED.has(h.key) || h.key.startsWith("content-") || !FIELD_NAME.test(h.originalKey)) continue;
     headers.push({ name: h.originalKey, value: h.value.replace(/\s*[\r\n]+\s*/g, " ").trim() });
   }
   const attachments = message.attachments.map((a, i) => {
