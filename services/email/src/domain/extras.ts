@@ -1,3 +1,4 @@
+import mime from "mime";
 import { badRequest } from "@mailroom/kit/errors.js";
 import {
   MAX_ATTACHMENT_BYTES, MAX_RECIPIENTS, MAX_TAGS,
@@ -46,27 +47,13 @@ export const FORBIDDEN_TYPES = new Set([
   "application/x-ms-msp", "application/x-ms-mst", "application/x-setupscript",
 ]);
 
-/** Content types by extension, for attachments given without one. */
-const TYPES: Record<string, string> = {
-  pdf: "application/pdf", txt: "text/plain", csv: "text/csv", html: "text/html", htm: "text/html", json: "application/json",
-  xml: "application/xml", ics: "text/calendar", md: "text/markdown", rtf: "application/rtf",
-  png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif", webp: "image/webp", svg: "image/svg+xml",
-  bmp: "image/bmp", ico: "image/x-icon", tif: "image/tiff", tiff: "image/tiff", heic: "image/heic",
-  zip: "application/zip", gz: "application/gzip", tar: "application/x-tar", "7z": "application/x-7z-compressed",
-  doc: "application/msword", docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-  xls: "application/vnd.ms-excel", xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-  ppt: "application/vnd.ms-powerpoint", pptx: "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-  odt: "application/vnd.oasis.opendocument.text", ods: "application/vnd.oasis.opendocument.spreadsheet",
-  mp3: "audio/mpeg", wav: "audio/wav", ogg: "audio/ogg", mp4: "video/mp4", mov: "video/quicktime", webm: "video/webm",
-  eml: "message/rfc822", vcf: "text/vcard", epub: "application/epub+zip",
-};
-
 const extensionOf = (filename: string) => {
   const dot = filename.lastIndexOf(".");
   return dot >= 0 ? filename.slice(dot + 1).trim().toLowerCase() : "";
 };
 
-export const contentTypeOf = (filename: string) => TYPES[extensionOf(filename)] ?? "application/octet-stream";
+/** The content type of an attachment given without one, by its extension (the `mime` package's table). */
+export const contentTypeOf = (filename: string) => mime.getType(filename) ?? "application/octet-stream";
 
 const shown = (value: string) => JSON.stringify(value.slice(0, 100));
 
