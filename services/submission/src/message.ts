@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
+import mime from "mime";
 import type { Address, Email } from "postal-mime";
+import { escapeHtml } from "@mailroom/content/escape.js";
 
 /**
  * One submitted SMTP message as the emails the email service is asked to send: plain data
@@ -140,21 +142,19 @@ export function tagsOf(value: string): { name: string; value: string }[] {
     });
 }
 
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
-
 /** A text-only message still needs HTML (the API requires it): the text, escaped, line breaks kept. */
 export function htmlOfText(text: string): string {
   if (!text.trim()) return "<p></p>";
-  const escaped = text.trim().replace(/[&<>"]/g, (c) => ESCAPES[c]!).replace(/\r\n?/g, "\n");
+  const escaped = escapeHtml(text.trim()).replace(/\r\n?/g, "\n");
   return escaped
     .split(/\n{2,}/)
     .map((p) => `<p>${p.replace(/\n/g, "<br>\n")}</p>`)
     .join("\n");
 }
 
-const EXTENSIONS: Record<string, string> = {
-  "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif", "image/webp": ".webp", "image/svg+xml": ".svg",
-  "application/pdf": ".pdf", "text/plain": ".txt", "text/csv": ".csv", "text/calendar": ".ics", "message/rfc822": ".eml",
+/** A name's extension for an unnamed part, by its type (the `mime` package's table). */
+const extensionOf = (mimeType: string) => {
+  const ext = mime.getExtension(mimeType);
+  // Not an executable extension the email service would refuse (e.g. application/octet-stream's ".bin").
+  return ext && !["bin", "exe", "com", "bat", "msi"].includes(ext) ? `.${ext}` : ".dat";
 };
-// Not ".bin": an executable extension the email service refuses.
-const extensionOf = (mimeType: string) => EXTENSIONS[mimeType] ?? ".dat";
