@@ -97,3 +97,35 @@ describe("helpers", () => {
     expect(["10.0.0.1", "::ffff:10.0.0.1", "192.168.1.127"].some(isLoopback)).toBe(false);
   });
 });
+
+describe("unnamed parts", () => {
+  it("names an attachment without a filename after its content id (or its place) and its type's extension, never an executable one", async () => {
+    const raw = `From: a@acme.test
+To: x@example.test
+Subject: s
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="b"
+
+--b
+Content-Type: text/plain
+
+hello
+--b
+Content-Type: image/png
+Content-ID: <chart@acme>
+Content-Disposition: inline
+Content-Transfer-Encoding: base64
+
+iVBORw0KGgo=
+--b
+Content-Type: application/octet-stream
+Content-Disposition: attachment
+Content-Transfer-Encoding: base64
+
+AAEC
+--b--
+`;
+    const [email] = emailsOf(await parse(raw), { mailFrom: "a@acme.test", rcptTo: ["x@example.test"] }, "ws");
+    expect(email!.attachments.map((a) => a.filename)).toEqual(["chart.png", "attachment-2.dat"]);
+  });
+});
