@@ -2,6 +2,7 @@ import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/
 import type { CompiledContent, EmailListQuery, EmailRecord, EmailStatus, StoredEmail } from "../domain/model.js";
 import type { EmailStore, IdempotencyEntry, IdempotencyStore } from "../domain/ports.js";
 import { CollectionOutcomeStore, CollectionStatsStore, outcomesOf, type OutcomesDoc } from "./outcomes.js";
+import { mailboxAddress } from "../domain/validate.js";
 
 /*
  * The email domain's stores over kit's document store (embedded engine or MongoDB). The
@@ -205,6 +206,26 @@ export class CollectionEmailStore implements EmailStore {
     await this.attachments.deleteMany({ emailId: { $in: ids }, workspaceId });
     const { deletedCount } = await this.emails.deleteMany({ _id: { $in: ids }, workspaceId });
     return deletedCount;
+  }
+
+  async scrubOtherRecipient(workspaceId: string, address: string, opts: { limit: number }): Promise<{ id: string; status: EmailStatus }[]> {
+    const exact = { $regex: `^${escapeRegex(address)}$`, $options: "i" };
+    const docs = await this.emails.find(
+      { workspaceId, $or: [{ ccAddresses: exact }, { bccAddresses: exact }, { "suppressed.email": exact }] },
+      { limit: opts.limit },
+    );
+    const lower = address.toLowerCase();
+    const other = (entry: string) => (mailboxAddress(entry.trim()) ?? entry.trim()).toLowerCase() !== lower;
+    for (const doc of docs) {
+      const set: Record<string, unknown> = {};
+      for (const field of ["cc", "bcc", "ccAddresses", "bccAddresses"] as const) {
+        const list = doc[field];
+        if (Array.isArray(list)) set[field] = list.filter(other);
+      }
+      if (Array.isArray(doc.suppressed)) set.suppressed = doc.suppressed.filter((s) => s.email.toLowerCase() !== lower);
+      await this.emails.updateOne({ _id: doc._id, workspaceId }, { $set: set });
+    }
+    return docs.map((d) => ({ id: d._id, status: d.status }));
   }
 
   async compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null> {

@@ -49,6 +49,30 @@ describe("erasing one recipient's emails", () => {
     expect(w.queue.jobs.map((j) => j.emailId)).not.toContain(ann[2].id);
   });
 
+  it("takes the address off other recipients' emails where it was a cc or bcc (suppressed or not), keeping those emails and everyone else on them", async () => {
+    w.directory.suppressions.set("ann@example.test", "unsubscribed");
+    const asCc = await w.service.send(WS, raw("bob@example.test", { cc: ["Ann <ANN@example.test>", "Cy <cy@example.test>"], bcc: ["dee@example.test"] }));
+    w.directory.suppressions.clear();
+    const asBcc = await w.service.send(WS, raw("eve@example.test", { cc: ["cy@example.test"], bcc: ["ann@example.test", "joann@example.test"] }));
+    const untouched = await w.service.send(WS, raw("fay@example.test", { cc: ["joann@example.test"] }));
+    // One of them is final: its content in the content store (whose Cc header named ann) goes too.
+    expect(await w.deps.emails.transition(asCc.id, ["SENT"], "DELIVERED", w.clock.now())).toBe(true);
+    expect(w.content.get(WS, `email:${asCc.id}`)).toBeTruthy();
+    expect((await w.service.get(WS, asCc.id)).suppressed).toEqual([expect.objectContaining({ email: "ANN@example.test" })]);
+
+    expect(await w.service.eraseRecipient(WS, "ann@example.test")).toBe(0);
+
+    const cc = await w.service.get(WS, asCc.id);
+    expect([cc.to, cc.cc, cc.bcc, cc.suppressed ?? []]).toEqual(["bob@example.test", ["Cy <cy@example.test>"], ["dee@example.test"], []]);
+    expect(w.content.get(WS, `email:${asCc.id}`)).toBeUndefined();
+    const bcc = await w.service.get(WS, asBcc.id);
+    expect([bcc.to, bcc.cc, bcc.bcc]).toEqual(["eve@example.test", ["cy@example.test"], ["joann@example.test"]]);
+    // Still on its way: the content delivery reads stays until the email is final.
+    expect(w.content.get(WS, `email:${asBcc.id}`)).toBeTruthy();
+    expect((await w.service.get(WS, untouched.id)).cc).toEqual(["joann@example.test"]);
+    expect(JSON.stringify(await w.service.list(WS, {}))).not.toMatch(/\bann@example\.test/i);
+  });
+
   it("erases more emails than one round holds, and is a no-op the second time", async () => {
     for (let i = 0; i < 230; i++) await w.service.send(WS, raw("bulk@example.test"));
     expect(await w.service.eraseRecipient(WS, "bulk@example.test")).toBe(230);

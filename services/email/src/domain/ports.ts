@@ -28,6 +28,12 @@ export interface EmailStore {
    * (ids of another workspace are left alone); answers how many records went.
    */
   erase(workspaceId: string, ids: string[]): Promise<number>;
+  /**
+   * Erasure of an address that was a cc or bcc of other recipients' emails: up to `limit` of
+   * the workspace's emails naming it (cc, bcc, the envelope or the suppressed list, whole and
+   * case-insensitively) lose it from every list; answers them (their ids and statuses).
+   */
+  scrubOtherRecipient(workspaceId: string, address: string, opts: { limit: number }): Promise<{ id: string; status: EmailStatus }[]>;
   compiledContent(workspaceId: string, id: string): Promise<CompiledContent | null>;
   /** One attachment's bytes (index in the record's list); null when not kept (or no such email). */
   attachmentContent(workspaceId: string, id: string, index: number): Promise<Uint8Array | null>;

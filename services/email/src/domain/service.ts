@@ -90,7 +90,8 @@ export class EmailService {
    * content in the content store, its idempotency entries, and its record with its stored
    * content, a page at a time. Safe to repeat: a retry finds what an interrupted run left.
    * A scheduled email erased this way is never sent (its record, which the scheduler
-   * claims, is gone); one already handed to delivery may still go out.
+   * claims, is gone); one already handed to delivery may still go out. Then the address is
+   * taken off other recipients' emails where it was a cc or bcc (scrubOtherRecipient).
    */
   async eraseRecipient(workspaceId: string, email: string): Promise<number> {
     const address = typeof email === "string" ? email.trim() : "";
@@ -98,7 +99,7 @@ export class EmailService {
     let erased = 0;
     for (;;) {
       const page = await this.deps.emails.list(workspaceId, { recipient: address, recipientExact: true, limit: ERASE_PAGE });
-      if (!page.length) return erased;
+      if (!page.length) break;
       const ids = page.map((e) => e.id);
       for (let i = 0; i < ids.length; i += ERASE_PARALLEL) {
         await Promise.all(ids.slice(i, i + ERASE_PARALLEL).map((id) => this.deps.content.delete(workspaceId, contentRefOf(id))));
@@ -107,7 +108,24 @@ export class EmailService {
       const removed = await this.deps.emails.erase(workspaceId, ids);
       erased += removed;
       // Nothing removed: a concurrent erasure took these, and finishes the rest itself.
-      if (removed === 0) return erased;
+      if (removed === 0) break;
+    }
+    await this.scrubOtherRecipient(workspaceId, address);
+    return erased;
+  }
+
+  /**
+   * The address where it was a cc or bcc of someone else's email: taken off those records'
+   * lists (the email stays, it is its `to`'s); a final email's content in the content store,
+   * whose Cc header names it, goes too (one still on its way keeps it until it is final plus
+   * the retention time, when its owner drops it).
+   */
+  private async scrubOtherRecipient(workspaceId: string, address: string): Promise<void> {
+    for (;;) {
+      const page = await this.deps.emails.scrubOtherRecipient(workspaceId, address, { limit: ERASE_PAGE });
+      const final = page.filter((e) => e.status === "DELIVERED" || e.status === "FAILED" || e.status === "CANCELLED");
+      await Promise.all(final.map((e) => this.deps.content.delete(workspaceId, contentRefOf(e.id))));
+      if (page.length < ERASE_PAGE) return;
     }
   }
 
