@@ -9,7 +9,7 @@ import { DEFAULT_RESTART_POLICY, RestartTracker, signalGroup, type RestartPolicy
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "inbound" | "webhooks" | "submission" | "gateway";
+export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "inbound" | "webhooks" | "automation" | "submission" | "gateway";
 
 /**
  * V8 flags of the units every send passes through. A send allocates many short-lived
@@ -39,6 +39,7 @@ export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: 
   { name: "delivery", entry: "services/delivery/src/main.ts", urlVar: "MAILROOM_DELIVERY_URL", defaultPort: 7105, nodeArgs: HOT_PATH_HEAP },
   { name: "inbound", entry: "services/inbound/src/main.ts", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525 },
   { name: "webhooks", entry: "services/webhooks/src/main.ts", urlVar: "MAILROOM_WEBHOOKS_URL", defaultPort: 7107 },
+  { name: "automation", entry: "services/automation/src/main.ts", urlVar: "MAILROOM_AUTOMATION_URL", defaultPort: 7108 },
   // SMTP submission (its implicit-TLS port, when a certificate is configured: MAILROOM_SUBMISSION_TLS_PORT).
   { name: "submission", entry: "services/submission/src/main.ts", portVar: "MAILROOM_SUBMISSION_PORT", defaultPort: 2587 },
   { name: "gateway", entry: "gateway/src/main.ts", defaultPort: 8080, nodeArgs: HOT_PATH_HEAP },

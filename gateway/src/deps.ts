@@ -11,6 +11,7 @@ import { FormService } from "../../gen/mailroom/directory/v1/forms_pb.js";
 import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
 import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
 import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
+import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import type { TokenBuckets } from "./rate-limit.js";
 
@@ -41,6 +42,8 @@ export interface ServiceClients {
   groups: RequestScoped<Client<typeof GroupService>>;
   /** Topics and contacts' choices (served by the directory unit). */
   topics: RequestScoped<Client<typeof TopicService>>;
+  /** Automations and their runs (the automation unit). */
+  automation: RequestScoped<Client<typeof AutomationService>>;
 }
 
 /** Publishes tracking events (opened, clicked, unsubscribed); absent in unit tests. */
@@ -85,6 +88,7 @@ export function createServiceClients(config: Config): ServiceClients {
     audiences: connectClient(AudienceService, config.urls.directory),
     groups: connectClient(GroupService, config.urls.directory),
     topics: connectClient(TopicService, config.urls.directory),
+    automation: connectClient(AutomationService, config.urls.automation),
   };
 }
 

@@ -70,6 +70,7 @@ const schema = z.object({
   MAILROOM_RENDERER_URL: z.string().url().default("http://127.0.0.1:7104"),
   MAILROOM_DELIVERY_URL: z.string().url().default("http://127.0.0.1:7105"),
   MAILROOM_WEBHOOKS_URL: z.string().url().default("http://127.0.0.1:7107"),
+  MAILROOM_AUTOMATION_URL: z.string().url().default("http://127.0.0.1:7108"),
   /** Port the current service's Connect server listens on (the launcher sets it). */
   MAILROOM_SERVICE_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Address every service's Connect server binds (0.0.0.0 in containers). */
@@ -105,6 +106,7 @@ export interface Config {
     renderer: string;
     delivery: string;
     webhooks: string;
+    automation: string;
   };
 }
 
@@ -142,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       renderer: c.MAILROOM_RENDERER_URL,
       delivery: c.MAILROOM_DELIVERY_URL,
       webhooks: c.MAILROOM_WEBHOOKS_URL,
+      automation: c.MAILROOM_AUTOMATION_URL,
     },
   };
 }
