@@ -98,7 +98,7 @@ export function deliveryJson(d: Delivery): Record<string, unknown> {
 // --- schemas (requests are shape-checked here; the service checks values) -------------------
 
 const eventsField = z.array(z.string()).meta({
-  description: "Webhook event names: the official client's (`CONTACT_*`, `WORKSPACE_*`, `TESTING_CONNECTION`) and Mailroom's `EMAIL_SENT`, `EMAIL_DELIVERED`, `EMAIL_DEFERRED`, `EMAIL_BOUNCED`, `EMAIL_COMPLAINED`, `EMAIL_OPENED`, `EMAIL_CLICKED`, `EMAIL_UNSUBSCRIBED`, `EMAIL_FAILED`, `BROADCAST_STARTED`, `BROADCAST_COMPLETED`. Unknown names: 400 `invalid_payload` with `allowedValues`. `CONTACT_TAG_ADDED` / `CONTACT_TAG_REMOVED`: a contact joins / leaves a group (`data`: `contact`, `group`, `addedAt`; deleting a group sends none).",
+  description: "Webhook event names: the official client's (`CONTACT_*`, `WORKSPACE_*`, `TESTING_CONNECTION`) and Mailroom's `EMAIL_SENT`, `EMAIL_DELIVERED`, `EMAIL_DEFERRED`, `EMAIL_BOUNCED`, `EMAIL_COMPLAINED`, `EMAIL_OPENED`, `EMAIL_CLICKED`, `EMAIL_UNSUBSCRIBED`, `EMAIL_FAILED`, `BROADCAST_STARTED`, `BROADCAST_COMPLETED`, `AUTOMATION_RUN_STARTED`, `AUTOMATION_RUN_COMPLETED`, `AUTOMATION_RUN_EXITED` (`data`: `run`, `automation` `{ id, name, version }`). Unknown names: 400 `invalid_payload` with `allowedValues`. `CONTACT_TAG_ADDED` / `CONTACT_TAG_REMOVED`: a contact joins / leaves a group (`data`: `contact`, `group`, `addedAt`; deleting a group sends none).",
 });
 const tokenField = z.string().meta({
   description: "The signing secret: `X-SMASHSEND-SIGNATURE` is the lowercase hex HMAC-SHA256 of the raw body keyed with it. Generated (`whsec_…`, also a Standard Webhooks secret) when absent.",

@@ -29,7 +29,8 @@ describe("mail event → webhook event mapping", () => {
     expect(WEBHOOK_EVENTS).toContain("TESTING_CONNECTION");
     expect(WEBHOOK_EVENTS).toContain("CONTACT_TAG_REMOVED");
     expect(WEBHOOK_EVENTS).toContain("BROADCAST_COMPLETED");
-    expect(WEBHOOK_EVENTS).toHaveLength(23);
+    expect(WEBHOOK_EVENTS).toContain("AUTOMATION_RUN_EXITED");
+    expect(WEBHOOK_EVENTS).toHaveLength(26);
   });
 });
 
@@ -80,7 +81,8 @@ describe("webhook body", () => {
 
 describe("webhook events no MailEvent carries", () => {
   it("takes EMAIL_SENT and BROADCAST_STARTED / COMPLETED from WebhookEvents, and nothing that has another producer", () => {
-    expect(["EMAIL_SENT", "BROADCAST_STARTED", "BROADCAST_COMPLETED"].map(webhookEventOfType)).toEqual(["EMAIL_SENT", "BROADCAST_STARTED", "BROADCAST_COMPLETED"]);
+    const produced = ["EMAIL_SENT", "BROADCAST_STARTED", "BROADCAST_COMPLETED", "AUTOMATION_RUN_STARTED", "AUTOMATION_RUN_COMPLETED", "AUTOMATION_RUN_EXITED"];
+    expect(produced.map(webhookEventOfType)).toEqual(produced);
     for (const t of ["EMAIL_DELIVERED", "EMAIL_OPENED", "TESTING_CONNECTION", "EMAIL_TELEPORTED", ""]) expect(webhookEventOfType(t), t).toBeUndefined();
     expect(WEBHOOK_EVENTS).toContain("BROADCAST_STARTED");
   });

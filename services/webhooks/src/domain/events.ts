@@ -9,7 +9,8 @@ import type { MailEventData, MailEventKind, MailSource, WebhookEventName, Webhoo
  *   receiving server; the email record's DELIVERED): EMAIL_DELIVERED.
  * - EMAIL_SENT (accepted and queued, the record's SENT) is not a MailEvent: the email
  *   service publishes it as a WebhookEvent once the delivery job is queued, as the broadcast
- *   service does BROADCAST_STARTED / BROADCAST_COMPLETED (see webhookEventOfType).
+ *   service does BROADCAST_STARTED / BROADCAST_COMPLETED and the automation unit
+ *   AUTOMATION_RUN_STARTED / COMPLETED / EXITED (see webhookEventOfType).
  * - `suppressed` means nothing was sent because the address is on the suppression list:
  *   reported as EMAIL_FAILED (detail says why), as the email's own status does.
  * - Broadcast test sends (`broadcast_test`) are previews: no webhooks.
@@ -41,6 +42,9 @@ const PRODUCED_AS_WEBHOOK_EVENTS: ReadonlySet<WebhookEventName> = new Set<Webhoo
   "EMAIL_SENT", // email service, when the email's delivery job is queued
   "BROADCAST_STARTED", // broadcast service, when the status became IN_PROGRESS
   "BROADCAST_COMPLETED", // broadcast service, the winner of the IN_PROGRESS -> COMPLETED CAS
+  "AUTOMATION_RUN_STARTED", // automation unit, once the run is stored
+  "AUTOMATION_RUN_COMPLETED", // automation unit, once the run's last step is recorded
+  "AUTOMATION_RUN_EXITED", // automation unit, once the run's exit is recorded
 ]);
 
 /** The webhook event name of a WebhookEvent's type; undefined for a type nobody should produce there. */

@@ -16,7 +16,7 @@ export const CLIENT_EVENTS = [
   "TESTING_CONNECTION",
 ] as const;
 
-/** Email and broadcast outcomes, the ones Resend and Postmark users subscribe to. */
+/** Email and broadcast outcomes, the ones Resend and Postmark users subscribe to, and automation runs (DESIGN §9.6). */
 export const EMAIL_EVENTS = [
   "EMAIL_SENT",
   "EMAIL_DELIVERED",
@@ -29,6 +29,9 @@ export const EMAIL_EVENTS = [
   "EMAIL_FAILED",
   "BROADCAST_STARTED",
   "BROADCAST_COMPLETED",
+  "AUTOMATION_RUN_STARTED",
+  "AUTOMATION_RUN_COMPLETED",
+  "AUTOMATION_RUN_EXITED",
 ] as const;
 
 export const WEBHOOK_EVENTS: readonly string[] = [...CLIENT_EVENTS, ...EMAIL_EVENTS];
