@@ -3,7 +3,7 @@ import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { buildGateway } from "./app.js";
 import { createServiceClients } from "./deps.js";
 import { natsTrackingEvents } from "./tracking-events.js";
-import { KvTokenBuckets } from "./rate-limit-kv.js";
+import { KvTokenBuckets, keyBucketIdleMs } from "@mailroom/kit/kv-token-buckets.js";
 import { loadGatewaySettings } from "./settings.js";
 
 const config = loadConfig();
@@ -21,7 +21,7 @@ const app = await buildGateway({
   rateLimitPerMinute: settings.rateLimitPerMinute,
   rateLimitBurst: settings.rateLimitBurst,
   // Shared by every gateway process; an idle key's entry expires once it would be full again.
-  rateLimitBuckets: await KvTokenBuckets.open(nc, { idleMs: Math.max(60_000, Math.ceil((settings.rateLimitBurst / settings.rateLimitPerMinute) * 60_000) * 2) }),
+  rateLimitBuckets: await KvTokenBuckets.open(nc, { idleMs: keyBucketIdleMs(settings.rateLimitPerMinute, settings.rateLimitBurst) }),
   authFailuresPerMinute: settings.authFailuresPerMinute,
   authCacheMs: settings.authCacheMs,
   errorDocsUrl: settings.errorDocsUrl,

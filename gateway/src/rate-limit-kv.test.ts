@@ -9,7 +9,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import type { ServiceClients } from "./deps.js";
-import { KvTokenBuckets } from "./rate-limit-kv.js";
+import { KvTokenBuckets } from "@mailroom/kit/kv-token-buckets.js";
 import { Kvm } from "@nats-io/kv";
 
 const directory = createClient(DirectoryService, memoryTransport(({ service }) => {

@@ -1,33 +1,9 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { LRUCache } from "lru-cache";
-import { bucketLevel, secondsUntilFull, takeFromBucket, type BucketState } from "@mailroom/kit/token-bucket.js";
+import { AddressAttempts, secondsUntilFull, type BucketTake, type TokenBuckets } from "@mailroom/kit/token-bucket.js";
 import { refusal } from "./errors.js";
 
-/** What taking one token from a shared bucket answered. */
-export interface BucketTake {
-  granted: boolean;
-  /** Tokens left after the take. */
-  tokens: number;
-  /** 0 when granted, else ms until a token is due. */
-  waitMs: number;
-}
-
-/** Token buckets by key; the gateway's processes share them through NATS KV (rate-limit-kv.ts). */
-export interface TokenBuckets {
-  take(key: string, rate: number, burst: number): Promise<BucketTake>;
-}
-
-/** Buckets of one process (unit tests, a single gateway); the least recently used are forgotten first. */
-export class MemoryTokenBuckets implements TokenBuckets {
-  private readonly buckets = new LRUCache<string, BucketState>({ max: 100_000 });
-  constructor(private readonly now: () => number = Date.now) {}
-
-  async take(key: string, rate: number, burst: number): Promise<BucketTake> {
-    const t = takeFromBucket(this.buckets.get(key), rate, burst, 1, this.now());
-    if (t.granted) this.buckets.set(key, t.state);
-    return { granted: t.granted > 0, tokens: t.state.tokens, waitMs: t.waitMs };
-  }
-}
+export type { BucketTake, TokenBuckets } from "@mailroom/kit/token-bucket.js";
+export { MemoryTokenBuckets } from "@mailroom/kit/token-bucket.js";
 
 export interface KeyRateLimit {
   buckets: TokenBuckets;
@@ -77,33 +53,22 @@ export function createKeyRateLimitHook(limit: KeyRateLimit) {
  * process: it only has to make guessing keys slow.
  */
 export class AuthFailureLimiter {
-  private readonly buckets = new LRUCache<string, BucketState>({ max: 50_000 });
-  private readonly rate: number;
+  private readonly attempts: AddressAttempts;
 
-  constructor(
-    private readonly perMinute: number,
-    private readonly now: () => number = Date.now,
-  ) {
-    this.rate = perMinute / 60;
+  constructor(perMinute: number, now: () => number = Date.now) {
+    this.attempts = new AddressAttempts(perMinute, now);
   }
 
   /** Takes one attempt for `address`, or refuses with 429 (and Retry-After) when it has none left. */
   attempt(address: string, reply?: FastifyReply): void {
-    const t = takeFromBucket(this.buckets.get(address), this.rate, this.perMinute, 1, this.now());
-    if (t.granted) {
-      this.buckets.set(address, t.state);
-      return;
-    }
-    const retryAfter = Math.max(1, Math.ceil(t.waitMs / 1000));
-    reply?.header("retry-after", retryAfter);
-    throw rateLimited(`Too many failed API key attempts from this address; retry in ${retryAfter} s`);
+    const taken = this.attempts.attempt(address);
+    if (taken.ok) return;
+    reply?.header("retry-after", taken.retryAfterS);
+    throw rateLimited(`Too many failed API key attempts from this address; retry in ${taken.retryAfterS} s`);
   }
 
   /** Gives an attempt back: the key was valid. */
   refund(address: string): void {
-    const state = this.buckets.get(address);
-    if (!state) return;
-    const level = bucketLevel(state, this.rate, this.perMinute, this.now());
-    this.buckets.set(address, { tokens: Math.min(this.perMinute, level.tokens + 1), at: Math.max(state.at, this.now()) });
+    this.attempts.refund(address);
   }
 }

@@ -3,7 +3,6 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import { bucketLevel, takeFromBucket, type BucketState } from "@mailroom/kit/token-bucket.js";
 
 export interface KeyIdentity {
   workspaceId: string;
@@ -48,37 +47,5 @@ export class ApiKeys {
       if (err instanceof ConnectError && UNKNOWN_KEY.includes(err.code)) return { ok: false, kind: "refused", message: "invalid API key" };
       return { ok: false, kind: "unavailable", message: (err as Error).message };
     }
-  }
-}
-
-/**
- * Failed AUTH attempts per client address (the gateway's AuthFailureLimiter): each attempt
- * with a key not already verified takes a token, given back when the key was valid; an
- * address out of tokens is refused before the directory is asked.
- */
-export class AuthFailures {
-  private readonly buckets = new LRUCache<string, BucketState>({ max: 50_000 });
-  private readonly rate: number;
-
-  constructor(
-    private readonly perMinute: number,
-    private readonly now: () => number = Date.now,
-  ) {
-    this.rate = perMinute / 60;
-  }
-
-  /** Takes an attempt; the seconds to wait when the address has none left. */
-  attempt(address: string): { ok: true } | { ok: false; retryAfterS: number } {
-    const t = takeFromBucket(this.buckets.get(address), this.rate, this.perMinute, 1, this.now());
-    if (!t.granted) return { ok: false, retryAfterS: Math.max(1, Math.ceil(t.waitMs / 1000)) };
-    this.buckets.set(address, t.state);
-    return { ok: true };
-  }
-
-  refund(address: string): void {
-    const state = this.buckets.get(address);
-    if (!state) return;
-    const level = bucketLevel(state, this.rate, this.perMinute, this.now());
-    this.buckets.set(address, { tokens: Math.min(this.perMinute, level.tokens + 1), at: Math.max(state.at, this.now()) });
   }
 }

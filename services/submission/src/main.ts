@@ -2,7 +2,8 @@
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { connectClient, connectNats, createLogger, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
-import { ApiKeys, AuthFailures } from "./auth.js";
+import { AddressAttempts } from "@mailroom/kit/token-bucket.js";
+import { ApiKeys } from "./auth.js";
 import { KeyRateLimit } from "./rate-limit.js";
 import { loadSubmissionSettings } from "./settings.js";
 import { startSubmissionListener } from "./smtp.js";
@@ -16,7 +17,7 @@ const nc = await connectNats(config.natsUrl, "submission");
 
 const smtp = await startSubmissionListener({
   keys: new ApiKeys(connectClient(DirectoryService, config.urls.directory), settings.authCacheMs),
-  failures: new AuthFailures(settings.authFailuresPerMinute),
+  failures: new AddressAttempts(settings.authFailuresPerMinute),
   rateLimit: await KeyRateLimit.open(nc, settings.rateLimitPerMinute, settings.rateLimitBurst),
   submitter: new Submitter(connectClient(EmailService, config.urls.email), logger),
   host: settings.host ?? config.serviceHost,

@@ -5,7 +5,8 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { AppError, toConnectError } from "@mailroom/kit/errors.js";
-import { ApiKeys, AuthFailures } from "./auth.js";
+import { AddressAttempts } from "@mailroom/kit/token-bucket.js";
+import { ApiKeys } from "./auth.js";
 import { MAX_RECIPIENTS, startSubmissionListener, type SubmissionListener } from "./smtp.js";
 import { replyOf, Submitter } from "./submit.js";
 
@@ -32,7 +33,7 @@ let listener: SubmissionListener;
 beforeAll(async () => {
   listener = await startSubmissionListener({
     keys: new ApiKeys(directory, 10_000),
-    failures: new AuthFailures(20),
+    failures: new AddressAttempts(20),
     submitter: new Submitter(email, quiet),
     host: "0.0.0.0",
     port: 0,
@@ -75,7 +76,7 @@ describe("the submission listener (without a certificate)", () => {
   it("refuses a wrong key with 535 and limits failed attempts per address (454)", async () => {
     const err = await send("127.0.0.1", { from: "a@acme.test", to: "x@example.test", subject: "s", text: "t" }, "mr_wrong_key_1").catch((e) => e);
     expect(err.response).toMatch(/^535 5\.7\.8 /);
-    const failures = new AuthFailures(2);
+    const failures = new AddressAttempts(2);
     expect([failures.attempt("10.0.0.1").ok, failures.attempt("10.0.0.1").ok, failures.attempt("10.0.0.1").ok]).toEqual([true, true, false]);
     failures.refund("10.0.0.1");
     expect(failures.attempt("10.0.0.1").ok).toBe(true);

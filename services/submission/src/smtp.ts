@@ -1,12 +1,14 @@
 import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerAuthentication, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
-import type { ApiKeys, AuthFailures, KeyIdentity } from "./auth.js";
+import type { AddressAttempts } from "@mailroom/kit/token-bucket.js";
+import type { ApiKeys, KeyIdentity } from "./auth.js";
 import type { KeyRateLimit } from "./rate-limit.js";
 import type { Logger, Submitter } from "./submit.js";
 
 export interface SubmissionListenerOptions {
   keys: ApiKeys;
-  failures: AuthFailures;
+  /** Failed AUTH attempts per client address (the gateway's limiter). */
+  failures: AddressAttempts;
   rateLimit?: KeyRateLimit;
   submitter: Submitter;
   host: string;

@@ -1,15 +1,21 @@
 import { createHash } from "node:crypto";
 import type { KV, KvEntry } from "@nats-io/kv";
-import { openKvBucket } from "@mailroom/kit/jetstream.js";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { takeFromBucket, type BucketState } from "@mailroom/kit/token-bucket.js";
-import { Coalescer } from "@mailroom/kit/coalesce.js";
-import type { BucketTake, TokenBuckets } from "./rate-limit.js";
-
-export const RATE_LIMIT_BUCKET = "mailroom_gateway_rate_limit";
+import { openKvBucket } from "./jetstream.js";
+import { takeFromBucket, type BucketState, type BucketTake, type TokenBuckets } from "./token-bucket.js";
+import { Coalescer } from "./coalesce.js";
 
 /**
- * Per-key token buckets shared by every gateway process through JetStream KV: one entry
+ * The per-API-key budget's bucket: the gateway (HTTP) and the submission unit (SMTP) take
+ * from the same entry, so a key has one budget however it sends.
+ */
+export const RATE_LIMIT_BUCKET = "mailroom_gateway_rate_limit";
+
+/** How long an idle key's entry is kept: until it would be full again (at least a minute), twice over. */
+export const keyBucketIdleMs = (perMinute: number, burst: number) => Math.max(60_000, Math.ceil((burst / perMinute) * 60_000) * 2);
+
+/**
+ * Per-key token buckets shared by every process that takes from them (gateways, submission) through JetStream KV: one entry
  * per API key, `{ tokens, at }`, updated by compare-and-set on its revision (a lost race
  * reads again). Entries untouched for `idleMs` expire, which is a full bucket anyway.
  *
