@@ -95,6 +95,25 @@ describe("inbound mail", () => {
     expect(t.events.events).toMatchObject([{ type: "complained", deliveryId: delivery.deliveryId, recipient: "ann@example.test" }]);
   });
 
+  it("suppresses a complaining cc or bcc (the report's Original-Rcpt-To), not the email's `to`, and publishes no event of the email", async () => {
+    const t = testInbound();
+    // The fixture's report names ann@example.test: here a bcc of a message to boss@.
+    await t.inbound.rememberSent(sentDelivery({ recipient: "boss@example.test", otherRecipients: ["cfo@example.test", "ann@example.test"] }));
+    const fbl = { mailFrom: "fbl@isp.example.test", rcptTo: [`fbl@${BOUNCE_DOMAIN}`] };
+    const outcomes = await t.inbound.receive(fbl, fixture("arf-abuse.eml", { deliveryId: delivery.deliveryId }));
+    expect(outcomes).toEqual([{ kind: "complaint", deliveryId: delivery.deliveryId, recipient: "ann@example.test", feedbackType: "abuse" }]);
+    expect(t.suppressions.suppressed).toMatchObject([{ email: "ann@example.test", reason: "complaint" }]);
+    expect(t.events.events).toEqual([]);
+
+    // A report that names no recipient is the `to`'s, as before there were copies.
+    const u = testInbound();
+    await u.inbound.rememberSent(sentDelivery({ recipient: "boss@example.test", otherRecipients: ["ann@example.test"] }));
+    const redacted = fixture("arf-abuse.eml", { deliveryId: delivery.deliveryId }).replace(/^Original-Rcpt-To: .*\n/m, "");
+    await u.inbound.receive(fbl, redacted);
+    expect(u.suppressions.suppressed).toMatchObject([{ email: "boss@example.test", reason: "complaint" }]);
+    expect(u.events.events).toMatchObject([{ type: "complained", recipient: "boss@example.test" }]);
+  });
+
   it("finds a complaint's delivery by the quoted return path when the header is gone", async () => {
     const t = await withDelivery();
     const raw = fixture("arf-abuse.eml", { deliveryId: delivery.deliveryId }).replace(/^X-Mailroom-Delivery-Id: .*\n/m, "");

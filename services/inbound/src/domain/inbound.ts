@@ -85,7 +85,7 @@ export class InboundMail {
         const fromReturnPath = finding.returnPath ? verpDeliveryOf(this.deps.policy.secret, finding.returnPath)?.deliveryId : undefined;
         const deliveryId = finding.deliveryId || fromReturnPath || returnPathDeliveryId;
         if (!deliveryId) return ignored("complaint that names no delivery of ours");
-        return this.complaint(await this.delivery(deliveryId), finding.feedbackType, finding.userAgent);
+        return this.complaint(await this.delivery(deliveryId), finding.feedbackType, finding.userAgent, finding.reportedRecipient);
       }
       case "no-failure":
         return ignored(`delivery status "${finding.action}" ${finding.status}`.trim());
@@ -105,7 +105,7 @@ export class InboundMail {
 
   private async bounce(delivery: SentDelivery, verdict: BounceVerdict): Promise<Outcome> {
     const detail = verdict.diagnostic || (verdict.status ? `status ${verdict.status}` : "bounced");
-    const other = otherRecipientNamed(delivery, verdict);
+    const other = otherRecipientNamed(delivery, [verdict.originalRecipient, verdict.finalRecipient]);
     if (other) {
       // A cc or bcc of the message bounced: that address is suppressed when the failure is
       // final; the email's own status follows its `to`, so no bounce event of the email.
@@ -128,8 +128,16 @@ export class InboundMail {
     return { kind, deliveryId: delivery.deliveryId, recipient: delivery.recipient, status: verdict.status };
   }
 
-  private async complaint(delivery: SentDelivery, feedbackType: string, userAgent: string): Promise<Outcome> {
+  private async complaint(delivery: SentDelivery, feedbackType: string, userAgent: string, reportedRecipient: string): Promise<Outcome> {
     const detail = `feedback-type ${feedbackType}${userAgent ? ` from ${userAgent}` : ""}`;
+    const other = otherRecipientNamed(delivery, [reportedRecipient]);
+    if (other) {
+      // A cc or bcc complained: that address is suppressed; the email's own status and
+      // events follow its `to`, as for a cc's bounce. A report that names nobody (many
+      // feedback loops redact the recipient) is taken as the `to`'s.
+      await this.deps.suppressions.suppress(delivery.workspaceId, other, "complaint", detail);
+      return { kind: "complaint", deliveryId: delivery.deliveryId, recipient: other, feedbackType };
+    }
     await this.deps.suppressions.suppress(delivery.workspaceId, delivery.recipient, "complaint", detail);
     await this.deps.events.publish(this.eventOf(delivery, "complained", [feedbackType], { detail }));
     return { kind: "complaint", deliveryId: delivery.deliveryId, recipient: delivery.recipient, feedbackType };
@@ -191,12 +199,12 @@ export class InboundMail {
  * The cc or bcc address a bounce report names, when it names one of the message's other
  * recipients rather than its `to` (the report's Original-Recipient, else Final-Recipient).
  */
-function otherRecipientNamed(delivery: SentDelivery, verdict: BounceVerdict): string | undefined {
+function otherRecipientNamed(delivery: SentDelivery, namedInReport: string[]): string | undefined {
   const others = delivery.otherRecipients ?? [];
   if (!others.length) return undefined;
   const bare = (a: string) => a.trim().replace(/^<(.*)>$/, "$1").toLowerCase();
   const to = bare(delivery.recipient);
-  for (const named of [verdict.originalRecipient, verdict.finalRecipient].map(bare).filter(Boolean)) {
+  for (const named of namedInReport.map(bare).filter(Boolean)) {
     if (named === to) return undefined;
     const match = others.find((o) => bare(o) === named);
     if (match) return match;
