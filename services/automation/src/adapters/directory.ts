@@ -1,0 +1,72 @@
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
+import type { DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { GroupService } from "../../../../gen/mailroom/directory/v1/groups_pb.js";
+import type { AutomationDirectory } from "../domain/automations.js";
+
+const RPC = { timeoutMs: 15_000 };
+
+const isNotFound = (err: unknown) => err instanceof ConnectError && err.code === Code.NotFound;
+
+/** A neighbour's 4xx refusal as the same AppError (its code and message); anything else unchanged. */
+function asDomainError(err: unknown): unknown {
+  const info = errorInfoOf(err);
+  return info && info.httpStatus >= 400 && info.httpStatus < 500 ? appErrorFromInfo(info) : err;
+}
+
+/**
+ * The directory over Connect, for the catalog's checks of what a definition names. Nothing
+ * is cached: these run at create, update and activate only.
+ */
+export class RpcAutomationDirectory implements AutomationDirectory {
+  constructor(
+    private readonly directory: Client<typeof DirectoryService>,
+    private readonly groups: Client<typeof GroupService>,
+  ) {}
+
+  async templateExists(workspaceId: string, name: string): Promise<boolean> {
+    try {
+      const { template } = await this.directory.getTemplate({ workspaceId, name }, RPC);
+      return template !== undefined;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      // A name the directory refuses as a name (e.g. invalid characters) names no template either.
+      if (errorInfoOf(err)?.httpStatus === 400) return false;
+      throw asDomainError(err);
+    }
+  }
+
+  async groupId(workspaceId: string, idOrPublicId: string): Promise<string | undefined> {
+    try {
+      const { group } = await this.groups.getGroup({ workspaceId, groupId: idOrPublicId }, RPC);
+      return group?.id || undefined;
+    } catch (err) {
+      if (isNotFound(err) || errorInfoOf(err)?.httpStatus === 400) return undefined;
+      throw asDomainError(err);
+    }
+  }
+
+  async propertySlugs(workspaceId: string): Promise<string[]> {
+    try {
+      const { properties } = await this.directory.listContactProperties({ workspaceId }, RPC);
+      return properties.map((p) => p.slug);
+    } catch (err) {
+      throw asDomainError(err);
+    }
+  }
+
+  /**
+   * The directory compiles the filter the way it will run it (its property types, groups,
+   * engagement terms): a one-contact page of ListContacts is the cheapest call that does.
+   */
+  async filterError(workspaceId: string, filter: Record<string, unknown>): Promise<string | undefined> {
+    try {
+      await this.directory.listContacts({ workspaceId, filter: JSON.stringify(filter), page: { limit: 1 } }, RPC);
+      return undefined;
+    } catch (err) {
+      const info = errorInfoOf(err);
+      if (info?.code === "invalid_filter") return info.message;
+      throw asDomainError(err);
+    }
+  }
+}
