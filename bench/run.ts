@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   broadcast: async () => (await import("./broadcast.js")).runBroadcastBench(),
   tracking: async () => (await import("./tracking.js")).runTrackingBench(),
   audience: async () => (await import("./audience.js")).runAudienceBench(),
+  automation: async () => (await import("./automation.js")).runAutomationBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
