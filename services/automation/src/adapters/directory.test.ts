@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import { GroupService } from "../../../../gen/mailroom/directory/v1/groups_pb.js";
+import { memoryTransport } from "@mailroom/kit/connect.js";
+import { directoryRoutes } from "../../../directory/src/routes.js";
+import { groupRoutes } from "../../../directory/src/group-routes.js";
+import { Groups } from "../../../directory/src/domain/groups.js";
+import { GroupMembershipStore, GroupStore } from "../../../directory/src/adapters/group-store.js";
+import { ContactFilters } from "../../../directory/src/adapters/contact-filter.js";
+import { memoryDirectory } from "../../../directory/src/testing.js";
+import { RpcAutomationDirectory } from "./directory.js";
+
+const WS = "ws_auto";
+
+/** The adapter against the real directory (in memory): what each answer means for a definition. */
+describe("RpcAutomationDirectory", () => {
+  it("confirms templates, groups (by id or publicId), properties and filters the way the directory runs them", async () => {
+    const dir = await memoryDirectory();
+    await dir.bootstrap.load({ workspaces: [{ id: WS, name: "Auto" }] });
+    await dir.templates.create(WS, { name: "welcome", subject: "Hi", html: "<p>Hi</p>" });
+    await dir.properties.create(WS, { slug: "plan", type: "STRING" });
+    const groups = new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces);
+    const vip = await groups.create(WS, { publicId: "vip" });
+    const filters = await ContactFilters.open(dir.store);
+    const adapter = new RpcAutomationDirectory(
+      createClient(DirectoryService, memoryTransport(directoryRoutes(dir, filters.compileContactFilter))),
+      createClient(GroupService, memoryTransport(groupRoutes(groups))),
+    );
+
+    expect(await adapter.templateExists(WS, "welcome")).toBe(true);
+    expect(await adapter.templateExists(WS, "ghost")).toBe(false);
+    expect(await adapter.templateExists(WS, "not a name!")).toBe(false);
+    expect(await adapter.groupId(WS, "vip")).toBe(vip._id);
+    expect(await adapter.groupId(WS, vip._id)).toBe(vip._id);
+    expect(await adapter.groupId(WS, "ghost")).toBeUndefined();
+    const slugs = await adapter.propertySlugs(WS);
+    expect(slugs).toEqual(expect.arrayContaining(["plan", "firstName", "lastName"]));
+    expect(await adapter.filterError(WS, { "properties.plan": "pro", groups: "vip" })).toBeUndefined();
+    expect(await adapter.filterError(WS, { $and: [{ email: { $contains: "@" } }, { "properties.shoe": 1 }] })).toMatch(/^filter\.\$and\[1\]\.properties\.shoe: /);
+  });
+});
