@@ -4,7 +4,7 @@
  * suppression list with reasons.
  *
  *   GET  /contacts?search=&status=&cursor=
- *   GET  /contacts/:id                    properties, history, webhook history, and the edit, unsubscribe and delete forms
+ *   GET  /contacts/:id                    properties, history, webhook history, automation runs, and the edit, unsubscribe and delete forms
  *   POST /contacts/:id                    save the edit form (names, timezone, custom properties)
  *   POST /contacts/:id/unsubscribe        suppress the address as unsubscribed (as its unsubscribe link does)
  *   POST /contacts/:id/resubscribe        lift an unsubscribe (never a bounce or complaint)
@@ -27,6 +27,7 @@ import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flas
 import { seeOther, sessionOf, setFlash } from "./session.js";
 import { ImportJobs, jobJson, type ImportJob } from "./contacts-import.js";
 import { contactWebhookHistory } from "./webhook-events.js";
+import { contactAutomationsSection } from "./automation-runs.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -272,7 +273,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   async function contactPage(request: FastifyRequest, contact: Contact, flash?: Flash, typed?: Record<string, string>): Promise<string> {
     const session = sessionOf(request);
     const opts = rpcOptions(request);
-    const [events, suppression, definitions, hooks] = await Promise.all([
+    const [events, suppression, definitions, hooks, automations] = await Promise.all([
       directory().listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
       directory().checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
       session.canEdit ? customProperties(request) : Promise.resolve([]),
@@ -284,6 +285,8 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
         request.log.warn({ err }, "webhook history not available");
         return `<p class="muted">The webhook history is not available right now.</p>`;
       }),
+      // The automation unit's runs of this contact; the section says so when it is not available.
+      contactAutomationsSection(deps, request, contact.id),
     ]);
     const props = Object.entries(contact.properties ?? {});
     const builtIns: Array<[string, string]> = [
@@ -311,6 +314,9 @@ ${history.length ? `<ol class="timeline">${history.map((h) => `<li${h.tone ? ` c
 <section aria-labelledby="wh-h"><h2 id="wh-h">Webhook history</h2>
 <p class="muted">The contact's CONTACT_* events that went to this workspace's webhooks, newest first.</p>
 ${hooks}</section>
+<section aria-labelledby="aut-h"><h2 id="aut-h">Automations</h2>
+<p class="muted">The automation runs this contact is in, newest first, with each step's time.</p>
+${automations}</section>
 ${session.canEdit ? actions(contact, definitions, csrfField(session), suppression?.reason, typed) : ""}
 <p><a href="${consoleUrl("/contacts")}">Back to contacts</a></p>`;
     return consolePage({ title: contact.email, session, active: "contacts", flash, body });

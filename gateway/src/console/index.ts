@@ -44,6 +44,7 @@ import { registerSegmentPages } from "./segments.js";
 import { registerTopicPages } from "./topics.js";
 import { registerFormPages } from "./forms.js";
 import { registerAudiencePickerRoutes } from "./audience-picker.js";
+import { registerAutomationPages } from "./automations.js";
 
 export type { ConsoleDeps, ConsolePageModule };
 
@@ -51,7 +52,7 @@ export type { ConsoleDeps, ConsolePageModule };
 const PAGE_MODULES: ConsolePageModule[] = [
   registerStatsPages, registerDomainPages, registerEmailPages,
   registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages,
-  registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerWebhookPages,
+  registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages,
 ];
 
 /** Largest multipart upload (a contacts CSV). */
