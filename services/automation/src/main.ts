@@ -1,0 +1,78 @@
+/** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumers, the claim loop). */
+import { jetstream } from "@nats-io/jetstream";
+import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { GroupService } from "../../../gen/mailroom/directory/v1/groups_pb.js";
+import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { connectClient, connectNats, createLogger, defaultServicePort, loadConfig, newId, onShutdown, startConnectServer } from "@mailroom/kit";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
+import { openStore } from "@mailroom/store/open.js";
+import { systemClock } from "./adapters/clock.js";
+import { StoreCatalog } from "./adapters/catalog-store.js";
+import { ConnectContacts } from "./adapters/contacts.js";
+import { RpcAutomationDirectory } from "./adapters/directory.js";
+import { ConnectMailer } from "./adapters/email.js";
+import { CollectionRunStore } from "./adapters/run-store.js";
+import { RunWebhookEvents } from "./adapters/webhook-events.js";
+import { Automations } from "./domain/automations.js";
+import { Enrolment } from "./domain/enrol.js";
+import { Runner } from "./domain/runner.js";
+import { AnnouncementSweep, Exits, Runs } from "./domain/runs.js";
+import { startConsumers } from "./consumers.js";
+import { automationRoutes } from "./routes.js";
+import { loadAutomationSettings } from "./settings.js";
+
+const config = loadConfig();
+const settings = loadAutomationSettings();
+const logger = createLogger("automation", config.logLevel);
+
+const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "automation" });
+const catalog = new StoreCatalog(store);
+await catalog.init();
+const runStore = new CollectionRunStore(store);
+await runStore.init();
+const nc = await connectNats(config.natsUrl, "automation");
+await ensureMailStreams(nc);
+
+const directoryClient = connectClient(DirectoryService, config.urls.directory);
+const groupClient = connectClient(GroupService, config.urls.directory);
+const contacts = new ConnectContacts(directoryClient, groupClient);
+const mailer = new ConnectMailer(connectClient(EmailService, config.urls.email), settings.sendBatch);
+const events = new RunWebhookEvents(new WebhookEventPublisher(jetstream(nc)));
+const exits = new Exits(runStore, events, systemClock, logger);
+const runs = new Runs(runStore, exits, systemClock);
+const automations = new Automations({
+  repo: catalog,
+  directory: new RpcAutomationDirectory(directoryClient, groupClient),
+  runs,
+  clock: systemClock,
+  newId: () => newId("aut"),
+});
+
+const runner = new Runner(
+  { runs: runStore, catalog, contacts, mailer, exits, clock: systemClock, logger },
+  { intervalMs: settings.claimIntervalMs, leaseMs: settings.leaseMs, concurrency: settings.concurrency },
+);
+runner.start();
+const sweep = new AnnouncementSweep(runStore, exits, systemClock, logger);
+sweep.start();
+const enrolment = new Enrolment({ runs: runStore, catalog, contacts, mailer, exits, events, clock: systemClock, logger });
+const consumers = await startConsumers(nc, enrolment, logger, { concurrency: settings.concurrency });
+
+const server = await startConnectServer({
+  routes: automationRoutes(automations),
+  port: config.servicePort ?? defaultServicePort(config, "automation"),
+  host: config.serviceHost,
+  logger,
+  healthy: () => !nc.isClosed(),
+});
+logger.info({ url: server.url, store: store.kind }, "automation listening");
+
+onShutdown(logger, async () => {
+  await server.close();
+  await Promise.all(consumers.map((c) => c.stop()));
+  sweep.stop();
+  await runner.stop();
+  await nc.drain();
+  await store.close();
+});
