@@ -237,6 +237,13 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   // Signup forms (the directory, DESIGN §9.4)
   invalid_form: { status: 400, description: "A form field is invalid: an empty or over-long `name`, a field that is not `email`, `firstName`, `lastName` nor a custom property of the workspace (or listed twice), a group or topic the workspace does not have, a `redirectUrl` that is not an absolute http(s) URL. The message names the field." },
   form_not_found: { status: 404, description: "No signup form with this id exists (in this workspace, for `/v1/forms`). `GET /v1/forms` lists them." },
+  // Automations (DESIGN §9.6)
+  invalid_automation: {
+    status: 400,
+    description: "An automation's definition is invalid, or names something the workspace does not have. The message starts with the JSON path of the fault, which the body's `path` repeats: `steps[1].then[0].template: template \"x\" does not exist`, `trigger.filter.properties.plan: unknown property \"plan\"`, `steps[2].timeout: …` (a `wait_for_event` needs one), `steps[0].then: …` (a branch given may not be empty), a duplicate step `id`, a duration under 1 s. `GET /v1/templates`, `/v1/groups` and `/v1/contact-properties` list what may be named.",
+  },
+  automation_not_found: { status: 404, description: "No automation with this id exists in the workspace (a deleted one is gone too), or it never had the `version` asked for. `GET /v1/automations` lists them." },
+  automation_state: { status: 409, description: "The automation's status does not allow this: only a DRAFT or PAUSED automation can be activated, only an ACTIVE one paused (the message names its status). Also answered to an update when another update made a new version first: read it again and retry." },
   // Broadcast content (compiled by the renderer)
   html_too_large: { status: 413, description: "The HTML is too large: at most 500 KB for a broadcast and 5 MB for an email." },
   text_too_large: { status: 413, description: "The plain-text part is larger than 1 MB." },

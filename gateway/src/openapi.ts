@@ -66,6 +66,7 @@ export const TAGS = [
   { name: "Segments", description: "Saved filters (the §9.4 filter language) with an exact count and their contacts; broadcast audiences name them." },
   { name: "Groups", description: "Named sets of contacts (the official client's `groups`), each unique by your own `publicId`; joining and leaving send `CONTACT_TAG_ADDED` / `CONTACT_TAG_REMOVED`." },
   { name: "Topics", description: "What broadcasts are about; each contact's choices (also on the recipients' preference page)." },
+  { name: "Automations", description: "Workflows that run themselves (DESIGN §9.6): a trigger enrols a contact, steps send, wait, branch and change the contact; versions, pause and resume, runs and per-step counts." },
 ] as const;
 
 /** One operation, as a route declares it. Whether it needs the API key follows from where it is registered. */

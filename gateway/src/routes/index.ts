@@ -57,6 +57,16 @@ import { registerListGroupContacts } from "./groups-contacts-list.js";
 import { registerTopics } from "./topics.js";
 import { registerTopicItem } from "./topics-item.js";
 import { registerContactTopics } from "./topics-contact.js";
+import { registerCreateAutomation } from "./automations-create.js";
+import { registerListAutomations } from "./automations-list.js";
+import { registerGetAutomation } from "./automations-get.js";
+import { registerUpdateAutomation } from "./automations-update.js";
+import { registerDeleteAutomation } from "./automations-delete.js";
+import { registerActivateAutomation } from "./automations-activate.js";
+import { registerPauseAutomation } from "./automations-pause.js";
+import { registerListAutomationRuns } from "./automations-runs.js";
+import { registerAutomationStats } from "./automations-stats.js";
+import { registerContactAutomationRuns } from "./automations-contact-runs.js";
 
 /**
  * Routes under /v1 that need an API key. Each module registers its own path(s);
@@ -80,6 +90,9 @@ export const apiRoutes: RouteModule[] = [
   registerAddGroupContact, registerRemoveGroupContact, registerListGroupContacts,
   // Topics and contacts' choices (DESIGN §9.4).
   registerTopics, registerTopicItem, registerContactTopics,
+  // Automations, their runs and per-step stats (DESIGN §9.6).
+  registerCreateAutomation, registerListAutomations, registerGetAutomation, registerUpdateAutomation, registerDeleteAutomation,
+  registerActivateAutomation, registerPauseAutomation, registerListAutomationRuns, registerAutomationStats, registerContactAutomationRuns,
 ];
 
 // The recipient-link modules register plain fastify routes; their operations are declared here.
