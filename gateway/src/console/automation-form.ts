@@ -32,6 +32,8 @@ export interface FormStep {
   days: string[];
   then: FormStep[];
   else: FormStep[];
+  /** The type the form showed (a changed type renames an id the editor gave). */
+  was?: string;
 }
 
 export interface FormDraft {
@@ -79,6 +81,7 @@ function stepsFromForm(body: unknown, prefix: string, depth: number): FormStep[]
     out.push({
       id: str(body, `${p}.id`).trim(), type: str(body, `${p}.type`), fields, days: all(body, `${p}.days`),
       then: stepsFromForm(body, `${p}.then`, depth + 1), else: stepsFromForm(body, `${p}.else`, depth + 1),
+      was: str(body, `${p}.was`),
     });
   }
   return out;
@@ -175,13 +178,17 @@ const DEFAULT_FIELDS: Record<string, Record<string, string>> = {
   update_contact: { properties: "{}" },
 };
 
-function newStep(draft: FormDraft, type: string): FormStep {
+function freshId(draft: FormDraft, type: string): string {
   const ids = allIds(draft.steps);
   let n = 1;
   while (ids.has(`${type}_${n}`)) n++;
+  return `${type}_${n}`;
+}
+
+function newStep(draft: FormDraft, type: string): FormStep {
   const fields: Record<string, string> = {};
   for (const key of STEP_FIELDS) fields[key] = DEFAULT_FIELDS[type]?.[key] ?? "";
-  return { id: `${type}_${n}`, type, fields, days: [], then: [], else: [] };
+  return { id: freshId(draft, type), type, fields, days: [], then: [], else: [] };
 }
 
 /**
@@ -202,6 +209,12 @@ export function applyOp(draft: FormDraft, op: string, body: unknown): string | u
   const list = at && listAt(draft, at.list);
   if (!at || !list || at.index >= list.length) return undefined;
   const { index } = at;
+  const step = list[index];
+  if (verb === "type" && step.was && step.was !== step.type) {
+    // An id the editor made up ("send_2") follows the type; one a person chose stays.
+    if (step.id.startsWith(`${step.was}_`) && /^\d+$/.test(step.id.slice(step.was.length + 1))) step.id = freshId(draft, step.type);
+    for (const [key, value] of Object.entries(DEFAULT_FIELDS[step.type] ?? {})) if (!step.fields[key]) step.fields[key] = value;
+  }
   if (verb === "remove") {
     list.splice(index, 1);
     return `add-${at.list}`;
@@ -409,6 +422,7 @@ function stepHtml(step: FormStep, p: string, index: number, count: number, ctx: 
   const button = (verb: string, label: string, disabled: boolean, cls = "secondary small") =>
     `<button type="submit" class="${cls}" name="op" value="${verb}:${attr(p)}" formnovalidate${disabled ? " disabled" : ""} aria-label="${attr(`${label} step ${human}`)}">${escapeHtml(label)}</button>`;
   return `<li><fieldset class="step-edit${errorHere ? " has-error" : ""}" id="edit-${attr(p)}" data-path="${attr(p)}"><legend>Step ${escapeHtml(human)}: ${escapeHtml(STEP_LABELS[step.type] ?? step.type)}</legend>${errorHere}
+<input type="hidden" name="${attr(`${p}.was`)}" value="${attr(step.type)}">
 <div class="row">${input(`f-${p}.id`, `${p}.id`, "Step id", step.id, ` required maxlength="64" size="14"`)}
 <div class="field"><label for="${attr(`f-${p}.type`)}">Type</label><select id="${attr(`f-${p}.type`)}" name="${attr(`${p}.type`)}" data-retype>${STEP_TYPES.map((t) => option(t, STEP_LABELS[t], step.type)).join("")}</select></div>
 <div class="field js-hide"><button type="submit" class="secondary" name="op" value="type:${attr(p)}" formnovalidate data-apply>Apply type</button></div></div>

@@ -5,7 +5,7 @@ import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import {
   AutomationSchema, AutomationService, AutomationStatus, RunSchema, RunStatus,
-  type Automation, type CreateAutomationRequest, type UpdateAutomationRequest,
+  type CreateAutomationRequest, type UpdateAutomationRequest,
 } from "../../../gen/mailroom/automation/v1/automation_pb.js";
 import { ContactStatus, DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { GroupService } from "../../../gen/mailroom/directory/v1/groups_pb.js";
@@ -52,7 +52,7 @@ const EVERY_STEP = [
 ];
 const TRIGGER = { type: "event", name: "signed_up", filter: { "properties.plan": { $exists: true } } };
 
-const automation = (over: Partial<Automation> = {}) => create(AutomationSchema, {
+const automation = (over: { id?: string; name?: string; status?: AutomationStatus; version?: number; runs?: { active?: bigint; completed?: bigint; exited?: bigint } } = {}) => create(AutomationSchema, {
   id: AUT, workspaceId: "ws_a", name: "Welcome <series>", status: AutomationStatus.ACTIVE,
   triggerJson: JSON.stringify(TRIGGER), stepsJson: JSON.stringify(EVERY_STEP), reentryJson: JSON.stringify({ after: "P30D" }),
   version: 3, createdAt: timestampFromDate(new Date(Date.UTC(2030, 0, 1))), updatedAt: timestampFromDate(new Date(Date.UTC(2030, 0, 2))),
@@ -309,8 +309,15 @@ describe("console: automations", () => {
     const set = (name: string, value: string) => { fields = fields.map(([k, v]) => [k, k === name ? value : v]); };
     set("steps.0.filter", '{"properties.plan":"pro"}');
     set("steps.0.then.0.template", "welcome");
-    page = await post("/console/automations", [["_csrf", csrf], ...fields.filter(([k]) => k !== "steps.__add"), ["steps.__add", "wait"], ["op", "add:steps"]]);
+    // A second send, turned into a wait: its made-up id follows the type, and the wait's field appears.
+    page = await post("/console/automations", [["_csrf", csrf], ...fields.filter(([k]) => k !== "steps.__add"), ["steps.__add", "send"], ["op", "add:steps"]]);
     fields = formFields(page.body, "automation-form").filter(([k]) => k !== "definition" && k !== "_csrf");
+    expect(fields).toContainEqual(["steps.1.id", "send_2"]);
+    set("steps.1.type", "wait");
+    page = await post("/console/automations", [["_csrf", csrf], ...fields, ["op", "type:steps.1"]]);
+    fields = formFields(page.body, "automation-form").filter(([k]) => k !== "definition" && k !== "_csrf");
+    expect(fields).toContainEqual(["steps.1.id", "wait_1"]);
+    expect(fields).toContainEqual(["steps.1.duration", "1 day"]);
     set("steps.1.duration", "1 hour 30 minutes");
     page = await post("/console/automations", [["_csrf", csrf], ...fields, ["op", "up:steps.1"]]);
     fields = formFields(page.body, "automation-form").filter(([k]) => k !== "definition" && k !== "_csrf");
