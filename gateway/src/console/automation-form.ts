@@ -457,7 +457,7 @@ form.addEventListener("change",function(e){var s=e.target;if(s.hasAttribute&&s.h
 if(s.id==="trigger-type")showTrigger()});
 function showTrigger(){var t=document.getElementById("trigger-type").value;form.querySelectorAll("[data-trigger-for]").forEach(function(d){d.hidden=d.getAttribute("data-trigger-for").split(" ").indexOf(t)<0})}
 showTrigger();
-var focus=form.getAttribute("data-focus");if(focus){var el=document.getElementById(focus);if(el){el.scrollIntoView({block:"center"});var i=el.querySelector("input,select,button");if(i)i.focus({preventScroll:true})}}})();`;
+var focus=form.getAttribute("data-focus");if(focus){var el=document.getElementById(focus);if(el){el.scrollIntoView({block:"center"});var i=el.querySelector("input:not([type=hidden]),select,textarea,button");if(i)i.focus({preventScroll:true})}}})();`;
 
 const FORM_STYLE = `<style>
 ol.edit-steps{list-style:none;margin:0;padding:0;display:grid;gap:.75rem}
@@ -470,6 +470,7 @@ fieldset.days{border:0;padding:0;margin:0 0 .5rem}fieldset.days legend{font-weig
 .step-actions{margin:.5rem 0 0}
 .step-error,.form-error{color:#991b1b;margin:.25rem 0 .5rem}
 [data-inactive]{opacity:.8}
+fieldset.step-edit button:disabled{opacity:.45;cursor:not-allowed}
 </style>`;
 
 export function automationFormHtml(draft: FormDraft, ctx: FormContext): string {
