@@ -138,9 +138,9 @@ describe.skipIf(!existsSync(CHROMIUM))("console: automations in a browser", () =
     expect(await count("send_1", "entered")).toBe("0");
     await page.evaluate(() => { (window as unknown as { stayed: boolean }).stayed = true; });
 
-    const created = await sys.api("POST", "/v1/contacts", { key: KEY, body: { email: "ann@example.test", firstName: "Ann", subscribed: true, properties: { plan: "pro" } } });
+    const created = await sys.api("POST", "/v1/contacts", { key: KEY, body: { properties: { email: "ann@example.test", firstName: "Ann", status: "SUBSCRIBED", plan: "pro" } } });
     expect(created.status, JSON.stringify(created.body)).toBeLessThan(300);
-    const contactId: string = created.body.contact?.id ?? created.body.id;
+    const contactId: string = created.body.contact.id;
 
     await expect.poll(() => count("send_1", "entered"), { timeout: 30_000 }).toBe("1");
     await expect.poll(() => count("wait_1", "waiting"), { timeout: 30_000 }).toBe("1");
