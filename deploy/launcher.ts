@@ -10,6 +10,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import { ConfigError, loadConfig } from "@mailroom/kit/config.js";
+import { loadAutomationSettings } from "../services/automation/src/settings.js";
 import { loadBroadcastSettings } from "../services/broadcast/src/settings.js";
 import { loadDeliverySettings } from "../services/delivery/src/settings.js";
 import { loadDirectorySettings } from "../services/directory/src/settings.js";
@@ -55,6 +56,7 @@ const { config, deliverySettings, directorySettings, inboundSettings, submission
     email: read(() => loadEmailSettings()),
     broadcast: read(() => loadBroadcastSettings()),
     webhooks: read(() => loadWebhooksSettings()),
+    automation: read(() => loadAutomationSettings()),
     delivery: read(() => loadDeliverySettings()),
     directory: read(() => loadDirectorySettings()),
     inbound: read(() => loadInboundSettings()),

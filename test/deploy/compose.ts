@@ -42,6 +42,7 @@ export const UNIT_ADDRESSES: Partial<Record<UnitName, string>> = {
   inbound: "127.0.0.8",
   webhooks: "127.0.0.9",
   submission: "127.0.0.10",
+  automation: "127.0.0.11",
 };
 
 /** Compose's `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `${VAR:?error}` and `${VAR?error}`. */
