@@ -19,7 +19,8 @@ describe("automation runs across kill -9 (real processes)", () => {
   let sys: TestSystem;
 
   beforeAll(async () => {
-    sys = await startAutomationSystem([workspace(KILL_AUTOMATION, ["one", "two"]), workspace(KILL_EMAIL, ["one", "two"])]);
+    // A short lease: the restarted unit takes over the killed one's claimed runs after 3 s, not the default 30.
+    sys = await startAutomationSystem([workspace(KILL_AUTOMATION, ["one", "two"]), workspace(KILL_EMAIL, ["one", "two"])], { MAILROOM_AUTOMATION_LEASE_MS: "3000" });
   }, 120_000);
   afterAll(async () => sys?.stop());
 

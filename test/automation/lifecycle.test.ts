@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestSystem } from "../harness/system.js";
-import { automations, mailsTo, sleep, startAutomationSystem, stepsById, until, workspace } from "./support.js";
+import { automations, mailsTo, sleep, startAutomationSystem, stepsById, until, waitingIn, workspace } from "./support.js";
 
 const PAUSE = "ws_auto_pause";
 const VERSIONS = "ws_auto_versions";
@@ -31,7 +31,7 @@ describe("automation lifecycle with runs in progress (real processes)", () => {
       steps: [{ id: "w", type: "wait", duration: "PT2S" }, { id: "s", type: "send", template: "held" }],
     });
     const contact = await auto.contact("held@pause.test", "Hal");
-    await until("the run waits", () => auto.runs(automation.id), (r) => r[0]?.currentStepId === "w");
+    await until("the run waits", () => auto.runs(automation.id), (r) => waitingIn(r[0], "w"));
     const paused = await auto.api("POST", `/v1/automations/${automation.id}/pause`, {});
     expect([paused.status, paused.body.automation?.status]).toEqual([200, "PAUSED"]);
     // The wait ends at +2 s, while paused: the run holds at it, nothing goes out.
@@ -64,7 +64,7 @@ describe("automation lifecycle with runs in progress (real processes)", () => {
     ];
     const automation = await auto.active({ name: "Versions", trigger: { type: "contact_created" }, steps: stepsOf("v1") });
     const early = await auto.contact("early@versions.test", "Eve");
-    await until("the early run waits", () => auto.runs(automation.id), (r) => r[0]?.currentStepId === "w");
+    await until("the early run waits", () => auto.runs(automation.id), (r) => waitingIn(r[0], "w"));
     const patched = await auto.api("PATCH", `/v1/automations/${automation.id}`, { steps: stepsOf("v2") });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(patched.body.automation).toMatchObject({ version: 2, status: "ACTIVE", steps: stepsOf("v2") });
@@ -92,7 +92,7 @@ describe("automation lifecycle with runs in progress (real processes)", () => {
     const quitter = await auto.contact("quitter@leave.test", "Quinn");
     const gone = await auto.contact("gone@leave.test", "Gil");
     await until("both got the first send", () => [mailsTo(sys, "quitter@leave.test").length, mailsTo(sys, "gone@leave.test").length], ([a, b]) => a >= 1 && b >= 1, 15_000);
-    const runsWaiting = await until("both wait", () => auto.runs(automation.id), (r) => r.length === 2 && r.every((x) => x.currentStepId === "w"));
+    const runsWaiting = await until("both wait", () => auto.runs(automation.id), (r) => r.length === 2 && r.every((x) => waitingIn(x, "w")));
     expect(runsWaiting.every((r) => r.status === "ACTIVE")).toBe(true);
 
     const unsub = await auto.api("PUT", `/v1/contacts/${quitter.id}`, { properties: { status: "UNSUBSCRIBED" } });

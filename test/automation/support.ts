@@ -121,3 +121,7 @@ export function automations(sys: TestSystem, ws: string) {
 
 /** Each run step by its id. */
 export const stepsById = (run: { steps: Array<{ stepId: string }> }) => Object.fromEntries(run.steps.map((s) => [s.stepId, s as any]));
+
+/** The run is inside `stepId` (entered, not completed): a wait there has begun. */
+export const waitingIn = (run: any, stepId: string) =>
+  run?.status === "ACTIVE" && run.currentStepId === stepId && run.steps.some((s: any) => s.stepId === stepId && !s.completedAt);
