@@ -76,6 +76,14 @@ export class CollectionRunStore implements RunStore {
   private readonly writes = new Coalescer<RunWrite, boolean>((_k, ws) => this.flushWrites(ws), 500);
   private readonly inserts = new Coalescer<RunDoc, boolean>((_k, docs) => this.flushInserts(docs), 500);
   private readonly firstEntries = new Coalescer<EntryDoc, boolean>((_k, docs) => this.flushEntries(docs), 500);
+  private readonly remembered = new Coalescer<EmailDoc, void>(async (_k, docs) => {
+    await this.emails.bulkWrite(docs.map(({ _id, runId }) => ({ updateOne: { filter: { _id }, update: { $set: { runId } }, upsert: true } })));
+    return docs.map(() => undefined);
+  }, 500);
+  private readonly leaving = new Coalescer<{ _id: string; runId: string }, void>(async (_k, items) => {
+    await this.entries.bulkWrite(items.map(({ _id, runId }) => ({ updateOne: { filter: { _id, activeRunId: runId }, update: { $unset: { activeRunId: "" } } } })));
+    return items.map(() => undefined);
+  }, 500);
   private readonly announcements = new Coalescer<string, void>(async (_k, ids) => {
     await this.runs.updateMany({ _id: { $in: ids } }, { $unset: { announce: "" } });
     return ids.map(() => undefined);
@@ -313,11 +321,11 @@ export class CollectionRunStore implements RunStore {
   }
 
   async leave(automationId: string, contactId: string, runId: string): Promise<void> {
-    await this.entries.updateOne({ _id: entryId(automationId, contactId), activeRunId: runId }, { $unset: { activeRunId: "" } });
+    await this.leaving.run("", { _id: entryId(automationId, contactId), runId });
   }
 
   async rememberEmail(emailId: string, runId: string): Promise<void> {
-    await this.emails.updateOne({ _id: emailId }, { $set: { runId } }, { upsert: true });
+    await this.remembered.run("", { _id: emailId, runId });
   }
 
   async runOfEmail(emailId: string): Promise<string | null> {
