@@ -180,6 +180,10 @@ export class CollectionRunStore implements RunStore {
     return docs.filter((d) => d.workspaceId === workspaceId && d.status === "ACTIVE").map(toRun);
   }
 
+  async forgetContact(workspaceId: string, contactId: string): Promise<void> {
+    await this.runs.updateMany({ contactId, workspaceId }, { $set: { email: "" } });
+  }
+
   async exit(runId: string, reason: ExitReason, at: Date): Promise<{ run: StoredRun; atStep?: string } | null> {
     const before = await this.runs.findOneAndUpdate(
       { _id: runId, status: "ACTIVE" },

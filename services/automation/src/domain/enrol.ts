@@ -109,6 +109,8 @@ export class Enrolment {
   async exitContact(workspaceId: string, contactId: string, reason: ExitReason): Promise<number> {
     const runs = await this.deps.runs.activeOfContact(workspaceId, contactId);
     const exited = await Promise.all(runs.map((r) => this.deps.exits.exit(r.id, reason)));
+    // A deleted contact may be an erased one (DELETE ?erase=true): no run keeps its address.
+    if (reason === "deleted") await this.deps.runs.forgetContact(workspaceId, contactId);
     return exited.filter(Boolean).length;
   }
 

@@ -206,6 +206,17 @@ describe("pause, versions, exits", () => {
     expect(stats.steps.find((s) => s.stepId === "pause")).toMatchObject({ entered: 1, exited: 1, waiting: 0 });
   });
 
+  it("a deleted contact's runs exit (deleted) and keep no address (it may have been erased)", async () => {
+    const a = await automation({ steps: WELCOME });
+    const ann = w.contacts.add({ email: "ann@example.test" });
+    await created(ann);
+    await w.runner.tick();
+    expect(await w.enrolment.exitContact(TEST_WS, ann.id, "deleted")).toBe(1);
+    const [run] = await runsOf(a.id);
+    expect(run).toMatchObject({ status: "EXITED", exitReason: "deleted" });
+    expect((await w.runStore.get(run!.id))!.email).toBe("");
+  });
+
   it("a suppressed send exits the run (suppressed); a contact not subscribed never enters", async () => {
     const a = await automation({ steps: WELCOME });
     w.mailer.suppressed.add("ann@example.test");

@@ -97,6 +97,8 @@ export interface RunStore {
   enter(automationId: string, contactId: string, runId: string, rule: EntryRule, now: Date): Promise<boolean>;
   /** The run ended: the contact's entry no longer names an active run. */
   leave(automationId: string, contactId: string, runId: string): Promise<void>;
+  /** The contact was deleted (perhaps erased): its runs, ended, keep no address. */
+  forgetContact(workspaceId: string, contactId: string): Promise<void>;
   /** Emails a run sent, for opens, clicks and suppressions of them. */
   rememberEmail(emailId: string, runId: string): Promise<void>;
   runOfEmail(emailId: string): Promise<string | null>;
