@@ -9,6 +9,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { fromBinary } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ack, consume, drop, type ConsumeLoop, type ConsumerSpec } from "@mailroom/kit/jetstream.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import {
@@ -155,7 +156,7 @@ export async function startConsumers(nc: NatsConnection, enrolment: Enrolment, l
       (bytes) => fromBinary(ContactEventSchema, bytes),
       async (event) => {
         if (!event.workspaceId || !event.contactId || !event.name) return drop("contact event without workspace, contact or name");
-        await enrolment.customEvent(event.workspaceId, event.contactId, event.name);
+        await enrolment.customEvent(event.workspaceId, event.contactId, event.name, event.receivedAt ? timestampDate(event.receivedAt) : undefined);
         await enrolment.trigger({
           eventId: event.id || event.messageId,
           workspaceId: event.workspaceId,

@@ -30,6 +30,11 @@ type CounterDoc = { _id: string; automationId: string; version: number; stepId: 
 type EntryDoc = { _id: string; runId: string; activeRunId?: string; enteredAt: Date };
 
 type EmailDoc = { _id: string; runId: string };
+/** The last time a contact's custom event of one name came (wait_for_event entered after it). */
+type SeenDoc = { _id: string; at: Date };
+
+/** How long a seen event is remembered: far longer than the gap it covers (enrolment to the claim that enters the step). */
+const SEEN_TTL_S = 24 * 3600;
 
 /** Run fields written on every guarded write (unset when undefined). */
 const STATE_FIELDS = ["status", "currentStepId", "nextAt", "endedAt", "exitReason", "steps", "waitEvent", "eventArrived", "held"] as const;
@@ -68,11 +73,14 @@ function decodeCursor(cursor: string): [number, string] | undefined {
   }
 }
 
+const seenKey = (workspaceId: string, contactId: string, name: string) => `${workspaceId}\u0000${contactId}\u0000${name}`;
+
 export class CollectionRunStore implements RunStore {
   private readonly runs: Collection<RunDoc>;
   private readonly counterDocs: Collection<CounterDoc>;
   private readonly entries: Collection<EntryDoc>;
   private readonly emails: Collection<EmailDoc>;
+  private readonly seen: Collection<SeenDoc>;
   private readonly writes = new Coalescer<RunWrite, boolean>((_k, ws) => this.flushWrites(ws), 500);
   private readonly inserts = new Coalescer<RunDoc, boolean>((_k, docs) => this.flushInserts(docs), 500);
   private readonly firstEntries = new Coalescer<EntryDoc, boolean>((_k, docs) => this.flushEntries(docs), 500);
@@ -94,10 +102,12 @@ export class CollectionRunStore implements RunStore {
     this.counterDocs = store.collection<CounterDoc>("step_counters");
     this.entries = store.collection<EntryDoc>("entries");
     this.emails = store.collection<EmailDoc>("run_emails");
+    this.seen = store.collection<SeenDoc>("events_seen");
   }
 
   async init(): Promise<void> {
     await this.runs.createIndex({ keys: { dueAt: 1 }, sparse: true });
+    await this.seen.createIndex({ keys: { at: 1 }, expireAfterSeconds: SEEN_TTL_S });
     await this.runs.createIndex({ keys: { automationId: 1, status: 1, startedAt: -1 } });
     await this.runs.createIndex({ keys: { automationId: 1, startedAt: -1 } });
     await this.runs.createIndex({ keys: { contactId: 1, startedAt: -1 } });
@@ -197,6 +207,18 @@ export class CollectionRunStore implements RunStore {
     const run = toRun(before);
     const atStep = run.currentStepId;
     return { run: { ...run, status: "EXITED", exitReason: reason, endedAt: at, currentStepId: undefined, nextAt: undefined, waitEvent: undefined, eventArrived: undefined, held: undefined }, atStep };
+  }
+
+  async sawEvent(workspaceId: string, contactId: string, name: string, at: Date): Promise<void> {
+    const _id = seenKey(workspaceId, contactId, name);
+    // Only ever later: a late redelivery of an old event does not move it back.
+    const res = await this.seen.updateOne({ _id, at: { $lt: at } }, { $set: { at } });
+    if (!res.matchedCount) await this.seen.updateOne({ _id }, { $setOnInsert: { at } }, { upsert: true });
+  }
+
+  async eventSince(workspaceId: string, contactId: string, name: string, since: Date): Promise<boolean> {
+    const doc = await this.seen.findOne({ _id: seenKey(workspaceId, contactId, name) });
+    return Boolean(doc && new Date(doc.at).getTime() >= since.getTime());
   }
 
   async signal(runId: string, stepId: string, event: string, at: Date): Promise<boolean> {

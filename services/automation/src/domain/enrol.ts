@@ -114,8 +114,13 @@ export class Enrolment {
     return exited.filter(Boolean).length;
   }
 
-  /** A custom event of the contact: its runs waiting for it go into `then`. */
-  async customEvent(workspaceId: string, contactId: string, name: string): Promise<number> {
+  /**
+   * A custom event of the contact: its runs waiting for it go into `then`. Remembered first:
+   * a run that arrived at its wait_for_event but is not in it yet (the claim loop enters it
+   * a moment later) finds it there, and one already in it is signalled below.
+   */
+  async customEvent(workspaceId: string, contactId: string, name: string, at?: Date): Promise<number> {
+    await this.deps.runs.sawEvent(workspaceId, contactId, name, at ?? this.deps.clock.now());
     const runs = await this.deps.runs.activeOfContact(workspaceId, contactId);
     return this.signal(runs.filter((r) => r.waitEvent === name), name);
   }

@@ -135,6 +135,29 @@ describe("wait_for_event", () => {
     expect(w.mailer.sent).toHaveLength(1);
   });
 
+  it("an event that came after the run arrived at the step, before the claim loop entered it, counts; one from before does not", async () => {
+    const a = await automation({ steps: [{ id: "first", type: "wait", duration: "PT10S" }, ...STEPS] });
+    const ann = w.contacts.add({ email: "ann@example.test" });
+    const bob = w.contacts.add({ email: "bob@example.test" });
+    await created(ann);
+    await created(bob);
+    await w.runner.tick();
+    // Both purchased during the first wait: before they reached the wait_for_event.
+    w.clock.advance(5_000);
+    expect(await w.enrolment.customEvent(TEST_WS, ann.id, "purchase")).toBe(0);
+    expect(await w.enrolment.customEvent(TEST_WS, bob.id, "purchase")).toBe(0);
+    // The wait ends at 10 s; Ann purchases again at 10.1 s, before a claim enters the step.
+    w.clock.advance(5_100);
+    expect(await w.enrolment.customEvent(TEST_WS, ann.id, "purchase")).toBe(0);
+    await w.runner.tick();
+    await w.runner.tick();
+    expect(w.mailer.to("ann@example.test")).toEqual(["welcome"]);
+    expect(w.mailer.to("bob@example.test")).toEqual([]);
+    const runs = await runsOf(a.id);
+    expect(runs.find((r) => r.contactId === ann.id)!.steps.find((s) => s.stepId === "w")).toMatchObject({ branch: "then" });
+    expect(runs.find((r) => r.contactId === bob.id)).toMatchObject({ status: "ACTIVE", currentStepId: "w" });
+  });
+
   it("no event: `else` after the timeout; an event of another name changes nothing", async () => {
     await automation({ steps: STEPS });
     const ann = w.contacts.add({ email: "ann@example.test" });

@@ -222,8 +222,27 @@ export class Runner {
       if (outcome.kind === "wait") write.release = { dueAt: outcome.dueAt };
       if (!(await this.deps.runs.save(write))) return done; // the claim was lost: whoever holds the run goes on
       if (outcome.deltas.some((d) => d.completed)) done++;
-      if (outcome.kind === "wait") return done;
+      if (outcome.kind === "wait") {
+        await this.awaitedAlready(run, outcome.run, version.tree);
+        return done;
+      }
       run = outcome.run;
+    }
+  }
+
+  /**
+   * A run just entered a wait_for_event: the event may have come between the run's arrival
+   * at the step (the previous step's end, or its start) and now, when no run was waiting for
+   * it yet. Checked after the wait is written, so an event recorded later signals the run itself.
+   */
+  private async awaitedAlready(before: StoredRun, waiting: StoredRun, tree: StepTree): Promise<void> {
+    const stepId = waiting.currentStepId;
+    const step = stepId ? tree.get(stepId) : undefined;
+    if (step?.type !== "wait_for_event" || before.steps.some((s) => s.stepId === step.id)) return;
+    const previous = before.steps.at(-1);
+    const arrived = previous?.completedAt ?? before.startedAt;
+    if (await this.deps.runs.eventSince(waiting.workspaceId, waiting.contactId, step.event, new Date(arrived))) {
+      await this.deps.runs.signal(waiting.id, step.id, step.event, this.deps.clock.now());
     }
   }
 

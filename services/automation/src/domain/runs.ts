@@ -77,6 +77,10 @@ export interface RunStore {
    * ended and the step it was at, or null when it was not active.
    */
   exit(runId: string, reason: ExitReason, at: Date): Promise<{ run: StoredRun; atStep?: string } | null>;
+  /** A contact's custom event came at `at` (kept a day): a run entering a wait_for_event after it arrived there counts it. */
+  sawEvent(workspaceId: string, contactId: string, name: string, at: Date): Promise<void>;
+  /** Whether the contact's event of that name came at or after `since`. */
+  eventSince(workspaceId: string, contactId: string, name: string, since: Date): Promise<boolean>;
   /** wait_for_event: the run in `stepId` awaiting `event` takes `then` at once; false when it is not (any more) waiting. */
   signal(runId: string, stepId: string, event: string, at: Date): Promise<boolean>;
   hold(automationId: string): Promise<number>;
