@@ -1,9 +1,12 @@
 /**
  * Durations and wall-clock waits (DESIGN §9.6). Pure and clock-free: the caller passes `now`.
- * Time zones go through Intl.DateTimeFormat alone (the runtime's tz database), like the
- * broadcast unit's SMART pacing: no date library for two functions.
+ * Time zones go through kit's time-zones.ts (Intl.DateTimeFormat alone, the runtime's tz
+ * database), as the broadcast unit's SMART pacing does: no date library for two functions.
  */
+import { instantOf, wallAt } from "@mailroom/kit/time-zones.js";
 import { WEEKDAYS, type Weekday } from "./model.js";
+
+export { isTimeZone } from "@mailroom/kit/time-zones.js";
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -51,70 +54,6 @@ export function durationMs(iso: string): number | undefined {
 
 /** "HH:MM", 00:00 to 23:59. */
 export const TIME_OF_DAY = /^(?:[01]\d|2[0-3]):[0-5]\d$/;
-
-/** True when `timeZone` is an IANA zone this runtime knows. */
-export function isTimeZone(timeZone: string): boolean {
-  if (!timeZone || timeZone.length > 64) return false;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A wall-clock reading, as milliseconds of a UTC date with the same fields (so arithmetic is plain). */
-type Wall = number;
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-function wallAt(instant: number, timeZone: string): Wall {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-    });
-    formatters.set(timeZone, f);
-  }
-  const p: Record<string, number> = {};
-  for (const part of f.formatToParts(instant)) if (part.type !== "literal") p[part.type] = Number(part.value);
-  // Years before 1 AD never occur here; era parts are ignored.
-  return Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second);
-}
-
-/** The zone's offset at `instant` (wall minus UTC), to the second. */
-const offsetAt = (instant: number, timeZone: string) => wallAt(instant, timeZone) - Math.floor(instant / SECOND) * SECOND;
-
-/**
- * The instant whose wall clock in `timeZone` reads `wall`. A reading that occurs twice (fall
- * back) gives the first; one that never occurs (spring forward) gives the end of the gap, the
- * first valid minute after it. Offsets change at most once within a day and a half either side
- * in every real zone, so the offsets 36 h before and after are the only candidates.
- */
-function instantOf(wall: Wall, timeZone: string): number {
-  const before = offsetAt(wall - 36 * HOUR, timeZone);
-  const after = offsetAt(wall + 36 * HOUR, timeZone);
-  const readsWall = (t: number) => wallAt(t, timeZone) === wall;
-  const candidates = [wall - before, wall - after].filter(readsWall).sort((a, b) => a - b);
-  if (candidates.length) return candidates[0];
-  if (before === after) return wall - before;
-  // A gap: `wall` falls between the last instant on the old offset and the first on the new.
-  // Find that transition to the minute (wall - after is before it, wall - before after it).
-  let lo = Math.floor((wall - after) / MINUTE);
-  let hi = Math.ceil((wall - before) / MINUTE);
-  while (hi - lo > 1) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (offsetAt(mid * MINUTE, timeZone) === after) hi = mid;
-    else lo = mid;
-  }
-  return hi * MINUTE;
-}
 
 /**
  * The first instant after `now` whose wall-clock time in `timeZone` (IANA) is `time` (HH:MM)

@@ -5,6 +5,7 @@
  * so pacing survives a restart of every process.
  */
 import type { DeliveryMethod } from "./model.js";
+import { instantOf, isTimeZone, wallAt } from "@mailroom/kit/time-zones.js";
 
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
@@ -101,62 +102,6 @@ export function warmup(account: WarmupAccount | undefined, now: Date): ReleaseDe
 
 // ---- SMART: the wall-clock time of sendAt, in each contact's timezone -------------------
 
-interface WallClock {
-  year: number;
-  month: number;
-  day: number;
-  hour: number;
-  minute: number;
-  second: number;
-}
-
-const formatters = new Map<string, Intl.DateTimeFormat>();
-function wallClockIn(at: Date, timeZone: string): WallClock {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-    });
-    formatters.set(timeZone, f);
-  }
-  const parts = Object.fromEntries(f.formatToParts(at).map((p) => [p.type, p.value]));
-  return {
-    year: Number(parts.year),
-    month: Number(parts.month),
-    day: Number(parts.day),
-    hour: Number(parts.hour) % 24,
-    minute: Number(parts.minute),
-    second: Number(parts.second),
-  };
-}
-
-const asUtc = (w: WallClock) => Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
-
-/** The instant at which `wall` is shown in `timeZone` (DST gaps resolve forward). */
-function instantOf(wall: WallClock, timeZone: string): number {
-  let guess = asUtc(wall);
-  // Two corrections converge for every real zone (offsets change at most once nearby).
-  for (let i = 0; i < 2; i++) guess += asUtc(wall) - asUtc(wallClockIn(new Date(guess), timeZone));
-  return guess;
-}
-
-export function isTimeZone(tz: string): boolean {
-  if (!tz) return false;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: tz });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * When a contact gets a SMART broadcast: the wall-clock time sendAt shows in the
  * workspace's timezone, in the contact's own timezone, at the first such moment not
@@ -164,13 +109,12 @@ export function isTimeZone(tz: string): boolean {
  */
 export function smartDueAt(sendAt: Date, workspaceTimeZone: string, contactTimeZone: string | undefined): Date {
   if (!contactTimeZone || !isTimeZone(contactTimeZone)) return sendAt;
-  const wall = wallClockIn(sendAt, isTimeZone(workspaceTimeZone) ? workspaceTimeZone : "UTC");
-  const date = Date.UTC(wall.year, wall.month - 1, wall.day);
+  const wall = wallAt(sendAt.getTime(), isTimeZone(workspaceTimeZone) ? workspaceTimeZone : "UTC");
+  const date = Math.floor(wall / DAY) * DAY;
   // The same wall time on the day before, the day itself, and the days after, in order.
   for (const offset of [-1, 0, 1, 2]) {
-    const d = new Date(date + offset * DAY);
     // Wall clocks show whole seconds; the fraction is the same in every zone.
-    const at = instantOf({ ...wall, year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate() }, contactTimeZone) + (sendAt.getTime() % 1000);
+    const at = instantOf(wall + offset * DAY, contactTimeZone) + (sendAt.getTime() % 1000);
     if (at >= sendAt.getTime()) return new Date(Math.min(at, sendAt.getTime() + DAY));
   }
   return sendAt;
