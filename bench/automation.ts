@@ -185,8 +185,11 @@ async function waitUntil(jsm: JetStreamManager, target: number, label: string, s
   for (;;) {
     const accepted = await acceptedBySink(jsm);
     if (accepted !== last.accepted) last = { accepted, at: performance.now() };
-    if (accepted >= target && (await done())) return Math.max(last.at, performance.now() - 250);
+    // `done` also runs before the target is reached: it throws when the runs went wrong.
+    if ((await done()) && accepted >= target) return Math.max(last.at, performance.now() - 250);
     if (Date.now() > deadline) throw new Error(`${label}: ${accepted}/${target} accepted before the deadline`);
+    // A stall is a failure, not a slow machine: nothing more accepted for a minute.
+    if (performance.now() - last.at > 60_000 && !(accepted >= target)) throw new Error(`${label}: stalled at ${accepted}/${target} accepted`);
     if (performance.now() - report > 15_000) {
       report = performance.now();
       console.log(`  … ${label}: ${accepted}/${target} accepted after ${((report - started) / 1000).toFixed(0)} s`);
@@ -268,7 +271,14 @@ export async function runAutomationBench(contacts = Number(process.env.BENCH_AUT
       for (let k = b * EVENT_BATCH; k < Math.min(n, (b + 1) * EVENT_BATCH); k++) postedAt[k] = at;
     });
     const enrolSeconds = (performance.now() - started) / 1000;
-    const completed = async () => ((await api("GET", `/v1/automations/${id}`)).body.automation?.runs?.completed ?? 0) >= n;
+    const completed = async () => {
+      const runs = (await api("GET", `/v1/automations/${id}`)).body.automation?.runs ?? {};
+      if (runs.exited > 0) {
+        const [sample] = (await api("GET", `/v1/automations/${id}/runs?status=EXITED&limit=1`)).body.runs.items;
+        throw new Error(`${runs.exited} runs EXITED, e.g. ${JSON.stringify(sample)}`);
+      }
+      return (runs.completed ?? 0) >= n;
+    };
     const finished = await waitUntil(jsm, acceptedBefore + 2 * n, "automation", started, completed);
     const seconds = (finished - started) / 1000;
     const cpuAfter = snapshot(Object.fromEntries(pids));
@@ -331,7 +341,7 @@ export async function runAutomationBench(contacts = Number(process.env.BENCH_AUT
     console.log(`anon peaks (MB) during the automation: ${[...anon.peaks].map(([name, mb]) => `${name} ${mb}`).join(", ")}`);
     return { contacts: n, stepsPerSecond, maxLagMs: maxLag, anonMb: automationAnon, baselinePerSecond };
   } catch (err) {
-    if (sys) console.error(`automation log:\n${await sys.log("automation", 60)}`);
+    if (sys) for (const unit of ["automation", "email", "delivery"] as const) console.error(`${unit} log:\n${await sys.log(unit, 30)}`);
     throw err;
   } finally {
     await nc?.close();
