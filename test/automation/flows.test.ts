@@ -15,6 +15,7 @@ const WELCOME = "ws_auto_welcome";
 const EVENTS = "ws_auto_events";
 const HOOKS = "ws_auto_hooks";
 const BAD = "ws_auto_bad";
+const BURST = "ws_auto_burst";
 
 describe("automations through the public API (real processes)", () => {
   let sys: TestSystem;
@@ -27,6 +28,7 @@ describe("automations through the public API (real processes)", () => {
       workspace(EVENTS, ["thanks-x", "nudge-y"]),
       workspace(HOOKS, ["hook-g"]),
       workspace(BAD, ["real"]),
+      workspace(BURST, ["burst"]),
     ]);
   }, 120_000);
   afterAll(async () => {
@@ -187,6 +189,31 @@ describe("automations through the public API (real processes)", () => {
     expect(mailsTo(sys, "leaves@hooks.test")).toEqual([]);
     expect(mailsTo(sys, "stays@hooks.test").map((m) => m.subject)).toEqual(["hook-g for Sam"]);
   }, 40_000);
+
+  it("a burst: 120 runs due at the same moment (more than one SendBatch of the email service holds) each send their message", async () => {
+    const auto = automations(sys, BURST);
+    const automation = await auto.active({
+      name: "Burst", trigger: { type: "event", name: "burst" },
+      steps: [{ id: "w", type: "wait", duration: "PT1S" }, { id: "s", type: "send", template: "burst" }],
+    });
+    const emails = Array.from({ length: 120 }, (_, i) => `b${i}@burst.test`);
+    const created = await auto.api("POST", "/v1/contacts/batch", { contacts: emails.map((email) => ({ properties: { email, firstName: "B" } })) });
+    expect(created.status, JSON.stringify(created.body).slice(0, 300)).toBe(200);
+    for (const part of [emails.slice(0, 100), emails.slice(100)]) {
+      const posted = await auto.api("POST", "/v1/events/batch", { events: part.map((email) => ({ event: "burst", identify: { email } })) });
+      expect(posted.body.accepted).toBe(part.length);
+    }
+    // Every run waits; held by a pause past the end of their waits, they are all due at once on activate.
+    await until("120 runs wait", () => auto.runs(automation.id), (r) => r.length === 120 && r.every((x) => waitingIn(x, "w")));
+    expect((await auto.api("POST", `/v1/automations/${automation.id}/pause`, {})).status).toBe(200);
+    await sleep(1_500);
+    expect((await auto.api("POST", `/v1/automations/${automation.id}/activate`, {})).status).toBe(200);
+    const runs = await until("120 runs ended", () => auto.runs(automation.id), (r) => r.every((x) => x.status !== "ACTIVE"), 30_000);
+    const exited = runs.filter((r) => r.status !== "COMPLETED");
+    expect(exited.map((r) => `${r.exitReason}: ${r.steps.at(-1)?.detail}`).slice(0, 3), `${exited.length} runs did not complete`).toEqual([]);
+    await until("120 messages", () => sys.sink!.messages.filter((m) => m.to[0]?.endsWith("@burst.test")).length, (n) => n >= 120, 20_000);
+    expect(new Set(sys.sink!.messages.flatMap((m) => m.to).filter((t) => t.endsWith("@burst.test"))).size).toBe(120);
+  }, 60_000);
 
   it("refuses invalid definitions with 400 invalid_automation naming the step path; unknown ids are 404; states 409", async () => {
     const auto = automations(sys, BAD);
