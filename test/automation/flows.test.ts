@@ -122,8 +122,14 @@ describe("automations through the public API (real processes)", () => {
     expect(purchased.status, JSON.stringify(purchased.body)).toBe(200);
     const postedAt = Date.now();
 
-    const runs = await until("both runs COMPLETED", () => auto.runs(automation.id), (r) => r.length === 2 && r.every((x) => x.status === "COMPLETED"), 20_000);
+    // An event that comes once the run exists, before the claim loop has entered the step, counts too.
+    const quick = await auto.contact("quick@events.test", "Quincy");
+    await until("the quick contact's run exists", () => auto.runs(automation.id, `contactId=${quick.id}`), (r) => r.length === 1);
+    expect((await auto.api("POST", "/v1/events", { event: "purchased", identify: { email: "quick@events.test" } })).status).toBe(200);
+
+    const runs = await until("the runs COMPLETED", () => auto.runs(automation.id), (r) => r.length === 3 && r.every((x) => x.status === "COMPLETED"), 20_000);
     await sleep(1_000);
+    expect(mailsTo(sys, "quick@events.test").map((m) => m.subject)).toEqual(["thanks-x for Quincy"]);
     const toBuyer = mailsTo(sys, "buyer@events.test");
     const toIdle = mailsTo(sys, "idle@events.test");
     expect(toBuyer.map((m) => m.subject)).toEqual(["thanks-x for Bea"]);
