@@ -12,8 +12,8 @@ const schema = z.object({
   MAILROOM_AUTOMATION_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
   /** Runs advanced at once (and enrolment messages handled at once per consumer). */
   MAILROOM_AUTOMATION_CONCURRENCY: z.coerce.number().int().min(1).max(4_096).default(256),
-  /** Most send steps of one workspace in one SendBatch (the email service takes at most 100). */
-  MAILROOM_AUTOMATION_SEND_BATCH: z.coerce.number().int().min(1).max(100).default(100),
+  /** Most send steps of one workspace in one SendBatch (the email service takes at most 50). */
+  MAILROOM_AUTOMATION_SEND_BATCH: z.coerce.number().int().min(1).max(50).default(50),
 });
 
 export interface AutomationSettings {

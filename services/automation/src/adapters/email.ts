@@ -1,8 +1,8 @@
 /**
  * The email service over Connect, as send steps use it: the sends of one workspace that are
  * due together go in one SendBatch (independent: each email its own request, so the monthly
- * limit or a suppression refuses one and not its neighbours) of at most 100, each with its
- * run's idempotency key; each caller gets its own answer.
+ * limit or a suppression refuses one and not its neighbours) of at most the email service's
+ * batch size, each with its run's idempotency key; each caller gets its own answer.
  */
 import type { Client } from "@connectrpc/connect";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -14,8 +14,8 @@ import { EmailStatus, type EmailInput, type EmailService } from "../../../../gen
 import type { Mailer, SendRequest, SendResult } from "../domain/runner.js";
 
 const RPC = { timeoutMs: 30_000 };
-/** The email service's largest batch. */
-export const SEND_BATCH_MAX = 100;
+/** The email service's largest batch (its MAX_BATCH, the public batch route's limit). */
+export const SEND_BATCH_MAX = 50;
 
 /** A batch item's (or a whole call's) refusal as a step result. */
 function resultOfError(code: string, httpStatus: number, message: string): SendResult {
@@ -61,8 +61,12 @@ export class ConnectMailer implements Mailer {
     } catch (err) {
       const info = errorInfoOf(err);
       if (info) {
+        // A refusal of the whole call says nothing about one contact's send (independent
+        // batches refuse items one by one): each goes again on its own, and only a refusal
+        // of a call that held just that send is its answer.
+        if (sends.length > 1) return Promise.all(sends.map((s) => this.sendRound(workspaceId, [s]).then((r) => r[0]!)));
         const e = appErrorFromInfo(info);
-        return sends.map(() => resultOfError(e.code, e.httpStatus, e.message));
+        return [resultOfError(e.code, e.httpStatus, e.message)];
       }
       const detail = err instanceof ConnectError && isNeighbourDown(err) ? "email service unavailable" : String((err as Error)?.message ?? err);
       return sends.map(() => ({ kind: "retry", detail }));
