@@ -8,7 +8,7 @@ const INCLUDE = ["services/**/*.test.ts", "gateway/**/*.test.ts", "cli/**/*.test
  * the units' default ports when free: two at once both find a port free, then one unit
  * cannot bind it and the other launcher's gateway talks to the wrong system).
  */
-const ALONE = ["test/delivery/kill-recovery.test.ts", "test/deploy/supervision.test.ts", "test/e2e/readme-examples.test.ts"];
+const ALONE = ["test/delivery/kill-recovery.test.ts", "test/automation/crash.test.ts", "test/deploy/supervision.test.ts", "test/e2e/readme-examples.test.ts"];
 
 export default defineConfig({
   test: {
