@@ -24,7 +24,9 @@
  * Run: `npm run bench automation` or `npx tsx bench/automation.ts`.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { readFile, readdir } from "node:fs/promises";
+import { mkdtemp, readFile, readdir } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
@@ -34,6 +36,7 @@ import { DIRECTORY_EVENTS_STREAM, EVENTS_STREAM } from "@mailroom/pipeline/subje
 import { freePort, waitForPort } from "../test/harness/ports.js";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
 import { cpuPerUnit, formatCpu, snapshot, type CpuSnapshot } from "./cpu.js";
+import { summarizeProfiles } from "./profile.js";
 
 const WS = "ws_bench_automation";
 const KEY = "mr_test_bench_automation_1";
@@ -203,6 +206,7 @@ const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math
 export async function runAutomationBench(contacts = Number(process.env.BENCH_AUTOMATION_CONTACTS ?? 100_000)): Promise<AutomationBenchResult> {
   const n = Math.max(100, Math.floor(contacts));
   const sink = await startSink();
+  const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
   let sys: TestSystem | undefined;
   let nc: Awaited<ReturnType<typeof connect>> | undefined;
   try {
@@ -225,6 +229,8 @@ export async function runAutomationBench(contacts = Number(process.env.BENCH_AUT
         MAILROOM_SMTP_URL: `smtp://127.0.0.1:${sink.port}`,
         MAILROOM_SMTP_IGNORE_TLS: "1",
         MAILROOM_LOG_LEVEL: "warn",
+        // BENCH_PROFILE=1: every unit runs with --cpu-prof; their hottest functions are printed at the end.
+        ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
       },
     });
     const system = sys;
@@ -345,8 +351,13 @@ export async function runAutomationBench(contacts = Number(process.env.BENCH_AUT
     throw err;
   } finally {
     await nc?.close();
+    const unitPids = sys ? Object.fromEntries(sys.processes.units.map((u) => [u.name, u.child.pid ?? 0])) : {};
     await sys?.stop();
     await sink.stop();
+    if (profileDir) {
+      console.log(`cpu profiles: ${profileDir}`);
+      for (const line of await summarizeProfiles(profileDir, unitPids, 14)) console.log(line);
+    }
   }
 }
 
