@@ -1,8 +1,8 @@
 /**
  * The automation unit's JetStream consumers (transport only: decode, hand to the domain,
  * settle): the directory's changes (contact created, updated, joined a group; unsubscribed,
- * deleted), contact events (POST /v1/events) and the opens, clicks and suppressions of
- * MAIL_EVENTS. Durable pull consumers with explicit acks and bounded deliveries; a handler
+ * deleted), contact events (POST /v1/events) and the opens, clicks, suppressions and hard
+ * bounces of MAIL_EVENTS. Durable pull consumers with explicit acks and bounded deliveries; a handler
  * that fails is delivered again after a backoff (nak with delay, kit's consume), and the
  * domain makes a redelivery harmless (run ids derive from event ids).
  */
@@ -26,7 +26,12 @@ import type { Enrolment, EventContact } from "./domain/enrol.js";
 
 export const DIRECTORY_DURABLE = "automation-directory";
 export const CONTACT_EVENTS_DURABLE = "automation-contact-events";
-export const MAIL_DURABLES = { opened: "automation-mail-opened", clicked: "automation-mail-clicked", suppressed: "automation-mail-suppressed" } as const;
+export const MAIL_DURABLES = {
+  opened: "automation-mail-opened",
+  clicked: "automation-mail-clicked",
+  suppressed: "automation-mail-suppressed",
+  bounced: "automation-mail-bounced",
+} as const;
 
 export interface ConsumerOptions {
   /** Messages handled at once per consumer (enrolments of one round share their directory reads). */
@@ -99,6 +104,12 @@ export async function handleMailEvent(enrolment: Enrolment, event: MailEvent): P
     if (event.emailId) await enrolment.emailSuppressed(event.workspaceId, event.emailId);
     return;
   }
+  if (event.type === MailEventType.BOUNCED) {
+    // A hard bounce puts the address on the suppression list (the contact's status stays):
+    // its runs end now, not at their next send.
+    if (event.permanent && event.recipient) await enrolment.addressSuppressed(event.workspaceId, event.recipient, event.contactId || undefined);
+    return;
+  }
   const kind = event.type === MailEventType.OPENED ? "email_opened" : event.type === MailEventType.CLICKED ? "email_clicked" : undefined;
   if (!kind) return;
   if (event.emailId) await enrolment.emailEvent(event.workspaceId, event.emailId, kind);
@@ -169,7 +180,7 @@ export async function startConsumers(nc: NatsConnection, enrolment: Enrolment, l
       { logger, concurrency: opts.concurrency, idOf: (e) => e.id },
     ),
   );
-  for (const kind of ["opened", "clicked", "suppressed"] as const) {
+  for (const kind of ["opened", "clicked", "suppressed", "bounced"] as const) {
     loops.push(
       await consume(
         nc,

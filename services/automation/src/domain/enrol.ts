@@ -137,6 +137,12 @@ export class Enrolment {
     return run ? this.deps.exits.exit(run.id, "suppressed") : false;
   }
 
+  /** An address was suppressed (a hard bounce of any email to it): the contact's runs end. */
+  async addressSuppressed(workspaceId: string, email: string, contactId?: string): Promise<number> {
+    const id = contactId ?? (await this.deps.contacts.contactByEmail(workspaceId, email))?.id;
+    return id ? this.exitContact(workspaceId, id, "suppressed") : 0;
+  }
+
   /** The template an email was sent from, for a trigger naming one. */
   templateOf(workspaceId: string, emailId: string): Promise<string | undefined> {
     return this.deps.mailer.templateOf(workspaceId, emailId);
