@@ -23,8 +23,7 @@
  *
  * Run: `npm run bench automation` or `npx tsx bench/automation.ts`.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, readdir } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -33,8 +32,9 @@ import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DIRECTORY_EVENTS_STREAM, EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
-import { freePort, waitForPort } from "../test/harness/ports.js";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
+import { startSink } from "./sink.js";
+import { pidListeningAs, sampleAnonPeaks } from "./memory.js";
 import { cpuPerUnit, formatCpu, snapshot, type CpuSnapshot } from "./cpu.js";
 import { summarizeProfiles } from "./profile.js";
 
@@ -58,72 +58,6 @@ export interface AutomationBenchResult {
   baselinePerSecond: number;
 }
 
-interface Sink {
-  kind: string;
-  port: number;
-  pid?: number;
-  stop(): Promise<void>;
-}
-
-/** Postfix's smtp-sink when installed (a Node sink tops out near the sender's own rate), else the harness's in its own process. */
-async function startSink(): Promise<Sink> {
-  const port = await freePort();
-  const binary = process.env.MAILROOM_BENCH_SINK === "node" ? undefined : ["/usr/sbin/smtp-sink", "/usr/bin/smtp-sink"].find(isExecutable);
-  const child: ChildProcess = binary
-    ? spawn(binary, [...(process.getuid?.() === 0 ? ["-u", "nobody"] : []), `127.0.0.1:${port}`, "1024"], { stdio: "ignore" })
-    : spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname, "--sink-child", String(port)], { stdio: "ignore" });
-  await waitForPort(port, 20_000);
-  return {
-    kind: binary ? `Postfix smtp-sink (${binary})` : "Node smtp-server sink (test/harness, own process)",
-    port,
-    pid: child.pid,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGKILL");
-      await exited;
-    },
-  };
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    execFileSync("test", ["-x", file]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** RssAnon of a process in MB, or undefined once it is gone. */
-async function anonMb(pid: number | undefined): Promise<number | undefined> {
-  if (!pid) return undefined;
-  const m = /RssAnon:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8").catch(() => ""));
-  return m ? Math.round(Number(m[1]) / 1024) : undefined;
-}
-
-/** The largest RssAnon seen of each process, sampled every `everyMs` until stopped. */
-function sampleAnonPeaks(pids: Map<string, number | undefined>, everyMs = 250) {
-  const peaks = new Map<string, number>();
-  const sample = async () => {
-    for (const [name, pid] of pids) {
-      const mb = await anonMb(pid);
-      if (mb !== undefined && mb > (peaks.get(name) ?? 0)) peaks.set(name, mb);
-    }
-  };
-  const timer = setInterval(() => void sample(), everyMs);
-  return { peaks, stop: async () => (clearInterval(timer), await sample()) };
-}
-
-/** nats-server does not say its pid: the process whose command line names it and its port. */
-async function natsPid(port: number): Promise<number | undefined> {
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes("nats-server") && cmdline.includes(String(port))) return Number(entry);
-  }
-  return undefined;
-}
 
 /** Messages delivery reported accepted by the sink so far (MailEvent SENT of every source). */
 async function acceptedBySink(jsm: JetStreamManager): Promise<number> {
@@ -258,7 +192,7 @@ export async function runAutomationBench(contacts = Number(process.env.BENCH_AUT
     if (activated.status !== 200) throw new Error(`activate: ${activated.status} ${JSON.stringify(activated.body)}`);
 
     const pids = new Map(sys.processes.units.map((u) => [u.name as string, u.child.pid]));
-    pids.set("nats-server", await natsPid(sys.nats.port));
+    pids.set("nats-server", await pidListeningAs("nats-server", sys.nats.port));
     const cpuOf = (snap: CpuSnapshot) => new Map([...snap].filter(([name]) => name !== "smtp-sink"));
 
     // --- the automation ---
@@ -361,17 +295,8 @@ export async function runAutomationBench(contacts = Number(process.env.BENCH_AUT
   }
 }
 
-async function sinkChild(port: number): Promise<void> {
-  const { startSmtpSink } = await import("../test/harness/smtp-sink.js");
-  await startSmtpSink({ port });
-}
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const at = process.argv.indexOf("--sink-child");
-  if (at > 0) {
-    await sinkChild(Number(process.argv[at + 1]));
-  } else {
-    await runAutomationBench();
-    process.exit(0);
-  }
+  await runAutomationBench();
+  process.exit(0);
 }

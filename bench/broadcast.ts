@@ -25,14 +25,14 @@
  * each unit's V8 heap (used / total) and external memory from its /metrics next to its RssAnon:
  * what an anonymous peak is made of (a live set, or garbage the heap has not collected yet).
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import nodemailer from "nodemailer";
 import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { loadDeliverySettings } from "../services/delivery/src/settings.js";
-import { freePort, waitForPort } from "../test/harness/ports.js";
+import { startSink } from "./sink.js";
+import { anonMb, pidListeningAs, sampleAnonPeaks } from "./memory.js";
 import { cpuPerUnit, formatCpu, snapshot } from "./cpu.js";
 import { summarizeProfiles } from "./profile.js";
 import { mkdtemp } from "node:fs/promises";
@@ -76,48 +76,6 @@ export interface BroadcastBenchResult {
   maxRssMb: Record<string, number>;
 }
 
-interface Sink {
-  port: number;
-  kind: string;
-  pid?: number;
-  stop(): Promise<void>;
-}
-
-/** Postfix's smtp-sink when installed (a Node sink tops out near the sender's own rate), else the harness's. */
-async function startSink(): Promise<Sink> {
-  const port = await freePort();
-  const binary = process.env.MAILROOM_BENCH_SINK === "node" ? undefined : ["/usr/sbin/smtp-sink", "/usr/bin/smtp-sink"].find(isExecutable);
-  let child: ChildProcess;
-  let kind: string;
-  if (binary) {
-    child = spawn(binary, [...(process.getuid?.() === 0 ? ["-u", "nobody"] : []), `127.0.0.1:${port}`, "1024"], { stdio: "ignore" });
-    kind = `Postfix smtp-sink (${binary})`;
-  } else {
-    child = spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname, "--sink-child", String(port)], { stdio: "ignore" });
-    kind = "Node smtp-server sink (test/harness, own process)";
-  }
-  await waitForPort(port, 20_000);
-  return {
-    port,
-    kind,
-    pid: child.pid,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGKILL");
-      await exited;
-    },
-  };
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    execFileSync("test", ["-x", file]);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Peak resident set (VmHWM) of a process in MB, or undefined once it is gone. */
 async function peakRssMb(pid: number | undefined): Promise<number | undefined> {
@@ -130,29 +88,7 @@ async function peakRssMb(pid: number | undefined): Promise<number | undefined> {
   }
 }
 
-/** Anonymous resident memory (RssAnon) of a process in MB, or undefined once it is gone. */
-async function anonMb(pid: number | undefined): Promise<number | undefined> {
-  if (!pid) return undefined;
-  try {
-    const m = /RssAnon:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, "utf8"));
-    return m ? Math.round(Number(m[1]) / 1024) : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
-/** Keeps the largest RssAnon seen of each process, sampled every `everyMs` until stopped. */
-function sampleAnonPeaks(pids: Map<string, number | undefined>, everyMs = 250) {
-  const peaks = new Map<string, number>();
-  const sample = async () => {
-    for (const [name, pid] of pids) {
-      const mb = await anonMb(pid);
-      if (mb !== undefined && mb > (peaks.get(name) ?? 0)) peaks.set(name, mb);
-    }
-  };
-  const timer = setInterval(() => void sample(), everyMs);
-  return { peaks, stop: async () => (clearInterval(timer), await sample()) };
-}
 
 /** `name heapUsed/heapTotal ext N anon N` (MB) for each unit, read from its /metrics. */
 function traceMemory(units: { name: string; port: number; pid?: number }[], everyMs = 10_000) {
@@ -171,16 +107,6 @@ function traceMemory(units: { name: string; port: number; pid?: number }[], ever
   return { stop: () => clearInterval(timer) };
 }
 
-/** The pid of a process whose command line names `binary` and `port` (nats-server does not say its pid). */
-async function pidListeningAs(binary: string, port: number): Promise<number | undefined> {
-  const { readdir } = await import("node:fs/promises");
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline.includes(binary) && cmdline.includes(String(port))) return Number(entry);
-  }
-  return undefined;
-}
 
 type DkimKey = { domainName: string; keySelector: string; privateKey: string };
 
@@ -371,17 +297,8 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
   }
 }
 
-async function sinkChild(port: number): Promise<void> {
-  const { startSmtpSink } = await import("../test/harness/smtp-sink.js");
-  await startSmtpSink({ port });
-}
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const at = process.argv.indexOf("--sink-child");
-  if (at > 0) {
-    await sinkChild(Number(process.argv[at + 1]));
-  } else {
-    await runBroadcastBench();
-    process.exit(0);
-  }
+  await runBroadcastBench();
+  process.exit(0);
 }

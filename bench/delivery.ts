@@ -23,7 +23,6 @@
  * The jobs are a broadcast's page jobs (the broadcast lane, messages built from the
  * broadcast's MIME skeleton); the raw pool builds each message from scratch, as nodemailer does.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -31,8 +30,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import nodemailer from "nodemailer";
 import { jetstream } from "@nats-io/jetstream";
+import { startSink } from "./sink.js";
 import { startNats } from "../test/harness/nats.js";
-import { freePort, waitForPort } from "../test/harness/ports.js";
 import { loadConfig } from "@mailroom/kit/config.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
@@ -67,61 +66,6 @@ export interface DeliveryBenchResult {
 interface Run {
   perSecond: number;
   cpuUsPerMessage: number;
-}
-
-interface Sink {
-  port: number;
-  kind: string;
-  stop(): Promise<void>;
-}
-
-/** Postfix's smtp-sink when present, else the harness's Node sink in its own process. */
-async function startSink(): Promise<Sink> {
-  const port = await freePort();
-  // MAILROOM_BENCH_SINK=node forces the Node sink (to compare, or where smtp-sink misbehaves).
-  const binary = process.env.MAILROOM_BENCH_SINK === "node" ? undefined : findSmtpSink();
-  let child: ChildProcess;
-  let kind: string;
-  if (binary) {
-    // -u: drop root privileges; backlog 1024.
-    const args = [...(process.getuid?.() === 0 ? ["-u", "nobody"] : []), `127.0.0.1:${port}`, "1024"];
-    child = spawn(binary, args, { stdio: "ignore" });
-    kind = `Postfix smtp-sink (${binary})`;
-  } else {
-    child = spawn(process.execPath, ["--import", "tsx", fileURLPath(), "--sink-child", String(port)], { stdio: "ignore" });
-    kind = "Node smtp-server sink (test/harness, own process; install postfix for smtp-sink)";
-  }
-  await waitForPort(port, 20_000);
-  return {
-    port,
-    kind,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGKILL");
-      await exited;
-    },
-  };
-}
-
-function findSmtpSink(): string | undefined {
-  for (const candidate of ["/usr/sbin/smtp-sink", "/usr/bin/smtp-sink"]) {
-    try {
-      execFileSync("test", ["-x", candidate]);
-      return candidate;
-    } catch {
-      // next
-    }
-  }
-  try {
-    return execFileSync("which", ["smtp-sink"], { encoding: "utf8" }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function fileURLPath(): string {
-  return new URL(import.meta.url).pathname;
 }
 
 const message = (i: number) => ({
@@ -264,17 +208,8 @@ export async function runDeliveryBench(messages = Number(process.env.MAILROOM_BE
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-async function sinkChild(port: number): Promise<void> {
-  const { startSmtpSink } = await import("../test/harness/smtp-sink.js");
-  await startSmtpSink({ port });
-}
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const at = process.argv.indexOf("--sink-child");
-  if (at > 0) {
-    await sinkChild(Number(process.argv[at + 1]));
-  } else {
-    await runDeliveryBench();
-    process.exit(0);
-  }
+  await runDeliveryBench();
+  process.exit(0);
 }
