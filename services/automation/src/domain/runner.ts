@@ -97,7 +97,7 @@ const WAITING: ReadonlySet<Step["type"]> = new Set(["wait", "wait_until", "wait_
 
 type Version = { tree: StepTree; status: string; deleted: boolean } | null;
 
-/** What one claim loop round remembers: versions, workspace timezones, contacts. */
+/** What the runs of one claim share: versions, workspace timezones, contacts. */
 class RoundCache {
   readonly versions = new Map<string, Promise<Version>>();
   readonly timezones = new Map<string, Promise<string | undefined>>();
@@ -134,7 +134,6 @@ export class Runner {
 
   /** Advances due runs until none is due; answers how many steps were done. */
   async tick(): Promise<number> {
-    const cache = new RoundCache();
     const inFlight = new Set<Promise<void>>();
     let done = 0;
     while (!this.stopped) {
@@ -145,6 +144,10 @@ export class Runner {
       }
       const now = this.deps.clock.now();
       const { lease, runs } = await this.deps.runs.claimDue(now, new Date(now.getTime() + this.leaseMs), free);
+      // What a claim's runs read (contacts, versions, timezones) is shared by them alone: a
+      // tick lasts as long as runs keep coming due (minutes under load), and a cache that
+      // lived as long would grow with every contact and serve stale properties.
+      const cache = new RoundCache();
       for (const run of runs) {
         const p: Promise<void> = this.advance(run, lease, cache)
           .then((n) => void (done += n))
