@@ -120,7 +120,12 @@ export class Enrolment {
    * a moment later) finds it there, and one already in it is signalled below.
    */
   async customEvent(workspaceId: string, contactId: string, name: string, at?: Date): Promise<number> {
+    // A contact in no run has nothing to remember it for: a run that starts later counts only
+    // events after its start (most events are triggers, or about contacts in no automation).
+    if (!(await this.deps.runs.activeOfContact(workspaceId, contactId)).length) return 0;
     await this.deps.runs.sawEvent(workspaceId, contactId, name, at ?? this.deps.clock.now());
+    // Read again after remembering: a run that entered its wait meanwhile is signalled here,
+    // or finds the event when it looks (runner.awaitedAlready); never neither.
     const runs = await this.deps.runs.activeOfContact(workspaceId, contactId);
     return this.signal(runs.filter((r) => r.waitEvent === name), name);
   }
