@@ -43,6 +43,9 @@ import { FormService } from "../../gen/mailroom/directory/v1/forms_pb.js";
 import { formRoutes, openForms } from "../../services/directory/src/form-routes.js";
 import { signSignupToken } from "./signup-tokens.js";
 import { buildGateway } from "./app.js";
+import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
+import { automationRoutes } from "../../services/automation/src/routes.js";
+import { buildCatalogWorld } from "../../services/automation/src/testing.js";
 
 /** Segments and audiences over the test directory's store, with the real filter compiler (the store is kept to plant a stale segment). */
 let audienceStoreOf: import("@mailroom/store/port.js").Store | undefined;
@@ -247,6 +250,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       forms: createClient(FormService, memoryTransport(formRoutes(await openForms(dir.store, dir)))),
       topics: createClient(TopicService, memoryTransport(topicRoutes(new Topics(await TopicStore.open(dir.store), dir.workspaces)))),
       groups: createClient(GroupService, memoryTransport(groupRoutes(new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces)))),
+      automation: createClient(AutomationService, memoryTransport(automationRoutes((await buildCatalogWorld()).automations))),
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: SECRET },

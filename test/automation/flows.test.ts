@@ -101,6 +101,10 @@ describe("automations through the public API (real processes)", () => {
     const mine = await auto.api("GET", `/v1/contacts/${pro.id}/automation-runs`);
     expect(mine.status, JSON.stringify(mine.body)).toBe(200);
     expect(mine.body.runs.items.map((r: any) => [r.automationId, r.status])).toEqual([[automation.id, "COMPLETED"]]);
+    // The contact's data export holds its runs too, as listed.
+    const exported = await auto.api("GET", `/v1/contacts/${pro.id}/export`);
+    expect(exported.status, JSON.stringify(exported.body)).toBe(200);
+    expect(exported.body.automationRuns).toEqual(mine.body.runs.items);
   }, 45_000);
 
   it("wait_for_event: the event within the timeout takes `then`, none takes `else` after the timeout", async () => {
@@ -200,7 +204,8 @@ describe("automations through the public API (real processes)", () => {
     const auto = automations(sys, BURST);
     const automation = await auto.active({
       name: "Burst", trigger: { type: "event", name: "burst" },
-      steps: [{ id: "w", type: "wait", duration: "PT1S" }, { id: "s", type: "send", template: "burst" }],
+      // Long enough for all 120 to be in it before the pause, on a loaded machine too.
+      steps: [{ id: "w", type: "wait", duration: "PT5S" }, { id: "s", type: "send", template: "burst" }],
     });
     const emails = Array.from({ length: 120 }, (_, i) => `b${i}@burst.test`);
     const created = await auto.api("POST", "/v1/contacts/batch", { contacts: emails.map((email) => ({ properties: { email, firstName: "B" } })) });
@@ -212,7 +217,7 @@ describe("automations through the public API (real processes)", () => {
     // Every run waits; held by a pause past the end of their waits, they are all due at once on activate.
     await until("120 runs wait", () => auto.runs(automation.id), (r) => r.length === 120 && r.every((x) => waitingIn(x, "w")));
     expect((await auto.api("POST", `/v1/automations/${automation.id}/pause`, {})).status).toBe(200);
-    await sleep(1_500);
+    await sleep(5_500);
     expect((await auto.api("POST", `/v1/automations/${automation.id}/activate`, {})).status).toBe(200);
     const runs = await until("120 runs ended", () => auto.runs(automation.id), (r) => r.every((x) => x.status !== "ACTIVE"), 30_000);
     const exited = runs.filter((r) => r.status !== "COMPLETED");

@@ -28,14 +28,15 @@ describe("automation lifecycle with runs in progress (real processes)", () => {
     const auto = automations(sys, PAUSE);
     const automation = await auto.active({
       name: "Held", trigger: { type: "contact_created" },
-      steps: [{ id: "w", type: "wait", duration: "PT2S" }, { id: "s", type: "send", template: "held" }],
+      // 5 s: long enough to see the run in it and pause before it ends, on a loaded machine too.
+      steps: [{ id: "w", type: "wait", duration: "PT5S" }, { id: "s", type: "send", template: "held" }],
     });
     const contact = await auto.contact("held@pause.test", "Hal");
     await until("the run waits", () => auto.runs(automation.id), (r) => waitingIn(r[0], "w"));
     const paused = await auto.api("POST", `/v1/automations/${automation.id}/pause`, {});
     expect([paused.status, paused.body.automation?.status]).toEqual([200, "PAUSED"]);
-    // The wait ends at +2 s, while paused: the run holds at it, nothing goes out.
-    await sleep(3_500);
+    // The wait ends at +5 s, while paused: the run holds at it, nothing goes out.
+    await sleep(6_000);
     expect(mailsTo(sys, "held@pause.test")).toEqual([]);
     const held = (await auto.runs(automation.id))[0];
     expect(held).toMatchObject({ status: "ACTIVE", contactId: contact.id });
@@ -87,7 +88,7 @@ describe("automation lifecycle with runs in progress (real processes)", () => {
     const auto = automations(sys, LEAVE);
     const automation = await auto.active({
       name: "Leavers", trigger: { type: "contact_created" },
-      steps: [{ id: "hello", type: "send", template: "hello" }, { id: "w", type: "wait", duration: "PT2S" }, { id: "later", type: "send", template: "later" }],
+      steps: [{ id: "hello", type: "send", template: "hello" }, { id: "w", type: "wait", duration: "PT5S" }, { id: "later", type: "send", template: "later" }],
     });
     const quitter = await auto.contact("quitter@leave.test", "Quinn");
     const gone = await auto.contact("gone@leave.test", "Gil");
@@ -104,7 +105,7 @@ describe("automation lifecycle with runs in progress (real processes)", () => {
     expect(runs.find((r) => r.contactId === quitter.id).exitReason).toBe("unsubscribed");
     expect(runs.find((r) => r.contactId === gone.id).exitReason).toBe("deleted");
     // Past the end of the wait: still only the first message each.
-    await sleep(3_000);
+    await sleep(5_500);
     expect(mailsTo(sys, "quitter@leave.test").map((m) => m.subject)).toEqual(["hello for Quinn"]);
     expect(mailsTo(sys, "gone@leave.test").map((m) => m.subject)).toEqual(["hello for Gil"]);
     const stats = await auto.stats(automation.id);

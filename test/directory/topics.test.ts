@@ -22,7 +22,7 @@ describe("topics and the preference centre (real processes)", () => {
   beforeAll(async () => {
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "email", "gateway"], // email: the contact export lists the emails to the address
+      units: ["directory", "email", "automation", "gateway"], // email, automation: the contact export lists the emails to the address and the runs
       bootstrap: {
         workspaces: [
           { id: A, name: "A", timezone: "UTC", apiKeys: [{ key: KEY_A, scopes: ["api_user"] }] },

@@ -80,7 +80,7 @@ describe("the email log, exports and erasure over the public API", () => {
   beforeAll(async () => {
     sys = await startSystem({
       bootstrap,
-      units: ["directory", "renderer", "email", "delivery", "webhooks", "gateway"],
+      units: ["directory", "renderer", "email", "delivery", "webhooks", "automation", "gateway"],
       env: { MAILROOM_SCHEDULER_INTERVAL_MS: "200" },
     });
     // Mailboxes at bounce.test do not exist: their emails end FAILED.

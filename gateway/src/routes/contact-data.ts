@@ -10,6 +10,7 @@ import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { contactIdParams, contactJson, contactSchema, iso } from "./contacts-schema.js";
 import { emailWithOutcomesJson, emailWithOutcomesSchema } from "./emails-get.js";
+import { runJson, runSchema } from "./automations-schema.js";
 
 /**
  * One contact's data (DESIGN §9.3): GET /v1/contacts/:id/export gathers everything held about
@@ -76,6 +77,7 @@ const contactExportSchema = z
         addedAt: z.iso.datetime().meta({ description: "When the contact joined the group." }),
       }))
       .meta({ description: "The groups the contact is in, in the order it joined them." }),
+    automationRuns: z.array(runSchema).meta({ description: "The contact's runs in every automation, newest first, as `GET /v1/contacts/{id}/automation-runs` lists them." }),
   })
   .meta({ id: "ContactExport" });
 
@@ -147,7 +149,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
     operationId: "exportContact",
     tags: ["Contacts"],
     summary: "Everything held about one contact (a data export for its owner)",
-    description: "The contact, its custom properties with their definitions, its events, every email of the workspace to its address with status and outcomes, the address's suppression, its topics (its own choices and the defaults) and its groups. `DELETE /v1/contacts/{id}?erase=true` erases the same data.",
+    description: "The contact, its custom properties with their definitions, its events, every email of the workspace to its address with status and outcomes, the address's suppression, its topics (its own choices and the defaults), its groups and its automation runs. `DELETE /v1/contacts/{id}?erase=true` erases the same data.",
     scope: "api_read",
     params: contactIdParams,
     responses: {
@@ -159,7 +161,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
       const workspaceId = workspaceOf(request);
       const { contact } = await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
       const c: Contact = contact!;
-      const [definitions, events, emails, suppression, topics, groups] = await Promise.all([
+      const [definitions, events, emails, suppression, topics, groups, runs] = await Promise.all([
         deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request)),
         all(async (cursor) => {
           const res = await deps.clients.directory.listContactEvents({ workspaceId, contactId: c.id, page: { limit: PAGE, cursor } }, rpcOptions(request));
@@ -169,6 +171,10 @@ export const registerContactExport: RouteModule = (app, deps) =>
         deps.clients.directory.checkSuppression({ workspaceId, emails: [c.email] }, rpcOptions(request)),
         deps.clients.topics.getContactTopics({ workspaceId, contact: { ref: { case: "contactId", value: c.id } } }, rpcOptions(request)),
         deps.clients.groups.listContactGroups({ workspaceId, contactId: c.id }, rpcOptions(request)),
+        all(async (cursor) => {
+          const res = await deps.clients.automation.listRuns({ workspaceId, contactId: c.id, page: { limit: PAGE, cursor } }, rpcOptions(request));
+          return { items: res.runs, next: res.page?.hasMore ? res.page.nextCursor : "" };
+        }),
       ]);
       const values = (c.properties ?? {}) as Record<string, JsonValue>;
       const properties = definitions.properties
@@ -183,6 +189,7 @@ export const registerContactExport: RouteModule = (app, deps) =>
         suppression: s ? { reason: REASONS[s.reason] ?? "manual", detail: s.detail, createdAt: iso(s.createdAt) } : null,
         topics: topics.topics.map((t) => ({ id: t.topic!.id, name: t.topic!.name, subscribed: t.subscribed, explicit: t.explicit })),
         groups: groups.groups.map((m) => ({ id: m.group!.id, publicId: m.group!.publicId, ...(m.group!.displayName ? { displayName: m.group!.displayName } : {}), addedAt: iso(m.addedAt)! })),
+        automationRuns: runs.map(runJson),
       });
     },
   });
