@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormatsModule from "ajv-formats";
 import { createClient } from "@connectrpc/connect";
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import type { FastifyInstance } from "fastify";
+import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { AutomationService } from "../../../gen/mailroom/automation/v1/automation_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
@@ -20,34 +19,18 @@ import type { GatewayDeps, ServiceClients } from "../deps.js";
  * validated against the generated OpenAPI document and driven at least once.
  */
 
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as unknown as (ajv: Ajv2020) => Ajv2020;
-type Schema = Record<string, unknown>;
-interface Doc {
-  paths: Record<string, Record<string, { responses: Record<string, { $ref?: string; content?: Record<string, { schema?: Schema }> }> }>>;
-  components: { schemas: Record<string, Schema>; responses: Record<string, { content?: Record<string, { schema?: Schema }> }> };
-}
 
 const WS = TEST_WS;
 const KEY = { authorization: "Bearer mr_test_autgw_1" };
 const READ_ONLY = { authorization: "Bearer mr_test_autgw_ro" };
-const SCHEMAS_ID = "https://mailroom.dev/openapi/schemas";
 const ours = (p: string) => p.startsWith("/v1/automations") || p === "/v1/contacts/{id}/automation-runs";
 
-function rewriteRefs<T>(node: T): T {
-  if (Array.isArray(node)) return node.map(rewriteRefs) as T;
-  if (!node || typeof node !== "object") return node;
-  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === "$ref" && typeof v === "string" ? v.replace("#/components/schemas/", `${SCHEMAS_ID}#/$defs/`) : rewriteRefs(v)])) as T;
-}
 
 describe("gateway /v1/automations", () => {
   let app: FastifyInstance;
   let world: CatalogWorld;
-  let doc: Doc;
+  let api: DocumentedCalls;
   let contactId: string;
-  const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
-  addFormats(ajv);
-  const validators = new Map<string, ValidateFunction>();
-  const covered = new Set<string>();
 
   beforeAll(async () => {
     const dir = await memoryDirectory();
@@ -68,34 +51,13 @@ describe("gateway /v1/automations", () => {
       authCacheMs: 60_000,
     };
     app = await buildGateway(deps);
-    doc = (await app.inject({ method: "GET", url: "/openapi.json" })).json() as Doc;
-    ajv.addSchema({ $id: SCHEMAS_ID, $defs: rewriteRefs(doc.components.schemas) });
+    api = await documentedCalls(app, KEY);
   });
   afterAll(async () => app?.close());
 
   /** Calls the gateway and validates the answer against the documented response of `op`. */
-  async function call(op: string, url: string, body?: unknown, headers: Record<string, string> = KEY): Promise<LightMyRequestResponse & { data: any }> {
-    const [method, path] = op.split(" ");
-    const res = await app.inject({
-      method: method as "GET",
-      url,
-      headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      payload: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-    });
-    let documented = doc.paths[path]?.[method.toLowerCase()]?.responses[String(res.statusCode)];
-    expect(documented, `${op} answered ${res.statusCode}, not documented: ${res.body.slice(0, 300)}`).toBeDefined();
-    if (documented!.$ref) documented = doc.components.responses[documented!.$ref.split("/").pop()!];
-    else covered.add(`${op} ${res.statusCode}`);
-    const schema = documented!.content?.["application/json"]?.schema;
-    const data = res.json();
-    if (schema) {
-      const key = JSON.stringify(schema);
-      let v = validators.get(key);
-      if (!v) validators.set(key, (v = ajv.compile(rewriteRefs(schema))));
-      if (!v(data)) throw new Error(`${op} ${res.statusCode}: ${ajv.errorsText(v.errors)}\n${res.body.slice(0, 500)}`);
-    }
-    return Object.assign(res, { data });
-  }
+  const call = (op: string, url: string, body?: unknown, headers?: Record<string, string>) => api.call(op, url, body, headers);
+
 
   const welcome = (over: Record<string, unknown> = {}) => ({
     name: "Welcome",
@@ -217,15 +179,7 @@ describe("gateway /v1/automations", () => {
   });
 
   it("drove every response the automation operations document", () => {
-    const missing: string[] = [];
-    for (const [path, item] of Object.entries(doc.paths).filter(([p]) => ours(p))) {
-      for (const [method, o] of Object.entries(item)) {
-        for (const [status, r] of Object.entries(o.responses)) {
-          const key = `${method.toUpperCase()} ${path} ${status}`;
-          if (!r.$ref && !covered.has(key)) missing.push(key);
-        }
-      }
-    }
+    const missing = api.undriven(ours);
     expect(missing).toEqual([]);
   });
 });
