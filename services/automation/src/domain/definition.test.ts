@@ -268,6 +268,10 @@ describe("references", () => {
       { kind: "filter", filter: { a: 1 }, path: "trigger.filter" },
       { kind: "group", id: "grp_b", path: "steps[0].groupId" },
     ]);
+    expect(references(def({ type: "email_clicked", template: "welcome" }))).toEqual([
+      { kind: "template", name: "welcome", path: "trigger.template" },
+      { kind: "group", id: "grp_b", path: "steps[0].groupId" },
+    ]);
     for (const builtIn of ["firstName", "lastName", "email"])
       expect(references(def({ type: "property_changed", property: builtIn }))).toEqual([{ kind: "group", id: "grp_b", path: "steps[0].groupId" }]);
   });

@@ -357,6 +357,8 @@ export function references(def: Definition): Reference[] {
   const t = def.trigger;
   if (t.type === "group_joined") refs.push({ kind: "group", id: t.groupId, path: "trigger.groupId" });
   if (t.type === "property_changed" && !BUILT_IN_FIELDS.includes(t.property)) refs.push({ kind: "property", slug: t.property, path: "trigger.property" });
+  // A template the trigger names that does not exist would match no open or click, ever.
+  if ((t.type === "email_opened" || t.type === "email_clicked") && t.template) refs.push({ kind: "template", name: t.template, path: "trigger.template" });
   if (t.filter) refs.push({ kind: "filter", filter: t.filter, path: "trigger.filter" });
   const walk = (steps: readonly Step[], path: string) =>
     steps.forEach((step, i) => {
