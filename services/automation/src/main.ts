@@ -3,6 +3,7 @@ import { jetstream } from "@nats-io/jetstream";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { GroupService } from "../../../gen/mailroom/directory/v1/groups_pb.js";
 import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { BroadcastService } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { connectClient, connectNats, createLogger, defaultServicePort, loadConfig, newId, onShutdown, startConnectServer } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
@@ -43,7 +44,7 @@ const exits = new Exits(runStore, events, systemClock, logger);
 const runs = new Runs(runStore, exits, systemClock);
 const automations = new Automations({
   repo: catalog,
-  directory: new RpcAutomationDirectory(directoryClient, groupClient),
+  directory: new RpcAutomationDirectory(directoryClient, groupClient, connectClient(BroadcastService, config.urls.broadcast)),
   runs,
   clock: systemClock,
   newId: () => newId("aut"),

@@ -40,6 +40,11 @@ export class FakeDirectory implements AutomationDirectory {
     this.calls.push(`group:${idOrPublicId}`);
     return this.groups.get(idOrPublicId);
   }
+  broadcasts = new Set(["cmp_01"]);
+  async broadcastExists(_ws: string, id: string): Promise<boolean> {
+    this.calls.push(`broadcast:${id}`);
+    return this.broadcasts.has(id);
+  }
   async propertySlugs(): Promise<string[]> {
     this.calls.push("properties");
     return [...this.properties];

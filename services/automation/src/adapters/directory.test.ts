@@ -9,6 +9,9 @@ import { Groups } from "../../../directory/src/domain/groups.js";
 import { GroupMembershipStore, GroupStore } from "../../../directory/src/adapters/group-store.js";
 import { ContactFilters } from "../../../directory/src/adapters/contact-filter.js";
 import { memoryDirectory } from "../../../directory/src/testing.js";
+import { BroadcastService } from "../../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { broadcastRoutes } from "../../../broadcast/src/routes.js";
+import { buildTestWorld, draft } from "../../../broadcast/src/testing.js";
 import { RpcAutomationDirectory } from "./directory.js";
 
 const WS = "ws_auto";
@@ -23,9 +26,13 @@ describe("RpcAutomationDirectory", () => {
     const groups = new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces);
     const vip = await groups.create(WS, { publicId: "vip" });
     const filters = await ContactFilters.open(dir.store);
+    // The broadcast unit's own world (workspace ws_acme) answers for broadcasts.
+    const broadcasts = await buildTestWorld();
+    const { broadcast } = await broadcasts.service.create("ws_acme", draft());
     const adapter = new RpcAutomationDirectory(
       createClient(DirectoryService, memoryTransport(directoryRoutes(dir, filters.compileContactFilter))),
       createClient(GroupService, memoryTransport(groupRoutes(groups))),
+      createClient(BroadcastService, memoryTransport(broadcastRoutes(broadcasts.service))),
     );
 
     expect(await adapter.templateExists(WS, "welcome")).toBe(true);
@@ -37,6 +44,9 @@ describe("RpcAutomationDirectory", () => {
     const slugs = await adapter.propertySlugs(WS);
     expect(slugs).toEqual(expect.arrayContaining(["plan", "firstName", "lastName"]));
     expect(await adapter.filterError(WS, { "properties.plan": "pro", groups: "vip" })).toBeUndefined();
+    expect(await adapter.broadcastExists("ws_acme", broadcast.id)).toBe(true);
+    expect(await adapter.broadcastExists("ws_acme", "cmp_00000000000000000000000000")).toBe(false);
+    expect(await adapter.broadcastExists(WS, broadcast.id)).toBe(false); // another workspace's
     expect(await adapter.filterError(WS, { $and: [{ email: { $contains: "@" } }, { "properties.shoe": 1 }] })).toMatch(/^filter\.\$and\[1\]\.properties\.shoe: /);
   });
 });

@@ -2,6 +2,7 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
 import type { DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { GroupService } from "../../../../gen/mailroom/directory/v1/groups_pb.js";
+import type { BroadcastService } from "../../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import type { AutomationDirectory } from "../domain/automations.js";
 
 const RPC = { timeoutMs: 15_000 };
@@ -22,7 +23,19 @@ export class RpcAutomationDirectory implements AutomationDirectory {
   constructor(
     private readonly directory: Client<typeof DirectoryService>,
     private readonly groups: Client<typeof GroupService>,
+    private readonly broadcasts: Client<typeof BroadcastService>,
   ) {}
+
+  async broadcastExists(workspaceId: string, broadcastId: string): Promise<boolean> {
+    try {
+      // Not gated by the workspace's broadcast flags (GetBroadcast is): only whether it exists.
+      await this.broadcasts.getBroadcastTopic({ workspaceId, id: broadcastId }, RPC);
+      return true;
+    } catch (err) {
+      if (isNotFound(err) || errorInfoOf(err)?.httpStatus === 400 || errorInfoOf(err)?.httpStatus === 404) return false;
+      throw asDomainError(err);
+    }
+  }
 
   async templateExists(workspaceId: string, name: string): Promise<boolean> {
     try {

@@ -89,6 +89,12 @@ describe("Automations: validation names the path", () => {
     const property = await refusal(w.automations.create(WS, { ...welcome(), trigger: { type: "property_changed", property: "shoeSize" } }));
     expect(property.message).toBe('trigger.property: property "shoeSize" does not exist');
 
+    const broadcast = await refusal(w.automations.create(WS, { ...welcome(), trigger: { type: "email_opened", broadcastId: "cmp_ghost" } }));
+    expect(broadcast.message).toBe('trigger.broadcastId: broadcast "cmp_ghost" does not exist');
+    const clickTemplate = await refusal(w.automations.create(WS, { ...welcome(), trigger: { type: "email_clicked", template: "ghost" } }));
+    expect(clickTemplate.message).toBe('trigger.template: template "ghost" does not exist');
+    expect((await w.automations.create(WS, { ...welcome(), trigger: { type: "email_opened", broadcastId: "cmp_01", template: "welcome" } })).status).toBe("DRAFT");
+
     const filter = await refusal(w.automations.create(WS, { ...welcome(), trigger: { type: "contact_created", filter: { "properties.shoeSize": 42 } } }));
     expect(filter.message).toBe('trigger.filter.properties.shoeSize: unknown property "shoeSize"');
     expect(JSON.parse(filter.details.extra!.path)).toBe("trigger.filter.properties.shoeSize");

@@ -45,13 +45,15 @@ export interface AutomationRepository {
   definitionAt(workspaceId: string, id: string, version: number): Promise<Definition | null>;
 }
 
-/** What the directory confirms about a definition's references. */
+/** What the directory (and, for a broadcast, the broadcast unit) confirms about a definition's references. */
 export interface AutomationDirectory {
   templateExists(workspaceId: string, name: string): Promise<boolean>;
   /** The stored group id (`grp_…`) of a group id or publicId; undefined when there is no such group. */
   groupId(workspaceId: string, idOrPublicId: string): Promise<string | undefined>;
   /** Every property slug of the workspace, built-ins included. */
   propertySlugs(workspaceId: string): Promise<string[]>;
+  /** Whether the workspace has this broadcast (an email_opened / email_clicked trigger naming one). */
+  broadcastExists(workspaceId: string, broadcastId: string): Promise<boolean>;
   /** Undefined when the directory accepts the filter, else its `invalid_filter` message (a path starting with `filter`, a colon, what is wrong). */
   filterError(workspaceId: string, filter: Record<string, unknown>): Promise<string | undefined>;
 }
@@ -270,6 +272,8 @@ export class Automations {
           const id = await once(`g:${ref.id}`, () => dir.groupId(workspaceId, ref.id));
           return id ? { group: id } : { path: ref.path, fault: `group "${ref.id}" does not exist` };
         }
+        case "broadcast":
+          return (await once(`b:${ref.id}`, () => dir.broadcastExists(workspaceId, ref.id))) ? undefined : { path: ref.path, fault: `broadcast "${ref.id}" does not exist` };
         case "property": {
           const slugs = await once("p", () => dir.propertySlugs(workspaceId));
           return slugs.includes(ref.slug) ? undefined : { path: ref.path, fault: `property "${ref.slug}" does not exist` };

@@ -268,8 +268,9 @@ describe("references", () => {
       { kind: "filter", filter: { a: 1 }, path: "trigger.filter" },
       { kind: "group", id: "grp_b", path: "steps[0].groupId" },
     ]);
-    expect(references(def({ type: "email_clicked", template: "welcome" }))).toEqual([
+    expect(references(def({ type: "email_clicked", template: "welcome", broadcastId: "cmp_1" }))).toEqual([
       { kind: "template", name: "welcome", path: "trigger.template" },
+      { kind: "broadcast", id: "cmp_1", path: "trigger.broadcastId" },
       { kind: "group", id: "grp_b", path: "steps[0].groupId" },
     ]);
     for (const builtIn of ["firstName", "lastName", "email"])

@@ -345,7 +345,8 @@ export type Reference =
   | { kind: "template"; name: string; path: string }
   | { kind: "group"; id: string; path: string }
   | { kind: "property"; slug: string; path: string }
-  | { kind: "filter"; filter: FilterJson; path: string };
+  | { kind: "filter"; filter: FilterJson; path: string }
+  | { kind: "broadcast"; id: string; path: string };
 
 /**
  * Every reference of the definition, trigger first, then steps depth first. A
@@ -359,6 +360,7 @@ export function references(def: Definition): Reference[] {
   if (t.type === "property_changed" && !BUILT_IN_FIELDS.includes(t.property)) refs.push({ kind: "property", slug: t.property, path: "trigger.property" });
   // A template the trigger names that does not exist would match no open or click, ever.
   if ((t.type === "email_opened" || t.type === "email_clicked") && t.template) refs.push({ kind: "template", name: t.template, path: "trigger.template" });
+  if ((t.type === "email_opened" || t.type === "email_clicked") && t.broadcastId) refs.push({ kind: "broadcast", id: t.broadcastId, path: "trigger.broadcastId" });
   if (t.filter) refs.push({ kind: "filter", filter: t.filter, path: "trigger.filter" });
   const walk = (steps: readonly Step[], path: string) =>
     steps.forEach((step, i) => {
