@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/delivery/v1/delivery.proto.
  */
 export const file_mailroom_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiNtYWlscm9vbS9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUbWFpbHJvb20uZGVsaXZlcnkudjEiEgoQR2V0U3RhdHVzUmVxdWVzdCKxAgoRR2V0U3RhdHVzUmVzcG9uc2USDQoFcmVsYXkYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgDEhIKCnNlbnRfdG90YWwYAyABKAMSFAoMZmFpbGVkX3RvdGFsGAQgASgDEhYKDmRlZmVycmVkX3RvdGFsGAUgASgDEhEKCWNhcHR1cmluZxgGIAEoCBIZChFwYXVzZWRfYnJvYWRjYXN0cxgHIAMoCRI8Cg93b3Jrc3BhY2VfcmF0ZXMYCCADKAsyIy5tYWlscm9vbS5kZWxpdmVyeS52MS5Xb3Jrc3BhY2VSYXRlEiEKGXJlbGF5X21lc3NhZ2VzX3Blcl9zZWNvbmQYCSABKAESFQoNYm91bmNlZF90b3RhbBgKIAEoAxISCgpwcm9jZXNzX2lkGAsgASgJIkIKDVdvcmtzcGFjZVJhdGUSFAoMd29ya3NwYWNlX2lkGAEgASgJEhsKE21lc3NhZ2VzX3Blcl9zZWNvbmQYAiABKAEiLQoVUGF1c2VCcm9hZGNhc3RSZXF1ZXN0EhQKDGJyb2FkY2FzdF9pZBgBIAEoCSIYChZQYXVzZUJyb2FkY2FzdFJlc3BvbnNlIi4KFlJlc3VtZUJyb2FkY2FzdFJlcXVlc3QSFAoMYnJvYWRjYXN0X2lkGAEgASgJIhkKF1Jlc3VtZUJyb2FkY2FzdFJlc3BvbnNlIkwKF1NldFdvcmtzcGFjZVJhdGVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIbChNtZXNzYWdlc19wZXJfc2Vjb25kGAIgASgBIhoKGFNldFdvcmtzcGFjZVJhdGVSZXNwb25zZSLGAQoPQ2FwdHVyZWRNZXNzYWdlEgoKAmlkGAEgASgJEhIKCm1lc3NhZ2VfaWQYAiABKAkSDAoEZnJvbRgDIAEoCRIKCgJ0bxgEIAEoCRIPCgdzdWJqZWN0GAUgASgJEi8KC2NhcHR1cmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRzaXplGAcgASgDEhMKC2RlbGl2ZXJ5X2lkGAggASgJEhQKDHdvcmtzcGFjZV9pZBgJIAEoCSJCChtMaXN0Q2FwdHVyZWRNZXNzYWdlc1JlcXVlc3QSDQoFbGltaXQYASABKAUSFAoMd29ya3NwYWNlX2lkGAIgASgJIlcKHExpc3RDYXB0dXJlZE1lc3NhZ2VzUmVzcG9uc2USNwoIbWVzc2FnZXMYASADKAsyJS5tYWlscm9vbS5kZWxpdmVyeS52MS5DYXB0dXJlZE1lc3NhZ2UiJwoZR2V0Q2FwdHVyZWRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoCSJ9ChpHZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZRI2CgdtZXNzYWdlGAEgASgLMiUubWFpbHJvb20uZGVsaXZlcnkudjEuQ2FwdHVyZWRNZXNzYWdlEgsKA3JhdxgCIAEoDBIMCgRodG1sGAMgASgJEgwKBHRleHQYBCABKAkytwUKD0RlbGl2ZXJ5U2VydmljZRJcCglHZXRTdGF0dXMSJi5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRTdGF0dXNSZXF1ZXN0GicubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0U3RhdHVzUmVzcG9uc2USawoOUGF1c2VCcm9hZGNhc3QSKy5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlcXVlc3QaLC5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlc3BvbnNlEm4KD1Jlc3VtZUJyb2FkY2FzdBIsLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlJlc3VtZUJyb2FkY2FzdFJlcXVlc3QaLS5tYWlscm9vbS5kZWxpdmVyeS52MS5SZXN1bWVCcm9hZGNhc3RSZXNwb25zZRJxChBTZXRXb3Jrc3BhY2VSYXRlEi0ubWFpbHJvb20uZGVsaXZlcnkudjEuU2V0V29ya3NwYWNlUmF0ZVJlcXVlc3QaLi5tYWlscm9vbS5kZWxpdmVyeS52MS5TZXRXb3Jrc3BhY2VSYXRlUmVzcG9uc2USfQoUTGlzdENhcHR1cmVkTWVzc2FnZXMSMS5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1JlcXVlc3QaMi5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlEncKEkdldENhcHR1cmVkTWVzc2FnZRIvLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkdldENhcHR1cmVkTWVzc2FnZVJlcXVlc3QaMC5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiNtYWlscm9vbS9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUbWFpbHJvb20uZGVsaXZlcnkudjEiEgoQR2V0U3RhdHVzUmVxdWVzdCKcAwoRR2V0U3RhdHVzUmVzcG9uc2USDQoFcmVsYXkYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgDEhIKCnNlbnRfdG90YWwYAyABKAMSFAoMZmFpbGVkX3RvdGFsGAQgASgDEhYKDmRlZmVycmVkX3RvdGFsGAUgASgDEhEKCWNhcHR1cmluZxgGIAEoCBIZChFwYXVzZWRfYnJvYWRjYXN0cxgHIAMoCRI8Cg93b3Jrc3BhY2VfcmF0ZXMYCCADKAsyIy5tYWlscm9vbS5kZWxpdmVyeS52MS5Xb3Jrc3BhY2VSYXRlEiEKGXJlbGF5X21lc3NhZ2VzX3Blcl9zZWNvbmQYCSABKAESFQoNYm91bmNlZF90b3RhbBgKIAEoAxISCgpwcm9jZXNzX2lkGAsgASgJEjEKBnJvdXRlcxgMIAMoCzIhLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlJvdXRlU3RhdHVzEgwKBG1vZGUYDSABKAkSEQoJZWhsb19uYW1lGA4gASgJEhUKDWxvY2FsX2FkZHJlc3MYDyABKAkivQIKC1JvdXRlU3RhdHVzEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIOCgZ0YXJnZXQYAyABKAkSDgoGd2VpZ2h0GAQgASgFEg0KBWxhbmVzGAUgAygJEhIKCndvcmtzcGFjZXMYBiADKAkSEAoIcHJvdmlkZXIYByABKAkSDAoEZG93bhgIIAEoCBIuCgpkb3duX3VudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGAogASgJEhIKCnNlbnRfdG90YWwYCyABKAMSFgoOZGVmZXJyZWRfdG90YWwYDCABKAMSFQoNYm91bmNlZF90b3RhbBgNIAEoAxIUCgxmYWlsZWRfdG90YWwYDiABKAMSEgoKbGF0ZW5jeV9tcxgPIAEoASJCCg1Xb3Jrc3BhY2VSYXRlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIbChNtZXNzYWdlc19wZXJfc2Vjb25kGAIgASgBIi0KFVBhdXNlQnJvYWRjYXN0UmVxdWVzdBIUCgxicm9hZGNhc3RfaWQYASABKAkiGAoWUGF1c2VCcm9hZGNhc3RSZXNwb25zZSIuChZSZXN1bWVCcm9hZGNhc3RSZXF1ZXN0EhQKDGJyb2FkY2FzdF9pZBgBIAEoCSIZChdSZXN1bWVCcm9hZGNhc3RSZXNwb25zZSJMChdTZXRXb3Jrc3BhY2VSYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSGwoTbWVzc2FnZXNfcGVyX3NlY29uZBgCIAEoASIaChhTZXRXb3Jrc3BhY2VSYXRlUmVzcG9uc2UixgEKD0NhcHR1cmVkTWVzc2FnZRIKCgJpZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSDwoHc3ViamVjdBgFIAEoCRIvCgtjYXB0dXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEc2l6ZRgHIAEoAxITCgtkZWxpdmVyeV9pZBgIIAEoCRIUCgx3b3Jrc3BhY2VfaWQYCSABKAkiQgobTGlzdENhcHR1cmVkTWVzc2FnZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEhQKDHdvcmtzcGFjZV9pZBgCIAEoCSJXChxMaXN0Q2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlEjcKCG1lc3NhZ2VzGAEgAygLMiUubWFpbHJvb20uZGVsaXZlcnkudjEuQ2FwdHVyZWRNZXNzYWdlIicKGUdldENhcHR1cmVkTWVzc2FnZVJlcXVlc3QSCgoCaWQYASABKAkifQoaR2V0Q2FwdHVyZWRNZXNzYWdlUmVzcG9uc2USNgoHbWVzc2FnZRgBIAEoCzIlLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkNhcHR1cmVkTWVzc2FnZRILCgNyYXcYAiABKAwSDAoEaHRtbBgDIAEoCRIMCgR0ZXh0GAQgASgJMrcFCg9EZWxpdmVyeVNlcnZpY2USXAoJR2V0U3RhdHVzEiYubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0U3RhdHVzUmVxdWVzdBonLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkdldFN0YXR1c1Jlc3BvbnNlEmsKDlBhdXNlQnJvYWRjYXN0EisubWFpbHJvb20uZGVsaXZlcnkudjEuUGF1c2VCcm9hZGNhc3RSZXF1ZXN0GiwubWFpbHJvb20uZGVsaXZlcnkudjEuUGF1c2VCcm9hZGNhc3RSZXNwb25zZRJuCg9SZXN1bWVCcm9hZGNhc3QSLC5tYWlscm9vbS5kZWxpdmVyeS52MS5SZXN1bWVCcm9hZGNhc3RSZXF1ZXN0Gi0ubWFpbHJvb20uZGVsaXZlcnkudjEuUmVzdW1lQnJvYWRjYXN0UmVzcG9uc2UScQoQU2V0V29ya3NwYWNlUmF0ZRItLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlNldFdvcmtzcGFjZVJhdGVSZXF1ZXN0Gi4ubWFpbHJvb20uZGVsaXZlcnkudjEuU2V0V29ya3NwYWNlUmF0ZVJlc3BvbnNlEn0KFExpc3RDYXB0dXJlZE1lc3NhZ2VzEjEubWFpbHJvb20uZGVsaXZlcnkudjEuTGlzdENhcHR1cmVkTWVzc2FnZXNSZXF1ZXN0GjIubWFpbHJvb20uZGVsaXZlcnkudjEuTGlzdENhcHR1cmVkTWVzc2FnZXNSZXNwb25zZRJ3ChJHZXRDYXB0dXJlZE1lc3NhZ2USLy5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRDYXB0dXJlZE1lc3NhZ2VSZXF1ZXN0GjAubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0Q2FwdHVyZWRNZXNzYWdlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message mailroom.delivery.v1.GetStatusRequest
@@ -91,6 +91,32 @@ export type GetStatusResponse = Message<"mailroom.delivery.v1.GetStatusResponse"
    * @generated from field: string process_id = 11;
    */
   processId: string;
+
+  /**
+   * DESIGN §9.7: the routes this process sends through, with their health as it sees them.
+   *
+   * @generated from field: repeated mailroom.delivery.v1.RouteStatus routes = 12;
+   */
+  routes: RouteStatus[];
+
+  /**
+   * "relay", "direct" or "capture" (MAILROOM_DELIVERY_MODE).
+   *
+   * @generated from field: string mode = 13;
+   */
+  mode: string;
+
+  /**
+   * Direct delivery: the EHLO name and the source address (empty: the host's default).
+   *
+   * @generated from field: string ehlo_name = 14;
+   */
+  ehloName: string;
+
+  /**
+   * @generated from field: string local_address = 15;
+   */
+  localAddress: string;
 };
 
 /**
@@ -99,6 +125,109 @@ export type GetStatusResponse = Message<"mailroom.delivery.v1.GetStatusResponse"
  */
 export const GetStatusResponseSchema: GenMessage<GetStatusResponse> = /*@__PURE__*/
   messageDesc(file_mailroom_delivery_v1_delivery, 1);
+
+/**
+ * One delivery route (a relay, direct-to-MX, or capture) and its health in this process.
+ *
+ * @generated from message mailroom.delivery.v1.RouteStatus
+ */
+export type RouteStatus = Message<"mailroom.delivery.v1.RouteStatus"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * "relay", "direct" or "capture".
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * The relay URL without credentials; "MX" for direct; "capture".
+   *
+   * @generated from field: string target = 3;
+   */
+  target: string;
+
+  /**
+   * @generated from field: int32 weight = 4;
+   */
+  weight: number;
+
+  /**
+   * Lanes it carries ("transactional", "broadcast"); empty = both.
+   *
+   * @generated from field: repeated string lanes = 5;
+   */
+  lanes: string[];
+
+  /**
+   * Workspaces it is reserved for; empty = every workspace without routes of its own.
+   *
+   * @generated from field: repeated string workspaces = 6;
+   */
+  workspaces: string[];
+
+  /**
+   * The relay provider whose event webhooks report on it ("ses", "postmark", "sendgrid", "mailgun", or "").
+   *
+   * @generated from field: string provider = 7;
+   */
+  provider: string;
+
+  /**
+   * Down: refused connections or answered 4xx to everything; traffic moves to the others until down_until.
+   *
+   * @generated from field: bool down = 8;
+   */
+  down: boolean;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp down_until = 9;
+   */
+  downUntil?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string last_error = 10;
+   */
+  lastError: string;
+
+  /**
+   * @generated from field: int64 sent_total = 11;
+   */
+  sentTotal: bigint;
+
+  /**
+   * @generated from field: int64 deferred_total = 12;
+   */
+  deferredTotal: bigint;
+
+  /**
+   * @generated from field: int64 bounced_total = 13;
+   */
+  bouncedTotal: bigint;
+
+  /**
+   * @generated from field: int64 failed_total = 14;
+   */
+  failedTotal: bigint;
+
+  /**
+   * Mean SMTP transaction time of the last sends, in milliseconds.
+   *
+   * @generated from field: double latency_ms = 15;
+   */
+  latencyMs: number;
+};
+
+/**
+ * Describes the message mailroom.delivery.v1.RouteStatus.
+ * Use `create(RouteStatusSchema)` to create a new message.
+ */
+export const RouteStatusSchema: GenMessage<RouteStatus> = /*@__PURE__*/
+  messageDesc(file_mailroom_delivery_v1_delivery, 2);
 
 /**
  * @generated from message mailroom.delivery.v1.WorkspaceRate
@@ -120,7 +249,7 @@ export type WorkspaceRate = Message<"mailroom.delivery.v1.WorkspaceRate"> & {
  * Use `create(WorkspaceRateSchema)` to create a new message.
  */
 export const WorkspaceRateSchema: GenMessage<WorkspaceRate> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 2);
+  messageDesc(file_mailroom_delivery_v1_delivery, 3);
 
 /**
  * @generated from message mailroom.delivery.v1.PauseBroadcastRequest
@@ -137,7 +266,7 @@ export type PauseBroadcastRequest = Message<"mailroom.delivery.v1.PauseBroadcast
  * Use `create(PauseBroadcastRequestSchema)` to create a new message.
  */
 export const PauseBroadcastRequestSchema: GenMessage<PauseBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 3);
+  messageDesc(file_mailroom_delivery_v1_delivery, 4);
 
 /**
  * @generated from message mailroom.delivery.v1.PauseBroadcastResponse
@@ -150,7 +279,7 @@ export type PauseBroadcastResponse = Message<"mailroom.delivery.v1.PauseBroadcas
  * Use `create(PauseBroadcastResponseSchema)` to create a new message.
  */
 export const PauseBroadcastResponseSchema: GenMessage<PauseBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 4);
+  messageDesc(file_mailroom_delivery_v1_delivery, 5);
 
 /**
  * @generated from message mailroom.delivery.v1.ResumeBroadcastRequest
@@ -167,7 +296,7 @@ export type ResumeBroadcastRequest = Message<"mailroom.delivery.v1.ResumeBroadca
  * Use `create(ResumeBroadcastRequestSchema)` to create a new message.
  */
 export const ResumeBroadcastRequestSchema: GenMessage<ResumeBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 5);
+  messageDesc(file_mailroom_delivery_v1_delivery, 6);
 
 /**
  * @generated from message mailroom.delivery.v1.ResumeBroadcastResponse
@@ -180,7 +309,7 @@ export type ResumeBroadcastResponse = Message<"mailroom.delivery.v1.ResumeBroadc
  * Use `create(ResumeBroadcastResponseSchema)` to create a new message.
  */
 export const ResumeBroadcastResponseSchema: GenMessage<ResumeBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 6);
+  messageDesc(file_mailroom_delivery_v1_delivery, 7);
 
 /**
  * @generated from message mailroom.delivery.v1.SetWorkspaceRateRequest
@@ -202,7 +331,7 @@ export type SetWorkspaceRateRequest = Message<"mailroom.delivery.v1.SetWorkspace
  * Use `create(SetWorkspaceRateRequestSchema)` to create a new message.
  */
 export const SetWorkspaceRateRequestSchema: GenMessage<SetWorkspaceRateRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 7);
+  messageDesc(file_mailroom_delivery_v1_delivery, 8);
 
 /**
  * @generated from message mailroom.delivery.v1.SetWorkspaceRateResponse
@@ -215,7 +344,7 @@ export type SetWorkspaceRateResponse = Message<"mailroom.delivery.v1.SetWorkspac
  * Use `create(SetWorkspaceRateResponseSchema)` to create a new message.
  */
 export const SetWorkspaceRateResponseSchema: GenMessage<SetWorkspaceRateResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 8);
+  messageDesc(file_mailroom_delivery_v1_delivery, 9);
 
 /**
  * @generated from message mailroom.delivery.v1.CapturedMessage
@@ -272,7 +401,7 @@ export type CapturedMessage = Message<"mailroom.delivery.v1.CapturedMessage"> & 
  * Use `create(CapturedMessageSchema)` to create a new message.
  */
 export const CapturedMessageSchema: GenMessage<CapturedMessage> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 9);
+  messageDesc(file_mailroom_delivery_v1_delivery, 10);
 
 /**
  * @generated from message mailroom.delivery.v1.ListCapturedMessagesRequest
@@ -296,7 +425,7 @@ export type ListCapturedMessagesRequest = Message<"mailroom.delivery.v1.ListCapt
  * Use `create(ListCapturedMessagesRequestSchema)` to create a new message.
  */
 export const ListCapturedMessagesRequestSchema: GenMessage<ListCapturedMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 10);
+  messageDesc(file_mailroom_delivery_v1_delivery, 11);
 
 /**
  * @generated from message mailroom.delivery.v1.ListCapturedMessagesResponse
@@ -313,7 +442,7 @@ export type ListCapturedMessagesResponse = Message<"mailroom.delivery.v1.ListCap
  * Use `create(ListCapturedMessagesResponseSchema)` to create a new message.
  */
 export const ListCapturedMessagesResponseSchema: GenMessage<ListCapturedMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 11);
+  messageDesc(file_mailroom_delivery_v1_delivery, 12);
 
 /**
  * @generated from message mailroom.delivery.v1.GetCapturedMessageRequest
@@ -330,7 +459,7 @@ export type GetCapturedMessageRequest = Message<"mailroom.delivery.v1.GetCapture
  * Use `create(GetCapturedMessageRequestSchema)` to create a new message.
  */
 export const GetCapturedMessageRequestSchema: GenMessage<GetCapturedMessageRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 12);
+  messageDesc(file_mailroom_delivery_v1_delivery, 13);
 
 /**
  * @generated from message mailroom.delivery.v1.GetCapturedMessageResponse
@@ -364,7 +493,7 @@ export type GetCapturedMessageResponse = Message<"mailroom.delivery.v1.GetCaptur
  * Use `create(GetCapturedMessageResponseSchema)` to create a new message.
  */
 export const GetCapturedMessageResponseSchema: GenMessage<GetCapturedMessageResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 13);
+  messageDesc(file_mailroom_delivery_v1_delivery, 14);
 
 /**
  * DeliveryService is the admin/status face of the SMTP workers; the work itself

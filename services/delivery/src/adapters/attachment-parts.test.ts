@@ -10,6 +10,7 @@ import type { OutgoingMail } from "../domain/ports.js";
 
 function mail(attachments: OutgoingMail["attachments"], text = "Hi"): OutgoingMail {
   return {
+    lane: "transactional",
     envelope: { from: "b@bounces.example.test", to: "ann@example.test" },
     from: { name: "Acme", address: "team@example.test" },
     to: "ann@example.test",

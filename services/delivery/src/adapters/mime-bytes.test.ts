@@ -5,6 +5,7 @@ import { base64Lines, bodyPart, buildMime } from "./mime.js";
 import type { OutgoingMail } from "../domain/ports.js";
 
 const mail = (over: Partial<OutgoingMail> = {}): OutgoingMail => ({
+  lane: "transactional",
   envelope: { from: "news@acme.test", to: "ann@example.test" },
   from: { name: "Acme", address: "news@acme.test" },
   to: "ann@example.test",

@@ -4,6 +4,7 @@ import { bodyPart, buildMime, formatAddress, parseAddress } from "./mime.js";
 import type { OutgoingMail } from "../domain/ports.js";
 
 const mail = (over: Partial<OutgoingMail> = {}): OutgoingMail => ({
+  lane: "transactional",
   envelope: { from: "news@acme.test", to: "ann@example.test" },
   from: { name: "Acme", address: "news@acme.test" },
   to: "ann@example.test",

@@ -12,6 +12,7 @@ function outgoingMail(over: Partial<Pick<OutgoingMail, "to" | "text" | "html">> 
   const to = over.to ?? "ann@example.test";
   serial += 1;
   return {
+    lane: "transactional",
     envelope: { from: "bounces+x@bounces.example.test", to },
     from: { name: "Acme", address: "team@example.test" },
     to,

@@ -69,6 +69,8 @@ export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck, 
       headerFieldNames: DKIM_SIGNED_HEADERS,
     },
     meta: { deliveryId: job.deliveryId, workspaceId: job.workspaceId },
+    // Test sends ride the transactional lane, as their jobs do.
+    lane: job.source === "broadcast" ? "broadcast" : "transactional",
   };
 }
 

@@ -172,7 +172,12 @@ export interface OutgoingMail {
   dkim?: { domainName: string; keySelector: string; privateKey: string; headerFieldNames: string };
   /** For local capture: who the mail belongs to. */
   meta: { deliveryId: string; workspaceId: string };
+  /** The lane the job came on: routes are chosen per lane (DESIGN §9.7). */
+  lane: Lane;
 }
+
+/** Delivery's two queues; routes may be reserved for one of them. */
+export type Lane = "transactional" | "broadcast";
 
 export interface SendResult {
   /** SMTP reply code and text of the accepted DATA (or a capture note). */
@@ -180,6 +185,8 @@ export interface SendResult {
   response: string;
   /** Envelope `others` the relay refused at RCPT TO while it took the message for `to`. */
   refused?: ReadonlyArray<{ address: string; code: number; text: string }>;
+  /** The route that carried it (a relay's name, "direct", "capture"); recorded on the email and its events. */
+  route?: string;
 }
 
 /** Thrown by a transport when the relay did not accept the message. */
@@ -193,6 +200,13 @@ export class SmtpFailure extends Error {
      * itself (greeting, auth, MAIL FROM): only those 5xx replies are hard bounces.
      */
     readonly aboutRecipient: boolean,
+    /**
+     * Nothing of the message reached the server (refused or cut before DATA's body went
+     * out, or a 4xx/5xx before it): another route may take it without a duplicate.
+     */
+    readonly beforeData = false,
+    /** The route that was tried last (set by the routing transport). */
+    public route?: string,
   ) {
     super(message);
     this.name = "SmtpFailure";
@@ -226,6 +240,8 @@ export interface OutcomeEvent {
   tags?: readonly Tag[];
   /** The message's cc and bcc envelope recipients (a later bounce report may name one of them). */
   otherRecipients?: readonly string[];
+  /** The route that carried (or last tried) the message (DESIGN §9.7). */
+  route?: string;
 }
 
 export interface EventPublisher {
