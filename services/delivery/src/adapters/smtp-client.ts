@@ -15,7 +15,8 @@ import { SmtpFailure } from "../domain/ports.js";
  * STARTTLS (opportunistic unless required, skipped when ignored), implicit TLS (`smtps:`),
  * AUTH PLAIN or LOGIN from the URL's user and password, and SMTPUTF8 for non-ASCII addresses.
  * Replies map to SmtpFailure as before: code 0 when none came (refused, cut, timed out),
- * `aboutRecipient` for RCPT TO and DATA replies only.
+ * `aboutRecipient` for RCPT TO and DATA replies only, `beforeData` until the message's body
+ * has been written (another server or route may then take the message without a duplicate).
  */
 
 export interface SmtpClientOptions {
@@ -30,6 +31,14 @@ export interface SmtpClientOptions {
   ignoreTls: boolean;
   /** EHLO name: the host's name when it is fully qualified, else the local address literal. */
   name?: string;
+  /** The local (source) address to connect from; unset: the system's choice. */
+  localAddress?: string;
+  /** TLS server name (SNI, and the name the certificate is verified against); unset: `host` unless it is an IP. */
+  servername?: string;
+  /** Extra trusted CA certificates (PEM) for verifying the server's certificate; unset: Node's bundled CAs. */
+  ca?: string;
+  /** Why TLS is required, for the failure's text (the variable or policy asking for it). */
+  requireTlsBecause?: string;
 }
 
 /** smtp://user:pass@host:port or smtps://…, ports defaulting as nodemailer's did (587, 465). */
@@ -71,12 +80,18 @@ export function dotStuff(raw: Buffer): Buffer[] {
   return parts;
 }
 
-function noReply(message: string): SmtpFailure {
-  return new SmtpFailure(message, 0, false);
+/** Failures before the body went out are `beforeData` unless said otherwise. */
+function noReply(message: string, beforeData = true): SmtpFailure {
+  return new SmtpFailure(message, 0, false, beforeData);
 }
 
-function refused(command: string, reply: Reply, aboutRecipient: boolean): SmtpFailure {
-  return new SmtpFailure(`${command}: ${reply.text}`, reply.code, aboutRecipient);
+function refused(command: string, reply: Reply, aboutRecipient: boolean, beforeData = true): SmtpFailure {
+  return new SmtpFailure(`${command}: ${reply.text}`, reply.code, aboutRecipient, beforeData);
+}
+
+/** The same failure, once (part of) the body has been written. */
+function afterBody(err: unknown): unknown {
+  return err instanceof SmtpFailure && err.beforeData ? new SmtpFailure(err.message, err.code, err.aboutRecipient, false, err.route) : err;
 }
 
 const isPositive = (r: Reply) => r.code >= 200 && r.code < 300;
@@ -87,6 +102,8 @@ export class SmtpConnection {
   closed = false;
   /** Whether the relay has replied to anything in the current transaction. */
   answered = false;
+  /** Whether the session runs over TLS (implicit or STARTTLS). */
+  tls = false;
   private socket!: net.Socket;
   private pending = "";
   private lines: string[] = [];
@@ -163,11 +180,17 @@ export class SmtpConnection {
     }
     const body = dotStuff(raw);
     const last = raw.length >= 2 && raw[raw.length - 2] === 13 && raw[raw.length - 1] === 10 ? END_OF_DATA : CRLF_END_OF_DATA;
+    if (this.closed) throw noReply(this.closeReason ?? "connection closed");
     const wait = this.nextReply();
     this.writeAll([...body, last]);
-    const final = await wait;
+    let final: Reply;
+    try {
+      final = await wait;
+    } catch (err) {
+      throw afterBody(err);
+    }
     this.sent += 1;
-    if (!isPositive(final)) throw refused("DATA", final, true);
+    if (!isPositive(final)) throw refused("DATA", final, true, false);
     const others: Array<{ address: string; reply: Reply }> = [];
     for (let i = 1; i < to.length; i++) if (!isPositive(rest[i]!)) others.push({ address: to[i]!, reply: rest[i]! });
     return { ...final, refused: others };
@@ -188,10 +211,11 @@ export class SmtpConnection {
   }
 
   private async handshake(): Promise<void> {
-    const { host, port, secure, timeoutMs } = this.opts;
+    const { host, port, secure, timeoutMs, localAddress } = this.opts;
     await this.connect(() =>
-      secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, rejectUnauthorized: this.opts.tlsRejectUnauthorized }) : net.connect({ host, port }),
+      secure ? tls.connect({ host, port, localAddress, ...this.tlsOptions() } as tls.ConnectionOptions) : net.connect({ host, port, localAddress }),
     secure ? "secureConnect" : "connect");
+    this.tls = secure;
     const greeting = await this.nextReply(timeoutMs);
     if (greeting.code !== 220) throw refused("greeting", greeting, false);
     await this.hello();
@@ -201,7 +225,7 @@ export class SmtpConnection {
       await this.upgrade();
       await this.hello();
     } else if (!secure && this.opts.requireTls) {
-      throw noReply(`${host}:${port} does not offer STARTTLS, which MAILROOM_SMTP_REQUIRE_TLS requires`);
+      throw noReply(`${host}:${port} does not offer STARTTLS, which ${this.opts.requireTlsBecause ?? "MAILROOM_SMTP_REQUIRE_TLS"} requires`);
     }
     if (this.opts.auth) await this.authenticate(this.opts.auth);
   }
@@ -241,12 +265,21 @@ export class SmtpConnection {
     plain.removeAllListeners("timeout");
     const host = this.opts.host;
     return new Promise((resolve, reject) => {
-      const secured = tls.connect({ socket: plain, servername: net.isIP(host) ? undefined : host, rejectUnauthorized: this.opts.tlsRejectUnauthorized });
-      secured.once("secureConnect", () => resolve());
+      const secured = tls.connect({ socket: plain, ...this.tlsOptions() });
+      secured.once("secureConnect", () => {
+        this.tls = true;
+        resolve();
+      });
       secured.once("error", (err) => reject(noReply(`STARTTLS with ${host}: ${err.message}`)));
       this.attach(secured);
       secured.setTimeout(this.opts.timeoutMs);
     });
+  }
+
+  private tlsOptions(): tls.ConnectionOptions {
+    const { host, servername, ca, tlsRejectUnauthorized } = this.opts;
+    const name = servername ?? (net.isIP(host) ? undefined : host);
+    return { servername: name, rejectUnauthorized: tlsRejectUnauthorized, ...(ca ? { ca: [...tls.rootCertificates, ca] } : {}) };
   }
 
   private async hello(): Promise<void> {
