@@ -5,7 +5,7 @@ import { openStore } from "@mailroom/store/open.js";
 import { secretKeysOf } from "@mailroom/kit/secrets.js";
 import { createDirectory } from "./domain/directory.js";
 import { openStoreRepositories } from "./adapters/store.js";
-import { createResolver, generateDkimKeyPair } from "./adapters/dns.js";
+import { createResolver, createSendingDns, generateDkimKeyPair } from "./adapters/dns.js";
 import { natsContactEventPublisher } from "./adapters/event-publisher.js";
 import { ChangePublisher } from "./adapters/change-publisher.js";
 import { directoryRoutes } from "./routes.js";
@@ -40,9 +40,11 @@ const repositories = await openStoreRepositories(store, secretKeysOf(config));
 // Writes cut short by the previous process's end: their events, rebuilt from the store.
 await changes.recover(repositories).catch((err) => logger.warn({ err }, "recovering write intents failed; the sweep retries"));
 changes.startSweep();
+const resolver = createResolver(settings.dnsServers);
 const directory = createDirectory({
   repositories,
-  resolver: createResolver(settings.dnsServers),
+  resolver,
+  sendingDns: createSendingDns(resolver),
   generateDkimKey: generateDkimKeyPair,
   dns: { spfInclude: settings.spfInclude, inboundMxHost: settings.inboundMxHost, bounceDomain: settings.bounceDomain },
   publishEvent: natsContactEventPublisher(nats, logger),

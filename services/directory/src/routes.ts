@@ -290,6 +290,9 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
     async verifyDomain(req) {
       return { domain: domainToPb(await dir.senders.verifyDomain(req.workspaceId, req.domain)) };
     },
+    async checkDirectSending(req) {
+      return dir.senders.checkDirectSending(req.workspaceId, req.domain, req.address, req.ehloName);
+    },
     async listSenders(req) {
       const { emails, domains } = await dir.senders.list(req.workspaceId);
       return { emails: emails.map((e) => ({ email: e.email, verified: e.verified })), domains: domains.map(domainToPb) };

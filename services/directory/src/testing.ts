@@ -2,6 +2,7 @@ import { openMemoryStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
 import { createDirectory, type Directory, type DirectoryDeps } from "./domain/directory.js";
 import type { DkimKeyPair, TxtResolver } from "./domain/ports.js";
+import type { SendingDns, SpfResult } from "./domain/direct-sending.js";
 import { generateDkimKeyPair } from "./adapters/dns.js";
 import { DIRECTORY_COLLECTIONS, openStoreRepositories } from "./adapters/store.js";
 
@@ -14,6 +15,22 @@ export function mapResolver(records: Record<string, string[][]> = {}): TxtResolv
       if (!found) throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: "ENOTFOUND" });
       return found;
     },
+  };
+}
+
+/**
+ * Direct-sending DNS answering from maps (address → PTR names, name → addresses, domain →
+ * SPF result); anything absent is not found / "none".
+ */
+export function mapSendingDns(zone: { ptr?: Record<string, string[]>; hosts?: Record<string, string[]>; spf?: Record<string, SpfResult> } = {}): SendingDns {
+  return {
+    async reverse(address) {
+      const names = zone.ptr?.[address];
+      if (!names) throw Object.assign(new Error(`getHostByAddr ENOTFOUND ${address}`), { code: "ENOTFOUND" });
+      return names;
+    },
+    addresses: async (name) => zone.hosts?.[name.toLowerCase()] ?? [],
+    spf: async ({ sender }) => ({ result: zone.spf?.[sender.split("@")[1]] ?? "none" }),
   };
 }
 
@@ -38,6 +55,7 @@ export async function storeDirectory(store: Store, opts: TestDirectoryOptions = 
   const dir = createDirectory({
     repositories: await openStoreRepositories(store, TEST_SECRETS),
     resolver: mapResolver(),
+    sendingDns: mapSendingDns(),
     generateDkimKey: pooledDkimKey,
     ...opts,
   });

@@ -1,7 +1,9 @@
 import { generateKeyPair } from "node:crypto";
 import { Resolver } from "node:dns/promises";
 import { promisify } from "node:util";
+import { spf } from "mailauth/lib/spf/index.js";
 import { DKIM_SELECTOR } from "../domain/dns-policy.js";
+import type { SendingDns, SpfResult } from "../domain/direct-sending.js";
 import type { DkimKeyPair, TxtResolver } from "../domain/ports.js";
 
 const generateRsa = promisify(generateKeyPair);
@@ -20,9 +22,39 @@ export async function generateDkimKeyPair(selector = DKIM_SELECTOR): Promise<Dki
  * node:dns Resolver, pointed at MAILROOM_DNS_SERVERS ("127.0.0.1:5353,…") when set,
  * else at the system's resolvers.
  */
-export function createResolver(servers?: string, opts: { timeoutMs?: number; tries?: number } = {}): TxtResolver {
+export function createResolver(servers?: string, opts: { timeoutMs?: number; tries?: number } = {}): TxtResolver & Resolver {
   const resolver = new Resolver({ timeout: opts.timeoutMs ?? 2_000, tries: opts.tries ?? 2 });
   const list = (servers ?? "").split(",").map((s) => s.trim()).filter(Boolean);
   if (list.length) resolver.setServers(list);
   return resolver;
+}
+
+const SPF_RESULTS = new Set<string>(["pass", "fail", "softfail", "neutral", "none", "temperror", "permerror"]);
+
+/**
+ * The direct-sending check's DNS over the same resolver as domain verification
+ * (MAILROOM_DNS_SERVERS): PTR and A/AAAA lookups, and mailauth's RFC 7208 SPF evaluation
+ * (includes, redirects, macros, the 10-lookup limit) with every query through that resolver.
+ */
+export function createSendingDns(resolver: Resolver): SendingDns {
+  const settle = async (p: Promise<string[]>) => p.catch((err: NodeJS.ErrnoException) => {
+    if (["ENOTFOUND", "ENODATA"].includes(err.code ?? "")) return [] as string[];
+    throw err;
+  });
+  return {
+    reverse: (address) => resolver.reverse(address),
+    async addresses(name) {
+      const [v4, v6] = await Promise.all([settle(resolver.resolve4(name)), settle(resolver.resolve6(name))]);
+      return [...v4, ...v6];
+    },
+    async spf(input) {
+      const res = await spf({
+        ...input,
+        mta: "mailroom-console-check",
+        resolver: (name: string, type: string) => resolver.resolve(name, type) as Promise<never>,
+      });
+      const result = (res.status.result === "temperr" ? "temperror" : res.status.result) as string;
+      return { result: (SPF_RESULTS.has(result) ? result : "neutral") as SpfResult, record: res.rr, comment: res.status.comment };
+    },
+  };
 }

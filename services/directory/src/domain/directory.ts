@@ -12,6 +12,7 @@ import { Templates } from "./templates.js";
 import { Usage } from "./usage.js";
 import { Bootstrap } from "./bootstrap.js";
 import type { DnsPolicy } from "./dns-policy.js";
+import type { SendingDns } from "./direct-sending.js";
 import type { ContactEventPublisher, DirectoryRepositories, DkimKeyGenerator, TxtResolver } from "./ports.js";
 import { systemClock, type Clock } from "./validation.js";
 import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, EmittingWorkspaceRepository, type ChangeIntentRecorder, type DirectoryEventPublisher } from "./changes.js";
@@ -19,6 +20,8 @@ import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRe
 export interface DirectoryDeps {
   repositories: DirectoryRepositories;
   resolver: TxtResolver;
+  /** PTR, A/AAAA and SPF lookups of the direct-sending check (CheckDirectSending). */
+  sendingDns: SendingDns;
   /** DKIM key pair source (tests reuse pre-generated pairs: RSA 2048 takes ~1 s each). */
   generateDkimKey: DkimKeyGenerator;
   dns?: Partial<DnsPolicy>;
@@ -74,7 +77,7 @@ export function createDirectory(deps: DirectoryDeps): Directory {
   };
   const workspaces = new Workspaces(repos.workspaces, now);
   const keys = new ApiKeys(repos.apiKeys, workspaces, now);
-  const senders = new Senders(repos.senders, workspaces, deps.resolver, policy, deps.generateDkimKey, now);
+  const senders = new Senders(repos.senders, workspaces, deps.resolver, policy, deps.generateDkimKey, now, deps.sendingDns);
   const members = new Members(repos.members, workspaces, now);
   const properties = new ContactProperties(repos.properties, workspaces, now);
   const contacts = new Contacts(repos.contacts, repos.suppressions, workspaces, properties, now);

@@ -1,5 +1,7 @@
 import { badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import { parseMailbox, normalizeDomain } from "./address.js";
+import { isIP } from "node:net";
+import { checkDirectSending, type DirectSendingCheck, type SendingDns } from "./direct-sending.js";
 import { checkDomainRecords, dnsRecordsFor, isCheckedRecord, type DnsPolicy, type DnsRecordSpec } from "./dns-policy.js";
 import { scopedId, type SenderDomain, type SenderEmail } from "./model.js";
 import type { DkimKeyGenerator, SenderRepository, TxtResolver } from "./ports.js";
@@ -31,6 +33,7 @@ export class Senders {
     private readonly policy: DnsPolicy,
     private readonly generateKey: DkimKeyGenerator,
     private readonly now: Clock = systemClock,
+    private readonly sendingDns?: SendingDns,
   ) {}
 
   private parseAddress(input: string, field = "email"): string {
@@ -95,6 +98,18 @@ export class Senders {
     if (check.found.dkim && !doc.verified) Object.assign(changes, { verified: true, verifiedAt: at });
     const updated = await this.repo.updateDomain(doc._id, changes);
     return this.view(updated!);
+  }
+
+  /**
+   * The DNS a domain of the workspace needs for delivery straight to MX hosts from `address`
+   * (DESIGN §9.7): real lookups, now; nothing is stored (the console shows it as it is).
+   */
+  async checkDirectSending(workspaceId: string, domainInput: string, address: string, ehloName: string): Promise<DirectSendingCheck> {
+    const doc = await this.requireDomain(workspaceId, domainInput);
+    if (!isIP(address)) throw badRequest("invalid_request", `address ${JSON.stringify(address.slice(0, 100))} is not an IP address (MAILROOM_DELIVERY_LOCAL_ADDRESS)`);
+    if (ehloName && !/^[a-z0-9.-]{1,253}$/i.test(ehloName)) throw badRequest("invalid_request", "ehlo_name is not a host name");
+    if (!this.sendingDns) throw new Error("the directory was built without the direct-sending DNS check");
+    return checkDirectSending(this.sendingDns, this.policy, { domain: doc.domain, address, ehloName });
   }
 
   /** Admin override (development): verified without DNS; a domain gets a key pair if new. */
