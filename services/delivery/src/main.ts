@@ -12,7 +12,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { defaultServicePort, loadConfig, type Config } from "@mailroom/kit/config.js";
 import { connectClient, onShutdown, startConnectServer } from "@mailroom/kit/connect.js";
 import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
-import { createLogger, redactUrl, type Logger } from "@mailroom/kit/logger.js";
+import { createLogger, type Logger } from "@mailroom/kit/logger.js";
 import { openStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
@@ -28,7 +28,9 @@ import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { KvPacingRepository } from "./adapters/pacing-kv.js";
 import { RpcSenderDirectory } from "./adapters/sender-directory.js";
-import { CaptureTransport, SmtpPoolTransport } from "./adapters/smtp-transport.js";
+import { buildRoutes } from "./adapters/routes/build-routes.js";
+import { RouteStats } from "./adapters/routes/route-stats.js";
+import { RoutedTransport } from "./adapters/routes/routed-transport.js";
 import { StoreDeliveries } from "./adapters/store.js";
 import { startDeliveryConsumers } from "./consumers.js";
 import { DeliveryAdmin } from "./domain/admin.js";
@@ -44,7 +46,7 @@ import type {
   SenderDirectory,
 } from "./domain/ports.js";
 import { deliveryRoutes } from "./routes.js";
-import { prometheusDeliveryMetrics, recordSmtpPoolSize } from "./adapters/metrics.js";
+import { prometheusDeliveryMetrics, recordRouteHealth, recordSmtpPoolSize } from "./adapters/metrics.js";
 import { loadDeliverySettings, type DeliverySettings } from "./settings.js";
 
 /** Any adapter may be replaced (tests, benchmarks); the rest are built from config. */
@@ -89,26 +91,24 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
     await repo.init();
     deliveries = repo;
   }
-  const capture = settings.smtpUrl ? undefined : new CaptureStore(path.join(config.dataDir, "captured"));
-  const transport =
-    o.transport ??
-    (settings.smtpUrl
-      ? new SmtpPoolTransport(
-          {
-            url: settings.smtpUrl,
-            poolSize: settings.poolSize,
-            maxMessagesPerConnection: settings.maxMessagesPerConnection,
-            timeoutMs: settings.smtpTimeoutMs,
-            tlsRejectUnauthorized: settings.tlsRejectUnauthorized,
-            requireTls: settings.requireTls,
-            ignoreTls: settings.ignoreTls,
-            skeletonCacheEntries: settings.skeletonCacheEntries,
-          },
-          redactUrl(settings.smtpUrl),
-        )
-      : new CaptureTransport(capture!));
-  if (settings.smtpUrl) recordSmtpPoolSize(settings.poolSize);
   const pacing = o.pacing ?? (await KvPacingRepository.open(nc, logger));
+  const capture = settings.routes.some((r) => r.kind === "capture") ? new CaptureStore(path.join(config.dataDir, "captured")) : undefined;
+  const stats = new RouteStats();
+  let routed: RoutedTransport | undefined;
+  if (!o.transport) {
+    routed = new RoutedTransport(buildRoutes(settings, { capture, pacing }), {
+      downMs: settings.routeDownMs,
+      downMaxMs: settings.routeDownMaxMs,
+      downAfter: settings.routeDownAfter,
+      logger,
+      onHealth: recordRouteHealth,
+    });
+    for (const r of settings.routes) recordRouteHealth(r.name, true);
+    const pooled = settings.routes.filter((r) => r.kind === "relay").reduce((sum, r) => sum + (r.poolSize ?? settings.poolSize), 0);
+    if (pooled > 0) recordSmtpPoolSize(pooled);
+  }
+  const transport = o.transport ?? routed!;
+  // MAILROOM_SMTP_RATE (one relay only; routes have their own `rate`), checked before the claim.
   const pacer = new Pacer(pacing, { key: relayKeyOf(settings.smtpUrl), rate: settings.relayRate });
   const js = jetstream(nc);
   // Content only from the content store the accepting unit wrote (DESIGN §9.1), broadcast
@@ -131,7 +131,13 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
       retries: o.retries ?? new JetStreamRetryQueue(new DeliveryJobPublisher(js)),
       pacer,
       logger,
-      metrics: prometheusDeliveryMetrics,
+      metrics: {
+        ...prometheusDeliveryMetrics,
+        routeOutcome(route, domain, outcome, seconds) {
+          prometheusDeliveryMetrics.routeOutcome(route, domain, outcome, seconds);
+          stats.record(route, outcome, seconds * 1_000);
+        },
+      },
     },
     {
       workerId,
@@ -163,9 +169,11 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
     counters: deliverer.counters,
     relay: { description: transport.description, capturing: transport.capturing, rate: settings.relayRate },
     processId: workerId,
+    mode: settings.mode,
+    ...(routed ? { routes: () => routed.health().map((h) => ({ ...h, ...stats.of(h.name) })) } : {}),
   });
   logger.info(
-    { relay: transport.description, concurrency: settings.concurrency, broadcastConcurrency: settings.broadcastConcurrency, workerId },
+    { relay: transport.description, mode: settings.mode, concurrency: settings.concurrency, broadcastConcurrency: settings.broadcastConcurrency, workerId },
     "delivery consumers started",
   );
   return {

@@ -5,9 +5,10 @@ import {
   CapturedMessageSchema,
   DeliveryService,
   GetStatusResponseSchema,
+  RouteStatusSchema,
   WorkspaceRateSchema,
 } from "../../../gen/mailroom/delivery/v1/delivery_pb.js";
-import type { DeliveryAdmin } from "./domain/admin.js";
+import type { DeliveryAdmin, RouteStatus } from "./domain/admin.js";
 import type { CapturedEntry } from "./domain/ports.js";
 
 const captured = (e: CapturedEntry) =>
@@ -21,6 +22,25 @@ const captured = (e: CapturedEntry) =>
     size: BigInt(e.size),
     deliveryId: e.deliveryId,
     workspaceId: e.workspaceId,
+  });
+
+const routeStatus = (r: RouteStatus) =>
+  create(RouteStatusSchema, {
+    name: r.name,
+    kind: r.kind,
+    target: r.target,
+    weight: r.weight,
+    lanes: r.lanes,
+    workspaces: r.workspaces,
+    provider: r.provider,
+    down: r.down,
+    downUntil: r.downUntil ? timestampFromDate(r.downUntil) : undefined,
+    lastError: r.lastError,
+    sentTotal: BigInt(r.sent),
+    deferredTotal: BigInt(r.deferred),
+    bouncedTotal: BigInt(r.bounced),
+    failedTotal: BigInt(r.failed),
+    latencyMs: r.latencyMs,
   });
 
 export function deliveryRoutes(admin: DeliveryAdmin) {
@@ -40,6 +60,10 @@ export function deliveryRoutes(admin: DeliveryAdmin) {
           workspaceRates: s.workspaceRates.map((r) => create(WorkspaceRateSchema, r)),
           relayMessagesPerSecond: s.relayMessagesPerSecond,
           processId: s.processId,
+          routes: s.routes.map(routeStatus),
+          mode: s.mode,
+          ehloName: s.ehloName,
+          localAddress: s.localAddress,
         });
       },
       async pauseBroadcast(req) {

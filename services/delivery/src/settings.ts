@@ -1,5 +1,7 @@
 import { z } from "zod";
-import { envBool, envHostName, loadSettings } from "@mailroom/kit/config.js";
+import { configError, envBool, envHostName, loadSettings } from "@mailroom/kit/config.js";
+import { RELAY_PROVIDERS, type RelayProvider } from "@mailroom/pipeline/relay-providers.js";
+import type { Lane } from "./domain/ports.js";
 
 /**
  * The delivery unit's settings, read from MAILROOM_SMTP_* and MAILROOM_DELIVERY_* (and the
@@ -77,7 +79,63 @@ const schema = z.object({
    * (Also read by the inbound unit and the directory, which declare it too.)
    */
   MAILROOM_BOUNCE_DOMAIN: envHostName,
+  /**
+   * `relay` (MAILROOM_SMTP_URL or MAILROOM_DELIVERY_ROUTES), `direct` (straight to the
+   * recipients' MX hosts) or `capture` (kept under the data dir). Default: `relay` when a
+   * relay or routes are configured (`direct` when every route is direct), else `capture`.
+   */
+  MAILROOM_DELIVERY_MODE: z.enum(["relay", "direct", "capture"]).optional().or(z.literal("").transform(() => undefined)),
+  /** Named routes (JSON array, see routeSchema below); unset: one route from the mode. */
+  MAILROOM_DELIVERY_ROUTES: z.string().optional().transform((v) => v?.trim() || undefined),
+  /** How long a failing route is left out at first; doubles while it stays bad. */
+  MAILROOM_DELIVERY_ROUTE_DOWN_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+  /** ...up to this. */
+  MAILROOM_DELIVERY_ROUTE_DOWN_MAX_MS: z.coerce.number().int().min(100).max(86_400_000).default(15 * 60_000),
+  /** Consecutive deferrals (4xx about recipients, no success between) that mark a route down. */
+  MAILROOM_DELIVERY_ROUTE_DOWN_AFTER: z.coerce.number().int().min(1).max(100_000).default(10),
 });
+
+export type DeliveryMode = "relay" | "direct" | "capture";
+export type RouteKind = "relay" | "direct" | "capture";
+
+/** One route of MAILROOM_DELIVERY_ROUTES as written by the operator. */
+const routeSchema = z
+  .object({
+    name: z.string().regex(/^[a-z0-9-]{1,32}$/, "must be 1-32 lowercase letters, digits or '-'"),
+    url: z
+      .string()
+      .refine((u) => /^smtps?:\/\/[^/]+/.test(u) && URL.canParse(u), "must be smtp://[user:pass@]host[:port] or smtps://…")
+      .optional(),
+    direct: z.literal(true).optional(),
+    weight: z.number().int().min(0).max(1_000).default(1),
+    lanes: z.array(z.enum(["transactional", "broadcast"])).default([]),
+    workspaces: z.array(z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, "must be a workspace id")).min(1).optional(),
+    provider: z.enum(RELAY_PROVIDERS).optional(),
+    /** Messages per second over this route, shared by every delivery process (0 = unlimited). */
+    rate: z.number().min(0).optional(),
+    /** Connections this process keeps to the relay (default MAILROOM_SMTP_POOL_SIZE). */
+    poolSize: z.number().int().min(1).max(100).optional(),
+  })
+  .strict()
+  .refine((r) => (r.url === undefined) !== (r.direct === undefined), "needs either url or \"direct\": true (not both)")
+  .refine((r) => !(r.direct && r.poolSize !== undefined), "poolSize is for relays (direct delivery limits connections per destination domain)");
+
+export interface RouteSettings {
+  name: string;
+  kind: RouteKind;
+  /** The relay URL (kind relay only); holds credentials: log only its redactUrl. */
+  url?: string;
+  /** 0: failover only (used when every weighted candidate is down). */
+  weight: number;
+  /** Empty: both lanes. */
+  lanes: Lane[];
+  /** Empty: shared by every workspace that no route names. */
+  workspaces: string[];
+  provider?: RelayProvider;
+  /** Messages per second across processes; 0 or absent: unlimited. */
+  rate?: number;
+  poolSize?: number;
+}
 
 export interface DeliverySettings {
   poolSize: number;
@@ -109,6 +167,12 @@ export interface DeliverySettings {
   /** The relay URL; undefined: capture locally. */
   smtpUrl?: string;
   bounceDomain?: string;
+  mode: DeliveryMode;
+  /** The routes mail goes through (at least one; built from the mode when MAILROOM_DELIVERY_ROUTES is unset). */
+  routes: RouteSettings[];
+  routeDownMs: number;
+  routeDownMaxMs: number;
+  routeDownAfter: number;
 }
 
 /** Reads and validates delivery's settings; a bad value throws kit's ConfigError naming the variable. */
@@ -117,7 +181,13 @@ export function loadDeliverySettings(env: NodeJS.ProcessEnv = process.env): Deli
 }
 
 function deliverySettingsOf(c: z.output<typeof schema>): DeliverySettings {
+  const { mode, routes } = routesOf(c);
   return {
+    mode,
+    routes,
+    routeDownMs: c.MAILROOM_DELIVERY_ROUTE_DOWN_MS,
+    routeDownMaxMs: Math.max(c.MAILROOM_DELIVERY_ROUTE_DOWN_MAX_MS, c.MAILROOM_DELIVERY_ROUTE_DOWN_MS),
+    routeDownAfter: c.MAILROOM_DELIVERY_ROUTE_DOWN_AFTER,
     smtpUrl: c.MAILROOM_SMTP_URL,
     bounceDomain: c.MAILROOM_BOUNCE_DOMAIN,
     poolSize: c.MAILROOM_SMTP_POOL_SIZE,
@@ -146,4 +216,93 @@ function deliverySettingsOf(c: z.output<typeof schema>): DeliverySettings {
     senderCacheMs: c.MAILROOM_DELIVERY_SENDER_CACHE_MS,
     shutdownGraceMs: c.MAILROOM_DELIVERY_SHUTDOWN_GRACE_MS,
   };
+}
+
+const LANES: readonly Lane[] = ["transactional", "broadcast"];
+
+const refuse = (variable: string, message: string) => configError([{ variable, message }]);
+
+/** The mode and its routes; every combination that would leave a setting without effect is refused. */
+function routesOf(c: z.output<typeof schema>): { mode: DeliveryMode; routes: RouteSettings[] } {
+  const smtpUrl = c.MAILROOM_SMTP_URL;
+  if (c.MAILROOM_DELIVERY_ROUTES) {
+    const routes = parseRoutes(c.MAILROOM_DELIVERY_ROUTES);
+    if (smtpUrl) {
+      throw refuse("MAILROOM_SMTP_URL", 'set either MAILROOM_SMTP_URL (one relay) or MAILROOM_DELIVERY_ROUTES, not both: write the relay as a route ({"name":"default","url":"…"})');
+    }
+    if (c.MAILROOM_SMTP_RATE > 0) {
+      throw refuse("MAILROOM_SMTP_RATE", 'with MAILROOM_DELIVERY_ROUTES, give each route its own "rate"');
+    }
+    const allDirect = routes.every((r) => r.kind === "direct");
+    const mode = c.MAILROOM_DELIVERY_MODE ?? (allDirect ? "direct" : "relay");
+    if (mode === "capture") throw refuse("MAILROOM_DELIVERY_MODE", "capture sends nothing: unset MAILROOM_DELIVERY_ROUTES or choose relay or direct");
+    if (mode === "direct" && !routes.some((r) => r.kind === "direct")) {
+      throw refuse("MAILROOM_DELIVERY_MODE", 'direct, but no route of MAILROOM_DELIVERY_ROUTES is direct ("direct": true)');
+    }
+    return { mode, routes };
+  }
+  const mode = c.MAILROOM_DELIVERY_MODE ?? (smtpUrl ? "relay" : "capture");
+  const route = { weight: 1, lanes: [], workspaces: [] };
+  switch (mode) {
+    case "relay":
+      if (!smtpUrl) throw refuse("MAILROOM_DELIVERY_MODE", "relay needs MAILROOM_SMTP_URL or MAILROOM_DELIVERY_ROUTES");
+      return { mode, routes: [{ ...route, name: "default", kind: "relay", url: smtpUrl }] };
+    case "direct":
+      if (smtpUrl) throw refuse("MAILROOM_SMTP_URL", "set, but MAILROOM_DELIVERY_MODE is direct: unset one of them (or list both as MAILROOM_DELIVERY_ROUTES)");
+      return { mode, routes: [{ ...route, name: "direct", kind: "direct" }] };
+    case "capture":
+      if (smtpUrl) throw refuse("MAILROOM_SMTP_URL", "set, but MAILROOM_DELIVERY_MODE is capture: unset one of them");
+      return { mode, routes: [{ ...route, name: "capture", kind: "capture" }] };
+  }
+}
+
+/** MAILROOM_DELIVERY_ROUTES: JSON, each route checked, names unique, every lane of every workspace served. */
+export function parseRoutes(text: string): RouteSettings[] {
+  const VAR = "MAILROOM_DELIVERY_ROUTES";
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw refuse(VAR, `not JSON: ${(err as Error).message}`);
+  }
+  const parsed = z.array(routeSchema).min(1, "must list at least one route").safeParse(json);
+  if (!parsed.success) {
+    throw configError(parsed.error.issues.map((i) => ({ variable: VAR, message: `${pathOf(i.path)}${i.message}` })));
+  }
+  const routes: RouteSettings[] = parsed.data.map((r) => ({
+    name: r.name,
+    kind: r.direct ? "direct" : "relay",
+    ...(r.url ? { url: r.url } : {}),
+    weight: r.weight,
+    lanes: [...new Set(r.lanes)],
+    workspaces: [...new Set(r.workspaces ?? [])],
+    ...(r.provider ? { provider: r.provider } : {}),
+    ...(r.rate ? { rate: r.rate } : {}),
+    ...(r.poolSize ? { poolSize: r.poolSize } : {}),
+  }));
+  const seen = new Set<string>();
+  for (const r of routes) {
+    if (seen.has(r.name)) throw refuse(VAR, `route name "${r.name}" is used twice`);
+    seen.add(r.name);
+  }
+  // Mail of a lane with no route could never go out: refuse the gap instead.
+  const serves = (r: RouteSettings, lane: Lane) => r.lanes.length === 0 || r.lanes.includes(lane);
+  const shared = routes.filter((r) => r.workspaces.length === 0);
+  for (const lane of LANES) {
+    if (!shared.some((r) => serves(r, lane))) throw refuse(VAR, `no route without "workspaces" carries ${lane} mail`);
+  }
+  for (const ws of new Set(routes.flatMap((r) => r.workspaces))) {
+    const own = routes.filter((r) => r.workspaces.includes(ws));
+    for (const lane of LANES) {
+      if (!own.some((r) => serves(r, lane))) {
+        throw refuse(VAR, `workspace ${ws} has routes of its own (it uses only those) but none carries ${lane} mail`);
+      }
+    }
+  }
+  return routes;
+}
+
+function pathOf(path: PropertyKey[]): string {
+  if (path.length === 0) return "";
+  return `${path.map((p, i) => (typeof p === "number" ? `[${p}]` : `${i ? "." : ""}${String(p)}`)).join("")}: `;
 }

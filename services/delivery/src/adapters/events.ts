@@ -43,6 +43,7 @@ export class OutcomeEventPublisher implements EventPublisher {
       groupBy: e.groupBy,
       tags: e.tags?.map((t) => ({ name: t.name, value: t.value })) ?? [],
       otherRecipients: [...(e.otherRecipients ?? [])],
+      route: e.route ?? "",
       occurredAt: timestampNow(),
     });
   }

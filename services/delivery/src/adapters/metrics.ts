@@ -1,7 +1,8 @@
 /**
  * Delivery's Prometheus metrics, on the process registry kit serves at /metrics. The delivery
  * code calls these functions where the things happen (see each one); labels are bounded: the
- * lane (e.g. transactional / broadcast) and the outcome, never an address or an id.
+ * lane (e.g. transactional / broadcast), the outcome, the route (named by the operator) and the
+ * destination domain (capped at DOMAIN_LABELS), never an address or an id.
  */
 import { counter, gauge, histogram } from "@mailroom/kit/metrics.js";
 
@@ -62,6 +63,55 @@ export function recordSmtpPoolSize(size: number): void {
   poolSize.set(size);
 }
 
+// ---------- routes (DESIGN §9.7) ----------
+
+const routeOutcomes = counter(
+  "mailroom_delivery_route_messages_total",
+  "Delivery attempts by route, destination domain (the first 200 seen; the rest \"other\") and outcome.",
+  ["route", "domain", "outcome"],
+);
+const routeSeconds = histogram(
+  "mailroom_delivery_route_send_duration_seconds",
+  "Time to send one message by route and destination domain (a failover to another route included).",
+  ["route", "domain"],
+  [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+);
+const routeUp = gauge("mailroom_delivery_route_up", "1 while a delivery route takes traffic, 0 while it is marked down.", ["route"]);
+
+/** Distinct destination domains given a label of their own; later ones share "other". */
+export const DOMAIN_LABELS = 200;
+const labelledDomains = new Set<string>();
+
+/** The domain's label: itself while fewer than DOMAIN_LABELS domains were seen, else "other" (cardinality stays bounded). */
+export function domainLabel(domain: string): string {
+  if (!domain) return "other";
+  if (labelledDomains.has(domain)) return domain;
+  if (labelledDomains.size >= DOMAIN_LABELS) return "other";
+  labelledDomains.add(domain);
+  return domain;
+}
+
+const routeOutcomeCounter = memo((key) => {
+  const [route, domain, outcome] = key.split("\u0000");
+  return routeOutcomes.labels({ route, domain, outcome });
+});
+const routeTimer = memo((key) => {
+  const [route, domain] = key.split("\u0000");
+  return routeSeconds.labels({ route, domain });
+});
+
+/** Call once per attempt with the route that carried it (or tried last) and the recipient's domain. */
+export function recordRouteOutcome(route: string, domain: string, outcome: DeliveryOutcome, seconds: number): void {
+  const label = domainLabel(domain);
+  routeOutcomeCounter(`${route}\u0000${label}\u0000${outcome}`).inc();
+  routeTimer(`${route}\u0000${label}`).observe(seconds);
+}
+
+/** Call when a route is built (up) and whenever it goes down or comes back. */
+export function recordRouteHealth(route: string, up: boolean): void {
+  routeUp.labels({ route }).set(up ? 1 : 0);
+}
+
 /**
  * The same functions as one object, for the domain to receive as a port (declare
  * `interface DeliveryMetrics { outcome(lane, outcome): void; sendStarted(lane): () => void }` in
@@ -70,4 +120,5 @@ export function recordSmtpPoolSize(size: number): void {
 export const prometheusDeliveryMetrics = {
   outcome: recordDeliveryOutcome,
   sendStarted: startSmtpSend,
+  routeOutcome: recordRouteOutcome,
 };

@@ -9,7 +9,33 @@ export function isPacingId(id: string): boolean {
   return PACING_ID.test(id);
 }
 
+/** One delivery route and its health in this process (DESIGN §9.7). */
+export interface RouteStatus {
+  name: string;
+  kind: string;
+  /** Without credentials. */
+  target: string;
+  weight: number;
+  lanes: string[];
+  workspaces: string[];
+  provider: string;
+  down: boolean;
+  downUntil?: Date;
+  lastError: string;
+  sent: number;
+  deferred: number;
+  bounced: number;
+  failed: number;
+  latencyMs: number;
+}
+
 export interface DeliveryStatus {
+  /** "relay", "direct" or "capture". */
+  mode: string;
+  routes: RouteStatus[];
+  /** Direct delivery's EHLO name and source address ("" when not sending direct / the host's default). */
+  ehloName: string;
+  localAddress: string;
   relay: string;
   capturing: boolean;
   counters: DeliveryCounters;
@@ -28,6 +54,10 @@ export class DeliveryAdmin {
       counters: DeliveryCounters;
       relay: { description: string; capturing: boolean; rate: number };
       processId: string;
+      mode?: string;
+      /** The routes and their health now; absent: a transport without routes (tests). */
+      routes?: () => RouteStatus[];
+      direct?: { ehloName: string; localAddress?: string };
     },
   ) {}
 
@@ -48,6 +78,10 @@ export class DeliveryAdmin {
 
   status(): DeliveryStatus {
     return {
+      mode: this.deps.mode ?? "",
+      routes: this.deps.routes?.() ?? [],
+      ehloName: this.deps.direct?.ehloName ?? "",
+      localAddress: this.deps.direct?.localAddress ?? "",
       relay: this.deps.relay.description,
       capturing: this.deps.relay.capturing,
       counters: { ...this.deps.counters },

@@ -6,6 +6,7 @@ import { classifySmtpError, clip, retryDelayMs } from "./outcome.js";
 import type { Pacer } from "./pacer.js";
 import {
   PermanentError,
+  SmtpFailure,
   type ContentMerger,
   type ContentSource,
   type DeliveriesRepository,
@@ -100,6 +101,17 @@ interface Mode {
 }
 
 const SINGLE: Mode = {};
+
+/** The outcome with the route that carried it, when the transport named one. */
+function withRoute(outcome: Outcome, route: string | undefined): Outcome {
+  return route ? { ...outcome, route } : outcome;
+}
+
+/** The recipient's domain, lowercased (metrics label). */
+function domainOf(address: string): string {
+  const at = address.lastIndexOf("@");
+  return at < 0 ? "" : address.slice(at + 1).toLowerCase();
+}
 
 function fromOf(m: { fromName: string; fromEmail: string }): string {
   return m.fromName ? `"${m.fromName.replace(/["\\]/g, "")}" <${m.fromEmail}>` : m.fromEmail;
@@ -300,21 +312,30 @@ export class Deliverer {
 
   /** One SMTP transaction, turned into an outcome (and the other recipients the relay refused). */
   private async transact(mail: OutgoingMail, attempt: number, lane: string): Promise<{ outcome: Outcome; refused: NonNullable<SendResult["refused"]> }> {
-    const sent = this.deps.metrics?.sendStarted(lane);
+    const metrics = this.deps.metrics;
+    const sent = metrics?.sendStarted(lane);
+    const started = this.now();
+    let result: { outcome: Outcome; refused: NonNullable<SendResult["refused"]> };
     try {
-      const result = await this.deps.transport.send(mail);
-      return { outcome: { type: "sent", detail: clip(result.response), smtpCode: result.code, attempt }, refused: result.refused ?? [] };
+      const reply = await this.deps.transport.send(mail);
+      result = { outcome: withRoute({ type: "sent", detail: clip(reply.response), smtpCode: reply.code, attempt }, reply.route), refused: reply.refused ?? [] };
     } catch (err) {
       const verdict = classifySmtpError(err);
-      if (verdict.kind === "permanent") return { outcome: { type: "bounced", detail: verdict.detail, smtpCode: verdict.code, attempt }, refused: [] };
-      if (attempt >= this.opts.maxAttempts) {
+      const route = err instanceof SmtpFailure ? err.route : undefined;
+      if (verdict.kind === "permanent") {
+        result = { outcome: withRoute({ type: "bounced", detail: verdict.detail, smtpCode: verdict.code, attempt }, route), refused: [] };
+      } else if (attempt >= this.opts.maxAttempts) {
         const detail = clip(`gave up after ${attempt} attempts: ${verdict.detail}`);
-        return { outcome: { type: "failed", detail, smtpCode: verdict.code, attempt }, refused: [] };
+        result = { outcome: withRoute({ type: "failed", detail, smtpCode: verdict.code, attempt }, route), refused: [] };
+      } else {
+        result = { outcome: withRoute({ type: "deferred", detail: verdict.detail, smtpCode: verdict.code, attempt }, route), refused: [] };
       }
-      return { outcome: { type: "deferred", detail: verdict.detail, smtpCode: verdict.code, attempt }, refused: [] };
     } finally {
       sent?.();
     }
+    const { outcome } = result;
+    metrics?.routeOutcome?.(outcome.route ?? this.deps.transport.description, domainOf(mail.envelope.to), outcome.type, (this.now() - started) / 1_000);
+    return result;
   }
 
   /**
@@ -445,6 +466,7 @@ export class Deliverer {
       attempt: outcome.attempt,
       tags: job.tags,
       otherRecipients: [...(job.cc ?? []), ...(job.bcc ?? [])],
+      ...(outcome.route ? { route: outcome.route } : {}),
     };
   }
 }

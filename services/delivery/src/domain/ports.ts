@@ -16,6 +16,8 @@ export type Outcome = {
   detail: string;
   smtpCode: number;
   attempt: number;
+  /** The route that carried (or last tried) the message; absent for outcomes without an SMTP attempt. */
+  route?: string;
 };
 
 export type DeliveryRecord = {
@@ -311,4 +313,9 @@ export interface DeliveryMetrics {
   outcome(lane: string, outcome: "sent" | "deferred" | "bounced" | "failed"): void;
   /** An SMTP transaction starts; call the returned function when it ends. */
   sendStarted(lane: string): () => void;
+  /**
+   * One SMTP attempt's outcome on a route, to a recipient's domain, and how long the send
+   * took (a failover to another route included).
+   */
+  routeOutcome?(route: string, domain: string, outcome: OutcomeType, seconds: number): void;
 }
