@@ -36,4 +36,69 @@ describe("delivery settings", () => {
     expect(() => loadDeliverySettings({ MAILROOM_SMTP_POOL_SIZE: "0" })).toThrow(/^invalid configuration:\n {2}MAILROOM_SMTP_POOL_SIZE: /);
     expect(() => loadDeliverySettings({ MAILROOM_SMTP_REQUIRE_TLS: "perhaps" })).toThrow(/MAILROOM_SMTP_REQUIRE_TLS/);
   });
+
+  describe("delivery routes", () => {
+    const routes = (list: unknown) => ({ MAILROOM_DELIVERY_ROUTES: JSON.stringify(list) });
+
+    it("keeps today's behaviour: capture without a relay, one route named default with MAILROOM_SMTP_URL", () => {
+      const capture = loadDeliverySettings({});
+      expect(capture.mode).toBe("capture");
+      expect(capture.routes).toEqual([{ name: "capture", kind: "capture", weight: 1, lanes: [], workspaces: [] }]);
+      const relay = loadDeliverySettings({ MAILROOM_SMTP_URL: "smtp://u:p@relay.test:2525", MAILROOM_SMTP_RATE: "5" });
+      expect(relay.mode).toBe("relay");
+      expect(relay.routes).toEqual([{ name: "default", kind: "relay", url: "smtp://u:p@relay.test:2525", weight: 1, lanes: [], workspaces: [] }]);
+      expect(relay.relayRate).toBe(5);
+      expect(relay.routeDownMs).toBe(60_000);
+      expect(relay.routeDownAfter).toBe(10);
+      expect(loadDeliverySettings({ MAILROOM_DELIVERY_MODE: "direct" }).routes).toEqual([{ name: "direct", kind: "direct", weight: 1, lanes: [], workspaces: [] }]);
+    });
+
+    it("reads named routes with weights, lanes, workspaces, provider, rate and pool size", () => {
+      const s = loadDeliverySettings(routes([
+        { name: "ses", url: "smtp://user:pass@email-smtp.eu-west-1.amazonaws.com:587", weight: 3, lanes: ["broadcast"], provider: "ses", rate: 14, poolSize: 10 },
+        { name: "backup", url: "smtps://relay.test", weight: 0 },
+        { name: "mx", direct: true, workspaces: ["ws_big"] },
+      ]));
+      expect(s.mode).toBe("relay");
+      expect(s.routes).toEqual([
+        { name: "ses", kind: "relay", url: "smtp://user:pass@email-smtp.eu-west-1.amazonaws.com:587", weight: 3, lanes: ["broadcast"], workspaces: [], provider: "ses", rate: 14, poolSize: 10 },
+        { name: "backup", kind: "relay", url: "smtps://relay.test", weight: 0, lanes: [], workspaces: [] },
+        { name: "mx", kind: "direct", weight: 1, lanes: [], workspaces: ["ws_big"] },
+      ]);
+      expect(loadDeliverySettings(routes([{ name: "mx", direct: true }])).mode).toBe("direct");
+    });
+
+    it("refuses every route setting that could not take effect, naming the variable", () => {
+      const bad: Array<[Record<string, string>, RegExp]> = [
+        [{ MAILROOM_DELIVERY_MODE: "relay" }, /MAILROOM_DELIVERY_MODE: relay needs MAILROOM_SMTP_URL/],
+        [{ MAILROOM_DELIVERY_MODE: "smoke" }, /MAILROOM_DELIVERY_MODE/],
+        [{ MAILROOM_DELIVERY_MODE: "direct", MAILROOM_SMTP_URL: "smtp://r.test" }, /MAILROOM_SMTP_URL/],
+        [{ MAILROOM_DELIVERY_MODE: "capture", MAILROOM_SMTP_URL: "smtp://r.test" }, /MAILROOM_SMTP_URL/],
+        [{ MAILROOM_DELIVERY_ROUTES: "[{" }, /MAILROOM_DELIVERY_ROUTES: not JSON/],
+        [routes([]), /MAILROOM_DELIVERY_ROUTES: must list at least one route/],
+        [routes([{ name: "Bad Name", url: "smtp://r.test" }]), /MAILROOM_DELIVERY_ROUTES: \[0\]\.name: /],
+        [routes([{ name: "a", url: "smtp://r.test", direct: true }]), /MAILROOM_DELIVERY_ROUTES: .*either url or "direct": true/],
+        [routes([{ name: "a" }]), /either url or "direct": true/],
+        [routes([{ name: "a", url: "http://r.test" }]), /\[0\]\.url: must be smtp:/],
+        [routes([{ name: "a", url: "smtp://r.test", weight: -1 }]), /\[0\]\.weight/],
+        [routes([{ name: "a", url: "smtp://r.test", lanes: ["bulk"] }]), /\[0\]\.lanes\[0\]/],
+        [routes([{ name: "a", url: "smtp://r.test", provider: "sparkpost" }]), /\[0\]\.provider/],
+        [routes([{ name: "a", url: "smtp://r.test", colour: "red" }]), /colour/],
+        [routes([{ name: "a", direct: true, poolSize: 3 }]), /poolSize is for relays/],
+        [routes([{ name: "a", url: "smtp://r.test" }, { name: "a", url: "smtp://s.test" }]), /"a" is used twice/],
+        [routes([{ name: "a", url: "smtp://r.test", lanes: ["broadcast"] }]), /no route without "workspaces" carries transactional mail/],
+        [routes([{ name: "a", url: "smtp://r.test" }, { name: "b", url: "smtp://s.test", workspaces: ["ws_1"], lanes: ["broadcast"] }]), /workspace ws_1 .* none carries transactional mail/],
+        [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_SMTP_URL: "smtp://r.test" }, /MAILROOM_SMTP_URL: set either/],
+        [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_SMTP_RATE: "10" }, /MAILROOM_SMTP_RATE: .*"rate"/],
+        [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_DELIVERY_MODE: "direct" }, /MAILROOM_DELIVERY_MODE: direct, but no route/],
+        [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_DELIVERY_MODE: "capture" }, /MAILROOM_DELIVERY_MODE: capture/],
+        [{ MAILROOM_DELIVERY_ROUTE_DOWN_MS: "5" }, /MAILROOM_DELIVERY_ROUTE_DOWN_MS/],
+        [{ MAILROOM_DELIVERY_ROUTE_DOWN_AFTER: "0" }, /MAILROOM_DELIVERY_ROUTE_DOWN_AFTER/],
+      ];
+      for (const [env, message] of bad) {
+        expect(() => loadDeliverySettings(env), JSON.stringify(env)).toThrow(ConfigError);
+        expect(() => loadDeliverySettings(env), JSON.stringify(env)).toThrow(message);
+      }
+    });
+  });
 });

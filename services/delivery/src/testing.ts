@@ -22,6 +22,7 @@ import { Pacer } from "./domain/pacer.js";
 import {
   PermanentError,
   SmtpFailure,
+  type DeliveryMetrics,
   type EventPublisher,
   type MailTransport,
   type OutcomeEvent,
@@ -140,15 +141,17 @@ export class ScriptedTransport implements MailTransport {
   readonly attempts: OutgoingMail[] = [];
   script: ScriptedReply[] = [];
   delayMs = 0;
+  /** Set: named as the route on results and failures, as the routing transport does. */
+  route?: string;
 
   async send(mail: OutgoingMail): Promise<SendResult> {
     this.attempts.push(mail);
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
     const reply = this.script.shift() ?? { kind: "accept" };
-    if (reply.kind === "drop") throw new SmtpFailure("Connection closed unexpectedly", 0, false);
-    if (reply.kind === "reject") throw new SmtpFailure(`${reply.code} rejected`, reply.code, reply.aboutRecipient ?? true);
+    if (reply.kind === "drop") throw new SmtpFailure("Connection closed unexpectedly", 0, false, false, this.route);
+    if (reply.kind === "reject") throw new SmtpFailure(`${reply.code} rejected`, reply.code, reply.aboutRecipient ?? true, false, this.route);
     this.sent.push(mail);
-    return { code: 250, response: "250 2.0.0 queued" };
+    return { code: 250, response: "250 2.0.0 queued", ...(this.route ? { route: this.route } : {}) };
   }
 
   async close(): Promise<void> {}
@@ -208,7 +211,9 @@ export interface TestDelivery {
 }
 
 /** The delivery domain with every port served by an in-memory adapter. */
-export async function buildTestDelivery(opts: Partial<DelivererOptions> & { relayRate?: number; now?: () => number } = {}): Promise<TestDelivery> {
+export async function buildTestDelivery(
+  opts: Partial<DelivererOptions> & { relayRate?: number; now?: () => number; metrics?: DeliveryMetrics } = {},
+): Promise<TestDelivery> {
   const deliveries = new StoreDeliveries(openMemoryStore());
   await deliveries.init();
   const content = new FakeContentSource();
@@ -224,6 +229,7 @@ export async function buildTestDelivery(opts: Partial<DelivererOptions> & { rela
       pacer: new Pacer(pacing, { key: "test", rate: opts.relayRate ?? 0 }, opts.now),
       logger: silentLogger,
       now: opts.now,
+      metrics: opts.metrics,
     },
     {
       workerId: "worker-a",

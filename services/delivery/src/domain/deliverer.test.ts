@@ -51,6 +51,24 @@ describe("Deliverer", () => {
     expect(t.transport.sent).toHaveLength(1);
   });
 
+  it("names the route that carried or last tried the message on its events and route metrics", async () => {
+    const seen: Array<[string, string, string]> = [];
+    const t = await setup({
+      metrics: {
+        outcome() {},
+        sendStarted: () => () => {},
+        routeOutcome: (route, domain, outcome) => void seen.push([route, domain, outcome]),
+      },
+    });
+    t.transport.route = "backup";
+    t.transport.script = [{ kind: "reject", code: 451 }];
+    const job = testJob({ recipient: { email: "Ann@Example.TEST", contactId: "ctc_1", variables: {} } });
+    await t.run(job, 1);
+    await t.run(job, 2);
+    expect(t.events.events.map((e) => [e.type, e.route])).toEqual([["deferred", "backup"], ["sent", "backup"]]);
+    expect(seen).toEqual([["backup", "example.test", "deferred"], ["backup", "example.test", "sent"]]);
+  });
+
   it("gives up as FAILED after the attempt limit", async () => {
     const t = await setup({ maxAttempts: 2 });
     t.transport.script = [{ kind: "reject", code: 421 }, { kind: "reject", code: 421 }];
