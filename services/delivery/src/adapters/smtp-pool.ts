@@ -43,6 +43,14 @@ export class ConnectionBudget {
   }
 }
 
+/** No connection came free within `acquireTimeoutMs`: nothing was tried, the server is just busy. */
+export class PoolWaitTimeout extends SmtpFailure {
+  constructor(message: string) {
+    super(message, 0, false, true);
+    this.name = "PoolWaitTimeout";
+  }
+}
+
 export interface SmtpPoolOptions {
   poolSize: number;
   maxMessagesPerConnection: number;
@@ -84,6 +92,11 @@ export class SmtpPool {
     return this.live.size + this.opening;
   }
 
+  /** No connection and no send waiting: the pool may be dropped. */
+  get unused(): boolean {
+    return this.size === 0 && this.waiting.length === 0;
+  }
+
   async send(from: string, to: readonly string[], raw: Buffer): Promise<PoolReply> {
     for (let attempt = 0; ; attempt++) {
       const conn = await this.acquire();
@@ -119,7 +132,7 @@ export class SmtpPool {
           const i = this.waiting.indexOf(waiter);
           if (i < 0) return;
           this.waiting.splice(i, 1);
-          reject(new SmtpFailure(`no free connection to ${this.client.host} within ${ms} ms`, 0, false, true));
+          reject(new PoolWaitTimeout(`4.4.5 no free connection to ${this.client.host} within ${ms} ms`));
         }, ms);
         timer.unref();
       }
