@@ -29,7 +29,9 @@ export const HOT_PATH_HEAP = ["--max-semi-space-size=32"];
 /**
  * Every unit of the system, one row each (add a unit by adding its row); they start
  * together and stop gateway-first. A unit gets its port in MAILROOM_SERVICE_PORT unless it
- * names another `portVar` (inbound, submission: their SMTP ports).
+ * names another `portVar` (inbound, submission: their SMTP ports). A unit with both a
+ * `portVar` and a `urlVar` (inbound) serves Connect besides: on StartOptions.servicePorts,
+ * else the shared MAILROOM_SERVICE_PORT, else a free port; its `urlVar` points there.
  */
 export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: string; defaultPort: number; nodeArgs?: string[] }[] = [
   { name: "directory", entry: "services/directory/src/main.ts", urlVar: "MAILROOM_DIRECTORY_URL", defaultPort: 7101, nodeArgs: HOT_PATH_HEAP },
@@ -37,7 +39,7 @@ export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: 
   { name: "email", entry: "services/email/src/main.ts", urlVar: "MAILROOM_EMAIL_URL", defaultPort: 7102, nodeArgs: HOT_PATH_HEAP },
   { name: "broadcast", entry: "services/broadcast/src/main.ts", urlVar: "MAILROOM_BROADCAST_URL", defaultPort: 7103, nodeArgs: HOT_PATH_HEAP },
   { name: "delivery", entry: "services/delivery/src/main.ts", urlVar: "MAILROOM_DELIVERY_URL", defaultPort: 7105, nodeArgs: HOT_PATH_HEAP },
-  { name: "inbound", entry: "services/inbound/src/main.ts", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525 },
+  { name: "inbound", entry: "services/inbound/src/main.ts", urlVar: "MAILROOM_INBOUND_URL", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525 },
   { name: "webhooks", entry: "services/webhooks/src/main.ts", urlVar: "MAILROOM_WEBHOOKS_URL", defaultPort: 7107 },
   { name: "automation", entry: "services/automation/src/main.ts", urlVar: "MAILROOM_AUTOMATION_URL", defaultPort: 7108 },
   // SMTP submission (its implicit-TLS port, when a certificate is configured: MAILROOM_SUBMISSION_TLS_PORT).
@@ -61,6 +63,8 @@ export interface StartOptions {
   env: Record<string, string | undefined>;
   /** Port per unit; the gateway's is MAILROOM_HTTP_PORT. */
   ports: Partial<Record<UnitName, number>>;
+  /** The Connect port of a unit whose `ports` entry is its SMTP port (inbound); see UNITS. */
+  servicePorts?: Partial<Record<UnitName, number>>;
   /**
    * Where each unit's output goes: a line callback (launcher; with `logDir`, also appended
    * to <logDir>/<unit>.log) or log files only (tests).
@@ -102,7 +106,12 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
   const selected = availableUnits().filter((u) => !opts.units || opts.units.includes(u.name));
   const portOf = (name: UnitName) => opts.ports[name] ?? UNITS.find((u) => u.name === name)!.defaultPort;
   const baseEnv: Record<string, string | undefined> = { ...process.env, ...opts.env };
-  for (const u of UNITS) if (u.urlVar) baseEnv[u.urlVar] = `http://127.0.0.1:${portOf(u.name)}`;
+  const servicePorts = new Map<UnitName, number>();
+  for (const u of UNITS) {
+    if (!u.urlVar || !u.portVar) continue;
+    servicePorts.set(u.name, opts.servicePorts?.[u.name] ?? (Number(baseEnv.MAILROOM_SERVICE_PORT) || (await freeLoopbackPort())));
+  }
+  for (const u of UNITS) if (u.urlVar) baseEnv[u.urlVar] = `http://127.0.0.1:${servicePorts.get(u.name) ?? portOf(u.name)}`;
   baseEnv.MAILROOM_HTTP_PORT = String(portOf("gateway"));
   const logDir = opts.output.kind === "files" ? opts.output.dir : opts.output.logDir;
   if (logDir) await mkdir(logDir, { recursive: true });
@@ -157,7 +166,11 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
     const own = opts.isolated?.[unit.name];
     const env = own
       ? { ...withoutMailroomVariables(process.env), ...opts.env, ...own.env }
-      : { ...baseEnv, [unit.portVar ?? "MAILROOM_SERVICE_PORT"]: String(port) };
+      : {
+          ...baseEnv,
+          ...(servicePorts.has(unit.name) ? { MAILROOM_SERVICE_PORT: String(servicePorts.get(unit.name)) } : {}),
+          [unit.portVar ?? "MAILROOM_SERVICE_PORT"]: String(port),
+        };
     const child = spawn(process.execPath, [...(unit.nodeArgs ?? []), ...nodeArgs, "--import", "tsx", path.join(REPO_ROOT, unit.entry)], {
       cwd: REPO_ROOT,
       env: { ...env, MAILROOM_EXIT_WITH_PARENT: "1" },
@@ -243,6 +256,18 @@ export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
       if (supervise) for (const u of running) rmSync(pidFile(u.name), { force: true });
     },
   };
+}
+
+/** A port nothing listens on now (the OS's choice). */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
 }
 
 function withoutMailroomVariables(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

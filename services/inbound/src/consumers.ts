@@ -33,6 +33,7 @@ export function sentDeliveryOf(event: MailEvent): SentDelivery | undefined {
     sentAt: event.occurredAt ? timestampDate(event.occurredAt) : new Date(),
     ...(event.otherRecipients.length ? { otherRecipients: [...event.otherRecipients] } : {}),
     ...(event.tags.length ? { tags: event.tags.map((t) => ({ name: t.name, value: t.value })) } : {}),
+    ...(event.route ? { route: event.route } : {}),
   };
 }
 

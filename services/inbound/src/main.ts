@@ -1,10 +1,11 @@
-/** Wiring only: config → adapters → domain → transports (SMTP listener, JetStream consumer). */
+/** Wiring only: config → adapters → domain → transports (SMTP listener, Connect server, JetStream consumer). */
 import { jetstream } from "@nats-io/jetstream";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import {
   connectClient,
   connectNats,
   createLogger,
+  defaultServicePort,
   loadConfig,
   onShutdown,
   startConnectServer,
@@ -17,6 +18,9 @@ import { StoreSentDeliveries } from "./adapters/sent-deliveries.js";
 import { tokenSecretsOf } from "@mailroom/content/tokens.js";
 import { InboundMail } from "./domain/inbound.js";
 import { consumeSentEvents } from "./consumers.js";
+import { ProviderWebhooks } from "./adapters/providers/index.js";
+import { FileSigningCertificates, HttpsSigningCertificates, HttpsSubscriptionConfirmer } from "./adapters/providers/sns.js";
+import { inboundRoutes } from "./routes.js";
 import { startSmtpListener } from "./smtp.js";
 import { loadInboundSettings } from "./settings.js";
 
@@ -36,6 +40,24 @@ const inbound = new InboundMail({
   policy: { secret: tokenSecretsOf(config), domains: settings.bounceDomain ? [settings.bounceDomain] : [] },
 });
 const sentEvents = await consumeSentEvents(nc, inbound, logger);
+// Relay providers' event webhooks, forwarded by the gateway (DESIGN §9.7).
+const webhooks = new ProviderWebhooks({
+  settings: settings.providers,
+  certificates: settings.providers.ses?.testCertificateFile
+    ? new FileSigningCertificates(settings.providers.ses.testCertificateFile)
+    : new HttpsSigningCertificates(),
+  confirmer: new HttpsSubscriptionConfirmer(),
+  now: () => new Date(),
+});
+// Before the SMTP listener, which the launcher waits for: by then the gateway can reach this server.
+const server = await startConnectServer({
+  routes: inboundRoutes(webhooks, inbound),
+  port: config.servicePort ?? defaultServicePort(config, "inbound"),
+  host: config.serviceHost,
+  logger,
+  healthy: () => !nc.isClosed(),
+});
+logger.info({ url: server.url, providers: Object.keys(settings.providers) }, "inbound service listening");
 const smtp = await startSmtpListener({
   inbound,
   port: settings.port,
@@ -45,15 +67,9 @@ const smtp = await startSmtpListener({
 });
 logger.info({ port: smtp.port, host: config.serviceHost, bounceDomain: settings.bounceDomain ?? "(bounces.<sender domain>)" }, "inbound SMTP listening");
 
-// /healthz for container healthchecks, when given a service port (no RPCs of its own).
-const health =
-  config.servicePort === undefined
-    ? undefined
-    : await startConnectServer({ routes: () => {}, port: config.servicePort, host: config.serviceHost, logger, healthy: () => !nc.isClosed() });
-
 onShutdown(logger, async () => {
   await smtp.close();
-  await health?.close();
+  await server.close();
   await sentEvents.stop();
   await nc.drain();
   await store.close();

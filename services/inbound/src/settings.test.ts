@@ -4,7 +4,7 @@ import { loadInboundSettings } from "./settings.js";
 
 describe("inbound settings", () => {
   it("keeps the defaults users rely on", () => {
-    expect(loadInboundSettings({})).toEqual({ port: 2525, maxMessageBytes: 10 * 1024 * 1024, rememberMs: 30 * 24 * 3600_000, bounceDomain: undefined });
+    expect(loadInboundSettings({})).toEqual({ port: 2525, maxMessageBytes: 10 * 1024 * 1024, rememberMs: 30 * 24 * 3600_000, bounceDomain: undefined, providers: {} });
   });
 
   it("reads days as milliseconds and the bounce domain in lower case", () => {

@@ -1,5 +1,15 @@
+import { createPublicKey, type KeyObject } from "node:crypto";
 import { z } from "zod";
-import { envHostName, loadSettings } from "@mailroom/kit/config.js";
+import { configError, envHostName, loadSettings } from "@mailroom/kit/config.js";
+
+/** An optional secret or list; empty reads as unset. */
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => v?.trim() || undefined);
+
+/** An SNS topic's ARN (aws, aws-cn and aws-us-gov partitions). */
+const TOPIC_ARN = /^arn:aws(?:-cn|-us-gov)?:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]{1,256}$/;
 
 /**
  * The inbound unit's settings, read from MAILROOM_INBOUND_* and the bounce domain; what every
@@ -19,13 +29,56 @@ const schema = z.object({
    * by delivery and the directory, which declare it too.)
    */
   MAILROOM_BOUNCE_DOMAIN: envHostName,
+  /**
+   * Relay provider event webhooks (DESIGN §9.7); each provider's endpoint answers 404 until
+   * its variable is set. SES: the SNS topics (comma-separated ARNs) whose notifications are
+   * taken; an SNS signature only proves a message came through SNS, from anyone's topic.
+   */
+  MAILROOM_SES_TOPIC_ARNS: optionalText.refine(
+    (v) => v === undefined || v.split(",").every((arn) => TOPIC_ARN.test(arn.trim())),
+    "must be comma-separated SNS topic ARNs (arn:aws:sns:<region>:<account>:<topic>)",
+  ),
+  /** Postmark signs nothing: the webhook URL carries HTTP basic auth, `user:password`. */
+  MAILROOM_POSTMARK_WEBHOOK_AUTH: optionalText.refine((v) => v === undefined || /^[^:]+:.+$/.test(v), "must be user:password"),
+  /** SendGrid's signed event webhook: its verification key (base64 DER, as the SendGrid console shows it). */
+  MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY: optionalText.refine(
+    (v) => v === undefined || sendgridKey(v) !== undefined,
+    "must be the signed event webhook's verification key (an ECDSA P-256 public key, base64 DER)",
+  ),
+  /** Mailgun's HTTP webhook signing key (Sending → Webhooks). */
+  MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY: optionalText,
+  /**
+   * Tests only: the SNS signing certificate is read from this PEM file instead of fetched
+   * from the SigningCertURL (whose host rule still applies). Refused with NODE_ENV=production.
+   */
+  MAILROOM_TEST_SNS_SIGNING_CERT_FILE: optionalText,
+  NODE_ENV: z.string().optional(),
 });
+
+/** The SendGrid verification key as a P-256 public key; undefined when it is not one. */
+function sendgridKey(base64Der: string): KeyObject | undefined {
+  try {
+    const key = createPublicKey({ key: Buffer.from(base64Der, "base64"), format: "der", type: "spki" });
+    return key.asymmetricKeyType === "ec" && key.asymmetricKeyDetails?.namedCurve === "prime256v1" ? key : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The relay providers whose webhooks this unit takes, each with what authenticates its requests. */
+export interface ProviderSettings {
+  ses?: { topicArns: string[]; testCertificateFile?: string };
+  postmark?: { user: string; password: string };
+  sendgrid?: { publicKey: KeyObject };
+  mailgun?: { signingKey: string };
+}
 
 export interface InboundSettings {
   port: number;
   maxMessageBytes: number;
   rememberMs: number;
   bounceDomain?: string;
+  providers: ProviderSettings;
 }
 
 /** Reads and validates the inbound settings; a bad value throws kit's ConfigError naming the variable. */
@@ -36,5 +89,26 @@ export function loadInboundSettings(env: NodeJS.ProcessEnv = process.env): Inbou
     maxMessageBytes: c.MAILROOM_INBOUND_MAX_BYTES,
     rememberMs: Math.round(c.MAILROOM_INBOUND_REMEMBER_DAYS * 24 * 3600 * 1000),
     bounceDomain: c.MAILROOM_BOUNCE_DOMAIN,
+    providers: providerSettings(c),
   };
+}
+
+function providerSettings(c: z.output<typeof schema>): ProviderSettings {
+  if (c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE && c.NODE_ENV === "production") {
+    throw configError([{ variable: "MAILROOM_TEST_SNS_SIGNING_CERT_FILE", message: "is for tests: it replaces Amazon's SNS certificate, so NODE_ENV=production refuses it" }]);
+  }
+  const providers: ProviderSettings = {};
+  if (c.MAILROOM_SES_TOPIC_ARNS) {
+    providers.ses = {
+      topicArns: c.MAILROOM_SES_TOPIC_ARNS.split(",").map((a) => a.trim()),
+      ...(c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE ? { testCertificateFile: c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE } : {}),
+    };
+  }
+  if (c.MAILROOM_POSTMARK_WEBHOOK_AUTH) {
+    const at = c.MAILROOM_POSTMARK_WEBHOOK_AUTH.indexOf(":");
+    providers.postmark = { user: c.MAILROOM_POSTMARK_WEBHOOK_AUTH.slice(0, at), password: c.MAILROOM_POSTMARK_WEBHOOK_AUTH.slice(at + 1) };
+  }
+  if (c.MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY) providers.sendgrid = { publicKey: sendgridKey(c.MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY)! };
+  if (c.MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY) providers.mailgun = { signingKey: c.MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY };
+  return providers;
 }

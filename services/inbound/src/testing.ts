@@ -22,6 +22,9 @@ export class MemorySentDeliveries implements SentDeliveries {
   async find(id: string) {
     return this.byId.get(id) ?? null;
   }
+  async findByMessageId(messageId: string) {
+    return [...this.byId.values()].find((d) => d.messageId === messageId) ?? null;
+  }
 }
 
 export class RecordingSuppressions implements Suppressions {

@@ -71,6 +71,8 @@ const schema = z.object({
   MAILROOM_DELIVERY_URL: z.string().url().default("http://127.0.0.1:7105"),
   MAILROOM_WEBHOOKS_URL: z.string().url().default("http://127.0.0.1:7107"),
   MAILROOM_AUTOMATION_URL: z.string().url().default("http://127.0.0.1:7108"),
+  /** The inbound unit's Connect server (relay provider webhooks); its SMTP port is MAILROOM_INBOUND_PORT. */
+  MAILROOM_INBOUND_URL: z.string().url().default("http://127.0.0.1:7106"),
   /** Port the current service's Connect server listens on (the launcher sets it). */
   MAILROOM_SERVICE_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Address every service's Connect server binds (0.0.0.0 in containers). */
@@ -107,6 +109,7 @@ export interface Config {
     delivery: string;
     webhooks: string;
     automation: string;
+    inbound: string;
   };
 }
 
@@ -145,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       delivery: c.MAILROOM_DELIVERY_URL,
       webhooks: c.MAILROOM_WEBHOOKS_URL,
       automation: c.MAILROOM_AUTOMATION_URL,
+      inbound: c.MAILROOM_INBOUND_URL,
     },
   };
 }

@@ -15,10 +15,11 @@ const TYPE: Record<InboundEvent["type"], MailEventType> = {
   bounced: MailEventType.BOUNCED,
   complained: MailEventType.COMPLAINED,
   unsubscribed: MailEventType.UNSUBSCRIBED,
+  delivered: MailEventType.DELIVERED,
 };
 
 /**
- * Inbound's events (bounces, complaints, unsubscribes) as MailEvents, through the pipeline's
+ * Inbound's events (bounces, complaints, unsubscribes, provider-confirmed deliveries) as MailEvents, through the pipeline's
  * one MailEvent publisher (subject mail.events.<source>.<type>, msgID = event id).
  */
 export class JetStreamMailEvents implements MailEvents {
@@ -46,6 +47,7 @@ export class JetStreamMailEvents implements MailEvents {
       permanent: e.permanent,
       enhancedStatus: e.enhancedStatus,
       tags: e.tags ?? [],
+      route: e.route ?? "",
       occurredAt: timestampFromDate(e.occurredAt),
     });
   }

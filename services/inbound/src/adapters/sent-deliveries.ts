@@ -18,6 +18,8 @@ export class StoreSentDeliveries implements SentDeliveries {
   static async open(store: Store, rememberMs: number): Promise<StoreSentDeliveries> {
     const repo = new StoreSentDeliveries(store);
     await repo.sent.createIndex({ keys: { sentAt: 1 }, expireAfterSeconds: Math.ceil(rememberMs / 1000) });
+    // Provider reports that carry no delivery id name the message by its Message-ID.
+    await repo.sent.createIndex({ keys: { messageId: 1 } });
     return repo;
   }
 
@@ -28,9 +30,17 @@ export class StoreSentDeliveries implements SentDeliveries {
   }
 
   async find(deliveryId: string): Promise<SentDelivery | null> {
-    const doc = await this.sent.findOne({ _id: deliveryId });
-    if (!doc) return null;
-    const { _id, ...rest } = doc;
-    return { deliveryId: _id, ...rest };
+    return deliveryOf(await this.sent.findOne({ _id: deliveryId }));
   }
+
+  async findByMessageId(messageId: string): Promise<SentDelivery | null> {
+    if (!messageId) return null;
+    return deliveryOf(await this.sent.findOne({ messageId }));
+  }
+}
+
+function deliveryOf(doc: SentDoc | null): SentDelivery | null {
+  if (!doc) return null;
+  const { _id, ...rest } = doc;
+  return { deliveryId: _id, ...rest };
 }

@@ -3,7 +3,7 @@ import { appError } from "@mailroom/kit/errors.js";
 import { parseRecipientToken } from "@mailroom/content/tokens.js";
 import { classify, DELIVERY_ID_HEADER, unsubscribeTokenInSubject } from "./classify.js";
 import { mailboxOf, verpDeliveryOf, type MailboxPolicy } from "./mailboxes.js";
-import type { BounceVerdict, Envelope, Finding, InboundEvent, Mailbox, SentDelivery } from "./model.js";
+import type { BounceVerdict, Envelope, Finding, InboundEvent, Mailbox, ProviderReport, SentDelivery } from "./model.js";
 import type { Clock, Logger, MailEvents, SentDeliveries, Suppressions } from "./ports.js";
 import { readMessage, type ReadMessage } from "./report.js";
 
@@ -21,6 +21,7 @@ export type Outcome =
   | { kind: "hard-bounce" | "soft-bounce"; deliveryId: string; recipient: string; status: string }
   | { kind: "complaint"; deliveryId: string; recipient: string; feedbackType: string }
   | { kind: "unsubscribed"; workspaceId: string; recipient: string }
+  | { kind: "delivered"; deliveryId: string; recipient: string }
   | { kind: "ignored"; reason: string };
 
 /**
@@ -56,6 +57,45 @@ export class InboundMail {
     for (const mailbox of mailboxes) outcomes.push(await this.handle(mailbox, message));
     for (const outcome of outcomes) this.deps.logger.info({ ...outcome, mailFrom: envelope.mailFrom }, "inbound mail handled");
     return outcomes;
+  }
+
+  /**
+   * What a relay provider reported by its event webhook (DESIGN §9.7): the same bounce and
+   * complaint handling as a DSN or an ARF report (same event ids, so a redelivered webhook is
+   * one event), and DELIVERED when the recipient's server took the message. A report naming
+   * no delivery we remember is ignored, not refused: the provider would retry it forever.
+   */
+  async providerReport(report: ProviderReport): Promise<Outcome> {
+    const outcome = await this.handleProviderReport(report);
+    this.deps.logger.info({ ...outcome, provider: report.provider }, "provider report handled");
+    return outcome;
+  }
+
+  private async handleProviderReport(report: ProviderReport): Promise<Outcome> {
+    if (report.kind === "ignored") return ignored(report.reason);
+    const delivery =
+      (report.deliveryId ? await this.deps.sent.find(report.deliveryId) : null) ??
+      (report.messageId ? await this.deps.sent.findByMessageId(report.messageId) : null);
+    if (!delivery) {
+      const named = report.deliveryId || report.messageId;
+      return ignored(named ? `${report.provider} report for ${named}, which names no delivery remembered here` : `${report.provider} report that names no delivery`);
+    }
+    switch (report.kind) {
+      case "bounce":
+        return this.bounce(delivery, {
+          action: "failed",
+          status: report.status,
+          permanent: report.permanent,
+          smtpCode: report.smtpCode,
+          diagnostic: report.diagnostic,
+          finalRecipient: report.recipient,
+          originalRecipient: "",
+        });
+      case "complaint":
+        return this.complaint(delivery, report.feedbackType || "abuse", report.userAgent, report.recipient);
+      case "delivered":
+        return this.delivered(delivery, report);
+    }
   }
 
   private async handle(mailbox: Mailbox, message: ReadMessage): Promise<Outcome> {
@@ -143,6 +183,16 @@ export class InboundMail {
     return { kind: "complaint", deliveryId: delivery.deliveryId, recipient: delivery.recipient, feedbackType };
   }
 
+  /** The recipient's own server took the message: DELIVERED confirms the SENT (the relay's 250). */
+  private async delivered(delivery: SentDelivery, report: ProviderReport & { kind: "delivered" }): Promise<Outcome> {
+    // A cc's or bcc's delivery: the email's status and events follow its `to`.
+    if (otherRecipientNamed(delivery, [report.recipient])) return ignored(`delivery to another recipient of ${delivery.deliveryId}`);
+    await this.deps.events.publish(
+      this.eventOf(delivery, "delivered", [], { detail: report.detail || `delivered, reported by ${report.provider}`, smtpCode: report.smtpCode }),
+    );
+    return { kind: "delivered", deliveryId: delivery.deliveryId, recipient: delivery.recipient };
+  }
+
   /** What the gateway's one-click POST does: suppression, contact unsubscribed, UNSUBSCRIBED event. */
   private async unsubscribe(token: string): Promise<Outcome> {
     const r = parseRecipientToken(this.deps.policy.secret, token);
@@ -190,6 +240,7 @@ export class InboundMail {
       contactId: delivery.contactId,
       groupBy: delivery.groupBy,
       ...(delivery.tags?.length ? { tags: delivery.tags } : {}),
+      ...(delivery.route ? { route: delivery.route } : {}),
       ...fields,
     };
   }

@@ -20,6 +20,8 @@ export interface SentDelivery {
   otherRecipients?: string[];
   /** The email's tags, carried on to the bounce and complaint events. */
   tags?: { name: string; value: string }[];
+  /** The delivery route that carried it (DESIGN §9.7; absent on deliveries remembered before routes). */
+  route?: string;
 }
 
 /** The SMTP envelope of one received message. */
@@ -77,7 +79,7 @@ export type Finding =
 export interface InboundEvent {
   /** Derived from what it records, so a redelivered report publishes the same id. */
   eventId: string;
-  type: "bounced" | "complained" | "unsubscribed";
+  type: "bounced" | "complained" | "unsubscribed" | "delivered";
   workspaceId: string;
   source: DeliverySource;
   deliveryId: string;
@@ -93,6 +95,29 @@ export interface InboundEvent {
   enhancedStatus: string;
   occurredAt: Date;
   tags?: { name: string; value: string }[];
+  /** The route that carried the message (its SENT event's), empty when unknown. */
+  route?: string;
 }
+
+/**
+ * What a relay provider reported about one recipient of one message (DESIGN §9.7), read from
+ * its event webhook: the message is named by our delivery id (handed back as the provider's
+ * metadata, tag or variable) or else by its Message-ID.
+ */
+export type ProviderReport = {
+  provider: string;
+  /** Our delivery id, when the provider handed it back; empty otherwise. */
+  deliveryId: string;
+  /** The message's Message-ID without angle brackets, when the payload carries it; empty otherwise. */
+  messageId: string;
+  /** The recipient the report is about (a cc or bcc is told apart from the `to`). */
+  recipient: string;
+} & (
+  | { kind: "bounce"; permanent: boolean; status: string; smtpCode: number; diagnostic: string }
+  | { kind: "complaint"; feedbackType: string; userAgent: string }
+  | { kind: "delivered"; smtpCode: number; detail: string }
+  /** Understood, but nothing Mailroom records (deferrals, opens, auto-replies …). */
+  | { kind: "ignored"; reason: string }
+);
 
 export type SuppressionReason = "hard_bounce" | "complaint" | "unsubscribed";

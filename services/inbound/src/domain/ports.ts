@@ -10,6 +10,8 @@ import type { InboundEvent, SentDelivery, SuppressionReason } from "./model.js";
 export interface SentDeliveries {
   remember(delivery: SentDelivery): Promise<void>;
   find(deliveryId: string): Promise<SentDelivery | null>;
+  /** The delivery whose message had this Message-ID (without angle brackets). */
+  findByMessageId(messageId: string): Promise<SentDelivery | null>;
 }
 
 /** The directory: the suppression list and contacts. */

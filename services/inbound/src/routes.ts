@@ -1,0 +1,28 @@
+import type { ConnectRouter } from "@connectrpc/connect";
+import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { ProviderWebhooks } from "./adapters/providers/index.js";
+import type { InboundMail } from "./domain/inbound.js";
+
+/**
+ * Connect transport: InboundService.ReceiveProviderWebhook (DESIGN §9.7). The request is
+ * authenticated and read by its provider's rules, then each report goes to the domain in
+ * order; a failure there (directory or NATS down) fails the call, so the provider retries.
+ */
+export function inboundRoutes(webhooks: ProviderWebhooks, inbound: InboundMail) {
+  return (router: ConnectRouter) => {
+    router.service(InboundService, {
+      async receiveProviderWebhook(req) {
+        const headers = new Map(req.headers.map((h) => [h.name.toLowerCase(), h.value]));
+        const read = await webhooks.read({ provider: req.provider, body: req.body, headers });
+        let accepted = 0;
+        let ignored = 0;
+        for (const report of read.reports) {
+          const outcome = await inbound.providerReport(report);
+          if (outcome.kind === "ignored") ignored++;
+          else accepted++;
+        }
+        return { accepted, ignored, subscriptionConfirmed: read.subscriptionConfirmed };
+      },
+    });
+  };
+}
