@@ -62,6 +62,8 @@ const broadcasts = new Broadcasts({
   logger,
   ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: newMessageId },
   onScheduled: () => sender.wake(),
+  abMinWaitSeconds: settings.abMinWaitSeconds,
+  onWinnerChosen: () => sender.wake(),
 });
 sender.start();
 const events = await consumeBroadcastEvents(

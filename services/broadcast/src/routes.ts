@@ -6,13 +6,15 @@ import {
   BroadcastService,
   BroadcastStatus as PbStatus,
   DeliveryMethod as PbMethod,
+  type AbTest as PbAbTest,
   type Broadcast as PbBroadcast,
   type CreateBroadcastRequest,
   type UpdateBroadcastRequest,
 } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
-import type { Broadcast, BroadcastAudience, BroadcastStatus, DeliveryMethod } from "./domain/model.js";
+import { abStatsKey, type AbTest, type Broadcast, type BroadcastAudience, type BroadcastStatus, type DeliveryMethod } from "./domain/model.js";
+import type { AbTestInput } from "./domain/abtest.js";
 import type { AudienceInput } from "./domain/broadcasts.js";
 import type { Audience as PbAudience } from "../../../gen/mailroom/common/v1/common_pb.js";
 
@@ -61,6 +63,40 @@ function audienceFromPb(a: PbAudience): AudienceInput {
   };
 }
 
+function abTestToPb(ab: AbTest) {
+  return {
+    variants: ab.variants.map((v) => ({ ...v })),
+    testShare: ab.testShare,
+    metric: ab.metric,
+    waitForSeconds: BigInt(ab.waitForSeconds),
+    state: ab.state,
+    winner: ab.winner,
+    winnerChosenBy: ab.winnerChosenBy ?? "",
+    stats: ab.variants.map((_, i) => {
+      const c = ab.stats[abStatsKey(i)];
+      return {
+        recipients: BigInt(c?.recipients ?? 0),
+        delivered: BigInt(Math.max(0, c?.delivered ?? 0)),
+        uniqueOpens: BigInt(c?.uniqueOpens ?? 0),
+        uniqueClicks: BigInt(c?.uniqueClicks ?? 0),
+      };
+    }),
+    waitUntil: ts(ab.waitUntil),
+    winnerChosenAt: ts(ab.winnerChosenAt),
+  };
+}
+
+/** The A/B test a request carries (its settings only); absent: none. */
+function abTestFromPb(ab: PbAbTest | undefined): AbTestInput | undefined {
+  if (!ab) return undefined;
+  return {
+    variants: ab.variants.map((v) => ({ subject: v.subject, fromName: v.fromName, previewText: v.previewText, html: v.html })),
+    testShare: ab.testShare,
+    metric: ab.metric,
+    waitForSeconds: Number(ab.waitForSeconds),
+  };
+}
+
 /** Domain broadcast -> proto, every field (`audienceCount` where it was counted). */
 export function protoBroadcast(b: Broadcast, audienceCount?: number): PbBroadcast {
   const p = b.progress;
@@ -99,6 +135,7 @@ export function protoBroadcast(b: Broadcast, audienceCount?: number): PbBroadcas
     updatedAt: ts(b.updatedAt),
     completedAt: ts(b.completedAt),
     pauseReason: b.sending?.pauseReason ?? "",
+    abTest: b.abTest ? abTestToPb(b.abTest) : undefined,
   });
 }
 
@@ -117,6 +154,7 @@ function draftOf(req: CreateBroadcastRequest | UpdateBroadcastRequest) {
     audience: req.audience ? audienceFromPb(req.audience) : undefined,
     settings: req.settings ? { trackOpens: req.settings.trackOpens, trackClicks: req.settings.trackClicks } : undefined,
     allowUnknownVariables: req.allowUnknownVariables,
+    abTest: abTestFromPb(req.abTest),
   };
 }
 
@@ -185,6 +223,10 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
 
       async cancelBroadcast(req) {
         return { broadcast: protoBroadcast(await broadcasts.cancel(req.workspaceId, req.id)) };
+      },
+
+      async chooseAbWinner(req) {
+        return { broadcast: protoBroadcast(await broadcasts.chooseWinner(req.workspaceId, req.id, req.variant)) };
       },
     });
 }

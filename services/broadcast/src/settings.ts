@@ -11,15 +11,22 @@ const schema = z.object({
    * for work at this interval, at most every 250 ms. (The email service declares it too.)
    */
   MAILROOM_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(500),
+  /**
+   * The shortest A/B test `waitFor` accepted, in seconds (300: five minutes). Tests lower it
+   * to wait seconds instead of minutes; the longest stays 7 days.
+   */
+  MAILROOM_AB_MIN_WAIT_SECONDS: z.coerce.number().int().min(1).max(300).default(300),
 });
 
 export interface BroadcastSettings {
   /** How often the sender loop looks for due broadcasts and pages to release. */
   senderIntervalMs: number;
+  /** Shortest A/B `waitFor` accepted, in seconds. */
+  abMinWaitSeconds: number;
 }
 
 /** Reads and validates the broadcast service's settings; a bad value throws kit's ConfigError naming the variable. */
 export function loadBroadcastSettings(env: NodeJS.ProcessEnv = process.env): BroadcastSettings {
   const c = loadSettings(schema, env);
-  return { senderIntervalMs: Math.min(c.MAILROOM_SCHEDULER_INTERVAL_MS, 250) };
+  return { senderIntervalMs: Math.min(c.MAILROOM_SCHEDULER_INTERVAL_MS, 250), abMinWaitSeconds: c.MAILROOM_AB_MIN_WAIT_SECONDS };
 }

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/broadcast/v1/broadcast.proto.
  */
 export const file_mailroom_broadcast_v1_broadcast: GenFile = /*@__PURE__*/
-  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEiaQoRQnJvYWRjYXN0U2V0dGluZ3MSGAoLdHJhY2tfb3BlbnMYASABKAhIAIgBARIZCgx0cmFja19jbGlja3MYAiABKAhIAYgBAUIOCgxfdHJhY2tfb3BlbnNCDwoNX3RyYWNrX2NsaWNrcyLYAQoRQnJvYWRjYXN0UHJvZ3Jlc3MSEgoKcmVjaXBpZW50cxgBIAEoAxIQCghyZWxlYXNlZBgCIAEoAxIMCgRzZW50GAMgASgDEg4KBmZhaWxlZBgEIAEoAxIPCgdib3VuY2VkGAUgASgDEhIKCnN1cHByZXNzZWQYBiABKAMSDgoGb3BlbmVkGAcgASgDEg8KB2NsaWNrZWQYCCABKAMSFAoMdW5zdWJzY3JpYmVkGAkgASgDEhEKCWRlbGl2ZXJlZBgKIAEoAxIQCghkZWZlcnJlZBgLIAEoAyKZBgoJQnJvYWRjYXN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSNgoGc3RhdHVzGAMgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxIPCgdzdWJqZWN0GAQgASgJEhQKDHByZXZpZXdfdGV4dBgFIAEoCRISCgpmcm9tX2VtYWlsGAYgASgJEhEKCWZyb21fbmFtZRgHIAEoCRIMCgRodG1sGAggASgJEgwKBHRleHQYCSABKAkSLgoIYXVkaWVuY2UYCiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USOgoIc2V0dGluZ3MYCyABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U2V0dGluZ3MSHwoXYWxsb3dfdW5rbm93bl92YXJpYWJsZXMYDCABKAgSMAoMc2NoZWR1bGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI+Cg9kZWxpdmVyeV9tZXRob2QYDyABKA4yJS5tYWlscm9vbS5icm9hZGNhc3QudjEuRGVsaXZlcnlNZXRob2QSOgoIcHJvZ3Jlc3MYECABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0UHJvZ3Jlc3MSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXBseV90bxgUIAMoCRIUCgxwYXVzZV9yZWFzb24YFSABKAkSGwoOYXVkaWVuY2VfY291bnQYFiABKANIAIgBAUIRCg9fYXVkaWVuY2VfY291bnQixQIKFkNyZWF0ZUJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDwoHc3ViamVjdBgDIAEoCRIUCgxwcmV2aWV3X3RleHQYBCABKAkSEgoKZnJvbV9lbWFpbBgFIAEoCRIRCglmcm9tX25hbWUYBiABKAkSDAoEaHRtbBgHIAEoCRIMCgR0ZXh0GAggASgJEi4KCGF1ZGllbmNlGAkgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLkF1ZGllbmNlEjoKCHNldHRpbmdzGAogASgLMigubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFNldHRpbmdzEh8KF2FsbG93X3Vua25vd25fdmFyaWFibGVzGAsgASgIEhAKCHJlcGx5X3RvGAwgAygJIi4KCVZhcmlhYmxlcxIQCghkZXRlY3RlZBgBIAMoCRIPCgd1bmtub3duGAIgAygJIpUBChdDcmVhdGVCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EjMKCXZhcmlhYmxlcxgCIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5WYXJpYWJsZXMSEAoId2FybmluZ3MYAyADKAkiTwoTR2V0QnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSFgoOY291bnRfYXVkaWVuY2UYAyABKAgiSwoUR2V0QnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCKUAQoVTGlzdEJyb2FkY2FzdHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRI2CgZzdGF0dXMYAiABKA4yJi5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U3RhdHVzEi0KBHBhZ2UYAyABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QiegoWTGlzdEJyb2FkY2FzdHNSZXNwb25zZRI0Cgpicm9hZGNhc3RzGAEgAygLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIkMKD1NlbmRUZXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDgoGZW1haWxzGAMgAygJIlgKEFNlbmRUZXN0UmVzcG9uc2USDwoHc2VudF90bxgBIAMoCRIzCglicm9hZGNhc3QYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0IqkBChhTY2hlZHVsZUJyb2FkY2FzdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJEisKB3NlbmRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEj4KD2RlbGl2ZXJ5X21ldGhvZBgEIAEoDjIlLm1haWxyb29tLmJyb2FkY2FzdC52MS5EZWxpdmVyeU1ldGhvZCJiChlTY2hlZHVsZUJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSEAoId2FybmluZ3MYAiADKAkiOgoWQ2FuY2VsQnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiTgoXQ2FuY2VsQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdCLRAgoWVXBkYXRlQnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEhQKDHByZXZpZXdfdGV4dBgFIAEoCRISCgpmcm9tX2VtYWlsGAYgASgJEhEKCWZyb21fbmFtZRgHIAEoCRIMCgRodG1sGAggASgJEgwKBHRleHQYCSABKAkSLgoIYXVkaWVuY2UYCiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USOgoIc2V0dGluZ3MYCyABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U2V0dGluZ3MSHwoXYWxsb3dfdW5rbm93bl92YXJpYWJsZXMYDCABKAgSEAoIcmVwbHlfdG8YDSADKAkilQEKF1VwZGF0ZUJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSMwoJdmFyaWFibGVzGAIgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLlZhcmlhYmxlcxIQCgh3YXJuaW5ncxgDIAMoCSJSChdQcmV2aWV3QnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSFQoNY29udGFjdF9lbWFpbBgDIAEoCSJ0ChhQcmV2aWV3QnJvYWRjYXN0UmVzcG9uc2USDwoHc3ViamVjdBgBIAEoCRIMCgRodG1sGAIgASgJEgwKBHRleHQYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJEhUKDWNvbnRhY3RfZm91bmQYBSABKAgiPwobR2V0QnJvYWRjYXN0VGltZWxpbmVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSKKAQoNVGltZWxpbmVQb2ludBImCgJhdBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEc2VudBgCIAEoAxIRCglkZWxpdmVyZWQYAyABKAMSDgoGb3BlbmVkGAQgASgDEg8KB2NsaWNrZWQYBSABKAMSDwoHYm91bmNlZBgGIAEoAyJUChxHZXRCcm9hZGNhc3RUaW1lbGluZVJlc3BvbnNlEjQKBnBvaW50cxgBIAMoCzIkLm1haWxyb29tLmJyb2FkY2FzdC52MS5UaW1lbGluZVBvaW50IjwKGEdldEJyb2FkY2FzdFRvcGljUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiLQoZR2V0QnJvYWRjYXN0VG9waWNSZXNwb25zZRIQCgh0b3BpY19pZBgBIAEoCSqxAQoPQnJvYWRjYXN0U3RhdHVzEiAKHEJST0FEQ0FTVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZCUk9BRENBU1RfU1RBVFVTX0RSQUZUEAESHgoaQlJPQURDQVNUX1NUQVRVU19TQ0hFRFVMRUQQAhIgChxCUk9BRENBU1RfU1RBVFVTX0lOX1BST0dSRVNTEAMSHgoaQlJPQURDQVNUX1NUQVRVU19DT01QTEVURUQQBCqjAQoORGVsaXZlcnlNZXRob2QSHwobREVMSVZFUllfTUVUSE9EX1VOU1BFQ0lGSUVEEAASGAoUREVMSVZFUllfTUVUSE9EX0FTQVAQARIfChtERUxJVkVSWV9NRVRIT0RfUFJPR1JFU1NJVkUQAhIZChVERUxJVkVSWV9NRVRIT0RfU01BUlQQAxIaChZERUxJVkVSWV9NRVRIT0RfV0FSTVVQEAQygwkKEEJyb2FkY2FzdFNlcnZpY2UScAoPQ3JlYXRlQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNyZWF0ZUJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuQ3JlYXRlQnJvYWRjYXN0UmVzcG9uc2USZwoMR2V0QnJvYWRjYXN0EioubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFJlcXVlc3QaKy5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0UmVzcG9uc2USbQoOTGlzdEJyb2FkY2FzdHMSLC5tYWlscm9vbS5icm9hZGNhc3QudjEuTGlzdEJyb2FkY2FzdHNSZXF1ZXN0Gi0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkxpc3RCcm9hZGNhc3RzUmVzcG9uc2USWwoIU2VuZFRlc3QSJi5tYWlscm9vbS5icm9hZGNhc3QudjEuU2VuZFRlc3RSZXF1ZXN0GicubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNlbmRUZXN0UmVzcG9uc2USdgoRU2NoZWR1bGVCcm9hZGNhc3QSLy5tYWlscm9vbS5icm9hZGNhc3QudjEuU2NoZWR1bGVCcm9hZGNhc3RSZXF1ZXN0GjAubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNjaGVkdWxlQnJvYWRjYXN0UmVzcG9uc2UScAoPQ2FuY2VsQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNhbmNlbEJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuQ2FuY2VsQnJvYWRjYXN0UmVzcG9uc2UScAoPVXBkYXRlQnJvYWRjYXN0Ei0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlVwZGF0ZUJyb2FkY2FzdFJlcXVlc3QaLi5tYWlscm9vbS5icm9hZGNhc3QudjEuVXBkYXRlQnJvYWRjYXN0UmVzcG9uc2UScwoQUHJldmlld0Jyb2FkY2FzdBIuLm1haWxyb29tLmJyb2FkY2FzdC52MS5QcmV2aWV3QnJvYWRjYXN0UmVxdWVzdBovLm1haWxyb29tLmJyb2FkY2FzdC52MS5QcmV2aWV3QnJvYWRjYXN0UmVzcG9uc2USfwoUR2V0QnJvYWRjYXN0VGltZWxpbmUSMi5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0VGltZWxpbmVSZXF1ZXN0GjMubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRpbWVsaW5lUmVzcG9uc2USdgoRR2V0QnJvYWRjYXN0VG9waWMSLy5tYWlscm9vbS5icm9hZGNhc3QudjEuR2V0QnJvYWRjYXN0VG9waWNSZXF1ZXN0GjAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRvcGljUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_mailroom_common_v1_common]);
+  fileDesc("CiVtYWlscm9vbS9icm9hZGNhc3QvdjEvYnJvYWRjYXN0LnByb3RvEhVtYWlscm9vbS5icm9hZGNhc3QudjEiaQoRQnJvYWRjYXN0U2V0dGluZ3MSGAoLdHJhY2tfb3BlbnMYASABKAhIAIgBARIZCgx0cmFja19jbGlja3MYAiABKAhIAYgBAUIOCgxfdHJhY2tfb3BlbnNCDwoNX3RyYWNrX2NsaWNrcyLYAQoRQnJvYWRjYXN0UHJvZ3Jlc3MSEgoKcmVjaXBpZW50cxgBIAEoAxIQCghyZWxlYXNlZBgCIAEoAxIMCgRzZW50GAMgASgDEg4KBmZhaWxlZBgEIAEoAxIPCgdib3VuY2VkGAUgASgDEhIKCnN1cHByZXNzZWQYBiABKAMSDgoGb3BlbmVkGAcgASgDEg8KB2NsaWNrZWQYCCABKAMSFAoMdW5zdWJzY3JpYmVkGAkgASgDEhEKCWRlbGl2ZXJlZBgKIAEoAxIQCghkZWZlcnJlZBgLIAEoAyLJBgoJQnJvYWRjYXN0EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSNgoGc3RhdHVzGAMgASgOMiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdFN0YXR1cxIPCgdzdWJqZWN0GAQgASgJEhQKDHByZXZpZXdfdGV4dBgFIAEoCRISCgpmcm9tX2VtYWlsGAYgASgJEhEKCWZyb21fbmFtZRgHIAEoCRIMCgRodG1sGAggASgJEgwKBHRleHQYCSABKAkSLgoIYXVkaWVuY2UYCiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USOgoIc2V0dGluZ3MYCyABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U2V0dGluZ3MSHwoXYWxsb3dfdW5rbm93bl92YXJpYWJsZXMYDCABKAgSMAoMc2NoZWR1bGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIrCgdzZW50X2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI+Cg9kZWxpdmVyeV9tZXRob2QYDyABKA4yJS5tYWlscm9vbS5icm9hZGNhc3QudjEuRGVsaXZlcnlNZXRob2QSOgoIcHJvZ3Jlc3MYECABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0UHJvZ3Jlc3MSLgoKY3JlYXRlZF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMY29tcGxldGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIQCghyZXBseV90bxgUIAMoCRIUCgxwYXVzZV9yZWFzb24YFSABKAkSGwoOYXVkaWVuY2VfY291bnQYFiABKANIAIgBARIuCgdhYl90ZXN0GBcgASgLMh0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkFiVGVzdEIRCg9fYXVkaWVuY2VfY291bnQimwEKCUFiVmFyaWFudBIUCgdzdWJqZWN0GAEgASgJSACIAQESFgoJZnJvbV9uYW1lGAIgASgJSAGIAQESGQoMcHJldmlld190ZXh0GAMgASgJSAKIAQESEQoEaHRtbBgEIAEoCUgDiAEBQgoKCF9zdWJqZWN0QgwKCl9mcm9tX25hbWVCDwoNX3ByZXZpZXdfdGV4dEIHCgVfaHRtbCJkCg5BYlZhcmlhbnRTdGF0cxISCgpyZWNpcGllbnRzGAEgASgDEhEKCWRlbGl2ZXJlZBgCIAEoAxIUCgx1bmlxdWVfb3BlbnMYAyABKAMSFQoNdW5pcXVlX2NsaWNrcxgEIAEoAyLfAgoGQWJUZXN0EjIKCHZhcmlhbnRzGAEgAygLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkFiVmFyaWFudBISCgp0ZXN0X3NoYXJlGAIgASgBEg4KBm1ldHJpYxgDIAEoCRIYChB3YWl0X2Zvcl9zZWNvbmRzGAQgASgDEg0KBXN0YXRlGAUgASgJEhMKBndpbm5lchgGIAEoBUgAiAEBEhgKEHdpbm5lcl9jaG9zZW5fYnkYByABKAkSNAoFc3RhdHMYCCADKAsyJS5tYWlscm9vbS5icm9hZGNhc3QudjEuQWJWYXJpYW50U3RhdHMSLgoKd2FpdF91bnRpbBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoQd2lubmVyX2Nob3Nlbl9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCQoHX3dpbm5lciL1AgoWQ3JlYXRlQnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEhQKDHByZXZpZXdfdGV4dBgEIAEoCRISCgpmcm9tX2VtYWlsGAUgASgJEhEKCWZyb21fbmFtZRgGIAEoCRIMCgRodG1sGAcgASgJEgwKBHRleHQYCCABKAkSLgoIYXVkaWVuY2UYCSABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USOgoIc2V0dGluZ3MYCiABKAsyKC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0U2V0dGluZ3MSHwoXYWxsb3dfdW5rbm93bl92YXJpYWJsZXMYCyABKAgSEAoIcmVwbHlfdG8YDCADKAkSLgoHYWJfdGVzdBgNIAEoCzIdLm1haWxyb29tLmJyb2FkY2FzdC52MS5BYlRlc3QiLgoJVmFyaWFibGVzEhAKCGRldGVjdGVkGAEgAygJEg8KB3Vua25vd24YAiADKAkilQEKF0NyZWF0ZUJyb2FkY2FzdFJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QSMwoJdmFyaWFibGVzGAIgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLlZhcmlhYmxlcxIQCgh3YXJuaW5ncxgDIAMoCSJPChNHZXRCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIWCg5jb3VudF9hdWRpZW5jZRgDIAEoCCJLChRHZXRCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0IpQBChVMaXN0QnJvYWRjYXN0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEjYKBnN0YXR1cxgCIAEoDjImLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTdGF0dXMSLQoEcGFnZRgDIAEoCzIfLm1haWxyb29tLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJ6ChZMaXN0QnJvYWRjYXN0c1Jlc3BvbnNlEjQKCmJyb2FkY2FzdHMYASADKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0EioKBHBhZ2UYAiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuUGFnZUluZm8iQwoPU2VuZFRlc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIOCgZlbWFpbHMYAyADKAkiWAoQU2VuZFRlc3RSZXNwb25zZRIPCgdzZW50X3RvGAEgAygJEjMKCWJyb2FkY2FzdBgCIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QiqQEKGFNjaGVkdWxlQnJvYWRjYXN0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSKwoHc2VuZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPgoPZGVsaXZlcnlfbWV0aG9kGAQgASgOMiUubWFpbHJvb20uYnJvYWRjYXN0LnYxLkRlbGl2ZXJ5TWV0aG9kImIKGVNjaGVkdWxlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIQCgh3YXJuaW5ncxgCIAMoCSI6ChZDYW5jZWxCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJOChdDYW5jZWxCcm9hZGNhc3RSZXNwb25zZRIzCglicm9hZGNhc3QYASABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuQnJvYWRjYXN0IoEDChZVcGRhdGVCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEg8KB3N1YmplY3QYBCABKAkSFAoMcHJldmlld190ZXh0GAUgASgJEhIKCmZyb21fZW1haWwYBiABKAkSEQoJZnJvbV9uYW1lGAcgASgJEgwKBGh0bWwYCCABKAkSDAoEdGV4dBgJIAEoCRIuCghhdWRpZW5jZRgKIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5BdWRpZW5jZRI6CghzZXR0aW5ncxgLIAEoCzIoLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3RTZXR0aW5ncxIfChdhbGxvd191bmtub3duX3ZhcmlhYmxlcxgMIAEoCBIQCghyZXBseV90bxgNIAMoCRIuCgdhYl90ZXN0GA4gASgLMh0ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkFiVGVzdCKVAQoXVXBkYXRlQnJvYWRjYXN0UmVzcG9uc2USMwoJYnJvYWRjYXN0GAEgASgLMiAubWFpbHJvb20uYnJvYWRjYXN0LnYxLkJyb2FkY2FzdBIzCgl2YXJpYWJsZXMYAiABKAsyIC5tYWlscm9vbS5icm9hZGNhc3QudjEuVmFyaWFibGVzEhAKCHdhcm5pbmdzGAMgAygJIlIKF1ByZXZpZXdCcm9hZGNhc3RSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRIVCg1jb250YWN0X2VtYWlsGAMgASgJInQKGFByZXZpZXdCcm9hZGNhc3RSZXNwb25zZRIPCgdzdWJqZWN0GAEgASgJEgwKBGh0bWwYAiABKAkSDAoEdGV4dBgDIAEoCRIUCgxwcmV2aWV3X3RleHQYBCABKAkSFQoNY29udGFjdF9mb3VuZBgFIAEoCCI/ChtHZXRCcm9hZGNhc3RUaW1lbGluZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIooBCg1UaW1lbGluZVBvaW50EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRzZW50GAIgASgDEhEKCWRlbGl2ZXJlZBgDIAEoAxIOCgZvcGVuZWQYBCABKAMSDwoHY2xpY2tlZBgFIAEoAxIPCgdib3VuY2VkGAYgASgDIlQKHEdldEJyb2FkY2FzdFRpbWVsaW5lUmVzcG9uc2USNAoGcG9pbnRzGAEgAygLMiQubWFpbHJvb20uYnJvYWRjYXN0LnYxLlRpbWVsaW5lUG9pbnQiPAoYR2V0QnJvYWRjYXN0VG9waWNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSItChlHZXRCcm9hZGNhc3RUb3BpY1Jlc3BvbnNlEhAKCHRvcGljX2lkGAEgASgJIkoKFUNob29zZUFiV2lubmVyUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDwoHdmFyaWFudBgDIAEoBSJNChZDaG9vc2VBYldpbm5lclJlc3BvbnNlEjMKCWJyb2FkY2FzdBgBIAEoCzIgLm1haWxyb29tLmJyb2FkY2FzdC52MS5Ccm9hZGNhc3QqsQEKD0Jyb2FkY2FzdFN0YXR1cxIgChxCUk9BRENBU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWQlJPQURDQVNUX1NUQVRVU19EUkFGVBABEh4KGkJST0FEQ0FTVF9TVEFUVVNfU0NIRURVTEVEEAISIAocQlJPQURDQVNUX1NUQVRVU19JTl9QUk9HUkVTUxADEh4KGkJST0FEQ0FTVF9TVEFUVVNfQ09NUExFVEVEEAQqowEKDkRlbGl2ZXJ5TWV0aG9kEh8KG0RFTElWRVJZX01FVEhPRF9VTlNQRUNJRklFRBAAEhgKFERFTElWRVJZX01FVEhPRF9BU0FQEAESHwobREVMSVZFUllfTUVUSE9EX1BST0dSRVNTSVZFEAISGQoVREVMSVZFUllfTUVUSE9EX1NNQVJUEAMSGgoWREVMSVZFUllfTUVUSE9EX1dBUk1VUBAEMvIJChBCcm9hZGNhc3RTZXJ2aWNlEnAKD0NyZWF0ZUJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DcmVhdGVCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNyZWF0ZUJyb2FkY2FzdFJlc3BvbnNlEmcKDEdldEJyb2FkY2FzdBIqLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RSZXF1ZXN0GisubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFJlc3BvbnNlEm0KDkxpc3RCcm9hZGNhc3RzEiwubWFpbHJvb20uYnJvYWRjYXN0LnYxLkxpc3RCcm9hZGNhc3RzUmVxdWVzdBotLm1haWxyb29tLmJyb2FkY2FzdC52MS5MaXN0QnJvYWRjYXN0c1Jlc3BvbnNlElsKCFNlbmRUZXN0EiYubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNlbmRUZXN0UmVxdWVzdBonLm1haWxyb29tLmJyb2FkY2FzdC52MS5TZW5kVGVzdFJlc3BvbnNlEnYKEVNjaGVkdWxlQnJvYWRjYXN0Ei8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlNjaGVkdWxlQnJvYWRjYXN0UmVxdWVzdBowLm1haWxyb29tLmJyb2FkY2FzdC52MS5TY2hlZHVsZUJyb2FkY2FzdFJlc3BvbnNlEnAKD0NhbmNlbEJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5DYW5jZWxCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNhbmNlbEJyb2FkY2FzdFJlc3BvbnNlEnAKD1VwZGF0ZUJyb2FkY2FzdBItLm1haWxyb29tLmJyb2FkY2FzdC52MS5VcGRhdGVCcm9hZGNhc3RSZXF1ZXN0Gi4ubWFpbHJvb20uYnJvYWRjYXN0LnYxLlVwZGF0ZUJyb2FkY2FzdFJlc3BvbnNlEnMKEFByZXZpZXdCcm9hZGNhc3QSLi5tYWlscm9vbS5icm9hZGNhc3QudjEuUHJldmlld0Jyb2FkY2FzdFJlcXVlc3QaLy5tYWlscm9vbS5icm9hZGNhc3QudjEuUHJldmlld0Jyb2FkY2FzdFJlc3BvbnNlEn8KFEdldEJyb2FkY2FzdFRpbWVsaW5lEjIubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRpbWVsaW5lUmVxdWVzdBozLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RUaW1lbGluZVJlc3BvbnNlEnYKEUdldEJyb2FkY2FzdFRvcGljEi8ubWFpbHJvb20uYnJvYWRjYXN0LnYxLkdldEJyb2FkY2FzdFRvcGljUmVxdWVzdBowLm1haWxyb29tLmJyb2FkY2FzdC52MS5HZXRCcm9hZGNhc3RUb3BpY1Jlc3BvbnNlEm0KDkNob29zZUFiV2lubmVyEiwubWFpbHJvb20uYnJvYWRjYXN0LnYxLkNob29zZUFiV2lubmVyUmVxdWVzdBotLm1haWxyb29tLmJyb2FkY2FzdC52MS5DaG9vc2VBYldpbm5lclJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_mailroom_common_v1_common]);
 
 /**
  * @generated from message mailroom.broadcast.v1.BroadcastSettings
@@ -238,6 +238,13 @@ export type Broadcast = Message<"mailroom.broadcast.v1.Broadcast"> & {
    * @generated from field: optional int64 audience_count = 22;
    */
   audienceCount?: bigint | undefined;
+
+  /**
+   * The A/B test (DESIGN §9.8); absent on a broadcast without one.
+   *
+   * @generated from field: mailroom.broadcast.v1.AbTest ab_test = 23;
+   */
+  abTest?: AbTest | undefined;
 };
 
 /**
@@ -246,6 +253,154 @@ export type Broadcast = Message<"mailroom.broadcast.v1.Broadcast"> & {
  */
 export const BroadcastSchema: GenMessage<Broadcast> = /*@__PURE__*/
   messageDesc(file_mailroom_broadcast_v1_broadcast, 2);
+
+/**
+ * One variant of an A/B test: the fields it changes (absent: the broadcast's own).
+ *
+ * @generated from message mailroom.broadcast.v1.AbVariant
+ */
+export type AbVariant = Message<"mailroom.broadcast.v1.AbVariant"> & {
+  /**
+   * @generated from field: optional string subject = 1;
+   */
+  subject?: string | undefined;
+
+  /**
+   * @generated from field: optional string from_name = 2;
+   */
+  fromName?: string | undefined;
+
+  /**
+   * @generated from field: optional string preview_text = 3;
+   */
+  previewText?: string | undefined;
+
+  /**
+   * @generated from field: optional string html = 4;
+   */
+  html?: string | undefined;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.AbVariant.
+ * Use `create(AbVariantSchema)` to create a new message.
+ */
+export const AbVariantSchema: GenMessage<AbVariant> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 3);
+
+/**
+ * A variant's counts over the test share: recipients it went to, delivered (sent, not
+ * bounced), and unique opens and clicks. Rates are computed from these by the reader.
+ *
+ * @generated from message mailroom.broadcast.v1.AbVariantStats
+ */
+export type AbVariantStats = Message<"mailroom.broadcast.v1.AbVariantStats"> & {
+  /**
+   * @generated from field: int64 recipients = 1;
+   */
+  recipients: bigint;
+
+  /**
+   * @generated from field: int64 delivered = 2;
+   */
+  delivered: bigint;
+
+  /**
+   * @generated from field: int64 unique_opens = 3;
+   */
+  uniqueOpens: bigint;
+
+  /**
+   * @generated from field: int64 unique_clicks = 4;
+   */
+  uniqueClicks: bigint;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.AbVariantStats.
+ * Use `create(AbVariantStatsSchema)` to create a new message.
+ */
+export const AbVariantStatsSchema: GenMessage<AbVariantStats> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 4);
+
+/**
+ * An A/B test. On create and update only variants, test_share, metric and wait_for_seconds
+ * are read; the rest is the test's state, set by the service.
+ *
+ * @generated from message mailroom.broadcast.v1.AbTest
+ */
+export type AbTest = Message<"mailroom.broadcast.v1.AbTest"> & {
+  /**
+   * @generated from field: repeated mailroom.broadcast.v1.AbVariant variants = 1;
+   */
+  variants: AbVariant[];
+
+  /**
+   * Share of the audience that gets the variants (0.05 to 0.5), split evenly among them.
+   *
+   * @generated from field: double test_share = 2;
+   */
+  testShare: number;
+
+  /**
+   * "opens" or "clicks": the unique rate that picks the winner.
+   *
+   * @generated from field: string metric = 3;
+   */
+  metric: string;
+
+  /**
+   * Seconds to wait after the test share was released before the winner is picked.
+   *
+   * @generated from field: int64 wait_for_seconds = 4;
+   */
+  waitForSeconds: bigint;
+
+  /**
+   * "draft" (not sending yet), "testing", "waiting", "decided", "cancelled".
+   *
+   * @generated from field: string state = 5;
+   */
+  state: string;
+
+  /**
+   * Index of the winning variant, once chosen.
+   *
+   * @generated from field: optional int32 winner = 6;
+   */
+  winner?: number | undefined;
+
+  /**
+   * "metric" or "user", once chosen.
+   *
+   * @generated from field: string winner_chosen_by = 7;
+   */
+  winnerChosenBy: string;
+
+  /**
+   * Per variant, in the order of variants.
+   *
+   * @generated from field: repeated mailroom.broadcast.v1.AbVariantStats stats = 8;
+   */
+  stats: AbVariantStats[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp wait_until = 9;
+   */
+  waitUntil?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp winner_chosen_at = 10;
+   */
+  winnerChosenAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.AbTest.
+ * Use `create(AbTestSchema)` to create a new message.
+ */
+export const AbTestSchema: GenMessage<AbTest> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 5);
 
 /**
  * @generated from message mailroom.broadcast.v1.CreateBroadcastRequest
@@ -310,6 +465,13 @@ export type CreateBroadcastRequest = Message<"mailroom.broadcast.v1.CreateBroadc
    * @generated from field: repeated string reply_to = 12;
    */
   replyTo: string[];
+
+  /**
+   * An A/B test to run when the broadcast is sent (absent: none).
+   *
+   * @generated from field: mailroom.broadcast.v1.AbTest ab_test = 13;
+   */
+  abTest?: AbTest | undefined;
 };
 
 /**
@@ -317,7 +479,7 @@ export type CreateBroadcastRequest = Message<"mailroom.broadcast.v1.CreateBroadc
  * Use `create(CreateBroadcastRequestSchema)` to create a new message.
  */
 export const CreateBroadcastRequestSchema: GenMessage<CreateBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 3);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 6);
 
 /**
  * @generated from message mailroom.broadcast.v1.Variables
@@ -339,7 +501,7 @@ export type Variables = Message<"mailroom.broadcast.v1.Variables"> & {
  * Use `create(VariablesSchema)` to create a new message.
  */
 export const VariablesSchema: GenMessage<Variables> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 4);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 7);
 
 /**
  * @generated from message mailroom.broadcast.v1.CreateBroadcastResponse
@@ -368,7 +530,7 @@ export type CreateBroadcastResponse = Message<"mailroom.broadcast.v1.CreateBroad
  * Use `create(CreateBroadcastResponseSchema)` to create a new message.
  */
 export const CreateBroadcastResponseSchema: GenMessage<CreateBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 5);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 8);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastRequest
@@ -397,7 +559,7 @@ export type GetBroadcastRequest = Message<"mailroom.broadcast.v1.GetBroadcastReq
  * Use `create(GetBroadcastRequestSchema)` to create a new message.
  */
 export const GetBroadcastRequestSchema: GenMessage<GetBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 6);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 9);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastResponse
@@ -414,7 +576,7 @@ export type GetBroadcastResponse = Message<"mailroom.broadcast.v1.GetBroadcastRe
  * Use `create(GetBroadcastResponseSchema)` to create a new message.
  */
 export const GetBroadcastResponseSchema: GenMessage<GetBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 7);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 10);
 
 /**
  * @generated from message mailroom.broadcast.v1.ListBroadcastsRequest
@@ -441,7 +603,7 @@ export type ListBroadcastsRequest = Message<"mailroom.broadcast.v1.ListBroadcast
  * Use `create(ListBroadcastsRequestSchema)` to create a new message.
  */
 export const ListBroadcastsRequestSchema: GenMessage<ListBroadcastsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 8);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 11);
 
 /**
  * @generated from message mailroom.broadcast.v1.ListBroadcastsResponse
@@ -463,7 +625,7 @@ export type ListBroadcastsResponse = Message<"mailroom.broadcast.v1.ListBroadcas
  * Use `create(ListBroadcastsResponseSchema)` to create a new message.
  */
 export const ListBroadcastsResponseSchema: GenMessage<ListBroadcastsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 9);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 12);
 
 /**
  * @generated from message mailroom.broadcast.v1.SendTestRequest
@@ -490,7 +652,7 @@ export type SendTestRequest = Message<"mailroom.broadcast.v1.SendTestRequest"> &
  * Use `create(SendTestRequestSchema)` to create a new message.
  */
 export const SendTestRequestSchema: GenMessage<SendTestRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 10);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 13);
 
 /**
  * @generated from message mailroom.broadcast.v1.SendTestResponse
@@ -514,7 +676,7 @@ export type SendTestResponse = Message<"mailroom.broadcast.v1.SendTestResponse">
  * Use `create(SendTestResponseSchema)` to create a new message.
  */
 export const SendTestResponseSchema: GenMessage<SendTestResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 11);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 14);
 
 /**
  * @generated from message mailroom.broadcast.v1.ScheduleBroadcastRequest
@@ -548,7 +710,7 @@ export type ScheduleBroadcastRequest = Message<"mailroom.broadcast.v1.ScheduleBr
  * Use `create(ScheduleBroadcastRequestSchema)` to create a new message.
  */
 export const ScheduleBroadcastRequestSchema: GenMessage<ScheduleBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 12);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 15);
 
 /**
  * @generated from message mailroom.broadcast.v1.ScheduleBroadcastResponse
@@ -570,7 +732,7 @@ export type ScheduleBroadcastResponse = Message<"mailroom.broadcast.v1.ScheduleB
  * Use `create(ScheduleBroadcastResponseSchema)` to create a new message.
  */
 export const ScheduleBroadcastResponseSchema: GenMessage<ScheduleBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 13);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 16);
 
 /**
  * @generated from message mailroom.broadcast.v1.CancelBroadcastRequest
@@ -592,7 +754,7 @@ export type CancelBroadcastRequest = Message<"mailroom.broadcast.v1.CancelBroadc
  * Use `create(CancelBroadcastRequestSchema)` to create a new message.
  */
 export const CancelBroadcastRequestSchema: GenMessage<CancelBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 14);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 17);
 
 /**
  * @generated from message mailroom.broadcast.v1.CancelBroadcastResponse
@@ -609,7 +771,7 @@ export type CancelBroadcastResponse = Message<"mailroom.broadcast.v1.CancelBroad
  * Use `create(CancelBroadcastResponseSchema)` to create a new message.
  */
 export const CancelBroadcastResponseSchema: GenMessage<CancelBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 15);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 18);
 
 /**
  * @generated from message mailroom.broadcast.v1.UpdateBroadcastRequest
@@ -679,6 +841,13 @@ export type UpdateBroadcastRequest = Message<"mailroom.broadcast.v1.UpdateBroadc
    * @generated from field: repeated string reply_to = 13;
    */
   replyTo: string[];
+
+  /**
+   * Replaces the draft's A/B test (absent: the draft has none afterwards).
+   *
+   * @generated from field: mailroom.broadcast.v1.AbTest ab_test = 14;
+   */
+  abTest?: AbTest | undefined;
 };
 
 /**
@@ -686,7 +855,7 @@ export type UpdateBroadcastRequest = Message<"mailroom.broadcast.v1.UpdateBroadc
  * Use `create(UpdateBroadcastRequestSchema)` to create a new message.
  */
 export const UpdateBroadcastRequestSchema: GenMessage<UpdateBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 16);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 19);
 
 /**
  * @generated from message mailroom.broadcast.v1.UpdateBroadcastResponse
@@ -713,7 +882,7 @@ export type UpdateBroadcastResponse = Message<"mailroom.broadcast.v1.UpdateBroad
  * Use `create(UpdateBroadcastResponseSchema)` to create a new message.
  */
 export const UpdateBroadcastResponseSchema: GenMessage<UpdateBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 17);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 20);
 
 /**
  * @generated from message mailroom.broadcast.v1.PreviewBroadcastRequest
@@ -742,7 +911,7 @@ export type PreviewBroadcastRequest = Message<"mailroom.broadcast.v1.PreviewBroa
  * Use `create(PreviewBroadcastRequestSchema)` to create a new message.
  */
 export const PreviewBroadcastRequestSchema: GenMessage<PreviewBroadcastRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 18);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 21);
 
 /**
  * @generated from message mailroom.broadcast.v1.PreviewBroadcastResponse
@@ -781,7 +950,7 @@ export type PreviewBroadcastResponse = Message<"mailroom.broadcast.v1.PreviewBro
  * Use `create(PreviewBroadcastResponseSchema)` to create a new message.
  */
 export const PreviewBroadcastResponseSchema: GenMessage<PreviewBroadcastResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 19);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 22);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTimelineRequest
@@ -803,7 +972,7 @@ export type GetBroadcastTimelineRequest = Message<"mailroom.broadcast.v1.GetBroa
  * Use `create(GetBroadcastTimelineRequestSchema)` to create a new message.
  */
 export const GetBroadcastTimelineRequestSchema: GenMessage<GetBroadcastTimelineRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 20);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 23);
 
 /**
  * @generated from message mailroom.broadcast.v1.TimelinePoint
@@ -847,7 +1016,7 @@ export type TimelinePoint = Message<"mailroom.broadcast.v1.TimelinePoint"> & {
  * Use `create(TimelinePointSchema)` to create a new message.
  */
 export const TimelinePointSchema: GenMessage<TimelinePoint> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 21);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 24);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTimelineResponse
@@ -866,7 +1035,7 @@ export type GetBroadcastTimelineResponse = Message<"mailroom.broadcast.v1.GetBro
  * Use `create(GetBroadcastTimelineResponseSchema)` to create a new message.
  */
 export const GetBroadcastTimelineResponseSchema: GenMessage<GetBroadcastTimelineResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 22);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 25);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTopicRequest
@@ -888,7 +1057,7 @@ export type GetBroadcastTopicRequest = Message<"mailroom.broadcast.v1.GetBroadca
  * Use `create(GetBroadcastTopicRequestSchema)` to create a new message.
  */
 export const GetBroadcastTopicRequestSchema: GenMessage<GetBroadcastTopicRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 23);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 26);
 
 /**
  * @generated from message mailroom.broadcast.v1.GetBroadcastTopicResponse
@@ -905,7 +1074,53 @@ export type GetBroadcastTopicResponse = Message<"mailroom.broadcast.v1.GetBroadc
  * Use `create(GetBroadcastTopicResponseSchema)` to create a new message.
  */
 export const GetBroadcastTopicResponseSchema: GenMessage<GetBroadcastTopicResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_broadcast_v1_broadcast, 24);
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 27);
+
+/**
+ * @generated from message mailroom.broadcast.v1.ChooseAbWinnerRequest
+ */
+export type ChooseAbWinnerRequest = Message<"mailroom.broadcast.v1.ChooseAbWinnerRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * Index of the variant (0-based).
+   *
+   * @generated from field: int32 variant = 3;
+   */
+  variant: number;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.ChooseAbWinnerRequest.
+ * Use `create(ChooseAbWinnerRequestSchema)` to create a new message.
+ */
+export const ChooseAbWinnerRequestSchema: GenMessage<ChooseAbWinnerRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 28);
+
+/**
+ * @generated from message mailroom.broadcast.v1.ChooseAbWinnerResponse
+ */
+export type ChooseAbWinnerResponse = Message<"mailroom.broadcast.v1.ChooseAbWinnerResponse"> & {
+  /**
+   * @generated from field: mailroom.broadcast.v1.Broadcast broadcast = 1;
+   */
+  broadcast?: Broadcast | undefined;
+};
+
+/**
+ * Describes the message mailroom.broadcast.v1.ChooseAbWinnerResponse.
+ * Use `create(ChooseAbWinnerResponseSchema)` to create a new message.
+ */
+export const ChooseAbWinnerResponseSchema: GenMessage<ChooseAbWinnerResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_broadcast_v1_broadcast, 29);
 
 /**
  * @generated from enum mailroom.broadcast.v1.BroadcastStatus
@@ -1075,6 +1290,18 @@ export const BroadcastService: GenService<{
     methodKind: "unary";
     input: typeof GetBroadcastTopicRequestSchema;
     output: typeof GetBroadcastTopicResponseSchema;
+  },
+  /**
+   * An A/B test's winner chosen by a user while the broadcast waits for it (DESIGN §9.8):
+   * FailedPrecondition (409 ab_winner_not_open) when a winner is chosen already or the
+   * broadcast is not waiting.
+   *
+   * @generated from rpc mailroom.broadcast.v1.BroadcastService.ChooseAbWinner
+   */
+  chooseAbWinner: {
+    methodKind: "unary";
+    input: typeof ChooseAbWinnerRequestSchema;
+    output: typeof ChooseAbWinnerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_mailroom_broadcast_v1_broadcast, 0);

@@ -1,5 +1,19 @@
 import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/port.js";
-import { FINAL_OUTCOMES, type Broadcast, type OutcomeKind, type Progress, type RecipientPage, type SendingState, type WindowReservation } from "../domain/model.js";
+import {
+  FINAL_OUTCOMES,
+  abStatsKey,
+  emptyAbCounts,
+  type AbTest,
+  type AbVariant,
+  type AbVariantCounts,
+  type Broadcast,
+  type OutcomeKind,
+  type Progress,
+  type Recipient,
+  type RecipientPage,
+  type SendingState,
+  type WindowReservation,
+} from "../domain/model.js";
 import { waveKey, type WarmupAccount } from "../domain/pacing.js";
 import type {
   BroadcastRepository,
@@ -15,6 +29,8 @@ import type {
   TimelineRepository,
   WarmupRepository,
   DeliveryTally,
+  AbCountsInc,
+  BroadcastProgressView,
 } from "../domain/ports.js";
 
 /**
@@ -28,8 +44,14 @@ import type {
  * - `broadcast_timeline`: per-minute counts of outcomes (the console's chart).
  */
 
-type BroadcastDoc = Omit<Broadcast, "id"> & {
+type BroadcastDoc = Omit<Broadcast, "id" | "abTest"> & {
   _id: string;
+  /**
+   * An A/B test's state and counts, without its variants (kept in `abVariants`), so the
+   * progress read pacing and completion make often never carries their HTML.
+   */
+  abTest?: Omit<AbTest, "variants">;
+  abVariants?: AbVariant[];
   /** When the sender loop should look at it next (IN_PROGRESS only). */
   workAt?: Date;
   leaseOwner?: string;
@@ -44,8 +66,26 @@ type BroadcastDoc = Omit<Broadcast, "id"> & {
 const EPOCH = new Date(0);
 
 function toBroadcast(doc: BroadcastDoc): Broadcast {
-  const { _id, workAt: _w, leaseOwner: _o, leaseUntil: _u, completedEventPending: _p, ...rest } = doc;
-  return { id: _id, ...rest, replyTo: rest.replyTo ?? [] };
+  const { _id, workAt: _w, leaseOwner: _o, leaseUntil: _u, completedEventPending: _p, abTest, abVariants, ...rest } = doc;
+  const b: Broadcast = { id: _id, ...rest, replyTo: rest.replyTo ?? [] };
+  if (abTest) b.abTest = { ...abTest, variants: abVariants ?? [] };
+  return b;
+}
+
+/** A domain A/B test as stored: its variants beside it. */
+function abFields(ab: AbTest | undefined): Pick<BroadcastDoc, "abTest" | "abVariants"> {
+  if (!ab) return {};
+  const { variants, ...state } = ab;
+  return { abTest: state, abVariants: variants };
+}
+
+/** `$inc` paths of A/B variants' counts. */
+function abIncPaths(abInc: AbCountsInc | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, counts] of Object.entries(abInc ?? {})) {
+    for (const [field, n] of Object.entries(counts)) if (n) out[`abTest.stats.${key}.${field}`] = n;
+  }
+  return out;
 }
 
 export class StoreBroadcastRepository implements BroadcastRepository {
@@ -67,8 +107,8 @@ export class StoreBroadcastRepository implements BroadcastRepository {
   }
 
   async insert(b: Broadcast): Promise<void> {
-    const { id, ...rest } = b;
-    await this.docs.insertOne({ _id: id, ...rest });
+    const { id, abTest, ...rest } = b;
+    await this.docs.insertOne({ _id: id, ...rest, ...abFields(abTest) });
   }
 
   async find(workspaceId: string, id: string): Promise<Broadcast | null> {
@@ -99,7 +139,11 @@ export class StoreBroadcastRepository implements BroadcastRepository {
   }
 
   async updateDraft(workspaceId: string, id: string, fields: DraftFields, at: Date): Promise<Broadcast | null> {
-    const doc = await this.docs.findOneAndUpdate({ _id: id, workspaceId, status: "DRAFT" }, { $set: { ...fields, updatedAt: at } }, { returnDocument: "after" });
+    const { abTest, ...rest } = fields;
+    const update = abTest
+      ? { $set: { ...rest, ...abFields(abTest), updatedAt: at } }
+      : { $set: { ...rest, updatedAt: at }, $unset: { abTest: "", abVariants: "" } };
+    const doc = await this.docs.findOneAndUpdate({ _id: id, workspaceId, status: "DRAFT" }, update, { returnDocument: "after" });
     return doc ? toBroadcast(doc) : null;
   }
 
@@ -131,16 +175,14 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     return doc ? toBroadcast(doc) : null;
   }
 
-  async saveSending(id: string, owner: string, sending: SendingState, inc: Partial<Progress> = {}, leaseUntil?: Date): Promise<boolean> {
+  async saveSending(id: string, owner: string, sending: SendingState, inc: Partial<Progress> = {}, leaseUntil?: Date, abInc?: AbCountsInc): Promise<boolean> {
     // waveBounces are counted by the events consumer: never overwrite them from here.
     const { waveBounces: _ignored, ...rest } = sending;
     const set: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(rest)) if (v !== undefined) set[`sending.${k}`] = v;
     if (leaseUntil) set.leaseUntil = leaseUntil;
-    const res = await this.docs.updateOne(
-      { _id: id, leaseOwner: owner },
-      { $set: set, ...(Object.keys(inc).length ? { $inc: progressInc(inc) } : {}) },
-    );
+    const $inc = { ...progressInc(inc), ...abIncPaths(abInc) };
+    const res = await this.docs.updateOne({ _id: id, leaseOwner: owner }, { $set: set, ...(Object.keys($inc).length ? { $inc } : {}) });
     return res.matchedCount === 1;
   }
 
@@ -148,23 +190,69 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     await this.docs.updateOne({ _id: id, leaseOwner: owner, status: "IN_PROGRESS" }, { $set: { leaseUntil: EPOCH, workAt } });
   }
 
-  async increment(id: string, inc: Partial<Progress>, waveBounce?: number): Promise<void> {
-    const $inc = progressInc(inc);
+  async increment(id: string, inc: Partial<Progress>, waveBounce?: number, abInc?: AbCountsInc): Promise<void> {
+    const $inc = { ...progressInc(inc), ...abIncPaths(abInc) };
     // The wave's bounce count grows by the bounces this increment counts (one, or a batch's).
     if (waveBounce !== undefined) $inc[`sending.waveBounces.${waveKey(waveBounce)}`] = inc.bounced ?? 1;
     if (Object.keys($inc).length) await this.docs.updateOne({ _id: id }, { $inc });
   }
 
-  async progressOf(id: string): Promise<Pick<Broadcast, "id" | "workspaceId" | "status" | "progress" | "sending"> | null> {
-    const doc = await this.docs.findOne({ _id: id }, { projection: { workspaceId: 1, status: 1, progress: 1, sending: 1 } });
-    return doc ? { id: doc._id, workspaceId: doc.workspaceId, status: doc.status, progress: doc.progress, sending: doc.sending } : null;
+  async progressOf(id: string): Promise<BroadcastProgressView | null> {
+    const doc = await this.docs.findOne({ _id: id }, { projection: { workspaceId: 1, status: 1, progress: 1, sending: 1, abTest: 1 } });
+    if (!doc) return null;
+    const view: BroadcastProgressView = { id: doc._id, workspaceId: doc.workspaceId, status: doc.status, progress: doc.progress, sending: doc.sending };
+    if (doc.abTest) view.abTest = doc.abTest;
+    return view;
   }
 
-  async complete(id: string, at: Date, exact: Partial<Progress> = {}): Promise<boolean> {
-    const counters = Object.fromEntries(Object.entries(exact).map(([k, v]) => [`progress.${k}`, v]));
+  async complete(id: string, at: Date, exact: Partial<Progress> = {}, abExact?: Record<string, AbVariantCounts>): Promise<boolean> {
+    const counters: Record<string, unknown> = Object.fromEntries(Object.entries(exact).map(([k, v]) => [`progress.${k}`, v]));
+    if (abExact) counters["abTest.stats"] = abExact;
     const res = await this.docs.updateOne(
       { _id: id, status: "IN_PROGRESS", "sending.phase": "draining" },
       { $set: { status: "COMPLETED", completedAt: at, updatedAt: at, completedEventPending: true, ...counters }, $unset: { workAt: "", leaseOwner: "", leaseUntil: "" } },
+    );
+    return res.matchedCount === 1;
+  }
+
+  async startAbTest(id: string, owner: string, seed: string): Promise<string | null> {
+    await this.docs.updateOne(
+      { _id: id, leaseOwner: owner, abTest: { $exists: true }, "abTest.seed": { $exists: false } },
+      { $set: { "abTest.seed": seed, "abTest.state": "testing" } },
+    );
+    const doc = await this.docs.findOne({ _id: id, leaseOwner: owner }, { projection: { abTest: 1 } });
+    return doc?.abTest?.seed ?? null;
+  }
+
+  async enterAbWait(id: string, owner: string, sending: SendingState, waitUntil: Date, testReleased: number): Promise<boolean> {
+    const res = await this.docs.updateOne(
+      { _id: id, leaseOwner: owner, status: "IN_PROGRESS", "abTest.state": "testing" },
+      { $set: { "sending.phase": sending.phase, "abTest.state": "waiting", "abTest.waitUntil": waitUntil, "abTest.testReleased": testReleased } },
+    );
+    return res.matchedCount === 1;
+  }
+
+  async chooseAbWinner(id: string, choice: { workspaceId?: string; winner: number; by: "metric" | "user"; at: Date; stats?: Record<string, AbVariantCounts> }): Promise<boolean> {
+    const filter: Record<string, unknown> = { _id: id, status: "IN_PROGRESS", "abTest.state": "waiting", "abTest.winner": { $exists: false } };
+    if (choice.workspaceId) filter.workspaceId = choice.workspaceId;
+    const set: Record<string, unknown> = {
+      "abTest.state": "decided",
+      "abTest.winner": choice.winner,
+      "abTest.winnerChosenBy": choice.by,
+      "abTest.winnerChosenAt": choice.at,
+      updatedAt: choice.at,
+      // The loop looks at it at once (a user's choice does not wait for waitUntil).
+      workAt: choice.at,
+    };
+    if (choice.stats) set["abTest.stats"] = choice.stats;
+    const res = await this.docs.updateOne(filter, { $set: set });
+    return res.matchedCount === 1;
+  }
+
+  async cancelAbWait(workspaceId: string, id: string, at: Date, pauseReason: string): Promise<boolean> {
+    const res = await this.docs.updateOne(
+      { _id: id, workspaceId, status: "IN_PROGRESS", "abTest.state": "waiting", "abTest.winner": { $exists: false } },
+      { $set: { "abTest.state": "cancelled", "sending.phase": "draining", "sending.pauseReason": pauseReason, updatedAt: at, workAt: at } },
     );
     return res.matchedCount === 1;
   }
@@ -264,9 +352,19 @@ export class StorePageRepository implements PageRepository {
   async deleteAll(broadcastId: string): Promise<void> {
     await this.docs.deleteMany({ broadcastId });
   }
+
+  async held(broadcastId: string, limit: number): Promise<RecipientPage[]> {
+    const docs = await this.docs.find({ broadcastId, held: true }, { sort: { seq: 1 }, limit });
+    return docs.map(toPage);
+  }
+
+  async unhold(pageId: string, recipients: Recipient[], nextDueAt: number): Promise<boolean> {
+    const res = await this.docs.updateOne({ _id: pageId, held: true }, { $set: { recipients, nextDueAt }, $unset: { held: "" } });
+    return res.matchedCount === 1;
+  }
 }
 
-type LedgerDoc = { _id: string; broadcastId: string; wave: number; final?: boolean } & Partial<Record<OutcomeKind, boolean>>;
+type LedgerDoc = { _id: string; broadcastId: string; wave: number; final?: boolean; variant?: number } & Partial<Record<OutcomeKind, boolean>>;
 
 /** Ledger entries read per page when a broadcast's outcomes are counted. */
 const TALLY_PAGE = 5000;
@@ -289,6 +387,7 @@ export class StoreDeliveryLedger implements DeliveryLedger {
   async add(entries: LedgerEntry[]): Promise<void> {
     const docs = entries.map((e): LedgerDoc => {
       const doc: LedgerDoc = { _id: e.deliveryId, broadcastId: e.broadcastId, wave: e.wave };
+      if (e.variant !== undefined) doc.variant = e.variant;
       if (e.settled) Object.assign(doc, { [e.settled]: true, final: true });
       return doc;
     });
@@ -312,7 +411,7 @@ export class StoreDeliveryLedger implements DeliveryLedger {
       { returnDocument: "before" },
     );
     if (!before) return { known: false, first: false, becameFinal: false, wasSent: false, wave: 0 };
-    return { known: true, first: before[kind] !== true, becameFinal: final && before.final !== true, wasSent: before.sent === true, wave: before.wave };
+    return { known: true, first: before[kind] !== true, becameFinal: final && before.final !== true, wasSent: before.sent === true, wave: before.wave, variant: before.variant };
   }
 
   async markMany(marks: ReadonlyArray<{ deliveryId: string; kind: OutcomeKind }>): Promise<MarkResult[]> {
@@ -328,7 +427,7 @@ export class StoreDeliveryLedger implements DeliveryLedger {
         continue;
       }
       const final = FINAL_OUTCOMES.has(kind);
-      results.push({ known: true, first: before[kind] !== true, becameFinal: final && before.final !== true, wasSent: before.sent === true, wave: before.wave });
+      results.push({ known: true, first: before[kind] !== true, becameFinal: final && before.final !== true, wasSent: before.sent === true, wave: before.wave, variant: before.variant });
       // Later pairs of the batch see this one's effect, as sequential marks would.
       before[kind] = true;
       if (final) before.final = true;
@@ -357,6 +456,26 @@ export class StoreDeliveryLedger implements DeliveryLedger {
       docs = await this.docs.find({ _id: { $gt: after, $lt: end }, broadcastId }, { projection: { ...kinds, _id: 1 }, sort: { _id: 1 }, limit: TALLY_PAGE });
       this.count(docs, t);
       if (docs.length < TALLY_PAGE) return t;
+    }
+  }
+
+  async variantTally(broadcastId: string): Promise<Record<string, AbVariantCounts>> {
+    const out: Record<string, AbVariantCounts> = {};
+    const end = `${broadcastId}/`;
+    for (let after = `${broadcastId}.`, docs: LedgerDoc[] = []; ; after = docs[docs.length - 1]!._id) {
+      docs = await this.docs.find(
+        { _id: { $gt: after, $lt: end }, broadcastId },
+        { projection: { _id: 1, variant: 1, sent: 1, bounced: 1, opened: 1, clicked: 1 }, sort: { _id: 1 }, limit: TALLY_PAGE },
+      );
+      for (const d of docs) {
+        if (d.variant === undefined) continue;
+        const c = (out[abStatsKey(d.variant)] ??= emptyAbCounts());
+        c.recipients++;
+        if (d.sent && !d.bounced) c.delivered++;
+        if (d.opened) c.uniqueOpens++;
+        if (d.clicked) c.uniqueClicks++;
+      }
+      if (docs.length < TALLY_PAGE) return out;
     }
   }
 

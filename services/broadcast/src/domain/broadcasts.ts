@@ -1,6 +1,7 @@
 import { appError, badRequest, conflict, notFound, type AppError } from "@mailroom/kit/errors.js";
 import { variablesJson } from "@mailroom/pipeline/work.js";
 import { assertBroadcastAccess, assertMaySend } from "./gating.js";
+import { draftAbTest, validateAbTest, variantFields, type AbTestInput } from "./abtest.js";
 import {
   BROADCAST_STATUSES,
   DELIVERY_METHODS,
@@ -10,6 +11,10 @@ import {
   LIST_DEFAULT_LIMIT,
   LIST_MAX_LIMIT,
   SCHEDULE_HORIZON_MS,
+  AB_MIN_WAIT_SECONDS,
+  variantContentKeyOf,
+  variantContentRefOf,
+  type AbTest,
   TEST_MAX_RECIPIENTS,
   TEST_SUBJECT_PREFIX,
   contentRefOf,
@@ -47,6 +52,8 @@ export interface CreateInput {
   audience?: AudienceInput;
   settings?: { trackOpens?: boolean; trackClicks?: boolean };
   allowUnknownVariables?: boolean;
+  /** An A/B test (DESIGN §9.8); absent: none (on update too: the draft's is removed). */
+  abTest?: AbTestInput;
 }
 
 export interface BroadcastDeps {
@@ -63,6 +70,10 @@ export interface BroadcastDeps {
   ids: { broadcastId(): string; unique(): string; messageId(domain: string): string };
   /** Called after a schedule without a future sendAt, so sending starts at once. */
   onScheduled?: () => void;
+  /** Shortest A/B `waitFor` accepted, in seconds (MAILROOM_AB_MIN_WAIT_SECONDS; 300 unless lowered for tests). */
+  abMinWaitSeconds?: number;
+  /** Called after an A/B winner was chosen by a user, so the rest goes out at once. */
+  onWinnerChosen?: () => void;
 }
 
 /** An audience as a request carries it (filters as JSON text; empty strings and lists: absent). */
@@ -104,7 +115,7 @@ export class Broadcasts {
 
   async create(workspaceId: string, input: CreateInput): Promise<Created> {
     await this.gate(workspaceId);
-    const { fields, variables } = await this.checkContent(workspaceId, input);
+    const { fields, variables, abTest } = await this.checkContent(workspaceId, input);
     const audience = validateAudience(input.audience);
     // The directory checks the audience's names and filters as it counts (400 when it refuses).
     const audienceCount = await this.deps.directory.audienceCount(workspaceId, audience);
@@ -113,6 +124,7 @@ export class Broadcasts {
       id: this.deps.ids.broadcastId(),
       workspaceId,
       ...fields,
+      ...(abTest ? { abTest } : {}),
       status: "DRAFT",
       audience,
       settings: { trackOpens: input.settings?.trackOpens ?? true, trackClicks: input.settings?.trackClicks ?? true },
@@ -130,7 +142,7 @@ export class Broadcasts {
     await this.gate(workspaceId);
     const current = await this.load(workspaceId, id);
     if (current.status !== "DRAFT") throw notEditable(current.status);
-    const { fields, variables } = await this.checkContent(workspaceId, input);
+    const { fields, variables, abTest } = await this.checkContent(workspaceId, input);
     const audience = input.audience === undefined ? current.audience : validateAudience(input.audience);
     const audienceCount = await this.deps.directory.audienceCount(workspaceId, audience);
     const draft: DraftFields = {
@@ -138,6 +150,7 @@ export class Broadcasts {
       audience,
       settings: { trackOpens: input.settings?.trackOpens ?? current.settings.trackOpens, trackClicks: input.settings?.trackClicks ?? current.settings.trackClicks },
       allowUnknownVariables: input.allowUnknownVariables === true,
+      abTest,
     };
     const updated = await this.deps.broadcasts.updateDraft(workspaceId, id, draft, this.deps.clock.now());
     if (!updated) throw notEditable((await this.load(workspaceId, id)).status);
@@ -309,10 +322,23 @@ export class Broadcasts {
     }
     const contentKey = `${broadcast.id}:${this.deps.ids.unique()}`;
     await this.deps.contents.put(contentKey, workspaceId, await this.deps.renderer.compile(compileInputOf(broadcast)));
+    // An A/B test's variants are compiled now too, each locked beside the broadcast's content:
+    // a variant that does not compile refuses the schedule, so none is sent half-built.
+    const variants = broadcast.abTest?.variants ?? [];
+    try {
+      await Promise.all(
+        variants.map(async (v, i) =>
+          this.deps.contents.put(variantContentKeyOf(contentKey, i), workspaceId, await this.deps.renderer.compile(compileInputOf(variantFields(broadcast, v)))),
+        ),
+      );
+    } catch (err) {
+      await this.dropLocked(contentKey, variants.length);
+      throw err;
+    }
     const scheduled = await this.deps.broadcasts.schedule(workspaceId, id, { scheduledAt: sendAt, deliveryMethod: method, contentKey, at: now });
     if (!scheduled) {
       // Another schedule (or nothing) won the race: this compilation is nobody's.
-      await this.deps.contents.delete(contentKey).catch(() => undefined);
+      await this.dropLocked(contentKey, variants.length);
       const current = await this.load(workspaceId, id);
       throw notSchedulable(current.status);
     }
@@ -320,27 +346,81 @@ export class Broadcasts {
     return { broadcast: scheduled, warnings: htmlWarnings(scheduled.html) };
   }
 
-  /** SCHEDULED (not started) -> DRAFT, content unlocked; a CAS the start claim races. */
+  /**
+   * SCHEDULED (not started) -> DRAFT, content unlocked; a CAS the start claim races. An A/B
+   * test waiting for its winner (none chosen) stops instead: the rest is never sent and the
+   * broadcast completes once the test share has settled (pauseReason `ab_test_cancelled`).
+   */
   async cancel(workspaceId: string, id: string): Promise<Broadcast> {
     await this.gate(workspaceId);
-    const before = await this.deps.broadcasts.cancel(workspaceId, id, this.deps.clock.now());
+    const now = this.deps.clock.now();
+    const before = await this.deps.broadcasts.cancel(workspaceId, id, now);
     if (!before) {
+      if (await this.deps.broadcasts.cancelAbWait(workspaceId, id, now, AB_CANCELLED)) {
+        this.deps.logger.info({ broadcastId: id }, "A/B test cancelled during its wait; the rest is not sent");
+        return this.load(workspaceId, id);
+      }
       const current = await this.load(workspaceId, id);
-      throw conflict("broadcast_not_cancellable", `Only a SCHEDULED broadcast that has not started can be cancelled; this one is ${current.status}`);
+      throw conflict(
+        "broadcast_not_cancellable",
+        `Only a SCHEDULED broadcast that has not started, or an A/B test waiting for its winner, can be cancelled; this one is ${current.status}`,
+      );
     }
     await Promise.all([
-      before.contentKey ? this.deps.contents.delete(before.contentKey).catch(() => undefined) : undefined,
+      before.contentKey ? this.dropLocked(before.contentKey, before.abTest?.variants.length ?? 0) : undefined,
       // Sending never started, so the content store should hold nothing; best effort all the same.
       this.deps.content.delete(workspaceId, contentRefOf(id)).catch(() => undefined),
+      ...(before.abTest?.variants ?? []).map((_, i) => this.deps.content.delete(workspaceId, variantContentRefOf(id, i)).catch(() => undefined)),
     ]);
     return this.load(workspaceId, id);
   }
 
+  /**
+   * A user's choice of an A/B test's winner while the broadcast waits for it (before the
+   * automatic pick): the rest goes out with it at once. 409 `ab_winner_already_chosen` when
+   * one was chosen, `ab_test_not_waiting` when the broadcast does not wait (no test, the test
+   * share still going out, cancelled, completed).
+   */
+  async chooseWinner(workspaceId: string, id: string, variant: number): Promise<Broadcast> {
+    await this.gate(workspaceId);
+    const broadcast = await this.load(workspaceId, id);
+    const ab = broadcast.abTest;
+    if (ab && (!Number.isInteger(variant) || variant < 0 || variant >= ab.variants.length)) {
+      throw invalidPayload(`variant must be the index of one of the ${ab.variants.length} variants (0 to ${ab.variants.length - 1})`);
+    }
+    if (!(await this.deps.broadcasts.chooseAbWinner(id, { workspaceId, winner: variant, by: "user", at: this.deps.clock.now() }))) {
+      const current = await this.load(workspaceId, id);
+      throw abWinnerRefusal(current);
+    }
+    this.deps.logger.info({ broadcastId: id, winner: variant }, "A/B winner chosen by a user");
+    this.deps.onWinnerChosen?.();
+    return this.load(workspaceId, id);
+  }
+
+  /** Best effort: the locked content of a schedule that did not hold (and its variants'). */
+  private async dropLocked(contentKey: string, variants: number): Promise<void> {
+    await Promise.all([
+      this.deps.contents.delete(contentKey).catch(() => undefined),
+      ...Array.from({ length: variants }, (_, i) => this.deps.contents.delete(variantContentKeyOf(contentKey, i)).catch(() => undefined)),
+    ]);
+  }
+
   private async checkContent(workspaceId: string, input: CreateInput) {
     const fields = validateCreate(input);
+    const config = input.abTest ? validateAbTest(input.abTest, fields, this.deps.abMinWaitSeconds ?? AB_MIN_WAIT_SECONDS) : undefined;
+    const abTest: AbTest | undefined = config ? draftAbTest(config) : undefined;
     await this.assertSender(workspaceId, fields.fromEmail);
     const customProperties = await this.deps.directory.customPropertySlugs(workspaceId);
-    const variables = await this.deps.renderer.detectVariables({ html: fields.html, subject: fields.subject, previewText: fields.previewText, customProperties });
+    // The variants' merge variables count too: each is sent to part of the audience.
+    const detections = await Promise.all(
+      [fields, ...(config?.variants ?? []).map((v) => variantFields(fields, v))].map((f) =>
+        this.deps.renderer.detectVariables({ html: f.html, subject: f.subject, previewText: f.previewText, customProperties }),
+      ),
+    );
+    const variables = {
+      detected: [...new Set(detections.flatMap((d) => d.detected))],
+      unknown: [...new Set(detections.flatMap((d) => d.unknown))],
+    };
     if (variables.unknown.length > 0 && !input.allowUnknownVariables) {
       throw appError({
         code: "broadcast_unknown_variables",
@@ -349,7 +429,7 @@ export class Broadcasts {
         unknownVariables: variables.unknown,
       });
     }
-    return { fields, variables };
+    return { fields, variables, abTest };
   }
 
   private async load(workspaceId: string, id: string): Promise<Broadcast> {
@@ -375,6 +455,17 @@ export class Broadcasts {
     }
   }
 
+}
+
+/** pauseReason of a broadcast whose A/B test was cancelled during its wait. */
+export const AB_CANCELLED = "ab_test_cancelled";
+
+function abWinnerRefusal(b: Broadcast): AppError {
+  if (b.abTest?.winner !== undefined) {
+    return conflict("ab_winner_already_chosen", `Variant ${b.abTest.winner} was chosen already (by ${b.abTest.winnerChosenBy})`);
+  }
+  const where = !b.abTest ? "this broadcast has no A/B test" : `this one is ${b.status}${b.abTest.state !== "draft" ? ` and its test is ${b.abTest.state}` : ""}`;
+  return conflict("ab_test_not_waiting", `A winner can be chosen while the broadcast waits for one (its test share sent); ${where}`);
 }
 
 function notEditable(status: BroadcastStatus): AppError {

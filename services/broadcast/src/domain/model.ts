@@ -48,10 +48,11 @@ export const emptyProgress = (): Progress => ({
 /**
  * Where sending is: `resolving` writes the audience into recipient pages (resumable from
  * `cursor`, the last contact id written), `releasing` hands windows to delivery as the
- * pacing policy allows, `draining` waits for the last outcomes.
+ * pacing policy allows, `waiting` (A/B tests only) waits for the winner between the test
+ * share and the rest, `draining` waits for the last outcomes.
  */
 export interface SendingState {
-  phase: "resolving" | "releasing" | "draining";
+  phase: "resolving" | "releasing" | "waiting" | "draining";
   /** Last contact id written into a page (resolution resumes after it). */
   cursor?: string;
   /** Recipient pages written so far. */
@@ -113,6 +114,8 @@ export interface Broadcast {
   sentAt?: Date;
   completedAt?: Date;
   deliveryMethod?: DeliveryMethod;
+  /** The A/B test (DESIGN §9.8), when the broadcast has one. */
+  abTest?: AbTest;
   /** Key of the locked compiled content while SCHEDULED or later. */
   contentKey?: string;
   sending?: SendingState;
@@ -129,6 +132,8 @@ export interface Recipient {
   properties: Record<string, unknown>;
   /** When this recipient may be released (epoch ms); SMART spreads it, others use the start. */
   dueAt: number;
+  /** A/B test: the variant this recipient of the test share gets (absent: the rest, or no test). */
+  variant?: number;
 }
 
 /**
@@ -148,6 +153,11 @@ export interface RecipientPage {
   reservation?: WindowReservation;
   /** dueAt of the first unreleased recipient; absent once the page is fully released. */
   nextDueAt?: number;
+  /**
+   * A/B test: a page of the rest of the audience, held (no nextDueAt, so never due) until
+   * the winner is chosen; its recipients then get their due times and the winner.
+   */
+  held?: true;
 }
 
 export interface WindowReservation {
@@ -183,3 +193,73 @@ export const deliveryIdOf = (broadcastId: string, contactId: string) => `${broad
 export function messageIdOf(broadcastId: string, contactId: string, fromEmail: string): string {
   return `${contactId}.${broadcastId}@${fromEmail.slice(fromEmail.lastIndexOf("@") + 1) || "mailroom.local"}`;
 }
+
+// ---- A/B tests (DESIGN §9.8) --------------------------------------------------------------
+
+/** The fields a variant may change; absent: the broadcast's own. */
+export interface AbVariant {
+  subject?: string;
+  fromName?: string;
+  previewText?: string;
+  html?: string;
+}
+export const AB_VARIANT_FIELDS = ["subject", "fromName", "previewText", "html"] as const;
+
+export type AbMetric = "opens" | "clicks";
+export const AB_METRICS: AbMetric[] = ["opens", "clicks"];
+
+/**
+ * Where an A/B test is: `draft` until sending starts, `testing` while the test share is
+ * resolved and released, `waiting` for the winner, `decided` (the rest goes out with the
+ * winner), `cancelled` (cancelled during the wait: the rest is never sent).
+ */
+export type AbState = "draft" | "testing" | "waiting" | "decided" | "cancelled";
+
+/** A variant's counts over the test share (its rates are computed from them). */
+export interface AbVariantCounts {
+  recipients: number;
+  delivered: number;
+  uniqueOpens: number;
+  uniqueClicks: number;
+}
+export const emptyAbCounts = (): AbVariantCounts => ({ recipients: 0, delivered: 0, uniqueOpens: 0, uniqueClicks: 0 });
+
+/** The test's settings (what a draft carries). */
+export interface AbTestConfig {
+  variants: AbVariant[];
+  testShare: number;
+  metric: AbMetric;
+  waitForSeconds: number;
+}
+
+/** The settings and the state of an A/B test. */
+export interface AbTest extends AbTestConfig {
+  state: AbState;
+  /** Chosen when sending starts; each recipient's variant is a pure function of it and the contact id. */
+  seed?: string;
+  /** When the wait ends (set when the test share is released). */
+  waitUntil?: Date;
+  /** Recipients released before the wait (the test share): the rest's pacing counts after them. */
+  testReleased?: number;
+  winner?: number;
+  winnerChosenBy?: "metric" | "user";
+  winnerChosenAt?: Date;
+  /** Per variant, key `v<index>`. */
+  stats: Record<string, AbVariantCounts>;
+}
+
+export const AB_MIN_VARIANTS = 2;
+export const AB_MAX_VARIANTS = 4;
+export const AB_MIN_SHARE = 0.05;
+export const AB_MAX_SHARE = 0.5;
+export const AB_MIN_WAIT_SECONDS = 300;
+export const AB_MAX_WAIT_SECONDS = 7 * 24 * 3600;
+/** Ledger waves of the rest start here, so PROGRESSIVE's bounce rate of the rest is its own. */
+export const REST_WAVE_OFFSET = 1_000;
+
+export const abStatsKey = (variant: number) => `v${variant}`;
+
+/** Where variant `i` of a broadcast's compiled content is in the content store (`broadcast:<cmp>-v<i>`). */
+export const variantContentRefOf = (broadcastId: string, variant: number) => `${contentRefOf(broadcastId)}-v${variant}`;
+/** The locked compiled content of variant `i` (beside the broadcast's contentKey). */
+export const variantContentKeyOf = (contentKey: string, variant: number) => `${contentKey}-v${variant}`;

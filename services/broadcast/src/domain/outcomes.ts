@@ -1,5 +1,17 @@
-import { contentRefOf, deliveryIdOf, type Broadcast, type OutcomeKind, type Progress } from "./model.js";
-import type { BroadcastEvents, BroadcastRepository, Clock, DeliveryContent, DeliveryLedger, Logger, PageRepository, TimelineKind, TimelineRepository } from "./ports.js";
+import { abStatsKey, contentRefOf, deliveryIdOf, variantContentRefOf, type AbTest, type AbVariantCounts, type Broadcast, type OutcomeKind, type Progress } from "./model.js";
+import type {
+  AbCountsInc,
+  BroadcastEvents,
+  BroadcastRepository,
+  Clock,
+  DeliveryContent,
+  DeliveryLedger,
+  Logger,
+  MarkResult,
+  PageRepository,
+  TimelineKind,
+  TimelineRepository,
+} from "./ports.js";
 
 /** A MailEvent about a broadcast message, in domain terms. */
 export interface BroadcastEvent {
@@ -45,7 +57,9 @@ export async function applyEvent(deps: OutcomeDeps, event: BroadcastEvent): Prom
   if (event.kind === "sent") inc.delivered = 1;
   if (event.kind === "bounced" && mark.wasSent) inc.delivered = -1;
   if (mark.becameFinal) inc.finalized = 1;
-  await deps.broadcasts.increment(event.broadcastId, inc, event.kind === "bounced" ? mark.wave : undefined);
+  const abInc: AbCountsInc = {};
+  addAbCounts(abInc, mark, event.kind);
+  await deps.broadcasts.increment(event.broadcastId, inc, event.kind === "bounced" ? mark.wave : undefined, abInc);
   // Behind the same first-mark as the counters, so a redelivered event adds no point either.
   // A chart, not a ledger: a crash between the writes loses a point (completion fixes the
   // counters from the ledger, not the chart).
@@ -79,11 +93,13 @@ export async function applyEvents(deps: OutcomeDeps, broadcastId: string, events
   const inc: Partial<Progress> = {};
   const add = (field: keyof Progress, n: number) => (inc[field] = (inc[field] ?? 0) + n);
   const bouncesByWave = new Map<number, number>();
+  const abInc: AbCountsInc = {};
   let becameFinal = false;
   results.forEach((mark, i) => {
     if (!mark.known || !mark.first) return;
     const kind = marks[i]!.kind;
     add(kind, 1);
+    addAbCounts(abInc, mark, kind);
     if (kind === "sent") add("delivered", 1);
     if (kind === "bounced") {
       if (mark.wasSent) add("delivered", -1);
@@ -97,10 +113,10 @@ export async function applyEvents(deps: OutcomeDeps, broadcastId: string, events
   if (Object.keys(inc).length === 0) return;
   // The wave's bounce count rides on an increment (PROGRESSIVE reads it): one per wave bounced in.
   const [firstWave, ...otherWaves] = [...bouncesByWave];
-  if (!firstWave) await deps.broadcasts.increment(broadcastId, inc);
+  if (!firstWave) await deps.broadcasts.increment(broadcastId, inc, undefined, abInc);
   else {
     const { bounced: _bounced, ...rest } = inc;
-    await deps.broadcasts.increment(broadcastId, { ...rest, bounced: firstWave[1] }, firstWave[0]);
+    await deps.broadcasts.increment(broadcastId, { ...rest, bounced: firstWave[1] }, firstWave[0], abInc);
     for (const [wave, n] of otherWaves) await deps.broadcasts.increment(broadcastId, { bounced: n }, wave);
   }
   const points = timelineInc(inc);
@@ -110,6 +126,25 @@ export async function applyEvents(deps: OutcomeDeps, broadcastId: string, events
   if (after && after.status === "IN_PROGRESS" && after.sending?.phase === "draining" && after.progress.finalized >= finalTarget(after)) {
     await completeBroadcast(deps, after, after.progress.recipients);
   }
+}
+
+/**
+ * An A/B test-share delivery's first outcome of a kind, in its variant's counts: delivered
+ * (sent, less a bounce after it), unique opens, unique clicks. The rest counts in the
+ * broadcast's progress only.
+ */
+function addAbCounts(abInc: AbCountsInc, mark: MarkResult, kind: OutcomeKind): void {
+  if (mark.variant === undefined) return;
+  const field: keyof AbVariantCounts | undefined =
+    kind === "sent" ? "delivered" : kind === "bounced" && mark.wasSent ? "delivered" : kind === "opened" ? "uniqueOpens" : kind === "clicked" ? "uniqueClicks" : undefined;
+  if (!field) return;
+  const counts = (abInc[abStatsKey(mark.variant)] ??= {});
+  counts[field] = (counts[field] ?? 0) + (kind === "bounced" ? -1 : 1);
+}
+
+/** The ledger's variant counts for every variant the test has (one without an entry: zeros). */
+export function withEveryVariant(stats: Record<string, AbVariantCounts>, tally: Record<string, AbVariantCounts>): Record<string, AbVariantCounts> {
+  return Object.fromEntries(Object.keys(stats).map((key) => [key, tally[key] ?? { recipients: 0, delivered: 0, uniqueOpens: 0, uniqueClicks: 0 }]));
 }
 
 /**
@@ -128,12 +163,14 @@ export function finalTarget(b: Pick<Broadcast, "progress" | "sending">): number 
  */
 export async function completeBroadcast(
   deps: Omit<OutcomeDeps, "timeline">,
-  broadcast: Pick<Broadcast, "id" | "workspaceId">,
+  broadcast: Pick<Broadcast, "id" | "workspaceId"> & { abTest?: Pick<AbTest, "stats"> },
   recipients: number,
 ): Promise<void> {
   const broadcastId = broadcast.id;
   const exact = await deps.ledger.tally(broadcastId);
-  if (!(await deps.broadcasts.complete(broadcastId, deps.clock.now(), exact))) return;
+  // An A/B test's variant counts from the ledger too (a crash loses their counts as it does the others').
+  const abExact = broadcast.abTest ? withEveryVariant(broadcast.abTest.stats, await deps.ledger.variantTally(broadcastId)) : undefined;
+  if (!(await deps.broadcasts.complete(broadcastId, deps.clock.now(), exact, abExact))) return;
   deps.logger.info({ broadcastId, recipients }, "broadcast completed");
   // Only the CAS's winner gets here: BROADCAST_COMPLETED, with the counters just written.
   await publishCompleted(deps, broadcastId);
@@ -142,6 +179,11 @@ export async function completeBroadcast(
     deps.content
       ?.delete(broadcast.workspaceId, contentRefOf(broadcastId))
       .catch((err) => deps.logger.warn({ err, broadcastId }, "dropping the content store entry failed")),
+    ...Object.keys(broadcast.abTest?.stats ?? {}).map((_, i) =>
+      deps.content
+        ?.delete(broadcast.workspaceId, variantContentRefOf(broadcastId, i))
+        .catch((err) => deps.logger.warn({ err, broadcastId }, "dropping a variant's content store entry failed")),
+    ),
   ]);
 }
 

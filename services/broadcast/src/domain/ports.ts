@@ -1,4 +1,6 @@
 import type {
+  AbTest,
+  AbVariantCounts,
   Broadcast,
   BroadcastAudience,
   BroadcastStatus,
@@ -55,30 +57,54 @@ export interface BroadcastRepository {
   claimDue(now: Date, owner: string, leaseUntil: Date, initial: SendingState): Promise<Broadcast | null>;
   /** CAS: one IN_PROGRESS broadcast whose next work is due and whose lease is free. */
   claimWork(now: Date, owner: string, leaseUntil: Date): Promise<Broadcast | null>;
-  /** Updates sending state while holding the lease (extending it when given); false when the lease was lost. */
-  saveSending(id: string, owner: string, sending: SendingState, inc?: Partial<Progress>, leaseUntil?: Date): Promise<boolean>;
+  /**
+   * Updates sending state while holding the lease (extending it when given), adding `inc` to
+   * the counters and `abInc` to A/B variants' counts in the same write; false when the lease
+   * was lost.
+   */
+  saveSending(id: string, owner: string, sending: SendingState, inc?: Partial<Progress>, leaseUntil?: Date, abInc?: AbCountsInc): Promise<boolean>;
   /** Gives the lease back and says when to look again. */
   releaseLease(id: string, owner: string, workAt: Date): Promise<void>;
-  /** Adds to counters (and a PROGRESSIVE wave's bounces). */
-  increment(id: string, inc: Partial<Progress>, waveBounce?: number): Promise<void>;
-  /** Status, counters and sending state only: what pacing and completion read often (never the HTML). */
-  progressOf(id: string): Promise<Pick<Broadcast, "id" | "workspaceId" | "status" | "progress" | "sending"> | null>;
+  /** Adds to counters (and a PROGRESSIVE wave's bounces, and A/B variants' counts). */
+  increment(id: string, inc: Partial<Progress>, waveBounce?: number, abInc?: AbCountsInc): Promise<void>;
+  /** Status, counters, sending state and the A/B test's state only: what pacing and completion read often (never the HTML). */
+  progressOf(id: string): Promise<BroadcastProgressView | null>;
   /**
-   * CAS IN_PROGRESS (draining) -> COMPLETED, setting the delivery counters to `exact` and
-   * marking BROADCAST_COMPLETED as not announced yet, in the same write.
+   * CAS IN_PROGRESS (draining) -> COMPLETED, setting the delivery counters to `exact` (and an
+   * A/B test's variant counts to `abExact`) and marking BROADCAST_COMPLETED as not announced
+   * yet, in the same write.
    */
-  complete(id: string, at: Date, exact?: Partial<Progress>): Promise<boolean>;
+  complete(id: string, at: Date, exact?: Partial<Progress>, abExact?: Record<string, AbVariantCounts>): Promise<boolean>;
+  /** While holding the lease: the A/B test's seed, once (a CAS on its absence); the seed stored. */
+  startAbTest(id: string, owner: string, seed: string): Promise<string | null>;
+  /** While holding the lease: the test share is out; sending waits for the winner until `waitUntil`. */
+  enterAbWait(id: string, owner: string, sending: SendingState, waitUntil: Date, testReleased: number): Promise<boolean>;
+  /**
+   * CAS: the winner of a broadcast that waits for one and has none (`workspaceId` when a user
+   * chooses), with the variants' counts it was chosen on; the loop looks at it at once.
+   */
+  chooseAbWinner(id: string, choice: { workspaceId?: string; winner: number; by: "metric" | "user"; at: Date; stats?: Record<string, AbVariantCounts> }): Promise<boolean>;
+  /** CAS: a broadcast waiting for its winner, none chosen, stops: the rest is never sent (draining, pauseReason). */
+  cancelAbWait(workspaceId: string, id: string, at: Date, pauseReason: string): Promise<boolean>;
   /** COMPLETED broadcasts still marked unannounced (up to `limit`). */
   unannouncedCompletions(limit: number): Promise<Broadcast[]>;
   /** Drops the unannounced mark once BROADCAST_COMPLETED is stored on the stream. */
   completionAnnounced(id: string): Promise<void>;
 }
 
-/** What a DRAFT's editor may change. */
+/** What a DRAFT's editor may change (an absent abTest removes the draft's). */
 export type DraftFields = Pick<
   Broadcast,
-  "name" | "subject" | "previewText" | "fromEmail" | "fromName" | "html" | "text" | "replyTo" | "settings" | "allowUnknownVariables" | "audience"
+  "name" | "subject" | "previewText" | "fromEmail" | "fromName" | "html" | "text" | "replyTo" | "settings" | "allowUnknownVariables" | "audience" | "abTest"
 >;
+
+/** Additions to A/B variants' counts, by `v<index>`. */
+export type AbCountsInc = Record<string, Partial<AbVariantCounts>>;
+
+/** What pacing and completion read often: no HTML (an A/B test without its variants). */
+export type BroadcastProgressView = Pick<Broadcast, "id" | "workspaceId" | "status" | "progress" | "sending"> & {
+  abTest?: Omit<AbTest, "variants">;
+};
 
 export type TimelineKind = "sent" | "delivered" | "opened" | "clicked" | "bounced";
 export interface TimelinePoint {
@@ -118,6 +144,10 @@ export interface PageRepository {
   markReleased(pageId: string, released: number, nextDueAt: number | undefined): Promise<boolean>;
   /** Drops a completed broadcast's pages (the ledger keeps what later events need). */
   deleteAll(broadcastId: string): Promise<void>;
+  /** A/B test: up to `limit` pages of the rest still held for the winner. */
+  held(broadcastId: string, limit: number): Promise<RecipientPage[]>;
+  /** A/B test: a held page becomes due (recipients with their due times, sorted); false when it was not held any more. */
+  unhold(pageId: string, recipients: Recipient[], nextDueAt: number): Promise<boolean>;
 }
 
 export interface LedgerEntry {
@@ -127,6 +157,8 @@ export interface LedgerEntry {
   wave: number;
   /** Settled without delivery (suppressed, over the monthly limit). */
   settled?: "suppressed" | "failed";
+  /** A/B test: the variant of a test-share recipient (absent for the rest). */
+  variant?: number;
 }
 
 export interface MarkResult {
@@ -139,6 +171,8 @@ export interface MarkResult {
   /** The delivery had been sent before (an asynchronous bounce after acceptance). */
   wasSent: boolean;
   wave: number;
+  /** A/B test: the delivery's variant (test share only). */
+  variant?: number;
 }
 
 /** One entry per released delivery: what happened to it, each kind recorded once. */
@@ -158,6 +192,8 @@ export interface DeliveryLedger {
    * sets the counters from this exact tally.
    */
   tally(broadcastId: string): Promise<DeliveryTally>;
+  /** A/B test: each variant's counts over the test share as the ledger has them, by `v<index>`. */
+  variantTally(broadcastId: string): Promise<Record<string, AbVariantCounts>>;
 }
 
 export type DeliveryTally = Pick<Progress, "sent" | "delivered" | "deferred" | "bounced" | "failed" | "suppressed" | "finalized">;

@@ -1,7 +1,12 @@
+import { randomUUID } from "node:crypto";
 import { variablesJson, type PageRecipientSpec } from "@mailroom/pipeline/work.js";
 import {
   PAGE_SIZE,
+  REST_WAVE_OFFSET,
+  abStatsKey,
   contentRefOf,
+  variantContentKeyOf,
+  variantContentRefOf,
   deliveryIdOf,
   messageIdOf,
   type Broadcast,
@@ -11,10 +16,12 @@ import {
   type SendingState,
   type WindowReservation,
 } from "./model.js";
-import { announceCompletions, completeBroadcast, finalTarget } from "./outcomes.js";
+import { announceCompletions, completeBroadcast, finalTarget, withEveryVariant } from "./outcomes.js";
+import { assignVariant, pickWinner } from "./abtest.js";
 import { releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
 import { sendingHold } from "./gating.js";
 import type {
+  AbCountsInc,
   BroadcastEvents,
   BroadcastRepository,
   Clock,
@@ -82,6 +89,13 @@ export const CONTENT_REFRESH_MS = 24 * 3600_000;
  */
 export const MAX_PAGE_BYTES = 512 * 1024;
 const EPOCH = new Date(0);
+/**
+ * How often a broadcast waiting for its A/B winner is looked at before its wait ends: a
+ * user's choice is seen within this even when a worker's lease release moved the look back.
+ */
+export const AB_RECHECK_MS = 5_000;
+/** Held pages of the rest made due per batch (the lease is extended batch by batch). */
+const UNHOLD_BATCH = 20;
 
 /**
  * The claim loop that moves broadcasts along, with every step a compare-and-set in the
@@ -178,9 +192,10 @@ export class Sender {
     }
     if (sending.phase === "releasing") {
       const { sending: after, workAt } = await this.release(broadcast, sending);
-      if (after.phase === "releasing") return workAt;
+      if (after.phase === "releasing" || after.phase === "waiting") return workAt;
       sending = after;
     }
+    if (sending.phase === "waiting") return this.awaitWinner(broadcast, sending);
     return this.drain(broadcast, sending);
   }
 
@@ -205,6 +220,14 @@ export class Sender {
     const scheduledAt = broadcast.scheduledAt ?? startedAt;
     let buffer: Contact[] = [];
     let written = 0;
+    // A/B test: the split's seed is stored before the first page, so every page written (again,
+    // after a restart) splits the audience the same way.
+    const ab = broadcast.abTest;
+    let seed = ab?.seed;
+    if (ab && !seed) {
+      seed = (await this.deps.broadcasts.startAbTest(broadcast.id, this.opts.owner, randomUUID())) ?? undefined;
+      if (!seed) return null;
+    }
 
     const flush = async (contacts: Contact[]): Promise<boolean> => {
       const suppressed = await directory.suppressed(broadcast.workspaceId, contacts.map((c) => c.email));
@@ -213,20 +236,38 @@ export class Sender {
         .map((c) => recipientOf(c, broadcast.deliveryMethod === "SMART" ? smartDueAt(scheduledAt, state.workspaceTimezone, c.timezone).getTime() : startedAt.getTime()))
         .sort((a, b) => a.dueAt - b.dueAt);
       const seq = state.pages;
-      if (recipients.length > 0) {
+      const pageId = `${broadcast.id}:${String(seq).padStart(6, "0")}`;
+      const abInc: AbCountsInc = {};
+      let due = recipients;
+      if (ab && seed) {
+        // The test share goes out first; the rest waits in a held page of its own for the winner.
+        const rest: Recipient[] = [];
+        due = [];
+        for (const r of recipients) {
+          const variant = assignVariant(seed, r.contactId, ab.testShare, ab.variants.length);
+          if (variant === undefined) rest.push(r);
+          else {
+            due.push({ ...r, variant });
+            const counts = (abInc[abStatsKey(variant)] ??= { recipients: 0 });
+            counts.recipients! += 1;
+          }
+        }
+        if (rest.length > 0) await pages.put({ id: `${pageId}r`, broadcastId: broadcast.id, seq, recipients: rest, released: 0, reservedUpTo: 0, held: true });
+      }
+      if (due.length > 0) {
         const page: RecipientPage = {
-          id: `${broadcast.id}:${String(seq).padStart(6, "0")}`,
+          id: pageId,
           broadcastId: broadcast.id,
           seq,
-          recipients,
+          recipients: due,
           released: 0,
           reservedUpTo: 0,
-          nextDueAt: recipients[0].dueAt,
+          nextDueAt: due[0].dueAt,
         };
         await pages.put(page);
       }
       const next: SendingState = { ...state, cursor: contacts[contacts.length - 1].id, pages: recipients.length > 0 ? seq + 1 : seq };
-      if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next, { recipients: recipients.length }, this.leaseUntil()))) return false;
+      if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next, { recipients: recipients.length }, this.leaseUntil(), abInc))) return false;
       state = next;
       written++;
       return true;
@@ -271,6 +312,11 @@ export class Sender {
     let released = 0;
     let sequence = broadcast.progress.released;
     let contentReady = false;
+    // An A/B test's rest is paced like a broadcast of its own that started when the winner was chosen.
+    const ab = broadcast.abTest;
+    const rest = ab?.winner !== undefined;
+    const origin = rest ? (ab!.winnerChosenAt ?? broadcast.sentAt) : broadcast.sentAt;
+    const offset = rest ? (ab!.testReleased ?? 0) : 0;
     for (;;) {
       const now = this.deps.clock.now();
       const fresh = (await broadcasts.progressOf(broadcast.id)) ?? broadcast;
@@ -279,10 +325,10 @@ export class Sender {
       const account = broadcast.deliveryMethod === "WARMUP" ? await this.deps.warmup.get(broadcast.workspaceId) : undefined;
       const decision = releaseDecision({
         method: broadcast.deliveryMethod ?? "ASAP",
-        startedAt: broadcast.sentAt ?? now,
+        startedAt: origin ?? now,
         now,
-        released: sequence,
-        waveBounces,
+        released: sequence - offset,
+        waveBounces: ab ? wavesOfPart(waveBounces, rest) : waveBounces,
         warmupAccount: account,
       });
       if (decision.pause) {
@@ -298,6 +344,7 @@ export class Sender {
       const page = await pages.nextDue(broadcast.id, now.getTime());
       if (!page) {
         const earliest = await pages.earliestDue(broadcast.id);
+        if (earliest === null && ab && !rest) return this.enterWait(broadcast, sending, sequence);
         if (earliest === null) return this.finishReleasing(broadcast, sending);
         return { sending, workAt: new Date(earliest) };
       }
@@ -320,17 +367,77 @@ export class Sender {
     }
   }
 
+  // ---- A/B test: the wait and the winner ---------------------------------------------------
+
+  /**
+   * The test share is released: the broadcast waits `waitFor` (counted from now, the release
+   * of the test share's last window) for the winner, in the store, so a restart waits on.
+   */
+  private async enterWait(broadcast: Broadcast, sending: SendingState, released: number): Promise<{ sending: SendingState; workAt: Date }> {
+    const now = this.deps.clock.now();
+    const waitUntil = new Date(now.getTime() + broadcast.abTest!.waitForSeconds * 1000);
+    const waiting: SendingState = { ...sending, phase: "waiting" };
+    if (!(await this.deps.broadcasts.enterAbWait(broadcast.id, this.opts.owner, waiting, waitUntil, released))) return { sending, workAt: new Date(0) };
+    this.deps.logger.info({ broadcastId: broadcast.id, waitUntil }, "A/B test share released; waiting for the winner");
+    return { sending: waiting, workAt: new Date(Math.min(waitUntil.getTime(), now.getTime() + AB_RECHECK_MS)) };
+  }
+
+  /**
+   * Waiting: once `waitUntil` has passed, the variant with the best unique rate (from the
+   * ledger's exact counts) wins, unless a user chose first (both a CAS on "no winner yet").
+   * Decided: the rest's held pages become due (SMART: at the choice's wall-clock time in each
+   * contact's zone) and releasing resumes with the winner. Each step is safe to run again.
+   */
+  private async awaitWinner(broadcast: Broadcast, sending: SendingState): Promise<Date> {
+    const ab = broadcast.abTest;
+    const now = this.deps.clock.now();
+    if (!ab) return this.drain(broadcast, { ...sending, phase: "draining" });
+    if (ab.winner === undefined) {
+      if (ab.state !== "waiting") return new Date(now.getTime() + AB_RECHECK_MS);
+      const waitUntil = ab.waitUntil ? new Date(ab.waitUntil).getTime() : now.getTime();
+      if (now.getTime() < waitUntil) return new Date(Math.min(waitUntil, now.getTime() + AB_RECHECK_MS));
+      const stats = withEveryVariant(ab.stats, await this.deps.ledger.variantTally(broadcast.id));
+      const winner = pickWinner(stats, ab.variants.length, ab.metric);
+      if (await this.deps.broadcasts.chooseAbWinner(broadcast.id, { winner, by: "metric", at: now, stats })) {
+        this.deps.logger.info({ broadcastId: broadcast.id, winner, metric: ab.metric }, "A/B winner chosen by its rate");
+      }
+      return now; // the next claim reads the choice (this one, a user's, or a cancel)
+    }
+    const chosenAt = new Date(ab.winnerChosenAt ?? now).getTime();
+    for (;;) {
+      const held = await this.deps.pages.held(broadcast.id, UNHOLD_BATCH);
+      if (held.length === 0) break;
+      for (const page of held) {
+        const recipients = page.recipients
+          .map((r) => ({ ...r, dueAt: broadcast.deliveryMethod === "SMART" ? smartDueAt(new Date(chosenAt), sending.workspaceTimezone, r.timezone).getTime() : chosenAt }))
+          .sort((a, b) => a.dueAt - b.dueAt);
+        await this.deps.pages.unhold(page.id, recipients, recipients[0].dueAt);
+      }
+      if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, sending, {}, this.leaseUntil()))) return new Date(0);
+    }
+    const releasing: SendingState = { ...sending, phase: "releasing" };
+    if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, releasing))) return new Date(0);
+    this.deps.logger.info({ broadcastId: broadcast.id, winner: ab.winner }, "A/B winner goes to the rest");
+    return now;
+  }
+
   /**
    * Writes the broadcast's compiled content (kept as the renderer's bytes since schedule) to
-   * the content store under `broadcast:<id>`, unless it was written less than a day ago.
-   * Null when the lease was lost.
+   * the content store under `broadcast:<id>` (an A/B test: each variant's under
+   * `broadcast:<id>-v<i>`), unless it was written less than a day ago. Null when the lease
+   * was lost.
    */
   private async storeContent(broadcast: Broadcast, sending: SendingState): Promise<SendingState | null> {
     const now = this.deps.clock.now().getTime();
     if (sending.contentStoredAt !== undefined && now - sending.contentStoredAt < CONTENT_REFRESH_MS) return sending;
-    const locked = broadcast.contentKey ? await this.deps.contents.get(broadcast.contentKey) : null;
-    if (!locked) throw new Error(`broadcast ${broadcast.id} has no locked content`);
-    await this.deps.content.put(broadcast.workspaceId, contentRefOf(broadcast.id), locked.compiled);
+    const refs = broadcast.abTest
+      ? broadcast.abTest.variants.map((_, i) => ({ key: broadcast.contentKey && variantContentKeyOf(broadcast.contentKey, i), ref: variantContentRefOf(broadcast.id, i) }))
+      : [{ key: broadcast.contentKey, ref: contentRefOf(broadcast.id) }];
+    for (const { key, ref } of refs) {
+      const locked = key ? await this.deps.contents.get(key) : null;
+      if (!locked) throw new Error(`broadcast ${broadcast.id} has no locked content for ${ref}`);
+      await this.deps.content.put(broadcast.workspaceId, ref, locked.compiled);
+    }
     const next: SendingState = { ...sending, contentStoredAt: now };
     if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next))) return null;
     return next;
@@ -387,34 +494,53 @@ export class Sender {
    */
   private async publishWindow(broadcast: Broadcast, windowId: string, window: Recipient[], reservation: WindowReservation, now: Date): Promise<Partial<Progress>> {
     const suppressed = new Set(reservation.suppressed);
+    const ab = broadcast.abTest;
+    const rest = ab?.winner !== undefined;
+    // The rest's PROGRESSIVE waves are its own (counted from its first recipient, keyed apart).
+    const waveAt = (i: number) => (rest ? REST_WAVE_OFFSET + waveOf(reservation.firstSequence - (ab!.testReleased ?? 0) + i) : waveOf(reservation.firstSequence + i));
     const entries: LedgerEntry[] = window.map((r, i) => {
       const settled = !reservation.granted ? "failed" : suppressed.has(r.email.toLowerCase()) ? "suppressed" : undefined;
-      return { deliveryId: deliveryIdOf(broadcast.id, r.contactId), broadcastId: broadcast.id, wave: waveOf(reservation.firstSequence + i), settled };
+      const entry: LedgerEntry = { deliveryId: deliveryIdOf(broadcast.id, r.contactId), broadcastId: broadcast.id, wave: waveAt(i), settled };
+      if (r.variant !== undefined) entry.variant = r.variant;
+      return entry;
     });
     await this.deps.ledger.add(entries);
-    const recipients = window
-      .filter((_, i) => !entries[i].settled)
-      .map((r) => ({
+    // One group per variant (an A/B test's test share mixes them; the rest all get the winner).
+    const groups = new Map<number | undefined, PageRecipientSpec[]>();
+    window.forEach((r, i) => {
+      if (entries[i].settled) return;
+      const variant = ab ? (r.variant ?? ab.winner) : undefined;
+      if (ab && variant === undefined) throw new Error(`broadcast ${broadcast.id}: a recipient of the rest released before the winner`);
+      const group = groups.get(variant) ?? [];
+      group.push({
         deliveryId: deliveryIdOf(broadcast.id, r.contactId),
         messageId: messageIdOf(broadcast.id, r.contactId, broadcast.fromEmail),
         email: r.email,
         contactId: r.contactId,
         variablesJson: variablesJson({ ...r.properties, firstName: r.firstName, lastName: r.lastName }),
-      }));
-    const chunks = chunkBySize(recipients, MAX_PAGE_BYTES);
-    const shared = {
-      workspaceId: broadcast.workspaceId,
-      broadcastId: broadcast.id,
-      contentRef: contentRefOf(broadcast.id),
-      fromEmail: broadcast.fromEmail,
-      fromName: broadcast.fromName,
-      replyTo: broadcast.replyTo,
-      subjectPrefix: "",
-      enqueuedAt: now,
-    };
-    await Promise.all(
-      chunks.map((chunk, k) => this.deps.queue.publishPage({ ...shared, pageId: chunks.length === 1 ? windowId : `${windowId}/${k}`, recipients: chunk })),
-    );
+      });
+      groups.set(variant, group);
+    });
+    const publishes: Promise<void>[] = [];
+    for (const [variant, recipients] of groups) {
+      const chunks = chunkBySize(recipients, MAX_PAGE_BYTES);
+      // Page ids stay a function of the window (and the variant), so a window published again is the same message.
+      const groupId = variant === undefined ? windowId : `${windowId}/v${variant}`;
+      const shared = {
+        workspaceId: broadcast.workspaceId,
+        broadcastId: broadcast.id,
+        contentRef: variant === undefined ? contentRefOf(broadcast.id) : variantContentRefOf(broadcast.id, variant),
+        fromEmail: broadcast.fromEmail,
+        fromName: variant === undefined ? broadcast.fromName : (ab!.variants[variant]?.fromName ?? broadcast.fromName),
+        replyTo: broadcast.replyTo,
+        subjectPrefix: "",
+        enqueuedAt: now,
+      };
+      for (const [k, chunk] of chunks.entries()) {
+        publishes.push(this.deps.queue.publishPage({ ...shared, pageId: chunks.length === 1 ? groupId : `${groupId}/${k}`, recipients: chunk }));
+      }
+    }
+    await Promise.all(publishes);
     const failed = entries.filter((e) => e.settled === "failed").length;
     const suppressedCount = entries.filter((e) => e.settled === "suppressed").length;
     return { failed, suppressed: suppressedCount, finalized: failed + suppressedCount };
@@ -566,4 +692,18 @@ export function chunkBySize(recipients: PageRecipientSpec[], maxBytes: number): 
   }
   if (current.length > 0) chunks.push(current);
   return chunks;
+}
+
+/**
+ * The PROGRESSIVE wave bounces of one part of an A/B test: the test share's waves (below
+ * REST_WAVE_OFFSET), or the rest's (from it, renumbered from 0).
+ */
+export function wavesOfPart(waveBounces: Record<string, number>, rest: boolean): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, n] of Object.entries(waveBounces)) {
+    const k = Number(key.slice(1));
+    if (rest && k >= REST_WAVE_OFFSET) out[`w${k - REST_WAVE_OFFSET}`] = n;
+    if (!rest && k < REST_WAVE_OFFSET) out[key] = n;
+  }
+  return out;
 }

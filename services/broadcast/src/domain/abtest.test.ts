@@ -1,0 +1,228 @@
+import { describe, expect, it } from "vitest";
+import { assignVariant, pickWinner, ratesOf, validateAbTest } from "./abtest.js";
+import { buildTestWorld, draft, type TestWorld } from "../testing.js";
+import { deliveryIdOf, type AbTestConfig } from "./model.js";
+import type { AppError } from "@mailroom/kit/errors.js";
+import { AB_CANCELLED } from "./broadcasts.js";
+
+const WS = "ws_acme";
+const base = { subject: "Hello", fromName: "Acme", previewText: "", html: "<p>Hi</p>" };
+const ok = { variants: [{ subject: "A" }, { subject: "B" }], testShare: 0.2, metric: "opens", waitForSeconds: 3600 };
+
+function refusal(fn: () => unknown): AppError {
+  try {
+    fn();
+  } catch (err) {
+    return err as AppError;
+  }
+  throw new Error("not refused");
+}
+
+describe("validateAbTest", () => {
+  it("accepts 2–4 variants that differ, a share in 0.05–0.5, opens or clicks, a wait in range", () => {
+    expect(validateAbTest(ok, base)).toEqual({ variants: [{ subject: "A" }, { subject: "B" }], testShare: 0.2, metric: "opens", waitForSeconds: 3600 });
+    expect(validateAbTest({ ...ok, variants: [{ html: "<p>x</p>" }, { fromName: "Bob" }, { previewText: "p" }, { subject: "D" }], metric: "clicks" }, base).variants).toHaveLength(4);
+  });
+
+  it.each([
+    [{ ...ok, variants: [{ subject: "A" }] }, "abTest.variants"],
+    [{ ...ok, variants: Array.from({ length: 5 }, (_, i) => ({ subject: `S${i}` })) }, "abTest.variants"],
+    [{ ...ok, variants: [{ subject: "A" }, { subject: "Hello" }] }, "abTest.variants[1]"],
+    [{ ...ok, variants: [{ subject: "A" }, {}] }, "abTest.variants[1]"],
+    [{ ...ok, variants: [{ subject: "A" }, { html: " " }] }, "abTest.variants[1].html"],
+    [{ ...ok, testShare: 0.04 }, "abTest.testShare"],
+    [{ ...ok, testShare: 0.51 }, "abTest.testShare"],
+    [{ ...ok, testShare: undefined }, "abTest.testShare"],
+    [{ ...ok, metric: "replies" }, "abTest.metric"],
+    [{ ...ok, waitForSeconds: 299 }, "abTest.waitFor"],
+    [{ ...ok, waitForSeconds: 7 * 24 * 3600 + 1 }, "abTest.waitFor"],
+    [{ ...ok, waitForSeconds: 600.5 }, "abTest.waitFor"],
+  ])("refuses %j naming %s", (input, field) => {
+    const err = refusal(() => validateAbTest(input, base));
+    expect(err.code).toBe("invalid_payload");
+    expect(err.httpStatus).toBe(400);
+    expect(err.message.startsWith(field)).toBe(true);
+  });
+
+  it("refuses a line break in a variant's subject as header_injection; a lower minimum wait applies when given", () => {
+    expect(refusal(() => validateAbTest({ ...ok, variants: [{ subject: "A\r\nBcc: x" }, { subject: "B" }] }, base)).code).toBe("header_injection");
+    expect(validateAbTest({ ...ok, waitForSeconds: 5 }, base, 5).waitForSeconds).toBe(5);
+  });
+});
+
+describe("assignVariant", () => {
+  const ids = Array.from({ length: 20_000 }, (_, i) => `ctc_${String(i).padStart(26, "0")}`);
+
+  it("splits about testShare of the audience evenly among the variants, the same way for the same seed", () => {
+    const counts = [0, 0, 0, 0];
+    let rest = 0;
+    for (const id of ids) {
+      const v = assignVariant("seed-1", id, 0.2, 3);
+      if (v === undefined) rest++;
+      else counts[v]++;
+    }
+    // 20,000 × 0.2 = 4,000 in the test (σ ≈ 57), 1,333 a variant (σ ≈ 35): within 5σ.
+    expect(Math.abs(20_000 - rest - 4_000)).toBeLessThan(300);
+    for (const c of counts.slice(0, 3)) expect(Math.abs(c - 4_000 / 3)).toBeLessThan(180);
+    expect(counts[3]).toBe(0);
+    expect(ids.map((id) => assignVariant("seed-1", id, 0.2, 3))).toEqual(ids.map((id) => assignVariant("seed-1", id, 0.2, 3)));
+  });
+
+  it("another seed makes another split", () => {
+    const a = ids.map((id) => assignVariant("seed-1", id, 0.5, 2));
+    const b = ids.map((id) => assignVariant("seed-2", id, 0.5, 2));
+    const same = a.filter((v, i) => v === b[i]).length;
+    expect(same).toBeLessThan(ids.length * 0.5);
+  });
+});
+
+describe("pickWinner", () => {
+  const c = (delivered: number, uniqueOpens: number, uniqueClicks: number) => ({ recipients: delivered, delivered, uniqueOpens, uniqueClicks });
+
+  it("picks the best unique rate for the metric; ties and no data: the first", () => {
+    const stats = { v0: c(100, 30, 1), v1: c(50, 20, 2), v2: c(10, 1, 5) };
+    expect(pickWinner(stats, 3, "opens")).toBe(1);
+    expect(pickWinner(stats, 3, "clicks")).toBe(2);
+    expect(pickWinner({ v0: c(10, 5, 0), v1: c(20, 10, 0) }, 2, "opens")).toBe(0);
+    expect(pickWinner({}, 3, "clicks")).toBe(0);
+    expect(ratesOf(c(0, 0, 0))).toEqual({ openRate: 0, clickRate: 0 });
+  });
+});
+
+// ---- the broadcast with an A/B test, in memory ---------------------------------------------
+
+async function run(w: TestWorld, sender = w.sender()) {
+  for (let i = 0; i < 200; i++) if ((await sender.tick()) === 0) return;
+  throw new Error("sender kept working");
+}
+
+const abTest = (over: Partial<AbTestConfig> = {}) => ({
+  variants: [{ subject: "Variant A {{firstName}}" }, { subject: "Variant B", fromName: "Bee" }],
+  testShare: 0.2,
+  metric: "opens",
+  waitForSeconds: 3600,
+  ...over,
+});
+
+async function startAb(contacts = 2_000, method = "ASAP") {
+  const w = await buildTestWorld();
+  w.directory.addContacts(contacts);
+  const { broadcast } = await w.service.create(WS, draft({ abTest: abTest() }));
+  expect(broadcast.abTest).toMatchObject({ state: "draft", testShare: 0.2, stats: { v0: { recipients: 0 }, v1: { recipients: 0 } } });
+  await w.service.schedule(WS, broadcast.id, { deliveryMethod: method });
+  await run(w);
+  return { w, id: broadcast.id };
+}
+
+const variantOf = (ref: string) => Number(ref.slice(ref.lastIndexOf("-v") + 2));
+
+describe("a broadcast with an A/B test", () => {
+  it("sends the variants to disjoint parts of the test share, waits, then the best open rate goes to the rest", async () => {
+    const { w, id } = await startAb();
+    const test = w.queue.jobs;
+    const byVariant = [test.filter((j) => j.contentRef === `broadcast:${id}-v0`), test.filter((j) => j.contentRef === `broadcast:${id}-v1`)];
+    expect(byVariant[0].length + byVariant[1].length).toBe(test.length);
+    expect(Math.abs(test.length - 400)).toBeLessThan(100);
+    expect(new Set(test.map((j) => j.deliveryId)).size).toBe(test.length);
+    expect(byVariant[1].every((j) => j.fromName === "Bee")).toBe(true);
+    expect(byVariant[0].every((j) => j.fromName === "Acme")).toBe(true);
+    let b = await w.service.get(WS, id);
+    expect(b.sending?.phase).toBe("waiting");
+    expect(b.abTest).toMatchObject({ state: "waiting", seed: expect.any(String), testReleased: test.length });
+    expect(b.abTest!.stats.v0.recipients + b.abTest!.stats.v1.recipients).toBe(test.length);
+    expect(b.progress.recipients).toBe(2_000);
+    // Both variants compiled at schedule, each in the content store before its pages.
+    expect(w.renderer.compiled.map((c) => c.subject)).toEqual(expect.arrayContaining(["Variant A {{firstName}}", "Variant B"]));
+    expect(w.log.findIndex((l) => l.includes(`-v1`) && l.startsWith("put"))).toBeLessThan(w.log.findIndex((l) => l.startsWith("page")));
+
+    await w.settleAll(id, "sent");
+    // Variant B opens more (3 of its messages against 1 of A's).
+    for (const j of byVariant[1].slice(0, 3)) await w.event({ kind: "opened", broadcastId: id, contactId: j.recipient.contactId, messageId: j.messageId });
+    await w.event({ kind: "opened", broadcastId: id, contactId: byVariant[0][0].recipient.contactId, messageId: byVariant[0][0].messageId });
+    await w.event({ kind: "opened", broadcastId: id, contactId: byVariant[0][0].recipient.contactId, messageId: byVariant[0][0].messageId });
+    b = await w.service.get(WS, id);
+    expect(b.abTest!.stats.v0).toMatchObject({ delivered: byVariant[0].length, uniqueOpens: 1 });
+    expect(b.abTest!.stats.v1).toMatchObject({ delivered: byVariant[1].length, uniqueOpens: 3 });
+
+    w.clock.advance(3_599_000);
+    await run(w);
+    expect(w.queue.jobs).toHaveLength(test.length);
+    w.clock.advance(1_000);
+    await run(w);
+    b = await w.service.get(WS, id);
+    expect(b.abTest).toMatchObject({ state: "decided", winner: 1, winnerChosenBy: "metric" });
+    const rest = w.queue.jobs.slice(test.length);
+    expect(rest.length).toBe(2_000 - test.length);
+    expect(rest.every((j) => j.contentRef === `broadcast:${id}-v1` && j.fromName === "Bee")).toBe(true);
+    expect(w.queue.distinct().size).toBe(2_000);
+
+    await w.settleAll(id, "sent");
+    b = await w.service.get(WS, id);
+    expect(b.status).toBe("COMPLETED");
+    // The variants' counts are the test share's.
+    expect(b.abTest!.stats.v1).toMatchObject({ recipients: byVariant[1].length, delivered: byVariant[1].length, uniqueOpens: 3 });
+    const completed = w.events.published.find((e) => e.type === "completed")!.broadcast;
+    expect(completed.abTest).toMatchObject({ winner: 1, winnerChosenBy: "metric" });
+    expect(w.log.filter((l) => l.startsWith("delete") && l.includes(`-v`)).length).toBe(2);
+  });
+
+  it("a user's choice during the wait overrides the metric and goes at once; a second choice is 409", async () => {
+    const { w, id } = await startAb(1_000);
+    const tested = w.queue.jobs.length;
+    await expect(w.service.chooseWinner(WS, id, 2)).rejects.toMatchObject({ code: "invalid_payload" });
+    const b = await w.service.chooseWinner(WS, id, 0);
+    expect(b.abTest).toMatchObject({ winner: 0, winnerChosenBy: "user", state: "decided" });
+    await expect(w.service.chooseWinner(WS, id, 1)).rejects.toMatchObject({ code: "ab_winner_already_chosen", httpStatus: 409 });
+    await run(w);
+    const rest = w.queue.jobs.slice(tested);
+    expect(rest.length).toBe(1_000 - tested);
+    expect(rest.every((j) => j.contentRef === `broadcast:${id}-v0`)).toBe(true);
+  });
+
+  it("cannot choose before the wait; a cancel during the wait stops the rest and completes on the test share", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(500);
+    const { broadcast } = await w.service.create(WS, draft({ abTest: abTest() }));
+    await expect(w.service.chooseWinner(WS, broadcast.id, 0)).rejects.toMatchObject({ code: "ab_test_not_waiting" });
+    await w.service.schedule(WS, broadcast.id, { deliveryMethod: "ASAP" });
+    await run(w);
+    const tested = w.queue.jobs.length;
+    const cancelled = await w.service.cancel(WS, broadcast.id);
+    expect(cancelled.abTest?.state).toBe("cancelled");
+    expect(cancelled.sending?.pauseReason).toBe(AB_CANCELLED);
+    w.clock.advance(3_600_000);
+    await run(w);
+    expect(w.queue.jobs).toHaveLength(tested);
+    await w.settleAll(broadcast.id, "sent");
+    await run(w);
+    const b = await w.service.get(WS, broadcast.id);
+    expect(b.status).toBe("COMPLETED");
+    expect(b.progress.released).toBe(tested);
+    await expect(w.service.cancel(WS, broadcast.id)).rejects.toMatchObject({ code: "broadcast_not_cancellable" });
+  });
+
+  it("another process after a restart keeps the split and sends the rest once", async () => {
+    const { w, id } = await startAb(1_500);
+    const before = await w.service.get(WS, id);
+    const tested = w.queue.jobs.map((j) => j.deliveryId);
+    w.clock.advance(3_600_000);
+    // A second process decides and releases; a third finds nothing left to do.
+    await run(w, w.sender("process-2"));
+    await run(w, w.sender("process-3"));
+    expect(w.queue.distinct().size).toBe(1_500);
+    expect(w.queue.jobs.length).toBe(1_500);
+    const after = await w.service.get(WS, id);
+    expect(after.abTest!.seed).toBe(before.abTest!.seed);
+    expect(w.queue.jobs.slice(0, tested.length).map((j) => j.deliveryId)).toEqual(tested);
+    expect(deliveryIdOf(id, "x")).toBe(`${id}.x`);
+  });
+
+  it("keeps a draft's test on update only when given; validation names the field", async () => {
+    const w = await buildTestWorld();
+    const { broadcast } = await w.service.create(WS, draft({ abTest: abTest() }));
+    await expect(w.service.create(WS, draft({ abTest: abTest({ testShare: 0.9 }) }))).rejects.toMatchObject({ message: expect.stringContaining("abTest.testShare") });
+    await expect(w.service.create(WS, draft({ abTest: abTest({ variants: [{ subject: "{{nope}}" }, { subject: "B" }] }) }))).rejects.toMatchObject({ code: "broadcast_unknown_variables" });
+    const { broadcast: updated } = await w.service.update(WS, broadcast.id, draft());
+    expect(updated.abTest).toBeUndefined();
+  });
+});
