@@ -12,6 +12,8 @@ import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
 import { CONSOLE_PREFIX, consolePage, escapeHtml, formatTime, statusBadge } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
+import { deliveryStatus, modeOf } from "./delivery.js";
+import type { CheckDirectSendingResponse } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/i;
 
@@ -60,6 +62,48 @@ function recordRow(r: DnsRecord, i: number): string {
 <td data-label="Name"><code class="value" id="rec-name-${i}">${escapeHtml(r.name)}</code> ${copy(r.name, `name of the ${r.purpose} record`)}</td>
 <td data-label="Value"><code class="value" id="rec-value-${i}">${escapeHtml(r.value)}</code> ${copy(r.value, `value of the ${r.purpose} record`)}</td>
 <td data-label="Status">${status}</td></tr>`;
+}
+
+const SPF_TONE: Record<string, "ok" | "warn" | "bad"> = { pass: "ok", neutral: "warn", none: "bad", softfail: "bad", fail: "bad", temperror: "warn", permerror: "bad" };
+
+/** The SPF mechanism that authorises one address. */
+const spfMechanism = (address: string) => (address.includes(":") ? `ip6:${address}` : `ip4:${address}`);
+
+/** What a direct sender's DNS looks like for the domain (CheckDirectSending's answer). */
+export function directSendingHtml(domain: string, address: string, ehloName: string, c: CheckDirectSendingResponse): string {
+  const reverse = c.confirmedName
+    ? `${statusBadge("Confirmed", "ok")} <code>${escapeHtml(address)}</code> → <code>${escapeHtml(c.confirmedName)}</code> → <code>${escapeHtml(address)}</code>${
+      c.ehloMatches ? "" : `<br>${statusBadge("Not the EHLO name", "warn")} <span class="muted">delivery says EHLO <code>${escapeHtml(ehloName || "(the host name)")}</code>; make the PTR name and MAILROOM_DELIVERY_EHLO_NAME the same name.</span>`}`
+    : `${statusBadge("Missing", "bad")} <span class="muted">${escapeHtml(c.reverseError)}. Ask whoever runs the address (the hosting provider) for a PTR record naming <code>${escapeHtml(ehloName || `mail.${domain}`)}</code>, and give that name an A/AAAA record of <code>${escapeHtml(address)}</code>.</span>`;
+  const spfRows = c.spf.map((r) => {
+    const advice = r.result === "pass" ? "" : `<br><span class="muted">Add <code>${escapeHtml(spfMechanism(address))}</code> to the SPF record of <code>${escapeHtml(r.domain)}</code>.</span>`;
+    return `<tr><td data-label="Domain"><code>${escapeHtml(r.domain)}</code><br><span class="muted">${r.role === "return-path" ? "return path (bounces)" : "From domain"}</span></td>
+<td data-label="Result">${statusBadge(r.result, SPF_TONE[r.result] ?? "warn")}${advice}</td><td data-label="Record">${r.detail ? `<code class="value">${escapeHtml(r.detail)}</code>` : '<span class="muted">—</span>'}</td></tr>`;
+  }).join("");
+  return `<h2>Direct delivery DNS</h2>
+<div class="card" id="direct-dns"><p class="muted">Delivery sends straight to recipients' MX hosts from <code>${escapeHtml(address)}</code>. Receivers check its reverse DNS and SPF (looked up just now).</p>
+<p><strong>Reverse DNS (PTR):</strong> ${reverse}</p>
+<div class="table-wrap"><table class="data stack" id="direct-spf"><caption class="sr-only">SPF of ${escapeHtml(address)}</caption>
+<thead><tr><th scope="col">Domain</th><th scope="col">SPF for ${escapeHtml(address)}</th><th scope="col">Record</th></tr></thead><tbody>${spfRows}</tbody></table></div></div>`;
+}
+
+/** The direct-sending card of a domain page: only when delivery sends direct; never fails the page. */
+async function directSendingCard(deps: ConsoleDeps, request: FastifyRequest, workspaceId: string, domain: string): Promise<string> {
+  const { status } = await deliveryStatus(deps, request);
+  if (!status || modeOf(status) !== "direct") return "";
+  if (!status.localAddress) {
+    return `<h2>Direct delivery DNS</h2><div class="card" id="direct-dns"><p>Delivery sends straight to recipients' MX hosts, from the host's default address.
+To check that address's reverse DNS (PTR) and SPF here, set <code>MAILROOM_DELIVERY_LOCAL_ADDRESS</code> to the address delivery sends from.</p></div>`;
+  }
+  try {
+    const check = await deps.clients.directory.checkDirectSending(
+      { workspaceId, domain, address: status.localAddress, ehloName: status.ehloName },
+      { ...rpcOptions(request), timeoutMs: 15_000 },
+    );
+    return directSendingHtml(domain, status.localAddress, status.ehloName, check);
+  } catch (err) {
+    return `<h2>Direct delivery DNS</h2><div class="card" id="direct-dns"><p class="flash error" role="status">The check did not run: ${escapeHtml(bodyFromError(err).message)}</p></div>`;
+  }
 }
 
 export function registerDomainPages(scope: FastifyInstance, deps: ConsoleDeps): void {
@@ -118,7 +162,8 @@ ${senders.domains.map((d) => `<tr><td data-label="Domain"><a href="${CONSOLE_PRE
 <p class="muted">Add these at your DNS provider. Names are fully qualified; some providers want only the part before <code>${escapeHtml(d.domain)}</code>.</p>
 <div class="table-wrap"><table class="data stack"><caption class="sr-only">DNS records for ${escapeHtml(d.domain)}</caption>
 <thead><tr><th scope="col">Type</th><th scope="col">Purpose</th><th scope="col">Name</th><th scope="col">Value</th><th scope="col">Status</th></tr></thead>
-<tbody>${d.records.map(recordRow).join("")}</tbody></table></div>`;
+<tbody>${d.records.map(recordRow).join("")}</tbody></table></div>
+${await directSendingCard(deps, request, session.workspaceId, d.domain)}`;
     return reply.type("text/html; charset=utf-8").send(consolePage({ title: d.domain, session, active: "domains", flash: request.consoleFlash, body }));
   });
 

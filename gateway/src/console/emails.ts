@@ -147,14 +147,31 @@ function emailRow(e: EmailRecord): string {
 
 interface TimelineEntry { at?: Date; label: string; tone?: "ok" | "bad"; detail?: string }
 
-function timeline(e: EmailRecord): TimelineEntry[] {
+/** " via route <name>" when the event named the delivery route (DESIGN §9.7). */
+const via = (route: string | undefined) => (route ? ` via route ${route}` : "");
+
+/** The route the console shows for an email: the one that delivered it, else the last one that tried. */
+export function routeOf(e: EmailRecord): string {
+  const o = e.outcomes;
+  return o?.deliveredRoute || o?.bouncedRoute || o?.failedRoute || o?.route || "";
+}
+
+export function timeline(e: EmailRecord): TimelineEntry[] {
   const o = e.outcomes;
   const entries: TimelineEntry[] = [{ at: date(e.createdAt), label: "Accepted by the API" }];
   if (e.sendAt) entries.push({ at: date(e.sendAt), label: e.status === EmailStatus.SCHEDULED ? "Scheduled to send" : "Scheduled send time" });
   if (e.sentAt) entries.push({ at: date(e.sentAt), label: "Sent (handed to delivery)" });
-  if (o?.deliveredAt) entries.push({ at: date(o.deliveredAt), label: "Delivered (accepted by the receiving server)", tone: "ok" });
-  if (o?.bouncedAt) entries.push({ at: date(o.bouncedAt), label: `Bounced${o.bounceType ? ` (${o.bounceType})` : ""}`, tone: "bad", detail: e.statusReason });
-  if (o?.failedAt) entries.push({ at: date(o.failedAt), label: "Failed", tone: "bad", detail: e.statusReason });
+  if (o?.deferrals && o.lastDeferredAt) {
+    entries.push({
+      at: date(o.lastDeferredAt),
+      label: `Deferred${o.deferrals > 1 ? ` (${o.deferrals} times, the latest shown)` : ""}${via(o.lastDeferredRoute)}, retried later`,
+      detail: o.lastDeferredDetail || undefined,
+    });
+  }
+  if (o?.deliveredAt) entries.push({ at: date(o.deliveredAt), label: `Delivered (accepted by the receiving server)${via(o.deliveredRoute)}`, tone: "ok" });
+  if (o?.confirmedAt) entries.push({ at: date(o.confirmedAt), label: `Delivery confirmed by the relay provider${via(o.confirmedRoute)}: the recipient's server accepted it`, tone: "ok" });
+  if (o?.bouncedAt) entries.push({ at: date(o.bouncedAt), label: `Bounced${o.bounceType ? ` (${o.bounceType})` : ""}${via(o.bouncedRoute)}`, tone: "bad", detail: e.statusReason });
+  if (o?.failedAt) entries.push({ at: date(o.failedAt), label: `Failed${via(o.failedRoute)}`, tone: "bad", detail: e.statusReason });
   if (e.status === EmailStatus.FAILED && !o?.failedAt && !o?.bouncedAt) entries.push({ at: date(e.updatedAt), label: "Failed", tone: "bad", detail: e.statusReason });
   if (e.status === EmailStatus.CANCELLED) entries.push({ at: date(e.updatedAt), label: "Cancelled" });
   if (o?.firstOpenedAt) entries.push({ at: date(o.firstOpenedAt), label: `Opened${o.opens > 1 ? ` (${o.opens} times, last ${date(o.lastOpenedAt)?.toISOString().slice(0, 16).replace("T", " ") ?? ""} UTC)` : ""}` });
@@ -230,6 +247,7 @@ export function registerEmailPages(scope: FastifyInstance, deps: ConsoleDeps): v
       ...(e.suppressed.length ? [["Not sent to (suppressed)", e.suppressed.map((x) => `${x.email} (${x.reason})`).join(", ")]] : []),
       ["Subject", e.subject || (e.template ? `Template ${e.template}` : "—")],
       ["Group (groupBy)", e.groupBy || "—"], ["Message-ID", e.messageId], ["Email id", e.id],
+      ["Delivery route", routeOf(e) || "—"],
       ...e.headers.map((h) => [`Header ${h.name}`, h.value]),
     ].map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join("");
     const tags = e.tags.length ? `<h2>Tags</h2>${tagsHtml(e)}` : "";

@@ -45,6 +45,7 @@ import { registerTopicPages } from "./topics.js";
 import { registerFormPages } from "./forms.js";
 import { registerAudiencePickerRoutes } from "./audience-picker.js";
 import { registerAutomationPages } from "./automations.js";
+import { registerDeliveryPages } from "./delivery.js";
 
 export type { ConsoleDeps, ConsolePageModule };
 
@@ -52,7 +53,7 @@ export type { ConsoleDeps, ConsolePageModule };
 const PAGE_MODULES: ConsolePageModule[] = [
   registerStatsPages, registerDomainPages, registerEmailPages,
   registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages,
-  registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages,
+  registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages, registerDeliveryPages,
 ];
 
 /** Largest multipart upload (a contacts CSV). */

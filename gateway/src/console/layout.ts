@@ -4,7 +4,7 @@
  *   consolePage({ title, session, active, body, flash? }): string
  *       A whole HTML document: skip link, header with the workspace name, the nav
  *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Groups, Segments, Topics, Forms,
- *       Automations, Webhooks, Sign out as a
+ *       Automations, Webhooks, Delivery, Sign out as a
  *       CSRF-protected POST), an optional flash message, then `body` inside <main>.
  *       `body` is trusted HTML: escape every value you interpolate with escapeHtml.
  *   plainPage({ title, body, status? }): string   a page without nav (sign-in, errors).
@@ -29,7 +29,7 @@ import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 
 export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
-export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks";
+export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery";
 
 const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "overview", label: "Overview", path: "" },
@@ -43,6 +43,7 @@ const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "forms", label: "Forms", path: "/forms" },
   { key: "automations", label: "Automations", path: "/automations" },
   { key: "webhooks", label: "Webhooks", path: "/webhooks" },
+  { key: "delivery", label: "Delivery", path: "/delivery" },
 ];
 
 /** A console URL with an optional query (empty values are left out). */

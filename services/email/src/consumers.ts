@@ -19,6 +19,8 @@ const KINDS: Partial<Record<MailEventType, OutcomeEvent["kind"]>> = {
   [MailEventType.CLICKED]: "clicked",
   [MailEventType.COMPLAINED]: "complained",
   [MailEventType.UNSUBSCRIBED]: "unsubscribed",
+  // A relay provider's report that the recipient's server took it: a timeline entry only.
+  [MailEventType.DELIVERED]: "confirmed",
 };
 
 /** A MailEvent in domain terms; null for kinds the email service does not follow. */
@@ -36,6 +38,7 @@ export function outcomeEventOf(event: MailEvent, now: Date): OutcomeEvent | null
     smtpCode: event.smtpCode || undefined,
     permanent: event.permanent,
     url: event.url || undefined,
+    route: event.route || undefined,
   };
 }
 

@@ -134,6 +134,16 @@ function protoOutcomes(o: EmailOutcomes): ProtoOutcomes {
     links: o.links.map((l) => ({ url: l.url, clicks: l.clicks, lastClickedAt: ts(l.lastClickedAt) })),
     lastEvent: o.lastEvent?.type ?? "",
     lastEventAt: ts(o.lastEvent?.at),
+    route: o.route ?? "",
+    deliveredRoute: o.deliveredRoute ?? "",
+    bouncedRoute: o.bouncedRoute ?? "",
+    failedRoute: o.failedRoute ?? "",
+    deferrals: o.deferrals ?? 0,
+    lastDeferredAt: ts(o.lastDeferral?.at),
+    lastDeferredRoute: o.lastDeferral?.route ?? "",
+    lastDeferredDetail: o.lastDeferral?.detail ?? "",
+    confirmedAt: ts(o.confirmed?.at),
+    confirmedRoute: o.confirmed?.route ?? "",
   });
 }
 

@@ -25,6 +25,8 @@ interface MilestoneDoc {
   eventId: string;
   at: Date;
   counted: boolean;
+  /** The delivery route of the event that reached it (DESIGN §9.7). */
+  route?: string;
 }
 
 interface LinkDoc {
@@ -47,6 +49,15 @@ export interface OutcomesDoc {
   lastEventAt?: Date;
   /** Opens and clicks whose stats count is not yet taken, by event key (see OutcomeStore.takeOwedCount); entries leave when taken. */
   owed?: Record<string, true>;
+  /** The route that last carried or tried the message. */
+  route?: string;
+  deferrals?: number;
+  lastDeferredAt?: Date;
+  lastDeferredRoute?: string;
+  lastDeferredDetail?: string;
+  /** A relay provider's confirmation of delivery (MAIL_EVENT_TYPE_DELIVERED). */
+  confirmedAt?: Date;
+  confirmedRoute?: string;
 }
 
 type EmailOutcomeDoc = {
@@ -88,6 +99,16 @@ export function outcomesOf(out: OutcomesDoc | undefined): EmailOutcomes | undefi
   for (const [name, value] of dates) if (value) (outcomes as unknown as Record<string, Date>)[name] = value;
   if (out.bounceType) outcomes.bounceType = out.bounceType;
   if (out.lastEvent && out.lastEventAt) outcomes.lastEvent = { type: out.lastEvent, at: out.lastEventAt };
+  if (out.route) outcomes.route = out.route;
+  const routeOf = (m: Milestone) => out.m?.[m]?.route;
+  if (routeOf("delivered")) outcomes.deliveredRoute = routeOf("delivered");
+  if (routeOf("bounced")) outcomes.bouncedRoute = routeOf("bounced");
+  if (routeOf("failed")) outcomes.failedRoute = routeOf("failed");
+  if (out.deferrals && out.lastDeferredAt) {
+    outcomes.deferrals = out.deferrals;
+    outcomes.lastDeferral = { at: out.lastDeferredAt, route: out.lastDeferredRoute || undefined, detail: out.lastDeferredDetail || undefined };
+  }
+  if (out.confirmedAt) outcomes.confirmed = { at: out.confirmedAt, route: out.confirmedRoute || undefined };
   return outcomes;
 }
 
@@ -99,8 +120,20 @@ export class CollectionOutcomeStore implements OutcomeStore {
   }
 
   async applyOnce(emailId: string, eventId: string, change: OutcomeChange): Promise<{ applied: boolean; target: StatsTarget } | null> {
-    const set: Record<string, unknown> = { "out.lastEvent": change.type, "out.lastEventAt": change.at };
+    const set: Record<string, unknown> = change.type ? { "out.lastEvent": change.type, "out.lastEventAt": change.at } : {};
     const inc: Record<string, number> = {};
+    if (change.confirmed) {
+      set["out.confirmedAt"] = change.at;
+      set["out.confirmedRoute"] = change.route ?? "";
+    } else if (change.route) {
+      set["out.route"] = change.route;
+    }
+    if (change.deferral) {
+      inc["out.deferrals"] = 1;
+      set["out.lastDeferredAt"] = change.at;
+      set["out.lastDeferredRoute"] = change.route ?? "";
+      set["out.lastDeferredDetail"] = change.deferral.detail ?? "";
+    }
     if (change.open || change.click) set[`out.owed.${eventKey(eventId)}`] = true;
     if (change.open) {
       inc["out.opens"] = 1;
@@ -129,9 +162,10 @@ export class CollectionOutcomeStore implements OutcomeStore {
     return existing ? { applied: false, target: targetOf(existing) } : null;
   }
 
-  async claimAndCount(emailId: string, milestone: Milestone, eventId: string, at: Date): Promise<boolean> {
+  async claimAndCount(emailId: string, milestone: Milestone, eventId: string, at: Date, route?: string): Promise<boolean> {
     const path = `out.m.${milestone}`;
-    await this.emails.updateOne({ _id: emailId, [path]: { $exists: false } }, { $set: { [path]: { eventId, at, counted: false } } });
+    const claim: MilestoneDoc = route ? { eventId, at, counted: false, route } : { eventId, at, counted: false };
+    await this.emails.updateOne({ _id: emailId, [path]: { $exists: false } }, { $set: { [path]: claim } });
     const res = await this.emails.updateOne(
       { _id: emailId, [`${path}.eventId`]: eventId, [`${path}.counted`]: false },
       { $set: { [`${path}.counted`]: true } },

@@ -161,6 +161,19 @@ export interface EmailOutcomes {
   unsubscribedAt?: Date;
   links: LinkClicks[];
   lastEvent?: { type: OutcomeEventType; at: Date };
+  /**
+   * DESIGN §9.7: the delivery route (a relay's name, "direct", "capture") that last carried or
+   * tried the message, and the one of each outcome. Shown by the console; not in /v1 records.
+   */
+  route?: string;
+  deliveredRoute?: string;
+  bouncedRoute?: string;
+  failedRoute?: string;
+  /** 4xx replies retried later: how many, and the latest one. */
+  deferrals?: number;
+  lastDeferral?: { at: Date; route?: string; detail?: string };
+  /** A relay provider's event webhook confirmed the recipient's own server accepted it. */
+  confirmed?: { at: Date; route?: string };
 }
 
 /**

@@ -39,7 +39,8 @@ export async function applyOutcome(emails: EmailStore, clock: Clock, outcome: De
 export interface OutcomeEvent {
   eventId: string;
   emailId: string;
-  kind: DeliveryOutcome["kind"] | "deferred" | "opened" | "clicked" | "complained" | "unsubscribed";
+  /** "confirmed": a relay provider reported the recipient's server accepted it (after "sent"). */
+  kind: DeliveryOutcome["kind"] | "deferred" | "opened" | "clicked" | "complained" | "unsubscribed" | "confirmed";
   at: Date;
   detail?: string;
   smtpCode?: number;
@@ -47,7 +48,12 @@ export interface OutcomeEvent {
   permanent?: boolean;
   /** Clicks: the link's target. */
   url?: string;
+  /** The delivery route that carried (or tried) it; on provider reports, the route whose provider reported it. */
+  route?: string;
 }
+
+/** Kinds that say which route carried or tried the message: they update the email's route. */
+const ROUTED: ReadonlySet<OutcomeEvent["kind"]> = new Set(["sent", "deferred", "bounced", "failed"]);
 
 const CHANGE: Partial<Record<OutcomeEvent["kind"], OutcomeChange["type"]>> = {
   sent: "DELIVERED",
@@ -107,11 +113,16 @@ export async function recordEvent(deps: OutcomeDeps, event: OutcomeEvent): Promi
     await applyOutcome(deps.emails, deps.clock, { ...event, kind: event.kind });
   }
   const type = CHANGE[event.kind];
-  if (!type) return false;
+  // A provider's confirmation changes neither the status (SENT made it DELIVERED) nor the
+  // milestones, stats or latest event: it only adds itself to the email's timeline.
+  if (!type && event.kind !== "confirmed") return false;
   const change: OutcomeChange = { type, at: event.at };
   if (event.kind === "opened") change.open = true;
   if (event.kind === "clicked" && event.url) change.click = { url: event.url };
   if (event.kind === "bounced") change.bounce = { hard: event.permanent === true };
+  if (event.kind === "deferred") change.deferral = { detail: event.detail?.slice(0, 300) };
+  if (event.kind === "confirmed") change.confirmed = true;
+  if (event.route && (ROUTED.has(event.kind) || event.kind === "confirmed")) change.route = event.route;
   const result = await deps.outcomes.applyOnce(event.emailId, event.eventId, change);
   if (!result) return false;
 
@@ -120,7 +131,7 @@ export async function recordEvent(deps: OutcomeDeps, event: OutcomeEvent): Promi
     by[event.kind === "opened" ? "opens" : "clicks"] = 1;
   }
   for (const milestone of milestonesOf(event)) {
-    if (await deps.outcomes.claimAndCount(event.emailId, milestone, event.eventId, event.at)) by[milestone] = 1;
+    if (await deps.outcomes.claimAndCount(event.emailId, milestone, event.eventId, event.at, event.route)) by[milestone] = 1;
   }
   if (Object.keys(by).length) {
     const { workspaceId, groupBy, sentAt } = result.target;

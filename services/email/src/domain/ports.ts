@@ -186,11 +186,18 @@ export type Milestone =
 
 /** What one event changes on its email's outcomes. */
 export interface OutcomeChange {
-  type: OutcomeEventType;
+  /** The email's latest event; absent for a provider's confirmation, which is not a new outcome. */
+  type?: OutcomeEventType;
   at: Date;
   open?: boolean;
   click?: { url: string };
   bounce?: { hard: boolean };
+  /** The delivery route that carried or tried the message (DESIGN §9.7): becomes the email's route. */
+  route?: string;
+  /** A 4xx retried later: counted, and the latest one's time, route and reply kept. */
+  deferral?: { detail?: string };
+  /** A relay provider confirmed the recipient's server accepted it (MAIL_EVENT_TYPE_DELIVERED). */
+  confirmed?: true;
 }
 
 /** Where an email's outcomes are counted in the daily stats. */
@@ -213,7 +220,7 @@ export interface OutcomeStore {
    * milestone is marked counted. True when this call is the one that marks it (the caller
    * counts it in the stats), so a redelivered event never counts twice.
    */
-  claimAndCount(emailId: string, milestone: Milestone, eventId: string, at: Date): Promise<boolean>;
+  claimAndCount(emailId: string, milestone: Milestone, eventId: string, at: Date, route?: string): Promise<boolean>;
   /**
    * CAS: an applied open or click leaves an owed stats count on its email (in the same
    * write); taking it back is what lets the caller count it. True once per event, also

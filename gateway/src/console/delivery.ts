@@ -1,0 +1,107 @@
+/**
+ * Delivery: how mail leaves (DESIGN §9.7), as the delivery process answering GetStatus sees
+ * it: the mode (relay, direct, capture), the EHLO name and source address of direct delivery,
+ * and each route with its kind, target, weight, lanes, workspaces, provider, health (up, or
+ * down until when and why) and counters. Also `directSendingStatus`, what the domain page
+ * needs to know to check a domain's DNS for direct sending.
+ *
+ * Routes are the operator's: a workspace sees whether a route is reserved for it or for other
+ * workspaces, never the other workspaces' ids.
+ */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { GetStatusResponse, RouteStatus } from "../../../gen/mailroom/delivery/v1/delivery_pb.js";
+import { bodyFromError } from "../errors.js";
+import { rpcOptions } from "../deps.js";
+import type { ConsoleDeps } from "./deps.js";
+import { consolePage, escapeHtml, formatTime, statusBadge } from "./layout.js";
+import { sessionOf } from "./session.js";
+
+const MODES: Record<string, string> = {
+  relay: "Relay: mail goes through the SMTP relays below",
+  direct: "Direct: mail goes straight to each recipient domain's MX hosts",
+  capture: "Capture: mail is kept locally, nothing is sent (development)",
+};
+
+/** The delivery status, or the reason it could not be read (the pages show it instead of failing). */
+export async function deliveryStatus(deps: ConsoleDeps, request: FastifyRequest): Promise<{ status?: GetStatusResponse; error?: string }> {
+  try {
+    return { status: await deps.clients.delivery.getStatus({}, { ...rpcOptions(request), timeoutMs: 5_000 }) };
+  } catch (err) {
+    return { error: bodyFromError(err).message };
+  }
+}
+
+/** The mode: the status's own, else what older delivery processes tell (a relay URL or capturing). */
+export function modeOf(s: GetStatusResponse): string {
+  return s.mode || (s.capturing ? "capture" : "relay");
+}
+
+const num = (n: bigint | number) => Number(n).toLocaleString("en-US");
+
+function workspacesText(r: RouteStatus, workspaceId: string): string {
+  if (!r.workspaces.length) return "All";
+  const mine = r.workspaces.includes(workspaceId);
+  const others = r.workspaces.length - (mine ? 1 : 0);
+  return [mine ? "This workspace" : "", others ? `${others} other workspace${others === 1 ? "" : "s"}` : ""].filter(Boolean).join(" and ") + " only";
+}
+
+function health(r: RouteStatus): string {
+  if (!r.down) return statusBadge("Up", "ok");
+  const until = r.downUntil ? timestampDate(r.downUntil) : undefined;
+  return `${statusBadge("Down", "bad")}<br><span class="muted">until ${formatTime(until)}</span>`;
+}
+
+function routeRow(r: RouteStatus, workspaceId: string): string {
+  const lanes = r.lanes.length ? r.lanes.join(", ") : "Both";
+  const error = r.lastError ? `<br><span class="muted">Last error: ${escapeHtml(r.lastError)}</span>` : "";
+  return `<tr>
+<th scope="row" data-label="Route"><code>${escapeHtml(r.name)}</code></th>
+<td data-label="Kind">${escapeHtml(r.kind)}</td>
+<td data-label="Target"><code>${escapeHtml(r.target)}</code></td>
+<td data-label="Weight" class="num">${r.weight}</td>
+<td data-label="Lanes">${escapeHtml(lanes)}</td>
+<td data-label="Workspaces">${escapeHtml(workspacesText(r, workspaceId))}</td>
+<td data-label="Provider">${r.provider ? escapeHtml(r.provider) : '<span class="muted">—</span>'}</td>
+<td data-label="Health">${health(r)}${error}</td>
+<td data-label="Sent" class="num">${num(r.sentTotal)}</td>
+<td data-label="Deferred" class="num">${num(r.deferredTotal)}</td>
+<td data-label="Bounced" class="num">${num(r.bouncedTotal)}</td>
+<td data-label="Failed" class="num">${num(r.failedTotal)}</td>
+<td data-label="Latency" class="num">${r.latencyMs ? `${Math.round(r.latencyMs)} ms` : "—"}</td></tr>`;
+}
+
+function statusHtml(s: GetStatusResponse, workspaceId: string): string {
+  const mode = modeOf(s);
+  const facts: Array<[string, string]> = [
+    ["Mode", escapeHtml(MODES[mode] ?? mode)],
+    ...(mode === "direct"
+      ? ([
+        ["EHLO name", s.ehloName ? `<code>${escapeHtml(s.ehloName)}</code>` : '<span class="muted">the host name</span>'],
+        ["Source address", s.localAddress ? `<code>${escapeHtml(s.localAddress)}</code>` : '<span class="muted">the host’s default (set MAILROOM_DELIVERY_LOCAL_ADDRESS to choose one and check its DNS)</span>'],
+      ] as Array<[string, string]>)
+      : []),
+    ["In flight", num(s.inFlight)],
+    ["Sent / deferred / bounced / failed", `${num(s.sentTotal)} / ${num(s.deferredTotal)} / ${num(s.bouncedTotal)} / ${num(s.failedTotal)}`],
+    ["Process", `<code>${escapeHtml(s.processId || "—")}</code>`],
+  ];
+  const table = s.routes.length
+    ? `<div class="table-wrap"><table class="data stack" id="routes"><caption class="sr-only">Delivery routes and their health</caption>
+<thead><tr><th scope="col">Route</th><th scope="col">Kind</th><th scope="col">Target</th><th scope="col" class="num">Weight</th><th scope="col">Lanes</th><th scope="col">Workspaces</th><th scope="col">Provider</th><th scope="col">Health</th><th scope="col" class="num">Sent</th><th scope="col" class="num">Deferred</th><th scope="col" class="num">Bounced</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Latency</th></tr></thead>
+<tbody>${s.routes.map((r) => routeRow(r, workspaceId)).join("")}</tbody></table></div>`
+    : `<p class="card" id="routes">This delivery process reports no routes${s.relay ? `; it sends through <code>${escapeHtml(s.relay)}</code>` : ""}.</p>`;
+  return `<div class="card"><table class="data" id="delivery-facts"><tbody>${facts.map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${v}</td></tr>`).join("")}</tbody></table></div>
+<h2>Routes</h2>${table}
+<p class="muted">Counters and health are those of the delivery process that answered, since it started. A route that refuses connections or answers 4xx to everything is marked down for a while and its traffic moves to the others.</p>`;
+}
+
+export function registerDeliveryPages(scope: FastifyInstance, deps: ConsoleDeps): void {
+  scope.get("/delivery", async (request, reply) => {
+    const session = sessionOf(request);
+    const { status, error } = await deliveryStatus(deps, request);
+    const body = `<h1>Delivery</h1>${status
+      ? statusHtml(status, session.workspaceId)
+      : `<p class="flash error" role="alert">The delivery service did not answer: ${escapeHtml(error ?? "")}</p>`}`;
+    return reply.type("text/html; charset=utf-8").send(consolePage({ title: "Delivery", session, active: "delivery", flash: request.consoleFlash, body }));
+  });
+}
