@@ -28,6 +28,7 @@ import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { KvPacingRepository } from "./adapters/pacing-kv.js";
 import { RpcSenderDirectory } from "./adapters/sender-directory.js";
+import { createDirectTransport } from "./adapters/direct/index.js";
 import { buildRoutes } from "./adapters/routes/build-routes.js";
 import { RouteStats } from "./adapters/routes/route-stats.js";
 import { RoutedTransport } from "./adapters/routes/routed-transport.js";
@@ -96,7 +97,11 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
   const stats = new RouteStats();
   let routed: RoutedTransport | undefined;
   if (!o.transport) {
-    routed = new RoutedTransport(buildRoutes(settings, { capture, pacing }), {
+    const direct = settings.direct;
+    const directTransport = direct
+      ? () => createDirectTransport(direct, { logger, skeletonCacheEntries: settings.skeletonCacheEntries, timeoutMs: settings.smtpTimeoutMs })
+      : undefined;
+    routed = new RoutedTransport(buildRoutes(settings, { capture, pacing, direct: directTransport }), {
       downMs: settings.routeDownMs,
       downMaxMs: settings.routeDownMaxMs,
       downAfter: settings.routeDownAfter,
@@ -170,6 +175,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
     relay: { description: transport.description, capturing: transport.capturing, rate: settings.relayRate },
     processId: workerId,
     mode: settings.mode,
+    ...(settings.direct ? { direct: { ehloName: settings.direct.ehloName, localAddress: settings.direct.localAddress } } : {}),
     ...(routed ? { routes: () => routed.health().map((h) => ({ ...h, ...stats.of(h.name) })) } : {}),
   });
   logger.info(

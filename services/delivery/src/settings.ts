@@ -2,6 +2,7 @@ import { z } from "zod";
 import { configError, envBool, envHostName, loadSettings } from "@mailroom/kit/config.js";
 import { RELAY_PROVIDERS, type RelayProvider } from "@mailroom/pipeline/relay-providers.js";
 import type { Lane } from "./domain/ports.js";
+import { loadDirectSettings, type DirectSettings } from "./adapters/direct/index.js";
 
 /**
  * The delivery unit's settings, read from MAILROOM_SMTP_* and MAILROOM_DELIVERY_* (and the
@@ -173,11 +174,15 @@ export interface DeliverySettings {
   routeDownMs: number;
   routeDownMaxMs: number;
   routeDownAfter: number;
+  /** Direct delivery's settings (MAILROOM_DELIVERY_EHLO_NAME …), read when a route is direct. */
+  direct?: DirectSettings;
 }
 
 /** Reads and validates delivery's settings; a bad value throws kit's ConfigError naming the variable. */
 export function loadDeliverySettings(env: NodeJS.ProcessEnv = process.env): DeliverySettings {
-  return deliverySettingsOf(loadSettings(schema, env));
+  const settings = deliverySettingsOf(loadSettings(schema, env));
+  if (settings.routes.some((r) => r.kind === "direct")) settings.direct = loadDirectSettings(env);
+  return settings;
 }
 
 function deliverySettingsOf(c: z.output<typeof schema>): DeliverySettings {

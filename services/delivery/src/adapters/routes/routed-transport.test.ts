@@ -209,6 +209,14 @@ describe("RoutedTransport", () => {
     expect(JSON.stringify(m)).toBe(before);
   });
 
+  it("never marks a direct route down nor moves its mail: its failures are the destinations'", async () => {
+    const { routed, fake, down } = setup([{ name: "mx", kind: "direct", weight: 1 }, { name: "spare", weight: 0 }]);
+    fake("mx").answer = () => refused();
+    for (let i = 0; i < 5; i++) await expect(routed.send(mail())).rejects.toMatchObject({ code: 0, route: "mx" });
+    expect(down("mx")).toBe(false);
+    expect(fake("spare").got).toHaveLength(0);
+  });
+
   it("refuses a set of routes that leaves a lane without one", () => {
     expect(() => setup([{ name: "bulk", lanes: ["broadcast"] }])).toThrow(/no route carries transactional mail/);
   });

@@ -5,7 +5,8 @@
  * the message went out is marked down for a while and the same mail tries the next one at
  * once. Only failures before DATA's body move a mail: after it, the message may have been
  * delivered, so it is deferred as with one relay (the back-off retries it, on a route that
- * is up then).
+ * is up then). A direct route's failures are its destinations', not its own: it is never marked
+ * down, and its mail never moved.
  */
 import { correlationHeaders } from "@mailroom/pipeline/relay-providers.js";
 import type { Logger } from "@mailroom/kit/logger.js";
@@ -129,6 +130,9 @@ export class RoutedTransport implements MailTransport {
         return { ...result, route: route.name };
       } catch (err) {
         if (err instanceof SmtpFailure) err.route = route.name;
+        // Direct delivery's failures are about the destination's MX hosts, not the route: never
+        // marked down nor moved (the back-off retries them).
+        if (route.kind === "direct") throw err;
         if (!isRouteFault(err)) {
           this.refusedMail(entry, err);
           throw err;
