@@ -4,6 +4,7 @@ import { SMTPServer, type SMTPServerOptions } from "smtp-server";
 import { SmtpFailure } from "../domain/ports.js";
 import { buildMime } from "./mime.js";
 import { dotStuff, parseSmtpUrl } from "./smtp-client.js";
+import { SmtpPool } from "./smtp-pool.js";
 import { SmtpPoolTransport } from "./smtp-transport.js";
 import type { OutgoingMail } from "../domain/ports.js";
 
@@ -248,5 +249,59 @@ describe("SmtpPoolTransport against a real SMTP server", () => {
     const plain = await relay();
     await expect(transport(plain.url, { requireTls: true }).send(outgoingMail())).rejects.toThrow(/STARTTLS/);
     expect(plain.received).toHaveLength(0);
+  });
+  it("says whether the failure came before the message's body went out (beforeData)", async () => {
+    const r = await relay({
+      onMailFrom(address, _s, cb) {
+        if (address.address.startsWith("blocked")) return cb(Object.assign(new Error("sender refused"), { responseCode: 553 }));
+        cb();
+      },
+      onRcptTo(address, _s, cb) {
+        if (address.address.startsWith("grey")) return cb(Object.assign(new Error("try later"), { responseCode: 451 }));
+        cb();
+      },
+      onData(stream, session, cb) {
+        stream.resume();
+        stream.on("end", () => (session.envelope.rcptTo[0]!.address.startsWith("spam") ? cb(Object.assign(new Error("content rejected"), { responseCode: 554 })) : cb()));
+      },
+    });
+    const t = transport(r.url, { poolSize: 1 });
+    await expect(t.send(outgoingMail({ to: "grey@example.test" }))).rejects.toMatchObject({ code: 451, beforeData: true });
+    const blocked = outgoingMail({ to: "ok@example.test" });
+    blocked.envelope.from = "blocked@bounces.example.test";
+    await expect(t.send(blocked)).rejects.toMatchObject({ code: 553, beforeData: true });
+    await expect(t.send(outgoingMail({ to: "spam@example.test" }))).rejects.toMatchObject({ code: 554, beforeData: false });
+
+    const closed = await relay();
+    await new Promise<void>((res) => closed.server.close(() => res()));
+    servers.splice(servers.indexOf(closed.server), 1);
+    await expect(transport(closed.url).send(outgoingMail())).rejects.toMatchObject({ code: 0, beforeData: true });
+
+    const cutting = await relay({
+      onData(stream, session) {
+        stream.once("data", () => {
+          const conns = (cutting.server as unknown as { connections: Set<{ id: string; _socket: { destroy(): void } }> }).connections;
+          for (const c of conns) if (c.id === session.id) c._socket.destroy();
+        });
+      },
+    });
+    await expect(transport(cutting.url).send(outgoingMail())).rejects.toMatchObject({ code: 0, beforeData: false });
+
+    const tlsRelay = await relay({ disabledCommands: [] });
+    await expect(transport(tlsRelay.url).send(outgoingMail())).rejects.toMatchObject({ code: 0, beforeData: true });
+  });
+
+  it("connects from the configured local address", async () => {
+    let remote = "";
+    const r = await relay({
+      onConnect(session, cb) {
+        remote = session.remoteAddress.replace(/^::ffff:/, "");
+        cb();
+      },
+    });
+    const t = new SmtpPool({ ...parseSmtpUrl(r.url), timeoutMs: 5_000, tlsRejectUnauthorized: true, requireTls: false, ignoreTls: false, localAddress: "127.0.0.3" }, { poolSize: 1, maxMessagesPerConnection: 10 });
+    await t.send("b@bounces.example.test", ["ann@example.test"], buildMime(outgoingMail()));
+    await t.close();
+    expect(remote).toBe("127.0.0.3");
   });
 });
