@@ -1,0 +1,201 @@
+import { describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { memoryTransport } from "@mailroom/kit/connect.js";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
+import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { ProviderWebhooks } from "./adapters/providers/index.js";
+import { FileSigningCertificates } from "./adapters/providers/sns.js";
+import { inboundRoutes } from "./routes.js";
+import { loadInboundSettings } from "./settings.js";
+import {
+  MAILGUN_TEST_SIGNING_KEY, SENDGRID_TEST_PUBLIC_KEY, SES_TEST_TOPIC, SNS_TEST_CERT_FILE,
+  basicAuth, mailgunSigned, providerFixture, sendgridHeaders, sentDelivery, snsMessage, testInbound,
+} from "./testing.js";
+
+/**
+ * InboundService.ReceiveProviderWebhook over the inbound domain in memory: each provider's
+ * recorded payload shapes (from its public documentation, under fixtures/providers) become
+ * the same suppressions and events as a DSN or an ARF report; forged requests are refused.
+ */
+
+const DELIVERY = sentDelivery({ route: "ses-eu", otherRecipients: ["cc@example.test"] });
+const { deliveryId, messageId } = DELIVERY;
+
+function world(env: Record<string, string> = {}) {
+  const t = testInbound();
+  void t.sent.remember(DELIVERY);
+  const settings = loadInboundSettings({
+    MAILROOM_SES_TOPIC_ARNS: SES_TEST_TOPIC,
+    MAILROOM_POSTMARK_WEBHOOK_AUTH: "mailroom:s3cret-pass",
+    MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY: SENDGRID_TEST_PUBLIC_KEY,
+    MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY: MAILGUN_TEST_SIGNING_KEY,
+    ...env,
+  });
+  const confirmed: string[] = [];
+  const fetchedCertificates: string[] = [];
+  const file = new FileSigningCertificates(SNS_TEST_CERT_FILE);
+  const webhooks = new ProviderWebhooks({
+    settings: settings.providers,
+    certificates: { get: (url) => (fetchedCertificates.push(url.href), file.get()) },
+    confirmer: { confirm: async (url) => void confirmed.push(url.href) },
+    now: () => new Date(),
+  });
+  const client = createClient(InboundService, memoryTransport(inboundRoutes(webhooks, t.inbound)));
+  const post = (provider: string, body: string, headers: Record<string, string> = {}) =>
+    client.receiveProviderWebhook({ provider, body: new TextEncoder().encode(body), headers: Object.entries(headers).map(([name, value]) => ({ name, value })), path: `/webhooks/${provider}` });
+  const refusal = (provider: string, body: string, headers: Record<string, string> = {}) =>
+    post(provider, body, headers).then(() => undefined, (err) => ({ code: errorInfoOf(err)?.code, status: errorInfoOf(err)?.httpStatus, message: errorInfoOf(err)?.message }));
+  return { ...t, post, refusal, confirmed, fetchedCertificates };
+}
+
+describe("Amazon SES (SNS)", () => {
+  it("turns a Permanent bounce into a hard bounce, the delivery named by its X-Mailroom-Delivery-Id header; a redelivery is the same event", async () => {
+    const w = world();
+    const body = snsMessage(providerFixture("ses-bounce.json", { deliveryId, messageId: "not-ours@example.test" }));
+    expect(await w.post("ses", body)).toMatchObject({ accepted: 1, ignored: 0, subscriptionConfirmed: false });
+    await w.post("ses", body);
+    expect(w.suppressions.suppressed).toContainEqual(expect.objectContaining({ email: "ann@example.test", reason: "hard_bounce" }));
+    expect(w.events.events).toHaveLength(2);
+    expect(w.events.events[0]).toMatchObject({
+      type: "bounced", deliveryId, recipient: "ann@example.test", permanent: true, enhancedStatus: "5.1.1", smtpCode: 550,
+      detail: "smtp; 550 5.1.1 user unknown", route: "ses-eu",
+    });
+    expect(w.events.events[1].eventId).toBe(w.events.events[0].eventId);
+  });
+
+  it("finds a complaint's message by its Message-ID and suppresses the address", async () => {
+    const w = world();
+    const res = await w.post("ses", snsMessage(providerFixture("ses-complaint.json", { messageId }), { signatureVersion: "2" }));
+    expect(res).toMatchObject({ accepted: 1 });
+    expect(w.suppressions.suppressed).toEqual([expect.objectContaining({ email: "ann@example.test", reason: "complaint" })]);
+    expect(w.events.events[0]).toMatchObject({ type: "complained", deliveryId, detail: "feedback-type abuse from AnyCompany Feedback Loop (V0.01)" });
+  });
+
+  it("reads an event-publishing Delivery (the delivery id in mail.tags) as DELIVERED", async () => {
+    const w = world();
+    expect(await w.post("ses", snsMessage(providerFixture("ses-delivery-event.json", { deliveryId })))).toMatchObject({ accepted: 1 });
+    expect(w.events.events).toEqual([expect.objectContaining({ type: "delivered", deliveryId, smtpCode: 250, detail: "250 2.6.0 Message received", route: "ses-eu" })]);
+    expect(w.suppressions.suppressed).toEqual([]);
+  });
+
+  it("soft-bounces a Transient bounce of a cc without touching the email's own status", async () => {
+    const w = world();
+    const bounce = JSON.parse(providerFixture("ses-bounce.json", { deliveryId, rcpt: "cc@example.test" }));
+    bounce.bounce.bounceType = "Transient";
+    bounce.bounce.bouncedRecipients[0].status = "4.2.2";
+    expect(await w.post("ses", snsMessage(JSON.stringify(bounce)))).toMatchObject({ accepted: 1 });
+    expect(w.events.events).toEqual([]);
+    expect(w.suppressions.suppressed).toEqual([]);
+  });
+
+  it("confirms a subscription of an allowed topic by GETting its SubscribeURL", async () => {
+    const w = world();
+    const res = await w.post("ses", snsMessage("You have chosen to subscribe to the topic …", { type: "SubscriptionConfirmation" }));
+    expect(res).toMatchObject({ subscriptionConfirmed: true, accepted: 0 });
+    expect(w.confirmed).toHaveLength(1);
+    expect(w.confirmed[0]).toMatch(/^https:\/\/sns\.us-east-1\.amazonaws\.com\/\?Action=ConfirmSubscription/);
+  });
+
+  it("refuses forged or foreign messages, and never confirms another topic's subscription", async () => {
+    const w = world();
+    const good = snsMessage(providerFixture("ses-bounce.json", { deliveryId }));
+    const tampered = good.replace("Permanent", "Transient");
+    expect(await w.refusal("ses", tampered)).toMatchObject({ code: "provider_webhook_unauthenticated", status: 401, message: expect.stringMatching(/signature does not verify/) });
+    const otherKey = (await import("node:crypto")).generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    expect(await w.refusal("ses", snsMessage("{}", { key: otherKey }))).toMatchObject({ status: 401 });
+    const foreign = snsMessage("{}", { type: "SubscriptionConfirmation", topicArn: "arn:aws:sns:us-east-1:999999999999:attacker" });
+    expect(await w.refusal("ses", foreign)).toMatchObject({ status: 401, message: expect.stringMatching(/not in MAILROOM_SES_TOPIC_ARNS/) });
+    for (const certUrl of ["https://sns.us-east-1.amazonaws.com.evil.test/cert.pem", "http://sns.us-east-1.amazonaws.com/cert.pem", "https://evil.test/sns.us-east-1.amazonaws.com.pem"]) {
+      expect(await w.refusal("ses", snsMessage("{}", { certUrl })), certUrl).toMatchObject({ status: 401, message: expect.stringMatching(/SigningCertURL/) });
+    }
+    expect(w.fetchedCertificates.every((u) => u === "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem")).toBe(true);
+    expect(w.confirmed).toEqual([]);
+    expect(w.events.events).toEqual([]);
+  });
+
+  it("ignores SES's plain-text test notification and a report naming no remembered delivery", async () => {
+    const w = world();
+    expect(await w.post("ses", snsMessage("Successfully validated SNS topic for Amazon SES event publishing."))).toMatchObject({ accepted: 0, ignored: 1 });
+    expect(await w.post("ses", snsMessage(providerFixture("ses-bounce.json", { deliveryId: "trs_unknown", messageId: "unknown@x.test" })))).toMatchObject({ accepted: 0, ignored: 1 });
+    expect(w.events.events).toEqual([]);
+  });
+
+  it("refuses a body that is not an SNS message with 400", async () => {
+    const w = world();
+    expect(await w.refusal("ses", "not json")).toMatchObject({ code: "invalid_provider_webhook", status: 400 });
+    expect(await w.refusal("ses", JSON.stringify({ Type: "Notification" }))).toMatchObject({ code: "invalid_provider_webhook", status: 400 });
+  });
+});
+
+describe("Postmark", () => {
+  const auth = { authorization: basicAuth("mailroom", "s3cret-pass") };
+
+  it("turns HardBounce, SpamComplaint and Delivery webhooks into their events by Metadata.mailroom_delivery_id", async () => {
+    const w = world();
+    expect(await w.post("postmark", providerFixture("postmark-delivery.json", { deliveryId }), auth)).toMatchObject({ accepted: 1 });
+    expect(await w.post("postmark", providerFixture("postmark-bounce.json", { deliveryId }), auth)).toMatchObject({ accepted: 1 });
+    expect(await w.post("postmark", providerFixture("postmark-spam-complaint.json", { deliveryId }), auth)).toMatchObject({ accepted: 1 });
+    expect(w.events.events.map((e) => e.type)).toEqual(["delivered", "bounced", "complained"]);
+    expect(w.events.events[1]).toMatchObject({ permanent: true, smtpCode: 550, enhancedStatus: "5.1.1" });
+    expect(w.suppressions.suppressed.map((s) => s.reason)).toEqual(["hard_bounce", "complaint"]);
+  });
+
+  it("refuses missing or wrong basic auth", async () => {
+    const w = world();
+    const body = providerFixture("postmark-bounce.json", { deliveryId });
+    expect(await w.refusal("postmark", body)).toMatchObject({ code: "provider_webhook_unauthenticated", status: 401 });
+    expect(await w.refusal("postmark", body, { authorization: basicAuth("mailroom", "guess") })).toMatchObject({ status: 401 });
+    expect(w.events.events).toEqual([]);
+  });
+});
+
+describe("SendGrid", () => {
+  it("reads a signed event batch: bounce, delivered and spamreport recorded, processed and deferred ignored", async () => {
+    const w = world();
+    const body = providerFixture("sendgrid-events.json", { deliveryId, messageId });
+    expect(await w.post("sendgrid", body, sendgridHeaders(body))).toMatchObject({ accepted: 3, ignored: 2 });
+    expect(w.events.events.map((e) => e.type)).toEqual(["bounced", "delivered", "complained"]);
+    expect(w.events.events[0]).toMatchObject({ permanent: true, enhancedStatus: "5.0.0", smtpCode: 500, detail: "500 unknown recipient" });
+  });
+
+  it("refuses a forged or missing signature", async () => {
+    const w = world();
+    const body = providerFixture("sendgrid-events.json", { deliveryId, messageId });
+    const headers = sendgridHeaders(body);
+    expect(await w.refusal("sendgrid", body.replace("bounce", "dropped"), headers)).toMatchObject({ code: "provider_webhook_unauthenticated", status: 401 });
+    expect(await w.refusal("sendgrid", body)).toMatchObject({ status: 401 });
+    expect(await w.refusal("sendgrid", body, { ...headers, "x-twilio-email-event-webhook-timestamp": "1" })).toMatchObject({ status: 401 });
+    expect(w.events.events).toEqual([]);
+  });
+});
+
+describe("Mailgun", () => {
+  it("reads failed (permanent), delivered (by Message-ID) and complained events", async () => {
+    const w = world();
+    expect(await w.post("mailgun", mailgunSigned(providerFixture("mailgun-failed.json", { deliveryId })))).toMatchObject({ accepted: 1 });
+    expect(await w.post("mailgun", mailgunSigned(providerFixture("mailgun-delivered.json", { messageId })))).toMatchObject({ accepted: 1 });
+    expect(await w.post("mailgun", mailgunSigned(providerFixture("mailgun-complained.json", { messageId })))).toMatchObject({ accepted: 1 });
+    expect(w.events.events.map((e) => e.type)).toEqual(["bounced", "delivered", "complained"]);
+    expect(w.events.events[0]).toMatchObject({ permanent: true, smtpCode: 550, enhancedStatus: "5.1.1", detail: "No Such User Here" });
+  });
+
+  it("refuses a forged signature and one more than a day old", async () => {
+    const w = world();
+    const fixture = providerFixture("mailgun-failed.json", { deliveryId });
+    expect(await w.refusal("mailgun", mailgunSigned(fixture, "key-wrong"))).toMatchObject({ code: "provider_webhook_unauthenticated", status: 401 });
+    expect(await w.refusal("mailgun", mailgunSigned(fixture, MAILGUN_TEST_SIGNING_KEY, new Date(Date.now() - 25 * 3600_000)))).toMatchObject({ status: 401 });
+    expect(w.events.events).toEqual([]);
+  });
+});
+
+describe("every provider", () => {
+  it("answers 404 for a provider that is not configured, and 400 for a malformed body", async () => {
+    const w = world({ MAILROOM_SES_TOPIC_ARNS: "", MAILROOM_POSTMARK_WEBHOOK_AUTH: "", MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY: "", MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY: "" });
+    for (const provider of ["ses", "postmark", "sendgrid", "mailgun", "azure"]) {
+      expect(await w.refusal(provider, "{}"), provider).toMatchObject({ code: "provider_webhook_not_configured", status: 404 });
+    }
+    const configured = world();
+    expect(await configured.refusal("mailgun", "[]")).toMatchObject({ code: "invalid_provider_webhook", status: 400 });
+    expect(await configured.refusal("postmark", "{", { authorization: basicAuth("mailroom", "s3cret-pass") })).toMatchObject({ status: 400 });
+  });
+});
