@@ -369,7 +369,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       }
       // The broadcast endpoints (their responses are checked in routes/broadcasts.test.ts).
       expect(Object.keys(doc.paths).filter((p) => p.includes("broadcast") && !p.endsWith("/stats")).sort()).toEqual([
-        "/v1/broadcasts", "/v1/broadcasts/{id}", "/v1/broadcasts/{id}/cancel", "/v1/broadcasts/{id}/schedule", "/v1/broadcasts/{id}/test",
+        "/v1/broadcasts", "/v1/broadcasts/{id}", "/v1/broadcasts/{id}/ab/winner", "/v1/broadcasts/{id}/cancel", "/v1/broadcasts/{id}/schedule", "/v1/broadcasts/{id}/test",
       ]);
     });
 
@@ -1220,9 +1220,11 @@ describe("the generated OpenAPI document against the gateway", () => {
       const missing: string[] = [];
       // Broadcast operations drive theirs in routes/broadcasts.test.ts (over the broadcast domain);
       // a broadcast's stats are driven here, with the other outcome routes. Automations and a
-      // contact's runs drive theirs in routes/automations-api.test.ts (over the automation catalog).
+      // contact's runs drive theirs in routes/automations-api.test.ts (over the automation catalog);
+      // relay provider webhooks in routes/provider-webhooks.test.ts (over the inbound unit's reader).
       const elsewhere = (p: string) =>
-        (p.startsWith("/v1/broadcasts") && !p.endsWith("/stats")) || p.startsWith("/v1/automations") || p === "/v1/contacts/{id}/automation-runs";
+        (p.startsWith("/v1/broadcasts") && !p.endsWith("/stats")) || p.startsWith("/v1/automations") || p === "/v1/contacts/{id}/automation-runs" ||
+        p.startsWith("/webhooks/");
       for (const [path, item] of Object.entries(doc.paths).filter(([p]) => !elsewhere(p))) {
         for (const [method, o] of Object.entries(item)) {
           for (const [status, r] of Object.entries(o.responses)) {

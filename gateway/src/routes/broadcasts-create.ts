@@ -3,6 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import {
+  abTestRpc,
   audienceRpc,
   broadcastErrorSchema,
   broadcastJson,
@@ -25,7 +26,7 @@ export const registerCreateBroadcast: RouteModule = (app, deps) =>
     responses: {
       201: { description: "The DRAFT with its `audienceCount` now, its variables, and `warnings` when the HTML is over 102 KB.", body: createBroadcastResponseSchema },
       400: {
-        description: "`invalid_payload` (a missing or mistyped field, an audience with none or several of all, groups, segmentId, filter), `invalid_json`, `invalid_filter` (naming the filter's path), `audience_not_found` (an unknown group, segment or topic), `broadcast_unknown_variables` (with `unknownVariables`), `campaigns/invalid_from_email` (with `allowedEmails`, `allowedDomains`), `header_injection`.",
+        description: "`invalid_payload` (a missing or mistyped field, an audience with none or several of all, groups, segmentId, filter), `invalid_json`, `invalid_filter` (naming the filter's path), `audience_not_found` (an unknown group, segment or topic), `broadcast_unknown_variables` (with `unknownVariables`), `campaigns/invalid_from_email` (with `allowedEmails`, `allowedDomains`), `header_injection`. An `abTest` refused: `invalid_payload` naming the field (`abTest.variants`, `abTest.variants[1]`, `abTest.testShare`, `abTest.metric`, `abTest.waitFor`).",
         body: broadcastErrorSchema,
       },
       ...GATING_RESPONSES,
@@ -49,6 +50,7 @@ export const registerCreateBroadcast: RouteModule = (app, deps) =>
           audience: audienceRpc(body.audience),
           settings: body.settings ?? {},
           allowUnknownVariables: body.allowUnknownVariables ?? false,
+          ...(body.abTest ? { abTest: abTestRpc(body.abTest) } : {}),
         },
         rpcOptions(request),
       );

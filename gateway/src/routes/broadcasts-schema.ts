@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { BROADCAST_STATUSES, DELIVERY_METHODS, publicBroadcastJson } from "@mailroom/api-json/broadcast.js";
+import { AB_METRICS, AB_STATES, BROADCAST_STATUSES, DELIVERY_METHODS, publicBroadcastJson } from "@mailroom/api-json/broadcast.js";
 import {
   BroadcastStatus,
   DeliveryMethod,
@@ -91,6 +91,36 @@ export function audienceRpc(a: AudienceRequest) {
   };
 }
 
+const abVariantFields = {
+  subject: z.string().optional().meta({ description: "The variant's subject (may contain merge variables)." }),
+  fromName: z.string().optional().meta({ description: "The variant's sender name." }),
+  previewText: z.string().optional().meta({ description: "The variant's inbox preview text." }),
+  html: z.string().optional().meta({ description: "The variant's HTML (at most 512,000 bytes)." }),
+};
+
+export const abTestRequestSchema = z
+  .strictObject({
+    variants: z
+      .array(z.strictObject(abVariantFields))
+      .meta({ description: "2 to 4 variants; each changes at least one of subject, fromName, previewText, html from the broadcast's (absent fields: the broadcast's own)." }),
+    testShare: z.number().meta({ description: "Share of the audience that gets the variants, 0.05 to 0.5, split evenly among them at random (seeded when sending starts)." }),
+    metric: z.enum(AB_METRICS).meta({ description: "The unique rate (per delivered message) that picks the winner." }),
+    waitFor: z
+      .number()
+      .meta({ description: "Seconds to wait after the test share was released to delivery before the winner is picked: a whole number from 300 (5 minutes) to 604800 (7 days)." }),
+  })
+  .meta({
+    id: "BroadcastAbTestRequest",
+    description: "An A/B test (DESIGN §9.8). A refused value is 400 `invalid_payload` naming the field (`abTest.testShare …`).",
+  });
+
+export type AbTestRequest = z.output<typeof abTestRequestSchema>;
+
+/** The public A/B test as the broadcast service takes it. */
+export function abTestRpc(ab: AbTestRequest) {
+  return { variants: ab.variants, testShare: ab.testShare, metric: ab.metric, waitForSeconds: BigInt(Number.isSafeInteger(ab.waitFor) ? ab.waitFor : -1) };
+}
+
 export const createBroadcastRequestSchema = z
   .object({
     name: z.string().meta({ description: "Required." }),
@@ -107,12 +137,18 @@ export const createBroadcastRequestSchema = z
       .optional()
       .meta({ description: "Both default to true." }),
     allowUnknownVariables: z.boolean().optional().meta({ description: "Render unknown merge variables as empty text instead of refusing (400 `broadcast_unknown_variables`)." }),
+    abTest: abTestRequestSchema.optional(),
   })
   .meta({ id: "CreateBroadcastRequest" });
 
 export const updateBroadcastRequestSchema = createBroadcastRequestSchema
   .partial()
-  .meta({ id: "UpdateBroadcastRequest", description: "The fields to change; the others keep their values (`audience` too)." });
+  .extend({ abTest: abTestRequestSchema.nullable().optional().meta({ description: "Replaces the A/B test; `null` removes it; absent keeps it." }) })
+  .meta({ id: "UpdateBroadcastRequest", description: "The fields to change; the others keep their values (`audience` and `abTest` too)." });
+
+export const abWinnerRequestSchema = z
+  .strictObject({ variant: z.number().int().min(0).max(3).meta({ description: "Index of the variant (0-based, so 0 to 3) that goes to the rest." }) })
+  .meta({ id: "AbWinnerRequest" });
 
 export const testBroadcastRequestSchema = z
   .object({ emails: z.array(z.string()).meta({ description: "1 to 10 addresses of workspace members (else 400 `invalid_test_recipients` / `test_recipients_not_members` with `notMembers`)." }) })
@@ -142,6 +178,33 @@ export const listBroadcastsQuerySchema = z.object({
 
 const timestamp = z.iso.datetime().nullable();
 const counter = z.number().int().min(0);
+
+const rateSchema = z.number().min(0).max(1);
+
+export const abTestSchema = z
+  .strictObject({
+    variants: z.array(
+      z.strictObject({
+        ...abVariantFields,
+        recipients: counter.meta({ description: "Recipients of the test share given this variant." }),
+        delivered: counter.meta({ description: "Sent and not bounced." }),
+        uniqueOpens: counter,
+        uniqueClicks: counter,
+        openRate: rateSchema.meta({ description: "uniqueOpens / delivered (0 before anything was delivered), 4 decimals." }),
+        clickRate: rateSchema.meta({ description: "uniqueClicks / delivered, 4 decimals." }),
+      }),
+    ),
+    testShare: z.number(),
+    metric: z.enum(AB_METRICS),
+    waitFor: z.number().int().meta({ description: "Seconds." }),
+    state: z.enum(AB_STATES).meta({ description: "`draft` (not sending yet), `testing` (the test share going out), `waiting` (for the winner), `decided` (the winner goes to the rest), `cancelled` (cancelled during the wait: the rest is not sent)." }),
+    waitUntil: timestamp.meta({ description: "When the winner is picked by the metric; null before the wait." }),
+    winner: z.number().int().min(0).nullable().meta({ description: "Index of the winning variant; null until chosen." }),
+    winnerChosenBy: z.enum(["metric", "user"]).nullable(),
+    winnerChosenAt: timestamp,
+  })
+  .meta({ id: "BroadcastAbTest", description: "An A/B test: the variants with their counts and rates over the test share, and the winner." });
+
 
 export const broadcastSchema = z
   .strictObject({
@@ -190,6 +253,7 @@ export const broadcastSchema = z
         unsubscribed: counter,
       })
       .meta({ id: "BroadcastProgress" }),
+    abTest: abTestSchema.optional().meta({ description: "The A/B test; absent on a broadcast without one." }),
   })
   .meta({ id: "Broadcast" });
 

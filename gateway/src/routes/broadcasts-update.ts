@@ -3,6 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import {
+  abTestRpc,
   audienceRpc,
   broadcastErrorSchema,
   broadcastIdParams,
@@ -30,7 +31,7 @@ export const registerUpdateBroadcast: RouteModule = (app, deps) =>
     responses: {
       200: { description: "The DRAFT as changed, with `audienceCount`, its variables, and `warnings` when the HTML is over 102 KB.", body: createBroadcastResponseSchema },
       400: {
-        description: "`invalid_payload`, `invalid_json`, `invalid_filter` (naming the filter's path), `audience_not_found` (an unknown group, segment or topic), `broadcast_unknown_variables`, `campaigns/invalid_from_email`, `header_injection`.",
+        description: "`invalid_payload`, `invalid_json`, `invalid_filter` (naming the filter's path), `audience_not_found` (an unknown group, segment or topic), `broadcast_unknown_variables`, `campaigns/invalid_from_email`, `header_injection`; an `abTest` refused: `invalid_payload` naming the field.",
         body: broadcastErrorSchema,
       },
       404: { description: "`broadcast_not_found` (also for another workspace's broadcast).", body: broadcastErrorSchema },
@@ -64,6 +65,14 @@ export const registerUpdateBroadcast: RouteModule = (app, deps) =>
             trackClicks: body.settings?.trackClicks ?? b.settings?.trackClicks ?? true,
           },
           allowUnknownVariables: body.allowUnknownVariables ?? b.allowUnknownVariables,
+          // null removes the A/B test; absent keeps today's settings.
+          ...(body.abTest === null
+            ? {}
+            : body.abTest
+              ? { abTest: abTestRpc(body.abTest) }
+              : b.abTest
+                ? { abTest: { variants: b.abTest.variants, testShare: b.abTest.testShare, metric: b.abTest.metric, waitForSeconds: b.abTest.waitForSeconds } }
+                : {}),
         },
         rpcOptions(request),
       );

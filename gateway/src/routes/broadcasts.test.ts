@@ -182,6 +182,7 @@ describe("gateway /v1/broadcasts", () => {
       ["POST /v1/broadcasts/{id}/schedule", `/v1/broadcasts/${id}/schedule`, {}],
       ["POST /v1/broadcasts/{id}/cancel", `/v1/broadcasts/${id}/cancel`, {}],
       ["PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "Renamed" }],
+      ["POST /v1/broadcasts/{id}/ab/winner", `/v1/broadcasts/${id}/ab/winner`, { variant: 0 }],
     ];
     const steps: Array<[Record<string, boolean>, number, string]> = [
       [{ broadcastEarlyAccess: false, emailApiAddon: false, verified: false }, 403, "broadcast_api_not_enabled"],
@@ -234,6 +235,57 @@ describe("gateway /v1/broadcasts", () => {
     expect((await call("PATCH /v1/broadcasts/{id}", "/v1/broadcasts/cmp_01jqz8k4m2x7v9c3n5b6t1w0ye", { name: "x" })).data.code).toBe("broadcast_not_found");
     expect((await call("POST /v1/broadcasts/{id}/schedule", `/v1/broadcasts/${id}/schedule`, {})).statusCode).toBe(200);
     expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "Too late" })).data).toMatchObject({ statusCode: 409, code: "broadcast_not_editable" });
+  });
+
+  it("A/B tests: abTest on create, update and get, refusals naming the field, the winner route's 200, 400 and 409", async () => {
+    const abTest = { variants: [{ subject: "A {{firstName}}" }, { fromName: "Bee", previewText: "Pre" }], testShare: 0.5, metric: "clicks", waitFor: 3600 };
+    const created = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest }));
+    expect(created.statusCode).toBe(201);
+    const zero = { recipients: 0, delivered: 0, uniqueOpens: 0, uniqueClicks: 0, openRate: 0, clickRate: 0 };
+    expect(created.data.broadcast.abTest).toEqual({
+      variants: [{ subject: "A {{firstName}}", ...zero }, { fromName: "Bee", previewText: "Pre", ...zero }],
+      testShare: 0.5, metric: "clicks", waitFor: 3600, state: "draft", waitUntil: null, winner: null, winnerChosenBy: null, winnerChosenAt: null,
+    });
+    const { id } = created.data.broadcast;
+    expect((await call("GET /v1/broadcasts/{id}", `/v1/broadcasts/${id}`)).data.broadcast.abTest.metric).toBe("clicks");
+    // A broadcast without one has no abTest at all.
+    expect((await call("POST /v1/broadcasts", "/v1/broadcasts", draft())).data.broadcast).not.toHaveProperty("abTest");
+
+    for (const [bad, field] of [
+      [{ ...abTest, variants: [{ subject: "A" }] }, "abTest.variants"],
+      [{ ...abTest, variants: [{ subject: "A" }, { subject: "Hi {{firstName}}" }] }, "abTest.variants[1]"],
+      [{ ...abTest, testShare: 0.7 }, "abTest.testShare"],
+      [{ ...abTest, waitFor: 60 }, "abTest.waitFor"],
+      [{ ...abTest, waitFor: 3600.5 }, "abTest.waitFor"],
+    ] as const) {
+      const res = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: bad }));
+      expect([res.statusCode, res.data.code, res.data.message.startsWith(field)]).toEqual([400, "invalid_payload", true]);
+    }
+    for (const bad of [{ ...abTest, metric: "replies" }, { ...abTest, waitFor: "4h" }, { ...abTest, extra: 1 }]) {
+      expect((await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: bad }))).data.code).toBe("invalid_payload");
+    }
+
+    // PATCH: absent keeps the test, a new one replaces it, null removes it.
+    expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "AB" })).data.broadcast.abTest.testShare).toBe(0.5);
+    expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { abTest: { ...abTest, testShare: 0.1 } })).data.broadcast.abTest.testShare).toBe(0.1);
+    expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { abTest: null })).data.broadcast).not.toHaveProperty("abTest");
+    await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { abTest });
+
+    const winner = (variant: unknown, target = id) => call("POST /v1/broadcasts/{id}/ab/winner", `/v1/broadcasts/${target}/ab/winner`, { variant });
+    expect((await winner(0)).data).toMatchObject({ statusCode: 409, code: "ab_test_not_waiting" });
+    expect((await winner(0, "cmp_01jqz8k4m2x7v9c3n5b6t1w0ye")).data.code).toBe("broadcast_not_found");
+    expect((await winner("first")).data.code).toBe("invalid_payload");
+    expect((await call("POST /v1/broadcasts/{id}/schedule", `/v1/broadcasts/${id}/schedule`, { deliveryMethod: "ASAP" })).statusCode).toBe(200);
+    const sender = world.sender("gateway-test");
+    for (let i = 0; i < 50 && (await sender.tick()) > 0; i++);
+    const waiting = (await call("GET /v1/broadcasts/{id}", `/v1/broadcasts/${id}`)).data.broadcast;
+    expect(waiting.abTest).toMatchObject({ state: "waiting", winner: null });
+    expect(Date.parse(waiting.abTest.waitUntil)).toBeGreaterThan(0);
+    expect((await winner(2)).data).toMatchObject({ statusCode: 400, code: "invalid_payload" });
+    const chosen = await winner(1);
+    expect(chosen.statusCode).toBe(200);
+    expect(chosen.data.broadcast.abTest).toMatchObject({ state: "decided", winner: 1, winnerChosenBy: "user" });
+    expect((await winner(0)).data).toMatchObject({ statusCode: 409, code: "ab_winner_already_chosen" });
   });
 
   it("drove every response the broadcast operations document", () => {

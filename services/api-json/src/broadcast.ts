@@ -5,7 +5,7 @@
  * documents and checks it.
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { BroadcastStatus, DeliveryMethod, type Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { BroadcastStatus, DeliveryMethod, type AbTest, type Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import type { Audience } from "../../../gen/mailroom/common/v1/common_pb.js";
 
 export const BROADCAST_STATUSES = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"] as const;
@@ -64,6 +64,37 @@ export function publicAudienceJson(a: Audience | undefined): PublicAudience {
   return out;
 }
 
+export const AB_METRICS = ["opens", "clicks"] as const;
+export const AB_STATES = ["draft", "testing", "waiting", "decided", "cancelled"] as const;
+
+/** One A/B variant: the fields it changes, and its counts and rates over the test share. */
+export type PublicAbVariant = {
+  subject?: string;
+  fromName?: string;
+  previewText?: string;
+  html?: string;
+  recipients: number;
+  delivered: number;
+  uniqueOpens: number;
+  uniqueClicks: number;
+  /** uniqueOpens / delivered (0 before anything was delivered). */
+  openRate: number;
+  clickRate: number;
+};
+
+export type PublicAbTest = {
+  variants: PublicAbVariant[];
+  testShare: number;
+  metric: (typeof AB_METRICS)[number];
+  /** Seconds. */
+  waitFor: number;
+  state: (typeof AB_STATES)[number];
+  waitUntil: string | null;
+  winner: number | null;
+  winnerChosenBy: "metric" | "user" | null;
+  winnerChosenAt: string | null;
+};
+
 export type PublicBroadcast = {
   id: string;
   name: string;
@@ -88,10 +119,44 @@ export type PublicBroadcast = {
   updatedAt: string;
   pauseReason: string | null;
   progress: PublicBroadcastProgress;
+  /** The A/B test (DESIGN §9.8); absent on a broadcast without one. */
+  abTest?: PublicAbTest;
 };
 
 const iso = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : null);
 const n = (v: bigint | undefined) => Number(v ?? 0n);
+
+const rate = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10_000) / 10_000 : 0);
+
+/** Proto A/B test -> public JSON: each variant's fields with its counts and rates (rounded to 4 places). */
+export function publicAbTestJson(ab: AbTest): PublicAbTest {
+  return {
+    variants: ab.variants.map((v, i) => {
+      const s = ab.stats[i];
+      const delivered = n(s?.delivered);
+      return {
+        ...(v.subject !== undefined ? { subject: v.subject } : {}),
+        ...(v.fromName !== undefined ? { fromName: v.fromName } : {}),
+        ...(v.previewText !== undefined ? { previewText: v.previewText } : {}),
+        ...(v.html !== undefined ? { html: v.html } : {}),
+        recipients: n(s?.recipients),
+        delivered,
+        uniqueOpens: n(s?.uniqueOpens),
+        uniqueClicks: n(s?.uniqueClicks),
+        openRate: rate(n(s?.uniqueOpens), delivered),
+        clickRate: rate(n(s?.uniqueClicks), delivered),
+      };
+    }),
+    testShare: ab.testShare,
+    metric: (AB_METRICS as readonly string[]).includes(ab.metric) ? (ab.metric as PublicAbTest["metric"]) : "opens",
+    waitFor: Number(ab.waitForSeconds),
+    state: (AB_STATES as readonly string[]).includes(ab.state) ? (ab.state as PublicAbTest["state"]) : "draft",
+    waitUntil: iso(ab.waitUntil),
+    winner: ab.winner ?? null,
+    winnerChosenBy: ab.winnerChosenBy === "metric" || ab.winnerChosenBy === "user" ? ab.winnerChosenBy : null,
+    winnerChosenAt: iso(ab.winnerChosenAt),
+  };
+}
 
 /** Proto broadcast -> public JSON, every field. */
 export function publicBroadcastJson(b: Broadcast): PublicBroadcast {
@@ -131,5 +196,6 @@ export function publicBroadcastJson(b: Broadcast): PublicBroadcast {
       clicked: n(p?.clicked),
       unsubscribed: n(p?.unsubscribed),
     },
+    ...(b.abTest ? { abTest: publicAbTestJson(b.abTest) } : {}),
   };
 }
