@@ -43,6 +43,7 @@ export class MtaStsPolicies implements StsPolicySource {
   private readonly policies: LRUCache<string, Cached>;
   /** The TXT id seen lately per domain (`""`: none published), so a message does not cost a DNS query. */
   private readonly ids: LRUCache<string, string>;
+  private readonly inflight = new Map<string, Promise<StsPolicy | undefined>>();
   private readonly now: () => number;
 
   constructor(
@@ -56,6 +57,16 @@ export class MtaStsPolicies implements StsPolicySource {
   }
 
   async policyFor(domain: string): Promise<StsPolicy | undefined> {
+    // Concurrent sends to one domain share one look-up (and one fetch).
+    let pending = this.inflight.get(domain);
+    if (!pending) {
+      pending = this.lookUp(domain).finally(() => this.inflight.delete(domain));
+      this.inflight.set(domain, pending);
+    }
+    return pending;
+  }
+
+  private async lookUp(domain: string): Promise<StsPolicy | undefined> {
     const cached = this.policies.get(domain);
     const fresh = cached && cached.expiresAt > this.now() ? cached : undefined;
     let id: string | undefined;

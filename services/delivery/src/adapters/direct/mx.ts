@@ -52,7 +52,6 @@ export interface MxLookupOptions {
   /** How long "no such domain" / null MX answers are kept. */
   negativeTtlMs?: number;
   maxEntries?: number;
-  now?: () => number;
 }
 
 /**
@@ -64,23 +63,31 @@ export interface MxLookupOptions {
  */
 export class MxLookup {
   private readonly cache: LRUCache<string, Entry>;
-  private readonly now: () => number;
+  private readonly inflight = new Map<string, Promise<Entry>>();
 
   constructor(
     private readonly dns: DnsResolver,
     private readonly opts: MxLookupOptions = {},
   ) {
     this.cache = new LRUCache({ max: opts.maxEntries ?? 10_000 });
-    this.now = opts.now ?? Date.now;
   }
 
   async targets(domain: string): Promise<MxTarget[]> {
     const key = domain.toLowerCase();
     let entry = this.cache.get(key);
     if (!entry) {
-      const { entry: found, ttlMs } = await this.lookUp(key);
-      entry = found;
-      this.cache.set(key, entry, { ttl: Math.max(1, ttlMs) });
+      // Concurrent sends to a domain not yet cached share one lookup.
+      let pending = this.inflight.get(key);
+      if (!pending) {
+        pending = this.lookUp(key)
+          .then(({ entry: found, ttlMs }) => {
+            this.cache.set(key, found, { ttl: Math.max(1, ttlMs) });
+            return found;
+          })
+          .finally(() => this.inflight.delete(key));
+        this.inflight.set(key, pending);
+      }
+      entry = await pending;
     }
     if ("failure" in entry) throw unroutable(entry.failure.message, entry.failure.code);
     return entry.targets;
