@@ -12,6 +12,7 @@ import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js
 import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
 import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
 import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
+import { InboundService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import type { TokenBuckets } from "./rate-limit.js";
 
@@ -44,6 +45,8 @@ export interface ServiceClients {
   topics: RequestScoped<Client<typeof TopicService>>;
   /** Automations and their runs (the automation unit). */
   automation: RequestScoped<Client<typeof AutomationService>>;
+  /** Relay provider event webhooks (the inbound unit, DESIGN §9.7). */
+  inbound: RequestScoped<Client<typeof InboundService>>;
 }
 
 /** Publishes tracking events (opened, clicked, unsubscribed); absent in unit tests. */
@@ -89,6 +92,7 @@ export function createServiceClients(config: Config): ServiceClients {
     groups: connectClient(GroupService, config.urls.directory),
     topics: connectClient(TopicService, config.urls.directory),
     automation: connectClient(AutomationService, config.urls.automation),
+    inbound: connectClient(InboundService, config.urls.inbound),
   };
 }
 

@@ -264,6 +264,17 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   uri_too_long: { status: 414, description: "A path parameter is longer than the gateway accepts (4,096 characters)." },
   header_too_large: { status: 431, description: "The request line and headers exceed 16 KB. Send less in headers (or in the URL)." },
   too_many_imports: { status: 429, description: "Too many contact imports are running on this server at once. Try again in a few minutes." },
+  // Relay provider event webhooks (/webhooks/{provider}, DESIGN §9.7)
+  provider_webhook_not_configured: {
+    status: 404,
+    description: "This server takes no event webhooks from this relay provider: nothing was recorded.",
+    fix: "The server's operator turns a provider on with its variable on the inbound unit: `MAILROOM_SES_TOPIC_ARNS`, `MAILROOM_POSTMARK_WEBHOOK_AUTH`, `MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY` or `MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY`.",
+  },
+  provider_webhook_unauthenticated: {
+    status: 401,
+    description: "The provider webhook's signature (SES via SNS, SendGrid, Mailgun) does not verify, its SNS topic is not one the server takes, or its HTTP basic auth (Postmark) is missing or wrong; the message says which. Nothing was recorded. Check the key or credentials configured at the provider against the server's.",
+  },
+  invalid_provider_webhook: { status: 400, description: "The body is not what the provider sends (not JSON, not an SNS message, an event without its fields); the message says what is wrong. Nothing was recorded." },
   // Development mail (/dev/mail)
   invalid_id: { status: 400, description: "The id is not one of a captured message (`cap_…`)." },
   captured_message_not_found: { status: 404, description: "No captured message with this id (captured mail is kept in the data directory; with `MAILROOM_SMTP_URL` set nothing is captured)." },

@@ -66,6 +66,7 @@ export const TAGS = [
   { name: "Segments", description: "Saved filters (the §9.4 filter language) with an exact count and their contacts; broadcast audiences name them." },
   { name: "Groups", description: "Named sets of contacts (the official client's `groups`), each unique by your own `publicId`; joining and leaving send `CONTACT_TAG_ADDED` / `CONTACT_TAG_REMOVED`." },
   { name: "Topics", description: "What broadcasts are about; each contact's choices (also on the recipients' preference page)." },
+  { name: "Provider webhooks", description: "Event webhooks of the relay providers Mailroom sends through (Amazon SES via SNS, Postmark, SendGrid, Mailgun): bounces, complaints and deliveries they report. No API key; each provider's own signature or credentials authenticate it." },
   { name: "Automations", description: "Workflows that run themselves (DESIGN §9.6): a trigger enrols a contact, steps send, wait, branch and change the contact; versions, pause and resume, runs and per-step counts." },
 ] as const;
 

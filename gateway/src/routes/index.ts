@@ -67,6 +67,7 @@ import { registerPauseAutomation } from "./automations-pause.js";
 import { registerListAutomationRuns } from "./automations-runs.js";
 import { registerAutomationStats } from "./automations-stats.js";
 import { registerContactAutomationRuns } from "./automations-contact-runs.js";
+import { registerProviderWebhooks } from "./provider-webhooks.js";
 
 /**
  * Routes under /v1 that need an API key. Each module registers its own path(s);
@@ -210,7 +211,7 @@ const unsubscribeDocs: Record<string, OperationDoc> = {
   },
 };
 
-/** Public routes without an API key: tracking pixels, click redirects, unsubscribe, dev mail, this document, error docs. */
+/** Public routes without an API key: tracking pixels, click redirects, unsubscribe, dev mail, this document, error docs, provider webhooks. */
 export const publicRoutes: RouteModule[] = [
   withDocs(registerTracking, trackingDocs),
   withDocs(registerUnsubscribe, unsubscribeDocs),
@@ -221,4 +222,6 @@ export const publicRoutes: RouteModule[] = [
   registerOpenApi,
   registerErrorDocs,
   registerReadyz,
+  // Relay providers' event webhooks (DESIGN §9.7; docs in their module).
+  registerProviderWebhooks,
 ];
