@@ -334,7 +334,8 @@ export class Deliverer {
       sent?.();
     }
     const { outcome } = result;
-    metrics?.routeOutcome?.(outcome.route ?? this.deps.transport.description, domainOf(mail.envelope.to), outcome.type, (this.now() - started) / 1_000);
+    // No route named: a transport without routes (tests), or an error that is not an SMTP reply.
+    metrics?.routeOutcome?.(outcome.route ?? "unknown", domainOf(mail.envelope.to), outcome.type, (this.now() - started) / 1_000);
     return result;
   }
 

@@ -128,8 +128,10 @@ export class RoutedTransport implements MailTransport {
         const result = await route.transport.send(this.mailFor(route, mail));
         this.answered(entry);
         return { ...result, route: route.name };
-      } catch (err) {
-        if (err instanceof SmtpFailure) err.route = route.name;
+      } catch (caught) {
+        // Anything else (building the message, a capture write) becomes a deferral named after the route.
+        const err = caught instanceof SmtpFailure ? caught : new SmtpFailure(caught instanceof Error ? caught.message : String(caught), 0, false, false);
+        err.route = route.name;
         // Direct delivery's failures are about the destination's MX hosts, not the route: never
         // marked down nor moved (the back-off retries them).
         if (route.kind === "direct") throw err;
