@@ -75,7 +75,7 @@ function statusHtml(s: GetStatusResponse, workspaceId: string): string {
   const mode = modeOf(s);
   const facts: Array<[string, string]> = [
     ["Mode", escapeHtml(MODES[mode] ?? mode)],
-    ...(mode === "direct"
+    ...(mode === "direct" || s.routes.some((r) => r.kind === "direct")
       ? ([
         ["EHLO name", s.ehloName ? `<code>${escapeHtml(s.ehloName)}</code>` : '<span class="muted">the host name</span>'],
         ["Source address", s.localAddress ? `<code>${escapeHtml(s.localAddress)}</code>` : '<span class="muted">the host’s default (set MAILROOM_DELIVERY_LOCAL_ADDRESS to choose one and check its DNS)</span>'],

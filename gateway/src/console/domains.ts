@@ -87,10 +87,11 @@ export function directSendingHtml(domain: string, address: string, ehloName: str
 <thead><tr><th scope="col">Domain</th><th scope="col">SPF for ${escapeHtml(address)}</th><th scope="col">Record</th></tr></thead><tbody>${spfRows}</tbody></table></div></div>`;
 }
 
-/** The direct-sending card of a domain page: only when delivery sends direct; never fails the page. */
+/** The direct-sending card of a domain page: only when delivery sends direct on some route; never fails the page. */
 async function directSendingCard(deps: ConsoleDeps, request: FastifyRequest, workspaceId: string, domain: string): Promise<string> {
   const { status } = await deliveryStatus(deps, request);
-  if (!status || modeOf(status) !== "direct") return "";
+  // Any direct route makes the domain's DNS the operator's job (a relay-mode failover route too).
+  if (!status || (modeOf(status) !== "direct" && !status.routes.some((r) => r.kind === "direct"))) return "";
   if (!status.localAddress) {
     return `<h2>Direct delivery DNS</h2><div class="card" id="direct-dns"><p>Delivery sends straight to recipients' MX hosts, from the host's default address.
 To check that address's reverse DNS (PTR) and SPF here, set <code>MAILROOM_DELIVERY_LOCAL_ADDRESS</code> to the address delivery sends from.</p></div>`;

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createResolver, createSendingDns } from "./dns.js";
+import { createResolver, createSendingDns, reverseName } from "./dns.js";
 import { memoryDirectory } from "../testing.js";
 import { sameAddress } from "../domain/direct-sending.js";
 
@@ -88,5 +88,12 @@ describe("sameAddress", () => {
     expect(sameAddress("2001:db8::1", "2001:0db8:0:0:0:0:0:1")).toBe(true);
     expect(sameAddress("::ffff:192.0.2.1", "192.0.2.1")).toBe(true);
     expect(sameAddress("192.0.2.1", "192.0.2.2")).toBe(false);
+  });
+});
+
+describe("reverseName", () => {
+  it("names the PTR query of IPv4 and IPv6 addresses", () => {
+    expect(reverseName("192.0.2.10")).toBe("10.2.0.192.in-addr.arpa");
+    expect(reverseName("2001:db8::1")).toBe("1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa");
   });
 });

@@ -1,5 +1,6 @@
 import { generateKeyPair } from "node:crypto";
 import { Resolver } from "node:dns/promises";
+import { isIPv4 } from "node:net";
 import { promisify } from "node:util";
 import { spf } from "mailauth/lib/spf/index.js";
 import { DKIM_SELECTOR } from "../domain/dns-policy.js";
@@ -29,6 +30,17 @@ export function createResolver(servers?: string, opts: { timeoutMs?: number; tri
   return resolver;
 }
 
+/** The PTR query name of an address: `4.3.2.1.in-addr.arpa`, or nibbles under `ip6.arpa`. */
+export function reverseName(address: string): string {
+  if (isIPv4(address)) return `${address.split(".").reverse().join(".")}.in-addr.arpa`;
+  const [head, tail = ""] = address.toLowerCase().split("::");
+  const groups = (part: string) => (part ? part.split(":") : []);
+  const left = groups(head);
+  const right = address.includes("::") ? groups(tail) : [];
+  const all = [...left, ...Array(8 - left.length - right.length).fill("0"), ...right];
+  return `${all.map((g) => g.padStart(4, "0")).join("").split("").reverse().join(".")}.ip6.arpa`;
+}
+
 const SPF_RESULTS = new Set<string>(["pass", "fail", "softfail", "neutral", "none", "temperror", "permerror"]);
 
 /**
@@ -42,7 +54,8 @@ export function createSendingDns(resolver: Resolver): SendingDns {
     throw err;
   });
   return {
-    reverse: (address) => resolver.reverse(address),
+    // A PTR query, not resolver.reverse(): that also reads /etc/hosts, and receivers see only DNS.
+    reverse: (address) => resolver.resolvePtr(reverseName(address)),
     async addresses(name) {
       const [v4, v6] = await Promise.all([settle(resolver.resolve4(name)), settle(resolver.resolve6(name))]);
       return [...v4, ...v6];
