@@ -124,8 +124,8 @@ export class DirectTransport implements MailTransport {
           if (!(err instanceof SmtpFailure) || err instanceof PoolWaitTimeout || !mayTryNextHost(err)) throw err;
           last = err;
           failures.push(`${target.host}[${target.address}]: ${err.message}`);
-          // Only a failed TLS handshake is worth the same host again, without TLS.
-          if (!/^STARTTLS\b/.test(err.message)) break;
+          // Only a failed opportunistic TLS handshake is worth the same host again, without TLS.
+          if (mode !== "opportunistic" || !/^STARTTLS\b/.test(err.message)) break;
           this.deps.logger.info({ domain, mx: target.host, err: err.message }, "STARTTLS failed: trying the MX host without TLS");
         }
       }
