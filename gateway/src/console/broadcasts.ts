@@ -9,7 +9,8 @@
  *   POST /broadcasts/:id                save the draft
  *   POST /broadcasts/:id/test           test send to workspace members
  *   POST /broadcasts/:id/schedule       send now or later with a delivery method
- *   POST /broadcasts/:id/cancel         SCHEDULED back to DRAFT
+ *   POST /broadcasts/:id/cancel         SCHEDULED back to DRAFT (or an A/B test stopped during its wait)
+ *   POST /broadcasts/:id/ab/winner      an A/B variant sent to the rest now ("send this one now")
  *   GET  /broadcasts/:id/progress.json  what the progress view polls
  *   GET  /broadcasts/audience-count.json  the draft form's audience count (audience-picker.ts)
  *
@@ -29,6 +30,7 @@ import { progressChart, type ChartPoint, type ChartWindow } from "./broadcasts-c
 import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf, type AudienceValues, type PickerContext } from "./audience-picker.js";
 import { workspaceGroups, workspaceSegments } from "./segments.js";
 import { workspaceTopics } from "./topics.js";
+import { NO_AB, abFormHtml, abFromForm, abProgressHtml, abRpc, abValuesOf, variantName, type AbValues } from "./broadcasts-ab.js";
 
 type Form = Record<string, string | string[] | undefined>;
 const str = (body: unknown, name: string): string => {
@@ -68,11 +70,12 @@ interface DraftValues {
   trackClicks: boolean;
   allowUnknownVariables: boolean;
   audience: AudienceValues;
+  ab: AbValues;
 }
 
 const EMPTY: DraftValues = {
   name: "", subject: "", previewText: "", fromEmail: "", fromName: "", replyTo: "", html: "", text: "",
-  trackOpens: true, trackClicks: true, allowUnknownVariables: false, audience: EVERYONE,
+  trackOpens: true, trackClicks: true, allowUnknownVariables: false, audience: EVERYONE, ab: NO_AB,
 };
 
 function valuesOf(b: Broadcast): DraftValues {
@@ -81,6 +84,7 @@ function valuesOf(b: Broadcast): DraftValues {
     replyTo: b.replyTo.join(", "), html: b.html, text: b.text,
     trackOpens: b.settings?.trackOpens ?? true, trackClicks: b.settings?.trackClicks ?? true, allowUnknownVariables: b.allowUnknownVariables,
     audience: audienceValuesOf(b.audience),
+    ab: abValuesOf(b),
   };
 }
 
@@ -92,6 +96,7 @@ function valuesFromForm(body: unknown): DraftValues {
     trackOpens: str(body, "trackOpens") === "on", trackClicks: str(body, "trackClicks") === "on",
     allowUnknownVariables: str(body, "allowUnknownVariables") === "on",
     audience: audienceFromForm(body),
+    ab: abFromForm(body),
   };
 }
 
@@ -103,6 +108,7 @@ function rpcFields(v: DraftValues) {
     audience: audienceRpc(v.audience),
     settings: { trackOpens: v.trackOpens, trackClicks: v.trackClicks },
     allowUnknownVariables: v.allowUnknownVariables,
+    abTest: abRpc(v.ab),
   };
 }
 
@@ -125,6 +131,7 @@ ${audiencePickerHtml(v.audience, picker)}
 <fieldset class="field"><legend>Tracking</legend>
 ${check("trackOpens", "Track opens", v.trackOpens)}${check("trackClicks", "Track clicks", v.trackClicks)}
 ${check("allowUnknownVariables", "Allow merge fields that are not contact properties (they render empty)", v.allowUnknownVariables)}</fieldset>
+${abFormHtml(v.ab)}
 <div class="actions"><button type="submit">${submit}</button><a class="button secondary" href="${consoleUrl("/broadcasts")}">Back to broadcasts</a></div></form>`;
 }
 
@@ -279,12 +286,27 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     editable(request);
     const b = await load(request, request.params.id);
     try {
-      await rpc().cancelBroadcast({ workspaceId: session.workspaceId, id: b.id }, rpcOptions(request));
-      setFlash(reply, { kind: "ok", message: "Cancelled: the broadcast is a draft again." });
+      const res = await rpc().cancelBroadcast({ workspaceId: session.workspaceId, id: b.id }, rpcOptions(request));
+      const stopped = res.broadcast?.status !== BroadcastStatus.DRAFT;
+      setFlash(reply, { kind: "ok", message: stopped ? "A/B test cancelled: the rest of the audience will not get this broadcast." : "Cancelled: the broadcast is a draft again." });
     } catch (err) {
       setFlash(reply, formError(err));
     }
     return seeOther(reply, consoleUrl(`/broadcasts/${b.id}`));
+  });
+
+  scope.post<{ Params: { id: string } }>("/broadcasts/:id/ab/winner", async (request, reply) => {
+    const session = sessionOf(request);
+    editable(request);
+    const b = await load(request, request.params.id);
+    const variant = Number(str(request.body, "variant"));
+    try {
+      await rpc().chooseAbWinner({ workspaceId: session.workspaceId, id: b.id, variant: Number.isInteger(variant) && variant >= 0 && variant < 4 ? variant : -1 }, rpcOptions(request));
+      setFlash(reply, { kind: "ok", message: `Variant ${variantName(variant)} goes to the rest of the audience now.` });
+    } catch (err) {
+      setFlash(reply, formError(err));
+    }
+    return seeOther(reply, `${consoleUrl(`/broadcasts/${b.id}`)}#ab`);
   });
 
   scope.get<{ Params: { id: string } }>("/broadcasts/:id/progress.json", async (request, reply) => {
@@ -294,8 +316,17 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       status: statusName(b.status),
       counters: countersOf(b),
       chart: progressChart(points, `Progress of ${b.name}`, chartWindow(b)),
+      ...(b.abTest ? { ab: abProgressHtml(b, abOptions(request, b)) } : {}),
     });
   });
+
+  /** The A/B section's options: its "send this one now" forms for an editing session. */
+  function abOptions(request: FastifyRequest, b: Broadcast) {
+    const session = sessionOf(request);
+    return session.canEdit
+      ? { chooseAction: consoleUrl(`/broadcasts/${b.id}/ab/winner`), csrf: csrfField(session), formatTime }
+      : { formatTime };
+  }
 
   async function timeline(request: FastifyRequest, id: string): Promise<ChartPoint[]> {
     const res = await rpc().getBroadcastTimeline({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
@@ -365,23 +396,29 @@ ${session.canEdit ? `<section aria-labelledby="test-h" id="test"><h2 id="test-h"
     const base = consoleUrl(`/broadcasts/${b.id}`);
     const cells = COUNTERS.map(([key, label]) =>
       `<div class="card" style="margin:0"><div class="muted">${label}</div><div style="font-size:1.6rem;font-weight:700" data-counter="${key}">${counters[key]}</div></div>`).join("");
+    const abWaiting = b.abTest?.state === "waiting" && b.abTest.winner === undefined;
     const cancel = b.status === BroadcastStatus.SCHEDULED && session.canEdit
-      ? `<form id="cancel" method="post" action="${base}/cancel" data-confirm="Cancel this scheduled broadcast?">${csrfField(session)}<button class="danger" type="submit">Cancel and edit</button></form>` : "";
+      ? `<form id="cancel" method="post" action="${base}/cancel" data-confirm="Cancel this scheduled broadcast?">${csrfField(session)}<button class="danger" type="submit">Cancel and edit</button></form>`
+      : abWaiting && session.canEdit
+        ? `<form id="cancel" data-ab-cancel method="post" action="${base}/cancel" data-confirm="Stop here: the rest of the audience does not get this broadcast?">${csrfField(session)}<button class="danger" type="submit">Cancel the rest</button></form>`
+        : "";
     // Without JS the page refreshes itself while sending; with JS it polls the JSON instead,
     // and reloads once at the end so the completion time and final counters are the server's.
     const refresh = done ? "" : `<noscript><meta http-equiv="refresh" content="5"></noscript>`;
     const script = done ? "" : `<script>(function(){var url=${JSON.stringify(`${base}/progress.json`)};var st=document.querySelector("[data-status]");
 function tick(){fetch(url,{headers:{accept:"application/json"},credentials:"same-origin"}).then(function(r){return r.ok?r.json():null}).then(function(d){if(!d)return;
 Object.keys(d.counters).forEach(function(k){var e=document.querySelector('[data-counter="'+k+'"]');if(e)e.textContent=d.counters[k]});
-document.getElementById("chart").innerHTML=d.chart;st.textContent=d.status;st.className="badge "+(d.status==="COMPLETED"?"ok":"warn");var c=document.getElementById("cancel");if(c&&d.status!=="SCHEDULED")c.remove();
+document.getElementById("chart").innerHTML=d.chart;var ab=document.getElementById("ab");if(ab&&d.ab&&!ab.contains(document.activeElement))ab.outerHTML=d.ab;st.textContent=d.status;st.className="badge "+(d.status==="COMPLETED"?"ok":"warn");var c=document.getElementById("cancel");if(c&&d.status!=="SCHEDULED"&&!(c.hasAttribute("data-ab-cancel")&&d.ab&&d.ab.indexOf('data-ab-state="waiting"')>=0))c.remove();
 if(d.status!=="COMPLETED")setTimeout(tick,2000);else{document.getElementById("live").textContent="Sending is complete.";setTimeout(function(){location.reload()},1500)}}).catch(function(){setTimeout(tick,5000)})}
 setTimeout(tick,2000)})();</script>`;
     const body = `${refresh}<h1>${escapeHtml(b.name)} <span class="badge ${STATUS_TONE[status] ?? "info"}" data-status>${escapeHtml(status)}</span></h1>
 <p class="muted">Subject: ${escapeHtml(b.subject)} · method ${escapeHtml(methodName(b.deliveryMethod) || "—")} · scheduled <span data-scheduled>${formatTime(b.scheduledAt && timestampDate(b.scheduledAt))}</span>
 · started <span data-started>${formatTime(b.sentAt && timestampDate(b.sentAt))}</span> · completed <span data-completed>${formatTime(b.completedAt && timestampDate(b.completedAt))}</span></p>
-${b.pauseReason ? `<p class="flash error" role="alert">Releasing stopped early: ${escapeHtml(b.pauseReason)}.</p>` : ""}
+${b.pauseReason === "ab_test_cancelled" ? `<p class="flash error" role="alert">A/B test cancelled during the wait: the rest of the audience does not get this broadcast.</p>`
+  : b.pauseReason ? `<p class="flash error" role="alert">Releasing stopped early: ${escapeHtml(b.pauseReason)}.</p>` : ""}
 <p id="live" role="status" aria-live="polite" class="muted">${done ? "Sending is complete." : `Updates every few seconds. <a href="${base}">Reload</a>`}</p>
 <section aria-labelledby="counters-h"><h2 id="counters-h">Counters</h2><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(9rem,1fr))">${cells}</div></section>
+${abProgressHtml(b, abOptions(request, b))}
 <section aria-labelledby="chart-h"><h2 id="chart-h">Over time</h2><div class="card" id="chart">${progressChart(points, `Progress of ${b.name}`, chartWindow(b))}</div></section>
 <div class="actions">${cancel}<a class="button secondary" href="${consoleUrl("/broadcasts")}">Back to broadcasts</a></div>${script}`;
     return consolePage({ title: b.name || "Broadcast", session, active: "broadcasts", flash: request.consoleFlash, body });
