@@ -49,26 +49,23 @@ function workspacesText(r: RouteStatus, workspaceId: string): string {
 function health(r: RouteStatus): string {
   if (!r.down) return statusBadge("Up", "ok");
   const until = r.downUntil ? timestampDate(r.downUntil) : undefined;
-  return `${statusBadge("Down", "bad")}<br><span class="muted">until ${formatTime(until)}</span>`;
+  return `${statusBadge("Down", "bad")} <span class="muted" data-field="Down until">until ${formatTime(until)}</span>`;
 }
+
+/** One labelled fact inside a cell (data-field names it for tests and scripts). */
+const fact = (label: string, html: string) => `<div data-field="${label}"><span class="muted">${label}:</span> ${html}</div>`;
 
 function routeRow(r: RouteStatus, workspaceId: string): string {
   const lanes = r.lanes.length ? r.lanes.join(", ") : "Both";
-  const error = r.lastError ? `<br><span class="muted">Last error: ${escapeHtml(r.lastError)}</span>` : "";
+  const error = r.lastError ? `<div data-field="Last error" class="muted">Last error: ${escapeHtml(r.lastError)}</div>` : "";
+  const count = (label: string, n: bigint) => `<td data-label="${label}" class="num" style="white-space:nowrap">${num(n)}</td>`;
   return `<tr>
-<th scope="row" data-label="Route"><code>${escapeHtml(r.name)}</code></th>
-<td data-label="Kind">${escapeHtml(r.kind)}</td>
-<td data-label="Target"><code>${escapeHtml(r.target)}</code></td>
-<td data-label="Weight" class="num">${r.weight}</td>
-<td data-label="Lanes">${escapeHtml(lanes)}</td>
-<td data-label="Workspaces">${escapeHtml(workspacesText(r, workspaceId))}</td>
-<td data-label="Provider">${r.provider ? escapeHtml(r.provider) : '<span class="muted">—</span>'}</td>
-<td data-label="Health">${health(r)}${error}</td>
-<td data-label="Sent" class="num">${num(r.sentTotal)}</td>
-<td data-label="Deferred" class="num">${num(r.deferredTotal)}</td>
-<td data-label="Bounced" class="num">${num(r.bouncedTotal)}</td>
-<td data-label="Failed" class="num">${num(r.failedTotal)}</td>
-<td data-label="Latency" class="num">${r.latencyMs ? `${Math.round(r.latencyMs)} ms` : "—"}</td></tr>`;
+<th scope="row" data-label="Route" style="white-space:nowrap"><code data-field="Route">${escapeHtml(r.name)}</code><div data-field="Kind" class="muted">${escapeHtml(r.kind)}</div></th>
+<td data-label="Target"><code data-field="Target">${escapeHtml(r.target)}</code>${r.provider ? fact("Provider", escapeHtml(r.provider)) : ""}</td>
+<td data-label="Carries">${fact("Weight", String(r.weight))}${fact("Lanes", escapeHtml(lanes))}${fact("Workspaces", escapeHtml(workspacesText(r, workspaceId)))}</td>
+<td data-label="Health" style="min-width:12rem">${health(r)}${error}</td>
+${count("Sent", r.sentTotal)}${count("Deferred", r.deferredTotal)}${count("Bounced", r.bouncedTotal)}${count("Failed", r.failedTotal)}
+<td data-label="Latency" class="num" style="white-space:nowrap">${r.latencyMs ? `${Math.round(r.latencyMs)} ms` : "—"}</td></tr>`;
 }
 
 function statusHtml(s: GetStatusResponse, workspaceId: string): string {
@@ -87,7 +84,7 @@ function statusHtml(s: GetStatusResponse, workspaceId: string): string {
   ];
   const table = s.routes.length
     ? `<div class="table-wrap"><table class="data stack" id="routes"><caption class="sr-only">Delivery routes and their health</caption>
-<thead><tr><th scope="col">Route</th><th scope="col">Kind</th><th scope="col">Target</th><th scope="col" class="num">Weight</th><th scope="col">Lanes</th><th scope="col">Workspaces</th><th scope="col">Provider</th><th scope="col">Health</th><th scope="col" class="num">Sent</th><th scope="col" class="num">Deferred</th><th scope="col" class="num">Bounced</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Latency</th></tr></thead>
+<thead><tr><th scope="col">Route</th><th scope="col">Target</th><th scope="col">Carries</th><th scope="col">Health</th><th scope="col" class="num">Sent</th><th scope="col" class="num">Deferred</th><th scope="col" class="num">Bounced</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Latency</th></tr></thead>
 <tbody>${s.routes.map((r) => routeRow(r, workspaceId)).join("")}</tbody></table></div>`
     : `<p class="card" id="routes">This delivery process reports no routes${s.relay ? `; it sends through <code>${escapeHtml(s.relay)}</code>` : ""}.</p>`;
   return `<div class="card"><table class="data" id="delivery-facts"><tbody>${facts.map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${v}</td></tr>`).join("")}</tbody></table></div>

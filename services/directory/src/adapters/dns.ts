@@ -67,7 +67,8 @@ export function createSendingDns(resolver: Resolver): SendingDns {
         resolver: (name: string, type: string) => resolver.resolve(name, type) as Promise<never>,
       });
       const result = (res.status.result === "temperr" ? "temperror" : res.status.result) as string;
-      return { result: (SPF_RESULTS.has(result) ? result : "neutral") as SpfResult, record: res.rr, comment: res.status.comment };
+      const comment = res.status.comment?.replace(/^[^:]*: /, "");
+      return { result: (SPF_RESULTS.has(result) ? result : "neutral") as SpfResult, record: res.rr, comment };
     },
   };
 }
