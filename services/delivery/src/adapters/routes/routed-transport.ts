@@ -94,6 +94,7 @@ export class RoutedTransport implements MailTransport {
   private readonly reserved: Set<string>;
   private readonly now: () => number;
   private readonly random: () => number;
+  private closing = false;
 
   constructor(routes: readonly Route[], private readonly opts: RoutingOptions) {
     if (routes.length === 0) throw new Error("RoutedTransport needs at least one route");
@@ -134,7 +135,8 @@ export class RoutedTransport implements MailTransport {
         err.route = route.name;
         // Direct delivery's failures are about the destination's MX hosts, not the route: never
         // marked down nor moved (the back-off retries them).
-        if (route.kind === "direct") throw err;
+        // Shutting down, every route refuses: nothing to learn about any of them.
+        if (route.kind === "direct" || this.closing) throw err;
         if (!isRouteFault(err)) {
           this.refusedMail(entry, err);
           throw err;
@@ -243,6 +245,7 @@ export class RoutedTransport implements MailTransport {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await Promise.all(this.entries.map((e) => e.route.transport.close()));
   }
 }
