@@ -142,6 +142,8 @@ export interface MxSink {
   readonly maxConcurrent: number;
   /** Answers RCPT TO with a fault (e.g. 451 greylisting) when this returns one. */
   rcptFault?: (recipient: string) => { code: number; message: string } | undefined;
+  /** Answers the connection with this (e.g. 421 too busy) instead of a greeting. */
+  connectFault?: { code: number; message: string };
   /** Holds each DATA's reply this long (keeps connections busy). */
   dataDelayMs: number;
   stop(): Promise<void>;
@@ -173,6 +175,7 @@ export async function startMxSink(address: string, port: number, tls?: { key: st
       connections += 1;
       open += 1;
       maxConcurrent = Math.max(maxConcurrent, open);
+      if (sink.connectFault) return cb(Object.assign(new Error(sink.connectFault.message), { responseCode: sink.connectFault.code }));
       cb();
     },
     onClose() {

@@ -50,7 +50,7 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
   let pki: TestPki;
   let mxPort: number;
   let stsPort: number;
-  let sinkA: MxSink, sinkB: MxSink, tlsSink: MxSink, verifiedSink: MxSink, limitSink: MxSink, greySink: MxSink, otherSink: MxSink;
+  let sinkA: MxSink, sinkB: MxSink, busySink: MxSink, tlsSink: MxSink, verifiedSink: MxSink, limitSink: MxSink, greySink: MxSink, otherSink: MxSink;
   let policyHost: PolicyHost;
   let env: Record<string, string>;
   let transport: MailTransport;
@@ -64,7 +64,8 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
       pki.issue(["mx.sts.test"]),
       pki.issue(["mta-sts.sts.test", "mta-sts.sts-plain.test", "mta-sts.sts-selfsigned.test", "mta-sts.sts-mismatch.test"]),
     ]);
-    [sinkA, sinkB, tlsSink, verifiedSink, limitSink, greySink, otherSink, policyHost] = await Promise.all([
+    [busySink, sinkA, sinkB, tlsSink, verifiedSink, limitSink, greySink, otherSink, policyHost] = await Promise.all([
+      startMxSink("127.0.0.11", mxPort),
       startMxSink("127.0.0.2", mxPort),
       startMxSink("127.0.0.3", mxPort),
       startMxSink("127.0.0.5", mxPort, selfSigned),
@@ -79,6 +80,8 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
     host("mx-a.prio.test", "127.0.0.2");
     host("mx-b.prio.test", "127.0.0.3");
     dns.add("prio.test", { type: "MX", exchange: "mx-down.prio.test", priority: 10 }, { type: "MX", exchange: "mx-a.prio.test", priority: 20 }, { type: "MX", exchange: "mx-b.prio.test", priority: 30 });
+    host("mx-busy.busy.test", "127.0.0.11");
+    dns.add("busy.test", { type: "MX", exchange: "mx-busy.busy.test", priority: 10 }, { type: "MX", exchange: "mx-b.prio.test", priority: 20 });
     dns.add("order.test", { type: "MX", exchange: "mx-b.prio.test", priority: 20 }, { type: "MX", exchange: "mx-a.prio.test", priority: 5 });
     host("bare.test", "127.0.0.3"); // no MX: its own address (RFC 5321 §5.1)
     dns.add("nullmx.test", { type: "MX", exchange: ".", priority: 0 });
@@ -119,7 +122,7 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
 
   afterAll(async () => {
     await transport?.close();
-    await Promise.all([sinkA, sinkB, tlsSink, verifiedSink, limitSink, greySink, otherSink, policyHost].map((s) => s?.stop()));
+    await Promise.all([busySink, sinkA, sinkB, tlsSink, verifiedSink, limitSink, greySink, otherSink, policyHost].map((s) => s?.stop()));
     await dns?.close();
     await pki?.remove();
   });
@@ -136,6 +139,13 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
     await transport.send(mail("bob@order.test"));
     expect(to(sinkA, "bob@order.test")).toHaveLength(1);
     expect(to(sinkB, "bob@order.test")).toHaveLength(0);
+  });
+
+  it("falls to the next MX when one answers 421 instead of a greeting", async () => {
+    busySink.connectFault = { code: 421, message: "4.3.2 too busy, try later" };
+    await transport.send(mail("bea@busy.test"));
+    expect(busySink.connections).toBeGreaterThan(0);
+    expect(to(sinkB, "bea@busy.test")).toHaveLength(1);
   });
 
   it("delivers to the domain's own address when it has no MX record", async () => {
