@@ -7,18 +7,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats } from "@mailroom/kit/jetstream.js";
-import { openStore } from "@mailroom/store/open.js";
-import type { Store } from "@mailroom/store/port.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { freePort } from "../harness/ports.js";
 import { createDirectTransport, loadDirectSettings } from "../../services/delivery/src/adapters/direct/index.js";
 import { SmtpFailure, type MailTransport, type OutgoingMail } from "../../services/delivery/src/domain/ports.js";
-import { startDelivery, type DeliveryRuntime } from "../../services/delivery/src/main.js";
 import { compiledFrom, silentLogger } from "../../services/delivery/src/testing.js";
 import { makePki, startDns, startMxSink, startPolicyHost, type MxSink, type PolicyHost, type TestDns, type TestPki } from "./direct-support.js";
-import { configsFrom, deliveryEnv, listenEvents, publishJob, putContents, startNeighbours, tempDir, type Neighbours } from "./support.js";
+import { deliveryEnv, listenEvents, publishJob, putContents, startDeliveryUnderTest, startNeighbours, tempDir, type Neighbours } from "./support.js";
 
 let serial = 0;
 function mail(to: string, others?: string[]): OutgoingMail {
@@ -223,13 +220,12 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
     greySink.rcptFault = undefined;
   });
 
-  describe("through the delivery pipeline (NATS JetStream, the store, the deliverer's back-off)", () => {
+  describe("through the delivery pipeline (MAILROOM_DELIVERY_MODE=direct: NATS JetStream, the store, the deliverer's back-off)", () => {
     let nats: NatsHandle;
     let nc: NatsConnection;
     let neighbours: Neighbours;
     let data: Awaited<ReturnType<typeof tempDir>>;
-    let store: Store;
-    let runtime: DeliveryRuntime;
+    let delivery: Awaited<ReturnType<typeof startDeliveryUnderTest>>;
     let events: ReturnType<typeof listenEvents>;
 
     beforeAll(async () => {
@@ -239,18 +235,14 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
       await ensureMailStreams(nc);
       await putContents(nc, new Map([["ws_acme/email:trs_1", compiledFrom({ subject: "Hi {{firstName}}", html: "<p>Hello {{firstName}}</p>", workspaceId: "ws_acme" })]]));
       events = listenEvents(nc);
-      const all = deliveryEnv({ natsUrl: nats.url, dataDir: data.dir, neighboursUrl: neighbours.url, extra: env });
-      const { config, settings } = configsFrom(all);
-      store = await openStore({ dataDir: config.dataDir, service: "delivery" });
-      // MAILROOM_DELIVERY_MODE=direct is wired in main.ts by the routes work; until then the
-      // same transport goes in as the runtime's transport.
-      const direct = createDirectTransport(loadDirectSettings(all), { logger: silentLogger, skeletonCacheEntries: 0, timeoutMs: 3_000 });
-      runtime = await startDelivery({ config, settings, logger: silentLogger, nc, store, overrides: { transport: direct } });
+      delivery = await startDeliveryUnderTest(
+        nc,
+        deliveryEnv({ natsUrl: nats.url, dataDir: data.dir, neighboursUrl: neighbours.url, extra: { ...env, MAILROOM_DELIVERY_MODE: "direct" } }),
+      );
     }, 60_000);
 
     afterAll(async () => {
-      await runtime?.stop();
-      await store?.close();
+      await delivery?.stop();
       events?.stop();
       await nc?.close();
       await Promise.all([nats?.stop(), neighbours?.stop()]);
@@ -268,7 +260,7 @@ describe("direct delivery (MX lookup, STARTTLS, MTA-STS, limits)", () => {
       await events.waitFor((e) => e.some((x) => x.deliveryId === "dlv_grey" && x.type === MailEventType.SENT), 20_000);
       const types = events.of("dlv_grey").map((e) => e.type);
       expect(types[0]).toBe(MailEventType.DEFERRED);
-      expect(events.of("dlv_grey")[0]).toMatchObject({ smtpCode: 451 });
+      expect(events.of("dlv_grey")[0]).toMatchObject({ smtpCode: 451, route: "direct" });
       expect(types).toContain(MailEventType.SENT);
       expect(to(greySink, "quinn@grey.test")).toHaveLength(1);
       greySink.rcptFault = undefined;
