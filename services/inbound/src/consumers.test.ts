@@ -15,6 +15,8 @@ describe("SENT events", () => {
       deliveryId: "d1", workspaceId: "ws_a", source: "broadcast", emailId: "", broadcastId: "cmp_1", messageId: "m1@a.test",
       recipient: "ann@example.test", contactId: "ctc_1", groupBy: "", sentAt,
     });
+    // The route that carried it (DESIGN §9.7) goes on to provider-reported and bounce events.
+    expect(sentDeliveryOf(create(MailEventSchema, { ...event, route: "ses-eu" }))).toMatchObject({ route: "ses-eu" });
     expect(sentDeliveryOf(create(MailEventSchema, { ...event, source: DeliverySource.UNSPECIFIED }))).toBeUndefined();
     expect(sentDeliveryOf(create(MailEventSchema, { ...event, recipient: "" }))).toBeUndefined();
   });

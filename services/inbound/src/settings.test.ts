@@ -18,3 +18,24 @@ describe("inbound settings", () => {
     expect(() => loadInboundSettings({ MAILROOM_INBOUND_MAX_BYTES: "10" })).toThrow(/^invalid configuration:\n {2}MAILROOM_INBOUND_MAX_BYTES: /);
   });
 });
+
+describe("provider webhook settings", () => {
+  it("turns a provider on with its variable and refuses a value that cannot work", async () => {
+    const { SENDGRID_TEST_PUBLIC_KEY } = await import("./testing.js");
+    const s = loadInboundSettings({
+      MAILROOM_SES_TOPIC_ARNS: "arn:aws:sns:eu-west-1:123456789012:ses-events, arn:aws-cn:sns:cn-north-1:123456789012:other",
+      MAILROOM_POSTMARK_WEBHOOK_AUTH: "mailroom:pa:ss",
+      MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY: SENDGRID_TEST_PUBLIC_KEY,
+      MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY: "key-1",
+    });
+    expect(s.providers.ses).toEqual({ topicArns: ["arn:aws:sns:eu-west-1:123456789012:ses-events", "arn:aws-cn:sns:cn-north-1:123456789012:other"] });
+    expect(s.providers.postmark).toEqual({ user: "mailroom", password: "pa:ss" });
+    expect(s.providers.sendgrid?.publicKey.asymmetricKeyType).toBe("ec");
+    expect(s.providers.mailgun).toEqual({ signingKey: "key-1" });
+    expect(() => loadInboundSettings({ MAILROOM_SES_TOPIC_ARNS: "my-topic" })).toThrow(/MAILROOM_SES_TOPIC_ARNS: must be comma-separated SNS topic ARNs/);
+    expect(() => loadInboundSettings({ MAILROOM_POSTMARK_WEBHOOK_AUTH: "just-a-password" })).toThrow(/MAILROOM_POSTMARK_WEBHOOK_AUTH/);
+    expect(() => loadInboundSettings({ MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY: "bm90IGEga2V5" })).toThrow(/MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY/);
+    expect(() => loadInboundSettings({ MAILROOM_SES_TOPIC_ARNS: "arn:aws:sns:eu-west-1:123456789012:t", MAILROOM_TEST_SNS_SIGNING_CERT_FILE: "/tmp/c.pem", NODE_ENV: "production" }))
+      .toThrow(/MAILROOM_TEST_SNS_SIGNING_CERT_FILE: is for tests/);
+  });
+});
