@@ -15,3 +15,30 @@ describe("the email page's attachments", () => {
     expect(contentDisposition("")).toMatch(/^attachment; filename="attachment"/);
   });
 });
+
+describe("the email page's delivery route", () => {
+  it("names the route of each step and keeps a provider's confirmation beside the delivery", async () => {
+    const { create } = await import("@bufbuild/protobuf");
+    const { timestampFromDate } = await import("@bufbuild/protobuf/wkt");
+    const { EmailRecordSchema, EmailStatus } = await import("../../../gen/mailroom/email/v1/email_pb.js");
+    const { routeOf, timeline } = await import("./emails.js");
+    const at = (s: number) => timestampFromDate(new Date(Date.UTC(2030, 0, 1, 0, 0, s)));
+    const e = create(EmailRecordSchema, {
+      id: "trs_1", status: EmailStatus.DELIVERED, createdAt: at(0), sentAt: at(1),
+      outcomes: {
+        route: "backup", deliveredRoute: "backup", deliveredAt: at(5),
+        deferrals: 2, lastDeferredAt: at(3), lastDeferredRoute: "primary", lastDeferredDetail: "451 greylisted",
+        confirmedAt: at(9), confirmedRoute: "backup",
+      },
+    });
+    expect(routeOf(e)).toBe("backup");
+    expect(timeline(e).map((t) => [t.label, t.detail])).toEqual([
+      ["Accepted by the API", undefined],
+      ["Sent (handed to delivery)", undefined],
+      ["Deferred (2 times, the latest shown) via route primary, retried later", "451 greylisted"],
+      ["Delivered (accepted by the receiving server) via route backup", undefined],
+      ["Delivery confirmed by the relay provider via route backup: the recipient's server accepted it", undefined],
+    ]);
+    expect(routeOf(create(EmailRecordSchema, { id: "trs_2" }))).toBe("");
+  });
+});
