@@ -207,7 +207,7 @@ Mailroom is running.
   Webhooks:     ${webhookNetworksSetByOperator
     ? `may target public addresses and MAILROOM_WEBHOOK_ALLOW_NETWORKS=${process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS}`
     : `may target loopback too (MAILROOM_WEBHOOK_ALLOW_NETWORKS=${DEV_WEBHOOK_NETWORKS}, a development default production does not have)`}
-  Mail:         ${deliverySettings.smtpUrl ? `relayed to ${redactUrl(deliverySettings.smtpUrl)}` : `captured locally — open ${gatewayUrl}/dev/mail`}
+  Mail:         ${describeMail()}
   Data:         ${config.dataDir}${config.mongodbUrl ? " (records in MongoDB)" : ""}
   Logs, pids:   ${logDir}, ${runDir}
 
@@ -217,6 +217,13 @@ Try it:
     -d '{"from":"${bootstrap.from}","to":"someone@example.org","subject":"Hello","html":"<p>Hello from Mailroom</p>"}'
 
 Press Ctrl-C to stop.`);
+
+/** Where mail goes: captured, or the delivery routes (relay URLs without their credentials). */
+function describeMail(): string {
+  if (deliverySettings.mode === "capture") return `captured locally — open ${gatewayUrl}/dev/mail`;
+  const routes = deliverySettings.routes.map((r) => (r.kind === "relay" && r.url ? `${r.name} → ${redactUrl(r.url)}` : `${r.name} (${r.kind === "direct" ? "direct to MX" : r.kind})`));
+  return `${deliverySettings.mode === "direct" ? "sent straight to recipients' MX hosts" : "relayed"}: ${routes.join(", ")}`;
+}
 
 /** Says loudly what happened to a unit; gives up (and stops everything) after repeated crashes. */
 function reportUnitEvent(event: UnitEvent): void {

@@ -74,8 +74,8 @@ export interface GatewayDeps {
   errorDocsUrl?: string;
   /** Address the gateway binds (default 127.0.0.1): /dev/mail is only mounted on loopback. */
   httpHost?: string;
-  /** MAILROOM_SMTP_URL: when set, mail is relayed, not captured, and /dev/mail is not mounted. */
-  smtpUrl?: string;
+  /** Delivery captures mail locally (no relay, routes or direct mode): /dev/mail is mounted. */
+  capturesMail?: boolean;
 }
 
 /** Clients of the services; every call names its request with rpcOptions(request). */

@@ -26,7 +26,7 @@ const app = await buildGateway({
   authCacheMs: settings.authCacheMs,
   errorDocsUrl: settings.errorDocsUrl,
   httpHost: settings.httpHost,
-  smtpUrl: settings.smtpUrl,
+  capturesMail: settings.capturesMail,
 });
 await app.listen({ port: config.httpPort, host: settings.httpHost });
 logger.info({ url: `http://${settings.httpHost}:${config.httpPort}` }, "gateway listening");

@@ -254,7 +254,7 @@ describe("the generated OpenAPI document against the gateway", () => {
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: SECRET },
-      smtpUrl: undefined,
+      capturesMail: true,
       logger: createLogger("gateway-openapi-test", "silent"),
       clients,
       tracking: { publish: async (e) => void events.push(e) },

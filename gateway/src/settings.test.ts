@@ -12,7 +12,7 @@ describe("gateway settings", () => {
       authFailuresPerMinute: 20,
       errorDocsUrl: "http://localhost:8080/docs/errors",
       authCacheMs: 10_000,
-      smtpUrl: undefined,
+      capturesMail: true,
     });
   });
 

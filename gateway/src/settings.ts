@@ -20,10 +20,12 @@ const schema = z.object({
   /** How long a verified API key is cached. */
   MAILROOM_AUTH_CACHE_MS: z.coerce.number().int().min(0).default(10_000),
   /**
-   * Delivery's relay; read here only to know whether mail is captured locally, which mounts
-   * the /dev/mail inbox. (Delivery declares it too.)
+   * Delivery's relay, mode and routes; read here only to know whether mail is captured
+   * locally, which mounts the /dev/mail inbox. (Delivery declares and validates them.)
    */
   MAILROOM_SMTP_URL: z.string().optional(),
+  MAILROOM_DELIVERY_MODE: z.string().optional(),
+  MAILROOM_DELIVERY_ROUTES: z.string().optional(),
 });
 
 export interface GatewaySettings {
@@ -35,8 +37,8 @@ export interface GatewaySettings {
   /** Base URL of the error documentation pages; `docsUrl` is `<errorDocsUrl>/<code>`. */
   errorDocsUrl: string;
   authCacheMs: number;
-  /** The relay URL; undefined: delivery captures mail locally. */
-  smtpUrl?: string;
+  /** Delivery keeps mail under the data dir instead of sending it (no relay, routes or direct mode). */
+  capturesMail: boolean;
 }
 
 /** The error pages' base when MAILROOM_DOCS_URL is unset. */
@@ -57,6 +59,12 @@ export function loadGatewaySettings(config: Pick<Config, "publicUrl">, env: Node
     authFailuresPerMinute: c.MAILROOM_AUTH_FAILURES_PER_MINUTE,
     errorDocsUrl: c.MAILROOM_DOCS_URL ? c.MAILROOM_DOCS_URL.replace(/\/+$/, "") : defaultErrorDocsUrl(config.publicUrl),
     authCacheMs: c.MAILROOM_AUTH_CACHE_MS,
-    smtpUrl: c.MAILROOM_SMTP_URL || undefined,
+    capturesMail: capturesMail(c.MAILROOM_DELIVERY_MODE, c.MAILROOM_SMTP_URL, c.MAILROOM_DELIVERY_ROUTES),
   };
+}
+
+/** Delivery's default mode (services/delivery settings): capture unless told otherwise or given a relay or routes. */
+function capturesMail(mode: string | undefined, smtpUrl: string | undefined, routes: string | undefined): boolean {
+  if (mode) return mode === "capture";
+  return !smtpUrl && !routes;
 }

@@ -44,13 +44,13 @@ const htmlPage = (description: string) => ({ description, content: { "text/html"
 const capturedId = z.object({ id: z.string() });
 
 /**
- * Locally captured mail (no MAILROOM_SMTP_URL): a small inbox at /dev/mail for development.
+ * Locally captured mail (delivery in capture mode: no relay, routes or direct mode): a small inbox at /dev/mail for development.
  * It is only mounted while capturing and while the gateway listens on loopback.
  */
 export const registerDevMail: RouteModule = (app, deps) => {
   // Captured mail spans every workspace: only serve it on a loopback-bound gateway.
   const loopback = ["127.0.0.1", "localhost", "::1"].includes(deps.httpHost ?? "127.0.0.1");
-  if (deps.smtpUrl || !loopback) return;
+  if (!deps.capturesMail || !loopback) return;
 
   defineRoute(app, {
     method: "GET",
@@ -58,7 +58,7 @@ export const registerDevMail: RouteModule = (app, deps) => {
     operationId: "devMailList",
     tags: ["Development"],
     summary: "Captured mail (development only)",
-    description: "Mounted only when no relay is configured (`MAILROOM_SMTP_URL` unset) and mail is captured locally: an HTML list of the last 200 messages of every workspace. No API key: keep the gateway on loopback when capturing.",
+    description: "Mounted only when delivery captures mail locally (`MAILROOM_DELIVERY_MODE=capture`, the default without `MAILROOM_SMTP_URL` or `MAILROOM_DELIVERY_ROUTES`): an HTML list of the last 200 messages of every workspace. No API key: keep the gateway on loopback when capturing.",
     responses: { 200: htmlPage("HTML page."), 503: "ServiceUnavailable" },
     handler: async (request, reply) => {
       const { messages } = await deps.clients.delivery.listCapturedMessages({ limit: 200 }, rpcOptions(request));

@@ -34,6 +34,8 @@ type OutcomeDoc = {
   detail: string;
   smtpCode: number;
   attempt: number;
+  /** The route that carried it, so a final event republished after a crash still names it. */
+  route?: string;
   suppressed?: boolean;
   at: Date;
 };
@@ -123,6 +125,7 @@ export class StoreDeliveries implements DeliveriesRepository {
     await this.newOutcomes.add({
       _id: deliveryId, workspaceId, type: outcome.type as OutcomeDoc["type"], detail: outcome.detail,
       smtpCode: outcome.smtpCode, attempt: outcome.attempt, at: now,
+      ...(outcome.route ? { route: outcome.route } : {}),
     });
   }
 
@@ -188,7 +191,7 @@ function fromOutcome(o: OutcomeDoc): DeliveryRecord {
     workspaceId: o.workspaceId,
     state: o.type,
     attempts: o.attempt,
-    outcome: { type: o.type, detail: o.detail, smtpCode: o.smtpCode, attempt: o.attempt },
+    outcome: { type: o.type, detail: o.detail, smtpCode: o.smtpCode, attempt: o.attempt, ...(o.route ? { route: o.route } : {}) },
     suppressed: o.suppressed,
     createdAt: o.at,
     updatedAt: o.at,
