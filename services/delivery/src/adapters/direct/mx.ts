@@ -113,15 +113,17 @@ export class MxLookup {
     const targets: MxTarget[] = [];
     let ttlMs = maxTtl;
     let lastError: unknown;
-    for (const h of hosts) {
-      try {
-        const addresses = await this.addresses(h.exchange);
-        for (const a of addresses) targets.push({ host: h.exchange.toLowerCase(), address: a.address, preference: h.priority });
-        for (const a of addresses) ttlMs = Math.min(ttlMs, a.ttl * 1000);
-      } catch (err) {
-        lastError = err; // one MX host that does not resolve: try the others
-      }
-    }
+    const resolved = await Promise.allSettled(hosts.map((h) => this.addresses(h.exchange)));
+    resolved.forEach((r, i) => {
+      const h = hosts[i]!;
+      // One MX host that does not resolve: the others are tried.
+      if (r.status === "rejected") lastError = r.reason;
+      else
+        for (const a of r.value) {
+          targets.push({ host: h.exchange.toLowerCase(), address: a.address, preference: h.priority });
+          ttlMs = Math.min(ttlMs, a.ttl * 1000);
+        }
+    });
     if (!targets.length) {
       if (lastError && !isNotFound(lastError)) throw dnsFailure(`the addresses of ${domain}'s mail hosts`, lastError);
       return negative(`5.1.2 no address for ${mx.length ? `the mail hosts of ${domain}` : domain}`, 550);

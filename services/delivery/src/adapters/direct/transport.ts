@@ -33,6 +33,10 @@ interface Destination {
   rate: DomainRate;
 }
 
+/** How long an MX address that failed is tried after the others (Postfix keeps dead hosts aside similarly). */
+const HOST_DOWN_MS = 60_000;
+const DOWN_HOSTS_KEPT = 10_000;
+
 /** Pools kept before empty ones are dropped. */
 const POOL_SWEEP_AT = 1_000;
 
@@ -56,6 +60,8 @@ export class DirectTransport implements MailTransport {
   readonly description = "direct";
   private readonly pools = new Map<string, SmtpPool>();
   private readonly destinations = new Map<string, Destination>();
+  /** MX addresses that failed lately, until when (epoch ms). */
+  private readonly down = new Map<string, number>();
   private closing = false;
 
   constructor(
@@ -111,6 +117,10 @@ export class DirectTransport implements MailTransport {
     if (!candidates.length) {
       throw new SmtpFailure(`4.7.5 none of ${domain}'s MX hosts (${[...new Set(targets.map((t) => t.host))].join(", ")}) is in its MTA-STS policy (enforce)`, 0, false, true);
     }
+    // Hosts that failed lately go last (still tried: they may be all there is).
+    const now = Date.now();
+    const firstMode: TlsMode = enforce ? "verified" : "opportunistic";
+    candidates = [...candidates].sort((a, b) => Number(this.isDown(a, firstMode, now)) - Number(this.isDown(b, firstMode, now)));
     const destination = this.destination(domain);
     await destination.rate.take(domain);
     const failures: string[] = [];
@@ -125,13 +135,30 @@ export class DirectTransport implements MailTransport {
           last = err;
           failures.push(`${target.host}[${target.address}]: ${err.message}`);
           // Only a failed opportunistic TLS handshake is worth the same host again, without TLS.
-          if (mode !== "opportunistic" || !/^STARTTLS\b/.test(err.message)) break;
+          if (mode !== "opportunistic" || !/^STARTTLS\b/.test(err.message)) {
+            this.markDown(target, mode);
+            break;
+          }
           this.deps.logger.info({ domain, mx: target.host, err: err.message }, "STARTTLS failed: trying the MX host without TLS");
         }
       }
     }
     const summary = failures.length > 1 ? `every MX host of ${domain} failed: ${failures.join("; ")}` : failures[0]!;
     throw new SmtpFailure(summary, last!.code >= 400 && last!.code < 500 ? last!.code : 0, false, true);
+  }
+
+  private isDown(target: MxTarget, mode: TlsMode, now: number): boolean {
+    const until = this.down.get(`${target.address}\u0000${mode}`);
+    return until !== undefined && until > now;
+  }
+
+  /** A host that failed before the message is tried after the others for a while. */
+  private markDown(target: MxTarget, mode: TlsMode): void {
+    // Per mode: an MX without STARTTLS fails an MTA-STS domain's delivery, not another's.
+    const key = `${target.address}\u0000${mode}`;
+    this.down.delete(key);
+    if (this.down.size >= DOWN_HOSTS_KEPT) this.down.delete(this.down.keys().next().value!);
+    this.down.set(key, Date.now() + HOST_DOWN_MS);
   }
 
   private destination(domain: string): Destination {
