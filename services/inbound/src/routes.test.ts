@@ -158,6 +158,19 @@ describe("SendGrid", () => {
     expect(w.events.events[0]).toMatchObject({ permanent: true, enhancedStatus: "5.0.0", smtpCode: 500, detail: "500 unknown recipient" });
   });
 
+  it("asks for a retry (503) of a fresh SendGrid report naming a delivery not remembered yet, after handling the rest of the batch", async () => {
+    const w = world();
+    const events = JSON.parse(providerFixture("sendgrid-events.json", { deliveryId, messageId }));
+    // Beat its SENT event: a minute old (the test clock's now is 2026-11-22T12:00:00Z).
+    const fresh = { ...events[2], mailroom_delivery_id: "trs_not_consumed_yet", "smtp-id": "<not-yet@acme.test>", timestamp: Date.parse("2026-11-22T11:59:00Z") / 1000 };
+    const body = JSON.stringify([events[3], fresh]);
+    expect(await w.refusal("sendgrid", body, sendgridHeaders(body))).toMatchObject({ code: "unknown_delivery", status: 503, message: expect.stringMatching(/trs_not_consumed_yet/) });
+    expect(w.events.events.map((e) => e.type)).toEqual(["delivered"]);
+    // Older than the window, or naming only a Message-ID (another system's mail through the same account): ignored.
+    const old = JSON.stringify([{ ...fresh, timestamp: Date.parse("2026-11-22T11:30:00Z") / 1000 }, { ...fresh, mailroom_delivery_id: undefined, "smtp-id": "<x@other.test>" }]);
+    expect(await w.post("sendgrid", old, sendgridHeaders(old))).toMatchObject({ accepted: 0, ignored: 2 });
+  });
+
   it("refuses a forged or missing signature", async () => {
     const w = world();
     const body = providerFixture("sendgrid-events.json", { deliveryId, messageId });

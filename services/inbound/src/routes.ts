@@ -1,4 +1,5 @@
 import type { ConnectRouter } from "@connectrpc/connect";
+import { appError } from "@mailroom/kit/errors.js";
 import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
 import type { ProviderWebhooks } from "./adapters/providers/index.js";
 import type { InboundMail } from "./domain/inbound.js";
@@ -7,6 +8,8 @@ import type { InboundMail } from "./domain/inbound.js";
  * Connect transport: InboundService.ReceiveProviderWebhook (DESIGN §9.7). The request is
  * authenticated and read by its provider's rules, then each report goes to the domain in
  * order; a failure there (directory or NATS down) fails the call, so the provider retries.
+ * So does a fresh report whose delivery's SENT event has not been consumed yet (503
+ * `unknown_delivery`, as the SMTP listener's 451), once the batch's other reports are handled.
  */
 export function inboundRoutes(webhooks: ProviderWebhooks, inbound: InboundMail) {
   return (router: ConnectRouter) => {
@@ -16,10 +19,15 @@ export function inboundRoutes(webhooks: ProviderWebhooks, inbound: InboundMail) 
         const read = await webhooks.read({ provider: req.provider, body: req.body, headers });
         let accepted = 0;
         let ignored = 0;
+        const notYet: string[] = [];
         for (const report of read.reports) {
           const outcome = await inbound.providerReport(report);
-          if (outcome.kind === "ignored") ignored++;
+          if (outcome.kind === "not-yet") notYet.push(outcome.deliveryId);
+          else if (outcome.kind === "ignored") ignored++;
           else accepted++;
+        }
+        if (notYet.length) {
+          throw appError({ code: "unknown_delivery", httpStatus: 503, message: `no sent delivery ${notYet.join(", ")} (yet); retry later` });
         }
         return { accepted, ignored, subscriptionConfirmed: read.subscriptionConfirmed };
       },

@@ -22,7 +22,16 @@ export type Outcome =
   | { kind: "complaint"; deliveryId: string; recipient: string; feedbackType: string }
   | { kind: "unsubscribed"; workspaceId: string; recipient: string }
   | { kind: "delivered"; deliveryId: string; recipient: string }
+  /** A fresh provider report naming our delivery before its SENT event was consumed: to be retried. */
+  | { kind: "not-yet"; deliveryId: string }
   | { kind: "ignored"; reason: string };
+
+/**
+ * How long after it happened a provider report naming our delivery id, whose delivery is not
+ * remembered, is taken for one that beat its SENT event (a consumer backlog during a large
+ * broadcast) and answered "retry later"; older, it is for a delivery forgotten or never sent.
+ */
+export const NOT_YET_WINDOW_MS = 15 * 60_000;
 
 /**
  * The inbound use cases: what comes back after sending. Bounces (to a VERP return path)
@@ -77,6 +86,9 @@ export class InboundMail {
       (report.deliveryId ? await this.deps.sent.find(report.deliveryId) : null) ??
       (report.messageId ? await this.deps.sent.findByMessageId(report.messageId) : null);
     if (!delivery) {
+      // Only our delivery id (never another system's mail through the same provider account) is waited for.
+      const age = report.occurredAt ? this.deps.clock.now().getTime() - report.occurredAt.getTime() : Infinity;
+      if (report.deliveryId && age < NOT_YET_WINDOW_MS) return { kind: "not-yet", deliveryId: report.deliveryId };
       const named = report.deliveryId || report.messageId;
       return ignored(named ? `${report.provider} report for ${named}, which names no delivery remembered here` : `${report.provider} report that names no delivery`);
     }

@@ -112,6 +112,8 @@ export type ProviderReport = {
   messageId: string;
   /** The recipient the report is about (a cc or bcc is told apart from the `to`). */
   recipient: string;
+  /** When the provider says it happened, when the payload says. */
+  occurredAt?: Date;
 } & (
   | { kind: "bounce"; permanent: boolean; status: string; smtpCode: number; diagnostic: string }
   | { kind: "complaint"; feedbackType: string; userAgent: string }

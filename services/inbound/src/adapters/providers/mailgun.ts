@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { DELIVERY_ID_KEY } from "@mailroom/pipeline/relay-providers.js";
 import type { ProviderReport } from "../../domain/model.js";
-import { bareMessageId, isObject, malformed, notAuthenticated, parseJson, replyCodesIn, text } from "./refusals.js";
+import { bareMessageId, dateOf, isObject, malformed, notAuthenticated, parseJson, replyCodesIn, text } from "./refusals.js";
 
 /**
  * How old a signature may be. Mailgun retries a webhook for 8 hours; a day covers that with
@@ -46,7 +46,7 @@ export function mailgunReports(webhook: MailgunWebhook): ProviderReport[] {
   const message = isObject(e.message) ? e.message : {};
   const headers = isObject(message.headers) ? message.headers : {};
   const status = isObject(e["delivery-status"]) ? e["delivery-status"] : {};
-  const base = { provider: "mailgun", deliveryId: text(variables[DELIVERY_ID_KEY]), messageId: bareMessageId(headers["message-id"]), recipient: text(e.recipient) };
+  const base = { provider: "mailgun", deliveryId: text(variables[DELIVERY_ID_KEY]), messageId: bareMessageId(headers["message-id"]), recipient: text(e.recipient), occurredAt: dateOf(e.timestamp) };
   const event = text(e.event);
   switch (event) {
     case "delivered":

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { DELIVERY_ID_KEY } from "@mailroom/pipeline/relay-providers.js";
 import type { ProviderReport } from "../../domain/model.js";
-import { isObject, malformed, notAuthenticated, parseJson, replyCodesIn, text } from "./refusals.js";
+import { dateOf, isObject, malformed, notAuthenticated, parseJson, replyCodesIn, text } from "./refusals.js";
 
 /** Bounce types that say the address is bad (the others that fail a message are soft). */
 const HARD = new Set(["HardBounce", "BadEmailAddress"]);
@@ -29,7 +29,7 @@ export function postmarkReports(body: Uint8Array): ProviderReport[] {
   const n = parseJson("postmark", body);
   if (!isObject(n)) throw malformed("postmark", "not a JSON object");
   const metadata = isObject(n.Metadata) ? n.Metadata : {};
-  const base = { provider: "postmark", deliveryId: text(metadata[DELIVERY_ID_KEY]), messageId: "" };
+  const base = { provider: "postmark", deliveryId: text(metadata[DELIVERY_ID_KEY]), messageId: "", occurredAt: dateOf(n.BouncedAt ?? n.DeliveredAt) };
   // Older bounce webhooks carry no RecordType; a Type with a TypeCode is a bounce.
   const recordType = text(n.RecordType) || (n.TypeCode !== undefined ? "Bounce" : "");
   switch (recordType) {

@@ -38,3 +38,9 @@ export function parseJson(provider: string, body: Uint8Array): unknown {
 
 export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 export const text = (v: unknown): string => (typeof v === "string" ? v : typeof v === "number" ? String(v) : "");
+
+/** A provider's timestamp (ISO 8601, or Unix seconds as a number or numeric string); undefined when absent or unreadable. */
+export function dateOf(v: unknown): Date | undefined {
+  const ms = typeof v === "number" || (typeof v === "string" && /^\d+(\.\d+)?$/.test(v)) ? Number(v) * 1000 : typeof v === "string" ? Date.parse(v) : NaN;
+  return Number.isFinite(ms) ? new Date(ms) : undefined;
+}

@@ -1,7 +1,7 @@
 import { createVerify, type KeyObject } from "node:crypto";
 import { DELIVERY_ID_KEY } from "@mailroom/pipeline/relay-providers.js";
 import type { ProviderReport } from "../../domain/model.js";
-import { bareMessageId, isObject, malformed, notAuthenticated, parseJson, replyCodesIn, text } from "./refusals.js";
+import { bareMessageId, dateOf, isObject, malformed, notAuthenticated, parseJson, replyCodesIn, text } from "./refusals.js";
 
 const SIGNATURE_HEADER = "x-twilio-email-event-webhook-signature";
 const TIMESTAMP_HEADER = "x-twilio-email-event-webhook-timestamp";
@@ -35,7 +35,7 @@ export function sendgridReports(body: Uint8Array): ProviderReport[] {
   if (!Array.isArray(events)) throw malformed("sendgrid", "not a JSON array of events");
   return events.map((e): ProviderReport => {
     if (!isObject(e)) throw malformed("sendgrid", "an event is not a JSON object");
-    const base = { provider: "sendgrid", deliveryId: text(e[DELIVERY_ID_KEY]), messageId: bareMessageId(e["smtp-id"]), recipient: text(e.email) };
+    const base = { provider: "sendgrid", deliveryId: text(e[DELIVERY_ID_KEY]), messageId: bareMessageId(e["smtp-id"]), recipient: text(e.email), occurredAt: dateOf(e.timestamp) };
     const event = text(e.event);
     switch (event) {
       case "delivered":

@@ -1,7 +1,7 @@
 import { DELIVERY_ID_KEY } from "@mailroom/pipeline/relay-providers.js";
 import type { ProviderReport } from "../../domain/model.js";
 import { DELIVERY_ID_HEADER } from "../../domain/classify.js";
-import { bareMessageId, isObject, replyCodesIn, text } from "./refusals.js";
+import { bareMessageId, dateOf, isObject, replyCodesIn, text } from "./refusals.js";
 
 type Json = Record<string, unknown>;
 
@@ -29,16 +29,17 @@ export function sesReports(message: string): ProviderReport[] {
       const bounce = isObject(n.bounce) ? n.bounce : {};
       // Permanent: the address is bad. Transient and Undetermined: soft (retrying may work).
       const permanent = text(bounce.bounceType) === "Permanent";
+      const occurredAt = dateOf(bounce.timestamp);
       return recipients(bounce.bouncedRecipients).map((r) => {
         const diagnostic = text(r.diagnosticCode) || `${text(bounce.bounceType)} bounce (${text(bounce.bounceSubType)})`;
         const quoted = replyCodesIn(diagnostic);
-        return { ...base, kind: "bounce", recipient: text(r.emailAddress), permanent, status: text(r.status) || quoted.status, smtpCode: quoted.smtpCode, diagnostic };
+        return { ...base, occurredAt, kind: "bounce", recipient: text(r.emailAddress), permanent, status: text(r.status) || quoted.status, smtpCode: quoted.smtpCode, diagnostic };
       });
     }
     case "Complaint": {
       const complaint = isObject(n.complaint) ? n.complaint : {};
       return recipients(complaint.complainedRecipients).map((r) => ({
-        ...base, kind: "complaint", recipient: text(r.emailAddress),
+        ...base, occurredAt: dateOf(complaint.timestamp), kind: "complaint", recipient: text(r.emailAddress),
         feedbackType: text(complaint.complaintFeedbackType) || "abuse", userAgent: text(complaint.userAgent) || "Amazon SES",
       }));
     }
@@ -46,7 +47,7 @@ export function sesReports(message: string): ProviderReport[] {
       const delivery = isObject(n.delivery) ? n.delivery : {};
       const smtpResponse = text(delivery.smtpResponse);
       const list = Array.isArray(delivery.recipients) ? delivery.recipients.map(text) : [];
-      return list.map((recipient) => ({ ...base, kind: "delivered", recipient, smtpCode: replyCodesIn(smtpResponse).smtpCode, detail: smtpResponse }));
+      return list.map((recipient) => ({ ...base, occurredAt: dateOf(delivery.timestamp), kind: "delivered", recipient, smtpCode: replyCodesIn(smtpResponse).smtpCode, detail: smtpResponse }));
     }
     default:
       // Send, Reject, Open, Click, DeliveryDelay, Rendering Failure, Subscription: nothing to record.
