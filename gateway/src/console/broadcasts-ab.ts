@@ -98,7 +98,8 @@ export function abRpc(v: AbValues) {
   };
 }
 
-const LABELS: Record<VariantField, string> = { subject: "Subject", fromName: "From name", previewText: "Preview text", html: "HTML" };
+// Named with the variant ("Variant A subject"), never just "Subject": the broadcast's own fields keep their labels to themselves.
+const LABELS: Record<VariantField, string> = { subject: "subject", fromName: "sender name", previewText: "preview text", html: "HTML" };
 export const variantName = (i: number) => String.fromCharCode(65 + i);
 
 /** The draft form's A/B fieldset. */
@@ -109,14 +110,14 @@ export function abFormHtml(v: AbValues): string {
         const id = `f-ab${f}${i}`;
         const name = `ab${f[0].toUpperCase()}${f.slice(1)}${i}`;
         return f === "html"
-          ? `<div class="field"><label for="${id}">${LABELS[f]}</label><textarea id="${id}" name="${name}" rows="4">${escapeHtml(slot[f])}</textarea></div>`
-          : `<div class="field"><label for="${id}">${LABELS[f]}</label><input id="${id}" name="${name}" value="${escapeHtml(slot[f])}" style="width:100%"></div>`;
+          ? `<div class="field"><label for="${id}">Variant ${variantName(i)} ${LABELS[f]}</label><textarea id="${id}" name="${name}" rows="4">${escapeHtml(slot[f])}</textarea></div>`
+          : `<div class="field"><label for="${id}">Variant ${variantName(i)} ${LABELS[f]}</label><input id="${id}" name="${name}" value="${escapeHtml(slot[f])}" style="width:100%"></div>`;
       }).join("");
       return `<fieldset class="field" data-ab-variant="${i}"><legend>Variant ${variantName(i)}${i >= 2 ? " (optional)" : ""}</legend>${fields}</fieldset>`;
     })
     .join("");
   const unitOptions = (Object.keys(UNITS) as Unit[]).map((u) => `<option value="${u}"${v.waitUnit === u ? " selected" : ""}>${u}</option>`).join("");
-  return `<fieldset class="field" id="ab-test"><legend>A/B test</legend>
+  return `<details id="ab-test"${v.enabled ? " open" : ""}><summary>A/B test${v.enabled ? " (on)" : ""}</summary><fieldset class="field"><legend>A/B test</legend>
 <div class="field check"><input type="checkbox" id="f-ab" name="ab"${v.enabled ? " checked" : ""} aria-describedby="h-ab"><label for="f-ab">Test variants on part of the audience first</label></div>
 <p class="muted" id="h-ab" style="margin:0 0 .5rem">2 to 4 variants, each changing at least one of subject, from name, preview text or HTML (empty fields: the broadcast's own). The test share is split evenly among them at random; after the wait, the variant with the best unique open (or click) rate goes to everyone else.</p>
 <div class="grid">${slots}</div>
@@ -126,7 +127,7 @@ export function abFormHtml(v: AbValues): string {
 <option value="opens"${v.metric === "opens" ? " selected" : ""}>Unique open rate</option><option value="clicks"${v.metric === "clicks" ? " selected" : ""}>Unique click rate</option></select></div>
 <div class="field"><label for="f-abWaitFor">Wait before choosing (5 minutes to 7 days)</label><div class="row"><input id="f-abWaitFor" name="abWaitFor" type="number" min="0" step="any" value="${escapeHtml(v.waitFor)}">
 <label for="f-abWaitUnit" class="sr-only">Unit</label><select id="f-abWaitUnit" name="abWaitUnit">${unitOptions}</select></div></div>
-</div></fieldset>`;
+</div></fieldset></details>`;
 }
 
 const pct = (part: number, whole: number) => (whole > 0 ? part / whole : 0);
@@ -217,7 +218,7 @@ export function abProgressHtml(b: Broadcast, opts: { chooseAction?: string; csrf
     .map(
       (r, i) => `<tr${winner === i ? ' class="winner"' : ""}><th scope="row">Variant ${r.name}${winner === i ? " ★" : ""}</th><td>${escapeHtml(r.label)}</td>
 <td class="num">${r.recipients}</td><td class="num">${r.delivered}</td><td class="num">${r.uniqueOpens}</td><td class="num">${pctText(r.openRate)}</td><td class="num">${r.uniqueClicks}</td><td class="num">${pctText(r.clickRate)}</td>
-${waiting && opts.chooseAction ? `<td><form method="post" action="${opts.chooseAction}" data-confirm="Send variant ${r.name} to the rest of the audience now?">${opts.csrf ?? ""}<input type="hidden" name="variant" value="${i}"><button type="submit" class="secondary" data-ab-choose="${i}">Send variant ${r.name} now</button></form></td>` : waiting ? "<td></td>" : ""}</tr>`,
+${waiting && opts.chooseAction ? `<td><form method="post" action="${opts.chooseAction}" data-confirm="Send variant ${r.name} to the rest of the audience now?">${opts.csrf ?? ""}<input type="hidden" name="variant" value="${i}"><button type="submit" class="secondary" style="white-space:nowrap" data-ab-choose="${i}">Send variant ${r.name} now</button></form></td>` : waiting ? "<td></td>" : ""}</tr>`,
     )
     .join("");
   return `<section aria-labelledby="ab-h" id="ab"><h2 id="ab-h">A/B test</h2>
