@@ -45,6 +45,27 @@ describe("broadcast webhook events", () => {
     }
   });
 
+  it("BROADCAST_COMPLETED of an A/B test carries each variant's counts and rates, and the winner", () => {
+    const b = broadcast({
+      abTest: {
+        variants: [{ subject: "A" }, { fromName: "Bee" }],
+        testShare: 0.2, metric: "opens", waitForSeconds: 3600, state: "decided", seed: "s",
+        waitUntil: at("12:03:00"), testReleased: 2, winner: 1, winnerChosenBy: "metric", winnerChosenAt: at("12:03:00"),
+        stats: { v0: { recipients: 1, delivered: 1, uniqueOpens: 0, uniqueClicks: 0 }, v1: { recipients: 1, delivered: 1, uniqueOpens: 1, uniqueClicks: 1 } },
+      },
+    });
+    const json = broadcastEventOf("BROADCAST_COMPLETED", b, at("13:00:00")).data.broadcast;
+    expect(broadcastSchema.parse(json)).toEqual(json);
+    expect(json.abTest).toEqual({
+      variants: [
+        { subject: "A", recipients: 1, delivered: 1, uniqueOpens: 0, uniqueClicks: 0, openRate: 0, clickRate: 0 },
+        { fromName: "Bee", recipients: 1, delivered: 1, uniqueOpens: 1, uniqueClicks: 1, openRate: 1, clickRate: 1 },
+      ],
+      testShare: 0.2, metric: "opens", waitFor: 3600, state: "decided", waitUntil: "2030-01-15T12:03:00.000Z",
+      winner: 1, winnerChosenBy: "metric", winnerChosenAt: "2030-01-15T12:03:00.000Z",
+    });
+  });
+
   it("have ids derived from the broadcast and the event, and the time of the status change", async () => {
     const published: WebhookEventSpec[] = [];
     const events = new PublishedBroadcastEvents({ publish: async (s) => void published.push(s) }, () => at("13:00:00"));
