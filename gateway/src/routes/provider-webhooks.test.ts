@@ -111,6 +111,14 @@ describe("gateway /webhooks/{provider}", () => {
     expect(api.undriven(ours).filter((r) => undriven.has(r))).toEqual([]);
   });
 
+  it("answers 503 for a fresh report about a message the inbound unit has not recorded yet (the provider retries)", async () => {
+    // The inbound test clock reads 2026-11-22T12:00:00Z: a minute-old bounce naming a delivery it never saw.
+    const batch = JSON.stringify([{ email: "zoe@example.test", timestamp: Date.parse("2026-11-22T11:59:00Z") / 1000, event: "bounce", type: "bounce", reason: "550 no such user", mailroom_delivery_id: "trs_not_yet" }]);
+    const res = await configured.api.call("POST /webhooks/sendgrid", "/webhooks/sendgrid", batch, sendgridHeaders(batch));
+    expect(res.statusCode).toBe(503);
+    expect(res.data).toMatchObject({ code: "service_unavailable", message: expect.stringMatching(/trs_not_yet/) });
+  });
+
   it("refuses a body over the limit with 413 and needs no API key", async () => {
     const res = await configured.api.call("POST /webhooks/mailgun", "/webhooks/mailgun", "x".repeat(PROVIDER_WEBHOOK_BODY_LIMIT_BYTES + 1));
     expect(res.statusCode).toBe(413);

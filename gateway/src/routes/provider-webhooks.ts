@@ -42,6 +42,8 @@ export const registerProviderWebhooks: RouteModule = (app, deps) => {
         summary: `Event webhook of ${PROVIDER_NAMES[provider].split(" (")[0]}`,
         description: `${PROVIDER_NAMES[provider]}. Bounces, complaints and deliveries of messages sent through this provider become the email's or broadcast recipient's events, suppressions and webhooks, as bounce mail would. Answers 404 until the provider is configured on the server.`,
         bodyLimit: PROVIDER_WEBHOOK_BODY_LIMIT_BYTES,
+        // A fresh report whose message inbound has not recorded yet: the provider retries.
+        errorCodes: { unknown_delivery: "service_unavailable" },
         requestContent: {
           required: true,
           content: { "application/json": z.unknown(), ...(provider === "ses" ? { "text/plain": z.string() } : {}) },
@@ -52,6 +54,7 @@ export const registerProviderWebhooks: RouteModule = (app, deps) => {
           401: { description: "`provider_webhook_unauthenticated`: the signature, credentials or SNS topic are not the configured ones.", body: apiErrorSchema },
           404: { description: "`provider_webhook_not_configured`: the server takes no webhooks from this provider.", body: apiErrorSchema },
           413: "PayloadTooLarge",
+          // Also a fresh report about a message sent moments ago that the inbound unit has not recorded yet.
           503: "ServiceUnavailable",
         },
         handler: async (request) => {
