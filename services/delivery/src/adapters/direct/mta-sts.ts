@@ -16,6 +16,8 @@ export interface MtaStsOptions {
   txtTtlMs?: number;
   maxEntries?: number;
   now?: () => number;
+  /** Fetches the policy text from `address` for `host` (unit tests); default HTTPS as RFC 8461 says. */
+  fetchText?: (address: string, host: string) => Promise<string>;
 }
 
 interface Cached {
@@ -112,7 +114,7 @@ export class MtaStsPolicies implements StsPolicySource {
       return this.dns.resolve6(host, { ttl: true });
     });
     if (!addresses.length) throw new Error(`${host} has no address`);
-    const body = await this.get(addresses[0]!.address, host);
+    const body = await (this.opts.fetchText ?? ((a: string, h: string) => this.get(a, h)))(addresses[0]!.address, host);
     const parsed = parsePolicy(body) as { mode: StsPolicy["mode"]; mx?: string[]; maxAge: number };
     return { policy: { mode: parsed.mode, mx: parsed.mx ?? [] }, maxAgeS: parsed.maxAge };
   }
