@@ -105,7 +105,7 @@ describe("Amazon SES (SNS)", () => {
     expect(await w.refusal("ses", snsMessage("{}", { key: otherKey }))).toMatchObject({ status: 401 });
     const foreign = snsMessage("{}", { type: "SubscriptionConfirmation", topicArn: "arn:aws:sns:us-east-1:999999999999:attacker" });
     expect(await w.refusal("ses", foreign)).toMatchObject({ status: 401, message: expect.stringMatching(/not in MAILROOM_SES_TOPIC_ARNS/) });
-    for (const certUrl of ["https://sns.us-east-1.amazonaws.com.evil.test/cert.pem", "http://sns.us-east-1.amazonaws.com/cert.pem", "https://evil.test/sns.us-east-1.amazonaws.com.pem"]) {
+    for (const certUrl of ["https://sns.us-east-1.amazonaws.com.evil.test/cert.pem", "http://sns.us-east-1.amazonaws.com/cert.pem", "https://evil.test/sns.us-east-1.amazonaws.com.pem", "https://sns.us-east-1.amazonaws.com/any/path.pem"]) {
       expect(await w.refusal("ses", snsMessage("{}", { certUrl })), certUrl).toMatchObject({ status: 401, message: expect.stringMatching(/SigningCertURL/) });
     }
     expect(w.fetchedCertificates.every((u) => u === "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem")).toBe(true);

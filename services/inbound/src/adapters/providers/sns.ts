@@ -48,6 +48,8 @@ const ALGORITHM: Record<string, string> = { "1": "RSA-SHA1", "2": "RSA-SHA256" }
 /** SNS's own hosts only: https://sns.<region>.amazonaws.com[.cn]/… on the default port. */
 const SNS_HOST = /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/;
 
+const CERTIFICATE_PATH = /^\/SimpleNotificationService-[A-Za-z0-9]+\.pem$/;
+
 /** An SNS URL (certificate, SubscribeURL) when it is on SNS's own HTTPS hosts; undefined otherwise. */
 export function snsUrl(value: string | undefined): URL | undefined {
   if (!value || !URL.canParse(value)) return undefined;
@@ -87,7 +89,10 @@ export async function verifyEnvelope(envelope: SnsEnvelope, topicArns: string[],
   const algorithm = ALGORITHM[envelope.SignatureVersion];
   if (!algorithm) throw notAuthenticated("ses", `unknown SignatureVersion ${envelope.SignatureVersion}`);
   const certUrl = snsUrl(envelope.SigningCertURL);
-  if (!certUrl) throw notAuthenticated("ses", "SigningCertURL is not an https URL on sns.<region>.amazonaws.com");
+  // SNS's certificates are /SimpleNotificationService-<hash>.pem: nothing else there is fetched.
+  if (!certUrl || !CERTIFICATE_PATH.test(certUrl.pathname) || certUrl.search) {
+    throw notAuthenticated("ses", "SigningCertURL is not an SNS certificate on https://sns.<region>.amazonaws.com");
+  }
   const certificate = await certificates.get(certUrl);
   let valid = false;
   try {
