@@ -144,7 +144,8 @@ export class DirectTransport implements MailTransport {
       }
     }
     const summary = failures.length > 1 ? `every MX host of ${domain} failed: ${failures.join("; ")}` : failures[0]!;
-    throw new SmtpFailure(summary, last!.code >= 400 && last!.code < 500 ? last!.code : 0, false, true);
+    // Not about the recipient: the deliverer retries it with its back-off, whatever the code.
+    throw new SmtpFailure(summary, last!.code, false, true);
   }
 
   private isDown(target: MxTarget, mode: TlsMode, now: number): boolean {
