@@ -173,7 +173,7 @@ export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps
     const res = await rpc().listBroadcasts({ workspaceId: session.workspaceId, page: { limit: 25, cursor } }, rpcOptions(request));
     const rows = res.broadcasts.map((b) => {
       const p = b.progress;
-      return `<tr><td data-label="Name"><a href="${consoleUrl(`/broadcasts/${b.id}`)}">${escapeHtml(b.name || b.id)}</a></td>
+      return `<tr><td data-label="Name"><a href="${consoleUrl(`/broadcasts/${b.id}`)}">${escapeHtml(b.name || b.id)}</a>${b.abTest ? ` ${statusBadge("A/B", "info")}` : ""}</td>
 <td data-label="Status">${statusBadge(statusName(b.status), STATUS_TONE[statusName(b.status)] ?? "info")}</td>
 <td data-label="Subject">${escapeHtml(b.subject)}</td>
 <td data-label="Sent" class="num">${n(p?.sent)} / ${n(p?.recipients)}</td>

@@ -4,6 +4,7 @@ import { buildTestWorld, draft, type TestWorld } from "../testing.js";
 import { deliveryIdOf, type AbTestConfig } from "./model.js";
 import type { AppError } from "@mailroom/kit/errors.js";
 import { AB_CANCELLED } from "./broadcasts.js";
+import { wavesOfPart } from "./sending.js";
 
 const WS = "ws_acme";
 const base = { subject: "Hello", fromName: "Acme", previewText: "", html: "<p>Hi</p>" };
@@ -86,6 +87,14 @@ describe("pickWinner", () => {
     expect(pickWinner({ v0: c(10, 5, 0), v1: c(20, 10, 0) }, 2, "opens")).toBe(0);
     expect(pickWinner({}, 3, "clicks")).toBe(0);
     expect(ratesOf(c(0, 0, 0))).toEqual({ openRate: 0, clickRate: 0 });
+  });
+});
+
+describe("wavesOfPart", () => {
+  it("keeps the test share's PROGRESSIVE bounce waves apart from the rest's", () => {
+    const waves = { w0: 5, w1: 2, w1000: 3, w1002: 1 };
+    expect(wavesOfPart(waves, false)).toEqual({ w0: 5, w1: 2 });
+    expect(wavesOfPart(waves, true)).toEqual({ w0: 3, w2: 1 });
   });
 });
 
@@ -215,6 +224,30 @@ describe("a broadcast with an A/B test", () => {
     expect(after.abTest!.seed).toBe(before.abTest!.seed);
     expect(w.queue.jobs.slice(0, tested.length).map((j) => j.deliveryId)).toEqual(tested);
     expect(deliveryIdOf(id, "x")).toBe(`${id}.x`);
+  });
+
+  it("PROGRESSIVE paces the test share, then the rest as a broadcast of its own from the choice", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(4_000);
+    const { broadcast } = await w.service.create(WS, draft({ abTest: abTest({ testShare: 0.5 }) }));
+    await w.service.schedule(WS, broadcast.id, { deliveryMethod: "PROGRESSIVE" });
+    await run(w);
+    expect(w.queue.jobs).toHaveLength(1_000); // the first wave of the test share
+    w.clock.advance(10 * 60_000);
+    await run(w);
+    const tested = w.queue.jobs.length;
+    expect(Math.abs(tested - 2_000)).toBeLessThan(200);
+    const waiting = await w.service.get(WS, broadcast.id);
+    expect(waiting.abTest).toMatchObject({ state: "waiting", testReleased: tested });
+    // Long after the start every wave of the broadcast would be open: the rest starts at 1,000 all the same.
+    w.clock.advance(3_600_000);
+    await run(w);
+    expect(w.queue.jobs.length - tested).toBe(1_000);
+    expect((await w.service.get(WS, broadcast.id)).abTest?.winner).toBe(0);
+    w.clock.advance(10 * 60_000);
+    await run(w);
+    expect(w.queue.distinct().size).toBe(4_000);
+    expect(w.queue.jobs).toHaveLength(4_000);
   });
 
   it("keeps a draft's test on update only when given; validation names the field", async () => {
