@@ -261,8 +261,9 @@ describe("gateway /v1/broadcasts", () => {
       const res = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: bad }));
       expect([res.statusCode, res.data.code, res.data.message.startsWith(field)]).toEqual([400, "invalid_payload", true]);
     }
-    for (const bad of [{ ...abTest, metric: "replies" }, { ...abTest, waitFor: "4h" }, { ...abTest, extra: 1 }]) {
-      expect((await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: bad }))).data.code).toBe("invalid_payload");
+    for (const [bad, field] of [[{ ...abTest, metric: "replies" }, "abTest.metric"], [{ ...abTest, waitFor: "4h" }, "abTest.waitFor"], [{ ...abTest, extra: 1 }, "abTest"]] as const) {
+      const res = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: bad }));
+      expect([res.data.code, res.data.message]).toEqual(["invalid_payload", expect.stringContaining(field)]);
     }
 
     // PATCH: absent keeps the test, a new one replaces it, null removes it.
