@@ -60,8 +60,12 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a broadcast's A/B test in a bro
     await page.getByLabel("From address").fill("news@acme.test");
     await page.getByLabel("HTML", { exact: true }).fill("<p>Hi {{firstName}}</p>");
     await page.locator("#ab-test > summary").click();
-    await page.getByLabel("Test variants on part of the audience first").check();
     await page.getByLabel("Variant A subject").fill("Alpha {{firstName}} #abconsole");
+    // Variants typed with the test off are not dropped silently.
+    await page.getByRole("button", { name: "Save draft" }).click();
+    expect(await flash()).toContain("switched off");
+    if ((await page.locator("#ab-test").getAttribute("open")) === null) await page.locator("#ab-test > summary").click();
+    await page.getByLabel("Test variants on part of the audience first").check();
     await page.getByLabel("Test share (% of the audience, 5–50)").fill("50");
     await page.getByLabel("Winner by").selectOption("opens");
     await page.getByLabel("Wait before choosing (5 minutes to 7 days)").fill("1");

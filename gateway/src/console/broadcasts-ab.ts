@@ -7,6 +7,7 @@
  */
 import type { AbTest, Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { escapeHtml } from "../routes/page.js";
+import { refusal } from "../errors.js";
 
 type Form = Record<string, string | string[] | undefined>;
 const str = (body: unknown, name: string): string => {
@@ -84,7 +85,13 @@ export function abFromForm(body: unknown): AbValues {
  * as NaN / -1, so the service's refusal names the field.
  */
 export function abRpc(v: AbValues) {
-  if (!v.enabled) return undefined;
+  if (!v.enabled) {
+    // Variants typed with the test switched off would be dropped without a word: say so instead.
+    if (v.variants.some((slot) => FIELDS.some((f) => slot[f].trim() !== ""))) {
+      throw refusal({ code: "invalid_payload", status: 400, message: "The A/B test has variants but is switched off: tick “Test variants on part of the audience first”, or clear the variants." });
+    }
+    return undefined;
+  }
   const variants = v.variants
     .filter((slot) => FIELDS.some((f) => slot[f].trim() !== ""))
     .map((slot) => Object.fromEntries(FIELDS.filter((f) => slot[f].trim() !== "").map((f) => [f, slot[f]])));
@@ -117,7 +124,8 @@ export function abFormHtml(v: AbValues): string {
     })
     .join("");
   const unitOptions = (Object.keys(UNITS) as Unit[]).map((u) => `<option value="${u}"${v.waitUnit === u ? " selected" : ""}>${u}</option>`).join("");
-  return `<details id="ab-test"${v.enabled ? " open" : ""}><summary>A/B test${v.enabled ? " (on)" : ""}</summary><fieldset class="field"><legend>A/B test</legend>
+  const open = v.enabled || v.variants.some((slot) => FIELDS.some((f) => slot[f].trim() !== ""));
+  return `<details id="ab-test"${open ? " open" : ""}><summary>A/B test${v.enabled ? " (on)" : ""}</summary><fieldset class="field"><legend>A/B test</legend>
 <div class="field check"><input type="checkbox" id="f-ab" name="ab"${v.enabled ? " checked" : ""} aria-describedby="h-ab"><label for="f-ab">Test variants on part of the audience first</label></div>
 <p class="muted" id="h-ab" style="margin:0 0 .5rem">2 to 4 variants, each changing at least one of subject, from name, preview text or HTML (empty fields: the broadcast's own). The test share is split evenly among them at random; after the wait, the variant with the best unique open (or click) rate goes to everyone else.</p>
 <div class="grid">${slots}</div>
