@@ -42,7 +42,7 @@ export function hostileBootstrap(audience = 0) {
   return { workspaces: [a, workspace(WS_B, KEY_B, DOMAIN_B, { contacts }), workspace(WS_FUZZ, KEY_FUZZ, DOMAIN_A)] };
 }
 
-export const ALL_UNITS: UnitName[] = ["directory", "renderer", "email", "broadcast", "delivery", "webhooks", "automation", "gateway"];
+export const ALL_UNITS: UnitName[] = ["directory", "renderer", "email", "broadcast", "delivery", "inbound", "webhooks", "automation", "gateway"];
 
 /** Small retry delays so deferred mail comes back within a test. */
 export const FAST_RETRY_ENV = {
