@@ -2,7 +2,6 @@ import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { registerAbWinner } from "./broadcasts-ab-winner.js";
 import {
   broadcastEnvelope,
   broadcastErrorSchema,
@@ -14,11 +13,9 @@ import {
 
 /**
  * POST /v1/broadcasts/:id/cancel ({} or no body) -> { broadcast }: SCHEDULED (not started) ->
- * DRAFT, or an A/B test waiting for its winner stops (the rest is not sent). Registers the A/B
- * winner route too (the other way a wait ends), so the route list stays as it was.
+ * DRAFT, or an A/B test waiting for its winner stops (the rest is not sent).
  */
 export const registerCancelBroadcast: RouteModule = (app, deps) => {
-  registerAbWinner(app, deps);
   defineRoute(app, {
     method: "POST",
     url: "/v1/broadcasts/:id/cancel",

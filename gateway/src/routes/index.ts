@@ -31,6 +31,7 @@ import { registerGetBroadcast } from "./broadcasts-get.js";
 import { registerTestBroadcast } from "./broadcasts-test.js";
 import { registerScheduleBroadcast } from "./broadcasts-schedule.js";
 import { registerCancelBroadcast } from "./broadcasts-cancel.js";
+import { registerAbWinner } from "./broadcasts-ab-winner.js";
 import { registerUpdateBroadcast } from "./broadcasts-update.js";
 import { registerCreateSegment } from "./segments-create.js";
 import { registerListSegments } from "./segments-list.js";
@@ -79,7 +80,7 @@ export const apiRoutes: RouteModule[] = [
   registerContacts, registerContactsExport, registerContactItem, registerContactExport, registerTemplates, registerTemplateItem,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
-  ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerUpdateBroadcast].map(broadcastScope),
+  ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerAbWinner, registerUpdateBroadcast].map(broadcastScope),
   // Outcomes (issue 13): stats and webhooks.
   registerEmailStats, registerBroadcastStats, registerWebhooks, registerWebhookDeliveries,
   // Signup forms (DESIGN §9.4).
