@@ -8,6 +8,7 @@ import { RetentionPolicy, StorageType, jetstreamManager, type StreamConfig } fro
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadConfig } from "@mailroom/kit/config.js";
 import { ensureStream, retryOnTimeout } from "@mailroom/kit/jetstream.js";
+import { AUDIT_STREAM_CONFIG } from "./audit.js";
 import { CONTACT_EVENTS_STREAM, CONTACT_EVENTS_SUBJECTS, DIRECTORY_EVENTS_STREAM, DIRECTORY_EVENTS_SUBJECTS, DELIVERY_STREAM, DELIVERY_SUBJECTS, EVENTS_STREAM, EVENTS_SUBJECTS, WEBHOOK_EVENTS_STREAM, WEBHOOK_EVENTS_SUBJECTS } from "./subjects.js";
 
 const SECOND_NS = 1_000_000_000;
@@ -57,6 +58,8 @@ export const STREAMS: Array<Partial<StreamConfig> & { name: string }> = [
     // contacts (7,000 a second) in a 10-minute window held all of them.
     duplicate_window: 30 * SECOND_NS,
   },
+  // The audit log's hand-over (audit.ts): every unit publishes, the directory stores.
+  AUDIT_STREAM_CONFIG,
 ];
 
 /**
