@@ -6,11 +6,16 @@ import { callOptionsFor, type GatewayDeps } from "./deps.js";
 import { refusal } from "./errors.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import type { AuthFailureLimiter } from "./rate-limit.js";
+import { isRole, lowerRole, requireRole, roleFromScopes, type Role } from "./roles.js";
 
 export interface AuthContext {
   workspaceId: string;
   keyId: string;
   scopes: string[];
+  /** The key's effective role (roles.ts): the directory's, capped by the key's owner; else from its scopes. */
+  role?: Role;
+  /** The member who owns the key, when it has one. */
+  memberId?: string;
 }
 
 declare module "fastify" {
@@ -18,7 +23,10 @@ declare module "fastify" {
     auth?: AuthContext;
   }
   interface FastifyContextConfig {
-    /** Scope the route requires; default "api_user". */
+    /**
+     * Scope the route declared; default "api_user". Who may call a route is decided by its
+     * rule in roles.ts; this is the fallback for a route without one (test apps only).
+     */
     scope?: string;
   }
 }
@@ -49,7 +57,7 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     fetchMethod: async (_keyHash, _stale, { context: { apiKey, requestId } }) => {
       try {
         const res = await deps.clients.directory.authenticate({ apiKey }, callOptionsFor(requestId, 10_000));
-        return { workspaceId: res.workspaceId, keyId: res.keyId, scopes: res.scopes };
+        return authContextOf(res);
       } catch (err) {
         // A banned workspace's key is known and refused as such (403 workspace_banned), not a guess.
         if (errorInfoOf(err)?.code === "workspace_banned") throw refusal({ code: "workspace_banned", message: errorInfoOf(err)!.message });
@@ -95,11 +103,28 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
       else lookups.delete(keyHash);
     }
     if (charged) failures?.refund(request.ip);
-    const required = request.routeOptions.config.scope ?? "api_user";
-    if (!auth.scopes.includes(required)) {
-      throw unauthorized(`Insufficient scope: this endpoint requires the ${required} scope. A key with it: npx mailroom -w ${auth.workspaceId} key create --scopes ${required}`);
-    }
+    // Who may call the route: its rule in roles.ts, checked against the key's role.
+    requireRole(request, { kind: "key", role: auth.role, workspaceId: auth.workspaceId }, request.routeOptions.config.scope);
     request.auth = auth;
+  };
+}
+
+/**
+ * The directory's answer as the request's auth: its effective `role` when it sends one (keys
+ * with an owner are capped by the owner's role), else the role the key's scopes stand for.
+ * The scopes still bound it, so no key acts beyond what they allowed before roles: `api_read`
+ * alone is at most VIEWER, no scope at all is no role.
+ */
+export function authContextOf(res: { workspaceId: string; keyId: string; scopes: string[]; role?: string; memberId?: string }): AuthContext {
+  const fromScopes = roleFromScopes(res.scopes);
+  const ceiling: Role | undefined = fromScopes === "EDITOR" ? "OWNER" : fromScopes;
+  const role = !ceiling ? undefined : isRole(res.role) ? lowerRole(res.role, ceiling) : fromScopes;
+  return {
+    workspaceId: res.workspaceId,
+    keyId: res.keyId,
+    scopes: res.scopes,
+    ...(role ? { role } : {}),
+    ...(res.memberId ? { memberId: res.memberId } : {}),
   };
 }
 

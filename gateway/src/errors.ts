@@ -259,6 +259,11 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   domain_not_found: { status: 404, description: "The domain was not added to this workspace; `npx mailroom -w <workspace-id> domain add <domain>` adds it." },
   invalid_bootstrap: { status: 400, description: "The MAILROOM_BOOTSTRAP document is not valid JSON or does not fit its shape (`deploy/bootstrap.example.json` is one); the message names the first problems. Nothing was loaded." },
   // The gateway's own refusals
+  insufficient_role: {
+    status: 403,
+    description: "The caller's role is below the one this endpoint or console page needs (OWNER > ADMIN > EDITOR > VIEWER; the message names both). An API key's role is the lower of its own and its owner member's. Ask an owner or admin for the role, or use a key or account that has it.",
+    fix: "An owner or admin changes a member's role: `npx mailroom -w <workspace-id> member role <email> <ROLE>`.",
+  },
   forbidden: { status: 403, description: "Not allowed here: a VIEWER key in the console (it only looks), or a resubscribe posted from another site than the manage page." },
   conflict: { status: 409, description: "The resource is not in a state that allows this request (the message says which); read it again before retrying." },
   uri_too_long: { status: 414, description: "A path parameter is longer than the gateway accepts (4,096 characters)." },

@@ -22,6 +22,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { callOptionsFor, type GatewayDeps } from "../deps.js";
 import { refusal } from "../errors.js";
+import { consolePrincipal, requireRole } from "../roles.js";
 import { SECRET_PURPOSES, SecretError, deriveKey, openSecret, sealSecret, secretKeysOf } from "@mailroom/kit/secrets.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 
@@ -161,7 +162,8 @@ export function safeNext(next: unknown): string {
 }
 
 export async function requireSession(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  if (request.consoleSession) return;
+  // Who may open the page: its rule in roles.ts (the one place), by the session's role.
+  if (request.consoleSession) return requireRole(request, consolePrincipal(request.consoleSession));
   if (request.method === "GET" || request.method === "HEAD") {
     await reply.redirect(`${CONSOLE_PREFIX}/sign-in?next=${encodeURIComponent(safeNext(request.url))}`, 303);
     return;
