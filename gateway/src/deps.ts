@@ -11,10 +11,12 @@ import { FormService } from "../../gen/mailroom/directory/v1/forms_pb.js";
 import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
 import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
 import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
+import { TeamService } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
 import { InboundService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import type { TokenBuckets } from "./rate-limit.js";
+import type { OidcSettings, SystemSender } from "./settings.js";
 
 /** Call options that name the request being served (see rpcOptions). */
 export type RequestCallOptions = CallOptions & { headers: { "x-request-id": string } };
@@ -43,6 +45,8 @@ export interface ServiceClients {
   groups: RequestScoped<Client<typeof GroupService>>;
   /** Topics and contacts' choices (served by the directory unit). */
   topics: RequestScoped<Client<typeof TopicService>>;
+  /** Members, console sign-in, sessions and the audit log (served by the directory unit). */
+  team: RequestScoped<Client<typeof TeamService>>;
   /** Automations and their runs (the automation unit). */
   automation: RequestScoped<Client<typeof AutomationService>>;
   /** Relay provider event webhooks (the inbound unit, DESIGN §9.7). */
@@ -76,6 +80,8 @@ export interface GatewayDeps {
   httpHost?: string;
   /** Delivery captures mail locally (no relay, routes or direct mode): /dev/mail is mounted. */
   capturesMail?: boolean;
+  /** Console sign-in: OpenID Connect, and the sender of sign-in and invitation mail (settings.ts). */
+  consoleSignIn?: { oidc?: OidcSettings; systemSender?: SystemSender };
 }
 
 /** Clients of the services; every call names its request with rpcOptions(request). */
@@ -91,6 +97,7 @@ export function createServiceClients(config: Config): ServiceClients {
     audiences: connectClient(AudienceService, config.urls.directory),
     groups: connectClient(GroupService, config.urls.directory),
     topics: connectClient(TopicService, config.urls.directory),
+    team: connectClient(TeamService, config.urls.directory),
     automation: connectClient(AutomationService, config.urls.automation),
     inbound: connectClient(InboundService, config.urls.inbound),
   };

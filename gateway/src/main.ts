@@ -27,6 +27,7 @@ const app = await buildGateway({
   errorDocsUrl: settings.errorDocsUrl,
   httpHost: settings.httpHost,
   capturesMail: settings.capturesMail,
+  consoleSignIn: { oidc: settings.oidc, systemSender: settings.systemSender },
 });
 await app.listen({ port: config.httpPort, host: settings.httpHost });
 logger.info({ url: `http://${settings.httpHost}:${config.httpPort}` }, "gateway listening");

@@ -46,6 +46,10 @@ import { registerFormPages } from "./forms.js";
 import { registerAudiencePickerRoutes } from "./audience-picker.js";
 import { registerAutomationPages } from "./automations.js";
 import { registerDeliveryPages } from "./delivery.js";
+import { registerInvitationPages, registerTeamPages } from "./team.js";
+import { registerSessionPages } from "./sessions.js";
+import { registerAuditPages } from "./audit.js";
+import { createConsoleMail } from "./system-mail.js";
 
 export type { ConsoleDeps, ConsolePageModule };
 
@@ -54,6 +58,7 @@ const PAGE_MODULES: ConsolePageModule[] = [
   registerStatsPages, registerDomainPages, registerEmailPages,
   registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages,
   registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages, registerDeliveryPages,
+  registerTeamPages, registerAuditPages, registerSessionPages,
 ];
 
 /** Largest multipart upload (a contacts CSV). */
@@ -65,7 +70,7 @@ const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-i
   "font-src data: https:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 export async function registerConsole(app: FastifyInstance, gateway: GatewayDeps, opts: { failures?: AuthFailureLimiter } = {}): Promise<void> {
-  const deps: ConsoleDeps = { ...gateway, sessions: createSessionStore(gateway), failures: opts.failures };
+  const deps: ConsoleDeps = { ...gateway, sessions: createSessionStore(gateway), failures: opts.failures, mail: createConsoleMail(gateway) };
   await app.register(async (scope) => {
     // Signed cookies (the flash message); current secret signs, the previous one still verifies.
     const cookieSecrets = [gateway.config.secret, gateway.config.previousSecret]
@@ -94,6 +99,7 @@ export async function registerConsole(app: FastifyInstance, gateway: GatewayDeps
     scope.addHook("preHandler", verifyCsrf(gateway));
 
     registerSignInPages(scope, deps);
+    registerInvitationPages(scope, deps);
     await scope.register(async (pages) => {
       pages.addHook("onRequest", requireSession);
       for (const register of PAGE_MODULES) register(pages, deps);

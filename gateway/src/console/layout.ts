@@ -4,7 +4,7 @@
  *   consolePage({ title, session, active, body, flash? }): string
  *       A whole HTML document: skip link, header with the workspace name, the nav
  *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Groups, Segments, Topics, Forms,
- *       Automations, Webhooks, Delivery, Sign out as a
+ *       Automations, Webhooks, Delivery, Team, Audit log (owners and admins), Sessions, Sign out as a
  *       CSRF-protected POST), an optional flash message, then `body` inside <main>.
  *       `body` is trusted HTML: escape every value you interpolate with escapeHtml.
  *   plainPage({ title, body, status? }): string   a page without nav (sign-in, errors).
@@ -26,12 +26,13 @@
 import { escapeHtml } from "../routes/page.js";
 import { csrfField } from "./csrf.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
+import { atLeast, type Role } from "../roles.js";
 
 export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
-export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery";
+export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "team" | "sessions" | "audit";
 
-const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
+const NAV: Array<{ key: ConsoleNav; label: string; path: string; least?: Role }> = [
   { key: "overview", label: "Overview", path: "" },
   { key: "domains", label: "Domains", path: "/domains" },
   { key: "emails", label: "Emails", path: "/emails" },
@@ -44,6 +45,9 @@ const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "automations", label: "Automations", path: "/automations" },
   { key: "webhooks", label: "Webhooks", path: "/webhooks" },
   { key: "delivery", label: "Delivery", path: "/delivery" },
+  { key: "team", label: "Team", path: "/team" },
+  { key: "audit", label: "Audit log", path: "/audit", least: "ADMIN" },
+  { key: "sessions", label: "Sessions", path: "/sessions" },
 ];
 
 /** A console URL with an optional query (empty values are left out). */
@@ -170,12 +174,13 @@ export interface ConsolePageOptions {
 }
 
 export function consolePage({ title, session, active, body, flash }: ConsolePageOptions): string {
-  const items = NAV.map((n) =>
+  const items = NAV.filter((n) => !n.least || atLeast(session.role, n.least)).map((n) =>
     `<li><a href="${CONSOLE_PREFIX}${n.path}"${n.key === active ? ' aria-current="page"' : ""}>${n.label}</a></li>`).join("");
   const signOut = `<li><form method="post" action="${CONSOLE_PREFIX}/sign-out">${csrfField(session)}<button type="submit">Sign out</button></form></li>`;
   return document_(title, `<a class="skip" href="#content">Skip to content</a>
 <header class="top"><div class="bar"><a class="brand" href="${CONSOLE_PREFIX}">Mailroom</a>
-<span class="ws">Workspace: <strong>${escapeHtml(session.workspaceName || session.workspaceId)}</strong>${session.canEdit ? "" : " (read only)"}</span>
+<span class="ws">Workspace: <strong>${escapeHtml(session.workspaceName || session.workspaceId)}</strong>${session.canEdit ? "" : " (read only)"}
+· ${session.kind === "member" ? escapeHtml(session.memberEmail ?? "") : `key ${escapeHtml(session.keyName || session.keyId)}`} (${session.role})</span>
 <nav class="main" aria-label="Console"><ul>${items}${signOut}</ul></nav></div></header>
 <main id="content" tabindex="-1">${flashHtml(flash)}${body}</main>`);
 }

@@ -1,0 +1,120 @@
+/**
+ * OpenID Connect sign-in (MAILROOM_OIDC_*): the authorization-code flow with PKCE, state and
+ * nonce (openid-client). The three values live in a sealed, short-lived cookie (path
+ * /console/oidc, SameSite=Lax so the provider's redirect back carries it); the callback checks
+ * state, exchanges the code with the verifier, and openid-client checks the ID token's
+ * signature, issuer, audience (our client id) and nonce. A replayed code is refused by the
+ * provider at the token endpoint.
+ */
+import * as client from "openid-client";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { SecretError, openSecret, sealSecret, secretKeysOf, type SecretKeys } from "@mailroom/kit/secrets.js";
+import type { Config } from "@mailroom/kit";
+import type { OidcSettings } from "../settings.js";
+import { CONSOLE_PREFIX } from "./types.js";
+
+export const OIDC_COOKIE = "mr_console_oidc";
+/** Sealing purpose of the flow cookie: nothing sealed for another purpose opens as it. */
+const PURPOSE = "console-oidc-flow";
+/** How long a started sign-in may take at the provider. */
+const FLOW_TTL_MS = 10 * 60 * 1000;
+export const CALLBACK_PATH = `${CONSOLE_PREFIX}/oidc/callback`;
+
+interface Flow {
+  state: string;
+  nonce: string;
+  verifier: string;
+  next: string;
+  exp: number;
+}
+
+/** Who the provider says signed in. */
+export interface OidcIdentity {
+  email: string;
+  issuer: string;
+  subject: string;
+}
+
+/** A refusal of the sign-in, with a message for the person (no provider internals). */
+export class OidcSignInError extends Error {}
+
+export interface OidcSignIn {
+  readonly name: string;
+  /** The provider's authorization URL for a new flow; sets the flow cookie. */
+  start(reply: FastifyReply, next: string): Promise<string>;
+  /** Completes the flow of the callback request; clears the flow cookie. */
+  finish(request: FastifyRequest, reply: FastifyReply): Promise<OidcIdentity & { next: string }>;
+}
+
+export function createOidcSignIn(settings: OidcSettings, config: Pick<Config, "publicUrl" | "secret" | "previousSecret">): OidcSignIn {
+  const keys: SecretKeys = secretKeysOf(config);
+  const redirectUri = `${config.publicUrl}${CALLBACK_PATH}`;
+  const cookie = (maxAge?: number) => ({
+    path: `${CONSOLE_PREFIX}/oidc`,
+    httpOnly: true,
+    sameSite: "lax" as const,
+    secure: config.publicUrl.startsWith("https:"),
+    ...(maxAge === undefined ? {} : { maxAge }),
+  });
+  // Discovered at first use (the provider may be down when the gateway starts); a failure is retried next time.
+  let discovered: Promise<client.Configuration> | undefined;
+  const configuration = () => {
+    discovered ??= client.discovery(new URL(settings.issuer), settings.clientId, settings.clientSecret, client.ClientSecretBasic(settings.clientSecret),
+      settings.insecure ? { execute: [client.allowInsecureRequests] } : undefined)
+      .catch((err: unknown) => {
+        discovered = undefined;
+        throw err;
+      });
+    return discovered;
+  };
+
+  return {
+    name: settings.name,
+    async start(reply, next) {
+      const cfg = await configuration();
+      const flow: Flow = { state: client.randomState(), nonce: client.randomNonce(), verifier: client.randomPKCECodeVerifier(), next, exp: Date.now() + FLOW_TTL_MS };
+      reply.setCookie(OIDC_COOKIE, sealSecret(keys, PURPOSE, JSON.stringify(flow)), cookie(FLOW_TTL_MS / 1000));
+      return client.buildAuthorizationUrl(cfg, {
+        redirect_uri: redirectUri,
+        scope: "openid email",
+        response_type: "code",
+        code_challenge: await client.calculatePKCECodeChallenge(flow.verifier),
+        code_challenge_method: "S256",
+        state: flow.state,
+        nonce: flow.nonce,
+      }).href;
+    },
+    async finish(request, reply) {
+      const raw = request.cookies[OIDC_COOKIE];
+      reply.clearCookie(OIDC_COOKIE, cookie());
+      let flow: Flow | undefined;
+      try {
+        flow = raw ? JSON.parse(openSecret(keys, PURPOSE, raw)) as Flow : undefined;
+      } catch (err) {
+        if (!(err instanceof SecretError || err instanceof SyntaxError)) throw err;
+      }
+      if (!flow || !(flow.exp > Date.now())) throw new OidcSignInError("This sign-in was not started here, or took too long. Start again.");
+      const query = request.url.includes("?") ? request.url.slice(request.url.indexOf("?")) : "";
+      const params = new URLSearchParams(query);
+      if (params.get("error")) throw new OidcSignInError(`The provider did not sign you in (${params.get("error")}).`);
+      const cfg = await configuration();
+      let claims: client.IDToken | undefined;
+      try {
+        const tokens = await client.authorizationCodeGrant(cfg, new URL(`${redirectUri}${query}`), {
+          pkceCodeVerifier: flow.verifier,
+          expectedState: flow.state,
+          expectedNonce: flow.nonce,
+          idTokenExpected: true,
+        });
+        claims = tokens.claims();
+      } catch (err) {
+        request.log.warn({ err: { name: (err as Error).name, code: (err as { code?: string }).code, message: (err as Error).message } }, "OpenID Connect sign-in refused");
+        throw new OidcSignInError("The sign-in could not be completed. Start again.");
+      }
+      if (!claims) throw new OidcSignInError("The provider sent no ID token.");
+      if (typeof claims.email !== "string" || !claims.email) throw new OidcSignInError("The provider did not share your email address (scope email).");
+      if (claims.email_verified !== true) throw new OidcSignInError("The provider has not verified your email address.");
+      return { email: claims.email.toLowerCase(), issuer: claims.iss, subject: claims.sub, next: flow.next };
+    },
+  };
+}
