@@ -213,8 +213,26 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /console/sign-in": open("console sign-in page"),
   "POST /console/sign-in": open("console sign-in (the API key, limited per address)"),
   "POST /console/sign-out": open("ends the caller's own session, if any"),
+  "POST /console/sign-in/email": open("asks for a magic link; answers the same whether or not the address is a member"),
+  "GET /console/magic/:token": open("magic sign-in link, authorised by its signed single-use token"),
+  "POST /console/magic/:token": open("magic sign-in link, authorised by its signed single-use token"),
+  "GET /console/oidc/start": open("starts OpenID Connect sign-in at the provider"),
+  "GET /console/oidc/callback": open("OpenID Connect redirect back, checked by state, PKCE and the ID token"),
+  "GET /console/invite/:token": open("invitation link, authorised by its signed single-use token"),
+  "POST /console/invite/:token": open("invitation link, authorised by its signed single-use token"),
   "GET /console": VIEWER,
   "GET /console/": VIEWER,
+  // Team (DESIGN §9.9): who may invite, change a role or remove decides ADMIN; changing an
+  // OWNER or making one needs OWNER (the directory checks the caller's role, acting_role).
+  "GET /console/team": VIEWER,
+  "POST /console/team/invite": ADMIN,
+  "POST /console/team/:memberId/role": ADMIN,
+  "POST /console/team/:memberId/remove": ADMIN,
+  "GET /console/audit": ADMIN,
+  // One's own sessions ("sign out everywhere")
+  "GET /console/sessions": VIEWER,
+  "POST /console/sessions/:sessionId/revoke": VIEWER,
+  "POST /console/sessions/revoke-all": VIEWER,
   "GET /console/stats": VIEWER,
   // Domains: the workspace's set-up
   "GET /console/domains": VIEWER,
@@ -339,7 +357,7 @@ export function requireRole(request: FastifyRequest, principal: Principal, fallb
   }
   throw refusal({
     code: "insufficient_role",
-    message: `This needs the ${needed} role or higher; ${principal.kind === "key" ? "this API key" : "your"} role is ${principal.role ?? "none"}.`,
+    message: `This needs the ${needed} role or higher; ${principal.kind === "key" ? "this API key's" : "your"} role is ${principal.role ?? "none"}.`,
   });
 }
 
@@ -361,7 +379,7 @@ export function installRoleRules(app: FastifyInstance, opts: { strict: boolean }
 
 /** Routes (as "METHOD /url" keys) that have no rule, for the startup check and the test. */
 export function unruledRoutes(routes: Iterable<{ method: string; url: string }>): string[] {
-  return [...routes].filter((r) => !ruleFor(r.method, r.url)).map((r) => routeKey(r.method, r.url));
+  return [...new Set([...routes].filter((r) => !ruleFor(r.method, r.url)).map((r) => routeKey(r.method, r.url)))];
 }
 
 /**
@@ -370,7 +388,7 @@ export function unruledRoutes(routes: Iterable<{ method: string; url: string }>)
  */
 export function requireMayGrant(principal: Principal, granted: Role): void {
   if (atLeast(principal.role, granted)) return;
-  throw refusal({ code: "insufficient_role", message: `Granting the ${granted} role needs the ${granted} role or higher; ${principal.kind === "key" ? "this API key" : "your"} role is ${principal.role ?? "none"}.` });
+  throw refusal({ code: "insufficient_role", message: `Granting the ${granted} role needs the ${granted} role or higher; ${principal.kind === "key" ? "this API key's" : "your"} role is ${principal.role ?? "none"}.` });
 }
 
 /** The principal of a console session: a member with their role, or a key session with the key's. */
