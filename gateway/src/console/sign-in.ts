@@ -106,9 +106,11 @@ export function registerSignInPages(scope: FastifyInstance, deps: ConsoleDeps): 
     mail: deps.mail,
     oidc: settings.oidc ? createOidcSignIn(settings.oidc, deps.config) : undefined,
   };
-  // Sign-in mail per client address and per address asked for: no mail bombing through the form.
-  const perClient = new AddressAttempts(10);
-  const perEmail = new AddressAttempts(3);
+  // Sign-in mail per client address (MAILROOM_AUTH_FAILURES_PER_MINUTE) and a quarter of that per
+  // address asked for: nobody mail-bombs a member through the form.
+  const perMinute = deps.authFailuresPerMinute || 20;
+  const perClient = new AddressAttempts(perMinute);
+  const perEmail = new AddressAttempts(Math.max(1, Math.ceil(perMinute / 4)));
   const userAgent = (request: FastifyRequest) => String(request.headers["user-agent"] ?? "").slice(0, 256);
 
   scope.get("/sign-in", async (request, reply) => {
