@@ -395,3 +395,12 @@ export function requireMayGrant(principal: Principal, granted: Role): void {
 export function consolePrincipal(session: { kind?: "member" | "key"; role?: string; scopes: readonly string[] }): Principal {
   return { kind: session.kind ?? "key", role: isRole(session.role) ? session.role : roleFromScopes(session.scopes), console: true };
 }
+
+/**
+ * Whether a principal may call a route (its pattern as registered, e.g. "/console/webhooks"):
+ * for pages that show a form or a button only to those who may use it.
+ */
+export function mayCall(principal: Principal, method: string, url: string): boolean {
+  const rule = ruleFor(method, url);
+  return rule !== undefined && allows(rule, principal);
+}
