@@ -178,3 +178,27 @@ describe("role rules (gateway/src/roles.ts)", () => {
     expect(() => requireRole(request, { kind: "key", role: "ADMIN" })).not.toThrow();
   });
 });
+
+describe("a key's role (authContextOf)", async () => {
+  const { authContextOf } = await import("./auth.js");
+  const of = (scopes: string[], role?: string) => authContextOf({ workspaceId: "ws", keyId: "key", scopes, ...(role === undefined ? {} : { role }) }).role;
+
+  it("is the directory's effective role (capped by the key's owner)", () => {
+    expect(of(["api_user", "api_read"], "ADMIN")).toBe("ADMIN");
+    expect(of(["api_user", "api_read"], "OWNER")).toBe("OWNER");
+    expect(of(["api_read"], "VIEWER")).toBe("VIEWER");
+  });
+
+  it("is the role the scopes stood for when the directory sends none (keys before roles)", () => {
+    expect(of(["api_user", "api_read"])).toBe("EDITOR");
+    expect(of(["api_user"], "")).toBe("EDITOR");
+    expect(of(["api_read"])).toBe("VIEWER");
+  });
+
+  it("never exceeds what the scopes allowed before roles: api_read alone is VIEWER, no scope is no role", () => {
+    expect(of(["api_read"], "EDITOR")).toBe("VIEWER");
+    expect(of([], "VIEWER")).toBeUndefined();
+    expect(of(["admin"], "VIEWER")).toBeUndefined();
+    expect(of(["read_only"])).toBeUndefined();
+  });
+});
