@@ -15,11 +15,15 @@ import { TeamService } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
 import { InboundService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
+import { ACTOR_HEADER, actorHeaderValue } from "@mailroom/kit/audit.js";
 import type { TokenBuckets } from "./rate-limit.js";
 import type { OidcSettings, SystemSender } from "./settings.js";
 
-/** Call options that name the request being served (see rpcOptions). */
-export type RequestCallOptions = CallOptions & { headers: { "x-request-id": string } };
+/**
+ * Call options that name the request being served (see rpcOptions) and, for a signed-in
+ * caller, who acts: the audit log records the changes the call makes under that actor.
+ */
+export type RequestCallOptions = CallOptions & { headers: { "x-request-id": string; [ACTOR_HEADER]?: string } };
 
 /**
  * A service client whose every call must name the request it serves: the request id is
@@ -103,9 +107,22 @@ export function createServiceClients(config: Config): ServiceClients {
   };
 }
 
-/** Call options that carry the request id to the next hop. */
+/** Call options that carry the request id, and the actor of a signed-in request, to the next hop. */
 export function rpcOptions(request: FastifyRequest): RequestCallOptions {
-  return callOptionsFor(String(request.id));
+  const options = callOptionsFor(String(request.id));
+  const actor = actorOf(request);
+  if (actor) options.headers[ACTOR_HEADER] = actor;
+  return options;
+}
+
+/**
+ * Who acts for the audit log (x-mailroom-actor): the console session's member (or the key it
+ * was signed in with), else the request's API key; none for public routes.
+ */
+export function actorOf(request: FastifyRequest): string | undefined {
+  if (request.consoleSession) return request.consoleSession.actor;
+  if (request.auth) return actorHeaderValue("key", request.auth.keyId);
+  return undefined;
 }
 
 /** The same for a call made on a request's behalf but outside it (a lookup shared by concurrent requests). */
