@@ -1,6 +1,9 @@
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { userInfo } from "node:os";
+import type { DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Client, type Interceptor } from "@connectrpc/connect";
 import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient, errorInfoOf, loadConfig } from "@mailroom/kit";
+import { ACTOR_HEADER, actorHeaderValue } from "@mailroom/kit/audit.js";
 
 export type DirectoryClient = Client<typeof DirectoryService>;
 
@@ -9,8 +12,30 @@ export function directoryUrl(env: NodeJS.ProcessEnv = process.env): string {
   return loadConfig(env).urls.directory;
 }
 
+/** The operating-system user running the CLI (the audit log's actor "cli:<user>"). */
+export function cliUser(env: NodeJS.ProcessEnv = process.env): string {
+  let name = "";
+  try {
+    name = userInfo().username;
+  } catch {
+    // No passwd entry (some containers): the login name the environment gives, if any.
+  }
+  return (name || env.USER || env.LOGNAME || "unknown").replace(/\s+/g, "_").slice(0, 100);
+}
+
+/** Every RPC the CLI makes names its user, so the changes it makes are audited as cli:<user>. */
+export const cliActor = (user = cliUser()): Interceptor => (next) => (req) => {
+  req.header.set(ACTOR_HEADER, actorHeaderValue("cli", user));
+  return next(req);
+};
+
+/** A client of one of the directory's services, as the CLI's user (use it for every client the CLI makes). */
+export function cliClient<T extends DescService>(service: T, url = directoryUrl()): Client<T> {
+  return connectClient(service, url, [cliActor()]);
+}
+
 export function directoryClient(url = directoryUrl()): DirectoryClient {
-  return connectClient(DirectoryService, url);
+  return cliClient(DirectoryService, url);
 }
 
 /** A one-line, human explanation of a failed call. */
