@@ -26,6 +26,13 @@ import { Groups } from "./domain/groups.js";
 import { EmittingGroupMembershipRepository } from "./domain/changes.js";
 import { GroupMembershipStore, GroupStore } from "./adapters/group-store.js";
 import { loadDirectorySettings } from "./settings.js";
+import { Team } from "./domain/team.js";
+import { AuditLog } from "./domain/audit-log.js";
+import { MemberStore } from "./adapters/member-store.js";
+import { SessionStore, TeamTokenStore } from "./adapters/team-store.js";
+import { AuditLogStore } from "./adapters/audit-log-store.js";
+import { teamRoutes } from "./team-routes.js";
+import { consumeAuditLog } from "./audit-consumer.js";
 
 const config = loadConfig();
 const settings = loadDirectorySettings();
@@ -68,6 +75,17 @@ const audienceStore = await AudienceStore.open(store, contactFilters.compileCont
 const segments = new Segments(await SegmentStore.open(store), audienceStore, directory.workspaces);
 const audiences = new Audiences(audienceStore, audienceStore, segments, directory.workspaces);
 
+// The team (DESIGN §9.9): members with roles, invitations, sign-in, sessions; same unit and store.
+const team = new Team({
+  members: await MemberStore.open(store),
+  tokens: await TeamTokenStore.open(store),
+  sessions: await SessionStore.open(store),
+  workspaces: directory.workspaces,
+  secrets: secretKeysOf(config),
+});
+// Every unit's audit entries (the AUDIT stream) → the audit_log collection, kept a year.
+const auditLog = new AuditLog(await AuditLogStore.open(store));
+
 if (settings.bootstrapFile) {
   try {
     const ids = await directory.bootstrap.loadJson(await readFile(settings.bootstrapFile, "utf8"));
@@ -91,12 +109,19 @@ const engagementEvents = nats.then(async (nc) => {
 });
 engagementEvents.catch((err) => logger.warn({ err }, "engagement consumer not started"));
 
+const auditEntries = nats.then(async (nc) => {
+  await ensureMailStreams(nc, config.natsReplicas);
+  return consumeAuditLog(nc, auditLog, logger);
+});
+auditEntries.catch((err) => logger.warn({ err }, "audit log consumer not started"));
+
 // Signup forms with double opt-in (DESIGN §9.4): their own service, same unit and store.
 const forms = await openForms(store, directory, { groups });
 
 const server = await startConnectServer({
   routes: (router) => {
-    directoryRoutes(directory, contactFilters.compileContactFilter)(router);
+    directoryRoutes(directory, contactFilters.compileContactFilter, team)(router);
+    teamRoutes(team, auditLog)(router);
     groupRoutes(groups)(router);
     audienceRoutes(segments, audiences)(router);
     formRoutes(forms)(router);
@@ -116,6 +141,7 @@ onShutdown(logger, async () => {
   await Promise.race([changes.stop(), new Promise((resolve) => setTimeout(resolve, 1_000))]);
   await Promise.race([outcomeEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await Promise.race([engagementEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
+  await Promise.race([auditEntries.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await store.close();
   // Not yet connected: closing waits for nothing (the pending connect is abandoned with the process).
   await Promise.race([nats.then((nc) => nc.drain()), new Promise((resolve) => setTimeout(resolve, 1_000))]);

@@ -21,6 +21,8 @@ import {
 } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import type { Directory } from "./domain/directory.js";
+import type { Team } from "./domain/team.js";
+import { appErrorCode } from "./domain/validation.js";
 import type { ContactInput } from "./domain/contacts.js";
 import type { PropertyView } from "./domain/properties.js";
 import { roleOf } from "./domain/keys.js";
@@ -104,7 +106,7 @@ export function workspaceToPb(w: Workspace): MessageInitShape<typeof WorkspaceSc
 function apiKeyToPb(k: ApiKey): MessageInitShape<typeof ApiKeySchema> {
   return {
     id: k._id, workspaceId: k.workspaceId, name: k.name, prefix: k.prefix, scopes: k.scopes, createdAt: ts(k.createdAt), revokedAt: ts(k.revokedAt),
-    role: roleOf(k.scopes), updatedAt: ts(k.updatedAt ?? k.createdAt),
+    role: roleOf(k.scopes), updatedAt: ts(k.updatedAt ?? k.createdAt), ownerMemberId: k.ownerMemberId ?? "",
   };
 }
 
@@ -212,7 +214,11 @@ const noFilters: FilterCompiler = async () => {
   throw badRequest("invalid_filter", "filter: filters are not available on this directory");
 };
 
-export function directoryService(dir: Directory, compileFilter: FilterCompiler = noFilters): ServiceImpl<typeof DirectoryService> {
+/**
+ * `team`: when given, RemoveMember goes through it (the last-owner rule; the member's sessions
+ * end at once).
+ */
+export function directoryService(dir: Directory, compileFilter: FilterCompiler = noFilters, team?: Team): ServiceImpl<typeof DirectoryService> {
   return {
     async authenticate(req) {
       return dir.keys.authenticate(req.apiKey, req.requiredScopes);
@@ -259,7 +265,7 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
     },
 
     async createApiKey(req) {
-      const { key, plain } = await dir.keys.create(req.workspaceId, { name: req.name, scopes: req.scopes, role: req.role || undefined, fixedKey: req.key });
+      const { key, plain } = await dir.keys.create(req.workspaceId, { name: req.name, scopes: req.scopes, role: req.role || undefined, fixedKey: req.key, ownerMemberId: req.ownerMemberId || undefined });
       return { apiKey: apiKeyToPb(key), plainKey: plain };
     },
     async listApiKeys(req) {
@@ -313,7 +319,13 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
       return {};
     },
     async removeMember(req) {
-      await dir.members.remove(req.workspaceId, req.email);
+      if (!team) {
+        await dir.members.remove(req.workspaceId, req.email);
+        return {};
+      }
+      await team.remove(req.workspaceId, req.email).catch((err: unknown) => {
+        if (appErrorCode(err) !== "member_not_found") throw err; // removing a non-member changes nothing, as before
+      });
       return {};
     },
     async listMembers(req) {
@@ -473,8 +485,8 @@ function templateFromPb(t: PbTemplateInput | undefined) {
   };
 }
 
-export function directoryRoutes(dir: Directory, compileFilter?: FilterCompiler) {
+export function directoryRoutes(dir: Directory, compileFilter?: FilterCompiler, team?: Team) {
   return (router: ConnectRouter) => {
-    router.service(DirectoryService, directoryService(dir, compileFilter));
+    router.service(DirectoryService, directoryService(dir, compileFilter, team));
   };
 }

@@ -19,7 +19,8 @@ const workspaceSchema = z.object({
   apiKeys: z.array(z.object({ key: z.string(), scopes: z.array(z.string()).optional(), name: z.string().optional() })).default([]),
   verifiedEmails: z.array(z.string()).default([]),
   verifiedDomains: z.array(z.string()).default([]),
-  members: z.array(z.string()).default([]),
+  // An address (an EDITOR; the workspace's first member is its OWNER) or { email, role }.
+  members: z.array(z.union([z.string(), z.object({ email: z.string(), role: z.enum(["OWNER", "ADMIN", "EDITOR", "VIEWER"]).optional() })])).default([]),
   flags: z.object({
     broadcastEarlyAccess: z.boolean().optional(),
     emailApiAddon: z.boolean().optional(),
@@ -73,6 +74,8 @@ export interface BootstrapDeps {
  * as they are (a restart must not undo an unsubscribe or an edit), so loading the same
  * document twice changes nothing.
  */
+const memberEmail = (m: string | { email: string }): string => (typeof m === "string" ? m : m.email);
+
 export class Bootstrap {
   constructor(private readonly d: BootstrapDeps) {}
 
@@ -119,7 +122,7 @@ export class Bootstrap {
         if (owner && owner !== ws.id) throw badRequest("invalid_bootstrap", `bootstrap ${at("an API key")} already belongs to workspace ${owner}`);
         keyOwners.set(hash, ws.id);
       }
-      for (const e of [...ws.verifiedEmails, ...ws.members]) {
+      for (const e of [...ws.verifiedEmails, ...ws.members.map(memberEmail)]) {
         if (!normalizeEmail(e)) throw badRequest("invalid_bootstrap", `bootstrap ${at(`"${e}" is not a valid email address`)}`);
       }
       for (const d of ws.verifiedDomains) {
@@ -173,7 +176,7 @@ export class Bootstrap {
     for (const k of ws.apiKeys) await this.d.keys.ensure(ws.id, k.key, k.scopes ?? ["api_user"], k.name || undefined);
     for (const e of ws.verifiedEmails) await this.d.senders.markEmailVerified(ws.id, e);
     for (const d of ws.verifiedDomains) await this.d.senders.markDomainVerified(ws.id, d);
-    for (const m of ws.members) await this.d.members.add(ws.id, m);
+    for (const m of ws.members) await this.d.members.add(ws.id, memberEmail(m), typeof m === "string" ? undefined : m.role);
     // Contacts go in by batches of 1,000 (one store write each): one create per contact took
     // over a minute for 10,000 on a busy machine. Existing contacts are left as they are.
     for (let i = 0; i < ws.contacts.length; i += 1_000) {

@@ -454,6 +454,10 @@ export class EmittingMemberRepository implements MemberRepository {
   list(workspaceId: string, limit: number) {
     return this.inner.list(workspaceId, limit);
   }
+
+  findByPublicId(workspaceId: string, publicId: string) {
+    return this.inner.findByPublicId(workspaceId, publicId);
+  }
 }
 
 export class EmittingWorkspaceRepository implements WorkspaceRepository {

@@ -76,7 +76,7 @@ export function createDirectory(deps: DirectoryDeps): Directory {
     bounceDomain: deps.dns?.bounceDomain || undefined,
   };
   const workspaces = new Workspaces(repos.workspaces, now);
-  const keys = new ApiKeys(repos.apiKeys, workspaces, now);
+  const keys = new ApiKeys(repos.apiKeys, workspaces, now, repos.members);
   const senders = new Senders(repos.senders, workspaces, deps.resolver, policy, deps.generateDkimKey, now, deps.sendingDns);
   const members = new Members(repos.members, workspaces, now);
   const properties = new ContactProperties(repos.properties, workspaces, now);

@@ -52,7 +52,7 @@ describe("API keys", () => {
     const dir = await memoryDirectory();
     await dir.workspaces.create({ id: "ws_a", name: "A" });
     const { plain, key } = await dir.keys.create("ws_a", { scopes: ["api_user", "admin"] });
-    expect(await dir.keys.authenticate(plain)).toEqual({ workspaceId: "ws_a", keyId: key._id, scopes: ["api_user", "admin", "api_read"] });
+    expect(await dir.keys.authenticate(plain)).toEqual({ workspaceId: "ws_a", keyId: key._id, scopes: ["api_user", "admin", "api_read"], role: "EDITOR", memberId: "" });
     for (const bad of ["", "short", "mr_live_" + "x".repeat(32), "has space in it", "x".repeat(300)]) {
       const err = await dir.keys.authenticate(bad).catch((e) => e);
       expect(errorInfoOf(err)).toMatchObject({ code: "unauthorized", httpStatus: 401 });

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import { newId } from "@mailroom/kit/ids.js";
-import type { ApiKey } from "./model.js";
-import type { ApiKeyRepository } from "./ports.js";
+import type { ApiKey, Member, MemberRole } from "./model.js";
+import type { ApiKeyRepository, MemberRepository } from "./ports.js";
 import { assertNotBanned, type Workspaces } from "./workspaces.js";
 import { appErrorCode, requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
@@ -38,6 +38,22 @@ export interface AuthResult {
   workspaceId: string;
   keyId: string;
   scopes: string[];
+  /** The lower of the key's role and its owner's. */
+  role: MemberRole;
+  /** The owning member ("" when the key has none). */
+  memberId: string;
+}
+
+const RANK: Record<MemberRole, number> = { OWNER: 3, ADMIN: 2, EDITOR: 1, VIEWER: 0 };
+const ownerRole = (m: Member): MemberRole => m.role ?? "EDITOR";
+const ownerActive = (m: Member): boolean => (m.status ?? "ACTIVE") === "ACTIVE";
+
+/**
+ * A key's scopes capped by its owner's role: a VIEWER owner leaves only reading; `admin`
+ * (operator tooling) stays only with an OWNER or ADMIN owner.
+ */
+function cappedScopes(scopes: string[], owner: MemberRole): string[] {
+  return scopes.filter((s) => (s === "api_user" ? RANK[owner] >= RANK.EDITOR : s === "admin" ? RANK[owner] >= RANK.ADMIN : true));
 }
 
 /** `mr_live_` + 32 base62 characters from the CSPRNG (rejection sampling: no modulo bias). */
@@ -75,14 +91,29 @@ export class ApiKeys {
     private readonly repo: ApiKeyRepository,
     private readonly workspaces: Workspaces,
     private readonly now: Clock = systemClock,
+    /** Keys' owners; without it a key cannot be given an owner. */
+    private readonly members?: Pick<MemberRepository, "findByPublicId" | "list">,
   ) {}
+
+  /** An ACTIVE member of the workspace, as a key's owner. */
+  private async owner(workspaceId: string, memberId: string): Promise<Member> {
+    const email = memberId.includes("@") ? memberId.trim().toLowerCase() : "";
+    const m = !this.members
+      ? null
+      : email
+        ? ((await this.members.list(workspaceId, 10_000)).find((x) => x.email === email) ?? null)
+        : await this.members.findByPublicId(workspaceId, memberId);
+    if (!m || !ownerActive(m)) throw notFound("member_not_found", `Member ${memberId.slice(0, 100)} is no active member of this workspace`);
+    return m;
+  }
 
   /**
    * Creates a key and returns the plain key once. `fixedKey` (bootstrap, tests) is hashed
    * like a generated one.
    */
-  async create(workspaceId: string, opts: { name?: string; scopes?: string[]; role?: string; fixedKey?: string }): Promise<{ key: ApiKey; plain: string }> {
+  async create(workspaceId: string, opts: { name?: string; scopes?: string[]; role?: string; fixedKey?: string; ownerMemberId?: string }): Promise<{ key: ApiKey; plain: string }> {
     await this.workspaces.get(workspaceId);
+    const owner = opts.ownerMemberId ? await this.owner(workspaceId, opts.ownerMemberId) : undefined;
     if (opts.role && opts.scopes?.length) throw badRequest("invalid_request", "Give a role or scopes, not both");
     const scopes = opts.role ? [...ROLE_SCOPES[parseRole(opts.role)]] : checkScopes(opts.scopes ?? []);
     const plain = opts.fixedKey || generateApiKey();
@@ -97,6 +128,7 @@ export class ApiKeys {
       createdAt: this.now(),
       updatedAt: this.now(),
       revokedAt: null,
+      ...(owner ? { ownerMemberId: owner.publicId } : {}),
     };
     if (!(await this.repo.insert(doc))) throw conflict("api_key_exists", "This API key already exists");
     return { key: doc, plain };
@@ -203,11 +235,20 @@ export class ApiKeys {
     const ws = await this.workspaces.find(key.workspaceId);
     if (!ws) throw unauthenticated("unauthorized", "Invalid API key");
     assertNotBanned(ws);
-    const scopes = effectiveScopes(key.scopes);
+    let role: MemberRole = roleOf(key.scopes);
+    let own = key.scopes;
+    if (key.ownerMemberId) {
+      // A removed (or no longer active) owner takes its keys with it.
+      const owner = this.members ? await this.members.findByPublicId(key.workspaceId, key.ownerMemberId) : null;
+      if (!owner || !ownerActive(owner)) throw unauthenticated("unauthorized", "Invalid API key");
+      if (RANK[ownerRole(owner)] < RANK[role]) role = ownerRole(owner);
+      own = cappedScopes(key.scopes, ownerRole(owner));
+    }
+    const scopes = effectiveScopes(own);
     const missing = requiredScopes.filter((s) => !scopes.includes(s));
     if (missing.length) {
       throw unauthenticated("insufficient_scope", `Insufficient scope: requires ${missing.join(", ")}`);
     }
-    return { workspaceId: key.workspaceId, keyId: key._id, scopes };
+    return { workspaceId: key.workspaceId, keyId: key._id, scopes, role, memberId: key.ownerMemberId ?? "" };
   }
 }

@@ -1,11 +1,12 @@
 import { badRequest } from "@mailroom/kit/errors.js";
 import { normalizeEmail } from "./address.js";
-import { scopedId } from "./model.js";
+import { newId } from "@mailroom/kit/ids.js";
+import { scopedId, type MemberRole } from "./model.js";
 import type { MemberRepository } from "./ports.js";
 import type { Workspaces } from "./workspaces.js";
 import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
-/** Workspace members: the only addresses a broadcast test may go to. */
+/** Workspace members as addresses: the only ones a broadcast test may go to (roles: team.ts). */
 export class Members {
   constructor(
     private readonly repo: MemberRepository,
@@ -19,10 +20,25 @@ export class Members {
     return e;
   }
 
-  async add(workspaceId: string, email: string): Promise<string> {
+  /**
+   * Adds an ACTIVE member unless the address already is one (its role then stays): `role`,
+   * or EDITOR — OWNER when the workspace has no owner yet (its first member).
+   */
+  async add(workspaceId: string, email: string, role?: MemberRole): Promise<string> {
     await this.workspaces.get(workspaceId);
     const e = this.parse(email);
-    await this.repo.ensure({ _id: scopedId(workspaceId, e), workspaceId, email: e, createdAt: this.now() });
+    const existing = await this.repo.list(workspaceId, 10_000);
+    const hasOwner = existing.some((m) => m.role === "OWNER" && (m.status ?? "ACTIVE") === "ACTIVE");
+    await this.repo.ensure({
+      _id: scopedId(workspaceId, e),
+      workspaceId,
+      email: e,
+      createdAt: this.now(),
+      publicId: newId("mbr"),
+      role: role ?? (hasOwner ? "EDITOR" : "OWNER"),
+      status: "ACTIVE",
+      lastSignInAt: null,
+    });
     return e;
   }
 
@@ -33,6 +49,7 @@ export class Members {
 
   async list(workspaceId: string): Promise<string[]> {
     const docs = await this.repo.list(requireWorkspaceId(workspaceId), 10_000);
-    return docs.map((d) => d.email);
+    // Invited people are not members yet.
+    return docs.filter((d) => (d.status ?? "ACTIVE") === "ACTIVE").map((d) => d.email);
   }
 }

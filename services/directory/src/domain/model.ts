@@ -44,6 +44,8 @@ export interface ApiKey {
   /** Absent on keys made before keys could change. */
   updatedAt?: Date;
   revokedAt: Date | null;
+  /** The owning member's publicId ("mbr_…"); absent: no owner. */
+  ownerMemberId?: string;
 }
 
 export interface SenderEmail {
@@ -72,11 +74,30 @@ export interface SenderDomain {
   verifiedAt: Date | null;
 }
 
+/** Console roles, highest first (DESIGN §9.9). */
+export const MEMBER_ROLES = ["OWNER", "ADMIN", "EDITOR", "VIEWER"] as const;
+export type MemberRole = (typeof MEMBER_ROLES)[number];
+export type MemberStatus = "ACTIVE" | "INVITED";
+
+/**
+ * A workspace member: scopedId(workspaceId, email), so one per address per workspace.
+ * Members stored before roles have no publicId/role/status: the store gives them one when it
+ * opens (EDITOR, ACTIVE; the oldest of a workspace without an owner becomes OWNER).
+ */
 export interface Member {
   _id: string;
   workspaceId: string;
   email: string;
   createdAt: Date;
+  /** "mbr_…": the id the API, keys' owners and sessions use. */
+  publicId?: string;
+  role?: MemberRole;
+  status?: MemberStatus;
+  invitedBy?: string;
+  lastSignInAt?: Date | null;
+  /** OpenID Connect identity remembered at the first OIDC sign-in. */
+  oidcIssuer?: string;
+  oidcSubject?: string;
 }
 
 export type PropertyType = "string" | "number" | "boolean" | "date" | "select" | "multi_select";

@@ -47,6 +47,8 @@ export interface MemberRepository {
   ensure(member: Member): Promise<void>;
   remove(id: string): Promise<void>;
   list(workspaceId: string, limit: number): Promise<Member[]>;
+  /** By public id ("mbr_…"). */
+  findByPublicId(workspaceId: string, publicId: string): Promise<Member | null>;
 }
 
 export interface PropertyRepository {

@@ -1,0 +1,44 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import type { Logger } from "@mailroom/kit/logger.js";
+import { AUDIT_STORE_CONSUMER, AUDIT_STREAM, AUDIT_SUBJECTS } from "@mailroom/pipeline/audit.js";
+import { AuditEntrySchema, type AuditEntry } from "../../../gen/mailroom/directory/v1/team_pb.js";
+import type { AuditLog, AuditLogEntry } from "./domain/audit-log.js";
+
+/** An AuditEntry as stored; undefined when it cannot be (no id, workspace or time). */
+export function auditLogEntryOf(e: AuditEntry): AuditLogEntry | undefined {
+  if (!e.id || !e.workspaceId || !e.at) return undefined;
+  return {
+    _id: e.id,
+    workspaceId: e.workspaceId,
+    at: timestampDate(e.at),
+    actor: { kind: e.actor?.kind ?? "system", id: e.actor?.id ?? "", label: e.actor?.label ?? "" },
+    action: e.action,
+    resource: { type: e.resource?.type ?? "", id: e.resource?.id ?? "" },
+    requestId: e.requestId,
+    summary: { ...e.summary },
+  };
+}
+
+/**
+ * The AUDIT stream into the audit_log collection: one durable shared by every directory
+ * process; an entry is stored once by its id, so a redelivery changes nothing.
+ */
+export function consumeAuditLog(nc: NatsConnection, auditLog: AuditLog, logger: Logger): Promise<ConsumeLoop> {
+  return consumeProto(
+    nc,
+    { stream: AUDIT_STREAM, durable: AUDIT_STORE_CONSUMER, filterSubjects: [AUDIT_SUBJECTS], maxDeliver: 20, ackWaitMs: 30_000 },
+    AuditEntrySchema,
+    async (entry) => {
+      const stored = auditLogEntryOf(entry);
+      if (!stored) {
+        logger.warn({ id: entry.id, workspaceId: entry.workspaceId }, "audit entry without id, workspace or time: dropped");
+        return ack();
+      }
+      await auditLog.record(stored);
+      return ack();
+    },
+    { logger, concurrency: 8 },
+  );
+}
