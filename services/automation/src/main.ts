@@ -6,6 +6,8 @@ import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { BroadcastService } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { connectClient, connectNats, createLogger, defaultServicePort, loadConfig, newId, onShutdown, startConnectServer } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { AuditPublisher } from "@mailroom/pipeline/audit.js";
+import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
 import { openStore } from "@mailroom/store/open.js";
 import { systemClock } from "./adapters/clock.js";
@@ -64,6 +66,8 @@ const server = await startConnectServer({
   routes: automationRoutes(automations),
   port: config.servicePort ?? defaultServicePort(config, "automation"),
   host: config.serviceHost,
+  // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
+  audit: bufferedAuditSink(new AuditPublisher(nc, logger), logger),
   logger,
   healthy: () => !nc.isClosed(),
 });

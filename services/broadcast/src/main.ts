@@ -15,6 +15,8 @@ import {
   startConnectServer,
 } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { AuditPublisher } from "@mailroom/pipeline/audit.js";
+import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { openStore } from "@mailroom/store/open.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
@@ -76,6 +78,8 @@ const server = await startConnectServer({
   routes: broadcastRoutes(broadcasts),
   port: config.servicePort ?? defaultServicePort(config, "broadcast"),
   host: config.serviceHost,
+  // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
+  audit: bufferedAuditSink(new AuditPublisher(nc, logger), logger),
   logger,
   healthy: () => !nc.isClosed(),
 });

@@ -20,6 +20,8 @@ import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { AuditPublisher } from "@mailroom/pipeline/audit.js";
+import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { CaptureStore } from "./adapters/capture.js";
 import { AttachmentParts } from "./adapters/attachment-parts.js";
 import { CachedContentSource, StoreContentSource, sharedContentRef, type CompiledMessageSource } from "./adapters/content-source.js";
@@ -208,6 +210,8 @@ async function runDeliveryProcess(): Promise<void> {
     routes: deliveryRoutes(delivery.admin),
     port: config.servicePort ?? defaultServicePort(config, "delivery"),
     host: config.serviceHost,
+    // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
+    audit: bufferedAuditSink(new AuditPublisher(nc, logger), logger),
     logger,
     healthy: () => !nc.isClosed(),
   });

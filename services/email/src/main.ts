@@ -15,6 +15,8 @@ import {
   startConnectServer,
 } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { AuditPublisher } from "@mailroom/pipeline/audit.js";
+import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { openStore } from "@mailroom/store/open.js";
 import { superviseWorkers } from "@mailroom/kit/workers.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
@@ -72,6 +74,8 @@ async function serve(): Promise<void> {
     routes: emailRoutes(service),
     port: config.servicePort ?? defaultServicePort(config, "email"),
     host: config.serviceHost,
+    // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
+    audit: bufferedAuditSink(new AuditPublisher(nc, logger), logger),
     logger,
     healthy: () => !nc.isClosed(),
     // The send path passes the request id on itself (jobs, failure logs): no promise hooks.

@@ -13,6 +13,8 @@ import {
   type Logger,
 } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { AuditPublisher } from "@mailroom/pipeline/audit.js";
+import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { openStore } from "@mailroom/store/open.js";
 import { secretKeysOf } from "@mailroom/kit/secrets.js";
 import { systemClock } from "./adapters/clock.js";
@@ -76,6 +78,8 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
     routes: webhookRoutes(webhooks),
     port: config.servicePort ?? defaultServicePort(config, "webhooks"),
     host: config.serviceHost,
+    // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
+    audit: bufferedAuditSink(new AuditPublisher(nc, logger), logger),
     logger,
     healthy: () => !nc.isClosed(),
   });
