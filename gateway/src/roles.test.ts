@@ -158,6 +158,17 @@ describe("role rules (gateway/src/roles.ts)", () => {
     expect(wrong).toEqual([]);
   });
 
+  it("puts every console page with a rule behind the session hook that applies it (no session: sign in)", async () => {
+    const pages = gatewayRoutes.filter((r) => isConsole(r.url) && r.method !== "HEAD" && ruleFor(r.method, r.url)?.public === undefined);
+    const open: string[] = [];
+    for (const route of pages) {
+      const res = await app.inject({ method: route.method as "GET", url: pathOf(route.url) });
+      const signIn = route.method === "GET" ? res.statusCode === 303 && String(res.headers.location).startsWith("/console/sign-in") : res.statusCode === 401;
+      if (!signIn) open.push(`${route.method} ${route.url}: ${res.statusCode}`);
+    }
+    expect(open).toEqual([]);
+  });
+
   it("refuses a VIEWER member on a console change and an EDITOR member on the workspace's set-up, naming the role needed", async () => {
     const check = (kind: "member" | "key", role: Role, method: string, url: string) =>
       requireSession({ method, routeOptions: { url, config: {} }, consoleSession: { kind, role, scopes: scopesOf(role) } } as unknown as FastifyRequest, {} as never)
