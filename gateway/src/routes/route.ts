@@ -30,7 +30,10 @@ export interface RouteSpec<P extends z.ZodObject | undefined, Q extends z.ZodObj
   parseBody?: (raw: unknown) => Body;
   /** See FastifyContextConfig.errorCodes. */
   errorCodes?: Record<string, string>;
-  /** Scope the key needs (auth hook); default `api_user`. Reading routes take `api_read`. */
+  /**
+   * Scope the route declared; default `api_user`, reading routes `api_read`. Who may call it is
+   * its rule in ../roles.ts (every route needs one; the roles test fails otherwise).
+   */
   scope?: string;
   /** Largest accepted body in bytes (413 beyond); default the server's DEFAULT_BODY_LIMIT_BYTES. */
   bodyLimit?: number;
