@@ -99,6 +99,8 @@ export function createOidcSignIn(settings: OidcSettings, config: Pick<Config, "p
       if (params.get("error")) throw new OidcSignInError(`The provider did not sign you in (${params.get("error")}).`);
       const cfg = await configuration();
       let claims: client.IDToken | undefined;
+      let email: unknown;
+      let verified: unknown;
       try {
         const tokens = await client.authorizationCodeGrant(cfg, new URL(`${redirectUri}${query}`), {
           pkceCodeVerifier: flow.verifier,
@@ -107,14 +109,23 @@ export function createOidcSignIn(settings: OidcSettings, config: Pick<Config, "p
           idTokenExpected: true,
         });
         claims = tokens.claims();
+        ({ email, email_verified: verified } = (claims ?? {}) as { email?: unknown; email_verified?: unknown });
+        // Providers may keep the email claims for the UserInfo endpoint (OIDC Core 5.4): ask it, for the same subject.
+        if (claims && typeof email !== "string") {
+          const info = await client.fetchUserInfo(cfg, tokens.access_token, claims.sub);
+          ({ email, email_verified: verified } = info);
+        }
       } catch (err) {
-        request.log.warn({ err: { name: (err as Error).name, code: (err as { code?: string }).code, message: (err as Error).message } }, "OpenID Connect sign-in refused");
+        // Which check failed (claim "aud", "nonce"…, or the provider's error), never the tokens.
+        const e = err as Error & { code?: string; error?: string; cause?: { message?: string; claim?: string; cause?: { claim?: string } } };
+        const claim = e.cause?.claim ?? e.cause?.cause?.claim;
+        request.log.warn({ err: { name: e.name, code: e.code, message: e.cause?.message ?? e.message, claim, error: e.error } }, "OpenID Connect sign-in refused");
         throw new OidcSignInError("The sign-in could not be completed. Start again.");
       }
       if (!claims) throw new OidcSignInError("The provider sent no ID token.");
-      if (typeof claims.email !== "string" || !claims.email) throw new OidcSignInError("The provider did not share your email address (scope email).");
-      if (claims.email_verified !== true) throw new OidcSignInError("The provider has not verified your email address.");
-      return { email: claims.email.toLowerCase(), issuer: claims.iss, subject: claims.sub, next: flow.next };
+      if (typeof email !== "string" || !email) throw new OidcSignInError("The provider did not share your email address (scope email).");
+      if (verified !== true) throw new OidcSignInError("The provider has not verified your email address.");
+      return { email: email.toLowerCase(), issuer: claims.iss, subject: claims.sub, next: flow.next };
     },
   };
 }
