@@ -1,6 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { connectNats, createLogger, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { AuditPublisher } from "@mailroom/pipeline/audit.js";
+import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { openStore } from "@mailroom/store/open.js";
 import { secretKeysOf } from "@mailroom/kit/secrets.js";
 import { createDirectory } from "./domain/directory.js";
@@ -130,6 +132,8 @@ const server = await startConnectServer({
   },
   port: config.servicePort ?? defaultServicePort(config, "directory"),
   host: config.serviceHost,
+  // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
+  audit: bufferedAuditSink(nats.then((nc) => new AuditPublisher(nc, logger)), logger),
   logger,
 });
 logger.info({ url: server.url, store: store.kind }, "directory listening");

@@ -215,11 +215,18 @@ const firstText = (paths: FieldPath[], req: unknown, res: unknown): string => {
 
 const auditEntries = counter("mailroom_audit_entries_total", "Audit entries of state-changing RPCs, by outcome (recorded, dropped when the buffer was full, failed to publish).", ["outcome"]);
 
+export interface AuditPublisherPort {
+  publish(entry: AuditRecord): Promise<unknown>;
+}
+
 /**
  * A sink over a publisher (pipeline's AuditPublisher) that never blocks its caller: at most `limit` entries are being published at once;
  * past that, entries are dropped, logged and counted (mailroom_audit_entries_total{outcome="dropped"}).
  */
-export function bufferedAuditSink(publisher: { publish(entry: AuditRecord): Promise<unknown> }, logger: Logger, limit = 1_000): AuditSink {
+export function bufferedAuditSink(publisher: AuditPublisherPort | Promise<AuditPublisherPort>, logger: Logger, limit = 1_000): AuditSink {
+  const ready = Promise.resolve(publisher);
+  // A publisher that never comes (NATS unreachable): each entry fails and is counted, no crash.
+  ready.catch(() => {});
   let pending = 0;
   return {
     record(entry) {
@@ -229,7 +236,7 @@ export function bufferedAuditSink(publisher: { publish(entry: AuditRecord): Prom
         return;
       }
       pending++;
-      void publisher.publish(entry).then(
+      void ready.then((p) => p.publish(entry)).then(
         () => auditEntries.inc({ outcome: "recorded" }),
         (err: unknown) => {
           auditEntries.inc({ outcome: "failed" });
