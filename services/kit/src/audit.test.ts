@@ -156,11 +156,15 @@ describe("bufferedAuditSink", () => {
     sink.record(entry("1"));
     sink.record(entry("2"));
     sink.record(entry("3")); // dropped: two in flight
+    const tick = () => new Promise((r) => setTimeout(r, 10));
+    await tick();
+    expect(releases).toHaveLength(2);
     for (const release of releases) release();
-    await new Promise((r) => setTimeout(r, 10));
+    await tick();
     sink.record(entry("4"));
+    await tick();
     releases.at(-1)!();
-    await new Promise((r) => setTimeout(r, 10));
+    await tick();
     expect(published).toEqual(["1", "2", "4"]);
   });
 });
