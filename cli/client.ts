@@ -2,10 +2,12 @@ import { userInfo } from "node:os";
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client, type Interceptor } from "@connectrpc/connect";
 import { DirectoryService } from "../gen/mailroom/directory/v1/directory_pb.js";
+import { TeamService } from "../gen/mailroom/directory/v1/team_pb.js";
 import { connectClient, errorInfoOf, loadConfig } from "@mailroom/kit";
 import { ACTOR_HEADER, actorHeaderValue } from "@mailroom/kit/audit.js";
 
 export type DirectoryClient = Client<typeof DirectoryService>;
+export type TeamClient = Client<typeof TeamService>;
 
 /** MAILROOM_DIRECTORY_URL as kit's config reads it (default: the local launcher's port). */
 export function directoryUrl(env: NodeJS.ProcessEnv = process.env): string {
@@ -36,6 +38,10 @@ export function cliClient<T extends DescService>(service: T, url = directoryUrl(
 
 export function directoryClient(url = directoryUrl()): DirectoryClient {
   return cliClient(DirectoryService, url);
+}
+
+export function teamClient(url = directoryUrl()): TeamClient {
+  return cliClient(TeamService, url);
 }
 
 /** A one-line, human explanation of a failed call. */

@@ -1,6 +1,6 @@
 import { toJson, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import { describeError, type DirectoryClient } from "./client.js";
+import { describeError, type DirectoryClient, type TeamClient } from "./client.js";
 import type { Output } from "./output.js";
 
 /** A user mistake on the command line (not an RPC failure). */
@@ -8,6 +8,8 @@ export class UsageError extends Error {}
 
 export interface CliContext {
   client: DirectoryClient;
+  /** The directory's TeamService (members with roles, sessions, the audit log). */
+  team: TeamClient;
   output: Output;
   env: NodeJS.ProcessEnv;
   /** The directory URL, for error messages. */

@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "@mailroom/kit";
-import { directoryClient, directoryUrl, type DirectoryClient } from "./client.js";
+import { directoryClient, directoryUrl, teamClient, type DirectoryClient, type TeamClient } from "./client.js";
 import type { CliContext } from "./context.js";
 import { consoleOutput, type Output } from "./output.js";
 import { workspaceCommands } from "./commands/workspace.js";
@@ -10,10 +10,12 @@ import { memberCommands } from "./commands/members.js";
 import { contactCommands } from "./commands/contacts.js";
 import { templateCommands } from "./commands/templates.js";
 import { miscCommands } from "./commands/misc.js";
+import { auditCommands } from "./commands/audit.js";
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   client?: DirectoryClient;
+  team?: TeamClient;
   output?: (json: boolean) => Output;
   interactive?: boolean;
 }
@@ -36,6 +38,7 @@ export async function runCli(argv: string[], opts: RunOptions = {}): Promise<num
   }
   const ctx: CliContext = {
     client: opts.client ?? directoryClient(url),
+    team: opts.team ?? teamClient(url),
     output,
     env,
     url,
@@ -56,6 +59,7 @@ export async function runCli(argv: string[], opts: RunOptions = {}): Promise<num
   contactCommands(program, ctx);
   templateCommands(program, ctx);
   miscCommands(program, ctx);
+  auditCommands(program, ctx);
   for (const sub of program.commands) sub.exitOverride();
   try {
     await program.parseAsync(argv, { from: "user" });

@@ -11,15 +11,18 @@ export function keyCommands(program: Command, ctx: CliContext): void {
     .option("--name <name>", "a label for the key", "")
     .option("--scopes <list>", "comma-separated scopes (api_user, api_read, admin); an empty list gives no scope", "api_user")
     .option("--role <role>", "EDITOR (= api_user) or VIEWER (= api_read, read only) instead of --scopes")
-    .action(action(ctx, async (opts: { name: string; scopes: string; role?: string }, cmd: Command) => {
+    .option("--owner <member>", "the member the key belongs to (mbr_… id or email): the key never acts above the member's role and stops working when the member is removed")
+    .action(action(ctx, async (opts: { name: string; scopes: string; role?: string; owner?: string }, cmd: Command) => {
       const res = await ctx.client.createApiKey({
         workspaceId: workspaceOf(ctx, cmd),
         name: opts.name,
+        ownerMemberId: opts.owner ?? "",
         ...(opts.role ? { role: opts.role.toUpperCase() } : { scopes: opts.scopes.split(",").map((s) => s.trim()).filter(Boolean) }),
       });
       if (ctx.output.json) return printJson(ctx, CreateApiKeyResponseSchema, res);
       ctx.output.out(res.plainKey);
-      ctx.output.err(`key ${res.apiKey!.id} (scopes: ${res.apiKey!.scopes.join(", ")}). Store it now: it is not shown again.`);
+      const owner = res.apiKey!.ownerMemberId ? `, owner ${res.apiKey!.ownerMemberId}` : "";
+      ctx.output.err(`key ${res.apiKey!.id} (scopes: ${res.apiKey!.scopes.join(", ")}${owner}). Store it now: it is not shown again.`);
     }));
 
   key.command("list")
@@ -27,8 +30,8 @@ export function keyCommands(program: Command, ctx: CliContext): void {
     .action(action(ctx, async (_opts: unknown, cmd: Command) => {
       const res = await ctx.client.listApiKeys({ workspaceId: workspaceOf(ctx, cmd) });
       if (ctx.output.json) return printJson(ctx, ListApiKeysResponseSchema, res);
-      ctx.output.out(table([["ID", "PREFIX", "NAME", "ROLE", "SCOPES", "CREATED", "REVOKED"], ...res.apiKeys.map((k) => [
-        k.id, `${k.prefix}…`, k.name || "-", k.role, k.scopes.join(",") || "-", when(k.createdAt), when(k.revokedAt) || "-",
+      ctx.output.out(table([["ID", "PREFIX", "NAME", "ROLE", "SCOPES", "OWNER", "CREATED", "REVOKED"], ...res.apiKeys.map((k) => [
+        k.id, `${k.prefix}…`, k.name || "-", k.role, k.scopes.join(",") || "-", k.ownerMemberId || "-", when(k.createdAt), when(k.revokedAt) || "-",
       ])]));
     }));
 

@@ -62,7 +62,7 @@ export class MemberStore implements MemberRepository, TeamMemberRepository {
   }
 
   listByEmail(email: string): Promise<Member[]> {
-    return this.members.find({ email }, { sort: { createdAt: 1, _id: 1 }, limit: 1_000 });
+    return this.members.find({ email }, { sort: { createdAt: 1, publicId: 1 }, limit: 1_000 });
   }
 
   insert(member: Member): Promise<boolean> {

@@ -53,7 +53,9 @@ const ownerActive = (m: Member): boolean => (m.status ?? "ACTIVE") === "ACTIVE";
  * (operator tooling) stays only with an OWNER or ADMIN owner.
  */
 function cappedScopes(scopes: string[], owner: MemberRole): string[] {
-  return scopes.filter((s) => (s === "api_user" ? RANK[owner] >= RANK.EDITOR : s === "admin" ? RANK[owner] >= RANK.ADMIN : true));
+  const kept = scopes.filter((s) => (s === "api_user" ? RANK[owner] >= RANK.EDITOR : s === "admin" ? RANK[owner] >= RANK.ADMIN : true));
+  // Writing taken away leaves reading.
+  return scopes.includes("api_user") && !kept.includes("api_user") && !kept.includes("api_read") ? [...kept, "api_read"] : kept;
 }
 
 /** `mr_live_` + 32 base62 characters from the CSPRNG (rejection sampling: no modulo bias). */

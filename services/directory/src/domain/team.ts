@@ -176,7 +176,8 @@ export class Team {
   async list(workspaceId: string): Promise<Member[]> {
     await this.d.workspaces.get(requireWorkspaceId(workspaceId));
     const members = await this.d.members.list(workspaceId);
-    return members.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a._id.localeCompare(b._id));
+    // Ids are time-ordered (ULID): they break ties of members added in the same millisecond.
+    return members.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.publicId ?? a._id).localeCompare(b.publicId ?? b._id));
   }
 
   async updateRole(workspaceId: string, memberRef: string, role: string, actingRole?: string): Promise<Member> {
