@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient, createLogger, startConnectServer, type ConnectServer } from "@mailroom/kit";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../services/directory/src/testing.js";
+import { memoryDirectory, storeTeam } from "../../services/directory/src/testing.js";
+import { teamRoutes } from "../../services/directory/src/team-routes.js";
+import type { Team } from "../../services/directory/src/domain/team.js";
 import type { Directory } from "../../services/directory/src/domain/directory.js";
 import { runCli } from "../../cli/program.js";
 import { importContactsCsv } from "@mailroom/kit/contacts-csv/import-csv.js";
@@ -16,6 +18,7 @@ import { importContactsCsv } from "@mailroom/kit/contacts-csv/import-csv.js";
 describe("admin CLI", () => {
   let server: ConnectServer;
   let dir: Directory;
+  let team: Team;
   let tmp: string;
   const client = () => connectClient(DirectoryService, server.url);
 
@@ -24,7 +27,7 @@ describe("admin CLI", () => {
     const out: string[] = [];
     const err: string[] = [];
     const code = await runCli(args, {
-      env: { MAILROOM_DIRECTORY_URL: server.url, MAILROOM_WORKSPACE: "ws_cli" },
+      env: { MAILROOM_DIRECTORY_URL: server.url, MAILROOM_WORKSPACE: "ws_cli", MAILROOM_PUBLIC_URL: "https://mail.cli.test" },
       interactive: false,
       output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
     });
@@ -32,8 +35,18 @@ describe("admin CLI", () => {
   }
 
   beforeAll(async () => {
-    dir = await memoryDirectory();
-    server = await startConnectServer({ routes: directoryRoutes(dir), port: 0, logger: createLogger("cli-test", "silent") });
+    const testDir = await memoryDirectory();
+    dir = testDir;
+    const { team: t, auditLog } = await storeTeam(testDir);
+    team = t;
+    server = await startConnectServer({
+      routes: (router) => {
+        directoryRoutes(dir, undefined, team)(router);
+        teamRoutes(team, auditLog)(router);
+      },
+      port: 0,
+      logger: createLogger("cli-test", "silent"),
+    });
     tmp = await mkdtemp(path.join(os.tmpdir(), "mailroom-cli-"));
     expect((await cli("workspace", "create", "--id", "ws_cli", "--name", "CLI Co", "--timezone", "Europe/Berlin", "--limit", "500", "--flags", "verified")).code).toBe(0);
     expect((await cli("property", "create", "plan", "string")).code).toBe(0);
@@ -84,7 +97,7 @@ describe("admin CLI", () => {
 
   it("adds members and contacts, reporting bad input clearly", async () => {
     expect((await cli("member", "add", "Owner@CLI.test")).code).toBe(0);
-    expect((await cli("member", "list")).out).toBe("owner@cli.test");
+    expect((await cli("member", "list")).out).toMatch(/^ID\s+EMAIL\s+ROLE\s+STATUS\s+LAST SIGN-IN\nmbr_[0-9a-z]{26}\s+owner@cli\.test\s+OWNER\s+ACTIVE\s+-$/);
     const added = await cli("contact", "add", "zoe@example.test", "--first-name", "Zoe", "--prop", "seats=3", "--prop", "vip=yes");
     expect(added.code).toBe(0);
     expect((await dir.contacts.get("ws_cli", "zoe@example.test")).properties).toEqual({ seats: 3, vip: true });
@@ -93,6 +106,37 @@ describe("admin CLI", () => {
     expect(await cli("contact", "add", "x@example.test", "--prop", "colour=red")).toMatchObject({ code: 1, err: expect.stringMatching(/Unknown contact property: colour/) });
     expect(await cli("property", "create", "score", "float")).toMatchObject({ code: 1, err: expect.stringMatching(/unknown property type "float"/) });
     expect(await cli("-w", "", "contact", "list", "--limit", "x")).toMatchObject({ code: 1 });
+  });
+
+  it("invites, lists, changes roles and removes team members; keys get an owner", async () => {
+    await cli("member", "add", "owner@cli.test"); // the first member: OWNER (already there when the test above ran)
+    const invited = await cli("member", "invite", "ws_cli", "Ed@CLI.test", "--role", "admin");
+    expect(invited.code).toBe(0);
+    const token = invited.out.match(/^https:\/\/mail\.cli\.test\/console\/invite\/(inv_[A-Za-z0-9_-]+)$/)![1];
+    expect(invited.err).toMatch(/invited ed@cli\.test as ADMIN \(member mbr_[0-9a-z]{26}\); the link works once, until \d{4}-/);
+    expect((await cli("member", "list", "ws_cli")).out).toMatch(/ed@cli\.test\s+ADMIN\s+INVITED/);
+    const accepted = await team.acceptInvitation(token);
+    expect((await team.member("ws_cli", "ed@cli.test")).invitedBy).toMatch(/^cli:/);
+    expect(await cli("member", "invite", "ws_cli", "x@cli.test", "--role", "boss")).toMatchObject({ code: 1, err: expect.stringMatching(/role must be one of OWNER, ADMIN, EDITOR, VIEWER/) });
+
+    const key = await cli("key", "create", "--role", "EDITOR", "--owner", "ed@cli.test");
+    expect(key.code).toBe(0);
+    expect(key.err).toContain(`owner ${accepted.publicId}`);
+    expect((await client().authenticate({ apiKey: key.out.trim() })).memberId).toBe(accepted.publicId);
+    expect((await cli("key", "list")).out).toContain(accepted.publicId!);
+    expect(await cli("key", "create", "--owner", "ghost@cli.test")).toMatchObject({ code: 1, err: expect.stringMatching(/member_not_found/) });
+
+    expect((await cli("member", "role", "ws_cli", accepted.publicId!, "viewer")).out).toBe("ed@cli.test is now VIEWER");
+    expect((await client().authenticate({ apiKey: key.out.trim() })).role).toBe("VIEWER");
+    expect(await cli("member", "role", "ws_cli", "owner@cli.test", "EDITOR")).toMatchObject({ code: 1, err: expect.stringMatching(/at least one owner.*\(last_owner\)/) });
+    expect(await cli("member", "remove", "ws_cli", "owner@cli.test")).toMatchObject({ code: 1, err: expect.stringMatching(/last_owner/) });
+
+    const session = await team.redeemMagicLink((await team.startMagicLink("ed@cli.test")).token, { userAgent: "cli-test" });
+    expect((await cli("member", "sessions", "ws_cli", "ed@cli.test")).out).toContain(session.session._id);
+    expect((await cli("member", "remove", "ws_cli", "ed@cli.test")).out).toBe("removed ed@cli.test");
+    await expect(team.getSession(session.token)).rejects.toThrow(/signed out/);
+    await expect(client().authenticate({ apiKey: key.out.trim() })).rejects.toThrow(/Invalid API key/);
+    expect((await cli("--json", "member", "list", "ws_cli")).out).not.toContain("ed@cli.test");
   });
 
   it("imports a CSV: good rows in, every bad row reported with its line and reason", async () => {

@@ -5,6 +5,11 @@ import type { DkimKeyPair, TxtResolver } from "./domain/ports.js";
 import type { SendingDns, SpfResult } from "./domain/direct-sending.js";
 import { generateDkimKeyPair } from "./adapters/dns.js";
 import { DIRECTORY_COLLECTIONS, openStoreRepositories } from "./adapters/store.js";
+import { MemberStore } from "./adapters/member-store.js";
+import { SessionStore, TeamTokenStore } from "./adapters/team-store.js";
+import { AuditLogStore } from "./adapters/audit-log-store.js";
+import { Team } from "./domain/team.js";
+import { AuditLog } from "./domain/audit-log.js";
 
 /** A resolver answering from a map (name → TXT records as chunk lists). */
 export function mapResolver(records: Record<string, string[][]> = {}): TxtResolver & { records: Record<string, string[][]> } {
@@ -74,4 +79,17 @@ export async function snapshot(dir: { store: Store }): Promise<Record<string, un
     out[name] = await dir.store.collection(name).find({}, { sort: { _id: 1 } });
   }
   return out;
+}
+
+/** The team and the audit log over a test directory's store (as main.ts wires them). */
+export async function storeTeam(dir: TestDirectory, opts: { now?: () => Date } = {}): Promise<{ team: Team; auditLog: AuditLog }> {
+  const team = new Team({
+    members: await MemberStore.open(dir.store),
+    tokens: await TeamTokenStore.open(dir.store),
+    sessions: await SessionStore.open(dir.store),
+    workspaces: dir.workspaces,
+    secrets: TEST_SECRETS,
+    now: opts.now,
+  });
+  return { team, auditLog: new AuditLog(await AuditLogStore.open(dir.store)) };
 }
