@@ -49,12 +49,19 @@ export function registerAuditPages(scope: FastifyInstance, deps: ConsoleDeps): v
     const since = dayOf(sinceText, "From", false);
     const until = dayOf(untilText, "To", true);
     const pageToken = typeof q.page === "string" && q.page.length <= 512 ? q.page : "";
-    const { entries, nextPageToken } = await deps.clients.team.listAuditLog({
-      workspaceId: session.workspaceId, actor, resource, pageToken, limit: PAGE_SIZE,
-      since: since ? timestampFromDate(since) : undefined, until: until ? timestampFromDate(until) : undefined,
-    }, rpcOptions(request));
+    const opts = rpcOptions(request);
+    const [{ entries, nextPageToken }, { members }] = await Promise.all([
+      deps.clients.team.listAuditLog({
+        workspaceId: session.workspaceId, actor, resource, pageToken, limit: PAGE_SIZE,
+        since: since ? timestampFromDate(since) : undefined, until: until ? timestampFromDate(until) : undefined,
+      }, opts),
+      deps.clients.team.listMembers({ workspaceId: session.workspaceId }, opts),
+    ]);
+    // An entry names a member by id; the page shows the address when it has no label of its own.
+    const emails = new Map(members.map((m) => [m.id, m.email]));
     const rows = entries.map((e) => {
-      const who = e.actor ? `${escapeHtml(e.actor.label || e.actor.id || e.actor.kind)}<br><span class="muted">${escapeHtml(e.actor.kind)}${e.actor.id ? `:${escapeHtml(e.actor.id)}` : ""}</span>` : "—";
+      const label = e.actor ? e.actor.label || (e.actor.kind === "member" ? emails.get(e.actor.id) : undefined) : undefined;
+      const who = e.actor ? `${escapeHtml(label || e.actor.id || e.actor.kind)}<br><span class="muted">${escapeHtml(e.actor.kind)}${e.actor.id ? `:${escapeHtml(e.actor.id)}` : ""}</span>` : "—";
       const what = e.resource ? `${escapeHtml(e.resource.type)}${e.resource.id ? `:<code>${escapeHtml(e.resource.id)}</code>` : ""}` : "—";
       return `<tr><td data-label="When">${formatTime(e.at ? timestampDate(e.at) : undefined)}</td><td data-label="Who">${who}</td>
 <td data-label="Action"><code>${escapeHtml(e.action)}</code></td><td data-label="Resource">${what}</td>

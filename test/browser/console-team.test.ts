@@ -1,0 +1,193 @@
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { startSystem, type TestSystem } from "../harness/system.js";
+import { CHROMIUM, launchChromium } from "./chromium.js";
+
+/**
+ * The team console in a real browser (Debian's chromium through playwright-core) against the
+ * real system (directory, email, renderer, delivery capturing mail, gateway): the owner signs
+ * in with a magic link mailed by the system sender (read from the captured mail at /dev/mail),
+ * invites a member, the member accepts through the invitation mail's link and is signed in,
+ * signs out and back in with a magic link, the owner changes the member's role, and the audit
+ * log shows the change with the owner as actor. Screenshots go to test-results/console/.
+ */
+const WORKSPACE = "ws_console_team";
+const OWNER = "owner@team-console.test";
+const MEMBER = "member@team-console.test";
+const SCREENSHOTS = path.join(process.cwd(), "test-results", "console");
+
+if (!existsSync(CHROMIUM)) console.log(`test/browser/console-team: skipped, ${CHROMIUM} is not installed (apt-get install chromium)`);
+
+describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, invitation, role change, audit log", () => {
+  let sys: TestSystem;
+  let browser: Browser;
+  let ownerContext: BrowserContext;
+  let memberContext: BrowserContext;
+  let owner: Page;
+  let member: Page;
+
+  const screenshot = async (page: Page, name: string) => {
+    const file = path.join(SCREENSHOTS, `${name}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    console.log(`screenshot: ${file}`);
+  };
+
+  /**
+   * The console link of the newest captured mail to `to` whose subject contains `subject`,
+   * read as a person would: open /dev/mail, open the message, take the link it lists.
+   */
+  async function linkFromMail(page: Page, to: string, subject: string, seen: Set<string>): Promise<string> {
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      await page.goto(`${sys.gatewayUrl}/dev/mail`);
+      const items = page.locator("ul.mail li").filter({ hasText: `to ${to}` }).filter({ hasText: subject });
+      const hrefs = await items.locator("a").evaluateAll((as) => as.map((a) => (a as HTMLAnchorElement).href));
+      const fresh = hrefs.find((h) => !seen.has(h));
+      if (fresh) {
+        seen.add(fresh);
+        await page.goto(fresh);
+        expect(await page.locator("p.muted").first().textContent()).toContain("From Mailroom");
+        const link = await page.locator("h2:text('Links') + ul a").first().getAttribute("href");
+        expect(link).toMatch(/\/console\/(magic|invite)\//);
+        return link!;
+      }
+      await page.waitForTimeout(300);
+    }
+    throw new Error(`no mail "${subject}" to ${to} captured; gateway log:\n${await sys.log("gateway")}`);
+  }
+  const seenMail = new Set<string>();
+
+  async function signInByEmail(page: Page, email: string): Promise<void> {
+    await page.goto(`${sys.gatewayUrl}/console/sign-in`);
+    await page.getByLabel("Email address").fill(email);
+    await page.getByRole("button", { name: "Email me a sign-in link" }).click();
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Check your email");
+    const link = await linkFromMail(page, email, "sign-in link", seenMail);
+    await page.goto(link);
+    // The link itself signs nobody in (mail scanners fetch links): a button does.
+    expect((await page.context().cookies()).some((c) => c.name === "mr_console")).toBe(false);
+    await page.getByRole("button", { name: "Continue to the console" }).click();
+    await page.waitForURL((u) => u.pathname === "/console" || u.pathname === "/console/");
+    expect(await page.locator("header").textContent()).toContain(email);
+  }
+
+  beforeAll(async () => {
+    await mkdir(SCREENSHOTS, { recursive: true });
+    sys = await startSystem({
+      bootstrap: {
+        workspaces: [
+          {
+            id: WORKSPACE, name: "Team Console Co", timezone: "UTC",
+            apiKeys: [], verifiedEmails: [], verifiedDomains: ["team-console.test"], members: [{ email: OWNER, role: "OWNER" }],
+            flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
+            monthlyLimit: 1000, sendingAccountNew: false,
+          },
+          {
+            // The system sender's own workspace: nobody's keys read its mail (sign-in links).
+            id: "ws_console_system", name: "Mailroom system", timezone: "UTC",
+            apiKeys: [], verifiedEmails: [], verifiedDomains: ["mailroom-system.test"], members: [],
+            flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
+            monthlyLimit: 1000, sendingAccountNew: false,
+          },
+        ],
+      },
+      env: { MAILROOM_SYSTEM_FROM: "Mailroom <signin@mailroom-system.test>", MAILROOM_SYSTEM_WORKSPACE: "ws_console_system" },
+      smtp: false,
+      units: ["directory", "renderer", "email", "delivery", "gateway"],
+    });
+    browser = await launchChromium();
+    ownerContext = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    memberContext = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    owner = await ownerContext.newPage();
+    member = await memberContext.newPage();
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await sys?.stop();
+  });
+
+  it("signs the owner in with a magic link from the captured mail", async () => {
+    await signInByEmail(owner, OWNER);
+    expect(await owner.locator("header").textContent()).toContain("(OWNER)");
+    await screenshot(owner, "team-owner-signed-in");
+  }, 60_000);
+
+  it("invites a member, who accepts through the invitation mail and is signed in", async () => {
+    await owner.getByRole("link", { name: "Team", exact: true }).click();
+    await owner.waitForURL(/\/console\/team$/);
+    await owner.getByLabel("Email address").fill(MEMBER);
+    await owner.getByLabel("Role", { exact: true }).selectOption("VIEWER");
+    await owner.getByRole("button", { name: "Send invitation" }).click();
+    expect(await owner.getByRole("heading", { level: 1 }).textContent()).toBe("Invitation sent");
+    const shown = await owner.locator("#invite-link").textContent();
+    expect(shown).toMatch(/\/console\/invite\//);
+    await screenshot(owner, "team-invitation-sent");
+
+    const link = await linkFromMail(member, MEMBER, "invited", seenMail);
+    expect(link).toBe(shown);
+    await member.goto(link);
+    await member.getByRole("button", { name: "Accept the invitation" }).click();
+    await member.waitForURL((u) => u.pathname === "/console" || u.pathname === "/console/");
+    expect(await member.locator("header").textContent()).toContain(`${MEMBER} (VIEWER)`);
+    expect(await member.locator(".flash").first().textContent()).toContain("joined");
+
+    // The same link again: spent.
+    const again = await browser.newContext();
+    const p = await again.newPage();
+    await p.goto(link);
+    await p.getByRole("button", { name: "Accept the invitation" }).click();
+    expect(await p.getByRole("heading", { level: 1 }).textContent()).toBe("Please sign in");
+    await again.close();
+  }, 60_000);
+
+  it("lets the member sign out and back in with a magic link", async () => {
+    await member.getByRole("button", { name: "Sign out", exact: true }).click();
+    await member.waitForURL(/\/console\/sign-in/);
+    expect(await member.locator(".flash").first().textContent()).toContain("signed out");
+    await signInByEmail(member, MEMBER);
+    await member.getByRole("link", { name: "Sessions" }).click();
+    expect(await member.locator("table.data tbody tr").count()).toBeGreaterThanOrEqual(1);
+    expect(await member.locator("table.data").textContent()).toContain("This browser");
+    // A viewer sees the team, read only, and no audit log.
+    await member.getByRole("link", { name: "Team", exact: true }).click();
+    expect(await member.getByRole("button", { name: "Send invitation" }).count()).toBe(0);
+    expect(await member.getByRole("link", { name: "Audit log" }).count()).toBe(0);
+  }, 60_000);
+
+  it("changes the member's role; the member's console follows and the audit log shows the change", async () => {
+    await owner.getByRole("link", { name: "Team", exact: true }).click();
+    await owner.getByLabel(`Role of ${MEMBER}`, { exact: true }).selectOption("EDITOR");
+    await owner.getByRole("button", { name: `Change the role of ${MEMBER}` }).click();
+    expect(await owner.locator(".flash").first().textContent()).toContain(`${MEMBER} is now EDITOR`);
+    const row = owner.locator("table.data tbody tr").filter({ hasText: MEMBER });
+    expect(await row.locator("td").nth(1).textContent()).toBe("EDITOR");
+    await screenshot(owner, "team-role-changed");
+
+    // The member's session sees the new role within the session cache's 2 seconds.
+    await member.waitForTimeout(2_500);
+    await member.reload();
+    expect(await member.locator("header").textContent()).toContain(`${MEMBER} (EDITOR)`);
+
+    await owner.getByRole("link", { name: "Audit log" }).click();
+    await owner.getByLabel("Resource").fill("member");
+    const deadline = Date.now() + 20_000;
+    let entry = owner.locator("table.data tbody tr").filter({ hasText: "member.role_change" });
+    while (Date.now() < deadline) {
+      await owner.getByRole("button", { name: "Filter" }).click();
+      await owner.waitForLoadState();
+      entry = owner.locator("table.data tbody tr").filter({ hasText: "member.role_change" });
+      if (await entry.count()) break;
+      await owner.waitForTimeout(500);
+    }
+    expect(await entry.count()).toBe(1);
+    const text = await entry.textContent();
+    expect(text).toContain(OWNER);
+    expect(text).toMatch(/member:mbr_/);
+    expect(text).toContain("EDITOR");
+    await screenshot(owner, "team-audit-log");
+  }, 60_000);
+});
