@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { pino } from "pino";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
+import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
+import { AUDIT_STREAM, AuditPublisher, type AuditEntryInput } from "@mailroom/pipeline/audit.js";
+import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
+import { consumeAuditLog } from "./audit-consumer.js";
+import type { AuditLog } from "./domain/audit-log.js";
+import { memoryDirectory, storeTeam } from "./testing.js";
+
+const DAY = 86_400_000;
+
+describe("audit log: the AUDIT stream into audit_log, listed with filters and paging", () => {
+  let nats: NatsHandle;
+  let nc: NatsConnection;
+  let auditLog: AuditLog;
+  let loop: ConsumeLoop;
+  const base = Date.now() - 10 * DAY;
+  const at = (minutes: number) => new Date(base + minutes * 60_000);
+
+  const entries: AuditEntryInput[] = [
+    { id: "aud_01", workspaceId: "ws_a", at: at(1), actor: { kind: "key", id: "key_1", label: "deploy" }, action: "contact.create", resource: { type: "contact", id: "ctc_1" }, requestId: "req-1", summary: { email: "a@x.test" } },
+    { id: "aud_02", workspaceId: "ws_a", at: at(2), actor: { kind: "member", id: "mbr_1" }, action: "contact.update", resource: { type: "contact", id: "ctc_1" }, summary: { firstName: "Ann" } },
+    { id: "aud_03", workspaceId: "ws_a", at: at(3), actor: { kind: "cli", id: "ops" }, action: "member.role_change", resource: { type: "member", id: "mbr_2" }, summary: { role: "ADMIN" } },
+    // Same time as aud_03: the id orders them.
+    { id: "aud_04", workspaceId: "ws_a", at: at(3), actor: { kind: "member", id: "mbr_1" }, action: "broadcast.schedule", resource: { type: "broadcast", id: "brd_1" } },
+    { id: "aud_05", workspaceId: "ws_a", at: at(5), actor: { kind: "member", id: "mbr_1" }, action: "contact.delete", resource: { type: "contact", id: "ctc_2" } },
+    { id: "aud_06", workspaceId: "ws_b", at: at(4), actor: { kind: "member", id: "mbr_1" }, action: "contact.create", resource: { type: "contact", id: "ctc_9" } },
+  ];
+
+  beforeAll(async () => {
+    nats = await startNats();
+    nc = await connectNats(nats.url, "directory-audit-test");
+    await ensureMailStreams(nc, 1);
+    const dir = await memoryDirectory();
+    ({ auditLog } = await storeTeam(dir));
+    loop = await consumeAuditLog(nc, auditLog, pino({ level: "silent" }));
+    const publisher = new AuditPublisher(nc);
+    for (const e of entries) await publisher.publish(e);
+    await publisher.publish(entries[0]); // a retried publish: the stream keeps one (msgID = id)
+    // Older than a year: the TTL index drops it.
+    await publisher.publish({ id: "aud_00", workspaceId: "ws_a", at: new Date(Date.now() - 366 * DAY), actor: { kind: "system", id: "" }, action: "contact.create", resource: { type: "contact", id: "ctc_0" } });
+    for (let i = 0; i < 200; i++) {
+      if ((await auditLog.list({ workspaceId: "ws_a", limit: 500 })).entries.length >= 5 && (await auditLog.list({ workspaceId: "ws_b" })).entries.length >= 1) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }, 60_000);
+  afterAll(async () => {
+    await loop?.stop();
+    await nc?.drain();
+    await nats?.stop();
+  });
+
+  const ids = async (q: Omit<Parameters<AuditLog["list"]>[0], "workspaceId"> & { workspaceId?: string }) =>
+    (await auditLog.list({ workspaceId: "ws_a", ...q })).entries.map((e) => e._id);
+
+  it("stores each entry once with everything it carried", async () => {
+    const stream = await (await jetstreamManager(nc)).streams.info(AUDIT_STREAM);
+    expect(stream.config.subjects).toEqual(["audit.>"]);
+    expect(stream.state.messages).toBe(7); // six entries, the old one; the retried publish deduplicated
+    const page = await auditLog.list({ workspaceId: "ws_a" });
+    expect(page.entries.map((e) => e._id)).toEqual(["aud_05", "aud_04", "aud_03", "aud_02", "aud_01"]);
+    expect(page.nextPageToken).toBe("");
+    expect(page.entries.at(-1)).toEqual({
+      _id: "aud_01", workspaceId: "ws_a", at: at(1), actor: { kind: "key", id: "key_1", label: "deploy" }, action: "contact.create",
+      resource: { type: "contact", id: "ctc_1" }, requestId: "req-1", summary: { email: "a@x.test" },
+    });
+    expect(await ids({ workspaceId: "ws_b" })).toEqual(["aud_06"]);
+  });
+
+  it("pages by (at, id) cursor, newest first, without gaps or repeats", async () => {
+    const seen: string[] = [];
+    let pageToken = "";
+    let pages = 0;
+    do {
+      const page = await auditLog.list({ workspaceId: "ws_a", limit: 2, pageToken });
+      seen.push(...page.entries.map((e) => e._id));
+      pageToken = page.nextPageToken;
+      pages++;
+    } while (pageToken && pages < 10);
+    expect(seen).toEqual(["aud_05", "aud_04", "aud_03", "aud_02", "aud_01"]);
+    expect(pages).toBe(3);
+    expect(errorInfoOf(await auditLog.list({ workspaceId: "ws_a", pageToken: "garbage" }).catch((e) => e))?.code).toBe("invalid_page_token");
+    expect(errorInfoOf(await auditLog.list({ workspaceId: "ws_a", limit: 501 }).catch((e) => e))?.code).toBe("invalid_request");
+  });
+
+  it("filters by time, actor and resource", async () => {
+    expect(await ids({ since: at(2), until: at(5) })).toEqual(["aud_04", "aud_03", "aud_02"]);
+    expect(await ids({ actor: "member:mbr_1" })).toEqual(["aud_05", "aud_04", "aud_02"]);
+    expect(await ids({ actor: "mbr_1", limit: 1 })).toEqual(["aud_05"]);
+    expect(await ids({ actor: "key:key_1" })).toEqual(["aud_01"]);
+    expect(await ids({ actor: "cli:ops" })).toEqual(["aud_03"]);
+    expect(await ids({ actor: "key:mbr_1" })).toEqual([]);
+    expect(await ids({ resource: "contact" })).toEqual(["aud_05", "aud_02", "aud_01"]);
+    expect(await ids({ resource: "contact:ctc_1" })).toEqual(["aud_02", "aud_01"]);
+    expect(await ids({ resource: "member:mbr_2", actor: "cli:ops", since: at(3) })).toEqual(["aud_03"]);
+    expect(errorInfoOf(await auditLog.list({ workspaceId: "ws_a", actor: "robot:x" }).catch((e) => e))?.code).toBe("invalid_actor");
+  });
+});
