@@ -68,6 +68,7 @@ export const TAGS = [
   { name: "Topics", description: "What broadcasts are about; each contact's choices (also on the recipients' preference page)." },
   { name: "Provider webhooks", description: "Event webhooks of the relay providers Mailroom sends through (Amazon SES via SNS, Postmark, SendGrid, Mailgun): bounces, complaints and deliveries they report. No API key; each provider's own signature or credentials authenticate it." },
   { name: "Automations", description: "Workflows that run themselves (DESIGN §9.6): a trigger enrols a contact, steps send, wait, branch and change the contact; versions, pause and resume, runs and per-step counts." },
+  { name: "Audit log", description: "Every change made through the API, the console and the CLI: who (key, member, CLI user), what, when, the resource and the changed fields without secrets (DESIGN §9.9). Owners and admins." },
 ] as const;
 
 /** One operation, as a route declares it. Whether it needs the API key follows from where it is registered. */

@@ -69,6 +69,7 @@ import { registerListAutomationRuns } from "./automations-runs.js";
 import { registerAutomationStats } from "./automations-stats.js";
 import { registerContactAutomationRuns } from "./automations-contact-runs.js";
 import { registerProviderWebhooks } from "./provider-webhooks.js";
+import { registerAuditLog } from "./audit-log.js";
 
 /**
  * Routes under /v1 that need an API key. Each module registers its own path(s);
@@ -95,6 +96,8 @@ export const apiRoutes: RouteModule[] = [
   // Automations, their runs and per-step stats (DESIGN §9.6).
   registerCreateAutomation, registerListAutomations, registerGetAutomation, registerUpdateAutomation, registerDeleteAutomation,
   registerActivateAutomation, registerPauseAutomation, registerListAutomationRuns, registerAutomationStats, registerContactAutomationRuns,
+  // The audit log (DESIGN §9.9): owners and admins.
+  registerAuditLog,
 ];
 
 // The recipient-link modules register plain fastify routes; their operations are declared here.
