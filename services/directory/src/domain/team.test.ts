@@ -181,7 +181,7 @@ describe("team: sessions", () => {
   }
 
   it("stores tokens hashed; rotates a token older than an hour, the old one valid 60 s more", async () => {
-    const { team, store, advance, login, start } = await signedIn();
+    const { dir, team, store, advance, login, start } = await signedIn();
     const { token, session } = await login("owner@acme.test");
     expect(token).toMatch(/^ses_[A-Za-z0-9_-]{43}$/);
     expect(JSON.stringify(await store.collection("sessions").find({}))).not.toContain(token);
@@ -201,6 +201,8 @@ describe("team: sessions", () => {
     expect(await code(team.getSession(token))).toBe("session_invalid");
     expect((await team.getSession(rotated.rotatedToken!)).session._id).toBe(session._id);
     expect(await code(team.getSession("ses_" + "x".repeat(43)))).toBe("session_invalid");
+    await dir.workspaces.setBanned("ws_a", true, "abuse");
+    expect(await code(team.getSession(rotated.rotatedToken!))).toBe("workspace_banned");
   });
 
   it("ends after 14 idle days; lists, revokes one and all; removal signs the member out at once", async () => {

@@ -5,7 +5,7 @@ import { normalizeEmail } from "./address.js";
 import { MEMBER_ROLES, scopedId, type Member, type MemberRole } from "./model.js";
 import type { SessionRecord, SessionRepository, TeamMemberRepository, TeamToken, TeamTokenRepository } from "./team-ports.js";
 import { hashTeamToken, newSessionToken, signTeamToken, verifyTeamToken } from "./team-tokens.js";
-import type { Workspaces } from "./workspaces.js";
+import { assertNotBanned, type Workspaces } from "./workspaces.js";
 import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
 const MINUTE = 60_000;
@@ -296,6 +296,10 @@ export class Team {
       await this.d.sessions.remove(record.workspaceId, record._id);
       throw invalid();
     }
+    // A banned workspace's console is closed, as its keys are (403 workspace_banned).
+    const workspace = await this.d.workspaces.find(record.workspaceId);
+    if (!workspace) throw invalid();
+    assertNotBanned(workspace);
     let rotatedToken: string | undefined;
     if (record.tokenHash === hash && now.getTime() - record.tokenIssuedAt.getTime() >= TEAM_LIFETIMES.sessionRotation) {
       const next = newSessionToken();
