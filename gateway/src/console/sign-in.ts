@@ -228,12 +228,19 @@ ${anonymousCsrfField(request, reply, deps)}<button type="submit">Continue to the
 
   scope.post("/sign-out", { config: { consoleWithoutSession: true } }, async (request, reply) => {
     const session = request.consoleSession;
+    let flash: Flash = { kind: "ok", message: "You are signed out." };
     if (session?.kind === "member" && session.sessionId) {
-      await deps.clients.team.revokeSession({ workspaceId: session.workspaceId, sessionId: session.sessionId }, rpcOptions(request));
+      try {
+        await deps.clients.team.revokeSession({ workspaceId: session.workspaceId, sessionId: session.sessionId }, rpcOptions(request));
+      } catch (err) {
+        // The browser forgets the session anyway; say that the server could not end it.
+        request.log.warn({ err, sessionId: session.sessionId }, "console session not revoked at sign-out");
+        flash = { kind: "error", message: "You are signed out in this browser, but the session could not be revoked now; use “Sign out everywhere” after signing in again." };
+      }
       deps.sessions.forget({ sessionId: session.sessionId });
     }
     deps.sessions.end(reply);
-    setFlash(reply, { kind: "ok", message: "You are signed out." });
+    setFlash(reply, flash);
     return seeOther(reply, `${CONSOLE_PREFIX}/sign-in`);
   });
 }
