@@ -79,6 +79,13 @@ describe("team: members with roles", () => {
     expect(await code(team.remove("ws_a", owner.publicId!))).toBe("last_owner");
     const err = await team.remove("ws_a", "owner@acme.test").catch((e: unknown) => e);
     expect(errorInfoOf(err)).toMatchObject({ httpStatus: 409, message: expect.stringMatching(/at least one owner/) });
+    // Two owners demoting each other at once: at most one succeeds, an OWNER remains.
+    await team.updateRole("ws_a", "ed@acme.test", "OWNER");
+    const both = await Promise.allSettled([team.updateRole("ws_a", "ed@acme.test", "ADMIN"), team.updateRole("ws_a", "owner@acme.test", "ADMIN")]);
+    expect(both.filter((r) => r.status === "fulfilled").length).toBeLessThanOrEqual(1);
+    expect((await team.list("ws_a")).filter((m) => m.role === "OWNER").length).toBeGreaterThanOrEqual(1);
+    for (const m of await team.list("ws_a")) if (m.role !== "OWNER") await team.updateRole("ws_a", m.publicId!, "EDITOR");
+    await team.updateRole("ws_a", "owner@acme.test", "OWNER");
     await team.updateRole("ws_a", "ed@acme.test", "OWNER");
     expect((await team.updateRole("ws_a", owner.publicId!, "VIEWER")).role).toBe("VIEWER");
     expect(await code(team.remove("ws_a", "ed@acme.test"))).toBe("last_owner");
@@ -119,6 +126,12 @@ describe("team: invitations", () => {
     expect(member).toMatchObject({ email: "new@acme.test", role: "ADMIN", status: "ACTIVE" });
     expect(await code(team.acceptInvitation(inv.token))).toBe("invitation_used");
     expect(await code(team.invite({ workspaceId: "ws_a", email: "new@acme.test", role: "VIEWER" }))).toBe("member_exists");
+
+    const firstInvite = await team.invite({ workspaceId: "ws_a", email: "again@acme.test", role: "ADMIN" });
+    const reinvite = await team.invite({ workspaceId: "ws_a", email: "again@acme.test", role: "VIEWER" });
+    expect(reinvite.member.publicId).toBe(firstInvite.member.publicId);
+    expect(await code(team.acceptInvitation(firstInvite.token))).toBe("invitation_invalid"); // replaced
+    expect((await team.acceptInvitation(reinvite.token)).role).toBe("VIEWER");
 
     const late = await team.invite({ workspaceId: "ws_a", email: "late@acme.test", role: "VIEWER" });
     advance(72 * HOUR - 1_000);

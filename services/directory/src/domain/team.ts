@@ -117,6 +117,8 @@ export class Team {
     let member = await this.d.members.findByEmail(input.workspaceId, email);
     if (member && isActive(member)) throw conflict("member_exists", `${email} already is a member of this workspace`);
     if (member) {
+      // A new invitation replaces the ones sent before.
+      await this.d.tokens.removeForMember(input.workspaceId, member.publicId!);
       member = (await this.d.members.update(input.workspaceId, member.publicId!, { role, invitedBy: input.invitedBy ?? "" })) ?? member;
     } else {
       const fresh: Member = {
@@ -185,9 +187,23 @@ export class Team {
     const next = parseMemberRole(role);
     this.checkActing(actingRole, next, roleOfMember(member));
     if (next === roleOfMember(member)) return member;
-    if (roleOfMember(member) === "OWNER" && isActive(member) && (await this.d.members.countActiveOwners(workspaceId)) <= 1) throw lastOwner();
-    const updated = await this.d.members.update(workspaceId, member.publicId!, { role: next });
-    if (!updated) throw notFound("member_not_found", `Member ${memberRef} not found`);
+    return this.setRole(member, next);
+  }
+
+  /**
+   * Changes a role under the last-owner rule. Checked before and again after the write: two
+   * owners demoting each other at once both see the other; the second check puts back the one
+   * that left no owner.
+   */
+  private async setRole(member: Member, next: MemberRole): Promise<Member> {
+    const demotesOwner = roleOfMember(member) === "OWNER" && next !== "OWNER" && isActive(member);
+    if (demotesOwner && (await this.d.members.countActiveOwners(member.workspaceId)) <= 1) throw lastOwner();
+    const updated = await this.d.members.update(member.workspaceId, member.publicId!, { role: next });
+    if (!updated) throw notFound("member_not_found", `Member ${member.publicId} not found`);
+    if (demotesOwner && (await this.d.members.countActiveOwners(member.workspaceId)) === 0) {
+      await this.d.members.update(member.workspaceId, member.publicId!, { role: "OWNER" });
+      throw lastOwner();
+    }
     return updated;
   }
 
@@ -195,7 +211,8 @@ export class Team {
   async remove(workspaceId: string, memberRef: string, actingRole?: string): Promise<Member> {
     const member = await this.member(workspaceId, memberRef);
     this.checkActing(actingRole, roleOfMember(member));
-    if (roleOfMember(member) === "OWNER" && isActive(member) && (await this.d.members.countActiveOwners(workspaceId)) <= 1) throw lastOwner();
+    // An owner leaves the owners first, under the same rule as a demotion.
+    if (roleOfMember(member) === "OWNER") await this.setRole(member, "VIEWER");
     await this.d.members.removeMember(workspaceId, member.publicId!);
     await this.d.sessions.removeForMember(workspaceId, member.publicId!);
     await this.d.tokens.removeForMember(workspaceId, member.publicId!);
