@@ -55,7 +55,7 @@ describe("audit interceptor (kit Connect server with an audit sink)", () => {
       resource: { type: "contact", id: "ct_1" },
       requestId: "req-update-1",
     });
-    expect(entry!.summary).toEqual({ "contact.firstName": "Ada", "contact.properties.plan": '"pro"', contactId: "ct_1" });
+    expect(entry!.summary).toEqual({ "contact.firstName": "Ada", "contact.properties.plan": "pro", contactId: "ct_1" });
     expect(entry!.at).toBeInstanceOf(Date);
   });
 

@@ -163,7 +163,7 @@ function summarizeField(msg: ReflectMessage, field: DescField, name: string, out
         const json = toJson(field.message, sub.message as Message) as Record<string, unknown>;
         for (const [key, value] of Object.entries(json)) {
           if (Object.keys(out).length >= MAX_SUMMARY_FIELDS) break;
-          out[`${name}.${key}`] = namesOnly || SECRET_FIELD.test(key) ? WITHHELD : clip(withoutUserInfo(JSON.stringify(value)));
+          out[`${name}.${key}`] = namesOnly || SECRET_FIELD.test(key) ? WITHHELD : clip(withoutUserInfo(typeof value === "string" ? value : JSON.stringify(value)));
         }
       } else if (depth >= MAX_DEPTH) {
         out[name] = WITHHELD;
