@@ -82,10 +82,11 @@ describe("audit log: one entry per change, with its actor", () => {
   beforeAll(async () => {
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "gateway"],
+      units: ["directory", "renderer", "email", "delivery", "gateway"],
       bootstrap: {
         workspaces: [{
-          id: WS, name: "Audit Co", timezone: "UTC",
+          id: WS, name: "Audit Co", timezone: "UTC", verifiedDomains: ["audit.test"], monthlyLimit: 1000,
+          flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
           apiKeys: [{ key: KEY, scopes: ["api_user"], name: "audit-key" }],
           members: [{ email: OWNER_EMAIL, role: "OWNER" }],
         }],
@@ -120,6 +121,24 @@ describe("audit log: one entry per change, with its actor", () => {
     expect(read.status).toBe(200);
     await sleep(500);
     expect((await log()).filter((e) => e.requestId === "audit-api-read-1")).toEqual([]);
+  });
+
+  it("a send is recorded as email.send by its id, without recipients, subject, content or attachments", async () => {
+    const res = await sys.api("POST", "/v1/emails", {
+      key: KEY,
+      headers: { "x-request-id": "audit-api-send-1" },
+      body: {
+        from: "team@audit.test", to: "bob@example.test", subject: "Your code 918273", html: "<p>secret letter</p>",
+        attachments: [{ filename: "invoice.pdf", content: Buffer.from("%PDF-1.4 audit").toString("base64") }],
+      },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const [entry, ...more] = await entriesOf("audit-api-send-1");
+    expect(more).toEqual([]);
+    expect(entry).toMatchObject({ actor: { kind: "key", id: keyId }, action: "email.send", resource: { type: "email", id: res.body.email.id } });
+    const text = JSON.stringify(entry!.summary);
+    expect(text).not.toMatch(/bob@|918273|secret letter|invoice|PDF/);
+    expect(Object.values(entry!.summary).every((v) => v === "")).toBe(true);
   });
 
   it("a key created through the API is recorded by id; no entry holds key material", async () => {
