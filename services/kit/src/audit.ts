@@ -103,7 +103,7 @@ export const isAudited = (rule: AuditRule | undefined): rule is AuditedRpc => ty
 /** Field names whose values are secrets: never copied, only named. */
 const SECRET_FIELD = /(^key$|apikey$|plainkey$|token$|secret$|password$|passwd$|privatekey(pem)?$|credentials?$|^json$)/i;
 /** Message content and bulk data: named as changed, never copied. */
-const CONTENT_FIELD = /^(html|text|raw|body|content|attachments?|headers|stepsJson|textProperties)$/i;
+const CONTENT_FIELD = /^(html|text|subject|previewText|raw|body|content|attachments?|headers|stepsJson|textProperties)$/i;
 /** Not part of what changed: the workspace (its own column) and paging. */
 const SKIPPED_FIELD = new Set(["workspaceId"]);
 
