@@ -78,7 +78,7 @@ const offersMagicLink = (ctx: SignInContext) => ctx.mail.sends || ctx.mail.logsL
 function signInPage(request: FastifyRequest, reply: FastifyReply, ctx: SignInContext, next: string, flash?: Flash): string {
   const csrf = anonymousCsrfField(request, reply, ctx.deps);
   const nextField = `<input type="hidden" name="next" value="${escapeHtml(next)}">`;
-  const magic = offersMagicLink(ctx) ? `<form method="post" action="${CONSOLE_PREFIX}/sign-in/email" class="card" aria-labelledby="email-h">
+  const magic = offersMagicLink(ctx) ? `<form method="post" action="${CONSOLE_PREFIX}/sign-in/email" class="card">
 ${csrf}${nextField}<h2 id="email-h" style="margin-top:0">With your email</h2>
 <div class="field"><label for="email">Email address</label>
 <input id="email" name="email" type="email" required autocomplete="email" spellcheck="false" autocapitalize="off" style="width:100%" aria-describedby="emailHelp">
@@ -88,7 +88,7 @@ ${csrf}${nextField}<h2 id="email-h" style="margin-top:0">With your email</h2>
   const oidc = ctx.oidc ? `<p><a class="button" href="${CONSOLE_PREFIX}/oidc/start?next=${encodeURIComponent(next)}">Sign in with ${escapeHtml(ctx.oidc.name)}</a></p>` : "";
   const body = `<h1>Sign in to the console</h1>
 ${oidc}${magic}
-<form method="post" action="${CONSOLE_PREFIX}/sign-in" class="card" aria-labelledby="key-h">
+<form method="post" action="${CONSOLE_PREFIX}/sign-in" class="card">
 ${csrf}${nextField}<h2 id="key-h" style="margin-top:0">With an API key</h2>
 <p class="muted">For bootstrap and development: the console then acts as the key, with its role. A read-only (VIEWER) key can look but not change anything.</p>
 <div class="field"><label for="apiKey">API key</label>
