@@ -84,6 +84,7 @@ const team = new Team({
   sessions: await SessionStore.open(store),
   workspaces: directory.workspaces,
   secrets: secretKeysOf(config),
+  publishChanges: changes.publish,
 });
 // Every unit's audit entries (the AUDIT stream) → the audit_log collection, kept a year.
 const auditLog = new AuditLog(await AuditLogStore.open(store));

@@ -7,12 +7,13 @@ import { SessionStore, TeamTokenStore } from "../adapters/team-store.js";
 import { storeDirectory, TEST_SECRETS, type TestDirectory } from "../testing.js";
 import { TEAM_LIFETIMES, Team } from "./team.js";
 import { hashTeamToken, signTeamToken } from "./team-tokens.js";
+import type { DirectoryEvent } from "./changes.js";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
 /** A directory and its team over one in-memory store, on a clock the test moves. */
-async function setup(opts: { store?: Store; secrets?: { current: string; previous?: string } } = {}) {
+async function setup(opts: { store?: Store; secrets?: { current: string; previous?: string }; published?: DirectoryEvent[] } = {}) {
   const store = opts.store ?? openMemoryStore();
   // The memory store expires documents (TTL indexes) by the real clock: start from it.
   const start = new Date(Math.floor(Date.now() / 1000) * 1000);
@@ -26,6 +27,7 @@ async function setup(opts: { store?: Store; secrets?: { current: string; previou
     workspaces: dir.workspaces,
     secrets: opts.secrets ?? TEST_SECRETS,
     now: clock,
+    publishChanges: (events) => void opts.published?.push(...events),
   });
   const advance = (ms: number) => void (now = new Date(now.getTime() + ms));
   return { store, dir, team, advance, start };
@@ -106,7 +108,8 @@ describe("team: members with roles", () => {
 
 describe("team: invitations", () => {
   it("accepts once; reuse, tampering, another secret and expiry (72 h) are refused", async () => {
-    const { dir, team, advance, store, start } = await setup();
+    const published: DirectoryEvent[] = [];
+    const { dir, team, advance, store, start } = await setup({ published });
     await dir.workspaces.create({ id: "ws_a", name: "A" });
     const inv = await team.invite({ workspaceId: "ws_a", email: "New@Acme.test", role: "ADMIN", invitedBy: "cli:ops" });
     expect(inv.token).toMatch(/^inv_[A-Za-z0-9_-]+$/);
@@ -124,6 +127,7 @@ describe("team: invitations", () => {
     expect(await code(team.acceptInvitation(inv.token.replace(/^inv_/, "mlk_")))).toBe("invitation_invalid");
     const member = await team.acceptInvitation(inv.token);
     expect(member).toMatchObject({ email: "new@acme.test", role: "ADMIN", status: "ACTIVE" });
+    expect(published.map((e) => [e.type, (e.data as { member: { email: string } }).member.email])).toEqual([["WORKSPACE_TEAM_MEMBER_JOINED", "new@acme.test"]]);
     expect(await code(team.acceptInvitation(inv.token))).toBe("invitation_used");
     expect(await code(team.invite({ workspaceId: "ws_a", email: "new@acme.test", role: "VIEWER" }))).toBe("member_exists");
 

@@ -6,6 +6,7 @@ import { MEMBER_ROLES, scopedId, type Member, type MemberRole } from "./model.js
 import type { SessionRecord, SessionRepository, TeamMemberRepository, TeamToken, TeamTokenRepository } from "./team-ports.js";
 import { hashTeamToken, newSessionToken, signTeamToken, verifyTeamToken } from "./team-tokens.js";
 import { assertNotBanned, type Workspaces } from "./workspaces.js";
+import { memberEvents, type DirectoryEventPublisher } from "./changes.js";
 import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
 const MINUTE = 60_000;
@@ -62,6 +63,8 @@ export interface TeamDeps {
   /** MAILROOM_SECRET (and _PREVIOUS): invitation and magic-link tokens are signed with it. */
   secrets: SecretKeys;
   now?: Clock;
+  /** Announces directory events (WORKSPACE_TEAM_MEMBER_JOINED when an invitation is accepted; webhooks). */
+  publishChanges?: DirectoryEventPublisher;
 }
 
 const publicSession = (s: SessionRecord): Session => {
@@ -172,6 +175,8 @@ export class Team {
     if (!member) throw unauthenticated("invitation_invalid", "This invitation is not valid");
     const updated = await this.d.members.update(invitation.workspaceId, invitation.memberId, { status: "ACTIVE", role: invitation.role ?? roleOfMember(member) });
     if (!updated) throw unauthenticated("invitation_invalid", "This invitation is not valid");
+    // Joined now (as AddMember's members join when added).
+    await this.d.publishChanges?.(memberEvents({ ...updated, createdAt: this.now() }));
     return updated;
   }
 
