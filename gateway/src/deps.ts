@@ -15,7 +15,7 @@ import { TeamService } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
 import { InboundService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
-import { ACTOR_HEADER, actorHeaderValue } from "@mailroom/kit/audit.js";
+import { ACTOR_HEADER, ACTOR_LABEL_HEADER, actorHeaderValue, actorLabelHeaderValue } from "@mailroom/kit/audit.js";
 import type { TokenBuckets } from "./rate-limit.js";
 import type { OidcSettings, SystemSender } from "./settings.js";
 
@@ -23,7 +23,7 @@ import type { OidcSettings, SystemSender } from "./settings.js";
  * Call options that name the request being served (see rpcOptions) and, for a signed-in
  * caller, who acts: the audit log records the changes the call makes under that actor.
  */
-export type RequestCallOptions = CallOptions & { headers: { "x-request-id": string; [ACTOR_HEADER]?: string } };
+export type RequestCallOptions = CallOptions & { headers: { "x-request-id": string; [ACTOR_HEADER]?: string; [ACTOR_LABEL_HEADER]?: string } };
 
 /**
  * A service client whose every call must name the request it serves: the request id is
@@ -112,6 +112,9 @@ export function rpcOptions(request: FastifyRequest): RequestCallOptions {
   const options = callOptionsFor(String(request.id));
   const actor = actorOf(request);
   if (actor) options.headers[ACTOR_HEADER] = actor;
+  // The console knows who that is (the member's address, the key's name): the log shows it.
+  const label = request.consoleSession?.memberEmail || request.consoleSession?.keyName;
+  if (actor && label) options.headers[ACTOR_LABEL_HEADER] = actorLabelHeaderValue(label);
   return options;
 }
 

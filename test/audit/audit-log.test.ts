@@ -175,7 +175,7 @@ describe("audit log: one entry per change, with its actor", () => {
     expect(posted.status, posted.html).toBe(303);
     const [entry, ...more] = await entriesOf("audit-console-topic-1");
     expect(more).toEqual([]);
-    expect(entry).toMatchObject({ actor: { kind: "member", id: memberId }, action: "topic.create", resource: { type: "topic" } });
+    expect(entry).toMatchObject({ actor: { kind: "member", id: memberId, label: OWNER_EMAIL }, action: "topic.create", resource: { type: "topic" } });
     expect(entry!.resource!.id).toBeTruthy();
     expect(entry!.summary).toMatchObject({ name: "Product news", defaultSubscription: expect.stringMatching(/OPT_IN$/) });
   });
@@ -189,7 +189,7 @@ describe("audit log: one entry per change, with its actor", () => {
     const posted = await b.post("/console/topics", { _csrf: b.csrfOf(topics.html), name: "Events", description: "", defaultSubscription: "OPT_OUT" }, "audit-console-topic-2");
     expect(posted.status, posted.html).toBe(303);
     const [entry] = await entriesOf("audit-console-topic-2");
-    expect(entry).toMatchObject({ actor: { kind: "key", id: keyId }, action: "topic.create" });
+    expect(entry).toMatchObject({ actor: { kind: "key", id: keyId, label: "audit-key" }, action: "topic.create" });
   });
 
   it("a CLI change is recorded as cli:<the OS user>", async () => {
@@ -205,7 +205,7 @@ describe("audit log: one entry per change, with its actor", () => {
       entry = (await log()).find((e) => e.action === "contact_property.create");
       if (!entry) await sleep(50);
     }
-    expect(entry).toMatchObject({ actor: { kind: "cli", id: userInfo().username }, resource: { type: "contact_property" }, summary: { slug: "plan" } });
+    expect(entry).toMatchObject({ actor: { kind: "cli", id: userInfo().username, label: userInfo().username }, resource: { type: "contact_property" }, summary: { slug: "plan" } });
   });
 
   it("the log pages newest first and filters by actor, resource and time", async () => {

@@ -136,9 +136,10 @@ describe("summarizeChange", () => {
 
 describe("actor header", () => {
   it("parses key, member and cli actors and refuses anything else", () => {
-    expect(parseActor("key:key_1")).toEqual({ kind: "key", id: "key_1" });
-    expect(parseActor("member:mbr_1")).toEqual({ kind: "member", id: "mbr_1" });
-    expect(parseActor("cli:alice")).toEqual({ kind: "cli", id: "alice" });
+    expect(parseActor("key:key_1")).toEqual({ kind: "key", id: "key_1", label: "" });
+    expect(parseActor("member:mbr_1", encodeURIComponent("zoë@example.com"))).toEqual({ kind: "member", id: "mbr_1", label: "zoë@example.com" });
+    expect(parseActor("member:mbr_1", "%E0%A4%A")).toEqual({ kind: "member", id: "mbr_1", label: "" });
+    expect(parseActor("cli:alice")).toEqual({ kind: "cli", id: "alice", label: "alice" });
     for (const bad of [null, "", "system:x", "key:", "key:a b", "root"]) expect(parseActor(bad)).toBeUndefined();
   });
 });
@@ -152,7 +153,7 @@ describe("bufferedAuditSink", () => {
       createLogger("kit-audit-test"),
       2,
     );
-    const entry = (requestId: string): AuditRecord => ({ workspaceId: "ws", at: new Date(), actor: { kind: "cli", id: "a" }, action: "x.y", resource: { type: "x", id: "" }, requestId, summary: {} });
+    const entry = (requestId: string): AuditRecord => ({ workspaceId: "ws", at: new Date(), actor: { kind: "cli", id: "a", label: "a" }, action: "x.y", resource: { type: "x", id: "" }, requestId, summary: {} });
     sink.record(entry("1"));
     sink.record(entry("2"));
     sink.record(entry("3")); // dropped: two in flight

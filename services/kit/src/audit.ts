@@ -21,6 +21,8 @@ import { counter } from "./metrics.js";
 
 /** The request header naming who asked for a change. */
 export const ACTOR_HEADER = "x-mailroom-actor";
+/** Optional: the actor's human-readable name (a member's email, a key's name), URI-encoded. */
+export const ACTOR_LABEL_HEADER = "x-mailroom-actor-label";
 
 export type AuditActorKind = "key" | "member" | "cli" | "system";
 
@@ -28,6 +30,8 @@ export interface AuditActor {
   kind: AuditActorKind;
   /** Key id, member id or the operating-system user of the CLI; empty for "system". */
   id: string;
+  /** Human-readable: the member's email, the key's name, the CLI's user (may be empty). */
+  label: string;
 }
 
 export interface AuditRecord {
@@ -54,10 +58,25 @@ export function actorHeaderValue(kind: Exclude<AuditActorKind, "system">, id: st
   return `${kind}:${id}`;
 }
 
-/** The actor a header names; undefined when absent or malformed (then nothing is recorded). */
-export function parseActor(header: string | null | undefined): AuditActor | undefined {
+/** The header value of an actor's label (URI-encoded: a member's address may not be ASCII). */
+export const actorLabelHeaderValue = (label: string): string => encodeURIComponent(label.slice(0, 200));
+
+function decodeLabel(header: string | null | undefined): string {
+  if (!header) return "";
+  try {
+    return decodeURIComponent(header).slice(0, 200);
+  } catch {
+    return "";
+  }
+}
+
+/** The actor the headers name; undefined when absent or malformed (then nothing is recorded). */
+export function parseActor(header: string | null | undefined, labelHeader?: string | null): AuditActor | undefined {
   const match = header ? ACTOR.exec(header.trim()) : null;
-  return match ? { kind: match[1] as AuditActorKind, id: match[2]! } : undefined;
+  if (!match) return undefined;
+  const kind = match[1] as AuditActorKind;
+  const id = match[2]!;
+  return { kind, id, label: decodeLabel(labelHeader) || (kind === "cli" ? id : "") };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -267,7 +286,8 @@ export function auditInterceptor(opts: AuditInterceptorOptions): Interceptor {
     const rule = opts.table[`${req.service.typeName}/${req.method.name}`];
     if (!isAudited(rule)) return res;
     const memberId = rule.memberActor ? readPath(rule.memberActor, req.message, res.message) : undefined;
-    const actor = parseActor(req.header.get(ACTOR_HEADER)) ?? (typeof memberId === "string" && memberId ? { kind: "member" as const, id: memberId } : undefined);
+    const actor = parseActor(req.header.get(ACTOR_HEADER), req.header.get(ACTOR_LABEL_HEADER)) ??
+      (typeof memberId === "string" && memberId ? { kind: "member" as const, id: memberId, label: "" } : undefined);
     if (!actor) return res;
     try {
       const workspaces = readPath(rule.workspace ?? "req.workspaceId", req.message, res.message);
