@@ -60,7 +60,7 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
   }
   const seenMail = new Set<string>();
 
-  async function signInByEmail(page: Page, email: string): Promise<void> {
+  async function signInByEmail(page: Page, email: string): Promise<string> {
     await page.goto(`${sys.gatewayUrl}/console/sign-in`);
     await page.getByLabel("Email address").fill(email);
     await page.getByRole("button", { name: "Email me a sign-in link" }).click();
@@ -72,6 +72,21 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
     await page.getByRole("button", { name: "Continue to the console" }).click();
     await page.waitForURL((u) => u.pathname === "/console" || u.pathname === "/console/");
     expect(await page.locator("header").textContent()).toContain(email);
+    return link;
+  }
+
+  /** Presses the button of a console link in a fresh browser; resolves with the page's heading and text. */
+  async function pressLink(link: string, button: string) {
+    const context = await browser.newContext();
+    try {
+      const p = await context.newPage();
+      await p.goto(link);
+      await p.getByRole("button", { name: button }).click();
+      await p.waitForLoadState();
+      return { heading: await p.getByRole("heading", { level: 1 }).textContent(), text: await p.locator("main").textContent(), signedIn: (await context.cookies()).some((c) => c.name === "mr_console") };
+    } finally {
+      await context.close();
+    }
   }
 
   beforeAll(async () => {
@@ -136,19 +151,25 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
     expect(await member.locator(".flash").first().textContent()).toContain("joined");
 
     // The same link again: spent.
-    const again = await browser.newContext();
-    const p = await again.newPage();
-    await p.goto(link);
-    await p.getByRole("button", { name: "Accept the invitation" }).click();
-    expect(await p.getByRole("heading", { level: 1 }).textContent()).toBe("Please sign in");
-    await again.close();
+    const again = await pressLink(link, "Accept the invitation");
+    expect(again).toMatchObject({ heading: "Please sign in", signedIn: false });
+    expect(again.text).toContain("already accepted");
   }, 60_000);
 
   it("lets the member sign out and back in with a magic link", async () => {
     await member.getByRole("button", { name: "Sign out", exact: true }).click();
     await member.waitForURL(/\/console\/sign-in/);
     expect(await member.locator(".flash").first().textContent()).toContain("signed out");
-    await signInByEmail(member, MEMBER);
+    const link = await signInByEmail(member, MEMBER);
+    // The directory's rules through the console: a link works once, and an altered one not at all.
+    const reused = await pressLink(link, "Continue to the console");
+    expect(reused).toMatchObject({ heading: "Please sign in", signedIn: false });
+    expect(reused.text).toContain("already used");
+    const token = link.split("/").pop()!;
+    const altered = link.replace(token, token.slice(0, -2) + (token.endsWith("AA") ? "BB" : "AA"));
+    const tampered = await pressLink(altered, "Continue to the console");
+    expect(tampered).toMatchObject({ heading: "Please sign in", signedIn: false });
+    expect(tampered.text).toContain("not valid");
     await member.getByRole("link", { name: "Sessions" }).click();
     expect(await member.locator("table.data tbody tr").count()).toBeGreaterThanOrEqual(1);
     expect(await member.locator("table.data").textContent()).toContain("This browser");
