@@ -17,6 +17,7 @@ const READ_KEY = "mr_test_roles_read_0123456789";
 const OWNER = "owner@roles.test";
 const EDITOR = "editor@roles.test";
 const VIEWER = "viewer@roles.test";
+const WRITER = "writer@roles.test";
 
 describe("role rules over the real system", () => {
   let sys: TestSystem;
@@ -70,7 +71,7 @@ describe("role rules over the real system", () => {
           id: WS, name: "Roles Co", timezone: "UTC", verifiedDomains: ["roles.test"], monthlyLimit: 1000,
           flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
           apiKeys: [{ key: USER_KEY, scopes: ["api_user"], name: "user" }, { key: READ_KEY, scopes: ["api_read"], name: "read" }],
-          members: [{ email: OWNER, role: "OWNER" }, { email: EDITOR, role: "EDITOR" }, { email: VIEWER, role: "VIEWER" }],
+          members: [{ email: OWNER, role: "OWNER" }, { email: EDITOR, role: "EDITOR" }, { email: VIEWER, role: "VIEWER" }, { email: WRITER, role: "EDITOR" }],
         }],
       },
     });
@@ -113,7 +114,7 @@ describe("role rules over the real system", () => {
     expect(gone.body.message).toBe("Invalid API key");
   });
 
-  it("in the console a member acts with their role: a VIEWER reads but changes nothing, the owner reads the audit log", async () => {
+  it("in the console a member acts with their role: a VIEWER reads but changes nothing, an EDITOR changes content but not webhooks or domains, the owner reads the audit log", async () => {
     const viewer = await memberBrowser(VIEWER);
     const topics = await viewer.get("/console/topics");
     expect(topics.status).toBe(200);
@@ -121,6 +122,18 @@ describe("role rules over the real system", () => {
     expect(refused.status).toBe(403);
     expect(refused.html).toContain("This needs the EDITOR role or higher; your role is VIEWER.");
     expect((await viewer.get("/console/audit")).status).toBe(403);
+
+    // An EDITOR member changes content but not the workspace's set-up (webhooks, domains: ADMIN).
+    const writer = await memberBrowser(WRITER);
+    // (The webhooks unit is not running: the refusal comes before any call to it.)
+    const hooks = await writer.get("/console/topics");
+    const hook = await writer.post("/console/webhooks", { _csrf: writer.csrfOf(hooks.html), url: "https://hooks.example.test/in" });
+    expect(hook.status).toBe(403);
+    expect(hook.html).toContain("This needs the ADMIN role or higher; your role is EDITOR.");
+    const domain = await writer.post("/console/domains", { _csrf: writer.csrfOf(hooks.html), domain: "other.test" });
+    expect(domain.status).toBe(403);
+    const writerTopics = await writer.get("/console/topics");
+    expect((await writer.post("/console/topics", { _csrf: writer.csrfOf(writerTopics.html), name: "Writers", description: "", defaultSubscription: "OPT_IN" })).status).toBe(303);
 
     const owner = await memberBrowser(OWNER);
     expect((await owner.get("/console/audit")).status).toBe(200);
