@@ -4,9 +4,9 @@
  * hook (API keys) and the console's session hook (members and key sessions) both ask
  * `requireRole`; nothing else decides.
  *
- * Roles, lowest first: VIEWER (reads) < EDITOR (content, audiences, sending) < ADMIN (keys,
- * webhooks, domains, workspace settings, members, the audit log) < OWNER (owners, ownership,
- * the workspace itself).
+ * Roles, lowest first: VIEWER (reads) < EDITOR (content, audiences, sending) < ADMIN (the
+ * workspace's set-up: webhooks, domains, members; the audit log) < OWNER (owners and
+ * ownership, which the directory checks per member: TeamService's acting_role).
  *
  * API keys keep the /v1 contract (spec/, sdk-wire-contract.md) exactly: a key's role is its
  * effective role from the directory (the lower of its own and its owner member's), else its
