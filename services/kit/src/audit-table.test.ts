@@ -1,9 +1,9 @@
 import { readdirSync } from "node:fs";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { DescService } from "@bufbuild/protobuf";
+import type { DescMessage, DescService } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { isAudited, READ } from "./audit.js";
+import { isAudited, READ, type FieldPath } from "./audit.js";
 import { AUDIT_TABLE } from "./audit-table.js";
 
 const GEN = join(import.meta.dirname, "../../../gen/mailroom");
@@ -47,6 +47,30 @@ describe("the audit table", () => {
         expect(rule.notAudited.length, key).toBeGreaterThan(10);
       }
     }
+  });
+
+  it("every path a row reads (resource id, workspace, member actor) names a field of the request or the answer", async () => {
+    const wrong: string[] = [];
+    const resolves = (message: DescMessage, parts: string[]): boolean => {
+      const field = message.fields.find((f) => f.localName === parts[0]);
+      if (!field) return false;
+      if (parts.length === 1) return field.fieldKind === "scalar" || (field.fieldKind === "list" && field.listKind === "scalar");
+      return field.fieldKind === "message" && resolves(field.message, parts.slice(1));
+    };
+    for (const service of await allServices()) {
+      for (const method of service.methods) {
+        const rule = AUDIT_TABLE[`${service.typeName}/${method.name}`];
+        if (!isAudited(rule)) continue;
+        const paths: FieldPath[] = [...rule.id, ...(rule.workspace ? [rule.workspace] : []), ...(rule.memberActor ? [rule.memberActor] : [])];
+        for (const path of paths) {
+          const [side, ...parts] = path.split(".");
+          if (!resolves(side === "req" ? method.input : method.output, parts)) wrong.push(`${service.typeName}/${method.name}: ${path}`);
+        }
+        // The workspace is read from req.workspaceId unless the row says where.
+        if (!rule.workspace && !method.input.fields.some((f) => f.localName === "workspaceId")) wrong.push(`${service.typeName}/${method.name}: no req.workspaceId`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 
   it("streaming RPCs are reads (the interceptor records unary calls only)", async () => {
