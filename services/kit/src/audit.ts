@@ -119,11 +119,15 @@ export const isAudited = (rule: AuditRule | undefined): rule is AuditedRpc => ty
 // ---------------------------------------------------------------------------------------
 // Summaries
 
-/** Field names whose values are secrets: never copied, only named. */
-const SECRET_FIELD = /(^key$|apikey$|plainkey$|token$|secret$|password$|passwd$|privatekey(pem)?$|credentials?$|^json$)/i;
+/**
+ * Field names whose values are or may be secrets: never copied, only named. Any "…key"
+ * (apiKey, plainKey, a signing or private key; an idempotency key is no loss), "…token",
+ * "…secret", "…password", "…pem", credentials, and a bootstrap file (json).
+ */
+const SECRET_FIELD = /(key|token|secret|password|passwd|pem|credentials?)$|^json$/i;
 /** Message content and bulk data: named as changed, never copied. */
 const CONTENT_FIELD = /^(html|text|subject|previewText|raw|body|content|attachments?|headers|stepsJson|textProperties)$/i;
-/** Not part of what changed: the workspace (its own column) and paging. */
+/** Not part of what changed: the workspace (the entry's own column). */
 const SKIPPED_FIELD = new Set(["workspaceId"]);
 
 /** The value of a field named as changed but not copied (a secret, content): as team.proto's AuditEntry says. */
@@ -165,7 +169,7 @@ function summarizeField(msg: ReflectMessage, field: DescField, name: string, out
     }
     case "list": {
       const list = msg.get(field);
-      if (field.listKind === "message" || namesOnly) out[name] = `[${list.size} items]`;
+      if (field.listKind === "message") out[name] = `[${list.size} items]`;
       else out[name] = clip([...list.values()].map((v) => scalarText(v)).join(", "));
       return;
     }
