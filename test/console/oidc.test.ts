@@ -4,13 +4,14 @@ import type { Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Provider from "oidc-provider";
 import * as oidcClient from "openid-client";
-import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { MemberSchema, SessionSchema, TeamService, type SignInWithOidcRequest } from "../../gen/mailroom/directory/v1/team_pb.js";
+import { TeamService, type SignInWithOidcRequest } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { appError } from "@mailroom/kit/errors.js";
+import { memoryDirectory, storeTeam } from "../../services/directory/src/testing.js";
+import { directoryService } from "../../services/directory/src/routes.js";
+import { teamService } from "../../services/directory/src/team-routes.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "../../gateway/src/app.js";
 import type { GatewayDeps, ServiceClients } from "../../gateway/src/deps.js";
@@ -19,17 +20,19 @@ import { freePort } from "../harness/ports.js";
 /**
  * Console sign-in with OpenID Connect against a real OpenID provider (the `oidc-provider`
  * package on a free port, its development login and consent pages), driven by HTTP requests
- * with a cookie jar per site. The gateway listens on its own port; its TeamService is in memory
- * (the directory's side, SignInWithOidc, is tested with the directory). Checked: the code flow
+ * with a cookie jar per site. The gateway listens on its own port and calls the directory's own
+ * TeamService (in memory) to map the verified email to a member. Checked: the code flow
  * with PKCE, state and nonce signs a member in; an ID token issued to another client (a
  * substituted token: right issuer, signature and nonce, wrong audience) is refused; a replayed
- * code is refused; an unverified email or a stranger is refused.
+ * code is refused; an unverified email, a stranger, or another subject with a member's address is refused.
  */
 const SECRET = "console-oidc-test-secret-0123456789abcdef";
 const CLIENT_SECRET = "mailroom-client-secret-0123456789";
 const OTHER_SECRET = "other-client-secret-0123456789";
 const ACCOUNTS: Record<string, { email: string; verified: boolean }> = {
   ann: { email: "Ann@Team.test", verified: true },
+  // Another account of the provider with Ann's address: the directory remembers the first subject.
+  "ann-again": { email: "ann@team.test", verified: true },
   eve: { email: "eve@team.test", verified: false },
   stranger: { email: "stranger@elsewhere.test", verified: true },
 };
@@ -109,30 +112,20 @@ describe("console sign-in with OpenID Connect (a real provider)", () => {
     });
     providerServer = provider.listen(providerPort, "127.0.0.1");
 
+    // The directory's own TeamService and DirectoryService (in memory): SignInWithOidc maps the email to a member.
+    const dir = await memoryDirectory();
+    await dir.bootstrap.loadJson(JSON.stringify({ workspaces: [{ id: "ws_oidc", name: "OIDC Co", members: [{ email: "ann@team.test", role: "EDITOR" }] }] }));
+    const { team, auditLog } = await storeTeam(dir);
+    const teamImpl = teamService(team, auditLog);
     const transport = memoryTransport(({ service }) => {
       service(TeamService, {
-        signInWithOidc(req) {
+        ...teamImpl,
+        signInWithOidc(req, ctx) {
           oidcCalls.push(req);
-          if (req.email !== "ann@team.test") throw appError({ code: "member_not_active", httpStatus: 403, message: "not a member" });
-          return { session: create(SessionSchema, { id: `ses_${oidcCalls.length}`, memberId: "mbr_ann", method: "oidc" }), sessionToken: `st_oidc_${oidcCalls.length}_0123456789abcdef` };
-        },
-        getSession(req) {
-          if (!req.sessionToken.startsWith("st_oidc_")) throw appError({ code: "session_invalid", httpStatus: 401, message: "invalid" });
-          return {
-            session: create(SessionSchema, { id: "ses_x", memberId: "mbr_ann", method: "oidc" }),
-            member: create(MemberSchema, { id: "mbr_ann", workspaceId: "ws_oidc", email: "ann@team.test", role: "EDITOR", status: "ACTIVE" }),
-            workspaceId: "ws_oidc",
-          };
-        },
-        listSessions() {
-          return { sessions: [create(SessionSchema, { id: "ses_x", memberId: "mbr_ann", method: "oidc", current: true })] };
+          return teamImpl.signInWithOidc(req, ctx);
         },
       });
-      service(DirectoryService, {
-        getWorkspace(req) {
-          return { workspace: { id: req.workspaceId, name: "OIDC Co" } };
-        },
-      });
+      service(DirectoryService, directoryService(dir, undefined, team));
     });
     const deps: GatewayDeps = {
       config: loadConfig({ MAILROOM_SECRET: SECRET, MAILROOM_PUBLIC_URL: gatewayUrl }),
@@ -264,5 +257,14 @@ describe("console sign-in with OpenID Connect (a real provider)", () => {
     expect(res.status).toBe(403);
     expect(res.body).toContain("not a member");
     expect(stranger.has(gatewayUrl, "mr_console")).toBe(false);
+  });
+
+  it("refuses another account of the provider with the address of a member who signed in with a first one", async () => {
+    const browser = new Browser();
+    const flow = await startSignIn(browser, "ann-again");
+    const res = await browser.fetch(await flow.callback());
+    expect(res.status).toBe(401);
+    expect(res.body).toContain("another account");
+    expect(browser.has(gatewayUrl, "mr_console")).toBe(false);
   });
 });
