@@ -128,6 +128,15 @@ describe("summarizeChange", () => {
     expect(Object.keys(summary).length).toBeLessThanOrEqual(40);
   });
 
+  it("a secret-named key inside a property or trait value is withheld too", () => {
+    const summary = summarizeChange(UpdateContactRequestSchema, create(UpdateContactRequestSchema, {
+      contactId: "ct_1",
+      contact: { properties: { crm: { owner: "bea", apiToken: "tok_SECRET", nested: [{ password: "hunter2" }] }, sessionToken: "x" } },
+    }));
+    expect(summary["contact.properties.crm"]).toBe('{"owner":"bea","apiToken":"","nested":[{"password":""}]}');
+    expect(summary["contact.properties.sessionToken"]).toBe(WITHHELD);
+  });
+
   it("a request with only its workspace has an empty summary", () => {
     expect(summarizeChange(CreateApiKeyRequestSchema, create(CreateApiKeyRequestSchema, { workspaceId: "ws_1" }))).toEqual({});
     expect(summarizeChange(LoadBootstrapRequestSchema, create(LoadBootstrapRequestSchema, {}))).toEqual({});

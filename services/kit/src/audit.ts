@@ -140,6 +140,13 @@ const clip = (value: string) => (value.length > MAX_VALUE_CHARS ? `${value.slice
 /** A URL's user information is a credential (relay routes, webhook URLs): dropped. */
 const withoutUserInfo = (value: string) => value.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, "$1…@");
 
+/** A JSON value with the values of secret-named keys, at any depth, withheld. */
+function withoutSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutSecrets);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELD.test(k) ? WITHHELD : withoutSecrets(v)]));
+}
+
 function scalarText(value: unknown): string {
   if (value instanceof Uint8Array) return `[${value.length} bytes]`;
   return clip(withoutUserInfo(String(value)));
@@ -186,7 +193,7 @@ function summarizeField(msg: ReflectMessage, field: DescField, name: string, out
         const json = toJson(field.message, sub.message as Message) as Record<string, unknown>;
         for (const [key, value] of Object.entries(json)) {
           if (Object.keys(out).length >= MAX_SUMMARY_FIELDS) break;
-          out[`${name}.${key}`] = namesOnly || SECRET_FIELD.test(key) ? WITHHELD : clip(withoutUserInfo(typeof value === "string" ? value : JSON.stringify(value)));
+          out[`${name}.${key}`] = namesOnly || SECRET_FIELD.test(key) ? WITHHELD : clip(withoutUserInfo(typeof value === "string" ? value : JSON.stringify(withoutSecrets(value))));
         }
       } else if (depth >= MAX_DEPTH) {
         out[name] = WITHHELD;
