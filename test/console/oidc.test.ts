@@ -267,4 +267,24 @@ describe("console sign-in with OpenID Connect (a real provider)", () => {
     expect(res.body).toContain("another account");
     expect(browser.has(gatewayUrl, "mr_console")).toBe(false);
   });
+
+  it("answers a 503 page naming the provider when it cannot be reached", async () => {
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    const down = await buildGateway({
+      config: loadConfig({ MAILROOM_SECRET: SECRET, MAILROOM_PUBLIC_URL: gatewayUrl }),
+      logger: createLogger("console-oidc-test", "silent"),
+      clients: {} as ServiceClients,
+      rateLimitPerMinute: 0,
+      authCacheMs: 0,
+      consoleSignIn: { oidc: { issuer: nowhere, clientId: "mailroom", clientSecret: CLIENT_SECRET, name: "Nowhere", insecure: true } },
+    }, { api: [], public: [] });
+    try {
+      const res = await down.inject({ method: "GET", url: "/console/oidc/start" });
+      expect(res.statusCode).toBe(503);
+      expect(res.headers["content-type"]).toMatch(/text\/html/);
+      expect(res.body).toContain("cannot be reached");
+    } finally {
+      await down.close();
+    }
+  });
 });

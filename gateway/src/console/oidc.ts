@@ -11,6 +11,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { SecretError, openSecret, sealSecret, secretKeysOf, type SecretKeys } from "@mailroom/kit/secrets.js";
 import type { Config } from "@mailroom/kit";
 import type { OidcSettings } from "../settings.js";
+import { refusal } from "../errors.js";
 import { CONSOLE_PREFIX } from "./types.js";
 
 export const OIDC_COOKIE = "mr_console_oidc";
@@ -63,7 +64,7 @@ export function createOidcSignIn(settings: OidcSettings, config: Pick<Config, "p
       settings.insecure ? { execute: [client.allowInsecureRequests] } : undefined)
       .catch((err: unknown) => {
         discovered = undefined;
-        throw err;
+        throw refusal({ code: "service_unavailable", status: 503, message: `The sign-in provider (${new URL(settings.issuer).host}) cannot be reached; try again shortly. (${(err as Error).message})` });
       });
     return discovered;
   };
