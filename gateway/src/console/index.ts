@@ -14,7 +14,9 @@
  *       HTML error pages for anything thrown (refusal(...) from ../errors.js, RPC errors),
  *       security headers and no caching. Routes are not in /openapi.json.
  *       request.consoleFlash holds the flash message left by the previous POST (GET only).
- *       Check session.canEdit before changing anything (an api_read key only looks).
+ *       Check session.canEdit before changing anything (a VIEWER, or an api_read key, only looks);
+ *       session.role ("OWNER" | "ADMIN" | "EDITOR" | "VIEWER") for pages of owners and admins.
+ *       The route → role table is gateway/src/roles.ts (checked by requireSession).
  *       Call services with deps.clients.<service>.<rpc>({ workspaceId: session.workspaceId, … },
  *       rpcOptions(request)): the workspace always comes from the session, never the form.
  *

@@ -10,7 +10,9 @@
  * In development (capture mode, or NODE_ENV not production) every link is also logged at
  * info level, so a laptop without a system sender can still sign in.
  */
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyRequest } from "fastify";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import type { GatewayDeps } from "../deps.js";
 import { rpcOptions } from "../deps.js";
 import { escapeHtml } from "./layout.js";
@@ -49,7 +51,14 @@ export function createConsoleMail(deps: GatewayDeps): ConsoleMail {
       return true;
     } catch (err) {
       // Logged without the link (a token); the console still answers as if sent.
-      request.log.warn({ err, workspaceId: sender.workspaceId }, "console mail not sent");
+      const code = errorInfoOf(err)?.code;
+      if (code === "invalid_from" || code === "workspace_not_found" || (err instanceof ConnectError && err.code === Code.NotFound)) {
+        // A configuration mistake, not a passing failure: say which setting.
+        request.log.error({ err, workspaceId: sender.workspaceId, from: sender.from },
+          "console mail refused: MAILROOM_SYSTEM_FROM must be an address MAILROOM_SYSTEM_WORKSPACE may send from (a verified domain or address of that workspace)");
+      } else {
+        request.log.warn({ err, workspaceId: sender.workspaceId }, "console mail not sent");
+      }
       return false;
     }
   };
