@@ -64,7 +64,7 @@ function memberRow(m: Member, session: ConsoleSession, csrf: string): string {
 <form method="post" action="${consoleUrl(`/team/${m.id}/remove`)}" data-confirm="Remove ${escapeHtml(m.email)}? They are signed out at once.">${csrf}<button type="submit" class="danger small" aria-label="Remove ${escapeHtml(m.email)}">Remove</button></form>
 </div></td>`
     : managesTeam(session) ? `<td data-label="Actions"></td>` : "";
-  return `<tr><td data-label="Member">${escapeHtml(m.email)}${you}</td><td data-label="Role">${role}</td><td data-label="Status">${status}</td>
+  return `<tr><td data-label="Member">${escapeHtml(m.email)}${you}</td><td data-label="Role" style="white-space:nowrap">${role}</td><td data-label="Status">${status}</td>
 <td data-label="Since">${formatTime(m.createdAt ? timestampDate(m.createdAt) : undefined)}</td>
 <td data-label="Last sign-in">${formatTime(m.lastSignInAt ? timestampDate(m.lastSignInAt) : undefined)}</td>${actions}</tr>`;
 }
