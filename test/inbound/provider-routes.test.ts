@@ -394,10 +394,9 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     }
   }, 60_000);
 
-  // A Postmark route's URL is smtp://TOKEN:TOKEN@smtp.postmarkapp.com (README): redactUrl hides only the
-  // password, so the token shows as the user name in delivery's log, GetStatus and the console.
-  // Expected to fail until the user name is hidden too (see /tmp/h/verify30-findings.md, F1).
-  it.fails("a Postmark route's server token (its URL's user name) shows nowhere", async () => {
+  // A Postmark route's URL is smtp://TOKEN:TOKEN@smtp.postmarkapp.com (README): the token is the
+  // user name too, so redactUrl hides both.
+  it("a Postmark route's server token (its URL's user name) shows nowhere", async () => {
     const page = await (await consoleAs("plain"))("/delivery");
     expect(page.html).not.toContain(POSTMARK_TOKEN);
     expect(await sys.log("delivery", 100_000)).not.toContain(POSTMARK_TOKEN);
