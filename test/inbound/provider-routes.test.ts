@@ -457,4 +457,28 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     const { header } = await broadcastThroughSes();
     expect(correlationValue("ses", header)).toMatch(/^[A-Za-z0-9_-]{1,256}$/);
   }, 120_000);
+
+  // Mailgun's `failed` with severity `temporary` means Mailgun will retry the message itself (its
+  // docs; django-anymail maps it to DEFERRED). Read as a soft bounce, it fails the email, and the
+  // `delivered` Mailgun reports after its retry only "confirms". Expected to fail until a temporary
+  // failure is a deferral (see /tmp/h/verify30-findings.md, F3).
+  it.fails("Mailgun: a temporary failure, then delivered after Mailgun's retry, leaves the email DELIVERED", async () => {
+    const to = "mg-retried@example.test";
+    const mail = await send("mailgun", to);
+    const variable = correlationValue("mailgun", mail.header);
+    await until(async () => hooksFor(mail.id, "EMAIL_DELIVERED"), (l) => l.length === 1);
+    const event = (fields: Record<string, unknown>) => JSON.stringify({
+      signature: { timestamp: "%%TIMESTAMP%%", token: "%%TOKEN%%", signature: "%%SIGNATURE%%" },
+      "event-data": {
+        id: Math.random().toString(36).slice(2), timestamp: Date.now() / 1000, recipient: to, "user-variables": { mailroom_delivery_id: variable },
+        message: { headers: { to, "message-id": "20261127041501.2.ABCDEF@mg.acme.test", from: "team@acme.test" } }, ...fields,
+      },
+    });
+    const temporary = event({ event: "failed", severity: "temporary", reason: "generic", "log-level": "warn", "delivery-status": { code: 452, message: "4.2.2 mailbox full, try later", "attempt-no": 1 } });
+    expect(await post("mailgun", () => mailgunSigned(temporary), () => json)).toMatchObject({ status: 200, body: { accepted: 1 } });
+    const delivered = event({ event: "delivered", "log-level": "info", "delivery-status": { code: 250, message: "OK", "attempt-no": 2 } });
+    expect(await post("mailgun", () => mailgunSigned(delivered), () => json)).toMatchObject({ status: 200, body: { accepted: 1 } });
+    await sleep(3_000);
+    expect(await emailOf("mailgun", mail.id)).toMatchObject({ status: "DELIVERED" });
+  }, 120_000);
 });
