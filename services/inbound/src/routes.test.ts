@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
+import { sesTagValue } from "@mailroom/pipeline/relay-providers.js";
 import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { ProviderWebhooks } from "./adapters/providers/index.js";
 import { FileSigningCertificates } from "./adapters/providers/sns.js";
@@ -76,6 +77,16 @@ describe("Amazon SES (SNS)", () => {
     expect(await w.post("ses", snsMessage(providerFixture("ses-delivery-event.json", { deliveryId })))).toMatchObject({ accepted: 1 });
     expect(w.events.events).toEqual([expect.objectContaining({ type: "delivered", deliveryId, smtpCode: 250, detail: "250 2.6.0 Message received", route: "ses-eu" })]);
     expect(w.suppressions.suppressed).toEqual([]);
+  });
+
+  it("reads a broadcast recipient's delivery id back from its SES-encoded message tag ('.' written -2E)", async () => {
+    const w = world();
+    const broadcastDelivery = sentDelivery({ deliveryId: "cmp_01jbroadcast.ctc_01jcontact", source: "broadcast", emailId: "", broadcastId: "cmp_01jbroadcast", contactId: "ctc_01jcontact", messageId: "ctc_01jcontact.cmp_01jbroadcast@acme.test" });
+    await w.sent.remember(broadcastDelivery);
+    const tag = sesTagValue(broadcastDelivery.deliveryId);
+    expect(tag).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(await w.post("ses", snsMessage(providerFixture("ses-delivery-event.json", { deliveryId: tag })))).toMatchObject({ accepted: 1 });
+    expect(w.events.events).toEqual([expect.objectContaining({ type: "delivered", deliveryId: broadcastDelivery.deliveryId, broadcastId: "cmp_01jbroadcast" })]);
   });
 
   it("soft-bounces a Transient bounce of a cc without touching the email's own status", async () => {

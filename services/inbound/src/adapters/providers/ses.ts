@@ -1,4 +1,4 @@
-import { DELIVERY_ID_KEY } from "@mailroom/pipeline/relay-providers.js";
+import { DELIVERY_ID_KEY, deliveryIdOfSesTag } from "@mailroom/pipeline/relay-providers.js";
 import type { ProviderReport } from "../../domain/model.js";
 import { DELIVERY_ID_HEADER } from "../../domain/classify.js";
 import { bareMessageId, dateOf, isObject, replyCodesIn, text } from "./refusals.js";
@@ -62,7 +62,8 @@ function recipients(list: unknown): Json[] {
 function deliveryIdOf(mail: Json): string {
   const tags = isObject(mail.tags) ? mail.tags : {};
   const tagged = tags[DELIVERY_ID_KEY];
-  if (Array.isArray(tagged) && typeof tagged[0] === "string") return tagged[0];
+  // Written by sesTagValue: SES tag values cannot hold every character of a delivery id.
+  if (Array.isArray(tagged) && typeof tagged[0] === "string") return deliveryIdOfSesTag(tagged[0]);
   return headerOf(mail, DELIVERY_ID_HEADER);
 }
 
