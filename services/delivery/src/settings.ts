@@ -119,7 +119,9 @@ const routeSchema = z
   })
   .strict()
   .refine((r) => (r.url === undefined) !== (r.direct === undefined), "needs either url or \"direct\": true (not both)")
-  .refine((r) => !(r.direct && r.poolSize !== undefined), "poolSize is for relays (direct delivery limits connections per destination domain)");
+  .refine((r) => !(r.direct && r.poolSize !== undefined), "poolSize is for relays (direct delivery limits connections per destination domain)")
+  // A provider's correlation headers would go to recipients' servers, which never report to it.
+  .refine((r) => !(r.direct && r.provider !== undefined), "provider is for relays (mail sent direct to MX goes through no provider)");
 
 export interface RouteSettings {
   name: string;
@@ -243,6 +245,9 @@ function routesOf(c: z.output<typeof schema>): { mode: DeliveryMode; routes: Rou
     if (mode === "capture") throw refuse("MAILROOM_DELIVERY_MODE", "capture sends nothing: unset MAILROOM_DELIVERY_ROUTES or choose relay or direct");
     if (mode === "direct" && !routes.some((r) => r.kind === "direct")) {
       throw refuse("MAILROOM_DELIVERY_MODE", 'direct, but no route of MAILROOM_DELIVERY_ROUTES is direct ("direct": true)');
+    }
+    if (mode === "relay" && !routes.some((r) => r.kind === "relay")) {
+      throw refuse("MAILROOM_DELIVERY_MODE", 'relay, but no route of MAILROOM_DELIVERY_ROUTES is a relay (has a "url"): choose direct or add a relay route');
     }
     return { mode, routes };
   }
