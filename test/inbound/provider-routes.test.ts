@@ -460,10 +460,8 @@ describe("relay provider routes and their event webhooks, end to end", () => {
   }, 120_000);
 
   // Mailgun's `failed` with severity `temporary` means Mailgun will retry the message itself (its
-  // docs; django-anymail maps it to DEFERRED). Read as a soft bounce, it fails the email, and the
-  // `delivered` Mailgun reports after its retry only "confirms". Expected to fail until a temporary
-  // failure is a deferral (see /tmp/h/verify30-findings.md, F3).
-  it.fails("Mailgun: a temporary failure, then delivered after Mailgun's retry, leaves the email DELIVERED", async () => {
+  // docs; django-anymail maps it to DEFERRED): inbound publishes DEFERRED, which leaves the status.
+  it("Mailgun: a temporary failure, then delivered after Mailgun's retry, leaves the email DELIVERED", async () => {
     const to = "mg-retried@example.test";
     const mail = await send("mailgun", to);
     const variable = correlationValue("mailgun", mail.header);
@@ -477,6 +475,9 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     });
     const temporary = event({ event: "failed", severity: "temporary", reason: "generic", "log-level": "warn", "delivery-status": { code: 452, message: "4.2.2 mailbox full, try later", "attempt-no": 1 } });
     expect(await post("mailgun", () => mailgunSigned(temporary), () => json)).toMatchObject({ status: 200, body: { accepted: 1 } });
+    // A deferral (its last event DEFERRED, as delivery's own 4xx makes it), the status untouched.
+    const deferred = await until(() => emailOf("mailgun", mail.id), (e) => e.lastEvent?.type === "DEFERRED");
+    expect(deferred).toMatchObject({ status: "DELIVERED" });
     const delivered = event({ event: "delivered", "log-level": "info", "delivery-status": { code: 250, message: "OK", "attempt-no": 2 } });
     expect(await post("mailgun", () => mailgunSigned(delivered), () => json)).toMatchObject({ status: 200, body: { accepted: 1 } });
     await sleep(3_000);

@@ -20,7 +20,7 @@ import { InboundMail } from "./domain/inbound.js";
 import { consumeSentEvents } from "./consumers.js";
 import { ProviderWebhooks } from "./adapters/providers/index.js";
 import { FileSigningCertificates, HttpsSigningCertificates, HttpsSubscriptionConfirmer } from "./adapters/providers/sns.js";
-import { inboundRoutes } from "./routes.js";
+import { inboundRoutes, rpcLogger } from "./routes.js";
 import { startSmtpListener } from "./smtp.js";
 import { loadInboundSettings } from "./settings.js";
 
@@ -54,7 +54,7 @@ const server = await startConnectServer({
   routes: inboundRoutes(webhooks, inbound),
   port: config.servicePort ?? defaultServicePort(config, "inbound"),
   host: config.serviceHost,
-  logger,
+  logger: rpcLogger(logger),
   healthy: () => !nc.isClosed(),
 });
 logger.info({ url: server.url, providers: Object.keys(settings.providers) }, "inbound service listening");

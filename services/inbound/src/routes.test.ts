@@ -1,4 +1,6 @@
+import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { createLogger } from "@mailroom/kit";
 import { createClient } from "@connectrpc/connect";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
@@ -6,7 +8,7 @@ import { sesTagValue } from "@mailroom/pipeline/relay-providers.js";
 import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { ProviderWebhooks } from "./adapters/providers/index.js";
 import { FileSigningCertificates } from "./adapters/providers/sns.js";
-import { inboundRoutes } from "./routes.js";
+import { inboundRoutes, rpcLogger } from "./routes.js";
 import { loadInboundSettings } from "./settings.js";
 import {
   MAILGUN_TEST_SIGNING_KEY, SENDGRID_TEST_PUBLIC_KEY, SES_TEST_TOPIC, SNS_TEST_CERT_FILE,
@@ -99,6 +101,21 @@ describe("Amazon SES (SNS)", () => {
     expect(w.suppressions.suppressed).toEqual([]);
   });
 
+  it("reads an event-publishing DeliveryDelay (SES keeps trying) as DEFERRED, nothing suppressed", async () => {
+    const w = world();
+    const delay = {
+      eventType: "DeliveryDelay",
+      mail: { timestamp: "2026-11-20T10:15:01.000Z", source: "team@acme.test", messageId: "0100019a-ses-own-id", destination: ["ann@example.test"], headers: [], commonHeaders: {}, tags: { mailroom_delivery_id: [deliveryId] } },
+      deliveryDelay: {
+        timestamp: "2026-11-20T10:20:00.000Z", delayType: "TransientCommunicationFailure", expirationTime: "2026-11-20T23:15:01.000Z",
+        delayedRecipients: [{ emailAddress: "ann@example.test", status: "4.4.1", diagnosticCode: "smtp; 421 4.4.0 Unable to lookup DNS for example.test" }],
+      },
+    };
+    expect(await w.post("ses", snsMessage(JSON.stringify(delay)))).toMatchObject({ accepted: 1 });
+    expect(w.events.events).toEqual([expect.objectContaining({ type: "deferred", deliveryId, smtpCode: 421, enhancedStatus: "4.4.1", permanent: false })]);
+    expect(w.suppressions.suppressed).toEqual([]);
+  });
+
   it("confirms a subscription of an allowed topic by GETting its SubscribeURL", async () => {
     const w = world();
     const res = await w.post("ses", snsMessage("You have chosen to subscribe to the topic …", { type: "SubscriptionConfirmation" }));
@@ -161,12 +178,13 @@ describe("Postmark", () => {
 });
 
 describe("SendGrid", () => {
-  it("reads a signed event batch: bounce, delivered and spamreport recorded, processed and deferred ignored", async () => {
+  it("reads a signed event batch: deferred (SendGrid retries), bounce, delivered and spamreport recorded, processed ignored", async () => {
     const w = world();
     const body = providerFixture("sendgrid-events.json", { deliveryId, messageId });
-    expect(await w.post("sendgrid", body, sendgridHeaders(body))).toMatchObject({ accepted: 3, ignored: 2 });
-    expect(w.events.events.map((e) => e.type)).toEqual(["bounced", "delivered", "complained"]);
-    expect(w.events.events[0]).toMatchObject({ permanent: true, enhancedStatus: "5.0.0", smtpCode: 500, detail: "500 unknown recipient" });
+    expect(await w.post("sendgrid", body, sendgridHeaders(body))).toMatchObject({ accepted: 4, ignored: 1 });
+    expect(w.events.events.map((e) => e.type)).toEqual(["deferred", "bounced", "delivered", "complained"]);
+    expect(w.events.events[0]).toMatchObject({ smtpCode: 400, permanent: false, detail: "400 try again later (sendgrid retries)" });
+    expect(w.events.events[1]).toMatchObject({ permanent: true, enhancedStatus: "5.0.0", smtpCode: 500, detail: "500 unknown recipient" });
   });
 
   it("asks for a retry (503) of a fresh SendGrid report naming a delivery not remembered yet, after handling the rest of the batch", async () => {
@@ -203,6 +221,21 @@ describe("Mailgun", () => {
     expect(w.events.events[0]).toMatchObject({ permanent: true, smtpCode: 550, enhancedStatus: "5.1.1", detail: "No Such User Here" });
   });
 
+  it("reads a temporary failure (Mailgun retries) as DEFERRED, not a bounce: nothing suppressed, the later delivered report recorded", async () => {
+    const w = world();
+    const failed = JSON.parse(providerFixture("mailgun-failed.json", { deliveryId }));
+    failed["event-data"].severity = "temporary";
+    failed["event-data"]["delivery-status"] = { code: 452, message: "4.2.2 mailbox full, try later", "attempt-no": 1 };
+    const body = mailgunSigned(JSON.stringify(failed));
+    expect(await w.post("mailgun", body)).toMatchObject({ accepted: 1, ignored: 0 });
+    await w.post("mailgun", body);
+    expect(await w.post("mailgun", mailgunSigned(providerFixture("mailgun-delivered.json", { messageId })))).toMatchObject({ accepted: 1 });
+    expect(w.events.events.map((e) => e.type)).toEqual(["deferred", "deferred", "delivered"]);
+    expect(w.events.events[1].eventId).toBe(w.events.events[0].eventId);
+    expect(w.events.events[0]).toMatchObject({ deliveryId, smtpCode: 452, enhancedStatus: "4.2.2", permanent: false, detail: "4.2.2 mailbox full, try later (mailgun retries)" });
+    expect(w.suppressions.suppressed).toEqual([]);
+  });
+
   it("refuses a forged signature and one more than a day old", async () => {
     const w = world();
     const fixture = providerFixture("mailgun-failed.json", { deliveryId });
@@ -221,5 +254,20 @@ describe("every provider", () => {
     const configured = world();
     expect(await configured.refusal("mailgun", "[]")).toMatchObject({ code: "invalid_provider_webhook", status: 400 });
     expect(await configured.refusal("postmark", "{", { authorization: basicAuth("mailroom", "s3cret-pass") })).toMatchObject({ status: 400 });
+  });
+});
+
+describe("the Connect server's log", () => {
+  it("logs the expected 'not recorded yet, retry' 503 at info without a stack, every other failure at error", () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({ write: (chunk, _enc, done) => (lines.push(JSON.parse(String(chunk))), done()) });
+    const logger = rpcLogger(createLogger("inbound-test", "info", sink));
+    // As kit's interceptor logs a failed call.
+    logger.error({ requestId: "r1", rpc: "ReceiveProviderWebhook", code: "unknown_delivery" }, "rpc failed");
+    logger.error({ requestId: "r2", rpc: "ReceiveProviderWebhook", code: "service_unavailable" }, "rpc failed");
+    logger.info({ requestId: "r3" }, "other");
+    expect(lines.map((l) => [l.requestId, l.level])).toEqual([["r1", 30], ["r2", 50], ["r3", 30]]);
+    expect(lines[0]).toMatchObject({ code: "unknown_delivery", msg: "rpc answered: retry later (not recorded yet)" });
+    expect(JSON.stringify(lines[0])).not.toContain("stack");
   });
 });
