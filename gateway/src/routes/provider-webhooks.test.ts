@@ -6,7 +6,8 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { ProviderWebhooks } from "../../../services/inbound/src/adapters/providers/index.js";
-import { FileSigningCertificates } from "../../../services/inbound/src/adapters/providers/sns.js";
+import { readFileSync } from "node:fs";
+import { FixedSigningCertificate } from "../../../services/inbound/src/adapters/providers/sns.js";
 import { inboundRoutes } from "../../../services/inbound/src/routes.js";
 import { loadInboundSettings } from "../../../services/inbound/src/settings.js";
 import {
@@ -34,7 +35,7 @@ async function gateway(env: Record<string, string>) {
   await t.sent.remember(DELIVERY);
   const webhooks = new ProviderWebhooks({
     settings: loadInboundSettings(env).providers,
-    certificates: new FileSigningCertificates(SNS_TEST_CERT_FILE),
+    certificates: new FixedSigningCertificate(readFileSync(SNS_TEST_CERT_FILE, "utf8")),
     confirmer: { confirm: async () => {} },
     now: () => new Date(),
   });

@@ -7,7 +7,10 @@ import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { sesTagValue } from "@mailroom/pipeline/relay-providers.js";
 import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { ProviderWebhooks } from "./adapters/providers/index.js";
-import { FileSigningCertificates } from "./adapters/providers/sns.js";
+import { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { FixedSigningCertificate, HttpsSigningCertificates, snsUrl } from "./adapters/providers/sns.js";
 import { inboundRoutes, rpcLogger } from "./routes.js";
 import { loadInboundSettings } from "./settings.js";
 import {
@@ -24,7 +27,9 @@ import {
 const DELIVERY = sentDelivery({ route: "ses-eu", otherRecipients: ["cc@example.test"] });
 const { deliveryId, messageId } = DELIVERY;
 
-function world(env: Record<string, string> = {}) {
+const TEST_CERT = readFileSync(SNS_TEST_CERT_FILE, "utf8");
+
+function world(env: Record<string, string> = {}, certificatePem = TEST_CERT) {
   const t = testInbound();
   void t.sent.remember(DELIVERY);
   const settings = loadInboundSettings({
@@ -36,19 +41,21 @@ function world(env: Record<string, string> = {}) {
   });
   const confirmed: string[] = [];
   const fetchedCertificates: string[] = [];
-  const file = new FileSigningCertificates(SNS_TEST_CERT_FILE);
+  const file = new FixedSigningCertificate(certificatePem);
+  const warnings: Array<Record<string, unknown>> = [];
   const webhooks = new ProviderWebhooks({
     settings: settings.providers,
     certificates: { get: (url) => (fetchedCertificates.push(url.href), file.get()) },
     confirmer: { confirm: async (url) => void confirmed.push(url.href) },
     now: () => new Date(),
+    logger: { debug() {}, info() {}, error() {}, warn: (obj) => void warnings.push(obj as Record<string, unknown>) },
   });
   const client = createClient(InboundService, memoryTransport(inboundRoutes(webhooks, t.inbound)));
   const post = (provider: string, body: string, headers: Record<string, string> = {}) =>
     client.receiveProviderWebhook({ provider, body: new TextEncoder().encode(body), headers: Object.entries(headers).map(([name, value]) => ({ name, value })), path: `/webhooks/${provider}` });
   const refusal = (provider: string, body: string, headers: Record<string, string> = {}) =>
     post(provider, body, headers).then(() => undefined, (err) => ({ code: errorInfoOf(err)?.code, status: errorInfoOf(err)?.httpStatus, message: errorInfoOf(err)?.message }));
-  return { ...t, post, refusal, confirmed, fetchedCertificates };
+  return { ...t, post, refusal, confirmed, fetchedCertificates, warnings };
 }
 
 describe("Amazon SES (SNS)", () => {
@@ -124,17 +131,28 @@ describe("Amazon SES (SNS)", () => {
     expect(w.confirmed[0]).toMatch(/^https:\/\/sns\.us-east-1\.amazonaws\.com\/\?Action=ConfirmSubscription/);
   });
 
-  it("refuses forged or foreign messages, and never confirms another topic's subscription", async () => {
+  it("refuses forged or foreign messages alike (the reason only in the log), and never confirms another topic's subscription", async () => {
     const w = world();
+    const refused = { code: "provider_webhook_unauthenticated", status: 401, message: "ses webhook refused: the SNS message is not signed by Amazon SNS for a topic in MAILROOM_SES_TOPIC_ARNS" };
+    const reason = () => String(w.warnings.at(-1)?.reason);
     const good = snsMessage(providerFixture("ses-bounce.json", { deliveryId }));
     const tampered = good.replace("Permanent", "Transient");
-    expect(await w.refusal("ses", tampered)).toMatchObject({ code: "provider_webhook_unauthenticated", status: 401, message: expect.stringMatching(/signature does not verify/) });
+    expect(await w.refusal("ses", tampered)).toEqual(refused);
+    expect(reason()).toMatch(/signature does not verify/);
     const otherKey = (await import("node:crypto")).generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
-    expect(await w.refusal("ses", snsMessage("{}", { key: otherKey }))).toMatchObject({ status: 401 });
+    expect(await w.refusal("ses", snsMessage("{}", { key: otherKey }))).toEqual(refused);
     const foreign = snsMessage("{}", { type: "SubscriptionConfirmation", topicArn: "arn:aws:sns:us-east-1:999999999999:attacker" });
-    expect(await w.refusal("ses", foreign)).toMatchObject({ status: 401, message: expect.stringMatching(/not in MAILROOM_SES_TOPIC_ARNS/) });
-    for (const certUrl of ["https://sns.us-east-1.amazonaws.com.evil.test/cert.pem", "http://sns.us-east-1.amazonaws.com/cert.pem", "https://evil.test/sns.us-east-1.amazonaws.com.pem", "https://sns.us-east-1.amazonaws.com/any/path.pem"]) {
-      expect(await w.refusal("ses", snsMessage("{}", { certUrl })), certUrl).toMatchObject({ status: 401, message: expect.stringMatching(/SigningCertURL/) });
+    expect(await w.refusal("ses", foreign)).toEqual(refused);
+    expect(reason()).toMatch(/not in MAILROOM_SES_TOPIC_ARNS/);
+    for (const certUrl of [
+      "https://sns.us-east-1.amazonaws.com.evil.test/cert.pem", "http://sns.us-east-1.amazonaws.com/cert.pem", "https://evil.test/sns.us-east-1.amazonaws.com.pem",
+      "https://sns.us-east-1.amazonaws.com/any/path.pem",
+      // S3 buckets named "sns": Amazon's hosts and certificates, anyone's content.
+      "https://sns.s3.amazonaws.com/SimpleNotificationService-0000.pem", "https://sns.s3-us-west-2.amazonaws.com/SimpleNotificationService-0000.pem",
+      "https://sns.execute-api.amazonaws.com/SimpleNotificationService-0000.pem", "https://sns.cn-north-1.amazonaws.com/SimpleNotificationService-0000.pem",
+    ]) {
+      expect(await w.refusal("ses", snsMessage("{}", { certUrl })), certUrl).toEqual(refused);
+      expect(reason(), certUrl).toMatch(/SigningCertURL/);
     }
     expect(w.fetchedCertificates.every((u) => u === "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem")).toBe(true);
     expect(w.confirmed).toEqual([]);
@@ -269,5 +287,39 @@ describe("the Connect server's log", () => {
     expect(lines.map((l) => [l.requestId, l.level])).toEqual([["r1", 30], ["r2", 50], ["r3", 30]]);
     expect(lines[0]).toMatchObject({ code: "unknown_delivery", msg: "rpc answered: retry later (not recorded yet)" });
     expect(JSON.stringify(lines[0])).not.toContain("stack");
+  });
+});
+
+describe("SNS certificates", () => {
+  it("takes certificate URLs on SNS's regional hosts only", () => {
+    for (const host of ["sns.us-east-1.amazonaws.com", "sns.eu-west-2.amazonaws.com", "sns.ap-southeast-1.amazonaws.com", "sns.us-gov-west-1.amazonaws.com", "sns.cn-north-1.amazonaws.com.cn", "sns.il-central-1.amazonaws.com"]) {
+      expect(snsUrl(`https://${host}/SimpleNotificationService-abc.pem`), host).toBeDefined();
+    }
+    for (const host of ["sns.s3.amazonaws.com", "sns.s3-us-west-2.amazonaws.com", "sns.amazonaws.com", "sns.us-east-1.amazonaws.com.cn", "sns.cn-north-1.amazonaws.com", "sns.us-east.amazonaws.com", "sns.elb.us-east-1.amazonaws.com"]) {
+      expect(snsUrl(`https://${host}/SimpleNotificationService-abc.pem`), host).toBeUndefined();
+    }
+  });
+
+  it("refuses a certificate that is not issued to sns.amazonaws.com, though it signs the message", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const { mkdtempSync, readFileSync: read } = await import("node:fs");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "sns-cert-"));
+    const key = path.join(import.meta.dirname, "fixtures", "sns-test-signing-key.pem");
+    execFileSync("openssl", ["req", "-new", "-x509", "-key", key, "-days", "2", "-subj", "/CN=sns.s3.amazonaws.com", "-out", path.join(dir, "cert.pem")]);
+    const w = world({}, read(path.join(dir, "cert.pem"), "utf8"));
+    expect(await w.refusal("ses", snsMessage(providerFixture("ses-bounce.json", { deliveryId })))).toMatchObject({ status: 401 });
+    expect(String(w.warnings.at(-1)?.reason)).toMatch(/not issued to sns\.amazonaws\.com/);
+    expect(w.events.events).toEqual([]);
+  });
+
+  it("remembers a failed certificate fetch for a while: forged messages naming one URL fetch it once", async () => {
+    const fetched: string[] = [];
+    const certificates = new HttpsSigningCertificates(async (url) => {
+      fetched.push(url.href);
+      throw new Error("404");
+    });
+    const url = new URL("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-forged.pem");
+    for (let i = 0; i < 3; i++) await expect(certificates.get(url)).rejects.toThrow("404");
+    expect(fetched).toHaveLength(1);
   });
 });
