@@ -180,6 +180,8 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   },
   broadcast_not_schedulable: { status: 409, description: "Only a `DRAFT` broadcast can be scheduled; this one is already scheduled, sending or completed. Cancel a scheduled one first to change it." },
   broadcast_not_editable: { status: 409, description: "Only a `DRAFT` broadcast can be edited; cancel a scheduled one first (one that started sending cannot change)." },
+  ab_winner_already_chosen: { status: 409, description: "This A/B test's winner was chosen already (by its metric when the wait ended, or by a user); the rest of the audience gets that variant." },
+  ab_test_not_waiting: { status: 409, description: "A winner can only be chosen while the broadcast waits for one: it has no A/B test, its test share is still going out, or it was cancelled or completed." },
   // Webhooks (issue 13)
   webhook_not_found: { status: 404, description: "No webhook with this id exists in the workspace." },
   webhook_not_active: { status: 409, description: "The webhook is paused (by you or after a day of failed deliveries); update its status to `ACTIVE` first." },
