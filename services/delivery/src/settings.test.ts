@@ -68,6 +68,13 @@ describe("delivery settings", () => {
       expect(loadDeliverySettings(routes([{ name: "mx", direct: true }])).mode).toBe("direct");
     });
 
+    it("lists direct delivery's variables set while no route is direct (warned at start), none when one is", () => {
+      const relay = { MAILROOM_SMTP_URL: "smtp://r.test", MAILROOM_DELIVERY_EHLO_NAME: "mta.example.com", MAILROOM_DELIVERY_DOMAIN_LIMITS: "{}", MAILROOM_DELIVERY_DNS_SERVERS: " " };
+      expect(loadDeliverySettings(relay).unusedDirectVariables).toEqual(["MAILROOM_DELIVERY_EHLO_NAME", "MAILROOM_DELIVERY_DOMAIN_LIMITS"]);
+      expect(loadDeliverySettings({ MAILROOM_SMTP_URL: "smtp://r.test" }).unusedDirectVariables).toEqual([]);
+      expect(loadDeliverySettings({ MAILROOM_DELIVERY_MODE: "direct", MAILROOM_DELIVERY_EHLO_NAME: "mta.example.com" })).toMatchObject({ unusedDirectVariables: [], direct: { ehloName: "mta.example.com" } });
+    });
+
     it("refuses every route setting that could not take effect, naming the variable", () => {
       const bad: Array<[Record<string, string>, RegExp]> = [
         [{ MAILROOM_DELIVERY_MODE: "relay" }, /MAILROOM_DELIVERY_MODE: relay needs MAILROOM_SMTP_URL/],
