@@ -180,6 +180,8 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   },
   broadcast_not_schedulable: { status: 409, description: "Only a `DRAFT` broadcast can be scheduled; this one is already scheduled, sending or completed. Cancel a scheduled one first to change it." },
   broadcast_not_editable: { status: 409, description: "Only a `DRAFT` broadcast can be edited; cancel a scheduled one first (one that started sending cannot change)." },
+  ab_winner_already_chosen: { status: 409, description: "This A/B test's winner was chosen already (by its metric when the wait ended, or by a user); the rest of the audience gets that variant." },
+  ab_test_not_waiting: { status: 409, description: "A winner can only be chosen while the broadcast waits for one: it has no A/B test, its test share is still going out, or it was cancelled or completed." },
   // Webhooks (issue 13)
   webhook_not_found: { status: 404, description: "No webhook with this id exists in the workspace." },
   webhook_not_active: { status: 409, description: "The webhook is paused (by you or after a day of failed deliveries); update its status to `ACTIVE` first." },
@@ -417,7 +419,7 @@ function bodyFromFastifyError(err: Partial<FastifyError>): PublicErrorBody {
   if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
     return publicErrorBody({ code: "unsupported_media_type", message: "Content-Type must be application/json" });
   }
-  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE" || status === 413) {
+  if (isBodyTooLarge(err)) {
     return publicErrorBody({ code: "payload_too_large", message: "Request body too large: at most 5 MB of HTML and 10 MB of attachments per email, and 25 MB per batch request" });
   }
   if (status === 429) return publicErrorBody({ code: "rate_limited", message: err.message ?? "" });
@@ -470,8 +472,23 @@ export function handleError(err: unknown, request: FastifyRequest, reply: Fastif
   const info = errorInfoOf(err);
   const alias = info && request.routeOptions.config?.errorCodes?.[info.code];
   const body = alias ? publicErrorBody({ code: alias, message: info.message }) : bodyFromError(err);
-  if (body.statusCode >= 500) request.log.error({ err }, "request failed");
+  // A code the route answers under an alias is one of its expected answers (a provider
+  // webhook's "not recorded yet, retry"): no outage, no stack.
+  if (body.statusCode >= 500 && alias) request.log.info({ code: info.code, status: body.statusCode, message: info.message }, "request answered: retry later");
+  else if (body.statusCode >= 500) request.log.error({ err }, "request failed");
   return sendError(reply, body);
+}
+
+/** Fastify's refusal of a body over the route's bodyLimit. */
+export function isBodyTooLarge(err: unknown): boolean {
+  const e = err as Partial<FastifyError> | undefined;
+  return !!e && typeof e === "object" && (e.code === "FST_ERR_CTP_BODY_TOO_LARGE" || e.statusCode === 413) && !errorInfoOf(err);
+}
+
+/** The 413 of an endpoint whose limit is its own (not the email sizes the default message names). */
+export function bodyTooLargeFor(endpoint: string, limitBytes: number): PublicErrorBody {
+  const mb = limitBytes / (1024 * 1024);
+  return publicErrorBody({ code: "payload_too_large", message: `Request body too large: ${endpoint} takes at most ${Number.isInteger(mb) ? `${mb} MB` : `${limitBytes} bytes`} (${limitBytes.toLocaleString("en")} bytes)` });
 }
 
 /** The gateway's own refusal of a request, thrown like any domain error and answered by handleError. */

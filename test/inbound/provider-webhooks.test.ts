@@ -109,7 +109,7 @@ describe("relay provider webhooks through the gateway", () => {
     expect(res, `${JSON.stringify(res)}\n--- inbound log ---\n${await sys.log("inbound")}`).toMatchObject({ status: 200, body: { accepted: 1 } });
 
     // A hard bounce after the relay's 250, as a DSN makes it: the email failed, its last event BOUNCED.
-    const email = await until(async () => (await sys.api("GET", `/v1/emails/${mail.id}`, { key: KEY })).body.email, (e) => e.lastEvent?.type === "BOUNCED");
+    const email = await until(async () => (await sys.api("GET", `/v1/emails/${mail.id}`, { key: KEY })).body.email, (e) => e.lastEvent?.type === "BOUNCED" && !!e.events?.bouncedAt);
     expect(email).toMatchObject({
       id: mail.id, status: "FAILED", reason: "Bounced (550): smtp; 550 5.1.1 user unknown",
       events: { deliveredAt: expect.any(String), bouncedAt: expect.any(String), bounceType: "hard" },
@@ -124,7 +124,7 @@ describe("relay provider webhooks through the gateway", () => {
     const fixture = providerFixture("mailgun-failed.json", { messageId: mail.messageId, rcpt: "bob@example.test" }).replace(`"mailroom_delivery_id": ""`, `"other": ""`);
     const res = await postUntilAccepted("mailgun", () => mailgunSigned(fixture));
     expect(res, `${JSON.stringify(res)}\n--- inbound log ---\n${await sys.log("inbound")}`).toMatchObject({ status: 200, body: { accepted: 1 } });
-    const email = await until(async () => (await sys.api("GET", `/v1/emails/${mail.id}`, { key: KEY })).body.email, (e) => e.lastEvent?.type === "BOUNCED");
+    const email = await until(async () => (await sys.api("GET", `/v1/emails/${mail.id}`, { key: KEY })).body.email, (e) => e.lastEvent?.type === "BOUNCED" && !!e.events?.bouncedAt);
     expect(email).toMatchObject({ status: "FAILED", reason: "Bounced (550): No Such User Here", events: { bounceType: "hard" } });
     expect(await suppressionOf("bob@example.test")).toMatchObject({ reason: SuppressionReason.HARD_BOUNCE });
     // Postmark and SendGrid are not configured on this server: their endpoints do not exist.

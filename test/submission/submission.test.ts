@@ -382,9 +382,14 @@ describe("per-key rate limit", () => {
     expect(refused, "never refused").toBeDefined();
     expect(refused!.code).toBe(451);
     expect(refused!.response).toMatch(/^451 4\.7\.0 .*rate limit/i);
-    // The API sees the same budget spent.
-    const api = await sys.api("POST", "/v1/emails", { key: KEY, body: { from: "hello@acme.test", to: "api@example.test", subject: "s", html: "<p>x</p>" } });
-    expect(api.status).toBe(429);
+    // The API sees the same budget spent. The bucket refills a token a second, and a loaded
+    // machine may take that long between the refusal and this call: a few calls in a row must
+    // meet the empty bucket.
+    const statuses: number[] = [];
+    for (let i = 0; i < 3 && !statuses.includes(429); i++) {
+      statuses.push((await sys.api("POST", "/v1/emails", { key: KEY, body: { from: "hello@acme.test", to: `api-${i}@example.test`, subject: "s", html: "<p>x</p>" } })).status);
+    }
+    expect(statuses).toContain(429);
   }, 60_000);
 });
 

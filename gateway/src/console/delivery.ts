@@ -68,13 +68,23 @@ ${count("Sent", r.sentTotal)}${count("Deferred", r.deferredTotal)}${count("Bounc
 <td data-label="Latency" class="num" style="white-space:nowrap">${r.latencyMs ? `${Math.round(r.latencyMs)} ms` : "—"}</td></tr>`;
 }
 
+/** An EHLO that is an address literal ("[192.0.2.10]"): delivery has no qualified name to say. */
+export const isAddressLiteral = (ehlo: string) => ehlo.startsWith("[");
+
+/** GetStatus's ehlo_name: the name, the address literal sent instead, or "" (a literal of the address the system picks). */
+export function ehloHtml(ehlo: string): string {
+  const advice = '<span class="muted">no fully qualified name: set MAILROOM_DELIVERY_EHLO_NAME to the PTR name of the sending address (many receivers distrust an address literal)</span>';
+  if (!ehlo) return `<span class="muted">the source address literal;</span> ${advice}`;
+  return isAddressLiteral(ehlo) ? `<code>${escapeHtml(ehlo)}</code> ${advice}` : `<code>${escapeHtml(ehlo)}</code>`;
+}
+
 function statusHtml(s: GetStatusResponse, workspaceId: string): string {
   const mode = modeOf(s);
   const facts: Array<[string, string]> = [
     ["Mode", escapeHtml(MODES[mode] ?? mode)],
     ...(mode === "direct" || s.routes.some((r) => r.kind === "direct")
       ? ([
-        ["EHLO name", s.ehloName ? `<code>${escapeHtml(s.ehloName)}</code>` : '<span class="muted">the host name</span>'],
+        ["EHLO name", ehloHtml(s.ehloName)],
         ["Source address", s.localAddress ? `<code>${escapeHtml(s.localAddress)}</code>` : '<span class="muted">the host’s default (set MAILROOM_DELIVERY_LOCAL_ADDRESS to choose one and check its DNS)</span>'],
       ] as Array<[string, string]>)
       : []),

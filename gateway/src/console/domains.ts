@@ -12,7 +12,7 @@ import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
 import { CONSOLE_PREFIX, consolePage, escapeHtml, formatTime, statusBadge } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
-import { deliveryStatus, modeOf } from "./delivery.js";
+import { deliveryStatus, isAddressLiteral, modeOf } from "./delivery.js";
 import type { CheckDirectSendingResponse } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/i;
@@ -73,7 +73,9 @@ const spfMechanism = (address: string) => (address.includes(":") ? `ip6:${addres
 export function directSendingHtml(domain: string, address: string, ehloName: string, c: CheckDirectSendingResponse): string {
   const reverse = c.confirmedName
     ? `${statusBadge("Confirmed", "ok")} <code>${escapeHtml(address)}</code> → <code>${escapeHtml(c.confirmedName)}</code> → <code>${escapeHtml(address)}</code>${
-      c.ehloMatches ? "" : `<br>${statusBadge("Not the EHLO name", "warn")} <span class="muted">delivery says EHLO <code>${escapeHtml(ehloName || "(the host name)")}</code>; make the PTR name and MAILROOM_DELIVERY_EHLO_NAME the same name.</span>`}`
+      c.ehloMatches ? "" : ehloName && !isAddressLiteral(ehloName)
+        ? `<br>${statusBadge("Not the EHLO name", "warn")} <span class="muted">delivery says EHLO <code>${escapeHtml(ehloName)}</code>; make the PTR name and MAILROOM_DELIVERY_EHLO_NAME the same name.</span>`
+        : `<br>${statusBadge("No EHLO name", "warn")} <span class="muted">delivery says EHLO with its address literal${ehloName ? ` <code>${escapeHtml(ehloName)}</code>` : ""}: set MAILROOM_DELIVERY_EHLO_NAME=${escapeHtml(c.confirmedName)}.</span>`}`
     : `${statusBadge("Missing", "bad")} <span class="muted">${escapeHtml(c.reverseError)}. Ask whoever runs the address (the hosting provider) for a PTR record naming <code>${escapeHtml(ehloName || `mail.${domain}`)}</code>, and give that name an A/AAAA record of <code>${escapeHtml(address)}</code>.</span>`;
   const spfRows = c.spf.map((r) => {
     const advice = r.result === "pass" ? "" : `<br><span class="muted">Add <code>${escapeHtml(spfMechanism(address))}</code> to the SPF record of <code>${escapeHtml(r.domain)}</code>.</span>`;
@@ -98,7 +100,8 @@ To check that address's reverse DNS (PTR) and SPF here, set <code>MAILROOM_DELIV
   }
   try {
     const check = await deps.clients.directory.checkDirectSending(
-      { workspaceId, domain, address: status.localAddress, ehloName: status.ehloName },
+      // An address literal is no name: the check is then for the PTR alone.
+      { workspaceId, domain, address: status.localAddress, ehloName: isAddressLiteral(status.ehloName) ? "" : status.ehloName },
       { ...rpcOptions(request), timeoutMs: 15_000 },
     );
     return directSendingHtml(domain, status.localAddress, status.ehloName, check);

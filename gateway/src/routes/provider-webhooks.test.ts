@@ -1,3 +1,4 @@
+import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
@@ -5,7 +6,8 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { ProviderWebhooks } from "../../../services/inbound/src/adapters/providers/index.js";
-import { FileSigningCertificates } from "../../../services/inbound/src/adapters/providers/sns.js";
+import { readFileSync } from "node:fs";
+import { FixedSigningCertificate } from "../../../services/inbound/src/adapters/providers/sns.js";
 import { inboundRoutes } from "../../../services/inbound/src/routes.js";
 import { loadInboundSettings } from "../../../services/inbound/src/settings.js";
 import {
@@ -33,23 +35,26 @@ async function gateway(env: Record<string, string>) {
   await t.sent.remember(DELIVERY);
   const webhooks = new ProviderWebhooks({
     settings: loadInboundSettings(env).providers,
-    certificates: new FileSigningCertificates(SNS_TEST_CERT_FILE),
+    certificates: new FixedSigningCertificate(readFileSync(SNS_TEST_CERT_FILE, "utf8")),
     confirmer: { confirm: async () => {} },
     now: () => new Date(),
   });
+  // The gateway's log lines, parsed.
+  const logged: Array<Record<string, unknown>> = [];
+  const sink = new Writable({ write: (chunk, _enc, done) => (logged.push(...String(chunk).trim().split("\n").map((l) => JSON.parse(l))), done()) });
   const deps: GatewayDeps = {
     config: { ...loadConfig({}), secret: "provider-webhooks-gateway-secret-1" },
-    logger: createLogger("gateway-provider-webhooks-test", "silent"),
+    logger: createLogger("gateway-provider-webhooks-test", "info", sink),
     clients: { inbound: createClient(InboundService, memoryTransport(inboundRoutes(webhooks, t.inbound))) } as unknown as ServiceClients,
     rateLimitPerMinute: 0,
     authCacheMs: 60_000,
   };
   const app = await buildGateway(deps);
-  return { app, t, api: await documentedCalls(app, {}) };
+  return { app, t, logged, api: await documentedCalls(app, {}) };
 }
 
 describe("gateway /webhooks/{provider}", () => {
-  let configured: { app: FastifyInstance; t: ReturnType<typeof testInbound>; api: DocumentedCalls };
+  let configured: { app: FastifyInstance; t: ReturnType<typeof testInbound>; logged: Array<Record<string, unknown>>; api: DocumentedCalls };
   let bare: typeof configured;
 
   beforeAll(async () => {
@@ -92,7 +97,7 @@ describe("gateway /webhooks/{provider}", () => {
     expect((await api.call("POST /webhooks/postmark", "/webhooks/postmark", postmark, { authorization: basicAuth("mailroom", "nope") })).statusCode).toBe(401);
 
     const batch = providerFixture("sendgrid-events.json", { deliveryId, messageId });
-    expect((await api.call("POST /webhooks/sendgrid", "/webhooks/sendgrid", batch, sendgridHeaders(batch))).data).toMatchObject({ accepted: 3, ignored: 2 });
+    expect((await api.call("POST /webhooks/sendgrid", "/webhooks/sendgrid", batch, sendgridHeaders(batch))).data).toMatchObject({ accepted: 4, ignored: 1 });
     expect((await api.call("POST /webhooks/sendgrid", "/webhooks/sendgrid", "{}", sendgridHeaders("{}"))).statusCode).toBe(400);
     expect((await api.call("POST /webhooks/sendgrid", "/webhooks/sendgrid", batch, sendgridHeaders(batch.replace("spamreport", "open")))).statusCode).toBe(401);
 
@@ -117,11 +122,16 @@ describe("gateway /webhooks/{provider}", () => {
     const res = await configured.api.call("POST /webhooks/sendgrid", "/webhooks/sendgrid", batch, sendgridHeaders(batch));
     expect(res.statusCode).toBe(503);
     expect(res.data).toMatchObject({ code: "service_unavailable", message: expect.stringMatching(/trs_not_yet/) });
+    // An expected answer (the provider retries): logged at info, without a stack; no error line.
+    const lines = configured.logged.filter((l) => JSON.stringify(l).includes("trs_not_yet"));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.every((l) => (l.level as number) < 40 && !JSON.stringify(l).includes("stack"))).toBe(true);
   });
 
   it("refuses a body over the limit with 413 and needs no API key", async () => {
     const res = await configured.api.call("POST /webhooks/mailgun", "/webhooks/mailgun", "x".repeat(PROVIDER_WEBHOOK_BODY_LIMIT_BYTES + 1));
     expect(res.statusCode).toBe(413);
+    expect(res.data).toMatchObject({ code: "payload_too_large", message: "Request body too large: a provider webhook takes at most 1 MB (1,048,576 bytes)" });
     expect((await configured.app.inject({ method: "POST", url: "/webhooks/azure", payload: "{}" })).statusCode).toBe(404);
   });
 });

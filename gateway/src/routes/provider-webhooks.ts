@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { RELAY_PROVIDERS } from "@mailroom/pipeline/relay-providers.js";
 import { rpcOptions } from "../deps.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema, bodyTooLargeFor, handleError, isBodyTooLarge, sendError } from "../errors.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 /** A provider's batch (SendGrid posts up to a few hundred events at once) fits many times over. */
@@ -33,6 +33,10 @@ export const registerProviderWebhooks: RouteModule = (app, deps) => {
     // Raw bytes for every content type (SNS posts text/plain, the others JSON).
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+    // The 413 names this endpoint's limit, not the email sizes of the default message.
+    scope.setErrorHandler((err, request, reply) =>
+      isBodyTooLarge(err) ? sendError(reply, bodyTooLargeFor("a provider webhook", PROVIDER_WEBHOOK_BODY_LIMIT_BYTES)) : handleError(err, request, reply),
+    );
     for (const provider of RELAY_PROVIDERS) {
       defineRoute(scope, {
         method: "POST",

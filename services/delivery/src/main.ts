@@ -30,7 +30,7 @@ import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { KvPacingRepository } from "./adapters/pacing-kv.js";
 import { RpcSenderDirectory } from "./adapters/sender-directory.js";
-import { createDirectTransport } from "./adapters/direct/index.js";
+import { createDirectTransport, effectiveEhlo } from "./adapters/direct/index.js";
 import { buildRoutes } from "./adapters/routes/build-routes.js";
 import { RouteStats } from "./adapters/routes/route-stats.js";
 import { RoutedTransport } from "./adapters/routes/routed-transport.js";
@@ -177,13 +177,17 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
     relay: { description: transport.description, capturing: transport.capturing, rate: settings.relayRate },
     processId: workerId,
     mode: settings.mode,
-    ...(settings.direct ? { direct: { ehloName: settings.direct.ehloName, localAddress: settings.direct.localAddress } } : {}),
+    // The EHLO really sent: with no qualified name, the source address literal (or "" when the system picks the address).
+    ...(settings.direct ? { direct: { ehloName: effectiveEhlo(settings.direct), localAddress: settings.direct.localAddress } } : {}),
     ...(routed ? { routes: () => routed.health().map((h) => ({ ...h, ...stats.of(h.name) })) } : {}),
   });
   logger.info(
     { relay: transport.description, mode: settings.mode, concurrency: settings.concurrency, broadcastConcurrency: settings.broadcastConcurrency, workerId },
     "delivery consumers started",
   );
+  if (settings.unusedDirectVariables?.length) {
+    logger.warn({ variables: settings.unusedDirectVariables }, `no route is direct, so ${settings.unusedDirectVariables.join(", ")} do nothing: unset them or add a direct route`);
+  }
   return {
     admin,
     deliverer,

@@ -68,6 +68,13 @@ describe("delivery settings", () => {
       expect(loadDeliverySettings(routes([{ name: "mx", direct: true }])).mode).toBe("direct");
     });
 
+    it("lists direct delivery's variables set while no route is direct (warned at start), none when one is", () => {
+      const relay = { MAILROOM_SMTP_URL: "smtp://r.test", MAILROOM_DELIVERY_EHLO_NAME: "mta.example.com", MAILROOM_DELIVERY_DOMAIN_LIMITS: "{}", MAILROOM_DELIVERY_DNS_SERVERS: " " };
+      expect(loadDeliverySettings(relay).unusedDirectVariables).toEqual(["MAILROOM_DELIVERY_EHLO_NAME", "MAILROOM_DELIVERY_DOMAIN_LIMITS"]);
+      expect(loadDeliverySettings({ MAILROOM_SMTP_URL: "smtp://r.test" }).unusedDirectVariables).toEqual([]);
+      expect(loadDeliverySettings({ MAILROOM_DELIVERY_MODE: "direct", MAILROOM_DELIVERY_EHLO_NAME: "mta.example.com" })).toMatchObject({ unusedDirectVariables: [], direct: { ehloName: "mta.example.com" } });
+    });
+
     it("refuses every route setting that could not take effect, naming the variable", () => {
       const bad: Array<[Record<string, string>, RegExp]> = [
         [{ MAILROOM_DELIVERY_MODE: "relay" }, /MAILROOM_DELIVERY_MODE: relay needs MAILROOM_SMTP_URL/],
@@ -85,12 +92,14 @@ describe("delivery settings", () => {
         [routes([{ name: "a", url: "smtp://r.test", provider: "sparkpost" }]), /\[0\]\.provider/],
         [routes([{ name: "a", url: "smtp://r.test", colour: "red" }]), /colour/],
         [routes([{ name: "a", direct: true, poolSize: 3 }]), /poolSize is for relays/],
+        [routes([{ name: "a", direct: true, provider: "sendgrid" }]), /MAILROOM_DELIVERY_ROUTES: .*provider is for relays/],
         [routes([{ name: "a", url: "smtp://r.test" }, { name: "a", url: "smtp://s.test" }]), /"a" is used twice/],
         [routes([{ name: "a", url: "smtp://r.test", lanes: ["broadcast"] }]), /no route without "workspaces" carries transactional mail/],
         [routes([{ name: "a", url: "smtp://r.test" }, { name: "b", url: "smtp://s.test", workspaces: ["ws_1"], lanes: ["broadcast"] }]), /workspace ws_1 .* none carries transactional mail/],
         [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_SMTP_URL: "smtp://r.test" }, /MAILROOM_SMTP_URL: set either/],
         [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_SMTP_RATE: "10" }, /MAILROOM_SMTP_RATE: .*"rate"/],
         [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_DELIVERY_MODE: "direct" }, /MAILROOM_DELIVERY_MODE: direct, but no route/],
+        [{ ...routes([{ name: "a", direct: true }]), MAILROOM_DELIVERY_MODE: "relay" }, /MAILROOM_DELIVERY_MODE: relay, but no route .* is a relay/],
         [{ ...routes([{ name: "a", url: "smtp://r.test" }]), MAILROOM_DELIVERY_MODE: "capture" }, /MAILROOM_DELIVERY_MODE: capture/],
         [{ MAILROOM_DELIVERY_ROUTE_DOWN_MS: "5" }, /MAILROOM_DELIVERY_ROUTE_DOWN_MS/],
         [{ MAILROOM_DELIVERY_ROUTE_DOWN_AFTER: "0" }, /MAILROOM_DELIVERY_ROUTE_DOWN_AFTER/],

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { configError, envBool, envHostName, loadSettings } from "@mailroom/kit/config.js";
 import { RELAY_PROVIDERS, type RelayProvider } from "@mailroom/pipeline/relay-providers.js";
 import type { Lane } from "./domain/ports.js";
-import { loadDirectSettings, type DirectSettings } from "./adapters/direct/index.js";
+import { directVariablesSet, loadDirectSettings, type DirectSettings } from "./adapters/direct/index.js";
 
 /**
  * The delivery unit's settings, read from MAILROOM_SMTP_* and MAILROOM_DELIVERY_* (and the
@@ -119,7 +119,9 @@ const routeSchema = z
   })
   .strict()
   .refine((r) => (r.url === undefined) !== (r.direct === undefined), "needs either url or \"direct\": true (not both)")
-  .refine((r) => !(r.direct && r.poolSize !== undefined), "poolSize is for relays (direct delivery limits connections per destination domain)");
+  .refine((r) => !(r.direct && r.poolSize !== undefined), "poolSize is for relays (direct delivery limits connections per destination domain)")
+  // A provider's correlation headers would go to recipients' servers, which never report to it.
+  .refine((r) => !(r.direct && r.provider !== undefined), "provider is for relays (mail sent direct to MX goes through no provider)");
 
 export interface RouteSettings {
   name: string;
@@ -176,12 +178,15 @@ export interface DeliverySettings {
   routeDownAfter: number;
   /** Direct delivery's settings (MAILROOM_DELIVERY_EHLO_NAME …), read when a route is direct. */
   direct?: DirectSettings;
+  /** Direct delivery's variables set although no route is direct (they do nothing: warned at start). */
+  unusedDirectVariables: string[];
 }
 
 /** Reads and validates delivery's settings; a bad value throws kit's ConfigError naming the variable. */
 export function loadDeliverySettings(env: NodeJS.ProcessEnv = process.env): DeliverySettings {
   const settings = deliverySettingsOf(loadSettings(schema, env));
   if (settings.routes.some((r) => r.kind === "direct")) settings.direct = loadDirectSettings(env);
+  else settings.unusedDirectVariables = directVariablesSet(env);
   return settings;
 }
 
@@ -190,6 +195,7 @@ function deliverySettingsOf(c: z.output<typeof schema>): DeliverySettings {
   return {
     mode,
     routes,
+    unusedDirectVariables: [],
     routeDownMs: c.MAILROOM_DELIVERY_ROUTE_DOWN_MS,
     routeDownMaxMs: Math.max(c.MAILROOM_DELIVERY_ROUTE_DOWN_MAX_MS, c.MAILROOM_DELIVERY_ROUTE_DOWN_MS),
     routeDownAfter: c.MAILROOM_DELIVERY_ROUTE_DOWN_AFTER,
@@ -243,6 +249,9 @@ function routesOf(c: z.output<typeof schema>): { mode: DeliveryMode; routes: Rou
     if (mode === "capture") throw refuse("MAILROOM_DELIVERY_MODE", "capture sends nothing: unset MAILROOM_DELIVERY_ROUTES or choose relay or direct");
     if (mode === "direct" && !routes.some((r) => r.kind === "direct")) {
       throw refuse("MAILROOM_DELIVERY_MODE", 'direct, but no route of MAILROOM_DELIVERY_ROUTES is direct ("direct": true)');
+    }
+    if (mode === "relay" && !routes.some((r) => r.kind === "relay")) {
+      throw refuse("MAILROOM_DELIVERY_MODE", 'relay, but no route of MAILROOM_DELIVERY_ROUTES is a relay (has a "url"): choose direct or add a relay route');
     }
     return { mode, routes };
   }

@@ -19,8 +19,8 @@ import { tokenSecretsOf } from "@mailroom/content/tokens.js";
 import { InboundMail } from "./domain/inbound.js";
 import { consumeSentEvents } from "./consumers.js";
 import { ProviderWebhooks } from "./adapters/providers/index.js";
-import { FileSigningCertificates, HttpsSigningCertificates, HttpsSubscriptionConfirmer } from "./adapters/providers/sns.js";
-import { inboundRoutes } from "./routes.js";
+import { FixedSigningCertificate, HttpsSigningCertificates, HttpsSubscriptionConfirmer } from "./adapters/providers/sns.js";
+import { inboundRoutes, rpcLogger } from "./routes.js";
 import { startSmtpListener } from "./smtp.js";
 import { loadInboundSettings } from "./settings.js";
 
@@ -43,18 +43,19 @@ const sentEvents = await consumeSentEvents(nc, inbound, logger);
 // Relay providers' event webhooks, forwarded by the gateway (DESIGN §9.7).
 const webhooks = new ProviderWebhooks({
   settings: settings.providers,
-  certificates: settings.providers.ses?.testCertificateFile
-    ? new FileSigningCertificates(settings.providers.ses.testCertificateFile)
+  certificates: settings.providers.ses?.testCertificate
+    ? new FixedSigningCertificate(settings.providers.ses.testCertificate)
     : new HttpsSigningCertificates(),
   confirmer: new HttpsSubscriptionConfirmer(),
   now: () => new Date(),
+  logger,
 });
 // Before the SMTP listener, which the launcher waits for: by then the gateway can reach this server.
 const server = await startConnectServer({
   routes: inboundRoutes(webhooks, inbound),
   port: config.servicePort ?? defaultServicePort(config, "inbound"),
   host: config.serviceHost,
-  logger,
+  logger: rpcLogger(logger),
   healthy: () => !nc.isClosed(),
 });
 logger.info({ url: server.url, providers: Object.keys(settings.providers) }, "inbound service listening");

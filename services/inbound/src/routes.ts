@@ -1,4 +1,5 @@
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { Logger } from "@mailroom/kit";
 import { appError } from "@mailroom/kit/errors.js";
 import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
 import type { ProviderWebhooks } from "./adapters/providers/index.js";
@@ -27,10 +28,26 @@ export function inboundRoutes(webhooks: ProviderWebhooks, inbound: InboundMail) 
           else accepted++;
         }
         if (notYet.length) {
-          throw appError({ code: "unknown_delivery", httpStatus: 503, message: `no sent delivery ${notYet.join(", ")} (yet); retry later` });
+          throw appError({ code: NOT_RECORDED_YET, httpStatus: 503, message: `no sent delivery ${notYet.join(", ")} (yet); retry later` });
         }
         return { accepted, ignored, subscriptionConfirmed: read.subscriptionConfirmed };
       },
     });
   };
+}
+
+const NOT_RECORDED_YET = "unknown_delivery";
+
+/**
+ * The logger for inbound's Connect server: its "not recorded yet, retry" 503 is an expected
+ * answer (many during a large broadcast whose reports beat their SENT events), so the
+ * server's "rpc failed" error line becomes an info line; every other failure stays an error.
+ */
+export function rpcLogger(logger: Logger): Logger {
+  const wrapped = Object.create(logger) as Logger;
+  wrapped.error = ((obj: unknown, ...rest: unknown[]) =>
+    (obj as { code?: unknown } | undefined)?.code === NOT_RECORDED_YET
+      ? (logger.info as (...a: unknown[]) => void)(obj, "rpc answered: retry later (not recorded yet)")
+      : (logger.error as (...a: unknown[]) => void)(obj, ...rest)) as Logger["error"];
+  return wrapped;
 }

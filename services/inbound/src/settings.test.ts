@@ -38,4 +38,14 @@ describe("provider webhook settings", () => {
     expect(() => loadInboundSettings({ MAILROOM_SES_TOPIC_ARNS: "arn:aws:sns:eu-west-1:123456789012:t", MAILROOM_TEST_SNS_SIGNING_CERT_FILE: "/tmp/c.pem", NODE_ENV: "production" }))
       .toThrow(/MAILROOM_TEST_SNS_SIGNING_CERT_FILE: is for tests/);
   });
+
+  it("reads MAILROOM_TEST_SNS_SIGNING_CERT_FILE at start: a missing file, one without a certificate or one without SES topics is refused", async () => {
+    const { SNS_TEST_CERT_FILE } = await import("./testing.js");
+    const topic = { MAILROOM_SES_TOPIC_ARNS: "arn:aws:sns:eu-west-1:123456789012:t" };
+    const s = loadInboundSettings({ ...topic, MAILROOM_TEST_SNS_SIGNING_CERT_FILE: SNS_TEST_CERT_FILE });
+    expect(s.providers.ses?.testCertificate).toContain("-----BEGIN CERTIFICATE-----");
+    expect(() => loadInboundSettings({ ...topic, MAILROOM_TEST_SNS_SIGNING_CERT_FILE: "/nonexistent/c.pem" })).toThrow(/MAILROOM_TEST_SNS_SIGNING_CERT_FILE: cannot read \/nonexistent\/c.pem: ENOENT/);
+    expect(() => loadInboundSettings({ ...topic, MAILROOM_TEST_SNS_SIGNING_CERT_FILE: import.meta.filename })).toThrow(/MAILROOM_TEST_SNS_SIGNING_CERT_FILE: .* holds no PEM certificate/);
+    expect(() => loadInboundSettings({ MAILROOM_TEST_SNS_SIGNING_CERT_FILE: SNS_TEST_CERT_FILE })).toThrow(/MAILROOM_TEST_SNS_SIGNING_CERT_FILE: set, but MAILROOM_SES_TOPIC_ARNS is not/);
+  });
 });

@@ -1,4 +1,5 @@
-import { createPublicKey, type KeyObject } from "node:crypto";
+import { createPublicKey, X509Certificate, type KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { configError, envHostName, loadSettings } from "@mailroom/kit/config.js";
 
@@ -67,7 +68,8 @@ function sendgridKey(base64Der: string): KeyObject | undefined {
 
 /** The relay providers whose webhooks this unit takes, each with what authenticates its requests. */
 export interface ProviderSettings {
-  ses?: { topicArns: string[]; testCertificateFile?: string };
+  /** testCertificate: the PEM of MAILROOM_TEST_SNS_SIGNING_CERT_FILE, read at start. */
+  ses?: { topicArns: string[]; testCertificate?: string };
   postmark?: { user: string; password: string };
   sendgrid?: { publicKey: KeyObject };
   mailgun?: { signingKey: string };
@@ -97,11 +99,14 @@ function providerSettings(c: z.output<typeof schema>): ProviderSettings {
   if (c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE && c.NODE_ENV === "production") {
     throw configError([{ variable: "MAILROOM_TEST_SNS_SIGNING_CERT_FILE", message: "is for tests: it replaces Amazon's SNS certificate, so NODE_ENV=production refuses it" }]);
   }
+  if (c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE && !c.MAILROOM_SES_TOPIC_ARNS) {
+    throw configError([{ variable: "MAILROOM_TEST_SNS_SIGNING_CERT_FILE", message: "set, but MAILROOM_SES_TOPIC_ARNS is not: no SES notification is taken to use it" }]);
+  }
   const providers: ProviderSettings = {};
   if (c.MAILROOM_SES_TOPIC_ARNS) {
     providers.ses = {
       topicArns: c.MAILROOM_SES_TOPIC_ARNS.split(",").map((a) => a.trim()),
-      ...(c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE ? { testCertificateFile: c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE } : {}),
+      ...(c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE ? { testCertificate: readTestCertificate(c.MAILROOM_TEST_SNS_SIGNING_CERT_FILE) } : {}),
     };
   }
   if (c.MAILROOM_POSTMARK_WEBHOOK_AUTH) {
@@ -111,4 +116,21 @@ function providerSettings(c: z.output<typeof schema>): ProviderSettings {
   if (c.MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY) providers.sendgrid = { publicKey: sendgridKey(c.MAILROOM_SENDGRID_WEBHOOK_PUBLIC_KEY)! };
   if (c.MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY) providers.mailgun = { signingKey: c.MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY };
   return providers;
+}
+
+/** MAILROOM_TEST_SNS_SIGNING_CERT_FILE read at start: a missing file or one without a certificate is refused now, not on each notification. */
+function readTestCertificate(file: string): string {
+  const variable = "MAILROOM_TEST_SNS_SIGNING_CERT_FILE";
+  let pem: string;
+  try {
+    pem = readFileSync(file, "utf8");
+  } catch (err) {
+    throw configError([{ variable, message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` }]);
+  }
+  try {
+    new X509Certificate(pem);
+  } catch {
+    throw configError([{ variable, message: `${file} holds no PEM certificate` }]);
+  }
+  return pem;
 }

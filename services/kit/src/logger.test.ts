@@ -41,9 +41,10 @@ describe("logger", () => {
     expect(lines[1].emailId).toBe("trs_1");
   });
 
-  it("strips passwords and query values from URLs", () => {
+  it("strips user names, passwords and query values from URLs", () => {
     const shown = redactUrl("smtp://user:s3cret@relay.test:587/?token=abc");
     expect(shown).not.toContain("s3cret");
+    expect(shown).not.toContain("user");
     expect(shown).not.toContain("abc");
     expect(shown).toContain("relay.test:587");
     expect(redactUrl("not a url")).toBe("[unparseable url]");

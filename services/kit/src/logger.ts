@@ -35,6 +35,8 @@ export function createLogger(
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
+    // The user name too: some relays take a token as both (Postmark's server token).
+    if (u.username) u.username = "***";
     if (u.password) u.password = "***";
     // Tokens also travel as query parameters (?password=, ?token=): keep only their names.
     for (const key of [...u.searchParams.keys()]) u.searchParams.set(key, "***");

@@ -44,8 +44,21 @@ export function counter<L extends string = never>(name: string, help: string, la
   return existing<Counter<L>>(name) ?? new Counter<L>({ name, help, labelNames: [...labelNames], registers: [metricsRegistry] } as CounterConfiguration<L>);
 }
 
-export function gauge<L extends string = never>(name: string, help: string, labelNames: Labels<L> = [], collect?: (this: Gauge<L>) => void | Promise<void>): Gauge<L> {
-  return existing<Gauge<L>>(name) ?? new Gauge<L>({ name, help, labelNames: [...labelNames], registers: [metricsRegistry], ...(collect ? { collect } : {}) });
+/**
+ * How a unit's workers' values combine in one scrape (kit/workers.ts): `sum` for what each
+ * worker holds (in-flight messages, connections), `max` for a value every worker observes of
+ * the same thing (a durable's backlog), `min` for health that is bad when any worker sees it.
+ */
+export type GaugeAggregator = "sum" | "max" | "min";
+
+export function gauge<L extends string = never>(
+  name: string,
+  help: string,
+  labelNames: Labels<L> = [],
+  collect?: (this: Gauge<L>) => void | Promise<void>,
+  aggregator: GaugeAggregator = "sum",
+): Gauge<L> {
+  return existing<Gauge<L>>(name) ?? new Gauge<L>({ name, help, labelNames: [...labelNames], registers: [metricsRegistry], aggregator, ...(collect ? { collect } : {}) });
 }
 
 export function histogram<L extends string = never>(name: string, help: string, labelNames: Labels<L> = [], buckets: number[] = LATENCY_BUCKETS): Histogram<L> {

@@ -19,7 +19,7 @@ export function correlationHeaders(provider: string, deliveryId: string): Array<
   switch (provider) {
     case "ses":
       // Message tags come back in event-publishing notifications as mail.tags.
-      return [{ key: "X-SES-MESSAGE-TAGS", value: `${DELIVERY_ID_KEY}=${deliveryId}` }];
+      return [{ key: "X-SES-MESSAGE-TAGS", value: `${DELIVERY_ID_KEY}=${sesTagValue(deliveryId)}` }];
     case "postmark":
       // X-PM-Metadata-<key> becomes the webhook's Metadata.<key>.
       return [{ key: `X-PM-Metadata-${DELIVERY_ID_KEY}`, value: deliveryId }];
@@ -31,5 +31,36 @@ export function correlationHeaders(provider: string, deliveryId: string): Array<
       return [{ key: "X-Mailgun-Variables", value: JSON.stringify({ [DELIVERY_ID_KEY]: deliveryId }) }];
     default:
       return [];
+  }
+}
+
+/**
+ * A delivery id as an SES message tag value, which may hold only ASCII letters, digits, '_'
+ * and '-' (a broadcast recipient's id is <broadcastId>.<contactId>; a test send's has a '-').
+ * Every other byte of its UTF-8, '-' included, is written -XX (upper-case hex): '.' → -2E.
+ */
+export function sesTagValue(deliveryId: string): string {
+  let out = "";
+  for (const byte of Buffer.from(deliveryId, "utf8")) {
+    const c = String.fromCharCode(byte);
+    out += /[A-Za-z0-9_]/.test(c) ? c : `-${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+/** The delivery id an SES tag value encodes (`sesTagValue` reversed); a value that decodes to no UTF-8 text is returned as is. */
+export function deliveryIdOfSesTag(value: string): string {
+  const bytes: number[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const hex = value[i] === "-" ? /^[0-9A-F]{2}$/.exec(value.slice(i + 1, i + 3))?.[0] : undefined;
+    if (hex) {
+      bytes.push(parseInt(hex, 16));
+      i += 2;
+    } else bytes.push(...Buffer.from(value[i]!, "utf8"));
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes));
+  } catch {
+    return value;
   }
 }

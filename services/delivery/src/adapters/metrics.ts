@@ -76,7 +76,8 @@ const routeSeconds = histogram(
   ["route", "domain"],
   [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
 );
-const routeUp = gauge("mailroom_delivery_route_up", "1 while a delivery route takes traffic, 0 while it is marked down.", ["route"]);
+// A route one worker marked down reads as down.
+const routeUp = gauge("mailroom_delivery_route_up", "1 while a delivery route takes traffic, 0 while it is marked down.", ["route"], undefined, "min");
 
 /** Distinct destination domains given a label of their own; later ones share "other". */
 export const DOMAIN_LABELS = 200;

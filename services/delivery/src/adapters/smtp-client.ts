@@ -283,7 +283,7 @@ export class SmtpConnection {
   }
 
   private async hello(): Promise<void> {
-    const name = this.opts.name ?? (os.hostname().includes(".") ? os.hostname() : `[${this.socket.localAddress ?? "127.0.0.1"}]`);
+    const name = this.opts.name ?? (os.hostname().includes(".") ? os.hostname() : addressLiteral(this.socket.localAddress ?? "127.0.0.1"));
     let reply = await this.command(`EHLO ${name}`);
     if (!isPositive(reply)) {
       reply = await this.command(`HELO ${name}`);
@@ -364,4 +364,11 @@ export class SmtpConnection {
     for (const waiter of this.waiters.splice(0)) waiter.reject(noReply(reason));
     this.onClosed?.();
   }
+}
+
+/** An address as an EHLO address literal (RFC 5321 §4.1.3): [192.0.2.1], [IPv6:2001:db8::1]; IPv4-mapped IPv6 as IPv4. */
+export function addressLiteral(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (mapped) return `[${mapped}]`;
+  return net.isIPv6(address) ? `[IPv6:${address}]` : `[${address}]`;
 }

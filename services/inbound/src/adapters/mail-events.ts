@@ -16,6 +16,7 @@ const TYPE: Record<InboundEvent["type"], MailEventType> = {
   complained: MailEventType.COMPLAINED,
   unsubscribed: MailEventType.UNSUBSCRIBED,
   delivered: MailEventType.DELIVERED,
+  deferred: MailEventType.DEFERRED,
 };
 
 /**

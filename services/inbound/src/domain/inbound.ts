@@ -22,6 +22,8 @@ export type Outcome =
   | { kind: "complaint"; deliveryId: string; recipient: string; feedbackType: string }
   | { kind: "unsubscribed"; workspaceId: string; recipient: string }
   | { kind: "delivered"; deliveryId: string; recipient: string }
+  /** The provider failed temporarily and retries itself: DEFERRED, the email's status untouched. */
+  | { kind: "deferred"; deliveryId: string; recipient: string }
   /** A fresh provider report naming our delivery before its SENT event was consumed: to be retried. */
   | { kind: "not-yet"; deliveryId: string }
   | { kind: "ignored"; reason: string };
@@ -107,6 +109,8 @@ export class InboundMail {
         return this.complaint(delivery, report.feedbackType || "abuse", report.userAgent, report.recipient);
       case "delivered":
         return this.delivered(delivery, report);
+      case "deferred":
+        return this.deferred(delivery, report);
     }
   }
 
@@ -203,6 +207,22 @@ export class InboundMail {
       this.eventOf(delivery, "delivered", [], { detail: report.detail || `delivered, reported by ${report.provider}`, smtpCode: report.smtpCode }),
     );
     return { kind: "delivered", deliveryId: delivery.deliveryId, recipient: delivery.recipient };
+  }
+
+  /**
+   * The provider's attempt failed temporarily and it retries (Mailgun's temporary failure,
+   * SES's DeliveryDelay, SendGrid's deferred): DEFERRED, as delivery's own 4xx publishes it
+   * (timeline, EMAIL_DEFERRED), never a bounce: the message may still arrive.
+   */
+  private async deferred(delivery: SentDelivery, report: ProviderReport & { kind: "deferred" }): Promise<Outcome> {
+    if (otherRecipientNamed(delivery, [report.recipient])) return ignored(`deferral for another recipient of ${delivery.deliveryId}`);
+    const detail = `${report.diagnostic || "delivery delayed"} (${report.provider} retries)`;
+    // Each attempt is its own deferral; a redelivered webhook of the same attempt is one event.
+    const attempt = [report.occurredAt?.toISOString() ?? "", report.status, report.diagnostic];
+    await this.deps.events.publish(
+      this.eventOf(delivery, "deferred", attempt, { detail, smtpCode: report.smtpCode, enhancedStatus: report.status }),
+    );
+    return { kind: "deferred", deliveryId: delivery.deliveryId, recipient: delivery.recipient };
   }
 
   /** What the gateway's one-click POST does: suppression, contact unsubscribed, UNSUBSCRIBED event. */

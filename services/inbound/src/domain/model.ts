@@ -79,7 +79,7 @@ export type Finding =
 export interface InboundEvent {
   /** Derived from what it records, so a redelivered report publishes the same id. */
   eventId: string;
-  type: "bounced" | "complained" | "unsubscribed" | "delivered";
+  type: "bounced" | "complained" | "unsubscribed" | "delivered" | "deferred";
   workspaceId: string;
   source: DeliverySource;
   deliveryId: string;
@@ -118,6 +118,8 @@ export type ProviderReport = {
   | { kind: "bounce"; permanent: boolean; status: string; smtpCode: number; diagnostic: string }
   | { kind: "complaint"; feedbackType: string; userAgent: string }
   | { kind: "delivered"; smtpCode: number; detail: string }
+  /** A temporary failure the provider itself retries: not an outcome of the message yet. */
+  | { kind: "deferred"; status: string; smtpCode: number; diagnostic: string }
   /** Understood, but nothing Mailroom records (deferrals, opens, auto-replies …). */
   | { kind: "ignored"; reason: string }
 );

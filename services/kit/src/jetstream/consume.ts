@@ -87,8 +87,10 @@ const pendingMessages = gauge(
   "mailroom_jetstream_consumer_pending_messages",
   "Consumer lag: messages in the stream not yet delivered to the durable (num_pending, polled). Every process of a durable reports the same backlog.",
   ["stream", "durable"],
+  undefined,
+  "max", // each worker polls the same backlog
 );
-const ackPendingMessages = gauge("mailroom_jetstream_consumer_ack_pending_messages", "Messages delivered to the durable and not yet acknowledged (polled).", ["stream", "durable"]);
+const ackPendingMessages = gauge("mailroom_jetstream_consumer_ack_pending_messages", "Messages delivered to the durable and not yet acknowledged (polled).", ["stream", "durable"], undefined, "max");
 const inFlightMessages = gauge("mailroom_jetstream_in_flight_messages", "Messages being handled by this process.", ["stream", "durable"]);
 
 interface InFlight {

@@ -11,7 +11,7 @@ import { MtaStsPolicies } from "./mta-sts.js";
 import { DirectTransport } from "./transport.js";
 import type { DirectSettings } from "./settings.js";
 
-export { loadDirectSettings, type DirectSettings, type DomainLimits } from "./settings.js";
+export { directVariablesSet, effectiveEhlo, loadDirectSettings, type DirectSettings, type DomainLimits } from "./settings.js";
 export { DirectTransport } from "./transport.js";
 
 export interface DirectTransportDependencies {

@@ -4,6 +4,7 @@ import os from "node:os";
 import { Resolver } from "node:dns";
 import { z } from "zod";
 import { configError, envHostName, loadSettings } from "@mailroom/kit/config.js";
+import { addressLiteral } from "../smtp-client.js";
 
 /** What one destination domain may take; every field has a default (MAILROOM_DELIVERY_DOMAIN_*). */
 export interface DomainLimits {
@@ -16,7 +17,11 @@ export interface DomainLimits {
 }
 
 export interface DirectSettings {
-  /** The EHLO name: should be the sending address's PTR name, which resolves back to it. */
+  /**
+   * The EHLO name: should be the sending address's PTR name, which resolves back to it.
+   * Empty when none is set and the host's name is not fully qualified: the address literal
+   * of the connection's source address is sent then (what `effectiveEhlo` reports).
+   */
   ehloName: string;
   /** The source address of outgoing connections; unset: the system's choice. */
   localAddress?: string;
@@ -76,9 +81,20 @@ const dnsServersSchema = z
     return list;
   });
 
+/** A fully qualified host name (two labels or more, the last not numeric: no IP address). */
+const FQDN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+const isFqdn = (name: string) => FQDN.test(name.replace(/\.$/, ""));
+
+/** Direct delivery's test overrides: NODE_ENV=production refuses any other value. */
+const TEST_PORTS = { MAILROOM_DELIVERY_MX_PORT: 25, MAILROOM_DELIVERY_MTA_STS_PORT: 443 } as const;
+
 const schema = z.object({
-  /** EHLO name; default the host's name (os.hostname()). */
-  MAILROOM_DELIVERY_EHLO_NAME: envHostName,
+  /** EHLO name; default the host's name (os.hostname()) when fully qualified, else the address literal. */
+  MAILROOM_DELIVERY_EHLO_NAME: envHostName.refine(
+    (v) => v === undefined || isFqdn(v),
+    "must be a fully qualified host name (the PTR name of the sending address, e.g. mta1.example.com)",
+  ),
   /** Source IP address of connections to MX hosts; default the system's choice. */
   MAILROOM_DELIVERY_LOCAL_ADDRESS: z
     .string()
@@ -107,9 +123,23 @@ const schema = z.object({
   MAILROOM_DELIVERY_EXTRA_CA_FILE: z.string().optional().transform((v) => v?.trim() || undefined),
 });
 
+/** Every variable of direct delivery (read only when a route is direct). */
+export const DIRECT_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
+/** Direct delivery's variables set (non-empty) in `env`: when no route is direct they do nothing. */
+export function directVariablesSet(env: NodeJS.ProcessEnv): string[] {
+  return DIRECT_VARIABLES.filter((v) => (env[v] ?? "").trim() !== "");
+}
+
 /** Reads direct delivery's settings; a bad value throws kit's ConfigError naming the variable. */
 export function loadDirectSettings(env: NodeJS.ProcessEnv = process.env): DirectSettings {
   const c = loadSettings(schema, env);
+  if (env.NODE_ENV === "production") {
+    const overridden = Object.entries(TEST_PORTS).filter(([variable, port]) => c[variable as keyof typeof TEST_PORTS] !== port);
+    if (overridden.length) {
+      throw configError(overridden.map(([variable, port]) => ({ variable, message: `is a test override (MX hosts listen on ${port === 25 ? "port 25" : "HTTPS port 443"}): NODE_ENV=production refuses it` })));
+    }
+  }
   const defaultLimits: DomainLimits = {
     connections: c.MAILROOM_DELIVERY_DOMAIN_CONNECTIONS,
     messagesPerConnection: c.MAILROOM_DELIVERY_DOMAIN_MESSAGES_PER_CONNECTION,
@@ -131,7 +161,7 @@ export function loadDirectSettings(env: NodeJS.ProcessEnv = process.env): Direct
     }
   }
   return {
-    ehloName: c.MAILROOM_DELIVERY_EHLO_NAME ?? os.hostname().toLowerCase(),
+    ehloName: (c.MAILROOM_DELIVERY_EHLO_NAME ?? qualifiedHostName()).replace(/\.$/, ""),
     localAddress: c.MAILROOM_DELIVERY_LOCAL_ADDRESS,
     dnsServers: c.MAILROOM_DELIVERY_DNS_SERVERS,
     mxPort: c.MAILROOM_DELIVERY_MX_PORT,
@@ -142,6 +172,21 @@ export function loadDirectSettings(env: NodeJS.ProcessEnv = process.env): Direct
     mtaStsPort: c.MAILROOM_DELIVERY_MTA_STS_PORT,
     extraCa,
   };
+}
+
+/** The host's name when it is fully qualified; "" otherwise (many MX hosts refuse a bare "vm" in EHLO). */
+function qualifiedHostName(): string {
+  const name = os.hostname().toLowerCase();
+  return isFqdn(name) ? name : "";
+}
+
+/**
+ * The EHLO direct delivery really sends, for status pages: the name, else the address literal
+ * of the source address ("[192.0.2.10]"); "" when neither is known (the system picks the address).
+ */
+export function effectiveEhlo(settings: Pick<DirectSettings, "ehloName" | "localAddress">): string {
+  if (settings.ehloName) return settings.ehloName;
+  return settings.localAddress ? addressLiteral(settings.localAddress) : "";
 }
 
 /** The limits that apply to one destination domain. */

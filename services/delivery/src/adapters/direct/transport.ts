@@ -183,8 +183,8 @@ export class DirectTransport implements MailTransport {
       port: mxPort,
       secure: false,
       timeoutMs: this.deps.timeoutMs,
-      // An unqualified name would be refused by many MX hosts: the address literal then.
-      name: ehloName.includes(".") ? ehloName : undefined,
+      // No qualified name (settings leave it empty): the client sends the address literal.
+      name: ehloName || undefined,
       localAddress,
       servername: net.isIP(target.host) ? undefined : target.host,
       tlsRejectUnauthorized: mode === "verified",

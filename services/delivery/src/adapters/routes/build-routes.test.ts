@@ -14,7 +14,7 @@ describe("buildRoutes", () => {
     });
     const routes = buildRoutes(settings, { pacing: new MemoryPacing() });
     expect(routes.map((r) => [r.name, r.kind, r.target, r.weight, r.provider, Boolean(r.gate)])).toEqual([
-      ["ses", "relay", "smtp://AKIA:***@email-smtp.eu-west-1.amazonaws.com:587", 1, "ses", true],
+      ["ses", "relay", "smtp://***:***@email-smtp.eu-west-1.amazonaws.com:587", 1, "ses", true],
       ["backup", "relay", "smtps://relay.test:465", 0, undefined, false],
     ]);
     expect(routes.some((r) => JSON.stringify({ ...r, transport: r.transport.description }).includes("s3cret"))).toBe(false);

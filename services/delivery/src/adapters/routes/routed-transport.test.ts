@@ -202,9 +202,10 @@ describe("RoutedTransport", () => {
     const { routed, fake } = setup([{ name: "ses", provider: "ses" }, { name: "plain" }], { random: () => 0 });
     fake("ses").answer = () => refused();
     const m = mail();
+    m.meta.deliveryId = "cmp_01abc.ctc_01def";
     const before = JSON.stringify(m);
     expect((await routed.send(m)).route).toBe("plain");
-    expect(fake("ses").got[0].headers).toContainEqual({ key: "X-SES-MESSAGE-TAGS", value: `mailroom_delivery_id=${m.meta.deliveryId}` });
+    expect(fake("ses").got[0].headers).toContainEqual({ key: "X-SES-MESSAGE-TAGS", value: "mailroom_delivery_id=cmp_01abc-2Ectc_01def" });
     expect(fake("plain").got[0].headers.some((h) => h.key.startsWith("X-SES"))).toBe(false);
     expect(JSON.stringify(m)).toBe(before);
   });

@@ -1,12 +1,13 @@
 import { isRelayProvider } from "@mailroom/pipeline/relay-providers.js";
 import type { ProviderReport } from "../../domain/model.js";
+import type { Logger } from "../../domain/ports.js";
 import type { ProviderSettings } from "../../settings.js";
 import { checkMailgunSignature, mailgunReports, parseMailgun } from "./mailgun.js";
 import { checkPostmarkAuth, postmarkReports } from "./postmark.js";
-import { malformed, notConfigured } from "./refusals.js";
+import { malformed, notAuthenticated, notConfigured } from "./refusals.js";
 import { checkSendgridSignature, sendgridReports } from "./sendgrid.js";
 import { sesReports } from "./ses.js";
-import { parseEnvelope, snsUrl, verifyEnvelope, type SigningCertificates, type SubscriptionConfirmer } from "./sns.js";
+import { parseEnvelope, snsUrl, verifyEnvelope, type SigningCertificates, type SnsEnvelope, type SubscriptionConfirmer } from "./sns.js";
 
 /** One provider webhook request as the gateway received it. */
 export interface ProviderRequest {
@@ -27,6 +28,8 @@ export interface ProviderWebhookDeps {
   certificates: SigningCertificates;
   confirmer: SubscriptionConfirmer;
   now: () => Date;
+  /** Where an SES refusal's reason goes (the 401 itself says the same for every reason). */
+  logger?: Logger;
 }
 
 const VARIABLE: Record<string, string> = {
@@ -52,7 +55,7 @@ export class ProviderWebhooks {
       case "ses": {
         if (!settings.ses) throw notConfigured("ses", VARIABLE.ses);
         const envelope = parseEnvelope(req.body);
-        await verifyEnvelope(envelope, settings.ses.topicArns, this.deps.certificates);
+        await this.verifySns(envelope, settings.ses.topicArns);
         if (envelope.Type === "SubscriptionConfirmation") {
           const url = snsUrl(envelope.SubscribeURL);
           if (!url) throw malformed("ses", "SubscribeURL is not an https URL on sns.<region>.amazonaws.com");
@@ -76,6 +79,17 @@ export class ProviderWebhooks {
         checkMailgunSignature(webhook, settings.mailgun.signingKey, this.deps.now());
         return none(mailgunReports(webhook));
       }
+    }
+  }
+
+  /** One answer for every refusal (topic, certificate URL, certificate, signature): a prober learns nothing; the log says which. */
+  private async verifySns(envelope: SnsEnvelope, topicArns: string[]): Promise<void> {
+    try {
+      await verifyEnvelope(envelope, topicArns, this.deps.certificates);
+    } catch (err) {
+      if ((err as { code?: string }).code !== "provider_webhook_unauthenticated") throw err;
+      this.deps.logger?.warn({ provider: "ses", topicArn: envelope.TopicArn, signingCertUrl: envelope.SigningCertURL, reason: (err as Error).message }, "SNS message refused");
+      throw notAuthenticated("ses", "the SNS message is not signed by Amazon SNS for a topic in MAILROOM_SES_TOPIC_ARNS");
     }
   }
 }

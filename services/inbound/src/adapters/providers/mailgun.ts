@@ -37,8 +37,10 @@ export function checkMailgunSignature(webhook: MailgunWebhook, signingKey: strin
 
 /**
  * One Mailgun event. The delivery id is the variable delivery set (X-Mailgun-Variables →
- * user-variables), else message.headers.message-id. delivered → DELIVERED; failed
- * (severity permanent: hard, temporary: soft); complained → complaint; others ignored.
+ * user-variables), else message.headers.message-id. delivered → DELIVERED; failed with
+ * severity temporary → a deferral (Mailgun retries the message itself and reports again:
+ * delivered, or failed permanent once it gives up), other failures → a bounce (permanent:
+ * hard, else soft); complained → complaint; others ignored.
  */
 export function mailgunReports(webhook: MailgunWebhook): ProviderReport[] {
   const e = webhook.eventData;
@@ -55,11 +57,9 @@ export function mailgunReports(webhook: MailgunWebhook): ProviderReport[] {
       const diagnostic = text(status.message) || text(status.description) || text(e.reason) || "failed";
       const quoted = replyCodesIn(diagnostic);
       const code = Number(status.code);
-      return [{
-        ...base, kind: "bounce", permanent: text(e.severity) === "permanent", diagnostic,
-        status: text(status["enhanced-code"]) || quoted.status,
-        smtpCode: code >= 200 && code < 600 ? code : quoted.smtpCode,
-      }];
+      const codes = { status: text(status["enhanced-code"]) || quoted.status, smtpCode: code >= 200 && code < 600 ? code : quoted.smtpCode };
+      if (text(e.severity) === "temporary") return [{ ...base, kind: "deferred", diagnostic, ...codes }];
+      return [{ ...base, kind: "bounce", permanent: text(e.severity) === "permanent", diagnostic, ...codes }];
     }
     case "complained":
       return [{ ...base, kind: "complaint", feedbackType: "abuse", userAgent: "Mailgun" }];

@@ -5,7 +5,11 @@ import { dateOf, isObject, malformed, notAuthenticated, parseJson, replyCodesIn,
 
 /** Bounce types that say the address is bad (the others that fail a message are soft). */
 const HARD = new Set(["HardBounce", "BadEmailAddress"]);
-/** Bounce types that are failures of this message, worth a soft bounce. */
+/**
+ * Bounce types that are failures of this message, worth a soft bounce. Postmark reports a
+ * SoftBounce or Transient ("Undeliverable") once it has stopped retrying the message
+ * (postmarkapp.com/support/article/1159-how-to-fix-soft-bounces): final, not a deferral.
+ */
 const SOFT = new Set(["SoftBounce", "Transient", "DnsError", "Blocked", "SpamNotification", "DMARCPolicy", "Unknown"]);
 
 /**

@@ -28,7 +28,7 @@ export function checkSendgridSignature(headers: Map<string, string>, body: Uint8
  * (X-SMTPAPI unique_args → a top-level field), else `smtp-id` is the Message-ID.
  * delivered → DELIVERED; bounce (type bounce: hard, blocked: soft); dropped (a bounced or
  * invalid address: hard, anything else SendGrid refused to send: soft); spamreport →
- * complaint; deferred (SendGrid retries) and engagement events are ignored.
+ * complaint; deferred (SendGrid retries) → a deferral; engagement events are ignored.
  */
 export function sendgridReports(body: Uint8Array): ProviderReport[] {
   const events = parseJson("sendgrid", body);
@@ -48,6 +48,11 @@ export function sendgridReports(body: Uint8Array): ProviderReport[] {
       case "dropped": {
         const reason = text(e.reason);
         return { ...base, kind: "bounce", permanent: /bounced address|invalid/i.test(reason), status: text(e.status), smtpCode: 0, diagnostic: `dropped by SendGrid: ${reason || "no reason given"}` };
+      }
+      case "deferred": {
+        const diagnostic = text(e.response) || "deferred";
+        const quoted = replyCodesIn(diagnostic);
+        return { ...base, kind: "deferred", status: text(e.status) || quoted.status, smtpCode: quoted.smtpCode, diagnostic };
       }
       case "spamreport":
         return { ...base, kind: "complaint", feedbackType: "abuse", userAgent: "SendGrid" };

@@ -1,4 +1,4 @@
-import { DELIVERY_ID_KEY } from "@mailroom/pipeline/relay-providers.js";
+import { DELIVERY_ID_KEY, deliveryIdOfSesTag } from "@mailroom/pipeline/relay-providers.js";
 import type { ProviderReport } from "../../domain/model.js";
 import { DELIVERY_ID_HEADER } from "../../domain/classify.js";
 import { bareMessageId, dateOf, isObject, replyCodesIn, text } from "./refusals.js";
@@ -28,6 +28,7 @@ export function sesReports(message: string): ProviderReport[] {
     case "Bounce": {
       const bounce = isObject(n.bounce) ? n.bounce : {};
       // Permanent: the address is bad. Transient and Undetermined: soft (retrying may work).
+      // SES sends a bounce once it has stopped retrying; its retries show as DeliveryDelay.
       const permanent = text(bounce.bounceType) === "Permanent";
       const occurredAt = dateOf(bounce.timestamp);
       return recipients(bounce.bouncedRecipients).map((r) => {
@@ -49,8 +50,17 @@ export function sesReports(message: string): ProviderReport[] {
       const list = Array.isArray(delivery.recipients) ? delivery.recipients.map(text) : [];
       return list.map((recipient) => ({ ...base, occurredAt: dateOf(delivery.timestamp), kind: "delivered", recipient, smtpCode: replyCodesIn(smtpResponse).smtpCode, detail: smtpResponse }));
     }
+    case "DeliveryDelay": {
+      // Event publishing: SES could not deliver yet and keeps trying until expirationTime.
+      const delay = isObject(n.deliveryDelay) ? n.deliveryDelay : {};
+      return recipients(delay.delayedRecipients).map((r) => {
+        const diagnostic = text(r.diagnosticCode) || `delivery delayed (${text(delay.delayType) || "unknown reason"})`;
+        const quoted = replyCodesIn(diagnostic);
+        return { ...base, occurredAt: dateOf(delay.timestamp), kind: "deferred", recipient: text(r.emailAddress), status: text(r.status) || quoted.status, smtpCode: quoted.smtpCode, diagnostic };
+      });
+    }
     default:
-      // Send, Reject, Open, Click, DeliveryDelay, Rendering Failure, Subscription: nothing to record.
+      // Send, Reject, Open, Click, Rendering Failure, Subscription: nothing to record.
       return [ignoredReport(`SES ${type || "untyped"} notification`)];
   }
 }
@@ -62,7 +72,8 @@ function recipients(list: unknown): Json[] {
 function deliveryIdOf(mail: Json): string {
   const tags = isObject(mail.tags) ? mail.tags : {};
   const tagged = tags[DELIVERY_ID_KEY];
-  if (Array.isArray(tagged) && typeof tagged[0] === "string") return tagged[0];
+  // Written by sesTagValue: SES tag values cannot hold every character of a delivery id.
+  if (Array.isArray(tagged) && typeof tagged[0] === "string") return deliveryIdOfSesTag(tagged[0]);
   return headerOf(mail, DELIVERY_ID_HEADER);
 }
 

@@ -1,5 +1,4 @@
-import { createVerify } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { createVerify, X509Certificate } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { unavailable } from "@mailroom/kit/errors.js";
 import { isObject, malformed, notAuthenticated, parseJson, text } from "./refusals.js";
@@ -45,8 +44,16 @@ const SIGNED_FIELDS: Record<string, (keyof SnsEnvelope)[]> = {
 
 const ALGORITHM: Record<string, string> = { "1": "RSA-SHA1", "2": "RSA-SHA256" };
 
-/** SNS's own hosts only: https://sns.<region>.amazonaws.com[.cn]/… on the default port. */
-const SNS_HOST = /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/;
+/**
+ * SNS's own regional hosts only: https://sns.<region>.amazonaws.com/… (sns.cn-<…>.amazonaws.com.cn
+ * in China) on the default port. The label must be shaped like a region (us-east-1,
+ * us-gov-west-1, ap-southeast-1): other AWS hosts under amazonaws.com, such as an S3 bucket
+ * named "sns" (sns.s3.amazonaws.com, sns.s3-us-west-2.amazonaws.com), serve what anyone puts there.
+ */
+const SNS_HOST = /^sns\.(?:(?:us|eu|ap|sa|ca|me|af|il|mx)(?:-gov)?-[a-z]+-\d{1,2}\.amazonaws\.com|cn-[a-z]+-\d{1,2}\.amazonaws\.com\.cn)$/;
+
+/** The name SNS's signing certificates are issued to. */
+const SNS_CERTIFICATE_NAME = "sns.amazonaws.com";
 
 const CERTIFICATE_PATH = /^\/SimpleNotificationService-[A-Za-z0-9]+\.pem$/;
 
@@ -81,7 +88,9 @@ export function parseEnvelope(body: Uint8Array): SnsEnvelope {
 
 /**
  * Verifies an envelope's signature and topic; throws 401 `provider_webhook_unauthenticated`
- * for a topic not allowed, a certificate URL off SNS's hosts, or a signature that does not verify.
+ * for a topic not allowed, a certificate URL off SNS's hosts, a certificate not issued to
+ * SNS, or a signature that does not verify. Each says why, for the log; the caller answers
+ * every one alike (a refusal tells a prober nothing about which check failed).
  */
 export async function verifyEnvelope(envelope: SnsEnvelope, topicArns: string[], certificates: SigningCertificates): Promise<void> {
   // Checked first: a foreign topic's subscription is never confirmed, its certificate never fetched.
@@ -94,6 +103,7 @@ export async function verifyEnvelope(envelope: SnsEnvelope, topicArns: string[],
     throw notAuthenticated("ses", "SigningCertURL is not an SNS certificate on https://sns.<region>.amazonaws.com");
   }
   const certificate = await certificates.get(certUrl);
+  if (!issuedToSns(certificate, certUrl)) throw notAuthenticated("ses", `the certificate at ${certUrl.href} is not issued to ${SNS_CERTIFICATE_NAME}`);
   let valid = false;
   try {
     valid = createVerify(algorithm).update(stringToSign(envelope), "utf8").verify(certificate, envelope.Signature, "base64");
@@ -103,24 +113,39 @@ export async function verifyEnvelope(envelope: SnsEnvelope, topicArns: string[],
   if (!valid) throw notAuthenticated("ses", "the SNS signature does not verify");
 }
 
+/** The certificate names sns.amazonaws.com (or, in China, its own SNS host) in its SAN or subject. */
+function issuedToSns(pem: string, url: URL): boolean {
+  try {
+    const cert = new X509Certificate(pem);
+    return !!(cert.checkHost(SNS_CERTIFICATE_NAME) || (url.hostname.endsWith(".cn") && cert.checkHost(url.hostname)));
+  } catch {
+    return false;
+  }
+}
+
 const MAX_CERTIFICATE_BYTES = 16 * 1024;
+/** How long a failed certificate fetch is remembered: forged notifications naming new URLs do not each reach AWS. */
+const FAILED_FETCH_CACHE_MS = 60_000;
 const FETCH_TIMEOUT_MS = 10_000;
 
 /**
  * SNS signing certificates over HTTPS (Node's TLS checks that the host really is SNS's),
- * cached by URL for a day: SNS signs with few certificates and rotates them rarely.
+ * cached by URL for a day: SNS signs with few certificates and rotates them rarely. A failed
+ * fetch is remembered for a minute (then tried again): a stream of forged notifications
+ * naming new certificate URLs makes at most one fetch per URL a minute.
  */
 export class HttpsSigningCertificates implements SigningCertificates {
-  private readonly cache = new LRUCache<string, Promise<string>>({ max: 64, ttl: 24 * 3600_000 });
+  private readonly cache = new LRUCache<string, Promise<string>>({ max: 256, ttl: 24 * 3600_000 });
+
+  constructor(private readonly fetchPem: (url: URL) => Promise<string> = fetchCertificate) {}
 
   get(url: URL): Promise<string> {
     const key = url.href;
     let pending = this.cache.get(key);
     if (!pending) {
-      pending = fetchCertificate(url);
+      pending = this.fetchPem(url);
       this.cache.set(key, pending);
-      // A failed fetch is not remembered: the next notification tries again.
-      pending.catch(() => this.cache.delete(key));
+      pending.catch(() => this.cache.set(key, pending!, { ttl: FAILED_FETCH_CACHE_MS }));
     }
     return pending;
   }
@@ -141,13 +166,14 @@ async function fetchCertificate(url: URL): Promise<string> {
 }
 
 /**
- * Tests only (MAILROOM_TEST_SNS_SIGNING_CERT_FILE): every SigningCertURL that passes the host
- * rule is served by this PEM file, so a suite signs with its own key and never reaches AWS.
+ * Tests only (MAILROOM_TEST_SNS_SIGNING_CERT_FILE, read at start): every SigningCertURL that
+ * passes the host rule is served by this PEM, so a suite signs with its own key and never
+ * reaches AWS. Only the fetch is replaced: the host, path and certificate-name checks still apply.
  */
-export class FileSigningCertificates implements SigningCertificates {
-  constructor(private readonly file: string) {}
+export class FixedSigningCertificate implements SigningCertificates {
+  constructor(private readonly pem: string) {}
   get(): Promise<string> {
-    return readFile(this.file, "utf8");
+    return Promise.resolve(this.pem);
   }
 }
 
