@@ -12,6 +12,7 @@ import { defineRoute, type RouteModule } from "./routes/route.js";
 import { registerConsole } from "./console/index.js";
 import { lazyRequestLogger } from "./request-logger.js";
 import { defaultErrorDocsUrl } from "./settings.js";
+import { installRoleRules } from "./roles.js";
 
 /**
  * Builds the public HTTP gateway: JSON in and out, auth, rate limits and error bodies.
@@ -72,6 +73,9 @@ export async function buildGateway(
 
   // Before any route: the OpenAPI document is generated from the routes as they register.
   collectOpenApi(app, deps.config.publicUrl);
+  // Every route needs a rule in roles.ts: outside production a route without one stops the
+  // gateway at start (test apps with routes of their own only get the warning).
+  installRoleRules(app, { strict: !deps.config.production && routes.api === apiRoutes });
   installMetrics(app, deps);
 
   defineRoute(app, {
