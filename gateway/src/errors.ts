@@ -260,6 +260,19 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   domain_exists: { status: 409, description: "The domain was already added to this workspace; `npx mailroom -w <workspace-id> domain records <domain>` shows its records and `domain verify <domain>` checks them." },
   domain_not_found: { status: 404, description: "The domain was not added to this workspace; `npx mailroom -w <workspace-id> domain add <domain>` adds it." },
   invalid_bootstrap: { status: 400, description: "The MAILROOM_BOOTSTRAP document is not valid JSON or does not fit its shape (`deploy/bootstrap.example.json` is one); the message names the first problems. Nothing was loaded." },
+  // Team, sign-in and audit log (issue 32, DESIGN §9.9)
+  member_not_found: { status: 404, description: "No member with this id or address in the workspace. `npx mailroom -w <workspace-id> member list` (or the console's Team page) lists them." },
+  member_exists: { status: 409, description: "This address already is an active member of the workspace; change its role instead (`npx mailroom -w <workspace-id> member role <email> <ROLE>`)." },
+  member_not_active: { status: 403, description: "The address that signed in is no active member of a workspace (never invited, invitation not accepted yet, or removed). An owner or admin invites it: `npx mailroom -w <workspace-id> member invite <email>`." },
+  last_owner: { status: 409, description: "A workspace keeps at least one OWNER: the last one cannot be demoted or removed. Make another member OWNER first." },
+  role_above_caller: { status: 403, description: "A member may not grant, or change a member who has, a role above its own (an ADMIN cannot make or touch an OWNER). Ask an owner." },
+  invitation_invalid: { status: 401, description: "The invitation link is not valid: it was altered, already accepted, replaced by a newer invitation, or older than 72 hours. Ask an owner or admin to invite the address again." },
+  magic_link_invalid: { status: 401, description: "The sign-in link is not valid: it was altered, already used (each link signs in once), or older than 15 minutes. Ask for a new link on the sign-in page." },
+  oidc_subject_mismatch: { status: 403, description: "This member signed in before with another OpenID Connect identity (issuer and subject); an account at the provider that merely has the same address is refused. Sign in with the first identity, or have an owner remove and re-invite the member." },
+  session_invalid: { status: 401, description: "The console session expired, was signed out (also by \"sign out everywhere\" or the member's removal) or was rotated more than a minute ago. Sign in again." },
+  session_not_found: { status: 404, description: "No session with this id for the member; the Sessions page lists the current ones." },
+  invalid_page_token: { status: 400, description: "The audit log's page token is not one a previous page returned; start again without it." },
+  invalid_actor: { status: 400, description: "An audit-log `actor` filter is `<kind>:<id>` with kind `key`, `member`, `cli` or `system` (e.g. `key:key_…`, `member:mbr_…`)." },
   // The gateway's own refusals
   insufficient_role: {
     status: 403,
