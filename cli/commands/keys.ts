@@ -10,7 +10,7 @@ export function keyCommands(program: Command, ctx: CliContext): void {
     .description("create an API key and print it once")
     .option("--name <name>", "a label for the key", "")
     .option("--scopes <list>", "comma-separated scopes (api_user, api_read, admin); an empty list gives no scope", "api_user")
-    .option("--role <role>", "EDITOR (= api_user) or VIEWER (= api_read, read only) instead of --scopes")
+    .option("--role <role>", "EDITOR (= api_user), VIEWER (= api_read, read only) or ADMIN (= api_user + admin: also the audit log; needs --owner, an OWNER or ADMIN member) instead of --scopes")
     .option("--owner <member>", "the member the key belongs to (mbr_… id or email): the key never acts above the member's role and stops working when the member is removed")
     .action(action(ctx, async (opts: { name: string; scopes: string; role?: string; owner?: string }, cmd: Command) => {
       const res = await ctx.client.createApiKey({

@@ -168,7 +168,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_event: { status: 400, description: "An event is invalid: its `event` name (letters, digits, `_`, `-`, `:`, and `.` between parts), `identify.email`, `timestamp` (ISO 8601 or Unix time), `messageId` or the size of `properties`. The message names the field." },
   invalid_property: { status: 400, description: "A contact property definition is invalid: a `displayName` without letters or digits, a SELECT or MULTI_SELECT without `typeConfig.options`, or a change to a built-in property." },
   property_not_found: { status: 404, description: "No custom contact property with this id exists in the workspace." },
-  invalid_role: { status: 400, description: "An API key's `role` must be `EDITOR` or `VIEWER`." },
+  invalid_role: { status: 400, description: "A member's role is `OWNER`, `ADMIN`, `EDITOR` or `VIEWER`. An API key's `role` through the API is `EDITOR` or `VIEWER`; an `ADMIN` key (it also reads the audit log) is made with `npx mailroom -w <workspace-id> key create --role ADMIN --owner <member>`, whose owner is OWNER or ADMIN." },
   api_key_not_found: { status: 404, description: "No API key with this id exists in the workspace." },
   api_key_revoked: { status: 409, description: "The API key is revoked (ARCHIVED) and cannot change." },
   // Broadcast endpoints (design §6)

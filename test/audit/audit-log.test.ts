@@ -15,6 +15,7 @@ import { startSystem, type TestSystem } from "../harness/system.js";
 const WS = "ws_audit";
 const KEY = "mr_test_audit_key_0123456789";
 const OWNER_EMAIL = "owner@audit.test";
+const SECOND_OWNER = "second-owner@audit.test";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -88,7 +89,7 @@ describe("audit log: one entry per change, with its actor", () => {
           id: WS, name: "Audit Co", timezone: "UTC", verifiedDomains: ["audit.test"], monthlyLimit: 1000,
           flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
           apiKeys: [{ key: KEY, scopes: ["api_user"], name: "audit-key" }],
-          members: [{ email: OWNER_EMAIL, role: "OWNER" }],
+          members: [{ email: OWNER_EMAIL, role: "OWNER" }, { email: SECOND_OWNER, role: "OWNER" }],
         }],
       },
     });
@@ -237,5 +238,47 @@ describe("audit log: one entry per change, with its actor", () => {
     const res = await sys.api("GET", "/v1/audit-log", { key: KEY });
     expect(res.status, JSON.stringify(res.body)).toBe(403);
     expect(res.body.code).toBe("insufficient_role");
+  });
+
+  it("an ADMIN key (CLI, owned by an OWNER) reads GET /v1/audit-log; demoting its owner to EDITOR ends that", async () => {
+    const cli = async (args: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli(args, {
+        env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}`, MAILROOM_WORKSPACE: WS },
+        interactive: false,
+        output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
+      });
+      return { code, out, err };
+    };
+    // Only with an owner who is OWNER or ADMIN; the public API keeps the official client's two roles.
+    const unowned = await cli(["key", "create", "--name", "no-owner", "--role", "ADMIN"]);
+    expect(unowned.code).not.toBe(0);
+    expect(unowned.err.join("\n")).toMatch(/ADMIN needs an owner/);
+    const viaApi = await sys.api("POST", `/v1/workspaces/${WS}/api-keys`, { key: KEY, body: { displayName: "api-admin", role: "ADMIN" } });
+    expect(viaApi.status, JSON.stringify(viaApi.body)).toBe(400);
+    expect(JSON.stringify(viaApi.body)).toContain("role");
+
+    const created = await cli(["key", "create", "--name", "auditor", "--role", "ADMIN", "--owner", SECOND_OWNER]);
+    expect(created.code, created.err.join("\n")).toBe(0);
+    const adminKey = created.out[0]!;
+    const ok = await sys.api("GET", "/v1/audit-log?limit=5", { key: adminKey });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.auditLog.items.length).toBeGreaterThan(0);
+
+    const { members } = await team().listMembers({ workspaceId: WS });
+    const owner = members.find((m) => m.email === SECOND_OWNER)!;
+    await team().updateMemberRole({ workspaceId: WS, memberId: owner.id, role: "EDITOR" });
+    let refused: Awaited<ReturnType<TestSystem["api"]>> | undefined;
+    for (const until = Date.now() + 30_000; Date.now() < until; ) {
+      // The gateway holds the key's earlier answer for its auth cache (MAILROOM_AUTH_CACHE_MS, 10 s).
+      const res = await sys.api("GET", "/v1/audit-log?limit=5", { key: adminKey });
+      if (res.status !== 200) { refused = res; break; }
+      await sleep(100);
+    }
+    expect(refused?.status, JSON.stringify(refused?.body)).toBe(403);
+    expect(refused!.body.code).toBe("insufficient_role");
+    // Still an EDITOR's key: it changes things as before.
+    expect((await sys.api("GET", "/v1/contacts?limit=1", { key: adminKey })).status).toBe(200);
   });
 });

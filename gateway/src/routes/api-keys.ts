@@ -12,7 +12,9 @@ import { iso } from "./contacts-schema.js";
 /**
  * API keys in the official client's shape (ApiKeyInfo). Roles are scopes: EDITOR = `api_user`
  * (read, change, send), VIEWER = `api_read` (the reading endpoints only). A key manages the
- * keys of its own workspace only: another workspace id in the path is a 404.
+ * keys of its own workspace only: another workspace id in the path is a 404. The official
+ * client knows these two roles only, so `ADMIN` here is a 400 on `role`; ADMIN keys (owned by
+ * an OWNER or ADMIN member, for GET /v1/audit-log) come from `npx mailroom key create --role ADMIN --owner`.
  */
 
 const ROLES = ["EDITOR", "VIEWER"] as const;
@@ -39,7 +41,8 @@ function apiKeyJson(k: ApiKey, secretKey?: string) {
   return {
     id: k.id,
     displayName: k.name,
-    role: (k.role === "EDITOR" ? "EDITOR" : "VIEWER") as (typeof ROLES)[number],
+    // An ADMIN key (owned, created with the CLI) changes and sends like an EDITOR in this shape.
+    role: (k.role === "EDITOR" || k.role === "ADMIN" ? "EDITOR" : "VIEWER") as (typeof ROLES)[number],
     status: (k.revokedAt ? "ARCHIVED" : "ACTIVE") as "ACTIVE" | "ARCHIVED",
     ...(secretKey ? { secretKey } : {}),
     prefix: k.prefix,

@@ -106,7 +106,7 @@ export function workspaceToPb(w: Workspace): MessageInitShape<typeof WorkspaceSc
 function apiKeyToPb(k: ApiKey): MessageInitShape<typeof ApiKeySchema> {
   return {
     id: k._id, workspaceId: k.workspaceId, name: k.name, prefix: k.prefix, scopes: k.scopes, createdAt: ts(k.createdAt), revokedAt: ts(k.revokedAt),
-    role: roleOf(k.scopes), updatedAt: ts(k.updatedAt ?? k.createdAt), ownerMemberId: k.ownerMemberId ?? "",
+    role: roleOf(k.scopes, Boolean(k.ownerMemberId)), updatedAt: ts(k.updatedAt ?? k.createdAt), ownerMemberId: k.ownerMemberId ?? "",
   };
 }
 

@@ -11,16 +11,34 @@ import { appErrorCode, requireWorkspaceId, systemClock, type Clock } from "./val
  * `api_read`: the public API's reading routes only; `admin`: operator tooling.
  */
 export const KNOWN_SCOPES = ["api_user", "api_read", "admin"] as const;
-/** The public API's key roles (the official client's): each is a set of scopes. */
-export const ROLE_SCOPES = { EDITOR: ["api_user"], VIEWER: ["api_read"] } as const;
+/**
+ * Key roles, each a set of scopes. EDITOR and VIEWER are the public API's (the official
+ * client's); ADMIN (operator CLI only) is `api_user` + `admin` on a key that has an owner
+ * member who is OWNER or ADMIN: it reads the audit log (GET /v1/audit-log).
+ */
+export const ROLE_SCOPES = { ADMIN: ["api_user", "admin"], EDITOR: ["api_user"], VIEWER: ["api_read"] } as const;
 export type KeyRole = keyof typeof ROLE_SCOPES;
 
-/** EDITOR when the key may change and send (api_user), VIEWER otherwise. */
-export const roleOf = (scopes: string[]): KeyRole => (scopes.includes("api_user") ? "EDITOR" : "VIEWER");
+/**
+ * A key's own role from its scopes: ADMIN only for an owned key with `api_user` and `admin`
+ * (an unowned operator key with `admin` stays EDITOR: nobody answers for it), EDITOR when it
+ * may change and send (api_user), VIEWER otherwise. Authenticate caps it by the owner's role.
+ */
+export const roleOf = (scopes: string[], owned = false): KeyRole =>
+  scopes.includes("api_user") ? (owned && scopes.includes("admin") ? "ADMIN" : "EDITOR") : "VIEWER";
 
 export function parseRole(raw: unknown): KeyRole {
-  if (raw === "EDITOR" || raw === "VIEWER") return raw;
-  throw badRequest("invalid_role", `role ${JSON.stringify(raw)} is not one of EDITOR, VIEWER`);
+  if (raw === "ADMIN" || raw === "EDITOR" || raw === "VIEWER") return raw;
+  throw badRequest("invalid_role", `role ${JSON.stringify(raw)} is not one of ADMIN, EDITOR, VIEWER`);
+}
+
+/** An ADMIN key needs an owner who is OWNER or ADMIN (the key never acts above its owner). */
+function checkKeyRole(role: KeyRole, owner: Member | undefined): void {
+  if (role !== "ADMIN") return;
+  if (!owner) throw badRequest("invalid_role", "role ADMIN needs an owner member who is OWNER or ADMIN (--owner <member>)");
+  if (RANK[ownerRole(owner)] < RANK.ADMIN) {
+    throw badRequest("invalid_role", `role ADMIN needs an owner who is OWNER or ADMIN; ${owner.email} is ${ownerRole(owner)}`);
+  }
 }
 
 /** The scopes a key acts with: `api_user` implies `api_read`. */
@@ -117,7 +135,9 @@ export class ApiKeys {
     await this.workspaces.get(workspaceId);
     const owner = opts.ownerMemberId ? await this.owner(workspaceId, opts.ownerMemberId) : undefined;
     if (opts.role && opts.scopes?.length) throw badRequest("invalid_request", "Give a role or scopes, not both");
-    const scopes = opts.role ? [...ROLE_SCOPES[parseRole(opts.role)]] : checkScopes(opts.scopes ?? []);
+    const role = opts.role ? parseRole(opts.role) : undefined;
+    if (role) checkKeyRole(role, owner);
+    const scopes = role ? [...ROLE_SCOPES[role]] : checkScopes(opts.scopes ?? []);
     const plain = opts.fixedKey || generateApiKey();
     if (!KEY_SHAPE.test(plain)) throw badRequest("invalid_request", "API key must be 8-256 characters of [A-Za-z0-9_-.~+/=]");
     const doc: ApiKey = {
@@ -207,9 +227,12 @@ export class ApiKeys {
       set.name = changes.name.trim().slice(0, 200);
     }
     if (changes.role !== undefined) {
-      // Other scopes (admin) stay; the role's part is replaced.
-      const others = key.scopes.filter((s) => s !== "api_user" && s !== "api_read");
-      set.scopes = [...others, ...ROLE_SCOPES[parseRole(changes.role)]];
+      const role = parseRole(changes.role);
+      if (role === "ADMIN") checkKeyRole(role, key.ownerMemberId ? await this.owner(workspaceId, key.ownerMemberId) : undefined);
+      // Other scopes stay (an unowned key's operator `admin`); the role's part is replaced. On an
+      // owned key `admin` is the ADMIN role's, so another role takes it away.
+      const others = key.scopes.filter((s) => s !== "api_user" && s !== "api_read" && !(s === "admin" && key.ownerMemberId));
+      set.scopes = [...new Set([...others, ...ROLE_SCOPES[role]])];
     }
     if (!Object.keys(set).length) return key;
     const updated = await this.repo.update(workspaceId, keyId, { ...set, updatedAt: this.now() });
@@ -237,7 +260,7 @@ export class ApiKeys {
     const ws = await this.workspaces.find(key.workspaceId);
     if (!ws) throw unauthenticated("unauthorized", "Invalid API key");
     assertNotBanned(ws);
-    let role: MemberRole = roleOf(key.scopes);
+    let role: MemberRole = roleOf(key.scopes, Boolean(key.ownerMemberId));
     let own = key.scopes;
     if (key.ownerMemberId) {
       // A removed (or no longer active) owner takes its keys with it.
