@@ -2,13 +2,27 @@
  * The development workspace `npm start` bootstraps when MAILROOM_BOOTSTRAP is not set
  * (written once to <dataDir>/dev-bootstrap.json, loaded idempotently at every start): enough
  * to try every README example as written — senders on example.com and acme.com, templates with
- * merge variables, a member for broadcast tests, and a few dozen subscribed contacts with
+ * merge variables, an OWNER member (console sign-in by magic link; broadcast tests), and a few dozen subscribed contacts with
  * properties and timezones, so a first broadcast reaches someone (captured in /dev/mail).
  * The contacts' addresses are on example.org (reserved, RFC 2606): mail to them goes nowhere
  * even with a relay configured.
  */
 
 export const DEV_WORKSPACE_ID = "ws_dev";
+/** The development workspace's owner: signs in to the console by magic link. */
+export const DEV_OWNER_EMAIL = "you@example.com";
+/** The console's system sender under `npm start` (example.com is verified in the dev workspace). */
+export const DEV_SYSTEM_FROM = "Mailroom <signin@example.com>";
+
+/**
+ * MAILROOM_SYSTEM_FROM / _WORKSPACE for the development workspace, so magic links and
+ * invitations are mailed (captured in /dev/mail) out of the box; nothing when the user set
+ * either (the gateway refuses one without the other, naming it).
+ */
+export function devSystemSender(env: Record<string, string | undefined>): Record<string, string> {
+  if (env.MAILROOM_SYSTEM_FROM !== undefined || env.MAILROOM_SYSTEM_WORKSPACE !== undefined) return {};
+  return { MAILROOM_SYSTEM_FROM: DEV_SYSTEM_FROM, MAILROOM_SYSTEM_WORKSPACE: DEV_WORKSPACE_ID };
+}
 
 const PEOPLE: Array<[first: string, last: string, timezone: string, city: string, country: string]> = [
   ["Ann", "Lee", "America/New_York", "New York", "US"],
@@ -77,7 +91,8 @@ export function devBootstrap(apiKey: string) {
       verifiedEmails: [],
       // example.com: the banner's first email; acme.com: the README's examples.
       verifiedDomains: ["example.com", "acme.com"],
-      members: ["you@example.com"],
+      // The console's first member, its OWNER: signs in with an emailed (and, in development, printed) link.
+      members: [{ email: DEV_OWNER_EMAIL, role: "OWNER" }],
       flags: { broadcastEarlyAccess: true, emailApiAddon: true, verified: true },
       monthlyLimit: 100000,
       sendingAccountNew: false,

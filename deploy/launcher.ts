@@ -20,7 +20,7 @@ import { loadSubmissionSettings } from "../services/submission/src/settings.js";
 import { loadWebhooksSettings } from "../services/webhooks/src/settings.js";
 import { loadGatewaySettings } from "../gateway/src/settings.js";
 import { redactUrl } from "@mailroom/kit/logger.js";
-import { devBootstrap, upgradedDevBootstrap } from "./dev-workspace.js";
+import { devBootstrap, devSystemSender, upgradedDevBootstrap } from "./dev-workspace.js";
 import { startUnits, UNITS, type RunningSystem, type UnitEvent, type UnitName } from "./processes.js";
 import { NatsServerMissingError, startLocalNats, stopStaleNats, type LocalNats } from "./nats-server.js";
 import { DEFAULT_RESTART_POLICY, describeExit, RestartTracker, signalGroup } from "./supervisor.js";
@@ -33,6 +33,14 @@ import { DEFAULT_RESTART_POLICY, describeExit, RestartTracker, signalGroup } fro
 const DEV_WEBHOOK_NETWORKS = "127.0.0.0/8,::1/128";
 const webhookNetworksSetByOperator = process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS !== undefined;
 if (!webhookNetworksSetByOperator) process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS = DEV_WEBHOOK_NETWORKS;
+
+/**
+ * With the development workspace (no MAILROOM_BOOTSTRAP), console mail (magic links,
+ * invitations) goes out from it as the system sender unless the user set one: signing in by
+ * email works out of the box (captured in /dev/mail; links are printed in development too).
+ */
+const devSystemMail = !process.env.MAILROOM_BOOTSTRAP ? devSystemSender(process.env) : {};
+Object.assign(process.env, devSystemMail);
 
 /**
  * The shared config and every unit's settings, read here as each unit will read them, so
@@ -194,7 +202,7 @@ const cliLine = ports.directory === UNITS.find((u) => u.name === "directory")!.d
 console.log(`
 Mailroom is running.
   Gateway:      ${gatewayUrl}
-  Console:      ${gatewayUrl}/console (sign in with the API key)
+  Console:      ${gatewayUrl}/console (${describeConsoleSignIn()})
   API key:      ${bootstrap.apiKey ?? "(see your MAILROOM_BOOTSTRAP file)"}
   NATS:         ${natsUrl}${nats ? " (started here, data in " + path.join(config.dataDir, "nats") + ")" : ""}
   Admin CLI:    ${cliLine}
@@ -217,6 +225,15 @@ Try it:
     -d '{"from":"${bootstrap.from}","to":"someone@example.org","subject":"Hello","html":"<p>Hello from Mailroom</p>"}'
 
 Press Ctrl-C to stop.`);
+
+/** How to sign in to the console: the API key, or an emailed link to a member (the dev workspace's owner). */
+function describeConsoleSignIn(): string {
+  const byKey = "sign in with the API key";
+  if (!process.env.MAILROOM_SYSTEM_FROM) return `${byKey}; no email sign-in links: MAILROOM_SYSTEM_FROM is not set`;
+  const member = bootstrap.owner ?? "a member of the workspace";
+  const where = deliverySettings.mode === "capture" ? `the mail is captured at ${gatewayUrl}/dev/mail` : `mailed from ${process.env.MAILROOM_SYSTEM_FROM}`;
+  return `${byKey}, or ask for an email link for ${member} (${where}; in development the link is also printed in this log)`;
+}
 
 /** Where mail goes: captured, or the delivery routes (relay URLs without their credentials). */
 function describeMail(): string {
@@ -305,7 +322,7 @@ async function portOr(preferred: number): Promise<number> {
  * (deploy/dev-workspace.ts) with a random key into the data dir, so every start shows the
  * same working key. A dev workspace written by an earlier version gets the sample data too.
  */
-async function resolveBootstrap(): Promise<{ file: string; apiKey?: string; from: string }> {
+async function resolveBootstrap(): Promise<{ file: string; apiKey?: string; from: string; owner?: string }> {
   let file = directorySettings.bootstrapFile;
   if (!file) {
     file = path.join(config.dataDir, "dev-bootstrap.json");
@@ -330,7 +347,7 @@ async function resolveBootstrap(): Promise<{ file: string; apiKey?: string; from
     const doc = JSON.parse(await readFile(file, "utf8"));
     const ws = doc.workspaces?.[0];
     const from = ws?.verifiedEmails?.[0] ?? (ws?.verifiedDomains?.[0] ? `hello@${ws.verifiedDomains[0]}` : "you@example.com");
-    return { file, apiKey: ws?.apiKeys?.[0]?.key, from };
+    return { file, apiKey: ws?.apiKeys?.[0]?.key, from, owner: ownerOf(ws?.members) };
   } catch (err) {
     // JSON.parse quotes the text around the error, which may be part of an API key.
     const reason = err instanceof SyntaxError ? "not valid JSON" : (err as Error).message;
@@ -350,4 +367,12 @@ function formatLine(line: string): string {
   } catch {
     return line;
   }
+}
+
+/** A bootstrap workspace's owner: its member with role OWNER, else its first (which becomes OWNER). */
+function ownerOf(members: unknown): string | undefined {
+  if (!Array.isArray(members) || members.length === 0) return undefined;
+  const emailOf = (m: unknown) => (typeof m === "string" ? m : typeof (m as { email?: unknown })?.email === "string" ? (m as { email: string }).email : undefined);
+  const owner = members.find((m) => typeof m === "object" && (m as { role?: unknown })?.role === "OWNER") ?? members[0];
+  return emailOf(owner);
 }

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { memoryDirectory, snapshot } from "../../services/directory/src/testing.js";
-import { DEV_WORKSPACE_ID, devBootstrap, upgradedDevBootstrap } from "../../deploy/dev-workspace.js";
+import { DEV_OWNER_EMAIL, DEV_SYSTEM_FROM, DEV_WORKSPACE_ID, devBootstrap, devSystemSender, upgradedDevBootstrap } from "../../deploy/dev-workspace.js";
 
 const KEY = "mr_dev_test_key_0123456789";
 
@@ -17,7 +17,15 @@ describe("the development workspace", () => {
     for (const from of ["hello@example.com", "news@acme.com", "hello@acme.com"]) expect((await dir.senders.check(DEV_WORKSPACE_ID, from)).allowed, from).toBe(true);
     expect((await dir.templates.get(DEV_WORKSPACE_ID, "welcome")).variables).toEqual(["firstName"]);
     expect((await dir.templates.get(DEV_WORKSPACE_ID, "receipt")).variables.sort()).toEqual(["amount", "firstName", "orderId"]);
-    expect(await dir.members.list(DEV_WORKSPACE_ID)).toEqual(["you@example.com"]);
+    expect(await dir.members.list(DEV_WORKSPACE_ID)).toEqual([DEV_OWNER_EMAIL]);
+    // The console's system sender under `npm start`: an address the workspace may send from, its owner a member.
+    const sender = devSystemSender({});
+    expect(sender).toEqual({ MAILROOM_SYSTEM_FROM: DEV_SYSTEM_FROM, MAILROOM_SYSTEM_WORKSPACE: DEV_WORKSPACE_ID });
+    expect((await dir.senders.check(DEV_WORKSPACE_ID, "signin@example.com")).allowed).toBe(true);
+    expect(devBootstrap(KEY).workspaces[0]!.members).toEqual([{ email: DEV_OWNER_EMAIL, role: "OWNER" }]);
+    // The user's own choice stands (one of the two alone is the gateway's config error to report).
+    expect(devSystemSender({ MAILROOM_SYSTEM_FROM: "me@acme.com" })).toEqual({});
+    expect(devSystemSender({ MAILROOM_SYSTEM_WORKSPACE: "ws_mine" })).toEqual({});
 
     const all = await dir.contacts.count(DEV_WORKSPACE_ID);
     const subscribed = await dir.contacts.count(DEV_WORKSPACE_ID, { subscribedOnly: true });
