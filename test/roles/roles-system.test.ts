@@ -132,11 +132,16 @@ describe("role rules over the real system", () => {
     expect(hook.html).toContain("This needs the ADMIN role or higher; your role is EDITOR.");
     const domain = await writer.post("/console/domains", { _csrf: writer.csrfOf(hooks.html), domain: "other.test" });
     expect(domain.status).toBe(403);
+    // …and its pages do not offer what it would be refused (no form leads to a 403 page).
+    const writerDomains = await writer.get("/console/domains");
+    expect(writerDomains.status).toBe(200);
+    expect(writerDomains.html).not.toContain('action="/console/domains"');
     const writerTopics = await writer.get("/console/topics");
     expect((await writer.post("/console/topics", { _csrf: writer.csrfOf(writerTopics.html), name: "Writers", description: "", defaultSubscription: "OPT_IN" })).status).toBe(303);
 
     const owner = await memberBrowser(OWNER);
     expect((await owner.get("/console/audit")).status).toBe(200);
+    expect((await owner.get("/console/domains")).html).toContain('action="/console/domains"');
     const page = await owner.get("/console/topics");
     const created = await owner.post("/console/topics", { _csrf: owner.csrfOf(page.html), name: "News", description: "", defaultSubscription: "OPT_IN" });
     expect(created.status, created.html).toBe(303);

@@ -11,7 +11,7 @@ import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
 import { CONSOLE_PREFIX, consolePage, escapeHtml, formatTime, statusBadge } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
+import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
 import { deliveryStatus, isAddressLiteral, modeOf } from "./delivery.js";
 import type { CheckDirectSendingResponse } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 
@@ -124,7 +124,7 @@ ${senders.domains.map((d) => `<tr><td data-label="Domain"><a href="${CONSOLE_PRE
     const emails = senders.emails.length
       ? `<ul>${senders.emails.map((e) => `<li>${escapeHtml(e.email)} ${e.verified ? statusBadge("Verified", "ok") : statusBadge("Pending", "warn")}</li>`).join("")}</ul>`
       : `<p class="muted">No single sender addresses.</p>`;
-    const add = session.canEdit
+    const add = mayPost(session, "/console/domains")
       ? `<form method="post" action="${CONSOLE_PREFIX}/domains" class="card">${csrfField(session)}
 <div class="row"><div class="field" style="flex:1 1 16rem"><label for="domain">Add a domain</label>
 <input id="domain" name="domain" required inputmode="url" autocomplete="off" spellcheck="false" placeholder="mail.example.com" style="width:100%" aria-describedby="domainHelp"></div>
@@ -155,7 +155,7 @@ ${senders.domains.map((d) => `<tr><td data-label="Domain"><a href="${CONSOLE_PRE
     const { domain: d } = await deps.clients.directory.getDomain({ workspaceId: session.workspaceId, domain: name }, rpcOptions(request));
     if (!d) throw refusal({ code: "not_found", message: "There is no such domain in this workspace." });
     const error = !d.verified && d.verificationError ? `<p class="flash error" role="status">Last check: ${escapeHtml(d.verificationError)}</p>` : "";
-    const recheck = session.canEdit
+    const recheck = mayPost(session, "/console/domains/:domain/verify")
       ? `<form method="post" action="${CONSOLE_PREFIX}/domains/${encodeURIComponent(d.domain)}/verify">${csrfField(session)}<button type="submit">Re-check DNS now</button></form>`
       : "";
     const body = `<p><a href="${CONSOLE_PREFIX}/domains">← All domains</a></p>

@@ -28,7 +28,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { callOptionsFor, type GatewayDeps } from "../deps.js";
 import { refusal } from "../errors.js";
-import { atLeast, consolePrincipal, isRole, lowerRole, requireRole, type Role } from "../roles.js";
+import { atLeast, consolePrincipal, isRole, lowerRole, mayCall, requireRole, type Role } from "../roles.js";
 import { SECRET_PURPOSES, SecretError, deriveKey, openSecret, sealSecret, secretKeysOf } from "@mailroom/kit/secrets.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 
@@ -270,6 +270,15 @@ export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" 
 export function sessionOf(request: FastifyRequest): ConsoleSession {
   if (!request.consoleSession) throw new Error("console route registered without requireSession");
   return request.consoleSession;
+}
+
+/**
+ * Whether this session may post to a console route (its pattern as registered, e.g.
+ * "/console/webhooks/:id/test"), by the route's rule in roles.ts: pages show a form or a
+ * button only to those who may use it, so nothing shown leads to a 403 page.
+ */
+export function mayPost(session: ConsoleSession, route: string): boolean {
+  return session.canEdit && mayCall(consolePrincipal(session), "POST", route);
 }
 
 /** Only a console path may be a `next` target: never another site. */

@@ -18,7 +18,7 @@ import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
 import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
+import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
 import { EVENT_INFO, eventsTable } from "./webhook-events.js";
 
 type Form = Record<string, unknown>;
@@ -97,7 +97,7 @@ export function registerWebhookPages(scope: FastifyInstance, deps: ConsoleDeps):
     const body = `<h1>Webhooks</h1>
 ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Webhook endpoints</caption><thead><tr><th>Endpoint</th><th>Events</th><th>Status</th></tr></thead><tbody>${rows}</tbody></table></div>`
     : `<p class="muted">No webhooks yet.</p>`}
-${session.canEdit ? `<h2 id="add">Add a webhook</h2>${createForm(csrfField(session), values)}` : ""}`;
+${mayPost(session, "/console/webhooks") ? `<h2 id="add">Add a webhook</h2>${createForm(csrfField(session), values)}` : ""}`;
     return consolePage({ title: "Webhooks", session, active: "webhooks", flash, body });
   };
 
@@ -130,16 +130,18 @@ ${session.canEdit ? `<h2 id="add">Add a webhook</h2>${createForm(csrfField(sessi
 <td data-label="State">${statusBadge(DeliveryState[d.state] ?? "UNKNOWN", STATE_TONE[d.state] ?? "info")}</td>
 <td data-label="Response">${codeOf(d)}</td><td data-label="Attempts" class="num">${d.attempts}</td>
 <td data-label="Created">${formatTime(d.createdAt && timestampDate(d.createdAt))}</td>
-<td data-label="Action">${session.canEdit ? `<form method="post" action="${base}/deliveries/${d.id}/redeliver">${csrf}<button type="submit" class="secondary small" aria-label="Resend ${escapeHtml(d.eventType)} delivery ${d.id}">Resend</button></form>` : ""}</td></tr>`).join("");
+<td data-label="Action">${mayPost(session, "/console/webhooks/:id/deliveries/:delivery/redeliver") ? `<form method="post" action="${base}/deliveries/${d.id}/redeliver">${csrf}<button type="submit" class="secondary small" aria-label="Resend ${escapeHtml(d.eventType)} delivery ${d.id}">Resend</button></form>` : ""}</td></tr>`).join("");
     const paused = w.status === WebhookStatus.PAUSED;
-    const actions = session.canEdit ? `<div class="actions">
+    // Test, pause/resume and delete share one rule (roles.ts); the signing secret goes with them.
+    const manages = mayPost(session, "/console/webhooks/:id/test");
+    const actions = manages ? `<div class="actions">
 <form method="post" action="${base}/test">${csrf}<button type="submit">Send test event</button></form>
 <form method="post" action="${base}/status">${csrf}<input type="hidden" name="status" value="${paused ? "ACTIVE" : "PAUSED"}"><button type="submit" class="secondary">${paused ? "Resume" : "Pause"}</button></form>
 <form method="post" action="${base}/delete" data-confirm="Delete this webhook?">${csrf}<button type="submit" class="danger">Delete</button></form></div>` : "";
     const body = `<h1>${escapeHtml(w.displayName || "Webhook")} ${webhookBadge(w)}</h1>
 <div class="card"><dl><dt class="muted">URL</dt><dd style="margin:0 0 .5rem"><code>${escapeHtml(w.url)}</code></dd>
 ${w.pausedReason ? `<dt class="muted">Paused because</dt><dd style="margin:0 0 .5rem">${escapeHtml(w.pausedReason)}</dd>` : ""}
-${session.canEdit ? `<dt class="muted">Signing secret</dt><dd style="margin:0"><details><summary>Show</summary><code class="value">${escapeHtml(w.token)}</code></details>
+${manages ? `<dt class="muted">Signing secret</dt><dd style="margin:0"><details><summary>Show</summary><code class="value">${escapeHtml(w.token)}</code></details>
 <button type="button" class="copy secondary small" data-copy="${escapeHtml(w.token)}" hidden>Copy secret</button></dd>` : ""}</dl></div>
 ${actions}
 <h2 id="events-h">Events it receives</h2>
