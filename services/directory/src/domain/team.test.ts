@@ -288,4 +288,33 @@ describe("team: API keys' owners", () => {
     const invited = await team.invite({ workspaceId: "ws_a", email: "inv@acme.test", role: "EDITOR" });
     expect(await code(dir.keys.create("ws_a", { role: "EDITOR", ownerMemberId: invited.member.publicId }))).toBe("member_not_found");
   });
+
+  it("an ADMIN key needs an OWNER or ADMIN owner, acts as ADMIN only while its owner is one, and a role change takes `admin` away", async () => {
+    const { dir, team } = await setup();
+    await dir.workspaces.create({ id: "ws_a", name: "A" });
+    await dir.members.add("ws_a", "owner@acme.test");
+    await dir.members.add("ws_a", "ed@acme.test");
+    expect(await code(dir.keys.create("ws_a", { role: "ADMIN" }))).toBe("invalid_role");
+    expect(await code(dir.keys.create("ws_a", { role: "ADMIN", ownerMemberId: "ed@acme.test" }))).toBe("invalid_role");
+    // An unowned operator key with `admin` answers for nobody: it stays EDITOR.
+    const operator = await dir.keys.create("ws_a", { scopes: ["api_user", "admin"] });
+    expect((await dir.keys.authenticate(operator.plain)).role).toBe("EDITOR");
+
+    const owner = await team.member("ws_a", "owner@acme.test");
+    const { plain, key } = await dir.keys.create("ws_a", { role: "ADMIN", ownerMemberId: "owner@acme.test" });
+    expect(key.scopes).toEqual(["api_user", "admin"]);
+    expect(await dir.keys.authenticate(plain)).toMatchObject({ role: "ADMIN", memberId: owner.publicId });
+    await dir.members.add("ws_a", "second@acme.test");
+    const second = await team.member("ws_a", "second@acme.test");
+    await team.updateRole("ws_a", second.publicId!, "OWNER");
+    await team.updateRole("ws_a", owner.publicId!, "EDITOR");
+    expect((await dir.keys.authenticate(plain)).role).toBe("EDITOR");
+    expect(await code(dir.keys.update("ws_a", key._id, { role: "ADMIN" }))).toBe("invalid_role");
+    await team.updateRole("ws_a", owner.publicId!, "ADMIN");
+    expect((await dir.keys.authenticate(plain)).role).toBe("ADMIN");
+    expect((await dir.keys.update("ws_a", key._id, { role: "EDITOR" })).scopes).toEqual(["api_user"]);
+    expect((await dir.keys.authenticate(plain)).role).toBe("EDITOR");
+    expect((await dir.keys.update("ws_a", key._id, { role: "ADMIN" })).scopes.sort()).toEqual(["admin", "api_user"]);
+    expect((await dir.keys.authenticate(plain)).role).toBe("ADMIN");
+  });
 });
