@@ -141,6 +141,8 @@ describe("hostile API (routes from GET /openapi.json)", () => {
       for (let page = 0; page < 200; page++) {
         const res = await call("GET", `${op.path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, KEY_FUZZ);
         if (res.status === 400 && page === 0) break; // a list without `limit`
+        // A list above the fuzz key's role (GET /v1/audit-log needs ADMIN): refused as documented, nothing to read back.
+        if (res.status === 403 && page === 0 && res.json?.code === "insufficient_role") break;
         expect(res.status, `${op.id}: ${res.text.slice(0, 300)}`).toBe(200);
         const problem = validator.check(op.responseSchemaPointers["200"], res.json);
         if (problem) failures.push(`stored records of ${op.id} do not match the schema: ${problem}`);
