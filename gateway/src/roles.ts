@@ -349,13 +349,10 @@ export function requireRole(request: FastifyRequest, principal: Principal, fallb
   const rule = ruleFor(request.method, request.routeOptions.url) ?? { role: fallbackScope === "api_read" ? "VIEWER" : "EDITOR" };
   if (allows(rule, principal)) return;
   const needed = requiredRole(rule, principal)!;
-  if (principal.kind === "key" && !principal.console && principal.role === undefined) {
-    // A key with no role at all (no api scope) is not a key of the public API: a 401 on every /v1 route, as before roles.
-    throw refusal({ code: "unauthorized", message: "Insufficient scope: this API key has neither the api_user nor the api_read scope." });
-  }
-  if (principal.kind === "key" && !principal.console && roleRank(needed) <= roleRank("EDITOR")) {
+  // A key with no role at all (no api scope) is no key of the public API: a 401 on every /v1 route, as before roles.
+  if (principal.kind === "key" && !principal.console && (roleRank(needed) <= roleRank("EDITOR") || principal.role === undefined)) {
     // The /v1 contract: an under-scoped key is a 401, with the message it always had.
-    const scope = scopeOfRole(needed);
+    const scope = scopeOfRole(roleRank(needed) <= roleRank("EDITOR") ? needed : "EDITOR");
     const hint = principal.workspaceId ? ` A key with it: npx mailroom -w ${principal.workspaceId} key create --scopes ${scope}` : "";
     throw refusal({ code: "unauthorized", message: `Insufficient scope: this endpoint requires the ${scope} scope.${hint}` });
   }

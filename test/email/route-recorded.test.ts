@@ -117,7 +117,8 @@ describe("the delivery route and a relay provider's reports on the email", () =>
       eventId: `evt_provider_bounced_${id}`, type: MailEventType.BOUNCED, source: DeliverySource.TRANSACTIONAL, workspaceId: WS,
       emailId: id, deliveryId: id, recipient: "ann@example.test", route: "default", permanent: true, occurredAt: timestampNow(), detail: "ses: Permanent General",
     }), "bounce-1");
-    const bounced = await until(read, (e) => e.status === EmailStatus.FAILED);
+    // The status changes first, the bounce's milestone (route, type) right after it: wait for both.
+    const bounced = await until(read, (e) => e.status === EmailStatus.FAILED && Boolean(e.outcomes?.bouncedRoute) && Boolean(e.outcomes?.bounceType));
     expect(bounced.outcomes).toMatchObject({ bouncedRoute: "default", bounceType: "hard", confirmedRoute: "default" });
     await until(async () => receiver.received.filter((r) => r.type === "EMAIL_BOUNCED"), (l) => l.length === 1);
 
