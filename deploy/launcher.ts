@@ -20,6 +20,7 @@ import { loadSubmissionSettings } from "../services/submission/src/settings.js";
 import { loadWebhooksSettings } from "../services/webhooks/src/settings.js";
 import { loadGatewaySettings } from "../gateway/src/settings.js";
 import { redactUrl } from "@mailroom/kit/logger.js";
+import { loadTracingSettings } from "@mailroom/kit/tracing.js";
 import { devBootstrap, devSystemSender, upgradedDevBootstrap } from "./dev-workspace.js";
 import { startUnits, UNITS, type RunningSystem, type UnitEvent, type UnitName } from "./processes.js";
 import { NatsServerMissingError, startLocalNats, stopStaleNats, type LocalNats } from "./nats-server.js";
@@ -69,6 +70,7 @@ const { config, deliverySettings, directorySettings, inboundSettings, submission
     directory: read(() => loadDirectorySettings()),
     inbound: read(() => loadInboundSettings()),
     submission: read(() => loadSubmissionSettings()),
+    tracing: read(() => loadTracingSettings()),
   };
   if (problems.length > 0 || !config || !settings.delivery || !settings.directory || !settings.inbound || !settings.submission) {
     console.error(`invalid configuration:\n${[...new Set(problems)].join("\n")}`);

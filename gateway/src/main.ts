@@ -1,3 +1,4 @@
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { loadConfig, createLogger, onShutdown, connectNats } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { buildGateway } from "./app.js";
@@ -9,6 +10,8 @@ import { loadGatewaySettings } from "./settings.js";
 const config = loadConfig();
 const settings = loadGatewaySettings(config);
 const logger = createLogger("gateway", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("gateway");
 // Every API request takes a rate-limit token over KV: no stack captured per request.
 const nc = await connectNats(config.natsUrl, "gateway", { noAsyncTraces: true });
 await ensureMailStreams(nc);

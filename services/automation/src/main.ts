@@ -1,4 +1,5 @@
 /** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumers, the claim loop). */
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { jetstream } from "@nats-io/jetstream";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { GroupService } from "../../../gen/mailroom/directory/v1/groups_pb.js";
@@ -28,6 +29,8 @@ import { loadAutomationSettings } from "./settings.js";
 const config = loadConfig();
 const settings = loadAutomationSettings();
 const logger = createLogger("automation", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("automation");
 
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "automation" });
 const catalog = new StoreCatalog(store);

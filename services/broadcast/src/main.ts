@@ -1,3 +1,4 @@
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
@@ -36,6 +37,8 @@ import { loadBroadcastSettings } from "./settings.js";
 const config = loadConfig();
 const settings = loadBroadcastSettings();
 const logger = createLogger("broadcast", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("broadcast");
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "broadcast" });
 const repos = await openRepositories(store);
 const nc = await connectNats(config.natsUrl, "broadcast");

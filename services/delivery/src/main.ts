@@ -2,6 +2,7 @@
  * Wiring only: config → adapters → domain → transports (JetStream consumer, Connect admin).
  * `startDelivery` is the same wiring for an in-process delivery service (suites, bench).
  */
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
@@ -205,6 +206,8 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
 async function runDeliveryProcess(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger("delivery", config.logLevel);
+  // Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+  await startTracing("delivery");
   // Every job costs a few requests (ack, outcome publish): skip capturing a stack trace for each.
   const nc = await connectNats(config.natsUrl, "delivery", { noAsyncTraces: true });
   await ensureMailStreams(nc);

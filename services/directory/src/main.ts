@@ -1,3 +1,4 @@
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { readFile } from "node:fs/promises";
 import { connectNats, createLogger, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
@@ -39,6 +40,8 @@ import { consumeAuditLog } from "./audit-consumer.js";
 const config = loadConfig();
 const settings = loadDirectorySettings();
 const logger = createLogger("directory", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("directory");
 // Contact events are announced on NATS; the directory serves without it (events wait for it).
 const nats = connectNats(config.natsUrl, "directory", { waitOnFirstConnect: true });
 nats.catch((err) => logger.warn({ err }, "NATS unavailable: contact events are stored but not announced"));

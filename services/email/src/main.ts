@@ -1,4 +1,5 @@
 /** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumer). */
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
@@ -36,6 +37,8 @@ import { loadEmailSettings } from "./settings.js";
 const config = loadConfig();
 const settings = loadEmailSettings();
 const logger = createLogger("email", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("email");
 /** One email service process: the whole unit, or one of its workers. */
 async function serve(): Promise<void> {
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });

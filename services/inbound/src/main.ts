@@ -1,4 +1,5 @@
 /** Wiring only: config → adapters → domain → transports (SMTP listener, Connect server, JetStream consumer). */
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { jetstream } from "@nats-io/jetstream";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import {
@@ -27,6 +28,8 @@ import { loadInboundSettings } from "./settings.js";
 const config = loadConfig();
 const settings = loadInboundSettings();
 const logger = createLogger("inbound", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("inbound");
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "inbound" });
 const nc = await connectNats(config.natsUrl, "inbound");
 await ensureMailStreams(nc);

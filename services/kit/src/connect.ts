@@ -13,6 +13,7 @@ import { requestContext, runWithRequestContext } from "./request-context.js";
 import { auditInterceptor, type AuditSink } from "./audit.js";
 import { AUDIT_TABLE } from "./audit-table.js";
 import { collectProcessMetrics, counter, histogram, metricsAuthorized, scrapeMetrics, secondsSince } from "./metrics.js";
+import { extractTraceContext, injectTraceContext, REQUEST_ID_ATTRIBUTE, SpanKind, startSpan, stopTracing, tracingOn, withContext } from "./tracing.js";
 
 export interface ConnectServer {
   port: number;
@@ -88,6 +89,37 @@ export interface ConnectServerOptions {
   audit?: AuditSink;
 }
 
+/** Connect codes that are the server's failure (OpenTelemetry's RPC conventions); the rest are the caller's. */
+const SERVER_FAILURE_CODES = new Set(["unknown", "deadline_exceeded", "unimplemented", "internal", "unavailable", "data_loss"]);
+
+/**
+ * A span per RPC, on both sides: the client's carries the trace context in the request's
+ * headers (traceparent), the server's continues it. Nothing at all while tracing is off.
+ */
+function rpcSpan(kind: SpanKind.CLIENT | SpanKind.SERVER): Interceptor {
+  return (next) => async (req) => {
+    if (!tracingOn()) return next(req);
+    const started = startSpan(`${req.service.typeName}/${req.method.name}`, {
+      kind,
+      parent: kind === SpanKind.SERVER ? extractTraceContext(req.header) : undefined,
+      attributes: { "rpc.system": "connect_rpc", "rpc.service": req.service.typeName, "rpc.method": req.method.name },
+    })!;
+    const requestId = kind === SpanKind.SERVER ? req.contextValues.get(requestIdKey) : (req.header.get("x-request-id") ?? requestContext()?.requestId);
+    if (requestId) started.span.setAttribute(REQUEST_ID_ATTRIBUTE, requestId);
+    if (kind === SpanKind.CLIENT) injectTraceContext(req.header, started.context);
+    try {
+      return await withContext(started.context, () => next(req));
+    } catch (err) {
+      const code = codeToString(ConnectError.from(err).code);
+      started.span.setAttribute("rpc.connect_rpc.error_code", code);
+      if (kind === SpanKind.CLIENT || SERVER_FAILURE_CODES.has(code)) started.span.setStatus({ code: 2, message: code });
+      throw err;
+    } finally {
+      started.span.end();
+    }
+  };
+}
+
 /** The request id of the RPC being served (x-request-id, or one made for it). */
 const requestIdKey = createContextKey("", { description: "x-request-id" });
 
@@ -104,7 +136,8 @@ export const requestIdOfCall = (ctx: HandlerContext): string => ctx.values.get(r
 export async function startConnectServer(opts: ConnectServerOptions): Promise<ConnectServer> {
   collectProcessMetrics();
   const metricsToken = opts.metricsToken ?? loadConfig().metricsToken;
-  const asyncContext = opts.asyncRequestContext ?? true;
+  // Traces keep their context in AsyncLocalStorage anyway: the request id's costs nothing more.
+  const asyncContext = (opts.asyncRequestContext ?? true) || tracingOn();
   const logging: Interceptor = (next) => async (req) => {
     const requestId = req.header.get("x-request-id") ?? randomUUID();
     const started = performance.now();
@@ -124,7 +157,7 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
   };
   // Audit inside the error mapping: only a call that succeeded is recorded.
   const audit = opts.audit ? [auditInterceptor({ sink: opts.audit, table: AUDIT_TABLE, requestIdOf: (values) => values.get(requestIdKey) })] : [];
-  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [logging, rpcMetricsInterceptor, ...audit, appErrorInterceptor] });
+  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [logging, rpcSpan(SpanKind.SERVER), rpcMetricsInterceptor, ...audit, appErrorInterceptor] });
   const json = (res: http.ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
@@ -188,7 +221,7 @@ export function connectClient<T extends DescService>(service: T, baseUrl: string
   // CPU spent to save bytes on what is in practice a local network.
   return createClient(
     service,
-    createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [], interceptors: [...interceptors, forwardRequestId] }),
+    createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, acceptCompression: [], interceptors: [...interceptors, forwardRequestId, rpcSpan(SpanKind.CLIENT)] }),
   );
 }
 
@@ -204,6 +237,8 @@ export function onShutdown(logger: Logger, close: () => Promise<void>, exitWithP
     logger.info({ signal }, "shutting down");
     try {
       await close();
+      // What the exporter still holds is sent before the process goes.
+      await stopTracing();
       process.exit(0);
     } catch (err) {
       logger.error({ err }, "shutdown failed");

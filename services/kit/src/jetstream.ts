@@ -1,5 +1,6 @@
 import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import type { JetStreamClient, JsMsg } from "@nats-io/jetstream";
+import { publishTraced } from "./jetstream/publish.js";
 import { toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import { registerReadyCheck } from "./health.js";
 import { installCheapRequestCancel } from "./nats-requests.js";
@@ -14,6 +15,7 @@ export type { NatsConnection, JetStreamClient, JsMsg };
 export * from "./jetstream/streams.js";
 export * from "./jetstream/consume.js";
 export * from "./jetstream/kv.js";
+export * from "./jetstream/publish.js";
 
 /** The servers of MAILROOM_NATS_URL: one URL, or several (a cluster) separated by commas. */
 export function natsServers(url: string): string[] {
@@ -63,5 +65,5 @@ export async function publishProto<D extends DescMessage>(
   message: MessageShape<D>,
   msgID: string,
 ): Promise<void> {
-  await js.publish(subject, toBinary(schema, message), { msgID });
+  await publishTraced(js, subject, toBinary(schema, message), { msgID });
 }

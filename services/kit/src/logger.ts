@@ -1,5 +1,6 @@
 import { pino, type Logger } from "pino";
 import { requestContext } from "./request-context.js";
+import { traceLogFields, tracingOn } from "./tracing.js";
 
 export type { Logger };
 
@@ -23,9 +24,12 @@ export function createLogger(
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
     // Inside an RPC or a queued job every line names its request id, so one grep follows
     // an email across processes. A line that sets requestId itself keeps its own.
+    // With traces on, the trace and span ids sit next to it (the fields pino's OpenTelemetry
+    // instrumentation uses, which Grafana and others link from a log line to its trace).
     mixin: (mergeObject: object) => {
       const requestId = requestContext()?.requestId;
-      return requestId && !("requestId" in mergeObject) ? { requestId } : {};
+      const fields = requestId && !("requestId" in mergeObject) ? { requestId } : {};
+      return tracingOn() ? { ...fields, ...traceLogFields() } : fields;
     },
   };
   return destination ? pino(options, destination) : pino(options);

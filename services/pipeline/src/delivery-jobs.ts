@@ -9,6 +9,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
+import { publishTraced } from "@mailroom/kit/jetstream/publish.js";
 import { deliveryJobSubject } from "./subjects.js";
 import {
   DeliveryJobSchema,
@@ -120,13 +121,13 @@ export class DeliveryJobPublisher {
   async publishJob(job: DeliveryJobSpec): Promise<void> {
     const message = deliveryJobOf(job);
     const subject = deliveryJobSubject(job.source, message.broadcastId);
-    await this.js.publish(subject, toBinary(DeliveryJobSchema, message), { msgID: message.deliveryId });
+    await publishTraced(this.js, subject, toBinary(DeliveryJobSchema, message), { msgID: message.deliveryId });
   }
 
   /** A page of a broadcast's recipients; resolves once the stream stored it. */
   async publishPage(page: DeliveryPageSpec): Promise<void> {
     if (!page.pageId || !page.broadcastId) throw new Error("a page job needs page_id and broadcast_id");
     const message = deliveryPageOf(page);
-    await this.js.publish(deliveryPageSubject(message.broadcastId), toBinary(DeliveryPageSchema, message), { msgID: message.pageId });
+    await publishTraced(this.js, deliveryPageSubject(message.broadcastId), toBinary(DeliveryPageSchema, message), { msgID: message.pageId });
   }
 }

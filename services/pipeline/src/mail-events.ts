@@ -5,6 +5,7 @@
  */
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import type { JetStreamClient } from "@nats-io/jetstream";
+import { publishTraced } from "@mailroom/kit/jetstream/publish.js";
 import { eventSubject } from "./subjects.js";
 import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { sourceNameOf } from "./delivery-jobs.js";
@@ -25,6 +26,6 @@ export class MailEventPublisher {
   async publish(init: MailEventInit): Promise<void> {
     const event = create(MailEventSchema, init);
     if (!event.eventId) throw new Error("a mail event needs event_id");
-    await this.js.publish(mailEventSubject(event), toBinary(MailEventSchema, event), { msgID: event.eventId });
+    await publishTraced(this.js, mailEventSubject(event), toBinary(MailEventSchema, event), { msgID: event.eventId });
   }
 }

@@ -8,6 +8,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
+import { publishTraced } from "@mailroom/kit/jetstream/publish.js";
 import { webhookEventSubject } from "./subjects.js";
 import { WebhookEventSchema } from "../../../gen/mailroom/events/v1/events_pb.js";
 
@@ -33,6 +34,6 @@ export class WebhookEventPublisher {
       occurredAt: timestampFromDate(spec.occurredAt),
       dataJson: new TextEncoder().encode(JSON.stringify(spec.data)),
     });
-    await this.js.publish(webhookEventSubject(spec.type), toBinary(WebhookEventSchema, event), { msgID: spec.eventId });
+    await publishTraced(this.js, webhookEventSubject(spec.type), toBinary(WebhookEventSchema, event), { msgID: spec.eventId });
   }
 }

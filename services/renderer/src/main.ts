@@ -1,3 +1,4 @@
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { loadConfig, defaultServicePort } from "@mailroom/kit/config.js";
 import { createLogger } from "@mailroom/kit/logger.js";
 import { onShutdown, startConnectServer } from "@mailroom/kit/connect.js";
@@ -6,6 +7,8 @@ import { rendererRoutes } from "./routes.js";
 
 const config = loadConfig();
 const logger = createLogger("renderer", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("renderer");
 const renderer = new Renderer({ secret: config.secret, publicUrl: config.publicUrl });
 const server = await startConnectServer({
   routes: rendererRoutes(renderer),

@@ -1,4 +1,5 @@
 /** Wiring only: config → directory and email clients → SMTP listeners. */
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { connectClient, connectNats, createLogger, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
@@ -12,6 +13,8 @@ import { Submitter } from "./submit.js";
 const config = loadConfig();
 const settings = loadSubmissionSettings();
 const logger = createLogger("submission", config.logLevel);
+// Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+await startTracing("submission");
 // NATS only for the per-key rate limit the gateway shares (its KV bucket).
 const nc = await connectNats(config.natsUrl, "submission");
 

@@ -1,4 +1,5 @@
 /** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumer, outbox loop). */
+import { startTracing } from "@mailroom/kit/tracing.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
@@ -104,6 +105,8 @@ export async function startWebhooks(config: Config, settings: WebhooksSettings, 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const config = loadConfig();
   const logger = createLogger("webhooks", config.logLevel);
+  // Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
+  await startTracing("webhooks");
   const unit = await startWebhooks(config, loadWebhooksSettings(), logger);
   onShutdown(logger, () => unit.stop(), config.exitWithParent);
 }

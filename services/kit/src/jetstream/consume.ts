@@ -9,6 +9,8 @@ import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-
 import type { Logger } from "../logger.js";
 import { counter, gauge, histogram, secondsSince } from "../metrics.js";
 import { ensureConsumer, retryOnTimeout, type ConsumerSpec } from "./streams.js";
+import { extractTraceContext, REQUEST_ID_ATTRIBUTE, REQUEST_ID_HEADER, SpanKind, startSpan, tracingOn, withContext } from "../tracing.js";
+import { publishTraced } from "./publish.js";
 
 /** Outcome of handling one message: ack it, nak it with a delay, or terminate it. */
 export type HandleResult = { kind: "ack" } | { kind: "retry"; delayMs: number } | { kind: "drop"; reason: string };
@@ -171,9 +173,12 @@ export async function consume<T>(
     if (running.get(msg)?.abandoned) return;
     const h = natsHeaders();
     h.set(REQUEUES_HEADER, String(requeuesOf(msg) + 1));
+    // The copy keeps the original's request id; its trace context is this handling's (below).
+    const requestId = msg.headers?.get(REQUEST_ID_HEADER);
+    if (requestId) h.set(REQUEST_ID_HEADER, requestId);
     try {
       // A fresh msgID per generation: the copy is not a duplicate of the original publish.
-      await js.publish(msg.subject, msg.data, { msgID: `${id}~rq${msg.seq}`, headers: h });
+      await publishTraced(js, msg.subject, msg.data, { msgID: `${id}~rq${msg.seq}`, headers: h });
     } catch (err) {
       log.warn({ err, id, subject: msg.subject }, "requeue failed; retrying in place");
       return settle(msg, retry(retryDelayMs));
@@ -197,11 +202,17 @@ export async function consume<T>(
     const ctx: MessageContext = { subject: msg.subject, deliveryCount, lastDelivery, working: () => msg.working() };
     let result: HandleResult;
     const started = performance.now();
+    const traced = tracingOn() ? handlingSpan(msg, spec) : undefined;
     try {
-      result = await handler(value, ctx);
+      result = await withContext(traced?.context, () => handler(value, ctx));
       handlerTimer.observe(secondsSince(started));
+      traced?.span.setAttribute("mailroom.outcome", result.kind);
+      traced?.span.end();
     } catch (err) {
       handlerTimer.observe(secondsSince(started));
+      traced?.span.setAttributes({ "mailroom.outcome": "error", "error.type": err instanceof Error ? err.name : "error" });
+      traced?.span.setStatus({ code: 2 });
+      traced?.span.end();
       if (running.get(msg)?.abandoned) return;
       const delayMs = errorBackoff(deliveryCount);
       log.warn({ err, id, subject: msg.subject, attempt: deliveryCount, delayMs }, "handler failed; retrying");
@@ -313,6 +324,27 @@ export async function consume<T>(
       log.warn({ count: running.size, durable: spec.durable }, "in-flight messages handed back on shutdown");
     },
   };
+}
+
+/**
+ * The consumer's span for one message: a child of the publisher's span (the traceparent in
+ * its headers), so a job's handling sits in the trace of the request that queued it.
+ */
+function handlingSpan(msg: JsMsg, spec: ConsumerSpec) {
+  const started = startSpan(`process ${spec.durable}`, {
+    kind: SpanKind.CONSUMER,
+    parent: extractTraceContext(msg.headers),
+    attributes: {
+      "messaging.system": "nats",
+      "messaging.operation.type": "process",
+      "messaging.destination.name": msg.subject,
+      "messaging.consumer.group.name": spec.durable,
+      "messaging.message.delivery_count": msg.info.deliveryCount,
+    },
+  })!;
+  const requestId = msg.headers?.get(REQUEST_ID_HEADER);
+  if (requestId) started.span.setAttribute(REQUEST_ID_ATTRIBUTE, requestId);
+  return started;
 }
 
 /** `consume` for protobuf messages. */
