@@ -148,6 +148,10 @@ export async function stopTracing(): Promise<void> {
   shutdown = undefined;
   storeThresholdMs = Number.POSITIVE_INFINITY;
   await stop?.().catch(() => undefined);
+  // The globals register() set, so a later startTracing (tests) can register again.
+  trace.disable();
+  context.disable();
+  propagation.disable();
 }
 
 /** Every span started inside a request's context names that request. */
