@@ -46,6 +46,22 @@ export function otlpEnv(receiver: OtlpReceiver): Record<string, string> {
   return { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_BSP_SCHEDULE_DELAY: "100" };
 }
 
+/** In-process tests: kit's startTracing (the SDK) reads process.env while it starts; set `vars` for that, then put everything back. */
+export async function withEnv<T>(vars: Record<string, string>, fn: () => Promise<T>): Promise<T> {
+  const names = Object.keys(vars).concat(Object.keys(process.env).filter((k) => k.startsWith("OTEL_")));
+  const saved = Object.fromEntries(names.map((k) => [k, process.env[k]]));
+  for (const k of names) delete process.env[k];
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const k of names) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  }
+}
+
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const requests: OtlpReceiver["requests"] = [];

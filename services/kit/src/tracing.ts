@@ -105,8 +105,9 @@ export const slowStoreOperationMs = (): number => storeThresholdMs;
  * (OTEL_TRACES_SAMPLER), the batch processor (OTEL_BSP_*) and the exporter's endpoint, headers,
  * timeout and compression (OTEL_EXPORTER_OTLP_*) are read by the SDK as the specification says.
  */
-export async function startTracing(unit: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
-  const settings = loadTracingSettings(env);
+export async function startTracing(unit: string): Promise<boolean> {
+  // process.env, not a given environment: the SDK's parts read their OTEL_* variables there.
+  const settings = loadTracingSettings(process.env);
   if (tracer || settings.exporters.length === 0) return tracingOn();
   // Loaded only when used: a process without traces never pays for the SDK.
   const [{ NodeTracerProvider, BatchSpanProcessor, ConsoleSpanExporter }, resources] = await Promise.all([
