@@ -28,6 +28,7 @@ import { openCollections } from "./adapters/store.js";
 import { QueueWithSentEvents } from "./adapters/queue.js";
 import { ConnectDirectory } from "./adapters/directory.js";
 import { InProcessRenderer } from "./adapters/renderer.js";
+import { scheduledSendScope } from "./adapters/tracing.js";
 import { EmailService } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
 import { consumeMailEvents } from "./consumers.js";
@@ -69,6 +70,8 @@ async function serve(): Promise<void> {
   const scheduler = new Scheduler(emails, queue, content, systemClock, logger, {
     owner,
     intervalMs: settings.schedulerIntervalMs,
+    // Each release in a trace of its own, linked to the request that created the email.
+    releaseScope: scheduledSendScope,
   });
   scheduler.start();
   const events = await consumeMailEvents(nc, { emails, outcomes, stats, clock: systemClock }, logger);

@@ -18,6 +18,7 @@ import {
 import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { AppError, badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import { requestIdOfCall } from "@mailroom/kit/connect.js";
+import { currentTraceparent } from "@mailroom/kit/tracing.js";
 import type { AttachmentInfo, EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
 import type { StatsCounters } from "./domain/ports.js";
 import { assertBatchSize, type EmailService } from "./domain/service.js";
@@ -169,7 +170,7 @@ const protoCounters = (c: StatsCounters): ProtoCounters => create(StatsCountersS
 export function emailRoutes(service: EmailService) {
   return (router: ConnectRouter) =>
     router.service(EmailServiceDesc, {
-      sendEmail: async (req, ctx) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email), { requestId: requestIdOfCall(ctx) })) }),
+      sendEmail: async (req, ctx) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email), { requestId: requestIdOfCall(ctx), traceparent: currentTraceparent() })) }),
 
       sendBatch: async (req, ctx) => {
         assertBatchSize(req.emails.length);
@@ -186,7 +187,7 @@ export function emailRoutes(service: EmailService) {
             invalid.push({ index, to: input.to, error: err });
           }
         });
-        const result = requests.length ? await service.sendBatch(req.workspaceId, requests, { independent: req.independent, requestId: requestIdOfCall(ctx) }) : { successful: [], failed: [] };
+        const result = requests.length ? await service.sendBatch(req.workspaceId, requests, { independent: req.independent, requestId: requestIdOfCall(ctx), traceparent: currentTraceparent() }) : { successful: [], failed: [] };
         const failed = [...invalid, ...result.failed.map((f) => ({ ...f, index: positions[f.index] }))].sort((a, b) => a.index - b.index);
         return {
           successful: result.successful.map(protoRecord),

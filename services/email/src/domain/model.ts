@@ -211,6 +211,11 @@ export interface StoredEmail extends EmailRecord {
   tagKeys?: string[];
   /** Recipients counted against the monthly limit (absent: 1, emails stored before cc/bcc). */
   usageCount?: number;
+  /**
+   * The W3C traceparent of the request that created it (absent while tracing is off): an
+   * email the scheduler releases later goes out in a trace of its own that links to it.
+   */
+  traceparent?: string;
 }
 
 /** The public record of a stored email. */

@@ -251,3 +251,11 @@ export interface StatsStore {
    */
   taggedRows(workspaceId: string, fromDay: string, toDay: string, tags: string[], groupBy?: string): Promise<DailyStatsRow[]>;
 }
+
+/**
+ * Runs the release of one email the scheduler publishes (a scheduled email whose time came,
+ * or an immediate one taken over from a publisher that died). The adapter (adapters/tracing.ts)
+ * opens a span of a new trace there, linked to the request that created the email
+ * (`email.traceparent`), so the job's publish, delivery and the SMTP attempt hang below it.
+ */
+export type ReleaseScope = <T>(email: StoredEmail, release: () => Promise<T>) => Promise<T>;

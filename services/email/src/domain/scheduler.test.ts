@@ -3,7 +3,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { openStore } from "@mailroom/store/open.js";
-import { buildTestWorld, ManualClock, type TestWorld } from "../testing.js";
+import { buildTestWorld, ManualClock, silentLogger, type TestWorld } from "../testing.js";
+import { Scheduler } from "./scheduler.js";
 import type { EmailRequest } from "./model.js";
 import { applyOutcome } from "./outcomes.js";
 
@@ -165,5 +166,44 @@ describe("delivery outcomes", () => {
     await w.service.cancel(WS, s.id);
     expect(await applyOutcome(w.deps.emails, w.clock, { emailId: s.id, kind: "failed" })).toBe(false);
     expect((await w.service.get(WS, s.id)).status).toBe("CANCELLED");
+  });
+});
+
+describe("the creating request's trace context (DESIGN §9.10)", () => {
+  const TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+  it("keeps it on the email and hands the email to the release scope when the scheduler publishes it", async () => {
+    const w = await buildTestWorld();
+    const record = await w.service.send(WS, at(w, HOUR), { traceparent: TRACEPARENT });
+    expect((await w.deps.emails.find(WS, record.id))?.traceparent).toBe(TRACEPARENT);
+    const scoped: Array<{ id: string; traceparent?: string; jobsBefore: number }> = [];
+    const scheduler = new Scheduler(w.deps.emails, w.queue, w.content, w.clock, silentLogger, {
+      owner: "test-process",
+      releaseScope: async (email, release) => {
+        scoped.push({ id: email.id, traceparent: email.traceparent, jobsBefore: w.queue.jobs.length });
+        return release();
+      },
+    });
+    w.clock.advance(HOUR);
+    expect(await scheduler.tick()).toBe(1);
+    // The job was published inside the scope (so in the trace the scope opens), not before it.
+    expect(scoped).toEqual([{ id: record.id, traceparent: TRACEPARENT, jobsBefore: 0 }]);
+    expect(w.queue.jobs.map((j) => j.emailId)).toEqual([record.id]);
+  });
+
+  it("stores nothing when there is none (tracing off) and for a suppressed recipient", async () => {
+    const w = await buildTestWorld();
+    const untraced = await w.service.send(WS, at(w, HOUR), { traceparent: "" });
+    expect((await w.deps.emails.find(WS, untraced.id))?.traceparent).toBeUndefined();
+    w.directory.suppressions.set("ann@example.test", "hard_bounce");
+    const suppressed = await w.service.send(WS, at(w, HOUR), { traceparent: TRACEPARENT });
+    expect((await w.deps.emails.find(WS, suppressed.id))?.traceparent).toBeUndefined();
+  });
+
+  it("keeps it on every email of a batch, immediate ones included (a publisher that dies leaves them to the scheduler)", async () => {
+    const w = await buildTestWorld();
+    const result = await w.service.sendBatch(WS, [at(w, HOUR), { ...at(w, 0), sendAt: undefined }], { traceparent: TRACEPARENT });
+    expect(result.successful).toHaveLength(2);
+    for (const r of result.successful) expect((await w.deps.emails.find(WS, r.id))?.traceparent).toBe(TRACEPARENT);
   });
 });

@@ -1,5 +1,5 @@
 import type { StoredEmail } from "./model.js";
-import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./ports.js";
+import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger, ReleaseScope } from "./ports.js";
 import { Publisher } from "./dispatch.js";
 
 /** Publishes in flight at once while the scheduler drains due emails. */
@@ -14,7 +14,11 @@ export interface SchedulerOptions {
   leaseMs?: number;
   /** Most emails released in one tick, so one tick never runs unbounded. */
   maxPerTick?: number;
+  /** Wraps each email's release (its trace, linked to the creating request); default: none. */
+  releaseScope?: ReleaseScope;
 }
+
+const unscoped: ReleaseScope = (_email, release) => release();
 
 /**
  * Releases due emails: scheduled ones whose time came, and immediate ones whose
@@ -28,6 +32,7 @@ export class Scheduler {
   private readonly intervalMs: number;
   private readonly leaseMs: number;
   private readonly maxPerTick: number;
+  private readonly releaseScope: ReleaseScope;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
@@ -44,6 +49,7 @@ export class Scheduler {
     this.intervalMs = opts.intervalMs ?? 500;
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.maxPerTick = opts.maxPerTick ?? 500;
+    this.releaseScope = opts.releaseScope ?? unscoped;
   }
 
   /**
@@ -65,7 +71,7 @@ export class Scheduler {
         claimed++;
       }
       if (!batch.length) break;
-      const results = await Promise.all(batch.map((email) => this.publisher.publish(email)));
+      const results = await Promise.all(batch.map((email) => this.releaseScope(email, () => this.publisher.publish(email))));
       published += results.filter(Boolean).length;
       if (batch.length < PUBLISH_AT_ONCE) break;
     }

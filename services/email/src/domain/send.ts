@@ -82,6 +82,11 @@ export interface AcceptOptions {
   independent?: boolean;
   /** The request being served: named in the delivery jobs published and in failure logs. */
   requestId?: string;
+  /**
+   * The request's trace context (a W3C traceparent, opaque here; "" or absent while tracing
+   * is off), kept on each email stored so the scheduler's later release links back to it.
+   */
+  traceparent?: string;
 }
 
 const pending = (items: Item[]) => items.filter((i) => !i.outcome);
@@ -201,7 +206,7 @@ export class EmailSender {
 
       await settleAll(pending(items), async (item) => {
         try {
-          await this.store(workspaceId, item, reservations.find((r) => r.items.includes(item))?.period);
+          await this.store(workspaceId, item, reservations.find((r) => r.items.includes(item))?.period, opts.traceparent);
         } catch (err) {
           if (isItemError(err)) throw err;
           // The store failed for this item only; the others are kept and sent, so the
@@ -400,7 +405,7 @@ export class EmailSender {
     });
   }
 
-  private async store(workspaceId: string, item: Item, usagePeriod: string | undefined): Promise<void> {
+  private async store(workspaceId: string, item: Item, usagePeriod: string | undefined, traceparent: string | undefined): Promise<void> {
     const now = this.deps.clock.now();
     const { req, valid, sender } = item;
     const content = req.content;
@@ -459,6 +464,9 @@ export class EmailSender {
     if (bcc.length) email.bccAddresses = bcc;
     if (item.suppressedCopies?.length) email.suppressed = item.suppressedCopies;
     if (cc.length || bcc.length) email.usageCount = 1 + cc.length + bcc.length;
+    // Any email the scheduler may publish later (scheduled, or one whose publisher dies):
+    // nothing stored while tracing is off, and nothing for one that is never sent.
+    if (traceparent && !suppressed) email.traceparent = traceparent;
 
     // A fresh id (no idempotency key) claimed by this process: nobody else can hold the id
     // or touch the email before its lease ends, so content and record are written together.
