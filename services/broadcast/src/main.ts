@@ -30,6 +30,7 @@ import { RpcDirectory } from "./adapters/directory.js";
 import { AudienceService } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
 import { RpcRenderer } from "./adapters/renderer.js";
 import { PublishedBroadcastEvents } from "./adapters/events.js";
+import { sendingStepScope } from "./adapters/tracing.js";
 import { consumeBroadcastEvents } from "./consumers.js";
 import { broadcastRoutes } from "./routes.js";
 import { loadBroadcastSettings } from "./settings.js";
@@ -54,7 +55,8 @@ const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
 // BROADCAST_STARTED / BROADCAST_COMPLETED webhook events (DESIGN §9.2).
 const broadcastEvents = new PublishedBroadcastEvents(new WebhookEventPublisher(jetstream(nc)));
 const sender = new Sender(
-  { ...repos, directory, queue, content, clock: systemClock, logger, events: broadcastEvents },
+  // Each step that sends in a trace of its own, linked to the request that scheduled the broadcast.
+  { ...repos, directory, queue, content, clock: systemClock, logger, events: broadcastEvents, stepScope: sendingStepScope },
   { owner, intervalMs: settings.senderIntervalMs },
 );
 const broadcasts = new Broadcasts({

@@ -12,6 +12,7 @@ import {
   type UpdateBroadcastRequest,
 } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
+import { currentTraceparent } from "@mailroom/kit/tracing.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
 import { abStatsKey, type AbTest, type Broadcast, type BroadcastAudience, type BroadcastStatus, type DeliveryMethod } from "./domain/model.js";
 import type { AbTestInput } from "./domain/abtest.js";
@@ -194,6 +195,8 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
         const { broadcast, warnings } = await broadcasts.schedule(req.workspaceId, req.id, {
           sendAt: req.sendAt ? timestampDate(req.sendAt) : undefined,
           deliveryMethod: enumName(PbMethod, req.deliveryMethod, "deliveryMethod"),
+          // The sending's traces link to this request's (nothing while tracing is off).
+          traceparent: currentTraceparent(),
         });
         return { broadcast: protoBroadcast(broadcast), warnings };
       },
@@ -226,7 +229,7 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
       },
 
       async chooseAbWinner(req) {
-        return { broadcast: protoBroadcast(await broadcasts.chooseWinner(req.workspaceId, req.id, req.variant)) };
+        return { broadcast: protoBroadcast(await broadcasts.chooseWinner(req.workspaceId, req.id, req.variant, currentTraceparent())) };
       },
     });
 }

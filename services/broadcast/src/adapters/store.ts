@@ -129,10 +129,13 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     return docs.map(toBroadcast);
   }
 
-  async schedule(workspaceId: string, id: string, set: { scheduledAt: Date; deliveryMethod: Broadcast["deliveryMethod"]; contentKey: string; at: Date }): Promise<Broadcast | null> {
+  async schedule(workspaceId: string, id: string, set: { scheduledAt: Date; deliveryMethod: Broadcast["deliveryMethod"]; contentKey: string; at: Date; traceparent?: string }): Promise<Broadcast | null> {
+    const $set: Record<string, unknown> = { status: "SCHEDULED", scheduledAt: set.scheduledAt, deliveryMethod: set.deliveryMethod, contentKey: set.contentKey, updatedAt: set.at };
+    // Only while tracing is on (a schedule cancelled before has its own removed by cancel()).
+    if (set.traceparent) $set.traceparent = set.traceparent;
     const doc = await this.docs.findOneAndUpdate(
       { _id: id, workspaceId, status: "DRAFT" },
-      { $set: { status: "SCHEDULED", scheduledAt: set.scheduledAt, deliveryMethod: set.deliveryMethod, contentKey: set.contentKey, updatedAt: set.at } },
+      { $set },
       { returnDocument: "after" },
     );
     return doc ? toBroadcast(doc) : null;
@@ -151,7 +154,7 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     // Status SCHEDULED is the whole condition: the start claim moves it to IN_PROGRESS.
     const doc = await this.docs.findOneAndUpdate(
       { _id: id, workspaceId, status: "SCHEDULED" },
-      { $set: { status: "DRAFT", updatedAt: at }, $unset: { scheduledAt: "", deliveryMethod: "", contentKey: "" } },
+      { $set: { status: "DRAFT", updatedAt: at }, $unset: { scheduledAt: "", deliveryMethod: "", contentKey: "", traceparent: "" } },
       { returnDocument: "before" },
     );
     return doc ? toBroadcast(doc) : null;
@@ -232,7 +235,7 @@ export class StoreBroadcastRepository implements BroadcastRepository {
     return res.matchedCount === 1;
   }
 
-  async chooseAbWinner(id: string, choice: { workspaceId?: string; winner: number; by: "metric" | "user"; at: Date; stats?: Record<string, AbVariantCounts> }): Promise<boolean> {
+  async chooseAbWinner(id: string, choice: { workspaceId?: string; winner: number; by: "metric" | "user"; at: Date; stats?: Record<string, AbVariantCounts>; traceparent?: string }): Promise<boolean> {
     const filter: Record<string, unknown> = { _id: id, status: "IN_PROGRESS", "abTest.state": "waiting", "abTest.winner": { $exists: false } };
     if (choice.workspaceId) filter.workspaceId = choice.workspaceId;
     const set: Record<string, unknown> = {
@@ -245,6 +248,7 @@ export class StoreBroadcastRepository implements BroadcastRepository {
       workAt: choice.at,
     };
     if (choice.stats) set["abTest.stats"] = choice.stats;
+    if (choice.traceparent) set["abTest.winnerTraceparent"] = choice.traceparent;
     const res = await this.docs.updateOne(filter, { $set: set });
     return res.matchedCount === 1;
   }

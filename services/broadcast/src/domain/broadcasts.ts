@@ -296,7 +296,8 @@ export class Broadcasts {
    * DRAFT -> SCHEDULED: checks the method, the horizon and this month's usage, compiles
    * the content once (tracking, footer, preheader, text) and locks it, then a CAS.
    */
-  async schedule(workspaceId: string, id: string, input: { sendAt?: Date; deliveryMethod?: string }): Promise<{ broadcast: Broadcast; warnings: string[] }> {
+  /** `traceparent`: the schedule request's trace context (opaque; "" while tracing is off), kept for sending's traces to link to. */
+  async schedule(workspaceId: string, id: string, input: { sendAt?: Date; deliveryMethod?: string; traceparent?: string }): Promise<{ broadcast: Broadcast; warnings: string[] }> {
     const ws = await this.gate(workspaceId);
     assertMaySend(ws);
     const broadcast = await this.load(workspaceId, id);
@@ -335,7 +336,7 @@ export class Broadcasts {
       await this.dropLocked(contentKey, variants.length);
       throw err;
     }
-    const scheduled = await this.deps.broadcasts.schedule(workspaceId, id, { scheduledAt: sendAt, deliveryMethod: method, contentKey, at: now });
+    const scheduled = await this.deps.broadcasts.schedule(workspaceId, id, { scheduledAt: sendAt, deliveryMethod: method, contentKey, at: now, traceparent: input.traceparent || undefined });
     if (!scheduled) {
       // Another schedule (or nothing) won the race: this compilation is nobody's.
       await this.dropLocked(contentKey, variants.length);
@@ -381,14 +382,14 @@ export class Broadcasts {
    * one was chosen, `ab_test_not_waiting` when the broadcast does not wait (no test, the test
    * share still going out, cancelled, completed).
    */
-  async chooseWinner(workspaceId: string, id: string, variant: number): Promise<Broadcast> {
+  async chooseWinner(workspaceId: string, id: string, variant: number, traceparent?: string): Promise<Broadcast> {
     await this.gate(workspaceId);
     const broadcast = await this.load(workspaceId, id);
     const ab = broadcast.abTest;
     if (ab && (!Number.isInteger(variant) || variant < 0 || variant >= ab.variants.length)) {
       throw invalidPayload(`variant must be the index of one of the ${ab.variants.length} variants (0 to ${ab.variants.length - 1})`);
     }
-    if (!(await this.deps.broadcasts.chooseAbWinner(id, { workspaceId, winner: variant, by: "user", at: this.deps.clock.now() }))) {
+    if (!(await this.deps.broadcasts.chooseAbWinner(id, { workspaceId, winner: variant, by: "user", at: this.deps.clock.now(), traceparent: traceparent || undefined }))) {
       const current = await this.load(workspaceId, id);
       throw abWinnerRefusal(current);
     }

@@ -120,6 +120,11 @@ export interface Broadcast {
   contentKey?: string;
   sending?: SendingState;
   progress: Progress;
+  /**
+   * The W3C traceparent of the request that scheduled it (absent while tracing is off):
+   * sending runs later, in traces of their own whose root spans link to it.
+   */
+  traceparent?: string;
 }
 
 /** One recipient as resolved at start, with the merge data delivery needs. */
@@ -244,6 +249,8 @@ export interface AbTest extends AbTestConfig {
   winner?: number;
   winnerChosenBy?: "metric" | "user";
   winnerChosenAt?: Date;
+  /** The traceparent of a user's ChooseAbWinner request (absent: chosen by the rate, or tracing off). */
+  winnerTraceparent?: string;
   /** Per variant, key `v<index>`. */
   stats: Record<string, AbVariantCounts>;
 }

@@ -48,7 +48,7 @@ export interface BroadcastRepository {
   /** Newest first. */
   list(workspaceId: string, query: ListQuery): Promise<Broadcast[]>;
   /** CAS DRAFT -> SCHEDULED; null when it was not a DRAFT any more. */
-  schedule(workspaceId: string, id: string, set: { scheduledAt: Date; deliveryMethod: DeliveryMethod; contentKey: string; at: Date }): Promise<Broadcast | null>;
+  schedule(workspaceId: string, id: string, set: { scheduledAt: Date; deliveryMethod: DeliveryMethod; contentKey: string; at: Date; traceparent?: string }): Promise<Broadcast | null>;
   /** CAS on status DRAFT: replaces the editable fields; null when it was not a DRAFT any more. */
   updateDraft(workspaceId: string, id: string, fields: DraftFields, at: Date): Promise<Broadcast | null>;
   /** CAS SCHEDULED -> DRAFT (sending has not started); returns the broadcast before, or null. */
@@ -83,7 +83,7 @@ export interface BroadcastRepository {
    * CAS: the winner of a broadcast that waits for one and has none (`workspaceId` when a user
    * chooses), with the variants' counts it was chosen on; the loop looks at it at once.
    */
-  chooseAbWinner(id: string, choice: { workspaceId?: string; winner: number; by: "metric" | "user"; at: Date; stats?: Record<string, AbVariantCounts> }): Promise<boolean>;
+  chooseAbWinner(id: string, choice: { workspaceId?: string; winner: number; by: "metric" | "user"; at: Date; stats?: Record<string, AbVariantCounts>; traceparent?: string }): Promise<boolean>;
   /** CAS: a broadcast waiting for its winner, none chosen, stops: the rest is never sent (draining, pauseReason). */
   cancelAbWait(workspaceId: string, id: string, at: Date, pauseReason: string): Promise<boolean>;
   /** COMPLETED broadcasts still marked unannounced (up to `limit`). */
@@ -338,3 +338,12 @@ export interface DeliveryContent {
 }
 
 export type { Recipient };
+
+/**
+ * Runs one step of a broadcast's sending (resolving its audience, releasing page jobs, picking
+ * an A/B winner). The adapter (adapters/tracing.ts) makes the step the root span of a trace of
+ * its own, linked to the request that scheduled the broadcast (`broadcast.traceparent`) and to
+ * a user's choice of the A/B winner, so each page job's publish, and delivery's handling of it,
+ * is in a trace linked to the schedule request. Absent: the step runs as is.
+ */
+export type SendingStepScope = <T>(broadcast: Broadcast, step: () => Promise<T>) => Promise<T>;

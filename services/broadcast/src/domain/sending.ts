@@ -34,6 +34,7 @@ import type {
   LedgerEntry,
   Logger,
   PageRepository,
+  SendingStepScope,
   WarmupRepository,
 } from "./ports.js";
 
@@ -52,7 +53,11 @@ export interface SenderDeps {
   logger: Logger;
   /** BROADCAST_STARTED / BROADCAST_COMPLETED (none when absent). */
   events?: BroadcastEvents;
+  /** Wraps each step that sends (its trace, linked to the schedule request); default: none. */
+  stepScope?: SendingStepScope;
 }
+
+const unscoped: SendingStepScope = (_broadcast, step) => step();
 
 export interface SenderOptions {
   /** Names this process in leases; unique per process. */
@@ -161,7 +166,10 @@ export class Sender {
     if (!broadcast) return false;
     let workAt: Date;
     try {
-      workAt = await this.work(broadcast);
+      // A draining broadcast's step only counts outcomes, every few seconds for as long as the
+      // last deliveries take: not worth a trace each. The steps that send are.
+      const scope = broadcast.sending?.phase === "draining" ? unscoped : (this.deps.stepScope ?? unscoped);
+      workAt = await scope(broadcast, () => this.work(broadcast));
     } catch (err) {
       this.deps.logger.warn({ err, broadcastId: broadcast.id }, "broadcast step failed; will retry");
       workAt = new Date(this.deps.clock.now().getTime() + 2_000);
