@@ -13,6 +13,7 @@ import { registerConsole } from "./console/index.js";
 import { lazyRequestLogger } from "./request-logger.js";
 import { defaultErrorDocsUrl } from "./settings.js";
 import { installRoleRules } from "./roles.js";
+import { installRequestSpans } from "./tracing.js";
 
 /**
  * Builds the public HTTP gateway: JSON in and out, auth, rate limits and error bodies.
@@ -53,6 +54,9 @@ export async function buildGateway(
   );
 
   app.decorate("errorDocsBase", deps.errorDocsUrl ?? defaultErrorDocsUrl(deps.config.publicUrl));
+  // First of all hooks, so the request's span covers auth and its RPCs; nothing at all when
+  // tracing is off (tracing.ts).
+  installRequestSpans(app);
   // Every answer names its request; the RPCs made while serving it carry the same id
   // (rpcOptions, required by the clients' type), and its log lines too (request.log binds requestId).
   app.addHook("onRequest", (request, reply, done) => {
