@@ -16,6 +16,11 @@
  * Besides the single sends it drives `POST /v1/emails/batch` with 50 emails per request and
  * prints the CPU each process spent per request (per email for the batch), read from /proc.
  *
+ * Traces: BENCH_API_TRACES=1 runs every unit with tracing on, exporting OTLP/HTTP protobuf (the
+ * default protocol, every span sampled) to an endpoint in this process that counts and drops
+ * what it gets, to read what traces cost against a run without them (the default: no exporter
+ * configured, tracing off).
+ *
  * Profiling: `npm run bench api -- --profile` (or BENCH_PROFILE=1) starts every unit with
  * `--cpu-prof`, prints each unit's hottest functions by self time, and leaves the
  * `.cpuprofile` files (open them in Chrome DevTools' Performance panel) in the printed folder.
@@ -177,8 +182,10 @@ export async function runApiBench(
   const emailWorkers = Number(process.env.BENCH_EMAIL_WORKERS ?? 2);
   const profile = opts.profile ?? (process.argv.includes("--profile") || process.env.BENCH_PROFILE === "1");
   const profileDir = profile ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
+  const traces = process.env.BENCH_API_TRACES === "1" ? await startDiscardingOtlpEndpoint() : undefined;
 
   log(`starting ${units.join(", ")} and nats-server (email service: ${emailWorkers} worker processes) …`);
+  log(traces ? `traces: on, every span exported (OTLP/HTTP protobuf to ${traces.url})` : "traces: off (no OTEL_* exporter configured)");
   const sys: TestSystem = await startSystem({
     bootstrap: {
       workspaces: [{
@@ -195,6 +202,7 @@ export async function runApiBench(
       MAILROOM_RATE_LIMIT_PER_MINUTE: "100000000",
       MAILROOM_EMAIL_WORKERS: String(emailWorkers),
       ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
+      ...(traces ? { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url } : {}),
     },
   });
   const unitPids = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.child.pid]));
@@ -266,6 +274,7 @@ export async function runApiBench(
     log(`batch: ${fmt(batch.perSecond * BATCH_SIZE)} emails/s (${BATCH_SIZE} per request)`);
     log(`cpu per batched email (ms): ${formatCpu(batchCpu.perUnit(batch.requests * BATCH_SIZE))}`);
     log(`rpcs per batched email: ${await batchCpu.rpcs.perUnit(batch.requests * BATCH_SIZE)}`);
+    if (traces) log(`traces exported: ${traces.requests()} OTLP requests, ${fmt(traces.bytes() / 1024)} KiB`);
     if (api.errors) log(`non-200 answers from the system: ${JSON.stringify(api.statuses)}`);
     if (batch.errors) log(`non-200 answers to batches: ${JSON.stringify(batch.statuses)}`);
     await sys.stop();
@@ -277,7 +286,32 @@ export async function runApiBench(
     return { concurrency, api, batch, baseline, ratio };
   } finally {
     if (!stopped) await sys.stop();
+    await traces?.close();
   }
+}
+
+/** An OTLP/HTTP endpoint that answers every export and keeps only counts (a collector's cost is not ours). */
+async function startDiscardingOtlpEndpoint() {
+  let requests = 0;
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on("data", (c: Buffer) => (bytes += c.length));
+    req.on("end", () => {
+      requests++;
+      res.writeHead(200, { "content-type": "application/x-protobuf" });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: () => requests,
+    bytes: () => bytes,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

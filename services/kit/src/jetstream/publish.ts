@@ -3,8 +3,14 @@ import { headers as natsHeaders } from "@nats-io/transport-node";
 import { injectTraceContext, inSpan, REQUEST_ID_ATTRIBUTE, REQUEST_ID_HEADER, SpanKind, tracingOn } from "../tracing.js";
 import { requestContext } from "../request-context.js";
 
-/** `publish mail.delivery`: the subject's first two tokens, the family every publish of a kind shares. */
-const publishSpanName = (subject: string) => `publish ${subject.split(".", 2).join(".")}`;
+/**
+ * `publish mail.delivery`, `publish audit`: the subject's leading word tokens (at most two), the
+ * family every publish of a kind shares; ids further on (`audit.<workspace>`) stay out of it.
+ */
+const publishSpanName = (subject: string) => {
+  const family = subject.split(".", 2).filter((t, i, all) => /^[a-z]+$/.test(t) && all.slice(0, i).every((p) => /^[a-z]+$/.test(p)));
+  return `publish ${family.join(".") || subject.split(".", 1)[0]}`;
+};
 
 /**
  * `js.publish`, and with traces on a producer span whose context (traceparent) and request id
