@@ -36,6 +36,7 @@ describe("tracing settings (the standard OTEL_* variables)", () => {
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" }, [], "http/protobuf"],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" }, [], "http/protobuf"],
     [{ OTEL_TRACES_EXPORTER: "console" }, ["console"], "http/protobuf"],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_PROTOCOL: "" }, [], "http/protobuf"],
   ])("%j → exporters %j over %s", (env, exporters, protocol) => {
     const settings = loadTracingSettings(env);
     expect(settings.exporters).toEqual(exporters);

@@ -41,12 +41,15 @@ export const REQUEST_ID_HEADER = "Mailroom-Request-Id";
 
 const EXPORTERS = ["otlp", "console", "none"] as const;
 
+/** A URL variable where empty means unset (compose files pass `${VAR:-}`). */
+const optionalUrl = z.preprocess((v) => (v === "" ? undefined : v), z.string().url().optional());
+
 const schema = z
   .object({
     OTEL_SDK_DISABLED: z.string().optional(),
     OTEL_TRACES_EXPORTER: z.string().optional(),
-    OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.string().url().optional(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
     OTEL_EXPORTER_OTLP_PROTOCOL: z.string().optional(),
     OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.string().optional(),
     OTEL_SERVICE_NAME: z.string().optional(),
