@@ -1,14 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { toBinary } from "@bufbuild/protobuf";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { pino } from "pino";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
-import { AUDIT_STREAM, AuditPublisher, type AuditEntryInput } from "@mailroom/pipeline/audit.js";
+import { AUDIT_STORE_CONSUMER, AUDIT_STREAM, AuditPublisher, auditSubject, toAuditEntry, type AuditEntryInput } from "@mailroom/pipeline/audit.js";
+import { AuditEntrySchema } from "../../../gen/mailroom/directory/v1/team_pb.js";
 import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
 import { consumeAuditLog } from "./audit-consumer.js";
-import type { AuditLog } from "./domain/audit-log.js";
+import { AuditLog, type AuditLogEntry, type AuditLogRepository } from "./domain/audit-log.js";
+import { AuditLogStore } from "./adapters/audit-log-store.js";
+import type { Stored } from "./adapters/documents.js";
 import { memoryDirectory, storeTeam } from "./testing.js";
 
 const DAY = 86_400_000;
@@ -99,4 +103,85 @@ describe("audit log: the AUDIT stream into audit_log, listed with filters and pa
     expect(await ids({ resource: "member:mbr_2", actor: "cli:ops", since: at(3) })).toEqual(["aud_03"]);
     expect(errorInfoOf(await auditLog.list({ workspaceId: "ws_a", actor: "robot:x" }).catch((e) => e))?.code).toBe("invalid_actor");
   });
+});
+
+describe("audit log: the consumer stores entries in batches, each once", () => {
+  let nats: NatsHandle;
+  let nc: NatsConnection;
+  let loop: ConsumeLoop | undefined;
+  beforeAll(async () => {
+    nats = await startNats();
+    nc = await connectNats(nats.url, "directory-audit-batch-test");
+    await ensureMailStreams(nc, 1);
+  }, 60_000);
+  afterAll(async () => {
+    await loop?.stop();
+    await nc?.drain();
+    await nats?.stop();
+  });
+
+  it("a backlog is written in far fewer writes than entries; a batch stored but not acked comes back and changes nothing", async () => {
+    const dir = await memoryDirectory();
+    const store = await AuditLogStore.open(dir.store);
+    // The real store, with its writes counted and each taking 20 ms, as a disk commit may
+    // (the in-memory store answers at once, and the batches would be as small as the socket
+    // reads that deliver the messages). The first write of several entries is stored and then fails, as if
+    // the process died before acking: its entries are delivered again.
+    const writes: number[] = [];
+    let singleInserts = 0;
+    let crashed = 0;
+    const counted: AuditLogRepository = {
+      insert: (entry) => {
+        singleInserts++;
+        return store.insert(entry);
+      },
+      insertMany: async (batch: AuditLogEntry[]) => {
+        writes.push(batch.length);
+        await new Promise((r) => setTimeout(r, 20));
+        await store.insertMany(batch);
+        if (!crashed && batch.length > 1) {
+          crashed = batch.length;
+          throw new Error("stored, then lost before the acks");
+        }
+      },
+      find: (q) => store.find(q),
+    };
+
+    const total = 400;
+    const at = new Date(Date.now() - 60_000);
+    const entryInput = (i: number): AuditEntryInput => ({
+      id: `aud_batch_${String(i).padStart(4, "0")}`, workspaceId: i % 2 ? "ws_odd" : "ws_even", at, actor: { kind: "key", id: "key_bench" },
+      action: "email.send", resource: { type: "email", id: `em_${i}` }, requestId: `req-${i}`, summary: { to: "" },
+    });
+    const publisher = new AuditPublisher(nc);
+    await Promise.all(Array.from({ length: total }, (_, i) => publisher.publish(entryInput(i))));
+    // The same entry published again after the stream's duplicate window: a second message.
+    const repeated = toAuditEntry(entryInput(7));
+    await jetstream(nc).publish(auditSubject(repeated.workspaceId), toBinary(AuditEntrySchema, repeated), { msgID: `${repeated.id}-late` });
+
+    loop = await consumeAuditLog(nc, new AuditLog(counted), pino({ level: "silent" }));
+    const jsm = await jetstreamManager(nc);
+    const settled = async () => {
+      const info = await jsm.consumers.info(AUDIT_STREAM, AUDIT_STORE_CONSUMER);
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    };
+    for (let i = 0; i < 300 && !(await settled()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await settled()).toBe(true);
+
+    expect(crashed).toBeGreaterThan(1);
+    const delivered = total + 1 + crashed; // every message once, the failed batch's twice
+    // Batches, not one write per message (which `delivered` writes would be).
+    expect(writes.reduce((a, b) => a + b, 0)).toBe(delivered);
+    expect(writes.length).toBeLessThan(delivered / 20);
+    expect(Math.max(...writes)).toBeGreaterThan(100);
+    expect(singleInserts).toBe(0);
+
+    // Each entry exactly once, as published.
+    const docs = await dir.store.collection<Stored<AuditLogEntry>>("audit_log").find({}, { sort: { _id: 1 } });
+    expect(docs.map((d) => d._id)).toEqual(Array.from({ length: total }, (_, i) => entryInput(i).id));
+    expect(docs[7]).toEqual({
+      _id: "aud_batch_0007", workspaceId: "ws_odd", at, actor: { kind: "key", id: "key_bench", label: "" },
+      action: "email.send", resource: { type: "email", id: "em_7" }, requestId: "req-7", summary: { to: "" },
+    });
+  }, 60_000);
 });

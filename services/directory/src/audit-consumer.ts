@@ -1,6 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
+import { Coalescer } from "@mailroom/kit/coalesce.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { AUDIT_STORE_CONSUMER, AUDIT_STREAM, AUDIT_SUBJECTS } from "@mailroom/pipeline/audit.js";
 import { AuditEntrySchema, type AuditEntry } from "../../../gen/mailroom/directory/v1/team_pb.js";
@@ -22,10 +23,34 @@ export function auditLogEntryOf(e: AuditEntry): AuditLogEntry | undefined {
 }
 
 /**
+ * Entries handled at once, and so the largest batch one write stores. Every API send is
+ * audited, so under load this consumer sees the API's request rate: in batches, a
+ * message costs a share of one store write, and the consume loop refills many freed slots
+ * with one pull (each pull is a subscription and a request on the server) instead of one
+ * pull per message.
+ */
+export const AUDIT_CONSUMER_CONCURRENCY = 256;
+
+/**
  * The AUDIT stream into the audit_log collection: one durable shared by every directory
  * process; an entry is stored once by its id, so a redelivery changes nothing.
+ *
+ * Entries are stored in batches: a handler hands its entry to a coalescer and is acked only
+ * once the write holding it is done (a failed write fails, and so redelivers, each entry of
+ * its batch). The first entry of a quiet moment is written at once; those arriving while a
+ * write runs go together in the next.
  */
-export function consumeAuditLog(nc: NatsConnection, auditLog: AuditLog, logger: Logger): Promise<ConsumeLoop> {
+export function consumeAuditLog(
+  nc: NatsConnection,
+  auditLog: AuditLog,
+  logger: Logger,
+  opts: { concurrency?: number } = {},
+): Promise<ConsumeLoop> {
+  const concurrency = opts.concurrency ?? AUDIT_CONSUMER_CONCURRENCY;
+  const batches = new Coalescer<AuditLogEntry, void>(async (_key, entries) => {
+    await auditLog.recordMany(entries);
+    return entries.map(() => undefined);
+  }, concurrency);
   return consumeProto(
     nc,
     { stream: AUDIT_STREAM, durable: AUDIT_STORE_CONSUMER, filterSubjects: [AUDIT_SUBJECTS], maxDeliver: 20, ackWaitMs: 30_000 },
@@ -36,9 +61,9 @@ export function consumeAuditLog(nc: NatsConnection, auditLog: AuditLog, logger: 
         logger.warn({ id: entry.id, workspaceId: entry.workspaceId }, "audit entry without id, workspace or time: dropped");
         return ack();
       }
-      await auditLog.record(stored);
+      await batches.run("", stored);
       return ack();
     },
-    { logger, concurrency: 8 },
+    { logger, concurrency },
   );
 }

@@ -244,6 +244,11 @@ const firstText = (paths: FieldPath[], req: unknown, res: unknown): string => {
 // Recording
 
 const auditEntries = counter("mailroom_audit_entries_total", "Audit entries of state-changing RPCs, by outcome (recorded, dropped when the buffer was full, failed to publish).", ["outcome"]);
+// Labelled children made once: an entry is counted on every audited send, and prom-client
+// checks the label set of each call made with one.
+const entriesRecorded = auditEntries.labels({ outcome: "recorded" });
+const entriesDropped = auditEntries.labels({ outcome: "dropped" });
+const entriesFailed = auditEntries.labels({ outcome: "failed" });
 
 export interface AuditPublisherPort {
   publish(entry: AuditRecord): Promise<unknown>;
@@ -261,15 +266,15 @@ export function bufferedAuditSink(publisher: AuditPublisherPort | Promise<AuditP
   return {
     record(entry) {
       if (pending >= limit) {
-        auditEntries.inc({ outcome: "dropped" });
+        entriesDropped.inc();
         logger.warn({ action: entry.action, workspaceId: entry.workspaceId, requestId: entry.requestId }, "audit entry dropped: publisher behind");
         return;
       }
       pending++;
       void ready.then((p) => p.publish(entry)).then(
-        () => auditEntries.inc({ outcome: "recorded" }),
+        () => entriesRecorded.inc(),
         (err: unknown) => {
-          auditEntries.inc({ outcome: "failed" });
+          entriesFailed.inc();
           logger.error({ err, action: entry.action, workspaceId: entry.workspaceId, requestId: entry.requestId }, "audit entry not published");
         },
       ).finally(() => pending--);
@@ -314,7 +319,7 @@ export function auditInterceptor(opts: AuditInterceptorOptions): Interceptor {
       for (const workspaceId of workspaceIds) void opts.sink.record({ ...base, workspaceId });
     } catch {
       // A summary that cannot be built must not fail a change that already happened.
-      auditEntries.inc({ outcome: "failed" });
+      entriesFailed.inc();
     }
     return res;
   };

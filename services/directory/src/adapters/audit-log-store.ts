@@ -1,4 +1,4 @@
-import type { Collection, Filter, Store } from "@mailroom/store/port.js";
+import { DuplicateKeyError, type Collection, type Filter, type Store } from "@mailroom/store/port.js";
 import { AUDIT_RETENTION_DAYS, type AuditLogEntry, type AuditLogQuery, type AuditLogRepository } from "../domain/audit-log.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";
 
@@ -19,6 +19,29 @@ export class AuditLogStore implements AuditLogRepository {
 
   async insert(entry: AuditLogEntry): Promise<void> {
     await insertUnique(this.entries, asDoc(entry));
+  }
+
+  /**
+   * One insertMany (one transaction on the embedded store, one round trip to MongoDB) for the
+   * usual batch, none of whose entries is stored yet. A batch redelivered after a crash between
+   * storing and acking holds stored entries: insertMany is ordered and stops at the first
+   * duplicate, so the entries still missing are then found and inserted one by one, each a
+   * no-op if another process stored it meanwhile.
+   */
+  async insertMany(entries: AuditLogEntry[]): Promise<void> {
+    // An entry published again after the stream's duplicate window is a second message with
+    // the same id, and may arrive in the same batch: stored once.
+    const unique = [...new Map(entries.map((e) => [e._id, e])).values()];
+    if (unique.length === 0) return;
+    try {
+      await this.entries.insertMany(unique.map(asDoc));
+      return;
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+    const stored = await this.entries.find({ _id: { $in: unique.map((e) => e._id) } }, { projection: { _id: 1 } });
+    const storedIds = new Set(stored.map((d) => d._id));
+    for (const entry of unique) if (!storedIds.has(entry._id)) await insertUnique(this.entries, asDoc(entry));
   }
 
   find(q: AuditLogQuery): Promise<AuditLogEntry[]> {

@@ -64,4 +64,20 @@ describe("team and audit log stores on the embedded store", () => {
     expect((await auditLog.list({ workspaceId: "ws_a", resource: "contact:r_2" })).entries.map((e) => e._id)).toEqual(["aud_02"]);
     expect((await auditLog.list({ workspaceId: "ws_a", resource: "member", since: new Date(base + 2_000) })).entries.map((e) => e._id)).toEqual(["aud_04"]);
   });
+
+  it("stores a batch once: entries already stored or named twice change nothing", async () => {
+    const at = new Date(Date.now() - 30_000);
+    const entry = (id: string, n: string) => ({
+      _id: id, workspaceId: "ws_batch", at, actor: { kind: "key", id: "key_1", label: "" }, action: "email.send",
+      resource: { type: "email", id: id.replace("aud", "em") }, requestId: "", summary: { n },
+    });
+    await auditLog.recordMany([entry("aud_b1", "first"), entry("aud_b2", "first")]);
+    // A redelivered batch (aud_b1, aud_b2 stored before a crash lost their acks) with new
+    // entries, one of them twice: the stored ones keep what they had, the new ones go in once.
+    await auditLog.recordMany([entry("aud_b3", "first"), entry("aud_b2", "again"), entry("aud_b4", "first"), entry("aud_b4", "again"), entry("aud_b1", "again")]);
+    const listed = (await auditLog.list({ workspaceId: "ws_batch" })).entries;
+    expect(listed.map((e) => e._id).sort()).toEqual(["aud_b1", "aud_b2", "aud_b3", "aud_b4"]);
+    expect(listed.find((e) => e._id === "aud_b2")?.summary).toEqual({ n: "first" });
+    expect(await store.collection("audit_log").countDocuments({ workspaceId: "ws_batch" })).toBe(4);
+  });
 });

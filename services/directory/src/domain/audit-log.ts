@@ -28,6 +28,11 @@ export interface AuditLogQuery {
 export interface AuditLogRepository {
   /** Stores an entry once (a redelivered entry changes nothing). */
   insert(entry: AuditLogEntry): Promise<void>;
+  /**
+   * Stores each entry once, in one write when none is stored yet (the AUDIT consumer's
+   * batches): entries already stored, or named twice, change nothing.
+   */
+  insertMany(entries: AuditLogEntry[]): Promise<void>;
   /** Newest first by (at, id). */
   find(query: AuditLogQuery): Promise<AuditLogEntry[]>;
 }
@@ -70,6 +75,11 @@ export class AuditLog {
 
   record(entry: AuditLogEntry): Promise<void> {
     return this.repo.insert(entry);
+  }
+
+  /** Several entries in one write (each stored once, however often it is recorded). */
+  recordMany(entries: AuditLogEntry[]): Promise<void> {
+    return this.repo.insertMany(entries);
   }
 
   async list(input: { workspaceId: string; since?: Date; until?: Date; actor?: string; resource?: string; pageToken?: string; limit?: number }): Promise<{ entries: AuditLogEntry[]; nextPageToken: string }> {
