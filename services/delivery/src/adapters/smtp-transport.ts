@@ -4,6 +4,7 @@ import { MessageBytes } from "./message-bytes.js";
 import { bodyText, buildMime } from "./mime.js";
 import { parseSmtpUrl, type SmtpClientOptions } from "./smtp-client.js";
 import { SmtpPool } from "./smtp-pool.js";
+import { smtpAttempt } from "./smtp-span.js";
 import type { MailTransport, OutgoingMail, SendResult } from "../domain/ports.js";
 
 /** Kept here for the code and tests that import it from this module. */
@@ -57,7 +58,10 @@ export class SmtpPoolTransport implements MailTransport {
 
   async send(mail: OutgoingMail): Promise<SendResult> {
     const raw = await this.bytes.of(mail);
-    const reply = await this.pool.send(mail.envelope.from, [mail.envelope.to, ...(mail.envelope.others ?? [])], raw);
+    const relay = this.pool.client;
+    const reply = await smtpAttempt({ host: relay.host, port: relay.port }, mail.meta, () =>
+      this.pool.send(mail.envelope.from, [mail.envelope.to, ...(mail.envelope.others ?? [])], raw),
+    );
     const refused = reply.refused.map((r) => ({ address: r.address, code: r.reply.code, text: r.reply.text }));
     return refused.length ? { code: reply.code, response: reply.text, refused } : { code: reply.code, response: reply.text };
   }

@@ -5,6 +5,7 @@ import type { MessageBytes } from "../message-bytes.js";
 import type { SmtpClientOptions } from "../smtp-client.js";
 import { ConnectionBudget, PoolWaitTimeout, SmtpPool, type PoolReply } from "../smtp-pool.js";
 import type { MxTarget } from "./mx.js";
+import { smtpAttempt } from "../smtp-span.js";
 import { policyAllows, type StsPolicySource } from "./policy.js";
 import { DomainRate } from "./rate.js";
 import { limitsFor, type DirectSettings, type DomainLimits } from "./settings.js";
@@ -75,13 +76,13 @@ export class DirectTransport implements MailTransport {
     const [first, ...rest] = groupByDomain([mail.envelope.to, ...(mail.envelope.others ?? [])]);
     let reply: PoolReply;
     try {
-      reply = await this.deliver(first![0], mail.envelope.from, first![1], raw);
+      reply = await this.deliver(first![0], mail.envelope.from, first![1], raw, mail.meta);
     } catch (err) {
       if (err instanceof SmtpFailure) err.route = "direct";
       throw err;
     }
     const refused = reply.refused.map((r) => ({ address: r.address, code: r.reply.code, text: r.reply.text }));
-    const others = await Promise.allSettled(rest.map(([domain, rcpts]) => this.deliver(domain, mail.envelope.from, rcpts, raw)));
+    const others = await Promise.allSettled(rest.map(([domain, rcpts]) => this.deliver(domain, mail.envelope.from, rcpts, raw, mail.meta)));
     others.forEach((outcome, i) => {
       const [domain, rcpts] = rest[i]!;
       if (outcome.status === "fulfilled") {
@@ -104,7 +105,7 @@ export class DirectTransport implements MailTransport {
   }
 
   /** One transaction with the first MX host of `domain` that takes it. */
-  private async deliver(domain: string, from: string, recipients: readonly string[], raw: Buffer): Promise<PoolReply> {
+  private async deliver(domain: string, from: string, recipients: readonly string[], raw: Buffer, meta: OutgoingMail["meta"]): Promise<PoolReply> {
     const targets = await this.deps.mx.targets(domain);
     const policy = await this.deps.policies.policyFor(domain);
     const enforce = policy?.mode === "enforce";
@@ -129,7 +130,9 @@ export class DirectTransport implements MailTransport {
       const modes: TlsMode[] = enforce ? ["verified"] : ["opportunistic", "plain"];
       for (const mode of modes) {
         try {
-          return await this.pool(domain, destination, target, mode).send(from, recipients, raw);
+          // Each MX host (and each TLS mode) tried is its own SMTP attempt span.
+          const pool = this.pool(domain, destination, target, mode);
+          return await smtpAttempt({ host: target.host, port: this.settings.mxPort, address: target.address }, meta, () => pool.send(from, recipients, raw));
         } catch (err) {
           if (!(err instanceof SmtpFailure) || err instanceof PoolWaitTimeout || !mayTryNextHost(err)) throw err;
           last = err;

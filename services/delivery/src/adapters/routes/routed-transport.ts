@@ -11,6 +11,7 @@
 import { correlationHeaders } from "@mailroom/pipeline/relay-providers.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { clip } from "../../domain/outcome.js";
+import { sendOnRoute } from "../smtp-span.js";
 import { SmtpFailure, type Lane, type MailTransport, type OutgoingMail, type SendResult } from "../../domain/ports.js";
 
 export type RouteKind = "relay" | "direct" | "capture";
@@ -126,7 +127,8 @@ export class RoutedTransport implements MailTransport {
       const { route } = entry;
       try {
         await route.gate?.();
-        const result = await route.transport.send(this.mailFor(route, mail));
+        // The SMTP attempt's span (smtp-span.ts) names the route it went on.
+        const result = await sendOnRoute(route.name, route.transport, this.mailFor(route, mail));
         this.answered(entry);
         return { ...result, route: route.name };
       } catch (caught) {
