@@ -3,9 +3,15 @@
  * every collection operation is timed by collection and operation, and registers the store with
  * the process's /readyz. It wraps any method a collection has (a Proxy), so engines adding
  * methods are measured too.
+ *
+ * With tracing on (DESIGN §9.10) an operation at least MAILROOM_TRACE_STORE_THRESHOLD_MS slow
+ * (default 10 ms) also becomes a span in the trace it ran in: the slow ones explain a slow
+ * request, the thousands of fast ones would only bury it. Off, the threshold is infinite and the
+ * one comparison is all it costs.
  */
 import { registerReadyCheck } from "@mailroom/kit/health.js";
-import { counter, histogram, secondsSince } from "@mailroom/kit/metrics.js";
+import { counter, histogram } from "@mailroom/kit/metrics.js";
+import { recordSlowSpan, slowStoreOperationMs } from "@mailroom/kit/tracing.js";
 import type { Collection, Doc, Store } from "./port.js";
 
 const operationSeconds = histogram(
@@ -19,7 +25,14 @@ const operationErrors = counter("mailroom_store_operation_errors_total", "Store 
 /** An _id no document has: a cheap indexed lookup that proves the store answers. */
 const READY_PROBE = { _id: "__mailroom_readyz__" };
 
-export function instrumentStore(store: Store, service = "store"): Store {
+/** The engines a span can name (OpenTelemetry's db.system.name). */
+export type StoreEngine = "mongodb" | "lmdb" | "nedb";
+
+/**
+ * `engine` names the database in slow operations' spans; unset, MongoDB is known by the
+ * store's kind and an embedded store is left unnamed.
+ */
+export function instrumentStore(store: Store, service = "store", engine: StoreEngine | undefined = store.kind === "mongodb" ? "mongodb" : undefined): Store {
   const collections = new Map<string, Collection<Doc>>();
   let closed = false;
   // A collection the service itself opened: probing it creates nothing new in any engine.
@@ -38,6 +51,15 @@ export function instrumentStore(store: Store, service = "store"): Store {
     const wrappers = new Map<string, { method: unknown; wrapper: (...args: unknown[]) => unknown }>();
     const timed = (op: string, method: (...args: unknown[]) => unknown) => {
       const labels = { collection: name, op };
+      const slow = (started: number, elapsedMs: number, err?: unknown) => {
+        // Checked here, not in recordSlowSpan: a fast operation builds no attributes at all.
+        if (elapsedMs < slowStoreOperationMs()) return;
+        recordSlowSpan(`store ${op} ${name}`, started, 0, {
+          ...(engine ? { "db.system.name": engine } : {}),
+          "db.collection.name": name,
+          "db.operation.name": op,
+        }, err);
+      };
       return (...args: unknown[]) => {
         const started = performance.now();
         let result: unknown;
@@ -45,17 +67,22 @@ export function instrumentStore(store: Store, service = "store"): Store {
           result = method.apply(inner, args);
         } catch (err) {
           operationErrors.inc(labels);
+          slow(started, performance.now() - started, err);
           throw err;
         }
         if (!(result instanceof Promise)) return result;
         return result.then(
           (v) => {
-            operationSeconds.observe(labels, secondsSince(started));
+            const ms = performance.now() - started;
+            operationSeconds.observe(labels, ms / 1000);
+            slow(started, ms);
             return v;
           },
           (err) => {
-            operationSeconds.observe(labels, secondsSince(started));
+            const ms = performance.now() - started;
+            operationSeconds.observe(labels, ms / 1000);
             operationErrors.inc(labels);
+            slow(started, ms, err);
             throw err;
           },
         );

@@ -37,7 +37,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   }
   const dir = join(options.dataDir, options.service);
   await mkdir(dir, { recursive: true });
-  return instrumentStore(await openLmdbStore({ dir, logger: options.logger, onMigrate: options.onMigrate }), options.service);
+  return instrumentStore(await openLmdbStore({ dir, logger: options.logger, onMigrate: options.onMigrate }), options.service, "lmdb");
 }
 
 /** A fresh in-memory store (nedb in memory, same port semantics, nothing on disk) for unit tests. */
