@@ -9,7 +9,7 @@ import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { AUDIT_STORE_CONSUMER, AUDIT_STREAM, AuditPublisher, auditSubject, toAuditEntry, type AuditEntryInput } from "@mailroom/pipeline/audit.js";
 import { AuditEntrySchema } from "../../../gen/mailroom/directory/v1/team_pb.js";
 import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
-import { consumeAuditLog } from "./audit-consumer.js";
+import { auditBatchWriter, consumeAuditLog } from "./audit-consumer.js";
 import { AuditLog, type AuditLogEntry, type AuditLogRepository } from "./domain/audit-log.js";
 import { AuditLogStore } from "./adapters/audit-log-store.js";
 import type { Stored } from "./adapters/documents.js";
@@ -125,14 +125,17 @@ describe("audit log: the consumer stores entries in batches, each once", () => {
     const store = await AuditLogStore.open(dir.store);
     // The real store, with its writes counted and each taking 20 ms, as a disk commit may
     // (the in-memory store answers at once, and the batches would be as small as the socket
-    // reads that deliver the messages). The first write of several entries is stored and then fails, as if
-    // the process died before acking: its entries are delivered again.
+    // reads that deliver the messages). The first write of several entries is stored and then
+    // fails, and so does each entry's single retry, as if the process lost its store before
+    // acking: those entries are delivered again.
     const writes: number[] = [];
     let singleInserts = 0;
     let crashed = 0;
+    let lost = new Set<string>();
     const counted: AuditLogRepository = {
-      insert: (entry) => {
+      insert: async (entry) => {
         singleInserts++;
+        if (lost.delete(entry._id)) throw new Error("store lost");
         return store.insert(entry);
       },
       insertMany: async (batch: AuditLogEntry[]) => {
@@ -141,7 +144,8 @@ describe("audit log: the consumer stores entries in batches, each once", () => {
         await store.insertMany(batch);
         if (!crashed && batch.length > 1) {
           crashed = batch.length;
-          throw new Error("stored, then lost before the acks");
+          lost = new Set(batch.map((e) => e._id));
+          throw new Error("stored, then the store was lost before the acks");
         }
       },
       find: (q) => store.find(q),
@@ -174,7 +178,7 @@ describe("audit log: the consumer stores entries in batches, each once", () => {
     expect(writes.reduce((a, b) => a + b, 0)).toBe(delivered);
     expect(writes.length).toBeLessThan(delivered / 20);
     expect(Math.max(...writes)).toBeGreaterThan(100);
-    expect(singleInserts).toBe(0);
+    expect(singleInserts).toBe(crashed); // only the failed batch's entries, each tried alone once
 
     // Each entry exactly once, as published.
     const docs = await dir.store.collection<Stored<AuditLogEntry>>("audit_log").find({}, { sort: { _id: 1 } });
@@ -184,4 +188,33 @@ describe("audit log: the consumer stores entries in batches, each once", () => {
       action: "email.send", resource: { type: "email", id: "em_7" }, requestId: "req-7", summary: { to: "" },
     });
   }, 60_000);
+});
+
+describe("audit batch writer", () => {
+  const entry = (id: string): AuditLogEntry => ({
+    _id: id, workspaceId: "ws_1", at: new Date(), actor: { kind: "key", id: "key_1", label: "" }, action: "contact.update",
+    resource: { type: "contact", id: "ctc_1" }, requestId: "", summary: {},
+  });
+
+  it("writes entries handed over together as one batch, and one the store refuses fails alone", async () => {
+    const writes: string[][] = [];
+    const stored: string[] = [];
+    const refuses = (id: string) => id === "aud_bad";
+    const writer = auditBatchWriter(new AuditLog({
+      insert: async (e) => {
+        if (refuses(e._id)) throw new Error("refused");
+        stored.push(e._id);
+      },
+      insertMany: async (batch) => {
+        writes.push(batch.map((e) => e._id));
+        if (batch.some((e) => refuses(e._id))) throw new Error("refused");
+        stored.push(...batch.map((e) => e._id));
+      },
+      find: async () => [],
+    }));
+    const results = await Promise.allSettled(["aud_1", "aud_2", "aud_bad", "aud_3"].map((id) => writer.store(entry(id))));
+    expect(writes).toEqual([["aud_1", "aud_2", "aud_bad", "aud_3"]]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect(stored.sort()).toEqual(["aud_1", "aud_2", "aud_3"]);
+  });
 });

@@ -32,13 +32,36 @@ export function auditLogEntryOf(e: AuditEntry): AuditLogEntry | undefined {
 export const AUDIT_CONSUMER_CONCURRENCY = 256;
 
 /**
+ * Stores entries in batches: `store(entry)` resolves once the write holding the entry is
+ * done. The first entry of a quiet moment is written at once; those arriving while a write
+ * runs go together in the next (kit's Coalescer). When a batch write fails, its entries are
+ * written one by one, so an entry the store refuses fails alone and the rest are stored (a
+ * store that is down fails each of them, and each is delivered again).
+ */
+export function auditBatchWriter(auditLog: AuditLog, maxBatch = AUDIT_CONSUMER_CONCURRENCY): { store(entry: AuditLogEntry): Promise<void> } {
+  const batches = new Coalescer<AuditLogEntry, unknown>(async (_key, entries) => {
+    try {
+      await auditLog.recordMany(entries);
+      return entries.map(() => undefined);
+    } catch (err) {
+      if (entries.length === 1) return [err];
+      return Promise.all(entries.map((entry) => auditLog.record(entry).then(() => undefined, (one: unknown) => one ?? err)));
+    }
+  }, maxBatch);
+  return {
+    async store(entry) {
+      const failure = await batches.run("", entry);
+      if (failure !== undefined) throw failure;
+    },
+  };
+}
+
+/**
  * The AUDIT stream into the audit_log collection: one durable shared by every directory
  * process; an entry is stored once by its id, so a redelivery changes nothing.
  *
- * Entries are stored in batches: a handler hands its entry to a coalescer and is acked only
- * once the write holding it is done (a failed write fails, and so redelivers, each entry of
- * its batch). The first entry of a quiet moment is written at once; those arriving while a
- * write runs go together in the next.
+ * Entries are stored in batches (auditBatchWriter), each acked only once the write holding it
+ * is done; an entry whose write failed is delivered again.
  */
 export function consumeAuditLog(
   nc: NatsConnection,
@@ -47,10 +70,7 @@ export function consumeAuditLog(
   opts: { concurrency?: number } = {},
 ): Promise<ConsumeLoop> {
   const concurrency = opts.concurrency ?? AUDIT_CONSUMER_CONCURRENCY;
-  const batches = new Coalescer<AuditLogEntry, void>(async (_key, entries) => {
-    await auditLog.recordMany(entries);
-    return entries.map(() => undefined);
-  }, concurrency);
+  const writer = auditBatchWriter(auditLog, concurrency);
   return consumeProto(
     nc,
     { stream: AUDIT_STREAM, durable: AUDIT_STORE_CONSUMER, filterSubjects: [AUDIT_SUBJECTS], maxDeliver: 20, ackWaitMs: 30_000 },
@@ -61,7 +81,7 @@ export function consumeAuditLog(
         logger.warn({ id: entry.id, workspaceId: entry.workspaceId }, "audit entry without id, workspace or time: dropped");
         return ack();
       }
-      await batches.run("", stored);
+      await writer.store(stored);
       return ack();
     },
     { logger, concurrency },
