@@ -39,6 +39,11 @@ async function gatewayOver(directory: ConnectServer): Promise<FastifyInstance> {
         scope.get("/v1/broken", async () => {
           throw new Error("a bug");
         }),
+      (scope) =>
+        scope.get("/v1/slow", async () => {
+          await new Promise((r) => setTimeout(r, 300));
+          return { ok: true };
+        }),
     ],
     public: [],
   });
@@ -164,6 +169,24 @@ describe("the gateway's request span", () => {
     expect(unknown.name).toBe("GET");
     expect(unknown.attributes["http.route"]).toBeUndefined();
     expect(unknown.attributes["http.response.status_code"]).toBe(404);
+  });
+
+  it("ends the span of a request whose client went away, once, marked but not failed", async () => {
+    if (!traced.server.listening) await traced.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = traced.server.address() as AddressInfo;
+    await new Promise<void>((resolve) => {
+      const req = http.request({ host: "127.0.0.1", port, path: "/v1/slow", headers: { authorization: `Bearer ${KEY}`, "x-request-id": "req-aborted" } });
+      req.on("error", () => resolve());
+      req.end();
+      setTimeout(() => req.destroy(), 100);
+    });
+    const span = await requestSpan("req-aborted");
+    expect(span.name).toBe("GET /v1/slow");
+    expect(span.attributes["error.type"]).toBe("request_aborted");
+    expect(span.statusCode).toBe(0);
+    // The handler's late answer ends nothing twice: still one span after it would have come.
+    await new Promise((r) => setTimeout(r, 500));
+    await requestSpan("req-aborted");
   });
 
   it("puts no address, query string or key in any span", async () => {
