@@ -104,7 +104,9 @@ function rpcSpan(kind: SpanKind.CLIENT | SpanKind.SERVER): Interceptor {
       parent: kind === SpanKind.SERVER ? extractTraceContext(req.header) : undefined,
       attributes: { "rpc.system": "connect_rpc", "rpc.service": req.service.typeName, "rpc.method": req.method.name },
     })!;
-    const requestId = kind === SpanKind.SERVER ? req.contextValues.get(requestIdKey) : (req.header.get("x-request-id") ?? requestContext()?.requestId);
+    // Outside the logging interceptor (whose lines then name the trace): the id it would make, made here.
+    let requestId = req.header.get("x-request-id") ?? (kind === SpanKind.CLIENT ? requestContext()?.requestId : undefined);
+    if (!requestId && kind === SpanKind.SERVER) req.header.set("x-request-id", (requestId = randomUUID()));
     if (requestId) started.span.setAttribute(REQUEST_ID_ATTRIBUTE, requestId);
     if (kind === SpanKind.CLIENT) injectTraceContext(req.header, started.context);
     try {
@@ -157,7 +159,7 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
   };
   // Audit inside the error mapping: only a call that succeeded is recorded.
   const audit = opts.audit ? [auditInterceptor({ sink: opts.audit, table: AUDIT_TABLE, requestIdOf: (values) => values.get(requestIdKey) })] : [];
-  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [logging, rpcSpan(SpanKind.SERVER), rpcMetricsInterceptor, ...audit, appErrorInterceptor] });
+  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [rpcSpan(SpanKind.SERVER), logging, rpcMetricsInterceptor, ...audit, appErrorInterceptor] });
   const json = (res: http.ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
