@@ -189,6 +189,13 @@ describe("the gateway's request span", () => {
     await requestSpan("req-aborted");
   });
 
+  it("leaves probes and scrapes untraced", async () => {
+    expect((await traced.inject({ method: "GET", url: "/healthz", headers: { "x-request-id": "req-probe" } })).statusCode).toBe(200);
+    expect((await post(traced, "req-after-probe")).statusCode).toBe(200);
+    await requestSpan("req-after-probe");
+    expect(receiver.spans.filter((s) => s.attributes["mailroom.request_id"] === "req-probe")).toEqual([]);
+  });
+
   it("puts no address, query string or key in any span", async () => {
     await requestSpan("req-404");
     for (const span of receiver.spans) {
