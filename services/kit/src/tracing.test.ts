@@ -27,6 +27,19 @@ import {
 
 const silent = pino({ level: "silent" });
 
+/** Kit's logger writing its lines, parsed, into `lines`. */
+const capturingLogger = (lines: Record<string, unknown>[]) =>
+  createLogger(
+    "kit-test",
+    "info",
+    new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(JSON.parse(String(chunk)));
+        cb();
+      },
+    }),
+  );
+
 describe("tracing settings (the standard OTEL_* variables)", () => {
   it.each([
     [{}, [], "http/protobuf"],
@@ -96,16 +109,7 @@ describe("with an OTLP/HTTP endpoint, one trace crosses Connect calls and JetStr
     expect(await withEnv(otlpEnv(receiver), () => startTracing("kit-test"))).toBe(true);
     nats = await startNats();
     nc = await connectNats(nats.url, "tracing-test");
-    const logger = createLogger(
-      "kit-test",
-      "info",
-      new Writable({
-        write(chunk, _enc, cb) {
-          logLines.push(JSON.parse(String(chunk)));
-          cb();
-        },
-      }),
-    );
+    const logger = capturingLogger(logLines);
     server = await startConnectServer({
       logger: silent,
       routes: (router) =>
@@ -203,16 +207,7 @@ describe("with an OTLP/HTTP endpoint, one trace crosses Connect calls and JetStr
   }, 30_000);
 
   it("outside any span a log line has no trace fields", async () => {
-    const logger = createLogger(
-      "kit-test",
-      "info",
-      new Writable({
-        write(chunk, _enc, cb) {
-          logLines.push(JSON.parse(String(chunk)));
-          cb();
-        },
-      }),
-    );
+    const logger = capturingLogger(logLines);
     logger.info("idle");
     await inSpan("work", {}, async () => logger.info("busy"));
     expect(logLines.find((l) => l.msg === "idle")).not.toHaveProperty("trace_id");
