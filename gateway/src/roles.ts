@@ -316,8 +316,9 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "POST /console/webhooks/:id/deliveries/:delivery/redeliver": ADMIN_OR_EDITOR_KEY,
   "POST /console/webhooks/:id/status": ADMIN_OR_EDITOR_KEY,
   "POST /console/webhooks/:id/delete": ADMIN_OR_EDITOR_KEY,
-  // Delivery routes (read only in the console)
-  "GET /console/delivery": VIEWER,
+  // Delivery: the delivery process's relays, routes, health and counters across every
+  // workspace. That is the operator's, not a tenant's: owners and admins (and keys as high).
+  "GET /console/delivery": ADMIN,
 };
 
 /** The table's key of a route: HEAD answers as its GET. */

@@ -5,8 +5,11 @@
  * down until when and why) and counters. Also `directSendingStatus`, what the domain page
  * needs to know to check a domain's DNS for direct sending.
  *
- * Routes are the operator's: a workspace sees whether a route is reserved for it or for other
- * workspaces, never the other workspaces' ids.
+ * All of it is process-wide (one delivery process carries every workspace's mail), so it is the
+ * operator's, not a tenant's: the page is for owners and admins (and console sessions of keys
+ * as high), by its rule in roles.ts; the nav hides it from the others. Its counters are labelled
+ * as the delivery process's, across all workspaces (there are no per-workspace counters here).
+ * Even there a route reserved for other workspaces shows how many, never their ids.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -38,6 +41,9 @@ export function modeOf(s: GetStatusResponse): string {
 }
 
 const num = (n: bigint | number) => Number(n).toLocaleString("en-US");
+
+/** What every counter on the page counts: the whole process's mail, not the viewer's workspace's. */
+const ALL_WORKSPACES = "this delivery process, all workspaces";
 
 function workspacesText(r: RouteStatus, workspaceId: string): string {
   if (!r.workspaces.length) return "All";
@@ -88,8 +94,8 @@ function statusHtml(s: GetStatusResponse, workspaceId: string): string {
         ["Source address", s.localAddress ? `<code>${escapeHtml(s.localAddress)}</code>` : '<span class="muted">the host’s default (set MAILROOM_DELIVERY_LOCAL_ADDRESS to choose one and check its DNS)</span>'],
       ] as Array<[string, string]>)
       : []),
-    ["In flight", num(s.inFlight)],
-    ["Sent / deferred / bounced / failed", `${num(s.sentTotal)} / ${num(s.deferredTotal)} / ${num(s.bouncedTotal)} / ${num(s.failedTotal)}`],
+    [`In flight (${ALL_WORKSPACES})`, num(s.inFlight)],
+    [`Sent / deferred / bounced / failed (${ALL_WORKSPACES})`, `${num(s.sentTotal)} / ${num(s.deferredTotal)} / ${num(s.bouncedTotal)} / ${num(s.failedTotal)}`],
     ["Process", `<code>${escapeHtml(s.processId || "—")}</code>`],
   ];
   const table = s.routes.length
@@ -99,7 +105,7 @@ function statusHtml(s: GetStatusResponse, workspaceId: string): string {
     : `<p class="card" id="routes">This delivery process reports no routes${s.relay ? `; it sends through <code>${escapeHtml(s.relay)}</code>` : ""}.</p>`;
   return `<div class="card"><table class="data" id="delivery-facts"><tbody>${facts.map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${v}</td></tr>`).join("")}</tbody></table></div>
 <h2>Routes</h2>${table}
-<p class="muted">Counters and health are those of the delivery process that answered, since it started. A route that refuses connections or answers 4xx to everything is marked down for a while and its traffic moves to the others.</p>`;
+<p class="muted" id="counters-scope">Counters and health are those of the delivery process that answered (${ALL_WORKSPACES}), since it started. A route that refuses connections or answers 4xx to everything is marked down for a while and its traffic moves to the others.</p>`;
 }
 
 export function registerDeliveryPages(scope: FastifyInstance, deps: ConsoleDeps): void {

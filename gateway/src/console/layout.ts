@@ -4,8 +4,10 @@
  *   consolePage({ title, session, active, body, flash? }): string
  *       A whole HTML document: skip link, header with the workspace name, the nav
  *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Groups, Segments, Topics, Forms,
- *       Automations, Webhooks, Delivery, Team, Audit log (owners and admins), Sessions, Sign out as a
- *       CSRF-protected POST), an optional flash message, then `body` inside <main>.
+ *       Automations, Webhooks, Delivery (owners and admins), Team, Audit log (owners and admins),
+ *       Sessions, Sign out as a CSRF-protected POST), an optional flash message, then `body`
+ *       inside <main>. A link shows only when the session may open its page (the GET's rule in
+ *       roles.ts, the one place), so no link leads to a 403.
  *       `body` is trusted HTML: escape every value you interpolate with escapeHtml.
  *   plainPage({ title, body, status? }): string   a page without nav (sign-in, errors).
  *   ConsoleNav        the nav keys; `active` marks the current one (aria-current="page").
@@ -26,13 +28,13 @@
 import { escapeHtml } from "../routes/page.js";
 import { csrfField } from "./csrf.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
-import { atLeast, type Role } from "../roles.js";
+import { consolePrincipal, mayCall } from "../roles.js";
 
 export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
 export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "team" | "sessions" | "audit";
 
-const NAV: Array<{ key: ConsoleNav; label: string; path: string; least?: Role }> = [
+const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "overview", label: "Overview", path: "" },
   { key: "domains", label: "Domains", path: "/domains" },
   { key: "emails", label: "Emails", path: "/emails" },
@@ -46,7 +48,7 @@ const NAV: Array<{ key: ConsoleNav; label: string; path: string; least?: Role }>
   { key: "webhooks", label: "Webhooks", path: "/webhooks" },
   { key: "delivery", label: "Delivery", path: "/delivery" },
   { key: "team", label: "Team", path: "/team" },
-  { key: "audit", label: "Audit log", path: "/audit", least: "ADMIN" },
+  { key: "audit", label: "Audit log", path: "/audit" },
   { key: "sessions", label: "Sessions", path: "/sessions" },
 ];
 
@@ -174,7 +176,8 @@ export interface ConsolePageOptions {
 }
 
 export function consolePage({ title, session, active, body, flash }: ConsolePageOptions): string {
-  const items = NAV.filter((n) => !n.least || atLeast(session.role, n.least)).map((n) =>
+  const principal = consolePrincipal(session);
+  const items = NAV.filter((n) => mayCall(principal, "GET", `${CONSOLE_PREFIX}${n.path}`)).map((n) =>
     `<li><a href="${CONSOLE_PREFIX}${n.path}"${n.key === active ? ' aria-current="page"' : ""}>${n.label}</a></li>`).join("");
   const signOut = `<li><form method="post" action="${CONSOLE_PREFIX}/sign-out">${csrfField(session)}<button type="submit">Sign out</button></form></li>`;
   return document_(title, `<a class="skip" href="#content">Skip to content</a>

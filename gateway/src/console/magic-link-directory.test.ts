@@ -1,18 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createClient } from "@connectrpc/connect";
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { TeamService } from "../../../gen/mailroom/directory/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryDirectory, storeTeam } from "../../../services/directory/src/testing.js";
 import { directoryService } from "../../../services/directory/src/routes.js";
 import { teamService } from "../../../services/directory/src/team-routes.js";
 import type { Team } from "../../../services/directory/src/domain/team.js";
-import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
 import { SESSION_COOKIE } from "./session.js";
+import { askForLink, consoleGateway, Jar, redeem, type ConsoleBrowser } from "./sign-in-testing.js";
 
 /**
  * Magic-link sign-in through the console against the directory's own TeamService (its domain
@@ -25,25 +21,8 @@ let now = new Date(Math.floor(Date.now() / 1000) * 1000);
 const clock = () => new Date(now);
 const sent: SendEmailRequest[] = [];
 
-class Jar {
-  cookies = new Map<string, string>();
-  take(res: LightMyRequestResponse) {
-    for (const c of res.cookies as Array<{ name: string; value: string; maxAge?: number; expires?: Date }>) {
-      const cleared = c.value === "" || c.maxAge === 0 || (c.expires && c.expires.getTime() < Date.now());
-      if (cleared) this.cookies.delete(c.name);
-      else this.cookies.set(c.name, c.value);
-    }
-    return res;
-  }
-  header() {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-  }
-}
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-const FORM = { "content-type": "application/x-www-form-urlencoded", origin: "http://console.test", "sec-fetch-site": "same-origin" };
-
 describe("console magic links against the directory's TeamService", () => {
-  let app: FastifyInstance;
+  let browser: ConsoleBrowser;
   let team: Team;
 
   beforeAll(async () => {
@@ -63,53 +42,26 @@ describe("console magic links against the directory's TeamService", () => {
         },
       });
     });
-    const deps: GatewayDeps = {
-      config: loadConfig({ MAILROOM_SECRET: "console-magic-directory-secret-0123456789", MAILROOM_PUBLIC_URL: "http://console.test" }),
-      logger: createLogger("console-magic-test", "silent"),
-      clients: {
-        directory: createClient(DirectoryService, transport),
-        team: createClient(TeamService, transport),
-        email: createClient(EmailService, transport),
-      } as unknown as ServiceClients,
-      rateLimitPerMinute: 0,
-      authFailuresPerMinute: 1000,
-      // Every request asks the directory: removal must show at once here.
-      authCacheMs: 0,
-      consoleSignIn: { systemSender: { workspaceId: "ws_system", from: "signin@mailroom.test", fromName: "Mailroom" } },
-    };
-    app = await buildGateway(deps, { api: [], public: [] });
+    // Every request asks the directory: removal must show at once here.
+    browser = await consoleGateway(transport, { secret: "console-magic-directory-secret-0123456789", name: "console-magic-test", authCacheMs: 0 });
   });
-  afterAll(async () => app?.close());
+  afterAll(async () => browser?.app.close());
 
-  const get = (url: string, jar: Jar) => app.inject({ method: "GET", url, headers: { cookie: jar.header() } }).then((r) => jar.take(r));
-  const post = (url: string, jar: Jar, form: Record<string, string>) =>
-    app.inject({ method: "POST", url, payload: new URLSearchParams(form).toString(), headers: { ...FORM, cookie: jar.header() } }).then((r) => jar.take(r));
-
+  const get = (url: string, jar: Jar) => browser.get(url, jar);
   async function mailedLink(email: string): Promise<string> {
-    const jar = new Jar();
-    const before = sent.length;
-    const page = await get("/console/sign-in", jar);
-    expect((await post("/console/sign-in/email", jar, { _csrf: csrfOf(page.body), email })).statusCode).toBe(200);
-    for (let i = 0; i < 50 && sent.length === before; i++) await new Promise((r) => setTimeout(r, 10));
-    const mail = sent[before];
+    const { res, mail, link } = await askForLink(browser, sent, email);
+    expect(res.statusCode).toBe(200);
     expect(mail?.email?.to).toBe(email);
-    const text = mail.email!.content.case === "raw" ? mail.email!.content.value.text : "";
-    return /http:\/\/console\.test(\/console\/magic\/\S+)/.exec(text)![1];
-  }
-
-  async function redeem(path: string, jar = new Jar()) {
-    const landing = await get(path, jar);
-    const res = await post(path, jar, { _csrf: csrfOf(landing.body) });
-    return { res, jar };
+    return link!;
   }
 
   it("signs in once; the same link again, an altered one and an expired one are refused", async () => {
     const link = await mailedLink("owner@magic.test");
-    const first = await redeem(link);
+    const first = await redeem(browser, link);
     expect(first.res.statusCode).toBe(303);
     expect((await get("/console/sessions", first.jar)).body).toContain("owner@magic.test");
 
-    const again = await redeem(link);
+    const again = await redeem(browser, link);
     expect(again.res.statusCode).toBe(401);
     expect(again.res.body).toContain("already used");
     expect(again.jar.cookies.has(SESSION_COOKIE)).toBe(false);
@@ -117,19 +69,19 @@ describe("console magic links against the directory's TeamService", () => {
     const fresh = await mailedLink("owner@magic.test");
     const i = fresh.length - 5;
     const altered = fresh.slice(0, i) + (fresh[i] === "A" ? "B" : "A") + fresh.slice(i + 1);
-    const tampered = await redeem(altered);
+    const tampered = await redeem(browser, altered);
     expect(tampered.res.statusCode).toBe(401);
     expect(tampered.res.body).toContain("not valid");
 
     now = new Date(now.getTime() + 15 * MINUTE + 1000);
-    const expired = await redeem(fresh);
+    const expired = await redeem(browser, fresh);
     expect(expired.res.statusCode).toBe(401);
     expect(expired.res.body).toContain("expired");
     expect(expired.jar.cookies.has(SESSION_COOKIE)).toBe(false);
   });
 
   it("follows the directory's rotation of the session token, and signs a removed member out at once", async () => {
-    const { jar } = await redeem(await mailedLink("ed@magic.test"));
+    const { jar } = await redeem(browser, await mailedLink("ed@magic.test"));
     const first = jar.cookies.get(SESSION_COOKIE);
     now = new Date(now.getTime() + 61 * MINUTE);
     expect((await get("/console/sessions", jar)).statusCode).toBe(200);

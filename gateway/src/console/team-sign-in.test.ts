@@ -1,17 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { createClient } from "@connectrpc/connect";
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { ApiKeySchema, DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { MemberSchema, SessionSchema, TeamService, type Member } from "../../../gen/mailroom/directory/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
-import { createLogger, loadConfig } from "@mailroom/kit";
-import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
 import { SESSION_COOKIE } from "./session.js";
+import { askForLink as askForLinkOf, consoleGateway, csrfOf, Jar, redeem as redeemOf, type ConsoleBrowser } from "./sign-in-testing.js";
 
 /**
  * Member sign-in through the console (fastify inject) against an in-memory TeamService that
@@ -139,45 +135,15 @@ const transport = memoryTransport(({ service }) => {
 });
 let ownerOfKey = "";
 
-class Jar {
-  cookies = new Map<string, string>();
-  take(res: LightMyRequestResponse) {
-    for (const c of res.cookies as Array<{ name: string; value: string; maxAge?: number; expires?: Date }>) {
-      const cleared = c.value === "" || c.maxAge === 0 || (c.expires && c.expires.getTime() < Date.now());
-      if (cleared) this.cookies.delete(c.name);
-      else this.cookies.set(c.name, c.value);
-    }
-    return res;
-  }
-  header() {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-  }
-}
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-const FORM = { "content-type": "application/x-www-form-urlencoded", origin: "http://console.test", "sec-fetch-site": "same-origin" };
-
 describe("console member sign-in (magic link) and sessions", () => {
-  let app: FastifyInstance;
+  let browser: ConsoleBrowser;
   let owner: Member;
   let viewer: Member;
 
   beforeAll(async () => {
-    const deps: GatewayDeps = {
-      config: loadConfig({ MAILROOM_SECRET: SECRET, MAILROOM_PUBLIC_URL: "http://console.test" }),
-      logger: createLogger("console-team-test", "silent"),
-      clients: {
-        directory: createClient(DirectoryService, transport),
-        team: createClient(TeamService, transport),
-        email: createClient(EmailService, transport),
-      } as unknown as ServiceClients,
-      rateLimitPerMinute: 0,
-      authFailuresPerMinute: 1000,
-      authCacheMs: 10_000,
-      consoleSignIn: { systemSender: { workspaceId: "ws_system", from: "signin@mailroom.test", fromName: "Mailroom" } },
-    };
-    app = await buildGateway(deps, { api: [], public: [] });
+    browser = await consoleGateway(transport, { secret: SECRET, name: "console-team-test", authCacheMs: 10_000 });
   });
-  afterAll(async () => app?.close());
+  afterAll(async () => browser?.app.close());
   beforeEach(() => {
     now = Date.now();
     members.clear();
@@ -185,30 +151,11 @@ describe("console member sign-in (magic link) and sessions", () => {
     viewer = addMember("viewer@team.test", "VIEWER");
   });
 
-  const get = (url: string, jar: Jar) => app.inject({ method: "GET", url, headers: { cookie: jar.header() } }).then((r) => jar.take(r));
-  const post = (url: string, jar: Jar, form: Record<string, string>) =>
-    app.inject({ method: "POST", url, payload: new URLSearchParams(form).toString(), headers: { ...FORM, cookie: jar.header() } }).then((r) => jar.take(r));
-
+  const get = (url: string, jar: Jar) => browser.get(url, jar);
+  const post = (url: string, jar: Jar, form: Record<string, string>) => browser.post(url, jar, form);
   /** Asks for a link as a browser would; returns the link the system sender mailed (if any) and the page. */
-  async function askForLink(email: string, jar = new Jar()) {
-    const before = sent.length;
-    const page = await get("/console/sign-in", jar);
-    const res = await post("/console/sign-in/email", jar, { _csrf: csrfOf(page.body), email, next: "/console" });
-    await new Promise((r) => setTimeout(r, 20));
-    const mail = sent.slice(before)[0];
-    const text = mail?.email?.content.case === "raw" ? mail.email.content.value.text : "";
-    const link = /http:\/\/console\.test(\/console\/magic\/\S+)/.exec(text)?.[1];
-    return { res, mail, link, jar };
-  }
-
-  async function redeem(path: string, jar = new Jar()) {
-    const landing = await get(path, jar);
-    expect(landing.statusCode).toBe(200);
-    // The GET only shows a button: nothing is redeemed by a mail scanner's fetch.
-    expect(jar.cookies.has(SESSION_COOKIE)).toBe(false);
-    const res = await post(path, jar, { _csrf: csrfOf(landing.body) });
-    return { res, jar };
-  }
+  const askForLink = (email: string, jar = new Jar()) => askForLinkOf(browser, sent, email, { next: "/console", jar });
+  const redeem = (path: string, jar = new Jar()) => redeemOf(browser, path, jar);
 
   it("mails a member a link from the system sender, and answers a stranger the same way", async () => {
     const member = await askForLink("Owner@Team.test");
