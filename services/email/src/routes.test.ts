@@ -68,6 +68,14 @@ describe("email Connect routes", () => {
     expect(errorInfoOf(bad)?.code).toBe("invalid_request");
   });
 
+  it("compiles an automation's send (the internal flag) as automation content; an API email stays transactional", async () => {
+    const { w, email } = await client();
+    const templated = (to: string) => ({ to, content: { case: "templated" as const, value: { template: "welcome" } } });
+    await email.sendBatch({ workspaceId: "ws", emails: [{ ...templated("pia@example.test"), automation: true }], independent: true });
+    await email.sendEmail({ workspaceId: "ws", email: templated("api@example.test") });
+    expect(w.renderer.inputs.map((i) => [i.automation, i.literal])).toEqual([[true, false], [false, false]]);
+  });
+
   it("lists emails newest first with proto filters and cursor paging", async () => {
     const { w, email } = await client();
     const a = await email.sendEmail({ workspaceId: "ws", email: { ...raw("ann@example.test"), groupBy: "g" } });

@@ -58,6 +58,7 @@ export function requestOf(input: EmailInput | undefined): EmailRequest {
         }))
       : undefined,
     tags: input.tags.length ? input.tags.map((t) => ({ name: t.name, value: t.value })) : undefined,
+    automation: input.automation || undefined,
   };
   const content = input.content;
   if (content.case === "raw") {

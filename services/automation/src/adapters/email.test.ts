@@ -9,10 +9,12 @@ import { ConnectMailer, SEND_BATCH_MAX } from "./email.js";
 /** An email service that refuses whole calls over `maxBatch` (as the real one does over 50) and accepts the rest. */
 function emailService(maxBatch: number) {
   const calls: number[] = [];
+  const requests: SendBatchRequest[] = [];
   const transport = memoryTransport((router) =>
     router.service(EmailService, {
       async sendBatch(req: SendBatchRequest) {
         calls.push(req.emails.length);
+        requests.push(req);
         if (req.emails.length > maxBatch) throw toConnectError(badRequest("batch_invalid", `A batch holds at most ${maxBatch} emails; got ${req.emails.length}`));
         return {
           successful: req.emails.map((e, i) => create(EmailRecordSchema, { id: `trs_${e.idempotencyKey.split(":")[1]}_${i}`, status: EmailStatus.SENT, to: e.to })),
@@ -21,7 +23,7 @@ function emailService(maxBatch: number) {
       },
     }),
   );
-  return { client: createClient(EmailService, transport), calls };
+  return { client: createClient(EmailService, transport), calls, requests };
 }
 
 const send = (n: number) => ({ to: `c${n}@example.test`, template: "welcome", variables: {}, idempotencyKey: `automation:run_${n}:s1` });
@@ -35,6 +37,14 @@ describe("ConnectMailer", () => {
     expect(results.every((r) => r.kind === "sent")).toBe(true);
     expect(Math.max(...svc.calls)).toBeLessThanOrEqual(50);
     expect(svc.calls.reduce((a, b) => a + b, 0)).toBe(120);
+  });
+
+  it("marks every send as an automation's (lifecycle mail: unsubscribe footer and List-Unsubscribe), templated with the run's key", async () => {
+    const svc = emailService(50);
+    await new ConnectMailer(svc.client).send("ws_acme", { ...send(7), variables: { firstName: "Pia" } });
+    const [email] = svc.requests[0]!.emails;
+    expect(email).toMatchObject({ to: "c7@example.test", automation: true, idempotencyKey: "automation:run_7:s1" });
+    expect(email!.content).toMatchObject({ case: "templated", value: { template: "welcome", variables: { firstName: "Pia" } } });
   });
 
   it("a refusal of a whole call is no contact's refusal: each send goes again on its own", async () => {

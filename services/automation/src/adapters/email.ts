@@ -54,6 +54,9 @@ export class ConnectMailer implements Mailer {
       headers: [],
       attachments: [],
       tags: [],
+      // Lifecycle mail to a contact, not a receipt: the email service compiles it with the
+      // unsubscribe footer and delivery adds List-Unsubscribe (RFC 8058 one-click).
+      automation: true,
     }));
     let res;
     try {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { appError } from "@mailroom/kit/errors.js";
-import { compiledMessage, ContentKind, type CompiledMessage } from "./compiled.js";
+import { compiledMessage, ContentKind, offersUnsubscribe, type CompiledMessage } from "./compiled.js";
 import { append, type Piece } from "./pieces.js";
 import { scanHtml, type AttributeValue } from "./scan.js";
 import { classifyHref, cleanHref, isInUrlQuery } from "./links.js";
@@ -121,7 +121,7 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   }
 
   const referencesUnsubscribe = !literal && splitVariables(html).some((p) => "variable" in p && p.variable === "unsubscribeUrl");
-  const addFooter = input.kind === ContentKind.BROADCAST && !referencesUnsubscribe;
+  const addFooter = offersUnsubscribe(input.kind) && !referencesUnsubscribe;
   const preheaderAt = firstNonNegative(scan.bodyOpenEnd, scan.headCloseEnd, scan.htmlOpenEnd, scan.doctypeEnd, 0);
   let closingAt = firstNonNegative(scan.bodyCloseStart, scan.htmlCloseStart, html.length);
   if (closingAt < preheaderAt) closingAt = html.length;
@@ -171,7 +171,7 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
     }
     append(textOut, textPieces(generated.slice(last)));
   }
-  if (input.kind === ContentKind.BROADCAST && !textOut.some((p) => "variable" in p && p.variable === "unsubscribeUrl")) {
+  if (offersUnsubscribe(input.kind) && !textOut.some((p) => "variable" in p && p.variable === "unsubscribeUrl")) {
     append(textOut, FOOTER_TEXT);
   }
 

@@ -20,6 +20,15 @@ import type { Piece } from "./pieces.js";
  */
 export { ContentKind, type CompiledMessage, type TrackedLink };
 
+/**
+ * Whether content of this kind is mail a contact may leave: broadcasts and automation emails
+ * carry the unsubscribe footer (unless they link {{unsubscribeUrl}} themselves) and the
+ * List-Unsubscribe headers; transactional emails (receipts, password resets) carry neither.
+ */
+export function offersUnsubscribe(kind: ContentKind): boolean {
+  return kind === ContentKind.BROADCAST || kind === ContentKind.AUTOMATION;
+}
+
 export interface CompiledParts {
   subject: Piece[];
   html: Piece[];

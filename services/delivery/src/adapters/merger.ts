@@ -1,5 +1,6 @@
 import type { CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { mergeMessageBytes } from "@mailroom/content/merge.js";
+import { offersUnsubscribe } from "@mailroom/content/compile/compiled.js";
 import type { CompiledContent, ContentMerger, MergedContent, MergeRecipient } from "../domain/ports.js";
 
 /**
@@ -12,6 +13,10 @@ import type { CompiledContent, ContentMerger, MergedContent, MergeRecipient } fr
 export class RendererMerger implements ContentMerger {
   merge(compiled: CompiledContent, recipient: MergeRecipient, ctx: { secret: string; publicUrl: string }): MergedContent {
     // Paired with a content source that hands out compiled messages (adapters/content-source.ts).
-    return mergeMessageBytes(compiled as CompiledMessage, recipient, ctx);
+    const message = compiled as CompiledMessage;
+    const merged: MergedContent = mergeMessageBytes(message, recipient, ctx);
+    // An automation's email rides the transactional lane yet is list mail: its kind says so.
+    merged.offersUnsubscribe = offersUnsubscribe(message.kind);
+    return merged;
   }
 }

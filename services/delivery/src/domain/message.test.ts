@@ -26,6 +26,17 @@ describe("buildMail", () => {
     expect(tx.headers.map((x) => x.key)).toEqual(["X-Mailroom-Delivery-Id"]);
   });
 
+  it("puts the List-Unsubscribe pair on an automation's email: a transactional job whose content offers an unsubscribe", () => {
+    const sender = { allowed: true, address: "team@acme.test", name: "" };
+    const automation = buildMail(testJob(), { ...merged, offersUnsubscribe: true }, sender);
+    expect(automation.lane).toBe("transactional");
+    const h = Object.fromEntries(automation.headers.map((x) => [x.key, x.value]));
+    expect(h["List-Unsubscribe"]).toBe("<https://mail.example.test/u/tok.abc>, <mailto:unsubscribe+tok.abc@bounces.acme.test>");
+    expect(h["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
+    // Transactional content (a public API email) stays without them.
+    expect(buildMail(testJob(), { ...merged, offersUnsubscribe: false }, sender).headers.map((x) => x.key)).toEqual(["X-Mailroom-Delivery-Id"]);
+  });
+
   it("sends from the delivery's VERP return path on the bounce domain, the List-Unsubscribe mailto on the same domain", () => {
     const job = testJob({ source: "broadcast", broadcastId: "cmp_1" });
     const sender = { allowed: true, address: "news@acme.test", name: "" };

@@ -38,7 +38,8 @@ export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck, 
   const bounceDomain = bounceDomainFor(returnPath?.bounceDomain, fromDomain);
   const envelopeFrom = (returnPath && verpAddress(returnPath.secret, job.deliveryId, bounceDomain)) || fromAddress;
   const headers: OutgoingMail["headers"] = [{ key: DELIVERY_ID_HEADER, value: job.deliveryId }];
-  if (job.source !== "transactional" && merged.listUnsubscribeUrl) {
+  // Broadcasts and test sends by their lane; an automation's email (a transactional job) by its content's kind.
+  if ((job.source !== "transactional" || merged.offersUnsubscribe) && merged.listUnsubscribeUrl) {
     headers.push({ key: "List-Unsubscribe", value: listUnsubscribe(merged.listUnsubscribeUrl, bounceDomain) });
     headers.push({ key: "List-Unsubscribe-Post", value: "List-Unsubscribe=One-Click" });
   }

@@ -117,6 +117,11 @@ export interface MergedContent {
   unsubscribeUrl: string;
   /** The one-click (POST) unsubscribe URL for List-Unsubscribe; empty when none. */
   listUnsubscribeUrl: string;
+  /**
+   * The content is mail a contact may leave (broadcast or automation content, by its compiled
+   * kind): List-Unsubscribe goes with it whatever lane its job came by.
+   */
+  offersUnsubscribe?: boolean;
 }
 
 export interface ContentMerger {

@@ -26,7 +26,9 @@ export class InProcessRenderer implements Renderer {
       text: input.text,
       trackClicks: input.trackClicks,
       trackOpens: input.trackOpens,
-      kind: ContentKind.TRANSACTIONAL,
+      // An automation's email is lifecycle mail: the unsubscribe footer, and delivery's
+      // List-Unsubscribe headers, both keyed on the compiled kind.
+      kind: input.automation ? ContentKind.AUTOMATION : ContentKind.TRANSACTIONAL,
       literal: input.literal,
       contentId: input.contentId,
       workspaceId: input.workspaceId,

@@ -18,6 +18,8 @@ describe("the idempotency hash of a parsed request", () => {
     const same = (a: EmailRequest, b: EmailRequest) => expect(requestHash(a)).toBe(requestHash(b));
     same(raw, { ...raw, groupBy: undefined, settings: {}, replyTo: [] });
     same(raw, { ...raw, groupBy: "" });
+    // The automation flag left false is no flag: hashes of API requests did not change with it.
+    same(templated, { ...templated, automation: false });
     // Defaults spelled out: clicks tracked, opens not for raw emails, tracked for templated ones.
     same(raw, { ...raw, settings: { trackClicks: true, trackOpens: false } });
     same(templated, { ...templated, settings: { trackOpens: true } });
@@ -40,6 +42,8 @@ describe("the idempotency hash of a parsed request", () => {
     differ(raw, { ...raw, to: "bob@example.test" });
     differ(raw, { ...raw, settings: { trackOpens: true } });
     differ(raw, { ...raw, groupBy: "g" });
+    // An automation's send (footer, List-Unsubscribe) is not the same request as an API email.
+    differ(templated, { ...templated, automation: true });
     differ(raw, { ...raw, replyTo: ["help@acme.test"] });
     differ(raw, { ...raw, sendAt: new Date("2030-01-31T08:30:00Z") });
     const withVariables = (variables: Record<string, unknown>): EmailRequest => ({ ...templated, content: { kind: "templated", template: "welcome", variables } });

@@ -59,6 +59,8 @@ export function requestHash(req: EmailRequest): string {
         }))
       : undefined,
     tags: req.tags?.length ? req.tags : undefined,
+    // An automation's send and a public API request with the same key are different requests.
+    automation: req.automation || undefined,
     idempotencyKey: req.idempotencyKey,
   });
 }

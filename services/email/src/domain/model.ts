@@ -103,6 +103,11 @@ export interface EmailRequest {
   headers?: EmailHeader[];
   attachments?: AttachmentInput[];
   tags?: EmailTag[];
+  /**
+   * An automation's send to a contact (internal: the public API never sets it). Lifecycle
+   * mail, not transactional: it gets the unsubscribe footer and List-Unsubscribe headers.
+   */
+  automation?: boolean;
 }
 
 /** What callers see of an email. */

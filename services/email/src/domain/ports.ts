@@ -139,6 +139,11 @@ export interface CompileInput {
   trackOpens: boolean;
   /** Sent as given: `{{…}}` is literal text, not a merge variable (raw emails). */
   literal: boolean;
+  /**
+   * An automation's email to a contact: compiled with the unsubscribe footer (unless the content
+   * links {{unsubscribeUrl}} itself), and delivery adds List-Unsubscribe. Absent: transactional.
+   */
+  automation?: boolean;
 }
 
 export interface Renderer {

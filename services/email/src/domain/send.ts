@@ -402,6 +402,8 @@ export class EmailSender {
       ...effectiveSettings(item.req),
       // Raw emails are sent as given: `{{…}}` in the caller's content is text (DESIGN §6).
       literal: content.kind === "raw",
+      // Only an automation's send offers an unsubscribe; a public API email stays transactional.
+      automation: item.req.automation === true,
     });
   }
 
