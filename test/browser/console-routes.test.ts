@@ -5,6 +5,8 @@ import path from "node:path";
 import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
+import { connectClient } from "@mailroom/kit";
+import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
 import { freePort } from "../harness/ports.js";
@@ -16,9 +18,12 @@ import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
  * direct route reserved for another workspace), the Delivery page with their health and
  * counters, the route on an email's page, and the domain page's direct-sending DNS checks
  * answered by a DNS server on loopback (PTR, A, TXT) through the directory's resolver.
+ * The Delivery page is the operator's (owners and admins): the browser signs in with an ADMIN
+ * key owned by the workspace's owner, as `mailroom key create --role ADMIN --owner` makes one.
  */
 const KEY = "mr_test_console_routes_key_1";
 const WORKSPACE = "ws_console_routes";
+const OWNER = "owner@acme.test";
 const SCREENSHOTS = path.join(process.cwd(), "test-results", "console");
 
 type Zone = { txt: Map<string, string>; a: Map<string, string>; ptr: Map<string, string> };
@@ -78,7 +83,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's delivery routes in a brows
         workspaces: [{
           id: WORKSPACE, name: "Routes Co", timezone: "UTC",
           apiKeys: [{ key: KEY, scopes: ["api_user"] }],
-          verifiedEmails: [], verifiedDomains: ["acme.test"], members: [],
+          verifiedEmails: [], verifiedDomains: ["acme.test"], members: [{ email: OWNER, role: "OWNER" }],
           flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
           monthlyLimit: 1000, sendingAccountNew: false,
         }],
@@ -102,7 +107,10 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's delivery routes in a brows
     });
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    await signInWithKey(page, `${sys.gatewayUrl}/console/sign-in`, KEY);
+    // The bootstrap key is EDITOR (no owner answers for it): the Delivery page needs ADMIN.
+    const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    const { plainKey } = await directory.createApiKey({ workspaceId: WORKSPACE, name: "operator", role: "ADMIN", ownerMemberId: OWNER });
+    await signInWithKey(page, `${sys.gatewayUrl}/console/sign-in`, plainKey);
   }, 180_000);
 
   afterAll(async () => {
@@ -179,5 +187,21 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's delivery routes in a brows
     zone.a.set("mta.acme.test", "192.0.2.1");
     await page.reload();
     expect(await card.textContent()).toContain("mta.acme.test does not resolve back to 127.0.0.1");
+  });
+
+  it("keeps the Delivery page from an EDITOR session: no link, and the console's 403 page at its address", async () => {
+    const context = await browser.newContext();
+    try {
+      const editor = await context.newPage();
+      await signInWithKey(editor, `${sys.gatewayUrl}/console/sign-in`, KEY);
+      expect(await editor.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Team" }).count()).toBe(1);
+      expect(await editor.getByRole("link", { name: "Delivery" }).count()).toBe(0);
+      const res = await editor.goto(`${sys.gatewayUrl}/console/delivery`);
+      expect(res?.status()).toBe(403);
+      expect(await editor.getByRole("heading", { level: 1 }).textContent()).toBe("Not allowed");
+      expect(await editor.content()).not.toContain(sink.url);
+    } finally {
+      await context.close();
+    }
   });
 });

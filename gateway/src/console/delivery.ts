@@ -105,7 +105,7 @@ function statusHtml(s: GetStatusResponse, workspaceId: string): string {
     : `<p class="card" id="routes">This delivery process reports no routes${s.relay ? `; it sends through <code>${escapeHtml(s.relay)}</code>` : ""}.</p>`;
   return `<div class="card"><table class="data" id="delivery-facts"><tbody>${facts.map(([k, v]) => `<tr><th scope="row">${escapeHtml(k)}</th><td>${v}</td></tr>`).join("")}</tbody></table></div>
 <h2>Routes</h2>${table}
-<p class="muted" id="counters-scope">Counters and health are those of the delivery process that answered (${ALL_WORKSPACES}), since it started. A route that refuses connections or answers 4xx to everything is marked down for a while and its traffic moves to the others.</p>`;
+<p class="muted" id="counters-scope">Counters and health are those of the delivery process that answered, since it started: every workspace's mail together, not this workspace's alone. A route that refuses connections or answers 4xx to everything is marked down for a while and its traffic moves to the others.</p>`;
 }
 
 export function registerDeliveryPages(scope: FastifyInstance, deps: ConsoleDeps): void {

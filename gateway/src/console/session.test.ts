@@ -11,6 +11,7 @@ import { SECRET_PURPOSES, sealSecret } from "@mailroom/kit/secrets.js";
 import { buildGateway } from "../app.js";
 import type { GatewayDeps, ServiceClients } from "../deps.js";
 import { SESSION_COOKIE } from "./session.js";
+import { csrfOf, Jar } from "./sign-in-testing.js";
 
 /**
  * The console's session cookie and CSRF checks through fastify inject, against an
@@ -66,24 +67,6 @@ const email = createClient(EmailService, memoryTransport(({ service }) => {
     },
   });
 }));
-
-/** Cookies of one browser: what Set-Cookie said, sent back on the next request. */
-class Jar {
-  cookies = new Map<string, string>();
-  take(res: LightMyRequestResponse) {
-    for (const c of res.cookies as Array<{ name: string; value: string; maxAge?: number; expires?: Date }>) {
-      const cleared = c.value === "" || c.maxAge === 0 || (c.expires && c.expires.getTime() < Date.now());
-      if (cleared) this.cookies.delete(c.name);
-      else this.cookies.set(c.name, c.value);
-    }
-    return res;
-  }
-  header() {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
-  }
-}
-
-const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
 
 describe("console sessions and CSRF", () => {
   let app: FastifyInstance;
