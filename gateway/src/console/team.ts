@@ -90,7 +90,7 @@ export function registerTeamPages(scope: FastifyInstance, deps: ConsoleDeps): vo
 <thead><tr><th>Member</th><th>Role</th><th>Status</th><th>Since</th><th>Last sign-in</th>${manage ? "<th>Actions</th>" : ""}</tr></thead>
 <tbody>${rows || `<tr><td colspan="6">No members yet.</td></tr>`}</tbody></table></div>
 ${invite}
-<h2>Roles</h2><ul><li><strong>OWNER</strong>: everything, including owners.</li><li><strong>ADMIN</strong>: everything but owners: members, keys, domains, the audit log.</li>
+<h2>Roles</h2><ul><li><strong>OWNER</strong>: everything, including owners.</li><li><strong>ADMIN</strong>: everything but owners: members, keys, domains, the audit log, the Delivery page.</li>
 <li><strong>EDITOR</strong>: sends and changes content, contacts and broadcasts.</li><li><strong>VIEWER</strong>: looks only.</li></ul>`;
     return html(reply).send(consolePage({ title: "Team", session, active: "team", body, flash: request.consoleFlash }));
   });
