@@ -35,6 +35,7 @@ const wsOf = (p: Provider | "plain") => `ws_${p}`;
 const keyOf = (p: Provider | "plain") => `mr_test_provider_routes_${p}`;
 const POSTMARK_USER = "mailroom";
 const BROADCAST_RCPT = "bea-broadcast@example.test";
+const OWNER = "owner@acme.test";
 const POSTMARK_PASSWORD = "pm-hook-pass-42";
 /** In the shared route's URL: must never show in a log, the console or a status. */
 const RELAY_PASSWORD = "hunter2-relay-secret";
@@ -79,7 +80,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     const workspace = (p: Provider | "plain") => ({
       id: wsOf(p), name: p, timezone: "UTC",
       apiKeys: [{ key: keyOf(p), scopes: ["api_user"] }],
-      verifiedEmails: [], verifiedDomains: ["acme.test"], members: [],
+      verifiedEmails: [], verifiedDomains: ["acme.test"], members: [{ email: OWNER, role: "OWNER" }],
       flags: { broadcastEarlyAccess: true, emailApiAddon: true, verified: true },
       monthlyLimit: 1000, sendingAccountNew: false,
       // One subscribed contact for the broadcast through SES.
@@ -177,7 +178,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
   }
 
   /** Signs in to the console with p's key over HTTP (form + CSRF cookie), as a browser does; returns a page reader. */
-  async function consoleAs(p: Provider | "plain") {
+  async function consoleAs(p: Provider | "plain", apiKey = keyOf(p)) {
     const jar = new Map<string, string>();
     const keep = (res: Response) => {
       for (const c of res.headers.getSetCookie()) {
@@ -193,7 +194,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     const res = await fetch(`${sys.gatewayUrl}/console/sign-in`, {
       method: "POST", redirect: "manual",
       headers: { "content-type": "application/x-www-form-urlencoded", cookie: cookie(), origin: sys.gatewayUrl },
-      body: new URLSearchParams({ _csrf: csrf, apiKey: keyOf(p), next: "/console" }).toString(),
+      body: new URLSearchParams({ _csrf: csrf, apiKey, next: "/console" }).toString(),
     });
     expect(res.status, await res.clone().text()).toBe(303);
     keep(res);
@@ -201,6 +202,14 @@ describe("relay provider routes and their event webhooks, end to end", () => {
       const r = await fetch(`${sys.gatewayUrl}/console${path}`, { headers: { cookie: cookie() }, redirect: "manual" });
       return { status: r.status, html: await r.text() };
     };
+  }
+  /**
+   * The Delivery page is the operator's (owners and admins): an ADMIN key the workspace's owner
+   * answers for, as `mailroom key create --role ADMIN --owner` makes one.
+   */
+  async function operatorConsole() {
+    const { plainKey } = await directory.createApiKey({ workspaceId: wsOf("plain"), name: "operator", role: "ADMIN", ownerMemberId: OWNER });
+    return consoleAs("plain", plainKey);
   }
   /** The text of a console page without tags (entities as the page writes them). */
   const textOf = (html: string) => html.replace(/<[^>]+>/g, " ").replace(/\s+/g, " ");
@@ -385,7 +394,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
   }, 120_000);
 
   it("the console's Delivery page lists every route with its provider; no route credentials in the page or any unit's log", async () => {
-    const page = await (await consoleAs("plain"))("/delivery");
+    const page = await (await operatorConsole())("/delivery");
     expect(page.status, page.html.slice(0, 500)).toBe(200);
     const text = textOf(page.html);
     for (const name of [...PROVIDERS, "plain"]) expect(text).toContain(name);
@@ -401,7 +410,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
   // A Postmark route's URL is smtp://TOKEN:TOKEN@smtp.postmarkapp.com (README): the token is the
   // user name too, so redactUrl hides both.
   it("a Postmark route's server token (its URL's user name) shows nowhere", async () => {
-    const page = await (await consoleAs("plain"))("/delivery");
+    const page = await (await operatorConsole())("/delivery");
     expect(page.html).not.toContain(POSTMARK_TOKEN);
     expect(await sys.log("delivery", 100_000)).not.toContain(POSTMARK_TOKEN);
   }, 60_000);
