@@ -204,8 +204,9 @@ describe("automations through the public API (real processes)", () => {
     const auto = automations(sys, BURST);
     const automation = await auto.active({
       name: "Burst", trigger: { type: "event", name: "burst" },
-      // Long enough for all 120 to be in it before the pause, on a loaded machine too.
-      steps: [{ id: "w", type: "wait", duration: "PT5S" }, { id: "s", type: "send", template: "burst" }],
+      // Long enough for all 120 to be in it before the pause, on a loaded machine too (5 s was not:
+      // on a slow CI run the first runs finished their wait before the last contacts entered).
+      steps: [{ id: "w", type: "wait", duration: "PT20S" }, { id: "s", type: "send", template: "burst" }],
     });
     const emails = Array.from({ length: 120 }, (_, i) => `b${i}@burst.test`);
     const created = await auto.api("POST", "/v1/contacts/batch", { contacts: emails.map((email) => ({ properties: { email, firstName: "B" } })) });
@@ -217,14 +218,16 @@ describe("automations through the public API (real processes)", () => {
     // Every run waits; held by a pause past the end of their waits, they are all due at once on activate.
     await until("120 runs wait", () => auto.runs(automation.id), (r) => r.length === 120 && r.every((x) => waitingIn(x, "w")));
     expect((await auto.api("POST", `/v1/automations/${automation.id}/pause`, {})).status).toBe(200);
-    await sleep(5_500);
+    // Past the end of every run's wait: all 120 are due the moment the automation is activated.
+    const waitEnds = (await auto.runs(automation.id)).map((r) => Date.parse(r.startedAt) + 20_000);
+    await sleep(Math.max(0, Math.max(...waitEnds) - Date.now()) + 2_000);
     expect((await auto.api("POST", `/v1/automations/${automation.id}/activate`, {})).status).toBe(200);
     const runs = await until("120 runs ended", () => auto.runs(automation.id), (r) => r.every((x) => x.status !== "ACTIVE"), 30_000);
     const exited = runs.filter((r) => r.status !== "COMPLETED");
     expect(exited.map((r) => `${r.exitReason}: ${r.steps.at(-1)?.detail}`).slice(0, 3), `${exited.length} runs did not complete`).toEqual([]);
     await until("120 messages", () => sys.sink!.messages.filter((m) => m.to[0]?.endsWith("@burst.test")).length, (n) => n >= 120, 20_000);
     expect(new Set(sys.sink!.messages.flatMap((m) => m.to).filter((t) => t.endsWith("@burst.test"))).size).toBe(120);
-  }, 60_000);
+  }, 150_000);
 
   it("refuses invalid definitions with 400 invalid_automation naming the step path; unknown ids are 404; states 409", async () => {
     const auto = automations(sys, BAD);
