@@ -1,7 +1,13 @@
 import type { Browser, Page } from "playwright-core";
 
-/** Debian's chromium, driven through playwright-core (suites skip when it is not installed). */
-export const CHROMIUM = "/usr/bin/chromium";
+import { findProgram, missingProgramMessage } from "../harness/programs.js";
+
+/**
+ * Debian's chromium, driven through playwright-core. Suites skip when it is not installed, except
+ * under CI, where .ci/system-packages installs it and its absence fails the suite by name.
+ */
+export const CHROMIUM = findProgram("chromium") ?? "/usr/bin/chromium";
+if (process.env.CI && !findProgram("chromium")) throw new Error(missingProgramMessage("chromium"));
 
 /** Headless Chromium without the background traffic (updates, sync, QUIC) a test does not want. */
 export async function launchChromium(): Promise<Browser> {

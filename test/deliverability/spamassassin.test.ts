@@ -10,7 +10,7 @@
  * HTML_IMAGE_ONLY_* (up to 2.8) to every short tracked message: see pixelPieces in
  * services/content/src/compile/snippets.ts for why it is no longer an <img> to the filter.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -23,19 +23,11 @@ import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/even
 import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
 import { startDeliveryUnderTest, deliveryEnv, listenEvents, publishJob, putContent, SECRET, startNeighbours, tempDir, type Neighbours } from "../delivery/support.js";
+import { optionalProgram } from "../harness/programs.js";
 
 const MAX_SCORE = 1.0;
 
-function spamassassinAvailable(): boolean {
-  try {
-    execFileSync("spamassassin", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const available = spamassassinAvailable();
-if (!available) console.warn("test/deliverability: `spamassassin` not found on PATH, skipping (apt-get install spamassassin)");
+const available = optionalProgram("spamassassin", "test/deliverability");
 
 /** Score and the rules that fired, from `spamassassin -L -t` (local tests only, report appended). */
 function score(raw: string): Promise<{ score: number; rules: string[]; report: string }> {

@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import client, { Histogram, Registry } from "prom-client";
 import { afterAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
+import { optionalProgram } from "../harness/programs.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const RULES_FILE = path.join(ROOT, "deploy/prometheus/alerts.yml");
@@ -405,7 +406,7 @@ describe("deploy/grafana/mailroom-dashboard.json", () => {
 
 // ---------- promtool, when Debian's prometheus package is installed ----------
 
-const promtool = spawnSync("promtool", ["--version"], { encoding: "utf8" }).status === 0;
+const promtool = optionalProgram("promtool", "test/ops/observability-files (promtool)");
 
 describe.skipIf(!promtool)("promtool", () => {
   const dir = mkdtempSync(path.join(tmpdir(), "mailroom-rules-"));

@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto";
 import { connectClient } from "@mailroom/kit";
 import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
 import { freePort } from "../harness/ports.js";
+import { requireProgram } from "../harness/programs.js";
 import type { ReceivedMessage } from "../harness/smtp-sink.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
@@ -35,7 +36,7 @@ let tlsPort: number;
 beforeAll(async () => {
   certDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-submission-cert-"));
   // node:crypto cannot make a certificate; openssl can.
-  await run("openssl", [
+  await run(requireProgram("openssl"), [
     "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
     "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
     "-keyout", path.join(certDir, "key.pem"), "-out", path.join(certDir, "cert.pem"),
@@ -116,8 +117,10 @@ async function deliveredTo(address: string, timeoutMs = 20_000): Promise<Receive
 const logs = async () => `\n--- submission log ---\n${await sys.log("submission")}\n--- email log ---\n${await sys.log("email", 20)}`;
 
 async function swaks(args: string[]): Promise<{ code: number; out: string }> {
+  // Names the package when swaks is missing, instead of an ENOENT exit code.
+  const binary = requireProgram("swaks");
   try {
-    const { stdout, stderr } = await run("/usr/bin/swaks", ["--server", "127.0.0.1", "--timeout", "20", ...args], { timeout: 30_000 });
+    const { stdout, stderr } = await run(binary, ["--server", "127.0.0.1", "--timeout", "20", ...args], { timeout: 30_000 });
     return { code: 0, out: stdout + stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
