@@ -1,26 +1,31 @@
 import { defineConfig } from "vitest/config";
+import { ALONE, COMPAT_SYSTEM_TESTS, SHARED, SHARED_SYSTEMS_VARIABLE, SYSTEM_TESTS, UNIT_TESTS, testSet } from "./test/harness/suites.js";
 
-const INCLUDE = ["services/**/*.test.ts", "gateway/**/*.test.ts", "cli/**/*.test.ts", "test/**/*.test.ts"];
-/**
- * Suites that kill and restart whole units under a deadline, and the two that run `npm start`
- * itself: they run last, one file at a time, so their timing neither suffers from nor spoils
- * the suites beside them on two cores, and two launchers never start together (each takes
- * the units' default ports when free: two at once both find a port free, then one unit
- * cannot bind it and the other launcher's gateway talks to the wrong system).
- */
-const ALONE = ["test/delivery/kill-recovery.test.ts", "test/automation/crash.test.ts", "test/deploy/supervision.test.ts", "test/e2e/readme-examples.test.ts"];
+const compat = testSet() === "compat";
+const systemTests = compat ? COMPAT_SYSTEM_TESTS : SYSTEM_TESTS;
+const only = (files: string[]) => (compat ? files.filter((f) => COMPAT_SYSTEM_TESTS.includes(f)) : files);
+
+/** What every project shares (the global set-up is the root's alone: it runs once for the run). */
+const common = {
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+  pool: "forks",
+} as const;
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    pool: "forks",
+    ...common,
     // Suites that start nats-server and service processes share two cores.
     maxWorkers: 2,
-    reporters: ["default", "./test/summary-reporter.ts", "./test/hostile/summary-reporter.ts"],
+    globalSetup: ["./test/harness/global-setup.ts"],
+    // The plain summary last: its "Tests: N passed, N failed" line ends the run.
+    reporters: ["default", "./test/hostile/summary-reporter.ts", "./test/summary-reporter.ts"],
     projects: [
-      { extends: true, test: { name: "suites", include: INCLUDE, exclude: ALONE, sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: "alone", include: ALONE, fileParallelism: false, sequence: { groupOrder: 1 } } },
+      { test: { ...common, name: "unit", include: UNIT_TESTS, sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: "system", include: systemTests, exclude: [...ALONE, ...SHARED], sequence: { groupOrder: 0 } } },
+      // Workers that outlive a file, so the systems they start serve the files after it (useSystem).
+      { test: { ...common, name: "shared", include: only(SHARED), isolate: false, env: { [SHARED_SYSTEMS_VARIABLE]: "1" }, sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: "alone", include: only(ALONE), fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },
 });

@@ -4,7 +4,8 @@ import { connectClient } from "@mailroom/kit";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { TeamService, type AuditEntry } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { runCli } from "../../cli/program.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * The audit log over the real units (directory, gateway; real NATS JetStream): a change made
@@ -81,7 +82,7 @@ describe("audit log: one entry per change, with its actor", () => {
   }
 
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       smtp: false,
       units: ["directory", "renderer", "email", "delivery", "gateway"],
       bootstrap: {

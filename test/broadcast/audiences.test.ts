@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * Broadcast audiences (DESIGN §9.4) through the public API, against the real processes
@@ -84,7 +85,7 @@ describe("broadcast audiences through the public API (real processes)", () => {
   }
 
   beforeAll(async () => {
-    sys = await startSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
     directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
     for (const [name, status, plan] of PEOPLE) {
       const res = await api("POST", "/v1/contacts", { properties: { email: `${name}@example.test`, firstName: name, status, plan } });

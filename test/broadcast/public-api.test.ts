@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
 import { JSDOM } from "jsdom";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * Broadcasts through the public API: the gateway and every unit as real processes,
@@ -90,7 +91,7 @@ describe("broadcasts through the public API (real processes)", () => {
   const broadcastOf = async (ws: string, id: string) => (await api(ws, "GET", `/v1/broadcasts/${id}`)).body.broadcast;
 
   beforeAll(async () => {
-    sys = await startSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
   }, 120_000);
   afterAll(async () => sys?.stop());
 

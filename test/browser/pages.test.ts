@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
@@ -49,7 +50,7 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
 
   beforeAll(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [{
           id: WORKSPACE, name: "Browser", timezone: "UTC",

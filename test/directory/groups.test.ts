@@ -6,7 +6,8 @@
  * CONTACT_TAG_REMOVED delivered to a loopback receiver.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { startReceiver, type Received } from "../webhooks/receiver.js";
 
 const WS = "ws_groups";
@@ -50,7 +51,7 @@ describe("groups through the public API (real directory, webhooks and gateway)",
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    sys = await startSystem({
+    sys = await useSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
       env: { MAILROOM_WEBHOOKS_POLL_MS: "50", MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0", MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" },

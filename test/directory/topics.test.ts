@@ -7,7 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 const A = "ws_topics_a";
 const B = "ws_topics_b";
@@ -20,7 +21,7 @@ describe("topics and the preference centre (real processes)", () => {
   const b = (method: string, path: string, body?: unknown) => sys.api(method, path, { key: KEY_B, body });
 
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       smtp: false,
       units: ["directory", "email", "automation", "gateway"], // email, automation: the contact export lists the emails to the address and the runs
       bootstrap: {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 const KEY = "mr_test_skeleton_key_1";
 
@@ -8,7 +9,7 @@ const KEY = "mr_test_skeleton_key_1";
 describe("walking skeleton", () => {
   let sys: TestSystem;
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [{
           id: "ws_skeleton", name: "Skeleton", timezone: "UTC",

@@ -6,7 +6,8 @@ import { EmailService, EmailStatus } from "../../gen/mailroom/email/v1/email_pb.
 import { connectClient } from "@mailroom/kit/connect.js";
 import { ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/mailroom/common/v1/common_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * What an email can carry (issue 28, DESIGN §9.5), in the email service: its EmailService called
@@ -38,7 +39,7 @@ describe("cc, bcc, headers, attachments and tags through the email service", () 
   const used = async () => Number((await directory.getUsage({ workspaceId: WS })).used);
 
   beforeAll(async () => {
-    sys = await startSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery"] });
+    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery"] });
     email = connectClient(EmailService, `http://127.0.0.1:${sys.ports.email}`);
     directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
   }, 120_000);

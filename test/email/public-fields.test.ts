@@ -4,7 +4,8 @@ import { connectClient } from "@mailroom/kit/connect.js";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime, { type Email } from "postal-mime";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * What an email can carry (issue 28, DESIGN §9.5) through the public HTTP API, against the
@@ -50,7 +51,7 @@ describe("cc, bcc, headers, attachments and tags over the public API", () => {
   const mailCount = (address: string) => sys.sink!.messages.filter((m) => m.to.includes(address)).length;
 
   beforeAll(async () => {
-    sys = await startSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery", "gateway"] });
   }, 120_000);
   afterAll(async () => sys?.stop());
 

@@ -8,7 +8,8 @@ import { jetstream } from "@nats-io/jetstream";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
 import { EmailService, EmailStatus } from "../../gen/mailroom/email/v1/email_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * DESIGN §9.7 end to end: the route delivery names on its SENT event is recorded on the email,
@@ -53,7 +54,7 @@ describe("the delivery route and a relay provider's reports on the email", () =>
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [{
           id: WS, name: "Routes", timezone: "UTC",

@@ -31,6 +31,8 @@ export interface SmtpSink {
   /** DATA transactions cut mid-stream by setMidDataCut. */
   readonly cuts: number;
   waitFor(count: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
+  /** Forgets what arrived and every fault mode (a shared system's sink, handed to its next suite). */
+  reset(): void;
   stop(): Promise<void>;
 }
 
@@ -119,6 +121,14 @@ export async function startSmtpSink(opts: { /** Listen on this port (default: a 
         });
       }
       return messages.slice(0, count);
+    },
+    reset() {
+      messages.length = 0;
+      attempts = 0;
+      cuts = 0;
+      behaviour = () => ({ kind: "accept" });
+      recipientFault = undefined;
+      midDataCut = undefined;
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -7,7 +7,8 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { DeliverySource, MailEventSchema, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { verifyClientSignature } from "../webhooks/verify.js";
 
 const KEY = "mr_test_outcomes_key_1";
@@ -55,7 +56,7 @@ describe("every outcome visible", () => {
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [
           {

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient } from "@mailroom/kit";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { TeamService } from "../../gen/mailroom/directory/v1/team_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * The role rules over the real directory and gateway (issue 32): keys from before roles keep
@@ -61,7 +62,7 @@ describe("role rules over the real system", () => {
   }
 
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       smtp: false,
       units: ["directory", "renderer", "email", "delivery", "gateway"],
       // Role changes take effect on the next request (no cached key answers).

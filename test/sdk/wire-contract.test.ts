@@ -5,7 +5,8 @@ import { connect, type NatsConnection, type Subscription } from "@nats-io/transp
 import { ContactEventSchema, DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { CONTACT_EVENTS_SUBJECTS } from "@mailroom/pipeline/subjects.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * The official client's wire contract (shared/spec/sdk-wire-contract.md) against the real
@@ -116,7 +117,7 @@ describe("the official client's wire contract", () => {
   }
 
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap,
       units: ["directory", "renderer", "email", "delivery", "gateway"],
       env: { MAILROOM_SCHEDULER_INTERVAL_MS: "200", MAILROOM_AUTH_CACHE_MS: "0" },

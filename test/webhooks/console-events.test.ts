@@ -6,7 +6,8 @@
  * the console read over HTTP with a signed-in session.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { startReceiver } from "./receiver.js";
 
 const WS = "ws_console_hooks";
@@ -50,7 +51,7 @@ describe("console: webhook events and a contact's webhook history", () => {
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    sys = await startSystem({
+    sys = await useSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
       env: { MAILROOM_WEBHOOKS_POLL_MS: "50", MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0", MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" },

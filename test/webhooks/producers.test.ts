@@ -4,7 +4,8 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { WebhookEventSchema } from "../../gen/mailroom/events/v1/events_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { verifyClientSignature, verifyStandardWebhook } from "./verify.js";
 import { startReceiver, type Received } from "./receiver.js";
 
@@ -61,7 +62,7 @@ describe("webhook producers: EMAIL_SENT, EMAIL_DELIVERED, BROADCAST_STARTED, BRO
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [
           {

@@ -1,0 +1,62 @@
+import { connectClient } from "@mailroom/kit";
+import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { registerForRunEnd } from "./run-registry.js";
+import { SHARED_SYSTEMS_VARIABLE } from "./suites.js";
+import { startSystem, type SystemOptions, type TestSystem } from "./system.js";
+
+/**
+ * A system for a suite that only needs one running: in the `shared` project (test/harness/suites.ts)
+ * it is one a vitest worker already started for an earlier suite with the same settings, else a new
+ * one kept for the suites after it; anywhere else, the suite's own (startSystem).
+ *
+ * What makes sharing safe: a worker runs one file at a time, so a shared system serves one suite
+ * at a time; each suite works in the workspaces of its own bootstrap, loaded through the
+ * directory's LoadBootstrap as MAILROOM_BOOTSTRAP is at start; a suite whose workspace ids a
+ * system already holds gets a fresh system; the SMTP sink is emptied and its faults cleared when
+ * it changes hands. Every unit runs in a shared system (the suites differ in the units they
+ * name, not in needing one absent). What a suite sets in `env` or `smtp` is part of the key:
+ * only suites with the same settings share.
+ */
+interface Shared {
+  key: string;
+  system: TestSystem;
+  workspaces: Set<string>;
+  lastUsed: number;
+}
+
+/** Systems one worker keeps at once (each is ten processes and a nats-server). */
+const KEPT = 2;
+const kept: Shared[] = [];
+
+export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
+  if (process.env[SHARED_SYSTEMS_VARIABLE] !== "1" || opts.topology || opts.prepareDataDir) return startSystem(opts);
+  const key = JSON.stringify({ smtp: opts.smtp !== false, env: Object.entries(opts.env ?? {}).sort(([a], [b]) => a.localeCompare(b)) });
+  const ids = workspaceIds(opts.bootstrap);
+  let shared = kept.find((s) => s.key === key && !ids.some((id) => s.workspaces.has(id)));
+  if (!shared) {
+    while (kept.length >= KEPT) {
+      kept.sort((a, b) => a.lastUsed - b.lastUsed);
+      await kept.shift()!.system.stop();
+    }
+    const system = await startSystem({ env: opts.env, smtp: opts.smtp });
+    registerForRunEnd({ pid: system.nats.pid, command: "nats-server", dir: system.dataDir });
+    for (const unit of system.processes.units) registerForRunEnd({ pid: unit.child.pid, command: process.execPath });
+    shared = { key, system, workspaces: new Set(), lastUsed: 0 };
+    kept.push(shared);
+  }
+  shared.lastUsed = Date.now();
+  if (opts.bootstrap !== undefined) {
+    const directory = connectClient(DirectoryService, `http://127.0.0.1:${shared.system.ports.directory}`);
+    await directory.loadBootstrap({ json: JSON.stringify(opts.bootstrap) });
+  }
+  for (const id of ids) shared.workspaces.add(id);
+  shared.system.sink?.reset();
+  const { system } = shared;
+  // The suite's stop() hands the system back; the worker's end (or the run's) stops it.
+  return { ...system, stop: async () => system.sink?.reset() };
+}
+
+function workspaceIds(bootstrap: unknown): string[] {
+  const workspaces = (bootstrap as { workspaces?: Array<{ id?: unknown }> } | undefined)?.workspaces ?? [];
+  return workspaces.map((w) => String(w.id));
+}

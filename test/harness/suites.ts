@@ -1,0 +1,73 @@
+/**
+ * What kind each suite is, in one place: vitest.config.ts builds its projects from this table,
+ * and .ci/run picks the sets it runs on each Node version from it.
+ *
+ * - unit: tests beside the code (`services/**`, `gateway/**`, `cli/**`), in process or with one
+ *   nats-server of their own.
+ * - shared: suites under `test/` that only need a running system; their systems start from one
+ *   prebuilt copy of every unit (test/harness/unit-bundles.ts), each test in workspaces of its own.
+ * - alone: suites that kill units under a deadline or run `npm start` itself: they run last, one
+ *   file at a time, so their timing neither suffers from nor spoils the suites beside them on two
+ *   cores, and two launchers never start together (each takes the units' default ports when
+ *   free: two at once both find a port free, then one unit cannot bind it and the other
+ *   launcher's gateway talks to the wrong system).
+ */
+export const UNIT_TESTS = ["services/**/*.test.ts", "gateway/**/*.test.ts", "cli/**/*.test.ts"];
+export const SYSTEM_TESTS = ["test/**/*.test.ts"];
+
+/**
+ * Suites that share systems (useSystem): each needs a running system and nothing more — it does
+ * not kill, restart or reconfigure units, and counts only what its own workspaces did. Their
+ * files run in workers that outlive a file (vitest's isolate: false), which is what lets a
+ * system started for one file serve the next. Every other suite under test/ starts its own.
+ */
+export const SHARED = [
+  "test/e2e/walking-skeleton.test.ts",
+  "test/email/public-fields.test.ts",
+  "test/email/carry-service.test.ts",
+  "test/email/route-recorded.test.ts",
+  "test/broadcast/public-api.test.ts",
+  "test/broadcast/audiences.test.ts",
+  "test/directory/contact-filter.test.ts",
+  "test/directory/groups.test.ts",
+  "test/webhooks/console-events.test.ts",
+  "test/outcomes/outcomes.test.ts",
+  "test/webhooks/producers.test.ts",
+  "test/audit/audit-log.test.ts",
+  "test/browser/pages.test.ts",
+  "test/roles/roles-system.test.ts",
+  "test/sdk/wire-contract.test.ts",
+  "test/directory/topics.test.ts",
+];
+
+export const ALONE = [
+  "test/delivery/kill-recovery.test.ts",
+  "test/automation/crash.test.ts",
+  "test/deploy/supervision.test.ts",
+  "test/e2e/readme-examples.test.ts",
+];
+
+/**
+ * The compatibility set: what proves a Node version works without the whole suite (.ci/run runs
+ * it on the machine's Node and on Node 22; the whole suite runs on Node 24, the active LTS).
+ * Every unit test, the store contract (inside the unit tests), the README's examples against a
+ * fresh `npm start`, one send the whole way, one broadcast, and the runtime check.
+ */
+export const COMPAT_SYSTEM_TESTS = [
+  "test/e2e/readme-examples.test.ts",
+  "test/e2e/walking-skeleton.test.ts",
+  "test/broadcast/broadcast.test.ts",
+  "test/ops/runtime.test.ts",
+  "test/harness/programs.test.ts",
+];
+
+/** `MAILROOM_TEST_SET=compat` runs the compatibility set; anything else (or unset) runs everything. */
+export type TestSet = "all" | "compat";
+export function testSet(): TestSet {
+  const set = process.env.MAILROOM_TEST_SET ?? "all";
+  if (set !== "all" && set !== "compat") throw new Error(`MAILROOM_TEST_SET must be "all" or "compat", not ${JSON.stringify(set)}`);
+  return set;
+}
+
+/** Set by vitest.config.ts for the files of the `shared` project: useSystem shares systems there. */
+export const SHARED_SYSTEMS_VARIABLE = "MAILROOM_TEST_SHARED_SYSTEMS";
