@@ -14,6 +14,7 @@ import { lazyRequestLogger } from "./request-logger.js";
 import { defaultErrorDocsUrl } from "./settings.js";
 import { installRoleRules } from "./roles.js";
 import { installRequestSpans } from "./tracing.js";
+import { installLingeringClose } from "./lingering-close.js";
 
 /**
  * Builds the public HTTP gateway: JSON in and out, auth, rate limits and error bodies.
@@ -63,6 +64,10 @@ export async function buildGateway(
     reply.header("x-request-id", request.id);
     done();
   });
+  // An answer sent while the request body is still arriving (a 413 over the body limit, a 401
+  // before the body is read) reaches the client: the rest of the body is read and discarded
+  // (bounded) before the connection closes, never reset under an uploading client.
+  installLingeringClose(app, deps.drainLimits);
   // A trace line per request at debug only (an access log at info costs more than the request).
   app.addHook("onResponse", (request, reply, done) => {
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request done");

@@ -18,6 +18,7 @@ import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import { ACTOR_HEADER, ACTOR_LABEL_HEADER, actorHeaderValue, actorLabelHeaderValue } from "@mailroom/kit/audit.js";
 import type { TokenBuckets } from "./rate-limit.js";
 import type { OidcSettings, SystemSender } from "./settings.js";
+import type { DrainLimits } from "./lingering-close.js";
 
 /**
  * Call options that name the request being served (see rpcOptions) and, for a signed-in
@@ -86,6 +87,8 @@ export interface GatewayDeps {
   capturesMail?: boolean;
   /** Console sign-in: OpenID Connect, and the sender of sign-in and invitation mail (settings.ts). */
   consoleSignIn?: { oidc?: OidcSettings; systemSender?: SystemSender };
+  /** How long and how much of an unread request body is drained after its answer (default DEFAULT_DRAIN_LIMITS). */
+  drainLimits?: DrainLimits;
 }
 
 /** Clients of the services; every call names its request with rpcOptions(request). */

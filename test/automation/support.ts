@@ -4,7 +4,8 @@
  * system with every unit an automation's send passes through, and readers of what the SMTP
  * sink received.
  */
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import type { ReceivedMessage } from "../harness/smtp-sink.js";
 
 export const keyOf = (ws: string) => `mr_test_${ws}_1`;
@@ -30,7 +31,7 @@ export function workspace(id: string, templates: string[], over: Record<string, 
 export const AUTOMATION_UNITS = ["directory", "renderer", "email", "delivery", "webhooks", "automation", "gateway"] as const;
 
 export function startAutomationSystem(workspaces: unknown[], env: Record<string, string> = {}): Promise<TestSystem> {
-  return startSystem({
+  return useSystem({
     bootstrap: { workspaces },
     units: [...AUTOMATION_UNITS],
     env: {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 /**
  * A/B tests through the public API (DESIGN §9.8), with the gateway and every unit as real
@@ -102,7 +103,7 @@ describe("A/B tests of broadcasts (real processes)", () => {
   }
 
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: { workspaces: [workspace("ws_abmetric"), workspace("ws_abuser"), workspace("ws_abcancel")] },
       units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
       // Waits of seconds, not minutes (the shortest accepted otherwise is 300 s).

@@ -3,7 +3,8 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
 
 /**
@@ -29,7 +30,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a broadcast's A/B test in a bro
 
   beforeAll(async () => {
     await mkdir(SHOTS, { recursive: true });
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [{
           id: "ws_console_ab", name: "AB Co", timezone: "UTC",

@@ -3,7 +3,8 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
 
 /**
@@ -57,7 +58,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: groups, segments, topics, forms
 
   beforeAll(async () => {
     await mkdir(SHOTS, { recursive: true });
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [
           workspace("ws_audiences", KEY, [

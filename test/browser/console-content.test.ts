@@ -5,7 +5,8 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
 
 /**
@@ -65,7 +66,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     });
     await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [
           workspace("ws_console", KEY, [person("ann@example.test", "Ann", "pro"), person("bob@example.test", "Bob", "team")]),

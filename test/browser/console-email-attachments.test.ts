@@ -4,7 +4,8 @@ import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
 
 /**
@@ -38,7 +39,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: an email's attachments and tags
 
   beforeAll(async () => {
     await mkdir(SHOTS, { recursive: true });
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: { workspaces: [workspace("ws_attach", KEY), workspace("ws_attach_other", OTHER_KEY)] },
       units: ["directory", "renderer", "email", "delivery", "gateway"],
     });

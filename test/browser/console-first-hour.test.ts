@@ -3,7 +3,8 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
@@ -69,7 +70,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: the first hour of a new user (i
 
   beforeAll(async () => {
     await mkdir(SHOTS, { recursive: true });
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [{
           id: "ws_first_hour", name: "First Hour Co", timezone: "UTC",

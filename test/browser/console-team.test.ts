@@ -3,7 +3,8 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
@@ -91,7 +92,7 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
 
   beforeAll(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [
           {

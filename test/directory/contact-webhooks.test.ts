@@ -9,7 +9,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { connectNats, type NatsConnection } from "@mailroom/kit";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
 import { DIRECTORY_EVENTS_STREAM, directoryEventSubject } from "@mailroom/pipeline/subjects.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { startReceiver, type Received } from "../webhooks/receiver.js";
 import { verifyClientSignature, verifyStandardWebhook } from "../webhooks/verify.js";
 
@@ -41,7 +42,7 @@ describe("contact events → webhooks (real processes)", () => {
   beforeAll(async () => {
     receiver = await startReceiver();
     url = receiver.url;
-    sys = await startSystem({
+    sys = await useSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
       env: { MAILROOM_WEBHOOKS_POLL_MS: "50", MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" },

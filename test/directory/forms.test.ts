@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import type { ReceivedMessage } from "../harness/smtp-sink.js";
 
 /**
@@ -76,7 +77,7 @@ describe("signup forms with double opt-in over the public API", () => {
   }
 
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap,
       units: ["directory", "renderer", "email", "delivery", "gateway"],
       env: { MAILROOM_FORM_SUBMITS_PER_MINUTE: String(PER_IP) },

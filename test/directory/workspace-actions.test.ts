@@ -8,7 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../cli/program.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { startReceiver, type Received } from "../webhooks/receiver.js";
 import { verifyClientSignature, verifyStandardWebhook } from "../webhooks/verify.js";
 
@@ -58,7 +59,7 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
     receiver = await startReceiver();
     const url = receiver.url;
     const workspace = (id: string, key: string) => ({ id, name: id, timezone: "UTC", apiKeys: [{ key, scopes: ["api_user"] }], verifiedDomains: ["operator.test"] });
-    sys = await startSystem({
+    sys = await useSystem({
       smtp: false,
       units: ["directory", "email", "webhooks", "gateway"],
       // Keys are re-checked at once, so a ban shows on the next request.

@@ -24,8 +24,9 @@ export async function openRunRegistry(): Promise<{ dir: string; cleanUp(): Promi
     dir,
     async cleanUp() {
       const entries: Array<{ pid?: number; command?: string; dir?: string }> = [];
-      for (const file of await readdir(dir)) {
-        for (const line of (await readFile(path.join(dir, file), "utf8")).split("\n")) if (line) entries.push(JSON.parse(line));
+      for (const file of await readdir(dir).catch(() => [])) {
+        const text = await readFile(path.join(dir, file), "utf8").catch(() => "");
+        for (const line of text.split("\n")) if (line) entries.push(JSON.parse(line));
       }
       for (const e of entries) {
         if (!e.pid) continue;

@@ -42,6 +42,7 @@ export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
     registerForRunEnd({ pid: system.nats.pid, command: "nats-server", dir: system.dataDir });
     for (const unit of system.processes.units) registerForRunEnd({ pid: unit.child.pid, command: process.execPath });
     shared = { key, system, workspaces: new Set(), lastUsed: 0 };
+    console.log(`shared system started in worker ${process.pid} (settings ${key})`);
     kept.push(shared);
   }
   shared.lastUsed = Date.now();

@@ -38,6 +38,22 @@ export const SHARED = [
   "test/roles/roles-system.test.ts",
   "test/sdk/wire-contract.test.ts",
   "test/directory/topics.test.ts",
+  "test/broadcast/ab-test.test.ts",
+  "test/browser/console-audiences.test.ts",
+  "test/browser/console-automations.test.ts",
+  "test/browser/console-content.test.ts",
+  "test/browser/console-email-attachments.test.ts",
+  "test/browser/console-ab.test.ts",
+  "test/browser/console-first-hour.test.ts",
+  "test/browser/console-team.test.ts",
+  "test/directory/contact-webhooks.test.ts",
+  "test/directory/forms.test.ts",
+  "test/directory/workspace-actions.test.ts",
+  "test/inbound/provider-webhooks.test.ts",
+  "test/ops/request-id.test.ts",
+  "test/automation/flows.test.ts",
+  "test/automation/lifecycle.test.ts",
+  "test/automation/unsubscribe.test.ts",
 ];
 
 export const ALONE = [

@@ -11,7 +11,8 @@ import type { Client } from "@connectrpc/connect";
 import PostalMime from "postal-mime";
 import { connectClient } from "@mailroom/kit";
 import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 import { startReceiver } from "../webhooks/receiver.js";
 import {
   MAILGUN_TEST_SIGNING_KEY, SES_TEST_TOPIC, SNS_TEST_CERT_FILE, mailgunSigned, providerFixture, snsMessage,
@@ -38,7 +39,7 @@ describe("relay provider webhooks through the gateway", () => {
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [{
           id: "ws_relay", name: "Relay", timezone: "UTC",

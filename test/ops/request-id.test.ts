@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSystem, type TestSystem } from "../harness/system.js";
+import { type TestSystem } from "../harness/system.js";
+import { useSystem } from "../harness/shared-system.js";
 
 const KEY = "mr_test_request_id_key_1";
 
@@ -17,7 +18,7 @@ async function linesWith(sys: TestSystem, unit: "gateway" | "email" | "delivery"
 describe("request ids across processes", () => {
   let sys: TestSystem;
   beforeAll(async () => {
-    sys = await startSystem({
+    sys = await useSystem({
       bootstrap: {
         workspaces: [{
           id: "ws_trace", name: "Trace", timezone: "UTC",
