@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { ALONE, COMPAT_SYSTEM_TESTS, SHARED, SHARED_SYSTEMS_VARIABLE, SYSTEM_TESTS, UNIT_TESTS, testSet } from "./test/harness/suites.js";
+import { ALONE, COMPAT_SYSTEM_TESTS, SHARED, SHARED_SYSTEMS_VARIABLE, SYSTEM_TESTS, UNIT_ISOLATED, UNIT_TESTS, testSet } from "./test/harness/suites.js";
 
 const compat = testSet() === "compat";
 const systemTests = compat ? COMPAT_SYSTEM_TESTS : SYSTEM_TESTS;
@@ -21,7 +21,8 @@ export default defineConfig({
     // The plain summary last: its "Tests: N passed, N failed" line ends the run.
     reporters: ["default", "./test/hostile/summary-reporter.ts", "./test/summary-reporter.ts"],
     projects: [
-      { test: { ...common, name: "unit", include: UNIT_TESTS, sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: "unit", include: UNIT_TESTS, exclude: UNIT_ISOLATED, isolate: false, sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: "unit-isolated", include: UNIT_ISOLATED, sequence: { groupOrder: 0 } } },
       { test: { ...common, name: "system", include: systemTests, exclude: [...ALONE, ...SHARED], sequence: { groupOrder: 0 } } },
       // Workers that outlive a file, so the systems they start serve the files after it (useSystem).
       { test: { ...common, name: "shared", include: only(SHARED), isolate: false, env: { [SHARED_SYSTEMS_VARIABLE]: "1" }, sequence: { groupOrder: 0 } } },

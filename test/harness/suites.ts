@@ -3,7 +3,7 @@
  * and .ci/run picks the sets it runs on each Node version from it.
  *
  * - unit: tests beside the code (`services/**`, `gateway/**`, `cli/**`), in process or with one
- *   nats-server of their own.
+ *   nats-server of their own; `unit-isolated`: those of them that need a process of their own.
  * - shared: suites under `test/` that only need a running system; their systems start from one
  *   prebuilt copy of every unit (test/harness/unit-bundles.ts), each test in workspaces of its own.
  * - alone: suites that kill units under a deadline or run `npm start` itself: they run last, one
@@ -13,6 +13,24 @@
  *   launcher's gateway talks to the wrong system).
  */
 export const UNIT_TESTS = ["services/**/*.test.ts", "gateway/**/*.test.ts", "cli/**/*.test.ts"];
+
+/**
+ * Unit tests run in workers that outlive a file (isolate: false: a fresh process per file cost
+ * 170 s of a 2-core run against 57 s), except these, which read what a process holds for all
+ * its modules — the default metrics registry, the OpenTelemetry globals, the routes every
+ * gateway built in the process registered, memory use — and so need a process of their own.
+ */
+export const UNIT_ISOLATED = [
+  "gateway/src/openapi.test.ts",
+  "gateway/src/roles.test.ts",
+  "gateway/src/tracing.test.ts",
+  "services/email/src/adapters/tracing.test.ts",
+  "services/kit/src/contacts-csv/first-seen.test.ts",
+  "services/kit/src/contacts-csv/import-csv.test.ts",
+  "services/kit/src/metrics.test.ts",
+  "services/kit/src/operations.test.ts",
+  "services/kit/src/tracing.test.ts",
+];
 export const SYSTEM_TESTS = ["test/**/*.test.ts"];
 
 /**
