@@ -142,7 +142,9 @@ describe("traces of later work link to the request that asked for it", () => {
       const choice = requestSpan(all, choiceRequestId);
       // Both parts out (published before and after the choice), each page handled by delivery.
       return !!requestSpan(all, scheduleRequestId) && !!choice && pubs.some((p) => p.startNs < choice.startNs) && pubs.some((p) => p.startNs > choice.startNs) &&
-        pubs.every((p) => all.some((s) => s.kind === KIND.CONSUMER && s.parentSpanId === p.spanId));
+        pubs.every((p) => all.some((s) => s.kind === KIND.CONSUMER && s.parentSpanId === p.spanId)) &&
+        // The root of each page's trace ends after its publishes and may come in a later export batch.
+        pubs.every((p) => ancestry(all.filter((s) => s.traceId === p.traceId), p).at(-1)!.parentSpanId === undefined);
     }, 30_000);
     const scheduleTrace = requestSpan(spans, scheduleRequestId)!.traceId;
     const choice = requestSpan(spans, choiceRequestId)!;
