@@ -35,9 +35,6 @@ export function startAutomationSystem(workspaces: unknown[], env: Record<string,
     bootstrap: { workspaces },
     units: [...AUTOMATION_UNITS],
     env: {
-      MAILROOM_LOG_LEVEL: "warn",
-      MAILROOM_WEBHOOKS_POLL_MS: "100",
-      MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0",
       ...env,
     },
   });

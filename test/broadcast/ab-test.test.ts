@@ -107,7 +107,6 @@ describe("A/B tests of broadcasts (real processes)", () => {
       bootstrap: { workspaces: [workspace("ws_abmetric"), workspace("ws_abuser"), workspace("ws_abcancel")] },
       units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
       // Waits of seconds, not minutes (the shortest accepted otherwise is 300 s).
-      env: { MAILROOM_AB_MIN_WAIT_SECONDS: "5", MAILROOM_LOG_LEVEL: "warn" },
     });
   }, 120_000);
   afterAll(async () => sys?.stop());

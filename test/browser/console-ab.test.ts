@@ -41,7 +41,6 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a broadcast's A/B test in a bro
           contacts: Array.from({ length: AUDIENCE }, (_, i) => ({ email: `p${i}@example.test`, firstName: `P${i}`, subscribed: true })),
         }],
       },
-      env: { MAILROOM_AB_MIN_WAIT_SECONDS: "5" },
     });
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();

@@ -316,7 +316,8 @@ describe.skipIf(!existsSync(CHROMIUM))("console: groups, segments, topics, forms
     expect(await p.locator("body").textContent()).not.toContain("VIPs");
     await p.goto(url("/segments/new"));
     await p.getByRole("button", { name: "Add condition" }).click();
-    await expect.poll(() => p.locator("#fb-count").textContent(), { timeout: 10_000 }).toBe("1");
+    // The count's error line says why when it stays "—" (a refused or failed count request).
+    await expect.poll(async () => `${await p.locator("#fb-count").textContent()} ${await p.locator("#fb-error").textContent()}`.trim(), { timeout: 10_000 }).toBe("1");
     expect(await p.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await p.screenshot({ path: path.join(SHOTS, "audiences-segment-phone.png"), fullPage: true });
     await other.close();

@@ -88,7 +88,6 @@ describe.skipIf(!existsSync(CHROMIUM))("console: the first hour of a new user (i
       },
       // Captured locally (no relay): /dev/mail is mounted. Content outlives delivery an hour.
       smtp: false,
-      env: { MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: "1" },
     });
     browser = await launchChromium();
     desktop = await browser.newContext({ viewport: DESKTOP });

@@ -51,7 +51,9 @@ const UNIT_NAMES = availableUnits().map((u) => u.name);
 async function startLauncher(reuse?: { dataDir: string; httpPort: number }) {
   const dataDir = reuse?.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), "mailroom-launcher-")));
   const httpPort = reuse?.httpPort ?? (await freePort());
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("MAILROOM_") && k !== "NODE_ENV"));
+  // The units start from the run's prebuilt modules (test/harness/unit-bundles.ts) when there are
+  // some: what is under test is the supervision, and it restarts units many times here.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => (!k.startsWith("MAILROOM_") || k === "MAILROOM_UNIT_BUNDLES") && k !== "NODE_ENV"));
   const child = spawn(process.execPath, ["--import", "tsx", path.join(REPO_ROOT, "deploy/launcher.ts")], {
     cwd: REPO_ROOT,
     env: { ...env, PATH: `${env.PATH}:/usr/sbin`, MAILROOM_DATA_DIR: dataDir, MAILROOM_HTTP_PORT: String(httpPort), MAILROOM_LOG_LEVEL: "warn" },

@@ -45,7 +45,6 @@ describe("contact events → webhooks (real processes)", () => {
     sys = await useSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
-      env: { MAILROOM_WEBHOOKS_POLL_MS: "50", MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" },
       bootstrap: { workspaces: [{ id: WS, name: WS, timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }] }] },
     });
     nc = await connectNats(sys.nats.url, "contact-webhooks-test");

@@ -63,7 +63,6 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
       smtp: false,
       units: ["directory", "email", "webhooks", "gateway"],
       // Keys are re-checked at once, so a ban shows on the next request.
-      env: { MAILROOM_WEBHOOKS_POLL_MS: "50", MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8", MAILROOM_AUTH_CACHE_MS: "0" },
       bootstrap: { workspaces: [workspace(WS, KEY), workspace(BYSTANDER, BYSTANDER_KEY)] },
     });
     const res = await api("POST", "/v1/webhooks", { url, events: ["WORKSPACE_SENDING_EMAILS_PAUSED", "WORKSPACE_BANNED"] });

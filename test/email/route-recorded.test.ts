@@ -65,7 +65,6 @@ describe("the delivery route and a relay provider's reports on the email", () =>
         }],
       },
       units: ["directory", "renderer", "email", "delivery", "webhooks", "gateway"],
-      env: { MAILROOM_WEBHOOKS_POLL_MS: "100", MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0" },
     });
     nc = await connect({ servers: sys.nats.url });
     email = connectClient(EmailService, `http://127.0.0.1:${sys.ports.email}`);

@@ -14,8 +14,8 @@ import { startSystem, type SystemOptions, type TestSystem } from "./system.js";
  * directory's LoadBootstrap as MAILROOM_BOOTSTRAP is at start; a suite whose workspace ids a
  * system already holds gets a fresh system; the SMTP sink is emptied and its faults cleared when
  * it changes hands. Every unit runs in a shared system (the suites differ in the units they
- * name, not in needing one absent). What a suite sets in `env` or `smtp` is part of the key:
- * only suites with the same settings share.
+ * name, not in needing one absent). What a suite sets in `env` beyond SHARED_ENV, and `smtp`,
+ * is part of the key: only suites with the same settings share.
  */
 interface Shared {
   key: string;
@@ -28,9 +28,29 @@ interface Shared {
 const KEPT = 2;
 const kept: Shared[] = [];
 
+/**
+ * The settings every shared system runs with: the union of the test-speed settings the suites ask
+ * for (quick polls, no caches to wait out, a short A/B minimum), none of which a suite's checks
+ * depend on being otherwise. A suite's own `env` is laid over them; only what then differs from
+ * these tells systems apart, so most suites meet in one system (or two: relay and capture).
+ */
+export const SHARED_ENV: Readonly<Record<string, string>> = {
+  MAILROOM_LOG_LEVEL: "warn",
+  MAILROOM_WEBHOOKS_POLL_MS: "50",
+  MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0",
+  MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8,::1/128",
+  MAILROOM_SCHEDULER_INTERVAL_MS: "200",
+  MAILROOM_AUTH_CACHE_MS: "0",
+  MAILROOM_AB_MIN_WAIT_SECONDS: "5",
+  MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: "1",
+};
+
 export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
-  if (process.env[SHARED_SYSTEMS_VARIABLE] !== "1" || opts.topology || opts.prepareDataDir) return startSystem(opts);
-  const key = JSON.stringify({ smtp: opts.smtp !== false, env: Object.entries(opts.env ?? {}).sort(([a], [b]) => a.localeCompare(b)) });
+  const env = { ...SHARED_ENV, ...opts.env };
+  // Outside the shared project the suite gets a system of its own, with the same settings.
+  if (process.env[SHARED_SYSTEMS_VARIABLE] !== "1" || opts.topology || opts.prepareDataDir) return startSystem({ ...opts, env });
+  const own = Object.entries(env).filter(([k, v]) => SHARED_ENV[k] !== v).sort(([a], [b]) => a.localeCompare(b));
+  const key = JSON.stringify({ smtp: opts.smtp !== false, env: own });
   const ids = workspaceIds(opts.bootstrap);
   let shared = kept.find((s) => s.key === key && !ids.some((id) => s.workspaces.has(id)));
   if (!shared) {
@@ -38,7 +58,7 @@ export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
       kept.sort((a, b) => a.lastUsed - b.lastUsed);
       await kept.shift()!.system.stop();
     }
-    const system = await startSystem({ env: opts.env, smtp: opts.smtp });
+    const system = await startSystem({ env, smtp: opts.smtp });
     registerForRunEnd({ pid: system.nats.pid, command: "nats-server", dir: system.dataDir });
     for (const unit of system.processes.units) registerForRunEnd({ pid: unit.child.pid, command: process.execPath });
     shared = { key, system, workspaces: new Set(), lastUsed: 0 };

@@ -51,8 +51,6 @@ describe("relay provider webhooks through the gateway", () => {
       },
       units: ["directory", "renderer", "email", "delivery", "inbound", "webhooks", "gateway"],
       env: {
-        MAILROOM_WEBHOOKS_POLL_MS: "100",
-        MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0",
         MAILROOM_SES_TOPIC_ARNS: SES_TEST_TOPIC,
         MAILROOM_TEST_SNS_SIGNING_CERT_FILE: SNS_TEST_CERT_FILE,
         MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY: MAILGUN_TEST_SIGNING_KEY,

@@ -70,7 +70,6 @@ describe("every outcome visible", () => {
         ],
       },
       units: ["directory", "renderer", "email", "delivery", "webhooks", "gateway"],
-      env: { MAILROOM_WEBHOOKS_POLL_MS: "100", MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0" },
     });
     nc = await connect({ servers: sys.nats.url });
   }, 180_000);

@@ -66,7 +66,6 @@ describe("role rules over the real system", () => {
       smtp: false,
       units: ["directory", "renderer", "email", "delivery", "gateway"],
       // Role changes take effect on the next request (no cached key answers).
-      env: { MAILROOM_AUTH_CACHE_MS: "0" },
       bootstrap: {
         workspaces: [{
           id: WS, name: "Roles Co", timezone: "UTC", verifiedDomains: ["roles.test"], monthlyLimit: 1000,

@@ -120,7 +120,6 @@ describe("the official client's wire contract", () => {
     sys = await useSystem({
       bootstrap,
       units: ["directory", "renderer", "email", "delivery", "gateway"],
-      env: { MAILROOM_SCHEDULER_INTERVAL_MS: "200", MAILROOM_AUTH_CACHE_MS: "0" },
     });
     nc = await connect({ servers: sys.nats.url });
   }, 120_000);

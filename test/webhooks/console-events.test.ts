@@ -54,7 +54,6 @@ describe("console: webhook events and a contact's webhook history", () => {
     sys = await useSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
-      env: { MAILROOM_WEBHOOKS_POLL_MS: "50", MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0", MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8" },
       bootstrap: {
         workspaces: [
           { id: WS, name: WS, timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }] },

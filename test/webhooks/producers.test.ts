@@ -76,11 +76,6 @@ describe("webhook producers: EMAIL_SENT, EMAIL_DELIVERED, BROADCAST_STARTED, BRO
         ],
       },
       units: ["directory", "renderer", "email", "delivery", "broadcast", "webhooks", "gateway"],
-      env: {
-        MAILROOM_WEBHOOKS_POLL_MS: "100",
-        MAILROOM_WEBHOOKS_ENDPOINT_CACHE_MS: "0",
-        MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8,::1/128",
-      },
     });
     nc = await connect({ servers: sys.nats.url });
     const created = await api("POST", "/v1/webhooks", {
