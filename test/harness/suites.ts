@@ -57,7 +57,6 @@ export const SHARED = [
   "test/sdk/wire-contract.test.ts",
   "test/directory/topics.test.ts",
   "test/broadcast/ab-test.test.ts",
-  "test/browser/console-audiences.test.ts",
   "test/browser/console-automations.test.ts",
   "test/browser/console-content.test.ts",
   "test/browser/console-email-attachments.test.ts",
@@ -73,6 +72,10 @@ export const SHARED = [
   "test/automation/lifecycle.test.ts",
   "test/automation/unsubscribe.test.ts",
 ];
+
+// Not shared, though it only needs a system: test/browser/console-audiences.test.ts. Its check that
+// another workspace's segment builder counts that workspace's one contact failed in three of four
+// runs on a shared system under load, never on a system of its own; the cause is not found yet.
 
 export const ALONE = [
   "test/delivery/kill-recovery.test.ts",
