@@ -21,6 +21,20 @@
  * about once in ten CI runs. Group commit keeps the cost out of sight: 10,900 acknowledged
  * writes/s from 8 concurrent writers against 10,100 with overlapping sync, here.
  *
+ * Opening a directory another process is writing: the LMDB inside lmdb (3.5.6, mdb_env_open2)
+ * records in the shared lock file, as the base of the next write transaction, the last commit it
+ * read while opening, without taking the write lock (upstream LMDB fixed this as ITS#9496). When
+ * the other process commits in between, its next transaction builds on the commit before and
+ * overwrites the one it had acknowledged: the SIGKILL crash test lost 8 acknowledged writes (one
+ * commit) this way when its reader opened the directory mid-stream, and a process opening the
+ * directory 300 times beside a writer lost 2 or 3 commits. So no store transaction commits on
+ * such a stale base (startedStale: its id is not above the last commit's): it writes nothing and
+ * its writes run again once the base is fresh; and a process opening the directory checks right
+ * away and opens it again while it left the base stale (openEnv). Writes wait for that, a few ms
+ * (reads meanwhile see the commit before). Opened by other means (another LMDB tool, or a process
+ * killed right after opening), the base stays stale until some process opens the directory
+ * again: writes wait, then answer 503, but none overwrites an acknowledged one.
+ *
  * Queries: matching and updates use query.ts (MongoDB semantics). A small planner picks the
  * _id (primary) tree or a secondary index from equality / $in / range conditions; candidates
  * are always re-checked with matchesFilter, so an index only has to deliver a superset. When
@@ -34,7 +48,7 @@ import { createReadStream } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { compareKeys, open, type Database, type RootDatabase } from "lmdb";
+import { ABORT, compareKeys, open, type Database, type RootDatabase } from "lmdb";
 import { readKey as readOrderedKey, writeKey as writeOrderedKey } from "ordered-binary";
 import { unavailable } from "@mailroom/kit/errors.js";
 import {
@@ -855,11 +869,11 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
     // costs one copy). No dictionary: lmdb loads it again for every value (~9 us per document),
     // and the stored bytes then depend on no file outside this format. Values stored uncompressed
     // (older stores, small documents) stay readable: a status byte tells them apart.
-    this.docs = store.root.openDB<Doc, string>(`d:${name}`, {
+    this.docs = store.openDb<Database<Doc, string>>(`d:${name}`, {
       sharedStructuresKey: STRUCTURES,
       compression: { threshold: 64, dictionary: NO_DICTIONARY },
-    } as never);
-    this.index = store.root.openDB<Buffer, (string | number)[]>(`i:${name}`, { encoding: "binary" });
+    });
+    this.index = store.openDb<Database<Buffer, (string | number)[]>>(`i:${name}`, { encoding: "binary" });
     this.metaCache = this.readMeta();
   }
 
@@ -886,18 +900,7 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
 
   private async write<R>(fn: () => R): Promise<R> {
     this.store.assertOpen();
-    const result = await this.store.root.transaction((): Result<R> => {
-      this.store.writing++;
-      try {
-        return { ok: fn() };
-      } catch (err) {
-        return { err };
-      } finally {
-        this.store.writing--;
-      }
-    }).catch((err: unknown) => { throw storageFault(err); });
-    if ("err" in result) throw result.err;
-    return result.ok;
+    return this.store.transact(fn);
   }
 
   // --- stored documents ----------------------------------------------------------------------
@@ -1391,8 +1394,8 @@ class LmdbCollection<T extends Doc> implements Collection<T> {
       return;
     }
     this.segmentDbs ??= {
-      docs: this.store.root.openDB<Buffer, string>(`d:${this.name}`, { encoding: "binary", keyEncoder: segmentKeys } as never),
-      index: this.store.root.openDB<Buffer, string>(`i:${this.name}`, { encoding: "binary", keyEncoder: segmentKeys } as never),
+      docs: this.store.openDb<Database<Buffer, string>>(`d:${this.name}`, { encoding: "binary", keyEncoder: segmentKeys }),
+      index: this.store.openDb<Database<Buffer, string>>(`i:${this.name}`, { encoding: "binary", keyEncoder: segmentKeys }),
     };
     const reader: SegmentReader = {
       primary: plan.kind === "primary",
@@ -1742,6 +1745,49 @@ function guardCommitFailures(): void {
   });
 }
 
+/** A write transaction callback that found its transaction stale (see startedStale): it wrote nothing. */
+const STALE = Symbol("stale write transaction");
+/** How long a write waits for a stale base to be repaired (see the header) before it answers 503. */
+const STALE_WAIT_MS = 10_000;
+/** The same for creating a database (openDb), which waits blocking the event loop. */
+const STALE_SYNC_WAIT_MS = 1_000;
+
+/**
+ * Inside a write transaction: it builds on an older commit than the last one, so committing it
+ * would overwrite that commit (see the header). A transaction's id is its base's + 1; a fresh one
+ * is above every commit. (env.info() is mdb_env_info, the newest meta page; getStats() would add
+ * tree statistics, 100 us inside a write transaction.)
+ */
+function startedStale(root: RootDatabase): boolean {
+  const env = (root as unknown as { env: { info(): { lastTxnId: number } } }).env;
+  return root.getWriteTxnId() <= env.info().lastTxnId;
+}
+
+function staleUnavailable(): unknown {
+  return unavailable("service_unavailable", "The store cannot write right now (another process opening its directory left it to be repaired); retry shortly");
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const pauseSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/**
+ * Opens the environment, and opens it again while this opening left the base of the next write
+ * transaction stale (see the header): nothing commits while it is stale (store transactions
+ * wait), so the next opening reads the last commit and records that.
+ */
+function openEnv(options: Parameters<typeof open>[0] & object): RootDatabase {
+  for (let attempt = 1; ; attempt++) {
+    const root = open(options);
+    let stale = false;
+    root.transactionSync(() => {
+      stale = startedStale(root);
+      return ABORT;
+    });
+    if (!stale || attempt === 5) return root;
+    void root.close(); // closes at once: nothing was written or read through it
+  }
+}
+
 export class LmdbStore implements Store {
   readonly kind = "embedded";
   readonly root: RootDatabase;
@@ -1757,7 +1803,7 @@ export class LmdbStore implements Store {
     // mapSize: address space only (the file grows as needed); reserving plenty up front avoids
     // remapping as the file grows, which would leave the pages of the old mappings resident.
     // (noReadAhead is a supported open option that lmdb's typings lack.)
-    this.root = open({
+    this.root = openEnv({
       path: join(dir, LMDB_FILE),
       maxDbs: 4096,
       noReadAhead: true,
@@ -1765,7 +1811,7 @@ export class LmdbStore implements Store {
       overlappingSync: false,
       mapSize: options.mapSizeBytes ?? DEFAULT_MAP_SIZE,
     } as Parameters<typeof open>[0] & object);
-    this.meta = this.root.openDB<unknown, string>("meta", {});
+    this.meta = this.openDb<Database<unknown, string>>("meta", {});
     this.timer = setInterval(() => void this.sweep().catch(() => undefined), options.ttlSweepIntervalMs ?? 60_000);
     this.timer.unref();
   }
@@ -1787,6 +1833,53 @@ export class LmdbStore implements Store {
 
   assertOpen(): void {
     if (this.closed) throw new Error("store is closed");
+  }
+
+  /**
+   * Runs fn in an asynchronous write transaction (lmdb puts those queued in one event turn in one
+   * commit) and resolves once that committed. In a stale transaction (see the header) fn does not
+   * run, and runs in a later one.
+   */
+  async transact<R>(fn: () => R): Promise<R> {
+    const started = Date.now();
+    for (;;) {
+      const result = await this.root.transaction((): Result<R> | typeof STALE => {
+        if (startedStale(this.root)) return STALE;
+        this.writing++;
+        try {
+          return { ok: fn() };
+        } catch (err) {
+          return { err };
+        } finally {
+          this.writing--;
+        }
+      }).catch((err: unknown) => { throw storageFault(err); });
+      if (result === STALE) {
+        if (Date.now() - started > STALE_WAIT_MS) throw staleUnavailable();
+        await pause(2);
+        continue;
+      }
+      if ("err" in result) throw result.err;
+      return result.ok;
+    }
+  }
+
+  /**
+   * lmdb's openDB inside a write transaction of ours: creating the database commits, and that
+   * commit must not be on a stale base either (see the header).
+   */
+  openDb<D>(name: string, options: object): D {
+    const started = Date.now();
+    for (;;) {
+      let db: D | undefined;
+      this.root.transactionSync(() => {
+        if (startedStale(this.root)) return ABORT;
+        db = this.root.openDB(name, options as never) as D;
+      });
+      if (db) return db;
+      if (Date.now() - started > STALE_SYNC_WAIT_MS) throw staleUnavailable();
+      pauseSync(2);
+    }
   }
 
   /** The id of the environment's last committed transaction (any process's). */
@@ -1816,13 +1909,13 @@ async function migrateNedbFile(store: LmdbStore, file: string, name: string): Pr
   const started = Date.now();
   const model = createRequire(import.meta.url)("@seald-io/nedb/lib/model.js") as NedbModel;
   const collection = store.open(name);
-  await store.root.transaction(() => collection.clearInTxn());
+  await store.transact(() => collection.clearInTxn());
   const indexes = new Map<string, { fieldName: string | string[]; unique?: boolean; sparse?: boolean; expireAfterSeconds?: number }>();
   let batch: Record<string, unknown>[] = [];
   const flush = async () => {
     const lines = batch;
     batch = [];
-    await store.root.transaction(() => {
+    await store.transact(() => {
       for (const doc of lines) {
         if (doc.$$deleted === true) collection.removeRawInTxn(String(doc._id));
         else collection.putRawInTxn(cloneValue(doc) as Doc);
@@ -1855,7 +1948,7 @@ async function migrateNedbFile(store: LmdbStore, file: string, name: string): Pr
   for (const def of indexes.values()) {
     if (def.fieldName === "_id") continue;
     const fields = Array.isArray(def.fieldName) ? def.fieldName : String(def.fieldName).split(",");
-    await store.root.transaction(() => collection.addIndexInTxn(fields, def));
+    await store.transact(() => collection.addIndexInTxn(fields, def));
   }
   const movedTo = `${file}.migrated`;
   await store.root.flushed;
