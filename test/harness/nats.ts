@@ -9,6 +9,8 @@ export interface NatsHandle {
   port: number;
   /** The local server's process id (undefined in a container): benchmarks read its CPU time. */
   readonly pid?: number;
+  /** The local server's data dir (undefined in a container). */
+  readonly dir?: string;
   /** Kills the server (SIGKILL when `hard`), keeping its data dir for a restart. */
   kill(hard?: boolean): Promise<void>;
   /** Starts it again on the same port and data dir. */
@@ -47,6 +49,7 @@ export async function startNats(): Promise<NatsHandle> {
     url: `nats://127.0.0.1:${port}`,
     port,
     get pid() { return child?.pid; },
+    dir,
     kill,
     restart: launch,
     stop: async () => {

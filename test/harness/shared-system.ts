@@ -60,6 +60,7 @@ export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
     }
     const system = await startSystem({ env, smtp: opts.smtp });
     registerForRunEnd({ pid: system.nats.pid, command: "nats-server", dir: system.dataDir });
+    if (system.nats.dir) registerForRunEnd({ dir: system.nats.dir });
     for (const unit of system.processes.units) registerForRunEnd({ pid: unit.child.pid, command: process.execPath });
     shared = { key, system, workspaces: new Set(), lastUsed: 0 };
     console.log(`shared system started in worker ${process.pid} (settings ${key})`);
