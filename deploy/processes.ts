@@ -113,7 +113,7 @@ function unitModule(unit: { name: UnitName; entry: string }): string[] {
   return ["--import", "tsx", path.join(REPO_ROOT, unit.entry)];
 }
 
-/** Starts every unit as its own Node process (TypeScript through tsx) and waits until each listens. */
+/** Starts every unit as its own Node process (see unitModule for how its code loads) and waits until each listens. */
 export async function startUnits(opts: StartOptions): Promise<RunningSystem> {
   const selected = availableUnits().filter((u) => !opts.units || opts.units.includes(u.name));
   const portOf = (name: UnitName) => opts.ports[name] ?? UNITS.find((u) => u.name === name)!.defaultPort;
