@@ -103,9 +103,11 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
       else lookups.delete(keyHash);
     }
     if (charged) failures?.refund(request.ip);
+    // The key is authenticated: set before the role check, so a refusal's hints name its
+    // workspace (sendError fills in `<workspace-id>` from it).
+    request.auth = auth;
     // Who may call the route: its rule in roles.ts, checked against the key's role.
     requireRole(request, { kind: "key", role: auth.role, workspaceId: auth.workspaceId }, request.routeOptions.config.scope);
-    request.auth = auth;
   };
 }
 

@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ERROR_TABLE, bodyFromError, forWorkspace, publicErrorBody } from "./errors.js";
 import { errorCodePage } from "./routes/error-docs.js";
+import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../cli/testing.js";
 
 describe("bodyFromError", () => {
   it("answers 503 service_unavailable when a service's connection is reset mid-call (it was killed), not 500", () => {
@@ -67,6 +68,18 @@ describe("the error table", () => {
       expect(rule.fix, code).toMatch(/npx mailroom|MAILROOM_[A-Z_]+|(GET|POST|PUT) \/v1\//);
       expect(errorCodePage(code), code).toContain("What lifts it:");
     }
+  });
+
+  it("names only CLI commands that work as written (arguments where the CLI takes them)", async () => {
+    const commands = new Set(Object.values(ERROR_TABLE).flatMap((rule) => hintedCommands(`${rule.description} ${rule.fix ?? ""}`)));
+    expect([...commands]).toEqual(expect.arrayContaining(["member role <workspace-id> <email> <ROLE>", "member invite <workspace-id> <email>"]));
+    for (const command of commands) {
+      const { calls, err } = await runHint(command);
+      expect(calls.length, `${command}: ${err.join("\n")}`).toBeGreaterThan(0);
+      if (/<(workspace-)?id>/.test(command)) expect(workspaceOfCall(calls[0]!), command).toBe(HINT_WORKSPACE);
+    }
+    // What the old team hints said fails before reaching the directory.
+    expect((await runHint("-w <workspace-id> member role <email> <ROLE>")).err.join("\n")).toMatch(/missing required argument 'role'/);
   });
 
   it("gives every body a docsUrl and appends the fix to the message", () => {

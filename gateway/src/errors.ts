@@ -262,8 +262,8 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_bootstrap: { status: 400, description: "The MAILROOM_BOOTSTRAP document is not valid JSON or does not fit its shape (`deploy/bootstrap.example.json` is one); the message names the first problems. Nothing was loaded." },
   // Team, sign-in and audit log (issue 32, DESIGN §9.9)
   member_not_found: { status: 404, description: "No member with this id or address in the workspace. `npx mailroom -w <workspace-id> member list` (or the console's Team page) lists them." },
-  member_exists: { status: 409, description: "This address already is an active member of the workspace; change its role instead (`npx mailroom -w <workspace-id> member role <email> <ROLE>`)." },
-  member_not_active: { status: 403, description: "The address that signed in is no active member of a workspace (never invited, invitation not accepted yet, or removed). An owner or admin invites it: `npx mailroom -w <workspace-id> member invite <email>`." },
+  member_exists: { status: 409, description: "This address already is an active member of the workspace; change its role instead (`npx mailroom member role <workspace-id> <email> <ROLE>`)." },
+  member_not_active: { status: 403, description: "The address that signed in is no active member of a workspace (never invited, invitation not accepted yet, or removed). An owner or admin invites it: `npx mailroom member invite <workspace-id> <email>`." },
   last_owner: { status: 409, description: "A workspace keeps at least one OWNER: the last one cannot be demoted or removed. Make another member OWNER first." },
   role_above_caller: { status: 403, description: "A member may not grant, or change a member who has, a role above its own (an ADMIN cannot make or touch an OWNER). Ask an owner." },
   invitation_invalid: { status: 401, description: "The invitation link is not valid: it was altered, already accepted, replaced by a newer invitation, or older than 72 hours. Ask an owner or admin to invite the address again." },
@@ -277,7 +277,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   insufficient_role: {
     status: 403,
     description: "The caller's role is below the one this endpoint or console page needs (OWNER > ADMIN > EDITOR > VIEWER; the message names both). An API key's role is the lower of its own and its owner member's. Ask an owner or admin for the role, or use a key or account that has it.",
-    fix: "An owner or admin changes a member's role: `npx mailroom -w <workspace-id> member role <email> <ROLE>`.",
+    fix: "An owner or admin changes a member's role: `npx mailroom member role <workspace-id> <email> <ROLE>`.",
   },
   forbidden: { status: 403, description: "Not allowed here: a VIEWER key in the console (it only looks), or a resubscribe posted from another site than the manage page." },
   conflict: { status: 409, description: "The resource is not in a state that allows this request (the message says which); read it again before retrying." },

@@ -92,6 +92,8 @@ describe("automations through the public API (real processes)", () => {
 
     const stats = await auto.stats(automation.id);
     expect(stats).toMatchObject({ automationId: automation.id, version: 1 });
+    // Each step once, depth first (the condition's branches were once listed a second time).
+    expect(stats.steps.map((s: any) => s.stepId)).toEqual(["a", "pause", "plan", "b", "c"]);
     const counts = Object.fromEntries(stats.steps.map((s: any) => [s.stepId, [s.type, s.entered, s.waiting, s.completed, s.exited]]));
     expect(counts).toEqual({
       a: ["send", 2, 0, 2, 0], pause: ["wait", 2, 0, 2, 0], plan: ["condition", 2, 0, 2, 0], b: ["send", 1, 0, 1, 0], c: ["send", 1, 0, 1, 0],

@@ -5,8 +5,8 @@ import { useSystem } from "../harness/shared-system.js";
 
 /**
  * A/B tests through the public API (DESIGN §9.8), with the gateway and every unit as real
- * processes, nats-server and an SMTP sink: the variants reach disjoint, correctly sized random
- * parts of the audience; opens recorded through the tracking pixel of the received messages
+ * processes, nats-server and an SMTP sink: the variants reach disjoint random parts of the
+ * audience, exactly round(N × testShare) contacts split evenly (DESIGN §10.5); opens recorded through the tracking pixel of the received messages
  * (real HTTP GETs) pick the winner, which goes to the rest; a user's pick overrides the wait;
  * a cancel during the wait stops the rest. (kill -9 during the wait: ab-crash.test.ts.)
  */
@@ -14,13 +14,13 @@ import { useSystem } from "../harness/shared-system.js";
 const AUDIENCE = 200;
 const SHARE = 0.3;
 const person = (ws: string, i: number) => ({ email: `${ws}.${String(i).padStart(3, "0")}@example.test`, firstName: `F${i}`, subscribed: true, properties: {} });
-const workspace = (id: string) => ({
+const workspace = (id: string, size = AUDIENCE) => ({
   id, name: id, timezone: "UTC",
   apiKeys: [{ key: `mr_test_${id}_1`, scopes: ["api_user"] }],
   verifiedEmails: [], verifiedDomains: ["acme.test"], members: ["owner@acme.test"],
   flags: { broadcastEarlyAccess: true, emailApiAddon: true, verified: true },
   monthlyLimit: 100_000, sendingAccountNew: false,
-  contacts: Array.from({ length: AUDIENCE }, (_, i) => person(id, i)),
+  contacts: Array.from({ length: size }, (_, i) => person(id, i)),
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -40,7 +40,7 @@ describe("A/B tests of broadcasts (real processes)", () => {
   }
 
   /** Creates and sends a broadcast whose two variants' subjects carry `tag`; returns its id. */
-  async function sendAb(ws: string, tag: string, waitFor: number): Promise<string> {
+  async function sendAb(ws: string, tag: string, waitFor: number | string): Promise<string> {
     const created = await api(ws, "POST", "/v1/broadcasts", {
       name: tag,
       subject: `Base {{firstName}} #${tag}`,
@@ -68,7 +68,7 @@ describe("A/B tests of broadcasts (real processes)", () => {
   const waiting = (ws: string, id: string) => until("the broadcast waits for its winner", () => get(ws, id), (b) => b.abTest?.state === "waiting");
 
   /** The test share: every message of the broadcast received so far, by variant; checks they are disjoint and sized. */
-  async function testShareOf(ws: string, id: string, tag: string) {
+  async function testShareOf(ws: string, id: string, tag: string, audience = AUDIENCE) {
     const b = await waiting(ws, id);
     const recipients = b.abTest.variants.reduce((n: number, v: { recipients: number }) => n + v.recipients, 0);
     const mails = await until("the test share arrives", () => received(tag), (m) => m.length >= recipients, 30_000);
@@ -77,13 +77,15 @@ describe("A/B tests of broadcasts (real processes)", () => {
     expect(byVariant.map((v) => v.length)).toEqual(b.abTest.variants.map((v: { recipients: number }) => v.recipients));
     const to = mails.flatMap((m) => m.to);
     expect(new Set(to).size).toBe(to.length); // disjoint: nobody got two variants
-    // 200 × 0.3 = 60 (σ ≈ 6.5): within 4σ; each variant about half of it.
-    expect(Math.abs(mails.length - AUDIENCE * SHARE)).toBeLessThanOrEqual(26);
-    for (const v of byVariant) expect(Math.abs(v.length - mails.length / 2)).toBeLessThanOrEqual(16);
-    // Random, not the first contacts by id: the test share spans the audience.
-    const indexes = to.map((a) => Number(a.split(".")[1].split("@")[0])).sort((x, y) => x - y);
-    expect(indexes[0]).toBeLessThan(AUDIENCE / 4);
-    expect(indexes.at(-1)!).toBeGreaterThan((AUDIENCE * 3) / 4);
+    // Exactly round(N × 0.3) (200: 60; 36: 11), the variants differing by at most one.
+    expect(mails.length).toBe(Math.round(audience * SHARE));
+    expect(byVariant.map((v) => v.length)).toEqual([Math.ceil(mails.length / 2), Math.floor(mails.length / 2)]);
+    if (audience === AUDIENCE) {
+      // Random, not the first contacts by id: the test share spans the audience.
+      const indexes = to.map((a) => Number(a.split(".")[1].split("@")[0])).sort((x, y) => x - y);
+      expect(indexes[0]).toBeLessThan(AUDIENCE / 4);
+      expect(indexes.at(-1)!).toBeGreaterThan((AUDIENCE * 3) / 4);
+    }
     expect(byVariant[1].every((m) => /^From: "?Beta Team"? <news@acme\.test>/im.test(m.raw))).toBe(true);
     return { b, byVariant, to: new Set(to) };
   }
@@ -104,7 +106,7 @@ describe("A/B tests of broadcasts (real processes)", () => {
 
   beforeAll(async () => {
     sys = await useSystem({
-      bootstrap: { workspaces: [workspace("ws_abmetric"), workspace("ws_abuser"), workspace("ws_abcancel")] },
+      bootstrap: { workspaces: [workspace("ws_abmetric"), workspace("ws_abuser"), workspace("ws_abcancel"), workspace("ws_absmall", 36)] },
       units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
       // Waits of seconds, not minutes (the shortest accepted otherwise is 300 s).
     });
@@ -161,6 +163,21 @@ describe("A/B tests of broadcasts (real processes)", () => {
     await restGot(ws, tag, to, 0);
     expect((await until("COMPLETED", () => get(ws, id), (x) => x.status === "COMPLETED")).abTest.winnerChosenBy).toBe("user");
   }, 180_000);
+
+  it("36 contacts at 0.3: exactly 11 in the test, 6 and 5; waitFor given as an ISO 8601 duration", async () => {
+    const ws = "ws_absmall";
+    const tag = "absmall";
+    const id = await sendAb(ws, tag, "PT10M");
+    const { b, to } = await testShareOf(ws, id, tag, 36);
+    expect(to.size).toBe(11);
+    expect(b.abTest.variants.map((v: { recipients: number }) => v.recipients)).toEqual([6, 5]);
+    expect(b.abTest.waitFor).toBe(600);
+    expect(Date.parse(b.abTest.waitUntil) - Date.now()).toBeGreaterThan(500_000);
+    // A malformed duration is refused, naming the field.
+    const refused = await api(ws, "POST", "/v1/broadcasts", { name: "x", subject: "s", fromEmail: "news@acme.test", fromName: "Acme", html: "<p>x</p>", audience: { all: true }, abTest: { variants: [{ subject: "a" }, { subject: "b" }], testShare: SHARE, metric: "opens", waitFor: "PT10" } });
+    expect(refused.body).toMatchObject({ statusCode: 400, code: "invalid_payload", message: expect.stringMatching(/^abTest\.waitFor .*ISO 8601/) });
+    expect((await api(ws, "POST", `/v1/broadcasts/${id}/cancel`, {})).status).toBe(200);
+  }, 120_000);
 
   it("a cancel during the wait stops the rest; the broadcast completes on the test share", async () => {
     const ws = "ws_abcancel";

@@ -36,6 +36,17 @@ const bootstrap = {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await read();
+  while (!done(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out; last: ${JSON.stringify(last)}`);
+    await sleep(100);
+    last = await read();
+  }
+  return last;
+}
+
 interface Item { id: string; to: string; status: string; createdAt: string; groupBy?: string; [k: string]: unknown }
 
 describe("the email log, exports and erasure over the public API", () => {
@@ -156,6 +167,16 @@ describe("the email log, exports and erasure over the public API", () => {
       expect(await q(`since=${next}`)).toEqual([]);
       // A tag is name:value; emails carry no tags yet, so it matches none.
       expect(await q("tag=campaign:spring")).toEqual([]);
+    });
+
+    it("records a 550 at RCPT TO as a hard bounce: bounceType hard, counted as hardBounced", async () => {
+      // The sink refused nobody@bounce.test at RCPT TO with 550 (set up above).
+      // The status changes first, the bounce's milestone (its time and type) right after it.
+      const email = await until(async () => (await api("GET", `/v1/emails/${sent.bounce.id}`)).body.email, (e) => Boolean(e.events?.bounceType));
+      expect(email).toMatchObject({ status: "FAILED", events: { bouncedAt: expect.any(String), bounceType: "hard" } });
+      // Stats move with the outcome event; only the bounce was grouped "welcome" and bounced.
+      const totals = await until(async () => (await api("GET", "/v1/stats/emails?groupBy=welcome")).body.stats.totals, (t) => t.bounced >= 1);
+      expect(totals).toMatchObject({ bounced: 1, hardBounced: 1 });
     });
 
     it("refuses a bad limit, cursor, date, status or tag with 400 and a code", async () => {

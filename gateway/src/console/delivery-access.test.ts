@@ -8,6 +8,10 @@ import { memoryDirectory, storeTeam } from "../../../services/directory/src/test
 import { directoryService } from "../../../services/directory/src/routes.js";
 import { teamService } from "../../../services/directory/src/team-routes.js";
 import { consoleGateway, csrfOf, Jar, signInByLink, type ConsoleBrowser } from "./sign-in-testing.js";
+import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../../cli/testing.js";
+
+/** The page's text as read (escapeHtml writes numeric references). */
+const unescapeHtml = (html: string) => html.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)));
 
 /**
  * Who sees the Delivery page (/console/delivery). It shows the delivery process's relays,
@@ -100,6 +104,11 @@ describe("the console's Delivery page is for owners and admins", () => {
     expect(res.statusCode).toBe(403);
     expect(res.body).toContain("<h1>Not allowed</h1>");
     expect(res.body).toContain("This needs the ADMIN role or higher");
+    // Its hint names the workspace and a command the CLI runs as written.
+    const hinted = hintedCommands(unescapeHtml(res.body));
+    expect(hinted).toEqual([`member role ${WS} <email> <ROLE>`]);
+    const { calls, err } = await runHint(hinted[0]!.replace(WS, "<workspace-id>"));
+    expect(calls.map((c) => [c.method, workspaceOfCall(c)]), err.join("\n")).toEqual([["updateMemberRole", HINT_WORKSPACE]]);
     expect(res.body).not.toContain(ROUTE_TARGET);
     expect(res.body).not.toMatch(deliveryLink);
     // The audit log answers the same way, so both refusals are the console's one answer.

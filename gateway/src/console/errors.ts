@@ -5,7 +5,7 @@
  * rendering differs. Throw refusal({ code, message }) or let an RPC error propagate.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { bodyFromError } from "../errors.js";
+import { bodyFromError, forWorkspace } from "../errors.js";
 import { consolePage, escapeHtml, plainPage, CONSOLE_PREFIX } from "./layout.js";
 
 const TITLES: Record<number, string> = {
@@ -31,7 +31,8 @@ export function renderConsoleError(request: FastifyRequest, status: number, mess
 }
 
 export function consoleErrorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const body = bodyFromError(err);
+  // A hint's commands name the signed-in workspace, as the API's bodies name the key's.
+  const body = forWorkspace(bodyFromError(err), request.consoleSession?.workspaceId);
   if (body.statusCode >= 500 && body.code !== "service_unavailable") request.log.error({ err }, "console request failed");
   const message = body.statusCode === 500 ? "An unexpected error on our side. Try again; if it persists, report the request id below."
     : body.statusCode === 415 ? "Send this as a web form (urlencoded or multipart)."

@@ -109,9 +109,13 @@ const transport = memoryTransport(({ service }) => {
       return { member: m };
     },
     removeTeamMember(req) {
+      const m = members.get(req.memberId)!;
+      // The directory's rule: a workspace keeps at least one owner.
+      const owners = [...members.values()].filter((x) => x.role === "OWNER" && x.status === "ACTIVE");
+      if (m.role === "OWNER" && owners.length === 1) throw appError({ code: "last_owner", httpStatus: 409, message: "A workspace keeps at least one owner: make another member OWNER first" });
       members.delete(req.memberId);
       for (const s of sessions.values()) if (s.memberId === req.memberId) s.revoked = true;
-      return {};
+      return { member: m };
     },
   });
   service(DirectoryService, {
@@ -224,6 +228,27 @@ describe("console member sign-in (magic link) and sessions", () => {
     const after = await get("/console/sessions", b.jar);
     expect(after.statusCode).toBe(303);
     expect(after.headers.location).toMatch(/^\/console\/sign-in/);
+  });
+
+  it("keeps the last owner who presses Remove on themselves signed in, with the refusal; another owner's self-removal signs out", async () => {
+    const o = await redeem((await askForLink("owner@team.test")).link!);
+    const teamPage = await get("/console/team", o.jar);
+    const refused = await post(`/console/team/${owner.id}/remove`, o.jar, { _csrf: csrfOf(teamPage.body) });
+    expect(refused.statusCode).toBe(303);
+    expect(refused.headers.location).toBe("/console/team");
+    expect(o.jar.cookies.has(SESSION_COOKIE)).toBe(true);
+    const back = await get("/console/team", o.jar);
+    expect(back.statusCode).toBe(200);
+    expect(back.body).toContain("A workspace keeps at least one owner");
+    expect(members.has(owner.id)).toBe(true);
+
+    // With a second owner the removal goes through, and the one who left is signed out.
+    addMember("second@team.test", "OWNER");
+    const left = await post(`/console/team/${owner.id}/remove`, o.jar, { _csrf: csrfOf(back.body) });
+    expect(left.statusCode).toBe(303);
+    expect(left.headers.location).toMatch(/^\/console\/sign-in/);
+    expect(o.jar.cookies.has(SESSION_COOKIE)).toBe(false);
+    expect(members.has(owner.id)).toBe(false);
   });
 
   it("signs out everywhere: every session of the member ends", async () => {

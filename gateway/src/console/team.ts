@@ -157,8 +157,10 @@ ${invite}
     requireManager(session);
     const { memberId } = request.params as { memberId: string };
     if (!MEMBER_ID.test(memberId)) throw refusal({ code: "not_found", status: 404, message: "No such member." });
+    let removed = false;
     try {
       await deps.clients.team.removeTeamMember({ workspaceId: session.workspaceId, memberId, actingRole: session.role }, rpcOptions(request));
+      removed = true;
       deps.sessions.forget({ memberId });
       setFlash(reply, { kind: "ok", message: "The member was removed and signed out." });
     } catch (err) {
@@ -166,7 +168,8 @@ ${invite}
       if (!message) throw err;
       setFlash(reply, { kind: "error", message });
     }
-    if (memberId === session.memberId) {
+    // Who removed themselves is signed out; who was refused (the last owner) stays, to read why.
+    if (removed && memberId === session.memberId) {
       deps.sessions.end(reply);
       return seeOther(reply, `${CONSOLE_PREFIX}/sign-in`);
     }

@@ -8,6 +8,7 @@ import type { ListAuditLogRequest } from "../../../gen/mailroom/directory/v1/tea
 import { buildGateway } from "../app.js";
 import type { ServiceClients } from "../deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
+import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../../cli/testing.js";
 
 /**
  * GET /v1/audit-log over a directory answering in memory: the query becomes ListAuditLog's
@@ -101,6 +102,11 @@ describe("GET /v1/audit-log", () => {
       const res = await api.call("GET /v1/audit-log", "/v1/audit-log", undefined, as(role));
       expect(res.statusCode, role).toBe(403);
       expect(res.data.code).toBe("insufficient_role");
+      // The hint names the key's workspace and a command the CLI runs as written.
+      const hinted = hintedCommands(res.data.message);
+      expect(hinted, res.data.message).toEqual(["member role ws_audit <email> <ROLE>"]);
+      const { calls, err } = await runHint(hinted[0]!.replace("ws_audit", "<workspace-id>"));
+      expect(calls.map((c) => [c.method, workspaceOfCall(c)]), err.join("\n")).toEqual([["updateMemberRole", HINT_WORKSPACE]]);
     }
   });
 

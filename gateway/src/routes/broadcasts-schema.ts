@@ -5,6 +5,7 @@ import {
   DeliveryMethod,
   type Broadcast,
 } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { checkDuration } from "@mailroom/kit/durations.js";
 import { apiErrorSchema, refusal } from "../errors.js";
 import type { RouteModule } from "./route.js";
 
@@ -103,11 +104,14 @@ export const abTestRequestSchema = z
     variants: z
       .array(z.strictObject(abVariantFields))
       .meta({ description: "2 to 4 variants; each changes at least one of subject, fromName, previewText, html from the broadcast's (absent fields: the broadcast's own)." }),
-    testShare: z.number().meta({ description: "Share of the audience that gets the variants, 0.05 to 0.5, split evenly among them at random (seeded when sending starts)." }),
+    testShare: z.number().meta({ description: "Share of the audience that gets the variants, 0.05 to 0.5, exactly round(audience × testShare) contacts drawn at random, split evenly among the variants (sizes differing by at most one)." }),
     metric: z.enum(AB_METRICS).meta({ description: "The unique rate (per delivered message) that picks the winner." }),
     waitFor: z
-      .number()
-      .meta({ description: "Seconds to wait after the test share was released to delivery before the winner is picked: a whole number from 300 (5 minutes) to 604800 (7 days)." }),
+      .union([z.number(), z.string()])
+      .meta({
+        description:
+          'How long to wait after the test share was released to delivery before the winner is picked, from 5 minutes to 7 days: whole seconds (300 to 604800) or an ISO 8601 duration as automation waits take it (`"PT2H"`, `"P1D"`; weeks, days, hours, minutes, seconds). Answers show it in seconds.',
+      }),
   })
   .meta({
     id: "BroadcastAbTestRequest",
@@ -118,7 +122,19 @@ export type AbTestRequest = z.output<typeof abTestRequestSchema>;
 
 /** The public A/B test as the broadcast service takes it. */
 export function abTestRpc(ab: AbTestRequest) {
-  return { variants: ab.variants, testShare: ab.testShare, metric: ab.metric, waitForSeconds: BigInt(Number.isSafeInteger(ab.waitFor) ? ab.waitFor : -1) };
+  return { variants: ab.variants, testShare: ab.testShare, metric: ab.metric, waitForSeconds: BigInt(waitForSeconds(ab.waitFor)) };
+}
+
+/**
+ * `waitFor` in seconds: a number as given, an ISO 8601 duration through the parser automation
+ * waits use. A number that is not a whole one goes on as -1, for the broadcast service to refuse
+ * with its range; a malformed duration is refused here, where its text is known.
+ */
+function waitForSeconds(waitFor: number | string): number {
+  if (typeof waitFor === "number") return Number.isSafeInteger(waitFor) ? waitFor : -1;
+  const checked = checkDuration(waitFor);
+  if ("error" in checked) throw refusal({ code: "invalid_payload", message: `abTest.waitFor ${checked.error}` });
+  return checked.ms / 1_000;
 }
 
 export const createBroadcastRequestSchema = z

@@ -266,6 +266,18 @@ describe("gateway /v1/broadcasts", () => {
       expect([res.data.code, res.data.message]).toEqual(["invalid_payload", expect.stringContaining(field)]);
     }
 
+    // waitFor as an ISO 8601 duration, as automation waits take it; answers show seconds.
+    const iso = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: { ...abTest, waitFor: "PT2H" } }));
+    expect([iso.statusCode, iso.data.broadcast?.abTest?.waitFor]).toEqual([201, 7_200]);
+    const patched = await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${iso.data.broadcast.id}`, { abTest: { ...abTest, waitFor: "P1DT30M" } });
+    expect(patched.data.broadcast.abTest.waitFor).toBe(86_400 + 1_800);
+    for (const [waitFor, words] of [["PT2X", /ISO 8601/], ["P1M", /months/], ["PT0.5H", /fraction/], ["2 hours", /ISO 8601/], ["PT1M", /300/], ["P8D", /604800/]] as const) {
+      const res = await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: { ...abTest, waitFor } }));
+      expect([res.statusCode, res.data.code, res.data.message], waitFor).toEqual([400, "invalid_payload", expect.stringMatching(/^abTest\.waitFor/)]);
+      expect(res.data.message, waitFor).toMatch(words);
+    }
+    expect((await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ abTest: { ...abTest, waitFor: true } }))).data).toMatchObject({ statusCode: 400, code: "invalid_payload" });
+
     // PATCH: absent keeps the test, a new one replaces it, null removes it.
     expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "AB" })).data.broadcast.abTest.testShare).toBe(0.5);
     expect((await call("PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { abTest: { ...abTest, testShare: 0.1 } })).data.broadcast.abTest.testShare).toBe(0.1);

@@ -323,10 +323,11 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
         await dir.members.remove(req.workspaceId, req.email);
         return {};
       }
-      await team.remove(req.workspaceId, req.email).catch((err: unknown) => {
+      const removed = await team.remove(req.workspaceId, req.email).catch((err: unknown) => {
         if (appErrorCode(err) !== "member_not_found") throw err; // removing a non-member changes nothing, as before
+        return undefined;
       });
-      return {};
+      return { memberId: removed?.publicId ?? "" };
     },
     async listMembers(req) {
       return { emails: await dir.members.list(req.workspaceId) };

@@ -70,8 +70,7 @@ export function teamService(team: Team, auditLog: AuditLog): ServiceImpl<typeof 
       return { member: memberToPb(await team.updateRole(req.workspaceId, req.memberId, req.role, req.actingRole)) };
     },
     async removeTeamMember(req) {
-      await team.remove(req.workspaceId, req.memberId, req.actingRole);
-      return {};
+      return { member: memberToPb(await team.remove(req.workspaceId, req.memberId, req.actingRole)) };
     },
     async startMagicLink(req) {
       const r = await team.startMagicLink(req.email, req.workspaceId);

@@ -72,7 +72,9 @@ export const AUDIT_TABLE: AuditTable = {
   "mailroom.directory.v1.DirectoryService/CheckDirectSending": READ,
   "mailroom.directory.v1.DirectoryService/CheckSender": READ,
   "mailroom.directory.v1.DirectoryService/AddMember": change("member.add", "member", ["req.email"]),
-  "mailroom.directory.v1.DirectoryService/RemoveMember": change("member.remove", "member", ["req.email"]),
+  // Members are named by id (mbr_…) however the caller named them (the CLI takes addresses),
+  // so one member's entries share one resource; by address only when there was no such member.
+  "mailroom.directory.v1.DirectoryService/RemoveMember": change("member.remove", "member", ["res.memberId", "req.email"]),
   "mailroom.directory.v1.DirectoryService/ListMembers": READ,
 
   // Directory: the team (members with roles, console sign-in, sessions, the audit log)
@@ -80,8 +82,8 @@ export const AUDIT_TABLE: AuditTable = {
   // Made by someone not yet a member: the member who accepted is the actor.
   "mailroom.directory.v1.TeamService/AcceptInvitation": change("member.accept", "member", ["res.member.id"], { workspace: "res.workspaceId", memberActor: "res.member.id" }),
   "mailroom.directory.v1.TeamService/ListMembers": READ,
-  "mailroom.directory.v1.TeamService/UpdateMemberRole": change("member.role_change", "member", ["req.memberId"]),
-  "mailroom.directory.v1.TeamService/RemoveTeamMember": change("member.remove", "member", ["req.memberId"]),
+  "mailroom.directory.v1.TeamService/UpdateMemberRole": change("member.role_change", "member", ["res.member.id", "req.memberId"]),
+  "mailroom.directory.v1.TeamService/RemoveTeamMember": change("member.remove", "member", ["res.member.id", "req.memberId"]),
   "mailroom.directory.v1.TeamService/StartMagicLink": { notAudited: "an unauthenticated visitor asks for a link (answered alike for anyone); the sign-in it leads to is recorded (session.sign_in)" },
   "mailroom.directory.v1.TeamService/RedeemMagicLink": change("session.sign_in", "session", ["res.session.id"], { workspace: "res.session.workspaceId", memberActor: "res.session.memberId" }),
   "mailroom.directory.v1.TeamService/SignInWithOidc": change("session.sign_in", "session", ["res.session.id"], { workspace: "res.session.workspaceId", memberActor: "res.session.memberId" }),

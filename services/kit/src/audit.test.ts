@@ -1,9 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { DirectoryService, CreateApiKeyRequestSchema, UpdateContactRequestSchema, LoadBootstrapRequestSchema } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import {
+  AddSuppressionRequestSchema,
+  ContactSource,
+  ContactStatus,
+  CreateApiKeyRequestSchema,
+  CreateContactPropertyRequestSchema,
+  DirectoryService,
+  LoadBootstrapRequestSchema,
+  PropertyType,
+  SuppressionReason,
+  UpdateContactRequestSchema,
+} from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { DeliveryMethod, ScheduleBroadcastRequestSchema } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { CreateTopicRequestSchema, DefaultSubscription } from "../../../gen/mailroom/directory/v1/topics_pb.js";
 import { SendEmailRequestSchema } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { TeamService } from "../../../gen/mailroom/directory/v1/team_pb.js";
-import { WebhookService } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { UpdateWebhookRequestSchema, WebhookService, WebhookStatus } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
 import { ACTOR_HEADER, WITHHELD, bufferedAuditSink, parseActor, summarizeChange, type AuditRecord } from "./audit.js";
 import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";
 import { appError } from "./errors.js";
@@ -135,6 +148,20 @@ describe("summarizeChange", () => {
     }));
     expect(summary["contact.properties.crm"]).toBe('{"owner":"bea","apiToken":"","nested":[{"password":""}]}');
     expect(summary["contact.properties.sessionToken"]).toBe(WITHHELD);
+  });
+
+  it("names enum values as the public API does, not by their protobuf names", () => {
+    const schedule = summarizeChange(ScheduleBroadcastRequestSchema, create(ScheduleBroadcastRequestSchema, { id: "cmp_1", deliveryMethod: DeliveryMethod.ASAP }));
+    expect(schedule).toEqual({ id: "cmp_1", deliveryMethod: "ASAP" });
+    const contact = summarizeChange(UpdateContactRequestSchema, create(UpdateContactRequestSchema, {
+      contactId: "ct_1", contact: { status: ContactStatus.OPT_IN_PENDING, source: ContactSource.TRANSACTIONAL_EMAIL },
+    }));
+    expect(contact).toMatchObject({ "contact.status": "OPT_IN_PENDING", "contact.source": "TRANSACTIONAL_EMAIL" });
+    expect(summarizeChange(CreateContactPropertyRequestSchema, create(CreateContactPropertyRequestSchema, { type: PropertyType.MULTI_SELECT }))).toMatchObject({ type: "MULTI_SELECT" });
+    expect(summarizeChange(CreateTopicRequestSchema, create(CreateTopicRequestSchema, { defaultSubscription: DefaultSubscription.OPT_OUT }))).toMatchObject({ defaultSubscription: "OPT_OUT" });
+    expect(summarizeChange(UpdateWebhookRequestSchema, create(UpdateWebhookRequestSchema, { status: WebhookStatus.PAUSED }))).toMatchObject({ status: "PAUSED" });
+    // The suppression list's reasons are lower case in the API (GET /v1/suppressions).
+    expect(summarizeChange(AddSuppressionRequestSchema, create(AddSuppressionRequestSchema, { email: "a@example.com", reason: SuppressionReason.HARD_BOUNCE }))).toMatchObject({ reason: "hard_bounce" });
   });
 
   it("a request with only its workspace has an empty summary", () => {

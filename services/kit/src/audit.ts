@@ -12,7 +12,7 @@
  * Recording never slows or fails the RPC: the sink is called without waiting, through a
  * bounded buffer that drops (and counts) entries when the publisher falls behind.
  */
-import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
+import type { DescEnum, DescField, DescMessage, Message } from "@bufbuild/protobuf";
 import { toJson } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import type { ContextValues, Interceptor } from "@connectrpc/connect";
@@ -152,6 +152,25 @@ function scalarText(value: unknown): string {
   return clip(withoutUserInfo(String(value)));
 }
 
+/**
+ * Enums whose public API names are lower case (the suppression list's `reason`); every other
+ * enum's API name is its value's upper-case name.
+ */
+const LOWER_CASE_API_ENUMS = new Set(["mailroom.directory.v1.SuppressionReason"]);
+
+/**
+ * An enum value as the public API names it: without the prefix protobuf style shares between
+ * the values (DELIVERY_METHOD_ASAP is "ASAP"), so an entry reads as the request that made it.
+ */
+function apiEnumName(desc: DescEnum, number: number): string {
+  const value = desc.values.find((v) => v.number === number);
+  if (!value) return String(number);
+  // protobuf-es keeps the shared prefix lower case ("delivery_method_").
+  const prefix = desc.sharedPrefix ?? "";
+  const name = prefix && value.name.toLowerCase().startsWith(prefix.toLowerCase()) ? value.name.slice(prefix.length) : value.name;
+  return LOWER_CASE_API_ENUMS.has(desc.typeName) ? name.toLowerCase() : name;
+}
+
 function walk(msg: ReflectMessage, prefix: string, out: Record<string, string>, namesOnly: boolean, depth: number): void {
   for (const field of msg.sortedFields) {
     if (Object.keys(out).length >= MAX_SUMMARY_FIELDS) return;
@@ -169,11 +188,9 @@ function summarizeField(msg: ReflectMessage, field: DescField, name: string, out
     case "scalar":
       out[name] = scalarText(msg.get(field));
       return;
-    case "enum": {
-      const number = msg.get(field) as number;
-      out[name] = field.enum.values.find((v) => v.number === number)?.name ?? String(number);
+    case "enum":
+      out[name] = apiEnumName(field.enum, msg.get(field) as number);
       return;
-    }
     case "list": {
       const list = msg.get(field);
       if (field.listKind === "message") out[name] = `[${list.size} items]`;

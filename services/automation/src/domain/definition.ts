@@ -22,7 +22,8 @@ import {
   type Trigger,
   type TriggerType,
 } from "./model.js";
-import { checkDuration, TIME_OF_DAY } from "./time.js";
+import { checkDuration } from "@mailroom/kit/durations.js";
+import { TIME_OF_DAY } from "./time.js";
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: DefinitionError };
 

@@ -11,7 +11,7 @@ import type { AutomationCatalog, Clock, Logger } from "./ports.js";
 import type { ContactDirectory, Mailer, RunContact } from "./runner.js";
 import type { EntryRule, Exits, RunEventPublisher, RunStore, StoredRun } from "./runs.js";
 import { StepTree } from "./steps.js";
-import { durationMs } from "./time.js";
+import { durationMs } from "@mailroom/kit/durations.js";
 
 /** A contact as an event names it: its id and address, and its status when the event carries it. */
 export interface EventContact {

@@ -67,6 +67,8 @@ describe("runs through their steps", () => {
     for (const name of ["a", "b", "c"]) await created(w.contacts.add({ email: `${name}@example.test`, properties: { plan: name === "a" ? "pro" : "free" } }));
     await w.runner.tick();
     let stats = await w.automations.stats(TEST_WS, a.id);
+    // Each step once, depth first: the condition's branches are not listed again after it.
+    expect(stats.steps.map((s) => s.stepId)).toEqual(["hello", "pause", "plan", "pro", "free"]);
     const row = (id: string) => stats.steps.find((s) => s.stepId === id)!;
     expect(row("hello")).toMatchObject({ entered: 3, completed: 3, waiting: 0 });
     expect(row("pause")).toMatchObject({ entered: 3, completed: 0, waiting: 3 });

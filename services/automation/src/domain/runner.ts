@@ -13,7 +13,8 @@ import type { ExitReason, FilterJson, RunStep, Step } from "./model.js";
 import type { AutomationCatalog, Clock, Logger } from "./ports.js";
 import { Exits, type RunStore, type RunWrite, type StepDelta, type StoredRun } from "./runs.js";
 import { StepTree } from "./steps.js";
-import { durationMs, isTimeZone, nextWallClock } from "./time.js";
+import { durationMs } from "@mailroom/kit/durations.js";
+import { isTimeZone, nextWallClock } from "./time.js";
 
 /** A contact as the engine reads it. */
 export interface RunContact {

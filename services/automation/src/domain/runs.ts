@@ -10,7 +10,6 @@
  */
 import type { ExitReason, Run, RunStatus, Step, StepCounts } from "./model.js";
 import type { Clock, Logger, RunControl } from "./ports.js";
-import { StepTree } from "./steps.js";
 
 /** A run with what only the engine needs. */
 export interface StoredRun extends Run {
@@ -224,13 +223,16 @@ export class Runs implements RunControl {
     return { runs: page.runs.filter((r) => r.workspaceId === query.workspaceId).map(publicRun), nextCursor: page.nextCursor };
   }
 
+  /**
+   * `steps` come flattened already (the port's contract: every step, depth first). Flattening
+   * them again listed each step inside a condition twice: once in the list, once under its parent.
+   */
   async stats(_workspaceId: string, automationId: string, version: number, steps: readonly Step[]): Promise<StepCounts[]> {
-    const all = new StepTree(steps).all();
     const [counters, waiting] = await Promise.all([
       this.runs.counters(automationId, version),
-      this.runs.waiting(automationId, version, all.map((s) => s.id)),
+      this.runs.waiting(automationId, version, steps.map((s) => s.id)),
     ]);
-    return all.map((s) => {
+    return steps.map((s) => {
       const c = counters.get(s.id);
       return { stepId: s.id, type: s.type, entered: c?.entered ?? 0, waiting: waiting.get(s.id) ?? 0, completed: c?.completed ?? 0, exited: c?.exited ?? 0 };
     });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { assignVariant, pickWinner, ratesOf, validateAbTest } from "./abtest.js";
-import { buildTestWorld, draft, type TestWorld } from "../testing.js";
+import fc from "fast-check";
+import { assignVariants, pickWinner, ratesOf, validateAbTest } from "./abtest.js";
+import { buildTestWorld, draft, FakeDirectory, ManualClock, type TestWorld } from "../testing.js";
 import { deliveryIdOf, type AbTestConfig } from "./model.js";
 import type { AppError } from "@mailroom/kit/errors.js";
 import { AB_CANCELLED } from "./broadcasts.js";
@@ -51,29 +52,66 @@ describe("validateAbTest", () => {
   });
 });
 
-describe("assignVariant", () => {
-  const ids = Array.from({ length: 20_000 }, (_, i) => `ctc_${String(i).padStart(26, "0")}`);
+describe("assignVariants", () => {
+  const idsOf = (n: number) => Array.from({ length: n }, (_, i) => `ctc_${String(i).padStart(26, "0")}`);
+  /** The whole audience in pages of `size` (the last one shorter), as resolution writes them. */
+  function split(seed: string, ids: string[], share: number, variants: number, size = 1_000) {
+    const out: Array<number | undefined> = [];
+    for (let at = 0; at < ids.length; at += size) out.push(...assignVariants(seed, ids.slice(at, at + size), at, share, variants));
+    return out;
+  }
+  const sizes = (assigned: Array<number | undefined>, variants: number) =>
+    Array.from({ length: variants }, (_, v) => assigned.filter((a) => a === v).length);
 
-  it("splits about testShare of the audience evenly among the variants, the same way for the same seed", () => {
-    const counts = [0, 0, 0, 0];
-    let rest = 0;
-    for (const id of ids) {
-      const v = assignVariant("seed-1", id, 0.2, 3);
-      if (v === undefined) rest++;
-      else counts[v]++;
+  it.each([
+    [20, 0.3, 2, [3, 3]],
+    [36, 0.3, 2, [6, 5]],
+    [10_000, 0.3, 2, [1_500, 1_500]],
+    [10_000, 0.2, 3, [667, 667, 666]],
+    [10_000, 0.05, 4, [125, 125, 125, 125]],
+    [36, 0.5, 4, [5, 5, 4, 4]],
+  ])("%i contacts at %f: exactly round(N × share) in the test, variants %j, for every broadcast", (n, share, variants, expected) => {
+    const ids = idsOf(n);
+    for (let b = 0; b < 20; b++) {
+      const assigned = split(`cmp_${n}_${b}`, ids, share, variants);
+      expect(sizes(assigned, variants)).toEqual(expected);
+      expect(assigned.filter((a) => a !== undefined)).toHaveLength(Math.round(n * share));
     }
-    // 20,000 × 0.2 = 4,000 in the test (σ ≈ 57), 1,333 a variant (σ ≈ 35): within 5σ.
-    expect(Math.abs(20_000 - rest - 4_000)).toBeLessThan(300);
-    for (const c of counts.slice(0, 3)) expect(Math.abs(c - 4_000 / 3)).toBeLessThan(180);
-    expect(counts[3]).toBe(0);
-    expect(ids.map((id) => assignVariant("seed-1", id, 0.2, 3))).toEqual(ids.map((id) => assignVariant("seed-1", id, 0.2, 3)));
   });
 
-  it("another seed makes another split", () => {
-    const a = ids.map((id) => assignVariant("seed-1", id, 0.5, 2));
-    const b = ids.map((id) => assignVariant("seed-2", id, 0.5, 2));
-    const same = a.filter((v, i) => v === b[i]).length;
-    expect(same).toBeLessThan(ids.length * 0.5);
+  it("is exact however the audience falls into pages (suppressions make pages of any size)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 60 }), { minLength: 1, maxLength: 40 }), fc.double({ min: 0.05, max: 0.5, noNaN: true }), fc.integer({ min: 2, max: 4 }), (pageSizes, share, variants) => {
+        const ids = idsOf(pageSizes.reduce((a, b) => a + b, 0));
+        const assigned: Array<number | undefined> = [];
+        for (const size of pageSizes) assigned.push(...assignVariants("cmp_pages", ids.slice(assigned.length, assigned.length + size), assigned.length, share, variants));
+        const counts = sizes(assigned, variants);
+        expect(counts.reduce((a, b) => a + b, 0)).toBe(Math.round(ids.length * share));
+        expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+      }),
+    );
+  });
+
+  it("is the same for the same broadcast and order (a page written again after a restart), another for another broadcast", () => {
+    const ids = idsOf(10_000);
+    expect(split("cmp_1", ids, 0.3, 3)).toEqual(split("cmp_1", ids, 0.3, 3));
+    const a = split("cmp_1", ids, 0.5, 2);
+    const b = split("cmp_2", ids, 0.5, 2);
+    expect(a.filter((v, i) => v === b[i]).length).toBeLessThan(ids.length * 0.5);
+  });
+
+  it("draws the test at random within each page: not every k-th contact, and spread over the whole audience", () => {
+    const ids = idsOf(10_000);
+    const assigned = split("cmp_spread", ids, 0.3, 2);
+    const tested = assigned.flatMap((a, i) => (a === undefined ? [] : [i]));
+    // Every page of 1,000 holds its 300, and the gaps between test contacts vary.
+    for (let page = 0; page < 10; page++) expect(tested.filter((i) => Math.floor(i / 1_000) === page)).toHaveLength(300);
+    const gaps = new Set(tested.slice(1).map((i, k) => i - tested[k]));
+    expect(gaps.size).toBeGreaterThan(5);
+    // Not the pages' first contacts (that would be all 3,000; at random about 900), nor one variant before the other.
+    expect(tested.filter((i) => i % 1_000 < 300).length).toBeLessThan(1_200);
+    const firstHalf = assigned.slice(0, 5_000);
+    expect(Math.abs(firstHalf.filter((a) => a === 0).length - firstHalf.filter((a) => a === 1).length)).toBeLessThanOrEqual(1);
   });
 });
 
@@ -131,13 +169,14 @@ describe("a broadcast with an A/B test", () => {
     const test = w.queue.jobs;
     const byVariant = [test.filter((j) => j.contentRef === `broadcast:${id}-v0`), test.filter((j) => j.contentRef === `broadcast:${id}-v1`)];
     expect(byVariant[0].length + byVariant[1].length).toBe(test.length);
-    expect(Math.abs(test.length - 400)).toBeLessThan(100);
+    // Exactly round(2,000 × 0.2), split evenly (DESIGN §10.5).
+    expect(byVariant.map((v) => v.length)).toEqual([200, 200]);
     expect(new Set(test.map((j) => j.deliveryId)).size).toBe(test.length);
     expect(byVariant[1].every((j) => j.fromName === "Bee")).toBe(true);
     expect(byVariant[0].every((j) => j.fromName === "Acme")).toBe(true);
     let b = await w.service.get(WS, id);
     expect(b.sending?.phase).toBe("waiting");
-    expect(b.abTest).toMatchObject({ state: "waiting", seed: expect.any(String), testReleased: test.length });
+    expect(b.abTest).toMatchObject({ state: "waiting", seed: id, testReleased: test.length });
     expect(b.abTest!.stats.v0.recipients + b.abTest!.stats.v1.recipients).toBe(test.length);
     expect(b.progress.recipients).toBe(2_000);
     // Both variants compiled at schedule, each in the content store before its pages.
@@ -224,6 +263,37 @@ describe("a broadcast with an A/B test", () => {
     expect(after.abTest!.seed).toBe(before.abTest!.seed);
     expect(w.queue.jobs.slice(0, tested.length).map((j) => j.deliveryId)).toEqual(tested);
     expect(deliveryIdOf(id, "x")).toBe(`${id}.x`);
+  });
+
+  it("a process that dies while resolving: the next one carries the split on, exact and as one process would have made it", async () => {
+    const clock = new ManualClock();
+    const directory = new FakeDirectory();
+    directory.addContacts(3_500);
+    // Suppressed contacts make pages of fewer recipients than contacts.
+    for (const i of [3, 1_500, 1_501, 2_900]) directory.suppressions.add(`c${i}@example.test`);
+    const w = await buildTestWorld({ clock, directory, sender: { pagesPerClaim: 1 } });
+    const { broadcast } = await w.service.create(WS, draft({ abTest: abTest({ testShare: 0.3 }) }));
+    await w.service.schedule(WS, broadcast.id, { deliveryMethod: "ASAP" });
+    directory.streamFailsAt = 2_200; // dies while resolving the third page
+    for (let i = 0; i < 5; i++) await w.sender("first").tick();
+    expect((await w.service.get(WS, broadcast.id)).sending).toMatchObject({ phase: "resolving", pages: 2, resolved: 1_997 });
+    directory.streamFailsAt = undefined;
+    clock.advance(2 * 60_000); // the dead process's lease ran out
+    await run(w, w.sender("restarted"));
+
+    const tested = new Map(w.queue.jobs.map((j) => [j.recipient.contactId, variantOf(j.contentRef)]));
+    // round(3,496 × 0.3) = 1,049: 525 and 524.
+    expect([...tested.values()].filter((v) => v === 0)).toHaveLength(525);
+    expect([...tested.values()].filter((v) => v === 1)).toHaveLength(524);
+    // The pages as resolution writes them (1,000 contacts, minus the suppressed), split in one go.
+    const expected = new Map<string, number>();
+    let before = 0;
+    for (let at = 0; at < 3_500; at += 1_000) {
+      const page = directory.contacts.slice(at, at + 1_000).filter((c) => !directory.suppressions.has(c.email)).map((c) => c.id);
+      assignVariants(broadcast.id, page, before, 0.3, 2).forEach((v, i) => v !== undefined && expected.set(page[i], v));
+      before += page.length;
+    }
+    expect(tested).toEqual(expected);
   });
 
   it("PROGRESSIVE paces the test share, then the rest as a broadcast of its own from the choice", async () => {

@@ -95,15 +95,35 @@ export function uniformOf(seed: string, contactId: string): number {
   return digest.readUIntBE(0, 6) / 2 ** 48;
 }
 
+/** Contacts in the test share among the first `n` recipients of an audience (DESIGN §10.5). */
+export const testCountOf = (n: number, testShare: number): number => Math.round(n * testShare);
+
 /**
- * The variant a contact gets, or undefined for the rest of the audience. A pure function of
- * (seed, contact id): a restarted resolution, or a page written again, makes the same split.
- * About `testShare` of the audience draws a variant, split evenly among them.
+ * The variant of each recipient of one page (undefined: the rest of the audience), `before`
+ * recipients of the audience having come in earlier pages.
+ *
+ * The audience is streamed page by page and its size is known only at its end, so every page
+ * takes exactly its part of the test share, testCountOf(before + page) − testCountOf(before):
+ * however many pages there turn out to be, the test holds round(N × testShare) contacts.
+ * Which of the page's recipients they are is drawn by ranking them on a hash of (seed, contact
+ * id), so the test is a random sample spread over the whole audience, not every k-th contact.
+ * The k-th test contact of the audience (pages in order, each in rank order) gets variant
+ * k mod `variants`: the variants' sizes differ by at most one.
+ *
+ * Nothing is drawn from state held in memory: a page written again after a restart (same
+ * seed, contacts and `before`) splits the same way.
  */
-export function assignVariant(seed: string, contactId: string, testShare: number, variants: number): number | undefined {
-  const u = uniformOf(seed, contactId);
-  if (u >= testShare) return undefined;
-  return Math.min(variants - 1, Math.floor((u / testShare) * variants));
+export function assignVariants(seed: string, contactIds: readonly string[], before: number, testShare: number, variants: number): Array<number | undefined> {
+  const first = testCountOf(before, testShare);
+  const inPage = testCountOf(before + contactIds.length, testShare) - first;
+  const draws = contactIds.map((id) => uniformOf(seed, id));
+  // Ties (a repeated id) fall back to the page order, so the ranking is total.
+  const ranked = contactIds.map((_, i) => i).sort((a, b) => draws[a] - draws[b] || a - b);
+  const out: Array<number | undefined> = new Array(contactIds.length).fill(undefined);
+  ranked.slice(0, inPage).forEach((index, rank) => {
+    out[index] = (first + rank) % variants;
+  });
+  return out;
 }
 
 export interface AbRates {

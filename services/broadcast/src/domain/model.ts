@@ -57,6 +57,11 @@ export interface SendingState {
   cursor?: string;
   /** Recipient pages written so far. */
   pages: number;
+  /**
+   * Recipients written into pages so far, saved with the cursor: where the next page starts in
+   * the audience, which fixes its exact part of an A/B test share (abtest.ts assignVariants).
+   */
+  resolved?: number;
   /** The workspace's timezone at start (SMART). */
   workspaceTimezone: string;
   /** PROGRESSIVE: bounces per wave index. */
@@ -240,7 +245,11 @@ export interface AbTestConfig {
 /** The settings and the state of an A/B test. */
 export interface AbTest extends AbTestConfig {
   state: AbState;
-  /** Chosen when sending starts; each recipient's variant is a pure function of it and the contact id. */
+  /**
+   * Set when sending starts (the broadcast's id; a random one on tests started before that):
+   * each recipient's variant is a pure function of it, the contact id and the page's place in
+   * the audience (abtest.ts assignVariants).
+   */
   seed?: string;
   /** When the wait ends (set when the test share is released). */
   waitUntil?: Date;

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { variablesJson, type PageRecipientSpec } from "@mailroom/pipeline/work.js";
 import {
   PAGE_SIZE,
@@ -17,7 +16,7 @@ import {
   type WindowReservation,
 } from "./model.js";
 import { announceCompletions, completeBroadcast, finalTarget, withEveryVariant } from "./outcomes.js";
-import { assignVariant, pickWinner } from "./abtest.js";
+import { assignVariants, pickWinner } from "./abtest.js";
 import { releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
 import { sendingHold } from "./gating.js";
 import type {
@@ -233,7 +232,8 @@ export class Sender {
     const ab = broadcast.abTest;
     let seed = ab?.seed;
     if (ab && !seed) {
-      seed = (await this.deps.broadcasts.startAbTest(broadcast.id, this.opts.owner, randomUUID())) ?? undefined;
+      // The broadcast's id: the split depends on nothing but the broadcast and its audience.
+      seed = (await this.deps.broadcasts.startAbTest(broadcast.id, this.opts.owner, broadcast.id)) ?? undefined;
       if (!seed) return null;
     }
 
@@ -251,8 +251,9 @@ export class Sender {
         // The test share goes out first; the rest waits in a held page of its own for the winner.
         const rest: Recipient[] = [];
         due = [];
-        for (const r of recipients) {
-          const variant = assignVariant(seed, r.contactId, ab.testShare, ab.variants.length);
+        const assigned = assignVariants(seed, recipients.map((r) => r.contactId), resolvedBefore(broadcast, state), ab.testShare, ab.variants.length);
+        for (const [i, r] of recipients.entries()) {
+          const variant = assigned[i];
           if (variant === undefined) rest.push(r);
           else {
             due.push({ ...r, variant });
@@ -274,7 +275,12 @@ export class Sender {
         };
         await pages.put(page);
       }
-      const next: SendingState = { ...state, cursor: contacts[contacts.length - 1].id, pages: recipients.length > 0 ? seq + 1 : seq };
+      const next: SendingState = {
+        ...state,
+        cursor: contacts[contacts.length - 1].id,
+        pages: recipients.length > 0 ? seq + 1 : seq,
+        resolved: resolvedBefore(broadcast, state) + recipients.length,
+      };
       if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next, { recipients: recipients.length }, this.leaseUntil(), abInc))) return false;
       state = next;
       written++;
@@ -665,6 +671,14 @@ class Repeater {
         this.schedule(soon ? 0 : this.intervalMs);
       });
   }
+}
+
+/**
+ * Recipients resolved into pages before the next one. A resolution begun before `resolved` was
+ * saved counts from the progress, which the same writes as the cursor incremented.
+ */
+function resolvedBefore(broadcast: Broadcast, state: SendingState): number {
+  return state.resolved ?? (state.cursor ? broadcast.progress.recipients : 0);
 }
 
 function recipientOf(c: Contact, dueAt: number): Recipient {

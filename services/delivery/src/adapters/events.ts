@@ -40,6 +40,7 @@ export class OutcomeEventPublisher implements EventPublisher {
       detail: e.detail,
       smtpCode: e.smtpCode,
       attempt: e.attempt,
+      permanent: e.permanent ?? false,
       groupBy: e.groupBy,
       tags: e.tags?.map((t) => ({ name: t.name, value: t.value })) ?? [],
       otherRecipients: [...(e.otherRecipients ?? [])],

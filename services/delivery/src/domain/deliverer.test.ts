@@ -85,7 +85,8 @@ describe("Deliverer", () => {
     t.transport.script = [{ kind: "reject", code: 550 }];
     const job = testJob();
     expect(await t.run(job)).toEqual({ kind: "ack" });
-    expect(t.events.events).toMatchObject([{ type: "bounced", smtpCode: 550 }]);
+    // A hard bounce: readers record `bounceType: "hard"` and count it as hardBounced from this flag.
+    expect(t.events.events).toMatchObject([{ type: "bounced", smtpCode: 550, permanent: true }]);
     expect(t.directory.suppressed).toEqual([{ workspaceId: "ws_test", email: job.recipient.email, detail: "550 rejected" }]);
   });
 
@@ -95,6 +96,7 @@ describe("Deliverer", () => {
     expect((await t.run(testJob())).kind).toBe("retry");
     expect(t.directory.suppressed).toEqual([]);
     expect(t.events.types()).toEqual(["deferred"]);
+    expect(t.events.events[0].permanent).toBeUndefined();
   });
 
   it("retries the suppression on redelivery when the directory was down at bounce time", async () => {

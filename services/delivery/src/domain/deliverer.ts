@@ -465,6 +465,9 @@ export class Deliverer {
       detail: outcome.detail,
       smtpCode: outcome.smtpCode,
       attempt: outcome.attempt,
+      // Delivery bounces only on a permanent verdict (classifySmtpError): a transient fault
+      // is deferred, then failed, never bounced. So every bounce here is a hard one.
+      ...(outcome.type === "bounced" ? { permanent: true } : {}),
       tags: job.tags,
       otherRecipients: [...(job.cc ?? []), ...(job.bcc ?? [])],
       ...(outcome.route ? { route: outcome.route } : {}),

@@ -243,6 +243,11 @@ export interface OutcomeEvent {
   detail: string;
   smtpCode: number;
   attempt: number;
+  /**
+   * Bounced: the failure is permanent (a 5xx about the recipient; the address is suppressed).
+   * Readers count it as a hard bounce only when this says so (events.proto's `permanent`).
+   */
+  permanent?: boolean;
   /** The email's tags (DESIGN §9.5). */
   tags?: readonly Tag[];
   /** The message's cc and bcc envelope recipients (a later bounce report may name one of them). */
