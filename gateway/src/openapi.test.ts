@@ -1222,9 +1222,10 @@ describe("the generated OpenAPI document against the gateway", () => {
       // a broadcast's stats are driven here, with the other outcome routes. Automations and a
       // contact's runs drive theirs in routes/automations-api.test.ts (over the automation catalog);
       // relay provider webhooks in routes/provider-webhooks.test.ts (over the inbound unit's reader);
-      // the audit log in routes/audit-log.test.ts.
+      // the audit log in routes/audit-log.test.ts; a contact's activity in routes/contacts-activity.test.ts.
       const elsewhere = (p: string) =>
         (p.startsWith("/v1/broadcasts") && !p.endsWith("/stats")) || p.startsWith("/v1/automations") || p === "/v1/contacts/{id}/automation-runs" ||
+        p === "/v1/contacts/{id}/activity" ||
         p.startsWith("/webhooks/") || p === "/v1/audit-log";
       for (const [path, item] of Object.entries(doc.paths).filter(([p]) => !elsewhere(p))) {
         for (const [method, o] of Object.entries(item)) {

@@ -122,6 +122,7 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "DELETE /v1/contacts/:id": EDITOR,
   "DELETE /v1/contacts/by-email/:email": EDITOR,
   "GET /v1/contacts/:id/events": VIEWER,
+  "GET /v1/contacts/:id/activity": VIEWER,
   "GET /v1/contacts/:id/export": VIEWER,
   "GET /v1/contacts/properties": VIEWER,
   "POST /v1/contact-properties": EDITOR,

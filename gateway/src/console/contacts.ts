@@ -4,7 +4,7 @@
  * suppression list with reasons.
  *
  *   GET  /contacts?search=&status=&cursor=
- *   GET  /contacts/:id                    properties, history, webhook history, automation runs, and the edit, unsubscribe and delete forms
+ *   GET  /contacts/:id?activity=          properties, history, the activity timeline (paged), webhook history, automation runs, and the edit, unsubscribe and delete forms
  *   POST /contacts/:id                    save the edit form (names, timezone, custom properties)
  *   POST /contacts/:id/unsubscribe        suppress the address as unsubscribed (as its unsubscribe link does)
  *   POST /contacts/:id/resubscribe        lift an unsubscribe (never a bounce or complaint)
@@ -28,6 +28,7 @@ import { seeOther, sessionOf, setFlash } from "./session.js";
 import { ImportJobs, jobJson, type ImportJob } from "./contacts-import.js";
 import { contactWebhookHistory } from "./webhook-events.js";
 import { contactAutomationsSection } from "./automation-runs.js";
+import { contactActivitySection } from "./contact-activity.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -273,7 +274,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   async function contactPage(request: FastifyRequest, contact: Contact, flash?: Flash, typed?: Record<string, string>): Promise<string> {
     const session = sessionOf(request);
     const opts = rpcOptions(request);
-    const [events, suppression, definitions, hooks, automations] = await Promise.all([
+    const [events, suppression, definitions, hooks, automations, activity] = await Promise.all([
       directory().listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
       directory().checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
       session.canEdit ? customProperties(request) : Promise.resolve([]),
@@ -287,6 +288,8 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       }),
       // The automation unit's runs of this contact; the section says so when it is not available.
       contactAutomationsSection(deps, request, contact.id),
+      // Everything that happened to the contact, merged across the units, paged by ?activity=.
+      contactActivitySection(deps, request, contact, str(request.query, "activity").slice(0, 2000)),
     ]);
     const props = Object.entries(contact.properties ?? {});
     const builtIns: Array<[string, string]> = [
@@ -311,6 +314,9 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 ${propRows ? `<div class="table-wrap"><table class="data"><caption class="sr-only">Custom properties</caption><tbody>${propRows}</tbody></table></div>` : `<p class="muted">No custom properties.</p>`}</section>
 <section class="card" aria-labelledby="h-h"><h2 id="h-h" style="margin-top:0">History</h2>
 ${history.length ? `<ol class="timeline">${history.map((h) => `<li${h.tone ? ` class="${h.tone}"` : ""}>${formatTime(h.at)}<br>${h.text}</li>`).join("")}</ol>` : `<p class="muted">Nothing yet.</p>`}</section></div>
+<section aria-labelledby="act-tl-h"><h2 id="act-tl-h">Activity</h2>
+<p class="muted">Emails sent to this contact with their opens, clicks and bounces, its events, automation runs, webhook deliveries, unsubscribe and creation, newest first.</p>
+${activity}</section>
 <section aria-labelledby="wh-h"><h2 id="wh-h">Webhook history</h2>
 <p class="muted">The contact's CONTACT_* events that went to this workspace's webhooks, newest first.</p>
 ${hooks}</section>

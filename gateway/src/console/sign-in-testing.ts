@@ -59,6 +59,8 @@ export interface ConsoleGatewayOptions {
   name: string;
   /** How long the gateway trusts a session lookup; 0 when a test needs removals to show at once. */
   authCacheMs: number;
+  /** More clients (or fakes) beside the four over `transport`, e.g. audiences, automation, webhooks. */
+  clients?: Record<string, unknown>;
 }
 
 /**
@@ -74,6 +76,7 @@ export async function consoleGateway(transport: Transport, opts: ConsoleGatewayO
       team: createClient(TeamService, transport),
       email: createClient(EmailService, transport),
       delivery: createClient(DeliveryService, transport),
+      ...opts.clients,
     } as unknown as ServiceClients,
     rateLimitPerMinute: 0,
     authFailuresPerMinute: 1000,

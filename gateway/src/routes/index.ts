@@ -68,6 +68,7 @@ import { registerPauseAutomation } from "./automations-pause.js";
 import { registerListAutomationRuns } from "./automations-runs.js";
 import { registerAutomationStats } from "./automations-stats.js";
 import { registerContactAutomationRuns } from "./automations-contact-runs.js";
+import { registerContactActivity } from "./contacts-activity.js";
 import { registerProviderWebhooks } from "./provider-webhooks.js";
 import { registerAuditLog } from "./audit-log.js";
 
@@ -96,6 +97,8 @@ export const apiRoutes: RouteModule[] = [
   // Automations, their runs and per-step stats (DESIGN §9.6).
   registerCreateAutomation, registerListAutomations, registerGetAutomation, registerUpdateAutomation, registerDeleteAutomation,
   registerActivateAutomation, registerPauseAutomation, registerListAutomationRuns, registerAutomationStats, registerContactAutomationRuns,
+  // A contact's activity across the units (issue: a console that needs no curl).
+  registerContactActivity,
   // The audit log (DESIGN §9.9): owners and admins.
   registerAuditLog,
 ];

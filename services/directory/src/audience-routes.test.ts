@@ -48,3 +48,42 @@ describe("StreamAudience", () => {
     expect(pages[0].contacts[0]).toMatchObject({ id: "ctc_1", email: "c1@example.test", subscribed: true, properties: { plan: "gold", seats: 1 } });
   });
 });
+
+describe("ListContactEngagement", () => {
+  it("pages one contact's records newest first over ties, in its workspace only", async () => {
+    const { openMemoryStore } = await import("@mailroom/store/open.js");
+    const { EngagementStore } = await import("./adapters/engagement-store.js");
+    const engagement = await EngagementStore.open(openMemoryStore());
+    const same = new Date("2026-03-10T12:00:00Z");
+    const records = [
+      { kind: "delivered" as const, messageId: "trs_a", at: new Date("2026-03-01T12:00:00Z") },
+      { kind: "opened" as const, messageId: "trs_a", at: same },
+      { kind: "clicked" as const, messageId: "trs_a", at: same },
+      { kind: "delivered" as const, messageId: "cmp_b", broadcastId: "cmp_b", at: same },
+      { kind: "bounced" as const, messageId: "trs_c", at: new Date("2026-03-20T12:00:00Z") },
+    ];
+    for (const r of records) await engagement.record({ workspaceId: "ws", contactId: "ctc_1", ...r });
+    await engagement.record({ workspaceId: "ws", contactId: "ctc_2", kind: "opened", messageId: "trs_x", at: new Date("2026-04-01T00:00:00Z") });
+    await engagement.record({ workspaceId: "other", contactId: "ctc_1", kind: "opened", messageId: "trs_y", at: new Date("2026-04-01T00:00:00Z") });
+    const c = createClient(AudienceService, createRouterTransport(audienceRoutes({} as Segments, audiences, engagement)));
+    const seen: string[] = [];
+    let cursor = "";
+    let pages = 0;
+    do {
+      const res = await c.listContactEngagement({ workspaceId: "ws", contactId: "ctc_1", page: { limit: 2, cursor } });
+      seen.push(...res.engagements.map((e) => `${e.kind}:${e.messageId}`));
+      cursor = res.page?.hasMore ? res.page.nextCursor : "";
+      pages++;
+    } while (cursor && pages < 10);
+    expect(pages).toBe(3);
+    expect(seen).toHaveLength(5);
+    expect(new Set(seen).size).toBe(5);
+    expect(seen[0]).toBe("bounced:trs_c");
+    expect(seen[4]).toBe("delivered:trs_a");
+    await expect(c.listContactEngagement({ workspaceId: "ws", contactId: "ctc_1", page: { cursor: "nope" } })).rejects.toThrow(); // invalid_request once the server maps domain errors
+  });
+
+  it("is unimplemented without an engagement store", async () => {
+    await expect(client().listContactEngagement({ workspaceId: "ws", contactId: "ctc_1" })).rejects.toThrow(/not kept/);
+  });
+});

@@ -1,4 +1,4 @@
-import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { AudienceService, type AudienceMemberSchema, type SegmentSchema } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
@@ -9,6 +9,24 @@ import type { Segment } from "./domain/audience-ports.js";
 import type { Contact } from "./domain/model.js";
 import type { Segments } from "./domain/segments.js";
 import type { Audiences, AudienceSpec } from "./domain/audiences.js";
+import type { EngagementRecord } from "./adapters/engagement-store.js";
+
+/** A contact's engagement records, newest first (the engagement store; absent in some tests). */
+export interface ContactEngagementReader {
+  listForContact(workspaceId: string, contactId: string, page: { limit: number; after?: { at: Date; id: string } }): Promise<EngagementRecord[]>;
+}
+
+const ENGAGEMENT_PAGE = { default: 50, max: 200 };
+/** The engagement cursor: the last record's time and id, base64url JSON. */
+const engagementCursor = (r: EngagementRecord) => Buffer.from(JSON.stringify([r.at.getTime(), r._id])).toString("base64url");
+function readEngagementCursor(cursor: string): { at: Date; id: string } | undefined {
+  if (!cursor) return undefined;
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown[];
+    if (typeof at === "number" && Number.isFinite(at) && typeof id === "string" && id) return { at: new Date(at), id };
+  } catch { /* below */ }
+  throw badRequest("invalid_request", "cursor is not a cursor this list returned");
+}
 
 /** Proto ⇄ domain mapping of AudienceService (segments and broadcast audiences); the rules live in the domain. */
 
@@ -63,8 +81,21 @@ function segmentToPb(s: Segment): MessageInitShape<typeof SegmentSchema> {
   };
 }
 
-export function audienceService(segments: Segments, audiences: Audiences): ServiceImpl<typeof AudienceService> {
+export function audienceService(segments: Segments, audiences: Audiences, engagement?: ContactEngagementReader): ServiceImpl<typeof AudienceService> {
   return {
+    async listContactEngagement(req) {
+      if (!engagement) throw new ConnectError("engagement records are not kept by this directory", Code.Unimplemented);
+      const requested = req.page?.limit ?? 0;
+      if (requested < 0) throw badRequest("invalid_request", "limit must be positive");
+      const limit = Math.min(requested || ENGAGEMENT_PAGE.default, ENGAGEMENT_PAGE.max);
+      const rows = await engagement.listForContact(req.workspaceId, req.contactId, { limit: limit + 1, after: readEngagementCursor(req.page?.cursor ?? "") });
+      const items = rows.slice(0, limit);
+      const hasMore = rows.length > limit;
+      return {
+        engagements: items.map((r) => ({ kind: r.kind, messageId: r.messageId, broadcastId: r.broadcastId, at: timestampFromDate(r.at) })),
+        page: { hasMore, nextCursor: hasMore ? engagementCursor(items[items.length - 1]) : "" },
+      };
+    },
     async createSegment(req) {
       return { segment: segmentToPb(await segments.create(req.workspaceId, { name: req.name, filter: req.filterJson ? parseFilterJson(req.filterJson, "filter") : undefined })) };
     },
@@ -106,8 +137,8 @@ export function audienceService(segments: Segments, audiences: Audiences): Servi
   };
 }
 
-export function audienceRoutes(segments: Segments, audiences: Audiences) {
+export function audienceRoutes(segments: Segments, audiences: Audiences, engagement?: ContactEngagementReader) {
   return (router: ConnectRouter) => {
-    router.service(AudienceService, audienceService(segments, audiences));
+    router.service(AudienceService, audienceService(segments, audiences, engagement));
   };
 }

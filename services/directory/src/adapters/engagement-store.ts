@@ -83,6 +83,8 @@ export class EngagementStore {
       events.createIndex({ keys: { workspaceId: 1, kind: 1, at: 1 } }),
       // A contact's records, deleted with it.
       events.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
+      // A contact's records newest first (its activity), paged by (at, _id).
+      events.createIndex({ keys: { workspaceId: 1, contactId: 1, at: -1, _id: -1 } }),
       // Contacts with a kind of event since a time.
       totals.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } }),
       totals.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
@@ -174,6 +176,20 @@ export class EngagementStore {
     if (c.since) await byTime(this.totals, "last", { workspaceId, kind: c.event }, c.since, this.pageSize, add, c.min > 1 ? ["count"] : []);
     else await byPrefix(this.totals, `${workspaceId}:${c.event}:`, this.pageSize, c.min > 1 ? { _id: 1, count: 1 } : { _id: 1 }, add);
     return sortedOnce(out);
+  }
+
+  /**
+   * One contact's records, newest first (ties: larger _id first), `limit` of them after the
+   * cursor (the last record of the previous page). Reads the (workspace, contact, at) index.
+   */
+  async listForContact(workspaceId: string, contactId: string, page: { limit: number; after?: { at: Date; id: string } }): Promise<EngagementRecord[]> {
+    const filter: Filter = { workspaceId, contactId };
+    if (page.after) {
+      filter.at = { $lte: page.after.at };
+      filter.$or = [{ at: { $lt: page.after.at } }, { _id: { $lt: page.after.id } }];
+    }
+    const docs = await this.events.find(filter, { sort: { at: -1, _id: -1 }, limit: page.limit });
+    return docs.map((d) => ({ ...(d as unknown as EngagementRecord), at: new Date(d.at as unknown as string | Date) }));
   }
 
   /** Every record of a contact (its deletion and erasure); answers how many events went. */
