@@ -230,6 +230,11 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "POST /console/team/:memberId/role": ADMIN,
   "POST /console/team/:memberId/remove": ADMIN,
   "GET /console/audit": ADMIN,
+  // API keys: everyone sees the list (prefixes only); owners and admins create and revoke,
+  // and an api_user key session as through /v1 (the published client manages keys with one).
+  "GET /console/keys": VIEWER,
+  "POST /console/keys": ADMIN_OR_EDITOR_KEY,
+  "POST /console/keys/:keyId/revoke": ADMIN_OR_EDITOR_KEY,
   // One's own sessions ("sign out everywhere")
   "GET /console/sessions": VIEWER,
   "POST /console/sessions/:sessionId/revoke": VIEWER,
@@ -258,6 +263,8 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /console/broadcasts/audience-count.json": VIEWER,
   // Contacts
   "GET /console/contacts": VIEWER,
+  "GET /console/contacts/new": EDITOR,
+  "POST /console/contacts": EDITOR,
   "GET /console/contacts/import": EDITOR,
   "POST /console/contacts/import": EDITOR,
   "GET /console/contacts/import/:job": VIEWER,

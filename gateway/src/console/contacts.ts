@@ -4,6 +4,8 @@
  * suppression list with reasons.
  *
  *   GET  /contacts?search=&status=&cursor=
+ *   GET  /contacts/new                    add one contact by hand (contacts-new.ts)
+ *   POST /contacts                        create it (contacts-new.ts)
  *   GET  /contacts/:id?activity=          properties, history, the activity timeline (paged), webhook history, automation runs, and the edit, unsubscribe and delete forms
  *   POST /contacts/:id                    save the edit form (names, timezone, custom properties)
  *   POST /contacts/:id/unsubscribe        suppress the address as unsubscribed (as its unsubscribe link does)
@@ -29,6 +31,7 @@ import { ImportJobs, jobJson, type ImportJob } from "./contacts-import.js";
 import { contactWebhookHistory } from "./webhook-events.js";
 import { contactAutomationsSection } from "./automation-runs.js";
 import { contactActivitySection } from "./contact-activity.js";
+import { registerContactCreatePages } from "./contacts-new.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -91,6 +94,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
   // Read when a request needs it: registering the pages touches no service client.
   const directory = () => deps.clients.directory;
   const jobs = new ImportJobs();
+  registerContactCreatePages(scope, deps);
 
   scope.get("/contacts", async (request, reply) => {
     const session = sessionOf(request);
@@ -109,7 +113,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     const options = [`<option value="">Any status</option>`, ...STATUS.map((s) => `<option value="${s.value}"${s.value === status ? " selected" : ""}>${s.label}</option>`)].join("");
     const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/contacts", { search, status, cursor: res.page.nextCursor })}">More contacts</a></p>` : "";
     const body = `<h1>Contacts</h1>
-<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/contacts/import")}">Import CSV</a>` : ""}<a class="button secondary" href="${consoleUrl("/contacts/suppressions")}">Suppression list</a></div>
+<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/contacts/new")}">Add contact</a><a class="button" href="${consoleUrl("/contacts/import")}">Import CSV</a>` : ""}<a class="button secondary" href="${consoleUrl("/contacts/suppressions")}">Suppression list</a></div>
 <form method="get" action="${consoleUrl("/contacts")}" class="row card" role="search">
 <div class="field" style="flex:1 1 14rem"><label for="search">Search email or name</label><input id="search" name="search" type="search" value="${escapeHtml(search)}" style="width:100%"></div>
 <div class="field"><label for="status">Status</label><select id="status" name="status">${options}</select></div>

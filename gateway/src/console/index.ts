@@ -49,6 +49,7 @@ import { registerAudiencePickerRoutes } from "./audience-picker.js";
 import { registerAutomationPages } from "./automations.js";
 import { registerDeliveryPages } from "./delivery.js";
 import { registerInvitationPages, registerTeamPages } from "./team.js";
+import { registerKeyPages } from "./keys.js";
 import { registerSessionPages } from "./sessions.js";
 import { registerAuditPages } from "./audit.js";
 import { createConsoleMail } from "./system-mail.js";
@@ -60,7 +61,7 @@ const PAGE_MODULES: ConsolePageModule[] = [
   registerStatsPages, registerDomainPages, registerEmailPages,
   registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages,
   registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages, registerDeliveryPages,
-  registerTeamPages, registerAuditPages, registerSessionPages,
+  registerKeyPages, registerTeamPages, registerAuditPages, registerSessionPages,
 ];
 
 /** Largest multipart upload (a contacts CSV). */

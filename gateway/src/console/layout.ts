@@ -4,7 +4,7 @@
  *   consolePage({ title, session, active, body, flash? }): string
  *       A whole HTML document: skip link, header with the workspace name, the nav
  *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Groups, Segments, Topics, Forms,
- *       Automations, Webhooks, Delivery (owners and admins), Team, Audit log (owners and admins),
+ *       Automations, Webhooks, Delivery (owners and admins), API keys, Team, Audit log (owners and admins),
  *       Sessions, Sign out as a CSRF-protected POST), an optional flash message, then `body`
  *       inside <main>. A link shows only when the session may open its page (the GET's rule in
  *       roles.ts, the one place), so no link leads to a 403.
@@ -32,7 +32,7 @@ import { consolePrincipal, mayCall } from "../roles.js";
 
 export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
-export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "team" | "sessions" | "audit";
+export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "keys" | "team" | "sessions" | "audit";
 
 const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "overview", label: "Overview", path: "" },
@@ -47,6 +47,7 @@ const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "automations", label: "Automations", path: "/automations" },
   { key: "webhooks", label: "Webhooks", path: "/webhooks" },
   { key: "delivery", label: "Delivery", path: "/delivery" },
+  { key: "keys", label: "API keys", path: "/keys" },
   { key: "team", label: "Team", path: "/team" },
   { key: "audit", label: "Audit log", path: "/audit" },
   { key: "sessions", label: "Sessions", path: "/sessions" },

@@ -4,7 +4,7 @@
  *
  *   GET  /webhooks                                   list + create form
  *   POST /webhooks                                   create
- *   GET  /webhooks/:id                               details + recent deliveries
+ *   GET  /webhooks/:id                               details, health (webhook-health.ts) + recent deliveries
  *   POST /webhooks/:id/test                          queue a TESTING_CONNECTION event
  *   POST /webhooks/:id/deliveries/:delivery/redeliver
  *   POST /webhooks/:id/status                        pause / resume
@@ -20,6 +20,7 @@ import { csrfField } from "./csrf.js";
 import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
 import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
 import { EVENT_INFO, eventsTable } from "./webhook-events.js";
+import { webhookHealthHtml } from "./webhook-health.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -143,6 +144,7 @@ ${mayPost(session, "/console/webhooks") ? `<h2 id="add">Add a webhook</h2>${crea
 ${w.pausedReason ? `<dt class="muted">Paused because</dt><dd style="margin:0 0 .5rem">${escapeHtml(w.pausedReason)}</dd>` : ""}
 ${manages ? `<dt class="muted">Signing secret</dt><dd style="margin:0"><details><summary>Show</summary><code class="value">${escapeHtml(w.token)}</code></details>
 <button type="button" class="copy secondary small" data-copy="${escapeHtml(w.token)}" hidden>Copy secret</button></dd>` : ""}</dl></div>
+${webhookHealthHtml(w, recent, new Date(), "health-h")}
 ${actions}
 <h2 id="events-h">Events it receives</h2>
 <p class="muted">The events this webhook is subscribed to, whether each fires on this server today, and its recent deliveries of each (of the last ${recent.length}).</p>

@@ -47,6 +47,8 @@ export function protoWebhook(w: Webhook): ProtoWebhook {
     createdAt: timestampFromDate(w.createdAt),
     updatedAt: timestampFromDate(w.updatedAt),
     pausedReason: w.pausedReason ?? "",
+    consecutiveFailures: w.consecutiveFailures ?? 0,
+    ...(w.failingSince ? { failingSince: timestampFromDate(w.failingSince) } : {}),
   });
 }
 
