@@ -218,7 +218,7 @@ Mailroom is running.
     ? `may target public addresses and MAILROOM_WEBHOOK_ALLOW_NETWORKS=${process.env.MAILROOM_WEBHOOK_ALLOW_NETWORKS}`
     : `may target loopback too (MAILROOM_WEBHOOK_ALLOW_NETWORKS=${DEV_WEBHOOK_NETWORKS}, a development default production does not have)`}
   Mail:         ${describeMail()}
-  Data:         ${config.dataDir}${config.mongodbUrl ? " (records in MongoDB)" : ""}
+  Data:         ${config.dataDir}${config.postgresUrl ? " (records in PostgreSQL)" : config.mongodbUrl ? " (records in MongoDB)" : ""}
   Logs, pids:   ${logDir}, ${runDir}
 
 Try it:

@@ -32,7 +32,7 @@ const logger = createLogger("automation", config.logLevel);
 // Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
 await startTracing("automation");
 
-const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "automation" });
+const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "automation" });
 const catalog = new StoreCatalog(store);
 await catalog.init();
 const runStore = new CollectionRunStore(store);

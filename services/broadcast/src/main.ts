@@ -40,7 +40,7 @@ const settings = loadBroadcastSettings();
 const logger = createLogger("broadcast", config.logLevel);
 // Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
 await startTracing("broadcast");
-const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "broadcast" });
+const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "broadcast" });
 const repos = await openRepositories(store);
 const nc = await connectNats(config.natsUrl, "broadcast");
 await ensureMailStreams(nc);

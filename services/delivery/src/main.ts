@@ -211,7 +211,7 @@ async function runDeliveryProcess(): Promise<void> {
   // Every job costs a few requests (ack, outcome publish): skip capturing a stack trace for each.
   const nc = await connectNats(config.natsUrl, "delivery", { noAsyncTraces: true });
   await ensureMailStreams(nc);
-  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "delivery" });
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "delivery" });
   const delivery = await startDelivery({ config, settings: loadDeliverySettings(), logger, nc, store });
   const server = await startConnectServer({
     routes: deliveryRoutes(delivery.admin),

@@ -45,7 +45,7 @@ await startTracing("directory");
 // Contact events are announced on NATS; the directory serves without it (events wait for it).
 const nats = connectNats(config.natsUrl, "directory", { waitOnFirstConnect: true });
 nats.catch((err) => logger.warn({ err }, "NATS unavailable: contact events are stored but not announced"));
-const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "directory" });
+const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "directory" });
 // Contact, property and member changes → DIRECTORY_EVENTS (webhooks); recorded first, published when NATS is there.
 const changes = ChangePublisher.open(store, nats.then(async (nc) => (await ensureMailStreams(nc, config.natsReplicas), nc)), logger);
 const repositories = await openStoreRepositories(store, secretKeysOf(config));
@@ -129,7 +129,7 @@ const server = await startConnectServer({
     directoryRoutes(directory, contactFilters.compileContactFilter, team)(router);
     teamRoutes(team, auditLog)(router);
     groupRoutes(groups)(router);
-    audienceRoutes(segments, audiences)(router);
+    audienceRoutes(segments, audiences, contactFilters.engagement)(router);
     formRoutes(forms)(router);
     // Topics and contacts' choices (DESIGN §9.4): their own service, same unit and store.
     topicRoutes(topics)(router);

@@ -42,7 +42,7 @@ const logger = createLogger("email", config.logLevel);
 await startTracing("email");
 /** One email service process: the whole unit, or one of its workers. */
 async function serve(): Promise<void> {
-  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "email" });
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "email" });
   const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: settings.contentRetentionHours });
   // Every send publishes: no stack captured per request for errors that almost never happen.
   const nc = await connectNats(config.natsUrl, "email", { noAsyncTraces: true });

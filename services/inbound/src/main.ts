@@ -30,7 +30,7 @@ const settings = loadInboundSettings();
 const logger = createLogger("inbound", config.logLevel);
 // Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
 await startTracing("inbound");
-const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "inbound" });
+const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "inbound" });
 const nc = await connectNats(config.natsUrl, "inbound");
 await ensureMailStreams(nc);
 

@@ -59,6 +59,10 @@ const schema = z.object({
   /** When set, GET /metrics (gateway and every service) requires `Authorization: Bearer <token>`. */
   MAILROOM_METRICS_TOKEN: z.string().optional(),
   MAILROOM_MONGODB_URL: z.string().optional(),
+  /** The PostgreSQL store (DESIGN §10.1): a libpq URL. Not together with MAILROOM_MONGODB_URL. */
+  MAILROOM_POSTGRES_URL: z.string().optional(),
+  /** Connections per process in the PostgreSQL pool (default 10). */
+  MAILROOM_POSTGRES_POOL: z.coerce.number().int().min(1).max(1000).optional(),
   MAILROOM_SECRET: z.string().min(16).default(DEVELOPMENT_SECRET),
   /** The secret before the last rotation: still opens sealed values and verifies old tokens. */
   MAILROOM_SECRET_PREVIOUS: z.union([z.literal(""), z.string().min(16)]).optional(),
@@ -92,6 +96,8 @@ export interface Config {
   natsReplicas: number;
   metricsToken?: string;
   mongodbUrl?: string;
+  postgresUrl?: string;
+  postgresPool?: number;
   secret: string;
   /** MAILROOM_SECRET_PREVIOUS (rotation): accepted for opening, never used for sealing. */
   previousSecret?: string;
@@ -125,6 +131,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }]);
   }
 
+  if (c.MAILROOM_POSTGRES_URL && c.MAILROOM_MONGODB_URL) {
+    const message = "MAILROOM_POSTGRES_URL and MAILROOM_MONGODB_URL are both set: the records live in one store, set only one of them";
+    throw configError([
+      { variable: "MAILROOM_POSTGRES_URL", message },
+      { variable: "MAILROOM_MONGODB_URL", message },
+    ]);
+  }
+
   return {
     httpPort: c.MAILROOM_HTTP_PORT,
     publicUrl: (c.MAILROOM_PUBLIC_URL ?? `http://localhost:${c.MAILROOM_HTTP_PORT}`).replace(/\/+$/, ""),
@@ -133,6 +147,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     natsReplicas: c.MAILROOM_NATS_REPLICAS,
     metricsToken: c.MAILROOM_METRICS_TOKEN || undefined,
     mongodbUrl: c.MAILROOM_MONGODB_URL || undefined,
+    postgresUrl: c.MAILROOM_POSTGRES_URL || undefined,
+    postgresPool: c.MAILROOM_POSTGRES_POOL,
     secret: c.MAILROOM_SECRET,
     previousSecret: c.MAILROOM_SECRET_PREVIOUS || undefined,
     production,

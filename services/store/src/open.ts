@@ -12,6 +12,10 @@ export interface OpenStoreOptions {
   dataDir: string;
   /** When set, MongoDB is used (database `mailroom_<service>`) and dataDir is ignored. */
   mongodbUrl?: string;
+  /** When set, PostgreSQL is used (schema `mailroom_<service>`) and dataDir is ignored. Not with mongodbUrl. */
+  postgresUrl?: string;
+  /** PostgreSQL: connections in this process's pool (MAILROOM_POSTGRES_POOL). Default 10. */
+  postgresPool?: number;
   /** Service name, e.g. "email". */
   service: string;
   /** Unused since the embedded store moved to LMDB (was: nedb datafile compaction interval). */
@@ -25,11 +29,19 @@ export interface OpenStoreOptions {
 const SERVICE_NAME = /^[a-z0-9][a-z0-9_-]{0,40}$/;
 
 /**
- * The store a service uses: MongoDB when a URL is configured, else the embedded LMDB store in
- * <dataDir>/<service>/store.mdb (old nedb datafiles there are migrated on first open).
+ * The store a service uses: PostgreSQL or MongoDB when a URL is configured (never both), else
+ * the embedded LMDB store in <dataDir>/<service>/store.mdb (old nedb datafiles there are
+ * migrated on first open).
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   if (!SERVICE_NAME.test(options.service)) throw new Error(`invalid service name "${options.service}"`);
+  if (options.postgresUrl && options.mongodbUrl) throw new Error("both a PostgreSQL and a MongoDB URL are given: choose one store");
+  if (options.postgresUrl) {
+    // Loaded lazily, as the MongoDB driver is.
+    const { openPostgresStore } = await import("./postgres.js");
+    const store = await openPostgresStore({ url: options.postgresUrl, service: options.service, poolSize: options.postgresPool });
+    return instrumentStore(store, options.service);
+  }
   if (options.mongodbUrl) {
     // Loaded lazily: services on the embedded store never pay for the driver.
     const { openMongoStore } = await import("./mongo.js");

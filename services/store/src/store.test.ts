@@ -7,6 +7,8 @@ import { createEmbeddedStore } from "./nedb-legacy.js";
 import { openLmdbStore } from "./lmdb.js";
 import { openMongoStore } from "./mongo.js";
 import { openMemoryStore, openStore } from "./open.js";
+import { openPostgresStore } from "./postgres.js";
+import { adminClient, createTestDatabase } from "./postgres.fixture.js";
 import { DuplicateKeyError, type Doc } from "./port.js";
 import { describeStoreContract } from "./store.contract.js";
 
@@ -77,6 +79,40 @@ describe.skipIf("skipReason" in mongo)("MongoDB server", () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL: a database of this run's own on the server every machine here runs (CI's too);
+// skipped only when that server is unreachable outside CI (postgres.fixture.ts).
+
+const postgres = await createTestDatabase();
+if ("skipReason" in postgres) console.log(`store contract: PostgreSQL adapter skipped (${postgres.skipReason})`);
+
+describe.skipIf("skipReason" in postgres)("PostgreSQL server", () => {
+  const url = "url" in postgres ? postgres.url : "";
+  afterAll(async () => {
+    if ("drop" in postgres) await postgres.drop();
+  });
+  describeStoreContract("postgres", () => openPostgresStore({ url, service: "contract", poolSize: 5 }));
+
+  it("openStore picks PostgreSQL when a URL is given (schema mailroom_<service>)", async () => {
+    const store = await openStore({ dataDir: await tempDir(), postgresUrl: url, postgresPool: 2, service: "open-check" });
+    try {
+      expect(store.kind).toBe("postgres");
+      await store.collection<Row>("things").insertOne({ _id: "a", at: new Date(5) });
+      expect(await store.collection<Row>("things").findOne({ _id: "a" })).toEqual({ _id: "a", at: new Date(5) });
+    } finally {
+      await store.close();
+    }
+    const admin = await adminClient(url);
+    try {
+      const { rows } = await admin.query(`SELECT to_regclass('"mailroom_open-check".things') IS NOT NULL AS present`);
+      expect(rows[0].present).toBe(true);
+    } finally {
+      await admin.end();
+    }
+    await expect(openStore({ dataDir: await tempDir(), postgresUrl: url, mongodbUrl: "mongodb://127.0.0.1", service: "x" })).rejects.toThrow(/PostgreSQL and a MongoDB/);
   });
 });
 

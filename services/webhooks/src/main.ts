@@ -38,7 +38,7 @@ export interface RunningWebhooks {
 
 /** Starts the unit; the test suite starts it in-process with its own config and settings. */
 export async function startWebhooks(config: Config, settings: WebhooksSettings, logger: Logger): Promise<RunningWebhooks> {
-  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, service: "webhooks" });
+  const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "webhooks" });
   const collections = await openCollections(store, secretKeysOf(config));
   const nc = await connectNats(config.natsUrl, "webhooks");
   await ensureMailStreams(nc);

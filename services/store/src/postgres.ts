@@ -1,0 +1,756 @@
+/**
+ * PostgreSQL store adapter (node-postgres, pooled). DESIGN §10.1.
+ *
+ * One schema per unit (`mailroom_<unit>`), created and migrated when the store opens under a
+ * transaction-level advisory lock, so any number of processes may start at once. A collection is
+ * a table `(_id text COLLATE "C" PRIMARY KEY, doc jsonb NOT NULL)`, created on first use under
+ * the same lock. postgres-sql.ts holds the document encoding and the filter compiler.
+ *
+ * Writes:
+ * - $set/$unset/$inc of top-level fields are one statement: a CTE picks the first match
+ *   `FOR UPDATE` (PostgreSQL re-checks the WHERE on the row's latest version once the lock is
+ *   granted, so two racing compare-and-sets cannot both win) and the UPDATE rewrites its jsonb.
+ * - Any other update ($push, $addToSet, $pull, dotted paths) reads the matching row in a
+ *   transaction with `SELECT … FOR UPDATE`, applies query.ts's applier (the embedded store's
+ *   semantics exactly) and writes it back before COMMIT: just as atomic.
+ * - An upsert that finds nothing inserts; when a racing upsert inserted first (unique
+ *   violation), it runs again and updates that document.
+ * - updateMany and deleteMany lock their rows in _id order; a statement or transaction that
+ *   PostgreSQL still picks as a deadlock's victim (rolled back) runs once more.
+ * - SQLSTATE 23505 (unique violation) is DuplicateKeyError.
+ *
+ * Indexes: btree expression indexes on the declared paths (`doc -> 'a' -> 'b'`), unique ones
+ * NULLS NOT DISTINCT (a missing field collides with a missing one, as in the embedded store and
+ * MongoDB) and partial where sparse; a small partial index per indexed path of the rows holding
+ * an array there (postgres-sql.ts's index conditions need it); a wildcard `"<field>.$**"` adds a
+ * GIN jsonb_path_ops index on the document, which answers the jsonpath equality tests. TTL
+ * indexes are swept by a periodic DELETE (unref'd timer) as MongoDB's TTL monitor does.
+ *
+ * Connections: a pool of MAILROOM_POSTGRES_POOL (default 10) per process, a statement timeout
+ * on every statement (default 30 s), idle connections' errors logged (never thrown at the
+ * process), and a read retried once when its connection broke (writes are not: they may have
+ * committed).
+ */
+import { createHash } from "node:crypto";
+import { userInfo } from "node:os";
+import pg from "pg";
+import {
+  DuplicateKeyError,
+  idSegment,
+  type BulkWriteOperation,
+  type BulkWriteResult,
+  type Collection,
+  type Doc,
+  type Filter,
+  type FindOneAndUpdateOptions,
+  type FindOptions,
+  type IdSegment,
+  type IndexSpec,
+  type Store,
+  type Update,
+  type UpdateOptions,
+  type UpdateResult,
+} from "./port.js";
+import { applyUpdate, assertDefinedFilter, deepEqual, newStoreId, upsertSeed, validateUpdate } from "./query.js";
+import {
+  Params,
+  arrayAt,
+  compileFilter,
+  compileProjection,
+  compileSort,
+  compileUpdate,
+  encodeDoc,
+  encodeValue,
+  fieldExpr,
+  parseJsonb,
+  quoteIdent,
+  splitPath,
+  type CompiledFilter,
+  type ProjectionPlan,
+} from "./postgres-sql.js";
+
+export interface PostgresStoreOptions {
+  /** A libpq URL: postgres://user:password@host:5432/database. */
+  url: string;
+  /** The unit, e.g. "email": its schema is `mailroom_<service>`. */
+  service: string;
+  /** Overrides the schema name (tests). */
+  schema?: string;
+  /** Connections per process (MAILROOM_POSTGRES_POOL). Default 10. */
+  poolSize?: number;
+  /** Every statement's time limit. Default 30 s. */
+  statementTimeoutMs?: number;
+  /** How often expired (TTL) documents are deleted. Default 60 s. */
+  ttlIntervalMs?: number;
+  /** Where a failed idle connection or TTL sweep is reported. Default console. */
+  logger?: { warn(message: string): void };
+}
+
+type Row = { _id: string; doc: Record<string, unknown> };
+
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+const COLLECTION_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/;
+/** PostgreSQL truncates identifiers beyond 63 bytes. */
+const MAX_IDENTIFIER = 63;
+/** Rows per INSERT of insertMany, and per transaction of an updateMany read-modify-write. */
+const BATCH = 500;
+/** Rows deleted per statement by the TTL sweep (short locks on a large backlog). */
+const SWEEP_BATCH = 5_000;
+
+const sha1 = (s: string) => createHash("sha1").update(s).digest("hex");
+
+/**
+ * The URL pg is given. libpq connects as the operating system's user when the URL names none;
+ * pg takes $USER instead, unset in some containers: name the OS user then, as libpq would.
+ */
+export function postgresConnectionString(url: string): string {
+  if (process.env.PGUSER || process.env.USER) return url;
+  try {
+    const parsed = new URL(url);
+    if (parsed.username || !parsed.hostname) return url;
+    parsed.username = userInfo().username;
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  return (err as { code?: unknown })?.code === "23505";
+}
+
+function isDeadlock(err: unknown): boolean {
+  return (err as { code?: unknown })?.code === "40P01";
+}
+
+/** The connection broke (as opposed to the statement failing): a read may run again on another. */
+function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof e?.code === "string" ? e.code : "";
+  // 08: connection exception; 57P01-03: the server terminated the backend or is shutting down.
+  if (code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03") return true;
+  if (["ECONNRESET", "ECONNREFUSED", "EPIPE", "ETIMEDOUT"].includes(code)) return true;
+  return typeof e?.message === "string" && /Connection terminated|connection error|not queryable/i.test(e.message);
+}
+
+function typeParser(oid: number, format?: string): unknown {
+  if (oid === JSONB_OID || oid === JSON_OID) return parseJsonb;
+  return (pg.types.getTypeParser as (oid: number, format?: string) => unknown)(oid, format);
+}
+
+/** Schema migrations, applied once each, in order, under the schema's advisory lock. */
+const MIGRATIONS: { version: number; statements: (schema: string) => string[] }[] = [
+  {
+    version: 1,
+    statements: (schema) => [
+      // $inc in SQL: IEEE doubles as JavaScript adds them, and a non-number refused as the applier does.
+      `CREATE OR REPLACE FUNCTION ${schema}.inc(current jsonb, amount float8) RETURNS jsonb
+       LANGUAGE plpgsql IMMUTABLE AS $fn$
+       BEGIN
+         IF current IS NULL THEN RETURN to_jsonb(amount); END IF;
+         IF jsonb_typeof(current) <> 'number' THEN
+           RAISE EXCEPTION 'Cannot apply $inc to a value of non-numeric type' USING ERRCODE = '22023';
+         END IF;
+         RETURN to_jsonb(current::float8 + amount);
+       END $fn$`,
+    ],
+  },
+];
+
+/** The first string after every string that starts with `prefix` (code point order), if there is one. */
+function prefixEnd(prefix: string): string | undefined {
+  const chars = [...prefix];
+  const last = chars.pop()?.codePointAt(0);
+  if (last === undefined) return undefined;
+  const next = last + 1;
+  if (next > 0x10ffff || (next >= 0xd800 && next <= 0xdfff)) return undefined;
+  return chars.join("") + String.fromCodePoint(next);
+}
+
+export class PostgresStore implements Store {
+  readonly kind = "postgres";
+  /** The schema, quoted for SQL. */
+  readonly schema: string;
+  /** The database orders strings by code point (C collation): string ranges may use btree indexes. */
+  bytewiseStrings = false;
+  private closed = false;
+  private readonly collections = new Map<string, PostgresCollection<Doc>>();
+  private sweeper?: NodeJS.Timeout;
+  private sweeping = false;
+  private readonly lockKey: string;
+
+  constructor(
+    readonly pool: pg.Pool,
+    readonly schemaName: string,
+    private readonly options: Pick<PostgresStoreOptions, "ttlIntervalMs" | "logger">,
+  ) {
+    this.schema = quoteIdent(schemaName);
+    // One advisory lock per schema (a 64-bit key from its name) serialises its DDL across processes.
+    this.lockKey = BigInt.asIntN(64, BigInt(`0x${sha1(`mailroom:${schemaName}`).slice(0, 16)}`)).toString();
+  }
+
+  get logger(): { warn(message: string): void } {
+    return this.options.logger ?? console;
+  }
+
+  assertOpen(): void {
+    if (this.closed) throw new Error("store is closed");
+  }
+
+  /**
+   * A statement on any pooled connection. Not repeated when the connection breaks (a write may
+   * have committed), only when PostgreSQL chose it as a deadlock's victim (it was rolled back).
+   */
+  async query(sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+    try {
+      return await this.pool.query(sql, values);
+    } catch (err) {
+      if (!isDeadlock(err)) throw err;
+      return this.pool.query(sql, values);
+    }
+  }
+
+  /** A read: run once more on another connection when the first one broke. */
+  async read(sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+    try {
+      return await this.pool.query(sql, values);
+    } catch (err) {
+      if (this.closed || !isConnectionError(err)) throw err;
+      // When the server ended several backends at once (a restart, pg_terminate_backend), their
+      // idle connections' notices are read a moment later: let the pool drop those first.
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      return this.pool.query(sql, values);
+    }
+  }
+
+  /** fn in a transaction; run again (once) when PostgreSQL rolled it back as a deadlock's victim. */
+  async transaction<R>(fn: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+    try {
+      return await this.transactionOnce(fn);
+    } catch (err) {
+      if (!isDeadlock(err)) throw err;
+      return this.transactionOnce(fn);
+    }
+  }
+
+  private async transactionOnce<R>(fn: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      const result = await fn(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      if (isConnectionError(err)) broken = err as Error;
+      else await client.query("ROLLBACK").catch((e: Error) => (broken = e));
+      throw err;
+    } finally {
+      // A broken connection leaves the pool instead of going back to it.
+      client.release(broken);
+    }
+  }
+
+  /** DDL under the schema's advisory lock (released at COMMIT): concurrent starts take turns. */
+  ddl(fn: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+    return this.transaction(async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1::bigint)", [this.lockKey]);
+      await fn(client);
+    });
+  }
+
+  async migrate(): Promise<void> {
+    const migrations = `${this.schema}."$migrations"`;
+    await this.ddl(async (client) => {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${migrations} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+      const applied = new Set((await client.query(`SELECT version FROM ${migrations}`)).rows.map((r) => r.version as number));
+      for (const migration of MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        for (const sql of migration.statements(this.schema)) await client.query(sql);
+        await client.query(`INSERT INTO ${migrations} (version) VALUES ($1)`, [migration.version]);
+      }
+    });
+    // jsonb orders strings by the database's collation: only C (or POSIX) is code point order.
+    const { rows } = await this.read("SELECT to_jsonb(d) AS d FROM pg_database d WHERE datname = current_database()");
+    const db = (rows[0]?.d ?? {}) as { datcollate?: string; datlocprovider?: string };
+    this.bytewiseStrings = (db.datlocprovider ?? "c") === "c" && /^(C|POSIX)([._@]|$)/i.test(db.datcollate ?? "");
+  }
+
+  /** The schema's $inc function, for compileUpdate. */
+  get incFunction(): string {
+    return `${this.schema}.inc`;
+  }
+
+  collection<T extends Doc>(name: string): Collection<T> {
+    this.assertOpen();
+    if (!COLLECTION_NAME.test(name)) throw new Error(`invalid collection name "${name}"`);
+    let collection = this.collections.get(name);
+    if (!collection) {
+      const table = name.length <= MAX_IDENTIFIER ? name : `${name.slice(0, 50)}_${sha1(name).slice(0, 12)}`;
+      collection = new PostgresCollection<Doc>(this, name, table);
+      this.collections.set(name, collection);
+    }
+    return collection as unknown as PostgresCollection<T>;
+  }
+
+  /** Starts the TTL sweep (once a collection declares a TTL index). */
+  watchExpiry(): void {
+    if (this.sweeper || this.closed) return;
+    this.sweeper = setInterval(() => void this.sweepExpired(), this.options.ttlIntervalMs ?? 60_000);
+    this.sweeper.unref();
+  }
+
+  /** Deletes expired documents in every collection with a TTL index (also called by tests). */
+  async sweepExpired(): Promise<void> {
+    if (this.sweeping || this.closed) return;
+    this.sweeping = true;
+    try {
+      for (const collection of this.collections.values()) await collection.deleteExpired();
+    } catch (err) {
+      if (!this.closed) this.logger.warn(`store: deleting expired documents failed: ${(err as Error).message}`);
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await this.pool.end();
+  }
+}
+
+export class PostgresCollection<T extends Doc> implements Collection<T> {
+  /** The table, schema-qualified and quoted. */
+  readonly table: string;
+  /** Paths keying btree indexes declared here: filters on them add conditions the indexes answer. */
+  private readonly indexed = new Set<string>();
+  private readonly ttl = new Map<string, number>();
+  private created?: Promise<void>;
+
+  constructor(private readonly store: PostgresStore, readonly name: string, private readonly tableName: string) {
+    this.table = `${store.schema}.${quoteIdent(tableName)}`;
+  }
+
+  // -- plumbing
+
+  /** Runs an operation: the store open, the table there, unique violations as DuplicateKeyError. */
+  private async run<R>(fn: () => Promise<R>): Promise<R> {
+    this.store.assertOpen();
+    try {
+      await this.ensureTable();
+      return await fn();
+    } catch (err) {
+      if (isDuplicateKey(err)) throw new DuplicateKeyError(`duplicate key in collection "${this.name}"`);
+      throw err;
+    }
+  }
+
+  private ensureTable(): Promise<void> {
+    this.created ??= this.createTable().catch((err) => {
+      this.created = undefined;
+      throw err;
+    });
+    return this.created;
+  }
+
+  private async createTable(): Promise<void> {
+    const { rows } = await this.store.read("SELECT to_regclass($1) IS NOT NULL AS present", [this.table]);
+    if (rows[0].present) return;
+    await this.store.ddl(async (client) => {
+      await client.query(`CREATE TABLE IF NOT EXISTS ${this.table} (_id text COLLATE "C" PRIMARY KEY, doc jsonb NOT NULL)`);
+    });
+  }
+
+  private compile(filter: Filter, params: Params): CompiledFilter {
+    assertDefinedFilter(filter);
+    return compileFilter(filter, params, { indexed: this.indexed, bytewiseStrings: this.store.bytewiseStrings });
+  }
+
+  private where(filter: Filter, params: Params): string {
+    return this.compile(filter, params).where;
+  }
+
+  private toDoc(row: Row, projection?: ProjectionPlan): T {
+    // Spread, not Object.assign: a stored "__proto__" key stays a plain property.
+    const doc: Record<string, unknown> = { _id: row._id, ...row.doc };
+    if (projection?.apply) return projection.apply(doc) as T;
+    if (projection?.dropId) delete doc._id;
+    return doc as T;
+  }
+
+  /** The _id and doc column values of a document to insert (a missing _id is generated, as MongoDB's driver does). */
+  private row(doc: T): [string, string] {
+    if (doc._id === undefined) (doc as Doc)._id = newStoreId();
+    if (typeof doc._id !== "string") throw new Error(`_id must be a string, not ${typeof doc._id}`);
+    return [doc._id, encodeDoc(doc)];
+  }
+
+  private selectSql(filter: Filter, options: FindOptions, params: Params): { sql: string; projection: ProjectionPlan } {
+    const projection = compileProjection(options.projection, params);
+    const { where, split } = this.compile(filter, params);
+    const order = compileSort(options.sort);
+    const limit = options.limit ? Math.abs(options.limit) : undefined;
+    const page = `${limit ? ` LIMIT ${params.add(limit)}` : ""}${options.skip ? ` OFFSET ${params.add(options.skip)}` : ""}`;
+    if (split && order) {
+      // Sorted with index conditions: the rows without arrays on the indexed paths apart, so a
+      // btree index can deliver them in order up to the limit (postgres-sql.ts CompiledFilter).
+      const cap = limit ? ` LIMIT ${params.add(limit + (options.skip ?? 0))}` : "";
+      const side = (where: string) => `(SELECT _id, doc FROM ${this.table} WHERE ${where} ${order}${cap})`;
+      const sql = `SELECT _id, ${projection.docExpr} AS doc FROM (${side(split.plain)} UNION ALL ${side(split.arrays)}) AS found ${order}${page}`;
+      return { sql, projection };
+    }
+    return { sql: `SELECT _id, ${projection.docExpr} AS doc FROM ${this.table} WHERE ${where} ${order}${page}`, projection };
+  }
+
+  // -- reads
+
+  findOne(filter: Filter, options: FindOptions = {}): Promise<T | null> {
+    return this.find(filter, { ...options, limit: 1 }).then((docs) => docs[0] ?? null);
+  }
+
+  find(filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    return this.run(async () => {
+      const params = new Params();
+      const { sql, projection } = this.selectSql(filter, options, params);
+      const { rows } = await this.store.read(sql, params.values);
+      return rows.map((row) => this.toDoc(row as Row, projection));
+    });
+  }
+
+  /** PostgreSQL's plan for a find (not part of the port: for tests and for looking into a slow query). */
+  explain(filter: Filter, options: FindOptions = {}): Promise<string> {
+    return this.run(async () => {
+      const params = new Params();
+      const { sql } = this.selectSql(filter, options, params);
+      const { rows } = await this.store.read(`EXPLAIN ${sql}`, params.values);
+      return rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+    });
+  }
+
+  countDocuments(filter: Filter = {}): Promise<number> {
+    return this.run(async () => {
+      const params = new Params();
+      const { rows } = await this.store.read(`SELECT count(*) AS n FROM ${this.table} WHERE ${this.where(filter, params)}`, params.values);
+      return Number(rows[0].n);
+    });
+  }
+
+  /** Keyset pages in _id order, within the prefix's _id range (the primary key index answers it). */
+  async *findIdSegments(filter: Filter, segment: IdSegment, options: { batchSize?: number } = {}): AsyncIterable<string[]> {
+    const batchSize = Math.max(1, options.batchSize ?? 5_000);
+    let after: string | undefined;
+    for (;;) {
+      const ids: Record<string, string> = {};
+      if (segment.prefix) ids.$gte = segment.prefix;
+      const end = prefixEnd(segment.prefix);
+      if (end !== undefined) ids.$lt = end;
+      if (after !== undefined) ids.$gt = after;
+      const page = await this.run(async () => {
+        const params = new Params();
+        const within = Object.keys(ids).length ? { $and: [filter, { _id: ids }] } : filter;
+        const { sql } = this.selectSql(within, { sort: { _id: 1 }, limit: batchSize, projection: { _id: 1 } }, params);
+        return (await this.store.read(sql, params.values)).rows.map((r) => r._id as string);
+      });
+      const out: string[] = [];
+      for (const id of page) {
+        const part = idSegment(id, segment);
+        if (part !== undefined) out.push(part);
+      }
+      if (out.length) yield out;
+      if (page.length < batchSize) return;
+      after = page[page.length - 1];
+    }
+  }
+
+  // -- inserts
+
+  insertOne(doc: T): Promise<void> {
+    return this.run(async () => {
+      await this.store.query(`INSERT INTO ${this.table} (_id, doc) VALUES ($1, $2::jsonb)`, this.row(doc));
+    });
+  }
+
+  insertMany(docs: T[]): Promise<void> {
+    return this.run(async () => {
+      for (let i = 0; i < docs.length; i += BATCH) {
+        const rows = docs.slice(i, i + BATCH).map((d) => this.row(d));
+        try {
+          await this.store.query(`INSERT INTO ${this.table} (_id, doc) SELECT * FROM unnest($1::text[], $2::jsonb[])`, [
+            rows.map((r) => r[0]),
+            rows.map((r) => r[1]),
+          ]);
+        } catch (err) {
+          if (!isDuplicateKey(err)) throw err;
+          // Ordered, as MongoDB's insertMany: the documents before the duplicate stay inserted.
+          for (const row of rows) await this.store.query(`INSERT INTO ${this.table} (_id, doc) VALUES ($1, $2::jsonb)`, row);
+        }
+      }
+    });
+  }
+
+  // -- updates
+
+  /**
+   * Updates the first match (by `sort`): one statement for the updates compileUpdate takes,
+   * else a locked read-modify-write. Null when nothing matches.
+   */
+  private async modifyOne(filter: Filter, update: Update, sort?: FindOneAndUpdateOptions["sort"]): Promise<{ before: T; after: T; modified: boolean } | null> {
+    const params = new Params();
+    const where = this.where(filter, params);
+    const order = compileSort(sort);
+    const expr = compileUpdate(update, "t.doc", params, this.store.incFunction);
+    if (expr !== undefined) {
+      const { rows } = await this.store.query(
+        `WITH target AS (SELECT _id, doc FROM ${this.table} WHERE ${where} ${order} LIMIT 1 FOR UPDATE),
+         changed AS (UPDATE ${this.table} AS t SET doc = ${expr} FROM target
+                     WHERE t._id = target._id AND ${expr} IS DISTINCT FROM t.doc RETURNING t._id, t.doc)
+         SELECT target._id, target.doc AS before, changed.doc AS after FROM target LEFT JOIN changed ON changed._id = target._id`,
+        params.values,
+      );
+      if (rows.length === 0) return null;
+      const row = rows[0];
+      const before = this.toDoc({ _id: row._id, doc: row.before });
+      const modified = row.after !== null;
+      return { before, after: modified ? this.toDoc({ _id: row._id, doc: row.after }) : this.toDoc({ _id: row._id, doc: row.before }), modified };
+    }
+    return this.store.transaction(async (client) => {
+      const { rows } = await client.query(`SELECT _id, doc FROM ${this.table} WHERE ${where} ${order} LIMIT 1 FOR UPDATE`, params.values);
+      if (rows.length === 0) return null;
+      const before = this.toDoc(rows[0] as Row);
+      const after = applyUpdate(before, update, false);
+      const modified = !deepEqual(before, after);
+      if (modified) await client.query(`UPDATE ${this.table} SET doc = $2::jsonb WHERE _id = $1`, [before._id, encodeDoc(after)]);
+      return { before, after, modified };
+    });
+  }
+
+  /** modifyOne, else (with upsert) the insert; an insert beaten by a racing upsert updates its document instead. */
+  private async upsertOne(filter: Filter, update: Update, upsert: boolean | undefined, sort?: FindOneAndUpdateOptions["sort"]) {
+    assertDefinedFilter(filter);
+    validateUpdate(update);
+    for (let attempt = 0; ; attempt++) {
+      const found = await this.modifyOne(filter, update, sort);
+      if (found) return { ...found, upsertedId: undefined };
+      if (!upsert) return null;
+      const doc = applyUpdate(upsertSeed(filter), update, true) as T;
+      try {
+        await this.store.query(`INSERT INTO ${this.table} (_id, doc) VALUES ($1, $2::jsonb)`, this.row(doc));
+        return { before: null, after: doc, modified: false, upsertedId: doc._id };
+      } catch (err) {
+        if (!isDuplicateKey(err) || attempt >= 2) throw err;
+      }
+    }
+  }
+
+  updateOne(filter: Filter, update: Update, options: UpdateOptions = {}): Promise<UpdateResult> {
+    return this.run(async () => {
+      const r = await this.upsertOne(filter, update, options.upsert);
+      if (!r) return { matchedCount: 0, modifiedCount: 0 };
+      if (r.upsertedId !== undefined) return { matchedCount: 0, modifiedCount: 0, upsertedId: r.upsertedId };
+      return { matchedCount: 1, modifiedCount: r.modified ? 1 : 0 };
+    });
+  }
+
+  findOneAndUpdate(filter: Filter, update: Update, options: FindOneAndUpdateOptions = {}): Promise<T | null> {
+    return this.run(async () => {
+      const r = await this.upsertOne(filter, update, options.upsert, options.sort);
+      if (!r) return null;
+      return options.returnDocument === "before" ? r.before : r.after;
+    });
+  }
+
+  updateMany(filter: Filter, update: Update): Promise<UpdateResult> {
+    return this.run(async () => {
+      validateUpdate(update);
+      const params = new Params();
+      const where = this.where(filter, params);
+      const expr = compileUpdate(update, "t.doc", params, this.store.incFunction);
+      if (expr !== undefined) {
+        const { rows } = await this.store.query(
+          // Rows locked in _id order (as every multi-row write here): two of them cannot deadlock.
+          `WITH matched AS (SELECT _id FROM ${this.table} WHERE ${where} ORDER BY _id FOR UPDATE),
+           changed AS (UPDATE ${this.table} AS t SET doc = ${expr} FROM matched
+                       WHERE t._id = matched._id AND ${expr} IS DISTINCT FROM t.doc RETURNING 1)
+           SELECT (SELECT count(*) FROM matched) AS matched, (SELECT count(*) FROM changed) AS modified`,
+          params.values,
+        );
+        return { matchedCount: Number(rows[0].matched), modifiedCount: Number(rows[0].modified) };
+      }
+      // Locked read-modify-write in _id order, a transaction per batch (MongoDB's updateMany is not atomic either).
+      let matchedCount = 0;
+      let modifiedCount = 0;
+      let after = "";
+      for (;;) {
+        const batch = await this.store.transaction(async (client) => {
+          const p = new Params();
+          const sql = `SELECT _id, doc FROM ${this.table} WHERE ${this.where(filter, p)} AND _id > ${p.add(after)} ORDER BY _id LIMIT ${BATCH} FOR UPDATE`;
+          const docs = (await client.query(sql, p.values)).rows.map((r) => this.toDoc(r as Row));
+          const changed: [string, string][] = [];
+          for (const doc of docs) {
+            const next = applyUpdate(doc, update, false);
+            if (!deepEqual(doc, next)) changed.push([doc._id, encodeDoc(next)]);
+          }
+          if (changed.length) {
+            await client.query(
+              `UPDATE ${this.table} AS t SET doc = v.doc FROM unnest($1::text[], $2::jsonb[]) AS v(_id, doc) WHERE t._id = v._id`,
+              [changed.map((c) => c[0]), changed.map((c) => c[1])],
+            );
+          }
+          return { count: docs.length, changed: changed.length, last: docs.at(-1)?._id };
+        });
+        matchedCount += batch.count;
+        modifiedCount += batch.changed;
+        if (batch.count < BATCH || batch.last === undefined) break;
+        after = batch.last;
+      }
+      return { matchedCount, modifiedCount };
+    });
+  }
+
+  bulkWrite(operations: BulkWriteOperation<T>[]): Promise<BulkWriteResult> {
+    return this.run(async () => {
+      const result: BulkWriteResult = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedIds: {} };
+      // In order, each committed on its own: on an error the ones before stay, the rest do not run.
+      for (let i = 0; i < operations.length; i++) {
+        const op = operations[i];
+        if ("insertOne" in op) {
+          await this.insertOne(op.insertOne.document);
+          result.insertedCount++;
+        } else if ("updateOne" in op) {
+          const { filter, update, upsert } = op.updateOne;
+          const r = await this.updateOne(filter, update, { upsert });
+          result.matchedCount += r.matchedCount;
+          result.modifiedCount += r.modifiedCount;
+          if (r.upsertedId !== undefined) {
+            result.upsertedCount++;
+            result.upsertedIds[i] = r.upsertedId;
+          }
+        } else {
+          throw new Error(`unsupported bulkWrite operation ${Object.keys(op)[0]}`);
+        }
+      }
+      return result;
+    });
+  }
+
+  // -- deletes
+
+  deleteOne(filter: Filter): Promise<{ deletedCount: number }> {
+    return this.run(async () => {
+      const params = new Params();
+      const sql = `DELETE FROM ${this.table} WHERE _id IN (SELECT _id FROM ${this.table} WHERE ${this.where(filter, params)} LIMIT 1 FOR UPDATE)`;
+      return { deletedCount: (await this.store.query(sql, params.values)).rowCount ?? 0 };
+    });
+  }
+
+  deleteMany(filter: Filter): Promise<{ deletedCount: number }> {
+    return this.run(async () => {
+      const params = new Params();
+      const sql = `DELETE FROM ${this.table} WHERE _id IN (SELECT _id FROM ${this.table} WHERE ${this.where(filter, params)} ORDER BY _id FOR UPDATE)`;
+      return { deletedCount: (await this.store.query(sql, params.values)).rowCount ?? 0 };
+    });
+  }
+
+  /** The TTL sweep of this collection: documents whose date is more than the index's seconds past. */
+  async deleteExpired(): Promise<void> {
+    if (this.ttl.size === 0) return;
+    await this.ensureTable();
+    for (const [path, seconds] of this.ttl) {
+      const cutoff = new Date(Date.now() - seconds * 1000);
+      const e = fieldExpr(path);
+      // The range on the jsonb expression walks the TTL field's btree index; the rest is exact.
+      const sql = `DELETE FROM ${this.table} WHERE _id IN (SELECT _id FROM ${this.table}
+        WHERE ${e} > '{}'::jsonb AND ${e} < $1::jsonb AND jsonb_typeof(${e} -> '$date') = 'string'
+          AND (${e} ->> '$date') COLLATE "C" < $2 LIMIT ${SWEEP_BATCH})`;
+      while (((await this.store.query(sql, [encodeValue(cutoff), cutoff.toISOString()])).rowCount ?? 0) >= SWEEP_BATCH);
+    }
+  }
+
+  // -- indexes
+
+  createIndex(spec: IndexSpec): Promise<void> {
+    const fields = Object.keys(spec.keys ?? {});
+    if (fields.length === 0) return Promise.reject(new Error("createIndex needs at least one key"));
+    for (const f of fields) {
+      if (spec.keys[f] !== 1 && spec.keys[f] !== -1) return Promise.reject(new Error(`index key "${f}" must be 1 or -1`));
+    }
+    const wildcard = fields.findIndex((f) => f === "$**" || f.endsWith(".$**"));
+    if (wildcard !== -1 && (wildcard !== fields.length - 1 || spec.unique || spec.expireAfterSeconds !== undefined)) {
+      return Promise.reject(new Error("a wildcard index takes its wildcard last and cannot be unique or TTL"));
+    }
+    if (spec.expireAfterSeconds !== undefined && fields.length !== 1) {
+      return Promise.reject(new Error("a TTL index (expireAfterSeconds) takes exactly one field"));
+    }
+    const plain = wildcard === -1 ? fields : fields.slice(0, -1);
+    plain.forEach(splitPath);
+    return this.run(async () => {
+      const statements: string[] = [];
+      // Index names are per schema: the table's own name is in the hash (it may be cut short before it).
+      const name = (kind: string, def: unknown) =>
+        quoteIdent(`${this.tableName.slice(0, 40)}_${kind}_${sha1(JSON.stringify([this.tableName, def])).slice(0, 12)}`);
+      // The primary key is the index on _id alone.
+      if (plain.length && !(plain.length === 1 && plain[0] === "_id")) {
+        const columns = plain.map((f) => `${fieldExpr(f)} ${spec.keys[f] === 1 ? "ASC NULLS FIRST" : "DESC NULLS LAST"}`);
+        const unique = spec.unique === true;
+        const sparse = unique && spec.sparse === true;
+        const def = { keys: plain.map((f) => [f, spec.keys[f]]), unique, sparse };
+        statements.push(
+          `CREATE ${unique ? "UNIQUE " : ""}INDEX IF NOT EXISTS ${name("i", def)} ON ${this.table} (${columns.join(", ")})` +
+          (unique ? " NULLS NOT DISTINCT" : "") +
+          (sparse ? ` WHERE ${plain.map((f) => `${fieldExpr(f)} IS NOT NULL`).join(" OR ")}` : ""),
+        );
+        // The rows holding an array on an indexed path, for the filters' index conditions (postgres-sql.ts hintSql).
+        const prefixes = new Set<string>();
+        for (const f of plain) {
+          if (f === "_id") continue;
+          const segments = splitPath(f);
+          for (let i = 1; i <= segments.length; i++) prefixes.add(segments.slice(0, i).join("."));
+        }
+        for (const prefix of prefixes) {
+          statements.push(`CREATE INDEX IF NOT EXISTS ${name("a", prefix)} ON ${this.table} (_id) WHERE ${arrayAt(prefix)}`);
+        }
+      }
+      if (wildcard !== -1) statements.push(`CREATE INDEX IF NOT EXISTS ${name("gin", "doc")} ON ${this.table} USING gin (doc jsonb_path_ops)`);
+      await this.store.ddl(async (client) => {
+        for (const sql of statements) await client.query(sql);
+      });
+      // Only paths without a numeric segment get index conditions (postgres-sql.ts).
+      for (const f of plain) if (f !== "_id" && !splitPath(f).some((s) => /^\d+$/.test(s))) this.indexed.add(f);
+      if (spec.expireAfterSeconds !== undefined) {
+        this.ttl.set(fields[0], spec.expireAfterSeconds);
+        this.store.watchExpiry();
+      }
+    });
+  }
+}
+
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+  const schema = options.schema ?? `mailroom_${options.service}`;
+  if (schema.length === 0 || Buffer.byteLength(schema) > MAX_IDENTIFIER) throw new Error(`invalid schema name "${schema}"`);
+  const pool = new pg.Pool({
+    connectionString: postgresConnectionString(options.url),
+    max: options.poolSize ?? 10,
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
+    // A transaction left open (a process stalled mid read-modify-write) must not hold its row locks for ever.
+    idle_in_transaction_session_timeout: Math.max(60_000, 2 * (options.statementTimeoutMs ?? 30_000)),
+    application_name: `mailroom-${options.service}`.slice(0, 63),
+    // Also the longest wait for a free pooled connection (pg-pool): no shorter than a statement may take.
+    connectionTimeoutMillis: Math.max(10_000, options.statementTimeoutMs ?? 30_000),
+    idleTimeoutMillis: 30_000,
+    types: { getTypeParser: typeParser } as pg.CustomTypesConfig,
+  });
+  const store = new PostgresStore(pool, schema, options);
+  // An idle connection the server ends (a restart, pg_terminate_backend) must not crash the process.
+  pool.on("error", (err) => store.logger.warn(`store: an idle PostgreSQL connection failed (${err.message}); the pool opens another`));
+  try {
+    await store.migrate();
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  return store;
+}
