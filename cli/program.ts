@@ -11,6 +11,7 @@ import { contactCommands } from "./commands/contacts.js";
 import { templateCommands } from "./commands/templates.js";
 import { miscCommands } from "./commands/misc.js";
 import { auditCommands } from "./commands/audit.js";
+import { storeCommands } from "./commands/store.js";
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
@@ -60,6 +61,7 @@ export async function runCli(argv: string[], opts: RunOptions = {}): Promise<num
   templateCommands(program, ctx);
   miscCommands(program, ctx);
   auditCommands(program, ctx);
+  storeCommands(program, ctx);
   for (const sub of program.commands) sub.exitOverride();
   try {
     await program.parseAsync(argv, { from: "user" });

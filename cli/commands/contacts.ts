@@ -1,7 +1,6 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { Command } from "commander";
-import cliProgress from "cli-progress";
 import {
   CreateContactResponseSchema, GetContactResponseSchema, ListContactPropertiesResponseSchema, ListContactsResponseSchema,
   ListSuppressionsResponseSchema, PropertyType, SuppressionReason, ContactSource, ContactStatus, type Contact,
@@ -9,6 +8,7 @@ import {
 import { action, parseLimit, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { DEFAULT_BATCH_SIZE, importContactsCsv, ImportAbortedError } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { table, when } from "../output.js";
+import { progressBar } from "../progress.js";
 
 const TYPE_BY_NAME: Record<string, PropertyType> = {
   string: PropertyType.STRING, number: PropertyType.NUMBER, boolean: PropertyType.BOOLEAN, date: PropertyType.DATE,
@@ -141,9 +141,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     .action(action(ctx, async (file: string, opts: { batchSize: string }, cmd: Command) => {
       const workspaceId = workspaceOf(ctx, cmd);
       const size = (await stat(file)).size;
-      const bar = ctx.interactive
-        ? new cliProgress.SingleBar({ format: "importing |{bar}| {percentage}% | {rows} rows | {rejected} rejected", stream: process.stderr, hideCursor: true }, cliProgress.Presets.shades_classic)
-        : undefined;
+      const bar = progressBar(ctx.interactive, "importing |{bar}| {percentage}% | {rows} rows | {rejected} rejected");
       bar?.start(size, 0, { rows: 0, rejected: 0 });
       let summary;
       try {

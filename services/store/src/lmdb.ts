@@ -1882,6 +1882,17 @@ export class LmdbStore implements Store {
     }
   }
 
+  /**
+   * The collections in this environment, sorted (read-only): each has a `d:<name>` database,
+   * listed as a key of the root database. For tools that copy a whole store (`mailroom store copy`).
+   */
+  collectionNames(): string[] {
+    this.assertOpen();
+    const names: string[] = [];
+    for (const key of this.root.getKeys({})) if (typeof key === "string" && key.startsWith("d:")) names.push(key.slice(2));
+    return names.sort();
+  }
+
   /** The id of the environment's last committed transaction (any process's). */
   lastTxnId(): number {
     return (this.root.getStats() as { lastTxnId: number }).lastTxnId;
