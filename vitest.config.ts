@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { ALONE, COMPAT_SYSTEM_TESTS, SHARED, SHARED_SYSTEMS_VARIABLE, SYSTEM_TESTS, UNIT_ISOLATED, UNIT_TESTS, testSet } from "./test/harness/suites.js";
+import { ALONE, COMPAT_SYSTEM_TESTS, POSTGRES_SYSTEM_TESTS, SHARED, SHARED_SYSTEMS_VARIABLE, SYSTEM_TESTS, TEST_STORE_VARIABLE, UNIT_ISOLATED, UNIT_TESTS, testSet } from "./test/harness/suites.js";
 
 const compat = testSet() === "compat";
 const systemTests = compat ? COMPAT_SYSTEM_TESTS : SYSTEM_TESTS;
@@ -26,6 +26,8 @@ export default defineConfig({
       { test: { ...common, name: "system", include: systemTests, exclude: [...ALONE, ...SHARED], sequence: { groupOrder: 0 } } },
       // Workers that outlive a file, so the systems they start serve the files after it (useSystem).
       { test: { ...common, name: "shared", include: only(SHARED), isolate: false, env: { [SHARED_SYSTEMS_VARIABLE]: "1" }, sequence: { groupOrder: 0 } } },
+      // The suites that exercise storage again, the whole system on PostgreSQL (sharing as above).
+      ...(compat ? [] : [{ test: { ...common, name: "postgres", include: POSTGRES_SYSTEM_TESTS, isolate: false, env: { [SHARED_SYSTEMS_VARIABLE]: "1", [TEST_STORE_VARIABLE]: "postgres" }, sequence: { groupOrder: 0 } } }]),
       { test: { ...common, name: "alone", include: only(ALONE), fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },

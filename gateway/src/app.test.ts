@@ -98,6 +98,21 @@ describe("gateway core", () => {
     expect(big.statusCode).toBe(413);
   });
 
+  it("refuses a NUL character in any string or key of a JSON body with 400 naming where (no store can keep one)", async () => {
+    for (const [body, where] of [
+      [{ idempotencyKey: "\u0000" }, "idempotencyKey"],
+      [{ to: ["a@b.test", "c\u0000@d.test"] }, "to[1]"],
+      [{ contact: { properties: { "pl\u0000an": "pro" } } }, "contact.properties.pl\u0000an"],
+    ] as const) {
+      const res = await post("/v1/echo", key, JSON.stringify(body));
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ code: "invalid_json" });
+      expect(res.json().message).toContain(`NUL character (\\u0000) at ${where}`);
+    }
+    // Escaped text that only looks like one is no NUL.
+    expect((await post("/v1/echo", key, JSON.stringify({ text: "\\u0000" }))).statusCode).toBeLessThan(400);
+  });
+
   it("answers router-level errors with the public body", async () => {
     const badEncoding = await app.inject({ method: "GET", url: "/v1/items/%E0%A4%A" });
     expect(badEncoding.statusCode).toBe(400);

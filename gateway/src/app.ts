@@ -50,9 +50,17 @@ export async function buildGateway(
   app.removeContentTypeParser(["text/plain"]);
   // Bodiless POSTs (cancel) often still say application/json: an empty body is no body.
   const parseJson = app.getDefaultJsonParser("error", "error");
-  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) =>
-    (body as string).trim() === "" ? done(null, undefined) : parseJson(request, body as string, done),
-  );
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    if ((body as string).trim() === "") return done(null, undefined);
+    parseJson(request, body as string, (err, parsed) => {
+      if (err) return done(err, undefined);
+      // A NUL character is in no address, header, subject or property a sender means, and
+      // PostgreSQL's text and jsonb cannot hold one: refused here, the same on every store.
+      const where = nulPath(parsed);
+      if (where !== undefined) return done(Object.assign(new Error(`A string holds a NUL character (\\u0000) at ${where || "the body"}`), { statusCode: 400, code: "FST_ERR_CTP_NUL_CHARACTER" }), undefined);
+      done(null, parsed);
+    });
+  });
 
   app.decorate("errorDocsBase", deps.errorDocsUrl ?? defaultErrorDocsUrl(deps.config.publicUrl));
   // First of all hooks, so the request's span covers auth and its RPCs; nothing at all when
@@ -121,4 +129,24 @@ export async function buildGateway(
   // The web console (/console): HTML pages in their own scope, not part of the API document.
   await registerConsole(app, deps, { failures });
   return app;
+}
+
+/** The path of the first key or string holding a NUL character ("" for the body itself), else undefined. */
+export function nulPath(value: unknown, path = ""): string | undefined {
+  if (typeof value === "string") return value.includes("\0") ? path : undefined;
+  if (value === null || typeof value !== "object") return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulPath(value[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const [key, inner] of Object.entries(value)) {
+    const here = path ? `${path}.${key}` : key;
+    if (key.includes("\0")) return here;
+    const found = nulPath(inner, here);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

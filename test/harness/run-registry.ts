@@ -2,6 +2,7 @@ import { appendFileSync } from "node:fs";
 import { mkdtemp, readFile, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { dropTestDatabase } from "./postgres.js";
 
 /**
  * The processes and folders a test run leaves to its end: systems that suites share live as long
@@ -12,7 +13,10 @@ import path from "node:path";
 export const RUN_REGISTRY_VARIABLE = "MAILROOM_TEST_RUN_REGISTRY";
 
 /** `command`: a part of the process's command line, checked before it is killed (pids are reused). */
-export function registerForRunEnd(entry: { pid?: number; command?: string; dir?: string }): void {
+/** `database`: a PostgreSQL test database (test/harness/postgres.ts), dropped at the run's end. */
+export interface RunEndEntry { pid?: number; command?: string; dir?: string; database?: string }
+
+export function registerForRunEnd(entry: RunEndEntry): void {
   const dir = process.env[RUN_REGISTRY_VARIABLE];
   if (!dir) return;
   appendFileSync(path.join(dir, `worker-${process.pid}.jsonl`), `${JSON.stringify(entry)}\n`);
@@ -23,7 +27,7 @@ export async function openRunRegistry(): Promise<{ dir: string; cleanUp(): Promi
   return {
     dir,
     async cleanUp() {
-      const entries: Array<{ pid?: number; command?: string; dir?: string }> = [];
+      const entries: RunEndEntry[] = [];
       for (const file of await readdir(dir).catch(() => [])) {
         const text = await readFile(path.join(dir, file), "utf8").catch(() => "");
         for (const line of text.split("\n")) if (line) entries.push(JSON.parse(line));
@@ -36,6 +40,8 @@ export async function openRunRegistry(): Promise<{ dir: string; cleanUp(): Promi
         } catch { /* already gone */ }
       }
       await Promise.all(entries.filter((e) => e.dir).map((e) => rm(e.dir!, { recursive: true, force: true })));
+      // A database its system already dropped is no error (IF EXISTS); a server gone is not the run's failure.
+      await Promise.all(entries.filter((e) => e.database).map((e) => dropTestDatabase(e.database!).catch(() => undefined)));
       await rm(dir, { recursive: true, force: true });
     },
   };

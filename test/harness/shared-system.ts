@@ -1,5 +1,6 @@
 import { connectClient } from "@mailroom/kit";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { systemStore } from "./postgres.js";
 import { registerForRunEnd } from "./run-registry.js";
 import { SHARED_SYSTEMS_VARIABLE } from "./suites.js";
 import { startSystem, type SystemOptions, type TestSystem } from "./system.js";
@@ -50,7 +51,7 @@ export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
   // Outside the shared project the suite gets a system of its own, with the same settings.
   if (process.env[SHARED_SYSTEMS_VARIABLE] !== "1" || opts.topology || opts.prepareDataDir) return startSystem({ ...opts, env });
   const own = Object.entries(env).filter(([k, v]) => SHARED_ENV[k] !== v).sort(([a], [b]) => a.localeCompare(b));
-  const key = JSON.stringify({ smtp: opts.smtp !== false, env: own });
+  const key = JSON.stringify({ smtp: opts.smtp !== false, store: opts.store ?? systemStore(), env: own });
   const ids = workspaceIds(opts.bootstrap);
   let shared = kept.find((s) => s.key === key && !ids.some((id) => s.workspaces.has(id)));
   if (!shared) {
@@ -60,6 +61,7 @@ export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
     }
     const system = await startSystem({ env, smtp: opts.smtp });
     registerForRunEnd({ pid: system.nats.pid, command: "nats-server", dir: system.dataDir });
+    if (system.database) registerForRunEnd({ database: system.database.name });
     if (system.nats.dir) registerForRunEnd({ dir: system.nats.dir });
     for (const unit of system.processes.units) registerForRunEnd({ pid: unit.child.pid, command: process.execPath });
     shared = { key, system, workspaces: new Set(), lastUsed: 0 };

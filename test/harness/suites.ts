@@ -87,6 +87,29 @@ export const ALONE = [
 ];
 
 /**
+ * Suites that run a second time with the whole system on PostgreSQL (the `postgres` project; each
+ * system gets a database of its own, test/harness/postgres.ts): every kind of record the units
+ * keep — emails with templates, scheduling, idempotency and batches; erasure; broadcasts with
+ * scheduling, pacing and A/B tests; audiences (segments, groups, filters, exports); automations;
+ * webhooks; team and roles; the audit log. The store contract runs on PostgreSQL among the unit
+ * tests (services/store).
+ */
+export const POSTGRES_SYSTEM_TESTS = [
+  "test/email/emails.test.ts",
+  "test/email/log.test.ts",
+  "test/broadcast/public-api.test.ts",
+  "test/broadcast/ab-test.test.ts",
+  "test/broadcast/audiences.test.ts",
+  "test/directory/contact-filter.test.ts",
+  "test/directory/groups.test.ts",
+  "test/directory/contacts-export.test.ts",
+  "test/automation/flows.test.ts",
+  "test/webhooks/producers.test.ts",
+  "test/roles/roles-system.test.ts",
+  "test/audit/audit-log.test.ts",
+];
+
+/**
  * The compatibility set: what proves a Node version works without the whole suite (.ci/run runs
  * it on the machine's Node and on Node 22; the whole suite runs on Node 24, the active LTS).
  * Every unit test, the store contract (inside the unit tests), the README's examples against a
@@ -110,3 +133,6 @@ export function testSet(): TestSet {
 
 /** Set by vitest.config.ts for the files of the `shared` project: useSystem shares systems there. */
 export const SHARED_SYSTEMS_VARIABLE = "MAILROOM_TEST_SHARED_SYSTEMS";
+
+/** Set by vitest.config.ts for the `postgres` project: systems started there run on PostgreSQL. */
+export const TEST_STORE_VARIABLE = "MAILROOM_TEST_STORE";

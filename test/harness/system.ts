@@ -5,6 +5,8 @@ import { startUnits, UNITS, type RunningSystem, type UnitName } from "../../depl
 import { freePort } from "./ports.js";
 import { startNats, type NatsHandle } from "./nats.js";
 import { startSmtpSink, type SmtpSink } from "./smtp-sink.js";
+import { createTestDatabase, systemStore, type TestDatabase } from "./postgres.js";
+import { registerForRunEnd } from "./run-registry.js";
 
 export interface SystemOptions {
   /** The MAILROOM_BOOTSTRAP document (DESIGN.md §5); with `topology`, the placements name their own. */
@@ -22,6 +24,12 @@ export interface SystemOptions {
   topology?: (infra: TopologyInfra) => Partial<Record<UnitName, UnitPlacement>>;
   /** Runs once the data dir exists, before any unit starts (e.g. mount a small tmpfs for one service's store). */
   prepareDataDir?: (dataDir: string) => Promise<void>;
+  /**
+   * Where the units keep their records: the embedded store in the data dir, or a PostgreSQL
+   * database of the system's own (test/harness/postgres.ts). Default: the `postgres` project's
+   * choice (MAILROOM_TEST_STORE), else embedded.
+   */
+  store?: "embedded" | "postgres";
 }
 
 export interface TopologyInfra {
@@ -45,6 +53,8 @@ export interface TestSystem {
   nats: NatsHandle;
   sink?: SmtpSink;
   dataDir: string;
+  /** The system's PostgreSQL database when it runs on PostgreSQL. */
+  database?: TestDatabase;
   ports: Record<UnitName, number>;
   processes: RunningSystem;
   /** The tail of one unit's log, for failure messages. */
@@ -60,7 +70,13 @@ export interface TestSystem {
  */
 export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-e2e-"));
-  const [nats, sink] = await Promise.all([startNats(), opts.smtp === false ? undefined : startSmtpSink()]);
+  const store = opts.store ?? systemStore();
+  const [nats, sink, database] = await Promise.all([
+    startNats(),
+    opts.smtp === false ? undefined : startSmtpSink(),
+    store === "postgres" ? createTestDatabase() : undefined,
+  ]);
+  if (database) registerForRunEnd({ database: database.name });
   await opts.prepareDataDir?.(dataDir);
   const bootstrapFile = path.join(dataDir, "bootstrap.json");
   if (opts.bootstrap !== undefined) await writeFile(bootstrapFile, JSON.stringify(opts.bootstrap));
@@ -88,6 +104,8 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     // The suites' webhook receivers listen on loopback: trusted here as under npm start.
     MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8,::1/128",
     ...(sink ? { MAILROOM_SMTP_URL: sink.url } : {}),
+    // Small pools: PostgreSQL's 100 connections are shared by every system of the run (ten units each).
+    ...(database ? { MAILROOM_POSTGRES_URL: database.url, MAILROOM_POSTGRES_POOL: "3" } : {}),
     ...opts.env,
   };
   let processes: RunningSystem;
@@ -96,7 +114,7 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     const units = opts.units ?? (placements && (Object.keys(placements) as UnitName[]));
     processes = await startUnits({ env, ports, output: { kind: "files", dir: logDir }, units, isolated });
   } catch (err) {
-    await Promise.all([nats.stop(), sink?.stop()]);
+    await Promise.all([nats.stop(), sink?.stop(), database?.drop()]);
     throw err;
   }
   const log = async (unit: UnitName, lines = 40) => {
@@ -113,6 +131,7 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     nats,
     sink,
     dataDir,
+    database,
     ports,
     processes,
     log,
@@ -132,7 +151,7 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     },
     async stop() {
       await processes.stop();
-      await Promise.all([nats.stop(), sink?.stop()]);
+      await Promise.all([nats.stop(), sink?.stop(), process.env.MAILROOM_KEEP_TEST_DATA ? undefined : database?.drop()]);
       if (!process.env.MAILROOM_KEEP_TEST_DATA) await rm(dataDir, { recursive: true, force: true });
     },
   };

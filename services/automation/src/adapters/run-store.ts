@@ -73,7 +73,12 @@ function decodeCursor(cursor: string): [number, string] | undefined {
   }
 }
 
-const seenKey = (workspaceId: string, contactId: string, name: string) => `${workspaceId}\u0000${contactId}\u0000${name}`;
+/**
+ * JSON, not NUL-separated: PostgreSQL's text cannot hold a NUL (the write failed there and the
+ * event was never seen). A seen event lives for a day and covers seconds, so the keys written
+ * before this change need no migration.
+ */
+const seenKey = (workspaceId: string, contactId: string, name: string) => JSON.stringify([workspaceId, contactId, name]);
 
 export class CollectionRunStore implements RunStore {
   private readonly runs: Collection<RunDoc>;
