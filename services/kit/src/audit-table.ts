@@ -132,6 +132,7 @@ export const AUDIT_TABLE: AuditTable = {
   "mailroom.directory.v1.AudienceService/ListSegmentContacts": READ,
   "mailroom.directory.v1.AudienceService/CountAudience": READ,
   "mailroom.directory.v1.AudienceService/StreamAudience": READ,
+  "mailroom.directory.v1.AudienceService/ListContactEngagement": READ,
 
   // Directory: signup forms
   "mailroom.directory.v1.FormService/CreateForm": change("form.create", "form", ["res.form.id"]),
