@@ -27,7 +27,7 @@ describe("deploy/docker-compose.cluster.yml", () => {
       expect(mine.healthcheck?.test).toEqual(theirs.healthcheck?.test);
       expect(mine.healthcheck?.test[3]).toContain("/readyz");
       // Everything but the infrastructure URLs is the same.
-      const differs = ["MAILROOM_NATS_URL", "MAILROOM_NATS_REPLICAS", "MAILROOM_MONGODB_URL", "MAILROOM_METRICS_TOKEN"];
+      const differs = ["MAILROOM_NATS_URL", "MAILROOM_NATS_REPLICAS", "MAILROOM_POSTGRES_URL", "MAILROOM_MONGODB_URL", "MAILROOM_METRICS_TOKEN"];
       const keys = new Set([...Object.keys(mine.environment ?? {}), ...Object.keys(theirs.environment ?? {})].filter((k) => !differs.includes(k)));
       for (const key of keys) expect(mine.environment?.[key], `${unit.name}: ${key}`).toEqual(theirs.environment?.[key]);
       expect(mine.volumes, unit.name).toEqual(theirs.volumes);
@@ -35,7 +35,8 @@ describe("deploy/docker-compose.cluster.yml", () => {
   });
 
   it("starts the gateway after every other unit, as docker-compose.yml does", () => {
-    for (const name of Object.keys(single.services.gateway.depends_on ?? {}).filter((n) => n !== "nats")) {
+    // The infrastructure differs (a NATS cluster, a replica set for the single file's PostgreSQL); the units do not.
+    for (const name of Object.keys(single.services.gateway.depends_on ?? {}).filter((n) => n !== "nats" && n !== "postgres")) {
       expect(cluster.services.gateway.depends_on?.[name]?.condition, name).toBe("service_healthy");
     }
   });
@@ -46,6 +47,8 @@ describe("deploy/docker-compose.cluster.yml", () => {
       expect(String(env.MAILROOM_NATS_URL).split(",")).toEqual(NATS_NODES.map((n) => `nats://${n}:4222`));
       expect(env.MAILROOM_NATS_REPLICAS).toBe("3");
       expect(env.MAILROOM_MONGODB_URL).toBe(`mongodb://${MONGO_MEMBERS.map((m) => `${m}:27017`).join(",")}/?replicaSet=rs0`);
+      // Both store URLs set is refused at start: the cluster file empties the PostgreSQL one.
+      expect(env.MAILROOM_POSTGRES_URL).toBe("");
       const needs = cluster.services[unit.name].depends_on ?? {};
       for (const node of NATS_NODES) expect(needs[node]?.condition, `${unit.name} → ${node}`).toBe("service_healthy");
     }

@@ -20,6 +20,8 @@ export interface ComposeService {
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  /** Started only when one of these profiles is asked for (`--profile`). */
+  profiles?: string[];
 }
 
 export interface ComposeFile {
@@ -111,8 +113,14 @@ export async function composeTopology(compose: ComposeFile, units: UnitName[]): 
       const vars = { MAILROOM_SECRET: infra.secret, MAILROOM_SMTP_URL: infra.smtpUrl, MAILROOM_PUBLIC_URL: gatewayUrl };
       const env: Record<string, string> = {};
       for (const [name, raw] of Object.entries(service.environment ?? {})) {
-        // No MongoDB here: every service falls back to its embedded store under MAILROOM_DATA_DIR.
+        // No MongoDB here. PostgreSQL is the harness's database for the system when it has one
+        // (startSystem's `store: "postgres"`); without one, the embedded store under MAILROOM_DATA_DIR.
         if (name === "MAILROOM_MONGODB_URL") continue;
+        if (name === "MAILROOM_POSTGRES_URL") {
+          // Small pools: PostgreSQL's 100 connections are shared by every system of the test run.
+          if (infra.postgresUrl) Object.assign(env, { [name]: infra.postgresUrl, MAILROOM_POSTGRES_POOL: "3" });
+          continue;
+        }
         let value = String(raw ?? "");
         // Substituted values are this machine's already (the SMTP sink, the gateway's URL).
         if (value.includes("${")) value = interpolate(value, vars);

@@ -45,11 +45,18 @@ describe("deploy/docker-compose.yml", () => {
       expect(env.MAILROOM_NATS_URL, unit).toBe("nats://nats:4222");
     }
     expect(compose.services.nats.command).toEqual(expect.arrayContaining(["-js"]));
-    expect(compose.services.mongo.image).toMatch(/^mongo:/);
+    // PostgreSQL is the store; MongoDB stays a profile away, and both URLs set are refused at start.
+    expect(compose.services.postgres.image).toMatch(/^postgres:/);
+    expect(compose.services.mongo.profiles).toEqual(["mongodb"]);
+    for (const unit of deployed) {
+      const env = compose.services[unit].environment ?? {};
+      expect(env.MAILROOM_POSTGRES_URL, unit).toMatch(/@postgres:5432\//);
+      expect(env.MAILROOM_MONGODB_URL, unit).toBe("${MAILROOM_MONGODB_URL:-}");
+    }
   });
 
   it("starts a unit only once what it needs reports ready on /readyz", () => {
-    for (const name of ["nats", "mongo", ...deployed]) {
+    for (const name of ["nats", "postgres", "mongo", ...deployed]) {
       expect(compose.services[name].healthcheck?.test, `${name} healthcheck`).toBeDefined();
     }
     for (const unit of deployed) {
@@ -57,7 +64,7 @@ describe("deploy/docker-compose.yml", () => {
       expect(service.healthcheck!.test.slice(0, 3)).toEqual(["CMD", "node", "-e"]);
       expect(service.healthcheck!.test[3]).toContain("/readyz");
       const needs = Object.entries(service.depends_on ?? {});
-      expect(needs.map(([name]) => name)).toContain("nats");
+      expect(needs.map(([name]) => name)).toEqual(expect.arrayContaining(["nats", "postgres"]));
       for (const [name, { condition }] of needs) expect(condition, `${unit} → ${name}`).toBe("service_healthy");
     }
     expect(Object.keys(compose.services.gateway.depends_on!)).toEqual(expect.arrayContaining(deployed.filter((u) => u !== "gateway")));
@@ -78,7 +85,8 @@ describe("the compose topology, each unit on its own address", () => {
   let sys: TestSystem;
   beforeAll(async () => {
     topology = await composeTopology(compose, deployed);
-    sys = await startSystem({ topology: topology.placements, units: deployed });
+    // On real PostgreSQL, as the compose file runs it (a database of the system's own).
+    sys = await startSystem({ topology: topology.placements, units: deployed, store: "postgres" });
   }, 120_000);
   afterAll(async () => sys?.stop());
 
