@@ -30,10 +30,18 @@ export interface SystemOptions {
    * choice (MAILROOM_TEST_STORE), else embedded.
    */
   store?: "embedded" | "postgres";
+  /**
+   * An existing PostgreSQL database (createTestDatabase) to run on instead of a database of the
+   * system's own, e.g. two systems sharing one (test/cluster/two-sets.test.ts): implies `store:
+   * "postgres"`, and the system's stop leaves it for its creator to drop.
+   */
+  database?: TestDatabase;
 }
 
 export interface TopologyInfra {
   natsUrl: string;
+  /** The system's PostgreSQL database, when it runs on one. */
+  postgresUrl?: string;
   smtpUrl?: string;
   dataDir: string;
   secret: string;
@@ -70,18 +78,19 @@ export interface TestSystem {
  */
 export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "mailroom-e2e-"));
-  const store = opts.store ?? systemStore();
-  const [nats, sink, database] = await Promise.all([
+  const store = opts.database ? "postgres" : (opts.store ?? systemStore());
+  const [nats, sink, ownDatabase] = await Promise.all([
     startNats(),
     opts.smtp === false ? undefined : startSmtpSink(),
-    store === "postgres" ? createTestDatabase() : undefined,
+    store === "postgres" && !opts.database ? createTestDatabase() : undefined,
   ]);
-  if (database) registerForRunEnd({ database: database.name });
+  if (ownDatabase) registerForRunEnd({ database: ownDatabase.name });
+  const database = opts.database ?? ownDatabase;
   await opts.prepareDataDir?.(dataDir);
   const bootstrapFile = path.join(dataDir, "bootstrap.json");
   if (opts.bootstrap !== undefined) await writeFile(bootstrapFile, JSON.stringify(opts.bootstrap));
   const secret = "test-secret-0123456789abcdef";
-  const placements = opts.topology?.({ natsUrl: nats.url, smtpUrl: sink?.url, dataDir, secret });
+  const placements = opts.topology?.({ natsUrl: nats.url, smtpUrl: sink?.url, dataDir, secret, postgresUrl: database?.url });
   const ports = {} as Record<UnitName, number>;
   for (const u of UNITS) ports[u.name] = placements?.[u.name]?.port ?? (await freePort());
   const gatewayUrl = `http://${placements?.gateway?.host ?? "127.0.0.1"}:${ports.gateway}`;
@@ -114,7 +123,7 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     const units = opts.units ?? (placements && (Object.keys(placements) as UnitName[]));
     processes = await startUnits({ env, ports, output: { kind: "files", dir: logDir }, units, isolated });
   } catch (err) {
-    await Promise.all([nats.stop(), sink?.stop(), database?.drop()]);
+    await Promise.all([nats.stop(), sink?.stop(), ownDatabase?.drop()]);
     throw err;
   }
   const log = async (unit: UnitName, lines = 40) => {
@@ -151,7 +160,7 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     },
     async stop() {
       await processes.stop();
-      await Promise.all([nats.stop(), sink?.stop(), process.env.MAILROOM_KEEP_TEST_DATA ? undefined : database?.drop()]);
+      await Promise.all([nats.stop(), sink?.stop(), process.env.MAILROOM_KEEP_TEST_DATA ? undefined : ownDatabase?.drop()]);
       if (!process.env.MAILROOM_KEEP_TEST_DATA) await rm(dataDir, { recursive: true, force: true });
     },
   };
