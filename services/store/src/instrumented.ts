@@ -26,7 +26,7 @@ const operationErrors = counter("mailroom_store_operation_errors_total", "Store 
 const READY_PROBE = { _id: "__mailroom_readyz__" };
 
 /** The engines a span can name (OpenTelemetry's db.system.name). */
-export type StoreEngine = "mongodb" | "lmdb" | "nedb";
+export type StoreEngine = "mongodb" | "postgresql" | "lmdb" | "nedb";
 
 /**
  * `engine` names the database in slow operations' spans; unset, MongoDB is known by the

@@ -40,7 +40,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     // Loaded lazily, as the MongoDB driver is.
     const { openPostgresStore } = await import("./postgres.js");
     const store = await openPostgresStore({ url: options.postgresUrl, service: options.service, poolSize: options.postgresPool });
-    return instrumentStore(store, options.service);
+    return instrumentStore(store, options.service, "postgresql");
   }
   if (options.mongodbUrl) {
     // Loaded lazily: services on the embedded store never pay for the driver.
