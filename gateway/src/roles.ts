@@ -230,6 +230,10 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "POST /console/team/:memberId/role": ADMIN,
   "POST /console/team/:memberId/remove": ADMIN,
   "GET /console/audit": ADMIN,
+  // Workspace settings: everyone reads them; owners and admins change the name and timezone
+  // (the monthly limit stays the operator's).
+  "GET /console/settings": VIEWER,
+  "POST /console/settings": ADMIN,
   // API keys: everyone sees the list (prefixes only); owners and admins create and revoke,
   // and an api_user key session as through /v1 (the published client manages keys with one).
   "GET /console/keys": VIEWER,

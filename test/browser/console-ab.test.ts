@@ -106,7 +106,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a broadcast's A/B test in a bro
     await expect.poll(() => received().length, { timeout: 60_000 }).toBe(AUDIENCE);
     const rest = received().slice(testShare);
     expect(rest.every((m) => m.raw.includes("Beta P"))).toBe(true);
-    await expect.poll(() => page.locator("[data-status]").textContent(), { timeout: 60_000, interval: 500 }).toBe("COMPLETED");
+    await expect.poll(() => page.locator("[data-status]").textContent(), { timeout: 60_000, interval: 500 }).toBe("Completed");
     await page.goto(broadcastUrl);
     expect(await page.locator("[data-ab-choose]").count()).toBe(0);
     expect(await page.locator("#ab").textContent()).toContain("chosen by a user");

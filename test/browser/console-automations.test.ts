@@ -108,7 +108,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: automations in a browser", () =
     await page.waitForURL(/\/console\/automations\/aut_[^/]+$/);
     expect(await flash()).toContain("Welcome series created as a draft");
     automationId = /\/automations\/(aut_[^/]+)$/.exec(new URL(page.url()).pathname)![1];
-    expect(await page.locator("[data-status]").first().textContent()).toBe("DRAFT");
+    expect(await page.locator("[data-status]").first().textContent()).toBe("Draft");
 
     // The flow: the steps in words, the send nested in the condition's then branch.
     const flow = page.locator("div.flow").first();
@@ -120,12 +120,12 @@ describe.skipIf(!existsSync(CHROMIUM))("console: automations in a browser", () =
 
     await page.getByRole("button", { name: "Activate" }).click();
     expect(await flash()).toContain("is active");
-    expect(await page.locator("[data-status]").first().textContent()).toBe("ACTIVE");
+    expect(await page.locator("[data-status]").first().textContent()).toBe("Active");
     await shot("automations-flow");
 
     await page.getByRole("link", { name: "Automations", exact: true }).click();
     const row = page.locator(`tr[data-automation="${automationId}"]`);
-    expect(await row.locator("[data-status]").textContent()).toBe("ACTIVE");
+    expect(await row.locator("[data-status]").textContent()).toBe("Active");
     expect(await row.locator('td[data-label="Version"]').textContent()).toBe("1");
     expect(await row.textContent()).toContain("Welcome series");
     await expectLabelled();

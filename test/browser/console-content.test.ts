@@ -133,7 +133,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     await page.getByRole("button", { name: "Schedule" }).click();
     expect(await flash()).toContain("Scheduled (ASAP)");
     // The page polls progress.json (no reload): the status badge turns COMPLETED.
-    await expect.poll(() => page.locator("[data-status]").textContent(), { timeout: 60_000, interval: 500 }).toBe("COMPLETED");
+    await expect.poll(() => page.locator("[data-status]").textContent(), { timeout: 60_000, interval: 500 }).toBe("Completed");
     expect(await page.locator('[data-counter="recipients"]').textContent()).toBe("2");
     expect(await page.locator('[data-counter="sent"]').textContent()).toBe("2");
     await expect.poll(() => page.locator("#chart svg.chart").count()).toBe(1);
@@ -141,7 +141,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     await shot("broadcast-progress-completed");
     // Without JS the same page is complete too (server-rendered).
     await page.reload();
-    expect(await page.locator("[data-status]").textContent()).toBe("COMPLETED");
+    expect(await page.locator("[data-status]").textContent()).toBe("Completed");
     const merged = sys.sink!.messages.filter((m) => m.to.includes("bob@example.test"));
     expect(merged).toHaveLength(1);
   }, 90_000);
@@ -191,7 +191,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     await expect.poll(async () => {
       await page.goto(webhookUrl);
       return page.locator("table[aria-labelledby=deliveries-h] tbody tr").first().textContent();
-    }, { timeout: 30_000, interval: 500 }).toMatch(/TESTING_CONNECTION.*SUCCEEDED.*200/s);
+    }, { timeout: 30_000, interval: 500 }).toMatch(/TESTING_CONNECTION.*Succeeded.*200/s);
     await shot("webhook-deliveries");
     await page.getByRole("button", { name: /^Resend TESTING_CONNECTION/ }).first().click();
     expect(await flash()).toContain("queued again");

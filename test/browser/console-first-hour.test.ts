@@ -218,7 +218,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: the first hour of a new user (i
 
   it("the progress chart starts when sending started, with legible labels at 1280 and 375 px", async () => {
     await page.goto(broadcastUrl);
-    await expect.poll(() => page.locator("[data-status]").textContent(), { timeout: 60_000, interval: 500 }).toBe("COMPLETED");
+    await expect.poll(() => page.locator("[data-status]").textContent(), { timeout: 60_000, interval: 500 }).toBe("Completed");
     await expect.poll(async () => {
       await page.reload();
       return page.locator('[data-counter="sent"]').textContent();

@@ -132,6 +132,46 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
     await screenshot(owner, "team-owner-signed-in");
   }, 60_000);
 
+  it("lets the owner change the workspace's timezone on the settings page, at desktop and phone width", async () => {
+    await owner.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Settings", exact: true }).click();
+    await owner.waitForURL(/\/console\/settings$/);
+    expect(await owner.getByRole("heading", { level: 1 }).textContent()).toBe("Settings");
+    expect(await owner.getByLabel("Timezone").inputValue()).toBe("UTC");
+    // A zone that does not exist is refused on the form, with what was typed.
+    await owner.getByLabel("Timezone").fill("Europe/Atlantis");
+    await Promise.all([owner.waitForEvent("load"), owner.getByRole("button", { name: "Save settings" }).click()]);
+    expect(await owner.getByRole("alert").textContent()).toContain("is not an IANA time zone");
+    expect(await owner.getByLabel("Timezone").inputValue()).toBe("Europe/Atlantis");
+    await owner.getByLabel("Timezone").fill("Europe/Paris");
+    await Promise.all([owner.waitForEvent("load"), owner.getByRole("button", { name: "Save settings" }).click()]);
+    expect(await owner.locator(".flash").first().textContent()).toContain("Settings saved.");
+    expect(await owner.getByLabel("Timezone").inputValue()).toBe("Europe/Paris");
+    expect(await owner.locator("main").textContent()).toContain("emails sent in");
+
+    // At phone width the nav folds behind "Menu": the header is two rows, nothing scrolls sideways.
+    await owner.setViewportSize({ width: 375, height: 740 });
+    const nav = owner.getByRole("navigation", { name: "Console" });
+    try {
+      await owner.reload();
+      const header = await owner.locator("header.top").boundingBox();
+      expect(header!.height).toBeLessThanOrEqual(2 * 56);
+      expect(await nav.isVisible()).toBe(false);
+      expect(await owner.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
+      await screenshot(owner, "settings-phone");
+      // Every link is one tap away.
+      await owner.locator("label.nav-button").click();
+      expect(await nav.getByRole("link", { name: "Settings", exact: true }).isVisible()).toBe(true);
+      expect(await nav.getByRole("button", { name: "Sign out" }).isVisible()).toBe(true);
+      expect(await owner.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
+      await screenshot(owner, "settings-phone-menu");
+      await nav.getByRole("link", { name: "Team", exact: true }).click();
+      await owner.waitForURL(/\/console\/team$/);
+      expect(await owner.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
+    } finally {
+      await owner.setViewportSize({ width: 1200, height: 900 });
+    }
+  }, 60_000);
+
   it("invites a member, who accepts through the invitation mail and is signed in", async () => {
     await owner.getByRole("link", { name: "Team", exact: true }).click();
     await owner.waitForURL(/\/console\/team$/);

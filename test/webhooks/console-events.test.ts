@@ -89,15 +89,15 @@ describe("console: webhook events and a contact's webhook history", () => {
     // The webhook's page: its three events, which fire, and the deliveries of each.
     // (The receiver has both; each delivery's outcome is written just after its answer.)
     let page = await get(`/webhooks/${webhookId}`);
-    for (let i = 0; i < 100 && (page.html.match(/SUCCEEDED/g) ?? []).length < 4; i++) {
+    for (let i = 0; i < 100 && (page.html.match(/Succeeded/g) ?? []).length < 4; i++) {
       await sleep(50);
       page = await get(`/webhooks/${webhookId}`);
     }
     expect(page.status).toBe(200);
     const row = (event: string) => page.html.match(new RegExp(`<tr data-event="${event}">[\\s\\S]*?</tr>`))?.[0] ?? "";
     expect(page.html).toContain("Events it receives");
-    expect(row("CONTACT_CREATED")).toMatch(/fires[\s\S]*1 · last[\s\S]*SUCCEEDED[\s\S]*200/);
-    expect(row("CONTACT_UPDATED")).toMatch(/fires[\s\S]*1 · last[\s\S]*SUCCEEDED/);
+    expect(row("CONTACT_CREATED")).toMatch(/fires[\s\S]*1 · last[\s\S]*Succeeded[\s\S]*200/);
+    expect(row("CONTACT_UPDATED")).toMatch(/fires[\s\S]*1 · last[\s\S]*Succeeded/);
     expect(row("BROADCAST_COMPLETED")).toMatch(/fires[\s\S]*none yet/);
     expect(page.html).not.toContain('data-event="EMAIL_SENT"');
     // The add form offers CONTACT_TAG_* like every other event.
@@ -112,7 +112,7 @@ describe("console: webhook events and a contact's webhook history", () => {
     const history = contact.html.slice(contact.html.indexOf('id="wh-h"'));
     const types = [...history.matchAll(/<tr data-event-id="[^"]+">[\s\S]*?<code>([A-Z_]+)<\/code>/g)].map((m) => m[1]);
     expect(types).toEqual(["CONTACT_UPDATED", "CONTACT_CREATED"]);
-    expect(history).toMatch(/127\.0\.0\.1[\s\S]*SUCCEEDED[\s\S]*200/);
+    expect(history).toMatch(/127\.0\.0\.1[\s\S]*Succeeded[\s\S]*200/);
 
     // Another workspace sees neither the webhook nor the contact.
     const other = await signIn(OTHER_KEY);

@@ -227,7 +227,7 @@ describe("console: automations", () => {
     expect(res.body).toMatch(/<a href="\/console\/automations" aria-current="page">Automations<\/a>/);
     const row = /<tr data-automation="aut_01j[\s\S]*?<\/tr>/.exec(res.body)![0];
     expect(row).toContain("Welcome &#60;series&#62;");
-    expect(row).toContain("ACTIVE");
+    expect(row).toContain(">Active<");
     expect(row).toMatch(/data-label="Version" class="num">3</);
     expect(row).toMatch(/data-runs="active">7</);
     expect(row).toMatch(/data-runs="completed">42</);
@@ -269,7 +269,7 @@ describe("console: automations", () => {
 
     const stats = await get(`/console/automations/${AUT}/stats.json`);
     expect(stats.json()).toEqual({
-      status: "ACTIVE", version: 3, runs: { active: 7, completed: 42, exited: 5 },
+      status: "ACTIVE", statusText: "Active", version: 3, runs: { active: 7, completed: 42, exited: 5 },
       steps: expect.objectContaining({ wait_buy: { entered: 31, waiting: 3, completed: 27, exited: 1 } }),
     });
     expect((await get("/console/automations/aut_nope")).statusCode).toBe(404);

@@ -23,7 +23,7 @@ import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Tone } from "./layout.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, statusWords, type Tone } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
 import { editable, html, str } from "./form-values.js";
 import { builderFields } from "./filter-builder.js";
@@ -223,7 +223,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const a = await load(request, request.params.id);
     const stats = await statsOf(request, a);
     return reply.send({
-      status: statusName(a.status), version: stats.version,
+      status: statusName(a.status), statusText: statusWords(statusName(a.status)), version: stats.version,
       runs: { active: n(a.runs?.active), completed: n(a.runs?.completed), exited: n(a.runs?.exited) },
       steps: Object.fromEntries(stats.steps),
     });
@@ -302,7 +302,7 @@ function tick(){if(document.hidden){setTimeout(tick,3000);return}
 fetch(url,{headers:{accept:"application/json"},credentials:"same-origin"}).then(function(r){return r.ok?r.json():null}).then(function(d){if(!d)return setTimeout(tick,6000);
 document.querySelectorAll("[data-stats]").forEach(function(box){var c=d.steps[box.getAttribute("data-stats")];keys.forEach(function(k){set(box.querySelector('[data-count="'+k+'"]'),c?c[k]:0)})});
 Object.keys(d.runs).forEach(function(k){set(document.querySelector('[data-runs="'+k+'"]'),d.runs[k])});
-set(document.querySelector("[data-version]"),d.version);var st=document.querySelector("[data-status] .badge");if(st)set(st,d.status);
+set(document.querySelector("[data-version]"),d.version);var st=document.querySelector("[data-status] .badge");if(st)set(st,d.statusText||d.status);
 setTimeout(tick,3000)}).catch(function(){setTimeout(tick,6000)})}
 setTimeout(tick,3000)})();</script>`;
 }

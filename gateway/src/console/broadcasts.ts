@@ -24,7 +24,7 @@ import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, timeText, type Flash, type Tone } from "./layout.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, statusWords, timeText, type Flash, type Tone } from "./layout.js";
 import { seeOther, sessionOf, setFlash } from "./session.js";
 import { progressChart, type ChartPoint, type ChartWindow } from "./broadcasts-chart.js";
 import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf, type AudienceValues, type PickerContext } from "./audience-picker.js";
@@ -314,6 +314,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const points = await timeline(request, b.id);
     return reply.send({
       status: statusName(b.status),
+      statusText: statusWords(statusName(b.status)),
       counters: countersOf(b),
       chart: progressChart(points, `Progress of ${b.name}`, chartWindow(b)),
       ...(b.abTest ? { ab: abProgressHtml(b, abOptions(request, b)) } : {}),
@@ -408,10 +409,10 @@ ${session.canEdit ? `<section aria-labelledby="test-h" id="test"><h2 id="test-h"
     const script = done ? "" : `<script>(function(){var url=${JSON.stringify(`${base}/progress.json`)};var st=document.querySelector("[data-status]");
 function tick(){fetch(url,{headers:{accept:"application/json"},credentials:"same-origin"}).then(function(r){return r.ok?r.json():null}).then(function(d){if(!d)return;
 Object.keys(d.counters).forEach(function(k){var e=document.querySelector('[data-counter="'+k+'"]');if(e)e.textContent=d.counters[k]});
-document.getElementById("chart").innerHTML=d.chart;var ab=document.getElementById("ab");if(ab&&d.ab&&!ab.contains(document.activeElement))ab.outerHTML=d.ab;st.textContent=d.status;st.className="badge "+(d.status==="COMPLETED"?"ok":"warn");var c=document.getElementById("cancel");if(c&&d.status!=="SCHEDULED"&&!(c.hasAttribute("data-ab-cancel")&&d.ab&&d.ab.indexOf('data-ab-state="waiting"')>=0))c.remove();
+document.getElementById("chart").innerHTML=d.chart;var ab=document.getElementById("ab");if(ab&&d.ab&&!ab.contains(document.activeElement))ab.outerHTML=d.ab;st.textContent=d.statusText||d.status;st.className="badge "+(d.status==="COMPLETED"?"ok":"warn");var c=document.getElementById("cancel");if(c&&d.status!=="SCHEDULED"&&!(c.hasAttribute("data-ab-cancel")&&d.ab&&d.ab.indexOf('data-ab-state="waiting"')>=0))c.remove();
 if(d.status!=="COMPLETED")setTimeout(tick,2000);else{document.getElementById("live").textContent="Sending is complete.";setTimeout(function(){location.reload()},1500)}}).catch(function(){setTimeout(tick,5000)})}
 setTimeout(tick,2000)})();</script>`;
-    const body = `${refresh}<h1>${escapeHtml(b.name)} <span class="badge ${STATUS_TONE[status] ?? "info"}" data-status>${escapeHtml(status)}</span></h1>
+    const body = `${refresh}<h1>${escapeHtml(b.name)} <span class="badge ${STATUS_TONE[status] ?? "info"}" data-status>${escapeHtml(statusWords(status))}</span></h1>
 <p class="muted">Subject: ${escapeHtml(b.subject)} · method ${escapeHtml(methodName(b.deliveryMethod) || "—")} · scheduled <span data-scheduled>${formatTime(b.scheduledAt && timestampDate(b.scheduledAt))}</span>
 · started <span data-started>${formatTime(b.sentAt && timestampDate(b.sentAt))}</span> · completed <span data-completed>${formatTime(b.completedAt && timestampDate(b.completedAt))}</span></p>
 ${b.pauseReason === "ab_test_cancelled" ? `<p class="flash error" role="alert">A/B test cancelled during the wait: the rest of the audience does not get this broadcast.</p>`

@@ -59,7 +59,7 @@ function recordRow(r: DnsRecord, i: number): string {
   return `<tr>
 <td data-label="Type"><strong>${escapeHtml(r.type)}</strong></td>
 <td data-label="Purpose">${escapeHtml(PURPOSE[r.purpose] ?? r.purpose)}</td>
-<td data-label="Name"><code class="value" id="rec-name-${i}">${escapeHtml(r.name)}</code> ${copy(r.name, `name of the ${r.purpose} record`)}</td>
+<td data-label="Name"><code class="value one-line" id="rec-name-${i}" tabindex="0">${escapeHtml(r.name)}</code> ${copy(r.name, `name of the ${r.purpose} record`)}</td>
 <td data-label="Value"><code class="value" id="rec-value-${i}">${escapeHtml(r.value)}</code> ${copy(r.value, `value of the ${r.purpose} record`)}</td>
 <td data-label="Status">${status}</td></tr>`;
 }

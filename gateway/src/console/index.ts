@@ -52,6 +52,7 @@ import { registerInvitationPages, registerTeamPages } from "./team.js";
 import { registerKeyPages } from "./keys.js";
 import { registerSessionPages } from "./sessions.js";
 import { registerAuditPages } from "./audit.js";
+import { registerSettingsPages } from "./settings.js";
 import { createConsoleMail } from "./system-mail.js";
 
 export type { ConsoleDeps, ConsolePageModule };
@@ -61,7 +62,7 @@ const PAGE_MODULES: ConsolePageModule[] = [
   registerStatsPages, registerDomainPages, registerEmailPages,
   registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages,
   registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages, registerDeliveryPages,
-  registerKeyPages, registerTeamPages, registerAuditPages, registerSessionPages,
+  registerKeyPages, registerTeamPages, registerAuditPages, registerSettingsPages, registerSessionPages,
 ];
 
 /** Largest multipart upload (a contacts CSV). */

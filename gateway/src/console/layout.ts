@@ -5,7 +5,7 @@
  *       A whole HTML document: skip link, header with the workspace name, the nav
  *       (Overview/Stats, Domains, Emails, Broadcasts, Contacts, Groups, Segments, Topics, Forms,
  *       Automations, Webhooks, Delivery (owners and admins), API keys, Team, Audit log (owners and admins),
- *       Sessions, Sign out as a CSRF-protected POST), an optional flash message, then `body`
+ *       Settings, Sessions, Sign out as a CSRF-protected POST), an optional flash message, then `body`
  *       inside <main>. A link shows only when the session may open its page (the GET's rule in
  *       roles.ts, the one place), so no link leads to a 403.
  *       `body` is trusted HTML: escape every value you interpolate with escapeHtml.
@@ -13,10 +13,17 @@
  *   ConsoleNav        the nav keys; `active` marks the current one (aria-current="page").
  *   Flash             { kind: "ok" | "error"; message } (plain text, escaped here).
  *   escapeHtml, formatTime(date?), timeText(date), statusBadge(text, tone), consoleUrl(path, query?)
+ *   statusWords(text)  an enum name as words ("IN_PROGRESS" → "In progress"); statusBadge applies it.
+ *
+ * Below 48rem the nav folds behind a "Menu" toggle (a checkbox and its label: CSS only, no
+ * script), so the header stays two rows on a phone; every link is one tap away.
  *
  * Conventions: no external assets, no build step, no framework. Forms POST with
  * csrfField(session) (csrf.ts) and answer 303 with setFlash (session.ts). Inline JS is only
  * progressive enhancement (copy buttons, `data-confirm`); every page works without it.
+ * Long tokens (ids, URLs, addresses) in <code> wrap anywhere; normal text wraps only between
+ * words (a word longer than the line still breaks). code.value.one-line keeps a token whole and
+ * scrolls it in its own box (DNS names).
  * Useful classes: .card, .grid, table.data (wrap in .table-wrap for phone width),
  * .badge.ok|.warn|.bad|.info, .actions, .muted, .row (flex, wraps), .sr-only, button.secondary,
  * button.danger, button.small, ol.timeline (li.ok / li.bad), iframe.mail, svg.chart (charts: chart.ts),
@@ -32,7 +39,7 @@ import { consolePrincipal, mayCall } from "../roles.js";
 
 export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
-export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "keys" | "team" | "sessions" | "audit";
+export type ConsoleNav = "overview" | "domains" | "emails" | "broadcasts" | "contacts" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "keys" | "team" | "sessions" | "audit" | "settings";
 
 const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "overview", label: "Overview", path: "" },
@@ -50,6 +57,7 @@ const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "keys", label: "API keys", path: "/keys" },
   { key: "team", label: "Team", path: "/team" },
   { key: "audit", label: "Audit log", path: "/audit" },
+  { key: "settings", label: "Settings", path: "/settings" },
   { key: "sessions", label: "Sessions", path: "/sessions" },
 ];
 
@@ -74,15 +82,21 @@ export function timeText(date: Date): string {
 
 export type Tone = "ok" | "warn" | "bad" | "info";
 
-/** A status pill; the text carries the meaning, the colour only repeats it. */
+/** An enum name as words: "IN_PROGRESS" → "In progress", "OPT_IN" → "Opt in"; other text as it is. */
+export function statusWords(text: string): string {
+  if (text.length < 3 || !/^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/.test(text)) return text;
+  return text[0] + text.slice(1).toLowerCase().replace(/_/g, " ");
+}
+
+/** A status pill; the text carries the meaning, the colour only repeats it. Enum names show as words. */
 export function statusBadge(text: string, tone: Tone): string {
-  return `<span class="badge ${tone}">${escapeHtml(text)}</span>`;
+  return `<span class="badge ${tone}">${escapeHtml(statusWords(text))}</span>`;
 }
 
 // Contrast: text #1a1a1a on white, links #1d4ed8 (7:1), muted #4a4a4a (8.9:1); badges at least 4.5:1.
 const STYLE = `*{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
-body{font:16px/1.5 system-ui,sans-serif;margin:0;color:#1a1a1a;background:#f6f7f9;overflow-wrap:anywhere}
+body{font:16px/1.5 system-ui,sans-serif;margin:0;color:#1a1a1a;background:#f6f7f9;overflow-wrap:break-word}
 a{color:#1d4ed8}a:hover{color:#1e3a8a}
 :focus-visible{outline:3px solid #1d4ed8;outline-offset:2px}
 .skip{position:absolute;left:-999px;top:0;background:#fff;padding:.5rem 1rem;z-index:10}.skip:focus{left:0}
@@ -90,7 +104,8 @@ a{color:#1d4ed8}a:hover{color:#1e3a8a}
 header.top{background:#111827;color:#fff}
 header.top .bar{max-width:72rem;margin:0 auto;padding:.5rem 1rem;display:flex;flex-wrap:wrap;align-items:center;gap:.25rem 1rem}
 header.top .brand{font-weight:700;color:#fff;text-decoration:none;margin-right:auto}
-header.top .ws{color:#d1d5db;font-size:.9rem}
+header.top .ws{color:#d1d5db;font-size:.9rem;overflow-wrap:anywhere}
+.nav-toggle,.nav-button{display:none}
 nav.main ul{list-style:none;margin:0;padding:0;display:flex;flex-wrap:wrap;gap:.25rem}
 nav.main a,nav.main button{display:inline-block;color:#fff;text-decoration:none;padding:.6rem .75rem;border-radius:6px;min-height:44px;font:inherit;background:none;border:0;cursor:pointer}
 nav.main a:hover,nav.main button:hover{background:#374151;color:#fff}
@@ -121,9 +136,10 @@ table.data{border-collapse:collapse;width:100%;font-size:.95rem}
 table.data th,table.data td{text-align:left;padding:.5rem .75rem;border-bottom:1px solid #e4e4e7;vertical-align:top}
 table.data th{background:#f4f4f5;font-weight:600}table.data thead th{white-space:nowrap}
 table.data td.num,table.data th.num{text-align:right;font-variant-numeric:tabular-nums}
-code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9rem}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9rem;overflow-wrap:anywhere}
 pre{white-space:pre-wrap;background:#f4f4f5;padding:.75rem;border-radius:6px;margin:0}
 code.value{display:block;word-break:break-all;background:#f4f4f5;padding:.35rem .5rem;border-radius:4px}
+code.value.one-line{white-space:nowrap;word-break:keep-all;overflow-wrap:normal;overflow-x:auto;max-width:100%}
 .badge{display:inline-block;white-space:nowrap;padding:.1rem .55rem;border-radius:999px;font-size:.85rem;font-weight:600;border:1px solid currentColor}
 .badge.ok{color:#166534;background:#f0fdf4}.badge.warn{color:#854d0e;background:#fefce8}.badge.bad{color:#991b1b;background:#fef2f2}.badge.info{color:#1e40af;background:#eff6ff}
 iframe.mail{display:block;width:100%;height:70vh;border:1px solid #8a8a8a;border-radius:6px;background:#fff}
@@ -142,6 +158,17 @@ svg.chart{width:100%;height:auto;max-width:100%}
 .chart-plot.groups{--gutter:10rem}.chart-plot.groups .tick.y{color:#1a1a1a;font-size:.875rem}
 ul.legend{list-style:none;padding:0;margin:.25rem 0 0;display:flex;flex-wrap:wrap;gap:.25rem 1rem;font-size:.9rem}
 .check{display:flex;align-items:flex-start;gap:.5rem}.check input{flex:none;min-height:auto;margin:.3rem 0 0}.check label{display:block;margin:0;min-width:0}
+@media (max-width:47.99rem){header.top .bar{padding:.25rem .75rem;gap:0 .5rem}
+header.top .ws{order:3;flex:1 0 100%;font-size:.8rem;line-height:1.4;padding:0 0 .35rem}
+.nav-toggle{display:block;position:absolute;opacity:0;width:1px;height:1px;margin:0}
+.nav-button{display:inline-flex;align-items:center;gap:.4rem;order:2;min-height:44px;padding:.4rem .75rem;margin:0;border:1px solid #6b7280;border-radius:6px;color:#fff;font-weight:600;cursor:pointer}
+.nav-button::before{content:"";width:1rem;height:.7rem;border-block:2px solid currentColor;background:linear-gradient(currentColor,currentColor) center/100% 2px no-repeat}
+.nav-button .current{font-weight:400;color:#d1d5db}
+.nav-toggle:focus-visible+.nav-button{outline:3px solid #93c5fd;outline-offset:2px}
+.nav-toggle:checked+.nav-button{background:#374151}
+nav.main{order:4;flex:1 0 100%}.nav-toggle:not(:checked)~nav.main{display:none}
+nav.main ul{display:grid;grid-template-columns:repeat(auto-fill,minmax(9rem,1fr));padding:0 0 .5rem}
+nav.main a,nav.main button{display:block;width:100%;text-align:left}}
 @media (max-width:40rem){main{padding:1rem .75rem 2rem}h1{font-size:1.35rem}nav.main a,nav.main button{padding:.5rem .55rem}
 table.data.stack thead{position:absolute;left:-9999px}table.data.stack tr{display:block;border-bottom:1px solid #d4d4d8}
 table.data.stack td{display:block;border:0;padding:.25rem .75rem}table.data.stack td[data-label]::before{content:attr(data-label) ": ";font-weight:600}
@@ -155,9 +182,12 @@ else{var a=document.createElement("textarea");a.value=t;a.setAttribute("readonly
 document.addEventListener("submit",function(e){var m=e.target.getAttribute&&e.target.getAttribute("data-confirm");if(m&&!confirm(m))e.preventDefault()});
 document.querySelectorAll("button[data-copy]").forEach(function(b){b.hidden=false});`;
 
+// An envelope on the header's colour, inline (no asset to serve).
+const FAVICON = `data:image/svg+xml,${encodeURIComponent(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#111827"/><rect x="6" y="9" width="20" height="14" rx="2" fill="#fff"/><path d="M7 10l9 7 9-7" fill="none" stroke="#1d4ed8" stroke-width="2.5" stroke-linejoin="round"/></svg>`)}`;
+
 function document_(title: string, inner: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex">
+<meta name="viewport" content="width=device-width,initial-scale=1"><meta name="robots" content="noindex"><link rel="icon" href="${FAVICON}">
 <title>${escapeHtml(title)} · Mailroom</title><style>${STYLE}</style></head>
 <body>${inner}<script>${SCRIPT}</script></body></html>`;
 }
@@ -180,12 +210,14 @@ export function consolePage({ title, session, active, body, flash }: ConsolePage
   const principal = consolePrincipal(session);
   const items = NAV.filter((n) => mayCall(principal, "GET", `${CONSOLE_PREFIX}${n.path}`)).map((n) =>
     `<li><a href="${CONSOLE_PREFIX}${n.path}"${n.key === active ? ' aria-current="page"' : ""}>${n.label}</a></li>`).join("");
+  const current = NAV.find((n) => n.key === active);
   const signOut = `<li><form method="post" action="${CONSOLE_PREFIX}/sign-out">${csrfField(session)}<button type="submit">Sign out</button></form></li>`;
   return document_(title, `<a class="skip" href="#content">Skip to content</a>
 <header class="top"><div class="bar"><a class="brand" href="${CONSOLE_PREFIX}">Mailroom</a>
 <span class="ws">Workspace: <strong>${escapeHtml(session.workspaceName || session.workspaceId)}</strong>${session.canEdit ? "" : " (read only)"}
 · ${session.kind === "member" ? escapeHtml(session.memberEmail ?? "") : `key ${escapeHtml(session.keyName || session.keyId)}`} (${session.role})</span>
-<nav class="main" aria-label="Console"><ul>${items}${signOut}</ul></nav></div></header>
+<input type="checkbox" id="nav-open" class="nav-toggle" aria-controls="console-nav"><label for="nav-open" class="nav-button">Menu${current ? `<span class="current"><span class="sr-only">, current page: </span>${current.label}</span>` : ""}</label>
+<nav class="main" id="console-nav" aria-label="Console"><ul>${items}${signOut}</ul></nav></div></header>
 <main id="content" tabindex="-1">${flashHtml(flash)}${body}</main>`);
 }
 

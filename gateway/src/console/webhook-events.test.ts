@@ -22,7 +22,7 @@ describe("console: the events a webhook receives", () => {
     const created = rowOf(html, "CONTACT_CREATED");
     expect(created).toContain(">fires<");
     expect(created).toContain("2 · last");
-    expect(created).toMatch(/FAILED.*500.*2030-01-01T12:09:00.000Z/s);
+    expect(created).toMatch(/Failed.*500.*2030-01-01T12:09:00.000Z/s);
     expect(rowOf(html, "BROADCAST_COMPLETED")).toContain("none yet");
     // Groups produce CONTACT_TAG_* now: they fire like the others.
     const tag = rowOf(html, "CONTACT_TAG_ADDED");
@@ -59,7 +59,7 @@ describe("console: a contact's webhook history", () => {
     );
     expect([...html.matchAll(/<tr data-event-id="([^"]+)">[\s\S]*?<code>([A-Z_]+)<\/code>/g)].map((m) => [m[1], m[2]])).toEqual([["dev_2", "CONTACT_UNSUBSCRIBED"], ["dev_1", "CONTACT_CREATED"]]);
     const unsubscribed = html.match(/<tr data-event-id="dev_2">[\s\S]*?<\/tr>/)![0];
-    expect(unsubscribed).toMatch(/CRM &#60;sync&#62;.*FAILED.*500.*Billing.*SUCCEEDED.*200/s);
+    expect(unsubscribed).toMatch(/CRM &#60;sync&#62;.*Failed.*500.*Billing.*Succeeded.*200/s);
     expect(unsubscribed).toContain("2030-01-01T12:05:00.000Z");
   });
 

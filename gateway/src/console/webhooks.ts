@@ -4,10 +4,11 @@
  *
  *   GET  /webhooks                                   list + create form
  *   POST /webhooks                                   create
- *   GET  /webhooks/:id                               details, health (webhook-health.ts) + recent deliveries
+ *   GET  /webhooks/:id?cursor=                       details, health (webhook-health.ts) + deliveries,
+ *                                                    25 a page, newest first (ListDeliveries' keyset cursor)
  *   POST /webhooks/:id/test                          queue a TESTING_CONNECTION event
- *   POST /webhooks/:id/deliveries/:delivery/redeliver
- *   POST /webhooks/:id/status                        pause / resume
+ *   POST /webhooks/:id/deliveries/:delivery/redeliver   "Retry" a failed delivery, "Resend" a delivered one
+ *   POST /webhooks/:id/status                        disable (pause: deliveries are held) / enable
  *   POST /webhooks/:id/delete
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -34,6 +35,10 @@ const all = (body: unknown, name: string): string[] => {
 const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
 const WEBHOOK_ID = /^wh_[0-9a-z]{26}$/;
 const DELIVERY_ID = /^whd_[0-9a-z]{26}$/;
+/** Deliveries a page of the table shows. */
+export const DELIVERIES_PAGE = 25;
+/** What a cursor from ListDeliveries looks like (base64url); anything else is not sent on. */
+const CURSOR = /^[A-Za-z0-9_-]{1,200}$/;
 
 // The names the webhook service accepts (services/webhooks/src/domain/model.ts; the gateway
 // may not import a service's files). The service validates, so a stale list here only
@@ -63,6 +68,14 @@ function codeOf(d: Delivery): string {
   if (!a) return `<span class="muted">not tried yet</span>`;
   if (a.statusCode === 0) return `${statusBadge("no answer", "bad")} <span class="muted">${escapeHtml(a.error)}</span>`;
   return statusBadge(String(a.statusCode), a.statusCode >= 200 && a.statusCode < 300 ? "ok" : "bad");
+}
+
+/** Retry for a failed delivery, resend for a delivered one; queued and held ones wait their turn. */
+function redeliverButton(d: Delivery, base: string, csrf: string): string {
+  if (d.state === DeliveryState.PENDING) return `<span class="muted">queued</span>`;
+  if (d.state === DeliveryState.HELD) return `<span class="muted">held while disabled</span>`;
+  const label = d.state === DeliveryState.FAILED ? "Retry" : "Resend";
+  return `<form method="post" action="${base}/deliveries/${escapeHtml(d.id)}/redeliver">${csrf}<button type="submit" class="secondary small" aria-label="${label} ${escapeHtml(d.eventType)} delivery ${escapeHtml(d.id)}">${label}</button></form>`;
 }
 
 function createForm(csrf: string, values: { url: string; displayName: string; events: string[] }): string {
@@ -119,25 +132,33 @@ ${mayPost(session, "/console/webhooks") ? `<h2 id="add">Add a webhook</h2>${crea
     }
   });
 
-  scope.get<{ Params: { id: string } }>("/webhooks/:id", async (request, reply) => {
+  scope.get<{ Params: { id: string }; Querystring: { cursor?: string } }>("/webhooks/:id", async (request, reply) => {
     const session = sessionOf(request);
     const w = await load(request, request.params.id);
-    // The last 200 (the most the service answers): the per-event summary counts them; the table lists 50.
-    const { deliveries: recent } = await rpc().listDeliveries({ workspaceId: session.workspaceId, webhookId: w.id, limit: 200 }, rpcOptions(request));
-    const deliveries = recent.slice(0, 50);
-    const csrf = csrfField(session);
+    const cursor = typeof request.query.cursor === "string" ? request.query.cursor : "";
+    if (cursor && !CURSOR.test(cursor)) throw refusal({ code: "invalid_cursor", status: 400, message: "This page of deliveries does not exist: start again from the newest." });
     const base = consoleUrl(`/webhooks/${w.id}`);
-    const rows = deliveries.map((d) => `<tr><td data-label="Event"><code>${escapeHtml(d.eventType)}</code></td>
+    const opts = rpcOptions(request);
+    // The last 200 (the most the service answers) for the health and per-event summaries; the table pages 25 at a time.
+    const [{ deliveries: recent }, page] = await Promise.all([
+      rpc().listDeliveries({ workspaceId: session.workspaceId, webhookId: w.id, limit: 200 }, opts),
+      rpc().listDeliveries({ workspaceId: session.workspaceId, webhookId: w.id, limit: DELIVERIES_PAGE, cursor }, opts),
+    ]);
+    const csrf = csrfField(session);
+    const mayRedeliver = mayPost(session, "/console/webhooks/:id/deliveries/:delivery/redeliver");
+    const rows = page.deliveries.map((d) => `<tr data-delivery="${escapeHtml(d.id)}"><td data-label="Event"><code>${escapeHtml(d.eventType)}</code></td>
 <td data-label="State">${statusBadge(DeliveryState[d.state] ?? "UNKNOWN", STATE_TONE[d.state] ?? "info")}</td>
 <td data-label="Response">${codeOf(d)}</td><td data-label="Attempts" class="num">${d.attempts}</td>
 <td data-label="Created">${formatTime(d.createdAt && timestampDate(d.createdAt))}</td>
-<td data-label="Action">${mayPost(session, "/console/webhooks/:id/deliveries/:delivery/redeliver") ? `<form method="post" action="${base}/deliveries/${d.id}/redeliver">${csrf}<button type="submit" class="secondary small" aria-label="Resend ${escapeHtml(d.eventType)} delivery ${d.id}">Resend</button></form>` : ""}</td></tr>`).join("");
+<td data-label="Action">${mayRedeliver ? redeliverButton(d, base, csrf) : ""}</td></tr>`).join("");
+    const pager = page.nextCursor || cursor ? `<nav class="actions" aria-label="Pages of deliveries">${cursor ? `<a class="button secondary" href="${base}#deliveries-h">Newest deliveries</a>` : ""}${
+      page.nextCursor ? `<a class="button secondary" rel="next" href="${consoleUrl(`/webhooks/${w.id}`, { cursor: page.nextCursor })}#deliveries-h">Older deliveries</a>` : ""}</nav>` : "";
     const paused = w.status === WebhookStatus.PAUSED;
-    // Test, pause/resume and delete share one rule (roles.ts); the signing secret goes with them.
+    // Test, disable/enable and delete share one rule (roles.ts); the signing secret goes with them.
     const manages = mayPost(session, "/console/webhooks/:id/test");
     const actions = manages ? `<div class="actions">
 <form method="post" action="${base}/test">${csrf}<button type="submit">Send test event</button></form>
-<form method="post" action="${base}/status">${csrf}<input type="hidden" name="status" value="${paused ? "ACTIVE" : "PAUSED"}"><button type="submit" class="secondary">${paused ? "Resume" : "Pause"}</button></form>
+${w.status === WebhookStatus.BANNED ? "" : `<form method="post" action="${base}/status"${paused ? "" : ` data-confirm="Disable this webhook? Its deliveries are held until you enable it again."`}>${csrf}<input type="hidden" name="status" value="${paused ? "ACTIVE" : "PAUSED"}"><button type="submit" class="secondary">${paused ? "Enable" : "Disable"}</button></form>`}
 <form method="post" action="${base}/delete" data-confirm="Delete this webhook?">${csrf}<button type="submit" class="danger">Delete</button></form></div>` : "";
     const body = `<h1>${escapeHtml(w.displayName || "Webhook")} ${webhookBadge(w)}</h1>
 <div class="card"><dl><dt class="muted">URL</dt><dd style="margin:0 0 .5rem"><code>${escapeHtml(w.url)}</code></dd>
@@ -149,9 +170,10 @@ ${actions}
 <h2 id="events-h">Events it receives</h2>
 <p class="muted">The events this webhook is subscribed to, whether each fires on this server today, and its recent deliveries of each (of the last ${recent.length}).</p>
 ${eventsTable(w.events, recent, "events-h")}
-<h2 id="deliveries-h">Recent deliveries</h2>
-<p class="muted" role="status">${deliveries.length ? `${deliveries.length} most recent, newest first.` : "No deliveries yet."} <a href="${base}">Refresh</a></p>
+<h2 id="deliveries-h">Deliveries</h2>
+<p class="muted" role="status">${page.deliveries.length ? `${cursor ? "Older deliveries" : "The most recent"}, newest first, ${DELIVERIES_PAGE} a page.` : cursor ? "No older deliveries." : "No deliveries yet."} <a href="${cursor ? consoleUrl(`/webhooks/${w.id}`, { cursor }) : base}#deliveries-h">Refresh</a></p>
 ${rows ? `<div class="table-wrap"><table class="data stack" aria-labelledby="deliveries-h"><thead><tr><th>Event</th><th>State</th><th>Last response</th><th class="num">Attempts</th><th>Created</th><th>Action</th></tr></thead><tbody>${rows}</tbody></table></div>` : ""}
+${pager}
 <p><a href="${consoleUrl("/webhooks")}">Back to webhooks</a></p>`;
     return html(reply, consolePage({ title: w.displayName || "Webhook", session, active: "webhooks", flash: request.consoleFlash, body }));
   });
@@ -179,12 +201,12 @@ ${rows ? `<div class="table-wrap"><table class="data stack" aria-labelledby="del
     const id = request.params.delivery ?? "";
     if (!DELIVERY_ID.test(id)) throw refusal({ code: "delivery_not_found", status: 404, message: "The webhook has no delivery with this id." });
     await rpc().redeliverDelivery({ workspaceId: sessionOf(request).workspaceId, webhookId: w.id, deliveryId: id }, rpcOptions(request));
-    return "Delivery queued again.";
+    return "Delivery queued again: it is sent now, with a fresh retry schedule.";
   });
   action("/webhooks/:id/status", async (request, w) => {
     const to = str(request.body, "status") === "ACTIVE" ? WebhookStatus.ACTIVE : WebhookStatus.PAUSED;
     await rpc().updateWebhook({ workspaceId: sessionOf(request).workspaceId, id: w.id, status: to }, rpcOptions(request));
-    return to === WebhookStatus.ACTIVE ? "Webhook resumed." : "Webhook paused: deliveries are held until you resume it.";
+    return to === WebhookStatus.ACTIVE ? "Webhook enabled: held deliveries go out now." : "Webhook disabled: deliveries are held until you enable it.";
   });
   scope.post<{ Params: { id: string } }>("/webhooks/:id/delete", async (request, reply) => {
     editable(request);

@@ -109,9 +109,10 @@ export function webhookRoutes(webhooks: Webhooks) {
       }),
       deleteWebhook: async (req) => ({ webhook: protoWebhook(await webhooks.delete(req.workspaceId, req.id)), isDeleted: true }),
       sendTestEvent: async (req) => ({ delivery: protoDelivery(await webhooks.sendTestEvent(req.workspaceId, req.id)) }),
-      listDeliveries: async (req) => ({
-        deliveries: (await webhooks.listDeliveries(req.workspaceId, req.webhookId, req.limit)).map(protoDelivery),
-      }),
+      listDeliveries: async (req) => {
+        const page = await webhooks.pageDeliveries(req.workspaceId, req.webhookId, { limit: req.limit, cursor: req.cursor });
+        return { deliveries: page.deliveries.map(protoDelivery), nextCursor: page.nextCursor ?? "" };
+      },
       eraseContactDeliveries: async (req) => ({ erased: BigInt(await webhooks.eraseContactDeliveries(req.workspaceId, req.contactId)) }),
       listContactDeliveries: async (req) => ({
         deliveries: (await webhooks.listContactDeliveries(req.workspaceId, req.contactId, req.limit)).map(protoDelivery),

@@ -2,7 +2,7 @@ import { needsReseal, openStoredSecret, sealSecret, SECRET_PURPOSES, type Secret
 import { DuplicateKeyError, type Collection, type Filter, type Store, type Update } from "@mailroom/store/port.js";
 import type { Delivery, DeliveryAttempt, Webhook } from "../domain/model.js";
 import type { EmailTags, Tag } from "../domain/dispatch.js";
-import type { AttemptOutcome, DeliveryStore, WebhookChanges, WebhookStore } from "../domain/ports.js";
+import type { AttemptOutcome, DeliveryKey, DeliveryStore, WebhookChanges, WebhookStore } from "../domain/ports.js";
 
 /*
  * The webhook domain's stores over kit's document store (embedded engine or MongoDB). The
@@ -245,8 +245,11 @@ export class CollectionDeliveryStore implements DeliveryStore {
     return doc ? toDelivery(doc) : null;
   }
 
-  async list(workspaceId: string, webhookId: string, limit: number): Promise<Delivery[]> {
-    const docs = await this.deliveries.find({ webhookId, workspaceId }, { sort: { createdAt: -1, _id: -1 }, limit });
+  async list(workspaceId: string, webhookId: string, limit: number, after?: DeliveryKey): Promise<Delivery[]> {
+    const filter = after
+      ? { $and: [{ webhookId, workspaceId }, { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }] }] }
+      : { webhookId, workspaceId };
+    const docs = await this.deliveries.find(filter, { sort: { createdAt: -1, _id: -1 }, limit });
     return docs.map(toDelivery);
   }
 

@@ -42,6 +42,12 @@ export interface AttemptOutcome {
   nextAttemptAt?: Date;
 }
 
+/** Where a page of deliveries ends: its last delivery's creation time and id. */
+export interface DeliveryKey {
+  createdAt: Date;
+  id: string;
+}
+
 /** Deliveries and their outbox state (due, claimed by a process, held while paused). */
 export interface DeliveryStore {
   /** False when this (event, webhook) already has a delivery: a replayed event sends nothing twice. */
@@ -65,8 +71,8 @@ export interface DeliveryStore {
   /** Every HELD delivery of the webhook becomes due at `now` (resumed). */
   releaseAll(webhookId: string, now: Date): Promise<number>;
   find(workspaceId: string, webhookId: string, id: string): Promise<Delivery | null>;
-  /** Newest first. */
-  list(workspaceId: string, webhookId: string, limit: number): Promise<Delivery[]>;
+  /** Newest first (createdAt, then id, descending); `after`: only those after that one in this order (keyset paging). */
+  list(workspaceId: string, webhookId: string, limit: number, after?: DeliveryKey): Promise<Delivery[]>;
   /** The workspace's deliveries of events about one contact, to any webhook, newest first. */
   listForContact(workspaceId: string, contactId: string, limit: number): Promise<Delivery[]>;
   /** Deletes the workspace's finished deliveries of events about one contact; answers how many. */

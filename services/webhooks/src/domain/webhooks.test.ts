@@ -125,4 +125,32 @@ describe("webhook management", () => {
     const [listed] = await webhooks.listDeliveries("ws_1", w.id);
     expect(listed).toMatchObject({ id: d.id, state: "SUCCEEDED", attempts: 1, lastAttempt: { statusCode: 200, attempt: 1 } });
   });
+
+  it("pages a webhook's deliveries newest first by (createdAt, id), unshifted by new ones, and refuses a made-up cursor", async () => {
+    const { webhooks, clock } = await buildTestDomain();
+    const w = await webhooks.create("ws_1", { url: "https://acme.test/h", events: ["EMAIL_SENT"] });
+    // Seven deliveries, some created in the same millisecond (the id breaks the tie).
+    for (let i = 0; i < 7; i++) {
+      await webhooks.sendTestEvent("ws_1", w.id);
+      if (i % 3 === 2) clock.advance(1000);
+    }
+    const all = (await webhooks.listDeliveries("ws_1", w.id, 200)).map((d) => d.id);
+    expect(all).toHaveLength(7);
+    const first = await webhooks.pageDeliveries("ws_1", w.id, { limit: 3 });
+    expect(first.deliveries.map((d) => d.id)).toEqual(all.slice(0, 3));
+    expect(first.nextCursor).toBeTruthy();
+    // A delivery created between two pages goes on top; the next page does not move.
+    clock.advance(1000);
+    await webhooks.sendTestEvent("ws_1", w.id);
+    const second = await webhooks.pageDeliveries("ws_1", w.id, { limit: 3, cursor: first.nextCursor });
+    expect(second.deliveries.map((d) => d.id)).toEqual(all.slice(3, 6));
+    const last = await webhooks.pageDeliveries("ws_1", w.id, { limit: 3, cursor: second.nextCursor });
+    expect(last.deliveries.map((d) => d.id)).toEqual(all.slice(6));
+    expect(last.nextCursor).toBeUndefined();
+    for (const cursor of ["nope", Buffer.from("[1,2]").toString("base64url"), Buffer.from('{"a":1}').toString("base64url")]) {
+      expect([(await refusal(webhooks.pageDeliveries("ws_1", w.id, { cursor }))).code]).toEqual(["invalid_cursor"]);
+    }
+    // Another workspace's webhook is not found, cursor or not.
+    expect((await refusal(webhooks.pageDeliveries("ws_2", w.id, { cursor: first.nextCursor }))).code).toBe("webhook_not_found");
+  });
 });

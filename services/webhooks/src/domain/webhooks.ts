@@ -1,6 +1,6 @@
 import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import type { CreateWebhookInput, Delivery, UpdateWebhookInput, Webhook } from "./model.js";
-import type { Clock, DeliveryStore, Ids, Logger, TargetPolicy, WebhookChanges, WebhookStore } from "./ports.js";
+import type { Clock, DeliveryKey, DeliveryStore, Ids, Logger, TargetPolicy, WebhookChanges, WebhookStore } from "./ports.js";
 import { testPayload } from "./events.js";
 import { validDisplayName, validEvents, validRequestedStatus, validToken, validUrl } from "./validate.js";
 
@@ -17,6 +17,21 @@ export interface WebhooksDeps {
 }
 
 const DEFAULT_DELIVERY_LIST = 50;
+
+/** A page's end as the cursor callers pass back: base64url of JSON [createdAt ms, id]. */
+export function encodeDeliveryCursor(key: DeliveryKey): string {
+  return Buffer.from(JSON.stringify([key.createdAt.getTime(), key.id])).toString("base64url");
+}
+
+export function decodeDeliveryCursor(cursor: string): DeliveryKey {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
+    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === "string" && v[1].length <= 100) {
+      return { createdAt: new Date(v[0] as number), id: v[1] };
+    }
+  } catch { /* refused below */ }
+  throw badRequest("invalid_cursor", "cursor is not one this API returned");
+}
 const MAX_DELIVERY_LIST = 200;
 
 function assertWorkspace(workspaceId: string): void {
@@ -147,6 +162,20 @@ export class Webhooks {
     await this.get(workspaceId, webhookId);
     const n = !limit || limit < 1 ? DEFAULT_DELIVERY_LIST : Math.min(limit, MAX_DELIVERY_LIST);
     return this.deps.deliveries.list(workspaceId, webhookId, n);
+  }
+
+  /**
+   * A page of the webhook's deliveries, newest first, and the cursor of the next page (none on
+   * the last). The cursor is the page's last (createdAt, id), opaque to callers.
+   */
+  async pageDeliveries(workspaceId: string, webhookId: string, opts: { limit?: number; cursor?: string } = {}): Promise<{ deliveries: Delivery[]; nextCursor?: string }> {
+    const after = opts.cursor ? decodeDeliveryCursor(opts.cursor) : undefined;
+    await this.get(workspaceId, webhookId);
+    const n = !opts.limit || opts.limit < 1 ? DEFAULT_DELIVERY_LIST : Math.min(opts.limit, MAX_DELIVERY_LIST);
+    const found = await this.deps.deliveries.list(workspaceId, webhookId, n + 1, after);
+    const deliveries = found.slice(0, n);
+    const last = deliveries[deliveries.length - 1];
+    return { deliveries, nextCursor: found.length > n && last ? encodeDeliveryCursor({ createdAt: last.createdAt, id: last.id }) : undefined };
   }
 
   /** The deliveries of CONTACT_* events about one contact of the workspace, to any of its webhooks, newest first. */
