@@ -57,7 +57,7 @@ const broadcastEvents = new PublishedBroadcastEvents(new WebhookEventPublisher(j
 const sender = new Sender(
   // Each step that sends in a trace of its own, linked to the request that scheduled the broadcast.
   { ...repos, directory, queue, content, clock: systemClock, logger, events: broadcastEvents, stepScope: sendingStepScope },
-  { owner, intervalMs: settings.senderIntervalMs },
+  { owner, intervalMs: settings.senderIntervalMs, leaseMs: settings.leaseMs },
 );
 const broadcasts = new Broadcasts({
   ...repos,

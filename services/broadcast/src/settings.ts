@@ -16,6 +16,11 @@ const schema = z.object({
    * to wait seconds instead of minutes; the longest stays 7 days.
    */
   MAILROOM_AB_MIN_WAIT_SECONDS: z.coerce.number().int().min(1).max(300).default(300),
+  /**
+   * How long a sender holds a broadcast it claimed for a step (extended page by page): when its
+   * process dies, another broadcast process carries the broadcast on once this runs out.
+   */
+  MAILROOM_BROADCAST_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
 });
 
 export interface BroadcastSettings {
@@ -23,10 +28,12 @@ export interface BroadcastSettings {
   senderIntervalMs: number;
   /** Shortest A/B `waitFor` accepted, in seconds. */
   abMinWaitSeconds: number;
+  /** The sender's lease on a claimed broadcast. */
+  leaseMs: number;
 }
 
 /** Reads and validates the broadcast service's settings; a bad value throws kit's ConfigError naming the variable. */
 export function loadBroadcastSettings(env: NodeJS.ProcessEnv = process.env): BroadcastSettings {
   const c = loadSettings(schema, env);
-  return { senderIntervalMs: Math.min(c.MAILROOM_SCHEDULER_INTERVAL_MS, 250), abMinWaitSeconds: c.MAILROOM_AB_MIN_WAIT_SECONDS };
+  return { senderIntervalMs: Math.min(c.MAILROOM_SCHEDULER_INTERVAL_MS, 250), abMinWaitSeconds: c.MAILROOM_AB_MIN_WAIT_SECONDS, leaseMs: c.MAILROOM_BROADCAST_LEASE_MS };
 }

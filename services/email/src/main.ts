@@ -66,10 +66,12 @@ async function serve(): Promise<void> {
     logger,
     ids: { emailId: () => newId("trs"), messageId: newMessageId },
     owner,
+    claimLeaseMs: settings.claimLeaseMs,
   });
   const scheduler = new Scheduler(emails, queue, content, systemClock, logger, {
     owner,
     intervalMs: settings.schedulerIntervalMs,
+    leaseMs: settings.claimLeaseMs,
     // Each release in a trace of its own, linked to the request that created the email.
     releaseScope: scheduledSendScope,
   });

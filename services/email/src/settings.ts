@@ -12,6 +12,11 @@ const schema = z.object({
   MAILROOM_EMAIL_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   /** How often the scheduler claims due scheduled emails (the broadcast unit reads it too, and declares it). */
   MAILROOM_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(10).default(500),
+  /**
+   * How long an email claimed for publishing (at send, or by the scheduler) stays this process's:
+   * when the process dies first, another email process takes it over once this runs out.
+   */
+  MAILROOM_EMAIL_CLAIM_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
 });
 
 export interface EmailSettings {
@@ -20,6 +25,8 @@ export interface EmailSettings {
   /** Worker processes of the email service (node:cluster; 1 runs it in the one process). */
   workers: number;
   schedulerIntervalMs: number;
+  /** Publish claims' lease: how soon another process takes over a dead one's claimed emails. */
+  claimLeaseMs: number;
 }
 
 /** Reads and validates the email service's settings; a bad value throws kit's ConfigError naming the variable. */
@@ -29,5 +36,6 @@ export function loadEmailSettings(env: NodeJS.ProcessEnv = process.env): EmailSe
     contentRetentionHours: c.MAILROOM_EMAIL_CONTENT_RETENTION_HOURS,
     workers: c.MAILROOM_EMAIL_WORKERS,
     schedulerIntervalMs: c.MAILROOM_SCHEDULER_INTERVAL_MS,
+    claimLeaseMs: c.MAILROOM_EMAIL_CLAIM_LEASE_MS,
   };
 }

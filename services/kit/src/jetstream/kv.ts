@@ -7,6 +7,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV, type KvOptions } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { loadConfig } from "../config.js";
+import { retryOnTimeout } from "./streams.js";
 
 export async function openKvBucket(
   nc: NatsConnection,
@@ -14,12 +15,15 @@ export async function openKvBucket(
   options: Partial<KvOptions> = {},
   replicas = loadConfig().natsReplicas,
 ): Promise<KV> {
-  const kv = await new Kvm(nc).create(bucket, { ...options, replicas });
-  const status = await kv.status();
+  // Retried on a JetStream API timeout as ensureMailStreams' streams are: a unit starting beside
+  // a running set on a cluster (every unit of the new set updating every stream through the meta
+  // leader at once) saw this open time out after 5 s and exited before listening.
+  const kv = await retryOnTimeout(() => new Kvm(nc).create(bucket, { ...options, replicas }));
+  const status = await retryOnTimeout(() => kv.status());
   if (status.replicas !== replicas) {
     const jsm = await jetstreamManager(nc);
     const stream = status.streamInfo.config.name;
-    await jsm.streams.update(stream, { ...status.streamInfo.config, num_replicas: replicas });
+    await retryOnTimeout(() => jsm.streams.update(stream, { ...status.streamInfo.config, num_replicas: replicas }));
   }
   return kv;
 }
