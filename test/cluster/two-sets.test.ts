@@ -65,10 +65,10 @@ const bootstrap = {
 /**
  * Not in `npm test` yet (MAILROOM_TEST_TWO_SETS=1 runs it): it is not green. Every recipient is
  * reached and the broadcast completes in every run, but the take-over check finds set A's
- * delivery holding no claims at the kill in most runs, and 3–6 duplicate broadcast messages come
- * with no dead process to blame them on: a live delivery's heartbeat extends the JetStream
- * message but not `claimedAt` in its records, so a claim older than the ack wait is taken as a
- * dead worker's (deliverer.ts). Left open in the closing note of the stop that added it.
+ * delivery holding no claims at the kill in most runs. The 3–6 duplicate broadcast messages its
+ * runs saw with no dead process to blame had a cause since fixed: a live delivery's heartbeat
+ * extended the JetStream message but not `claimedAt` in its records (deliverer.ts now refreshes
+ * both). Left open in the closing note of the stop that added it.
  */
 const enabled = process.env.MAILROOM_TEST_TWO_SETS === "1";
 if (available && !enabled) console.log("test/cluster/two-sets: skipped (MAILROOM_TEST_TWO_SETS=1 runs it; not green yet, see the file's note)");

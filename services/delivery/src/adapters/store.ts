@@ -105,6 +105,15 @@ export class StoreDeliveries implements DeliveriesRepository {
     return { claimed: false, record: await this.claims.findOne({ _id: deliveryId }) };
   }
 
+  async refreshClaims(deliveryIds: readonly string[], worker: string, now: Date): Promise<void> {
+    if (deliveryIds.length === 0) return;
+    // A claim still being created (newClaims batches its inserts) matches nothing here: it is new anyway.
+    await this.claims.updateMany(
+      { _id: { $in: [...deliveryIds] }, state: "sending", claimedBy: worker },
+      { $set: { claimedAt: now } },
+    );
+  }
+
   async markDeferred(deliveryId: string, worker: string, outcome: Outcome, now: Date): Promise<void> {
     await this.claims.updateOne(
       { _id: deliveryId, state: "sending", claimedBy: worker },

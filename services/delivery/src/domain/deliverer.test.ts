@@ -201,6 +201,20 @@ describe("Deliverer", () => {
     expect(t.transport.sent).toHaveLength(3);
   });
 
+  it("keeps its claim fresh while a slow SMTP transaction runs: a redelivered job elsewhere does not send it again", async () => {
+    const t = await setup({ claimTtlMs: 300 });
+    t.transport.delayMs = 900; // three ack waits inside the relay
+    const job = testJob();
+    const sending = t.deliverer.handle(job, { deliveryCount: 1, working: () => undefined });
+    await new Promise((r) => setTimeout(r, 700));
+    // The job came back to another process (its ack was lost): the claim is still this worker's.
+    const taken = await t.deliveries.claim(job.deliveryId, "ws_test", "worker-b", new Date(), new Date(Date.now() - 300));
+    expect(taken.claimed).toBe(false);
+    expect(await sending).toEqual({ kind: "ack" });
+    expect(t.transport.sent).toHaveLength(1);
+    expect((await t.deliveries.get(job.deliveryId))?.state).toBe("sent");
+  });
+
   it("tells the queue a slow SMTP transaction is still being worked on", async () => {
     const t = await setup({ claimTtlMs: 300 });
     t.transport.delayMs = 450;

@@ -131,6 +131,8 @@ export class Deliverer {
    */
   private readonly unsettled = new Map<string, Outcome>();
   private readonly working = new Set<JobContext>();
+  /** Deliveries this worker claimed whose outcome is not written yet: the heartbeat keeps their claims fresh. */
+  private readonly claimedHere = new Set<string>();
   private ticker?: NodeJS.Timeout;
 
   constructor(
@@ -291,23 +293,33 @@ export class Deliverer {
     }
 
     const attempt = claim.attempts;
-    const { outcome, refused } = await this.transact(mail, attempt, laneOf(job));
-    // A cc or bcc address the relay refused for good is suppressed; the outcome follows `to`.
-    if (refused.length) await this.suppressOthers(job, refused);
-    this.deps.metrics?.outcome(laneOf(job), outcome.type);
-    if (outcome.type === "deferred") {
-      this.counters.deferred += 1;
-      await deliveries.markDeferred(job.deliveryId, this.opts.workerId, outcome, new Date(this.now()));
-      await this.deps.events.publish(this.eventOf(job, outcome));
-      return { kind: "retry", delayMs: retryDelayMs(attempt, this.opts.retryBaseMs, this.opts.retryMaxMs) };
+    this.claimedHere.add(job.deliveryId);
+    let handedToFinish = false;
+    try {
+      const { outcome, refused } = await this.transact(mail, attempt, laneOf(job));
+      // A cc or bcc address the relay refused for good is suppressed; the outcome follows `to`.
+      if (refused.length) await this.suppressOthers(job, refused);
+      this.deps.metrics?.outcome(laneOf(job), outcome.type);
+      if (outcome.type === "deferred") {
+        this.counters.deferred += 1;
+        await deliveries.markDeferred(job.deliveryId, this.opts.workerId, outcome, new Date(this.now()));
+        await this.deps.events.publish(this.eventOf(job, outcome));
+        return { kind: "retry", delayMs: retryDelayMs(attempt, this.opts.retryBaseMs, this.opts.retryMaxMs) };
+      }
+      this.counters[outcome.type] += 1;
+      this.rememberUnsettled(job.deliveryId, outcome);
+      // The claim is kept fresh until the outcome is written (finish), even after the page's slot is freed.
+      handedToFinish = true;
+      const done = this.finish(job, outcome)
+        .then(() => void this.unsettled.delete(job.deliveryId))
+        .finally(() => this.claimedHere.delete(job.deliveryId));
+      // A page's recipient frees its slot for the next send; the page waits for every write.
+      if (mode.track) mode.track(done);
+      else await done;
+      return ACK;
+    } finally {
+      if (!handedToFinish) this.claimedHere.delete(job.deliveryId);
     }
-    this.counters[outcome.type] += 1;
-    this.rememberUnsettled(job.deliveryId, outcome);
-    const done = this.finish(job, outcome).then(() => void this.unsettled.delete(job.deliveryId));
-    // A page's recipient frees its slot for the next send; the page waits for every write.
-    if (mode.track) mode.track(done);
-    else await done;
-    return ACK;
   }
 
   /** One SMTP transaction, turned into an outcome (and the other recipients the relay refused). */
@@ -369,6 +381,12 @@ export class Deliverer {
     if (this.ticker) return;
     this.ticker = setInterval(() => {
       for (const c of this.working) c.working();
+      // The store's side of the same heartbeat: a claim waiting in the SMTP pool longer than the
+      // ack wait must not look like a dead worker's to the process a page was redelivered to.
+      if (this.claimedHere.size) {
+        this.deps.deliveries.refreshClaims([...this.claimedHere], this.opts.workerId, new Date(this.now()))
+          .catch((err) => this.deps.logger.warn({ err }, "could not refresh this worker's delivery claims"));
+      }
       if (this.working.size === 0) {
         clearInterval(this.ticker);
         this.ticker = undefined;

@@ -47,6 +47,11 @@ export interface DeliveriesRepository {
    * or held by a claim older than `staleBefore` (its worker died mid-send).
    */
   claim(deliveryId: string, workspaceId: string, worker: string, now: Date, staleBefore: Date): Promise<ClaimResult>;
+  /**
+   * A live worker's claims stay its own: their `claimedAt` moves to `now` while their SMTP
+   * transactions wait or run, so `staleBefore` only ever finds a dead worker's claim.
+   */
+  refreshClaims(deliveryIds: readonly string[], worker: string, now: Date): Promise<void>;
   /** Back to claimable after a transient failure (only by the worker holding the claim). */
   markDeferred(deliveryId: string, worker: string, outcome: Outcome, now: Date): Promise<void>;
   /** Final state. A sent delivery is never turned into anything else. */
