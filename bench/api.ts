@@ -25,6 +25,12 @@
  * `--cpu-prof`, prints each unit's hottest functions by self time, and leaves the
  * `.cpuprofile` files (open them in Chrome DevTools' Performance panel) in the printed folder.
  *
+ * PostgreSQL: BENCH_STORE=postgres measures the system on the embedded store as always, then
+ * starts it again with every unit on a PostgreSQL database made for the run (dropped at the
+ * end; BENCH_POSTGRES_POOL connections per process, default 10) and measures the same windows:
+ * req/s as a share of the embedded store's (the goal: ≥ 80 %, p99 ≤ 50 ms), and a `postgres`
+ * row in the CPU per request: the backends of that database, read from /proc (bench/postgres.ts).
+ *
  * Run: `npx tsx bench/api.ts` or `npm run bench api`.
  */
 import { mkdtemp } from "node:fs/promises";
@@ -38,6 +44,7 @@ import type { UnitName } from "../deploy/processes.js";
 import { cpuPerUnit, formatCpu, snapshot, type CpuSnapshot } from "./cpu.js";
 import { summarizeProfiles } from "./profile.js";
 import { rpcMeter } from "./rpcs.js";
+import { benchStore, createBenchDatabase, describePostgresCpu, poolNote, postgresCpuMeter, postgresPerUnit, postgresUnitEnv, type BenchDatabase, type PostgresCpu } from "./postgres.js";
 
 const KEY = "mr_bench_api_key_0001";
 const BATCH_SIZE = 50;
@@ -170,9 +177,31 @@ async function startBareServer(responseBody: string): Promise<{ url: string; clo
   };
 }
 
+export interface ApiBenchPostgres {
+  api: LoadResult;
+  batch: LoadResult;
+  /** req/s on PostgreSQL as a share of the embedded store's in the same run. */
+  ratio: number;
+}
+
+/** One system's measured windows: single sends, batches, CPU and RPCs per request. */
+interface SystemRun {
+  api: LoadResult;
+  batch: LoadResult;
+  baseline?: LoadResult;
+  apiCpu: string;
+  apiRpcs: string;
+  batchCpu: string;
+  batchRpcs: string;
+  /** What the postgres row is (BENCH_STORE=postgres). */
+  postgresNotes: string[];
+  profile?: string[];
+  profileDir?: string;
+}
+
 export async function runApiBench(
   opts: { seconds?: number; concurrency?: number; withDelivery?: boolean; profile?: boolean; log?: (line: string) => void } = {},
-): Promise<ApiBenchResult> {
+): Promise<ApiBenchResult & { postgres?: ApiBenchPostgres }> {
   const log = opts.log ?? ((line: string) => console.log(line));
   const seconds = opts.seconds ?? Number(process.env.BENCH_API_SECONDS ?? 10);
   const concurrency = opts.concurrency ?? Number(process.env.BENCH_API_CONCURRENCY ?? 64);
@@ -181,111 +210,182 @@ export async function runApiBench(
   const units: UnitName[] = ["directory", "renderer", "email", "gateway", ...(withDelivery ? (["delivery"] as const) : [])];
   const emailWorkers = Number(process.env.BENCH_EMAIL_WORKERS ?? 2);
   const profile = opts.profile ?? (process.argv.includes("--profile") || process.env.BENCH_PROFILE === "1");
-  const profileDir = profile ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
+  // BENCH_STORE=postgres: the embedded store's run as always, then the same on PostgreSQL.
+  const onPostgres = benchStore() === "postgres";
   const traces = process.env.BENCH_API_TRACES === "1" ? await startDiscardingOtlpEndpoint() : undefined;
 
-  log(`starting ${units.join(", ")} and nats-server (email service: ${emailWorkers} worker processes) …`);
-  log(traces ? `traces: on, every span exported (OTLP/HTTP protobuf to ${traces.url})` : "traces: off (no OTEL_* exporter configured)");
-  const sys: TestSystem = await startSystem({
-    bootstrap: {
-      workspaces: [{
-        id: "ws_bench", name: "Bench", timezone: "UTC",
-        apiKeys: [{ key: KEY, scopes: ["api_user"] }],
-        verifiedEmails: [], verifiedDomains: ["bench.test"], members: [],
-        monthlyLimit: 100_000_000, sendingAccountNew: false,
-      }],
-    },
-    units,
-    smtp: withDelivery,
-    env: {
-      MAILROOM_LOG_LEVEL: "warn",
-      MAILROOM_RATE_LIMIT_PER_MINUTE: "100000000",
-      MAILROOM_EMAIL_WORKERS: String(emailWorkers),
-      ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
-      ...(traces ? { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url } : {}),
-    },
+  const body = JSON.stringify({
+    from: "Bench <hello@bench.test>",
+    to: "reader@example.test",
+    subject: "Your receipt",
+    html: '<html><body><h1>Thanks for your order</h1><p>Order <b>#1234</b> is confirmed. <a href="https://bench.test/orders/1234">View it</a>.</p></body></html>',
   });
-  const unitPids = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.child.pid]));
-  const unitUrls = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.name === "gateway" ? sys.gatewayUrl : `http://127.0.0.1:${u.port}`]));
-  const pids = { ...unitPids, "nats-server": sys.nats.pid };
-  /** CPU per request of each process over a drive()'s measured window. */
-  const cpuMeter = () => {
-    let before: CpuSnapshot = new Map();
-    let after: CpuSnapshot = new Map();
-    const rpcs = rpcMeter(unitUrls);
-    return {
-      rpcs,
-      onMeasure: (phase: "start" | "end") => {
-        if (phase === "start") before = snapshot(pids);
-        else after = snapshot(pids);
-        rpcs.onMeasure(phase);
+  const headers = { authorization: `Bearer ${KEY}` };
+
+  /** Starts the system (on the embedded store, or on `database`), measures it, stops it. */
+  const runSystem = async (database: BenchDatabase | undefined, withBaseline: boolean): Promise<SystemRun> => {
+    const profileDir = profile ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
+    log(`starting ${units.join(", ")} and nats-server (email service: ${emailWorkers} worker processes) …`);
+    if (withBaseline) log(traces ? `traces: on, every span exported (OTLP/HTTP protobuf to ${traces.url})` : "traces: off (no OTEL_* exporter configured)");
+    const sys: TestSystem = await startSystem({
+      bootstrap: {
+        workspaces: [{
+          id: "ws_bench", name: "Bench", timezone: "UTC",
+          apiKeys: [{ key: KEY, scopes: ["api_user"] }],
+          verifiedEmails: [], verifiedDomains: ["bench.test"], members: [],
+          monthlyLimit: 100_000_000, sendingAccountNew: false,
+        }],
       },
-      perUnit: (units: number) => cpuPerUnit(before, after, units),
-    };
-  };
-  let stopped = false;
-  try {
-    const body = JSON.stringify({
-      from: "Bench <hello@bench.test>",
-      to: "reader@example.test",
-      subject: "Your receipt",
-      html: '<html><body><h1>Thanks for your order</h1><p>Order <b>#1234</b> is confirmed. <a href="https://bench.test/orders/1234">View it</a>.</p></body></html>',
+      units,
+      smtp: withDelivery,
+      // On PostgreSQL, the run's own database (bench/postgres.ts), not the harness's.
+      store: onPostgres ? "embedded" : undefined,
+      env: {
+        MAILROOM_LOG_LEVEL: "warn",
+        MAILROOM_RATE_LIMIT_PER_MINUTE: "100000000",
+        MAILROOM_EMAIL_WORKERS: String(emailWorkers),
+        ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
+        ...(traces ? { OTEL_EXPORTER_OTLP_ENDPOINT: traces.url } : {}),
+        ...(database ? postgresUnitEnv(database) : {}),
+      },
     });
-    const headers = { authorization: `Bearer ${KEY}` };
-    const probe = await sys.api("POST", "/v1/emails", { key: KEY, body: JSON.parse(body) });
-    if (probe.status !== 200) throw new Error(`probe send failed: ${probe.status} ${JSON.stringify(probe.body)}`);
-    const responseBody = JSON.stringify(probe.body);
-
-    // The baseline first, while the system is up but idle: measured after the sends, it
-    // would share the cores with work they left behind (publishes, outbox marks).
-    const bare = await startBareServer(responseBody);
-    let baseline: LoadResult;
+    const unitPids = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.child.pid]));
+    const unitUrls = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.name === "gateway" ? sys.gatewayUrl : `http://127.0.0.1:${u.port}`]));
+    const pids = { ...unitPids, "nats-server": sys.nats.pid };
+    /** CPU per request of each process over a drive()'s measured window (and the PostgreSQL server's backends). */
+    const cpuMeter = () => {
+      let before: CpuSnapshot = new Map();
+      let after: CpuSnapshot = new Map();
+      const rpcs = rpcMeter(unitUrls);
+      const pg = database ? postgresCpuMeter(database.name) : undefined;
+      let pgCpu: PostgresCpu | undefined;
+      return {
+        rpcs,
+        onMeasure: (phase: "start" | "end") => {
+          if (phase === "start") {
+            before = snapshot(pids);
+            pg?.start();
+          } else {
+            after = snapshot(pids);
+            pgCpu = pg?.stop();
+          }
+          rpcs.onMeasure(phase);
+        },
+        perUnit: (units: number) => {
+          const rows = cpuPerUnit(before, after, units);
+          if (pgCpu) rows.push({ name: "postgres", ms: postgresPerUnit(pgCpu, units).ms });
+          return rows.sort((a, b) => b.ms - a.ms);
+        },
+        postgres: (units: number, unitName: string) => (pgCpu ? describePostgresCpu(pgCpu, units, unitName) : undefined),
+      };
+    };
+    let stopped = false;
     try {
-      log(`bare Node http server, same JSON: ${concurrency} clients, ${seconds} s`);
-      baseline = await drive(bare.url, { body, headers, concurrency, seconds, warmupSeconds });
+      const probe = await sys.api("POST", "/v1/emails", { key: KEY, body: JSON.parse(body) });
+      if (probe.status !== 200) throw new Error(`probe send failed: ${probe.status} ${JSON.stringify(probe.body)}`);
+      const responseBody = JSON.stringify(probe.body);
+
+      // The baseline first, while the system is up but idle: measured after the sends, it
+      // would share the cores with work they left behind (publishes, outbox marks).
+      let baseline: LoadResult | undefined;
+      if (withBaseline) {
+        const bare = await startBareServer(responseBody);
+        try {
+          log(`bare Node http server, same JSON: ${concurrency} clients, ${seconds} s`);
+          baseline = await drive(bare.url, { body, headers, concurrency, seconds, warmupSeconds });
+        } finally {
+          await bare.close();
+        }
+      }
+
+      log(`POST /v1/emails through the system: ${concurrency} clients, ${seconds} s (+${warmupSeconds} s warm-up)`);
+      const apiCpu = cpuMeter();
+      const api = await drive(`${sys.gatewayUrl}/v1/emails`, { body, headers, concurrency, seconds, warmupSeconds, onMeasure: apiCpu.onMeasure });
+
+      // The batch route: 50 emails per request, each to its own recipient, as a bulk sender sends.
+      const single = JSON.parse(body) as Record<string, unknown>;
+      const batchBody = JSON.stringify({ emails: Array.from({ length: BATCH_SIZE }, (_, i) => ({ ...single, to: `reader${i}@example.test` })) });
+      const batchProbe = await sys.api("POST", "/v1/emails/batch", { key: KEY, body: JSON.parse(batchBody) });
+      if (batchProbe.status !== 200) throw new Error(`probe batch failed: ${batchProbe.status} ${JSON.stringify(batchProbe.body)}`);
+      log(`POST /v1/emails/batch (${BATCH_SIZE} emails each) through the system: ${concurrency} clients, ${seconds} s`);
+      const batchCpu = cpuMeter();
+      const batch = await drive(`${sys.gatewayUrl}/v1/emails/batch`, { body: batchBody, headers, concurrency, seconds, warmupSeconds, onMeasure: batchCpu.onMeasure });
+
+      const run: SystemRun = {
+        api, batch, baseline,
+        apiCpu: formatCpu(apiCpu.perUnit(api.requests)),
+        apiRpcs: await apiCpu.rpcs.perUnit(api.requests),
+        batchCpu: formatCpu(batchCpu.perUnit(batch.requests * BATCH_SIZE)),
+        batchRpcs: await batchCpu.rpcs.perUnit(batch.requests * BATCH_SIZE),
+        postgresNotes: [apiCpu.postgres(api.requests, "request"), batchCpu.postgres(batch.requests * BATCH_SIZE, "batched email")].filter((l): l is string => l !== undefined),
+        profileDir,
+      };
+      await sys.stop();
+      stopped = true;
+      if (profileDir) run.profile = await summarizeProfiles(profileDir, unitPids);
+      return run;
     } finally {
-      await bare.close();
+      if (!stopped) await sys.stop();
     }
+  };
 
-    log(`POST /v1/emails through the system: ${concurrency} clients, ${seconds} s (+${warmupSeconds} s warm-up)`);
-    const apiCpu = cpuMeter();
-    const api = await drive(`${sys.gatewayUrl}/v1/emails`, { body, headers, concurrency, seconds, warmupSeconds, onMeasure: apiCpu.onMeasure });
+  const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+  const row = (name: string, r: LoadResult) =>
+    `${name.padEnd(22)} ${fmt(r.perSecond).padStart(8)} req/s   p50 ${r.p50Ms.toFixed(1).padStart(7)} ms   p99 ${r.p99Ms.toFixed(1).padStart(7)} ms   ${r.requests} requests, ${r.errors} errors`;
+  const printProfile = (run: SystemRun) => {
+    if (!run.profileDir) return;
+    log(`cpu profiles: ${run.profileDir}`);
+    for (const line of run.profile ?? []) log(line);
+  };
 
-    // The batch route: 50 emails per request, each to its own recipient, as a bulk sender sends.
-    const single = JSON.parse(body) as Record<string, unknown>;
-    const batchBody = JSON.stringify({ emails: Array.from({ length: BATCH_SIZE }, (_, i) => ({ ...single, to: `reader${i}@example.test` })) });
-    const batchProbe = await sys.api("POST", "/v1/emails/batch", { key: KEY, body: JSON.parse(batchBody) });
-    if (batchProbe.status !== 200) throw new Error(`probe batch failed: ${batchProbe.status} ${JSON.stringify(batchProbe.body)}`);
-    log(`POST /v1/emails/batch (${BATCH_SIZE} emails each) through the system: ${concurrency} clients, ${seconds} s`);
-    const batchCpu = cpuMeter();
-    const batch = await drive(`${sys.gatewayUrl}/v1/emails/batch`, { body: batchBody, headers, concurrency, seconds, warmupSeconds, onMeasure: batchCpu.onMeasure });
-
-
-    const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
-    const row = (name: string, r: LoadResult) =>
-      `${name.padEnd(22)} ${fmt(r.perSecond).padStart(8)} req/s   p50 ${r.p50Ms.toFixed(1).padStart(7)} ms   p99 ${r.p99Ms.toFixed(1).padStart(7)} ms   ${r.requests} requests, ${r.errors} errors`;
+  try {
+    const embedded = await runSystem(undefined, true);
+    const { api, batch } = embedded;
+    const baseline = embedded.baseline!;
     log(row("POST /v1/emails", api));
     log(row("bare http baseline", baseline));
     const ratio = api.perSecond / baseline.perSecond;
     log(`ratio (system / bare): ${(ratio * 100).toFixed(1)}% of the bare server's throughput; p50 ${(api.p50Ms / Math.max(baseline.p50Ms, 0.001)).toFixed(1)}x its latency`);
-    log(`cpu per request (ms): ${formatCpu(apiCpu.perUnit(api.requests))}`);
-    log(`rpcs per request: ${await apiCpu.rpcs.perUnit(api.requests)}`);
+    log(`cpu per request (ms): ${embedded.apiCpu}`);
+    log(`rpcs per request: ${embedded.apiRpcs}`);
     log(`${row(`POST /v1/emails/batch`, batch)}`);
     log(`batch: ${fmt(batch.perSecond * BATCH_SIZE)} emails/s (${BATCH_SIZE} per request)`);
-    log(`cpu per batched email (ms): ${formatCpu(batchCpu.perUnit(batch.requests * BATCH_SIZE))}`);
-    log(`rpcs per batched email: ${await batchCpu.rpcs.perUnit(batch.requests * BATCH_SIZE)}`);
-    if (traces) log(`traces exported: ${traces.requests()} OTLP requests, ${fmt(traces.bytes() / 1024)} KiB`);
+    log(`cpu per batched email (ms): ${embedded.batchCpu}`);
+    log(`rpcs per batched email: ${embedded.batchRpcs}`);
+    if (traces && !onPostgres) log(`traces exported: ${traces.requests()} OTLP requests, ${fmt(traces.bytes() / 1024)} KiB`);
     if (api.errors) log(`non-200 answers from the system: ${JSON.stringify(api.statuses)}`);
     if (batch.errors) log(`non-200 answers to batches: ${JSON.stringify(batch.statuses)}`);
-    await sys.stop();
-    stopped = true;
-    if (profileDir) {
-      log(`cpu profiles: ${profileDir}`);
-      for (const line of await summarizeProfiles(profileDir, unitPids)) log(line);
+    printProfile(embedded);
+    const result: ApiBenchResult & { postgres?: ApiBenchPostgres } = { concurrency, api, batch, baseline, ratio };
+    if (!onPostgres) return result;
+
+    // The same system on PostgreSQL, in a database of the run's own, right after.
+    const database = await createBenchDatabase();
+    let pg: SystemRun;
+    try {
+      log(`\nthe same on PostgreSQL (BENCH_STORE=postgres): every unit on database ${database.name}, ${poolNote()}`);
+      pg = await runSystem(database, false);
+    } finally {
+      await database.drop();
     }
-    return { concurrency, api, batch, baseline, ratio };
+    const pgRatio = pg.api.perSecond / api.perSecond;
+    log(row("POST /v1/emails (pg)", pg.api));
+    log(`postgres / embedded: ${(pgRatio * 100).toFixed(1)}% of the embedded store's req/s (${fmt(pg.api.perSecond)} vs ${fmt(api.perSecond)}), ` +
+      `p50 ${pg.api.p50Ms.toFixed(1)} vs ${api.p50Ms.toFixed(1)} ms, p99 ${pg.api.p99Ms.toFixed(1)} vs ${api.p99Ms.toFixed(1)} ms; ` +
+      `goal ≥ 80 % ${pgRatio >= 0.8 ? "met" : "MISSED"}, p99 ≤ 50 ms ${pg.api.p99Ms <= 50 ? "met" : "MISSED"}; ${(pg.api.perSecond / baseline.perSecond * 100).toFixed(1)}% of the bare server`);
+    log(`cpu per request (ms, pg): ${pg.apiCpu}`);
+    log(`rpcs per request (pg): ${pg.apiRpcs}`);
+    log(row("POST /v1/emails/batch (pg)", pg.batch));
+    log(`batch (pg): ${fmt(pg.batch.perSecond * BATCH_SIZE)} emails/s (${BATCH_SIZE} per request), ${(pg.batch.perSecond / batch.perSecond * 100).toFixed(1)}% of the embedded store's`);
+    log(`cpu per batched email (ms, pg): ${pg.batchCpu}`);
+    log(`rpcs per batched email (pg): ${pg.batchRpcs}`);
+    for (const line of pg.postgresNotes) log(line);
+    if (traces) log(`traces exported (both systems): ${traces.requests()} OTLP requests, ${fmt(traces.bytes() / 1024)} KiB`);
+    if (pg.api.errors) log(`non-200 answers from the system on PostgreSQL: ${JSON.stringify(pg.api.statuses)}`);
+    if (pg.batch.errors) log(`non-200 answers to batches on PostgreSQL: ${JSON.stringify(pg.batch.statuses)}`);
+    printProfile(pg);
+    return { ...result, postgres: { api: pg.api, batch: pg.batch, ratio: pgRatio } };
   } finally {
-    if (!stopped) await sys.stop();
     await traces?.close();
   }
 }

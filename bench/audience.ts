@@ -39,6 +39,15 @@
  * Run: `npm run bench audience` (quick check: BENCH_AUDIENCE_CONTACTS=20000
  * BENCH_AUDIENCE_EVENTS=200000 npm run bench audience). BENCH_AUDIENCE_DIR=<dir> keeps the
  * seeded store there for the next runs of the same size (see keptSeed).
+ *
+ * BENCH_STORE=postgres: the directory runs on a PostgreSQL database made for the run (dropped at
+ * the end; BENCH_POSTGRES_POOL connections, default 10); the child seeds the directory's schema
+ * (`mailroom_directory`) through the PostgreSQL adapter the same way, then runs ANALYZE on its
+ * tables (this server runs with autovacuum off, which would otherwise leave the planner without
+ * statistics after a bulk load), and the plans are PostgreSQL's: EXPLAIN ANALYZE of the slowest
+ * statement the AudienceStore's count and pages sent. Each case also prints the CPU of the
+ * database's backends (read from /proc, bench/postgres.ts) per count and per streamed contact
+ * beside the directory's. BENCH_AUDIENCE_DIR is not used on PostgreSQL.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -64,6 +73,8 @@ import type { ResolvedAudience } from "../services/directory/src/domain/audience
 import { scopedId, type Contact } from "../services/directory/src/domain/model.js";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
 import { cpuSeconds } from "./cpu.js";
+import { benchStore, createBenchDatabase, poolNote, postgresCpuMeter, postgresUnitEnv, type BenchDatabase } from "./postgres.js";
+import type { PostgresStore } from "@mailroom/store/postgres.js";
 import { summarizeProfiles } from "./profile.js";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
@@ -164,9 +175,19 @@ function contactDoc(i: number, id: string, createdAt: Date): Contact & { groups?
 
 const sortedKeys = (doc: object) => Object.keys(doc).sort().join(",");
 
-async function seedChild(dir: string, n: number, e: number): Promise<SeedResult> {
-  await mkdir(dir, { recursive: true });
-  const store = await openLmdbStore({ dir });
+/** `target`: the directory's LMDB folder, or (BENCH_STORE=postgres) the run's database URL. */
+async function seedChild(target: string, n: number, e: number): Promise<SeedResult> {
+  const onPostgres = /^postgres(ql)?:/.test(target);
+  const dir = target;
+  let store: LmdbStore | PostgresStore;
+  if (onPostgres) {
+    const { openPostgresStore } = await import("@mailroom/store/postgres.js");
+    // The schema the directory unit opens (openStore's `mailroom_<service>`).
+    store = await openPostgresStore({ url: target, service: "directory" });
+  } else {
+    await mkdir(dir, { recursive: true });
+    store = await openLmdbStore({ dir });
+  }
   // The adapters create the collections' indexes exactly as the directory does.
   const [contactStore, engagement, groups] = await Promise.all([ContactStore.open(store), EngagementStore.open(store), GroupStore.open(store)]);
   const [properties] = await Promise.all([PropertyStore.open(store), GroupMembershipStore.open(store)]);
@@ -324,14 +345,36 @@ async function seedChild(dir: string, n: number, e: number): Promise<SeedResult>
     await check("engagement total", totalColl, totalId("delivered", ids[0]), totalId("delivered", ids[1]));
   }
 
-  const { plans, inProcessCountMs, inProcessCount, storeScan } = await explain(store, total);
+  if (store.kind === "postgres") {
+    const pgStore = store as PostgresStore;
+    // As autovacuum would after a bulk load (off on this server): the planner's statistics.
+    const analyzeStarted = performance.now();
+    for (const name of ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION]) await pgStore.pool.query(`ANALYZE ${(pgStore.collection(name) as unknown as { table: string }).table}`);
+    const analyzeSeconds = (performance.now() - analyzeStarted) / 1000;
+    const { plans, inProcessCountMs, inProcessCount, storeScan } = await explainPostgres(pgStore, total);
+    const sizes = await pgStore.pool.query(
+      `SELECT c.relname AS name, pg_relation_size(c.oid) AS docs, pg_indexes_size(c.oid) AS idx, pg_total_relation_size(c.oid) AS total
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+      [pgStore.schemaName],
+    );
+    const mb = (v: unknown) => Math.round(Number(v) / 1024 / 1024);
+    const byName = new Map(sizes.rows.map((r) => [r.name as string, r]));
+    const databases = ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION]
+      .map((name) => `${name} ${mb(byName.get(name)?.docs)} + ${mb(byName.get(name)?.idx)} MB`)
+      .join(", ") + ` (table + indexes; ANALYZE ${analyzeSeconds.toFixed(1)} s)`;
+    const storeMb = mb(sizes.rows.reduce((t, r) => t + Number(r.total), 0));
+    await store.close();
+    return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, databases, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
+  }
+  const lmdbStore = store as LmdbStore;
+  const { plans, inProcessCountMs, inProcessCount, storeScan } = await explain(lmdbStore, total);
   const storeMb = Math.round((await stat(path.join(dir, "store.mdb"))).size / 1024 / 1024);
   const pagesMb = (db: { getStats(): unknown }) => {
     const st = db.getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number; pageSize: number };
     return Math.round(((st.treeBranchPageCount + st.treeLeafPageCount + st.overflowPages) * st.pageSize) / 1024 / 1024);
   };
   const databases = ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION]
-    .map((name) => `${name} ${pagesMb(store.open(name).docs)} + ${pagesMb(store.open(name).index)} MB`)
+    .map((name) => `${name} ${pagesMb(lmdbStore.open(name).docs)} + ${pagesMb(lmdbStore.open(name).index)} MB`)
     .join(", ");
   await store.close();
   return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, databases, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
@@ -426,6 +469,68 @@ async function explain(store: LmdbStore, broadcasts: number) {
   return { plans, inProcessCountMs, inProcessCount, storeScan };
 }
 
+/**
+ * PostgreSQL's side of explain(): the AudienceStore's count and pages per case, in process, with
+ * every statement the pool runs timed; the slowest statement of the count and of the first page
+ * is run again under EXPLAIN (ANALYZE, BUFFERS) and its plan printed in one line.
+ */
+async function explainPostgres(store: PostgresStore, broadcasts: number) {
+  const statements: { sql: string; values: unknown[]; ms: number }[] = [];
+  const pool = store.pool as unknown as { query: (sql: string, values?: unknown[]) => Promise<unknown> };
+  const query = pool.query.bind(pool);
+  pool.query = async (sql: string, values?: unknown[]) => {
+    const started = performance.now();
+    try {
+      return await query(sql, values);
+    } finally {
+      statements.push({ sql, values: values ?? [], ms: performance.now() - started });
+    }
+  };
+  const filters = await ContactFilters.open(store);
+  const audiences = await AudienceStore.open(store, filters.compileContactFilter);
+  const plans = {} as Record<CaseName, string>;
+  const inProcessCountMs = {} as Record<CaseName, number>;
+  const inProcessCount = {} as Record<CaseName, number>;
+  let storeScan = { contacts: 0, ms: 0 };
+  const slowest = () => statements.reduce<(typeof statements)[number] | undefined>((a, b) => (!a || b.ms > a.ms ? b : a), undefined);
+  const explainOne = async (st: (typeof statements)[number] | undefined) => {
+    if (!st) return "no statement";
+    const { rows } = (await query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) ${st.sql}`, st.values)) as { rows: Record<string, string>[] };
+    const lines = rows.map((r) => Object.values(r)[0]);
+    // One line: the plan's nodes without their cost estimates, then its execution time.
+    const nodes = lines
+      .filter((l) => /^\s*->|^\S/.test(l) && !/^(Planning|Execution|JIT)/.test(l.trim()))
+      .map((l) => l.replace(/\s+\(cost=[^)]*\)/, "").replace(/\(actual time=[^ ]+ rows=(\d+) loops=(\d+)\)/, "[rows $1×$2]").replace(/->\s*/, "").trim());
+    const execution = lines.find((l) => l.startsWith("Execution Time"))?.replace("Execution Time: ", "") ?? "?";
+    return `${st.ms.toFixed(0)} ms: ${st.sql.replace(/\s+/g, " ").slice(0, 400)} — plan: ${nodes.join(" ← ")} (execution ${execution})`;
+  };
+  for (const [name, audience] of Object.entries(AUDIENCES(broadcasts)) as [CaseName, ResolvedAudience][]) {
+    statements.length = 0;
+    const started = performance.now();
+    inProcessCount[name] = await audiences.count(WS, audience);
+    inProcessCountMs[name] = Math.round(performance.now() - started);
+    const countStatement = slowest();
+    statements.length = 0;
+    await audiences.page(WS, audience, { limit: STREAM_BATCH });
+    const pageStatement = slowest();
+    plans[name] = `count's slowest statement ${await explainOne(countStatement)}; first page's slowest statement ${await explainOne(pageStatement)}`;
+    if (name === "full-scan") {
+      const scanStarted = performance.now();
+      let after: string | undefined;
+      let scanned = 0;
+      for (;;) {
+        const items = await audiences.page(WS, audience, { after, limit: STREAM_BATCH });
+        scanned += items.length;
+        if (items.length < STREAM_BATCH) break;
+        after = items[items.length - 1]._id;
+      }
+      storeScan = { contacts: scanned, ms: Math.round(performance.now() - scanStarted) };
+    }
+  }
+  pool.query = query;
+  return { plans, inProcessCountMs, inProcessCount, storeScan };
+}
+
 function runSeedChild(dir: string, n: number, e: number): Promise<SeedResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", new URL(import.meta.url).pathname, "--audience-seed", dir, String(n), String(e)], {
@@ -436,8 +541,12 @@ function runSeedChild(dir: string, n: number, e: number): Promise<SeedResult> {
     child.on("error", reject);
     child.on("exit", (code) => {
       const line = out.trim().split("\n").pop() ?? "";
-      if (code === 0 && line.startsWith("{")) resolve(JSON.parse(line) as SeedResult);
-      else reject(new Error(`seeding exited with ${code}: ${out.slice(-500)}`));
+      try {
+        if (code === 0 && line.startsWith("{")) resolve(JSON.parse(line) as SeedResult);
+        else reject(new Error(`seeding exited with ${code}: ${out.slice(-500)}`));
+      } catch (err) {
+        reject(err as Error);
+      }
     });
   });
 }
@@ -541,6 +650,8 @@ interface CaseResult {
   clientCpuUs: number;
   /** 1-minute load average when the case ended (the machine is shared). */
   load: number;
+  /** BENCH_STORE=postgres: the database's backends' CPU for the reported count (ms) and per streamed contact (µs). */
+  postgres?: { countCpuMs: number; streamCpuUs: number; backends: number };
   heap: { used: number; total: number };
 }
 
@@ -552,6 +663,7 @@ async function measureCase(
   name: CaseName,
   audience: AudienceInit,
   streamCapSeconds: number,
+  database?: BenchDatabase,
 ): Promise<CaseResult> {
   const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
   const before = await storeOps(sys.ports.directory);
@@ -562,15 +674,20 @@ async function measureCase(
   const firstCountMs = performance.now() - started;
   const cpu = () => cpuSeconds(pid) ?? 0;
   let cpuStart = cpu();
+  let pgMeter = database ? postgresCpuMeter(database.name, 100) : undefined;
+  pgMeter?.start();
   started = performance.now();
   const count = Number((await rpc.countAudience({ workspaceId: WS, audience })).count);
   const countMs = performance.now() - started;
   const countCpuMs = (cpu() - cpuStart) * 1000;
+  const pgCount = pgMeter?.stop();
 
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), streamCapSeconds * 1000);
   let streamed = 0;
   cpuStart = cpu();
+  pgMeter = database ? postgresCpuMeter(database.name) : undefined;
+  pgMeter?.start();
   const clientStart = process.cpuUsage();
   started = performance.now();
   try {
@@ -582,6 +699,7 @@ async function measureCase(
     clearTimeout(timer);
   }
   const streamMs = performance.now() - started;
+  const pgStream = pgMeter?.stop();
   const client = process.cpuUsage(clientStart);
   const streamCpuUs = ((cpu() - cpuStart) * 1e6) / Math.max(streamed, 1);
   const clientCpuUs = (client.user + client.system) / Math.max(streamed, 1);
@@ -591,6 +709,9 @@ async function measureCase(
   return {
     name, count, firstCountMs, countMs, streamed, streamMs, streamPerSecond: (streamed * 1000) / Math.max(streamMs, 1),
     capped: abort.signal.aborted, anonMb: peak, ops, countCpuMs, streamCpuUs, clientCpuUs, load: os.loadavg()[0], heap,
+    postgres: pgCount && pgStream
+      ? { countCpuMs: pgCount.seconds * 1000, streamCpuUs: (pgStream.seconds * 1e6) / Math.max(streamed, 1), backends: Math.max(pgCount.peakBackends, pgStream.peakBackends) }
+      : undefined,
   };
 }
 
@@ -614,10 +735,17 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
   let sys: TestSystem | undefined;
   // BENCH_PROFILE=1: the directory runs with --cpu-prof; its hottest functions are printed at the end.
   const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
+  // BENCH_STORE=postgres: the directory on a database of the run's own, seeded before it starts.
+  let database: BenchDatabase | undefined;
   try {
+    if (benchStore() === "postgres") {
+      database = await createBenchDatabase();
+      console.log(`  store: PostgreSQL (BENCH_STORE=postgres), database ${database.name}, ${poolNote()}${keepDir ? "; BENCH_AUDIENCE_DIR is not used on PostgreSQL" : ""}`);
+    }
     const seedStarted = performance.now();
     let seededAt = seedStarted;
     sys = await startSystem({
+      ...(database ? { store: "embedded" as const } : {}),
       smtp: false,
       units: ["directory"],
       bootstrap: {
@@ -626,9 +754,14 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
           contactProperties: [{ slug: "plan", type: "string" }, { slug: "seats", type: "number" }, { slug: "company", type: "string" }],
         }],
       },
-      env: { MAILROOM_LOG_LEVEL: "warn", ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}) },
+      env: {
+        MAILROOM_LOG_LEVEL: "warn",
+        ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
+        ...(database ? postgresUnitEnv(database) : {}),
+      },
       prepareDataDir: async (dataDir) => {
-        seed = keepDir ? await keptSeed(keepDir, dataDir, n, e) : await runSeedChild(path.join(dataDir, "directory"), n, e);
+        if (database) seed = await runSeedChild(database.url, n, e);
+        else seed = keepDir ? await keptSeed(keepDir, dataDir, n, e) : await runSeedChild(path.join(dataDir, "directory"), n, e);
         seededAt = performance.now();
       },
     });
@@ -636,7 +769,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
     console.log(
       `  seeded ${s.contacts} contacts in ${s.contactSeconds.toFixed(1)} s (${fmt(s.contacts / s.contactSeconds)}/s) and ${s.events} engagement records ` +
       `(${Object.entries(s.byKind).map(([k, v]) => `${k} ${v}`).join(", ")}; ${s.broadcasts} broadcasts) + ${s.totals} totals in ${s.eventSeconds.toFixed(1)} s ` +
-      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); store file ${s.storeMb} MB (${s.databases} of documents + index entries); seeding took ${((seededAt - seedStarted) / 1000).toFixed(1)} s, the directory listened ${((performance.now() - seededAt) / 1000).toFixed(1)} s later (not timed)`,
+      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); ${database ? "schema mailroom_directory" : "store file"} ${s.storeMb} MB (${s.databases} of documents + index entries); seeding took ${((seededAt - seedStarted) / 1000).toFixed(1)} s, the directory listened ${((performance.now() - seededAt) / 1000).toFixed(1)} s later (not timed)`,
     );
     console.log(`  store's own full scan (in process, no RPC, the full-scan audience's pages of ${STREAM_BATCH}): ${s.storeScan.contacts} contacts in ${s.storeScan.ms} ms (${fmt((s.storeScan.contacts * 1000) / Math.max(s.storeScan.ms, 1))}/s)`);
 
@@ -665,7 +798,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
     const results: CaseResult[] = [];
     let baseline: CaseResult | undefined;
     for (const name of CASES) {
-      const r = await measureCase(sys, pid, name, audiences[name], streamCap);
+      const r = await measureCase(sys, pid, name, audiences[name], streamCap, database);
       results.push(r);
       baseline ??= r;
       console.log(`audience ${name}: ${r.count} contacts, count ${fmt(r.countMs)} ms, stream ${fmt(r.streamPerSecond)}/s, anon ${r.anonMb} MB`);
@@ -687,6 +820,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       notes.push(`targets: ${targets.join(", ")}`);
       notes.push(`directory heap peak ${r.heap.used} MB used of ${r.heap.total}`);
       notes.push(`directory CPU: count ${fmt(r.countCpuMs)} ms, stream ${r.streamCpuUs.toFixed(1)} µs/contact (bench client ${r.clientCpuUs.toFixed(1)} µs/contact); load average ${r.load.toFixed(1)} on ${os.cpus().length} cores`);
+      if (r.postgres) notes.push(`postgres CPU (the database's backends, /proc; ${r.postgres.backends} at most at once): count ${fmt(r.postgres.countCpuMs)} ms, stream ${r.postgres.streamCpuUs.toFixed(1)} µs/contact`);
       console.log(`  (${notes.join("; ")})`);
       console.log(`  (store ops in the directory: ${r.ops})`);
       const inProcessWrong = s.inProcessCount[name] !== expected ? ` (WRONG: ${s.inProcessCount[name]} contacts)` : "";
@@ -703,6 +837,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
     return { contacts: n, events: s.events, cases: results, anonPeakMb };
   } finally {
     await sys?.stop();
+    await database?.drop();
   }
 }
 
@@ -711,8 +846,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   if (at >= 0) {
     const [dir, n, e] = process.argv.slice(at + 1);
     const result = await seedChild(dir, Number(n), Number(e));
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    process.exit(0);
+    // Exit once the line is written: a pipe takes a long line in several writes.
+    process.stdout.write(`${JSON.stringify(result)}\n`, () => process.exit(0));
   } else {
     await runAudienceBench();
     process.exit(0);

@@ -24,6 +24,11 @@
  * delivery settings apply to both sides. BENCH_MEMORY_TRACE=1 prints, every 10 s while sending,
  * each unit's V8 heap (used / total) and external memory from its /metrics next to its RssAnon:
  * what an anonymous peak is made of (a live set, or garbage the heap has not collected yet).
+ *
+ * BENCH_STORE=postgres: every unit runs on a PostgreSQL database made for the run (dropped at
+ * the end; BENCH_POSTGRES_POOL connections per process, default 10), and the CPU per message
+ * gets a `postgres` row: the backends of that database while sending, read from /proc
+ * (bench/postgres.ts), with their RssAnon peak beside the units' anonymous peaks.
  */
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
@@ -42,6 +47,7 @@ import { startSystem, type TestSystem } from "../test/harness/system.js";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { DIRECTORY_EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
+import { benchStore, createBenchDatabase, describePostgresCpu, poolNote, postgresCpuMeter, postgresPerUnit, postgresUnitEnv, type BenchDatabase } from "./postgres.js";
 
 /** Seconds until the directory's event stream holds at least `n` messages. */
 async function waitForAnnounced(natsUrl: string, n: number): Promise<number> {
@@ -168,9 +174,16 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
   let dkim: DkimKey | undefined;
   // BENCH_PROFILE=1: every unit runs with --cpu-prof; their hottest functions are printed at the end.
   const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
+  // BENCH_STORE=postgres: every unit on a database of the run's own (dropped at the end).
+  let database: BenchDatabase | undefined;
   try {
     console.log(`broadcast: ${n} subscribed contacts, one ASAP broadcast; sink: ${sink.kind}; DKIM: ${signing ? "both sides sign (RSA-2048)" : "neither side signs (BENCH_BROADCAST_DKIM=1 to sign)"}`);
+    if (benchStore() === "postgres") {
+      database = await createBenchDatabase();
+      console.log(`  store: PostgreSQL (BENCH_STORE=postgres), database ${database.name}, ${poolNote()}`);
+    }
     sys = await startSystem({
+      ...(database ? { store: "embedded" as const } : {}),
       smtp: false,
       units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
       bootstrap: {
@@ -190,6 +203,7 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
         MAILROOM_SMTP_IGNORE_TLS: "1",
         MAILROOM_LOG_LEVEL: "warn",
         ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
+        ...(database ? postgresUnitEnv(database) : {}),
       },
     });
     if (signing) {
@@ -221,6 +235,8 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
       ? traceMemory(sys.processes.units.filter((u) => u.name !== "gateway" && u.name !== "inbound").map((u) => ({ name: u.name, port: sys!.ports[u.name as keyof TestSystem["ports"]], pid: u.child.pid })))
       : undefined;
     const cpuBefore = snapshot(Object.fromEntries(pids));
+    const pgMeter = database ? postgresCpuMeter(database.name) : undefined;
+    pgMeter?.start();
     const started = performance.now();
     const scheduled = await api("POST", `/v1/broadcasts/${id}/schedule`, { deliveryMethod: "ASAP" });
     if (scheduled.status !== 200) throw new Error(`schedule: ${scheduled.status} ${JSON.stringify(scheduled.body)}`);
@@ -245,11 +261,17 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
     const perSecond = n / seconds;
 
     const cpuAfter = snapshot(Object.fromEntries(pids));
+    const pgCpu = pgMeter?.stop();
     await anon.stop();
     trace?.stop();
     const cpu = [...cpuBefore].map(([name, start]) => `${name} ${((cpuAfter.get(name) ?? start) - start).toFixed(1)} s`);
     // The sink is the other side of the wire, not Mailroom: left out of the per-message total.
     const perMessage = cpuPerUnit(new Map([...cpuBefore].filter(([name]) => name !== "smtp-sink")), cpuAfter, n);
+    if (pgCpu) {
+      perMessage.push({ name: "postgres", ms: postgresPerUnit(pgCpu, n).ms });
+      perMessage.sort((a, b) => b.ms - a.ms);
+      cpu.push(`postgres ${pgCpu.seconds.toFixed(1)} s`);
+    }
     const rss: Record<string, number> = {};
     for (const unit of sys.processes.units) {
       const mb = await peakRssMb(unit.child.pid);
@@ -288,12 +310,15 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
     console.log(`raw pool: ${rawPerSecond.toFixed(0)} msg/s`);
     console.log(`ratio: ${(ratio * 100).toFixed(0)}% of the raw pool`);
     console.log(`cpu per message (ms): ${formatCpu(perMessage)}`);
+    if (pgCpu) console.log(describePostgresCpu(pgCpu, n, "message"));
     for (const [name, mb] of Object.entries(rss)) console.log(`max RSS: ${name} ${mb} MB (anon ${anon.peaks.get(name) ?? "?"} MB)`);
+    if (pgCpu) console.log(`max RSS: postgres backends (sum of RssAnon, ${pgCpu.peakBackends} at most at once; shared buffers not counted) anon ${pgCpu.peakAnonMb} MB`);
     console.log(exportLine);
     return { contacts: n, perSecond, rawPerSecond, ratio, maxRssMb: rss };
   } finally {
     await sys?.stop();
     await sink.stop();
+    await database?.drop();
   }
 }
 

@@ -9,6 +9,15 @@
  *            was (no port layer on top, so its figures are an upper bound for an adapter).
  *  - nedb:   the previous embedded adapter (services/kit/src/store/nedb-legacy.ts) through the
  *            port, at the largest size it reasonably holds (all documents in memory).
+ *  - postgres: the PostgreSQL adapter (services/store/src/postgres.ts) through the port, in a
+ *            database made for the run on the server at MAILROOM_TEST_POSTGRES_URL (default
+ *            postgres://127.0.0.1:5432/test) and dropped at the end; schema `mailroom_bench`,
+ *            a pool of BENCH_POSTGRES_POOL (default 10) connections. BENCH_STORE=postgres runs
+ *            it beside lmdb (engines lmdb,postgres unless BENCH_STORE_ENGINES says otherwise)
+ *            and prints its figures as a share of lmdb's from the same run, with the CPU the
+ *            server's backends of that database spent per phase (bench/postgres.ts: read from
+ *            /proc at the phase's ends; the pool's connections live through the phases) and
+ *            the bench process's own CPU (where lmdb spends all of its).
  *
  * Figures per engine: bulk import (insertMany batches of 1,000 = one transaction each),
  * streaming the subscribed audience in pages of 1,000 the way the directory does
@@ -36,6 +45,8 @@ import { monotonicFactory } from "ulidx";
 import { openLmdbStore } from "@mailroom/store/lmdb.js";
 import { createEmbeddedStore } from "@mailroom/store/nedb-legacy.js";
 import type { Collection, Doc, Store } from "@mailroom/store/port.js";
+import { adminClient } from "@mailroom/store/postgres.fixture.js";
+import { benchStore, createBenchDatabase, postgresCpuMeter } from "./postgres.js";
 
 const WORKSPACE = "ws_bench";
 const BATCH = Number(process.env.BENCH_STORE_BATCH ?? 1000);
@@ -47,7 +58,7 @@ const SINGLE_LANES = 64;
 const SINGLE_INSERTS = 20_000;
 const SINGLE_SECONDS = 5;
 
-type Engine = "lmdb" | "sqlite" | "nedb";
+type Engine = "lmdb" | "sqlite" | "nedb" | "postgres";
 
 interface Contact extends Doc {
   workspaceId: string;
@@ -96,8 +107,10 @@ interface Bench {
   page(cursor: string | undefined): Promise<Contact[]>;
   lookup(email: string): Promise<Contact | null>;
   close(): Promise<void>;
-  /** Pages per database in MB (lmdb only). */
-  databases?(): string;
+  /** After the import, before the timed reads (postgres: ANALYZE when autovacuum is off); what it did. */
+  afterImport?(): Promise<string | undefined>;
+  /** Pages per database in MB (lmdb), table and index sizes (postgres). */
+  databases?(): string | Promise<string>;
 }
 
 function portBench(store: Store): Bench & { init(): Promise<void> } {
@@ -174,8 +187,41 @@ async function sqliteBench(dir: string): Promise<Bench> {
   };
 }
 
+/** The PostgreSQL engine's schema (openPostgresStore's `mailroom_<service>`). */
+const PG_SERVICE = "bench";
+const PG_SCHEMA = `mailroom_${PG_SERVICE}`;
+
 async function openEngine(engine: Engine, dir: string): Promise<Bench> {
   if (engine === "sqlite") return sqliteBench(dir);
+  if (engine === "postgres") {
+    // `dir` is the run's database URL for this engine.
+    const { openPostgresStore } = await import("@mailroom/store/postgres.js");
+    const pool = process.env.BENCH_POSTGRES_POOL ? Number(process.env.BENCH_POSTGRES_POOL) : undefined;
+    const store = await openPostgresStore({ url: dir, service: PG_SERVICE, poolSize: pool });
+    const bench = portBench(store);
+    await bench.init();
+    const databases = async () => {
+      const { rows } = await store.pool.query(
+        `SELECT pg_relation_size($1::regclass) AS docs, pg_indexes_size($1::regclass) AS idx, pg_total_relation_size($1::regclass) - pg_relation_size($1::regclass) - pg_indexes_size($1::regclass) AS toast`,
+        [`${PG_SCHEMA}.contacts`],
+      );
+      const mb = (v: unknown) => Math.round(Number(v) / 1024 / 1024);
+      return `contacts table ${mb(rows[0].docs)} MB, its indexes ${mb(rows[0].idx)} MB, TOAST ${mb(rows[0].toast)} MB`;
+    };
+    const afterImport = async () => {
+      // Nothing analyzes a table on a server with autovacuum off (this machine's): the planner then
+      // estimates from defaults, and each keyset page of the stream reads every row after its
+      // cursor (O(N²) over a stream). Autovacuum would analyze after the bulk load; so does this,
+      // unless BENCH_PG_ANALYZE=0 (to see the unanalyzed plans).
+      const autovacuum = (await store.pool.query("SHOW autovacuum")).rows[0].autovacuum as string;
+      if (autovacuum === "on") return "autovacuum on: no ANALYZE by the bench";
+      if (process.env.BENCH_PG_ANALYZE === "0") return "autovacuum off and BENCH_PG_ANALYZE=0: the table is not analyzed (the planner's default estimates)";
+      const started = performance.now();
+      await store.pool.query(`ANALYZE ${PG_SCHEMA}.contacts`);
+      return `autovacuum off: ANALYZE after the import (as autovacuum would), ${Math.round(performance.now() - started)} ms, not timed`;
+    };
+    return { ...bench, databases, afterImport };
+  }
   if (engine === "lmdb") {
     const store = await openLmdbStore({ dir });
     const bench = portBench(store);
@@ -227,18 +273,43 @@ interface PopulateResult {
   streamPerSecond: number;
   streamed: number;
   lookupPerSecond: number;
+  lookups: number;
   singleInsertsPerSecond: number;
   maxRssMb: number;
   anonMb: number;
   fileMb: number;
   /** RSS in MB at the end of each phase, split into anonymous + file-backed. */
   phases: string;
-  /** Size of each LMDB database (lmdb only). */
+  /** Size of each LMDB database (lmdb), of the table and indexes (postgres). */
   databases?: string;
+  /** What afterImport did (postgres). */
+  note?: string;
+  /** CPU seconds per phase: this process, and (postgres) the server's backends of the run's database and the whole server. */
+  cpu: Record<"import" | "stream" | "lookup", { client: number; server?: number; serverAll?: number }>;
+}
+
+/** CPU seconds of this process (user + system). */
+const ownCpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
+/** A phase's CPU: this process's, and with a database name the server's (bench/postgres.ts). */
+function phaseCpu(database: string | undefined) {
+  const meter = database ? postgresCpuMeter(database, 0) : undefined;
+  const client = ownCpu();
+  meter?.start();
+  return () => {
+    const server = meter?.stop();
+    return { client: ownCpu() - client, server: server?.seconds, serverAll: server?.serverSeconds };
+  };
 }
 
 async function populateChild(engine: Engine, n: number, dir: string): Promise<PopulateResult> {
   const bench = await openEngine(engine, dir);
+  const database = engine === "postgres" ? new URL(dir).pathname.slice(1) : undefined;
+  const cpu = {} as PopulateResult["cpu"];
+  let phaseEnd = phaseCpu(database);
   // ULIDs like the directory's contact ids; Math.random keeps crypto out of the measured import.
   const ulid = monotonicFactory(() => Math.random());
   const base = Date.now() - n;
@@ -256,8 +327,11 @@ async function populateChild(engine: Engine, n: number, dir: string): Promise<Po
   }
   await Promise.all(pending);
   const importMs = performance.now() - started;
+  cpu.import = phaseEnd();
   const phases = [`import ${phaseRss()}`];
+  const note = await bench.afterImport?.();
 
+  phaseEnd = phaseCpu(database);
   started = performance.now();
   let streamed = 0;
   let cursor: string | undefined;
@@ -269,12 +343,14 @@ async function populateChild(engine: Engine, n: number, dir: string): Promise<Po
     cursor = page[page.length - 1]._id;
   }
   const streamMs = performance.now() - started;
+  cpu.stream = phaseEnd();
   phases.push(`stream ${phaseRss()}`);
   const expected = n - Math.ceil(n / 10);
   if (streamed !== expected) throw new Error(`${engine}: streamed ${streamed} subscribed contacts, expected ${expected}`);
 
   let lookups = 0;
   let x = 12345;
+  phaseEnd = phaseCpu(database);
   started = performance.now();
   while (lookups < LOOKUPS && performance.now() - started < LOOKUP_SECONDS * 1000) {
     x = (x * 1103515245 + 12345) % 2 ** 31;
@@ -284,6 +360,7 @@ async function populateChild(engine: Engine, n: number, dir: string): Promise<Po
     if (++lookups % 1000 === 0) sampleRss();
   }
   const lookupMs = performance.now() - started;
+  cpu.lookup = phaseEnd();
   sampleRss();
   phases.push(`lookup ${phaseRss()}`);
 
@@ -300,7 +377,7 @@ async function populateChild(engine: Engine, n: number, dir: string): Promise<Po
   );
   const singleMs = performance.now() - started;
   sampleRss();
-  const databases = bench.databases?.();
+  const databases = await bench.databases?.();
   await bench.close();
   return {
     contacts: n,
@@ -308,11 +385,14 @@ async function populateChild(engine: Engine, n: number, dir: string): Promise<Po
     streamPerSecond: rate(streamed, streamMs),
     streamed,
     lookupPerSecond: rate(lookups, lookupMs),
+    lookups,
     singleInsertsPerSecond: rate(inserted, singleMs),
     maxRssMb: maxRssMb(),
     ...rssParts,
     phases: phases.join(", "),
     databases,
+    note,
+    cpu,
   };
 }
 
@@ -357,18 +437,54 @@ export interface StoreBenchLine {
   openMs: number;
   maxRssMb: number;
   diskMb: number;
+  /** CPU seconds per phase (see PopulateResult). */
+  cpu: PopulateResult["cpu"];
+  streamed: number;
+  lookups: number;
+}
+
+/** Size of the postgres engine's schema (tables, TOAST and indexes) in MB. */
+async function schemaSizeMb(url: string): Promise<number> {
+  const client = await adminClient(url);
+  try {
+    const { rows } = await client.query(
+      `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`,
+      [PG_SCHEMA],
+    );
+    return Math.round(Number(rows[0].bytes) / 1024 / 1024);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The server settings that shape the postgres figures (autovacuum off: no table is analyzed). */
+async function serverSettings(url: string): Promise<string> {
+  const client = await adminClient(url);
+  try {
+    const { rows } = await client.query(
+      `SELECT name, setting, unit FROM pg_settings WHERE name IN ('shared_buffers', 'synchronous_commit', 'fsync', 'autovacuum', 'work_mem', 'jit') ORDER BY name`,
+    );
+    const version = (await client.query("SHOW server_version")).rows[0].server_version as string;
+    return `PostgreSQL ${version}: ${rows.map((r) => `${r.name}=${r.setting}${r.unit ? ` ${r.unit}` : ""}`).join(", ")}`;
+  } finally {
+    await client.end();
+  }
 }
 
 export async function runStoreBench(): Promise<StoreBenchLine[]> {
   const n = Number(process.env.BENCH_STORE_CONTACTS ?? 1_000_000);
   const nedbN = Math.min(n, Number(process.env.BENCH_STORE_NEDB_CONTACTS ?? 200_000));
-  const engines = (process.env.BENCH_STORE_ENGINES ?? "lmdb,sqlite,nedb").split(",").map((e) => e.trim()) as Engine[];
-  console.log(`contacts: ${n} (nedb: ${nedbN}); one child process per engine and phase; sqlite is the raw engine, lmdb and nedb go through the store port`);
+  const postgresMode = benchStore() === "postgres";
+  const engines = (process.env.BENCH_STORE_ENGINES ?? (postgresMode ? "lmdb,postgres" : "lmdb,sqlite,nedb")).split(",").map((e) => e.trim()) as Engine[];
+  console.log(`contacts: ${n} (nedb: ${nedbN}); one child process per engine and phase; sqlite is the raw engine, lmdb${engines.includes("postgres") ? ", postgres" : ""} and nedb go through the store port`);
   const lines: StoreBenchLine[] = [];
   for (const engine of engines) {
     const count = engine === "nedb" ? nedbN : n;
-    const dir = await mkdtemp(path.join(os.tmpdir(), `mailroom-bench-store-${engine}-`));
+    const database = engine === "postgres" ? await createBenchDatabase() : undefined;
+    // The postgres engine's children get the database's URL where the others get a folder.
+    const dir = database ? database.url : await mkdtemp(path.join(os.tmpdir(), `mailroom-bench-store-${engine}-`));
     try {
+      if (database) console.log(`  (postgres: database ${database.name}, schema ${PG_SCHEMA}, pool ${process.env.BENCH_POSTGRES_POOL ?? "10 (default)"}; ${await serverSettings(database.url)})`);
       const populated = await runChild<PopulateResult>("populate", engine, count, dir);
       const opened = await runChild<{ openMs: number; maxRssMb: number }>("open", engine, count, dir);
       const line: StoreBenchLine = {
@@ -379,7 +495,10 @@ export async function runStoreBench(): Promise<StoreBenchLine[]> {
         lookupPerSecond: populated.lookupPerSecond,
         openMs: opened.openMs,
         maxRssMb: Math.max(populated.maxRssMb, opened.maxRssMb),
-        diskMb: await dirSizeMb(dir),
+        diskMb: database ? await schemaSizeMb(database.url) : await dirSizeMb(dir),
+        cpu: populated.cpu,
+        streamed: populated.streamed,
+        lookups: populated.lookups,
       };
       lines.push(line);
       console.log(
@@ -389,11 +508,46 @@ export async function runStoreBench(): Promise<StoreBenchLine[]> {
         `  (${engine}: ${line.diskMb} MB on disk; single inserts at ${SINGLE_LANES} concurrent callers ${populated.singleInsertsPerSecond}/s; max RSS populate ${populated.maxRssMb} MB [peaks: anonymous ${populated.anonMb} MB, file-backed ${populated.fileMb} MB], open ${opened.maxRssMb} MB)`,
       );
       console.log(`  (${engine}: RSS MB after ${populated.phases}${populated.databases ? `; ${populated.databases}` : ""})`);
+      if (populated.note) console.log(`  (${engine}: ${populated.note})`);
+      if (postgresMode) printCpu(line);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      if (database) await database.drop();
+      else await rm(dir, { recursive: true, force: true });
     }
   }
+  if (postgresMode) printVersusLmdb(lines);
   return lines;
+}
+
+const pct = (a: number, b: number) => (b > 0 ? `${((a / b) * 100).toFixed(0)} %` : "?");
+
+/** Per phase: the bench process's CPU and (postgres) the server's, in µs per contact. */
+function printCpu(line: StoreBenchLine): void {
+  const per = (seconds: number | undefined, units: number) => (seconds === undefined ? "?" : `${((seconds * 1e6) / Math.max(units, 1)).toFixed(1)} µs`);
+  const units = { import: line.contacts, stream: line.streamed, lookup: line.lookups } as const;
+  const parts = (["import", "stream", "lookup"] as const).map((phase) => {
+    const c = line.cpu[phase];
+    const what = phase === "import" ? "contact" : phase === "stream" ? "streamed contact" : "lookup";
+    const server = c.server === undefined ? "" : `, postgres ${c.server.toFixed(1)} s = ${per(c.server, units[phase])} (whole server ${c.serverAll === undefined ? "?" : `${c.serverAll.toFixed(1)} s`})`;
+    return `${phase}: bench process ${c.client.toFixed(1)} s = ${per(c.client, units[phase])} per ${what}${server}`;
+  });
+  console.log(`  (${line.engine} CPU — ${parts.join("; ")})`);
+}
+
+/** PostgreSQL's figures as a share of lmdb's from the same run. */
+function printVersusLmdb(lines: StoreBenchLine[]): void {
+  const lmdb = lines.find((l) => l.engine === "lmdb");
+  const postgres = lines.find((l) => l.engine === "postgres");
+  if (!lmdb || !postgres) return;
+  const cpuMs = (l: StoreBenchLine, phase: "import" | "stream" | "lookup", units: number) => ((l.cpu[phase].client + (l.cpu[phase].server ?? 0)) * 1e6) / Math.max(units, 1);
+  console.log(
+    `store postgres vs lmdb (same run): import ${pct(postgres.importPerSecond, lmdb.importPerSecond)}, stream ${pct(postgres.streamPerSecond, lmdb.streamPerSecond)}, ` +
+    `lookup ${pct(postgres.lookupPerSecond, lmdb.lookupPerSecond)} of lmdb's rate; open ${postgres.openMs} vs ${lmdb.openMs} ms; on disk ${postgres.diskMb} vs ${lmdb.diskMb} MB`,
+  );
+  console.log(
+    `  (CPU per contact, bench process + postgres backends: import ${cpuMs(postgres, "import", postgres.contacts).toFixed(1)} vs lmdb ${cpuMs(lmdb, "import", lmdb.contacts).toFixed(1)} µs, ` +
+    `stream ${cpuMs(postgres, "stream", postgres.streamed).toFixed(1)} vs ${cpuMs(lmdb, "stream", lmdb.streamed).toFixed(1)} µs)`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
