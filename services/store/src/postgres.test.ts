@@ -173,6 +173,22 @@ describe.skipIf("skipReason" in database)("PostgreSQL store adapter", () => {
     expect(await c.countDocuments({ ws: "w1", "properties.plan": "pro" })).toBe(docs.filter((d) => d.ws === "w1" && d.properties.plan === "pro").length + 1);
   });
 
+  it("analyzes a table it filled (this server runs with autovacuum off): planned with statistics, a keyset page reads one page", async () => {
+    const store = await open();
+    const coll = fresh(store);
+    await coll.createIndex({ keys: { workspaceId: 1, _id: 1 } });
+    const analyzed = async () => (await admin.query(
+      "SELECT last_analyze IS NOT NULL AS done FROM pg_stat_user_tables WHERE schemaname = 'mailroom_pgtest' AND relname = $1",
+      [coll.name],
+    )).rows[0]?.done === true;
+    await coll.insertMany(Array.from({ length: 5_000 }, (_, i) => ({ _id: `c${String(i).padStart(6, "0")}`, workspaceId: "ws_a" })));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await analyzed()).toBe(false); // too few writes yet
+    await coll.insertMany(Array.from({ length: 6_000 }, (_, i) => ({ _id: `d${String(i).padStart(6, "0")}`, workspaceId: "ws_a" })));
+    for (let i = 0; i < 50 && !(await analyzed()); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await analyzed()).toBe(true);
+  });
+
   it("answers random filters as the embedded store's matcher (query.ts) does: arrays, nesting, null and missing, mixed types", async () => {
     const store = await open();
     const indexed = fresh(store);
