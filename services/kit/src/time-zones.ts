@@ -12,9 +12,13 @@ const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 
-/** True when `timeZone` is an IANA zone this runtime knows. */
+/**
+ * True when `timeZone` is an IANA zone this runtime knows. An offset ("+02:00") is no zone: it
+ * knows no daylight saving time, and Node 24's Intl takes one where Node 20's refused it, so it
+ * is refused here on every version.
+ */
 export function isTimeZone(timeZone: string): boolean {
-  if (!timeZone || timeZone.length > 64) return false;
+  if (!timeZone || timeZone.length > 64 || /^[+\-\u2212]/.test(timeZone)) return false;
   try {
     new Intl.DateTimeFormat("en-US", { timeZone });
     return true;

@@ -9,6 +9,8 @@ describe("isTimeZone", () => {
     expect(isTimeZone("")).toBe(false);
     expect(isTimeZone("Mars/Olympus_Mons")).toBe(false);
     expect(isTimeZone("Europe/Paris".repeat(10))).toBe(false);
+    // Offsets are no zones, on every Node version (24's Intl accepts them, 20's does not).
+    for (const offset of ["+02:00", "-05:00", "+0530", "\u221203:00"]) expect(isTimeZone(offset), offset).toBe(false);
   });
 });
 
