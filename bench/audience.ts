@@ -454,16 +454,7 @@ async function explain(store: LmdbStore, broadcasts: number) {
     plans[name] = `count → ${plan(count)}; first page → ${plan(page)}; next pages → ${plan(next)}`;
     if (name === "full-scan") {
       // The store's own full scan, in process: the same pages the directory reads, no RPC.
-      const scanStarted = performance.now();
-      let after: string | undefined;
-      let scanned = 0;
-      for (;;) {
-        const items = await audiences.page(WS, audience, { after, limit: STREAM_BATCH });
-        scanned += items.length;
-        if (items.length < STREAM_BATCH) break;
-        after = items[items.length - 1]._id;
-      }
-      storeScan = { contacts: scanned, ms: Math.round(performance.now() - scanStarted) };
+      storeScan = await timeStoreScan(audiences, audience);
     }
   }
   return { plans, inProcessCountMs, inProcessCount, storeScan };
@@ -515,16 +506,7 @@ async function explainPostgres(store: PostgresStore, broadcasts: number) {
     const pageStatement = slowest();
     plans[name] = `count's slowest statement ${await explainOne(countStatement)}; first page's slowest statement ${await explainOne(pageStatement)}`;
     if (name === "full-scan") {
-      const scanStarted = performance.now();
-      let after: string | undefined;
-      let scanned = 0;
-      for (;;) {
-        const items = await audiences.page(WS, audience, { after, limit: STREAM_BATCH });
-        scanned += items.length;
-        if (items.length < STREAM_BATCH) break;
-        after = items[items.length - 1]._id;
-      }
-      storeScan = { contacts: scanned, ms: Math.round(performance.now() - scanStarted) };
+      storeScan = await timeStoreScan(audiences, audience);
     }
   }
   pool.query = query;
@@ -852,4 +834,18 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     await runAudienceBench();
     process.exit(0);
   }
+}
+
+/** The store's own full scan, in process: the pages the directory reads, no RPC; contacts and milliseconds. */
+async function timeStoreScan(audiences: AudienceStore, audience: Parameters<AudienceStore["page"]>[1]): Promise<{ contacts: number; ms: number }> {
+  const started = performance.now();
+  let after: string | undefined;
+  let contacts = 0;
+  for (;;) {
+    const items = await audiences.page(WS, audience, { after, limit: STREAM_BATCH });
+    contacts += items.length;
+    if (items.length < STREAM_BATCH) break;
+    after = items[items.length - 1]._id;
+  }
+  return { contacts, ms: Math.round(performance.now() - started) };
 }
