@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Collection, Store } from "@mailroom/store/port.js";
+import type { Collection, Filter, Store } from "@mailroom/store/port.js";
 import type { EmailOutcomes, OutcomeEventType } from "../domain/model.js";
 import type {
   DailyStatsRow,
@@ -120,7 +120,7 @@ export class CollectionOutcomeStore implements OutcomeStore {
   }
 
   async applyOnce(emailId: string, eventId: string, change: OutcomeChange): Promise<{ applied: boolean; target: StatsTarget } | null> {
-    const set: Record<string, unknown> = change.type ? { "out.lastEvent": change.type, "out.lastEventAt": change.at } : {};
+    const set: Record<string, unknown> = {};
     const inc: Record<string, number> = {};
     if (change.confirmed) {
       set["out.confirmedAt"] = change.at;
@@ -148,15 +148,26 @@ export class CollectionOutcomeStore implements OutcomeStore {
       set["out.lastClickedAt"] = change.at;
     }
     if (change.bounce) set["out.bounceType"] = change.bounce.hard ? "hard" : "soft";
-    const updated = await this.emails.findOneAndUpdate(
-      { _id: emailId, applied: { $ne: eventId } },
-      {
-        $set: set,
-        ...(Object.keys(inc).length ? { $inc: inc } : {}),
-        $push: { applied: { $each: [eventId], $slice: -APPLIED_EVENTS_KEPT } },
-      },
-      { returnDocument: "after" },
-    );
+    const apply = (filter: Filter, fields: Record<string, unknown>) =>
+      this.emails.findOneAndUpdate(
+        { _id: emailId, applied: { $ne: eventId }, ...filter },
+        {
+          ...(Object.keys(fields).length ? { $set: fields } : {}),
+          ...(Object.keys(inc).length ? { $inc: inc } : {}),
+          $push: { applied: { $each: [eventId], $slice: -APPLIED_EVENTS_KEPT } },
+        },
+        { returnDocument: "after" },
+      );
+    // Events are consumed concurrently, so one can arrive after a later one (a provider's
+    // deferral behind our own DELIVERED): the latest event is the latest by time, not by
+    // arrival. The usual in-order event is one write; an older one takes a second without it.
+    let updated = change.type
+      ? await apply(
+          { $or: [{ "out.lastEventAt": { $exists: false } }, { "out.lastEventAt": { $lte: change.at } }] },
+          { ...set, "out.lastEvent": change.type, "out.lastEventAt": change.at },
+        )
+      : null;
+    updated ??= await apply({}, set);
     if (updated) return { applied: true, target: targetOf(updated) };
     const existing = await this.emails.findOne({ _id: emailId });
     return existing ? { applied: false, target: targetOf(existing) } : null;

@@ -20,6 +20,26 @@ const event = (w: TestWorld, emailId: string, kind: OutcomeEvent["kind"], extra:
 });
 
 describe("per-email outcomes", () => {
+  it("keeps the latest event by time when events arrive out of order, still applying the older one once", async () => {
+    const w = await buildTestWorld();
+    const sent = await w.service.send(WS, email());
+    const delivered = event(w, sent.id, "sent");
+    w.clock.advance(60_000);
+    // A provider's deferral, later in time, consumed before our own DELIVERED (events run concurrently).
+    const deferred = event(w, sent.id, "deferred", { detail: "452 mailbox full" });
+    expect(await recordEvent(w.outcomeDeps, deferred)).toBe(true);
+    expect(await recordEvent(w.outcomeDeps, delivered)).toBe(true);
+    expect(await recordEvent(w.outcomeDeps, delivered)).toBe(false);
+    const record = await w.service.get(WS, sent.id);
+    expect(record.status).toBe("DELIVERED");
+    expect(record.outcomes).toMatchObject({ deliveredAt: delivered.at, deferrals: 1, lastEvent: { type: "DEFERRED", at: deferred.at } });
+    // A later event still moves it on.
+    w.clock.advance(60_000);
+    const opened = event(w, sent.id, "opened");
+    expect(await recordEvent(w.outcomeDeps, opened)).toBe(true);
+    expect((await w.service.get(WS, sent.id)).outcomes).toMatchObject({ lastEvent: { type: "OPENED", at: opened.at } });
+  });
+
   it("counts opens, clicks per link, delivery and unsubscribes, each event once however often it arrives", async () => {
     const w = await buildTestWorld();
     const sent = await w.service.send(WS, email("welcome"));
