@@ -181,6 +181,29 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         ]);
       });
 
+      it("bulkWrite's run of inserts stops at a duplicate inside it: the inserts before it stay, the rest do not run", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { email: 1 }, unique: true });
+        await c.insertOne({ _id: "a", email: "a@x.io" });
+        await expect(
+          c.bulkWrite([
+            { insertOne: { document: { _id: "b", email: "b@x.io" } } },
+            { insertOne: { document: { _id: "c", email: "c@x.io" } } },
+            { insertOne: { document: { _id: "d", email: "a@x.io" } } },
+            { insertOne: { document: { _id: "e", email: "e@x.io" } } },
+            { updateOne: { filter: { _id: "a" }, update: { $set: { n: 1 } } } },
+          ]),
+        ).rejects.toBeInstanceOf(DuplicateKeyError);
+        expect(await c.find({}, { sort: { _id: 1 } })).toEqual([
+          { _id: "a", email: "a@x.io" },
+          { _id: "b", email: "b@x.io" },
+          { _id: "c", email: "c@x.io" },
+        ]);
+        const many = Array.from({ length: 1_500 }, (_, i) => ({ insertOne: { document: { _id: `m${String(i).padStart(4, "0")}`, email: `m${i}@x.io` } } }));
+        expect(await c.bulkWrite(many)).toMatchObject({ insertedCount: 1_500 });
+        expect(await c.countDocuments({})).toBe(1_503);
+      });
+
       it("rejects undefined filter values instead of matching everything", async () => {
         const c = fresh();
         await c.insertOne({ _id: "a", tenantId: "t1" });
