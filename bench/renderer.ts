@@ -25,6 +25,7 @@ import os from "node:os";
 import { ContentKind } from "../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compileMessage } from "@mailroom/content/compile/compile.js";
 import { prepare, type MergeRecipient } from "@mailroom/content/merge.js";
+import { ParsedTemplate } from "@mailroom/content/liquid/template.js";
 import { bodyPart } from "../services/delivery/src/adapters/mime.js";
 import { buildNewsletter, VARIABLES } from "../services/renderer/src/fixtures/newsletter.js";
 
@@ -88,6 +89,21 @@ export interface RendererBenchResult {
   byteMergesPerSecond: number;
   byteMergesWithMimePerSecond: number;
   stringMergesWithMimePerSecond: number;
+  /** The same newsletter with a loop and a condition, rendered by the Liquid engine (DESIGN §10.2). */
+  liquidRendersPerSecond: number;
+  /** Liquid render + compile of the rendered HTML + byte merge: a Liquid template's transactional send. */
+  liquidSendsPerSecond: number;
+}
+
+/** DESIGN §10.2's Liquid case: the newsletter with a loop over order lines and a plan condition. */
+const TARGET_LIQUID_RENDERS_PER_SECOND = 10_000;
+const ITEMS = Array.from({ length: 5 }, (_, i) => ({ name: `Item ${i + 1}`, qty: i + 1, price: 9.5 * (i + 1) }));
+function liquidNewsletter(input: { html: string; subject: string; previewText: string }) {
+  const extra =
+    '{% if plan == "pro" %}<p style="font-size:14px">Your Pro benefits: priority support.</p>{% else %}<p>Upgrade to Pro.</p>{% endif %}' +
+    '<table role="presentation">{% for item in items %}<tr><td>{{ item.name | upcase }}</td><td>{{ item.qty }}</td><td>{{ item.price | money: "USD" }}</td></tr>{% endfor %}</table>' +
+    '<p>Hi {{ firstName | default: "there" }}</p>';
+  return { ...input, html: input.html.replace("</body>", `${extra}</body>`), text: "" };
 }
 
 export async function runRendererBench(opts: { durationMs?: number; log?: (line: string) => void } = {}): Promise<RendererBenchResult> {
@@ -168,8 +184,23 @@ export async function runRendererBench(opts: { durationMs?: number; log?: (line:
     sink += bodyPart(m.html).body.length + bodyPart(m.text).body.length + m.subject.length;
   };
 
+  const liquidFields = liquidNewsletter(input);
+  const liquid = ParsedTemplate.parse({ key: "bench", fields: liquidFields });
+  const liquidValues = (i: number) => ({ ...recipient(i).variables, items: ITEMS });
+  const liquidRender = (i: number) => {
+    const out = liquid.render(liquidValues(i), { email: `user${i}@example.org` });
+    sink += out.html.length + out.subject.length;
+  };
+  const liquidSend = (i: number) => {
+    const r = recipient(i);
+    const out = liquid.render(liquidValues(i), { email: r.email });
+    const one = compileMessage({ ...compileInput, ...out, kind: ContentKind.TRANSACTIONAL, systemVariablesOnly: true }, ctx);
+    const m = prepare(one).mergeBytes(r, ctx);
+    sink += m.html.bytes.length + m.text.bytes.length;
+  };
+
   const r = rates(
-    { ours, baseline, oursEncoded, baselineEncoded, encodeOnly, bytes, bytesMime, stringsMime },
+    { ours, baseline, oursEncoded, baselineEncoded, encodeOnly, bytes, bytesMime, stringsMime, liquidRender, liquidSend },
     durationMs * 4,
   );
   const result: RendererBenchResult = {
@@ -185,6 +216,8 @@ export async function runRendererBench(opts: { durationMs?: number; log?: (line:
     byteMergesPerSecond: r.bytes,
     byteMergesWithMimePerSecond: r.bytesMime,
     stringMergesWithMimePerSecond: r.stringsMime,
+    liquidRendersPerSecond: r.liquidRender,
+    liquidSendsPerSecond: r.liquidSend,
   };
   if (sink === -1) log("unreachable"); // keeps the work observable
 
@@ -205,6 +238,9 @@ export async function runRendererBench(opts: { durationMs?: number; log?: (line:
   mime("byte merge + MIME bodies", result.byteMergesWithMimePerSecond);
   mime("string merge + MIME bodies", result.stringMergesWithMimePerSecond);
   log(`  (both parts transfer-encoded as buildMime() does; this newsletter's HTML is one line over 998 octets, so base64)`);
+  log(`liquid render                    ${fmt(result.liquidRendersPerSecond).padStart(7)} renders/s (${us(result.liquidRendersPerSecond)}) — ${(Buffer.byteLength(liquidFields.html) / 1024).toFixed(1)} KB, a loop over ${ITEMS.length} lines and a plan condition, parsed once`);
+  log(`liquid render + compile + merge   ${fmt(result.liquidSendsPerSecond).padStart(7)} sends/s (${us(result.liquidSendsPerSecond)}) — a Liquid template's transactional email (links tracked on the rendered HTML)`);
+  log(`target >= ${fmt(TARGET_LIQUID_RENDERS_PER_SECOND)} Liquid renders/s on one core: ${result.liquidRendersPerSecond >= TARGET_LIQUID_RENDERS_PER_SECOND ? "met" : "NOT met"}`);
   log(`target >= ${fmt(TARGET_MERGES_PER_SECOND)} merges/s on one core: string merge ${result.mergesPerSecond >= TARGET_MERGES_PER_SECOND ? "met" : "NOT met"}, byte merge ${result.byteMergesPerSecond >= TARGET_MERGES_PER_SECOND ? "met" : "NOT met"}`);
   return result;
 }

@@ -12,6 +12,7 @@ import { templateCommands } from "./commands/templates.js";
 import { miscCommands } from "./commands/misc.js";
 import { auditCommands } from "./commands/audit.js";
 import { storeCommands } from "./commands/store.js";
+import { importCommands } from "./commands/import.js";
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
@@ -62,6 +63,7 @@ export async function runCli(argv: string[], opts: RunOptions = {}): Promise<num
   miscCommands(program, ctx);
   auditCommands(program, ctx);
   storeCommands(program, ctx);
+  importCommands(program, ctx);
   for (const sub of program.commands) sub.exitOverride();
   try {
     await program.parseAsync(argv, { from: "user" });

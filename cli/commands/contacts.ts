@@ -24,7 +24,7 @@ const statusName = (c: Contact) => ContactStatus[c.status] ?? "SUBSCRIBED";
 const TYPE_NAME = (t: PropertyType) => (PropertyType[t] ?? "unknown").toLowerCase();
 const REASONS: Record<string, SuppressionReason> = {
   unsubscribed: SuppressionReason.UNSUBSCRIBED, hard_bounce: SuppressionReason.HARD_BOUNCE,
-  complaint: SuppressionReason.COMPLAINT, manual: SuppressionReason.MANUAL,
+  complaint: SuppressionReason.COMPLAINT, manual: SuppressionReason.MANUAL, imported: SuppressionReason.IMPORTED,
 };
 const MAX_REJECTED_SHOWN = 100;
 
@@ -183,7 +183,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
       const res = await ctx.client.listSuppressions({ workspaceId: workspaceOf(ctx, cmd), page: { limit: parseLimit(opts.limit, "--limit"), cursor: "" } });
       if (ctx.output.json) return printJson(ctx, ListSuppressionsResponseSchema, res);
       ctx.output.out(table([["EMAIL", "REASON", "DETAIL", "SINCE"], ...res.suppressions.map((s) => [
-        s.email, (SuppressionReason[s.reason] ?? "").toLowerCase(), s.detail || "-", when(s.createdAt),
+        s.email || `@${s.domain}`, (SuppressionReason[s.reason] ?? "").toLowerCase(), s.detail || "-", when(s.createdAt),
       ])]));
     }));
 
@@ -200,8 +200,9 @@ export function contactCommands(program: Command, ctx: CliContext): void {
 
   suppression.command("remove")
     .argument("<email>")
-    .action(action(ctx, async (email: string, _opts: unknown, cmd: Command) => {
-      await ctx.client.removeSuppression({ workspaceId: workspaceOf(ctx, cmd), email });
+    .option("--force", "also lift a spam complaint's suppression")
+    .action(action(ctx, async (email: string, opts: { force?: boolean }, cmd: Command) => {
+      await ctx.client.removeSuppression({ workspaceId: workspaceOf(ctx, cmd), email, force: Boolean(opts.force) });
       ctx.output.out(`lifted suppression of ${email}`);
     }));
 }

@@ -10,6 +10,7 @@ import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
 import { FormService } from "../../gen/mailroom/directory/v1/forms_pb.js";
 import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
 import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
+import { TemplateService } from "../../gen/mailroom/directory/v1/templates_pb.js";
 import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
 import { TeamService } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
@@ -48,6 +49,8 @@ export interface ServiceClients {
   audiences: RequestScoped<Client<typeof AudienceService>>;
   /** Groups and their contacts (served by the directory unit). */
   groups: RequestScoped<Client<typeof GroupService>>;
+  /** Template previews and versions (served by the directory unit). */
+  templates: RequestScoped<Client<typeof TemplateService>>;
   /** Topics and contacts' choices (served by the directory unit). */
   topics: RequestScoped<Client<typeof TopicService>>;
   /** Members, console sign-in, sessions and the audit log (served by the directory unit). */
@@ -103,6 +106,7 @@ export function createServiceClients(config: Config): ServiceClients {
     forms: connectClient(FormService, config.urls.directory),
     audiences: connectClient(AudienceService, config.urls.directory),
     groups: connectClient(GroupService, config.urls.directory),
+    templates: connectClient(TemplateService, config.urls.directory),
     topics: connectClient(TopicService, config.urls.directory),
     team: connectClient(TeamService, config.urls.directory),
     automation: connectClient(AutomationService, config.urls.automation),

@@ -228,7 +228,17 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_filter: { status: 400, description: "A `filter` (DESIGN §9.4) is not valid JSON, or names an unknown field, operator, property or group, or holds a value of the wrong type for its field, or a bad `$ago` duration. The message names the JSON path (e.g. `filter.$and[1].properties.plan: unknown property \"plan\"`). `GET /v1/contact-properties` lists the properties and their types." },
   // Templates (the directory)
   invalid_template_name: { status: 400, description: "A template name is 1-100 letters, digits, `.`, `_` or `-`, starting with a letter or digit." },
-  invalid_template: { status: 400, description: "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`. The message names the field." },
+  invalid_template: {
+    status: 400,
+    description:
+      "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`, `kind` or `format`, a layout or snippet that does not exist, or Liquid or MJML that does not parse. The message names the field; a syntax error's body also carries `field`, `line`, `column` and the parser's `reason`.",
+  },
+  template_render_failed: {
+    status: 400,
+    description:
+      "A template could not be rendered for this recipient: it ran over 50 ms or 1,000 loop iterations, renders a snippet that is gone, or a filter failed (e.g. an unknown currency in `money`). In a batch only that email fails; the others are sent. Simplify the template or the values.",
+  },
+  template_version_not_found: { status: 404, description: "The template has no saved version with this number: `GET /v1/templates/{name}/versions` lists them." },
   template_exists: { status: 409, description: "A template with this name already exists. Change it with `PUT /v1/templates/{name}`, or pick another name." },
   template_html_too_large: { status: 413, description: "A template's `html` (or `text`) is limited to 500 KB." },
   // Topics and a contact's choices (the directory, DESIGN §9.4)
@@ -236,6 +246,15 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   topic_not_found: { status: 404, description: "No topic with this id exists in the workspace. `GET /v1/topics` lists them." },
   topic_name_taken: { status: 409, description: "The workspace has a topic with this name already. Pick another name, or change the existing topic with `PATCH /v1/topics/{id}`." },
   unknown_topic: { status: 400, description: "A topic in the contact's `topics` does not exist in the workspace (`unknownTopics` lists them); no choice was recorded. `GET /v1/topics` lists the topics." },
+  // The suppression list (the directory, DESIGN §10.3)
+  suppression_not_found: { status: 404, description: "The address or domain is not on the workspace's suppression list (`GET /v1/suppressions` lists it). Nothing was changed." },
+  force_required: { status: 409, description: "The address (or domain) is suppressed because a recipient reported a message as spam. Lifting it risks the sender's reputation, so it needs `force=true` (query, or `{ \"force\": true }` in the body). Nothing was changed." },
+  email_and_domain: { status: 400, description: "A suppression names either an `email` or a `domain`, not both (in a CSV row: one of the two columns set)." },
+  missing_target: { status: 400, description: "A CSV row of a suppression import sets neither its `email` nor its `domain` column; the row is skipped and reported." },
+  invalid_reason: { status: 400, description: "A suppression's `reason` is one of `hard_bounce`, `complaint`, `manual`, `unsubscribed`, `imported`." },
+  invalid_source: { status: 400, description: "A suppression's `source` is at most 500 characters without control characters." },
+  invalid_created_at: { status: 400, description: "A suppression's `created_at` is an ISO 8601 date or date-time, not in the future." },
+  invalid_csv: { status: 400, description: "The suppression import's body is not CSV with a header row naming an `email` or `domain` column (the message says what is wrong and on which line). Rows before a malformed line stay imported; importing again is safe (idempotent)." },
   // Signup forms (the directory, DESIGN §9.4)
   invalid_form: { status: 400, description: "A form field is invalid: an empty or over-long `name`, a field that is not `email`, `firstName`, `lastName` nor a custom property of the workspace (or listed twice), a group or topic the workspace does not have, a `redirectUrl` that is not an absolute http(s) URL. The message names the field." },
   form_not_found: { status: 404, description: "No signup form with this id exists (in this workspace, for `/v1/forms`). `GET /v1/forms` lists them." },

@@ -31,6 +31,9 @@ import { TopicStore } from "../../services/directory/src/adapters/topic-store.js
 import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
 import { groupRoutes } from "../../services/directory/src/group-routes.js";
 import { Groups } from "../../services/directory/src/domain/groups.js";
+import { TemplateService } from "../../gen/mailroom/directory/v1/templates_pb.js";
+import { templateRoutes } from "../../services/directory/src/template-routes.js";
+import { TemplatePreviews } from "../../services/directory/src/domain/template-previews.js";
 import { GroupMembershipStore, GroupStore } from "../../services/directory/src/adapters/group-store.js";
 import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
 import { audienceRoutes } from "../../services/directory/src/audience-routes.js";
@@ -249,6 +252,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       audiences: await audiencesClient(dir),
       forms: createClient(FormService, memoryTransport(formRoutes(await openForms(dir.store, dir)))),
       topics: createClient(TopicService, memoryTransport(topicRoutes(new Topics(await TopicStore.open(dir.store), dir.workspaces)))),
+      templates: createClient(TemplateService, memoryTransport(templateRoutes(dir.templates, new TemplatePreviews(dir.templates, dir.contacts, dir.workspaces)))),
       groups: createClient(GroupService, memoryTransport(groupRoutes(new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces)))),
       automation: createClient(AutomationService, memoryTransport(automationRoutes((await buildCatalogWorld()).automations))),
     } as unknown as ServiceClients;
@@ -867,6 +871,26 @@ describe("the generated OpenAPI document against the gateway", () => {
       expect(deleted.json()).toEqual({ deleted: true, name: "digest" });
     });
 
+    it("renders a Liquid template and keeps and restores its versions", async () => {
+      const body = { name: "liquid-order", subject: "Order {{ order.id }}", html: "<p>{% for i in order.items %}{{ i | upcase }}{% endfor %}</p>" };
+      expect((await call("POST /v1/templates", { body })).json().template).toMatchObject({ kind: "template", format: "liquid", layout: null, version: 1, source: null });
+      const render = (name: string, b: unknown) => call("POST /v1/templates/{name}/render", { url: `/v1/templates/${name}/render`, body: b });
+      const rendered = await render("liquid-order", { variables: { order: { id: "A1", items: ["x", "y"] } } });
+      expect(rendered.statusCode).toBe(200);
+      expect(rendered.json()).toEqual({ subject: "Order A1", html: "<p>XY</p>", text: "XY", previewText: "" });
+      const tooLong = await render("liquid-order", { variables: { order: { items: Array.from({ length: 1_001 }, () => "i") } } });
+      expect([tooLong.statusCode, tooLong.json().code]).toEqual([400, "template_render_failed"]);
+      expect((await render("nope", {})).statusCode).toBe(404);
+      await call("PUT /v1/templates/{name}", { url: "/v1/templates/liquid-order", body: { subject: "Two", html: "<p>2</p>" } });
+      const versions = await call("GET /v1/templates/{name}/versions", { url: "/v1/templates/liquid-order/versions" });
+      expect(versions.json().versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
+      expect((await call("GET /v1/templates/{name}/versions", { url: "/v1/templates/nope/versions" })).statusCode).toBe(404);
+      const restore = (v: string) => call("POST /v1/templates/{name}/versions/{version}/restore", { url: `/v1/templates/liquid-order/versions/${v}/restore` });
+      expect((await restore("1")).json().template).toMatchObject({ version: 3, subject: "Order {{ order.id }}" });
+      expect((await restore("9")).statusCode).toBe(404);
+      expect((await restore("x")).statusCode).toBe(400);
+    });
+
     it("documents the template errors", async () => {
       const cases: Array<[string, Call, number, string]> = [
         ["POST /v1/templates", { body: { name: "receipt", subject: "x", html: "x" } }, 409, "template_exists"],
@@ -1184,6 +1208,35 @@ describe("the generated OpenAPI document against the gateway", () => {
 
       expect((await call("DELETE /v1/groups/{id}", { url: "/v1/groups/acme" })).json()).toMatchObject({ group: { id }, isDeleted: true });
       expect((await call("DELETE /v1/groups/{id}", { url: `/v1/groups/${id}` })).statusCode).toBe(404);
+    });
+
+    it("lists, adds, lifts, imports and exports suppressions (addresses and whole domains)", async () => {
+      const added = await call("POST /v1/suppressions", { body: { email: "Supp@Example.test", source: "openapi" } });
+      expect(added.statusCode).toBe(201);
+      expect(added.json().suppression).toEqual({ email: "supp@example.test", reason: "manual", createdAt: expect.any(String), source: "openapi" });
+      expect((await call("POST /v1/suppressions", { body: { domain: "Blocked.test", reason: "complaint" } })).json().suppression).toMatchObject({ domain: "blocked.test", reason: "complaint" });
+      expect((await call("POST /v1/suppressions", { body: { email: "nope" } })).json().code).toBe("invalid_email");
+      expect((await call("POST /v1/suppressions", { body: { domain: "no pe" } })).json().code).toBe("invalid_domain");
+      const page = await call("GET /v1/suppressions", { url: "/v1/suppressions?limit=1" });
+      expect(page.json().suppressions).toMatchObject({ items: [{ domain: "blocked.test", reason: "complaint" }], hasMore: true, cursor: expect.any(String) });
+      expect((await call("GET /v1/suppressions", { url: "/v1/suppressions?reason=complaint", headers: KEY_B })).json().suppressions.items).toEqual([]);
+      expect((await call("GET /v1/suppressions", { url: "/v1/suppressions?reason=nope" })).json().code).toBe("invalid_request");
+      const refused = await call("DELETE /v1/suppressions/{emailOrDomain}", { url: "/v1/suppressions/blocked.test" });
+      expect([refused.statusCode, refused.json().code]).toEqual([409, "force_required"]);
+      expect((await call("DELETE /v1/suppressions/{emailOrDomain}", { url: "/v1/suppressions/blocked.test?force=true" })).json()).toMatchObject({ suppression: { domain: "blocked.test" }, isDeleted: true });
+      expect((await call("DELETE /v1/suppressions/{emailOrDomain}", { url: "/v1/suppressions/blocked.test" })).json().code).toBe("suppression_not_found");
+      expect((await call("DELETE /v1/suppressions/{emailOrDomain}", { url: "/v1/suppressions/bad%20domain" })).json().code).toBe("invalid_domain");
+
+      const imported = await call("POST /v1/suppressions/import", {
+        url: "/v1/suppressions/import?filename=old.csv", payload: "email,reason\nimp@example.test,hard_bounce\nbad,\n", contentType: "text/csv",
+      });
+      expect(imported.json()).toEqual({ imported: 1, existing: 0, rejected: [{ line: 3, code: "invalid_email", reason: expect.any(String) }], rejectedCount: 1 });
+      expect((await call("POST /v1/suppressions/import", { payload: "name\nx\n", contentType: "text/csv" })).json().code).toBe("invalid_csv");
+      expect((await call("POST /v1/suppressions/import", { payload: "<x/>", contentType: "application/xml" })).statusCode).toBe(415);
+      const exported = await call("GET /v1/suppressions/export");
+      expect(exported.body.split("\n")[0]).toBe("email,domain,reason,created_at,source");
+      expect(exported.body).toMatch(/^imp@example\.test,,hard_bounce,[^,]+,old\.csv$/m);
+      expect((await call("GET /v1/suppressions/export", { url: "/v1/suppressions/export?since=yesterday" })).statusCode).toBe(400);
     });
   });
 

@@ -68,6 +68,7 @@ export const TAGS = [
   { name: "Topics", description: "What broadcasts are about; each contact's choices (also on the recipients' preference page)." },
   { name: "Provider webhooks", description: "Event webhooks of the relay providers Mailroom sends through (Amazon SES via SNS, Postmark, SendGrid, Mailgun): bounces, complaints and deliveries they report. No API key; each provider's own signature or credentials authenticate it." },
   { name: "Automations", description: "Workflows that run themselves (DESIGN §9.6): a trigger enrols a contact, steps send, wait, branch and change the contact; versions, pause and resume, runs and per-step counts." },
+  { name: "Suppressions", description: "Addresses and whole domains no mail goes to (hard bounces, complaints, unsubscribes, added by hand, imported): list, add, lift, CSV import and export (DESIGN §10.3). Every send path checks them: single sends, batch items, broadcast recipients, automation sends." },
   { name: "Audit log", description: "Every change made through the API, the console and the CLI: who (key, member, CLI user), what, when, the resource and the changed fields without secrets (DESIGN §9.9). Owners and admins." },
 ] as const;
 

@@ -17,15 +17,15 @@ function emailService() {
   const refusal = (to: string) => badRequest("invalid_from", `refused ${to}`, { allowedEmails: ["ok@x.test"], allowedDomains: [] });
   const transport = memoryTransport(({ service }) => {
     service(EmailService, {
-      async sendEmail(req) {
-        calls.push(`SendEmail ${req.email!.to}`);
+      async sendEmail(req, ctx) {
+        calls.push(`SendEmail ${req.email!.to} ${ctx.requestHeader.get("x-mailroom-actor") ?? ""}`.trim());
         await gate;
         if (req.email!.to.startsWith("down")) throw new ConnectError("restarting", Code.Unavailable);
         if (req.email!.to.startsWith("bad")) throw refusal(req.email!.to);
         return { email: create(EmailRecordSchema, { id: `id-${req.email!.to}`, to: req.email!.to }) };
       },
-      async sendBatch(req) {
-        calls.push(`SendBatch${req.independent ? " independent" : ""} ${req.emails.map((e) => e.to).join(",")}`);
+      async sendBatch(req, ctx) {
+        calls.push(`SendBatch${req.independent ? " independent" : ""} ${req.emails.map((e) => e.to).join(",")} ${ctx.requestHeader.get("x-mailroom-actor") ?? ""}`.trim());
         await gate;
         const successful = [];
         const failed = [];
@@ -90,5 +90,26 @@ describe("single sends coalesced per workspace", () => {
     svc.open();
     await Promise.all([first, large, small]);
     expect(svc.calls).toEqual(["SendEmail first@y.test", "SendEmail large@y.test", "SendEmail small@y.test"]);
+  });
+
+  it("coalesces one sender's sends only: each email records the key that sent it", async () => {
+    const svc = emailService();
+    const by = (key: string) => ({ headers: { "x-request-id": `r-${key}`, "x-mailroom-actor": `key:${key}` } });
+    const first = svc.sends.send("ws", input("first@y.test"), by("key_a"), 100);
+    await tick();
+    const rest = [
+      svc.sends.send("ws", input("a2@y.test"), by("key_a"), 100),
+      svc.sends.send("ws", input("b1@y.test"), by("key_b"), 100),
+      svc.sends.send("ws", input("a3@y.test"), by("key_a"), 100),
+      svc.sends.send("ws", input("b2@y.test"), by("key_b"), 100),
+    ];
+    svc.open();
+    await Promise.all([first, ...rest]);
+    // Key A's first went alone and its next two together; key B's two (arriving together) as one round of their own.
+    expect([...svc.calls].sort()).toEqual([
+      "SendBatch independent a2@y.test,a3@y.test key:key_a",
+      "SendBatch independent b1@y.test,b2@y.test key:key_b",
+      "SendEmail first@y.test key:key_a",
+    ]);
   });
 });

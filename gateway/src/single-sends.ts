@@ -1,5 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import type { EmailInput, EmailRecord, EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
+import { ACTOR_HEADER } from "@mailroom/kit/audit.js";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { appErrorFromInfo } from "@mailroom/kit/errors.js";
 import type { RequestCallOptions, RequestScoped } from "./deps.js";
@@ -23,12 +24,13 @@ export class SingleSends {
   private readonly rounds: Coalescer<{ email: EmailInput; options: RequestCallOptions }, Answer>;
 
   constructor(private readonly client: RequestScoped<Client<typeof EmailService>>) {
-    this.rounds = new Coalescer((workspaceId, sends) => this.sendRound(workspaceId, sends), MAX_BATCH);
+    // A round is one workspace's and one sender's: the call's actor is who each email records as its sender.
+    this.rounds = new Coalescer((key, sends) => this.sendRound((JSON.parse(key) as [string, string])[0], sends), MAX_BATCH);
   }
 
   async send(workspaceId: string, email: EmailInput, options: RequestCallOptions, bodyBytes: number): Promise<EmailRecord> {
     if (bodyBytes > COALESCE_MAX_BODY_BYTES) return (await this.client.sendEmail({ workspaceId, email }, options)).email!;
-    const answer = await this.rounds.run(workspaceId, { email, options });
+    const answer = await this.rounds.run(JSON.stringify([workspaceId, options.headers[ACTOR_HEADER] ?? ""]), { email, options });
     if ("error" in answer) throw answer.error;
     return answer.record;
   }

@@ -125,7 +125,7 @@ describe("audit log: one entry per change, with its actor", () => {
     expect((await log()).filter((e) => e.requestId === "audit-api-read-1")).toEqual([]);
   });
 
-  it("a send is recorded as email.send by its id, without recipients, subject, content or attachments", async () => {
+  it("a send is no audit entry: the email records the key that sent it (DESIGN §10.7); an API batch is one entry, without recipients or content", async () => {
     const res = await sys.api("POST", "/v1/emails", {
       key: KEY,
       headers: { "x-request-id": "audit-api-send-1" },
@@ -135,9 +135,18 @@ describe("audit log: one entry per change, with its actor", () => {
       },
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    const [entry, ...more] = await entriesOf("audit-api-send-1");
+    const record = await sys.api("GET", `/v1/emails/${res.body.email.id}`, { key: KEY });
+    expect(record.body.email ?? record.body).toMatchObject({ sentBy: `key:${keyId}` });
+    const batch = await sys.api("POST", "/v1/emails/batch", {
+      key: KEY,
+      headers: { "x-request-id": "audit-api-batch-1" },
+      body: { emails: ["carol", "dave"].map((n) => ({ from: "team@audit.test", to: `${n}@example.test`, subject: "Your code 918273", html: "<p>secret letter</p>" })) },
+    });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    const [entry, ...more] = await entriesOf("audit-api-batch-1");
     expect(more).toEqual([]);
-    expect(entry).toMatchObject({ actor: { kind: "key", id: keyId }, action: "email.send", resource: { type: "email", id: res.body.email.id } });
+    expect(entry).toMatchObject({ actor: { kind: "key", id: keyId }, action: "email.send_batch", resource: { type: "email" } });
+    expect((await log()).filter((e) => e.requestId === "audit-api-send-1")).toEqual([]);
     const text = JSON.stringify(entry!.summary);
     expect(text).not.toMatch(/bob@|918273|secret letter|invoice|PDF/);
     expect(Object.values(entry!.summary).every((v) => v === "")).toBe(true);

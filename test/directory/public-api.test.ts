@@ -117,6 +117,7 @@ describe("public /v1/contacts and /v1/templates (gateway over the real directory
       template: {
         id: expect.stringMatching(/^tpl_/), name: "welcome", subject: "Hi {{firstName}}", html: "<p>{{plan}}</p>", text: null, previewText: null,
         variables: ["firstName", "plan"], displayName: "welcome", fromEmail: null, fromName: null, replyTo: [], status: "ACTIVE",
+        kind: "template", format: "liquid", layout: null, version: 1, source: null,
         createdAt: expect.any(String), updatedAt: expect.any(String),
       },
     });

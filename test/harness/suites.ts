@@ -62,6 +62,7 @@ export const SHARED = [
   "test/browser/console-ab.test.ts",
   "test/browser/console-first-hour.test.ts",
   "test/browser/console-team.test.ts",
+  "test/browser/console-templates.test.ts",
   "test/directory/forms.test.ts",
   "test/directory/workspace-actions.test.ts",
   "test/inbound/provider-webhooks.test.ts",
@@ -69,6 +70,9 @@ export const SHARED = [
   "test/automation/flows.test.ts",
   "test/automation/lifecycle.test.ts",
   "test/automation/unsubscribe.test.ts",
+  "test/suppressions/suppressions.test.ts",
+  "test/email/templates-liquid.test.ts",
+  "test/directory/switching.test.ts",
 ];
 
 // Not shared, though they use useSystem (and so get a system of their own):

@@ -134,7 +134,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const [properties, groups, templates] = await Promise.all([
       deps.clients.directory.listContactProperties({ workspaceId: session.workspaceId }, opts).then((r) => r.properties, () => []),
       groupsOf(request),
-      deps.clients.directory.listTemplates({ workspaceId: session.workspaceId, page: { limit: 100 } }, opts).then((r) => r.templates.map((t) => t.name), () => []),
+      deps.clients.directory.listTemplates({ workspaceId: session.workspaceId, page: { limit: 100 }, kind: "template" }, opts).then((r) => r.templates.map((t) => t.name), () => []),
     ]);
     const a = state.automation;
     const title = a ? `Edit ${a.name}` : "New automation";

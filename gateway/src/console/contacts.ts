@@ -12,10 +12,13 @@
  *   POST /contacts/:id/resubscribe        lift an unsubscribe (never a bounce or complaint)
  *   POST /contacts/:id/delete             delete the contact (its suppression, if any, stays)
  *   GET  /contacts/import                 upload form
- *   POST /contacts/import                 starts a job, 303 to its page
+ *   POST /contacts/import                 starts a job, 303 to its page (the file's own header names the columns)
+ *   POST /contacts/import/preview         keeps the upload, 303 to its preview
+ *   GET  /contacts/import/preview/:upload the first rows and a <select> per column (a field, a property, or left out)
+ *   POST /contacts/import/preview/:upload starts the job with that mapping, 303 to its page
  *   GET  /contacts/import/:job            the job's page; JSON when asked (Accept: application/json)
- *   GET  /contacts/suppressions?cursor=   the list, with a form to add an address by hand
- *   POST /contacts/suppressions           add an address (reason: added by hand)
+ *   GET  /contacts/suppressions           302 to /suppressions (suppressions.ts), where the list is now
+ *   POST /contacts/suppressions           add an address (reason: added by hand), as the older form posted it
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -32,6 +35,7 @@ import { contactWebhookHistory } from "./webhook-events.js";
 import { contactAutomationsSection } from "./automation-runs.js";
 import { contactActivitySection } from "./contact-activity.js";
 import { registerContactCreatePages } from "./contacts-new.js";
+import { chosenMapping, mappingTable, previewCsv, Uploads, withHeader, type MappingTarget } from "./csv-mapping.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -58,6 +62,7 @@ const REASONS: Record<number, string> = {
   [SuppressionReason.HARD_BOUNCE]: "Hard bounce",
   [SuppressionReason.COMPLAINT]: "Spam complaint",
   [SuppressionReason.MANUAL]: "Added by hand",
+  [SuppressionReason.IMPORTED]: "Imported",
 };
 
 /** A JSON property value as short text. */
@@ -94,6 +99,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
   // Read when a request needs it: registering the pages touches no service client.
   const directory = () => deps.clients.directory;
   const jobs = new ImportJobs();
+  const uploads = new Uploads();
   registerContactCreatePages(scope, deps);
 
   scope.get("/contacts", async (request, reply) => {
@@ -113,7 +119,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     const options = [`<option value="">Any status</option>`, ...STATUS.map((s) => `<option value="${s.value}"${s.value === status ? " selected" : ""}>${s.label}</option>`)].join("");
     const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/contacts", { search, status, cursor: res.page.nextCursor })}">More contacts</a></p>` : "";
     const body = `<h1>Contacts</h1>
-<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/contacts/new")}">Add contact</a><a class="button" href="${consoleUrl("/contacts/import")}">Import CSV</a>` : ""}<a class="button secondary" href="${consoleUrl("/contacts/suppressions")}">Suppression list</a></div>
+<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/contacts/new")}">Add contact</a><a class="button" href="${consoleUrl("/contacts/import")}">Import CSV</a>` : ""}<a class="button secondary" href="${consoleUrl("/suppressions")}">Suppression list</a></div>
 <form method="get" action="${consoleUrl("/contacts")}" class="row card" role="search">
 <div class="field" style="flex:1 1 14rem"><label for="search">Search email or name</label><input id="search" name="search" type="search" value="${escapeHtml(search)}" style="width:100%"></div>
 <div class="field"><label for="status">Status</label><select id="status" name="status">${options}</select></div>
@@ -128,12 +134,13 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const session = sessionOf(request);
     if (!session.canEdit) throw readOnly();
     const body = `<h1>Import contacts from CSV</h1>
-<form method="post" action="${consoleUrl("/contacts/import")}" enctype="multipart/form-data" class="card">${csrfField(session)}
+<form method="post" action="${consoleUrl("/contacts/import/preview")}" enctype="multipart/form-data" class="card">${csrfField(session)}
 <div class="field"><label for="file">CSV file (up to 10 MB)</label><input id="file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="file-h"></div>
 <div id="file-h" class="muted"><p>The first row names the columns: <code>email</code> (required), <code>firstName</code>, <code>lastName</code>,
 <code>timezone</code>, <code>status</code> or <code>subscribed</code>, and any contact property of this workspace by its slug. A contact that exists already is updated.</p>
-<p>Rows that cannot be imported are listed with their line number and the reason; every other row is imported.</p></div>
-<div class="actions"><button type="submit">Import</button><a class="button secondary" href="${consoleUrl("/contacts")}">Back to contacts</a></div></form>`;
+<p>The next page shows the first rows and lets you choose what each column is (or leave it out), whatever its header says.
+Rows that cannot be imported are listed with their line number and the reason; every other row is imported.</p></div>
+<div class="actions"><button type="submit">Preview</button><a class="button secondary" href="${consoleUrl("/contacts")}">Back to contacts</a></div></form>`;
     return html(reply, consolePage({ title: "Import contacts", session, active: "contacts", flash: request.consoleFlash, body }));
   });
 
@@ -155,6 +162,72 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     return seeOther(reply, consoleUrl(`/contacts/import/${job.id}`));
   });
 
+  scope.post("/contacts/import/preview", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const file = (request.body as Form | undefined)?.file;
+    if (!Buffer.isBuffer(file) || file.length === 0) {
+      setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
+      return seeOther(reply, consoleUrl("/contacts/import"));
+    }
+    try {
+      previewCsv(file);
+    } catch (err) {
+      setFlash(reply, formError(err));
+      return seeOther(reply, consoleUrl("/contacts/import"));
+    }
+    return seeOther(reply, consoleUrl(`/contacts/import/preview/${uploads.put(session.workspaceId, file).id}`));
+  });
+
+  /** What a column can be: the contact's fields and the workspace's properties, by the names the import reads. */
+  const importTargets = async (request: FastifyRequest): Promise<MappingTarget[]> => [
+    { value: "email", label: "Email address" }, { value: "firstName", label: "First name" }, { value: "lastName", label: "Last name" },
+    { value: "timezone", label: "Timezone" }, { value: "status", label: "Status (SUBSCRIBED, UNSUBSCRIBED, …)" }, { value: "subscribed", label: "Subscribed (yes/no)" },
+    ...(await customProperties(request)).map((p) => ({ value: p.slug, label: `Property: ${p.displayName || p.slug}` })),
+  ];
+  const uploadOf = (workspaceId: string, id: string) => {
+    const upload = uploads.get(workspaceId, id);
+    if (!upload) throw refusal({ code: "not_found", status: 404, message: "No such upload (an upload is kept for 30 minutes, by the server it was sent to): upload the file again." });
+    return upload;
+  };
+
+  scope.get<{ Params: { upload: string } }>("/contacts/import/preview/:upload", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const upload = uploadOf(session.workspaceId, request.params.upload);
+    const targets = await importTargets(request);
+    const norm = (t: string) => t.toLowerCase().replace(/[\s_-]+/g, "");
+    const byName = new Map(targets.map((t) => [norm(t.value), t.value]));
+    for (const [alias, value] of [["emailaddress", "email"], ["mail", "email"], ["tz", "timezone"], ["first", "firstName"], ["last", "lastName"]]) byName.set(alias, value);
+    const body = `<h1>Import contacts: map the columns</h1>
+<form method="post" action="${consoleUrl(`/contacts/import/preview/${upload.id}`)}" class="card">${csrfField(session)}
+${mappingTable(previewCsv(upload.file), targets, (h) => byName.get(norm(h)) ?? "")}
+<p class="muted">One column must be the email address. A column left out is not imported; to import it as a new property, create the property first (Settings or <code>npx mailroom property create &lt;slug&gt; &lt;type&gt;</code>) and upload again.</p>
+<div class="actions"><button type="submit">Import</button><a class="button secondary" href="${consoleUrl("/contacts/import")}">Choose another file</a></div></form>`;
+    return html(reply, consolePage({ title: "Import contacts", session, active: "contacts", flash: request.consoleFlash, body }));
+  });
+
+  scope.post<{ Params: { upload: string } }>("/contacts/import/preview/:upload", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const upload = uploadOf(session.workspaceId, request.params.upload);
+    const targets = await importTargets(request);
+    const mapping = chosenMapping(request.body, previewCsv(upload.file).header.length, new Set(targets.map((t) => t.value)));
+    if (!mapping.includes("email")) {
+      setFlash(reply, { kind: "error", message: "Choose the column that holds the email address." });
+      return seeOther(reply, consoleUrl(`/contacts/import/preview/${upload.id}`));
+    }
+    const options = rpcOptions(request);
+    const client = {
+      listContactProperties: (req: Parameters<typeof deps.clients.directory.listContactProperties>[0]) => directory().listContactProperties(req, options),
+      batchUpsertContacts: (req: Parameters<typeof deps.clients.directory.batchUpsertContacts>[0]) => directory().batchUpsertContacts(req, options),
+    };
+    // The chosen names become the header the import reads; a column left out gets an empty name, which it skips.
+    const job = jobs.start(client, session.workspaceId, "upload.csv", withHeader(upload.file, mapping), request.log);
+    uploads.delete(session.workspaceId, upload.id);
+    return seeOther(reply, consoleUrl(`/contacts/import/${job.id}`));
+  });
+
   scope.get<{ Params: { job: string } }>("/contacts/import/:job", async (request, reply) => {
     const session = sessionOf(request);
     const job = JOB_ID.test(request.params.job) ? jobs.get(session.workspaceId, request.params.job) : undefined;
@@ -163,27 +236,8 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     return html(reply, consolePage({ title: "Contact import", session, active: "contacts", flash: request.consoleFlash, body: importPage(job) }));
   });
 
-  scope.get("/contacts/suppressions", async (request, reply) => {
-    const session = sessionOf(request);
-    const cursor = str(request.query, "cursor");
-    const res = await directory().listSuppressions({ workspaceId: session.workspaceId, page: { limit: 50, cursor } }, rpcOptions(request));
-    const rows = res.suppressions.map((s) => `<tr><td data-label="Email">${escapeHtml(s.email)}</td>
-<td data-label="Reason">${escapeHtml(REASONS[s.reason] ?? "Other")}</td><td data-label="Detail">${escapeHtml(s.detail) || "—"}</td>
-<td data-label="Since">${formatTime(s.createdAt && timestampDate(s.createdAt))}</td></tr>`).join("");
-    const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/contacts/suppressions", { cursor: res.page.nextCursor })}">More</a></p>` : "";
-    const add = session.canEdit ? `<form method="post" action="${consoleUrl("/contacts/suppressions")}" class="card row" aria-labelledby="add-h">${csrfField(session)}
-<h2 id="add-h" style="margin:0;flex:1 1 100%">Add an address</h2>
-<div class="field" style="flex:1 1 14rem"><label for="s-email">Email address</label><input id="s-email" name="email" type="email" required style="width:100%"></div>
-<div class="field" style="flex:1 1 14rem"><label for="s-detail">Note (optional)</label><input id="s-detail" name="detail" maxlength="200" style="width:100%" placeholder="e.g. asked by phone"></div>
-<div class="field"><button type="submit">Suppress</button></div></form>` : "";
-    const body = `<h1>Suppression list</h1>
-<p class="muted">Addresses that get no email from this workspace, whatever their contact status: unsubscribes, hard bounces, complaints and manual additions.</p>
-${add}
-${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Suppressed addresses</caption>
-<thead><tr><th>Email</th><th>Reason</th><th>Detail</th><th>Since</th></tr></thead><tbody>${rows}</tbody></table></div>${more}` : `<p class="muted">Nobody is suppressed.</p>`}
-<p><a href="${consoleUrl("/contacts")}">Back to contacts</a></p>`;
-    return html(reply, consolePage({ title: "Suppression list", session, active: "contacts", flash: request.consoleFlash, body }));
-  });
+  // The suppression list has a page of its own now (suppressions.ts); old links and bookmarks land there.
+  scope.get("/contacts/suppressions", async (_request, reply) => reply.redirect(consoleUrl("/suppressions"), 302));
 
   scope.post("/contacts/suppressions", async (request, reply) => {
     const session = sessionOf(request);
@@ -196,7 +250,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     } catch (err) {
       setFlash(reply, formError(err));
     }
-    return seeOther(reply, consoleUrl("/contacts/suppressions"));
+    return seeOther(reply, consoleUrl("/suppressions"));
   });
 
   const loadContact = async (request: FastifyRequest, id: string): Promise<Contact> => {

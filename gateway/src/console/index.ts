@@ -38,8 +38,10 @@ import { registerSignInPages } from "./sign-in.js";
 import { registerStatsPages } from "./stats.js";
 import { registerDomainPages } from "./domains.js";
 import { registerEmailPages } from "./emails.js";
+import { registerTemplatePages } from "./templates.js";
 import { registerBroadcastPages } from "./broadcasts.js";
 import { registerContactPages } from "./contacts.js";
+import { registerSuppressionPages } from "./suppressions.js";
 import { registerWebhookPages } from "./webhooks.js";
 import { registerGroupPages } from "./groups.js";
 import { registerSegmentPages } from "./segments.js";
@@ -59,8 +61,8 @@ export type { ConsoleDeps, ConsolePageModule };
 
 /** Pages behind sign-in, in nav order. */
 const PAGE_MODULES: ConsolePageModule[] = [
-  registerStatsPages, registerDomainPages, registerEmailPages,
-  registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages,
+  registerStatsPages, registerDomainPages, registerEmailPages, registerTemplatePages,
+  registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages, registerSuppressionPages,
   registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages, registerDeliveryPages,
   registerKeyPages, registerTeamPages, registerAuditPages, registerSettingsPages, registerSessionPages,
 ];

@@ -43,6 +43,8 @@ export const EVENT_INFO: Readonly<Record<string, EventInfo>> = {
   WORKSPACE_SENDING_EMAILS_PAUSED: { when: "The operator pauses the workspace's sending (directory)." },
   WORKSPACE_BANNED: { when: "The operator bans the workspace (directory)." },
   TESTING_CONNECTION: { when: "You send a test event (webhooks)." },
+  SUPPRESSION_CREATED: { when: "An address or domain is suppressed by any path: API, import, console, bounce, complaint, unsubscribe (directory)." },
+  SUPPRESSION_DELETED: { when: "A suppression is lifted: API, console, a resubscribe (directory)." },
 };
 
 const STATE_TONE: Record<number, Tone> = { [DeliveryState.SUCCEEDED]: "ok", [DeliveryState.PENDING]: "info", [DeliveryState.FAILED]: "bad", [DeliveryState.HELD]: "warn" };

@@ -57,6 +57,10 @@ const EVENT_GROUPS: Array<{ legend: string; events: string[] }> = [
     events: ["CONTACT_CREATED", "CONTACT_UPDATED", "CONTACT_DELETED", "CONTACT_PROPERTY_UPDATED", "CONTACT_RESUBSCRIBED", "CONTACT_UNSUBSCRIBED",
       "CONTACT_TAG_ADDED", "CONTACT_TAG_REMOVED", "WORKSPACE_BANNED", "WORKSPACE_SENDING_EMAILS_PAUSED", "WORKSPACE_TEAM_MEMBER_JOINED", "TESTING_CONNECTION"],
   },
+  {
+    legend: "Suppression events",
+    events: ["SUPPRESSION_CREATED", "SUPPRESSION_DELETED"],
+  },
 ];
 
 const STATUS_TONE: Record<number, Tone> = { [WebhookStatus.ACTIVE]: "ok", [WebhookStatus.PAUSED]: "warn", [WebhookStatus.BANNED]: "bad" };

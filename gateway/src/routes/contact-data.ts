@@ -55,7 +55,7 @@ const contactExportSchema = z
     emails: z.array(emailWithOutcomesSchema).meta({ description: "Every email of the workspace to the contact's address, newest first, each as `GET /v1/emails/{id}` answers it (status and outcomes)." }),
     suppression: z
       .strictObject({
-        reason: z.enum(["unsubscribed", "hard_bounce", "complaint", "manual"]),
+        reason: z.enum(["unsubscribed", "hard_bounce", "complaint", "manual", "imported"]),
         detail: z.string(),
         createdAt: z.iso.datetime().nullable(),
       })
@@ -81,11 +81,12 @@ const contactExportSchema = z
   })
   .meta({ id: "ContactExport" });
 
-const REASONS: Record<number, "unsubscribed" | "hard_bounce" | "complaint" | "manual"> = {
+const REASONS: Record<number, "unsubscribed" | "hard_bounce" | "complaint" | "manual" | "imported"> = {
   [SuppressionReason.UNSUBSCRIBED]: "unsubscribed",
   [SuppressionReason.HARD_BOUNCE]: "hard_bounce",
   [SuppressionReason.COMPLAINT]: "complaint",
   [SuppressionReason.MANUAL]: "manual",
+  [SuppressionReason.IMPORTED]: "imported",
 };
 
 /** Every page of a cursor-paged list, gathered (one contact's data is small). */

@@ -16,6 +16,8 @@ import { registerContactItem } from "./contacts-item.js";
 import { registerContactsExport } from "./contacts-export.js";
 import { registerTemplates } from "./templates.js";
 import { registerTemplateItem } from "./templates-item.js";
+import { registerTemplateRender } from "./templates-render.js";
+import { registerTemplateVersions } from "./templates-versions.js";
 import { registerOpenApi } from "./openapi.js";
 import { registerContactProperties } from "./contact-properties.js";
 import { registerTransactional } from "./transactional.js";
@@ -71,6 +73,11 @@ import { registerContactAutomationRuns } from "./automations-contact-runs.js";
 import { registerContactActivity } from "./contacts-activity.js";
 import { registerProviderWebhooks } from "./provider-webhooks.js";
 import { registerAuditLog } from "./audit-log.js";
+import { registerListSuppressions } from "./suppressions-list.js";
+import { registerCreateSuppression } from "./suppressions-create.js";
+import { registerDeleteSuppression } from "./suppressions-delete.js";
+import { registerSuppressionsImport } from "./suppressions-import.js";
+import { registerSuppressionsExport } from "./suppressions-export.js";
 
 /**
  * Routes under /v1 that need an API key. Each module registers its own path(s);
@@ -80,6 +87,7 @@ export const apiRoutes: RouteModule[] = [
   registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail,
   registerListEmails,
   registerContacts, registerContactsExport, registerContactItem, registerContactExport, registerTemplates, registerTemplateItem,
+  registerTemplateRender, registerTemplateVersions,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerAbWinner, registerUpdateBroadcast].map(broadcastScope),
@@ -101,6 +109,8 @@ export const apiRoutes: RouteModule[] = [
   registerContactActivity,
   // The audit log (DESIGN §9.9): owners and admins.
   registerAuditLog,
+  // The suppression list: addresses and domains, CSV import and export (DESIGN §10.3).
+  registerListSuppressions, registerCreateSuppression, registerDeleteSuppression, registerSuppressionsImport, registerSuppressionsExport,
 ];
 
 // The recipient-link modules register plain fastify routes; their operations are declared here.

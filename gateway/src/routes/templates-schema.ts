@@ -5,10 +5,14 @@ import { iso } from "./contacts-schema.js";
 /** Public JSON of stored templates (/v1/templates); content rules live in the directory. */
 
 const content = {
-  subject: z.string().min(1, "subject is required").meta({
-    description: "One line of at most 998 characters (else 400 `invalid_template`); may contain `{{variables}}`.",
+  subject: z.string().meta({
+    description:
+      "One line of at most 998 characters (else 400 `invalid_template`); Liquid (`{{ firstName | default: \"there\" }}`). Required for kind `template`; layouts and snippets may leave it empty.",
   }),
-  html: z.string().min(1, "html is required").meta({ description: "At most 500 KB (else 413 `template_html_too_large`)." }),
+  html: z.string().min(1, "html is required").meta({
+    description:
+      "Liquid HTML (`{% if %}`, `{% for %}`, filters, `{% render \"snippet\" %}`), or MJML with `format: \"mjml\"`. At most 500 KB (else 413 `template_html_too_large`). A syntax error is 400 `invalid_template` with `line` and `column`.",
+  }),
   text: z.string().nullish(),
   previewText: z.string().nullish(),
   displayName: z.string().max(200).nullish().meta({ description: "Shown name (default: the name)." }),
@@ -20,6 +24,11 @@ const content = {
     description: "Reply-to addresses of templated sends; a send's own `replyTo` overrides them.",
   }),
   status: z.enum(["DRAFT", "ACTIVE", "ARCHIVED", "PAUSED"]).nullish().meta({ description: "Default ACTIVE (on PUT: unchanged when absent)." }),
+  kind: z.enum(["template", "layout", "snippet"]).nullish().meta({
+    description: "`template` (default: sent by name), `layout` (frames templates: writes `{{ content }}`) or `snippet` (`{% render \"name\" %}`). Fixed once created.",
+  }),
+  format: z.enum(["liquid", "mjml"]).nullish().meta({ description: "`liquid` (default) or `mjml`: `html` is MJML, compiled to HTML when saved (the source is kept as `source`)." }),
+  layout: z.string().max(100).nullish().meta({ description: "Name of a template of kind `layout` whose `{{ content }}` receives this one." }),
 };
 
 /** The request's content fields as the directory's TemplateInput (absent = empty). */
@@ -35,6 +44,9 @@ export function templateInput(name: string, body: z.infer<typeof replaceTemplate
     fromName: body.fromName ?? "",
     replyTo: (body.replyTo ?? []).map((r) => ({ email: r.email, name: r.name ?? "" })),
     status: body.status ?? "",
+    kind: body.kind ?? "",
+    format: body.format ?? "",
+    layout: body.layout ?? "",
   };
 }
 
@@ -61,6 +73,7 @@ export const listTemplatesQuerySchema = z
   .object({
     limit: z.coerce.number().int().min(1).max(100).optional().meta({ default: 20 }),
     cursor: z.string().max(200).optional().meta({ description: "The `cursor` of the previous page." }),
+    kind: z.enum(["template", "layout", "snippet"]).optional().meta({ description: "Only templates of this kind (default: every kind)." }),
   })
   .strict();
 
@@ -73,6 +86,7 @@ export function templateJson(t: Template) {
     subject: t.subject,
     html: t.html,
     text: t.text || null,
+    source: t.source || null,
     previewText: t.previewText || null,
     variables: t.variables,
     displayName: t.displayName || t.name,
@@ -80,6 +94,10 @@ export function templateJson(t: Template) {
     fromName: t.fromName || null,
     replyTo: t.replyTo.map((r) => (r.name ? { email: r.email, name: r.name } : { email: r.email })),
     status: (t.status || "ACTIVE") as "DRAFT" | "ACTIVE" | "ARCHIVED" | "PAUSED",
+    kind: (t.kind || "template") as "template" | "layout" | "snippet",
+    format: (t.format || "liquid") as "liquid" | "mjml",
+    layout: t.layout || null,
+    version: t.version || 1,
     createdAt: iso(t.createdAt),
     updatedAt: iso(t.updatedAt),
   };
@@ -87,7 +105,7 @@ export function templateJson(t: Template) {
 
 /** List items leave the bodies out: fetch one template for its html and text. */
 export function templateSummaryJson(t: Template) {
-  const { html: _html, text: _text, ...summary } = templateJson(t);
+  const { html: _html, text: _text, source: _source, ...summary } = templateJson(t);
   return summary;
 }
 
@@ -105,12 +123,21 @@ const summaryFields = {
   fromName: z.string().nullable(),
   replyTo: z.array(z.strictObject({ email: z.string(), name: z.string().optional() })),
   status: z.enum(["DRAFT", "ACTIVE", "ARCHIVED", "PAUSED"]),
+  kind: z.enum(["template", "layout", "snippet"]),
+  format: z.enum(["liquid", "mjml"]),
+  layout: z.string().nullable().meta({ description: "The layout framing it; null: none." }),
+  version: z.number().int().min(1).meta({ description: "1 when created, one more at every saved change (`GET /v1/templates/{name}/versions`)." }),
   createdAt: timestamp,
   updatedAt: timestamp,
 };
 
 export const templateSchema = z
-  .strictObject({ ...summaryFields, html: z.string(), text: z.string().nullable() })
+  .strictObject({
+    ...summaryFields,
+    html: z.string().meta({ description: "The HTML sent (an MJML template's compiled HTML)." }),
+    text: z.string().nullable(),
+    source: z.string().nullable().meta({ description: "An MJML template's MJML; null for Liquid templates." }),
+  })
   .meta({ id: "Template" });
 
 const templateSummarySchema = z
@@ -130,3 +157,40 @@ export const templateListSchema = z
   .meta({ id: "TemplateList" });
 
 export const templateDeletedSchema = z.strictObject({ deleted: z.literal(true), name: z.string() }).meta({ id: "TemplateDeleted" });
+
+/** POST /v1/templates/:name/render */
+export const renderTemplateSchema = z
+  .strictObject({
+    variables: z.record(z.string(), z.unknown()).nullish().meta({ description: "Values by name; nested objects and lists allowed (`order.items`). Laid over the contact's." }),
+    contactId: z.string().max(100).nullish().meta({ description: "A contact of the workspace whose properties are the values (else 404 `contact_not_found`)." }),
+  })
+  .meta({ id: "RenderTemplateRequest" });
+
+export const renderedTemplateSchema = z
+  .strictObject({
+    subject: z.string(),
+    html: z.string(),
+    text: z.string().meta({ description: "The template's text part rendered, or text generated from the HTML when it has none." }),
+    previewText: z.string(),
+  })
+  .meta({ id: "RenderedTemplate", description: "As a send renders it, without tracking; unsubscribe and manage links are `#`." });
+
+export const templateVersionSchema = z
+  .strictObject({
+    version: z.number().int().min(1),
+    subject: z.string(),
+    html: z.string(),
+    text: z.string().nullable(),
+    previewText: z.string().nullable(),
+    format: z.enum(["liquid", "mjml"]),
+    source: z.string().nullable(),
+    layout: z.string().nullable(),
+    createdAt: timestamp,
+  })
+  .meta({ id: "TemplateVersion" });
+
+export const templateVersionsSchema = z
+  .strictObject({ versions: z.array(templateVersionSchema).meta({ description: "Newest first (at most 100)." }) })
+  .meta({ id: "TemplateVersionList" });
+
+export const templateVersionParams = z.object({ name: z.string(), version: z.coerce.number().int().min(1).max(2_147_483_647) });

@@ -29,7 +29,7 @@ export const registerTemplates: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { query }) => {
       const res = await deps.clients.directory.listTemplates(
-        { workspaceId: workspaceOf(request), page: { limit: query.limit ?? DEFAULT_LIMIT, cursor: query.cursor ?? "" } },
+        { workspaceId: workspaceOf(request), page: { limit: query.limit ?? DEFAULT_LIMIT, cursor: query.cursor ?? "" }, kind: query.kind ?? "" },
         rpcOptions(request),
       );
       const hasMore = res.page?.hasMore ?? false;

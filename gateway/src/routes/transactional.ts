@@ -90,6 +90,8 @@ export const registerTransactional: RouteModule = (app, deps) => {
           page: { limit: query.limit ?? DEFAULT_LIMIT, cursor: query.cursor ?? "" },
           status: query.status ?? "",
           newestFirst: query.sort !== "createdAt.asc",
+          // Layouts and snippets are pieces of templates, not emails one sends.
+          kind: "template",
         },
         rpcOptions(request),
       );

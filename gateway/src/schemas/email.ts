@@ -402,6 +402,7 @@ export function emailDetailJson(r: EmailRecord): Record<string, unknown> {
   if (r.sendAt) out.sendAt = new Date(Number(r.sendAt.seconds) * 1000 + Math.floor(r.sendAt.nanos / 1e6)).toISOString();
   if (r.createdAt) out.createdAt = new Date(Number(r.createdAt.seconds) * 1000 + Math.floor(r.createdAt.nanos / 1e6)).toISOString();
   if (r.statusReason) out.reason = r.statusReason;
+  if (r.sentBy) out.sentBy = r.sentBy;
   return out;
 }
 
@@ -449,6 +450,10 @@ const detailFields = {
   sendAt: z.iso.datetime().optional().meta({ description: "When the email is (or was) due; present for scheduled emails." }),
   createdAt: z.iso.datetime().optional().meta({ description: "When the email was accepted." }),
   reason: z.string().optional().meta({ description: "Why the email failed (suppressed, bounced, …); present on FAILED emails that have one." }),
+  sentBy: z.string().optional().meta({
+    description: "Who sent it: `key:<api key id>`, `member:<member id>` (the console) or `cli:<user>`; absent for the system's own sends. Sends are not audit-log entries: this is their record.",
+    examples: ["key:key_01jqz8k4m2x7v9c3n5b6t1w0ye"],
+  }),
 };
 
 export const emailRecordSchema = z

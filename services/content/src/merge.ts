@@ -1,5 +1,9 @@
 import type { CompiledMessage, CompiledTemplate } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { escapeHtml } from "./escape.js";
+import { stringifyValue } from "./values.js";
+import { compileMessage } from "./compile/compile.js";
+import { ParsedTemplate } from "./liquid/template.js";
+import { isTimeZone } from "@mailroom/kit/time-zones.js";
 import { signRecipientToken } from "./tokens.js";
 import { linkBase, linkPrefix, manageUrl } from "./urls.js";
 
@@ -72,20 +76,61 @@ export function mergeMessageBytes(compiled: CompiledMessage, recipient: MergeRec
   return prepare(compiled).mergeBytes(recipient, ctx);
 }
 
-const cache = new WeakMap<CompiledMessage, PreparedMessage>();
+/** What prepare() hands out: the per-recipient merge of one compiled message. */
+export interface Merger {
+  merge(recipient: MergeRecipient, ctx: MergeContext): MergedMessage;
+  mergeBytes(recipient: MergeRecipient, ctx: MergeContext): MergedBytes;
+}
+
+const cache = new WeakMap<CompiledMessage, Merger>();
 
 /**
  * The fast merger for a compiled message, built once and cached by object identity:
  * treat a CompiledMessage as immutable once it has been merged (cache the object, and
  * decode a fresh one when the content changes).
  */
-export function prepare(compiled: CompiledMessage): PreparedMessage {
+export function prepare(compiled: CompiledMessage): Merger {
   let prepared = cache.get(compiled);
   if (!prepared) {
-    prepared = new PreparedMessage(compiled);
+    prepared = compiled.liquid ? new LiquidMessage(compiled) : new PreparedMessage(compiled);
     cache.set(compiled, prepared);
   }
   return prepared;
+}
+
+/**
+ * A broadcast in Liquid (DESIGN §10.2): parsed once per compiled message; per recipient it is
+ * rendered with that contact's values (`date` in the contact's zone, else UTC), then compiled
+ * (links tracked with the URL as rendered, footer, pixel, text) and merged. A render over its
+ * limits throws the engine's RenderFailure, for that one message.
+ */
+class LiquidMessage implements Merger {
+  private readonly parsed: ParsedTemplate;
+
+  constructor(private readonly compiled: CompiledMessage) {
+    const l = compiled.liquid!;
+    this.parsed = ParsedTemplate.parse({ key: "", fields: { subject: l.subject, html: l.html, text: l.text, previewText: l.previewText } });
+  }
+
+  merge(recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
+    return this.rendered(recipient, ctx).merge(recipient, ctx);
+  }
+
+  mergeBytes(recipient: MergeRecipient, ctx: MergeContext): MergedBytes {
+    return this.rendered(recipient, ctx).mergeBytes(recipient, ctx);
+  }
+
+  private rendered(recipient: MergeRecipient, ctx: MergeContext): PreparedMessage {
+    const c = this.compiled;
+    const values = recipient.variables ?? {};
+    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : "UTC";
+    const out = this.parsed.render(values, { email: recipient.email, timeZone: zone });
+    const one = compileMessage(
+      { ...out, trackClicks: c.trackClicks, trackOpens: c.trackOpens, kind: c.kind, contentId: c.contentId, workspaceId: c.workspaceId, systemVariablesOnly: true },
+      { secret: ctx.secret, publicUrl: ctx.publicUrl },
+    );
+    return new PreparedMessage(one);
+  }
 }
 
 // Slot kinds: how a value is rendered in a given template.
@@ -475,17 +520,4 @@ function valueOf(vars: Readonly<Record<string, unknown>>, name: string): string 
   return Object.hasOwn(vars, name) ? stringifyValue(vars[name]) : "";
 }
 
-/** How a contact property value reads in a message. */
-export function stringifyValue(value: unknown): string {
-  if (value === null || value === undefined) return "";
-  if (typeof value === "string") return value;
-  if (typeof value === "number") return Number.isFinite(value) ? String(value) : "";
-  if (typeof value === "boolean" || typeof value === "bigint") return String(value);
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? "" : value.toISOString();
-  if (Array.isArray(value)) return value.map(stringifyValue).join(", ");
-  try {
-    return JSON.stringify(value) ?? "";
-  } catch {
-    return "";
-  }
-}
+export { stringifyValue };

@@ -20,7 +20,10 @@ export const OUTCOMES_DURABLE = "directory-outcomes";
 
 /** The outcome a MailEvent reports, or undefined when it changes nothing about the recipient. */
 export function mailOutcomeOf(event: MailEvent): MailOutcome | undefined {
-  const base = { workspaceId: event.workspaceId, recipient: event.recipient, detail: event.detail, occurredAt: event.occurredAt ? timestampDate(event.occurredAt) : undefined };
+  const base = {
+    workspaceId: event.workspaceId, recipient: event.recipient, detail: event.detail, occurredAt: event.occurredAt ? timestampDate(event.occurredAt) : undefined,
+    source: event.emailId || event.broadcastId || undefined,
+  };
   switch (event.type) {
     case MailEventType.BOUNCED:
       // A hard bounce: permanent (inbound DSNs), or a 5xx reply to our own SMTP transaction.

@@ -26,6 +26,8 @@ import { ContactFilters } from "./adapters/contact-filter.js";
 import { consumeEngagement } from "./engagement-consumers.js";
 import { groupRoutes } from "./group-routes.js";
 import { Groups } from "./domain/groups.js";
+import { TemplatePreviews } from "./domain/template-previews.js";
+import { templateRoutes } from "./template-routes.js";
 import { EmittingGroupMembershipRepository } from "./domain/changes.js";
 import { GroupMembershipStore, GroupStore } from "./adapters/group-store.js";
 import { loadDirectorySettings } from "./settings.js";
@@ -129,6 +131,8 @@ const server = await startConnectServer({
     directoryRoutes(directory, contactFilters.compileContactFilter, team)(router);
     teamRoutes(team, auditLog)(router);
     groupRoutes(groups)(router);
+    // Template previews and version history (DESIGN §10.2): their own service, same unit and store.
+    templateRoutes(directory.templates, new TemplatePreviews(directory.templates, directory.contacts, directory.workspaces))(router);
     audienceRoutes(segments, audiences, contactFilters.engagement)(router);
     formRoutes(forms)(router);
     // Topics and contacts' choices (DESIGN §9.4): their own service, same unit and store.

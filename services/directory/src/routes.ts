@@ -8,7 +8,6 @@ import {
   ContactSource as PbContactSource,
   type ContactEventSchema,
   type ContactPropertySchema,
-  SuppressionReason as PbSuppressionReason,
   type ContactInput as PbContactInput,
   type TemplateInput as PbTemplateInput,
   type ContactSchema,
@@ -16,7 +15,6 @@ import {
   type TemplateSchema,
   type WorkspaceSchema,
   type ApiKeySchema,
-  type SuppressionSchema,
   type WorkspaceFlags as PbWorkspaceFlags,
 } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
@@ -26,14 +24,15 @@ import { appErrorCode } from "./domain/validation.js";
 import type { ContactInput } from "./domain/contacts.js";
 import type { PropertyView } from "./domain/properties.js";
 import { roleOf } from "./domain/keys.js";
-import { templateStatus } from "./domain/templates.js";
+import { templateStatus, templateVersion } from "./domain/templates.js";
 import type { DomainView } from "./domain/senders.js";
 import {
   CONTACT_SOURCES, CONTACT_STATUSES, contactStatus,
-  type ApiKey, type Contact, type ContactEvent, type ContactSource, type ContactStatus, type PropertyType, type Suppression, type SuppressionReason, type Template, type Workspace,
+  type ApiKey, type Contact, type ContactEvent, type ContactSource, type ContactStatus, type PropertyType, type Template, type Workspace,
 } from "./domain/model.js";
 import { parsePropertyType } from "./domain/properties.js";
 import { reserveSendable } from "./domain/sendable.js";
+import { suppressionHandlers, suppressionToPb } from "./suppression-routes.js";
 
 /** Proto ⇄ domain mapping only; every rule lives in the domain modules. */
 
@@ -71,19 +70,6 @@ function sourceFromPb(value: PbContactSource): ContactSource | undefined {
   return name as ContactSource;
 }
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
-const REASON_TO_PB: Record<SuppressionReason, PbSuppressionReason> = {
-  unsubscribed: PbSuppressionReason.UNSUBSCRIBED,
-  hard_bounce: PbSuppressionReason.HARD_BOUNCE,
-  complaint: PbSuppressionReason.COMPLAINT,
-  manual: PbSuppressionReason.MANUAL,
-};
-const REASON_FROM_PB: Partial<Record<number, SuppressionReason>> = {
-  [PbSuppressionReason.UNSPECIFIED]: "manual",
-  [PbSuppressionReason.UNSUBSCRIBED]: "unsubscribed",
-  [PbSuppressionReason.HARD_BOUNCE]: "hard_bounce",
-  [PbSuppressionReason.COMPLAINT]: "complaint",
-  [PbSuppressionReason.MANUAL]: "manual",
-};
 
 export function workspaceToPb(w: Workspace): MessageInitShape<typeof WorkspaceSchema> {
   return {
@@ -192,11 +178,14 @@ export function templateToPb(t: Template): MessageInitShape<typeof TemplateSchem
     replyTo: (t.replyTo ?? []).map((r) => ({ email: r.email, name: r.name ?? "" })),
     status: templateStatus(t),
     displayName: t.displayName ?? "",
+    kind: t.kind ?? "template",
+    format: t.format ?? "liquid",
+    layout: t.layout ?? "",
+    version: templateVersion(t),
+    source: t.source ?? "",
+    snippets: t.snippets ?? [],
+    liquid: t.liquid ?? false,
   };
-}
-
-function suppressionToPb(s: Suppression): MessageInitShape<typeof SuppressionSchema> {
-  return { email: s.emailLower, reason: REASON_TO_PB[s.reason], detail: s.detail, createdAt: ts(s.createdAt) };
 }
 
 const flagsFromPb = (f: PbWorkspaceFlags | undefined) =>
@@ -414,30 +403,18 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
       return { events: page.items.map(eventToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
     },
 
-    async addSuppression(req) {
-      const reason = REASON_FROM_PB[req.reason];
-      if (!reason) throw badRequest("invalid_request", `unknown suppression reason ${req.reason}`);
-      await dir.suppressions.add(req.workspaceId, req.email, reason, req.detail);
-      return {};
-    },
-    async removeSuppression(req) {
-      await dir.suppressions.remove(req.workspaceId, req.email);
-      return {};
-    },
-    async checkSuppression(req) {
-      return { suppressed: (await dir.suppressions.check(req.workspaceId, req.emails)).map(suppressionToPb) };
-    },
-    async listSuppressions(req) {
-      const page = await dir.suppressions.list(req.workspaceId, { limit: req.page?.limit, cursor: req.page?.cursor });
-      return { suppressions: page.items.map(suppressionToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
-    },
+    // Suppression list: suppression-routes.ts.
+    ...suppressionHandlers(dir),
 
     async createTemplate(req) {
       return { template: templateToPb(await dir.templates.create(req.workspaceId, templateFromPb(req.template))) };
     },
     async getTemplate(req) {
       const t = req.templateId ? await dir.templates.getById(req.workspaceId, req.templateId) : await dir.templates.get(req.workspaceId, req.name);
-      return { template: templateToPb(t) };
+      // Content the byte merge serves needs nothing more: no lookups on that send path.
+      if (!req.withIncludes || !t.liquid) return { template: templateToPb(t) };
+      const [includes, workspace] = await Promise.all([dir.templates.includes(req.workspaceId, t), dir.workspaces.get(req.workspaceId)]);
+      return { template: templateToPb(t), includes: includes.map(templateToPb), timeZone: workspace.timezone };
     },
     async updateTemplate(req) {
       return { template: templateToPb(await dir.templates.update(req.workspaceId, templateFromPb(req.template))) };
@@ -447,7 +424,7 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
       return {};
     },
     async listTemplates(req) {
-      const page = await dir.templates.list(req.workspaceId, { limit: req.page?.limit, cursor: req.page?.cursor, status: req.status || undefined, newestFirst: req.newestFirst });
+      const page = await dir.templates.list(req.workspaceId, { limit: req.page?.limit, cursor: req.page?.cursor, status: req.status || undefined, newestFirst: req.newestFirst, kind: req.kind || undefined });
       return { templates: page.items.map(templateToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
     },
 
@@ -483,6 +460,7 @@ function templateFromPb(t: PbTemplateInput | undefined) {
     name: t.name, subject: t.subject, html: t.html, text: t.text, previewText: t.previewText,
     displayName: t.displayName, fromEmail: t.fromEmail, fromName: t.fromName,
     replyTo: t.replyTo.map((r) => (r.name ? { email: r.email, name: r.name } : { email: r.email })), status: t.status || undefined,
+    kind: t.kind || undefined, format: t.format || undefined, layout: t.layout,
   };
 }
 

@@ -17,6 +17,7 @@ import {
 } from "../../../gen/mailroom/email/v1/email_pb.js";
 import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { AppError, badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
+import { actorOfHeaders } from "@mailroom/kit/audit.js";
 import { requestIdOfCall } from "@mailroom/kit/connect.js";
 import { currentTraceparent } from "@mailroom/kit/tracing.js";
 import type { AttachmentInfo, EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
@@ -110,6 +111,7 @@ export function protoRecord(record: EmailRecord): ProtoRecord {
     attachments: (record.attachments ?? []).map(protoAttachmentInfo),
     tags: record.tags ?? [],
     suppressed: record.suppressed ?? [],
+    sentBy: record.sentBy ?? "",
   });
 }
 
@@ -171,7 +173,7 @@ const protoCounters = (c: StatsCounters): ProtoCounters => create(StatsCountersS
 export function emailRoutes(service: EmailService) {
   return (router: ConnectRouter) =>
     router.service(EmailServiceDesc, {
-      sendEmail: async (req, ctx) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email), { requestId: requestIdOfCall(ctx), traceparent: currentTraceparent() })) }),
+      sendEmail: async (req, ctx) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email), { requestId: requestIdOfCall(ctx), traceparent: currentTraceparent(), sentBy: actorOfHeaders(ctx.requestHeader) })) }),
 
       sendBatch: async (req, ctx) => {
         assertBatchSize(req.emails.length);
@@ -188,7 +190,7 @@ export function emailRoutes(service: EmailService) {
             invalid.push({ index, to: input.to, error: err });
           }
         });
-        const result = requests.length ? await service.sendBatch(req.workspaceId, requests, { independent: req.independent, requestId: requestIdOfCall(ctx), traceparent: currentTraceparent() }) : { successful: [], failed: [] };
+        const result = requests.length ? await service.sendBatch(req.workspaceId, requests, { independent: req.independent, requestId: requestIdOfCall(ctx), traceparent: currentTraceparent(), sentBy: actorOfHeaders(ctx.requestHeader) }) : { successful: [], failed: [] };
         const failed = [...invalid, ...result.failed.map((f) => ({ ...f, index: positions[f.index] }))].sort((a, b) => a.index - b.index);
         return {
           successful: result.successful.map(protoRecord),

@@ -11,7 +11,7 @@ import { READ, type AuditTable, type AuditedRpc, type FieldPath } from "./audit.
 
 const change = (action: string, resource: string, id: FieldPath[], more: Partial<AuditedRpc> = {}): AuditedRpc => ({ action, resource, id, ...more });
 
-const SEND_BOOKKEEPING = { notAudited: "send-path bookkeeping called by the email and broadcast units; the send itself is recorded (email.send, broadcast.schedule)" };
+const SEND_BOOKKEEPING = { notAudited: "send-path bookkeeping called by the email and broadcast units; the send itself is recorded (the email's sentBy, email.send_batch, broadcast.schedule)" };
 const PUBLIC_SIGNUP = { notAudited: "a public visitor's signup (no actor); the contact records its source and events" };
 
 export const AUDIT_TABLE: AuditTable = {
@@ -108,15 +108,22 @@ export const AUDIT_TABLE: AuditTable = {
   // POST /v1/events: the batch is recorded (how many events), not each event's data.
   "mailroom.directory.v1.DirectoryService/RecordContactEvents": change("contact_event.record", "contact_event", [], { namesOnly: true }),
   "mailroom.directory.v1.DirectoryService/ListContactEvents": READ,
-  "mailroom.directory.v1.DirectoryService/AddSuppression": change("suppression.add", "suppression", ["req.email"]),
-  "mailroom.directory.v1.DirectoryService/RemoveSuppression": change("suppression.remove", "suppression", ["req.email"]),
+  "mailroom.directory.v1.DirectoryService/AddSuppression": change("suppression.add", "suppression", ["req.email", "req.domain"]),
+  "mailroom.directory.v1.DirectoryService/RemoveSuppression": change("suppression.remove", "suppression", ["req.email", "req.domain"]),
   "mailroom.directory.v1.DirectoryService/CheckSuppression": READ,
   "mailroom.directory.v1.DirectoryService/ListSuppressions": READ,
+  // An import's batch is one entry naming its file (label), not each address.
+  "mailroom.directory.v1.DirectoryService/AddSuppressions": change("suppression.import", "suppression", ["req.label"], { namesOnly: true }),
+  // Like StreamContacts (the contacts export): reads are not recorded.
+  "mailroom.directory.v1.DirectoryService/ExportSuppressions": READ,
   "mailroom.directory.v1.DirectoryService/CreateTemplate": change("template.create", "template", ["res.template.id"]),
   "mailroom.directory.v1.DirectoryService/GetTemplate": READ,
   "mailroom.directory.v1.DirectoryService/UpdateTemplate": change("template.update", "template", ["res.template.id", "req.template.name"]),
   "mailroom.directory.v1.DirectoryService/DeleteTemplate": change("template.delete", "template", ["req.name"]),
   "mailroom.directory.v1.DirectoryService/ListTemplates": READ,
+  "mailroom.directory.v1.TemplateService/RenderTemplate": READ,
+  "mailroom.directory.v1.TemplateService/ListTemplateVersions": READ,
+  "mailroom.directory.v1.TemplateService/RestoreTemplateVersion": change("template.restore", "template", ["res.template.id", "req.name"]),
   "mailroom.directory.v1.DirectoryService/ReserveUsage": SEND_BOOKKEEPING,
   "mailroom.directory.v1.DirectoryService/ReleaseUsage": SEND_BOOKKEEPING,
   "mailroom.directory.v1.DirectoryService/GetUsage": READ,
@@ -165,8 +172,10 @@ export const AUDIT_TABLE: AuditTable = {
   "mailroom.directory.v1.TopicService/SetContactTopics": change("contact.topics_update", "contact", ["res.contactId", "req.contact.contactId"]),
 
   // Email: a send is recorded by its id; recipients, subject and content are not copied.
-  "mailroom.email.v1.EmailService/SendEmail": change("email.send", "email", ["res.email.id"], { namesOnly: true }),
-  "mailroom.email.v1.EmailService/SendBatch": change("email.send_batch", "email", [], { namesOnly: true }),
+  // Sending is not audited (DESIGN §10.7): each email records who sent it (sentBy). An API
+  // batch is one entry; single sends the gateway coalesced into one call (independent) are none.
+  "mailroom.email.v1.EmailService/SendEmail": { notAudited: "a send: the email records who sent it (sentBy)" },
+  "mailroom.email.v1.EmailService/SendBatch": change("email.send_batch", "email", [], { namesOnly: true, unless: "req.independent" }),
   "mailroom.email.v1.EmailService/GetEmail": READ,
   "mailroom.email.v1.EmailService/CancelEmail": change("email.cancel", "email", ["req.id"]),
   "mailroom.email.v1.EmailService/GetEmailContent": READ,

@@ -79,6 +79,12 @@ export function parseActor(header: string | null | undefined, labelHeader?: stri
   return { kind, id, label: decodeLabel(labelHeader) || (kind === "cli" ? id : "") };
 }
 
+/** The actor a call's headers name, as "kind:id" (an email's sentBy); undefined when none. */
+export function actorOfHeaders(headers: Headers): string | undefined {
+  const actor = parseActor(headers.get(ACTOR_HEADER));
+  return actor && actorHeaderValue(actor.kind as Exclude<AuditActorKind, "system">, actor.id);
+}
+
 // ---------------------------------------------------------------------------------------
 // The table's row shapes (the rows are in audit-table.ts).
 
@@ -99,6 +105,8 @@ export interface AuditedRpc {
    * no actor header is sent, the member the answer names is the actor.
    */
   memberActor?: FieldPath;
+  /** A call whose value here is true is not recorded (what it does is recorded elsewhere). */
+  unless?: FieldPath;
 }
 
 /** A read: never recorded. */
@@ -318,6 +326,7 @@ export function auditInterceptor(opts: AuditInterceptorOptions): Interceptor {
     if (req.stream || res.stream) return res;
     const rule = opts.table[`${req.service.typeName}/${req.method.name}`];
     if (!isAudited(rule)) return res;
+    if (rule.unless && readPath(rule.unless, req.message, res.message) === true) return res;
     const memberId = rule.memberActor ? readPath(rule.memberActor, req.message, res.message) : undefined;
     const actor = parseActor(req.header.get(ACTOR_HEADER), req.header.get(ACTOR_LABEL_HEADER)) ??
       (typeof memberId === "string" && memberId ? { kind: "member" as const, id: memberId, label: "" } : undefined);

@@ -13,7 +13,7 @@ import {
 import type { Logger } from "@mailroom/kit/logger.js";
 import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent, type WebhookEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { dispatchDirectoryEvent, dispatchMailEvent, dispatchWebhookEvent, type DispatchDeps, type WebhookEventData } from "./domain/dispatch.js";
-import { CLIENT_EVENTS, type MailEventData, type MailEventKind, type MailSource, type WebhookEventName, type WebhookPayload } from "./domain/model.js";
+import { CLIENT_EVENTS, SUPPRESSION_EVENTS, type MailEventData, type MailEventKind, type MailSource, type WebhookEventName, type WebhookPayload } from "./domain/model.js";
 
 /** The dispatcher's own durable consumer: every outcome and tracking event. */
 export const DISPATCH_DURABLE = "webhooks-dispatch";
@@ -164,7 +164,8 @@ export function consumeWebhookEvents(nc: NatsConnection, deps: DispatchDeps, wak
   );
 }
 
-const CLIENT_EVENT_NAMES: ReadonlySet<string> = new Set(CLIENT_EVENTS);
+/** What the directory announces on DIRECTORY_EVENTS: the client's contact and workspace events, and suppression changes. */
+const CLIENT_EVENT_NAMES: ReadonlySet<string> = new Set([...CLIENT_EVENTS, ...SUPPRESSION_EVENTS]);
 
 /** A directory event (already the webhook body), or undefined when it is not one. */
 export function directoryEventOf(data: Uint8Array): WebhookPayload | undefined {
@@ -179,7 +180,7 @@ export function directoryEventOf(data: Uint8Array): WebhookPayload | undefined {
   }
 }
 
-/** The directory's changes (DIRECTORY_EVENTS: CONTACT_*, WORKSPACE_*), each already the webhook body. */
+/** The directory's changes (DIRECTORY_EVENTS: CONTACT_*, WORKSPACE_*, SUPPRESSION_*), each already the webhook body. */
 export function consumeDirectoryEvents(nc: NatsConnection, deps: DispatchDeps, wake: () => void, logger: Logger): Promise<ConsumeLoop> {
   return consumeForDispatch(
     nc,

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/renderer/v1/renderer.proto.
  */
 export const file_mailroom_renderer_v1_renderer: GenFile = /*@__PURE__*/
-  fileDesc("CiNtYWlscm9vbS9yZW5kZXJlci92MS9yZW5kZXJlci5wcm90bxIUbWFpbHJvb20ucmVuZGVyZXIudjEiaAoWRGV0ZWN0VmFyaWFibGVzUmVxdWVzdBIMCgRodG1sGAEgASgJEg8KB3N1YmplY3QYAiABKAkSFAoMcHJldmlld190ZXh0GAMgASgJEhkKEWN1c3RvbV9wcm9wZXJ0aWVzGAQgAygJIjwKF0RldGVjdFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGRldGVjdGVkGAEgAygJEg8KB3Vua25vd24YAiADKAki6gEKDkNvbXBpbGVSZXF1ZXN0EgwKBGh0bWwYASABKAkSDwoHc3ViamVjdBgCIAEoCRIUCgxwcmV2aWV3X3RleHQYAyABKAkSDAoEdGV4dBgEIAEoCRIUCgx0cmFja19jbGlja3MYBSABKAgSEwoLdHJhY2tfb3BlbnMYBiABKAgSLwoEa2luZBgHIAEoDjIhLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbnRlbnRLaW5kEhIKCmNvbnRlbnRfaWQYCCABKAkSFAoMd29ya3NwYWNlX2lkGAkgASgJEg8KB2xpdGVyYWwYCiABKAgidgoHU2VnbWVudBIRCgdsaXRlcmFsGAEgASgJSAASEgoIdmFyaWFibGUYAiABKAlIABIOCgRsaW5rGAMgASgFSAASFAoKb3Blbl9waXhlbBgEIAEoCEgAEhYKDHVybF92YXJpYWJsZRgFIAEoCUgAQgYKBHBhcnQiQwoQQ29tcGlsZWRUZW1wbGF0ZRIvCghzZWdtZW50cxgBIAMoCzIdLm1haWxyb29tLnJlbmRlcmVyLnYxLlNlZ21lbnQi+QMKD0NvbXBpbGVkTWVzc2FnZRI3CgdzdWJqZWN0GAEgASgLMiYubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRUZW1wbGF0ZRI0CgRodG1sGAIgASgLMiYubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRUZW1wbGF0ZRI0CgR0ZXh0GAMgASgLMiYubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRUZW1wbGF0ZRI8CgxwcmV2aWV3X3RleHQYBCABKAsyJi5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZFRlbXBsYXRlEjAKBWxpbmtzGAUgAygLMiEubWFpbHJvb20ucmVuZGVyZXIudjEuVHJhY2tlZExpbmsSFAoMdHJhY2tfY2xpY2tzGAYgASgIEhMKC3RyYWNrX29wZW5zGAcgASgIEi8KBGtpbmQYCCABKA4yIS5tYWlscm9vbS5yZW5kZXJlci52MS5Db250ZW50S2luZBISCgpjb250ZW50X2lkGAkgASgJEhQKDHdvcmtzcGFjZV9pZBgKIAEoCRIRCgl2YXJpYWJsZXMYCyADKAkSIAoYdW5zdWJzY3JpYmVfZm9vdGVyX2FkZGVkGAwgASgIEhYKDnRleHRfZ2VuZXJhdGVkGA0gASgIIikKC1RyYWNrZWRMaW5rEgsKA3VybBgBIAEoCRINCgV0b2tlbhgCIAEoCSJKCg9Db21waWxlUmVzcG9uc2USNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2Ui+gEKDVJlbmRlclJlcXVlc3QSNwoHY29udGVudBgBIAEoCzIkLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbXBpbGVSZXF1ZXN0SAASOQoIY29tcGlsZWQYAiABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2VIABIqCgl2YXJpYWJsZXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD3JlY2lwaWVudF9lbWFpbBgEIAEoCRISCgpjb250YWN0X2lkGAUgASgJEhIKCm1lc3NhZ2VfaWQYBiABKAlCCAoGc291cmNlIp4BCg5SZW5kZXJSZXNwb25zZRIPCgdzdWJqZWN0GAEgASgJEgwKBGh0bWwYAiABKAkSDAoEdGV4dBgDIAEoCRIUCgxwcmV2aWV3X3RleHQYBCABKAkSFwoPdW5zdWJzY3JpYmVfdXJsGAUgASgJEhwKFGxpc3RfdW5zdWJzY3JpYmVfdXJsGAYgASgJEhIKCm1hbmFnZV91cmwYByABKAkqhAEKC0NvbnRlbnRLaW5kEhwKGENPTlRFTlRfS0lORF9VTlNQRUNJRklFRBAAEh4KGkNPTlRFTlRfS0lORF9UUkFOU0FDVElPTkFMEAESGgoWQ09OVEVOVF9LSU5EX0JST0FEQ0FTVBACEhsKF0NPTlRFTlRfS0lORF9BVVRPTUFUSU9OEAMyrgIKD1JlbmRlcmVyU2VydmljZRJuCg9EZXRlY3RWYXJpYWJsZXMSLC5tYWlscm9vbS5yZW5kZXJlci52MS5EZXRlY3RWYXJpYWJsZXNSZXF1ZXN0Gi0ubWFpbHJvb20ucmVuZGVyZXIudjEuRGV0ZWN0VmFyaWFibGVzUmVzcG9uc2USVgoHQ29tcGlsZRIkLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbXBpbGVSZXF1ZXN0GiUubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZVJlc3BvbnNlElMKBlJlbmRlchIjLm1haWxyb29tLnJlbmRlcmVyLnYxLlJlbmRlclJlcXVlc3QaJC5tYWlscm9vbS5yZW5kZXJlci52MS5SZW5kZXJSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("CiNtYWlscm9vbS9yZW5kZXJlci92MS9yZW5kZXJlci5wcm90bxIUbWFpbHJvb20ucmVuZGVyZXIudjEiaAoWRGV0ZWN0VmFyaWFibGVzUmVxdWVzdBIMCgRodG1sGAEgASgJEg8KB3N1YmplY3QYAiABKAkSFAoMcHJldmlld190ZXh0GAMgASgJEhkKEWN1c3RvbV9wcm9wZXJ0aWVzGAQgAygJIjwKF0RldGVjdFZhcmlhYmxlc1Jlc3BvbnNlEhAKCGRldGVjdGVkGAEgAygJEg8KB3Vua25vd24YAiADKAki6gEKDkNvbXBpbGVSZXF1ZXN0EgwKBGh0bWwYASABKAkSDwoHc3ViamVjdBgCIAEoCRIUCgxwcmV2aWV3X3RleHQYAyABKAkSDAoEdGV4dBgEIAEoCRIUCgx0cmFja19jbGlja3MYBSABKAgSEwoLdHJhY2tfb3BlbnMYBiABKAgSLwoEa2luZBgHIAEoDjIhLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbnRlbnRLaW5kEhIKCmNvbnRlbnRfaWQYCCABKAkSFAoMd29ya3NwYWNlX2lkGAkgASgJEg8KB2xpdGVyYWwYCiABKAgidgoHU2VnbWVudBIRCgdsaXRlcmFsGAEgASgJSAASEgoIdmFyaWFibGUYAiABKAlIABIOCgRsaW5rGAMgASgFSAASFAoKb3Blbl9waXhlbBgEIAEoCEgAEhYKDHVybF92YXJpYWJsZRgFIAEoCUgAQgYKBHBhcnQiQwoQQ29tcGlsZWRUZW1wbGF0ZRIvCghzZWdtZW50cxgBIAMoCzIdLm1haWxyb29tLnJlbmRlcmVyLnYxLlNlZ21lbnQirgQKD0NvbXBpbGVkTWVzc2FnZRI3CgdzdWJqZWN0GAEgASgLMiYubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRUZW1wbGF0ZRI0CgRodG1sGAIgASgLMiYubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRUZW1wbGF0ZRI0CgR0ZXh0GAMgASgLMiYubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZWRUZW1wbGF0ZRI8CgxwcmV2aWV3X3RleHQYBCABKAsyJi5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZFRlbXBsYXRlEjAKBWxpbmtzGAUgAygLMiEubWFpbHJvb20ucmVuZGVyZXIudjEuVHJhY2tlZExpbmsSFAoMdHJhY2tfY2xpY2tzGAYgASgIEhMKC3RyYWNrX29wZW5zGAcgASgIEi8KBGtpbmQYCCABKA4yIS5tYWlscm9vbS5yZW5kZXJlci52MS5Db250ZW50S2luZBISCgpjb250ZW50X2lkGAkgASgJEhQKDHdvcmtzcGFjZV9pZBgKIAEoCRIRCgl2YXJpYWJsZXMYCyADKAkSIAoYdW5zdWJzY3JpYmVfZm9vdGVyX2FkZGVkGAwgASgIEhYKDnRleHRfZ2VuZXJhdGVkGA0gASgIEjMKBmxpcXVpZBgOIAEoCzIjLm1haWxyb29tLnJlbmRlcmVyLnYxLkxpcXVpZENvbnRlbnQiUgoNTGlxdWlkQ29udGVudBIPCgdzdWJqZWN0GAEgASgJEgwKBGh0bWwYAiABKAkSDAoEdGV4dBgDIAEoCRIUCgxwcmV2aWV3X3RleHQYBCABKAkiKQoLVHJhY2tlZExpbmsSCwoDdXJsGAEgASgJEg0KBXRva2VuGAIgASgJIkoKD0NvbXBpbGVSZXNwb25zZRI3Cghjb21waWxlZBgBIAEoCzIlLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbXBpbGVkTWVzc2FnZSL6AQoNUmVuZGVyUmVxdWVzdBI3Cgdjb250ZW50GAEgASgLMiQubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZVJlcXVlc3RIABI5Cghjb21waWxlZBgCIAEoCzIlLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbXBpbGVkTWVzc2FnZUgAEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPcmVjaXBpZW50X2VtYWlsGAQgASgJEhIKCmNvbnRhY3RfaWQYBSABKAkSEgoKbWVzc2FnZV9pZBgGIAEoCUIICgZzb3VyY2UingEKDlJlbmRlclJlc3BvbnNlEg8KB3N1YmplY3QYASABKAkSDAoEaHRtbBgCIAEoCRIMCgR0ZXh0GAMgASgJEhQKDHByZXZpZXdfdGV4dBgEIAEoCRIXCg91bnN1YnNjcmliZV91cmwYBSABKAkSHAoUbGlzdF91bnN1YnNjcmliZV91cmwYBiABKAkSEgoKbWFuYWdlX3VybBgHIAEoCSqEAQoLQ29udGVudEtpbmQSHAoYQ09OVEVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASHgoaQ09OVEVOVF9LSU5EX1RSQU5TQUNUSU9OQUwQARIaChZDT05URU5UX0tJTkRfQlJPQURDQVNUEAISGwoXQ09OVEVOVF9LSU5EX0FVVE9NQVRJT04QAzKuAgoPUmVuZGVyZXJTZXJ2aWNlEm4KD0RldGVjdFZhcmlhYmxlcxIsLm1haWxyb29tLnJlbmRlcmVyLnYxLkRldGVjdFZhcmlhYmxlc1JlcXVlc3QaLS5tYWlscm9vbS5yZW5kZXJlci52MS5EZXRlY3RWYXJpYWJsZXNSZXNwb25zZRJWCgdDb21waWxlEiQubWFpbHJvb20ucmVuZGVyZXIudjEuQ29tcGlsZVJlcXVlc3QaJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlUmVzcG9uc2USUwoGUmVuZGVyEiMubWFpbHJvb20ucmVuZGVyZXIudjEuUmVuZGVyUmVxdWVzdBokLm1haWxyb29tLnJlbmRlcmVyLnYxLlJlbmRlclJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct]);
 
 /**
  * @generated from message mailroom.renderer.v1.DetectVariablesRequest
@@ -290,6 +290,15 @@ export type CompiledMessage = Message<"mailroom.renderer.v1.CompiledMessage"> & 
    * @generated from field: bool text_generated = 13;
    */
   textGenerated: boolean;
+
+  /**
+   * A broadcast written in Liquid (DESIGN §10.2): its sources, parsed once per compiled message
+   * and rendered per recipient by the merge, which then compiles the rendered content (links
+   * tracked with the URL as rendered, footer, pixel, text). The templates above are empty then.
+   *
+   * @generated from field: mailroom.renderer.v1.LiquidContent liquid = 14;
+   */
+  liquid?: LiquidContent | undefined;
 };
 
 /**
@@ -298,6 +307,38 @@ export type CompiledMessage = Message<"mailroom.renderer.v1.CompiledMessage"> & 
  */
 export const CompiledMessageSchema: GenMessage<CompiledMessage> = /*@__PURE__*/
   messageDesc(file_mailroom_renderer_v1_renderer, 5);
+
+/**
+ * @generated from message mailroom.renderer.v1.LiquidContent
+ */
+export type LiquidContent = Message<"mailroom.renderer.v1.LiquidContent"> & {
+  /**
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * @generated from field: string html = 2;
+   */
+  html: string;
+
+  /**
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * @generated from field: string preview_text = 4;
+   */
+  previewText: string;
+};
+
+/**
+ * Describes the message mailroom.renderer.v1.LiquidContent.
+ * Use `create(LiquidContentSchema)` to create a new message.
+ */
+export const LiquidContentSchema: GenMessage<LiquidContent> = /*@__PURE__*/
+  messageDesc(file_mailroom_renderer_v1_renderer, 6);
 
 /**
  * @generated from message mailroom.renderer.v1.TrackedLink
@@ -321,7 +362,7 @@ export type TrackedLink = Message<"mailroom.renderer.v1.TrackedLink"> & {
  * Use `create(TrackedLinkSchema)` to create a new message.
  */
 export const TrackedLinkSchema: GenMessage<TrackedLink> = /*@__PURE__*/
-  messageDesc(file_mailroom_renderer_v1_renderer, 6);
+  messageDesc(file_mailroom_renderer_v1_renderer, 7);
 
 /**
  * @generated from message mailroom.renderer.v1.CompileResponse
@@ -338,7 +379,7 @@ export type CompileResponse = Message<"mailroom.renderer.v1.CompileResponse"> & 
  * Use `create(CompileResponseSchema)` to create a new message.
  */
 export const CompileResponseSchema: GenMessage<CompileResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_renderer_v1_renderer, 7);
+  messageDesc(file_mailroom_renderer_v1_renderer, 8);
 
 /**
  * @generated from message mailroom.renderer.v1.RenderRequest
@@ -387,7 +428,7 @@ export type RenderRequest = Message<"mailroom.renderer.v1.RenderRequest"> & {
  * Use `create(RenderRequestSchema)` to create a new message.
  */
 export const RenderRequestSchema: GenMessage<RenderRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_renderer_v1_renderer, 8);
+  messageDesc(file_mailroom_renderer_v1_renderer, 9);
 
 /**
  * @generated from message mailroom.renderer.v1.RenderResponse
@@ -436,7 +477,7 @@ export type RenderResponse = Message<"mailroom.renderer.v1.RenderResponse"> & {
  * Use `create(RenderResponseSchema)` to create a new message.
  */
 export const RenderResponseSchema: GenMessage<RenderResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_renderer_v1_renderer, 9);
+  messageDesc(file_mailroom_renderer_v1_renderer, 10);
 
 /**
  * @generated from enum mailroom.renderer.v1.ContentKind

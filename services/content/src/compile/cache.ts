@@ -51,7 +51,7 @@ export class CompileCache {
 
 /** `<approximate bytes>:<digest>`; every field is length-prefixed so no two inputs collide by concatenation. */
 function cacheKey(input: CompileInput): string {
-  const flags = `${input.kind}|${input.literal === true}|${input.trackClicks}|${input.trackOpens}`;
+  const flags = `${input.kind}|${input.literal === true}|${input.trackClicks}|${input.trackOpens}|${input.systemVariablesOnly === true}`;
   let bytes = 0;
   let text = "";
   for (const field of [flags, input.workspaceId, input.subject, input.previewText, input.text, input.html]) {

@@ -6,8 +6,10 @@ import { scanHtml, type AttributeValue } from "./scan.js";
 import { classifyHref, cleanHref, isInUrlQuery } from "./links.js";
 import { htmlToPlainText } from "./text.js";
 import { signLinkToken } from "../tokens.js";
-import { splitVariables } from "./variables.js";
+import { splitVariables, SYSTEM_ONLY } from "./variables.js";
 import { FOOTER_TEXT, footerPieces, pixelFormFor, pixelPieces, preheaderPieces } from "./snippets.js";
+import { compileLiquidMessage } from "./liquid.js";
+import { usesLiquid } from "../liquid/engine.js";
 
 /**
  * Compiles content once (at schedule time, for test sends, per transactional email):
@@ -33,6 +35,12 @@ export interface CompileInput {
    * the open pixel still added.
    */
   literal?: boolean;
+  /**
+   * Content a Liquid render already merged: only the system values (`{{unsubscribeUrl}}`,
+   * `{{manageUrl}}`, `{{contactId}}`) are slots; any other `{{…}}` left in it came from a
+   * value and is text. Links are tracked with the URL as rendered.
+   */
+  systemVariablesOnly?: boolean;
 }
 
 export interface CompileOptions {
@@ -82,9 +90,14 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   validateCompileInput(input);
   const { html } = input;
   const literal = input.literal === true;
+  // A broadcast in Liquid is rendered per recipient before it is compiled (compile/liquid.ts).
+  if (!literal && input.systemVariablesOnly !== true && input.kind === ContentKind.BROADCAST && usesLiquid(html, input.subject, input.previewText, input.text)) {
+    return compileLiquidMessage(input);
+  }
+  const only = input.systemVariablesOnly === true ? SYSTEM_ONLY : undefined;
   // Literal content has no variables: every text is one literal piece.
-  const textPieces = literal ? (text: string): Piece[] => (text ? [{ lit: text }] : []) : sourcePieces;
-  const asTemplateText = literal ? (text: string) => text : normalizeVariables;
+  const textPieces = literal ? (text: string): Piece[] => (text ? [{ lit: text }] : []) : (text: string) => sourcePieces(text, only);
+  const asTemplateText = literal ? (text: string) => text : (text: string) => normalizeVariables(text, only);
   const scan = scanHtml(html);
   const links: { url: string; token: string }[] = [];
   const edits: Edit[] = [];
@@ -95,7 +108,9 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   const placeholder = (pieces: Piece[]) => `x${nonce}s${hrefSlots.push(pieces) - 1}x`;
 
   for (const href of scan.hrefs) {
-    const action = classifyHref(href.decoded, { trackClicks: input.trackClicks, publicUrl: opts.publicUrl, literal });
+    // Rendered content: braces a value left in a URL are text, so only a system slot keeps a link untracked.
+    const asLiteral = literal || (only !== undefined && !splitVariables(href.decoded, only).some((p) => "variable" in p));
+    const action = classifyHref(href.decoded, { trackClicks: input.trackClicks, publicUrl: opts.publicUrl, literal: asLiteral });
     if (action === "track") {
       const url = cleanHref(href.decoded);
       const index = links.length;
@@ -107,26 +122,26 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
     } else {
       const source = html.slice(href.start, href.end);
       if (literal || source.indexOf("{{") === -1) continue;
-      const htmlPieces = hrefPieces(source);
+      const htmlPieces = hrefPieces(source, only);
       if (!htmlPieces) continue;
-      const textPieces = hrefPieces(href.decoded) ?? [{ lit: href.decoded }];
+      const textPieces = hrefPieces(href.decoded, only) ?? [{ lit: href.decoded }];
       edits.push({ start: href.start, end: href.end, html: quoted(htmlPieces, href, source), textHtml: placeholder(textPieces) });
     }
   }
   for (const attr of literal ? [] : scan.unquotedWithBraces) {
     const source = html.slice(attr.start, attr.end);
-    const pieces = sourcePieces(source);
+    const pieces = sourcePieces(source, only);
     if (!pieces.some((p) => "variable" in p)) continue;
     edits.push({ start: attr.start, end: attr.end, html: quoted(pieces, attr, source), textHtml: source });
   }
 
-  const referencesUnsubscribe = !literal && splitVariables(html).some((p) => "variable" in p && p.variable === "unsubscribeUrl");
+  const referencesUnsubscribe = !literal && splitVariables(html, only).some((p) => "variable" in p && p.variable === "unsubscribeUrl");
   const addFooter = offersUnsubscribe(input.kind) && !referencesUnsubscribe;
   const preheaderAt = firstNonNegative(scan.bodyOpenEnd, scan.headCloseEnd, scan.htmlOpenEnd, scan.doctypeEnd, 0);
   let closingAt = firstNonNegative(scan.bodyCloseStart, scan.htmlCloseStart, html.length);
   if (closingAt < preheaderAt) closingAt = html.length;
   if (input.previewText) {
-    edits.push({ start: preheaderAt, end: preheaderAt, html: preheaderPieces(input.previewText, literal), textHtml: "" });
+    edits.push({ start: preheaderAt, end: preheaderAt, html: preheaderPieces(input.previewText, literal, only), textHtml: "" });
   }
   const closing: Edit = { start: closingAt, end: closingAt, html: [], textHtml: "" };
   if (addFooter) {
@@ -192,8 +207,8 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
 }
 
 /** Literal runs and variables of a piece of source text. */
-function sourcePieces(text: string): Piece[] {
-  return splitVariables(text).map((p) => ("literal" in p ? { lit: p.literal } : { variable: p.variable }));
+function sourcePieces(text: string, only?: ReadonlySet<string>): Piece[] {
+  return splitVariables(text, only).map((p) => ("literal" in p ? { lit: p.literal } : { variable: p.variable }));
 }
 
 /**
@@ -201,8 +216,8 @@ function sourcePieces(text: string): Piece[] {
  * of an http(s) URL are percent-encoded at merge time, the rest merged as they are.
  * `undefined` when the value holds no variable after all.
  */
-function hrefPieces(value: string): Piece[] | undefined {
-  const parts = splitVariables(value);
+function hrefPieces(value: string, only?: ReadonlySet<string>): Piece[] | undefined {
+  const parts = splitVariables(value, only);
   if (!parts.some((p) => "variable" in p)) return undefined;
   return parts.map((p) => {
     if ("literal" in p) return { lit: p.literal };
@@ -221,8 +236,8 @@ function quoted(pieces: Piece[], attr: AttributeValue, source: string): Piece[] 
 }
 
 /** `{{ name }}` → `{{name}}` so the text generator's word wrap cannot split a variable. */
-function normalizeVariables(text: string): string {
-  return text.indexOf("{{") === -1 ? text : piecesAsTemplateHtml(sourcePieces(text));
+function normalizeVariables(text: string, only?: ReadonlySet<string>): string {
+  return text.indexOf("{{") === -1 ? text : piecesAsTemplateHtml(sourcePieces(text, only));
 }
 
 function piecesAsTemplateHtml(pieces: Piece[]): string {

@@ -83,17 +83,32 @@ export class AudienceStore implements AudienceQueries, AudienceLookups {
     return this.contacts.find(query, { sort: { _id: 1 }, limit: opts.limit });
   }
 
-  /** The workspace's suppression list a page at a time, each page one count of the audience's contacts with those addresses. */
+  /**
+   * The workspace's suppression list a page at a time, each page one count of the audience's
+   * contacts with those addresses; then, for each whole suppressed domain (keys `@domain`,
+   * few), one count of the audience's contacts at it. An address whose domain is suppressed
+   * too is counted once, with its domain.
+   */
   async countSuppressed(workspaceId: string, audience: ResolvedAudience): Promise<number> {
     const base = await this.filterOf(workspaceId, audience);
+    const domains = (await this.suppressions.find({ workspaceId, _id: { $gte: `${workspaceId}:@`, $lt: `${workspaceId}:A` } }, { projection: { _id: 1, emailLower: 1 } }))
+      .map((s) => (typeof s.emailLower === "string" ? s.emailLower.slice(1) : ""))
+      .filter(Boolean);
+    const suppressedDomains = new Set(domains);
     let total = 0;
+    for (const domain of domains) {
+      // A domain name holds letters, digits, "-" and ".": only the dots need escaping.
+      const atDomain = `@${domain.replace(/\./g, "\\.")}$`;
+      total += await this.contacts.countDocuments({ $and: [base, { workspaceId, emailLower: { $regex: atDomain } }] });
+    }
     let after: string | undefined;
     for (;;) {
       const page = await this.suppressions.find(after ? { workspaceId, _id: { $gt: after } } : { workspaceId }, {
         sort: { _id: 1 }, limit: SUPPRESSION_PAGE, projection: { _id: 1, emailLower: 1 },
       });
       if (!page.length) return total;
-      const emails = page.map((s) => s.emailLower).filter((e): e is string => typeof e === "string");
+      const emails = page.map((s) => s.emailLower)
+        .filter((e): e is string => typeof e === "string" && !e.startsWith("@") && !suppressedDomains.has(e.slice(e.lastIndexOf("@") + 1)));
       // Their contacts by the unique (workspaceId, emailLower) index, then the audience's filter
       // on those ids alone (direct gets): never a scan of the audience per page of suppressions.
       const ids = emails.length

@@ -1,10 +1,11 @@
-import type { Collection, Filter, Store } from "@mailroom/store/port.js";
+import { DuplicateKeyError, type Collection, type Filter, type Store } from "@mailroom/store/port.js";
 import type { Suppression, SuppressionReason } from "../domain/model.js";
-import type { SuppressionRepository } from "../domain/ports.js";
-import { ensureDoc, withoutId, type Stored } from "./documents.js";
+import type { SuppressionPageQuery, SuppressionRepository } from "../domain/ports.js";
+import { ERASED_KEY_PREFIX } from "../domain/suppression.js";
+import { withoutId, type Stored } from "./documents.js";
 
 /** Reasons a stronger one (a bounce, a complaint) replaces. */
-const WEAK_REASONS: SuppressionReason[] = ["unsubscribed", "manual"];
+const WEAK_REASONS: SuppressionReason[] = ["unsubscribed", "manual", "imported"];
 
 export class SuppressionStore implements SuppressionRepository {
   private constructor(private readonly suppressions: Collection<Stored<Suppression>>) {}
@@ -15,12 +16,41 @@ export class SuppressionStore implements SuppressionRepository {
     return new SuppressionStore(suppressions);
   }
 
-  ensure(suppression: Suppression): Promise<void> {
-    return ensureDoc(this.suppressions, { _id: suppression._id }, { $setOnInsert: withoutId(suppression) });
+  async ensure(suppression: Suppression): Promise<boolean> {
+    const doc = stripUndefined(suppression);
+    try {
+      const res = await this.suppressions.updateOne({ _id: suppression._id }, { $setOnInsert: withoutId(doc) }, { upsert: true });
+      return Boolean(res.upsertedId);
+    } catch (err) {
+      if (err instanceof DuplicateKeyError) return false;
+      throw err;
+    }
+  }
+
+  async ensureMany(suppressions: Suppression[]): Promise<Suppression[]> {
+    if (!suppressions.length) return [];
+    // The caller looked them up (Suppressions.addMany): most are missing, so they are written
+    // at once, and only a batch that meets an existing key goes one by one.
+    const missing = [...new Map(suppressions.map((s) => [s._id, stripUndefined(s) as Stored<Suppression>])).values()];
+    try {
+      // One write for the batch (one transaction in the embedded store).
+      await this.suppressions.insertMany(missing);
+      return missing;
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+    }
+    // Another writer got some in first: each on its own.
+    const inserted: Suppression[] = [];
+    for (const s of missing) if (await this.ensure(s)) inserted.push(s);
+    return inserted;
   }
 
   async strengthen(id: string, reason: SuppressionReason, detail: string): Promise<void> {
     await this.suppressions.updateOne({ _id: id, reason: { $in: WEAK_REASONS } }, { $set: { reason, detail } });
+  }
+
+  async setSourceIfMissing(id: string, source: string): Promise<void> {
+    await this.suppressions.updateOne({ _id: id, source: { $exists: false } }, { $set: { source } });
   }
 
   find(id: string): Promise<Suppression | null> {
@@ -31,13 +61,36 @@ export class SuppressionStore implements SuppressionRepository {
     return this.suppressions.find({ _id: { $in: ids }, workspaceId });
   }
 
-  async remove(id: string, reason?: SuppressionReason): Promise<void> {
-    await this.suppressions.deleteOne(reason ? { _id: id, reason } : { _id: id });
+  async remove(id: string, reason?: SuppressionReason, opts: { unless?: SuppressionReason } = {}): Promise<Suppression | null> {
+    const found = await this.suppressions.findOne({ _id: id });
+    if (!found || (reason && found.reason !== reason) || (opts.unless && found.reason === opts.unless)) return null;
+    // Conditional on the reason read: a complaint arriving meanwhile is not removed unforced.
+    const { deletedCount } = await this.suppressions.deleteOne({ _id: id, reason: found.reason });
+    return deletedCount ? found : null;
   }
 
-  page(workspaceId: string, opts: { after?: string; limit: number }): Promise<Suppression[]> {
-    const filter: Filter = { workspaceId };
-    if (opts.after) filter._id = { $gt: opts.after };
-    return this.suppressions.find(filter, { sort: { _id: 1 }, limit: opts.limit });
+  page(workspaceId: string, opts: SuppressionPageQuery): Promise<Suppression[]> {
+    const scope = `${workspaceId}:`;
+    const and: Filter[] = [
+      // The workspace's key range: the embedded store walks the _id tree from the cursor.
+      { workspaceId, _id: { $gt: scope, $lt: `${workspaceId};` } },
+      // Erased addresses are suppressed by a hashed key and never listed.
+      { $nor: [{ _id: { $gte: `${scope}${ERASED_KEY_PREFIX}`, $lt: `${scope}${nextPrefix(ERASED_KEY_PREFIX)}` } }] },
+    ];
+    if (opts.after) and.push({ _id: { $gt: opts.after } });
+    if (opts.prefix) and.push({ _id: { $gte: `${scope}${opts.prefix}`, $lt: `${scope}${nextPrefix(opts.prefix)}` } });
+    if (opts.reason) and.push({ reason: opts.reason });
+    if (opts.since) and.push({ createdAt: { $gte: opts.since } });
+    return this.suppressions.find({ $and: and }, { sort: { _id: 1 }, limit: opts.limit });
   }
+}
+
+/** The smallest string greater than every string starting with `prefix`. */
+function nextPrefix(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+/** The store refuses `undefined` values. */
+function stripUndefined<T extends object>(record: T): T {
+  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as T;
 }

@@ -1,18 +1,36 @@
 import type { Collection, Filter, Store } from "@mailroom/store/port.js";
-import type { Template, TemplateStatus } from "../domain/model.js";
+import type { Template, TemplateKind, TemplateStatus, TemplateVersion } from "../domain/model.js";
 import type { TemplateRepository } from "../domain/ports.js";
 import { asDoc, insertUnique, type Stored } from "./documents.js";
 
 export class TemplateStore implements TemplateRepository {
-  private constructor(private readonly templates: Collection<Stored<Template>>) {}
+  private constructor(
+    private readonly templates: Collection<Stored<Template>>,
+    private readonly history: Collection<Stored<TemplateVersion>>,
+  ) {}
 
   static async open(store: Store): Promise<TemplateStore> {
     const templates = store.collection<Stored<Template>>("templates");
+    const history = store.collection<Stored<TemplateVersion>>("template_versions");
     await Promise.all([
       templates.createIndex({ keys: { workspaceId: 1, name: 1 }, unique: true }),
       templates.createIndex({ keys: { workspaceId: 1, _id: 1 } }),
+      history.createIndex({ keys: { workspaceId: 1, templateId: 1, version: -1 } }),
     ]);
-    return new TemplateStore(templates);
+    return new TemplateStore(templates, history);
+  }
+
+  async addVersion(version: TemplateVersion): Promise<void> {
+    // The id is template and version: saving the same version again (a retry) keeps one copy.
+    await insertUnique(this.history, asDoc(version));
+  }
+
+  versions(workspaceId: string, templateId: string, limit: number): Promise<TemplateVersion[]> {
+    return this.history.find({ workspaceId, templateId }, { sort: { version: -1 }, limit });
+  }
+
+  findVersion(workspaceId: string, templateId: string, version: number): Promise<TemplateVersion | null> {
+    return this.history.findOne({ workspaceId, templateId, version });
   }
 
   insert(template: Template): Promise<boolean> {
@@ -35,8 +53,11 @@ export class TemplateStore implements TemplateRepository {
     await this.templates.deleteOne({ _id: id, workspaceId });
   }
 
-  page(workspaceId: string, opts: { after?: string; limit: number; status?: TemplateStatus; newestFirst?: boolean }): Promise<Template[]> {
+  page(workspaceId: string, opts: { after?: string; limit: number; status?: TemplateStatus; newestFirst?: boolean; kind?: TemplateKind }): Promise<Template[]> {
     const filter: Filter = { workspaceId };
+    // Templates made before kinds have none: they are of kind "template".
+    if (opts.kind === "template") filter.kind = { $nin: ["layout", "snippet"] };
+    else if (opts.kind) filter.kind = opts.kind;
     // Templates made before statuses have none: they are ACTIVE.
     if (opts.status === "ACTIVE") filter.$or = [{ status: "ACTIVE" }, { status: { $exists: false } }];
     else if (opts.status) filter.status = opts.status;

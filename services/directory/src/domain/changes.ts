@@ -25,7 +25,9 @@ export type DirectoryEventType =
   | "CONTACT_TAG_REMOVED"
   | "WORKSPACE_TEAM_MEMBER_JOINED"
   | "WORKSPACE_SENDING_EMAILS_PAUSED"
-  | "WORKSPACE_BANNED";
+  | "WORKSPACE_BANNED"
+  | "SUPPRESSION_CREATED"
+  | "SUPPRESSION_DELETED";
 
 /** Exactly the webhook body: `{ id, type, createdAt, workspaceId, data }`. */
 export interface DirectoryEvent {

@@ -15,6 +15,7 @@ import type { DnsPolicy } from "./dns-policy.js";
 import type { SendingDns } from "./direct-sending.js";
 import type { ContactEventPublisher, DirectoryRepositories, DkimKeyGenerator, TxtResolver } from "./ports.js";
 import { systemClock, type Clock } from "./validation.js";
+import { EmittingSuppressionRepository } from "./suppression-events.js";
 import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, EmittingWorkspaceRepository, type ChangeIntentRecorder, type DirectoryEventPublisher } from "./changes.js";
 
 export interface DirectoryDeps {
@@ -68,6 +69,7 @@ export function createDirectory(deps: DirectoryDeps): Directory {
         properties: new EmittingPropertyRepository(deps.repositories.properties, publish, deps.intendChanges, now),
         members: new EmittingMemberRepository(deps.repositories.members, publish, deps.intendChanges, now),
         workspaces: new EmittingWorkspaceRepository(deps.repositories.workspaces, publish, deps.intendChanges, now),
+        suppressions: new EmittingSuppressionRepository(deps.repositories.suppressions, publish, now),
       }
     : deps.repositories;
   const policy: DnsPolicy = {

@@ -49,9 +49,11 @@ describe("erasing a contact", () => {
       const mine = docs.filter((d) => JSON.stringify(d).includes(WS));
       expect(JSON.stringify(mine).toLowerCase(), collection).not.toContain("ann.lee");
     }
-    const listed = (await dir.suppressions.list(WS)).items;
-    expect(listed).toEqual([expect.objectContaining({ emailLower: erasedKey(WS, "ann.lee@example.test") })]);
-    expect(listed[0].emailLower).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // Only the hashed suppression is kept: effective, never listed (DESIGN §10.3).
+    const kept = (await dir.store.collection("suppressions").find({ workspaceId: WS })) as unknown as Array<{ emailLower: string }>;
+    expect(kept).toEqual([expect.objectContaining({ emailLower: erasedKey(WS, "ann.lee@example.test") })]);
+    expect(kept[0].emailLower).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect((await dir.suppressions.list(WS)).items).toEqual([]);
     // The other contact and its events are untouched.
     expect((await dir.events.list(WS, other._id)).items).toHaveLength(1);
   });
@@ -67,10 +69,11 @@ describe("erasing a contact", () => {
     // A later unsubscribe or complaint (a message already in flight) strengthens the hashed entry.
     await dir.suppressions.add(WS, "gone@example.test", "unsubscribed");
     await dir.suppressions.add(WS, "Gone@example.test", "complaint", "arf about gone@example.test");
-    const items = (await dir.suppressions.list(WS)).items;
+    const items = (await dir.store.collection("suppressions").find({ workspaceId: WS })) as unknown as Array<{ reason: string }>;
     expect(items).toHaveLength(1);
     expect(JSON.stringify(items)).not.toContain("gone@");
     expect(items[0].reason).toBe("hard_bounce");
+    expect((await dir.suppressions.list(WS)).items).toEqual([]);
     // The erasure is idempotent in effect: a second call finds no contact.
     await expect(dir.erasure.eraseContact(WS, "", contact._id)).rejects.toMatchObject({ code: "contact_not_found" });
     // The operator can still lift it (the person asked for mail again).

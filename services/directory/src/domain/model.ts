@@ -176,14 +176,23 @@ export interface ContactEvent {
   receivedAt: Date;
 }
 
-export type SuppressionReason = "unsubscribed" | "hard_bounce" | "complaint" | "manual";
+export const SUPPRESSION_REASONS = ["hard_bounce", "complaint", "manual", "unsubscribed", "imported"] as const;
+export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 
 export interface Suppression {
   _id: string;
   workspaceId: string;
+  /**
+   * The key (unique per workspace): the lower-cased address; `@domain` for a whole domain;
+   * `sha256:…` for an erased address (suppression.ts). In a check's answer, the address asked.
+   */
   emailLower: string;
+  /** A whole-domain suppression's domain (in a check's answer: the domain that matched). */
+  domain?: string;
   reason: SuppressionReason;
   detail: string;
+  /** What caused it: an email (trs_…) or broadcast (cmp_…) id, an import's file name. */
+  source?: string;
   createdAt: Date;
 }
 
@@ -203,8 +212,42 @@ export interface Template {
   displayName?: string;
   /** Absent on templates made before statuses: ACTIVE. */
   status?: TemplateStatus;
+  /** Absent (templates made before kinds): "template". */
+  kind?: TemplateKind;
+  /** Absent: "liquid". An MJML template's `html` is compiled from `source`. */
+  format?: TemplateFormat;
+  source?: string;
+  /** Name of its layout (a template of kind "layout"). */
+  layout?: string;
+  /** Absent (templates made before versions): 1. */
+  version?: number;
+  /** Snippets its content renders, as found when saved. */
+  snippets?: string[];
+  /** Its content needs the Liquid engine (tags, filters, a layout or snippets); absent: false. */
+  liquid?: boolean;
   createdAt: Date;
   updatedAt: Date;
+}
+
+export const TEMPLATE_KINDS = ["template", "layout", "snippet"] as const;
+export type TemplateKind = (typeof TEMPLATE_KINDS)[number];
+export const TEMPLATE_FORMATS = ["liquid", "mjml"] as const;
+export type TemplateFormat = (typeof TEMPLATE_FORMATS)[number];
+
+/** One saved version of a template's content (kept at every change; restore copies one back). */
+export interface TemplateVersion {
+  _id: string;
+  workspaceId: string;
+  templateId: string;
+  version: number;
+  subject: string;
+  html: string;
+  text: string;
+  previewText: string;
+  format: TemplateFormat;
+  source?: string;
+  layout?: string;
+  createdAt: Date;
 }
 
 export interface ReplyTo {

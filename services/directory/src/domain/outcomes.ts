@@ -12,6 +12,8 @@ export interface MailOutcome {
   detail: string;
   /** When it happened (the event's occurredAt); an unsubscribe older than the contact's last status change is stale. */
   occurredAt?: Date;
+  /** The email (trs_…) or broadcast (cmp_…) it came back from: the suppression's source. */
+  source?: string;
 }
 
 /**
@@ -44,7 +46,7 @@ export class MailOutcomes {
     const asOf = outcome.kind === "unsubscribed" ? outcome.occurredAt : undefined;
     if (asOf && (await this.changedSince(outcome.workspaceId, emailLower, asOf))) return "stale";
     // The contact's status write is conditional on asOf too (a resubscribe racing this one wins).
-    await this.suppressions.add(outcome.workspaceId, emailLower, outcome.kind, outcome.detail, asOf);
+    await this.suppressions.add(outcome.workspaceId, emailLower, outcome.kind, outcome.detail, asOf, outcome.source);
     if (asOf && (await this.changedSince(outcome.workspaceId, emailLower, asOf, "SUBSCRIBED"))) {
       // Resubscribed while this was recorded: that lifted the unsubscribe, maybe before it was added back.
       await this.suppressions.liftUnsubscribe(outcome.workspaceId, emailLower);

@@ -1,5 +1,5 @@
 import type {
-  ApiKey, Contact, ContactEvent, ContactProperty, ContactStatus, ExtraBuiltIn, TemplateStatus, Member, PropertyValue, SenderDomain, SenderEmail, Suppression, SuppressionReason, Template,
+  ApiKey, Contact, ContactEvent, ContactProperty, ContactStatus, ExtraBuiltIn, TemplateStatus, TemplateKind, TemplateVersion, Member, PropertyValue, SenderDomain, SenderEmail, Suppression, SuppressionReason, Template,
   UsageCounter, Workspace,
 } from "./model.js";
 
@@ -123,15 +123,35 @@ export interface ContactEventRepository {
 export type ContactEventPublisher = (event: ContactEvent) => void;
 
 export interface SuppressionRepository {
-  /** Inserts the suppression unless the address is suppressed already. */
-  ensure(suppression: Suppression): Promise<void>;
-  /** Replaces a weak reason (unsubscribed, manual) by a stronger one; a strong reason stays. */
+  /** Inserts the suppression unless its key is suppressed already; true when it inserted. */
+  ensure(suppression: Suppression): Promise<boolean>;
+  /** `ensure` for a batch (an import) whose keys were found missing just before: answers the ones it inserted. */
+  ensureMany(suppressions: Suppression[]): Promise<Suppression[]>;
+  /** Replaces a weak reason (unsubscribed, manual, imported) by a stronger one; a strong reason stays. */
   strengthen(id: string, reason: SuppressionReason, detail: string): Promise<void>;
+  /** Records what caused it when nothing did yet (the first writer may not have known). */
+  setSourceIfMissing(id: string, source: string): Promise<void>;
   find(id: string): Promise<Suppression | null>;
   findMany(workspaceId: string, ids: string[]): Promise<Suppression[]>;
-  /** Removes the suppression; with `reason`, only when it has that reason. */
-  remove(id: string, reason?: SuppressionReason): Promise<void>;
-  page(workspaceId: string, opts: { after?: string; limit: number }): Promise<Suppression[]>;
+  /**
+   * Removes the suppression and answers it (null when nothing was removed); with `reason`,
+   * only when it has that reason; with `unless`, only when it has not. `quiet`: no event
+   * (an erasure replacing the address by its hash).
+   */
+  remove(id: string, reason?: SuppressionReason, opts?: { unless?: SuppressionReason; quiet?: boolean }): Promise<Suppression | null>;
+  /** Listed ones (never erased, hashed keys) in key order after `after`. */
+  page(workspaceId: string, opts: SuppressionPageQuery): Promise<Suppression[]>;
+}
+
+export interface SuppressionPageQuery {
+  /** The last _id of the previous page. */
+  after?: string;
+  limit: number;
+  reason?: SuppressionReason;
+  /** Created at or after. */
+  since?: Date;
+  /** Keys starting with this (lower-cased) text. */
+  prefix?: string;
 }
 
 export interface TemplateRepository {
@@ -141,7 +161,12 @@ export interface TemplateRepository {
   findById(workspaceId: string, id: string): Promise<Template | null>;
   update(workspaceId: string, id: string, changes: Partial<Omit<Template, "_id" | "workspaceId" | "name" | "createdAt">>): Promise<Template | null>;
   delete(workspaceId: string, id: string): Promise<void>;
-  page(workspaceId: string, opts: { after?: string; limit: number; status?: TemplateStatus; newestFirst?: boolean }): Promise<Template[]>;
+  page(workspaceId: string, opts: { after?: string; limit: number; status?: TemplateStatus; newestFirst?: boolean; kind?: TemplateKind }): Promise<Template[]>;
+  /** Keeps a saved version (idempotent per template and version). */
+  addVersion(version: TemplateVersion): Promise<void>;
+  /** A template's saved versions, newest first. */
+  versions(workspaceId: string, templateId: string, limit: number): Promise<TemplateVersion[]>;
+  findVersion(workspaceId: string, templateId: string, version: number): Promise<TemplateVersion | null>;
 }
 
 export interface UsageRepository {

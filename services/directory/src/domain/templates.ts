@@ -2,7 +2,12 @@ import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.j
 import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit } from "./contacts.js";
 import { normalizeEmail } from "./address.js";
-import { TEMPLATE_STATUSES, type Page, type ReplyTo, type Template, type TemplateStatus } from "./model.js";
+import {
+  TEMPLATE_FORMATS, TEMPLATE_KINDS, TEMPLATE_STATUSES,
+  type Page, type ReplyTo, type Template, type TemplateFormat, type TemplateKind, type TemplateStatus, type TemplateVersion,
+} from "./model.js";
+import { checkTemplate, LiquidSyntaxError, usesLiquid } from "@mailroom/content/liquid/engine.js";
+import { compileMjml } from "@mailroom/content/liquid/mjml.js";
 import type { Senders } from "./senders.js";
 import type { TemplateRepository } from "./ports.js";
 import type { Workspaces } from "./workspaces.js";
@@ -21,9 +26,31 @@ export interface TemplateInput {
   replyTo?: ReplyTo[];
   /** Default ACTIVE (on update: unchanged when absent). */
   status?: string;
+  /** "template" (default), "layout" or "snippet"; fixed once created. */
+  kind?: string;
+  /** "liquid" (default) or "mjml" (`html` is MJML, compiled when saved). */
+  format?: string;
+  /** A layout of the workspace (kind "layout") framing this template. */
+  layout?: string;
 }
 
-type ValidTemplate = Required<Omit<TemplateInput, "status">> & { status?: TemplateStatus };
+type ValidTemplate = Required<Omit<TemplateInput, "status" | "kind" | "format" | "layout">> & {
+  status?: TemplateStatus;
+  kind?: TemplateKind;
+  format?: TemplateFormat;
+  layout: string;
+};
+
+/** The content a template is saved with after its checks: MJML compiled, Liquid parsed. */
+interface CheckedContent {
+  html: string;
+  source?: string;
+  snippets: string[];
+  liquid: boolean;
+}
+
+const VERSIONS_KEPT = 100;
+const CONTENT_OUTPUT = /\{\{-?\s*content\s*-?\}\}/;
 const MAX_REPLY_TO = 5;
 
 export const TEMPLATE_HTML_MAX_BYTES = 500 * 1024;
@@ -57,10 +84,19 @@ const oneLine = (field: string, value: unknown, max: number): string => {
   return value.trim();
 };
 
-export function validateTemplate(input: TemplateInput): ValidTemplate {
+/**
+ * `kindKnown`: whether the kind is the input's (create, bootstrap: absent is "template", which
+ * needs a subject); an update checks the subject once it knows the stored kind.
+ */
+export function validateTemplate(input: TemplateInput, kindKnown = true): ValidTemplate {
   const name = checkTemplateName(input?.name);
+  const kind = input.kind ? oneOf("kind", input.kind, TEMPLATE_KINDS) : undefined;
+  const format = input.format ? oneOf("format", input.format, TEMPLATE_FORMATS) : undefined;
+  const layout = input.layout ? checkTemplateName(input.layout) : "";
+  if (layout && kind && kind !== "template") throw badRequest("invalid_template", `only a template of kind "template" may name a layout`);
   const subject = typeof input.subject === "string" ? input.subject : "";
-  if (!subject.trim()) throw badRequest("invalid_template", "subject is required");
+  // Layouts and snippets are pieces of other templates: only what is sent needs a subject.
+  if (kindKnown && !subject.trim() && (kind ?? "template") === "template") throw badRequest("invalid_template", "subject is required");
   if (subject.length > 998 || /[\r\n\u0000]/.test(subject)) throw badRequest("invalid_template", "subject must be one line of at most 998 characters");
   const html = typeof input.html === "string" ? input.html : "";
   if (!html.trim()) throw badRequest("invalid_template", "html is required");
@@ -89,8 +125,34 @@ export function validateTemplate(input: TemplateInput): ValidTemplate {
     return replyName ? { email, name: replyName } : { email };
   });
   const status = input.status ? parseTemplateStatus(input.status) : undefined;
-  return { name, subject, html, text, previewText, displayName, fromEmail, fromName, replyTo: replies, ...(status ? { status } : {}) };
+  return {
+    name, subject, html, text, previewText, displayName, fromEmail, fromName, replyTo: replies, layout,
+    ...(status ? { status } : {}), ...(kind ? { kind } : {}), ...(format ? { format } : {}),
+  };
 }
+
+function oneOf<T extends string>(field: string, raw: unknown, allowed: readonly T[]): T {
+  if (typeof raw === "string" && (allowed as readonly string[]).includes(raw)) return raw as T;
+  throw badRequest("invalid_template", `${field} ${JSON.stringify(raw)} is not one of ${allowed.join(", ")}`);
+}
+
+/** 400 invalid_template naming the field, line and column (DESIGN §10.2). */
+function invalidAt(field: string, line: number, column: number, reason: string) {
+  return badRequest("invalid_template", `${field}, line ${line}, column ${column}: ${reason}`, {
+    extra: { field: JSON.stringify(field), line: JSON.stringify(line), column: JSON.stringify(column), reason: JSON.stringify(reason) },
+  });
+}
+
+/** Line and column (1-based) of `needle` in `text`, or 1:1. */
+function positionOf(text: string, needle: RegExp): { line: number; column: number } {
+  const m = needle.exec(text);
+  if (!m) return { line: 1, column: 1 };
+  const before = text.slice(0, m.index).split("\n");
+  return { line: before.length, column: before[before.length - 1]!.length + 1 };
+}
+
+const kindOf = (t: Pick<Template, "kind">): TemplateKind => t.kind ?? "template";
+export const templateVersion = (t: Pick<Template, "version">): number => t.version ?? 1;
 
 /** A template's status (templates made before statuses are ACTIVE). */
 export const templateStatus = (t: Template): TemplateStatus => t.status ?? "ACTIVE";
@@ -116,21 +178,89 @@ export class Templates {
     }
   }
 
+  /**
+   * MJML compiled to HTML, then every field parsed as Liquid (strict filters), the layout and
+   * the snippets rendered looked up: each refusal a 400 invalid_template with line and column.
+   */
+  private async checkContent(workspaceId: string, t: ValidTemplate, kind: TemplateKind, format: TemplateFormat): Promise<CheckedContent> {
+    let html = t.html;
+    let source: string | undefined;
+    if (format === "mjml") {
+      const compiled = await compileMjml(t.html);
+      if ("error" in compiled) throw invalidAt("html", compiled.error.line, 1, `MJML: ${compiled.error.message}`);
+      source = t.html;
+      html = compiled.html;
+    }
+    const fields = { subject: t.subject, html, text: t.text, previewText: t.previewText };
+    let snippets: Set<string>;
+    try {
+      snippets = checkTemplate(fields, (field) => (field === "html" ? "html" : "raw"));
+    } catch (err) {
+      if (!(err instanceof LiquidSyntaxError)) throw err;
+      // An MJML template's Liquid is found in the compiled HTML: point at the source line instead when it can be found.
+      throw invalidAt(err.field, err.line, err.column, err.reason);
+    }
+    if (kind === "layout" && !CONTENT_OUTPUT.test(html)) throw invalidAt("html", 1, 1, "a layout must write {{ content }} where the template goes");
+    if (t.layout) {
+      const layout = await this.repo.findByName(workspaceId, t.layout);
+      if (!layout || kindOf(layout) !== "layout") throw badRequest("invalid_template", `layout "${t.layout}" is not a layout of this workspace (create it with kind "layout")`);
+    }
+    for (const name of snippets) {
+      const snippet = await this.repo.findByName(workspaceId, name);
+      if (snippet && kindOf(snippet) === "snippet") continue;
+      const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      const [field, text] = Object.entries(fields).find(([, v]) => new RegExp(`render\\s+["']${escaped}["']`).test(v)) ?? ["html", html];
+      const at = positionOf(text, new RegExp(`\\{%-?\\s*render\\s+["']${escaped}["']`));
+      throw invalidAt(field, at.line, at.column, `snippet "${name}" does not exist (create a template of kind "snippet" named so)`);
+    }
+    const liquid = Boolean(t.layout) || snippets.size > 0 || usesLiquid(t.subject, html, t.text, t.previewText);
+    return { html, ...(source !== undefined ? { source } : {}), snippets: [...snippets], liquid };
+  }
+
+  private async keepVersion(doc: Template): Promise<void> {
+    const version: TemplateVersion = {
+      _id: `${doc._id}:${templateVersion(doc)}`,
+      workspaceId: doc.workspaceId,
+      templateId: doc._id,
+      version: templateVersion(doc),
+      subject: doc.subject,
+      html: doc.html,
+      text: doc.text,
+      previewText: doc.previewText,
+      format: doc.format ?? "liquid",
+      ...(doc.source !== undefined ? { source: doc.source } : {}),
+      ...(doc.layout ? { layout: doc.layout } : {}),
+      createdAt: doc.updatedAt,
+    };
+    await this.repo.addVersion(version);
+  }
+
   async create(workspaceId: string, input: TemplateInput): Promise<Template> {
     const t = validateTemplate(input);
     await this.workspaces.get(workspaceId);
     await this.checkSender(workspaceId, t.fromEmail);
+    const kind = t.kind ?? "template";
+    if (!t.subject.trim() && kind === "template") throw badRequest("invalid_template", "subject is required");
+    const format = t.format ?? "liquid";
+    const checked = await this.checkContent(workspaceId, t, kind, format);
     const at = this.now();
+    const { kind: _k, format: _f, layout, ...fields } = t;
     const doc: Template = {
       _id: newId("tpl"),
       workspaceId,
-      ...t,
+      ...fields,
+      ...checked,
+      kind,
+      format,
+      ...(layout ? { layout } : {}),
+      version: 1,
       status: t.status ?? "ACTIVE",
-      variables: detectVariables(t.subject, t.previewText, t.html, t.text),
+      variables: detectVariables(t.subject, t.previewText, checked.html, t.text),
       createdAt: at,
       updatedAt: at,
     };
     if (!(await this.repo.insert(doc))) throw conflict("template_exists", `A template named "${t.name}" already exists`);
+    await this.keepVersion(doc);
     return doc;
   }
 
@@ -153,19 +283,91 @@ export class Templates {
    * template (absent ones become empty); the status changes only when given.
    */
   async update(workspaceId: string, input: TemplateInput): Promise<Template> {
-    const t = validateTemplate(input);
+    const t = validateTemplate(input, false);
     const existing = await this.get(workspaceId, t.name);
+    const kind = kindOf(existing);
+    if (t.kind && t.kind !== kind) throw badRequest("invalid_template", `kind cannot change (this is a ${kind}); create a new template instead`);
+    if (t.layout && kind !== "template") throw badRequest("invalid_template", `only a template of kind "template" may name a layout`);
+    if (!t.subject.trim() && kind === "template") throw badRequest("invalid_template", "subject is required");
     await this.checkSender(workspaceId, t.fromEmail);
+    const format = t.format ?? "liquid";
+    const checked = await this.checkContent(workspaceId, t, kind, format);
     const set = {
-      subject: t.subject, html: t.html, text: t.text, previewText: t.previewText, variables: detectVariables(t.subject, t.previewText, t.html, t.text),
+      subject: t.subject, html: checked.html, text: t.text, previewText: t.previewText, variables: detectVariables(t.subject, t.previewText, checked.html, t.text),
       displayName: t.displayName, fromEmail: t.fromEmail, fromName: t.fromName, replyTo: t.replyTo, status: t.status ?? templateStatus(existing),
+      format, source: checked.source ?? "", layout: t.layout, snippets: checked.snippets, liquid: checked.liquid,
     };
-    const stored = { ...existing, displayName: existing.displayName ?? "", fromEmail: existing.fromEmail ?? "", fromName: existing.fromName ?? "", replyTo: existing.replyTo ?? [], status: templateStatus(existing) };
+    const stored = {
+      ...existing, displayName: existing.displayName ?? "", fromEmail: existing.fromEmail ?? "", fromName: existing.fromName ?? "", replyTo: existing.replyTo ?? [], status: templateStatus(existing),
+      format: existing.format ?? "liquid", source: existing.source ?? "", layout: existing.layout ?? "", snippets: existing.snippets ?? [], liquid: existing.liquid ?? false,
+    };
     const unchanged = (Object.keys(set) as Array<keyof typeof set>).every((k) => JSON.stringify(stored[k]) === JSON.stringify(set[k]));
     if (unchanged) return existing;
-    const updated = await this.repo.update(workspaceId, existing._id, { ...set, updatedAt: this.now() });
+    const updated = await this.repo.update(workspaceId, existing._id, { ...set, kind, version: templateVersion(existing) + 1, updatedAt: this.now() });
     if (!updated) throw notFound("template_not_found", `Template "${t.name}" not found`);
+    await this.keepVersion(updated);
     return updated;
+  }
+
+  /** Saved versions, newest first; a template saved before versions has its current content as version 1. */
+  async versions(workspaceId: string, name: string): Promise<TemplateVersion[]> {
+    const doc = await this.get(workspaceId, name);
+    const kept = await this.repo.versions(workspaceId, doc._id, VERSIONS_KEPT);
+    if (!kept.some((v) => v.version === templateVersion(doc))) {
+      kept.unshift({
+        _id: `${doc._id}:${templateVersion(doc)}`, workspaceId, templateId: doc._id, version: templateVersion(doc),
+        subject: doc.subject, html: doc.html, text: doc.text, previewText: doc.previewText, format: doc.format ?? "liquid",
+        ...(doc.source ? { source: doc.source } : {}), ...(doc.layout ? { layout: doc.layout } : {}), createdAt: doc.updatedAt,
+      });
+    }
+    return kept;
+  }
+
+  /** Saves an earlier version's content as the newest version (its checks run again: a snippet may be gone). */
+  async restore(workspaceId: string, name: string, version: number): Promise<Template> {
+    const doc = await this.get(workspaceId, name);
+    const old = Number.isInteger(version) && version > 0 ? (await this.versions(workspaceId, name)).find((v) => v.version === version) : undefined;
+    if (!old) throw notFound("template_version_not_found", `Template "${name}" has no version ${String(version).slice(0, 20)}`);
+    return this.update(workspaceId, {
+      name,
+      subject: old.subject,
+      html: old.format === "mjml" && old.source ? old.source : old.html,
+      text: old.text,
+      previewText: old.previewText,
+      format: old.format,
+      layout: old.layout ?? "",
+      displayName: doc.displayName ?? "",
+      fromEmail: doc.fromEmail ?? "",
+      fromName: doc.fromName ?? "",
+      replyTo: doc.replyTo ?? [],
+    });
+  }
+
+  /**
+   * What a send renders a template with: its layout and every snippet it, its layout or a
+   * snippet renders (found by name, breadth first, each once).
+   */
+  async includes(workspaceId: string, template: Template): Promise<Template[]> {
+    const found: Template[] = [];
+    const seen = new Set<string>();
+    const queue: string[] = [...(template.snippets ?? [])];
+    if (template.layout) {
+      const layout = await this.repo.findByName(workspaceId, template.layout);
+      if (layout && kindOf(layout) === "layout") {
+        found.push(layout);
+        queue.push(...(layout.snippets ?? []));
+      }
+    }
+    while (queue.length && seen.size < 100) {
+      const name = queue.shift()!;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const snippet = await this.repo.findByName(workspaceId, name);
+      if (!snippet || kindOf(snippet) !== "snippet") continue;
+      found.push(snippet);
+      queue.push(...(snippet.snippets ?? []));
+    }
+    return found;
   }
 
   async delete(workspaceId: string, name: string): Promise<void> {
@@ -173,12 +375,13 @@ export class Templates {
     await this.repo.delete(workspaceId, doc._id);
   }
 
-  async list(workspaceId: string, opts: { limit?: number; cursor?: string; status?: string; newestFirst?: boolean } = {}): Promise<Page<Template>> {
+  async list(workspaceId: string, opts: { limit?: number; cursor?: string; status?: string; newestFirst?: boolean; kind?: string } = {}): Promise<Page<Template>> {
     requireWorkspaceId(workspaceId);
     const limit = checkListLimit(opts.limit, 100, 20);
     if (opts.cursor && !CURSOR.test(opts.cursor)) throw badRequest("invalid_cursor", "cursor is not one this API returned");
     const status = opts.status ? parseTemplateStatus(opts.status) : undefined;
-    const docs = await this.repo.page(workspaceId, { after: opts.cursor || undefined, limit: limit + 1, status, newestFirst: opts.newestFirst });
+    const kind = opts.kind ? oneOf("kind", opts.kind, TEMPLATE_KINDS) : undefined;
+    const docs = await this.repo.page(workspaceId, { after: opts.cursor || undefined, limit: limit + 1, status, newestFirst: opts.newestFirst, kind });
     const hasMore = docs.length > limit;
     const items = hasMore ? docs.slice(0, limit) : docs;
     return { items, hasMore, nextCursor: hasMore ? items[items.length - 1]._id : "" };

@@ -82,9 +82,9 @@ export class ConnectDirectory implements Directory {
 
   async getTemplate(workspaceId: string, name: string): Promise<TemplateContent | null> {
     try {
-      const { template } = await this.client.getTemplate({ workspaceId, name }, RPC);
+      const { template, includes, timeZone } = await this.client.getTemplate({ workspaceId, name, withIncludes: true }, RPC);
       if (!template) return null;
-      return {
+      const content: TemplateContent = {
         name: template.name,
         subject: template.subject,
         html: template.html,
@@ -93,6 +93,18 @@ export class ConnectDirectory implements Directory {
         fromEmail: template.fromEmail,
         fromName: template.fromName,
         replyTo: template.replyTo.map((r) => r.email),
+      };
+      if (!template.liquid) return content;
+      // Liquid (DESIGN §10.2): parsed once per version of the template, its layout and its snippets.
+      const layout = includes.find((t) => t.kind === "layout" && t.name === template.layout);
+      const snippets = includes.filter((t) => t.kind === "snippet");
+      const key = [template, ...includes].map((t) => `${t.id}@${t.version}`).join("|");
+      return {
+        ...content,
+        liquidKey: `${workspaceId}|${key}`,
+        ...(layout ? { layout: { html: layout.html, text: layout.text } } : {}),
+        snippets: snippets.map((t) => ({ name: t.name, html: t.html })),
+        timeZone,
       };
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.NotFound) return null;
@@ -123,7 +135,8 @@ export class ConnectDirectory implements Directory {
   private async reserveOnce(workspaceId: string, recipients: string[]): Promise<SendableReservation> {
     const res = await rpc(() => this.client.reserveSendable({ workspaceId, recipients }, RPC));
     const suppressed = new Map<string, string>();
-    for (const s of res.suppressed) suppressed.set(s.email.toLowerCase(), reasonText(s.reason) + (s.detail ? `: ${s.detail}` : ""));
+    // A whole domain's suppression names the domain: the record shows why an address never seen was left out.
+    for (const s of res.suppressed) suppressed.set(s.email.toLowerCase(), reasonText(s.reason) + (s.domain ? ` (domain ${s.domain})` : "") + (s.detail ? `: ${s.detail}` : ""));
     return {
       suppressed,
       granted: res.granted,
@@ -162,6 +175,6 @@ export class ConnectDirectory implements Directory {
 }
 
 function reasonText(reason: number): string {
-  // SuppressionReason: 1 unsubscribed, 2 hard bounce, 3 complaint, 4 manual.
-  return ["suppressed", "unsubscribed", "hard bounce", "complaint", "manually suppressed"][reason] ?? "suppressed";
+  // SuppressionReason: 1 unsubscribed, 2 hard bounce, 3 complaint, 4 manual, 5 imported.
+  return ["suppressed", "unsubscribed", "hard bounce", "complaint", "manually suppressed", "imported suppression"][reason] ?? "suppressed";
 }

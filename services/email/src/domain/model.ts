@@ -139,6 +139,8 @@ export interface EmailRecord {
   tags?: EmailTag[];
   /** Cc / bcc addresses on the suppression list, left out of the envelope (never sent to). */
   suppressed?: SuppressedRecipient[];
+  /** Who sent it: "key:key_…" (an API key), "member:usr_…" (the console), "cli:user"; absent for the system's own sends. */
+  sentBy?: string;
 }
 
 /** Clicks on one tracked link of an email. */
@@ -252,6 +254,7 @@ export function recordOf(email: StoredEmail): EmailRecord {
   if (email.attachments?.length) record.attachments = email.attachments;
   if (email.tags?.length) record.tags = email.tags;
   if (email.suppressed?.length) record.suppressed = email.suppressed;
+  if (email.sentBy) record.sentBy = email.sentBy;
   return record;
 }
 

@@ -94,6 +94,16 @@ export interface TemplateContent {
   html: string;
   text: string;
   previewText: string;
+  /**
+   * Identifies this version of the template with its layout and snippets (the Liquid parse
+   * cache's key); absent for content that needs no Liquid engine.
+   */
+  liquidKey?: string;
+  /** The layout's HTML and text (its `{{ content }}` receives the template). */
+  layout?: { html: string; text: string };
+  snippets?: Array<{ name: string; html: string }>;
+  /** The workspace's zone: `date` renders in it unless the values carry a `timezone`. */
+  timeZone?: string;
   /** The template's own sender ("" or absent: the workspace's default sender) and reply-to addresses. */
   fromEmail?: string;
   fromName?: string;
@@ -144,6 +154,12 @@ export interface CompileInput {
    * links {{unsubscribeUrl}} itself), and delivery adds List-Unsubscribe. Absent: transactional.
    */
   automation?: boolean;
+  /**
+   * A Liquid template to render for this one recipient first (DESIGN §10.2); the subject,
+   * html, text and previewText above are then ignored. A render that fails or runs over its
+   * limits refuses the email with 400 `template_render_failed`.
+   */
+  liquid?: { template: TemplateContent; variables: Record<string, unknown>; email: string };
 }
 
 export interface Renderer {

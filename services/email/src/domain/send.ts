@@ -87,6 +87,11 @@ export interface AcceptOptions {
    * is off), kept on each email stored so the scheduler's later release links back to it.
    */
   traceparent?: string;
+  /**
+   * Who sent it, as the audit log names actors ("key:key_…", "member:usr_…", "cli:user"):
+   * kept on each email, so sends need no audit entry of their own (DESIGN §10.7).
+   */
+  sentBy?: string;
 }
 
 const pending = (items: Item[]) => items.filter((i) => !i.outcome);
@@ -206,7 +211,7 @@ export class EmailSender {
 
       await settleAll(pending(items), async (item) => {
         try {
-          await this.store(workspaceId, item, reservations.find((r) => r.items.includes(item))?.period, opts.traceparent);
+          await this.store(workspaceId, item, reservations.find((r) => r.items.includes(item))?.period, opts);
         } catch (err) {
           if (isItemError(err)) throw err;
           // The store failed for this item only; the others are kept and sent, so the
@@ -404,10 +409,13 @@ export class EmailSender {
       literal: content.kind === "raw",
       // Only an automation's send offers an unsubscribe; a public API email stays transactional.
       automation: item.req.automation === true,
+      ...(content.kind === "templated" && item.template!.liquidKey
+        ? { liquid: { template: item.template!, variables: content.variables, email: item.valid!.recipient } }
+        : {}),
     });
   }
 
-  private async store(workspaceId: string, item: Item, usagePeriod: string | undefined, traceparent: string | undefined): Promise<void> {
+  private async store(workspaceId: string, item: Item, usagePeriod: string | undefined, { traceparent, sentBy }: AcceptOptions): Promise<void> {
     const now = this.deps.clock.now();
     const { req, valid, sender } = item;
     const content = req.content;
@@ -469,6 +477,7 @@ export class EmailSender {
     // Any email the scheduler may publish later (scheduled, or one whose publisher dies):
     // nothing stored while tracing is off, and nothing for one that is never sent.
     if (traceparent && !suppressed) email.traceparent = traceparent;
+    if (sentBy) email.sentBy = sentBy;
 
     // A fresh id (no idempotency key) claimed by this process: nobody else can hold the id
     // or touch the email before its lease ends, so content and record are written together.

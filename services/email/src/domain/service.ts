@@ -27,7 +27,7 @@ export class EmailService {
     this.sender = new EmailSender(deps);
   }
 
-  async send(workspaceId: string, request: EmailRequest, opts: Pick<AcceptOptions, "requestId" | "traceparent"> = {}): Promise<EmailRecord> {
+  async send(workspaceId: string, request: EmailRequest, opts: Pick<AcceptOptions, "requestId" | "traceparent" | "sentBy"> = {}): Promise<EmailRecord> {
     const [outcome] = await this.sender.accept(workspaceId, [request], opts);
     if (!outcome.ok) throw outcome.error;
     return outcome.record;

@@ -1,4 +1,5 @@
 import { badRequest } from "@mailroom/kit/errors.js";
+import { RenderFailure } from "@mailroom/content/liquid/engine.js";
 import { mergeMessage, type MergedMessage, type MergeRecipient } from "@mailroom/content/merge.js";
 import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
 import type { CompiledMessage } from "@mailroom/content/compile/compiled.js";
@@ -34,6 +35,7 @@ export class Renderer {
       return mergeMessage(compiled, recipient, this.settings);
     } catch (err) {
       if (err instanceof RangeError) throw badRequest("invalid_compiled_message", err.message);
+      if (err instanceof RenderFailure) throw badRequest("template_render_failed", `The content could not be rendered for this recipient: ${err.message}`);
       throw err;
     }
   }

@@ -25,12 +25,14 @@ describe("mail event → webhook event mapping", () => {
     expect(webhookEventOf("broadcast_test", "sent")).toBeUndefined();
   });
 
-  it("lists the client's events and the email events", () => {
+  it("lists the client's events, the email events and the suppression events", () => {
     expect(WEBHOOK_EVENTS).toContain("TESTING_CONNECTION");
     expect(WEBHOOK_EVENTS).toContain("CONTACT_TAG_REMOVED");
     expect(WEBHOOK_EVENTS).toContain("BROADCAST_COMPLETED");
     expect(WEBHOOK_EVENTS).toContain("AUTOMATION_RUN_EXITED");
-    expect(WEBHOOK_EVENTS).toHaveLength(26);
+    expect(WEBHOOK_EVENTS).toContain("SUPPRESSION_CREATED");
+    expect(WEBHOOK_EVENTS).toContain("SUPPRESSION_DELETED");
+    expect(WEBHOOK_EVENTS).toHaveLength(28);
   });
 });
 

@@ -34,7 +34,10 @@ export const EMAIL_EVENTS = [
   "AUTOMATION_RUN_EXITED",
 ] as const;
 
-export const WEBHOOK_EVENTS: readonly string[] = [...CLIENT_EVENTS, ...EMAIL_EVENTS];
+/** The suppression list's changes (DESIGN §10.3), from the directory: `data` `{ suppression: { email | domain, reason, createdAt, source? } }`. */
+export const SUPPRESSION_EVENTS = ["SUPPRESSION_CREATED", "SUPPRESSION_DELETED"] as const;
+
+export const WEBHOOK_EVENTS: readonly string[] = [...CLIENT_EVENTS, ...EMAIL_EVENTS, ...SUPPRESSION_EVENTS];
 
 /**
  * Known names nothing produces yet, with what brings their producer: a subscription to one is
@@ -42,7 +45,7 @@ export const WEBHOOK_EVENTS: readonly string[] = [...CLIENT_EVENTS, ...EMAIL_EVE
  * None today: groups (DESIGN §9.4) brought the last ones, CONTACT_TAG_ADDED / CONTACT_TAG_REMOVED.
  */
 export const EVENTS_NOT_AVAILABLE: Readonly<Partial<Record<string, string>>> = {};
-export type WebhookEventName = (typeof CLIENT_EVENTS)[number] | (typeof EMAIL_EVENTS)[number];
+export type WebhookEventName = (typeof CLIENT_EVENTS)[number] | (typeof EMAIL_EVENTS)[number] | (typeof SUPPRESSION_EVENTS)[number];
 
 export type WebhookStatus = "ACTIVE" | "PAUSED" | "BANNED";
 

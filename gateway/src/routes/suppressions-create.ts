@@ -1,0 +1,44 @@
+import { z } from "zod";
+import { rpcOptions } from "../deps.js";
+import { workspaceOf } from "../auth.js";
+import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
+import { defineRoute, type RouteModule } from "./route.js";
+import { REASON_TO_PB, SUPPRESSION_REASONS, suppressionEnvelope, suppressionJson, suppressionRefusals } from "./suppressions-schema.js";
+
+const createSchema = z.strictObject({
+  email: z.string().max(512).optional().meta({ description: "An address to suppress. Exactly one of `email` and `domain`.", examples: ["ann@example.com"] }),
+  domain: z.string().max(253).optional().meta({ description: "A whole domain to suppress: every address at it (`example.org`, not a subdomain's addresses).", examples: ["example.org"] }),
+  reason: z.enum(SUPPRESSION_REASONS).optional().meta({ default: "manual" }),
+  source: z.string().max(500).optional().meta({ description: "What caused it (an id, a file name); shown in the list." }),
+}).meta({ id: "CreateSuppression" });
+
+/**
+ * POST /v1/suppressions { email } | { domain } (reason?: manual, source?) -> 201 { suppression },
+ * also when it was suppressed already (idempotent: the entry as it is; a stronger reason wins).
+ */
+export const registerCreateSuppression: RouteModule = (app, deps) =>
+  defineRoute(app, {
+    method: "POST",
+    url: "/v1/suppressions",
+    operationId: "createSuppression",
+    tags: ["Suppressions"],
+    summary: "Suppress an address or a whole domain",
+    description: "Idempotent: suppressing what is suppressed already answers 201 with the entry as it is (its first reason is kept, unless the new one is `hard_bounce` or `complaint`, which outrank the others). A domain stops every address at that domain: single sends, batch items, broadcast recipients and automation sends.",
+    body: createSchema,
+    responses: {
+      201: { description: "Suppressed (now or already).", body: suppressionEnvelope },
+      400: suppressionRefusals.invalid,
+      ...API_KEY_RESPONSES,
+      ...JSON_BODY_RESPONSES,
+    },
+    handler: async (request, reply, { body }) => {
+      const res = await deps.clients.directory.addSuppression({
+        workspaceId: workspaceOf(request),
+        email: body.email ?? "",
+        domain: body.domain ?? "",
+        reason: REASON_TO_PB[body.reason ?? "manual"],
+        source: body.source ?? "",
+      }, rpcOptions(request));
+      return reply.code(201).send({ suppression: suppressionJson(res.suppression!) });
+    },
+  });

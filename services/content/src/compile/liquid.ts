@@ -1,0 +1,54 @@
+import { create } from "@bufbuild/protobuf";
+import { appError } from "@mailroom/kit/errors.js";
+import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { offersUnsubscribe, type CompiledMessage } from "./compiled.js";
+import { findVariables, referencesVariable } from "./variables.js";
+import { ParsedTemplate } from "../liquid/template.js";
+import { LiquidSyntaxError } from "../liquid/engine.js";
+import type { ContentKind } from "./compiled.js";
+
+/** The fields of compile.ts's CompileInput this reads (not imported: compile.ts imports this). */
+interface LiquidInput {
+  html: string;
+  subject: string;
+  previewText: string;
+  text: string;
+  trackClicks: boolean;
+  trackOpens: boolean;
+  kind: ContentKind;
+  contentId: string;
+  workspaceId: string;
+}
+
+/**
+ * A broadcast written in Liquid (DESIGN §10.2) compiles to its checked sources: the merge
+ * parses them once per compiled message and renders each recipient, then compiles the
+ * rendered content (prepare() in merge.ts). Bad Liquid is refused here, when the broadcast is
+ * scheduled or previewed: 400 invalid_template with the field, line and column.
+ */
+export function compileLiquidMessage(input: LiquidInput): CompiledMessage {
+  const fields = { subject: input.subject, html: input.html, text: input.text, previewText: input.previewText };
+  try {
+    ParsedTemplate.parse({ key: "", fields });
+  } catch (err) {
+    if (!(err instanceof LiquidSyntaxError)) throw err;
+    throw appError({
+      code: "invalid_template",
+      httpStatus: 400,
+      message: `${err.field}, line ${err.line}, column ${err.column}: ${err.reason}`,
+      extra: { field: JSON.stringify(err.field), line: JSON.stringify(err.line), column: JSON.stringify(err.column), reason: JSON.stringify(err.reason) },
+    });
+  }
+  return create(CompiledMessageSchema, {
+    trackClicks: input.trackClicks,
+    trackOpens: input.trackOpens,
+    kind: input.kind,
+    contentId: input.contentId,
+    workspaceId: input.workspaceId,
+    variables: findVariables(input.subject, input.previewText, input.html, input.text),
+    // Known per recipient only; this says whether the footer is added unless the HTML links it.
+    unsubscribeFooterAdded: offersUnsubscribe(input.kind) && !referencesVariable(input.html, "unsubscribeUrl"),
+    textGenerated: !input.text,
+    liquid: fields,
+  });
+}

@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+import { AppError } from "@mailroom/kit/errors.js";
+import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { compileMessage } from "../compile/compile.js";
+import { mergeMessage, mergeMessageBytes } from "../merge.js";
+import { parseClickToken } from "../tokens.js";
+import { RenderFailure } from "./engine.js";
+import { detectVariables } from "../compile/variables.js";
+
+const CTX = { secret: "test-secret-0123456789abcdef", publicUrl: "https://mail.example.test" };
+const broadcast = (html: string, extra: { subject?: string; text?: string } = {}) =>
+  compileMessage(
+    { html, subject: extra.subject ?? "News for {{ firstName | default: \"you\" }}", previewText: "", text: extra.text ?? "", trackClicks: true, trackOpens: true, kind: ContentKind.BROADCAST, contentId: "cmp_liquid", workspaceId: "ws_l" },
+    CTX,
+  );
+const recipient = (email: string, variables: Record<string, unknown>) => ({ email, contactId: "ct_1", messageId: `${email}-m`, variables });
+
+describe("a broadcast written in Liquid (rendered per recipient by the merge)", () => {
+  const html =
+    '<html><body><p>Hi {{ firstName | default: "there" }}</p>{% if plan == "pro" %}<p>Pro tip</p>{% endif %}' +
+    '<ul>{% for p in picks limit: 2 %}<li><a href="https://shop.test/p/{{ p.slug }}">{{ p.name }}</a></li>{% endfor %}</ul></body></html>';
+
+  it("compiles to its sources once and renders each contact, with footer, pixel and links tracked per recipient", () => {
+    const compiled = broadcast(html);
+    expect(compiled.liquid?.html).toBe(html);
+    expect(compiled.links).toEqual([]);
+    const ann = mergeMessage(compiled, recipient("ann@x.test", { firstName: "Ann", plan: "pro", picks: [{ slug: "a", name: "A" }, { slug: "b", name: "B" }, { slug: "c", name: "C" }] }), CTX);
+    const bob = mergeMessage(compiled, recipient("bob@x.test", { plan: "free", picks: [{ slug: "z", name: "Z" }] }), CTX);
+    expect(ann.subject).toBe("News for Ann");
+    expect(bob.subject).toBe("News for you");
+    expect(ann.html).toContain("<p>Hi Ann</p><p>Pro tip</p>");
+    expect(bob.html).toContain("<p>Hi there</p><ul>");
+    expect(bob.html).not.toContain("Pro tip");
+    // Unsubscribe footer and open pixel on the rendered HTML.
+    expect(ann.html).toContain(ann.unsubscribeUrl.replaceAll("&", "&amp;"));
+    expect(ann.html).toMatch(/\/t\/o\//);
+    // Each recipient's link tokens carry that recipient's URLs.
+    const targets = (body: string) =>
+      [...body.matchAll(/\/t\/c\/([A-Za-z0-9_.-]+)\//g)].map((m) => parseClickToken(CTX.secret, m[1]!)?.url);
+    expect(targets(ann.html)).toEqual(["https://shop.test/p/a", "https://shop.test/p/b"]);
+    expect(targets(bob.html)).toEqual(["https://shop.test/p/z"]);
+    expect(ann.text).toMatch(/Hi Ann\s+Pro tip/);
+    const bytes = mergeMessageBytes(compiled, recipient("ann@x.test", { firstName: "Ann" }), CTX);
+    expect(bytes.html.bytes.toString("utf8")).toContain("<p>Hi Ann</p>");
+  });
+
+  it("refuses bad Liquid when compiled (scheduled) and fails one contact's render, not the others", () => {
+    const err = (() => {
+      try {
+        broadcast("<p>\n{% if x %}</p>");
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe("invalid_template");
+    expect((err as AppError).details.extra).toMatchObject({ line: "2", column: "1" });
+    const compiled = broadcast("{% for i in items %}x{% endfor %}");
+    expect(() => mergeMessage(compiled, recipient("a@x.test", { items: Array.from({ length: 1_001 }, () => 1) }), CTX)).toThrow(RenderFailure);
+    expect(mergeMessage(compiled, recipient("b@x.test", { items: [1, 2] }), CTX).html).toContain("xx");
+  });
+
+  it("does not call a loop's item, an assign or a capture an unknown variable", () => {
+    const found = detectVariables({
+      html: "{% for p in picks %}{{ p }}{{ forloop }}{% endfor %}{% assign n = 2 %}{{ n }}{% capture c %}x{% endcapture %}{{ c }}{{ plan }}{{ other }}",
+      subject: "",
+      previewText: "",
+      customProperties: ["plan"],
+    });
+    expect(found.unknown).toEqual(["other"]);
+  });
+
+  it("leaves content without Liquid to the byte merge", () => {
+    expect(broadcast("<p>Hi {{firstName}}</p>", { subject: "Hi {{firstName}}" }).liquid).toBeUndefined();
+  });
+});
