@@ -14,13 +14,18 @@
  * A send's suppression check stays one store lookup (the address, its erased key and its
  * domain's key in one `$in`): compare `npm run bench api` before and after.
  *
- * Run: `npm run bench suppressions` or `npx tsx bench/suppressions.ts`.
+ * Run: `npm run bench suppressions` or `npx tsx bench/suppressions.ts`; `BENCH_PROFILE=1`
+ * profiles the units (`--cpu-prof`) and prints each one's hottest functions.
  */
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import { parse } from "csv-parse";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
 import { pidListeningAs, sampleAnonPeaks } from "./memory.js";
+import { summarizeProfiles } from "./profile.js";
 
 const WS = "ws_bench_suppressions";
 const KEY = `mr_test_${WS}_1`;
@@ -64,15 +69,18 @@ export async function runSuppressionsBench(): Promise<void> {
   for await (const _row of csvRows(n).pipe(parse({ info: true }))) parsed++;
   const baseRate = (parsed - 1) / ((performance.now() - baseStarted) / 1000);
 
+  const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
   let sys: TestSystem | undefined;
+  let unitPids: Record<string, number | undefined> = {};
   try {
     sys = await startSystem({
       smtp: false,
       units: ["directory", "webhooks", "gateway"],
       bootstrap: { workspaces: [{ id: WS, name: "Bench", timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }], members: ["owner@acme.test"] }] },
-      env: { MAILROOM_LOG_LEVEL: "warn" },
+      env: { MAILROOM_LOG_LEVEL: "warn", ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}) },
     });
     const pids = new Map<string, number | undefined>(sys.processes.units.map((u) => [u.name as string, u.child.pid]));
+    unitPids = Object.fromEntries(pids);
     pids.set("nats-server", await pidListeningAs("nats-server", sys.nats.port));
 
     const anon = sampleAnonPeaks(pids);
@@ -92,6 +100,10 @@ export async function runSuppressionsBench(): Promise<void> {
     throw err;
   } finally {
     await sys?.stop();
+    if (profileDir) {
+      console.log(`cpu profiles: ${profileDir}`);
+      for (const line of await summarizeProfiles(profileDir, unitPids, 14)) console.log(line);
+    }
   }
 }
 

@@ -240,6 +240,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   },
   template_version_not_found: { status: 404, description: "The template has no saved version with this number: `GET /v1/templates/{name}/versions` lists them." },
   template_exists: { status: 409, description: "A template with this name already exists. Change it with `PUT /v1/templates/{name}`, or pick another name." },
+  template_in_use: { status: 409, description: "A layout or snippet that other templates still use cannot be deleted; `usedBy` lists them. Remove the `layout` or the `{% render %}` from those templates first." },
   template_html_too_large: { status: 413, description: "A template's `html` (or `text`) is limited to 500 KB." },
   // Topics and a contact's choices (the directory, DESIGN §9.4)
   invalid_topic: { status: 400, description: "A topic field is invalid: a `name` that is empty, longer than 100 characters or on more than one line, a `description` over 500 characters, a `defaultSubscription` other than `OPT_IN` or `OPT_OUT`. The message names the field." },

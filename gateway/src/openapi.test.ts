@@ -888,7 +888,34 @@ describe("the generated OpenAPI document against the gateway", () => {
       const restore = (v: string) => call("POST /v1/templates/{name}/versions/{version}/restore", { url: `/v1/templates/liquid-order/versions/${v}/restore` });
       expect((await restore("1")).json().template).toMatchObject({ version: 3, subject: "Order {{ order.id }}" });
       expect((await restore("9")).statusCode).toBe(404);
-      expect((await restore("x")).statusCode).toBe(400);
+      // A version that cannot exist by its name is not found, like an unknown one.
+      expect((await restore("x")).statusCode).toBe(404);
+      // An old version whose layout is gone no longer passes: 400 invalid_template.
+      await call("POST /v1/templates", { body: { name: "shell", kind: "layout", subject: "-", html: "<div>{{ content }}</div>" } });
+      await call("POST /v1/templates", { body: { name: "framed", subject: "F", html: "<p>f</p>", layout: "shell" } });
+      await call("PUT /v1/templates/{name}", { url: "/v1/templates/framed", body: { subject: "F2", html: "<p>f2</p>" } });
+      expect((await call("DELETE /v1/templates/{name}", { url: "/v1/templates/shell" })).statusCode).toBe(200);
+      const stale = await call("POST /v1/templates/{name}/versions/{version}/restore", { url: "/v1/templates/framed/versions/1/restore" });
+      expect([stale.statusCode, stale.json().code]).toEqual([400, "invalid_template"]);
+    });
+
+    it("renders unsaved content (the editor's live preview) without saving it", async () => {
+      const draft = (b: unknown) => call("POST /v1/templates/render", { body: b });
+      const rendered = await draft({ subject: "Hi {{ n | default: 'you' }}", html: "<p>{% for i in xs %}{{ i }}{% endfor %}</p>", variables: { xs: [1, 2] } });
+      expect([rendered.statusCode, rendered.json()]).toEqual([200, { subject: "Hi you", html: "<p>12</p>", text: "12", previewText: "" }]);
+      const bad = await draft({ subject: "s", html: "<p>\n {% if x %}" });
+      expect([bad.statusCode, bad.json().code, bad.json().line, bad.json().column]).toEqual([400, "invalid_template", 2, 2]);
+      expect((await draft({ name: "nope", subject: "s", html: "h" })).statusCode).toBe(404);
+      expect((await call("GET /v1/templates/{name}", { url: "/v1/templates/render" })).statusCode).toBe(404);
+    });
+
+    it("keeps a snippet another template renders: 409 template_in_use naming it", async () => {
+      await call("POST /v1/templates", { body: { name: "sig", kind: "snippet", subject: "", html: "<p>sig</p>" } });
+      await call("POST /v1/templates", { body: { name: "signed", subject: "s", html: '<p>x</p>{% render "sig" %}' } });
+      const refused = await call("DELETE /v1/templates/{name}", { url: "/v1/templates/sig" });
+      expect([refused.statusCode, refused.json().code, refused.json().usedBy]).toEqual([409, "template_in_use", ["signed"]]);
+      expect((await call("DELETE /v1/templates/{name}", { url: "/v1/templates/signed" })).statusCode).toBe(200);
+      expect((await call("DELETE /v1/templates/{name}", { url: "/v1/templates/sig" })).statusCode).toBe(200);
     });
 
     it("documents the template errors", async () => {

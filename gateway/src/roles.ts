@@ -136,6 +136,7 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "PUT /v1/templates/:name": EDITOR,
   "DELETE /v1/templates/:name": EDITOR,
   "POST /v1/templates/:name/render": EDITOR,
+  "POST /v1/templates/render": EDITOR,
   "GET /v1/templates/:name/versions": EDITOR,
   "POST /v1/templates/:name/versions/:version/restore": EDITOR,
   "GET /v1/transactional": VIEWER,
@@ -268,6 +269,7 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /console/templates/:name": VIEWER,
   "POST /console/templates/:name": EDITOR,
   "POST /console/templates/:name/test": EDITOR,
+  "POST /console/templates/:name/preview": EDITOR,
   "POST /console/templates/:name/versions/:version/restore": EDITOR,
   // Broadcasts
   "GET /console/broadcasts": VIEWER,

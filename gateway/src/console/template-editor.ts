@@ -55,6 +55,22 @@ ta.addEventListener("input",draw);ta.addEventListener("scroll",function(){g.scro
 if(bad){var lines=ta.value.split("\\n"),at=0;for(var j=0;j<bad-1&&j<lines.length;j++)at+=lines[j].length+1;var col=Number(ed.getAttribute("data-error-column"))||1;ta.focus();ta.setSelectionRange(at+col-1,at+col-1);
 ta.scrollTop=Math.max(0,(bad-4)*parseFloat(getComputedStyle(ta).lineHeight))}});`;
 
+/**
+ * The live preview: a form with `data-live-preview` (the editor's) posts its unsaved content
+ * there as you type (debounced; the session's CSRF token in the form's `_csrf` field and the
+ * x-csrf-token header) and the answer's `body` replaces the preview's render. Fields outside the
+ * form that belong to it (the sample contact and JSON values) count too. Only the newest
+ * answer is shown. Without JavaScript, "Save and preview" does the same by saving.
+ */
+export const LIVE_PREVIEW_SCRIPT = `(function(){var f=document.querySelector("form[data-live-preview]"),pane=document.querySelector(".tpl-preview");if(!f||!pane||!window.fetch||!window.FormData)return;
+var url=f.getAttribute("data-live-preview"),body=pane.querySelector("[data-preview-body]"),status=pane.querySelector("[data-preview-status]"),timer=0,seq=0;if(!body)return;
+function done(state,t){pane.setAttribute("data-preview-state",state);if(status)status.textContent=t}
+function run(){var n=++seq,data=new URLSearchParams(new FormData(f)),csrf=f.querySelector("input[name=_csrf]");
+fetch(url,{method:"POST",credentials:"same-origin",headers:{"x-csrf-token":csrf?csrf.value:""},body:data}).then(function(r){return r.json()}).then(function(d){if(n!==seq)return;
+if(typeof d.body==="string"){body.innerHTML=d.body;done("updated","Preview updated")}else done("failed","The preview could not be updated: "+(d.message||"error"))},function(){if(n===seq)done("failed","The preview could not be updated.")})}
+function changed(e){var t=e.target;if(!t||t.form!==f||t.type==="submit")return;clearTimeout(timer);++seq;pane.setAttribute("data-preview-state","pending");timer=setTimeout(run,350)}
+document.addEventListener("input",changed);document.addEventListener("change",changed)})();`;
+
 export interface CodeEditorOptions {
   id: string;
   name: string;
@@ -87,15 +103,23 @@ export type PreviewResult =
   | { ok: true; subject: string; html: string; text: string; previewText: string }
   | { ok: false; message: string };
 
-/** The preview: subject, the HTML in a sandboxed frame (no scripts, no same origin), the text. */
-export function previewPane(name: string, result: PreviewResult, controls: string): string {
-  const shown = result.ok
+/**
+ * What the preview shows of one render (the live preview swaps it in place): subject, the HTML
+ * in sandboxed frames (no scripts, no same origin), the text; or why it could not be made.
+ */
+export function previewBody(name: string, result: PreviewResult): string {
+  return result.ok
     ? `<dl class="grid" style="margin:0 0 .5rem"><div><dt class="muted">Subject</dt><dd data-preview-subject style="margin:0;font-weight:600">${escapeHtml(result.subject) || "—"}</dd></div>
 <div><dt class="muted">Preview text</dt><dd style="margin:0">${escapeHtml(result.previewText) || "—"}</dd></div></dl>
 <div class="preview-frame"><iframe class="mail light" title="Preview of ${escapeHtml(name)}" sandbox="" referrerpolicy="no-referrer" srcdoc="${escapeHtml(schemeVariant(result.html, "light"))}"></iframe>
 <iframe class="mail dark" title="Preview of ${escapeHtml(name)} in dark mode" sandbox="" referrerpolicy="no-referrer" loading="lazy" srcdoc="${escapeHtml(schemeVariant(result.html, "dark"))}"></iframe></div>
 <details><summary>Plain text version</summary><pre data-preview-text>${escapeHtml(result.text)}</pre></details>`
     : `<p class="flash error" role="alert" data-preview-error>The preview could not be made: ${escapeHtml(result.message)}</p>`;
+}
+
+/** The preview pane: its controls, the width and colour toggles and the render (previewBody). */
+export function previewPane(name: string, result: PreviewResult, controls: string): string {
+  const shown = `<div data-preview-body>${previewBody(name, result)}</div><p class="sr-only" role="status" data-preview-status></p>`;
   return `<section class="card tpl-preview" aria-labelledby="preview-h"><h2 id="preview-h" style="margin-top:0">Preview</h2>${controls}
 <div class="preview-modes" role="group" aria-label="Preview width and colours">
 <span class="mode"><input type="radio" name="preview-width" id="pw-desktop" checked><label for="pw-desktop">Desktop</label></span>

@@ -114,8 +114,11 @@ const transport = memoryTransport(({ service }) => {
   service(TemplateService, {
     renderTemplate(req) {
       rendered.push(req);
-      const t = templates.get(req.name);
-      if (!t) throw notFound();
+      const saved = templates.get(req.name);
+      if (!saved) throw notFound();
+      // A draft (the live preview) is checked as a save is, and rendered in the saved one's place.
+      if (req.draft) check(req.draft.html);
+      const t = req.draft ? create(TemplateSchema, { ...saved, subject: req.draft.subject, html: req.draft.html, text: req.draft.text }) : saved;
       const values = { ...(req.contactId === CONTACT ? { firstName: "Ann" } : {}), ...(req.variables ?? {}) } as Record<string, unknown>;
       if (t.html.includes("{{ boom }}")) throw appError({ code: "template_render_failed", httpStatus: 400, message: `Template "${t.name}" could not be rendered: over 1,000 loop iterations` });
       const merge = (s: string) => s.replace(/\{\{\s*firstName[^}]*\}\}/g, String(values.firstName ?? ""));
@@ -263,6 +266,31 @@ describe("console: templates, layouts and snippets", () => {
     expect(templates.get("welcome")!.version).toBe(2);
   });
 
+  it("renders the editor's unsaved content for the live preview (JSON { body }), saving nothing; bad Liquid is shown at its line", async () => {
+    const jar = await signIn("mr_test_tpl_editor");
+    const page = await browser.get("/console/templates/welcome", jar);
+    expect(page.body).toContain('<form id="tpl-form" method="post" action="/console/templates/welcome" class="card" data-live-preview="/console/templates/welcome/preview">');
+    expect(page.body).toContain('<div data-preview-body><dl class="grid"');
+    expect(page.body).toContain("form[data-live-preview]");
+    const res = await browser.post("/console/templates/welcome/preview", jar, {
+      _csrf: csrfOf(page.body), subject: "Draft {{ firstName }}", previewText: "", html: "<h2>Typed {{ firstName }}</h2>", text: "", layout: "frame", format: "liquid",
+      contact: CONTACT, variables: "",
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toMatch(/^application\/json/);
+    const body = JSON.parse(res.body).body as string;
+    expect(srcdoc(body)).toBe("&#60;h2&#62;Typed Ann&#60;/h2&#62;");
+    expect(body).toContain(">Draft Ann</dd>");
+    expect(rendered.at(-1)).toMatchObject({ name: "welcome", contactId: CONTACT, draft: { subject: "Draft {{ firstName }}", html: "<h2>Typed {{ firstName }}</h2>", layout: "frame", format: "liquid", kind: "template" } });
+    expect(updatedReqs).toHaveLength(0);
+    expect(templates.get("welcome")!.version).toBe(1);
+    const bad = await browser.post("/console/templates/welcome/preview", jar, { _csrf: csrfOf(page.body), subject: "x", html: "<p>a</p>\n{% if x %}", format: "liquid" });
+    expect(bad.statusCode).toBe(200);
+    expect(JSON.parse(bad.body).body).toContain("The preview could not be made: html, line 2, column 3: tag if not closed");
+    // Without the session's token: refused, as every post.
+    expect((await browser.post("/console/templates/welcome/preview", jar, { subject: "x", html: "<p>x</p>" })).statusCode).toBe(403);
+  });
+
   it("refuses bad Liquid with the line marked in the editor and the typed content kept", async () => {
     const jar = await signIn("mr_test_tpl_editor");
     const page = await browser.get("/console/templates/welcome", jar);
@@ -336,11 +364,13 @@ describe("console: templates, layouts and snippets", () => {
     expect(page.body).toMatch(/<textarea id="html" name="html"[^>]*readonly/);
     expect(page.body).toContain('<form id="preview-form" method="get" action="/console/templates/welcome">');
     expect(page.body).not.toMatch(/>(Save|Send test|Restore)<\/button>/);
+    expect(page.body).not.toContain("data-live-preview");
     const csrf = csrfOf(page.body);
     for (const [url, form] of [
       ["/console/templates", { name: "x", subject: "x", html: "<p>x</p>" }],
       ["/console/templates/welcome", { subject: "x", html: "<p>x</p>" }],
       ["/console/templates/welcome/test", { to: "a@b.test" }],
+      ["/console/templates/welcome/preview", { subject: "x", html: "<p>x</p>" }],
       ["/console/templates/welcome/versions/1/restore", {}],
     ] as const) {
       expect((await browser.post(url, jar, { _csrf: csrf, ...form })).statusCode, url).toBe(403);

@@ -8,13 +8,18 @@
  *                                                    of the workspace and/or JSON values) + versions
  *   POST /templates/:name                            save (a new version when anything changed) → the
  *                                                    editor, with the preview's contact and values kept
+ *   POST /templates/:name/preview                    the live preview: the form's unsaved content
+ *                                                    rendered (RenderTemplate with a draft), JSON
+ *                                                    { body } with the preview's new render
  *   POST /templates/:name/test                       send it to one address (EmailService.SendEmail,
  *                                                    templated: the API's send path)
  *   POST /templates/:name/versions/:version/restore  that version's content as the newest version
  *
- * The preview renders the saved template (TemplateService.RenderTemplate renders by name), so
- * "Save and preview" saves first; saving unchanged content makes no version. A refused save
- * (400 invalid_template with line and column) shows the form again with the line marked.
+ * The page's preview renders the saved template; as you type, the editor's script (our own,
+ * inline: LIVE_PREVIEW_SCRIPT) posts the unsaved content to /preview and shows its render.
+ * Without JavaScript "Save and preview" saves first; saving unchanged content makes no version.
+ * A refused save (400 invalid_template with line and column) shows the form again with the
+ * line marked.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -30,7 +35,7 @@ import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flas
 import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
 import { editable, formError, html, str } from "./form-values.js";
 import {
-  codeEditor, EDITOR_SCRIPT, EDITOR_STYLE, errorMarkOf, previewPane, type PreviewResult, type TemplateErrorMark,
+  codeEditor, EDITOR_SCRIPT, EDITOR_STYLE, errorMarkOf, LIVE_PREVIEW_SCRIPT, previewBody, previewPane, type PreviewResult, type TemplateErrorMark,
 } from "./template-editor.js";
 
 /** As the directory checks it (services/directory/src/domain/templates.ts); anything else is never sent on. */
@@ -193,19 +198,21 @@ ${codeEditor({ id: "new-html", name: "html", label: "Content", value: v.html, ro
 
   // ---- The editor ----
 
-  async function renderPreview(request: FastifyRequest, name: string, choice: PreviewChoice): Promise<PreviewResult> {
+  /** The saved template rendered, or `draft` (the editor's unsaved content) in its place. */
+  async function renderPreview(request: FastifyRequest, name: string, choice: PreviewChoice, draft?: EditValues & { kind: Kind }): Promise<PreviewResult> {
     const vars = parseVariables(choice.variables);
     if (!vars.ok) return { ok: false, message: vars.message };
     try {
       const r = await deps.clients.templates.renderTemplate(
-        { workspaceId: sessionOf(request).workspaceId, name, variables: vars.value, contactId: choice.contact },
+        { workspaceId: sessionOf(request).workspaceId, name, variables: vars.value, contactId: choice.contact, ...(draft ? { draft } : {}) },
         rpcOptions(request),
       );
       return { ok: true, subject: r.subject, html: r.html, text: r.text, previewText: r.previewText };
     } catch (err) {
       const body = bodyFromError(err);
       if (body.statusCode >= 500) throw err;
-      return { ok: false, message: body.message };
+      const mark = errorMarkOf(body);
+      return { ok: false, message: mark ? `${mark.field}, line ${mark.line}, column ${mark.column}: ${mark.message}` : body.message };
     }
   }
 
@@ -237,7 +244,8 @@ ${codeEditor({ id: "new-html", name: "html", label: "Content", value: v.html, ro
 
     const meta = `<p class="muted">${statusBadge(KIND_LABEL[kind], kind === "template" ? "info" : "ok")} ${formatOf(t) === "mjml" ? "MJML" : "Liquid"} · version ${t.version || 1} · updated ${formatTime(t.updatedAt ? timestampDate(t.updatedAt) : undefined)}${t.snippets.length ? ` · renders ${t.snippets.map((s) => `<a href="${consoleUrl(`/templates/${encodeURIComponent(s)}`)}"><code>${escapeHtml(s)}</code></a>`).join(", ")}` : ""}${t.layout ? ` · in layout <a href="${consoleUrl(`/templates/${encodeURIComponent(t.layout)}`)}"><code>${escapeHtml(t.layout)}</code></a>` : ""}</p>`;
     const formatOptions = FORMATS.map((f) => `<option value="${f}"${f === v.format ? " selected" : ""}>${f === "mjml" ? "MJML" : "Liquid (HTML)"}</option>`).join("");
-    const editor = `<form id="tpl-form" method="post" action="${consoleUrl(base)}" class="card"${canSave ? "" : ' aria-label="Template content (read only)"'}>${canSave ? csrf : ""}
+    const live = canSave && mayPost(session, "/console/templates/:name/preview") ? ` data-live-preview="${consoleUrl(`${base}/preview`)}"` : "";
+    const editor = `<form id="tpl-form" method="post" action="${consoleUrl(base)}" class="card"${live}${canSave ? "" : ' aria-label="Template content (read only)"'}>${canSave ? csrf : ""}
 ${kind === "snippet" ? "" : `<div class="field"><label for="subject">Subject</label><input id="subject" name="subject" value="${escapeHtml(v.subject)}" style="width:100%"${canSave ? "" : " readonly"}${fieldError("subject") ? ' aria-invalid="true" aria-describedby="subject-error"' : ""}>${fieldError("subject") ? `<p class="flash error" id="subject-error" role="alert" style="margin:.5rem 0 0">${escapeHtml(fieldError("subject")!.message)}</p>` : ""}</div>`}
 ${kind === "template" ? `<div class="field"><label for="previewText">Preview text <span class="muted">(optional)</span></label><input id="previewText" name="previewText" value="${escapeHtml(v.previewText)}" style="width:100%"${canSave ? "" : " readonly"}></div>` : ""}
 <div class="row">${kind === "template" ? layoutSelect(layouts, v.layout) : ""}<div class="field"><label for="format">Format</label><select id="format" name="format">${formatOptions}</select></div></div>
@@ -269,7 +277,7 @@ ${canSave ? `<div class="actions"><button type="submit">Save</button></div>` : "
 <h1>${escapeHtml(t.displayName || t.name)}${t.displayName && t.displayName !== t.name ? ` <code style="font-size:1rem">${escapeHtml(t.name)}</code>` : ""}</h1>${meta}
 <div class="tpl-split"><div>${editor}</div><div>${previewPane(t.name, preview, controls)}${testForm}</div></div>
 ${versionsHtml}
-<script>${EDITOR_SCRIPT}</script>`;
+<script>${EDITOR_SCRIPT}</script>${live ? `<script>${LIVE_PREVIEW_SCRIPT}</script>` : ""}`;
     return consolePage({ title: `Template ${t.name}`, session, active: "templates", flash: state.flash, body });
   }
 
@@ -280,19 +288,25 @@ ${versionsHtml}
     return html(reply, await editorPage(request, t, choiceOf(request.query), { flash: request.consoleFlash }));
   });
 
+  /** The editor form's content (the fields its kind shows; the others as stored). */
+  const editValuesOf = (t: Template, body: unknown): EditValues => {
+    const kind = kindOf(t);
+    return {
+      subject: kind === "snippet" ? t.subject : str(body, "subject"),
+      previewText: kind === "template" ? str(body, "previewText") : t.previewText,
+      html: str(body, "html"),
+      text: str(body, "text"),
+      layout: kind === "template" ? str(body, "layout") : "",
+      format: str(body, "format") === "mjml" ? "mjml" : "liquid",
+    };
+  };
+
   scope.post<{ Params: { name: string } }>("/templates/:name", async (request, reply) => {
     const session = sessionOf(request);
     editable(request);
     const t = await load(request, request.params.name);
     const kind = kindOf(t);
-    const values: EditValues = {
-      subject: kind === "snippet" ? t.subject : str(request.body, "subject"),
-      previewText: kind === "template" ? str(request.body, "previewText") : t.previewText,
-      html: str(request.body, "html"),
-      text: str(request.body, "text"),
-      layout: kind === "template" ? str(request.body, "layout") : "",
-      format: str(request.body, "format") === "mjml" ? "mjml" : "liquid",
-    };
+    const values = editValuesOf(t, request.body);
     const choice = choiceOf(request.body);
     // A full replace: what the editor does not show (sender, reply-to, name shown, status) is kept.
     const input: MessageInitShape<typeof TemplateInputSchema> = {
@@ -310,6 +324,14 @@ ${versionsHtml}
       const error = mark ?? (/^subject\b/.test(flash.message) ? { field: "subject", line: 1, column: 1, message: flash.message } : undefined);
       return html(reply, await editorPage(request, t, choice, { values, error, flash: { kind: "error", message: `Not saved: ${flash.message}` } }), flash.status);
     }
+  });
+
+  // The live preview: nothing is saved; a refusal (bad Liquid at its line) is shown as the render.
+  scope.post<{ Params: { name: string } }>("/templates/:name/preview", async (request, reply) => {
+    editable(request);
+    const t = await load(request, request.params.name);
+    const result = await renderPreview(request, t.name, choiceOf(request.body), { ...editValuesOf(t, request.body), kind: kindOf(t) });
+    return reply.header("cache-control", "no-store").type("application/json; charset=utf-8").send(JSON.stringify({ body: previewBody(t.name, result) }));
   });
 
   scope.post<{ Params: { name: string } }>("/templates/:name/test", async (request, reply) => {

@@ -17,6 +17,7 @@ import { registerContactsExport } from "./contacts-export.js";
 import { registerTemplates } from "./templates.js";
 import { registerTemplateItem } from "./templates-item.js";
 import { registerTemplateRender } from "./templates-render.js";
+import { registerTemplateRenderDraft } from "./templates-render-draft.js";
 import { registerTemplateVersions } from "./templates-versions.js";
 import { registerOpenApi } from "./openapi.js";
 import { registerContactProperties } from "./contact-properties.js";
@@ -87,7 +88,7 @@ export const apiRoutes: RouteModule[] = [
   registerSendEmail, registerSendBatch, registerGetEmail, registerCancelEmail,
   registerListEmails,
   registerContacts, registerContactsExport, registerContactItem, registerContactExport, registerTemplates, registerTemplateItem,
-  registerTemplateRender, registerTemplateVersions,
+  registerTemplateRender, registerTemplateRenderDraft, registerTemplateVersions,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerAbWinner, registerUpdateBroadcast].map(broadcastScope),

@@ -14,7 +14,11 @@ import { REASON_TO_PB, SUPPRESSION_REASONS, type PublicSuppressionReason } from 
 
 /** Rows per AddSuppressions call: the most the directory takes at once. */
 export const IMPORT_BATCH = 1_000;
-/** Batches on their way to the directory at once: the next one is parsed while one is written. */
+/**
+ * Batches on their way to the directory at once: the next one is parsed while one is written.
+ * Not more: the directory (its store serialises the writes) is the bottleneck, and 4 measured
+ * no faster at 1,000,000 rows (8,502 rows/s against 8,534 with 2, beside other work).
+ */
 const IN_FLIGHT = 2;
 /** Rejected rows listed in the answer (all are counted in `rejectedCount`). */
 export const REJECTED_LISTED_MAX = 1_000;

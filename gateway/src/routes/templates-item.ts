@@ -77,8 +77,9 @@ export const registerTemplateItem: RouteModule = (app, deps) => {
     params: templateNameParams,
     errorCodes,
     responses: {
-      200: { description: "Deleted.", body: templateDeletedSchema },
+      200: { description: "Deleted, with its saved versions.", body: templateDeletedSchema },
       404: { description: "`not_found`.", body: apiErrorSchema },
+      409: { description: "`template_in_use`: a layout or snippet other templates still use (`usedBy` names them).", body: apiErrorSchema },
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params }) => {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Template } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { iso } from "./contacts-schema.js";
+import { jsonObject } from "../schemas/email.js";
 
 /** Public JSON of stored templates (/v1/templates); content rules live in the directory. */
 
@@ -161,10 +162,26 @@ export const templateDeletedSchema = z.strictObject({ deleted: z.literal(true), 
 /** POST /v1/templates/:name/render */
 export const renderTemplateSchema = z
   .strictObject({
-    variables: z.record(z.string(), z.unknown()).nullish().meta({ description: "Values by name; nested objects and lists allowed (`order.items`). Laid over the contact's." }),
+    variables: jsonObject.nullish().meta({ description: "Values by name; nested objects and lists allowed (`order.items`), at most 16 levels deep. Laid over the contact's." }),
     contactId: z.string().max(100).nullish().meta({ description: "A contact of the workspace whose properties are the values (else 404 `contact_not_found`)." }),
   })
   .meta({ id: "RenderTemplateRequest" });
+
+/** POST /v1/templates/render: unsaved content, rendered as the editor's live preview. */
+export const renderDraftSchema = z
+  .strictObject({
+    name: z.string().max(100).nullish().meta({ description: "The template being edited, when it exists (its kind applies unless `kind` is given; else 404 `template_not_found`)." }),
+    subject: content.subject.optional(),
+    html: content.html,
+    text: content.text,
+    previewText: content.previewText,
+    kind: content.kind,
+    format: content.format,
+    layout: content.layout,
+    variables: renderTemplateSchema.shape.variables,
+    contactId: renderTemplateSchema.shape.contactId,
+  })
+  .meta({ id: "RenderTemplateDraftRequest" });
 
 export const renderedTemplateSchema = z
   .strictObject({
@@ -193,4 +210,12 @@ export const templateVersionsSchema = z
   .strictObject({ versions: z.array(templateVersionSchema).meta({ description: "Newest first (at most 100)." }) })
   .meta({ id: "TemplateVersionList" });
 
-export const templateVersionParams = z.object({ name: z.string(), version: z.coerce.number().int().min(1).max(2_147_483_647) });
+// A version that is not a whole number from 1 cannot exist: 404, as any unknown version (never a 400 that
+// would tell a caller more about someone else's template than an unknown one does).
+export const templateVersionParams = z.object({ name: z.string(), version: z.string().max(100) });
+
+/** The version a path names, or undefined when none can exist by that name. */
+export function versionOfParam(text: string): number | undefined {
+  const n = /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : NaN;
+  return n <= 2_147_483_647 ? n : undefined;
+}

@@ -4,7 +4,8 @@ import { apiErrorSchema } from "../errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { iso } from "./contacts-schema.js";
-import { templateJson, templateNameParams, templateResponseSchema, templateVersionParams, templateVersionsSchema } from "./templates-schema.js";
+import { notFound } from "@mailroom/kit/errors.js";
+import { templateJson, templateNameParams, templateResponseSchema, templateVersionParams, templateVersionsSchema, versionOfParam } from "./templates-schema.js";
 
 const errorCodes = { template_not_found: "not_found" };
 
@@ -59,8 +60,10 @@ export const registerTemplateVersions: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params }) => {
+      const version = versionOfParam(params.version);
+      if (version === undefined) throw notFound("template_version_not_found", `Template "${params.name.slice(0, 100)}" has no version ${params.version.slice(0, 20)}`);
       const res = await deps.clients.templates.restoreTemplateVersion(
-        { workspaceId: workspaceOf(request), name: params.name, version: params.version },
+        { workspaceId: workspaceOf(request), name: params.name, version },
         rpcOptions(request),
       );
       return reply.send({ template: templateJson(res.template!) });

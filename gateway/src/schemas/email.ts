@@ -148,10 +148,10 @@ export const rawEmailSchema = z
     }),
     fromName: optionalString.meta({ description: "Sender display name." }),
     subject: z.string().min(1, "subject is required"),
-    html: z.string().min(1, "html is required").meta({ description: "At most 5 MB (5,242,880 bytes of UTF-8); larger: 413 `payload_too_large`. Sent as given: `{{…}}` is not a merge variable in raw emails." }),
+    html: z.string().min(1, "html is required").meta({ description: "At most 5 MB (5,242,880 bytes of UTF-8); larger: 413 `payload_too_large`. Liquid (DESIGN §10.2), as are `subject`, `text` and `previewText`: `{{ … }}` and `{% … %}` render with `contactProperties` (bad Liquid: 400 `invalid_template` with `field`, `line` and `column`); content without Liquid markup is sent as given." }),
     text: optionalString.meta({ description: "Plain-text version; generated from the HTML when absent." }),
     previewText: optionalString.meta({ description: "Inbox preview text." }),
-    contactProperties: jsonObject.nullish().meta({ description: "Additional contact data, stored on the recipient's contact." }),
+    contactProperties: jsonObject.nullish().meta({ description: "Additional contact data, stored on the recipient's contact; also the values of the email's Liquid (`{{ firstName | default: \"there\" }}`)." }),
   })
   .strict()
   .meta({

@@ -20,6 +20,7 @@ import {
   EVENTS_STREAM,
   eventsOfKind,
 } from "@mailroom/pipeline/subjects.js";
+import { directoryEventsIn } from "@mailroom/pipeline/directory-events.js";
 import { ContactEventSchema } from "../../../gen/mailroom/directory/v1/directory_pb.js";
 import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import type { Enrolment, EventContact } from "./domain/enrol.js";
@@ -47,13 +48,20 @@ interface DirectoryEvent {
 }
 
 export function directoryEventOf(bytes: Uint8Array): DirectoryEvent | undefined {
-  try {
-    const e = JSON.parse(new TextDecoder().decode(bytes)) as Partial<DirectoryEvent>;
-    if (typeof e?.id !== "string" || typeof e.type !== "string" || typeof e.workspaceId !== "string" || !e.data || typeof e.data !== "object") return undefined;
-    return e as DirectoryEvent;
-  } catch {
-    return undefined;
-  }
+  const events = directoryEventsIn(bytes);
+  return events?.length === 1 ? eventOf(events[0]) : undefined;
+}
+
+/** The events of a message: one, or a batch of one write's (pipeline/directory-events.ts); undefined when none. */
+export function directoryEventsOf(bytes: Uint8Array): DirectoryEvent[] | undefined {
+  const events = directoryEventsIn(bytes)?.map(eventOf).filter((e): e is DirectoryEvent => e !== undefined);
+  return events?.length ? events : undefined;
+}
+
+function eventOf(value: unknown): DirectoryEvent | undefined {
+  const e = value as Partial<DirectoryEvent> | null;
+  if (typeof e?.id !== "string" || typeof e.type !== "string" || typeof e.workspaceId !== "string" || !e.data || typeof e.data !== "object") return undefined;
+  return e as DirectoryEvent;
 }
 
 /** The contact of a directory event, in the client's shape (`{ id, properties: { email, status } }`). */
@@ -151,13 +159,13 @@ export async function startConsumers(nc: NatsConnection, enrolment: Enrolment, l
     await consume(
       nc,
       await fromNow(nc, { stream: DIRECTORY_EVENTS_STREAM, durable: DIRECTORY_DURABLE, filterSubjects: [DIRECTORY_EVENTS_SUBJECTS], ...COMMON }),
-      directoryEventOf,
-      async (event) => {
-        if (!event) return drop("not a directory event");
-        await handleDirectoryEvent(enrolment, event);
+      directoryEventsOf,
+      async (events) => {
+        if (!events) return drop("not a directory event");
+        for (const event of events) await handleDirectoryEvent(enrolment, event);
         return ack();
       },
-      { logger, concurrency: opts.concurrency, idOf: (e) => e?.id ?? "" },
+      { logger, concurrency: opts.concurrency, idOf: (es) => (es ? (es.length === 1 ? es[0].id : `${es[0].id}+${es.length - 1}`) : "") },
     ),
   );
   loops.push(

@@ -25,16 +25,18 @@ export class FakeClock implements Clock {
 /** Templates by name, groups by id and publicId, property slugs; a filter is refused when it names an unknown `properties.<slug>`. */
 export class FakeDirectory implements AutomationDirectory {
   templates = new Set(["welcome", "day-2", "upgrade"]);
+  /** Layouts and snippets by name (their kind). */
+  pieces = new Map<string, string>([["frame", "layout"], ["footer", "snippet"]]);
   groups = new Map<string, string>([["grp_01", "grp_01"], ["vip", "grp_01"]]);
   properties = new Set(["firstName", "lastName", "email", "plan", "score"]);
   calls: string[] = [];
   /** When set, template checks wait for it (lets a test line two writes up at the same point). */
   gate?: Promise<void>;
 
-  async templateExists(_ws: string, name: string): Promise<boolean> {
+  async templateKind(_ws: string, name: string): Promise<string | undefined> {
     this.calls.push(`template:${name}`);
     await this.gate;
-    return this.templates.has(name);
+    return this.templates.has(name) ? "template" : this.pieces.get(name);
   }
   async groupId(_ws: string, idOrPublicId: string): Promise<string | undefined> {
     this.calls.push(`group:${idOrPublicId}`);

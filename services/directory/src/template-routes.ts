@@ -9,7 +9,14 @@ import { templateToPb } from "./routes.js";
 export function templateService(templates: Templates, previews: TemplatePreviews): ServiceImpl<typeof TemplateService> {
   return {
     async renderTemplate(req) {
-      const r = await previews.render(req.workspaceId, req.name, (req.variables ?? {}) as Record<string, unknown>, req.contactId || undefined);
+      const d = req.draft;
+      const draft = d
+        ? await templates.draft(req.workspaceId, req.name, {
+            subject: d.subject, html: d.html, text: d.text, previewText: d.previewText,
+            ...(d.format ? { format: d.format } : {}), ...(d.layout ? { layout: d.layout } : {}), ...(d.kind ? { kind: d.kind } : {}),
+          })
+        : undefined;
+      const r = await previews.render(req.workspaceId, req.name, (req.variables ?? {}) as Record<string, unknown>, req.contactId || undefined, draft);
       return { subject: r.subject, html: r.html, text: r.text, previewText: r.previewText };
     },
     async listTemplateVersions(req) {

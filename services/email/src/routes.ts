@@ -75,6 +75,7 @@ export function requestOf(input: EmailInput | undefined): EmailRequest {
         text: orUndefined(raw.text),
         previewText: orUndefined(raw.previewText),
         contactProperties: raw.contactProperties as Record<string, unknown> | undefined,
+        ...(raw.asGiven ? { asGiven: true as const } : {}),
       },
     };
   }

@@ -21,10 +21,11 @@ const directory = {
     throw new ConnectError("unknown key", Code.Unauthenticated);
   },
 } as unknown as Client<typeof DirectoryService>;
-const sent: { to: string; cc: string[]; bcc: string[] }[] = [];
+type Sent = { to: string; cc: string[]; bcc: string[]; content?: { case: string; value: { subject: string; text: string; asGiven: boolean } } };
+const sent: Sent[] = [];
 const email = {
-  async sendEmail({ email: e }: { email: { to: string; cc: string[]; bcc: string[] } }) {
-    sent.push({ to: e.to, cc: e.cc, bcc: e.bcc });
+  async sendEmail({ email: e }: { email: Sent }) {
+    sent.push({ to: e.to, cc: e.cc, bcc: e.bcc, content: e.content });
     return { email: { id: `trs_${String(sent.length).padStart(26, "0")}` } };
   },
 } as unknown as Client<typeof EmailService>;
@@ -54,8 +55,11 @@ const send = async (host: string, mail: SendMailOptions, pass = KEY) => {
 
 describe("the submission listener (without a certificate)", () => {
   it("takes AUTH in clear from loopback", async () => {
-    const info = await send("127.0.0.1", { from: "a@acme.test", to: "x@example.test", subject: "s", text: "t" });
+    const info = await send("127.0.0.1", { from: "a@acme.test", to: "x@example.test", subject: "s {{ x }}", text: "t {% if %}" });
     expect(info.response).toMatch(/^250 2\.0\.0 Ok: queued as trs_0+\d+$/);
+    // A relayed message is finished content: sent as given, never rendered as Liquid.
+    expect(sent.at(-1)!.content).toMatchObject({ case: "raw", value: { subject: "s {{ x }}", asGiven: true } });
+    expect(sent.at(-1)!.content!.value.text).toContain("t {% if %}");
   });
 
   it.skipIf(!external)("refuses AUTH in clear from another address with 538 5.7.11, before the key is checked", async () => {

@@ -65,7 +65,8 @@ export class Submitter {
 function inputOf(e: SubmittedEmail) {
   return create(EmailInputSchema, {
     to: e.to,
-    content: { case: "raw", value: { from: e.from, fromName: e.fromName, subject: e.subject, html: e.html, text: e.text } },
+    // A relayed message is finished content: `{{ }}` in it is text, not Liquid.
+    content: { case: "raw", value: { from: e.from, fromName: e.fromName, subject: e.subject, html: e.html, text: e.text, asGiven: true } },
     replyTo: e.replyTo,
     cc: e.cc,
     bcc: e.bcc,

@@ -10,6 +10,7 @@ import {
   WEBHOOK_EVENTS_STREAM,
   WEBHOOK_EVENTS_SUBJECTS,
 } from "@mailroom/pipeline/subjects.js";
+import { directoryEventsIn } from "@mailroom/pipeline/directory-events.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent, type WebhookEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
 import { dispatchDirectoryEvent, dispatchMailEvent, dispatchWebhookEvent, type DispatchDeps, type WebhookEventData } from "./domain/dispatch.js";
@@ -169,26 +170,45 @@ const CLIENT_EVENT_NAMES: ReadonlySet<string> = new Set([...CLIENT_EVENTS, ...SU
 
 /** A directory event (already the webhook body), or undefined when it is not one. */
 export function directoryEventOf(data: Uint8Array): WebhookPayload | undefined {
-  try {
-    const e = JSON.parse(new TextDecoder().decode(data)) as Partial<WebhookPayload>;
-    if (typeof e?.id !== "string" || !e.id || typeof e.workspaceId !== "string" || !e.workspaceId) return undefined;
-    if (typeof e.type !== "string" || !CLIENT_EVENT_NAMES.has(e.type) || typeof e.createdAt !== "string" || Number.isNaN(Date.parse(e.createdAt))) return undefined;
-    if (!e.data || typeof e.data !== "object") return undefined;
-    return { id: e.id, type: e.type as WebhookEventName, createdAt: e.createdAt, workspaceId: e.workspaceId, data: e.data };
-  } catch {
-    return undefined;
-  }
+  const events = directoryEventsIn(data);
+  return events?.length === 1 ? payloadOfDirectoryEvent(events[0]) : undefined;
 }
 
-/** The directory's changes (DIRECTORY_EVENTS: CONTACT_*, WORKSPACE_*, SUPPRESSION_*), each already the webhook body. */
+/**
+ * The events of a directory message: one event, or a batch of one write's events
+ * (`{ events: [...] }`, an import's suppressions); undefined when it holds none. An entry
+ * that is not an event is left out (the others are still delivered).
+ */
+export function directoryEventsOf(data: Uint8Array): WebhookPayload[] | undefined {
+  const events = directoryEventsIn(data)?.map(payloadOfDirectoryEvent).filter((e): e is WebhookPayload => e !== undefined);
+  return events?.length ? events : undefined;
+}
+
+function payloadOfDirectoryEvent(value: unknown): WebhookPayload | undefined {
+  const e = value as Partial<WebhookPayload> | null;
+  if (!e || typeof e !== "object") return undefined;
+  if (typeof e.id !== "string" || !e.id || typeof e.workspaceId !== "string" || !e.workspaceId) return undefined;
+  if (typeof e.type !== "string" || !CLIENT_EVENT_NAMES.has(e.type) || typeof e.createdAt !== "string" || Number.isNaN(Date.parse(e.createdAt))) return undefined;
+  if (!e.data || typeof e.data !== "object") return undefined;
+  return { id: e.id, type: e.type as WebhookEventName, createdAt: e.createdAt, workspaceId: e.workspaceId, data: e.data };
+}
+
+/**
+ * The directory's changes (DIRECTORY_EVENTS: CONTACT_*, WORKSPACE_*, SUPPRESSION_*), each
+ * already the webhook body; a batch message's events are fanned out one by one, and it is
+ * acked once all their deliveries are stored (a redelivery adds only what is missing).
+ */
 export function consumeDirectoryEvents(nc: NatsConnection, deps: DispatchDeps, wake: () => void, logger: Logger): Promise<ConsumeLoop> {
   return consumeForDispatch(
     nc,
     { stream: DIRECTORY_EVENTS_STREAM, durable: DIRECTORY_DISPATCH_DURABLE, filterSubjects: [DIRECTORY_EVENTS_SUBJECTS] },
-    directoryEventOf,
-    async (event) => {
-      if (!event) return { malformed: "not a directory event" };
-      return { created: await dispatchDirectoryEvent(deps, event), eventId: event.id, type: event.type, workspaceId: event.workspaceId };
+    directoryEventsOf,
+    async (events) => {
+      if (!events) return { malformed: "not a directory event" };
+      let created = 0;
+      for (const event of events) created += await dispatchDirectoryEvent(deps, event);
+      const first = events[0];
+      return { created, eventId: events.length === 1 ? first.id : `${first.id} (+${events.length - 1})`, type: first.type, workspaceId: first.workspaceId };
     },
     wake,
     logger,

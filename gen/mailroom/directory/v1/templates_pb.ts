@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/directory/v1/templates.proto.
  */
 export const file_mailroom_directory_v1_templates: GenFile = /*@__PURE__*/
-  fileDesc("CiVtYWlscm9vbS9kaXJlY3RvcnkvdjEvdGVtcGxhdGVzLnByb3RvEhVtYWlscm9vbS5kaXJlY3RvcnkudjEiewoVUmVuZGVyVGVtcGxhdGVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEioKCXZhcmlhYmxlcxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKY29udGFjdF9pZBgEIAEoCSJbChZSZW5kZXJUZW1wbGF0ZVJlc3BvbnNlEg8KB3N1YmplY3QYASABKAkSDAoEaHRtbBgCIAEoCRIMCgR0ZXh0GAMgASgJEhQKDHByZXZpZXdfdGV4dBgEIAEoCSLFAQoPVGVtcGxhdGVWZXJzaW9uEg8KB3ZlcnNpb24YASABKAUSDwoHc3ViamVjdBgCIAEoCRIMCgRodG1sGAMgASgJEgwKBHRleHQYBCABKAkSFAoMcHJldmlld190ZXh0GAUgASgJEg4KBmZvcm1hdBgGIAEoCRIOCgZzb3VyY2UYByABKAkSDgoGbGF5b3V0GAggASgJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkEKG0xpc3RUZW1wbGF0ZVZlcnNpb25zUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCSJYChxMaXN0VGVtcGxhdGVWZXJzaW9uc1Jlc3BvbnNlEjgKCHZlcnNpb25zGAEgAygLMiYubWFpbHJvb20uZGlyZWN0b3J5LnYxLlRlbXBsYXRlVmVyc2lvbiJUCh1SZXN0b3JlVGVtcGxhdGVWZXJzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgFIlMKHlJlc3RvcmVUZW1wbGF0ZVZlcnNpb25SZXNwb25zZRIxCgh0ZW1wbGF0ZRgBIAEoCzIfLm1haWxyb29tLmRpcmVjdG9yeS52MS5UZW1wbGF0ZTKJAwoPVGVtcGxhdGVTZXJ2aWNlEm0KDlJlbmRlclRlbXBsYXRlEiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLlJlbmRlclRlbXBsYXRlUmVxdWVzdBotLm1haWxyb29tLmRpcmVjdG9yeS52MS5SZW5kZXJUZW1wbGF0ZVJlc3BvbnNlEn8KFExpc3RUZW1wbGF0ZVZlcnNpb25zEjIubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RUZW1wbGF0ZVZlcnNpb25zUmVxdWVzdBozLm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0VGVtcGxhdGVWZXJzaW9uc1Jlc3BvbnNlEoUBChZSZXN0b3JlVGVtcGxhdGVWZXJzaW9uEjQubWFpbHJvb20uZGlyZWN0b3J5LnYxLlJlc3RvcmVUZW1wbGF0ZVZlcnNpb25SZXF1ZXN0GjUubWFpbHJvb20uZGlyZWN0b3J5LnYxLlJlc3RvcmVUZW1wbGF0ZVZlcnNpb25SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_directory_v1_directory]);
+  fileDesc("CiVtYWlscm9vbS9kaXJlY3RvcnkvdjEvdGVtcGxhdGVzLnByb3RvEhVtYWlscm9vbS5kaXJlY3RvcnkudjEisAEKFVJlbmRlclRlbXBsYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIqCgl2YXJpYWJsZXMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhIKCmNvbnRhY3RfaWQYBCABKAkSMwoFZHJhZnQYBSABKAsyJC5tYWlscm9vbS5kaXJlY3RvcnkudjEuVGVtcGxhdGVEcmFmdCKAAQoNVGVtcGxhdGVEcmFmdBIPCgdzdWJqZWN0GAEgASgJEgwKBGh0bWwYAiABKAkSDAoEdGV4dBgDIAEoCRIUCgxwcmV2aWV3X3RleHQYBCABKAkSDgoGZm9ybWF0GAUgASgJEg4KBmxheW91dBgGIAEoCRIMCgRraW5kGAcgASgJIlsKFlJlbmRlclRlbXBsYXRlUmVzcG9uc2USDwoHc3ViamVjdBgBIAEoCRIMCgRodG1sGAIgASgJEgwKBHRleHQYAyABKAkSFAoMcHJldmlld190ZXh0GAQgASgJIsUBCg9UZW1wbGF0ZVZlcnNpb24SDwoHdmVyc2lvbhgBIAEoBRIPCgdzdWJqZWN0GAIgASgJEgwKBGh0bWwYAyABKAkSDAoEdGV4dBgEIAEoCRIUCgxwcmV2aWV3X3RleHQYBSABKAkSDgoGZm9ybWF0GAYgASgJEg4KBnNvdXJjZRgHIAEoCRIOCgZsYXlvdXQYCCABKAkSLgoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQQobTGlzdFRlbXBsYXRlVmVyc2lvbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIlgKHExpc3RUZW1wbGF0ZVZlcnNpb25zUmVzcG9uc2USOAoIdmVyc2lvbnMYASADKAsyJi5tYWlscm9vbS5kaXJlY3RvcnkudjEuVGVtcGxhdGVWZXJzaW9uIlQKHVJlc3RvcmVUZW1wbGF0ZVZlcnNpb25SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB3ZlcnNpb24YAyABKAUiUwoeUmVzdG9yZVRlbXBsYXRlVmVyc2lvblJlc3BvbnNlEjEKCHRlbXBsYXRlGAEgASgLMh8ubWFpbHJvb20uZGlyZWN0b3J5LnYxLlRlbXBsYXRlMokDCg9UZW1wbGF0ZVNlcnZpY2USbQoOUmVuZGVyVGVtcGxhdGUSLC5tYWlscm9vbS5kaXJlY3RvcnkudjEuUmVuZGVyVGVtcGxhdGVSZXF1ZXN0Gi0ubWFpbHJvb20uZGlyZWN0b3J5LnYxLlJlbmRlclRlbXBsYXRlUmVzcG9uc2USfwoUTGlzdFRlbXBsYXRlVmVyc2lvbnMSMi5tYWlscm9vbS5kaXJlY3RvcnkudjEuTGlzdFRlbXBsYXRlVmVyc2lvbnNSZXF1ZXN0GjMubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RUZW1wbGF0ZVZlcnNpb25zUmVzcG9uc2UShQEKFlJlc3RvcmVUZW1wbGF0ZVZlcnNpb24SNC5tYWlscm9vbS5kaXJlY3RvcnkudjEuUmVzdG9yZVRlbXBsYXRlVmVyc2lvblJlcXVlc3QaNS5tYWlscm9vbS5kaXJlY3RvcnkudjEuUmVzdG9yZVRlbXBsYXRlVmVyc2lvblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_directory_v1_directory]);
 
 /**
  * @generated from message mailroom.directory.v1.RenderTemplateRequest
@@ -44,6 +44,15 @@ export type RenderTemplateRequest = Message<"mailroom.directory.v1.RenderTemplat
    * @generated from field: string contact_id = 4;
    */
   contactId: string;
+
+  /**
+   * Unsaved content to render instead of the stored template (the editor's live preview),
+   * checked as a save checks it ("invalid_template" (400) with field, line and column); `name`
+   * may then be empty, else it names the template being edited (its kind when `draft.kind` is empty).
+   *
+   * @generated from field: mailroom.directory.v1.TemplateDraft draft = 5;
+   */
+  draft?: TemplateDraft | undefined;
 };
 
 /**
@@ -52,6 +61,63 @@ export type RenderTemplateRequest = Message<"mailroom.directory.v1.RenderTemplat
  */
 export const RenderTemplateRequestSchema: GenMessage<RenderTemplateRequest> = /*@__PURE__*/
   messageDesc(file_mailroom_directory_v1_templates, 0);
+
+/**
+ * A template's content as the editor holds it, not saved.
+ *
+ * @generated from message mailroom.directory.v1.TemplateDraft
+ */
+export type TemplateDraft = Message<"mailroom.directory.v1.TemplateDraft"> & {
+  /**
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * Liquid HTML, or MJML when `format` is "mjml".
+   *
+   * @generated from field: string html = 2;
+   */
+  html: string;
+
+  /**
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * @generated from field: string preview_text = 4;
+   */
+  previewText: string;
+
+  /**
+   * "liquid" (default) or "mjml".
+   *
+   * @generated from field: string format = 5;
+   */
+  format: string;
+
+  /**
+   * A layout of the workspace (kind "layout") framing the content.
+   *
+   * @generated from field: string layout = 6;
+   */
+  layout: string;
+
+  /**
+   * "template" (default), "layout" or "snippet".
+   *
+   * @generated from field: string kind = 7;
+   */
+  kind: string;
+};
+
+/**
+ * Describes the message mailroom.directory.v1.TemplateDraft.
+ * Use `create(TemplateDraftSchema)` to create a new message.
+ */
+export const TemplateDraftSchema: GenMessage<TemplateDraft> = /*@__PURE__*/
+  messageDesc(file_mailroom_directory_v1_templates, 1);
 
 /**
  * @generated from message mailroom.directory.v1.RenderTemplateResponse
@@ -83,7 +149,7 @@ export type RenderTemplateResponse = Message<"mailroom.directory.v1.RenderTempla
  * Use `create(RenderTemplateResponseSchema)` to create a new message.
  */
 export const RenderTemplateResponseSchema: GenMessage<RenderTemplateResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_templates, 1);
+  messageDesc(file_mailroom_directory_v1_templates, 2);
 
 /**
  * @generated from message mailroom.directory.v1.TemplateVersion
@@ -140,7 +206,7 @@ export type TemplateVersion = Message<"mailroom.directory.v1.TemplateVersion"> &
  * Use `create(TemplateVersionSchema)` to create a new message.
  */
 export const TemplateVersionSchema: GenMessage<TemplateVersion> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_templates, 2);
+  messageDesc(file_mailroom_directory_v1_templates, 3);
 
 /**
  * @generated from message mailroom.directory.v1.ListTemplateVersionsRequest
@@ -162,7 +228,7 @@ export type ListTemplateVersionsRequest = Message<"mailroom.directory.v1.ListTem
  * Use `create(ListTemplateVersionsRequestSchema)` to create a new message.
  */
 export const ListTemplateVersionsRequestSchema: GenMessage<ListTemplateVersionsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_templates, 3);
+  messageDesc(file_mailroom_directory_v1_templates, 4);
 
 /**
  * @generated from message mailroom.directory.v1.ListTemplateVersionsResponse
@@ -179,7 +245,7 @@ export type ListTemplateVersionsResponse = Message<"mailroom.directory.v1.ListTe
  * Use `create(ListTemplateVersionsResponseSchema)` to create a new message.
  */
 export const ListTemplateVersionsResponseSchema: GenMessage<ListTemplateVersionsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_templates, 4);
+  messageDesc(file_mailroom_directory_v1_templates, 5);
 
 /**
  * @generated from message mailroom.directory.v1.RestoreTemplateVersionRequest
@@ -206,7 +272,7 @@ export type RestoreTemplateVersionRequest = Message<"mailroom.directory.v1.Resto
  * Use `create(RestoreTemplateVersionRequestSchema)` to create a new message.
  */
 export const RestoreTemplateVersionRequestSchema: GenMessage<RestoreTemplateVersionRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_templates, 5);
+  messageDesc(file_mailroom_directory_v1_templates, 6);
 
 /**
  * @generated from message mailroom.directory.v1.RestoreTemplateVersionResponse
@@ -223,14 +289,14 @@ export type RestoreTemplateVersionResponse = Message<"mailroom.directory.v1.Rest
  * Use `create(RestoreTemplateVersionResponseSchema)` to create a new message.
  */
 export const RestoreTemplateVersionResponseSchema: GenMessage<RestoreTemplateVersionResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_directory_v1_templates, 6);
+  messageDesc(file_mailroom_directory_v1_templates, 7);
 
 /**
  * TemplateService (hosted by the directory unit): what templates do beyond being stored
  * (DESIGN §10.2): rendering one for a preview, and their version history. Errors are
  * ConnectErrors carrying mailroom.common.v1.ErrorInfo: "template_not_found" (404),
  * "template_version_not_found" (404), "contact_not_found" (404), "template_render_failed" (400),
- * "invalid_request" (400).
+ * "invalid_template" (400, a draft's content), "invalid_request" (400).
  *
  * @generated from service mailroom.directory.v1.TemplateService
  */

@@ -35,9 +35,13 @@ describe("RpcAutomationDirectory", () => {
       createClient(BroadcastService, memoryTransport(broadcastRoutes(broadcasts.service))),
     );
 
-    expect(await adapter.templateExists(WS, "welcome")).toBe(true);
-    expect(await adapter.templateExists(WS, "ghost")).toBe(false);
-    expect(await adapter.templateExists(WS, "not a name!")).toBe(false);
+    await dir.templates.create(WS, { name: "frame", kind: "layout", subject: "", html: "<main>{{ content }}</main>" });
+    await dir.templates.create(WS, { name: "footer", kind: "snippet", subject: "", html: "<p>bye</p>" });
+    expect(await adapter.templateKind(WS, "welcome")).toBe("template");
+    expect(await adapter.templateKind(WS, "frame")).toBe("layout");
+    expect(await adapter.templateKind(WS, "footer")).toBe("snippet");
+    expect(await adapter.templateKind(WS, "ghost")).toBeUndefined();
+    expect(await adapter.templateKind(WS, "not a name!")).toBeUndefined();
     expect(await adapter.groupId(WS, "vip")).toBe(vip._id);
     expect(await adapter.groupId(WS, vip._id)).toBe(vip._id);
     expect(await adapter.groupId(WS, "ghost")).toBeUndefined();

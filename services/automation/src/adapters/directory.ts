@@ -37,14 +37,15 @@ export class RpcAutomationDirectory implements AutomationDirectory {
     }
   }
 
-  async templateExists(workspaceId: string, name: string): Promise<boolean> {
+  async templateKind(workspaceId: string, name: string): Promise<string | undefined> {
     try {
       const { template } = await this.directory.getTemplate({ workspaceId, name }, RPC);
-      return template !== undefined;
+      // Templates saved before kinds have none: they are of kind "template".
+      return template ? template.kind || "template" : undefined;
     } catch (err) {
-      if (isNotFound(err)) return false;
+      if (isNotFound(err)) return undefined;
       // A name the directory refuses as a name (e.g. invalid characters) names no template either.
-      if (errorInfoOf(err)?.httpStatus === 400) return false;
+      if (errorInfoOf(err)?.httpStatus === 400) return undefined;
       throw asDomainError(err);
     }
   }

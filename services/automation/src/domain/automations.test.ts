@@ -75,6 +75,21 @@ describe("Automations: create, read, list", () => {
 });
 
 describe("Automations: validation names the path", () => {
+  it("refuses a send step or trigger naming a layout or snippet: pieces of templates, never sent on their own", async () => {
+    const w = await buildCatalogWorld();
+    const steps = welcome().steps;
+    (steps[0] as { template: string }).template = "frame";
+    const layout = await refusal(w.automations.create(WS, { ...welcome(), steps }));
+    expect(layout).toMatchObject({ code: "invalid_automation", httpStatus: 400, message: 'steps[0].template: "frame" is a layout, not a template (name a template of kind "template")' });
+    expect(JSON.parse(layout.details.extra!.path)).toBe("steps[0].template");
+    const nested = welcome().steps;
+    (nested[2] as { then: Array<{ template: string }> }).then[0].template = "footer";
+    expect((await refusal(w.automations.create(WS, { ...welcome(), steps: nested }))).message).toBe('steps[2].then[0].template: "footer" is a snippet, not a template (name a template of kind "template")');
+    const trigger = await refusal(w.automations.create(WS, { ...welcome(), trigger: { type: "email_opened", template: "footer" } }));
+    expect(trigger.message).toBe('trigger.template: "footer" is a snippet, not a template (name a template of kind "template")');
+    expect((await w.automations.list(WS, {})).items).toEqual([]);
+  });
+
   it("refuses an unknown template, group, property or filter property at its JSON path", async () => {
     const w = await buildCatalogWorld();
     const steps = welcome().steps;

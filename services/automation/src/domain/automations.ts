@@ -47,7 +47,8 @@ export interface AutomationRepository {
 
 /** What the directory (and, for a broadcast, the broadcast unit) confirms about a definition's references. */
 export interface AutomationDirectory {
-  templateExists(workspaceId: string, name: string): Promise<boolean>;
+  /** The kind of the workspace's template of that name ("template", "layout" or "snippet"); undefined when there is none. */
+  templateKind(workspaceId: string, name: string): Promise<string | undefined>;
   /** The stored group id (`grp_…`) of a group id or publicId; undefined when there is no such group. */
   groupId(workspaceId: string, idOrPublicId: string): Promise<string | undefined>;
   /** Every property slug of the workspace, built-ins included. */
@@ -266,8 +267,13 @@ export class Automations {
     type Outcome = { fault: string; path: string } | { group: string } | undefined;
     const check = async (ref: Reference): Promise<Outcome> => {
       switch (ref.kind) {
-        case "template":
-          return (await once(`t:${ref.name}`, () => dir.templateExists(workspaceId, ref.name))) ? undefined : { path: ref.path, fault: `template "${ref.name}" does not exist` };
+        case "template": {
+          const kind = await once(`t:${ref.name}`, () => dir.templateKind(workspaceId, ref.name));
+          if (!kind) return { path: ref.path, fault: `template "${ref.name}" does not exist` };
+          // A layout or snippet is a piece of templates: never sent on its own, never what an email was sent from.
+          if (kind !== "template") return { path: ref.path, fault: `"${ref.name}" is a ${kind}, not a template (name a template of kind "template")` };
+          return undefined;
+        }
         case "group": {
           const id = await once(`g:${ref.id}`, () => dir.groupId(workspaceId, ref.id));
           return id ? { group: id } : { path: ref.path, fault: `group "${ref.id}" does not exist` };

@@ -4,7 +4,7 @@ import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/rend
 import { offersUnsubscribe, type CompiledMessage } from "./compiled.js";
 import { findVariables, referencesVariable } from "./variables.js";
 import { ParsedTemplate } from "../liquid/template.js";
-import { LiquidSyntaxError } from "../liquid/engine.js";
+import { checkTemplate, LiquidSyntaxError } from "../liquid/engine.js";
 import type { ContentKind } from "./compiled.js";
 
 /** The fields of compile.ts's CompileInput this reads (not imported: compile.ts imports this). */
@@ -30,6 +30,10 @@ export function compileLiquidMessage(input: LiquidInput): CompiledMessage {
   const fields = { subject: input.subject, html: input.html, text: input.text, previewText: input.previewText };
   try {
     ParsedTemplate.parse({ key: "", fields });
+    // Snippets are the stored templates' (DESIGN §10.2): a broadcast has none to render, so
+    // `{% render %}` would fail every recipient. Refused here instead, where it is written.
+    const snippets = checkTemplate(fields, (field) => (field === "html" ? "html" : "raw"));
+    if (snippets.size) throw renderRefused(fields, [...snippets][0]!);
   } catch (err) {
     if (!(err instanceof LiquidSyntaxError)) throw err;
     throw appError({
@@ -51,4 +55,12 @@ export function compileLiquidMessage(input: LiquidInput): CompiledMessage {
     textGenerated: !input.text,
     liquid: fields,
   });
+}
+
+/** Where a broadcast renders a snippet, as a syntax error there. */
+function renderRefused(fields: Record<string, string>, name: string): LiquidSyntaxError {
+  const tag = /\{%-?\s*render\b/;
+  const [field, text] = Object.entries(fields).find(([, v]) => tag.test(v)) ?? ["html", ""];
+  const before = text.slice(0, Math.max(0, text.search(tag))).split("\n");
+  return new LiquidSyntaxError(field, before.length, before[before.length - 1]!.length + 1, `snippets are for stored templates: a broadcast cannot render "${name}" (paste its content instead)`);
 }

@@ -60,6 +60,19 @@ describe("a broadcast written in Liquid (rendered per recipient by the merge)", 
     expect(mergeMessage(compiled, recipient("b@x.test", { items: [1, 2] }), CTX).html).toContain("xx");
   });
 
+  it("refuses a snippet ({% render %}) where it is written: a broadcast has none to render", () => {
+    let err: unknown;
+    try {
+      broadcast('<p>Hi {{ firstName | default: "x" }}</p>\n  {% render "footer" %}');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AppError);
+    expect((err as AppError).code).toBe("invalid_template");
+    expect((err as AppError).details.extra).toMatchObject({ field: '"html"', line: "2", column: "3" });
+    expect((err as AppError).message).toMatch(/cannot render "footer"/);
+  });
+
   it("does not call a loop's item, an assign or a capture an unknown variable", () => {
     const found = detectVariables({
       html: "{% for p in picks %}{{ p }}{{ forloop }}{% endfor %}{% assign n = 2 %}{{ n }}{% capture c %}x{% endcapture %}{{ c }}{{ plan }}{{ other }}",

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/port.js";
 import { directoryEventSubject } from "@mailroom/pipeline/subjects.js";
+import { directoryEventBatchBody, directoryEventBatches } from "@mailroom/pipeline/directory-events.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { eventsOfIntent, type ChangeIntent, type ChangeIntentRecorder, type DirectoryEvent, type DirectoryEventPublisher, type IntentState } from "../domain/changes.js";
 
@@ -21,6 +23,13 @@ export const CHANGE_INTENTS_COLLECTION = "directory_change_intents";
 const SWEEP_MS = 5_000;
 /** An intent older than this belongs to a write that died (a live one settles within milliseconds). */
 const ABANDONED_INTENT_MS = 60_000;
+/**
+ * Events whose writes come by the thousand (an import's suppressions): those of one write
+ * travel as batch messages (pipeline/directory-events.ts), one record and one publish per
+ * batch, not per event. Contact events stay one message each (their writes are small, and
+ * each event is a message of its own in the stream as before).
+ */
+const BATCHED_TYPES: ReadonlySet<string> = new Set(["SUPPRESSION_CREATED", "SUPPRESSION_DELETED"]);
 
 /**
  * Publish-after-commit with a recovery path for both gaps. The store has no transaction
@@ -78,8 +87,7 @@ export class ChangePublisher {
 
   /** For the directory's use cases: never throws, keeps the order of the writes. */
   readonly publish: DirectoryEventPublisher = (events: DirectoryEvent[], settles?: ChangeIntent) => {
-    const now = new Date();
-    const pending = events.map((e) => ({ _id: e.id, subject: directoryEventSubject(e.type), body: JSON.stringify(e), createdAt: now, seq: now.getTime() * 1000 + (this.seq++ % 1000) }));
+    const pending = this.pendingOf(events);
     const recorded = this.recording
       .then(() => this.record(pending))
       .catch((err) => {
@@ -111,7 +119,7 @@ export class ChangePublisher {
         const intent = JSON.parse(record.intent, (k, v) => (typeof v === "string" && DATE_FIELDS.has(k) ? new Date(v) : v)) as ChangeIntent;
         const events = await eventsOfIntent(intent, state);
         if (events.length) this.logger.warn({ intent: intent.id, events: events.map((e) => e.type) }, "recovered the events of a write whose process stopped before recording them");
-        await this.record(events.map((e) => ({ _id: e.id, subject: directoryEventSubject(e.type), body: JSON.stringify(e), createdAt: new Date(), seq: Date.now() * 1000 + (this.seq++ % 1000) })));
+        await this.record(this.pendingOf(events));
         await this.intents.deleteOne({ _id: record._id });
         recovered++;
       }
@@ -138,6 +146,34 @@ export class ChangePublisher {
       }
     })();
     return this.flushing;
+  }
+
+  /**
+   * The outbox records of one write's events: one per event, or one per batch message for
+   * BATCHED_TYPES when the write has several. A batch's id (its message id) comes from its
+   * events' ids, so the same write announced twice is one record and one message.
+   */
+  private pendingOf(events: DirectoryEvent[]): Pending[] {
+    const now = new Date();
+    const pending: Pending[] = [];
+    const add = (_id: string, subject: string, body: string) => pending.push({ _id, subject, body, createdAt: now, seq: now.getTime() * 1000 + (this.seq++ % 1000) });
+    const batched = new Map<string, DirectoryEvent[]>();
+    for (const e of events) {
+      if (BATCHED_TYPES.has(e.type) && events.length > 1) {
+        const list = batched.get(e.type);
+        if (list) list.push(e);
+        else batched.set(e.type, [e]);
+      } else add(e.id, directoryEventSubject(e.type), JSON.stringify(e));
+    }
+    for (const [type, list] of batched) {
+      let at = 0;
+      for (const bodies of directoryEventBatches(list.map((e) => JSON.stringify(e)))) {
+        const ids = list.slice(at, (at += bodies.length)).map((e) => e.id);
+        const id = bodies.length === 1 ? ids[0] : `devb_${createHash("sha256").update(ids.join("\u0000")).digest("hex").slice(0, 32)}`;
+        add(id, directoryEventSubject(type), bodies.length === 1 ? bodies[0] : directoryEventBatchBody(bodies));
+      }
+    }
+    return pending;
   }
 
   private async record(pending: Pending[]): Promise<void> {

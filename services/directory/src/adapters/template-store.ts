@@ -49,8 +49,16 @@ export class TemplateStore implements TemplateRepository {
     return this.templates.findOneAndUpdate({ _id: id, workspaceId }, { $set: changes }, { returnDocument: "after" });
   }
 
+  /** The template and its saved versions (the versions first: a crash between leaves the template, which a retry deletes). */
   async delete(workspaceId: string, id: string): Promise<void> {
+    await this.history.deleteMany({ workspaceId, templateId: id });
     await this.templates.deleteOne({ _id: id, workspaceId });
+  }
+
+  async usersOf(workspaceId: string, name: string): Promise<Template[]> {
+    // A template naming a layout or rendering a snippet is saved with liquid: true.
+    const liquid = await this.templates.find({ workspaceId, liquid: true }, { sort: { name: 1 } });
+    return liquid.filter((t) => t.name !== name && (t.layout === name || (t.snippets ?? []).includes(name)));
   }
 
   page(workspaceId: string, opts: { after?: string; limit: number; status?: TemplateStatus; newestFirst?: boolean; kind?: TemplateKind }): Promise<Template[]> {

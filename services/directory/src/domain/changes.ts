@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
-import { contactStatus, type Contact, type ContactProperty, type Member, type Workspace } from "./model.js";
-import type { ContactChange, ContactRepository, ContactWrite, MemberRepository, PropertyRepository, WorkspaceRepository } from "./ports.js";
+import { contactStatus, type Contact, type ContactProperty, type Member, type Suppression, type Workspace } from "./model.js";
+import type { ContactChange, ContactRepository, ContactWrite, MemberRepository, PropertyRepository, SuppressionRepository, WorkspaceRepository } from "./ports.js";
+import { clientSuppression, ERASED_KEY_PREFIX } from "./suppression.js";
 import type { Group, GroupMembershipRepository, MemberContact } from "./group-ports.js";
 import { clientGroup } from "./groups.js";
 
@@ -59,6 +60,8 @@ export type ChangeIntent = { id: string; at: string; workspaceId: string } & (
   | { kind: "workspace"; before: Workspace }
   // A contact joining (addedAt: the write's time) or leaving (addedAt: when it had joined) a group.
   | { kind: "membership"; contactId: string; group: Group; joining: boolean; addedAt: string }
+  // Suppressions about to be added (creating) or removed, each as written or as it stood.
+  | { kind: "suppressions"; creating: boolean; suppressions: Suppression[] }
 );
 
 /** Records an intent before its write (throws when it cannot: then nothing is written). */
@@ -222,6 +225,24 @@ export interface IntentState {
   properties: Pick<PropertyRepository, "find">;
   members: Pick<MemberRepository, "list">;
   workspaces: Pick<WorkspaceRepository, "find">;
+  suppressions: Pick<SuppressionRepository, "findMany">;
+}
+
+/**
+ * SUPPRESSION_CREATED / SUPPRESSION_DELETED of suppressions a write added or removed. Erased
+ * (hashed) entries are never announced: they name no address. Ids come from the entry and its
+ * creation time, so announcing (or recovering) one write twice is one event.
+ */
+export function suppressionEvents(type: "SUPPRESSION_CREATED" | "SUPPRESSION_DELETED", suppressions: Suppression[], at: Date): DirectoryEvent[] {
+  return suppressions
+    .filter((s) => !s.emailLower.startsWith(ERASED_KEY_PREFIX))
+    .map((s) => ({
+      id: eventId(type, s.workspaceId, s.emailLower, String(new Date(s.createdAt).getTime())),
+      type,
+      createdAt: at.toISOString(),
+      workspaceId: s.workspaceId,
+      data: { suppression: clientSuppression(s) },
+    }));
 }
 
 /** The events an intent's write announced, judged from what the store holds now (none when it did not land). */
@@ -253,6 +274,18 @@ export async function eventsOfIntent(intent: ChangeIntent, state: IntentState): 
       const now = await state.workspaces.find(intent.workspaceId);
       return now ? workspaceEvents(intent.before, now) : [];
     }
+    case "suppressions": {
+      // Landed: an added one is stored with the write's own creation time; a removed one is gone
+      // (or is another suppression since, created later).
+      const byKey = new Map(intent.suppressions.map((s) => [s._id, s]));
+      const now = new Map((await state.suppressions.findMany(intent.workspaceId, [...byKey.keys()])).map((s) => [s._id, s]));
+      const landed = intent.suppressions.filter((s) => {
+        const stored = now.get(s._id);
+        const same = stored !== undefined && time(new Date(stored.createdAt)) === time(new Date(s.createdAt));
+        return intent.creating ? same : !same;
+      });
+      return suppressionEvents(intent.creating ? "SUPPRESSION_CREATED" : "SUPPRESSION_DELETED", landed, new Date(intent.at));
+    }
     case "membership": {
       const now = (await state.contacts.findById(intent.workspaceId, intent.contactId)) as MemberContact | null;
       if (!now) return [];
@@ -270,7 +303,7 @@ export async function eventsOfIntent(intent: ChangeIntent, state: IntentState): 
  * events (built from the write's answer) settle it; a write that changed nothing settles it
  * with none.
  */
-class Announcer {
+export class Announcer {
   constructor(
     private readonly publish: DirectoryEventPublisher,
     private readonly intend: ChangeIntentRecorder | undefined,

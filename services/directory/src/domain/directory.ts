@@ -69,7 +69,7 @@ export function createDirectory(deps: DirectoryDeps): Directory {
         properties: new EmittingPropertyRepository(deps.repositories.properties, publish, deps.intendChanges, now),
         members: new EmittingMemberRepository(deps.repositories.members, publish, deps.intendChanges, now),
         workspaces: new EmittingWorkspaceRepository(deps.repositories.workspaces, publish, deps.intendChanges, now),
-        suppressions: new EmittingSuppressionRepository(deps.repositories.suppressions, publish, now),
+        suppressions: new EmittingSuppressionRepository(deps.repositories.suppressions, publish, now, deps.intendChanges),
       }
     : deps.repositories;
   const policy: DnsPolicy = {

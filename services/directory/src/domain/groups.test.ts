@@ -166,7 +166,7 @@ describe("groups", () => {
     const g = await groups.create("ws_a", { publicId: "vip" });
     const a = await contact("a@x.test");
     const contacts = await ContactStore.open(dir.store);
-    const recoverState = { contacts, properties: { find: async () => null }, members: { list: async () => [] }, workspaces: { find: async () => null } };
+    const recoverState = { contacts, properties: { find: async () => null }, members: { list: async () => [] }, workspaces: { find: async () => null }, suppressions: { findMany: async () => [] } };
     await groups.addContact("ws_a", g._id, a._id);
     const joined = JSON.parse(JSON.stringify(intents.at(-1)));
     expect(await eventsOfIntent(joined, recoverState)).toEqual(events.filter((e) => e.type === "CONTACT_TAG_ADDED"));

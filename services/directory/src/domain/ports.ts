@@ -160,7 +160,10 @@ export interface TemplateRepository {
   findByName(workspaceId: string, name: string): Promise<Template | null>;
   findById(workspaceId: string, id: string): Promise<Template | null>;
   update(workspaceId: string, id: string, changes: Partial<Omit<Template, "_id" | "workspaceId" | "name" | "createdAt">>): Promise<Template | null>;
+  /** Deletes the template and its saved versions. */
   delete(workspaceId: string, id: string): Promise<void>;
+  /** The workspace's templates that name this one as their layout or render it as a snippet, by name. */
+  usersOf(workspaceId: string, name: string): Promise<Template[]>;
   page(workspaceId: string, opts: { after?: string; limit: number; status?: TemplateStatus; newestFirst?: boolean; kind?: TemplateKind }): Promise<Template[]>;
   /** Keeps a saved version (idempotent per template and version). */
   addVersion(version: TemplateVersion): Promise<void>;

@@ -1,7 +1,6 @@
-import { eventId, type DirectoryEvent, type DirectoryEventPublisher, type DirectoryEventType } from "./changes.js";
+import { Announcer, suppressionEvents, type ChangeIntentRecorder, type DirectoryEventPublisher } from "./changes.js";
 import type { Suppression, SuppressionReason } from "./model.js";
 import type { SuppressionPageQuery, SuppressionRepository } from "./ports.js";
-import { clientSuppression, ERASED_KEY_PREFIX } from "./suppression.js";
 import type { Clock } from "./validation.js";
 
 /**
@@ -13,22 +12,32 @@ import type { Clock } from "./validation.js";
  * so announcing one write twice is one event.
  */
 export class EmittingSuppressionRepository implements SuppressionRepository {
+  private readonly announcer: Announcer;
+
   constructor(
     private readonly inner: SuppressionRepository,
-    private readonly publish: DirectoryEventPublisher,
-    private readonly now: Clock,
-  ) {}
-
-  async ensure(suppression: Suppression): Promise<boolean> {
-    const created = await this.inner.ensure(suppression);
-    if (created) await this.announce("SUPPRESSION_CREATED", [suppression]);
-    return created;
+    publish: DirectoryEventPublisher,
+    now: Clock,
+    intend?: ChangeIntentRecorder,
+  ) {
+    this.announcer = new Announcer(publish, intend, now);
   }
 
-  async ensureMany(suppressions: Suppression[]): Promise<Suppression[]> {
-    const inserted = await this.inner.ensureMany(suppressions);
-    await this.announce("SUPPRESSION_CREATED", inserted);
-    return inserted;
+  ensure(suppression: Suppression): Promise<boolean> {
+    return this.announcer.around(
+      { kind: "suppressions", workspaceId: suppression.workspaceId, creating: true, suppressions: [suppression] },
+      () => this.inner.ensure(suppression),
+      (created, at) => (created ? suppressionEvents("SUPPRESSION_CREATED", [suppression], at) : []),
+    );
+  }
+
+  ensureMany(suppressions: Suppression[]): Promise<Suppression[]> {
+    if (!suppressions.length) return this.inner.ensureMany(suppressions);
+    return this.announcer.around(
+      { kind: "suppressions", workspaceId: suppressions[0]!.workspaceId, creating: true, suppressions },
+      () => this.inner.ensureMany(suppressions),
+      (inserted, at) => suppressionEvents("SUPPRESSION_CREATED", inserted, at),
+    );
   }
 
   strengthen(id: string, reason: SuppressionReason, detail: string): Promise<void> {
@@ -48,26 +57,18 @@ export class EmittingSuppressionRepository implements SuppressionRepository {
   }
 
   async remove(id: string, reason?: SuppressionReason, opts: { unless?: SuppressionReason; quiet?: boolean } = {}): Promise<Suppression | null> {
-    const removed = await this.inner.remove(id, reason, opts);
-    if (removed && !opts.quiet) await this.announce("SUPPRESSION_DELETED", [removed]);
-    return removed;
+    if (opts.quiet) return this.inner.remove(id, reason, opts);
+    // The intent names the entry as it stands, so a recovery can tell whether it went.
+    const before = await this.inner.find(id);
+    if (!before) return null;
+    return this.announcer.around(
+      { kind: "suppressions", workspaceId: before.workspaceId, creating: false, suppressions: [before] },
+      () => this.inner.remove(id, reason, opts),
+      (removed, at) => (removed ? suppressionEvents("SUPPRESSION_DELETED", [removed], at) : []),
+    );
   }
 
   page(workspaceId: string, opts: SuppressionPageQuery): Promise<Suppression[]> {
     return this.inner.page(workspaceId, opts);
-  }
-
-  private async announce(type: DirectoryEventType, suppressions: Suppression[]): Promise<void> {
-    const at = this.now();
-    const events: DirectoryEvent[] = suppressions
-      .filter((s) => !s.emailLower.startsWith(ERASED_KEY_PREFIX))
-      .map((s) => ({
-        id: eventId(type, s.workspaceId, s.emailLower, String(new Date(s.createdAt).getTime())),
-        type,
-        createdAt: at.toISOString(),
-        workspaceId: s.workspaceId,
-        data: { suppression: clientSuppression(s) },
-      }));
-    if (events.length) await this.publish(events);
   }
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { memoryDirectory } from "../testing.js";
 import { reserveSendable } from "./sendable.js";
+import { contactStatus } from "./model.js";
 
 describe("suppression list", () => {
   it("answers which of many addresses are suppressed, case-insensitively, per workspace", async () => {
@@ -142,6 +143,19 @@ describe("suppression list: domains, reasons, sources, imports (DESIGN §10.3)",
     expect(again.filter((r) => r.outcome === "created")).toEqual([]);
     expect(errorInfoOf(await dir.suppressions.addMany("ws_a", []).catch((e) => e))?.code).toBe("invalid_request");
     expect(errorInfoOf(await dir.suppressions.addMany("ws_a", Array.from({ length: 1001 }, (_, i) => ({ email: `u${i}@x.test` }))).catch((e) => e))?.code).toBe("invalid_request");
+  });
+
+  it("a batch's unsubscribed rows unsubscribe the addresses that are contacts (the others are only suppressed)", async () => {
+    const dir = await memoryDirectory();
+    await dir.workspaces.create({ id: "ws_a", name: "A" });
+    await dir.contacts.create("ws_a", { email: "Ann@x.test" });
+    await dir.contacts.create("ws_a", { email: "bob@x.test" });
+    const results = await dir.suppressions.addMany("ws_a", [
+      { email: "ann@x.test", reason: "unsubscribed" }, { email: "nobody@x.test", reason: "unsubscribed" }, { email: "bob@x.test", reason: "imported" },
+    ]);
+    expect(results.map((r) => r.outcome)).toEqual(["created", "created", "created"]);
+    expect(contactStatus(await dir.contacts.get("ws_a", "ann@x.test"))).toBe("UNSUBSCRIBED");
+    expect(contactStatus(await dir.contacts.get("ws_a", "bob@x.test"))).toBe("SUBSCRIBED");
   });
 
   it("announces SUPPRESSION_CREATED / SUPPRESSION_DELETED once per change, never for erased entries", async () => {

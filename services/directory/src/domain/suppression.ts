@@ -208,11 +208,19 @@ export class Suppressions {
       toInsert.push(v);
     }
     const inserted = new Set((await this.repo.ensureMany(toInsert.map((v) => v.doc))).map((s) => s._id));
+    const unsubscribed: string[] = [];
     for (const v of toInsert) {
       const created = inserted.has(v.doc._id);
       results[v.index] = { outcome: created ? "created" : "existing" };
       if (!created && STRONG_REASONS.includes(v.doc.reason)) stronger.push({ id: v.doc._id, reason: v.doc.reason, detail: "" });
-      if (created && v.doc.reason === "unsubscribed" && !v.doc.domain) await this.contacts.unsubscribe(workspaceId, v.doc.emailLower, now, "unsubscribed");
+      if (created && v.doc.reason === "unsubscribed" && !v.doc.domain) unsubscribed.push(v.doc.emailLower);
+    }
+    // Their contacts (if any) stop receiving broadcasts too: one read finds which have one,
+    // so an import of addresses that are not contacts costs no lookup per row.
+    if (unsubscribed.length) {
+      for (const contact of await this.contacts.findManyByEmail(workspaceId, unsubscribed)) {
+        await this.contacts.unsubscribe(workspaceId, contact.emailLower, now, "unsubscribed");
+      }
     }
     for (const s of stronger) await this.repo.strengthen(s.id, s.reason, s.detail);
     return results;

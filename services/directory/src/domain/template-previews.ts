@@ -4,7 +4,7 @@ import { ParsedTemplate, type TemplateFields } from "@mailroom/content/liquid/te
 import { LiquidSyntaxError, RenderFailure } from "@mailroom/content/liquid/engine.js";
 import { scanHtml } from "@mailroom/content/compile/scan.js";
 import { htmlToPlainText } from "@mailroom/content/compile/text.js";
-import { EXTRA_BUILT_INS, type Contact } from "./model.js";
+import { EXTRA_BUILT_INS, type Contact, type Template } from "./model.js";
 import type { Templates } from "./templates.js";
 import type { Contacts } from "./contacts.js";
 import type { Workspaces } from "./workspaces.js";
@@ -21,6 +21,7 @@ export function contactValues(c: Contact): Record<string, unknown> {
  * POST /v1/templates/:name/render (DESIGN §10.2): a template with its layout and snippets,
  * rendered with the values given or a contact's, as a send renders it but without tracking
  * (system links are "#"). The plain text is generated from the HTML when the template has none.
+ * POST /v1/templates/render renders unsaved content the same way (the editor's live preview).
  */
 export class TemplatePreviews {
   constructor(
@@ -29,8 +30,9 @@ export class TemplatePreviews {
     private readonly workspaces: Pick<Workspaces, "get">,
   ) {}
 
-  async render(workspaceId: string, name: string, variables: Record<string, unknown>, contactId?: string): Promise<TemplateFields> {
-    const template = await this.templates.get(workspaceId, name);
+  /** `draft`: unsaved content to render instead of the stored template (checked by Templates.draft). */
+  async render(workspaceId: string, name: string, variables: Record<string, unknown>, contactId?: string, draft?: Template): Promise<TemplateFields> {
+    const template = draft ?? (await this.templates.get(workspaceId, name));
     const [includes, workspace, contact] = await Promise.all([
       this.templates.includes(workspaceId, template),
       this.workspaces.get(workspaceId),
@@ -49,7 +51,7 @@ export class TemplatePreviews {
       }).render(values, { email: typeof values.email === "string" ? values.email : "", timeZone: zone || "UTC" });
     } catch (err) {
       if (err instanceof RenderFailure || err instanceof LiquidSyntaxError) {
-        throw appError({ code: "template_render_failed", httpStatus: 400, message: `Template "${name}" could not be rendered: ${err.message}` });
+        throw appError({ code: "template_render_failed", httpStatus: 400, message: `Template "${template.name}" could not be rendered: ${err.message}` });
       }
       throw err;
     }

@@ -89,4 +89,57 @@ describe("Liquid templates, layouts, snippets and versions (DESIGN §10.2)", () 
     expect((await refusal(previews.render("ws_a", "loop", { items: Array.from({ length: 1_001 }, () => 1) }))).code).toBe("template_render_failed");
     expect((await refusal(previews.render("ws_b", "t", {}))).code).toBe("template_not_found");
   });
+
+  it("renders unsaved content (a draft) as a save would check it, storing nothing; another workspace's pieces are not found", async () => {
+    const dir = await world();
+    await dir.templates.create("ws_a", { name: "footer", kind: "snippet", subject: "", html: "<small>{{ email }}</small>" });
+    await dir.templates.create("ws_a", { name: "base", kind: "layout", subject: "", html: '<main>{{ content }}</main>{% render "footer" %}' });
+    await dir.templates.create("ws_a", { name: "t", subject: "Saved", html: "<p>saved</p>" });
+    await dir.templates.create("ws_b", { name: "bfoot", kind: "snippet", subject: "", html: "<p>B</p>" });
+    const before = await snapshot(dir);
+    const previews = new TemplatePreviews(dir.templates, dir.contacts, dir.workspaces);
+    const draft = await dir.templates.draft("ws_a", "t", { subject: "Hi {{ n | default: 'you' }}", html: "<p>{% for i in xs %}{{ i }}{% endfor %}</p>", layout: "base" });
+    expect(await previews.render("ws_a", "t", { xs: [1, 2], email: "a@x.test" }, undefined, draft)).toMatchObject({
+      subject: "Hi you", html: "<main><p>12</p></main><small>a@x.test</small>",
+    });
+    // Without a name: a new template's content; MJML compiled first.
+    const mjml = await dir.templates.draft("ws_a", "", { subject: "M", html: "<mjml><mj-body><mj-section><mj-column><mj-text>Hi {{ n }}</mj-text></mj-column></mj-section></mj-body></mjml>", format: "mjml" });
+    expect((await previews.render("ws_a", "", { n: "Kim" }, undefined, mjml)).html).toMatch(/<!doctype html>[\s\S]*Hi Kim/i);
+    const bad = await refusal(dir.templates.draft("ws_a", "t", { subject: "s", html: "<p>\n  {% if x %}" }));
+    expect(bad).toMatchObject({ code: "invalid_template", status: 400, extra: { field: "html", line: 2, column: 3 } });
+    expect((await refusal(dir.templates.draft("ws_a", "", { subject: "s", html: '{% render "bfoot" %}' }))).code).toBe("invalid_template");
+    expect((await refusal(dir.templates.draft("ws_b", "t", { subject: "s", html: "h" }))).code).toBe("template_not_found");
+    expect(await snapshot(dir)).toEqual(before);
+    expect((await previews.render("ws_a", "t", {})).subject).toBe("Saved");
+  });
+
+  it("deletes a template's versions with it, and keeps a layout or snippet another template uses (409 naming them)", async () => {
+    const dir = await world();
+    await dir.templates.create("ws_a", { name: "footer", kind: "snippet", subject: "", html: "<small>bye</small>" });
+    await dir.templates.create("ws_a", { name: "base", kind: "layout", subject: "", html: '<main>{{ content }}</main>{% render "footer" %}' });
+    await dir.templates.create("ws_a", { name: "receipt", subject: "R", html: "<p>r</p>", layout: "base" });
+    await dir.templates.create("ws_a", { name: "welcome", subject: "W", html: '<p>w</p>{% render "footer" %}' });
+    await dir.templates.update("ws_a", { name: "welcome", subject: "W2", html: '<p>w2</p>{% render "footer" %}' });
+    // Another workspace's template of the same names is no user.
+    await dir.templates.create("ws_b", { name: "lone", kind: "snippet", subject: "", html: "<p>b</p>" });
+    await dir.templates.create("ws_b", { name: "t", subject: "s", html: '{% render "lone" %}' });
+    const versions = dir.store.collection("template_versions");
+    expect(await versions.countDocuments({ workspaceId: "ws_a" })).toBe(5);
+
+    const footer = await refusal(dir.templates.delete("ws_a", "footer"));
+    expect(footer).toMatchObject({ code: "template_in_use", status: 409, extra: { usedBy: ["base", "welcome"] } });
+    expect(footer.message).toMatch(/snippet "footer" is used by "base", "welcome"/);
+    expect((await refusal(dir.templates.delete("ws_a", "base")))).toMatchObject({ code: "template_in_use", extra: { usedBy: ["receipt"] } });
+
+    const welcome = await dir.templates.get("ws_a", "welcome");
+    await dir.templates.delete("ws_a", "welcome");
+    expect(await versions.countDocuments({ workspaceId: "ws_a", templateId: welcome._id })).toBe(0);
+    // A template no longer rendering the snippet frees it once the layout is gone too.
+    await dir.templates.update("ws_a", { name: "receipt", subject: "R", html: "<p>r</p>", layout: "" });
+    await dir.templates.delete("ws_a", "base");
+    await dir.templates.delete("ws_a", "footer");
+    expect((await dir.templates.list("ws_a")).items.map((t) => t.name)).toEqual(["receipt"]);
+    expect(await versions.countDocuments({ workspaceId: "ws_a" })).toBe(2);
+    expect(await versions.countDocuments({ workspaceId: "ws_b" })).toBe(2);
+  });
 });

@@ -309,6 +309,28 @@ export class Templates {
     return updated;
   }
 
+  /**
+   * Unsaved content checked as a save checks it (MJML compiled, Liquid parsed, its layout and
+   * snippets found: 400 invalid_template with line and column), stored nowhere: the editor's
+   * live preview renders it. `name`, when given, is the template being edited (its kind
+   * applies unless the draft names one).
+   */
+  async draft(workspaceId: string, name: string, input: Omit<TemplateInput, "name">): Promise<Template> {
+    requireWorkspaceId(workspaceId);
+    const existing = name ? await this.get(workspaceId, name) : undefined;
+    const t = validateTemplate({ ...input, name: existing?.name ?? "draft" }, false);
+    const kind = t.kind ?? (existing ? kindOf(existing) : "template");
+    if (t.layout && kind !== "template") throw badRequest("invalid_template", `only a template of kind "template" may name a layout`);
+    const format = t.format ?? "liquid";
+    const checked = await this.checkContent(workspaceId, t, kind, format);
+    const at = this.now();
+    return {
+      _id: existing?._id ?? "", workspaceId, name: t.name, subject: t.subject, html: checked.html, text: t.text, previewText: t.previewText,
+      variables: detectVariables(t.subject, t.previewText, checked.html, t.text), kind, format, layout: t.layout,
+      snippets: checked.snippets, liquid: checked.liquid, createdAt: at, updatedAt: at,
+    };
+  }
+
   /** Saved versions, newest first; a template saved before versions has its current content as version 1. */
   async versions(workspaceId: string, name: string): Promise<TemplateVersion[]> {
     const doc = await this.get(workspaceId, name);
@@ -370,8 +392,25 @@ export class Templates {
     return found;
   }
 
+  /**
+   * Deletes a template with its versions. A layout or snippet that another template still uses
+   * is kept: 409 template_in_use naming those templates (their sends would fail otherwise).
+   */
   async delete(workspaceId: string, name: string): Promise<void> {
     const doc = await this.get(workspaceId, name);
+    const kind = kindOf(doc);
+    if (kind !== "template") {
+      const users = (await this.repo.usersOf(workspaceId, doc.name)).map((t) => t.name);
+      if (users.length) {
+        const shown = users.slice(0, 20).map((n) => `"${n}"`).join(", ") + (users.length > 20 ? ` and ${users.length - 20} more` : "");
+        throw appError({
+          code: "template_in_use",
+          httpStatus: 409,
+          message: `The ${kind} "${doc.name}" is used by ${shown}: change ${users.length === 1 ? "it" : "them"} first`,
+          extra: { usedBy: JSON.stringify(users) },
+        });
+      }
+    }
     await this.repo.delete(workspaceId, doc._id);
   }
 

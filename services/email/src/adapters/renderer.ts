@@ -60,6 +60,18 @@ export class InProcessRenderer implements Renderer {
       const zone = typeof liquid.variables.timezone === "string" && isTimeZone(liquid.variables.timezone) ? liquid.variables.timezone : t.timeZone;
       return parsed.render(liquid.variables, { email: liquid.email, timeZone: zone || "UTC" });
     } catch (err) {
+      if (liquid.raw && err instanceof LiquidSyntaxError) {
+        // A raw email's own content: the caller's mistake, shown where it is.
+        throw appError({
+          code: "invalid_template",
+          httpStatus: 400,
+          message: `${err.field}, line ${err.line}, column ${err.column}: ${err.reason}`,
+          extra: { field: JSON.stringify(err.field), line: JSON.stringify(err.line), column: JSON.stringify(err.column), reason: JSON.stringify(err.reason) },
+        });
+      }
+      if (liquid.raw && err instanceof RenderFailure) {
+        throw appError({ code: "template_render_failed", httpStatus: 400, message: `The email could not be rendered for this recipient: ${err.message}` });
+      }
       if (err instanceof RenderFailure || err instanceof LiquidSyntaxError) {
         // A stored template that no longer parses (saved before a rule changed) fails its sends the same way.
         throw appError({

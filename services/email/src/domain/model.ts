@@ -27,6 +27,8 @@ export interface RawContent {
   text?: string;
   previewText?: string;
   contactProperties?: Record<string, unknown>;
+  /** Sent as given, never rendered as Liquid (a message relayed by SMTP submission). */
+  asGiven?: true;
 }
 
 export interface TemplatedContent {

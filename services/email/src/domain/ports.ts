@@ -147,7 +147,7 @@ export interface CompileInput {
   previewText: string;
   trackClicks: boolean;
   trackOpens: boolean;
-  /** Sent as given: `{{…}}` is literal text, not a merge variable (raw emails). */
+  /** Sent as given: `{{…}}` is literal text, not a merge variable (raw emails without Liquid markup). */
   literal: boolean;
   /**
    * An automation's email to a contact: compiled with the unsubscribe footer (unless the content
@@ -157,9 +157,10 @@ export interface CompileInput {
   /**
    * A Liquid template to render for this one recipient first (DESIGN §10.2); the subject,
    * html, text and previewText above are then ignored. A render that fails or runs over its
-   * limits refuses the email with 400 `template_render_failed`.
+   * limits refuses the email with 400 `template_render_failed`. `raw`: the content is the
+   * request's own (a raw email), so bad Liquid is the caller's 400 `invalid_template`.
    */
-  liquid?: { template: TemplateContent; variables: Record<string, unknown>; email: string };
+  liquid?: { template: TemplateContent; variables: Record<string, unknown>; email: string; raw?: boolean };
 }
 
 export interface Renderer {

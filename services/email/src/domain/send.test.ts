@@ -77,10 +77,28 @@ describe("sending one email", () => {
     expect(w.queue.jobs).toHaveLength(3);
   });
 
-  it("asks the renderer to compile raw content literally and templates with variables", async () => {
-    await w.service.send(WS, raw({ content: { html: "<p>{{name}}</p>" } }));
+  it("asks the renderer to compile raw content without Liquid markup literally and templates with variables", async () => {
+    await w.service.send(WS, raw({ content: { html: "<p>{ name } and {{</p>", subject: "50% off {x}" } }));
     await w.service.send(WS, templated());
     expect(w.renderer.inputs.map((i) => i.literal)).toEqual([true, false]);
+    expect(w.renderer.inputs[0]!.liquid).toBeUndefined();
+  });
+
+  it("has a raw email's Liquid rendered with its contactProperties (DESIGN §10.2), keyed by its content", async () => {
+    const content = { html: "<p>Hi {{ name | default: 'there' }}</p>", text: "{% if vip %}VIP{% endif %}", contactProperties: { name: "Ann" } };
+    await w.service.send(WS, raw({ content }));
+    await w.service.send(WS, raw({ content: { ...content, contactProperties: { name: "Bo" } } }));
+    await w.service.send(WS, raw({ content: { ...content, subject: "Other {{ name }}" } }));
+    const [a, b, c] = w.renderer.inputs;
+    expect(a!.literal).toBe(false);
+    expect(a!.liquid).toMatchObject({ raw: true, variables: { name: "Ann" }, template: { html: content.html, text: content.text } });
+    expect(b!.liquid!.variables).toEqual({ name: "Bo" });
+    expect(b!.liquid!.template.liquidKey).toBe(a!.liquid!.template.liquidKey);
+    expect(c!.liquid!.template.liquidKey).not.toBe(a!.liquid!.template.liquidKey);
+    // Relayed by SMTP submission: finished content, sent as given.
+    await w.service.send(WS, raw({ content: { ...content, asGiven: true } }));
+    expect(w.renderer.inputs[3]).toMatchObject({ literal: true, html: content.html });
+    expect(w.renderer.inputs[3]!.liquid).toBeUndefined();
   });
 
   it("refuses more than 5 MB of HTML with 413 payload_too_large", async () => {

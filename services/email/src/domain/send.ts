@@ -17,6 +17,7 @@ import { IdempotencyGate } from "./idempotency.js";
 import { Publisher } from "./dispatch.js";
 import { requestHash } from "./hash.js";
 import { tagKey, validateExtras, type ValidatedExtras } from "./extras.js";
+import { rawLiquidKey, rawUsesLiquid } from "@mailroom/content/liquid/raw.js";
 
 export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: AppError };
 
@@ -400,17 +401,29 @@ export class EmailSender {
             text: item.template!.text,
             previewText: item.template!.previewText,
           };
+    // A raw email's content is Liquid too (DESIGN §10.2), rendered with its contactProperties;
+    // without Liquid markup, or relayed by SMTP submission, it is sent as given, byte for byte.
+    const rawLiquid = content.kind === "raw" && !content.asGiven && rawUsesLiquid(source.subject, source.html, source.text, source.previewText);
     item.compiled = await this.deps.renderer.compile({
       workspaceId,
       contentId: item.emailId,
       ...source,
       ...effectiveSettings(item.req),
-      // Raw emails are sent as given: `{{…}}` in the caller's content is text (DESIGN §6).
-      literal: content.kind === "raw",
+      literal: content.kind === "raw" && !rawLiquid,
       // Only an automation's send offers an unsubscribe; a public API email stays transactional.
       automation: item.req.automation === true,
       ...(content.kind === "templated" && item.template!.liquidKey
         ? { liquid: { template: item.template!, variables: content.variables, email: item.valid!.recipient } }
+        : {}),
+      ...(rawLiquid
+        ? {
+            liquid: {
+              template: { name: "", ...source, liquidKey: rawLiquidKey(source) },
+              variables: content.contactProperties ?? {},
+              email: item.valid!.recipient,
+              raw: true,
+            },
+          }
         : {}),
     });
   }
