@@ -111,6 +111,9 @@ export const POSTGRES_SYSTEM_TESTS = [
   "test/webhooks/producers.test.ts",
   "test/roles/roles-system.test.ts",
   "test/audit/audit-log.test.ts",
+  "test/suppressions/suppressions.test.ts",
+  "test/email/templates-liquid.test.ts",
+  "test/directory/switching.test.ts",
 ];
 
 /**

@@ -23,13 +23,9 @@ export const REASON_TO_PB: Record<SuppressionReason, PbSuppressionReason> = {
   manual: PbSuppressionReason.MANUAL,
   imported: PbSuppressionReason.IMPORTED,
 };
-const REASON_NAMES: Partial<Record<number, SuppressionReason>> = {
-  [PbSuppressionReason.UNSUBSCRIBED]: "unsubscribed",
-  [PbSuppressionReason.HARD_BOUNCE]: "hard_bounce",
-  [PbSuppressionReason.COMPLAINT]: "complaint",
-  [PbSuppressionReason.MANUAL]: "manual",
-  [PbSuppressionReason.IMPORTED]: "imported",
-};
+const REASON_NAMES: Partial<Record<number, SuppressionReason>> = Object.fromEntries(
+  Object.entries(REASON_TO_PB).map(([name, value]) => [value, name as SuppressionReason]),
+);
 
 /** A reason given over RPC; unspecified is `fallback` (undefined: no filter). */
 function reasonFromPb(value: PbSuppressionReason, fallback?: SuppressionReason): SuppressionReason | undefined {
