@@ -18,7 +18,8 @@
  * gateway's anonymous peaks while it streamed.
  *
  * Run: `npm run bench broadcast` or `npx tsx bench/broadcast.ts`. Environment:
- * BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_RAW_MESSAGES (messages for the raw pool,
+ * BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_TEMPLATE=liquid (the message in Liquid:
+ * compiled once, rendered per recipient), BENCH_BROADCAST_RAW_MESSAGES (messages for the raw pool,
  * default min(N, 20000): a rate, so a shorter run measures the same), MAILROOM_BENCH_SINK=node
  * (the harness's Node sink instead of smtp-sink); MAILROOM_SMTP_POOL_SIZE and the other
  * delivery settings apply to both sides. BENCH_MEMORY_TRACE=1 prints, every 10 s while sending,
@@ -70,9 +71,19 @@ async function waitForAnnounced(natsUrl: string, n: number): Promise<number> {
 const WS = "ws_bench_broadcast";
 const KEY = "mr_test_bench_broadcast_1";
 const BATCH = 1_000;
+const LOREM = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ";
 const HTML = `<html><body><h1>Spring news</h1><p>Hi {{firstName}}, here is what is new this month.</p>
 <p><a href="https://acme.test/spring">Read the spring issue</a> · <a href="https://acme.test/pricing">Pricing</a></p>
-<p>${"Lorem ipsum dolor sit amet, consectetur adipiscing elit. ".repeat(20)}</p></body></html>`;
+<p>${LOREM.repeat(20)}</p></body></html>`;
+/**
+ * BENCH_BROADCAST_TEMPLATE=liquid: the same message written in Liquid (DESIGN §10.2), a fallback
+ * filter, a condition and a loop, rendering for each contact what HTML renders for it.
+ */
+const LIQUID = process.env.BENCH_BROADCAST_TEMPLATE === "liquid";
+const LIQUID_HTML = HTML.replace("{{firstName}}", '{{ firstName | default: "there" }}')
+  .replace("<p><a ", "{% if firstName != blank %}<p><a ")
+  .replace("</a></p>", "</a></p>{% endif %}")
+  .replace(LOREM.repeat(20), `{% for i in (1..20) %}${LOREM}{% endfor %}`);
 
 export interface BroadcastBenchResult {
   contacts: number;
@@ -177,7 +188,7 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
   // BENCH_STORE=postgres: every unit on a database of the run's own (dropped at the end).
   let database: BenchDatabase | undefined;
   try {
-    console.log(`broadcast: ${n} subscribed contacts, one ASAP broadcast; sink: ${sink.kind}; DKIM: ${signing ? "both sides sign (RSA-2048)" : "neither side signs (BENCH_BROADCAST_DKIM=1 to sign)"}`);
+    console.log(`broadcast: ${n} subscribed contacts, one ASAP broadcast${LIQUID ? " written in Liquid (BENCH_BROADCAST_TEMPLATE=liquid)" : ""}; sink: ${sink.kind}; DKIM: ${signing ? "both sides sign (RSA-2048)" : "neither side signs (BENCH_BROADCAST_DKIM=1 to sign)"}`);
     if (benchStore() === "postgres") {
       database = await createBenchDatabase();
       console.log(`  store: PostgreSQL (BENCH_STORE=postgres), database ${database.name}, ${poolNote()}`);
@@ -221,8 +232,10 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
 
     const api = (method: string, path: string, body?: unknown) => sys!.api(method, path, { key: KEY, body });
     const created = await api("POST", "/v1/broadcasts", {
-      name: "Bench", subject: "Spring news for {{firstName}}", previewText: "What is new, {{firstName}}",
-      fromEmail: "news@acme.test", fromName: "Acme News", html: HTML, audience: { all: true },
+      name: "Bench",
+      subject: LIQUID ? 'Spring news for {{ firstName | default: "you" }}' : "Spring news for {{firstName}}",
+      previewText: LIQUID ? "What is new, {{ firstName | default: \"friend\" }}" : "What is new, {{firstName}}",
+      fromEmail: "news@acme.test", fromName: "Acme News", html: LIQUID ? LIQUID_HTML : HTML, audience: { all: true },
     });
     if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`);
     const id = created.body.broadcast.id as string;

@@ -1,10 +1,14 @@
 import type { CompiledMessage, CompiledTemplate } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { escapeHtml } from "./escape.js";
 import { stringifyValue } from "./values.js";
-import { compileMessage } from "./compile/compile.js";
+import type { Template } from "liquidjs";
+import { compileMessage, LIQUID_LINK } from "./compile/compile.js";
+import { classifyHref, cleanHref } from "./compile/links.js";
+import { scanHtml } from "./compile/scan.js";
 import { ParsedTemplate } from "./liquid/template.js";
+import { LiquidSyntaxError, newBudget, parseField, renderParsed } from "./liquid/engine.js";
 import { isTimeZone } from "@mailroom/kit/time-zones.js";
-import { signRecipientToken } from "./tokens.js";
+import { signLinkToken, signRecipientToken } from "./tokens.js";
 import { linkBase, linkPrefix, manageUrl } from "./urls.js";
 
 /**
@@ -92,7 +96,7 @@ const cache = new WeakMap<CompiledMessage, Merger>();
 export function prepare(compiled: CompiledMessage): Merger {
   let prepared = cache.get(compiled);
   if (!prepared) {
-    prepared = compiled.liquid ? new LiquidMessage(compiled) : new PreparedMessage(compiled);
+    prepared = !compiled.liquid ? new PreparedMessage(compiled) : (compiled.liquid.compiled && CompiledLiquidMessage.of(compiled)) || new LiquidMessage(compiled);
     cache.set(compiled, prepared);
   }
   return prepared;
@@ -133,6 +137,115 @@ class LiquidMessage implements Merger {
   }
 }
 
+/**
+ * A broadcast in Liquid compiled once (compile/liquid.ts): its templates' literals hold the
+ * Liquid, parsed once here with each slot (a tracked link, the pixel, a system value) standing
+ * as a sentinel the render leaves alone. Per recipient: one render per part, then the
+ * sentinels become that recipient's values and each link whose URL holds Liquid is tracked as
+ * rendered. No HTML parse, no text generation per recipient.
+ */
+class CompiledLiquidMessage implements Merger {
+  /** Signed tokens of the links rendered from Liquid, by URL: recipients share most of them. */
+  private readonly linkTokens = new Map<string, string>();
+
+  private constructor(
+    private readonly compiled: CompiledMessage,
+    private readonly base: PreparedMessage,
+    private readonly parsed: { subject: Template[]; html: Template[]; text: Template[]; preview: Template[] },
+  ) {}
+
+  /** Undefined when a part does not parse (a generated text whose tags the generator split): the caller falls back. */
+  static of(compiled: CompiledMessage): CompiledLiquidMessage | undefined {
+    const base = new PreparedMessage(compiled);
+    const sources = base.liquidSources();
+    try {
+      return new CompiledLiquidMessage(compiled, base, {
+        subject: parseField("subject", sources.subject, "raw"),
+        html: parseField("html", sources.html, "html"),
+        text: parseField("text", sources.text, "raw"),
+        preview: parseField("previewText", sources.preview, "raw"),
+      });
+    } catch (err) {
+      if (err instanceof LiquidSyntaxError) return undefined;
+      throw err;
+    }
+  }
+
+  merge(recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
+    const b = this.base.bindRecipient(recipient, ctx);
+    const values = recipient.variables ?? {};
+    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : "UTC";
+    const scope: Record<string, unknown> = {
+      ...values,
+      email: recipient.email || values.email,
+      unsubscribeUrl: b.unsubscribeUrl,
+      manageUrl: b.manageUrl,
+      contactId: recipient.contactId ?? "",
+    };
+    const render = { timeZone: zone, budget: newBudget() };
+    const p = this.parsed;
+    const subject = this.base.resolve("subject", renderParsed(p.subject, "raw", scope, render), b);
+    const previewText = this.base.resolve("preview", renderParsed(p.preview, "raw", scope, render), b);
+    const html = this.links(this.base.resolve("html", renderParsed(p.html, "html", scope, render), b), "html", b, ctx);
+    let text = this.links(this.base.resolve("text", renderParsed(p.text, "raw", scope, render), b), "raw", b, ctx);
+    // A false condition or an empty loop leaves its lines blank.
+    if (this.compiled.textGenerated) text = text.replace(/\n{3,}/g, "\n\n").trim();
+    return {
+      subject: oneLine(subject),
+      html,
+      text,
+      previewText: oneLine(previewText),
+      unsubscribeUrl: b.unsubscribeUrl,
+      listUnsubscribeUrl: b.unsubscribeUrl,
+      manageUrl: b.manageUrl,
+      recipientToken: b.token,
+    };
+  }
+
+  mergeBytes(recipient: MergeRecipient, ctx: MergeContext): MergedBytes {
+    const m = this.merge(recipient, ctx);
+    return { ...m, html: wireBody(m.html), text: wireBody(m.text) };
+  }
+
+  /** Each URL rendered between LIQUID_LINK marks: tracked as the compiler tracks a static one, else kept (or `#` when unsafe). */
+  private links(rendered: string, mode: "html" | "raw", b: Bindings, ctx: MergeContext): string {
+    if (rendered.indexOf(LIQUID_LINK.open) === -1) return rendered;
+    const c = this.compiled;
+    let next = c.links.length;
+    return rendered.replace(LINK_MARKS, (_m, value: string) => {
+      const url = mode === "html" ? decodeAttribute(value) : value;
+      const action = classifyHref(url, { trackClicks: c.trackClicks, publicUrl: ctx.publicUrl, literal: true });
+      if (action === "unsafe") return "#";
+      if (action !== "track") return value;
+      const clean = cleanHref(url);
+      const index = next++;
+      const key = `${index} ${clean}`;
+      let token = this.linkTokens.get(key);
+      if (!token) {
+        token = signLinkToken(ctx.secret, { contentId: c.contentId, index, url: clean });
+        if (this.linkTokens.size >= 10_000) this.linkTokens.clear();
+        this.linkTokens.set(key, token);
+      }
+      const href = linkPrefix(linkBase(ctx.publicUrl), "click", { link: token }) + b.token;
+      return mode === "html" ? escapeHtml(href) : href;
+    });
+  }
+}
+
+const LINK_MARKS = new RegExp(`${LIQUID_LINK.open}([^${LIQUID_LINK.open}${LIQUID_LINK.close}]*)${LIQUID_LINK.close}`, "g");
+
+/** An attribute value as the browser reads it (character references decoded). */
+function decodeAttribute(value: string): string {
+  if (value.indexOf("&") === -1) return value;
+  const quote = value.includes('"') ? "'" : '"';
+  return scanHtml(`<a href=${quote}${value}${quote}>`).hrefs[0]?.decoded ?? value;
+}
+
+/** Subject and preview text are header-like: line breaks (from values or tags) become one space. */
+function oneLine(text: string): string {
+  return /[\r\n]/.test(text) ? text.replace(/[\r\n]+/g, " ") : text;
+}
+
 // Slot kinds: how a value is rendered in a given template.
 const VAR_HTML = 0; // HTML-escaped
 const VAR_RAW = 1;
@@ -145,6 +258,7 @@ const PIXEL_HTML = 7;
 const PIXEL_RAW = 8;
 
 type Mode = "html" | "text" | "line";
+type LiquidPart = "subject" | "html" | "text" | "preview";
 
 interface PreparedTemplate {
   /** lits.length === kinds.length + 1: lit0 slot0 lit1 slot1 … litN. */
@@ -222,6 +336,33 @@ export class PreparedMessage {
       manageUrl: b.manageUrl,
       recipientToken: b.token,
     };
+  }
+
+  /** This recipient's token, system values and link prefixes (for the compiled Liquid merge). */
+  bindRecipient(recipient: MergeRecipient, ctx: MergeContext): Bindings {
+    return this.bind(recipient, ctx);
+  }
+
+  /** Each template's literals joined, each slot standing as the sentinel `\0<slot>\0`. */
+  liquidSources(): Record<LiquidPart, string> {
+    const join = (t: PreparedTemplate) => {
+      let out = t.lits[0];
+      for (let i = 0; i < t.kinds.length; i++) out += `\u0000${i}\u0000${t.lits[i + 1]}`;
+      return out;
+    };
+    return { subject: join(this.subject), html: join(this.html), text: join(this.text), preview: join(this.preview) };
+  }
+
+  /** A rendered part with its sentinels replaced by this recipient's values. */
+  resolve(part: LiquidPart, rendered: string, b: Bindings): string {
+    if (rendered.indexOf("\u0000") === -1) return rendered;
+    const t = part === "html" ? this.html : part === "text" ? this.text : part === "subject" ? this.subject : this.preview;
+    const pieces = rendered.split("\u0000");
+    for (let i = 1; i < pieces.length; i += 2) {
+      const slot = Number(pieces[i]);
+      pieces[i] = slot >= 0 && slot < t.kinds.length ? slotValue(t.kinds[slot], t.refs[slot], b) : "";
+    }
+    return pieces.join("");
   }
 
   private byteTemplates(publicUrl: string): { html: ByteTemplate; text: ByteTemplate } {

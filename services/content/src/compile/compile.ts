@@ -9,6 +9,7 @@ import { signLinkToken } from "../tokens.js";
 import { splitVariables, SYSTEM_ONLY } from "./variables.js";
 import { FOOTER_TEXT, footerPieces, pixelFormFor, pixelPieces, preheaderPieces } from "./snippets.js";
 import { compileLiquidMessage } from "./liquid.js";
+import { escapeHtml } from "../escape.js";
 import { usesLiquid } from "../liquid/engine.js";
 
 /**
@@ -41,7 +42,16 @@ export interface CompileInput {
    * value and is text. Links are tracked with the URL as rendered.
    */
   systemVariablesOnly?: boolean;
+  /**
+   * Liquid source compiled once (compile/liquid.ts): only the system values are slots, the
+   * rest of the Liquid stays in the literals for the merge to render per recipient; a link
+   * whose URL holds Liquid is left between LIQUID_LINK marks, tracked per recipient as rendered.
+   */
+  liquidSource?: boolean;
 }
+
+/** Around an href whose URL holds Liquid: the merge tracks the URL each recipient's render gives. */
+export const LIQUID_LINK = { open: "\u0002", close: "\u0003" } as const;
 
 export interface CompileOptions {
   secret: string;
@@ -91,23 +101,35 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   const { html } = input;
   const literal = input.literal === true;
   // A broadcast in Liquid is rendered per recipient before it is compiled (compile/liquid.ts).
-  if (!literal && input.systemVariablesOnly !== true && input.kind === ContentKind.BROADCAST && usesLiquid(html, input.subject, input.previewText, input.text)) {
-    return compileLiquidMessage(input);
+  const liquid = input.liquidSource === true;
+  if (!literal && !liquid && input.systemVariablesOnly !== true && input.kind === ContentKind.BROADCAST && usesLiquid(html, input.subject, input.previewText, input.text)) {
+    return compileLiquidMessage(input, (source) => compileMessage(source, opts));
   }
-  const only = input.systemVariablesOnly === true ? SYSTEM_ONLY : undefined;
+  const only = input.systemVariablesOnly === true || liquid ? SYSTEM_ONLY : undefined;
   // Literal content has no variables: every text is one literal piece.
   const textPieces = literal ? (text: string): Piece[] => (text ? [{ lit: text }] : []) : (text: string) => sourcePieces(text, only);
-  const asTemplateText = literal ? (text: string) => text : (text: string) => normalizeVariables(text, only);
+  // Placeholders stand for href values (and Liquid markup) in the HTML given to html-to-text;
+  // the random part keeps author text from ever being mistaken for one.
+  const nonce = randomBytes(8).toString("hex");
+  const markup: string[] = [];
+  const asTemplateText = literal
+    ? (text: string) => text
+    : liquid
+      ? (text: string) => hideLiquid(normalizeVariables(text, only), (m) => `x${nonce}q${markup.push(m) - 1}x`)
+      : (text: string) => normalizeVariables(text, only);
   const scan = scanHtml(html);
   const links: { url: string; token: string }[] = [];
   const edits: Edit[] = [];
-  // Placeholders stand for href values in the HTML given to html-to-text; the random
-  // part keeps author text from ever being mistaken for one.
-  const nonce = randomBytes(8).toString("hex");
   const hrefSlots: Piece[][] = [];
   const placeholder = (pieces: Piece[]) => `x${nonce}s${hrefSlots.push(pieces) - 1}x`;
 
   for (const href of scan.hrefs) {
+    if (liquid && holdsLiquid(href.decoded)) {
+      const source = html.slice(href.start, href.end);
+      const mark = (url: string): Piece[] => [{ lit: LIQUID_LINK.open + url + LIQUID_LINK.close }];
+      edits.push({ start: href.start, end: href.end, html: mark(source), textHtml: placeholder(mark(href.decoded)) });
+      continue;
+    }
     // Rendered content: braces a value left in a URL are text, so only a system slot keeps a link untracked.
     const asLiteral = literal || (only !== undefined && !splitVariables(href.decoded, only).some((p) => "variable" in p));
     const action = classifyHref(href.decoded, { trackClicks: input.trackClicks, publicUrl: opts.publicUrl, literal: asLiteral });
@@ -141,7 +163,7 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   let closingAt = firstNonNegative(scan.bodyCloseStart, scan.htmlCloseStart, html.length);
   if (closingAt < preheaderAt) closingAt = html.length;
   if (input.previewText) {
-    edits.push({ start: preheaderAt, end: preheaderAt, html: preheaderPieces(input.previewText, literal, only), textHtml: "" });
+    edits.push({ start: preheaderAt, end: preheaderAt, html: preheaderPieces(input.previewText, literal, only, liquid ? escapeOutsideLiquid : undefined), textHtml: "" });
   }
   const closing: Edit = { start: closingAt, end: closingAt, html: [], textHtml: "" };
   if (addFooter) {
@@ -175,7 +197,8 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
   if (input.text) {
     textOut = textPieces(input.text);
   } else {
-    const generated = htmlToPlainText(textHtml, scan);
+    let generated = htmlToPlainText(textHtml, scan);
+    if (markup.length) generated = restoreLiquid(generated, nonce, markup);
     textOut = [];
     const slotPattern = new RegExp(`x${nonce}s(\\d+)x`, "g");
     let last = 0;
@@ -204,6 +227,56 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
     unsubscribeFooterAdded: addFooter,
     textGenerated,
   });
+}
+
+/** Liquid markup in text: a tag or an output, but not a system slot (`{{unsubscribeUrl}}`), which stays a slot. */
+const LIQUID_MARKUP = /\{%[\s\S]*?%\}|\{\{[\s\S]*?\}\}/g;
+const SYSTEM_SLOT = /^\{\{(?:unsubscribeUrl|manageUrl|contactId)\}\}$/;
+
+function holdsLiquid(text: string): boolean {
+  if (text.indexOf("{") === -1) return false;
+  for (const m of text.matchAll(LIQUID_MARKUP)) if (!SYSTEM_SLOT.test(m[0].replace(/\s+/g, ""))) return true;
+  return false;
+}
+
+/** Liquid markup replaced by single words, so the text generator can neither wrap nor change it. */
+function hideLiquid(text: string, hide: (markup: string) => string): string {
+  if (text.indexOf("{") === -1) return text;
+  return text.replace(LIQUID_MARKUP, (m) => (SYSTEM_SLOT.test(m) ? m : hide(m)));
+}
+
+/**
+ * The generated text with its Liquid back. A line holding only tags (`{% for %}` on a line of
+ * its own) is removed and its tags start the next line, so a loop or a condition adds no empty
+ * lines to the text; the merge folds runs of blank lines a false condition leaves.
+ */
+function restoreLiquid(text: string, nonce: string, markup: string[]): string {
+  const hidden = new RegExp(`x${nonce}q(\\d+)x`, "g");
+  const lines = text.split("\n");
+  const out: string[] = [];
+  let carried = "";
+  for (const line of lines) {
+    const onlyTags = line.trim() !== "" && line.replace(hidden, (m, i: string) => (markup[Number(i)]!.startsWith("{%") ? "" : m)).trim() === "";
+    if (onlyTags) {
+      carried += line.trim();
+      continue;
+    }
+    out.push(carried + line);
+    carried = "";
+  }
+  if (carried) out.push(carried);
+  return out.join("\n").replace(hidden, (_m, i: string) => markup[Number(i)]!);
+}
+
+/** HTML-escapes text outside Liquid markup (a preview text written in Liquid, set into the HTML). */
+function escapeOutsideLiquid(text: string): string {
+  let out = "";
+  let pos = 0;
+  for (const m of text.matchAll(LIQUID_MARKUP)) {
+    out += escapeHtml(text.slice(pos, m.index)) + m[0];
+    pos = m.index! + m[0].length;
+  }
+  return out + escapeHtml(text.slice(pos));
 }
 
 /** Literal runs and variables of a piece of source text. */

@@ -1,9 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { appError } from "@mailroom/kit/errors.js";
-import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, LiquidContentSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { offersUnsubscribe, type CompiledMessage } from "./compiled.js";
 import { findVariables, referencesVariable } from "./variables.js";
-import { ParsedTemplate } from "../liquid/template.js";
+import { forHtmlMerge, ParsedTemplate } from "../liquid/template.js";
 import { checkTemplate, LiquidSyntaxError } from "../liquid/engine.js";
 import type { ContentKind } from "./compiled.js";
 
@@ -20,13 +20,18 @@ interface LiquidInput {
   workspaceId: string;
 }
 
+/** compile.ts's compileMessage for the source with `liquidSource` set (passed in: that module imports this one). */
+type CompileSource = (input: LiquidInput & { liquidSource: true }) => CompiledMessage;
+
 /**
- * A broadcast written in Liquid (DESIGN §10.2) compiles to its checked sources: the merge
- * parses them once per compiled message and renders each recipient, then compiles the
- * rendered content (prepare() in merge.ts). Bad Liquid is refused here, when the broadcast is
+ * A broadcast written in Liquid (DESIGN §10.2) is compiled once, with its Liquid in place:
+ * static links tracked, footer, preheader, pixel, and a text part generated with the tags
+ * kept. The merge renders those literals per recipient (one Liquid render, no HTML parse) and
+ * tracks a link whose URL holds Liquid as rendered (prepare() in merge.ts). The sources ride
+ * along, for the merge to fall back on. Bad Liquid is refused here, when the broadcast is
  * scheduled or previewed: 400 invalid_template with the field, line and column.
  */
-export function compileLiquidMessage(input: LiquidInput): CompiledMessage {
+export function compileLiquidMessage(input: LiquidInput, compileSource?: CompileSource): CompiledMessage {
   const fields = { subject: input.subject, html: input.html, text: input.text, previewText: input.previewText };
   try {
     ParsedTemplate.parse({ key: "", fields });
@@ -43,13 +48,20 @@ export function compileLiquidMessage(input: LiquidInput): CompiledMessage {
       extra: { field: JSON.stringify(err.field), line: JSON.stringify(err.line), column: JSON.stringify(err.column), reason: JSON.stringify(err.reason) },
     });
   }
+  const variables = findVariables(input.subject, input.previewText, input.html, input.text);
+  if (compileSource) {
+    const once = compileSource({ ...input, html: forHtmlMerge(input.html), liquidSource: true });
+    once.variables = variables;
+    once.liquid = create(LiquidContentSchema, { ...fields, compiled: true });
+    return once;
+  }
   return create(CompiledMessageSchema, {
     trackClicks: input.trackClicks,
     trackOpens: input.trackOpens,
     kind: input.kind,
     contentId: input.contentId,
     workspaceId: input.workspaceId,
-    variables: findVariables(input.subject, input.previewText, input.html, input.text),
+    variables,
     // Known per recipient only; this says whether the footer is added unless the HTML links it.
     unsubscribeFooterAdded: offersUnsubscribe(input.kind) && !referencesVariable(input.html, "unsubscribeUrl"),
     textGenerated: !input.text,

@@ -13,10 +13,10 @@ const PREHEADER_OPEN =
 const PREHEADER_FILLER = "&#847;&zwnj;&nbsp;".repeat(40);
 
 /** `literal`: the preview text is sent as given (`{{…}}` is text). */
-export function preheaderPieces(previewText: string, literal = false, only?: ReadonlySet<string>): Piece[] {
+export function preheaderPieces(previewText: string, literal = false, only?: ReadonlySet<string>, escape: (text: string) => string = escapeHtml): Piece[] {
   const pieces: Piece[] = [{ lit: PREHEADER_OPEN }];
   for (const p of literal ? [{ literal: previewText }] : splitVariables(previewText, only)) {
-    pieces.push("literal" in p ? { lit: escapeHtml(p.literal) } : { variable: p.variable });
+    pieces.push("literal" in p ? { lit: escape(p.literal) } : { variable: p.variable });
   }
   pieces.push({ lit: `${PREHEADER_FILLER}</div>` });
   return pieces;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AppError } from "@mailroom/kit/errors.js";
 import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { compileMessage } from "../compile/compile.js";
-import { mergeMessage, mergeMessageBytes } from "../merge.js";
+import { mergeMessage, mergeMessageBytes, prepare } from "../merge.js";
 import { parseClickToken } from "../tokens.js";
 import { RenderFailure } from "./engine.js";
 import { detectVariables } from "../compile/variables.js";
@@ -81,6 +81,54 @@ describe("a broadcast written in Liquid (rendered per recipient by the merge)", 
       customProperties: ["plan"],
     });
     expect(found.unknown).toEqual(["other"]);
+  });
+
+  it("is compiled once: static links tracked and text generated at compile, each recipient one render", () => {
+    const source =
+      '<html><body><p>Hi {{ firstName | default: "there" }}</p><p><a href="https://acme.test/spring">Spring</a></p>' +
+      '<ul>{% for p in picks %}<li><a href="https://shop.test/p/{{ p.slug }}?from={{ email }}">{{ p.name }}</a></li>{% endfor %}</ul>' +
+      "{% if plan == 'pro' %}<p>Pro tip</p>{% endif %}<p>Bye</p></body></html>";
+    const compiled = broadcast(source, { subject: "For {{ firstName | upcase }}" });
+    expect(compiled.liquid?.compiled).toBe(true);
+    expect(compiled.links.map((l) => l.url)).toEqual(["https://acme.test/spring"]);
+    expect(compiled.textGenerated).toBe(true);
+    // Merged by the compiled-once path, not the fallback that compiles each recipient.
+    expect(prepare(compiled).constructor.name).toBe("CompiledLiquidMessage");
+    const ann = mergeMessage(compiled, recipient("ann+x@x.test", { firstName: "Ann", plan: "pro", picks: [{ slug: "a", name: "A" }, { slug: "b&c", name: "B" }] }), CTX);
+    expect(ann.subject).toBe("For ANN");
+    const targets = (body: string) => [...body.matchAll(/\/t\/c\/([A-Za-z0-9_.-]+)\//g)].map((m) => parseClickToken(CTX.secret, m[1]!)?.url);
+    expect(targets(ann.html)).toEqual(["https://acme.test/spring", "https://shop.test/p/a?from=ann%2Bx%40x.test", "https://shop.test/p/b&c?from=ann%2Bx%40x.test"]);
+    expect(targets(ann.text)).toEqual(targets(ann.html));
+    // The loop and the condition add no blank lines to the text; a false condition leaves none either.
+    expect(ann.text).toMatch(/\n \* A \[[^\]]+\]\n \* B \[[^\]]+\]\n/);
+    expect(ann.text).toMatch(/Pro tip\n\nBye/);
+    const bob = mergeMessage(compiled, recipient("bob@x.test", { picks: [] }), CTX);
+    expect(bob.html).toContain("<p>Hi there</p>");
+    expect(bob.text).not.toMatch(/\n{3}/);
+    expect(bob.text).toContain("Bye");
+    expect(bob.html).toContain(bob.unsubscribeUrl.replaceAll("&", "&amp;"));
+  });
+
+  it("renders as a per-recipient compile of the rendered content did (links to the same targets)", () => {
+    const compiled = broadcast(html);
+    const before = { ...compiled, liquid: { ...compiled.liquid!, compiled: false } } as typeof compiled;
+    const normal = (body: string) =>
+      body.replace(/https:\/\/mail\.example\.test\/t\/c\/([A-Za-z0-9_.-]+)\/[A-Za-z0-9_.-]+/g, (_m, t: string) => `LINK(${parseClickToken(CTX.secret, t)?.url})`)
+        .replace(/https:\/\/mail\.example\.test\/[^"\s\]]+/g, "OWN");
+    for (const values of [{ firstName: "Ann <&>", plan: "pro", picks: [{ slug: "a b", name: "A & B" }] }, { plan: "free", picks: [] }]) {
+      const now = mergeMessage(compiled, recipient("ann@x.test", values), CTX);
+      const then = mergeMessage(before, recipient("ann@x.test", values), CTX);
+      expect(normal(now.html)).toBe(normal(then.html));
+      expect(now.subject).toBe(then.subject);
+    }
+  });
+
+  it("takes no mark from a value: a contact's property cannot become a tracked link or a slot", () => {
+    const compiled = broadcast('<p>{{ firstName }} {{ lastName | raw }} {{ city | escape }}</p><a href="https://acme.test/x">x</a>');
+    const evil = "\u0002https://evil.test/\u0003\u00000\u0000";
+    const m = mergeMessage(compiled, recipient("e@x.test", { firstName: evil, lastName: evil, city: evil }), CTX);
+    expect(m.html).not.toContain("evil.test/\u0003");
+    expect(m.html).toContain("<p>https://evil.test/0 https://evil.test/0 https://evil.test/0</p>");
   });
 
   it("leaves content without Liquid to the byte merge", () => {

@@ -74,7 +74,7 @@ export class ParsedTemplate {
     let html = renderParsed(p.html, "html", values, render);
     let text = p.text.length ? renderParsed(p.text, "raw", values, render) : "";
     if (p.layout) {
-      const marker = `\u0000content${Math.random().toString(36).slice(2)}\u0000`;
+      const marker = `\u0004content${Math.random().toString(36).slice(2)}\u0004`;
       const framed = { ...values, content: marker };
       html = spliceContent(renderParsed(p.layout.html, "html", framed, render), marker, html);
       if (text && p.layout.text.length) text = spliceContent(renderParsed(p.layout.text, "raw", framed, render), marker, text);
