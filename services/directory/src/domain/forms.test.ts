@@ -33,6 +33,16 @@ async function setup(): Promise<Setup> {
 const contactDoc = (dir: TestDirectory, email: string) => dir.store.collection("contacts").findOne({ workspaceId: "ws_a", emailLower: email });
 
 describe("signup forms", () => {
+  it("refuses a layout or a snippet as the confirmation email (neither can be sent on its own)", async () => {
+    const { dir, forms } = await setup();
+    await dir.templates.create("ws_a", { name: "frame", kind: "layout", html: "<html><body>{{ content }}</body></html>" });
+    await dir.templates.create("ws_a", { name: "footer", kind: "snippet", html: "<p>Bye</p>" });
+    await dir.templates.create("ws_a", { name: "confirm", subject: "Confirm", html: '<a href="{{confirmUrl}}">Confirm</a>' });
+    expect(await codeOf(forms.create("ws_a", { name: "x", confirmTemplate: "frame" }))).toBe("invalid_template");
+    expect(await codeOf(forms.create("ws_a", { name: "x", confirmTemplate: "footer" }))).toBe("invalid_template");
+    expect((await forms.create("ws_a", { name: "x", confirmTemplate: "confirm" })).confirmTemplate).toBe("confirm");
+  });
+
   it("creates, reads, lists, changes and deletes forms, validating fields, groups, topics and the sender", async () => {
     const { forms } = await setup();
     const f = await forms.create("ws_a", {

@@ -444,11 +444,16 @@ export class Forms {
     if (keys.has("confirmTemplate")) {
       const name = text("confirmTemplate", input.confirmTemplate, 100);
       if (name) {
+        let template;
         try {
-          await this.deps.templates.get(workspaceId, name);
+          template = await this.deps.templates.get(workspaceId, name);
         } catch (err) {
           if (err instanceof AppError && err.code === "template_not_found") throw badRequest("template_not_found", `confirmTemplate: no template "${name}" in this workspace`);
           throw err;
+        }
+        // A layout or a snippet is a part of templates, not an email (its sends would all fail).
+        if (template.kind && template.kind !== "template") {
+          throw badRequest("invalid_template", `confirmTemplate: "${name}" is a ${template.kind}, which cannot be sent on its own; name a template`);
         }
       }
       next.confirmTemplate = name || undefined;
