@@ -60,7 +60,7 @@ export interface AutomationBenchResult {
 
 
 /** Messages delivery reported accepted by the sink so far (MailEvent SENT of every source). */
-async function acceptedBySink(jsm: JetStreamManager): Promise<number> {
+export async function acceptedBySink(jsm: JetStreamManager): Promise<number> {
   const info = await jsm.streams.info(EVENTS_STREAM, { subjects_filter: "mail.events.*.sent" });
   return Object.values(info.state.subjects ?? {}).reduce((t, n) => t + Number(n), 0);
 }
@@ -115,7 +115,7 @@ async function inParallel(count: number, request: (i: number) => Promise<{ statu
 }
 
 /** Polls until the sink has accepted `target` messages in all and `done()` holds; returns when the last of them happened. */
-async function waitUntil(jsm: JetStreamManager, target: number, label: string, started: number, done: () => Promise<boolean> = async () => true): Promise<number> {
+export async function waitUntil(jsm: JetStreamManager, target: number, label: string, started: number, done: () => Promise<boolean> = async () => true): Promise<number> {
   const deadline = Date.now() + Math.max(600_000, target * 10);
   let last = { accepted: -1, at: performance.now() };
   let report = performance.now();

@@ -127,13 +127,20 @@ function traceMemory(units: { name: string; port: number; pid?: number }[], ever
 
 type DkimKey = { domainName: string; keySelector: string; privateKey: string };
 
-/** A raw nodemailer pool sending `n` messages like the broadcast's, at most `window` waiting at once (signed with `dkim` when given). */
-async function rawPool(port: number, n: number, pool: { size: number; maxMessages: number }, window = 256, dkim?: DkimKey): Promise<number> {
+/** What the raw pool sends: by default a message like the broadcast's. */
+export interface RawMessage {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+/** A raw nodemailer pool sending `n` messages like the broadcast's (or `message`), at most `window` waiting at once (signed with `dkim` when given). */
+export async function rawPool(port: number, n: number, pool: { size: number; maxMessages: number }, window = 256, dkim?: DkimKey, message?: RawMessage): Promise<number> {
   const transport = nodemailer.createTransport({
     host: "127.0.0.1", port, secure: false, ignoreTLS: true, pool: true,
     maxConnections: pool.size, maxMessages: pool.maxMessages,
   });
-  const html = HTML.replace("{{firstName}}", "Ann");
+  const html = message?.html ?? HTML.replace("{{firstName}}", "Ann");
   const started = performance.now();
   let next = 0;
   const worker = async () => {
@@ -142,9 +149,9 @@ async function rawPool(port: number, n: number, pool: { size: number; maxMessage
       await transport.sendMail({
         from: { name: "Acme News", address: "news@acme.test" },
         to: `c${i}@example.test`,
-        subject: `Spring news for Ann`,
+        subject: message?.subject ?? `Spring news for Ann`,
         html,
-        text: "Hi Ann, here is what is new this month.",
+        text: message?.text ?? "Hi Ann, here is what is new this month.",
         messageId: `<raw${i}@acme.test>`,
         ...(dkim ? { dkim } : {}),
       });
