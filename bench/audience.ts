@@ -36,6 +36,15 @@
  * the bench client's), its V8 heap peaks, the load average, and the plans. BENCH_PROFILE=1 runs
  * the directory with --cpu-prof and prints its hottest functions.
  *
+ * Then the best-hour plan (OPTIMAL broadcasts, DESIGN §10.5): PlanBestHours over every subscribed
+ * contact, in calls of 1,000 one after another as a broadcast's resolution makes them, each
+ * contact in one of 8 zones; prints `audience best-hour: N contacts planned in N ms (N/s), anon
+ * N MB`, how many got the hour of the week, of the day or no plan (against the seed's count of
+ * contacts with at least 3 opens and clicks in 90 days), and its targets (≤ 5 s, directory anon
+ * < 300 MB: printed, never asserted). The seed writes the records through the directory's
+ * EngagementStore, with each contact's recent opens and clicks (what record() keeps for the plan).
+ * BENCH_AUDIENCE_CASES=best-hour (or a comma list of case names) runs only those.
+ *
  * Run: `npm run bench audience` (quick check: BENCH_AUDIENCE_CONTACTS=20000
  * BENCH_AUDIENCE_EVENTS=200000 npm run bench audience). BENCH_AUDIENCE_DIR=<dir> keeps the
  * seeded store there for the next runs of the same size (see keptSeed).
@@ -55,7 +64,7 @@ import { mkdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { monotonicFactory } from "ulidx";
-import { AudienceService } from "../gen/mailroom/directory/v1/audiences_pb.js";
+import { AudienceService, BestHourBasis } from "../gen/mailroom/directory/v1/audiences_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { openLmdbStore, planQuery, type IndexDef, type LmdbStore, type Plan } from "@mailroom/store/lmdb.js";
 import type { Collection, Doc, Filter, FindOptions, Store } from "@mailroom/store/port.js";
@@ -63,11 +72,14 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AudienceSchema } from "../gen/mailroom/common/v1/common_pb.js";
 import { ContactStore } from "../services/directory/src/adapters/contact-store.js";
 import {
-  ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, EngagementStore, engagementId, engagementTotalId, type EngagementRecord, type EngagementTotal,
+  ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, ENGAGEMENT_RECENT_COLLECTION, RECENT_MAX, EngagementStore, engagementId, engagementTotalId, engagementRecentId,
+  type EngagementRecord, type EngagementTotal, type EngagementRecent,
 } from "../services/directory/src/adapters/engagement-store.js";
 import { GroupStore, GroupMembershipStore } from "../services/directory/src/adapters/group-store.js";
 import { PropertyStore } from "../services/directory/src/adapters/property-store.js";
 import { ContactFilters } from "../services/directory/src/adapters/contact-filter.js";
+import { DAY_MIN_EVENTS, HISTORY_DAYS } from "../services/directory/src/domain/best-hour.js";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { AudienceStore } from "../services/directory/src/adapters/audience-store.js";
 import type { ResolvedAudience } from "../services/directory/src/domain/audience-ports.js";
 import { scopedId, type Contact } from "../services/directory/src/domain/model.js";
@@ -148,6 +160,8 @@ interface SeedResult {
   byKind: Record<string, number>;
   /** The record and total ids as EngagementStore.record builds them. */
   layout: string;
+  /** Subscribed contacts with enough opens and clicks in the last 90 days for a best-hour plan. */
+  expectedPlanned?: number;
 }
 
 function contactDoc(i: number, id: string, createdAt: Date): Contact & { groups?: string[]; groupsAddedAt?: Record<string, Date> } {
@@ -191,6 +205,9 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
   // The adapters create the collections' indexes exactly as the directory does.
   const [contactStore, engagement, groups] = await Promise.all([ContactStore.open(store), EngagementStore.open(store), GroupStore.open(store)]);
   const [properties] = await Promise.all([PropertyStore.open(store), GroupMembershipStore.open(store)]);
+  // As a directory started on an empty store: nothing recorded before the recent times to add
+  // (the marker is written, so the directory does not read the seeded records again at start).
+  await engagement.backfillRecent(new Date(), HISTORY_DAYS);
   const now = Date.now();
   for (const [slug, type] of [["plan", "string"], ["seats", "number"], ["company", "string"]] as const) {
     await properties.insert({ _id: scopedId(WS, slug), publicId: `cpr_bench${slug}`, workspaceId: WS, slug, type, createdAt: new Date(now), updatedAt: new Date(now) });
@@ -238,6 +255,7 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
   const totalTemplate = engagementTotalId("{ws}", "{kind}" as Kind, "{contact}");
   const eventColl = store.collection<Doc>(ENGAGEMENT_COLLECTION);
   const totalColl = store.collection<Doc>(ENGAGEMENT_TOTALS_COLLECTION);
+  const recentColl = store.collection<Doc>(ENGAGEMENT_RECENT_COLLECTION);
   // Generated in the ids' order (appends to the documents tree): the loops nest as the parts
   // appear in the id.
   const nesting = (t: string, dims: string[]) =>
@@ -258,6 +276,9 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
   }
 
   const expected: Record<CaseName, number> = { "full-scan": 0, segment: 0, group: 0, engagement: 0, "engagement-broadcasts": 0 };
+  // The best-hour plan counts opens and clicks of the last 90 days (a margin for the minutes between seeding and planning).
+  const since90 = now - HISTORY_DAYS * DAY + 3_600_000;
+  let expectedPlanned = 0;
   for (let i = 0; i < n; i++) {
     if (i % 20 === 19) continue;
     expected["full-scan"]++;
@@ -273,6 +294,14 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
     }
     if (recent) expected.engagement++;
     if (lastThree) expected["engagement-broadcasts"]++;
+    let engaged = 0;
+    for (let b = 0; b < total; b++) {
+      for (const kind of ["opened", "clicked"] as const) {
+        const at = eventAt(kind, i, b);
+        if (at !== undefined && at >= since90) engaged++;
+      }
+    }
+    if (engaged >= DAY_MIN_EVENTS) expectedPlanned++;
   }
 
   // The first contact's events through the adapter's own write path (the layout's reference).
@@ -327,6 +356,23 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
     await flush(totalColl);
   }
   await flush(totalColl, true);
+  // Each contact's recent opens and clicks (what record() keeps for the best hour), in id order.
+  let firstRecent = -1;
+  for (let i = 0; i < n; i++) {
+    const times: number[] = [];
+    for (let b = 0; b < total; b++) {
+      for (const kind of ["opened", "clicked"] as const) {
+        const at = eventAt(kind, i, b);
+        if (at !== undefined) times.push(Math.floor(at / 60_000));
+      }
+    }
+    if (!times.length || i === 0) continue; // contact 0: recorded above
+    if (firstRecent < 0) firstRecent = i;
+    const doc: EngagementRecent = { _id: engagementRecentId(WS, ids[i]), workspaceId: WS, contactId: ids[i], times: times.slice(-RECENT_MAX) };
+    batch.push(doc as unknown as Doc);
+    await flush(recentColl);
+  }
+  await flush(recentColl, true);
   const eventSeconds = (performance.now() - started) / 1000;
 
   // The bulk documents are what the adapters write: contact 0 went through them.
@@ -343,13 +389,14 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
     await check("contact", contacts, ids[0], ids[1]);
     await check("engagement record", eventColl, eventId("delivered", ids[0], broadcastId(b)), eventId("delivered", ids[1], broadcastId(b)));
     await check("engagement total", totalColl, totalId("delivered", ids[0]), totalId("delivered", ids[1]));
+    if (firstRecent > 0) await check("recent opens and clicks", recentColl, engagementRecentId(WS, ids[0]), engagementRecentId(WS, ids[firstRecent]));
   }
 
   if (store.kind === "postgres") {
     const pgStore = store as PostgresStore;
     // As autovacuum would after a bulk load (off on this server): the planner's statistics.
     const analyzeStarted = performance.now();
-    for (const name of ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION]) await pgStore.pool.query(`ANALYZE ${(pgStore.collection(name) as unknown as { table: string }).table}`);
+    for (const name of ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, ENGAGEMENT_RECENT_COLLECTION]) await pgStore.pool.query(`ANALYZE ${(pgStore.collection(name) as unknown as { table: string }).table}`);
     const analyzeSeconds = (performance.now() - analyzeStarted) / 1000;
     const { plans, inProcessCountMs, inProcessCount, storeScan } = await explainPostgres(pgStore, total);
     const sizes = await pgStore.pool.query(
@@ -359,12 +406,12 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
     );
     const mb = (v: unknown) => Math.round(Number(v) / 1024 / 1024);
     const byName = new Map(sizes.rows.map((r) => [r.name as string, r]));
-    const databases = ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION]
+    const databases = ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, ENGAGEMENT_RECENT_COLLECTION]
       .map((name) => `${name} ${mb(byName.get(name)?.docs)} + ${mb(byName.get(name)?.idx)} MB`)
       .join(", ") + ` (table + indexes; ANALYZE ${analyzeSeconds.toFixed(1)} s)`;
     const storeMb = mb(sizes.rows.reduce((t, r) => t + Number(r.total), 0));
     await store.close();
-    return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, databases, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
+    return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, databases, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}`, expectedPlanned };
   }
   const lmdbStore = store as LmdbStore;
   const { plans, inProcessCountMs, inProcessCount, storeScan } = await explain(lmdbStore, total);
@@ -373,11 +420,11 @@ async function seedChild(target: string, n: number, e: number): Promise<SeedResu
     const st = db.getStats() as { treeBranchPageCount: number; treeLeafPageCount: number; overflowPages: number; pageSize: number };
     return Math.round(((st.treeBranchPageCount + st.treeLeafPageCount + st.overflowPages) * st.pageSize) / 1024 / 1024);
   };
-  const databases = ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION]
+  const databases = ["contacts", ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, ENGAGEMENT_RECENT_COLLECTION]
     .map((name) => `${name} ${pagesMb(lmdbStore.open(name).docs)} + ${pagesMb(lmdbStore.open(name).index)} MB`)
     .join(", ");
   await store.close();
-  return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, databases, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}` };
+  return { contacts: n, events, totals, broadcasts: total, contactSeconds, eventSeconds, storeMb, databases, expected, plans, inProcessCountMs, inProcessCount, storeScan, byKind, layout: `${eventTemplate} / ${totalTemplate}`, expectedPlanned };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -544,7 +591,8 @@ async function keptSeed(keep: string, dataDir: string, n: number, e: number): Pr
   let seed: SeedResult | undefined;
   try {
     const kept = JSON.parse(readFileSync(seedFile, "utf8")) as SeedResult & { askedEvents?: number };
-    if (kept.contacts === n && kept.askedEvents === e) seed = kept;
+    // A seed from before the recent opens and clicks were kept (no expectedPlanned) is made again.
+    if (kept.contacts === n && kept.askedEvents === e && kept.expectedPlanned !== undefined) seed = kept;
   } catch {
     // none kept yet
   }
@@ -697,6 +745,54 @@ async function measureCase(
   };
 }
 
+/** Contacts per PlanBestHours call (a broadcast asks per page of its resolution). */
+const PLAN_PAGE = 1_000;
+const BEST_HOUR_TARGET_MS = 5_000;
+/** Zones the plan is asked in, by contact (the seeded contacts have none of their own). */
+const PLAN_ZONES = ["", "Europe/Paris", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "America/Sao_Paulo", "Asia/Kolkata", "Europe/London"];
+
+/**
+ * The best-hour plan (OPTIMAL, DESIGN §10.5) of every subscribed contact: their ids are
+ * streamed first (not timed, as a broadcast's resolution has them), then PlanBestHours is
+ * called page after page, timed, with the directory's RssAnon sampled.
+ */
+async function measureBestHours(sys: TestSystem, pid: number) {
+  const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
+  const ids: string[] = [];
+  for await (const res of rpc.streamAudience({ workspaceId: WS, audience: { all: true }, batchSize: STREAM_BATCH, membersOnly: true })) for (const m of res.members) ids.push(m.id);
+  const before = await storeOps(sys.ports.directory);
+  const anon = sampleAnon(pid);
+  const heapPeaks = sampleHeap(sys.ports.directory);
+  const cpuStart = cpuSeconds(pid) ?? 0;
+  const clientStart = process.cpuUsage();
+  const basis = { week: 0, day: 0, none: 0 } as Record<string, number>;
+  const windowStart = timestampFromDate(new Date());
+  const plan = async (count: boolean) => {
+    const started = performance.now();
+    for (let i = 0; i < ids.length; i += PLAN_PAGE) {
+      const contactIds = ids.slice(i, i + PLAN_PAGE);
+      const res = await rpc.planBestHours({ workspaceId: WS, windowStart, defaultTimeZone: "UTC", contactIds, timeZones: contactIds.map((_, k) => PLAN_ZONES[(i + k) % PLAN_ZONES.length]) });
+      if (!count) continue;
+      for (const b of res.basis) {
+        const name = BestHourBasis[b].toLowerCase();
+        basis[name] = (basis[name] ?? 0) + 1;
+      }
+    }
+    return performance.now() - started;
+  };
+  // The first plan is the figure (a broadcast's is the first after a quiet time); BENCH_AUDIENCE_PLAN_RUNS=n plans n times (e.g. to profile).
+  const ms = await plan(true);
+  const cpuMs = ((cpuSeconds(pid) ?? 0) - cpuStart) * 1000;
+  const client = process.cpuUsage(clientStart);
+  const clientCpuMs = (client.user + client.system) / 1000;
+  const again: number[] = [];
+  for (let run = 1; run < Number(process.env.BENCH_AUDIENCE_PLAN_RUNS ?? 1); run++) again.push(await plan(false));
+  const anonMb = anon.stop();
+  const heap = await heapPeaks.stop();
+  const ops = opsDiff(before, await storeOps(sys.ports.directory));
+  return { contacts: ids.length, ms, cpuMs, clientCpuMs, again, anonMb, heap, ops, basis: basis as { week: number; day: number; none: number } };
+}
+
 const fmt = (n: number) => String(Math.round(n));
 const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
 
@@ -705,6 +801,8 @@ export interface AudienceBenchResult {
   events: number;
   cases: CaseResult[];
   anonPeakMb: number;
+  /** The best-hour plan of every subscribed contact (PlanBestHours). */
+  bestHour: { contacts: number; ms: number; anonMb: number };
 }
 
 export async function runAudienceBench(): Promise<AudienceBenchResult> {
@@ -779,7 +877,10 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
 
     const results: CaseResult[] = [];
     let baseline: CaseResult | undefined;
+    // BENCH_AUDIENCE_CASES=best-hour,segment,…: only those (default: every case, then the best-hour plan).
+    const only = process.env.BENCH_AUDIENCE_CASES ? new Set(process.env.BENCH_AUDIENCE_CASES.split(",").map((c) => c.trim())) : undefined;
     for (const name of CASES) {
+      if (only && !only.has(name)) continue;
       const r = await measureCase(sys, pid, name, audiences[name], streamCap, database);
       results.push(r);
       baseline ??= r;
@@ -789,7 +890,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       const expected = s.expected[name];
       if (r.count !== expected || (!r.capped && r.streamed !== expected)) notes.push(`WRONG: expected ${expected} contacts`);
       if (name !== "full-scan") {
-        notes.push(`vs full scan: count ${((r.countMs / baseline.countMs) * 100).toFixed(0)} % of its time, stream ${(r.streamPerSecond / baseline.streamPerSecond).toFixed(2)}× its rate`);
+        if (baseline.name === "full-scan") notes.push(`vs full scan: count ${((r.countMs / baseline.countMs) * 100).toFixed(0)} % of its time, stream ${(r.streamPerSecond / baseline.streamPerSecond).toFixed(2)}× its rate`);
       }
       const t = TARGETS[name];
       const targets: string[] = [];
@@ -808,7 +909,20 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       const inProcessWrong = s.inProcessCount[name] !== expected ? ` (WRONG: ${s.inProcessCount[name]} contacts)` : "";
       console.log(`  (in process, no RPC: count ${s.inProcessCountMs[name]} ms${inProcessWrong}; plans: ${s.plans[name]})`);
     }
-    const anonPeakMb = Math.max(...results.map((r) => r.anonMb));
+    const best = only && !only.has("best-hour") ? { contacts: 0, ms: 0, cpuMs: 0, clientCpuMs: 0, again: [] as number[], anonMb: 0, heap: { used: 0, total: 0 }, ops: "", basis: { week: 0, day: 0, none: 0 } } : await measureBestHours(sys, pid);
+    if (best.contacts) {
+      console.log(`audience best-hour: ${best.contacts} contacts planned in ${fmt(best.ms)} ms (${fmt((best.contacts * 1000) / Math.max(best.ms, 1))}/s), anon ${best.anonMb} MB`);
+      const planned = best.basis.week + best.basis.day;
+      const plannedNote = s.expectedPlanned === undefined ? "" : planned === s.expectedPlanned ? "" : ` WRONG: expected ${s.expectedPlanned} planned`;
+      console.log(
+      `  (PlanBestHours over every subscribed contact in calls of ${PLAN_PAGE}, one at a time as a broadcast's resolution makes them, contacts in ${PLAN_ZONES.length} zones; ` +
+      `hour of the week ${best.basis.week}, of the day ${best.basis.day}, no plan ${best.basis.none}${plannedNote}; ` +
+      `targets: ≤ ${BEST_HOUR_TARGET_MS} ms ${verdict(best.ms <= BEST_HOUR_TARGET_MS)}, anon < ${ANON_TARGET_MB} MB ${verdict(best.anonMb < ANON_TARGET_MB)}; ` +
+      `directory CPU ${fmt(best.cpuMs)} ms (bench client ${fmt(best.clientCpuMs)} ms)${best.again.length ? `; again: ${best.again.map((t) => `${fmt(t)} ms`).join(", ")}` : ""}, heap peak ${best.heap.used} MB used of ${best.heap.total}; load average ${os.loadavg()[0].toFixed(1)})`,
+    );
+      console.log(`  (store ops in the directory: ${best.ops})`);
+    }
+    const anonPeakMb = Math.max(best.anonMb, ...results.map((r) => r.anonMb));
     console.log(`audience directory anon peak: ${anonPeakMb} MB over every case (target < ${ANON_TARGET_MB} MB: ${verdict(anonPeakMb < ANON_TARGET_MB)})`);
     if (profileDir) {
       await sys.stop();
@@ -816,7 +930,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       console.log(`cpu profile of the directory (whole run, seeding excluded): ${profileDir}`);
       for (const line of await summarizeProfiles(profileDir, { directory: pid }, 20)) console.log(line);
     }
-    return { contacts: n, events: s.events, cases: results, anonPeakMb };
+    return { contacts: n, events: s.events, cases: results, anonPeakMb, bestHour: { contacts: best.contacts, ms: best.ms, anonMb: best.anonMb } };
   } finally {
     await sys?.stop();
     await database?.drop();

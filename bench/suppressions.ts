@@ -25,6 +25,7 @@ import { pathToFileURL } from "node:url";
 import { parse } from "csv-parse";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
 import { pidListeningAs, sampleAnonPeaks } from "./memory.js";
+import { cpuSeconds } from "./cpu.js";
 import { summarizeProfiles } from "./profile.js";
 
 const WS = "ws_bench_suppressions";
@@ -84,13 +85,17 @@ export async function runSuppressionsBench(): Promise<void> {
     pids.set("nats-server", await pidListeningAs("nats-server", sys.nats.port));
 
     const anon = sampleAnonPeaks(pids);
+    const cpuBefore = new Map([...pids].map(([name, pid]) => [name, cpuSeconds(pid) ?? 0]));
     const first = await importOnce(sys, n);
     await anon.stop();
+    // CPU per row of each process: what a loaded machine (the wall time is shared) still measures.
+    const cpuPerRow = [...pids].map(([name, pid]) => `${name} ${((((cpuSeconds(pid) ?? 0) - cpuBefore.get(name)!) / n) * 1e6).toFixed(1)}`);
     const rate = n / first.seconds;
     console.log(`  import  ${n.toLocaleString("en")} rows in ${first.seconds.toFixed(1)} s: ${Math.round(rate).toLocaleString("en")} rows/s (goal ≥ 50,000)`
       + `; imported ${first.report.imported}, existing ${first.report.existing}, rejected ${first.report.rejectedCount}`);
     console.log(`  baseline csv-parse alone: ${Math.round(baseRate).toLocaleString("en")} rows/s; import / baseline ${(rate / baseRate).toFixed(2)}`);
     console.log(`  peak anonymous memory (MB, goal < 300 each): ${[...anon.peaks].map(([name, mb]) => `${name} ${mb}`).join(", ")}`);
+    console.log(`  CPU per row (µs; 2 cores at 50,000 rows/s leave 40 in all): ${cpuPerRow.join(", ")}; load average ${os.loadavg()[0].toFixed(1)}`);
 
     const again = await importOnce(sys, n);
     console.log(`  again   ${n.toLocaleString("en")} rows in ${again.seconds.toFixed(1)} s: ${Math.round(n / again.seconds).toLocaleString("en")} rows/s; imported ${again.report.imported}, existing ${again.report.existing}`);

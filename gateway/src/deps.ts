@@ -4,6 +4,7 @@ import type { FastifyRequest } from "fastify";
 import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
 import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
 import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { PreSendCheckService } from "../../gen/mailroom/broadcast/v1/check_pb.js";
 import { RendererService } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
 import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
@@ -40,6 +41,8 @@ export interface ServiceClients {
   directory: RequestScoped<Client<typeof DirectoryService>>;
   email: RequestScoped<Client<typeof EmailService>>;
   broadcast: RequestScoped<Client<typeof BroadcastService>>;
+  /** Pre-send checks of broadcasts and templates (served by the broadcast unit). */
+  check: RequestScoped<Client<typeof PreSendCheckService>>;
   renderer: RequestScoped<Client<typeof RendererService>>;
   delivery: RequestScoped<Client<typeof DeliveryService>>;
   webhooks: RequestScoped<Client<typeof WebhookService>>;
@@ -100,6 +103,7 @@ export function createServiceClients(config: Config): ServiceClients {
     directory: connectClient(DirectoryService, config.urls.directory),
     email: connectClient(EmailService, config.urls.email),
     broadcast: connectClient(BroadcastService, config.urls.broadcast),
+    check: connectClient(PreSendCheckService, config.urls.broadcast),
     renderer: connectClient(RendererService, config.urls.renderer),
     delivery: connectClient(DeliveryService, config.urls.delivery),
     webhooks: connectClient(WebhookService, config.urls.webhooks),

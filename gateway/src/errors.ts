@@ -160,6 +160,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   broadcast_html_too_large: { status: 413, description: "Broadcast HTML is limited to 500 KB (512,000 bytes of UTF-8)." },
   broadcast_not_cancellable: { status: 409, description: "The broadcast is a draft or sending has already started; it cannot be cancelled." },
   broadcast_not_found: { status: 404, description: "No broadcast with this id exists in the workspace." },
+  check_failed: { status: 409, description: "`requireCleanCheck: true` was asked and the broadcast's pre-send check found errors (listed in `errors`, each with its `code`, `message` and `where`): nothing was scheduled. Fix them (`POST /v1/broadcasts/{id}/check` shows them again), or schedule without `requireCleanCheck`." },
   // The official client's endpoints (contacts, properties, events, API keys)
   contacts_batch_invalid: {
     status: 400,
@@ -231,7 +232,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_template: {
     status: 400,
     description:
-      "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`, `kind` or `format`, a layout or snippet that does not exist, or Liquid or MJML that does not parse. The message names the field; a syntax error's body also carries `field`, `line`, `column` and the parser's `reason`.",
+      "A template field is invalid: an empty subject or html, a subject or name of more than one line or too long, an unknown `status`, `kind` or `format`, a layout or snippet that does not exist, or Liquid or MJML that does not parse. The message names the field; a syntax error's body also carries `field`, `line`, `column` and the parser's `reason`. A send (`POST /v1/emails`, each item of a batch) that names a layout or a snippet is refused with this code too (`template` and `kind` name it): they are pieces of templates, never sent on their own.",
   },
   template_render_failed: {
     status: 400,

@@ -34,6 +34,9 @@ import { Groups } from "../../services/directory/src/domain/groups.js";
 import { TemplateService } from "../../gen/mailroom/directory/v1/templates_pb.js";
 import { templateRoutes } from "../../services/directory/src/template-routes.js";
 import { TemplatePreviews } from "../../services/directory/src/domain/template-previews.js";
+import { PreSendCheckService } from "../../gen/mailroom/broadcast/v1/check_pb.js";
+import { checkRoutes } from "../../services/broadcast/src/check-routes.js";
+import { PreSendCheck } from "../../services/broadcast/src/domain/check/pre-send-check.js";
 import { GroupMembershipStore, GroupStore } from "../../services/directory/src/adapters/group-store.js";
 import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
 import { audienceRoutes } from "../../services/directory/src/audience-routes.js";
@@ -200,6 +203,8 @@ describe("the generated OpenAPI document against the gateway", () => {
   let degraded: FastifyInstance;
   let world: TestWorld;
   let directoryClient: ServiceClients["directory"];
+  const capturedQueries: { query: string; cursor: string; limit: number }[] = [];
+  let capturedCleared = 0;
   /** The test's own calls to the directory, outside any request. */
   const TEST_CALL = { headers: { "x-request-id": "openapi-test" } };
   const events: MailEvent[] = [];
@@ -223,7 +228,12 @@ describe("the generated OpenAPI document against the gateway", () => {
     const delivery = createClient(DeliveryService, memoryTransport(({ service }) => {
       const message = { id: "cap_1", messageId: "<m1@acme.test>", from: "founder@gmail.test", to: "ann@example.test", subject: "Hello", capturedAt, size: 420n, deliveryId: "dlv_1", workspaceId: "ws_oa" };
       service(DeliveryService, {
-        listCapturedMessages: () => ({ messages: [message] }),
+        listCapturedMessages(req) {
+          if (req.cursor && !/^cap_\w+$/.test(req.cursor)) throw badRequest("invalid_cursor", "cursor must be a next_cursor this service returned");
+          capturedQueries.push({ query: req.query, cursor: req.cursor, limit: req.limit });
+          return { messages: [message], nextCursor: req.cursor ? "" : "cap_1" };
+        },
+        clearCapturedMessages: () => { capturedCleared++; return { cleared: 1n }; },
         getCapturedMessage(req) {
           if (!/^[\w-]{1,128}$/.test(req.id)) throw badRequest("invalid_id", "id must be 1-128 letters, digits, '_' or '-'");
           if (req.id !== "cap_1") throw notFound("captured_message_not_found", `no captured message ${req.id}`);
@@ -255,6 +265,15 @@ describe("the generated OpenAPI document against the gateway", () => {
       templates: createClient(TemplateService, memoryTransport(templateRoutes(dir.templates, new TemplatePreviews(dir.templates, dir.contacts, dir.workspaces)))),
       groups: createClient(GroupService, memoryTransport(groupRoutes(new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces)))),
       automation: createClient(AutomationService, memoryTransport(automationRoutes((await buildCatalogWorld()).automations))),
+      // Template checks (the broadcast unit's CheckContent): links all answer 200, no spam filter.
+      check: createClient(PreSendCheckService, memoryTransport(checkRoutes(new PreSendCheck({
+        broadcasts: { get: async () => { throw new Error("not in this test"); }, preview: async () => { throw new Error("not in this test"); } },
+        directory: { subscribedContacts: async function* () {} },
+        links: { check: async (urls) => urls.map((url) => ({ url, status: 200, redirects: [], finalUrl: url })) },
+        spam: { score: async () => ({ scored: false, skipped: "no spam filter in this test" }) },
+        clock: { now: () => new Date() },
+        logger: createLogger("gateway-openapi-test-check", "silent"),
+      })))),
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: SECRET },
@@ -373,7 +392,7 @@ describe("the generated OpenAPI document against the gateway", () => {
       }
       // The broadcast endpoints (their responses are checked in routes/broadcasts.test.ts).
       expect(Object.keys(doc.paths).filter((p) => p.includes("broadcast") && !p.endsWith("/stats")).sort()).toEqual([
-        "/v1/broadcasts", "/v1/broadcasts/{id}", "/v1/broadcasts/{id}/ab/winner", "/v1/broadcasts/{id}/cancel", "/v1/broadcasts/{id}/schedule", "/v1/broadcasts/{id}/test",
+        "/v1/broadcasts", "/v1/broadcasts/{id}", "/v1/broadcasts/{id}/ab/winner", "/v1/broadcasts/{id}/cancel", "/v1/broadcasts/{id}/check", "/v1/broadcasts/{id}/schedule", "/v1/broadcasts/{id}/test",
       ]);
     });
 
@@ -899,6 +918,22 @@ describe("the generated OpenAPI document against the gateway", () => {
       expect([stale.statusCode, stale.json().code]).toEqual([400, "invalid_template"]);
     });
 
+    it("checks a template rendered with sample values, with or without a body; 404 for an unknown one", async () => {
+      const body = { name: "check-welcome", subject: "Welcome {{ firstName }}", html: '<p>Hi {{ firstName }}, your plan is {{ plan }}.</p><p><img src="https://acme.test/logo.png"></p>' };
+      const created = await call("POST /v1/templates", { body });
+      expect(created.statusCode, created.body).toBe(201);
+      const check = (name: string, b: unknown) => call("POST /v1/templates/{name}/check", { url: `/v1/templates/${name}/check`, body: b });
+      const checked = await check("check-welcome", { variables: { firstName: "Ann" } });
+      expect(checked.statusCode).toBe(200);
+      expect(checked.json().check).toMatchObject({ spam: { skipped: "no spam filter in this test" }, images: [{ src: "https://acme.test/logo.png", alt: null }], unsubscribe: { required: false, found: false }, errors: [] });
+      expect(checked.json().check.warnings).toContainEqual(expect.objectContaining({ level: "warning", code: "image_missing_alt", where: "https://acme.test/logo.png" }));
+      expect([(await check("nope", {})).statusCode]).toEqual([404]);
+      // No body at all: sample values only.
+      expect((await call("POST /v1/templates/{name}/check", { url: "/v1/templates/check-welcome/check" })).json().check.images).toHaveLength(1);
+      const bad = await check("check-welcome", { variables: [1] });
+      expect([bad.statusCode, bad.json().code]).toEqual([400, "invalid_request"]);
+    });
+
     it("renders unsaved content (the editor's live preview) without saving it", async () => {
       const draft = (b: unknown) => call("POST /v1/templates/render", { body: b });
       const rendered = await draft({ subject: "Hi {{ n | default: 'you' }}", html: "<p>{% for i in xs %}{{ i }}{% endfor %}</p>", variables: { xs: [1, 2] } });
@@ -972,13 +1007,60 @@ describe("the generated OpenAPI document against the gateway", () => {
 
     it("serves health and the captured-mail pages", async () => {
       expect((await call("GET /healthz")).json()).toEqual({ ok: true });
-      expect((await call("GET /dev/mail")).body).toContain("cap_1");
+      const inbox = await call("GET /dev/mail");
+      expect(inbox.body).toContain("cap_1");
       expect((await call("GET /dev/mail/{id}", { url: "/dev/mail/cap_1" })).statusCode).toBe(200);
       expect((await call("GET /dev/mail/{id}", { url: "/dev/mail/cap_9" })).statusCode).toBe(404);
       expect((await call("GET /dev/mail/{id}", { url: "/dev/mail/bad%20id" })).statusCode).toBe(400);
       expect((await call("GET /dev/mail/{id}/raw", { url: "/dev/mail/cap_1/raw" })).body).toContain("Subject: Hello");
       expect((await call("GET /dev/mail/{id}/raw", { url: "/dev/mail/cap_9/raw" })).statusCode).toBe(404);
       expect((await call("GET /dev/mail/{id}/raw", { url: "/dev/mail/bad%20id/raw" })).statusCode).toBe(400);
+    });
+
+    it("receives webhooks at /dev/webhooks/<name> and lists them, newest first", async () => {
+      expect((await call("GET /dev/webhooks")).body).toContain("Nothing received yet");
+      const body = JSON.stringify({ type: "EMAIL_DELIVERED", timestamp: "2030-01-01T00:00:00.000Z", data: { subject: "<b>hi</b>" } });
+      const got = await call("POST /dev/webhooks/{name}", { url: "/dev/webhooks/readme", payload: body, contentType: "application/json",
+        headers: { "webhook-id": "msg_1", "webhook-signature": "v1,abc" } });
+      expect(got.statusCode).toBe(204);
+      await call("POST /dev/webhooks/{name}", { url: "/dev/webhooks/other", payload: "not json", contentType: "text/plain" });
+      const list = (await call("GET /dev/webhooks")).body;
+      expect(list.indexOf("(no event type)")).toBeLessThan(list.indexOf("EMAIL_DELIVERED"));
+      expect(list).toContain("webhook-id: msg_1");
+      expect(list).toContain("webhook-signature: v1,abc");
+      expect(list).toContain("&#60;b&#62;hi&#60;/b&#62;");
+      expect(list).not.toContain("<b>hi</b>");
+      expect((await app.inject({ method: "POST", url: "/dev/webhooks/bad%20name", payload: "{}" })).statusCode).toBe(400);
+    });
+
+    it("searches and pages the captured mail, and clears it only with the page's token", async () => {
+      capturedQueries.length = 0;
+      const first = await call("GET /dev/mail", { url: "/dev/mail?q=%20Hello%20" });
+      expect(capturedQueries.at(-1)).toEqual({ query: "Hello", cursor: "", limit: 50 });
+      expect(first.body).toContain('value="Hello"');
+      expect(first.body).toContain('href="/dev/mail?q=Hello&#38;cursor=cap_1"');
+      const older = await call("GET /dev/mail", { url: "/dev/mail?q=Hello&cursor=cap_1" });
+      expect(capturedQueries.at(-1)).toEqual({ query: "Hello", cursor: "cap_1", limit: 50 });
+      expect(older.body).not.toContain("Older messages");
+      expect((await call("GET /dev/mail", { url: "/dev/mail?cursor=..%2Fx" })).statusCode).toBe(400);
+      expect((await call("GET /dev/mail", { url: `/dev/mail?q=${"x".repeat(201)}` })).statusCode).toBe(400);
+
+      // The Clear form: its token is bound to the cookie the page set.
+      const cookie = /mr_dev_mail=([^;]+)/.exec(String(first.headers["set-cookie"]))![1];
+      const token = /name="_csrf" value="([^"]+)"/.exec(first.body)![1];
+      const form = (t: string) => `_csrf=${encodeURIComponent(t)}`;
+      const clear = (c: Call) => call("POST /dev/mail/clear", { contentType: "application/x-www-form-urlencoded", ...c });
+      const before = capturedCleared;
+      expect((await clear({ payload: form(token) })).statusCode).toBe(403);
+      expect((await call("POST /dev/mail/clear", { headers: { cookie: `mr_dev_mail=${cookie}` } })).statusCode).toBe(403);
+      expect((await clear({ payload: form("forged"), headers: { cookie: `mr_dev_mail=${cookie}` } })).statusCode).toBe(403);
+      expect((await clear({ payload: form(token), headers: { cookie: `mr_dev_mail=${cookie}`, origin: "https://evil.test" } })).statusCode).toBe(403);
+      expect((await clear({ payload: form(token), headers: { cookie: `mr_dev_mail=${cookie}`, "sec-fetch-site": "cross-site" } })).statusCode).toBe(403);
+      expect(capturedCleared).toBe(before);
+      const done = await clear({ payload: form(token), headers: { cookie: `other=1; mr_dev_mail=${cookie}`, "sec-fetch-site": "same-origin" } });
+      expect(done.statusCode).toBe(303);
+      expect(done.headers.location).toBe("/dev/mail");
+      expect(capturedCleared).toBe(before + 1);
     });
   });
 

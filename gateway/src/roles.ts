@@ -84,6 +84,9 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /dev/mail": open("development mail viewer: only with captured mail, only from loopback"),
   "GET /dev/mail/:id": open("development mail viewer: only with captured mail, only from loopback"),
   "GET /dev/mail/:id/raw": open("development mail viewer: only with captured mail, only from loopback"),
+  "POST /dev/mail/clear": open("development mail viewer's Clear (double-submit token): only with captured mail, only from loopback"),
+  "GET /dev/webhooks": open("development webhook receiver: only with captured mail, only from loopback"),
+  "POST /dev/webhooks/:name": open("development webhook receiver: only with captured mail, only from loopback"),
 
   // Recipients: tracking, unsubscribe, signup forms (DESIGN §9.4)
   "GET /t/o/:token": open(RECIPIENT),
@@ -136,6 +139,7 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "PUT /v1/templates/:name": EDITOR,
   "DELETE /v1/templates/:name": EDITOR,
   "POST /v1/templates/:name/render": EDITOR,
+  "POST /v1/templates/:name/check": EDITOR,
   "POST /v1/templates/render": EDITOR,
   "GET /v1/templates/:name/versions": EDITOR,
   "POST /v1/templates/:name/versions/:version/restore": EDITOR,
@@ -214,6 +218,7 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /v1/broadcasts/:id": EDITOR,
   "POST /v1/broadcasts/:id/test": EDITOR,
   "POST /v1/broadcasts/:id/schedule": EDITOR,
+  "POST /v1/broadcasts/:id/check": EDITOR,
   "POST /v1/broadcasts/:id/cancel": EDITOR,
   "POST /v1/broadcasts/:id/ab/winner": EDITOR,
   "PATCH /v1/broadcasts/:id": EDITOR,

@@ -26,7 +26,8 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a broadcast's A/B test in a bro
   let page: Page;
   const url = (p: string) => `${sys.gatewayUrl}/console${p}`;
   const flash = () => page.locator(".flash").first().textContent();
-  const received = () => sys.sink!.messages.filter((m) => m.raw.includes("#abconsole"));
+  const received = () => sys.sink!.messages.filter((m) => m.raw.includes("#abconsole") && !m.raw.includes("[TEST "));
+  const testCopies = () => sys.sink!.messages.filter((m) => m.raw.includes("#abconsole") && m.raw.includes("[TEST "));
 
   beforeAll(async () => {
     await mkdir(SHOTS, { recursive: true });
@@ -84,6 +85,20 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a broadcast's A/B test in a bro
     expect(await page.getByLabel("Variant A subject").inputValue()).toBe("Alpha {{firstName}} #abconsole");
     expect(await page.getByLabel("Wait before choosing (5 minutes to 7 days)").inputValue()).toBe("1");
 
+    // The preview shows every variant as its share receives it, not the base fields alone.
+    expect(await page.locator("[data-preview-variant]").count()).toBe(2);
+    expect(await page.locator("[data-preview-variant] [data-preview-subject]").allTextContents()).toEqual(["Alpha [firstName] #abconsole", "Beta [firstName] #abconsole"]);
+    // A test send gives the member every variant, each marked.
+    await page.getByLabel("owner@acme.test").check();
+    await page.getByRole("button", { name: "Send test" }).click();
+    expect(await flash()).toContain("each gets all 2 variants");
+    await expect.poll(() => testCopies().length, { timeout: 30_000 }).toBe(2);
+    const subjects = testCopies().map((m) => /^Subject: (.*)$/m.exec(m.raw)?.[1] ?? "").sort();
+    expect(subjects[0]).toMatch(/^\[TEST A\] Alpha\b/);
+    expect(subjects[1]).toMatch(/^\[TEST B\] Beta\b/);
+    expect(testCopies().find((m) => m.raw.includes("[TEST B]"))!.raw).toMatch(/^From: "?Beta Team"? </m);
+    await page.goto(page.url().replace(/[?#].*$/, ""));
+
     await page.getByLabel("As soon as possible (ASAP)").check();
     await page.getByRole("button", { name: "Schedule" }).click();
     expect(await flash()).toContain("Scheduled (ASAP)");
@@ -99,6 +114,22 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a broadcast's A/B test in a bro
     expect(await page.locator("#ab tbody tr").count()).toBe(2);
     expect(await page.locator("#ab tbody tr").nth(1).textContent()).toContain("Beta Team");
     await page.screenshot({ path: path.join(SHOTS, "broadcast-ab-waiting.png"), fullPage: true });
+
+    // At 375 px: no sideways scrolling, the choose buttons on screen, the chart's text readable (>= 11 px drawn).
+    await page.setViewportSize({ width: 375, height: 800 });
+    await page.goto(broadcastUrl);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+    for (const name of ["Send variant A now", "Send variant B now"]) {
+      const box = (await page.getByRole("button", { name }).boundingBox())!;
+      expect(box.x).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width).toBeLessThanOrEqual(375);
+    }
+    const textHeights = await page.locator("[data-ab-chart] text").evaluateAll((els) => els.map((e) => e.getBoundingClientRect().height));
+    expect(textHeights.length).toBe(6);
+    expect(Math.min(...textHeights)).toBeGreaterThanOrEqual(11);
+    await page.screenshot({ path: path.join(SHOTS, "broadcast-ab-waiting-375.png"), fullPage: true });
+    await page.setViewportSize({ width: 1100, height: 900 });
+    await page.goto(broadcastUrl);
 
     await page.getByRole("button", { name: "Send variant B now" }).click();
     expect(await flash()).toContain("Variant B goes to the rest");

@@ -165,4 +165,28 @@ describe.skipIf(!existsSync(CHROMIUM))("console: automations in a browser", () =
     expect(new URL(page.url()).pathname).toMatch(/^\/console\/emails\//);
     expect(await page.getByRole("heading", { level: 1 }).count()).toBe(1);
   });
+
+  it("after a new version, still counts the run waiting on the version it started on; each version selectable", async () => {
+    const patched = await sys.api("PATCH", `/v1/automations/${automationId}`, { key: KEY, body: { reentry: { after: "P30D" } } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.automation.version).toBe(2);
+    await page.goto(url(`/automations/${automationId}`));
+    const count = (step: string, key: string) => page.locator(`[data-stats="${step}"] [data-count="${key}"]`).textContent();
+    // Every version (the default): Ann's run of version 1 still waits in wait_1.
+    expect(await page.getByLabel("Counts of").inputValue()).toBe("all");
+    expect(await count("wait_1", "waiting")).toBe("1");
+    expect(await count("send_1", "entered")).toBe("1");
+    // Version 2 alone: nobody entered it yet.
+    await page.getByLabel("Counts of").selectOption("2");
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Show" }).click()]);
+    expect(new URL(page.url()).searchParams.get("version")).toBe("2");
+    expect(await count("wait_1", "waiting")).toBe("0");
+    await page.getByLabel("Counts of").selectOption("1");
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Show" }).click()]);
+    expect(await count("wait_1", "waiting")).toBe("1");
+    // The API answers the same per version.
+    const v1 = await sys.api("GET", `/v1/automations/${automationId}/stats?version=1`, { key: KEY });
+    expect(v1.body.stats.steps.find((st: { stepId: string }) => st.stepId === "wait_1").waiting).toBe(1);
+    await shot("automations-flow-versions");
+  });
 });

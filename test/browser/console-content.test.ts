@@ -128,7 +128,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: broadcasts, contacts and webhoo
   it("sends it now and the progress page reaches COMPLETED with counters and a chart", async () => {
     await page.goto(broadcastUrl);
     // Every method is explained next to its choice.
-    for (const m of ["ASAP", "PROGRESSIVE", "SMART", "WARMUP"]) expect(await page.locator(`#dm-${m}-h`).textContent()).toBeTruthy();
+    for (const m of ["ASAP", "PROGRESSIVE", "SMART", "WARMUP", "OPTIMAL"]) expect(await page.locator(`#dm-${m}-h`).textContent()).toBeTruthy();
     await page.getByLabel("As soon as possible (ASAP)").check();
     await page.getByRole("button", { name: "Schedule" }).click();
     expect(await flash()).toContain("Scheduled (ASAP)");

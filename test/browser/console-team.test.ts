@@ -98,7 +98,8 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
           {
             id: WORKSPACE, name: "Team Console Co", timezone: "UTC",
             apiKeys: [], verifiedEmails: [], verifiedDomains: ["team-console.test"], members: [{ email: OWNER, role: "OWNER" }],
-            flags: { broadcastEarlyAccess: false, emailApiAddon: false, verified: true },
+            // The email API: a key made on the keys page sends to a contact added by hand (its activity).
+            flags: { broadcastEarlyAccess: false, emailApiAddon: true, verified: true },
             monthlyLimit: 1000, sendingAccountNew: false,
           },
           {
@@ -112,7 +113,7 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
       },
       env: { MAILROOM_SYSTEM_FROM: "Mailroom <signin@mailroom-system.test>", MAILROOM_SYSTEM_WORKSPACE: "ws_console_system" },
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["directory", "renderer", "email", "delivery", "gateway", "webhooks"],
     });
     browser = await launchChromium();
     ownerContext = await browser.newContext({ viewport: { width: 1200, height: 900 } });
@@ -171,6 +172,65 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
       await owner.setViewportSize({ width: 1200, height: 900 });
     }
   }, 60_000);
+
+  it("creates an API key, adds a contact by hand, opens its activity and a failing webhook's health, at 1280 and 375 px", async () => {
+    const console_ = (p: string) => `${sys.gatewayUrl}/console${p}`;
+    const submit = (click: Promise<void>) => Promise.all([owner.waitForEvent("load"), click]);
+    /** At every step: nothing scrolls sideways; at phone width the header (with the folded nav) is at most two rows. */
+    const checkLayout = async (name: string) => {
+      const width = owner.viewportSize()!.width;
+      expect(await owner.evaluate(() => document.documentElement.scrollWidth - innerWidth), `${name}: sideways scroll`).toBeLessThanOrEqual(0);
+      const header = (await owner.locator("header.top").boundingBox())!;
+      if (width <= 375) expect(header.height, `${name}: header rows`).toBeLessThanOrEqual(2 * 56);
+      await screenshot(owner, `issue45-${name}-${width}`);
+    };
+    let firstKey = "";
+    try {
+      for (const width of [1280, 375]) {
+        await owner.setViewportSize({ width, height: width > 400 ? 900 : 740 });
+
+        // An API key: made on the keys page, its secret shown once, then "Last used" once it was used.
+        await owner.goto(console_("/keys"));
+        await owner.getByLabel("Name", { exact: true }).fill(`Server ${width}`);
+        await owner.getByLabel("Role", { exact: true }).selectOption("EDITOR");
+        await submit(owner.getByRole("button", { name: "Create key" }).click());
+        const secret = (await owner.locator("#key-secret").textContent())!.trim();
+        expect(secret).toMatch(/^mr_live_/);
+        await checkLayout("key-created");
+        firstKey ||= secret;
+        expect((await sys.api("GET", "/v1/contacts?limit=1", { key: secret })).status).toBe(200);
+        const row = owner.locator("tr[data-key]").filter({ hasText: `Server ${width}` });
+        await expect.poll(async () => (await owner.goto(console_("/keys")), row.locator("[data-last-used]").textContent()), { timeout: 15_000 }).toMatch(/UTC/);
+        expect(await owner.locator("tr[data-key]").filter({ hasText: "Server" }).locator("[data-last-used]").allTextContents()).not.toContain("");
+        await checkLayout("keys");
+
+        // A contact added by hand, then its activity timeline (an email sent to it with the new key).
+        const email = `hand-${width}@example.test`;
+        await owner.goto(console_("/contacts"));
+        await submit(owner.getByRole("link", { name: "Add contact" }).click());
+        await owner.getByLabel("Email address").fill(email);
+        await owner.getByLabel("First name (optional)").fill(`Hand${width}`);
+        await submit(owner.getByRole("button", { name: "Add contact" }).click());
+        expect(await owner.locator("main").textContent()).toContain(email);
+        const contactUrl = owner.url();
+        const sent = await sys.api("POST", "/v1/emails", { key: secret, body: { from: "Team <hello@team-console.test>", to: email, subject: `Hello ${width}`, html: "<p>Hi</p>" } });
+        expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+        await expect.poll(async () => (await owner.goto(contactUrl), owner.locator("ol.timeline li").allTextContents()), { timeout: 20_000 }).toEqual(expect.arrayContaining([expect.stringContaining(`Hello ${width}`)]));
+        await checkLayout("contact-activity");
+
+        // A webhook to an endpoint that refuses connections: its page shows the failures, not a healthy look.
+        const hook = await sys.api("POST", "/v1/webhooks", { key: firstKey, body: { url: "http://127.0.0.1:9/refused", events: ["CONTACT_CREATED"] } });
+        expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+        expect((await sys.api("POST", `/v1/webhooks/${hook.body.webhook.id}/test`, { key: firstKey })).status).toBe(200);
+        const failures = owner.locator('[data-health="failures"]');
+        await expect.poll(async () => (await owner.goto(console_(`/webhooks/${hook.body.webhook.id}`)), Number((await failures.textContent())?.match(/\d+/)?.[0] ?? 0)), { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+        expect(await owner.locator('[data-health="last-success"]').textContent()).toMatch(/^none among/);
+        await checkLayout("webhook-health");
+      }
+    } finally {
+      await owner.setViewportSize({ width: 1200, height: 900 });
+    }
+  }, 180_000);
 
   it("invites a member, who accepts through the invitation mail and is signed in", async () => {
     await owner.getByRole("link", { name: "Team", exact: true }).click();

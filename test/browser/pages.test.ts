@@ -176,6 +176,8 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
       "phone-dev-mail-message": new URL(message!, sys.gatewayUrl).toString(),
       "phone-unsubscribe": links.find((l) => /\/u\/[^/?]+$/.test(l))!,
       "phone-manage": links.find((l) => l.endsWith("?manage=1"))!,
+      "phone-dev-mail-search": `${inbox}?q=${encodeURIComponent(subject)}`,
+      "phone-dev-webhooks": `${sys.gatewayUrl}/dev/webhooks`,
     };
     for (const [name, url] of Object.entries(pages)) {
       await phone.goto(url);
@@ -187,6 +189,28 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
       await screenshot(name, phone);
     }
     await phone.close();
+  });
+
+  it("searches the captured mail by subject or recipient, and clears it with its button", async () => {
+    await page.goto(`${sys.gatewayUrl}/dev/mail`);
+    await page.getByLabel("Search subject or recipient").fill(RECIPIENT.toUpperCase());
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Search" }).click()]);
+    expect(new URL(page.url()).searchParams.get("q")).toBe(RECIPIENT.toUpperCase());
+    expect(await page.getByRole("link", { name: subject }).count()).toBe(1);
+    await page.getByLabel("Search subject or recipient").fill("no such words anywhere");
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Search" }).click()]);
+    expect(await page.locator("ul.mail li").count()).toBe(0);
+    expect(await page.locator(".notice").textContent()).toContain("No captured message has");
+
+    // Clear: the button asks first, then forgets every message.
+    await page.goto(`${sys.gatewayUrl}/dev/mail`);
+    page.once("dialog", (d) => void d.accept());
+    await Promise.all([page.waitForEvent("load"), page.getByRole("button", { name: "Clear captured mail" }).click()]);
+    expect(new URL(page.url()).pathname).toBe("/dev/mail");
+    expect(await page.locator("ul.mail li").count()).toBe(0);
+    expect(await page.locator(".notice").textContent()).toContain("No mail captured yet");
+    // A post from another page (no token) clears nothing and is refused.
+    expect((await fetch(`${sys.gatewayUrl}/dev/mail/clear`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "_csrf=x" })).status).toBe(403);
   });
 });
 

@@ -155,8 +155,9 @@ describe("delivery: what an email carries, on the wire", () => {
 
   const TAGS = [{ name: "category", value: "invoice" }, { name: "tenant", value: "t-42" }];
 
-  async function publish(deliveryId: string, to: string, contentRef: string, extra: { cc?: string[]; bcc?: string[]; tags?: typeof TAGS }) {
+  async function publish(deliveryId: string, to: string, contentRef: string, extra: { cc?: string[]; bcc?: string[]; tags?: typeof TAGS; content?: Uint8Array }) {
     const job = deliveryJob({ deliveryId, to, contentRef });
+    if (extra.content) job.content = extra.content;
     job.cc = extra.cc ?? [];
     job.bcc = extra.bcc ?? [];
     job.tags = (extra.tags ?? []).map((t) => create(TagSchema, t));
@@ -254,6 +255,23 @@ describe("delivery: what an email carries, on the wire", () => {
     await waitUntil(() => receiver.received.some((r) => r.event.type === "EMAIL_DEFERRED"));
     expect(receiver.received.find((r) => r.event.type === "EMAIL_DEFERRED")!.event.data.tags).toEqual(TAGS);
   }, 30_000);
+
+  it("sends a job that carries its content (small content: nothing in the content store), its Cc header included", async () => {
+    const content = await store.place("ws_acme", "email:trs_carried", compiledFrom({ subject: "Carried", html: "<p>In the job</p>", workspaceId: "ws_acme" }), {
+      cc: ["Kim <kim@example.test>"], headers: [], attachments: [],
+    });
+    expect(content, "small content is carried").toBeDefined();
+    expect(await store.get("ws_acme", "email:trs_carried")).toBeUndefined();
+    await publish("dlv_carried", "carried@example.test", "email:trs_carried", { content, cc: ["kim@example.test"] });
+    await events.waitFor(() => typesOf("dlv_carried").includes("SENT"));
+    const got = sink.messages.find((m) => m.to.includes("carried@example.test"))!;
+    expect(got.to.sort()).toEqual(["carried@example.test", "kim@example.test"]);
+    expect(headerOf(got.raw, "Subject")).toBe("Carried");
+    expect(headerOf(got.raw, "Cc")).toBe("Kim <kim@example.test>");
+    // Bytes that do not decode fail that delivery for good, not the queue.
+    await publish("dlv_garbled", "garbled@example.test", "email:trs_garbled", { content: new Uint8Array([0x0a, 0xff, 0xff]) });
+    await events.waitFor(() => typesOf("dlv_garbled").includes("FAILED"));
+  });
 
   it("sends a job without cc, bcc or tags and content without extras as before", async () => {
     await store.put("ws_acme", "email:trs_bare", compiledFrom({ subject: "Hi", html: "<p>Hi</p>", workspaceId: "ws_acme" }));

@@ -180,11 +180,21 @@ describe("README examples against npm start", () => {
     }, 90_000);
     expect(stats.recipients).toBeGreaterThan(0);
     expect(stats.delivered).toBe(stats.recipients);
-    const mail = await (await fetch(`${base}/dev/mail`)).text();
-    expect(mail).toContain("Hi Zoe"); // the contact the README adds
-    expect(mail).toContain("Hi Ann"); // one of the sample contacts
-    expect(mail).toContain("Order A-1042 is on its way"); // the README's template
+    // The inbox pages 50 at a time: each message is found by its search (subject or recipient).
+    const inbox = async (q: string) => (await fetch(`${base}/dev/mail?q=${encodeURIComponent(q)}`)).text();
+    expect(await inbox("Hi Zoe")).toContain("Hi Zoe"); // the contact the README adds
+    expect(await inbox("Hi Ann")).toContain("Hi Ann"); // one of the sample contacts
+    expect(await inbox("A-1042")).toContain("Order A-1042 is on its way"); // the README's template
   }, 120_000);
+
+  it("delivers the README's webhook to the development receiver it targets", async () => {
+    const received = await waitFor("the webhook's test event at /dev/webhooks", async () => {
+      const html = await (await fetch(`http://127.0.0.1:${httpPort}/dev/webhooks`)).text();
+      return html.includes("TESTING_CONNECTION") ? html : undefined;
+    }, 60_000);
+    expect(received).toContain("to /dev/webhooks/readme");
+    expect(received).toMatch(/webhook-signature: v1,/);
+  }, 90_000);
 
   it("stops every unit and nats-server when npm gets SIGTERM, as from a process manager", async () => {
     const running = pidsNow();

@@ -3,7 +3,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { CompiledMessageSchema, ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
-import { ContentStore } from "@mailroom/pipeline/content-store.js";
+import { ContentStore, decodeStoredContent } from "@mailroom/pipeline/content-store.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 
 const compiled = (html: string) =>
@@ -30,6 +30,22 @@ describe("content store", () => {
     await store.put("ws_a", "email:trs_small", toBinary(CompiledMessageSchema, message));
     expect((await store.get("ws_a", "email:trs_small"))?.html).toEqual(message.html);
     expect(await store.get("ws_b", "email:trs_small")).toBeUndefined();
+  });
+
+  it("places small content in the job (nothing written) and larger content in the store", async () => {
+    const small = compiled("<p>receipt</p>");
+    const carried = await store.place("ws_a", "email:trs_carried", small, { cc: ["b@x.test"], headers: [], attachments: [] });
+    expect(carried).toBeInstanceOf(Uint8Array);
+    expect(decodeStoredContent(carried!).compiled?.html).toEqual(small.html);
+    expect(decodeStoredContent(carried!).cc).toEqual(["b@x.test"]);
+    expect(await store.get("ws_a", "email:trs_carried"), "nothing written for carried content").toBeUndefined();
+    const large = compiled("<p>" + "x".repeat(80 * 1024) + "</p>");
+    expect(await store.place("ws_a", "email:trs_large", large)).toBeUndefined();
+    expect((await store.get("ws_a", "email:trs_large"))?.html).toEqual(large.html);
+    // Carrying can be turned off: everything goes to the store.
+    const storing = await ContentStore.open(nc, { replicas: 1, inlineBytes: 0 });
+    expect(await storing.place("ws_a", "email:trs_stored", small)).toBeUndefined();
+    expect((await store.get("ws_a", "email:trs_stored"))?.html).toEqual(small.html);
   });
 
   it("stores content larger than a NATS message (5 MB of HTML) in parts and reads it back whole; delete removes it", async () => {

@@ -275,6 +275,36 @@ describe("Liquid templates, layouts and snippets over the public API", () => {
     expect((await api("GET", "/v1/templates/broken", undefined, OTHER_KEY)).status).toBe(404);
   });
 
+  it("refuses to send a layout or a snippet on its own (400 invalid_template), in a batch only that item", async () => {
+    const refused: string[] = [];
+    for (const name of ["base", "footer"]) {
+      const to = rcpt(`piece-${name}`);
+      refused.push(to);
+      const res = await api("POST", "/v1/emails", { template: name, to, variables: { firstName: "Ann" } });
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body).toMatchObject({ code: "invalid_template", template: name, kind: name === "base" ? "layout" : "snippet" });
+      expect(res.body.message).toMatch(/is a (layout|snippet).*cannot be sent/);
+    }
+    const [ok, layout, snippet] = [rcpt("piece-ok"), rcpt("piece-layout"), rcpt("piece-snippet")];
+    const batch = await api("POST", "/v1/emails/batch", {
+      emails: [
+        { template: "receipt", to: ok, variables: { order } },
+        { template: "base", to: layout },
+        { template: "footer", to: snippet },
+      ],
+    });
+    expect(batch.status, JSON.stringify(batch.body).slice(0, 500)).toBe(200);
+    expect(batch.body.emails.successful.map((e: { to: string }) => e.to)).toEqual([ok]);
+    expect(batch.body.emails.failed.map((f: { index: number; statusCode: number; code: string }) => [f.index, f.statusCode, f.code])).toEqual([
+      [1, 400, "invalid_template"],
+      [2, 400, "invalid_template"],
+    ]);
+    expect((await mailTo(ok)).html).toContain("<p>Hi there,</p>");
+    await sleep(500);
+    refused.push(layout, snippet);
+    expect(sys.sink!.messages.filter((m) => m.to.some((t) => refused.includes(t)))).toEqual([]);
+  });
+
   it("fails one email of a batch with template_render_failed (over 1,000 loop iterations) while the others go", async () => {
     const big = { ...order, items: Array.from({ length: 1_200 }, (_, i) => ({ name: `Item ${i}`, qty: 1, price: 1 })) };
     const [ok1, bad, ok2] = [rcpt("batch-ok"), rcpt("batch-bad"), rcpt("batch-ok")];

@@ -73,6 +73,8 @@ export const SHARED = [
   "test/suppressions/suppressions.test.ts",
   "test/email/templates-liquid.test.ts",
   "test/directory/switching.test.ts",
+  "test/broadcast/pre-send-check.test.ts",
+  "test/browser/console-pre-send-check.test.ts",
 ];
 
 // Not shared, though they use useSystem (and so get a system of their own):

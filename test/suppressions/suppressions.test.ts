@@ -14,6 +14,7 @@ import { connectClient } from "@mailroom/kit/connect.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 import { startReceiver } from "../webhooks/receiver.js";
+import { IMPORT_BATCH } from "../../gateway/src/routes/suppressions-import.js";
 
 const A = "ws_supp_a";
 const B = "ws_supp_b";
@@ -21,6 +22,7 @@ const C = "ws_supp_c";
 const SENDS = "ws_supp_sends";
 const AUTO = "ws_supp_auto";
 const BULK = "ws_supp_bulk";
+const BATCHES = "ws_supp_batches";
 const keyOf = (ws: string) => `mr_test_${ws}_1`;
 const flagsOn = { broadcastEarlyAccess: true, emailApiAddon: true, verified: true };
 const workspace = (id: string, over: Record<string, unknown> = {}) => ({
@@ -59,7 +61,7 @@ describe("suppressions through the public API (real processes)", () => {
       units: ["directory", "renderer", "email", "delivery", "broadcast", "webhooks", "automation", "gateway"],
       bootstrap: {
         workspaces: [
-          workspace(A), workspace(B), workspace(C), workspace(SENDS), workspace(BULK),
+          workspace(A), workspace(B), workspace(C), workspace(SENDS), workspace(BULK), workspace(BATCHES),
           workspace(AUTO, {
             templates: [{ name: "hello", subject: "Hello {{firstName}}", html: "<p>Hi {{firstName}}</p>", fromEmail: "team@acme.test", fromName: "Acme" }],
           }),
@@ -321,10 +323,40 @@ describe("suppressions through the public API (real processes)", () => {
     expect(receiver.received.filter((r) => r.event.workspaceId !== B && r.event.workspaceId !== BULK)).toEqual([]);
   });
 
+  it("an import of several batches counts each row once, reports rejected rows by line across batches, is idempotent and one audit entry", async () => {
+    // Two full batches of the gateway and a part: rows 2.. are the file's lines 2..
+    const n = 2 * IMPORT_BATCH + 345;
+    const lines = Array.from({ length: n }, (_, i) => `many${i}@example.test,${i % 3 ? "imported" : "hard_bounce"}`);
+    const bad = [IMPORT_BATCH + 10, 2 * IMPORT_BATCH + 7]; // indexes in the second and third batches
+    for (const i of bad) lines[i] = `not-an-address-${i},imported`;
+    lines[2 * IMPORT_BATCH + 20] = "many4@example.test,complaint"; // a row of the first batch again, stronger
+    const file = ["email,reason", ...lines].join("\n");
+    const first = await csv(BATCHES, "/v1/suppressions/import?filename=many.csv", file);
+    expect(first.status, JSON.stringify(first.body).slice(0, 500)).toBe(200);
+    expect(first.body).toEqual({
+      imported: n - bad.length - 1,
+      existing: 1,
+      rejected: bad.map((i) => ({ line: i + 2, code: "invalid_email", reason: expect.stringContaining(`not-an-address-${i}`) })),
+      rejectedCount: bad.length,
+    });
+    const again = await csv(BATCHES, "/v1/suppressions/import?filename=many.csv", file);
+    expect(again.body).toMatchObject({ imported: 0, existing: n - bad.length, rejectedCount: bad.length });
+    const exported = parse((await sys.api("GET", "/v1/suppressions/export", { key: keyOf(BATCHES) })).body as string, { columns: true }) as Array<Record<string, string>>;
+    expect(exported).toHaveLength(n - bad.length - 1);
+    expect(exported.find((r) => r.email === "many4@example.test")).toMatchObject({ reason: "complaint", source: "many.csv" });
+    expect(exported.find((r) => r.email === "many5@example.test")).toMatchObject({ reason: "imported", source: "many.csv" });
+
+    const team = connectClient(TeamService, `http://127.0.0.1:${sys.ports.directory}`);
+    const entries = await until("the imports' audit entries", async () => (await team.listAuditLog({ workspaceId: BATCHES, limit: 500 })).entries.filter((e) => e.action === "suppression.import"), (e) => e.length >= 2);
+    await sleep(500);
+    expect((await team.listAuditLog({ workspaceId: BATCHES, limit: 500 })).entries.filter((e) => e.action === "suppression.import")).toHaveLength(2);
+    expect(new Set(entries.map((e) => e.requestId)).size).toBe(2);
+  }, 120_000);
+
   it("an import of N rows is N SUPPRESSION_CREATED deliveries to a subscribed webhook (sent in batches), and one audit entry", async () => {
     const hook = await as(BULK)("POST", "/v1/webhooks", { url: receiver.url, events: ["SUPPRESSION_CREATED"] });
     expect(hook.status, JSON.stringify(hook.body)).toBe(200);
-    // Two of the gateway's batches (1,000 rows), each several of the directory's event batches.
+    // Several of the directory's event batches (the gateway's batches: the next test).
     const n = 1_234;
     const rows = Array.from({ length: n }, (_, i) => `bulk${i}@example.test,${i % 2 ? "hard_bounce" : "imported"}`);
     const res = await csv(BULK, "/v1/suppressions/import?filename=bulk.csv", ["email,reason", ...rows, "bulk7@example.test,complaint"].join("\n"));

@@ -64,6 +64,7 @@ const calls = {
   update: [] as UpdateAutomationRequest[],
   activate: 0,
   refuse: undefined as undefined | { path: string; message: string },
+  statsVersions: [] as number[],
 };
 
 const automationClient = createClient(AutomationService, memoryTransport(({ service }) => {
@@ -94,16 +95,29 @@ const automationClient = createClient(AutomationService, memoryTransport(({ serv
     },
     pauseAutomation: () => ({ automation: automation({ status: AutomationStatus.PAUSED }) }),
     deleteAutomation: () => ({ automation: automation() }),
-    getAutomationStats: () => ({
-      automationId: AUT, version: 3,
-      steps: [
-        { stepId: "welcome", type: "send", entered: 54n, completed: 54n },
-        { stepId: "pause", type: "wait", entered: 54n, waiting: 4n, completed: 50n },
-        { stepId: "is_pro", type: "condition", entered: 50n, completed: 50n },
-        { stepId: "wait_buy", type: "wait_for_event", entered: 31n, waiting: 3n, completed: 27n, exited: 1n },
-        { stepId: "bye", type: "exit", entered: 11n, exited: 11n },
-      ],
-    }),
+    getAutomationStats(req) {
+      calls.statsVersions.push(req.version);
+      // Version 2's runs still wait in "pause" and in "old_wait" (a step version 3 removed); version 1 has none left.
+      if (req.version === 2) {
+        return { automationId: AUT, version: 2, steps: [
+          { stepId: "welcome", type: "send", entered: 20n, completed: 20n },
+          { stepId: "pause", type: "wait", entered: 20n, waiting: 6n, completed: 14n },
+          { stepId: "old_wait", type: "wait", entered: 14n, waiting: 5n, completed: 9n },
+        ] };
+      }
+      if (req.version === 1) return { automationId: AUT, version: 1, steps: [{ stepId: "welcome", type: "send", entered: 2n, completed: 2n }] };
+      if (req.version > 3) throw appError({ code: "automation_not_found", httpStatus: 404, message: "no such version" });
+      return {
+        automationId: AUT, version: 3,
+        steps: [
+          { stepId: "welcome", type: "send", entered: 54n, completed: 54n },
+          { stepId: "pause", type: "wait", entered: 54n, waiting: 4n, completed: 50n },
+          { stepId: "is_pro", type: "condition", entered: 50n, completed: 50n },
+          { stepId: "wait_buy", type: "wait_for_event", entered: 31n, waiting: 3n, completed: 27n, exited: 1n },
+          { stepId: "bye", type: "exit", entered: 11n, exited: 11n },
+        ],
+      };
+    },
     listRuns(req) {
       const run = create(RunSchema, {
         id: "run_1", automationId: AUT, version: 3, contactId: CONTACT, status: RunStatus.ACTIVE, currentStepId: "pause",
@@ -254,23 +268,43 @@ describe("console: automations", () => {
     expect(elseBranch.indexOf('data-step="tag"')).toBeGreaterThan(elseBranch.indexOf('data-step="wait_buy"'));
     expect(body.indexOf('data-step="morning"')).toBeGreaterThan(body.indexOf('data-step="bye"'));
     // Counts per step, in cells the page's script refreshes.
-    const cells = (step: string) => {
+    const cells = (step: string, html = body) => {
       const box = /<dl class="counts" data-stats="([^"]+)"[\s\S]*?<\/dl>/g;
-      for (const m of body.matchAll(box)) if (m[1] === step) return Object.fromEntries([...m[0].matchAll(/data-count="(\w+)">(\d+)</g)].map((x) => [x[1], Number(x[2])]));
+      for (const m of html.matchAll(box)) if (m[1] === step) return Object.fromEntries([...m[0].matchAll(/data-count="(\w+)">(\d+)</g)].map((x) => [x[1], Number(x[2])]));
       return undefined;
     };
     expect(cells("wait_buy")).toEqual({ entered: 31, waiting: 3, completed: 27, exited: 1 });
-    expect(cells("pause")).toEqual({ entered: 54, waiting: 4, completed: 50, exited: 0 });
+    // Every version by default: version 2's runs still waiting in "pause" count there (4 + 6).
+    expect(cells("pause")).toEqual({ entered: 74, waiting: 10, completed: 64, exited: 0 });
+    expect(cells("welcome")).toEqual({ entered: 76, waiting: 0, completed: 76, exited: 0 });
     expect(cells("tag")).toEqual({ entered: 0, waiting: 0, completed: 0, exited: 0 });
+    expect(body).toMatch(/<option value="all" selected>Every version<\/option><option value="3">Version 3 \(current\)<\/option><option value="2">Version 2<\/option><option value="1">Version 1<\/option>/);
+    // A step version 3 removed, where version 2's runs wait.
+    expect(body).toMatch(/<tr data-gone-step="old_wait">[\s\S]*?data-label="Waiting">5</);
     expect(body).toContain(`fetch(url`);
     expect(body).toContain(`"/console/automations/${AUT}/stats.json"`);
+
+    // One version, chosen: its counts alone, and the live refresh asks for that version.
+    calls.statsVersions = [];
+    const v3 = (await get(`/console/automations/${AUT}?version=3`)).body;
+    expect(calls.statsVersions).toEqual([3]);
+    expect(cells("pause", v3)).toEqual({ entered: 54, waiting: 4, completed: 50, exited: 0 });
+    expect(v3).not.toContain("data-gone-step");
+    expect(v3).toContain(`"/console/automations/${AUT}/stats.json?version=3"`);
+    expect(v3).toContain('<option value="3" selected>');
+    const v2 = (await get(`/console/automations/${AUT}?version=2`)).body;
+    expect(cells("pause", v2)).toEqual({ entered: 20, waiting: 6, completed: 14, exited: 0 });
+    expect(cells("wait_buy", v2)).toEqual({ entered: 0, waiting: 0, completed: 0, exited: 0 });
+    expect(v2).toMatch(/<tr data-gone-step="old_wait">/);
+    for (const bad of ["4", "0", "-1", "x", "1e3"]) expect((await get(`/console/automations/${AUT}?version=${bad}`)).statusCode, bad).toBe(404);
+    expect((await get(`/console/automations/${AUT}/stats.json?version=2`)).json().steps.pause).toEqual({ entered: 20, waiting: 6, completed: 14, exited: 0 });
     // Recent runs, with the contact's address.
     expect(body).toMatch(/<tr data-run="run_1">[\s\S]*ann@example.test[\s\S]*active/);
 
     const stats = await get(`/console/automations/${AUT}/stats.json`);
     expect(stats.json()).toEqual({
-      status: "ACTIVE", statusText: "Active", version: 3, runs: { active: 7, completed: 42, exited: 5 },
-      steps: expect.objectContaining({ wait_buy: { entered: 31, waiting: 3, completed: 27, exited: 1 } }),
+      status: "ACTIVE", statusText: "Active", version: "all", runs: { active: 7, completed: 42, exited: 5 },
+      steps: expect.objectContaining({ wait_buy: { entered: 31, waiting: 3, completed: 27, exited: 1 }, pause: { entered: 74, waiting: 10, completed: 64, exited: 0 } }),
     });
     expect((await get("/console/automations/aut_nope")).statusCode).toBe(404);
     expect((await get("/console/automations/not-an-id")).statusCode).toBe(404);

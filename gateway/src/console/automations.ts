@@ -211,17 +211,47 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 
   // --- one automation ---------------------------------------------------------------------------
 
-  const statsOf = async (request: FastifyRequest, a: Automation): Promise<{ version: number; steps: Map<string, StepCounts> }> => {
-    const res = await rpc().getAutomationStats({ workspaceId: sessionOf(request).workspaceId, automationId: a.id, version: 0 }, rpcOptions(request));
-    return {
-      version: res.version || a.version,
-      steps: new Map(res.steps.map((s) => [s.stepId, { entered: n(s.entered), waiting: n(s.waiting), completed: n(s.completed), exited: n(s.exited) }])),
-    };
+  /**
+   * The counts per step id of one version, or (EVERY) of every version summed: runs finish on
+   * the version they started on, so after a save the runs still waiting in a step of the
+   * previous version count there too (the current version's alone showed "waiting 0").
+   * Steps of the versions shown that the current flow no longer has come back in `gone`.
+   */
+  const statsOf = async (request: FastifyRequest, a: Automation, wanted: VersionChoice): Promise<FlowStats> => {
+    const versions = wanted === EVERY ? everyVersion(a.version) : [wanted];
+    const answers = (await Promise.all(versions.map((version) =>
+      rpc().getAutomationStats({ workspaceId: sessionOf(request).workspaceId, automationId: a.id, version }, rpcOptions(request)).catch((err: unknown) => {
+        // Summing every version: one the service no longer has counts nothing (a version asked for alone is its 404).
+        if (wanted === EVERY && errorInfoOf(err)?.code === "automation_not_found") return null;
+        throw err;
+      })))).filter((res) => res !== null);
+    const steps = new Map<string, StepCounts>();
+    const types = new Map<string, string>();
+    for (const res of answers) {
+      for (const s of res.steps) {
+        const c = steps.get(s.stepId) ?? { entered: 0, waiting: 0, completed: 0, exited: 0 };
+        c.entered += n(s.entered); c.waiting += n(s.waiting); c.completed += n(s.completed); c.exited += n(s.exited);
+        steps.set(s.stepId, c);
+        types.set(s.stepId, s.type);
+      }
+    }
+    const current = new Set(stepIdsOf(definitionOf(a).steps));
+    const gone = [...steps].filter(([id]) => !current.has(id)).map(([id, counts]) => ({ id, type: types.get(id) ?? "", counts }));
+    return { version: wanted === EVERY ? EVERY : answers[0]?.version || a.version, versions: versions.length, steps, gone };
+  };
+
+  /** `?version=`: "all" (the default), or one version from 1 to the current one; anything else is a 404. */
+  const versionOf = (request: FastifyRequest, a: Automation): VersionChoice => {
+    const v = str(request.query, "version");
+    if (v === "" || v === EVERY) return EVERY;
+    const version = /^[1-9]\d{0,9}$/.test(v) ? Number(v) : NaN;
+    if (!(version <= a.version)) throw refusal({ code: "automation_not_found", status: 404, message: `${a.name} has no version ${v.slice(0, 20)} (its versions are 1 to ${a.version})` });
+    return version;
   };
 
   scope.get<{ Params: { id: string } }>("/automations/:id/stats.json", async (request, reply) => {
     const a = await load(request, request.params.id);
-    const stats = await statsOf(request, a);
+    const stats = await statsOf(request, a, versionOf(request, a));
     return reply.send({
       status: statusName(a.status), statusText: statusWords(statusName(a.status)), version: stats.version,
       runs: { active: n(a.runs?.active), completed: n(a.runs?.completed), exited: n(a.runs?.exited) },
@@ -234,8 +264,9 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const a = await load(request, request.params.id);
     const opts = rpcOptions(request);
     const runsCursor = str(request.query, "runs");
+    const version = versionOf(request, a);
     const [stats, names, runs] = await Promise.all([
-      statsOf(request, a),
+      statsOf(request, a, version),
       namesOf(request),
       rpc().listRuns({ workspaceId: session.workspaceId, automationId: a.id, contactId: "", page: { limit: 20, cursor: runsCursor } }, opts),
     ]);
@@ -259,10 +290,13 @@ ${a.status === AutomationStatus.ACTIVE
 ${actions}
 <section aria-labelledby="runs-count-h"><h2 id="runs-count-h">Runs (every version)</h2><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(9rem,1fr))">${runCounts}</div></section>
 <section aria-labelledby="flow-h"><h2 id="flow-h">Flow</h2>
-<p class="muted" id="live" role="status">Counts of version <span data-version>${stats.version}</span> per step: entered, waiting there now, completed, exited there. They update every few seconds.</p>
-${flowHtml(def.trigger, def.steps, stats.steps, names)}</section>
+${versionPicker(base, a.version, version)}
+<p class="muted" id="live" role="status">${version === EVERY
+    ? `Counts of every version (${stats.versions}${stats.versions < a.version ? ` newest of ${a.version}` : ""}) per step, by step id: entered, waiting there now, completed, exited there; runs finish on the version they started on.`
+    : `Counts of version <span data-version>${stats.version}</span> per step, by step id: entered, waiting there now, completed, exited there.`} They update every few seconds.</p>
+${flowHtml(def.trigger, def.steps, stats.steps, names)}${goneStepsHtml(stats.gone, version)}</section>
 <section aria-labelledby="runs-h"><h2 id="runs-h">Recent runs</h2>${runsTable(runs.runs, contacts, "runs-h")}${moreRuns}</section>
-<p><a href="${consoleUrl("/automations")}">Back to automations</a></p>${liveScript(`${base}/stats.json`)}`;
+<p><a href="${consoleUrl("/automations")}">Back to automations</a></p>${liveScript(`${base}/stats.json${version === EVERY ? "" : `?version=${version}`}`)}`;
     return html(reply, consolePage({ title: a.name, session, active: "automations", flash: request.consoleFlash, body }));
   });
 
@@ -293,6 +327,54 @@ ${flowHtml(def.trigger, def.steps, stats.steps, names)}</section>
 }
 
 const COUNT_RUNS = [["active", "Active"], ["completed", "Completed"], ["exited", "Exited"]] as const;
+
+/** `?version=all`: the counts of every version summed by step id. */
+const EVERY = "all";
+type VersionChoice = number | typeof EVERY;
+/** Versions whose counts "every version" sums: the newest ones, one call each. */
+const MAX_VERSIONS_SUMMED = 50;
+const everyVersion = (current: number) => Array.from({ length: Math.min(current, MAX_VERSIONS_SUMMED) }, (_, i) => current - i);
+
+interface FlowStats {
+  version: VersionChoice;
+  /** How many versions' counts were summed. */
+  versions: number;
+  steps: Map<string, StepCounts>;
+  /** Steps with counts that the current flow no longer has (removed by a later version). */
+  gone: { id: string; type: string; counts: StepCounts }[];
+}
+
+/** Every step id of a definition, nested ones too (then, else). */
+function stepIdsOf(steps: unknown[]): string[] {
+  const out: string[] = [];
+  for (const step of steps) {
+    if (!step || typeof step !== "object") continue;
+    const s = step as { id?: unknown; then?: unknown; else?: unknown };
+    if (typeof s.id === "string") out.push(s.id);
+    for (const branch of [s.then, s.else]) if (Array.isArray(branch)) out.push(...stepIdsOf(branch));
+  }
+  return out;
+}
+
+/** Which version's counts the flow shows: every version (default) or one; a GET form, no script needed. */
+function versionPicker(base: string, current: number, chosen: VersionChoice): string {
+  const versions = Array.from({ length: Math.min(current, MAX_VERSIONS_SUMMED) }, (_, i) => current - i);
+  const options = [`<option value="${EVERY}"${chosen === EVERY ? " selected" : ""}>Every version</option>`,
+    ...versions.map((v) => `<option value="${v}"${chosen === v ? " selected" : ""}>Version ${v}${v === current ? " (current)" : ""}</option>`)];
+  if (typeof chosen === "number" && !versions.includes(chosen)) options.push(`<option value="${chosen}" selected>Version ${chosen}</option>`);
+  return `<form method="get" action="${base}#flow-h" class="row" data-version-picker><div class="field"><label for="f-version">Counts of</label>
+<select id="f-version" name="version">${options.join("")}</select></div><div class="field"><button type="submit" class="secondary">Show</button></div></form>`;
+}
+
+/** Counts at steps the current flow no longer has: runs of an older version can still wait there. */
+function goneStepsHtml(gone: FlowStats["gone"], version: VersionChoice): string {
+  const withRuns = gone.filter((g) => COUNT_KEYS.some((k) => g.counts[k] > 0));
+  if (!withRuns.length) return "";
+  const rows = withRuns.map((g) => `<tr data-gone-step="${escapeHtml(g.id)}"><td data-label="Step"><code>${escapeHtml(g.id)}</code> <span class="muted">${escapeHtml(g.type)}</span></td>${COUNT_KEYS.map((k) => `<td class="num" data-label="${k[0].toUpperCase()}${k.slice(1)}">${g.counts[k]}</td>`).join("")}</tr>`).join("");
+  return `<h3 id="gone-h">Steps no longer in the flow</h3>
+<p class="muted">Removed by a later version; runs of ${version === EVERY ? "earlier versions" : `version ${version}`} counted here${withRuns.some((g) => g.counts.waiting > 0) ? " — some still wait there and finish on their version" : ""}.</p>
+<div class="table-wrap"><table class="data stack" aria-labelledby="gone-h"><thead><tr><th>Step</th>${COUNT_KEYS.map((k) => `<th class="num">${k[0].toUpperCase()}${k.slice(1)}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table></div>`;
+}
 
 /** Polls the counts (no reload); stops polling while the tab is hidden. Without JS the page shows the counts as loaded. */
 function liveScript(url: string): string {

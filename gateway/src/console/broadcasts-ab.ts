@@ -172,29 +172,39 @@ function rowsOf(ab: AbTest, b: Broadcast): VariantRow[] {
 
 /** Bars of each variant's open and click rates, side by side (the scale: the best rate, at least 10 %). */
 export function abChart(rows: VariantRow[], title: string): string {
-  const W = 600;
+  // No viewBox: x and widths are percentages of the drawn width and y is in CSS pixels, so
+  // the labels keep their pixel size at any width (a 600-unit viewBox shrunk to a phone's
+  // 335 px drew them at about 6 px).
   const H = 220;
-  const top = 20;
+  const top = 22;
   const bottom = 40;
   const max = Math.max(0.1, ...rows.flatMap((r) => [r.openRate, r.clickRate]));
-  const group = W / Math.max(1, rows.length);
-  const barW = Math.min(60, group / 3);
+  const group = 100 / Math.max(1, rows.length);
+  const barW = Math.min(10, group / 3);
+  const gap = Math.min(1.5, group / 20);
   const y = (r: number) => top + (H - top - bottom) * (1 - r / max);
+  const pct = (n: number) => `${n.toFixed(2)}%`;
   const bars = rows
     .map((r, i) => {
-      const x = i * group + group / 2 - barW - 2;
-      const bar = (rate: number, dx: number, colour: string, what: string, pattern = "") =>
-        `<rect x="${(x + dx).toFixed(1)}" y="${y(rate).toFixed(1)}" width="${barW.toFixed(1)}" height="${(H - bottom - y(rate)).toFixed(1)}" fill="${colour}"${pattern ? ` stroke="#000" stroke-dasharray="${pattern}"` : ""}><title>Variant ${r.name} ${what} ${pctText(rate)}</title></rect>
-<text x="${(x + dx + barW / 2).toFixed(1)}" y="${(y(rate) - 4).toFixed(1)}" text-anchor="middle" font-size="12">${pctText(rate)}</text>`;
-      return `${bar(r.openRate, 0, "#b45309", "opens")}${bar(r.clickRate, barW + 4, "#7e22ce", "clicks", "4 2")}
-<text x="${(i * group + group / 2).toFixed(1)}" y="${H - bottom + 18}" text-anchor="middle" font-size="14" font-weight="600">Variant ${r.name}</text>`;
+      const centre = i * group + group / 2;
+      const bar = (rate: number, x: number, colour: string, what: string, pattern = "") =>
+        `<rect x="${pct(x)}" y="${y(rate).toFixed(1)}" width="${pct(barW)}" height="${(H - bottom - y(rate)).toFixed(1)}" fill="${colour}"${pattern ? ` stroke="#000" stroke-dasharray="${pattern}"` : ""}><title>Variant ${r.name} ${what} ${pctText(rate)}</title></rect>
+<text x="${pct(x + barW / 2)}" y="${(y(rate) - 5).toFixed(1)}" text-anchor="middle" font-size="${AB_CHART_VALUE_PX}">${shortPct(rate)}</text>`;
+      return `${bar(r.openRate, centre - barW - gap / 2, "#b45309", "opens")}${bar(r.clickRate, centre + gap / 2, "#7e22ce", "clicks", "4 2")}
+<text x="${pct(centre)}" y="${H - bottom + 20}" text-anchor="middle" font-size="${AB_CHART_LABEL_PX}" font-weight="600">Variant ${r.name}</text>`;
     })
     .join("");
-  return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="ab-chart-t" style="width:100%;max-width:${W}px;height:auto" data-ab-chart>
+  return `<svg width="100%" height="${H}" role="img" aria-labelledby="ab-chart-t" style="display:block;max-width:600px;overflow:visible" data-ab-chart>
 <title id="ab-chart-t">${escapeHtml(title)}: ${rows.map((r) => `variant ${r.name} opens ${pctText(r.openRate)}, clicks ${pctText(r.clickRate)}`).join("; ")}</title>
-<line x1="0" x2="${W}" y1="${H - bottom}" y2="${H - bottom}" stroke="#6b7280"/>${bars}</svg>
+<line x1="0" x2="100%" y1="${H - bottom}" y2="${H - bottom}" stroke="#6b7280"/>${bars}</svg>
 <p class="muted" style="margin:.25rem 0"><span style="display:inline-block;width:.9rem;height:.9rem;background:#b45309"></span> unique open rate · <span style="display:inline-block;width:.9rem;height:.9rem;background:#7e22ce;outline:1px dashed #000"></span> unique click rate (per delivered message)</p>`;
 }
+
+/** The chart's text sizes in CSS pixels (drawn at that size whatever the width). */
+export const AB_CHART_VALUE_PX = 12;
+export const AB_CHART_LABEL_PX = 14;
+/** A rate above its bar: short enough for a narrow bar ("12.5%", "100%"). */
+const shortPct = (r: number) => `${Math.round(r * 1000) / 10}%`;
 
 const STATE_TEXT: Record<string, string> = {
   draft: "Not sending yet.",
@@ -224,16 +234,16 @@ export function abProgressHtml(b: Broadcast, opts: { chooseAction?: string; csrf
       : "";
   const table = rows
     .map(
-      (r, i) => `<tr${winner === i ? ' class="winner"' : ""}><th scope="row">Variant ${r.name}${winner === i ? " ★" : ""}</th><td>${escapeHtml(r.label)}</td>
-<td class="num">${r.recipients}</td><td class="num">${r.delivered}</td><td class="num">${r.uniqueOpens}</td><td class="num">${pctText(r.openRate)}</td><td class="num">${r.uniqueClicks}</td><td class="num">${pctText(r.clickRate)}</td>
-${waiting && opts.chooseAction ? `<td><form method="post" action="${opts.chooseAction}" data-confirm="Send variant ${r.name} to the rest of the audience now?">${opts.csrf ?? ""}<input type="hidden" name="variant" value="${i}"><button type="submit" class="secondary" style="white-space:nowrap" data-ab-choose="${i}">Send variant ${r.name} now</button></form></td>` : waiting ? "<td></td>" : ""}</tr>`,
+      (r, i) => `<tr${winner === i ? ' class="winner"' : ""}><th scope="row">Variant ${r.name}${winner === i ? " ★" : ""}</th><td data-label="Changes">${escapeHtml(r.label)}</td>
+<td class="num" data-label="Recipients">${r.recipients}</td><td class="num" data-label="Delivered">${r.delivered}</td><td class="num" data-label="Unique opens">${r.uniqueOpens}</td><td class="num" data-label="Open rate">${pctText(r.openRate)}</td><td class="num" data-label="Unique clicks">${r.uniqueClicks}</td><td class="num" data-label="Click rate">${pctText(r.clickRate)}</td>
+${waiting && opts.chooseAction ? `<td class="ab-choose"><form method="post" action="${opts.chooseAction}" data-confirm="Send variant ${r.name} to the rest of the audience now?">${opts.csrf ?? ""}<input type="hidden" name="variant" value="${i}"><button type="submit" class="secondary" style="white-space:nowrap" data-ab-choose="${i}">Send variant ${r.name} now</button></form></td>` : waiting ? "<td></td>" : ""}</tr>`,
     )
     .join("");
   return `<section aria-labelledby="ab-h" id="ab"><h2 id="ab-h">A/B test</h2>
 <p class="muted">${Math.round(ab.testShare * 1000) / 10} % of the audience, split evenly among ${rows.length} variants; the winner by unique ${ab.metric === "clicks" ? "click" : "open"} rate after ${escapeHtml(waitText(Number(ab.waitForSeconds)))}.</p>
 <p data-ab-state="${escapeHtml(ab.state)}">${state}</p>${chosen}
 <div class="card">${abChart(rows, `A/B test of ${b.name}`)}</div>
-<div class="table-wrap"><table class="data"><caption class="sr-only">Variants of the A/B test over the test share</caption>
+<div class="table-wrap"><table class="data stack ab-variants"><caption class="sr-only">Variants of the A/B test over the test share</caption>
 <thead><tr><th>Variant</th><th>Changes</th><th class="num">Recipients</th><th class="num">Delivered</th><th class="num">Unique opens</th><th class="num">Open rate</th><th class="num">Unique clicks</th><th class="num">Click rate</th>${waiting ? "<th>Choose</th>" : ""}</tr></thead>
 <tbody>${table}</tbody></table></div></section>`;
 }

@@ -13,7 +13,12 @@ export interface ChartPoint {
   delivered: number;
   opened: number;
   clicked: number;
+  /** SMART and OPTIMAL: recipients due in the minute (the planned curve). */
+  planned?: number;
 }
+
+/** The planned curve's line (running total of recipients due), beside the sent one. */
+const PLANNED = { label: "Planned", colour: "#52525b", dash: "1 4" };
 
 export const SERIES = [
   // Colours differ in lightness as well as hue, and each line has its own dash pattern, so
@@ -74,21 +79,25 @@ export function placePoints(increments: ChartPoint[], window: ChartWindow = {}):
 }
 
 /** The chart of per-minute increments (as GetBroadcastTimeline returns them). */
-export function progressChart(increments: ChartPoint[], title: string, window: ChartWindow = {}): string {
-  if (increments.length === 0) {
+export function progressChart(all: ChartPoint[], title: string, window: ChartWindow = {}): string {
+  // Minutes that only hold planned recipients are not points of the actual lines.
+  const increments = all.filter((p) => p.sent || p.delivered || p.opened || p.clicked);
+  const planned = plannedTotals(all);
+  if (increments.length === 0 && planned.length === 0) {
     return `<p class="muted" data-chart-empty>Nothing sent yet: the chart starts with the first message out.</p>`;
   }
-  const points = placePoints(increments, window);
+  const points = placePoints(increments, { ...window, start: window.start ?? planned[0]?.at });
   const t0 = points[0].at.getTime();
-  const t1 = Math.max(t0 + 1000, points[points.length - 1].at.getTime());
+  // The planned curve runs to its last due minute, after now while recipients wait for their hour.
+  const t1 = Math.max(t0 + 1000, points[points.length - 1].at.getTime(), (planned[planned.length - 1]?.at.getTime() ?? 0) + 60_000);
   const seconds = t1 - t0 < 5 * 60_000;
-  const max = Math.max(1, ...points.flatMap((p) => [p.sent, p.delivered, p.opened, p.clicked]));
-  const x = (t: number) => ((t - t0) / (t1 - t0)) * VIEW_W;
+  const max = Math.max(1, ...points.flatMap((p) => [p.sent, p.delivered, p.opened, p.clicked]), planned[planned.length - 1]?.total ?? 0);
+  const x = (t: number) => ((Math.max(t0, t) - t0) / (t1 - t0)) * VIEW_W;
   const y = (v: number) => H - (Math.max(0, v) / max) * H;
   const lines = SERIES.map((s) => {
     const d = points.map((p, i) => `${i ? "L" : "M"}${x(p.at.getTime()).toFixed(1)},${y(p[s.key]).toFixed(1)}`).join(" ");
     return `<path d="${d}" fill="none" stroke="${s.colour}" stroke-width="2.5" vector-effect="non-scaling-stroke"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`;
-  }).join("");
+  }).join("") + (planned.length ? plannedPath(planned, x, y) : "");
   const axis = `<line x1="0" y1="${H}" x2="${VIEW_W}" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/>` +
     `<line x1="0" y1="0" x2="0" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/>`;
   const first = points[0].at;
@@ -99,10 +108,30 @@ export function progressChart(increments: ChartPoint[], title: string, window: C
     { kind: "x", x: 0, align: "start", text: clock(first, seconds), attrs: "data-axis-start" },
     { kind: "x", x: 1, align: "end", text: clock(new Date(t1), seconds), attrs: "data-axis-end" },
   ];
-  const summary = SERIES.map((s) => `${s.label} ${last[s.key]}`).join(", ");
+  const summary = SERIES.map((s) => `${s.label} ${last[s.key]}`).join(", ") + (planned.length ? `, ${PLANNED.label} ${planned[planned.length - 1].total} by ${clock(planned[planned.length - 1].at, seconds)}` : "");
   // The table is what screen readers (and anyone who wants numbers) get.
   const rows = points.slice(-30).map((p) => `<tr><td>${clock(p.at, true)}</td>${SERIES.map((s) => `<td class="num">${p[s.key]}</td>`).join("")}</tr>`).join("");
   const svg = `<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" data-start="${first.toISOString()}" data-end="${new Date(t1).toISOString()}" aria-label="${escapeHtml(`${title}: running totals from ${clock(first, seconds)} to ${clock(last.at, seconds)}: ${summary}`)}">${axis}${lines}</svg>`;
-  return `${chartFrame({ svg, ticks, height: "13rem" })}${legendHtml(SERIES.map((s) => ({ label: s.label, colour: s.colour, dash: s.dash })))}
+  const legend = [...SERIES, ...(planned.length ? [PLANNED] : [])].map((s) => ({ label: s.label, colour: s.colour, dash: s.dash }));
+  return `${chartFrame({ svg, ticks, height: "13rem" })}${legendHtml(legend)}
 <details><summary>Chart data (running totals, UTC)</summary><div class="table-wrap"><table class="data"><thead><tr><th>Time</th>${SERIES.map((s) => `<th class="num">${s.label}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
+}
+
+/** Running totals of the planned recipients, one per minute that has any. */
+function plannedTotals(points: ChartPoint[]): { at: Date; total: number }[] {
+  let total = 0;
+  return points.filter((p) => p.planned).map((p) => ({ at: p.at, total: (total += p.planned!) }));
+}
+
+/** The planned curve as steps: each minute's recipients are due from its start. */
+function plannedPath(planned: { at: Date; total: number }[], x: (t: number) => number, y: (v: number) => number): string {
+  let d = `M${x(planned[0].at.getTime()).toFixed(1)},${y(0).toFixed(1)}`;
+  let previous = 0;
+  for (const p of planned) {
+    const px = x(p.at.getTime()).toFixed(1);
+    d += ` L${px},${y(previous).toFixed(1)} L${px},${y(p.total).toFixed(1)}`;
+    previous = p.total;
+  }
+  d += ` L${VIEW_W},${y(previous).toFixed(1)}`;
+  return `<path d="${d}" fill="none" stroke="${PLANNED.colour}" stroke-width="2" vector-effect="non-scaling-stroke" stroke-dasharray="${PLANNED.dash}" data-series="planned"/>`;
 }

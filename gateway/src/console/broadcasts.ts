@@ -31,6 +31,7 @@ import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceVa
 import { workspaceGroups, workspaceSegments } from "./segments.js";
 import { workspaceTopics } from "./topics.js";
 import { NO_AB, abFormHtml, abFromForm, abProgressHtml, abRpc, abValuesOf, variantName, type AbValues } from "./broadcasts-ab.js";
+import { checkPanelHtml, confirmScheduleDespiteErrors } from "./broadcast-check.js";
 
 type Form = Record<string, string | string[] | undefined>;
 const str = (body: unknown, name: string): string => {
@@ -55,6 +56,7 @@ const METHODS: Array<{ value: keyof typeof DeliveryMethod; label: string; explai
   { value: "PROGRESSIVE", label: "Progressive", explain: "Waves that double (1,000, then 2,000, 4,000 … every 10 minutes); sending stops early if a wave bounces too much, protecting your reputation. The default for an established account." },
   { value: "SMART", label: "Smart (local time)", explain: "Each contact gets it at the send time's wall-clock hour in their own timezone (at most 24 hours later); contacts without a timezone get it at the send time." },
   { value: "WARMUP", label: "Warm-up", explain: "Daily caps that ramp up (1,000, 1,500, 2,000, 3,000, 5,000, 7,000, 10,000, then ×1.3 a day); the rest waits for the next day. The only method for a new sending account." },
+  { value: "OPTIMAL", label: "Best hour (per contact)", explain: "Each contact at the hour they usually open and click (their last 90 days, in their timezone), within 24 hours of the send time; contacts with too little history as Smart." },
 ];
 
 interface DraftValues {
@@ -239,7 +241,8 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     const emails = [...all(request.body, "member"), ...str(request.body, "emails").split(/[\s,;]+/)].map((e) => e.trim()).filter(Boolean);
     try {
       const res = await rpc().sendTest({ workspaceId: session.workspaceId, id: b.id, emails }, rpcOptions(request));
-      setFlash(reply, { kind: "ok", message: `Test sent to ${res.sentTo.join(", ")}.` });
+      const variants = b.abTest?.variants.length ?? 0;
+      setFlash(reply, { kind: "ok", message: `Test sent to ${res.sentTo.join(", ")}${variants ? ` (each gets all ${variants} variants)` : ""}.` });
     } catch (err) {
       setFlash(reply, formError(err));
     }
@@ -263,6 +266,8 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       }
     }
     const methodValue = METHODS.some((m) => m.value === method) ? DeliveryMethod[method as keyof typeof DeliveryMethod] : DeliveryMethod.UNSPECIFIED;
+    // While the pre-send check finds errors, a page lists them and asks again (broadcast-check.ts).
+    if (await confirmScheduleDespiteErrors(deps, request, reply, b)) return reply;
     try {
       const res = await rpc().scheduleBroadcast(
         { workspaceId: session.workspaceId, id: b.id, sendAt: sendAt && timestampFromDate(sendAt), deliveryMethod: methodValue },
@@ -331,30 +336,39 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
 
   async function timeline(request: FastifyRequest, id: string): Promise<ChartPoint[]> {
     const res = await rpc().getBroadcastTimeline({ workspaceId: sessionOf(request).workspaceId, id }, rpcOptions(request));
-    return res.points.map((p) => ({ at: p.at ? timestampDate(p.at) : new Date(0), sent: n(p.sent), delivered: n(p.delivered), opened: n(p.opened), clicked: n(p.clicked) }));
+    return res.points.map((p) => ({ at: p.at ? timestampDate(p.at) : new Date(0), sent: n(p.sent), delivered: n(p.delivered), opened: n(p.opened), clicked: n(p.clicked), planned: n(p.planned) }));
   }
 
   async function draftPage(request: FastifyRequest, b: Broadcast, values: DraftValues, contact: string, flash?: Flash): Promise<string> {
     const session = sessionOf(request);
     const audienceCount = b.audienceCount === undefined ? undefined : Number(b.audienceCount);
     const opts = rpcOptions(request);
-    const [preview, contacts, members] = await Promise.all([
-      rpc().previewBroadcast({ workspaceId: session.workspaceId, id: b.id, contactEmail: contact }, opts).then(
-        (p) => ({ ok: true as const, p }),
-        (err) => ({ ok: false as const, message: bodyFromError(err).message }),
-      ),
+    // An A/B test's draft: every variant as its share receives it (the base fields alone go to nobody).
+    const variants = b.abTest?.variants.length ? b.abTest.variants.map((_, i) => i) : [undefined];
+    const [previews, contacts, members] = await Promise.all([
+      Promise.all(variants.map((variant) => rpc().previewBroadcast({ workspaceId: session.workspaceId, id: b.id, contactEmail: contact, variant }, opts).then(
+        (p) => ({ ok: true as const, p, variant }),
+        (err) => ({ ok: false as const, message: bodyFromError(err).message, variant }),
+      ))),
       deps.clients.directory.listContacts({ workspaceId: session.workspaceId, page: { limit: 50 } }, opts).then((r) => r.contacts, () => []),
       deps.clients.directory.listMembers({ workspaceId: session.workspaceId }, opts).then((r) => r.emails, () => [] as string[]),
     ]);
     const base = consoleUrl(`/broadcasts/${b.id}`);
-    const previewHtml = preview.ok
-      ? `${contact && !preview.p.contactFound ? `<p class="flash error" role="status">No contact with the address ${escapeHtml(contact)}: merge fields show sample values, their names in brackets.</p>` : ""}
-${!contact ? `<p class="muted" data-preview-sample>No contact chosen: merge fields show sample values, their names in brackets (<code>[firstName]</code>). Choose a contact to see their data.</p>` : ""}
-<dl class="grid"><div><dt class="muted">Subject</dt><dd data-preview-subject style="margin:0;font-weight:600">${escapeHtml(preview.p.subject)}</dd></div>
+    const first = previews[0];
+    const notice = first.ok
+      ? `${contact && !first.p.contactFound ? `<p class="flash error" role="status">No contact with the address ${escapeHtml(contact)}: merge fields show sample values, their names in brackets.</p>` : ""}
+${!contact ? `<p class="muted" data-preview-sample>No contact chosen: merge fields show sample values, their names in brackets (<code>[firstName]</code>). Choose a contact to see their data.</p>` : ""}`
+      : "";
+    const previewHtml = notice + previews.map((preview) => {
+      const name = preview.variant === undefined ? "" : `Variant ${variantName(preview.variant)}`;
+      const shown = preview.ok
+        ? `<dl class="grid"><div><dt class="muted">Subject</dt><dd data-preview-subject style="margin:0;font-weight:600">${escapeHtml(preview.p.subject)}</dd></div>
 <div><dt class="muted">Preview text</dt><dd style="margin:0">${escapeHtml(preview.p.previewText) || "—"}</dd></div></dl>
-<iframe class="mail" title="Preview of the email${contact ? ` for ${escapeHtml(contact)}` : ""}" sandbox srcdoc="${escapeHtml(preview.p.html)}"></iframe>
+<iframe class="mail" title="Preview of the email${name ? ` (${name})` : ""}${contact ? ` for ${escapeHtml(contact)}` : ""}" sandbox srcdoc="${escapeHtml(preview.p.html)}"></iframe>
 <details><summary>Plain text version</summary><pre>${escapeHtml(preview.p.text)}</pre></details>`
-      : `<p class="flash error" role="alert">The preview could not be made: ${escapeHtml(preview.message)}</p>`;
+        : `<p class="flash error" role="alert">The preview${name ? ` of ${name}` : ""} could not be made: ${escapeHtml(preview.message)}</p>`;
+      return name ? `<section data-preview-variant="${preview.variant}" aria-label="${name}"><h3>${name}</h3>${shown}</section>` : shown;
+    }).join("\n");
     const options = contacts.map((c) => `<option value="${escapeHtml(c.email)}">${escapeHtml([c.firstName, c.lastName].filter(Boolean).join(" "))}</option>`).join("");
     const csrf = csrfField(session);
     const memberBoxes = members.length
@@ -371,10 +385,11 @@ ${!contact ? `<p class="muted" data-preview-sample>No contact chosen: merge fiel
 <input id="contact" name="contact" type="email" list="contact-list" value="${escapeHtml(contact)}" style="width:100%" placeholder="someone@example.com"><datalist id="contact-list">${options}</datalist></div>
 <div class="field"><button type="submit" class="secondary">Show preview</button></div></form>
 ${previewHtml}
-<p class="muted">The preview is the saved draft. Tracking is off in previews, so nothing here counts as an open or click.</p></section></div>
+${await checkPanelHtml(deps, request, b, contact)}
+<p class="muted">The preview is the saved draft${b.abTest?.variants.length ? ", every variant of its A/B test" : ""}. Tracking is off in previews, so nothing here counts as an open or click.</p></section></div>
 ${session.canEdit ? `<section aria-labelledby="test-h" id="test"><h2 id="test-h">Send a test</h2>
 <form method="post" action="${base}/test" class="card">${csrf}<fieldset><legend>Workspace members to send to (up to 10)</legend>${memberBoxes}</fieldset>
-<p class="muted">The test carries "[TEST]" before the subject, is merged with the member's contact data when there is one, and is not counted.</p>
+<p class="muted">${b.abTest?.variants.length ? `Each member gets every variant: ${b.abTest.variants.map((_, i) => `"[TEST ${variantName(i)}]"`).join(", ")} before the subject.` : `The test carries "[TEST]" before the subject.`} It is merged with the member's contact data when there is one, and is not counted.</p>
 <div class="actions"><button type="submit" class="secondary">Send test</button></div></form></section>
 <section aria-labelledby="schedule-h" id="schedule"><h2 id="schedule-h">Send or schedule</h2>
 <form method="post" action="${base}/schedule" class="card" data-confirm="Send this broadcast to your audience${audienceCount === undefined ? "" : ` (${audienceCount} contacts now)`}?">${csrf}

@@ -72,19 +72,37 @@ function sentToken(request: FastifyRequest): string | undefined {
   return typeof header === "string" ? header : undefined;
 }
 
+/** A browser that says where a form came from must say "this site" (Sec-Fetch-Site, Origin); else a 403. */
+export function assertSameSite(request: FastifyRequest, publicUrl: string): void {
+  const site = request.headers["sec-fetch-site"];
+  if (typeof site === "string" && site !== "same-origin" && site !== "none") {
+    throw forbidden("This form was sent from another site. Open the console and try again.");
+  }
+  const origin = request.headers.origin;
+  // "null" is an opaque origin (a sandboxed frame, such as a rendered email): never this console.
+  if (typeof origin === "string" && !ownOrigins(request, publicUrl).includes(origin)) {
+    throw forbidden("This form was sent from another site. Open the console and try again.");
+  }
+}
+
+/**
+ * Signed double submit for a form outside the console's scope (the development inbox):
+ * the token a form carries for the random `cookie` it was shown with, under `purpose`.
+ */
+export function doubleSubmitToken(secret: string, purpose: string, cookie: string): string {
+  return createHmac("sha256", deriveKey(secret, SECRET_PURPOSES.consoleCsrf)).update(`${purpose}:${cookie}`).digest("base64url");
+}
+
+/** Whether `token` is the one doubleSubmitToken gives for this cookie (both present). */
+export function doubleSubmitMatches(secret: string, purpose: string, cookie: string | undefined, token: string | undefined): boolean {
+  return Boolean(cookie && token) && same(token!, doubleSubmitToken(secret, purpose, cookie!));
+}
+
 /** preHandler for the whole console scope (after the body is parsed and the session loaded). */
 export function verifyCsrf(deps: Pick<GatewayDeps, "config">) {
   return async function checkCsrf(request: FastifyRequest): Promise<void> {
     if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
-    const site = request.headers["sec-fetch-site"];
-    if (typeof site === "string" && site !== "same-origin" && site !== "none") {
-      throw forbidden("This form was sent from another site. Open the console and try again.");
-    }
-    const origin = request.headers.origin;
-    // "null" is an opaque origin (a sandboxed frame, such as a rendered email): never this console.
-    if (typeof origin === "string" && !ownOrigins(request, deps.config.publicUrl).includes(origin)) {
-      throw forbidden("This form was sent from another site. Open the console and try again.");
-    }
+    assertSameSite(request, deps.config.publicUrl);
     const session = request.consoleSession;
     // Signing out with no session left has nothing to protect.
     if (!session && request.routeOptions.config.consoleWithoutSession) return;

@@ -7,6 +7,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { bodyFromError, forWorkspace } from "../errors.js";
 import { consolePage, escapeHtml, plainPage, CONSOLE_PREFIX } from "./layout.js";
+import { consolePageLinks } from "./cli-hints.js";
 
 const TITLES: Record<number, string> = {
   400: "That did not work",
@@ -23,7 +24,7 @@ const TITLES: Record<number, string> = {
 export function renderConsoleError(request: FastifyRequest, status: number, message: string): string {
   const title = TITLES[status] ?? (status >= 500 ? "Something went wrong" : "That did not work");
   const signIn = status === 401 ? `<p><a class="button" href="${CONSOLE_PREFIX}/sign-in">Sign in</a></p>` : "";
-  const body = `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>${signIn}
+  const body = `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}${consolePageLinks(message)}</p>${signIn}
 <p class="muted">Error ${status} · request <code>${escapeHtml(String(request.id))}</code></p>
 <p><a href="${CONSOLE_PREFIX}">Back to the console</a></p>`;
   const session = request.consoleSession;

@@ -36,7 +36,7 @@ function reset() {
   created = [];
   keys = new Map([
     ["key_admin", key("key_admin", "Admin <ops>", "ADMIN", OWNER.id, 1)],
-    ["key_editor", key("key_editor", "Server", "EDITOR", "", 2)],
+    ["key_editor", create(ApiKeySchema, { ...key("key_editor", "Server", "EDITOR", "", 2), lastUsedAt: timestampFromDate(new Date(Date.UTC(2030, 0, 5, 9, 30))) })],
     ["key_viewer", key("key_viewer", "Dashboard", "VIEWER", EDITOR_MEMBER.id, 3)],
     ["key_old", create(ApiKeySchema, { ...key("key_old", "Old", "EDITOR", "", 0), revokedAt: timestampFromDate(new Date(Date.UTC(2030, 0, 2))) })],
   ]);
@@ -114,6 +114,11 @@ describe("console: API keys", () => {
     expect(admin).toContain("This session");
     expect(keyRow(res.body, "key_viewer")).toContain("ed&#60;i&#62;tor@acme.test");
     expect(keyRow(res.body, "key_editor")).toMatch(/Owner">\s*<span class="muted">none/);
+    // When each key was last used, as the directory recorded it; "Never" for one it has no use of.
+    expect(res.body).toContain("<th>Last used</th>");
+    expect(res.body).not.toContain("does not record when a key was last used");
+    expect(keyRow(res.body, "key_editor")).toContain(`data-label="Last used" data-last-used><time datetime="2030-01-05T09:30:00.000Z">`);
+    expect(keyRow(res.body, "key_viewer")).toMatch(/data-label="Last used" data-last-used><span class="muted">Never/);
     const old = keyRow(res.body, "key_old");
     expect(old).toContain("Revoked");
     expect(old).not.toContain("/revoke");

@@ -1,6 +1,6 @@
 /**
  * The API keys page (/console/keys): the workspace's keys (name, role and scopes, owner,
- * created, revoked), a form to create one (name, role, owner member) whose answer shows the
+ * created, last used, revoked), a form to create one (name, role, owner member) whose answer shows the
  * secret once, and a revoke button (with a confirmation) per key.
  *
  *   GET  /keys                   the list, and the create form for those who manage keys
@@ -13,7 +13,8 @@
  * decides the rest: an ADMIN key needs an owner who is OWNER or ADMIN, an owner must be an
  * active member; its refusals show on the form.
  *
- * The directory does not record when a key was last used, so the list cannot show it.
+ * "Last used" is the directory's record of the key's last authentication, to the minute
+ * (written at most once a minute per key, not per request).
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -85,6 +86,7 @@ function keyRow(k: ApiKey, owners: Map<string, Member>, session: ConsoleSession,
   return `<tr data-key="${escapeHtml(k.id)}"><td data-label="Name">${name}${you}<br><code>${escapeHtml(k.prefix)}…</code></td>
 <td data-label="Role">${role}<br><span class="muted">${k.scopes.map((s) => escapeHtml(s)).join(", ") || "no scope"}</span></td>
 <td data-label="Owner">${ownerText}</td><td data-label="Created">${formatTime(k.createdAt && timestampDate(k.createdAt))}</td>
+<td data-label="Last used" data-last-used>${k.lastUsedAt ? formatTime(timestampDate(k.lastUsedAt)) : `<span class="muted">Never</span>`}</td>
 <td data-label="Status">${status}</td>${revoke}</tr>`;
 }
 
@@ -127,9 +129,9 @@ export function registerKeyPages(scope: FastifyInstance, deps: ConsoleDeps): voi
 <p class="muted">The key is shown once, on the page that answers; only its start is kept readable.</p>`
       : `<p class="muted">Only owners and admins create and revoke keys.</p>`;
     const body = `<h1>API keys</h1>
-<p class="muted">Keys of this workspace for the <code>/v1</code> API. Only their start is shown; the directory does not record when a key was last used.</p>
+<p class="muted">Keys of this workspace for the <code>/v1</code> API. Only their start is shown. "Last used" is to the minute.</p>
 ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">API keys, active first</caption>
-<thead><tr><th>Name</th><th>Role and scopes</th><th>Owner</th><th>Created</th><th>Status</th>${manage ? "<th>Action</th>" : ""}</tr></thead><tbody>${rows}</tbody></table></div>`
+<thead><tr><th>Name</th><th>Role and scopes</th><th>Owner</th><th>Created</th><th>Last used</th><th>Status</th>${manage ? "<th>Action</th>" : ""}</tr></thead><tbody>${rows}</tbody></table></div>`
       : `<p class="muted">No API keys yet.</p>`}
 ${form}`;
     return consolePage({ title: "API keys", session, active: "keys", flash, body });

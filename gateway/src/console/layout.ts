@@ -34,6 +34,7 @@
  */
 import { escapeHtml } from "../routes/page.js";
 import { csrfField } from "./csrf.js";
+import { consolePageLinks } from "./cli-hints.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 import { consolePrincipal, mayCall } from "../roles.js";
 
@@ -174,6 +175,7 @@ nav.main a,nav.main button{display:block;width:100%;text-align:left}}
 @media (max-width:40rem){main{padding:1rem .75rem 2rem}h1{font-size:1.35rem}nav.main a,nav.main button{padding:.5rem .55rem}
 table.data.stack thead{position:absolute;left:-9999px}table.data.stack tr{display:block;border-bottom:1px solid #d4d4d8}
 table.data.stack td{display:block;border:0;padding:.25rem .75rem}table.data.stack td[data-label]::before{content:attr(data-label) ": ";font-weight:600}
+table.data.stack th[scope=row]{display:block;border:0;padding:.5rem .75rem .25rem}table.data.stack td.num{text-align:left}
 .chart-plot .tick.minor{display:none}.chart-plot.groups{--gutter:6.5rem}}`;
 
 // Progressive enhancement only: copy buttons and confirmations; the pages work without it.
@@ -196,7 +198,7 @@ function document_(title: string, inner: string): string {
 
 function flashHtml(flash?: Flash): string {
   if (!flash) return "";
-  return `<div class="flash${flash.kind === "error" ? " error" : ""}" role="${flash.kind === "error" ? "alert" : "status"}">${escapeHtml(flash.message)}</div>`;
+  return `<div class="flash${flash.kind === "error" ? " error" : ""}" role="${flash.kind === "error" ? "alert" : "status"}">${escapeHtml(flash.message)}${flash.kind === "error" ? consolePageLinks(flash.message) : ""}</div>`;
 }
 
 export interface ConsolePageOptions {

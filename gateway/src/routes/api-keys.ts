@@ -29,6 +29,7 @@ const apiKeySchema = z
     prefix: z.string().meta({ description: "The key's non-secret start, to recognise it." }),
     createdAt: z.iso.datetime(),
     updatedAt: z.iso.datetime().optional(),
+    lastUsedAt: z.iso.datetime().optional().meta({ description: "When the key last authenticated, to the minute (recorded at most once a minute); absent: never since this was recorded." }),
     workspaceId: z.string(),
   })
   .meta({ id: "ApiKeyInfo" });
@@ -48,6 +49,7 @@ function apiKeyJson(k: ApiKey, secretKey?: string) {
     prefix: k.prefix,
     createdAt: iso(k.createdAt)!,
     ...(k.updatedAt ? { updatedAt: iso(k.updatedAt)! } : {}),
+    ...(k.lastUsedAt ? { lastUsedAt: iso(k.lastUsedAt)! } : {}),
     workspaceId: k.workspaceId,
   };
 }

@@ -28,6 +28,7 @@ const METHOD_BY_NAME: Record<(typeof METHODS)[number], DeliveryMethod> = {
   PROGRESSIVE: DeliveryMethod.PROGRESSIVE,
   SMART: DeliveryMethod.SMART,
   WARMUP: DeliveryMethod.WARMUP,
+  OPTIMAL: DeliveryMethod.OPTIMAL,
 };
 export const statusOf = (name: (typeof STATUSES)[number]) => STATUS_BY_NAME[name];
 export const methodOf = (name: (typeof METHODS)[number]) => METHOD_BY_NAME[name];
@@ -180,7 +181,8 @@ export function parseTestBody(raw: unknown): { emails: string[] } {
 export const scheduleBroadcastRequestSchema = z
   .object({
     sendAt: z.string().nullish().meta({ description: "ISO 8601 with a time zone. Omitted, null, now or in the past: send now. More than 90 days ahead: 400 `send_at_out_of_range`; unparseable: 400 `invalid_send_at`." }),
-    deliveryMethod: z.enum(METHODS).nullish().meta({ description: "Pacing. Omitted: `WARMUP` for a new sending account, else `PROGRESSIVE`. A new sending account may only use `WARMUP` (400 `campaigns/delivery_method_not_available`)." }),
+    deliveryMethod: z.enum(METHODS).nullish().meta({ description: "Pacing. Omitted: `WARMUP` for a new sending account, else `PROGRESSIVE`. A new sending account may only use `WARMUP` (400 `campaigns/delivery_method_not_available`). `OPTIMAL`: each contact at its own best hour (its opens and clicks of the last 90 days, in its timezone) within 24 hours of `sendAt`; contacts with too little history as `SMART`." }),
+    requireCleanCheck: z.boolean().nullish().meta({ description: "true: the pre-send check (`POST /v1/broadcasts/{id}/check`) runs first, and findings of level `error` refuse the schedule with 409 `check_failed` listing them." }),
   })
   .meta({ id: "ScheduleBroadcastRequest", description: "`{}` (or no body) sends now with the safest method." });
 

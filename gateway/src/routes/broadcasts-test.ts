@@ -21,7 +21,7 @@ export const registerTestBroadcast: RouteModule = (app, deps) =>
     operationId: "sendBroadcastTest",
     tags: ["Broadcasts"],
     summary: "Send test copies to workspace members",
-    description: "Compiled as the real send; the subject starts with `[TEST] ` and merge values come from the member's contact when there is one. Not counted toward the monthly limit; the status does not change.",
+    description: "Compiled as the real send; the subject starts with `[TEST] ` and merge values come from the member's contact when there is one. With an A/B test each member gets every variant instead, marked `[TEST A] `, `[TEST B] ` …. Not counted toward the monthly limit; the status does not change.",
     params: broadcastIdParams,
     body: testBroadcastRequestSchema,
     parseBody: parseTestBody,

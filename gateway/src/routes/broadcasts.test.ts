@@ -10,6 +10,10 @@ import { directoryRoutes } from "../../../services/directory/src/routes.js";
 import { memoryDirectory } from "../../../services/directory/src/testing.js";
 import { broadcastRoutes } from "../../../services/broadcast/src/routes.js";
 import { buildTestWorld, type TestWorld } from "../../../services/broadcast/src/testing.js";
+import { PreSendCheckService } from "../../../gen/mailroom/broadcast/v1/check_pb.js";
+import { checkRoutes } from "../../../services/broadcast/src/check-routes.js";
+import { PreSendCheck } from "../../../services/broadcast/src/domain/check/pre-send-check.js";
+import { silentLogger } from "@mailroom/kit/testing.js";
 import { buildGateway } from "../app.js";
 import type { GatewayDeps, ServiceClients } from "../deps.js";
 
@@ -41,6 +45,15 @@ describe("gateway /v1/broadcasts", () => {
     const clients = {
       directory: createClient(DirectoryService, memoryTransport(directoryRoutes(dir))),
       broadcast: createClient(BroadcastService, memoryTransport(broadcastRoutes(world.service))),
+      // Pre-send checks over the same world: links answer 404 when their path says "missing"; no spam filter.
+      check: createClient(PreSendCheckService, memoryTransport(checkRoutes(new PreSendCheck({
+        broadcasts: world.service,
+        directory: world.directory,
+        links: { check: async (urls) => urls.map((url) => ({ url, status: url.includes("missing") ? 404 : 200, redirects: [], finalUrl: url })) },
+        spam: { score: async () => ({ scored: false, skipped: "no spam filter in this test" }) },
+        clock: world.clock,
+        logger: silentLogger,
+      })))),
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: "broadcast-gateway-test-secret-0123" },
@@ -183,6 +196,7 @@ describe("gateway /v1/broadcasts", () => {
       ["POST /v1/broadcasts/{id}/cancel", `/v1/broadcasts/${id}/cancel`, {}],
       ["PATCH /v1/broadcasts/{id}", `/v1/broadcasts/${id}`, { name: "Renamed" }],
       ["POST /v1/broadcasts/{id}/ab/winner", `/v1/broadcasts/${id}/ab/winner`, { variant: 0 }],
+      ["POST /v1/broadcasts/{id}/check", `/v1/broadcasts/${id}/check`, undefined],
     ];
     const steps: Array<[Record<string, boolean>, number, string]> = [
       [{ broadcastEarlyAccess: false, emailApiAddon: false, verified: false }, 403, "broadcast_api_not_enabled"],
@@ -299,6 +313,24 @@ describe("gateway /v1/broadcasts", () => {
     expect(chosen.statusCode).toBe(200);
     expect(chosen.data.broadcast.abTest).toMatchObject({ state: "decided", winner: 1, winnerChosenBy: "user" });
     expect((await winner(0)).data).toMatchObject({ statusCode: 409, code: "ab_winner_already_chosen" });
+  });
+
+  it("checks a broadcast before sending (findings with their places), and a schedule with requireCleanCheck refuses while errors remain", async () => {
+    const html = '<p>Hi {{firstName}}</p><p><a href="https://acme.test/missing">Old page</a> <a href="{{unsubscribeUrl}}">Unsubscribe</a></p>';
+    const { id } = (await call("POST /v1/broadcasts", "/v1/broadcasts", draft({ html }))).data.broadcast;
+    const checked = await call("POST /v1/broadcasts/{id}/check", `/v1/broadcasts/${id}/check`);
+    expect(checked.statusCode).toBe(200);
+    expect(checked.data.check).toMatchObject({
+      spam: { skipped: "no spam filter in this test" },
+      links: [{ url: "https://acme.test/missing", status: 404, redirects: [], finalUrl: "https://acme.test/missing" }],
+      unsubscribe: { required: true },
+    });
+    expect(checked.data.check.errors).toContainEqual(expect.objectContaining({ level: "error", code: "link_broken", where: "https://acme.test/missing" }));
+    expect((await call("POST /v1/broadcasts/{id}/check", "/v1/broadcasts/cmp_nope/check")).data).toMatchObject({ statusCode: 404, code: "broadcast_not_found" });
+    const refused = await call("POST /v1/broadcasts/{id}/schedule", `/v1/broadcasts/${id}/schedule`, { requireCleanCheck: true });
+    expect(refused.data).toMatchObject({ statusCode: 409, code: "check_failed" });
+    expect(refused.data.errors).toContainEqual(expect.objectContaining({ code: "link_broken", where: "https://acme.test/missing" }));
+    expect((await call("GET /v1/broadcasts/{id}", `/v1/broadcasts/${id}`)).data.broadcast.status).toBe("DRAFT");
   });
 
   it("drove every response the broadcast operations document", () => {

@@ -5,6 +5,7 @@ import { withDocs, type RouteModule } from "./route.js";
 import { registerTracking } from "./tracking.js";
 import { registerUnsubscribe } from "./unsubscribe.js";
 import { registerDevMail } from "./dev-mail.js";
+import { registerDevWebhooks } from "./dev-webhooks.js";
 import { registerSendEmail } from "./emails.js";
 import { registerSendBatch } from "./emails-batch.js";
 import { registerGetEmail } from "./emails-get.js";
@@ -36,6 +37,7 @@ import { registerScheduleBroadcast } from "./broadcasts-schedule.js";
 import { registerCancelBroadcast } from "./broadcasts-cancel.js";
 import { registerAbWinner } from "./broadcasts-ab-winner.js";
 import { registerUpdateBroadcast } from "./broadcasts-update.js";
+import { registerPreSendCheck } from "./pre-send-check.js";
 import { registerCreateSegment } from "./segments-create.js";
 import { registerListSegments } from "./segments-list.js";
 import { registerGetSegment } from "./segments-get.js";
@@ -92,6 +94,8 @@ export const apiRoutes: RouteModule[] = [
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerAbWinner, registerUpdateBroadcast].map(broadcastScope),
+  // Pre-send checks of broadcasts and templates (DESIGN §10.5).
+  registerPreSendCheck,
   // Outcomes (issue 13): stats and webhooks.
   registerEmailStats, registerBroadcastStats, registerWebhooks, registerWebhookDeliveries,
   // Signup forms (DESIGN §9.4).
@@ -237,6 +241,7 @@ export const publicRoutes: RouteModule[] = [
   registerFormPages,
   registerConfirmSignup,
   registerDevMail,
+  registerDevWebhooks,
   registerOpenApi,
   registerErrorDocs,
   registerReadyz,

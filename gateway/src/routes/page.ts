@@ -14,6 +14,7 @@ button{font:inherit;min-height:44px;padding:.6rem 1.2rem;border:2px solid #1a1a1
 button.secondary{background:#fff;color:#1a1a1a}
 button:hover{background:#3a3a3a;color:#fff}
 form{margin:1rem 0}
+input{font:inherit;min-height:44px;padding:.5rem .75rem;border:2px solid #6b6b6b;border-radius:6px;max-width:100%}
 .muted{color:#4a4a4a}
 .notice{border-left:4px solid #1d4ed8;padding:.5rem 1rem;background:#eff4ff}
 ul.mail{list-style:none;padding:0;margin:0}ul.mail li{padding:.75rem 0;border-bottom:1px solid #d4d4d4}

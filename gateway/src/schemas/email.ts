@@ -163,7 +163,7 @@ export const templatedEmailSchema = z
   .object({
     ...common,
     template: z.string().min(1, "template is required").meta({
-      description: "Name of a template created in the workspace (unknown: 400 `template_not_found`).",
+      description: "Name of a template of kind `template` created in the workspace (unknown: 400 `template_not_found`; a layout or snippet: 400 `invalid_template`).",
     }),
     variables: jsonObject.nullish().meta({ description: "Substitution values by variable name." }),
   })

@@ -9,7 +9,7 @@ import { BroadcastStatus, DeliveryMethod, type AbTest, type Broadcast } from "..
 import type { Audience } from "../../../gen/mailroom/common/v1/common_pb.js";
 
 export const BROADCAST_STATUSES = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"] as const;
-export const DELIVERY_METHODS = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP"] as const;
+export const DELIVERY_METHODS = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP", "OPTIMAL"] as const;
 
 export type PublicBroadcastProgress = {
   recipients: number;

@@ -34,6 +34,7 @@ import { sendingStepScope } from "./adapters/tracing.js";
 import { consumeBroadcastEvents } from "./consumers.js";
 import { broadcastRoutes } from "./routes.js";
 import { loadBroadcastSettings } from "./settings.js";
+import { preSendCheck } from "./check-wiring.js";
 
 const config = loadConfig();
 const settings = loadBroadcastSettings();
@@ -80,7 +81,11 @@ const events = await consumeBroadcastEvents(
 );
 
 const server = await startConnectServer({
-  routes: broadcastRoutes(broadcasts),
+  routes: (router) => {
+    broadcastRoutes(broadcasts)(router);
+    // Pre-send checks (DESIGN §10.5): links fetched through the webhooks' SSRF guard, SpamAssassin when there is one.
+    preSendCheck({ broadcasts, directory, settings, logger })(router);
+  },
   port: config.servicePort ?? defaultServicePort(config, "broadcast"),
   host: config.serviceHost,
   // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).

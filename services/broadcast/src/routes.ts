@@ -30,6 +30,7 @@ const METHOD_TO_PB: Record<DeliveryMethod, PbMethod> = {
   PROGRESSIVE: PbMethod.PROGRESSIVE,
   SMART: PbMethod.SMART,
   WARMUP: PbMethod.WARMUP,
+  OPTIMAL: PbMethod.OPTIMAL,
 };
 
 /** Enum value -> its name ("SCHEDULED"), undefined for UNSPECIFIED, an error for unknown numbers. */
@@ -207,7 +208,7 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
       },
 
       async previewBroadcast(req) {
-        return broadcasts.preview(req.workspaceId, req.id, req.contactEmail);
+        return broadcasts.preview(req.workspaceId, req.id, req.contactEmail, req.variant);
       },
 
       async getBroadcastTimeline(req) {
@@ -220,6 +221,7 @@ export function broadcastRoutes(broadcasts: Broadcasts) {
             opened: BigInt(p.opened),
             clicked: BigInt(p.clicked),
             bounced: BigInt(p.bounced),
+            planned: BigInt(p.planned),
           })),
         };
       },

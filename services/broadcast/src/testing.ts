@@ -60,6 +60,12 @@ export class FakeDirectory implements Directory {
   goneSegments = new Set<string>();
   /** subscribedContacts throws before serving the contact at this index (a failure mid-resolution). */
   streamFailsAt: number | undefined;
+  /**
+   * OPTIMAL: a contact's best hour by contact id, given the window's start (what the
+   * directory's PlanBestHours answers; absent or undefined: no history). Every call is kept.
+   */
+  bestHourOf: (contactId: string, windowStart: number) => number | undefined = () => undefined;
+  bestHourCalls: { windowStart: number; contacts: string[] }[] = [];
 
   constructor() {
     this.setWorkspace("ws_acme", {});
@@ -131,6 +137,11 @@ export class FakeDirectory implements Directory {
       if (failAt && batch.some((c) => c.id >= failAt)) throw new Error("directory went away");
       yield batch.map(({ subscribed: _s, ...c }) => c);
     }
+  }
+
+  async bestHours(_ws: string, windowStart: Date, _tz: string, contacts: { id: string; timezone: string }[]) {
+    this.bestHourCalls.push({ windowStart: windowStart.getTime(), contacts: contacts.map((c) => c.id) });
+    return contacts.map((c) => this.bestHourOf(c.id, windowStart.getTime()));
   }
 
   async suppressed(_ws: string, emails: string[]) {

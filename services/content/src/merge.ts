@@ -127,7 +127,7 @@ class LiquidMessage implements Merger {
   private rendered(recipient: MergeRecipient, ctx: MergeContext): PreparedMessage {
     const c = this.compiled;
     const values = recipient.variables ?? {};
-    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : "UTC";
+    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : this.compiled.liquid?.timeZone || "UTC";
     const out = this.parsed.render(values, { email: recipient.email, timeZone: zone });
     const one = compileMessage(
       { ...out, trackClicks: c.trackClicks, trackOpens: c.trackOpens, kind: c.kind, contentId: c.contentId, workspaceId: c.workspaceId, systemVariablesOnly: true },
@@ -174,7 +174,7 @@ class CompiledLiquidMessage implements Merger {
   merge(recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
     const b = this.base.bindRecipient(recipient, ctx);
     const values = recipient.variables ?? {};
-    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : "UTC";
+    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : this.compiled.liquid?.timeZone || "UTC";
     const scope: Record<string, unknown> = {
       ...values,
       email: recipient.email || values.email,

@@ -62,6 +62,7 @@ export function toJob(j: DeliveryJob): Job | undefined {
     cc: j.cc,
     bcc: j.bcc,
     tags: j.tags.map((t) => ({ name: t.name, value: t.value })),
+    ...(j.content.length ? { content: j.content } : {}),
   };
 }
 

@@ -79,8 +79,11 @@ export function deliveryRoutes(admin: DeliveryAdmin) {
         return {};
       },
       async listCapturedMessages(req) {
-        const list = await admin.listCaptured(req.limit, req.workspaceId);
-        return { messages: list.map(captured) };
+        const list = await admin.listCaptured(req.limit, req.workspaceId, req.query, req.cursor);
+        return { messages: list.entries.map(captured), nextCursor: list.nextCursor };
+      },
+      async clearCapturedMessages() {
+        return { cleared: BigInt(await admin.clearCaptured()) };
       },
       async getCapturedMessage(req) {
         const found = await admin.getCaptured(req.id);

@@ -13,7 +13,7 @@ import {
   type CompiledMessage,
   type Segment,
 } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
-import type { CompiledMessageSource } from "./adapters/content-source.js";
+import { StoreContentSource, type CompiledMessageSource } from "./adapters/content-source.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { StoreDeliveries } from "./adapters/store.js";
 import { Deliverer, type DelivererOptions, type JobContext } from "./domain/deliverer.js";
@@ -76,6 +76,11 @@ export class FakeContentSource implements CompiledMessageSource {
 
   put(workspaceId: string, contentRef: string, compiled: CompiledMessage): void {
     this.contents.set(`${workspaceId}/${contentRef}`, compiled);
+  }
+
+  /** Content a job carries: its StoredContent bytes, decoded as the store's source decodes them. */
+  decode(workspaceId: string, contentRef: string, stored: Uint8Array): CompiledMessage {
+    return new StoreContentSource({ getStored: async () => undefined }).decode(workspaceId, contentRef, stored);
   }
 }
 

@@ -87,3 +87,28 @@ describe("ListContactEngagement", () => {
     await expect(client().listContactEngagement({ workspaceId: "ws", contactId: "ctc_1" })).rejects.toThrow(/not kept/);
   });
 });
+
+describe("PlanBestHours", () => {
+  it("answers each contact's due time after the window's start (-1 without a plan) with its basis, and refuses a call too big or without a start", async () => {
+    const { openMemoryStore } = await import("@mailroom/store/open.js");
+    const { EngagementStore } = await import("./adapters/engagement-store.js");
+    const { timestampFromDate } = await import("@bufbuild/protobuf/wkt");
+    const { BestHourBasis } = await import("../../../gen/mailroom/directory/v1/audiences_pb.js");
+    const engagement = await EngagementStore.open(openMemoryStore());
+    // Opens at 19:xx UTC on the 3 days before now: thin history, the hour of the day.
+    const now = Date.now();
+    const today19 = Math.floor(now / 86_400_000) * 86_400_000 + 19 * 3_600_000;
+    for (let d = 1; d <= 3; d++) await engagement.record({ workspaceId: "ws", contactId: "ctc_1", kind: "opened", messageId: `trs_${d}`, at: new Date(today19 - d * 86_400_000 + 60_000) });
+    const c = createClient(AudienceService, createRouterTransport(audienceRoutes({} as Segments, audiences, engagement)));
+    const windowStart = now;
+    const res = await c.planBestHours({ workspaceId: "ws", windowStart: timestampFromDate(new Date(windowStart)), defaultTimeZone: "UTC", contactIds: ["ctc_1", "ctc_2"], timeZones: ["", "Europe/Paris"] });
+    const due = today19 >= windowStart ? today19 : today19 + 86_400_000;
+    expect(res.dueInMs).toEqual([Math.max(due, windowStart) - windowStart, -1]);
+    expect(res.basis).toEqual([BestHourBasis.DAY, BestHourBasis.NONE]);
+    expect(res.events).toEqual([3, 0]);
+    await expect(c.planBestHours({ workspaceId: "ws", windowStart: timestampFromDate(new Date()), contactIds: Array.from({ length: 5_001 }, (_, i) => `ctc_${i}`) })).rejects.toThrow(); // invalid_request once the server maps domain errors
+    await expect(c.planBestHours({ workspaceId: "ws", contactIds: ["ctc_1"] })).rejects.toThrow();
+    // Without an engagement store: no plans.
+    expect((await client().planBestHours({ workspaceId: "ws", windowStart: timestampFromDate(new Date()), contactIds: ["ctc_1"] })).dueInMs).toEqual([-1]);
+  });
+});

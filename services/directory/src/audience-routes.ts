@@ -1,7 +1,7 @@
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { AudienceService, type AudienceMemberSchema, type SegmentSchema } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
+import { AudienceService, BestHourBasis, type AudienceMemberSchema, type SegmentSchema } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
 import type { Audience as PbAudience } from "../../../gen/mailroom/common/v1/common_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { contactToPb } from "./routes.js";
@@ -10,13 +10,17 @@ import type { Contact } from "./domain/model.js";
 import type { Segments } from "./domain/segments.js";
 import type { Audiences, AudienceSpec } from "./domain/audiences.js";
 import type { EngagementRecord } from "./adapters/engagement-store.js";
+import { PLAN_MAX_CONTACTS, planBestHours, type EngagementTimes } from "./domain/best-hour.js";
 
 /** A contact's engagement records, newest first (the engagement store; absent in some tests). */
 export interface ContactEngagementReader {
   listForContact(workspaceId: string, contactId: string, page: { limit: number; after?: { at: Date; id: string } }): Promise<EngagementRecord[]>;
+  /** Opens and clicks of contacts since a time (PlanBestHours); absent: no plans (every contact as SMART). */
+  engagedTimes?: EngagementTimes["engagedTimes"];
 }
 
 const ENGAGEMENT_PAGE = { default: 50, max: 200 };
+const BASIS_TO_PB = { none: BestHourBasis.NONE, day: BestHourBasis.DAY, week: BestHourBasis.WEEK } as const;
 /** The engagement cursor: the last record's time and id, base64url JSON. */
 const engagementCursor = (r: EngagementRecord) => Buffer.from(JSON.stringify([r.at.getTime(), r._id])).toString("base64url");
 function readEngagementCursor(cursor: string): { at: Date; id: string } | undefined {
@@ -95,6 +99,20 @@ export function audienceService(segments: Segments, audiences: Audiences, engage
         engagements: items.map((r) => ({ kind: r.kind, messageId: r.messageId, broadcastId: r.broadcastId, at: timestampFromDate(r.at) })),
         page: { hasMore, nextCursor: hasMore ? engagementCursor(items[items.length - 1]) : "" },
       };
+    },
+    async planBestHours(req) {
+      if (req.contactIds.length > PLAN_MAX_CONTACTS) throw badRequest("invalid_request", `at most ${PLAN_MAX_CONTACTS} contacts per call`);
+      if (!req.windowStart) throw badRequest("invalid_request", "windowStart is required");
+      const windowStart = timestampDate(req.windowStart).getTime();
+      const source: EngagementTimes = engagement?.engagedTimes ? (engagement as EngagementTimes) : { engagedTimes: async () => undefined };
+      const plans = await planBestHours(source, {
+        workspaceId: req.workspaceId,
+        windowStart,
+        defaultTimeZone: req.defaultTimeZone,
+        contacts: req.contactIds.map((id, i) => ({ id, timeZone: req.timeZones[i] })),
+        now: Date.now(),
+      });
+      return { dueInMs: plans.map((p) => (p.dueAt === undefined ? -1 : p.dueAt - windowStart)), basis: plans.map((p) => BASIS_TO_PB[p.basis]), events: plans.map((p) => p.events) };
     },
     async createSegment(req) {
       return { segment: segmentToPb(await segments.create(req.workspaceId, { name: req.name, filter: req.filterJson ? parseFilterJson(req.filterJson, "filter") : undefined })) };

@@ -23,6 +23,7 @@ import { SegmentStore } from "./adapters/segment-store.js";
 import { Segments } from "./domain/segments.js";
 import { Audiences } from "./domain/audiences.js";
 import { ContactFilters } from "./adapters/contact-filter.js";
+import { HISTORY_DAYS } from "./domain/best-hour.js";
 import { consumeEngagement } from "./engagement-consumers.js";
 import { groupRoutes } from "./group-routes.js";
 import { Groups } from "./domain/groups.js";
@@ -116,6 +117,12 @@ const engagementEvents = nats.then(async (nc) => {
   return consumeEngagement(nc, { contacts: repositories.contacts, engagement: contactFilters.engagement }, logger);
 });
 engagementEvents.catch((err) => logger.warn({ err }, "engagement consumer not started"));
+// OPTIMAL broadcasts' best hours read each contact's recent opens and clicks: those recorded
+// before they were kept are added once, in the background (a restart resumes; done: nothing).
+contactFilters.engagement.backfillRecent(new Date(), HISTORY_DAYS).then(
+  (done) => done && logger.info(done, "recent opens and clicks of earlier records added (best hours)"),
+  (err) => logger.warn({ err }, "adding earlier opens and clicks failed; the next start carries on"),
+);
 
 const auditEntries = nats.then(async (nc) => {
   await ensureMailStreams(nc, config.natsReplicas);

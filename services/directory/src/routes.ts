@@ -93,6 +93,7 @@ function apiKeyToPb(k: ApiKey): MessageInitShape<typeof ApiKeySchema> {
   return {
     id: k._id, workspaceId: k.workspaceId, name: k.name, prefix: k.prefix, scopes: k.scopes, createdAt: ts(k.createdAt), revokedAt: ts(k.revokedAt),
     role: roleOf(k.scopes, Boolean(k.ownerMemberId)), updatedAt: ts(k.updatedAt ?? k.createdAt), ownerMemberId: k.ownerMemberId ?? "",
+    lastUsedAt: ts(k.lastUsedAt),
   };
 }
 

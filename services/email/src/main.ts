@@ -52,8 +52,8 @@ async function serve(): Promise<void> {
   const owner = `email-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
   // Each job, then its EMAIL_SENT webhook event (DESIGN §9.2), both deduplicated by id.
   const queue = new QueueWithSentEvents(new DeliveryJobPublisher(jetstream(nc)), new WebhookEventPublisher(jetstream(nc)));
-  // Compiled content for delivery, written before each job (DESIGN §9.1).
-  const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
+  // Compiled content for delivery (DESIGN §9.1): carried by its job when small, else written before it.
+  const content = await ContentStore.open(nc, { replicas: config.natsReplicas, inlineBytes: settings.inlineContentBytes });
   const service = new EmailService({
     emails,
     idempotency,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { loadSettings } from "@mailroom/kit/config.js";
+import { INLINE_CONTENT_BYTES } from "@mailroom/pipeline/content-store.js";
 
 /**
  * The email service's settings; what every process shares (NATS, store, secret, URLs) is
@@ -17,6 +18,11 @@ const schema = z.object({
    * when the process dies first, another email process takes it over once this runs out.
    */
   MAILROOM_EMAIL_CLAIM_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
+  /**
+   * An email whose stored content is at most this many bytes carries it in its delivery job
+   * (no content store write at acceptance, no read at delivery); 0 stores every email's.
+   */
+  MAILROOM_EMAIL_INLINE_CONTENT_BYTES: z.coerce.number().int().min(0).max(256 * 1024).default(INLINE_CONTENT_BYTES),
 });
 
 export interface EmailSettings {
@@ -27,6 +33,8 @@ export interface EmailSettings {
   schedulerIntervalMs: number;
   /** Publish claims' lease: how soon another process takes over a dead one's claimed emails. */
   claimLeaseMs: number;
+  /** Largest content a job carries itself (0: none). */
+  inlineContentBytes: number;
 }
 
 /** Reads and validates the email service's settings; a bad value throws kit's ConfigError naming the variable. */
@@ -37,5 +45,6 @@ export function loadEmailSettings(env: NodeJS.ProcessEnv = process.env): EmailSe
     workers: c.MAILROOM_EMAIL_WORKERS,
     schedulerIntervalMs: c.MAILROOM_SCHEDULER_INTERVAL_MS,
     claimLeaseMs: c.MAILROOM_EMAIL_CLAIM_LEASE_MS,
+    inlineContentBytes: c.MAILROOM_EMAIL_INLINE_CONTENT_BYTES,
   };
 }

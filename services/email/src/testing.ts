@@ -222,6 +222,18 @@ export class FakeContentStore extends MemoryContentStore<CompiledContent> implem
     await super.delete(workspaceId, contentRef);
     this.extras.delete(`${workspaceId} ${contentRef}`);
   }
+
+  /** Content up to this many bytes (compiled, without extras) rides in the job; 0 (the default) stores everything. */
+  inlineBytes = 0;
+
+  async place(workspaceId: string, contentRef: string, compiled: CompiledContent, extras?: ContentExtras): Promise<Uint8Array | undefined> {
+    if (!extras && compiled.length <= this.inlineBytes) {
+      this.log.push(`inline ${contentRef}`);
+      return compiled;
+    }
+    await this.put(workspaceId, contentRef, compiled, extras);
+    return undefined;
+  }
 }
 
 export interface TestWorld {

@@ -38,6 +38,9 @@ export const AUDIT_TABLE: AuditTable = {
   "mailroom.broadcast.v1.BroadcastService/GetBroadcastTimeline": READ,
   "mailroom.broadcast.v1.BroadcastService/GetBroadcastTopic": READ,
   "mailroom.broadcast.v1.BroadcastService/ChooseAbWinner": change("broadcast.choose_winner", "broadcast", ["req.id"]),
+  // Pre-send checks (DESIGN §10.5): they fetch links and score, and change nothing.
+  "mailroom.broadcast.v1.PreSendCheckService/CheckBroadcast": READ,
+  "mailroom.broadcast.v1.PreSendCheckService/CheckContent": READ,
 
   // Delivery (operator RPCs on the internal network)
   "mailroom.delivery.v1.DeliveryService/GetStatus": READ,
@@ -46,6 +49,7 @@ export const AUDIT_TABLE: AuditTable = {
   "mailroom.delivery.v1.DeliveryService/SetWorkspaceRate": change("workspace.rate_update", "workspace", ["req.workspaceId"]),
   "mailroom.delivery.v1.DeliveryService/ListCapturedMessages": READ,
   "mailroom.delivery.v1.DeliveryService/GetCapturedMessage": READ,
+  "mailroom.delivery.v1.DeliveryService/ClearCapturedMessages": { notAudited: "development inbox only (capture mode, loopback gateway): names no workspace, forgets locally captured test mail" },
 
   // Directory: workspaces, keys, senders, members
   "mailroom.directory.v1.DirectoryService/Authenticate": READ,
@@ -140,6 +144,7 @@ export const AUDIT_TABLE: AuditTable = {
   "mailroom.directory.v1.AudienceService/CountAudience": READ,
   "mailroom.directory.v1.AudienceService/StreamAudience": READ,
   "mailroom.directory.v1.AudienceService/ListContactEngagement": READ,
+  "mailroom.directory.v1.AudienceService/PlanBestHours": READ,
 
   // Directory: signup forms
   "mailroom.directory.v1.FormService/CreateForm": change("form.create", "form", ["res.form.id"]),

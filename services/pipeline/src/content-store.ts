@@ -36,7 +36,16 @@ export interface ContentStoreOptions {
   /** MAILROOM_NATS_REPLICAS. */
   replicas?: number;
   maxAgeMs?: number;
+  /** Content up to this size rides in its job instead (place()); 0 stores everything. */
+  inlineBytes?: number;
 }
+
+/**
+ * Default largest content a job carries itself: a transactional email's compiled bodies are a
+ * few KB. Carried, it costs no write to the content store at acceptance and no read at
+ * delivery (a request and its answer each); larger content (attachments) keeps the store.
+ */
+export const INLINE_CONTENT_BYTES = 64 * 1024;
 
 /**
  * Content larger than one NATS message (a 5 MB HTML email compiles to more than the server's
@@ -76,12 +85,26 @@ export class ContentStore {
     private readonly kv: KV,
     /** Largest value stored as one entry. */
     private readonly partBytes: number,
+    private readonly inlineBytes: number,
   ) {}
 
   static async open(nc: NatsConnection, opts: ContentStoreOptions = {}): Promise<ContentStore> {
     const kv = await openKvBucket(nc, CONTENT_BUCKET, { history: 1, ttl: opts.maxAgeMs ?? CONTENT_MAX_AGE_MS }, opts.replicas);
     const maxPayload = nc.info?.max_payload ?? 1024 * 1024;
-    return new ContentStore(kv, Math.max(64 * 1024, maxPayload - PART_HEADROOM));
+    const partBytes = Math.max(64 * 1024, maxPayload - PART_HEADROOM);
+    return new ContentStore(kv, partBytes, Math.min(opts.inlineBytes ?? INLINE_CONTENT_BYTES, partBytes / 4));
+  }
+
+  /**
+   * Puts the content where its job will find it: small content is returned, for the job to
+   * carry (DeliveryJob.content), and nothing is written; larger content is written (put())
+   * and undefined returned.
+   */
+  async place(workspaceId: string, contentRef: string, compiled: CompiledMessage | Uint8Array, extras?: ContentExtras): Promise<Uint8Array | undefined> {
+    const stored = encodeStoredContent(compiled, extras);
+    if (stored.length <= this.inlineBytes) return stored;
+    await this.putStored(contentKey(workspaceId, contentRef), stored);
+    return undefined;
   }
 
   /**
@@ -90,11 +113,10 @@ export class ContentStore {
    * resolves once the server stored it.
    */
   async put(workspaceId: string, contentRef: string, compiled: CompiledMessage | Uint8Array, extras?: ContentExtras): Promise<void> {
-    const bytes = compiled instanceof Uint8Array ? compiled : toBinary(CompiledMessageSchema, compiled);
-    const key = contentKey(workspaceId, contentRef);
-    // StoredContent { compiled = 1 }: the compiled message's bytes as field 1, without decoding them;
-    // the other fields follow as their own encoding (concatenated protobuf messages merge).
-    const stored = storedContentBytes(bytes, extras && toBinary(StoredContentSchema, create(StoredContentSchema, extras)));
+    await this.putStored(contentKey(workspaceId, contentRef), encodeStoredContent(compiled, extras));
+  }
+
+  private async putStored(key: string, stored: Uint8Array): Promise<void> {
     if (stored.length <= this.partBytes) {
       await this.kv.put(key, stored);
       return;
@@ -143,6 +165,19 @@ export class ContentStore {
  * Protobuf framing of StoredContent around already-encoded CompiledMessage bytes (field 1,
  * wire type 2), followed by the encoded other fields (`rest`, a StoredContent without field 1).
  */
+/** The StoredContent bytes of compiled content and what the email carries beside it. */
+export function encodeStoredContent(compiled: CompiledMessage | Uint8Array, extras?: ContentExtras): Uint8Array {
+  const bytes = compiled instanceof Uint8Array ? compiled : toBinary(CompiledMessageSchema, compiled);
+  // StoredContent { compiled = 1 }: the compiled message's bytes as field 1, without decoding them;
+  // the other fields follow as their own encoding (concatenated protobuf messages merge).
+  return storedContentBytes(bytes, extras && toBinary(StoredContentSchema, create(StoredContentSchema, extras)));
+}
+
+/** StoredContent from its bytes (a job's inline content). */
+export function decodeStoredContent(bytes: Uint8Array): StoredContent {
+  return fromBinary(StoredContentSchema, bytes);
+}
+
 function storedContentBytes(compiled: Uint8Array, rest?: Uint8Array): Uint8Array {
   const len: number[] = [];
   let n = compiled.length;

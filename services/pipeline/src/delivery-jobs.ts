@@ -87,6 +87,7 @@ export function deliveryJobOf(spec: DeliveryJobSpec): DeliveryJob {
     cc: [...(spec.cc ?? [])],
     bcc: [...(spec.bcc ?? [])],
     tags: (spec.tags ?? []).map((t) => ({ name: t.name, value: t.value })),
+    content: spec.content ?? new Uint8Array(0),
   });
 }
 

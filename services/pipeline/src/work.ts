@@ -52,6 +52,8 @@ export interface DeliveryJobSpec {
   bcc?: readonly string[];
   /** The email's tags, carried into every event of the message. */
   tags?: readonly JobTag[];
+  /** The stored content itself when small (ContentStore.place): then nothing is in the content store. */
+  content?: Uint8Array;
 }
 
 /** A tag of an email (`[{ name, value }]` in the public API). */

@@ -47,5 +47,6 @@ function compileInput(req: CompileRequest): CompileInput {
     contentId: req.contentId,
     workspaceId: req.workspaceId,
     literal: req.literal,
+    timeZone: req.timeZone,
   };
 }

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/delivery/v1/delivery.proto.
  */
 export const file_mailroom_delivery_v1_delivery: GenFile = /*@__PURE__*/
-  fileDesc("CiNtYWlscm9vbS9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUbWFpbHJvb20uZGVsaXZlcnkudjEiEgoQR2V0U3RhdHVzUmVxdWVzdCKcAwoRR2V0U3RhdHVzUmVzcG9uc2USDQoFcmVsYXkYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgDEhIKCnNlbnRfdG90YWwYAyABKAMSFAoMZmFpbGVkX3RvdGFsGAQgASgDEhYKDmRlZmVycmVkX3RvdGFsGAUgASgDEhEKCWNhcHR1cmluZxgGIAEoCBIZChFwYXVzZWRfYnJvYWRjYXN0cxgHIAMoCRI8Cg93b3Jrc3BhY2VfcmF0ZXMYCCADKAsyIy5tYWlscm9vbS5kZWxpdmVyeS52MS5Xb3Jrc3BhY2VSYXRlEiEKGXJlbGF5X21lc3NhZ2VzX3Blcl9zZWNvbmQYCSABKAESFQoNYm91bmNlZF90b3RhbBgKIAEoAxISCgpwcm9jZXNzX2lkGAsgASgJEjEKBnJvdXRlcxgMIAMoCzIhLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlJvdXRlU3RhdHVzEgwKBG1vZGUYDSABKAkSEQoJZWhsb19uYW1lGA4gASgJEhUKDWxvY2FsX2FkZHJlc3MYDyABKAkivQIKC1JvdXRlU3RhdHVzEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIOCgZ0YXJnZXQYAyABKAkSDgoGd2VpZ2h0GAQgASgFEg0KBWxhbmVzGAUgAygJEhIKCndvcmtzcGFjZXMYBiADKAkSEAoIcHJvdmlkZXIYByABKAkSDAoEZG93bhgIIAEoCBIuCgpkb3duX3VudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGAogASgJEhIKCnNlbnRfdG90YWwYCyABKAMSFgoOZGVmZXJyZWRfdG90YWwYDCABKAMSFQoNYm91bmNlZF90b3RhbBgNIAEoAxIUCgxmYWlsZWRfdG90YWwYDiABKAMSEgoKbGF0ZW5jeV9tcxgPIAEoASJCCg1Xb3Jrc3BhY2VSYXRlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIbChNtZXNzYWdlc19wZXJfc2Vjb25kGAIgASgBIi0KFVBhdXNlQnJvYWRjYXN0UmVxdWVzdBIUCgxicm9hZGNhc3RfaWQYASABKAkiGAoWUGF1c2VCcm9hZGNhc3RSZXNwb25zZSIuChZSZXN1bWVCcm9hZGNhc3RSZXF1ZXN0EhQKDGJyb2FkY2FzdF9pZBgBIAEoCSIZChdSZXN1bWVCcm9hZGNhc3RSZXNwb25zZSJMChdTZXRXb3Jrc3BhY2VSYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSGwoTbWVzc2FnZXNfcGVyX3NlY29uZBgCIAEoASIaChhTZXRXb3Jrc3BhY2VSYXRlUmVzcG9uc2UixgEKD0NhcHR1cmVkTWVzc2FnZRIKCgJpZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSDwoHc3ViamVjdBgFIAEoCRIvCgtjYXB0dXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEc2l6ZRgHIAEoAxITCgtkZWxpdmVyeV9pZBgIIAEoCRIUCgx3b3Jrc3BhY2VfaWQYCSABKAkiQgobTGlzdENhcHR1cmVkTWVzc2FnZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEhQKDHdvcmtzcGFjZV9pZBgCIAEoCSJXChxMaXN0Q2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlEjcKCG1lc3NhZ2VzGAEgAygLMiUubWFpbHJvb20uZGVsaXZlcnkudjEuQ2FwdHVyZWRNZXNzYWdlIicKGUdldENhcHR1cmVkTWVzc2FnZVJlcXVlc3QSCgoCaWQYASABKAkifQoaR2V0Q2FwdHVyZWRNZXNzYWdlUmVzcG9uc2USNgoHbWVzc2FnZRgBIAEoCzIlLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkNhcHR1cmVkTWVzc2FnZRILCgNyYXcYAiABKAwSDAoEaHRtbBgDIAEoCRIMCgR0ZXh0GAQgASgJMrcFCg9EZWxpdmVyeVNlcnZpY2USXAoJR2V0U3RhdHVzEiYubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0U3RhdHVzUmVxdWVzdBonLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkdldFN0YXR1c1Jlc3BvbnNlEmsKDlBhdXNlQnJvYWRjYXN0EisubWFpbHJvb20uZGVsaXZlcnkudjEuUGF1c2VCcm9hZGNhc3RSZXF1ZXN0GiwubWFpbHJvb20uZGVsaXZlcnkudjEuUGF1c2VCcm9hZGNhc3RSZXNwb25zZRJuCg9SZXN1bWVCcm9hZGNhc3QSLC5tYWlscm9vbS5kZWxpdmVyeS52MS5SZXN1bWVCcm9hZGNhc3RSZXF1ZXN0Gi0ubWFpbHJvb20uZGVsaXZlcnkudjEuUmVzdW1lQnJvYWRjYXN0UmVzcG9uc2UScQoQU2V0V29ya3NwYWNlUmF0ZRItLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlNldFdvcmtzcGFjZVJhdGVSZXF1ZXN0Gi4ubWFpbHJvb20uZGVsaXZlcnkudjEuU2V0V29ya3NwYWNlUmF0ZVJlc3BvbnNlEn0KFExpc3RDYXB0dXJlZE1lc3NhZ2VzEjEubWFpbHJvb20uZGVsaXZlcnkudjEuTGlzdENhcHR1cmVkTWVzc2FnZXNSZXF1ZXN0GjIubWFpbHJvb20uZGVsaXZlcnkudjEuTGlzdENhcHR1cmVkTWVzc2FnZXNSZXNwb25zZRJ3ChJHZXRDYXB0dXJlZE1lc3NhZ2USLy5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRDYXB0dXJlZE1lc3NhZ2VSZXF1ZXN0GjAubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0Q2FwdHVyZWRNZXNzYWdlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiNtYWlscm9vbS9kZWxpdmVyeS92MS9kZWxpdmVyeS5wcm90bxIUbWFpbHJvb20uZGVsaXZlcnkudjEiEgoQR2V0U3RhdHVzUmVxdWVzdCKcAwoRR2V0U3RhdHVzUmVzcG9uc2USDQoFcmVsYXkYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgDEhIKCnNlbnRfdG90YWwYAyABKAMSFAoMZmFpbGVkX3RvdGFsGAQgASgDEhYKDmRlZmVycmVkX3RvdGFsGAUgASgDEhEKCWNhcHR1cmluZxgGIAEoCBIZChFwYXVzZWRfYnJvYWRjYXN0cxgHIAMoCRI8Cg93b3Jrc3BhY2VfcmF0ZXMYCCADKAsyIy5tYWlscm9vbS5kZWxpdmVyeS52MS5Xb3Jrc3BhY2VSYXRlEiEKGXJlbGF5X21lc3NhZ2VzX3Blcl9zZWNvbmQYCSABKAESFQoNYm91bmNlZF90b3RhbBgKIAEoAxISCgpwcm9jZXNzX2lkGAsgASgJEjEKBnJvdXRlcxgMIAMoCzIhLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlJvdXRlU3RhdHVzEgwKBG1vZGUYDSABKAkSEQoJZWhsb19uYW1lGA4gASgJEhUKDWxvY2FsX2FkZHJlc3MYDyABKAkivQIKC1JvdXRlU3RhdHVzEgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRIOCgZ0YXJnZXQYAyABKAkSDgoGd2VpZ2h0GAQgASgFEg0KBWxhbmVzGAUgAygJEhIKCndvcmtzcGFjZXMYBiADKAkSEAoIcHJvdmlkZXIYByABKAkSDAoEZG93bhgIIAEoCBIuCgpkb3duX3VudGlsGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpsYXN0X2Vycm9yGAogASgJEhIKCnNlbnRfdG90YWwYCyABKAMSFgoOZGVmZXJyZWRfdG90YWwYDCABKAMSFQoNYm91bmNlZF90b3RhbBgNIAEoAxIUCgxmYWlsZWRfdG90YWwYDiABKAMSEgoKbGF0ZW5jeV9tcxgPIAEoASJCCg1Xb3Jrc3BhY2VSYXRlEhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIbChNtZXNzYWdlc19wZXJfc2Vjb25kGAIgASgBIi0KFVBhdXNlQnJvYWRjYXN0UmVxdWVzdBIUCgxicm9hZGNhc3RfaWQYASABKAkiGAoWUGF1c2VCcm9hZGNhc3RSZXNwb25zZSIuChZSZXN1bWVCcm9hZGNhc3RSZXF1ZXN0EhQKDGJyb2FkY2FzdF9pZBgBIAEoCSIZChdSZXN1bWVCcm9hZGNhc3RSZXNwb25zZSJMChdTZXRXb3Jrc3BhY2VSYXRlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSGwoTbWVzc2FnZXNfcGVyX3NlY29uZBgCIAEoASIaChhTZXRXb3Jrc3BhY2VSYXRlUmVzcG9uc2UixgEKD0NhcHR1cmVkTWVzc2FnZRIKCgJpZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSDwoHc3ViamVjdBgFIAEoCRIvCgtjYXB0dXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEc2l6ZRgHIAEoAxITCgtkZWxpdmVyeV9pZBgIIAEoCRIUCgx3b3Jrc3BhY2VfaWQYCSABKAkiYQobTGlzdENhcHR1cmVkTWVzc2FnZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRINCgVxdWVyeRgDIAEoCRIOCgZjdXJzb3IYBCABKAkibAocTGlzdENhcHR1cmVkTWVzc2FnZXNSZXNwb25zZRI3CghtZXNzYWdlcxgBIAMoCzIlLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkNhcHR1cmVkTWVzc2FnZRITCgtuZXh0X2N1cnNvchgCIAEoCSIeChxDbGVhckNhcHR1cmVkTWVzc2FnZXNSZXF1ZXN0IjAKHUNsZWFyQ2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlEg8KB2NsZWFyZWQYASABKAMiJwoZR2V0Q2FwdHVyZWRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoCSJ9ChpHZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZRI2CgdtZXNzYWdlGAEgASgLMiUubWFpbHJvb20uZGVsaXZlcnkudjEuQ2FwdHVyZWRNZXNzYWdlEgsKA3JhdxgCIAEoDBIMCgRodG1sGAMgASgJEgwKBHRleHQYBCABKAkyugYKD0RlbGl2ZXJ5U2VydmljZRJcCglHZXRTdGF0dXMSJi5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRTdGF0dXNSZXF1ZXN0GicubWFpbHJvb20uZGVsaXZlcnkudjEuR2V0U3RhdHVzUmVzcG9uc2USawoOUGF1c2VCcm9hZGNhc3QSKy5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlcXVlc3QaLC5tYWlscm9vbS5kZWxpdmVyeS52MS5QYXVzZUJyb2FkY2FzdFJlc3BvbnNlEm4KD1Jlc3VtZUJyb2FkY2FzdBIsLm1haWxyb29tLmRlbGl2ZXJ5LnYxLlJlc3VtZUJyb2FkY2FzdFJlcXVlc3QaLS5tYWlscm9vbS5kZWxpdmVyeS52MS5SZXN1bWVCcm9hZGNhc3RSZXNwb25zZRJxChBTZXRXb3Jrc3BhY2VSYXRlEi0ubWFpbHJvb20uZGVsaXZlcnkudjEuU2V0V29ya3NwYWNlUmF0ZVJlcXVlc3QaLi5tYWlscm9vbS5kZWxpdmVyeS52MS5TZXRXb3Jrc3BhY2VSYXRlUmVzcG9uc2USfQoUTGlzdENhcHR1cmVkTWVzc2FnZXMSMS5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1JlcXVlc3QaMi5tYWlscm9vbS5kZWxpdmVyeS52MS5MaXN0Q2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlEncKEkdldENhcHR1cmVkTWVzc2FnZRIvLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkdldENhcHR1cmVkTWVzc2FnZVJlcXVlc3QaMC5tYWlscm9vbS5kZWxpdmVyeS52MS5HZXRDYXB0dXJlZE1lc3NhZ2VSZXNwb25zZRKAAQoVQ2xlYXJDYXB0dXJlZE1lc3NhZ2VzEjIubWFpbHJvb20uZGVsaXZlcnkudjEuQ2xlYXJDYXB0dXJlZE1lc3NhZ2VzUmVxdWVzdBozLm1haWxyb29tLmRlbGl2ZXJ5LnYxLkNsZWFyQ2FwdHVyZWRNZXNzYWdlc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message mailroom.delivery.v1.GetStatusRequest
@@ -418,6 +418,20 @@ export type ListCapturedMessagesRequest = Message<"mailroom.delivery.v1.ListCapt
    * @generated from field: string workspace_id = 2;
    */
   workspaceId: string;
+
+  /**
+   * Only messages whose subject or recipient contains this text (case-insensitive) when set.
+   *
+   * @generated from field: string query = 3;
+   */
+  query: string;
+
+  /**
+   * A next_cursor from an earlier answer: the messages older than it.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
 };
 
 /**
@@ -435,6 +449,13 @@ export type ListCapturedMessagesResponse = Message<"mailroom.delivery.v1.ListCap
    * @generated from field: repeated mailroom.delivery.v1.CapturedMessage messages = 1;
    */
   messages: CapturedMessage[];
+
+  /**
+   * Set when older messages match: pass it as cursor for the next page.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
 };
 
 /**
@@ -443,6 +464,38 @@ export type ListCapturedMessagesResponse = Message<"mailroom.delivery.v1.ListCap
  */
 export const ListCapturedMessagesResponseSchema: GenMessage<ListCapturedMessagesResponse> = /*@__PURE__*/
   messageDesc(file_mailroom_delivery_v1_delivery, 12);
+
+/**
+ * @generated from message mailroom.delivery.v1.ClearCapturedMessagesRequest
+ */
+export type ClearCapturedMessagesRequest = Message<"mailroom.delivery.v1.ClearCapturedMessagesRequest"> & {
+};
+
+/**
+ * Describes the message mailroom.delivery.v1.ClearCapturedMessagesRequest.
+ * Use `create(ClearCapturedMessagesRequestSchema)` to create a new message.
+ */
+export const ClearCapturedMessagesRequestSchema: GenMessage<ClearCapturedMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_delivery_v1_delivery, 13);
+
+/**
+ * @generated from message mailroom.delivery.v1.ClearCapturedMessagesResponse
+ */
+export type ClearCapturedMessagesResponse = Message<"mailroom.delivery.v1.ClearCapturedMessagesResponse"> & {
+  /**
+   * How many messages were forgotten.
+   *
+   * @generated from field: int64 cleared = 1;
+   */
+  cleared: bigint;
+};
+
+/**
+ * Describes the message mailroom.delivery.v1.ClearCapturedMessagesResponse.
+ * Use `create(ClearCapturedMessagesResponseSchema)` to create a new message.
+ */
+export const ClearCapturedMessagesResponseSchema: GenMessage<ClearCapturedMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_delivery_v1_delivery, 14);
 
 /**
  * @generated from message mailroom.delivery.v1.GetCapturedMessageRequest
@@ -459,7 +512,7 @@ export type GetCapturedMessageRequest = Message<"mailroom.delivery.v1.GetCapture
  * Use `create(GetCapturedMessageRequestSchema)` to create a new message.
  */
 export const GetCapturedMessageRequestSchema: GenMessage<GetCapturedMessageRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 13);
+  messageDesc(file_mailroom_delivery_v1_delivery, 15);
 
 /**
  * @generated from message mailroom.delivery.v1.GetCapturedMessageResponse
@@ -493,7 +546,7 @@ export type GetCapturedMessageResponse = Message<"mailroom.delivery.v1.GetCaptur
  * Use `create(GetCapturedMessageResponseSchema)` to create a new message.
  */
 export const GetCapturedMessageResponseSchema: GenMessage<GetCapturedMessageResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_delivery_v1_delivery, 14);
+  messageDesc(file_mailroom_delivery_v1_delivery, 16);
 
 /**
  * DeliveryService is the admin/status face of the SMTP workers; the work itself
@@ -555,6 +608,16 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof GetCapturedMessageRequestSchema;
     output: typeof GetCapturedMessageResponseSchema;
+  },
+  /**
+   * Forgets every captured message (development inbox's Clear).
+   *
+   * @generated from rpc mailroom.delivery.v1.DeliveryService.ClearCapturedMessages
+   */
+  clearCapturedMessages: {
+    methodKind: "unary";
+    input: typeof ClearCapturedMessagesRequestSchema;
+    output: typeof ClearCapturedMessagesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_mailroom_delivery_v1_delivery, 0);

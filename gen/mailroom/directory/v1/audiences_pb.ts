@@ -2,8 +2,8 @@
 // @generated from file mailroom/directory/v1/audiences.proto (package mailroom.directory.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Audience, PageInfo, PageRequest } from "../../common/v1/common_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/directory/v1/audiences.proto.
  */
 export const file_mailroom_directory_v1_audiences: GenFile = /*@__PURE__*/
-  fileDesc("CiVtYWlscm9vbS9kaXJlY3RvcnkvdjEvYXVkaWVuY2VzLnByb3RvEhVtYWlscm9vbS5kaXJlY3RvcnkudjEirgEKB1NlZ21lbnQSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLZmlsdGVyX2pzb24YBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTwoUQ3JlYXRlU2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZmlsdGVyX2pzb24YAyABKAkiSAoVQ3JlYXRlU2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCI9ChFHZXRTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCSJFChJHZXRTZWdtZW50UmVzcG9uc2USLwoHc2VnbWVudBgBIAEoCzIeLm1haWxyb29tLmRpcmVjdG9yeS52MS5TZWdtZW50IloKE0xpc3RTZWdtZW50c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEi0KBHBhZ2UYAiABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QidAoUTGlzdFNlZ21lbnRzUmVzcG9uc2USMAoIc2VnbWVudHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIoYBChRVcGRhdGVTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESGAoLZmlsdGVyX2pzb24YBCABKAlIAYgBAUIHCgVfbmFtZUIOCgxfZmlsdGVyX2pzb24iSAoVVXBkYXRlU2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCJAChREZWxldGVTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCSJIChVEZWxldGVTZWdtZW50UmVzcG9uc2USLwoHc2VnbWVudBgBIAEoCzIeLm1haWxyb29tLmRpcmVjdG9yeS52MS5TZWdtZW50Ij8KE0NvdW50U2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiJQoUQ291bnRTZWdtZW50UmVzcG9uc2USDQoFY291bnQYASABKAMidQoaTGlzdFNlZ21lbnRDb250YWN0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSLQoEcGFnZRgDIAEoCzIfLm1haWxyb29tLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJ7ChtMaXN0U2VnbWVudENvbnRhY3RzUmVzcG9uc2USMAoIY29udGFjdHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ29udGFjdBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIlwKFENvdW50QXVkaWVuY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIuCghhdWRpZW5jZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5BdWRpZW5jZSImChVDb3VudEF1ZGllbmNlUmVzcG9uc2USDQoFY291bnQYASABKAMitwEKFVN0cmVhbUF1ZGllbmNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSLgoIYXVkaWVuY2UYAiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USEAoIYWZ0ZXJfaWQYAyABKAkSEgoKYmF0Y2hfc2l6ZRgEIAEoBRIcChRtaXNzaW5nX2dyb3Vwc19lbXB0eRgFIAEoCBIUCgxtZW1iZXJzX29ubHkYBiABKAgiggEKFlN0cmVhbUF1ZGllbmNlUmVzcG9uc2USMAoIY29udGFjdHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ29udGFjdBI2CgdtZW1iZXJzGAIgAygLMiUubWFpbHJvb20uZGlyZWN0b3J5LnYxLkF1ZGllbmNlTWVtYmVyIn0KDkF1ZGllbmNlTWVtYmVyEgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhIKCmZpcnN0X25hbWUYAyABKAkSEQoJbGFzdF9uYW1lGAQgASgJEhAKCHRpbWV6b25lGAUgASgJEhcKD3Byb3BlcnRpZXNfanNvbhgGIAEoCSJ3ChxMaXN0Q29udGFjdEVuZ2FnZW1lbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEi0KBHBhZ2UYAyABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QicwoRQ29udGFjdEVuZ2FnZW1lbnQSDAoEa2luZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEhQKDGJyb2FkY2FzdF9pZBgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiigEKHUxpc3RDb250YWN0RW5nYWdlbWVudFJlc3BvbnNlEj0KC2VuZ2FnZW1lbnRzGAEgAygLMigubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvbnRhY3RFbmdhZ2VtZW50EioKBHBhZ2UYAiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuUGFnZUluZm8y6ggKD0F1ZGllbmNlU2VydmljZRJqCg1DcmVhdGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNyZWF0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNyZWF0ZVNlZ21lbnRSZXNwb25zZRJhCgpHZXRTZWdtZW50EigubWFpbHJvb20uZGlyZWN0b3J5LnYxLkdldFNlZ21lbnRSZXF1ZXN0GikubWFpbHJvb20uZGlyZWN0b3J5LnYxLkdldFNlZ21lbnRSZXNwb25zZRJnCgxMaXN0U2VnbWVudHMSKi5tYWlscm9vbS5kaXJlY3RvcnkudjEuTGlzdFNlZ21lbnRzUmVxdWVzdBorLm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0U2VnbWVudHNSZXNwb25zZRJqCg1VcGRhdGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLlVwZGF0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLlVwZGF0ZVNlZ21lbnRSZXNwb25zZRJqCg1EZWxldGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkRlbGV0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkRlbGV0ZVNlZ21lbnRSZXNwb25zZRJnCgxDb3VudFNlZ21lbnQSKi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ291bnRTZWdtZW50UmVxdWVzdBorLm1haWxyb29tLmRpcmVjdG9yeS52MS5Db3VudFNlZ21lbnRSZXNwb25zZRJ8ChNMaXN0U2VnbWVudENvbnRhY3RzEjEubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RTZWdtZW50Q29udGFjdHNSZXF1ZXN0GjIubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RTZWdtZW50Q29udGFjdHNSZXNwb25zZRJqCg1Db3VudEF1ZGllbmNlEisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvdW50QXVkaWVuY2VSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvdW50QXVkaWVuY2VSZXNwb25zZRJvCg5TdHJlYW1BdWRpZW5jZRIsLm1haWxyb29tLmRpcmVjdG9yeS52MS5TdHJlYW1BdWRpZW5jZVJlcXVlc3QaLS5tYWlscm9vbS5kaXJlY3RvcnkudjEuU3RyZWFtQXVkaWVuY2VSZXNwb25zZTABEoIBChVMaXN0Q29udGFjdEVuZ2FnZW1lbnQSMy5tYWlscm9vbS5kaXJlY3RvcnkudjEuTGlzdENvbnRhY3RFbmdhZ2VtZW50UmVxdWVzdBo0Lm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0Q29udGFjdEVuZ2FnZW1lbnRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_directory_v1_directory]);
+  fileDesc("CiVtYWlscm9vbS9kaXJlY3RvcnkvdjEvYXVkaWVuY2VzLnByb3RvEhVtYWlscm9vbS5kaXJlY3RvcnkudjEirgEKB1NlZ21lbnQSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEwoLZmlsdGVyX2pzb24YBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiTwoUQ3JlYXRlU2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEwoLZmlsdGVyX2pzb24YAyABKAkiSAoVQ3JlYXRlU2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCI9ChFHZXRTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCSJFChJHZXRTZWdtZW50UmVzcG9uc2USLwoHc2VnbWVudBgBIAEoCzIeLm1haWxyb29tLmRpcmVjdG9yeS52MS5TZWdtZW50IloKE0xpc3RTZWdtZW50c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEi0KBHBhZ2UYAiABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QidAoUTGlzdFNlZ21lbnRzUmVzcG9uc2USMAoIc2VnbWVudHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIoYBChRVcGRhdGVTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQESGAoLZmlsdGVyX2pzb24YBCABKAlIAYgBAUIHCgVfbmFtZUIOCgxfZmlsdGVyX2pzb24iSAoVVXBkYXRlU2VnbWVudFJlc3BvbnNlEi8KB3NlZ21lbnQYASABKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuU2VnbWVudCJAChREZWxldGVTZWdtZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEgoKc2VnbWVudF9pZBgCIAEoCSJIChVEZWxldGVTZWdtZW50UmVzcG9uc2USLwoHc2VnbWVudBgBIAEoCzIeLm1haWxyb29tLmRpcmVjdG9yeS52MS5TZWdtZW50Ij8KE0NvdW50U2VnbWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkiJQoUQ291bnRTZWdtZW50UmVzcG9uc2USDQoFY291bnQYASABKAMidQoaTGlzdFNlZ21lbnRDb250YWN0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlZ21lbnRfaWQYAiABKAkSLQoEcGFnZRgDIAEoCzIfLm1haWxyb29tLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJ7ChtMaXN0U2VnbWVudENvbnRhY3RzUmVzcG9uc2USMAoIY29udGFjdHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ29udGFjdBIqCgRwYWdlGAIgASgLMhwubWFpbHJvb20uY29tbW9uLnYxLlBhZ2VJbmZvIlwKFENvdW50QXVkaWVuY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIuCghhdWRpZW5jZRgCIAEoCzIcLm1haWxyb29tLmNvbW1vbi52MS5BdWRpZW5jZSImChVDb3VudEF1ZGllbmNlUmVzcG9uc2USDQoFY291bnQYASABKAMitwEKFVN0cmVhbUF1ZGllbmNlUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSLgoIYXVkaWVuY2UYAiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuQXVkaWVuY2USEAoIYWZ0ZXJfaWQYAyABKAkSEgoKYmF0Y2hfc2l6ZRgEIAEoBRIcChRtaXNzaW5nX2dyb3Vwc19lbXB0eRgFIAEoCBIUCgxtZW1iZXJzX29ubHkYBiABKAgiggEKFlN0cmVhbUF1ZGllbmNlUmVzcG9uc2USMAoIY29udGFjdHMYASADKAsyHi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ29udGFjdBI2CgdtZW1iZXJzGAIgAygLMiUubWFpbHJvb20uZGlyZWN0b3J5LnYxLkF1ZGllbmNlTWVtYmVyIn0KDkF1ZGllbmNlTWVtYmVyEgoKAmlkGAEgASgJEg0KBWVtYWlsGAIgASgJEhIKCmZpcnN0X25hbWUYAyABKAkSEQoJbGFzdF9uYW1lGAQgASgJEhAKCHRpbWV6b25lGAUgASgJEhcKD3Byb3BlcnRpZXNfanNvbhgGIAEoCSJ3ChxMaXN0Q29udGFjdEVuZ2FnZW1lbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpjb250YWN0X2lkGAIgASgJEi0KBHBhZ2UYAyABKAsyHy5tYWlscm9vbS5jb21tb24udjEuUGFnZVJlcXVlc3QicwoRQ29udGFjdEVuZ2FnZW1lbnQSDAoEa2luZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEhQKDGJyb2FkY2FzdF9pZBgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiigEKHUxpc3RDb250YWN0RW5nYWdlbWVudFJlc3BvbnNlEj0KC2VuZ2FnZW1lbnRzGAEgAygLMigubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvbnRhY3RFbmdhZ2VtZW50EioKBHBhZ2UYAiABKAsyHC5tYWlscm9vbS5jb21tb24udjEuUGFnZUluZm8iogEKFFBsYW5CZXN0SG91cnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIwCgx3aW5kb3dfc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEWRlZmF1bHRfdGltZV96b25lGAMgASgJEhMKC2NvbnRhY3RfaWRzGAQgAygJEhIKCnRpbWVfem9uZXMYBSADKAkibwoVUGxhbkJlc3RIb3Vyc1Jlc3BvbnNlEhEKCWR1ZV9pbl9tcxgBIAMoBRIzCgViYXNpcxgCIAMoDjIkLm1haWxyb29tLmRpcmVjdG9yeS52MS5CZXN0SG91ckJhc2lzEg4KBmV2ZW50cxgDIAMoBSp9Cg1CZXN0SG91ckJhc2lzEh8KG0JFU1RfSE9VUl9CQVNJU19VTlNQRUNJRklFRBAAEhgKFEJFU1RfSE9VUl9CQVNJU19OT05FEAESFwoTQkVTVF9IT1VSX0JBU0lTX0RBWRACEhgKFEJFU1RfSE9VUl9CQVNJU19XRUVLEAMy1gkKD0F1ZGllbmNlU2VydmljZRJqCg1DcmVhdGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNyZWF0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNyZWF0ZVNlZ21lbnRSZXNwb25zZRJhCgpHZXRTZWdtZW50EigubWFpbHJvb20uZGlyZWN0b3J5LnYxLkdldFNlZ21lbnRSZXF1ZXN0GikubWFpbHJvb20uZGlyZWN0b3J5LnYxLkdldFNlZ21lbnRSZXNwb25zZRJnCgxMaXN0U2VnbWVudHMSKi5tYWlscm9vbS5kaXJlY3RvcnkudjEuTGlzdFNlZ21lbnRzUmVxdWVzdBorLm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0U2VnbWVudHNSZXNwb25zZRJqCg1VcGRhdGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLlVwZGF0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLlVwZGF0ZVNlZ21lbnRSZXNwb25zZRJqCg1EZWxldGVTZWdtZW50EisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkRlbGV0ZVNlZ21lbnRSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkRlbGV0ZVNlZ21lbnRSZXNwb25zZRJnCgxDb3VudFNlZ21lbnQSKi5tYWlscm9vbS5kaXJlY3RvcnkudjEuQ291bnRTZWdtZW50UmVxdWVzdBorLm1haWxyb29tLmRpcmVjdG9yeS52MS5Db3VudFNlZ21lbnRSZXNwb25zZRJ8ChNMaXN0U2VnbWVudENvbnRhY3RzEjEubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RTZWdtZW50Q29udGFjdHNSZXF1ZXN0GjIubWFpbHJvb20uZGlyZWN0b3J5LnYxLkxpc3RTZWdtZW50Q29udGFjdHNSZXNwb25zZRJqCg1Db3VudEF1ZGllbmNlEisubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvdW50QXVkaWVuY2VSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLkNvdW50QXVkaWVuY2VSZXNwb25zZRJvCg5TdHJlYW1BdWRpZW5jZRIsLm1haWxyb29tLmRpcmVjdG9yeS52MS5TdHJlYW1BdWRpZW5jZVJlcXVlc3QaLS5tYWlscm9vbS5kaXJlY3RvcnkudjEuU3RyZWFtQXVkaWVuY2VSZXNwb25zZTABEoIBChVMaXN0Q29udGFjdEVuZ2FnZW1lbnQSMy5tYWlscm9vbS5kaXJlY3RvcnkudjEuTGlzdENvbnRhY3RFbmdhZ2VtZW50UmVxdWVzdBo0Lm1haWxyb29tLmRpcmVjdG9yeS52MS5MaXN0Q29udGFjdEVuZ2FnZW1lbnRSZXNwb25zZRJqCg1QbGFuQmVzdEhvdXJzEisubWFpbHJvb20uZGlyZWN0b3J5LnYxLlBsYW5CZXN0SG91cnNSZXF1ZXN0GiwubWFpbHJvb20uZGlyZWN0b3J5LnYxLlBsYW5CZXN0SG91cnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_directory_v1_directory]);
 
 /**
  * @generated from message mailroom.directory.v1.Segment
@@ -621,6 +621,122 @@ export const ListContactEngagementResponseSchema: GenMessage<ListContactEngageme
   messageDesc(file_mailroom_directory_v1_audiences, 22);
 
 /**
+ * @generated from message mailroom.directory.v1.PlanBestHoursRequest
+ */
+export type PlanBestHoursRequest = Message<"mailroom.directory.v1.PlanBestHoursRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * The planned moments are the first of each best hour at or after this, before it + 24 h.
+   *
+   * @generated from field: google.protobuf.Timestamp window_start = 2;
+   */
+  windowStart?: Timestamp | undefined;
+
+  /**
+   * The zone of contacts without a (valid) one of their own: the workspace's.
+   *
+   * @generated from field: string default_time_zone = 3;
+   */
+  defaultTimeZone: string;
+
+  /**
+   * At most 5000 contacts per call (parallel lists, cheaper to encode than a message each).
+   *
+   * @generated from field: repeated string contact_ids = 4;
+   */
+  contactIds: string[];
+
+  /**
+   * Each contact's IANA zone, in the same order; empty (or the list shorter): default_time_zone.
+   *
+   * @generated from field: repeated string time_zones = 5;
+   */
+  timeZones: string[];
+};
+
+/**
+ * Describes the message mailroom.directory.v1.PlanBestHoursRequest.
+ * Use `create(PlanBestHoursRequestSchema)` to create a new message.
+ */
+export const PlanBestHoursRequestSchema: GenMessage<PlanBestHoursRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_directory_v1_audiences, 23);
+
+/**
+ * One entry per requested contact in each list, in the request's order.
+ *
+ * @generated from message mailroom.directory.v1.PlanBestHoursResponse
+ */
+export type PlanBestHoursResponse = Message<"mailroom.directory.v1.PlanBestHoursResponse"> & {
+  /**
+   * When the contact's message is due: milliseconds after window_start (under 24 hours); -1
+   * without a plan. (An int32 each: cheaper to encode and read than a timestamp.)
+   *
+   * @generated from field: repeated int32 due_in_ms = 1;
+   */
+  dueInMs: number[];
+
+  /**
+   * @generated from field: repeated mailroom.directory.v1.BestHourBasis basis = 2;
+   */
+  basis: BestHourBasis[];
+
+  /**
+   * Opens and clicks of the last 90 days counted.
+   *
+   * @generated from field: repeated int32 events = 3;
+   */
+  events: number[];
+};
+
+/**
+ * Describes the message mailroom.directory.v1.PlanBestHoursResponse.
+ * Use `create(PlanBestHoursResponseSchema)` to create a new message.
+ */
+export const PlanBestHoursResponseSchema: GenMessage<PlanBestHoursResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_directory_v1_audiences, 24);
+
+/**
+ * @generated from enum mailroom.directory.v1.BestHourBasis
+ */
+export enum BestHourBasis {
+  /**
+   * @generated from enum value: BEST_HOUR_BASIS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Too little history: no plan (the caller sends as SMART).
+   *
+   * @generated from enum value: BEST_HOUR_BASIS_NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * Thin history: the hour of the day with the most opens and clicks.
+   *
+   * @generated from enum value: BEST_HOUR_BASIS_DAY = 2;
+   */
+  DAY = 2,
+
+  /**
+   * The hour of the week with the most opens and clicks.
+   *
+   * @generated from enum value: BEST_HOUR_BASIS_WEEK = 3;
+   */
+  WEEK = 3,
+}
+
+/**
+ * Describes the enum mailroom.directory.v1.BestHourBasis.
+ */
+export const BestHourBasisSchema: GenEnum<BestHourBasis> = /*@__PURE__*/
+  enumDesc(file_mailroom_directory_v1_audiences, 0);
+
+/**
  * AudienceService (hosted by the directory unit): saved segments and broadcast audiences
  * (DESIGN §9.4). An audience is only ever SUBSCRIBED contacts, minus those opted out of its
  * topic; CountAudience also leaves suppressed addresses out, StreamAudience leaves them to the
@@ -725,6 +841,18 @@ export const AudienceService: GenService<{
     methodKind: "unary";
     input: typeof ListContactEngagementRequestSchema;
     output: typeof ListContactEngagementResponseSchema;
+  },
+  /**
+   * Send-time optimisation (OPTIMAL broadcasts, DESIGN §10.5): each given contact's best hour
+   * within 24 hours of `window_start`, from its opens and clicks of the last 90 days in its
+   * zone. One store read of the page's contacts' engagement (covered by an index), nothing kept.
+   *
+   * @generated from rpc mailroom.directory.v1.AudienceService.PlanBestHours
+   */
+  planBestHours: {
+    methodKind: "unary";
+    input: typeof PlanBestHoursRequestSchema;
+    output: typeof PlanBestHoursResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_mailroom_directory_v1_audiences, 0);

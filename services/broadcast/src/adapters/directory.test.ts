@@ -126,4 +126,45 @@ describe("directory adapter", () => {
     for await (const batch of dir.subscribedContacts("ws", { groups: ["vip"] })) streamed.push(...batch);
     expect(streamed.map((c) => [c.id, c.properties])).toEqual([["ctc_0", { plan: "pro" }], ["ctc_1", { plan: "pro" }]]);
   });
+
+  it("plans best hours in calls of at most 5000 contacts, each due time from the window's start; none without a plan", async () => {
+    const calls: { n: number; zones: string[]; start: number }[] = [];
+    const transport = memoryTransport(({ service }) => {
+      service(AudienceService, {
+        planBestHours(req) {
+          const start = Number(req.windowStart!.seconds) * 1000 + Math.floor(req.windowStart!.nanos / 1e6);
+          calls.push({ n: req.contactIds.length, zones: [...new Set(req.timeZones)], start });
+          // Even numbers: an hour on; odd: no plan.
+          return { dueInMs: req.contactIds.map((id) => (Number(id.slice(4)) % 2 ? -1 : 3_600_000)), basis: [], events: [] };
+        },
+      });
+    });
+    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const start = new Date("2030-01-15T08:00:00.123Z");
+    const many = Array.from({ length: 6_001 }, (_, i) => ({ id: `ctc_${i}`, timezone: i % 2 ? "Asia/Tokyo" : "" }));
+    const plans = await dir.bestHours("ws", start, "Europe/Paris", many);
+    expect(calls.map((c) => c.n)).toEqual([5_000, 1_001]);
+    expect(calls[0]).toMatchObject({ zones: ["", "Asia/Tokyo"], start: start.getTime() });
+    expect(plans).toHaveLength(6_001);
+    expect(plans[0]).toBe(start.getTime() + 3_600_000);
+    expect(plans[1]).toBeUndefined();
+    expect(plans[6_000]).toBe(start.getTime() + 3_600_000);
+  });
+
+  it("a directory without PlanBestHours plans nobody (everyone as SMART); other failures are thrown for a retry", async () => {
+    const transport = memoryTransport(({ service }) => {
+      service(AudienceService, {});
+    });
+    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    expect(await dir.bestHours("ws", new Date(), "UTC", [{ id: "ctc_1", timezone: "" }])).toEqual([undefined]);
+    const failing = memoryTransport(({ service }) => {
+      service(AudienceService, {
+        planBestHours() {
+          throw new Error("store away");
+        },
+      });
+    });
+    const dir2 = new RpcDirectory(createClient(DirectoryService, failing), 60_000, createClient(AudienceService, failing));
+    await expect(dir2.bestHours("ws", new Date(), "UTC", [{ id: "ctc_1", timezone: "" }])).rejects.toThrow();
+  });
 });

@@ -1,5 +1,6 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Contact as PbContact, DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { AudienceMember, AudienceService } from "../../../../gen/mailroom/directory/v1/audiences_pb.js";
 import type { Contact, Directory, SenderCheck, UsageReservation, WorkspaceInfo } from "../domain/ports.js";
@@ -10,6 +11,8 @@ const RPC = { timeoutMs: 15_000 };
 /** CheckSuppression takes up to 10000 addresses per call. */
 const SUPPRESSION_BATCH = 10_000;
 const STREAM_BATCH = 1_000;
+/** PlanBestHours takes up to 5000 contacts per call. */
+const PLAN_BATCH = 5_000;
 
 /**
  * Without the directory's AudienceService (unit tests of this adapter), `{ all: true }` is
@@ -190,5 +193,26 @@ export class RpcDirectory implements Directory {
 
   async releaseUsage(workspaceId: string, count: number, period: string): Promise<void> {
     await this.client.releaseUsage({ workspaceId, count: BigInt(count), period }, RPC);
+  }
+
+  /** PlanBestHours in calls of at most PLAN_BATCH contacts (a page of recipients is one or two). */
+  async bestHours(workspaceId: string, windowStart: Date, defaultTimeZone: string, contacts: { id: string; timezone: string }[]): Promise<(number | undefined)[]> {
+    if (!this.audiences) return contacts.map(() => undefined);
+    const out: (number | undefined)[] = [];
+    try {
+      for (let i = 0; i < contacts.length; i += PLAN_BATCH) {
+        const batch = contacts.slice(i, i + PLAN_BATCH);
+        const { dueInMs } = await this.audiences.planBestHours(
+          { workspaceId, windowStart: timestampFromDate(windowStart), defaultTimeZone, contactIds: batch.map((c) => c.id), timeZones: batch.map((c) => c.timezone) },
+          RPC,
+        );
+        for (const dueIn of dueInMs) out.push(dueIn >= 0 ? windowStart.getTime() + dueIn : undefined);
+      }
+    } catch (err) {
+      // A directory from before PlanBestHours (a rolling upgrade): no plans, everyone as SMART.
+      if (err instanceof ConnectError && err.code === Code.Unimplemented) return contacts.map(() => undefined);
+      throw asDomainError(err);
+    }
+    return out;
   }
 }

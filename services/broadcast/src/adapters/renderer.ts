@@ -41,7 +41,7 @@ export class RpcRenderer implements Renderer {
         },
         { timeoutMs: 30_000 },
       );
-      return { subject: res.subject, html: res.html, text: res.text, previewText: res.previewText };
+      return { subject: res.subject, html: res.html, text: res.text, previewText: res.previewText, unsubscribeUrl: res.unsubscribeUrl };
     } catch (err) {
       throw asDomainError(err);
     }

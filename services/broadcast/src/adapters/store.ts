@@ -560,6 +560,7 @@ export class StoreTimelineRepository implements TimelineRepository {
       opened: d.opened ?? 0,
       clicked: d.clicked ?? 0,
       bounced: d.bounced ?? 0,
+      planned: d.planned ?? 0,
     }));
   }
 }

@@ -188,6 +188,30 @@ describe("test send", () => {
     expect((await w.service.get(WS, broadcast.id)).status).toBe("DRAFT");
   });
 
+  it("sends every A/B variant to each member, each with its own content and [TEST A], [TEST B] …", async () => {
+    const w = await buildTestWorld();
+    w.directory.memberList = ["owner@acme.test", "dev@acme.test"];
+    const abTest = { variants: [{ subject: "Alpha" }, { subject: "Beta", fromName: "Beta Team" }, { html: "<p>Gamma</p>" }], testShare: 0.3, metric: "opens", waitForSeconds: 3600 };
+    const { broadcast } = await w.service.create(WS, draft({ abTest }));
+    await w.service.sendTest(WS, broadcast.id, ["owner@acme.test", "dev@acme.test"]);
+    expect(w.queue.jobs).toHaveLength(6);
+    const sent = w.queue.jobs.map((j) => `${j.recipient.email} ${j.subjectPrefix}${j.fromName}`).sort();
+    expect(sent).toEqual([
+      "dev@acme.test [TEST A] Acme", "dev@acme.test [TEST B] Beta Team", "dev@acme.test [TEST C] Acme",
+      "owner@acme.test [TEST A] Acme", "owner@acme.test [TEST B] Beta Team", "owner@acme.test [TEST C] Acme",
+    ].sort());
+    // Each variant compiled from its own fields, into its own content entry, written before its jobs.
+    const refs = [...new Set(w.queue.jobs.map((j) => j.contentRef))];
+    expect(refs).toHaveLength(3);
+    expect(w.renderer.compiled.map((c) => c.subject).sort()).toEqual(["Alpha", "Beta", "Hello {{firstName}}"].sort());
+    expect(w.renderer.compiled.find((c) => c.subject === "Hello {{firstName}}")?.html).toBe("<p>Gamma</p>");
+    for (const ref of refs) {
+      expect(w.content.get(WS, ref)?.length).toBeGreaterThan(0);
+      expect(w.log.indexOf(`put ${ref}`)).toBeLessThan(w.log.indexOf(`job ${ref}`));
+    }
+    expect(new Set(w.queue.jobs.map((j) => j.deliveryId)).size).toBe(6);
+  });
+
   it("needs 1 to 10 valid addresses, all members; otherwise nothing is sent", async () => {
     const w = await buildTestWorld();
     const { broadcast } = await w.service.create(WS, draft());

@@ -164,14 +164,20 @@ export class Broadcasts {
    * false) each merge field shows a sample value, its name in brackets ("Hello [firstName]"),
    * so the preview shows where contact data goes instead of blanks ("Hello ,").
    */
-  async preview(workspaceId: string, id: string, contactEmail: string): Promise<RenderedMessage & { contactFound: boolean }> {
+  async preview(workspaceId: string, id: string, contactEmail: string, variant?: number): Promise<RenderedMessage & { contactFound: boolean }> {
     await this.gate(workspaceId);
-    const broadcast = await this.load(workspaceId, id);
+    const stored = await this.load(workspaceId, id);
+    // An A/B test's variant: the broadcast with that variant's fields, as its share receives it.
+    const variants = stored.abTest?.variants ?? [];
+    if (variant !== undefined && !(Number.isInteger(variant) && variant >= 0 && variant < variants.length)) {
+      throw invalidPayload(variants.length ? `variant must be the index of one of the ${variants.length} variants (0 to ${variants.length - 1})` : "variant: this broadcast has no A/B test");
+    }
+    const broadcast = variant === undefined ? stored : variantFields(stored, variants[variant]);
     const email = contactEmail.trim();
     if (email && (!ADDRESS.test(email) || CONTROL.test(email))) throw invalidPayload("contactEmail must be an email address");
     const contact = email ? await this.deps.directory.contactByEmail(workspaceId, email) : null;
     const rendered = await this.deps.renderer.render(
-      { ...compileInputOf(broadcast), trackOpens: false, trackClicks: false },
+      { ...compileInputOf(broadcast, await this.workspaceZone(workspaceId)), trackOpens: false, trackClicks: false },
       {
         email: contact?.email ?? (email || "preview@example.invalid"),
         contactId: contact?.id ?? "",
@@ -240,7 +246,9 @@ export class Broadcasts {
   /**
    * Sends the broadcast to up to 10 workspace members with "[TEST] " before the subject,
    * compiled exactly as the real send would be (tracking, footer), merged with the
-   * member's contact record when there is one. Not counted, status unchanged.
+   * member's contact record when there is one. Not counted, status unchanged. With an A/B
+   * test each member gets every variant ("[TEST A] ", "[TEST B] " …): the recipients of a
+   * test get the variants, never the base fields alone.
    */
   async sendTest(workspaceId: string, id: string, emails: string[]): Promise<{ broadcast: Broadcast; sentTo: string[] }> {
     assertMaySend(await this.gate(workspaceId));
@@ -257,20 +265,27 @@ export class Broadcasts {
       });
     }
     const testId = `${broadcast.id}${TEST_CONTENT_SEPARATOR}${this.deps.ids.unique()}`;
-    const contentRef = contentRefOf(testId);
     const now = this.deps.clock.now();
-    // The test's own content entry, written before its jobs (the content store drops it
-    // after its max age; nothing else needs it once the test mail went out).
+    // One message per variant (an A/B test), else one of the broadcast itself; each its own
+    // content entry, written before its jobs (the content store drops it after its max age;
+    // nothing else needs it once the test mail went out).
+    const copies = (broadcast.abTest?.variants.length ? broadcast.abTest.variants : [undefined]).map((v, n) => ({
+      fields: v ? variantFields(broadcast, v) : broadcast,
+      contentRef: contentRefOf(v ? `${testId}-v${n}` : testId),
+      subjectPrefix: v ? `[TEST ${String.fromCharCode(65 + n)}] ` : TEST_SUBJECT_PREFIX,
+      suffix: v ? `-v${n}` : "",
+    }));
+    const zone = await this.workspaceZone(workspaceId);
     const [contacts] = await Promise.all([
       Promise.all(addresses.map((a) => this.deps.directory.contactByEmail(workspaceId, a))),
-      this.deps.renderer.compile(compileInputOf(broadcast)).then((compiled) => this.deps.content.put(workspaceId, contentRef, compiled)),
+      ...copies.map((c) => this.deps.renderer.compile(compileInputOf(c.fields, zone)).then((compiled) => this.deps.content.put(workspaceId, c.contentRef, compiled))),
     ]);
     const domain = broadcast.fromEmail.slice(broadcast.fromEmail.lastIndexOf("@") + 1);
     await Promise.all(
-      addresses.map((email, i) => {
+      copies.flatMap((copy) => addresses.map((email, i) => {
         const contact = contacts[i];
         return this.deps.queue.publishJob({
-          deliveryId: `${testId}-${i}`,
+          deliveryId: `${testId}-${i}${copy.suffix}`,
           workspaceId,
           source: "test",
           broadcastId: broadcast.id,
@@ -281,13 +296,13 @@ export class Broadcasts {
             variablesJson: variablesJson(contact ? { ...contact.properties, firstName: contact.firstName, lastName: contact.lastName } : {}),
           },
           fromEmail: broadcast.fromEmail,
-          fromName: broadcast.fromName,
+          fromName: copy.fields.fromName,
           replyTo: broadcast.replyTo,
-          contentRef,
-          subjectPrefix: TEST_SUBJECT_PREFIX,
+          contentRef: copy.contentRef,
+          subjectPrefix: copy.subjectPrefix,
           enqueuedAt: now,
         });
-      }),
+      })),
     );
     return { broadcast, sentTo: addresses };
   }
@@ -322,14 +337,15 @@ export class Broadcasts {
       });
     }
     const contentKey = `${broadcast.id}:${this.deps.ids.unique()}`;
-    await this.deps.contents.put(contentKey, workspaceId, await this.deps.renderer.compile(compileInputOf(broadcast)));
+    const zone = await this.workspaceZone(workspaceId);
+    await this.deps.contents.put(contentKey, workspaceId, await this.deps.renderer.compile(compileInputOf(broadcast, zone)));
     // An A/B test's variants are compiled now too, each locked beside the broadcast's content:
     // a variant that does not compile refuses the schedule, so none is sent half-built.
     const variants = broadcast.abTest?.variants ?? [];
     try {
       await Promise.all(
         variants.map(async (v, i) =>
-          this.deps.contents.put(variantContentKeyOf(contentKey, i), workspaceId, await this.deps.renderer.compile(compileInputOf(variantFields(broadcast, v)))),
+          this.deps.contents.put(variantContentKeyOf(contentKey, i), workspaceId, await this.deps.renderer.compile(compileInputOf(variantFields(broadcast, v), zone))),
         ),
       );
     } catch (err) {
@@ -439,6 +455,11 @@ export class Broadcasts {
     return broadcast;
   }
 
+  /** The workspace's zone, for Liquid's `date` where a contact has none (empty: UTC). */
+  private async workspaceZone(workspaceId: string): Promise<string> {
+    return (await this.deps.directory.workspace(workspaceId)).timezone || "";
+  }
+
   private async assertSender(workspaceId: string, fromEmail: string): Promise<void> {
     let check;
     try {
@@ -493,8 +514,9 @@ export function htmlWarnings(html: string): string[] {
   return Buffer.byteLength(html, "utf8") > HTML_CLIP_BYTES ? [HTML_CLIP_WARNING] : [];
 }
 
-function compileInputOf(b: Broadcast) {
+function compileInputOf(b: Broadcast, timeZone: string) {
   return {
+    timeZone,
     workspaceId: b.workspaceId,
     contentId: b.id,
     subject: b.subject,

@@ -68,6 +68,21 @@ describe("preview", () => {
     expect(w.queue.jobs).toHaveLength(0);
     expect((await w.service.get(WS, broadcast.id)).status).toBe("DRAFT");
   });
+
+  it("previews each A/B variant with its own fields; an index it does not have is refused", async () => {
+    const w = await buildTestWorld();
+    w.directory.addContacts(1);
+    const abTest = { variants: [{ subject: "Alpha {{firstName}}" }, { html: "<p>Beta {{firstName}}</p>", previewText: "beta" }], testShare: 0.2, metric: "opens", waitForSeconds: 3600 };
+    const { broadcast } = await w.service.create(WS, draft({ abTest }));
+    expect((await w.service.preview(WS, broadcast.id, "C0@example.test", 0)).subject).toBe("Alpha First0");
+    const b = await w.service.preview(WS, broadcast.id, "", 1);
+    expect(b).toMatchObject({ subject: "Hello [firstName]", html: "<p>Beta [firstName]</p>", previewText: "beta" });
+    // Without a variant: the broadcast's own fields, as before.
+    expect((await w.service.preview(WS, broadcast.id, "")).subject).toBe("Hello [firstName]");
+    for (const bad of [2, -1, 0.5]) expect(await refusal(w.service.preview(WS, broadcast.id, "", bad))).toMatchObject({ code: "invalid_payload", httpStatus: 400 });
+    const { broadcast: plain } = await w.service.create(WS, draft());
+    expect((await refusal(w.service.preview(WS, plain.id, "", 0))).message).toContain("no A/B test");
+  });
 });
 
 describe("timeline", () => {
@@ -99,9 +114,9 @@ describe("timeline", () => {
     const points = await w.service.timeline(WS, broadcast.id);
     const minute = (d: Date) => new Date(Math.floor(d.getTime() / MIN) * MIN);
     expect(points).toEqual([
-      { at: minute(t0), sent: 2, delivered: 2, opened: 0, clicked: 0, bounced: 0 },
-      { at: minute(new Date(t0.getTime() + MIN)), sent: 1, delivered: 1, opened: 1, clicked: 1, bounced: 0 },
-      { at: minute(new Date(t0.getTime() + 3 * MIN)), sent: 0, delivered: -1, opened: 0, clicked: 0, bounced: 1 },
+      { at: minute(t0), sent: 2, delivered: 2, opened: 0, clicked: 0, bounced: 0, planned: 0 },
+      { at: minute(new Date(t0.getTime() + MIN)), sent: 1, delivered: 1, opened: 1, clicked: 1, bounced: 0, planned: 0 },
+      { at: minute(new Date(t0.getTime() + 3 * MIN)), sent: 0, delivered: -1, opened: 0, clicked: 0, bounced: 1, planned: 0 },
     ]);
     // The chart adds up to the counters.
     const progress = (await w.service.get(WS, broadcast.id)).progress;

@@ -5,8 +5,8 @@
 export type BroadcastStatus = "DRAFT" | "SCHEDULED" | "IN_PROGRESS" | "COMPLETED";
 export const BROADCAST_STATUSES: BroadcastStatus[] = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"];
 
-export type DeliveryMethod = "ASAP" | "PROGRESSIVE" | "SMART" | "WARMUP";
-export const DELIVERY_METHODS: DeliveryMethod[] = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP"];
+export type DeliveryMethod = "ASAP" | "PROGRESSIVE" | "SMART" | "WARMUP" | "OPTIMAL";
+export const DELIVERY_METHODS: DeliveryMethod[] = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP", "OPTIMAL"];
 
 export interface BroadcastSettings {
   trackOpens: boolean;

@@ -226,7 +226,8 @@ export async function announceCompletions(deps: Pick<OutcomeDeps, "broadcasts" |
   return announced;
 }
 
-const TIMELINE_KINDS: TimelineKind[] = ["sent", "delivered", "opened", "clicked", "bounced"];
+// What outcomes count (the planned curve is the sender's).
+const TIMELINE_KINDS: Exclude<TimelineKind, "planned">[] = ["sent", "delivered", "opened", "clicked", "bounced"];
 
 function timelineInc(inc: Partial<Progress>): Partial<Record<TimelineKind, number>> | undefined {
   const out: Partial<Record<TimelineKind, number>> = {};

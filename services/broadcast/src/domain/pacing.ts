@@ -120,6 +120,19 @@ export function smartDueAt(sendAt: Date, workspaceTimeZone: string, contactTimeZ
   return sendAt;
 }
 
+// ---- OPTIMAL: each contact at its own best hour ------------------------------------------
+
+/**
+ * When a contact gets an OPTIMAL broadcast: the best hour the directory planned from its
+ * opens and clicks (within 24 h of sendAt), or, without one (too little history), as SMART.
+ * A planned time outside [sendAt, sendAt + 24 h) is not trusted: nobody goes later than that.
+ */
+export function optimalDueAt(planned: number | undefined, sendAt: Date, workspaceTimeZone: string, contactTimeZone: string | undefined): Date {
+  const from = sendAt.getTime();
+  if (planned !== undefined && planned >= from && planned < from + DAY) return new Date(planned);
+  return smartDueAt(sendAt, workspaceTimeZone, contactTimeZone);
+}
+
 // ---- The dispatcher ---------------------------------------------------------------------
 
 export interface PacingInput {
@@ -132,13 +145,15 @@ export interface PacingInput {
 }
 
 /**
- * How many more recipients may go now. SMART and ASAP have no count cap: SMART's timing
- * is in each recipient's dueAt (see smartDueAt), which the release loop honours.
+ * How many more recipients may go now. SMART, OPTIMAL and ASAP have no count cap: SMART's and
+ * OPTIMAL's timing is in each recipient's dueAt (smartDueAt, optimalDueAt), which the release
+ * loop honours.
  */
 export function releaseDecision(input: PacingInput): ReleaseDecision {
   switch (input.method) {
     case "ASAP":
     case "SMART":
+    case "OPTIMAL":
       return { allowed: Number.POSITIVE_INFINITY };
     case "PROGRESSIVE":
       return progressive(input);

@@ -106,7 +106,8 @@ export type BroadcastProgressView = Pick<Broadcast, "id" | "workspaceId" | "stat
   abTest?: Omit<AbTest, "variants">;
 };
 
-export type TimelineKind = "sent" | "delivered" | "opened" | "clicked" | "bounced";
+/** "planned": recipients due in the minute (SMART and OPTIMAL, written when their due times are set). */
+export type TimelineKind = "sent" | "delivered" | "opened" | "clicked" | "bounced" | "planned";
 export interface TimelinePoint {
   /** Start of the minute. */
   at: Date;
@@ -115,6 +116,7 @@ export interface TimelinePoint {
   opened: number;
   clicked: number;
   bounced: number;
+  planned: number;
 }
 
 /** Per-minute buckets of counted outcomes (the console's progress chart). */
@@ -270,6 +272,12 @@ export interface Directory {
   /** Suppression check plus an all-or-nothing usage reservation for the others. */
   reserveSendable(workspaceId: string, emails: string[]): Promise<UsageReservation>;
   releaseUsage(workspaceId: string, count: number, period: string): Promise<void>;
+  /**
+   * OPTIMAL: each contact's best hour within 24 hours of `windowStart` (epoch ms, in the order
+   * given), from its opens and clicks of the last 90 days (the directory's engagement records);
+   * undefined for a contact with too little history (sent as SMART).
+   */
+  bestHours(workspaceId: string, windowStart: Date, defaultTimeZone: string, contacts: { id: string; timezone: string }[]): Promise<(number | undefined)[]>;
 }
 
 export interface CompileInput {
@@ -281,6 +289,8 @@ export interface CompileInput {
   previewText: string;
   trackClicks: boolean;
   trackOpens: boolean;
+  /** The workspace's zone: Liquid's `date` for a contact without a valid `timezone` property. */
+  timeZone?: string;
 }
 
 export interface PreviewRecipient {
@@ -295,6 +305,8 @@ export interface RenderedMessage {
   html: string;
   text: string;
   previewText: string;
+  /** The recipient's unsubscribe URL as merged into the message (the pre-send check looks for its link). */
+  unsubscribeUrl?: string;
 }
 
 export interface Renderer {

@@ -17,7 +17,7 @@ import {
 } from "./model.js";
 import { announceCompletions, completeBroadcast, finalTarget, withEveryVariant } from "./outcomes.js";
 import { assignVariants, pickWinner } from "./abtest.js";
-import { releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
+import { optimalDueAt, releaseDecision, smartDueAt, waveOf, warmupToday } from "./pacing.js";
 import { sendingHold } from "./gating.js";
 import type {
   AbCountsInc,
@@ -34,6 +34,7 @@ import type {
   Logger,
   PageRepository,
   SendingStepScope,
+  TimelineRepository,
   WarmupRepository,
 } from "./ports.js";
 
@@ -54,6 +55,8 @@ export interface SenderDeps {
   events?: BroadcastEvents;
   /** Wraps each step that sends (its trace, linked to the schedule request); default: none. */
   stepScope?: SendingStepScope;
+  /** The progress chart's buckets: SMART and OPTIMAL add their planned curve (none when absent). */
+  timeline?: TimelineRepository;
 }
 
 const unscoped: SendingStepScope = (_broadcast, step) => step();
@@ -239,10 +242,9 @@ export class Sender {
 
     const flush = async (contacts: Contact[]): Promise<boolean> => {
       const suppressed = await directory.suppressed(broadcast.workspaceId, contacts.map((c) => c.email));
-      const recipients = contacts
-        .filter((c) => !suppressed.has(c.email.toLowerCase()))
-        .map((c) => recipientOf(c, broadcast.deliveryMethod === "SMART" ? smartDueAt(scheduledAt, state.workspaceTimezone, c.timezone).getTime() : startedAt.getTime()))
-        .sort((a, b) => a.dueAt - b.dueAt);
+      const kept = contacts.filter((c) => !suppressed.has(c.email.toLowerCase()));
+      const dueAts = await this.dueTimes(broadcast, scheduledAt, startedAt.getTime(), state.workspaceTimezone, kept);
+      const recipients = kept.map((c, i) => recipientOf(c, dueAts[i])).sort((a, b) => a.dueAt - b.dueAt);
       const seq = state.pages;
       const pageId = `${broadcast.id}:${String(seq).padStart(6, "0")}`;
       const abInc: AbCountsInc = {};
@@ -284,6 +286,7 @@ export class Sender {
       if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next, { recipients: recipients.length }, this.leaseUntil(), abInc))) return false;
       state = next;
       written++;
+      await this.addPlanned(broadcast, due);
       return true;
     };
 
@@ -400,7 +403,8 @@ export class Sender {
    * Waiting: once `waitUntil` has passed, the variant with the best unique rate (from the
    * ledger's exact counts) wins, unless a user chose first (both a CAS on "no winner yet").
    * Decided: the rest's held pages become due (SMART: at the choice's wall-clock time in each
-   * contact's zone) and releasing resumes with the winner. Each step is safe to run again.
+   * contact's zone; OPTIMAL: at each contact's best hour within 24 h of the choice) and
+   * releasing resumes with the winner. Each step is safe to run again.
    */
   private async awaitWinner(broadcast: Broadcast, sending: SendingState): Promise<Date> {
     const ab = broadcast.abTest;
@@ -422,10 +426,10 @@ export class Sender {
       const held = await this.deps.pages.held(broadcast.id, UNHOLD_BATCH);
       if (held.length === 0) break;
       for (const page of held) {
-        const recipients = page.recipients
-          .map((r) => ({ ...r, dueAt: broadcast.deliveryMethod === "SMART" ? smartDueAt(new Date(chosenAt), sending.workspaceTimezone, r.timezone).getTime() : chosenAt }))
-          .sort((a, b) => a.dueAt - b.dueAt);
+        const dueAts = await this.dueTimes(broadcast, new Date(chosenAt), chosenAt, sending.workspaceTimezone, page.recipients.map((r) => ({ id: r.contactId, timezone: r.timezone })));
+        const recipients = page.recipients.map((r, i) => ({ ...r, dueAt: dueAts[i] })).sort((a, b) => a.dueAt - b.dueAt);
         await this.deps.pages.unhold(page.id, recipients, recipients[0].dueAt);
+        await this.addPlanned(broadcast, recipients);
       }
       if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, sending, {}, this.leaseUntil()))) return new Date(0);
     }
@@ -433,6 +437,39 @@ export class Sender {
     if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, releasing))) return new Date(0);
     this.deps.logger.info({ broadcastId: broadcast.id, winner: ab.winner }, "A/B winner goes to the rest");
     return now;
+  }
+
+  /**
+   * When each contact may be released (epoch ms, in their order): SMART and OPTIMAL spread them
+   * over the 24 hours after `sendAt` (the wall-clock time of sendAt in each zone; each contact's
+   * best hour, planned by the directory from its engagement, else as SMART), the others go from
+   * `startedAt`.
+   */
+  private async dueTimes(broadcast: Broadcast, sendAt: Date, startedAt: number, workspaceTimezone: string, contacts: { id: string; timezone: string }[]): Promise<number[]> {
+    if (broadcast.deliveryMethod === "SMART") return contacts.map((c) => smartDueAt(sendAt, workspaceTimezone, c.timezone).getTime());
+    if (broadcast.deliveryMethod !== "OPTIMAL" || contacts.length === 0) return contacts.map(() => startedAt);
+    const planned = await this.deps.directory.bestHours(broadcast.workspaceId, sendAt, workspaceTimezone, contacts);
+    return contacts.map((c, i) => optimalDueAt(planned[i], sendAt, workspaceTimezone, c.timezone).getTime());
+  }
+
+  /**
+   * SMART and OPTIMAL: the recipients' due times, counted per minute in the timeline (the
+   * progress chart's planned curve beside the sent one). After the page's step committed: a
+   * process that dies between the two leaves those recipients out of the curve, never twice in.
+   */
+  private async addPlanned(broadcast: Broadcast, recipients: Recipient[]): Promise<void> {
+    const timeline = this.deps.timeline;
+    if (!timeline || (broadcast.deliveryMethod !== "SMART" && broadcast.deliveryMethod !== "OPTIMAL") || recipients.length === 0) return;
+    const perMinute = new Map<number, number>();
+    for (const r of recipients) {
+      const minute = Math.floor(r.dueAt / 60_000) * 60_000;
+      perMinute.set(minute, (perMinute.get(minute) ?? 0) + 1);
+    }
+    try {
+      for (const [minute, planned] of perMinute) await timeline.add(broadcast.id, new Date(minute), { planned });
+    } catch (err) {
+      this.deps.logger.warn({ err, broadcastId: broadcast.id }, "planned curve not recorded for a page");
+    }
   }
 
   /**

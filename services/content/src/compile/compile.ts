@@ -48,6 +48,8 @@ export interface CompileInput {
    * whose URL holds Liquid is left between LIQUID_LINK marks, tracked per recipient as rendered.
    */
   liquidSource?: boolean;
+  /** A broadcast in Liquid: the zone of `date` for a recipient without a valid `timezone` property (the workspace's). */
+  timeZone?: string;
 }
 
 /** Around an href whose URL holds Liquid: the merge tracks the URL each recipient's render gives. */

@@ -18,6 +18,7 @@ interface LiquidInput {
   kind: ContentKind;
   contentId: string;
   workspaceId: string;
+  timeZone?: string;
 }
 
 /** compile.ts's compileMessage for the source with `liquidSource` set (passed in: that module imports this one). */
@@ -52,7 +53,7 @@ export function compileLiquidMessage(input: LiquidInput, compileSource?: Compile
   if (compileSource) {
     const once = compileSource({ ...input, html: forHtmlMerge(input.html), liquidSource: true });
     once.variables = variables;
-    once.liquid = create(LiquidContentSchema, { ...fields, compiled: true });
+    once.liquid = create(LiquidContentSchema, { ...fields, compiled: true, timeZone: input.timeZone ?? "" });
     return once;
   }
   return create(CompiledMessageSchema, {
@@ -65,7 +66,7 @@ export function compileLiquidMessage(input: LiquidInput, compileSource?: Compile
     // Known per recipient only; this says whether the footer is added unless the HTML links it.
     unsubscribeFooterAdded: offersUnsubscribe(input.kind) && !referencesVariable(input.html, "unsubscribeUrl"),
     textGenerated: !input.text,
-    liquid: fields,
+    liquid: { ...fields, timeZone: input.timeZone ?? "" },
   });
 }
 

@@ -131,6 +131,18 @@ describe("a broadcast written in Liquid (rendered per recipient by the merge)", 
     expect(m.html).toContain("<p>https://evil.test/0 https://evil.test/0 https://evil.test/0</p>");
   });
 
+  it("writes a date in the contact's zone, else in the workspace's (compiled with the broadcast)", () => {
+    const at = "2026-03-01T23:30:00Z";
+    const compiled = compileMessage(
+      { html: '<p>{{ at | date: "%Y-%m-%d %H:%M" }}</p>', subject: "S", previewText: "", text: "", trackClicks: false, trackOpens: false, kind: ContentKind.BROADCAST, contentId: "cmp_z", workspaceId: "ws_l", timeZone: "America/New_York" },
+      CTX,
+    );
+    expect(mergeMessage(compiled, recipient("a@x.test", { at }), CTX).html).toContain("<p>2026-03-01 18:30</p>");
+    expect(mergeMessage(compiled, recipient("b@x.test", { at, timezone: "Asia/Tokyo" }), CTX).html).toContain("<p>2026-03-02 08:30</p>");
+    const utc = broadcast('<p>{{ at | date: "%H:%M" }}</p>');
+    expect(mergeMessage(utc, recipient("c@x.test", { at }), CTX).html).toContain("<p>23:30</p>");
+  });
+
   it("leaves content without Liquid to the byte merge", () => {
     expect(broadcast("<p>Hi {{firstName}}</p>", { subject: "Hi {{firstName}}" }).liquid).toBeUndefined();
   });

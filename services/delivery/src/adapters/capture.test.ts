@@ -32,8 +32,8 @@ describe("CaptureStore", () => {
   it("keeps raw messages and their parts, lists newest first per workspace", async () => {
     const store = new CaptureStore(await tempDir(), 100);
     const saved = await fill(store, 4);
-    expect((await store.list(10)).map((e) => e.subject)).toEqual(["S3", "S2", "S1", "S0"]);
-    expect((await store.list(10, "ws_a")).map((e) => e.deliveryId)).toEqual(["d2", "d0"]);
+    expect((await store.list(10)).entries.map((e) => e.subject)).toEqual(["S3", "S2", "S1", "S0"]);
+    expect((await store.list(10, { workspaceId: "ws_a" })).entries.map((e) => e.deliveryId)).toEqual(["d2", "d0"]);
     const got = await store.get(saved[1].id);
     expect(got?.raw.toString()).toContain("Subject: S1");
     expect(got?.html).toBe("<p>1</p>");
@@ -45,9 +45,37 @@ describe("CaptureStore", () => {
     const dir = await tempDir();
     const store = new CaptureStore(dir, 2);
     const saved = await fill(store, 4);
-    expect((await store.list(10)).map((e) => e.subject)).toEqual(["S3", "S2"]);
+    expect((await store.list(10)).entries.map((e) => e.subject)).toEqual(["S3", "S2"]);
     expect(await store.get(saved[0].id)).toBeUndefined();
     expect(existsSync(path.join(dir, `${saved[0].id}.eml`))).toBe(false);
     expect(existsSync(path.join(dir, `${saved[3].id}.eml`))).toBe(true);
+  });
+
+  it("pages by cursor, searches subject and recipient, and clears", async () => {
+    const dir = await tempDir();
+    const store = new CaptureStore(dir, 100);
+    const saved = await fill(store, 12);
+    const first = await store.list(5);
+    expect(first.entries.map((e) => e.subject)).toEqual(["S11", "S10", "S9", "S8", "S7"]);
+    expect(first.more).toBe(true);
+    const second = await store.list(5, { before: first.entries[4].id });
+    expect(second.entries.map((e) => e.subject)).toEqual(["S6", "S5", "S4", "S3", "S2"]);
+    const last = await store.list(5, { before: second.entries[4].id });
+    expect(last).toMatchObject({ more: false });
+    expect(last.entries.map((e) => e.subject)).toEqual(["S1", "S0"]);
+    // Subject or recipient, any case; the cursor pages within the search.
+    expect((await store.list(10, { query: "s1" })).entries.map((e) => e.subject)).toEqual(["S11", "S10", "S1"]);
+    expect((await store.list(10, { query: "R3@Y.TEST" })).entries.map((e) => e.subject)).toEqual(["S3"]);
+    const searched = await store.list(2, { query: "s1" });
+    expect(searched.more).toBe(true);
+    expect((await store.list(2, { query: "s1", before: searched.entries[1].id })).entries.map((e) => e.subject)).toEqual(["S1"]);
+
+    expect(await store.clear()).toBe(12);
+    expect((await store.list(10)).entries).toEqual([]);
+    expect(await store.get(saved[3].id)).toBeUndefined();
+    expect(existsSync(path.join(dir, `${saved[3].id}.eml`))).toBe(false);
+    // Capturing goes on after a clear.
+    await fill(store, 1);
+    expect((await store.list(10)).entries.map((e) => e.subject)).toEqual(["S0"]);
   });
 });

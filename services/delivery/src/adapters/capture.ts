@@ -17,6 +17,14 @@ export interface CaptureInput {
 
 const ID = /^cap_[0-9a-z]{26}$/;
 
+export interface CaptureListOptions {
+  workspaceId?: string;
+  /** Text the subject or the recipient contains (case-insensitive). */
+  query?: string;
+  /** An entry's id: only older entries. */
+  before?: string;
+}
+
 /**
  * Locally captured mail, for running without a relay: <dir>/<id>.eml (the raw message as
  * it would have been sent), <id>.json (its html and text parts) and index.jsonl, one
@@ -65,11 +73,43 @@ export class CaptureStore implements CapturedMail {
     return entry;
   }
 
-  /** Newest first. */
-  async list(limit: number, workspaceId?: string): Promise<CapturedEntry[]> {
+  /**
+   * Newest first: up to `limit` entries older than the `before` id (ids grow with time), whose
+   * subject or recipient contains `query` (case-insensitive) when one is given; `more` when
+   * older ones match too.
+   */
+  async list(limit: number, opts: CaptureListOptions = {}): Promise<{ entries: CapturedEntry[]; more: boolean }> {
+    const needle = opts.query?.trim().toLowerCase();
+    const picked: CapturedEntry[] = [];
     const all = await this.readIndex();
-    const picked = workspaceId ? all.filter((e) => e.workspaceId === workspaceId) : all;
-    return picked.slice(-limit).reverse();
+    // The index is in capture order; the cursor's own line is the start (ids of one millisecond
+    // need not sort), else (pruned or cleared since) the ids' order.
+    const at = opts.before ? all.findIndex((e) => e.id === opts.before) : -1;
+    for (let i = (at >= 0 ? at : all.length) - 1; i >= 0 && picked.length <= limit; i--) {
+      const e = all[i];
+      if (opts.before && at < 0 && e.id >= opts.before) continue;
+      if (opts.workspaceId && e.workspaceId !== opts.workspaceId) continue;
+      if (needle && !e.subject.toLowerCase().includes(needle) && !e.to.toLowerCase().includes(needle)) continue;
+      picked.push(e);
+    }
+    return { entries: picked.slice(0, limit), more: picked.length > limit };
+  }
+
+  /** Forgets every captured message; returns how many there were. */
+  async clear(): Promise<number> {
+    const all = await this.readIndex();
+    const write = this.writes.then(async () => {
+      const tmp = `${this.indexFile}.${process.pid}.tmp`;
+      await writeFile(tmp, "");
+      await rename(tmp, this.indexFile);
+    });
+    this.writes = write.catch(() => undefined);
+    await write;
+    for (const e of all) {
+      await rm(path.join(this.dir, `${e.id}.eml`), { force: true });
+      await rm(path.join(this.dir, `${e.id}.json`), { force: true });
+    }
+    return all.length;
   }
 
   async get(id: string, workspaceId?: string): Promise<CapturedMessage | undefined> {

@@ -17,6 +17,10 @@ class CountingSource implements CompiledMessageSource {
     if (!found) throw new Error(`no ${contentRef}`);
     return found;
   }
+
+  decode(): CompiledMessage {
+    throw new Error("not carried");
+  }
 }
 
 const sized = (chars: number) => compiledFrom({ subject: "s", html: "x".repeat(chars), text: "" });

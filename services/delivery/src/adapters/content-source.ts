@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { CompiledMessage, CompiledTemplate } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
 import { LRUCache } from "lru-cache";
-import type { ContentStore } from "@mailroom/pipeline/content-store.js";
+import { decodeStoredContent, type ContentStore } from "@mailroom/pipeline/content-store.js";
 import type { StoredContent } from "../../../../gen/mailroom/events/v1/events_pb.js";
 import { PermanentError, type Carried, type ContentSource } from "../domain/ports.js";
 import { AttachmentParts } from "./attachment-parts.js";
@@ -9,6 +9,7 @@ import { AttachmentParts } from "./attachment-parts.js";
 /** A content source that hands out the renderer's compiled messages (what the merger takes). */
 export interface CompiledMessageSource extends ContentSource {
   get(workspaceId: string, contentRef: string): Promise<CompiledMessage>;
+  decode(workspaceId: string, contentRef: string, stored: Uint8Array): CompiledMessage;
 }
 
 /**
@@ -33,8 +34,23 @@ export class StoreContentSource implements CompiledMessageSource {
       if (err instanceof Error && /cannot name content/.test(err.message)) throw new PermanentError(`content ${contentRef}: ${err.message}`);
       throw err;
     }
-    const compiled = stored?.compiled;
-    if (!stored || !compiled) throw new PermanentError(`content ${contentRef}: not found in the content store`);
+    if (!stored?.compiled) throw new PermanentError(`content ${contentRef}: not found in the content store`);
+    return this.withCarried(workspaceId, contentRef, stored);
+  }
+
+  decode(workspaceId: string, contentRef: string, bytes: Uint8Array): CompiledMessage & { carried?: Carried } {
+    let stored: StoredContent;
+    try {
+      stored = decodeStoredContent(bytes);
+    } catch (err) {
+      throw new PermanentError(`content ${contentRef} carried by the job does not decode: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (!stored.compiled) throw new PermanentError(`content ${contentRef} carried by the job has no compiled message`);
+    return this.withCarried(workspaceId, contentRef, stored);
+  }
+
+  private withCarried(workspaceId: string, contentRef: string, stored: StoredContent): CompiledMessage & { carried?: Carried } {
+    const compiled = stored.compiled!;
     if (stored.cc.length === 0 && stored.headers.length === 0 && stored.attachments.length === 0) return compiled;
     // The compiled message is this load's own object: what the email carries rides on it.
     const carried: Carried = {
@@ -103,6 +119,11 @@ export class CachedContentSource implements CompiledMessageSource {
     const compiled = await this.cache.fetch(`${workspaceId}\u0000${contentRef}`, { context: { workspaceId, contentRef } });
     if (!compiled) throw new Error(`content ${contentRef} could not be loaded`); // fetchMethod never resolves empty
     return compiled;
+  }
+
+  /** Carried content is the job's own: not cached. */
+  decode(workspaceId: string, contentRef: string, stored: Uint8Array): CompiledMessage {
+    return this.inner.decode(workspaceId, contentRef, stored);
   }
 
   get cachedEntries(): number {

@@ -30,6 +30,7 @@ export class JetStreamRetryQueue implements RetryQueue {
       requestId: job.requestId ?? "",
       enqueuedAt: new Date(now),
       notBefore: new Date(Math.max(now, notBefore)),
+      ...(job.content ? { content: job.content } : {}),
     });
   }
 }

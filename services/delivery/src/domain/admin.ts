@@ -92,11 +92,19 @@ export class DeliveryAdmin {
     };
   }
 
-  async listCaptured(limit: number, workspaceId: string): Promise<CapturedEntry[]> {
+  async listCaptured(limit: number, workspaceId: string, query = "", cursor = ""): Promise<{ entries: CapturedEntry[]; nextCursor: string }> {
     if (limit < 0 || limit > 500) throw badRequest("invalid_limit", "limit must be between 1 and 500 (0 for the default, 50)");
     if (workspaceId) checkId("workspace_id", workspaceId);
-    if (!this.deps.capture) return [];
-    return this.deps.capture.list(limit || 50, workspaceId || undefined);
+    if (query.length > 200) throw badRequest("invalid_request", "query must be at most 200 characters");
+    if (cursor && !CAPTURED_ID.test(cursor)) throw badRequest("invalid_cursor", "cursor must be a next_cursor this service returned");
+    if (!this.deps.capture) return { entries: [], nextCursor: "" };
+    const { entries, more } = await this.deps.capture.list(limit || 50, { workspaceId: workspaceId || undefined, query: query || undefined, before: cursor || undefined });
+    return { entries, nextCursor: more ? entries[entries.length - 1].id : "" };
+  }
+
+  /** Forgets the captured mail; 0 when mail is not captured. */
+  async clearCaptured(): Promise<number> {
+    return this.deps.capture ? this.deps.capture.clear() : 0;
   }
 
   async getCaptured(id: string) {

@@ -400,18 +400,18 @@ export class Deliverer {
     this.unsettled.set(deliveryId, outcome);
   }
 
-  /** Content and sender of a job (or of a whole page). */
-  private async load(workspaceId: string, from: string, contentRef: string): Promise<Shared> {
+  /** Content and sender of a job (or of a whole page); content the job carries is not read from the store. */
+  private async load(workspaceId: string, from: string, contentRef: string, carried?: Uint8Array): Promise<Shared> {
     const [sender, compiled] = await Promise.all([
       this.deps.directory.checkSender(workspaceId, from),
-      this.deps.content.get(workspaceId, contentRef),
+      carried ? this.deps.content.decode(workspaceId, contentRef, carried) : this.deps.content.get(workspaceId, contentRef),
     ]);
     return { sender, compiled };
   }
 
   /** Resolves sender (and DKIM key) and content, merges, and builds the MIME parts. */
   private async prepare(job: Job, shared?: Shared) {
-    const loaded = shared ?? (await this.load(job.workspaceId, fromOf(job), job.contentRef));
+    const loaded = shared ?? (await this.load(job.workspaceId, fromOf(job), job.contentRef, job.content));
     if (loaded.sender === undefined) throw loaded.error;
     const { sender, compiled } = loaded;
     if (!sender.allowed) return "sender_not_allowed" as const;

@@ -34,6 +34,8 @@ export interface Job {
   bcc?: readonly string[];
   /** The email's tags, on every event of the delivery. */
   tags?: readonly Tag[];
+  /** The stored content, when the job carries it (a small transactional email's): not read from the store. */
+  content?: Uint8Array;
 }
 
 export interface Tag {

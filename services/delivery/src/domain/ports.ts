@@ -102,6 +102,8 @@ export interface EncodedPart {
 export interface ContentSource {
   /** The compiled message behind a job's content_ref ("email:trs_…" / "broadcast:cmp_…"). */
   get(workspaceId: string, contentRef: string): Promise<CompiledContent>;
+  /** The compiled message a job carries itself (its StoredContent bytes); throws PermanentError when they do not decode. */
+  decode(workspaceId: string, contentRef: string, stored: Uint8Array): CompiledContent;
 }
 
 export interface MergeRecipient {
@@ -297,9 +299,11 @@ export interface CapturedMessage {
 }
 
 export interface CapturedMail {
-  /** Newest first. */
-  list(limit: number, workspaceId?: string): Promise<CapturedEntry[]>;
+  /** Newest first, older than `before` (an id), matching `query` (subject or recipient); `more` when older ones match. */
+  list(limit: number, opts?: { workspaceId?: string; query?: string; before?: string }): Promise<{ entries: CapturedEntry[]; more: boolean }>;
   get(id: string): Promise<CapturedMessage | undefined>;
+  /** Forgets every captured message; how many there were. */
+  clear(): Promise<number>;
 }
 
 // ---------- pacing (shared across processes) ----------

@@ -47,6 +47,11 @@ export class ApiKeyStore implements ApiKeyRepository {
     await this.keys.updateOne({ _id: keyId }, { $set: { scopes } });
   }
 
+  async touchLastUsed(keyId: string, at: Date): Promise<void> {
+    // Another process may have written a later use meanwhile: never move it back.
+    await this.keys.updateOne({ _id: keyId, $or: [{ lastUsedAt: null }, { lastUsedAt: { $lt: at } }] }, { $set: { lastUsedAt: at } });
+  }
+
   async revoke(workspaceId: string, keyId: string, at: Date): Promise<void> {
     await this.keys.updateOne({ _id: keyId, workspaceId, revokedAt: null }, { $set: { revokedAt: at } });
   }

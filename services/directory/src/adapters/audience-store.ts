@@ -103,7 +103,9 @@ export class AudienceStore implements AudienceQueries, AudienceLookups {
     }
     let after: string | undefined;
     for (;;) {
-      const page = await this.suppressions.find(after ? { workspaceId, _id: { $gt: after } } : { workspaceId }, {
+      // The workspace's _id range, bounded on both sides: the store walks that range of keys
+      // alone (suppressions have no index besides _id).
+      const page = await this.suppressions.find({ workspaceId, _id: { $gt: after ?? `${workspaceId}:`, $lt: `${workspaceId};` } }, {
         sort: { _id: 1 }, limit: SUPPRESSION_PAGE, projection: { _id: 1, emailLower: 1 },
       });
       if (!page.length) return total;

@@ -12,6 +12,12 @@ import { asDoc, insertUnique, type Stored } from "./documents.js";
  *   "<workspace>:<kind>:<contact>", with how many such messages and the last time, so "opened
  *   anything" reads one small document per contact instead of every event.
  *
+ * - `contact_engagement_recent`: one document per (workspace, contact) that opened or clicked,
+ *   `_id` "<workspace>:<contact>", with the times of its latest opens and clicks (epoch minutes,
+ *   at most RECENT_MAX, in the order recorded): the best-hour plan of OPTIMAL broadcasts reads a
+ *   page of contacts as one range of small documents instead of every record of theirs.
+ *   Records kept before it existed are added once by backfillRecent (in the background at start).
+ *
  * The ids put what a condition asks for first: one broadcast's events of a kind, or a kind's
  * totals, are one contiguous range of the primary key, read in key order (on the embedded
  * store a sequential scan of the documents tree, no index lookups). Conditions with a time
@@ -21,6 +27,13 @@ import { asDoc, insertUnique, type Stored } from "./documents.js";
  */
 export const ENGAGEMENT_COLLECTION = "contact_engagement";
 export const ENGAGEMENT_TOTALS_COLLECTION = "contact_engagement_totals";
+export const ENGAGEMENT_RECENT_COLLECTION = "contact_engagement_recent";
+/** Opens and clicks kept per contact for its best hour (90 days of a daily newsletter's opens and clicks fit). */
+export const RECENT_MAX = 200;
+/** The kinds the best hour counts. */
+const RECENT_KINDS: ReadonlySet<EngagementEvent> = new Set(["opened", "clicked"]);
+/** The document saying the records kept before the recent times existed were added (backfillRecent). */
+const BACKFILL_ID = "~backfill";
 
 export interface EngagementRecord {
   _id: string;
@@ -45,6 +58,14 @@ export interface EngagementTotal {
   last: Date;
 }
 
+export interface EngagementRecent {
+  _id: string;
+  workspaceId: string;
+  contactId: string;
+  /** Epoch minutes of its latest opens and clicks, in the order recorded. */
+  times: number[];
+}
+
 export interface NewEngagement {
   workspaceId: string;
   contactId: string;
@@ -57,8 +78,13 @@ export interface NewEngagement {
 /** The id of an event's record (bulk loaders, e.g. benchmarks, build records with it). */
 export const engagementId = (e: Pick<NewEngagement, "workspaceId" | "kind" | "broadcastId" | "contactId" | "messageId">) =>
   `${e.workspaceId}:${e.kind}:${e.broadcastId ?? ""}:${e.contactId}:${e.messageId}`;
+/** The id of a contact's recent opens and clicks. */
+export const engagementRecentId = (workspaceId: string, contactId: string) => `${workspaceId}:${contactId}`;
 /** The id of a contact's totals for a kind. */
 export const engagementTotalId = (workspaceId: string, kind: EngagementEvent, contactId: string) => `${workspaceId}:${kind}:${contactId}`;
+
+/** Up to this many contacts are read one range each (engagedTimes); more, as one range from the first to the last. */
+const FEW_CONTACTS = 50;
 
 /** Documents per read while resolving a condition. */
 const PAGE = 5_000;
@@ -72,12 +98,14 @@ export class EngagementStore {
   private constructor(
     private readonly events: Collection<Stored<EngagementRecord>>,
     private readonly totals: Collection<Stored<EngagementTotal>>,
+    private readonly recent: Collection<Stored<EngagementRecent>>,
     private readonly pageSize: number,
   ) {}
 
   static async open(store: Store, opts: EngagementStoreOptions = {}): Promise<EngagementStore> {
     const events = store.collection<Stored<EngagementRecord>>(ENGAGEMENT_COLLECTION);
     const totals = store.collection<Stored<EngagementTotal>>(ENGAGEMENT_TOTALS_COLLECTION);
+    const recent = store.collection<Stored<EngagementRecent>>(ENGAGEMENT_RECENT_COLLECTION);
     await Promise.all([
       // Events of a kind since a time ("at least N since …").
       events.createIndex({ keys: { workspaceId: 1, kind: 1, at: 1 } }),
@@ -89,7 +117,7 @@ export class EngagementStore {
       totals.createIndex({ keys: { workspaceId: 1, kind: 1, last: 1 } }),
       totals.createIndex({ keys: { workspaceId: 1, contactId: 1 } }),
     ]);
-    return new EngagementStore(events, totals, opts.pageSize ?? PAGE);
+    return new EngagementStore(events, totals, recent, opts.pageSize ?? PAGE);
   }
 
   /** Records one event; false when this (contact, kind, message) was recorded already. */
@@ -119,7 +147,67 @@ export class EngagementStore {
       }
     }
     await this.totals.updateOne({ _id, last: { $lt: e.at } }, { $set: { last: e.at } });
+    if (RECENT_KINDS.has(e.kind)) await this.pushRecent([{ workspaceId: e.workspaceId, contactId: e.contactId, times: [minuteOf(e.at)] }]);
     return true;
+  }
+
+  /** Appends times to contacts' recent opens and clicks (keeping the last RECENT_MAX), creating their documents. */
+  private async pushRecent(rows: { workspaceId: string; contactId: string; times: number[] }[]): Promise<void> {
+    const ops = rows.map((r) => ({
+      updateOne: {
+        filter: { _id: engagementRecentId(r.workspaceId, r.contactId) },
+        update: { $push: { times: { $each: r.times, $slice: -RECENT_MAX } }, $setOnInsert: { workspaceId: r.workspaceId, contactId: r.contactId } },
+        upsert: true,
+      },
+    }));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.recent.bulkWrite(ops);
+        return;
+      } catch (err) {
+        // Two first events of a contact at once: the loser's upsert finds the document on retry.
+        if (!(err instanceof DuplicateKeyError) || attempt > 2 || ops.length > 1) throw err;
+      }
+    }
+  }
+
+  /**
+   * Adds the opens and clicks of the last `days` recorded before the recent times were kept
+   * (once per store: a marker says it is done, with a cursor so a restart resumes). Reads the
+   * records in _id order a page at a time; events recorded from `startedAt` on were added by
+   * record() already and are left out. Answers the opens and clicks added and the writes of
+   * contacts' documents they took (null: done before).
+   */
+  async backfillRecent(startedAt: Date, days: number): Promise<{ events: number; updates: number } | null> {
+    const marker = (await this.recent.findOne({ _id: BACKFILL_ID })) as unknown as { done?: boolean; after?: string } | null;
+    if (marker?.done) return null;
+    const since = new Date(startedAt.getTime() - days * 86_400_000);
+    let after = marker?.after ?? "";
+    let updates = 0;
+    let events = 0;
+    for (;;) {
+      const page = await this.events.find(
+        { _id: { $gt: after } },
+        { sort: { _id: 1 }, limit: this.pageSize, projection: { _id: 1, workspaceId: 1, contactId: 1, kind: 1, at: 1 } },
+      );
+      const byContact = new Map<string, { workspaceId: string; contactId: string; times: number[] }>();
+      for (const doc of page) {
+        const at = timeOf(doc.at as unknown);
+        if (!RECENT_KINDS.has(doc.kind as EngagementEvent) || at < since.getTime() || at >= startedAt.getTime()) continue;
+        const key = engagementRecentId(doc.workspaceId as string, doc.contactId as string);
+        const row = byContact.get(key) ?? { workspaceId: doc.workspaceId as string, contactId: doc.contactId as string, times: [] };
+        row.times.push(minuteOf(new Date(at)));
+        byContact.set(key, row);
+        events++;
+      }
+      if (byContact.size) await this.pushRecent([...byContact.values()]);
+      updates += byContact.size;
+      if (page.length < this.pageSize) break;
+      after = page[page.length - 1]._id;
+      await this.recent.updateOne({ _id: BACKFILL_ID }, { $set: { after } }, { upsert: true });
+    }
+    await this.recent.updateOne({ _id: BACKFILL_ID }, { $set: { done: true, after } }, { upsert: true });
+    return { events, updates };
   }
 
   /**
@@ -192,15 +280,47 @@ export class EngagementStore {
     return docs.map((d) => ({ ...(d as unknown as EngagementRecord), at: new Date(d.at as unknown as string | Date) }));
   }
 
+  /**
+   * Each open and click since `since` of the given contacts (and, for a page of many, of the
+   * contacts between them: the caller keeps its own), from their recent times: `each(contactId,
+   * at ms)`. A page of an audience (in contact-id order) is one range of the recent documents
+   * from its first contact to its last, so the pages of a whole audience read each document once
+   * at most; a few contacts are read by id.
+   */
+  async engagedTimes(workspaceId: string, contactIds: readonly string[], since: Date, each: (contactId: string, at: number) => void): Promise<void> {
+    if (contactIds.length === 0) return;
+    const from = since.getTime();
+    // An audience's page comes in id order already.
+    let ascending = true;
+    for (let i = 1; i < contactIds.length && ascending; i++) ascending = contactIds[i - 1] < contactIds[i];
+    const sorted = ascending ? contactIds : [...contactIds].sort();
+    const id = (c: string) => engagementRecentId(workspaceId, c);
+    const filter = sorted.length <= FEW_CONTACTS ? { _id: { $in: sorted.map(id) } } : { _id: { $gte: id(sorted[0]), $lte: id(sorted[sorted.length - 1]) } };
+    const prefix = workspaceId.length + 1;
+    // Small documents: read whole (a projection would copy each).
+    const docs = await this.recent.find(filter);
+    for (const doc of docs) {
+      const contactId = doc._id.slice(prefix);
+      for (const minute of (doc.times as number[] | undefined) ?? []) {
+        const at = minute * 60_000;
+        if (at >= from) each(contactId, at);
+      }
+    }
+  }
+
   /** Every record of a contact (its deletion and erasure); answers how many events went. */
   async deleteForContact(workspaceId: string, contactId: string): Promise<number> {
     const [{ deletedCount }] = await Promise.all([
       this.events.deleteMany({ workspaceId, contactId }),
       this.totals.deleteMany({ workspaceId, contactId }),
+      this.recent.deleteOne({ _id: engagementRecentId(workspaceId, contactId) }),
     ]);
     return deletedCount;
   }
 }
+
+const minuteOf = (at: Date) => Math.floor(at.getTime() / 60_000);
+const timeOf = (v: unknown) => (v instanceof Date ? v.getTime() : new Date(v as string | number).getTime());
 
 /** The `n`th ":"-separated part of a record's _id (ids, kinds, broadcasts and contacts hold no ":"). */
 function part(id: string, n: number): string {
@@ -271,5 +391,6 @@ export function deleteEngagementOf(store: Store, workspaceId: string, contactId:
   return Promise.all([
     store.collection(ENGAGEMENT_COLLECTION).deleteMany({ workspaceId, contactId }),
     store.collection(ENGAGEMENT_TOTALS_COLLECTION).deleteMany({ workspaceId, contactId }),
+    store.collection(ENGAGEMENT_RECENT_COLLECTION).deleteOne({ _id: engagementRecentId(workspaceId, contactId) }),
   ]);
 }

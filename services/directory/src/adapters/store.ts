@@ -15,7 +15,7 @@ import { WorkspaceStore } from "./workspace-store.js";
 /** Every collection the directory keeps (tests snapshot them all). */
 export const DIRECTORY_COLLECTIONS = [
   "workspaces", "api_keys", "sender_emails", "domains", "members", "contact_properties", "contacts", "contact_events", "suppressions", "templates", "template_versions", "usage",
-  "directory_event_outbox", "contact_engagement", "contact_engagement_totals", "team_tokens", "sessions", "audit_log",
+  "directory_event_outbox", "contact_engagement", "contact_engagement_totals", "contact_engagement_recent", "team_tokens", "sessions", "audit_log",
 ] as const;
 
 /**

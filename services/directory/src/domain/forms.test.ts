@@ -35,8 +35,8 @@ const contactDoc = (dir: TestDirectory, email: string) => dir.store.collection("
 describe("signup forms", () => {
   it("refuses a layout or a snippet as the confirmation email (neither can be sent on its own)", async () => {
     const { dir, forms } = await setup();
-    await dir.templates.create("ws_a", { name: "frame", kind: "layout", html: "<html><body>{{ content }}</body></html>" });
-    await dir.templates.create("ws_a", { name: "footer", kind: "snippet", html: "<p>Bye</p>" });
+    await dir.templates.create("ws_a", { name: "frame", kind: "layout", subject: "", html: "<html><body>{{ content }}</body></html>" });
+    await dir.templates.create("ws_a", { name: "footer", kind: "snippet", subject: "", html: "<p>Bye</p>" });
     await dir.templates.create("ws_a", { name: "confirm", subject: "Confirm", html: '<a href="{{confirmUrl}}">Confirm</a>' });
     expect(await codeOf(forms.create("ws_a", { name: "x", confirmTemplate: "frame" }))).toBe("invalid_template");
     expect(await codeOf(forms.create("ws_a", { name: "x", confirmTemplate: "footer" }))).toBe("invalid_template");

@@ -64,6 +64,47 @@ describe("API keys", () => {
     expect(listed[0].prefix).toBe(plain.slice(0, 12));
   });
 
+  it("records when a key was last used, at most one write a minute per key", async () => {
+    let now = new Date("2026-03-01T10:00:00Z");
+    const dir = await memoryDirectory({ now: () => now });
+    await dir.workspaces.create({ id: "ws_a", name: "A" });
+    const { plain, key } = await dir.keys.create("ws_a", { scopes: ["api_user"] });
+    const { key: idle } = await dir.keys.create("ws_a", { scopes: ["api_user"] });
+    const writes: string[] = [];
+    const keys = dir.store.collection("api_keys");
+    const updateOne = keys.updateOne.bind(keys);
+    keys.updateOne = (async (...args: Parameters<typeof keys.updateOne>) => {
+      if (JSON.stringify(args[1]).includes("lastUsedAt")) writes.push(String((args[0] as { _id: string })._id));
+      return updateOne(...args);
+    }) as typeof keys.updateOne;
+    const lastUsed = async (id: string) => (await dir.keys.get("ws_a", id)).lastUsedAt?.toISOString();
+    const settle = () => new Promise((r) => setTimeout(r, 20));
+
+    expect(await lastUsed(key._id)).toBeUndefined();
+    await dir.keys.authenticate(plain);
+    await settle();
+    expect(await lastUsed(key._id)).toBe("2026-03-01T10:00:00.000Z");
+    // A hundred requests within the minute: no further write.
+    for (let i = 0; i < 100; i++) {
+      now = new Date(now.getTime() + 500);
+      await dir.keys.authenticate(plain);
+    }
+    await settle();
+    expect(writes).toEqual([key._id]);
+    expect(await lastUsed(key._id)).toBe("2026-03-01T10:00:00.000Z");
+    now = new Date("2026-03-01T10:01:05Z");
+    await dir.keys.authenticate(plain);
+    await settle();
+    expect(writes).toEqual([key._id, key._id]);
+    expect(await lastUsed(key._id)).toBe("2026-03-01T10:01:05.000Z");
+    expect(await lastUsed(idle._id)).toBeUndefined();
+    // An earlier use written late (another process) never moves it back.
+    await keys.updateOne({ _id: key._id }, { $set: {} });
+    const repo = (await import("../adapters/api-key-store.js")).ApiKeyStore;
+    await (await repo.open(dir.store)).touchLastUsed(key._id, new Date("2026-03-01T09:00:00Z"));
+    expect(await lastUsed(key._id)).toBe("2026-03-01T10:01:05.000Z");
+  });
+
   it("checks required scopes and refuses unknown scopes", async () => {
     const dir = await memoryDirectory();
     await dir.workspaces.create({ id: "ws_a", name: "A" });

@@ -106,7 +106,15 @@ export function checkScopes(scopes: string[]): string[] {
   return list;
 }
 
+/** A key's use is written at most this often (per key and process): "last used" is to the minute, not a write per request. */
+export const LAST_USED_EVERY_MS = 60_000;
+/** Keys whose last write is remembered; past it, entries older than a minute are forgotten. */
+const LAST_USED_REMEMBERED = 10_000;
+
 export class ApiKeys {
+  /** keyId -> when this process last wrote its use (ms). */
+  private readonly usesWritten = new Map<string, number>();
+
   constructor(
     private readonly repo: ApiKeyRepository,
     private readonly workspaces: Workspaces,
@@ -274,6 +282,24 @@ export class ApiKeys {
     if (missing.length) {
       throw unauthenticated("insufficient_scope", `Insufficient scope: requires ${missing.join(", ")}`);
     }
+    this.noteUse(key);
     return { workspaceId: key.workspaceId, keyId: key._id, scopes, role, memberId: key.ownerMemberId ?? "" };
+  }
+
+  /**
+   * Records that the key authenticated, coalesced: a write when this process has not written
+   * its use for a minute (and the stored use is older than that). Not awaited: a failed write
+   * only leaves "last used" a little older, never fails the request.
+   */
+  private noteUse(key: ApiKey): void {
+    const now = this.now();
+    const ms = now.getTime();
+    const written = this.usesWritten.get(key._id) ?? key.lastUsedAt?.getTime() ?? -Infinity;
+    if (ms - written < LAST_USED_EVERY_MS) return;
+    if (this.usesWritten.size >= LAST_USED_REMEMBERED) {
+      for (const [id, at] of this.usesWritten) if (ms - at >= LAST_USED_EVERY_MS) this.usesWritten.delete(id);
+    }
+    this.usesWritten.set(key._id, ms);
+    this.repo.touchLastUsed(key._id, now).catch(() => this.usesWritten.delete(key._id));
   }
 }

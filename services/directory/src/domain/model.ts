@@ -46,6 +46,8 @@ export interface ApiKey {
   revokedAt: Date | null;
   /** The owning member's publicId ("mbr_…"); absent: no owner. */
   ownerMemberId?: string;
+  /** When the key last authenticated, written at most once a minute per key (absent: not since this was recorded). */
+  lastUsedAt?: Date;
 }
 
 export interface SenderEmail {

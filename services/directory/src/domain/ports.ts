@@ -27,6 +27,8 @@ export interface ApiKeyRepository {
   update(workspaceId: string, keyId: string, changes: Partial<Pick<ApiKey, "name" | "scopes" | "updatedAt">>): Promise<ApiKey | null>;
   /** Sets revokedAt unless the key is revoked already. */
   revoke(workspaceId: string, keyId: string, at: Date): Promise<void>;
+  /** Records a use; an earlier `at` than the one stored changes nothing. */
+  touchLastUsed(keyId: string, at: Date): Promise<void>;
 }
 
 export interface SenderRepository {
@@ -133,6 +135,8 @@ export interface SuppressionRepository {
   setSourceIfMissing(id: string, source: string): Promise<void>;
   find(id: string): Promise<Suppression | null>;
   findMany(workspaceId: string, ids: string[]): Promise<Suppression[]>;
+  /** Whether the workspace has any erased (hashed) suppression: an import looks up hashes only then. */
+  hasErased(workspaceId: string): Promise<boolean>;
   /**
    * Removes the suppression and answers it (null when nothing was removed); with `reason`,
    * only when it has that reason; with `unless`, only when it has not. `quiet`: no event

@@ -33,8 +33,10 @@ export class EmittingSuppressionRepository implements SuppressionRepository {
 
   ensureMany(suppressions: Suppression[]): Promise<Suppression[]> {
     if (!suppressions.length) return this.inner.ensureMany(suppressions);
+    const workspaceId = suppressions[0]!.workspaceId;
     return this.announcer.around(
-      { kind: "suppressions", workspaceId: suppressions[0]!.workspaceId, creating: true, suppressions },
+      // By key (the _id after "<workspaceId>:"): an import's batch names thousands.
+      { kind: "suppression_keys", workspaceId, keys: suppressions.map((s) => s._id.slice(workspaceId.length + 1)) },
       () => this.inner.ensureMany(suppressions),
       (inserted, at) => suppressionEvents("SUPPRESSION_CREATED", inserted, at),
     );
@@ -54,6 +56,10 @@ export class EmittingSuppressionRepository implements SuppressionRepository {
 
   findMany(workspaceId: string, ids: string[]): Promise<Suppression[]> {
     return this.inner.findMany(workspaceId, ids);
+  }
+
+  hasErased(workspaceId: string): Promise<boolean> {
+    return this.inner.hasErased(workspaceId);
   }
 
   async remove(id: string, reason?: SuppressionReason, opts: { unless?: SuppressionReason; quiet?: boolean } = {}): Promise<Suppression | null> {

@@ -8,7 +8,7 @@ import { requireWorkspaceId, systemClock, type Clock } from "./validation.js";
 
 export const CHECK_MAX_EMAILS = 10_000;
 /** Entries of one AddSuppressions call (an import's batch). */
-export const ADD_BATCH_MAX = 1_000;
+export const ADD_BATCH_MAX = 5_000;
 const SUPPRESSION_CURSOR_MAX = 400;
 const SOURCE_MAX = 500;
 const SEARCH_MAX = 254;
@@ -47,8 +47,11 @@ export interface SuppressionEntryInput extends SuppressionTarget {
 }
 
 export type SuppressionEntryResult =
-  | { outcome: "created" | "existing" }
+  | { readonly outcome: "created" | "existing" }
   | { outcome: "rejected"; code: string; message: string };
+/** Shared: a batch answers thousands of them. */
+const CREATED: SuppressionEntryResult = Object.freeze({ outcome: "created" });
+const EXISTING: SuppressionEntryResult = Object.freeze({ outcome: "existing" });
 
 export interface SuppressionListQuery {
   limit?: number;
@@ -95,12 +98,12 @@ const isReason = (r: unknown): r is SuppressionReason => (SUPPRESSION_REASONS as
 
 /** A suppression as the public API and webhooks show it: `{ email | domain, reason, createdAt, source? }`. */
 export function clientSuppression(s: Suppression): Record<string, unknown> {
-  return {
-    ...(s.domain ? { domain: s.domain } : { email: s.emailLower }),
-    reason: s.reason,
-    createdAt: new Date(s.createdAt).toISOString(),
-    ...(s.source ? { source: s.source } : {}),
-  };
+  // Built field by field (no spreads): an import's events build thousands a batch.
+  const out: Record<string, unknown> = s.domain ? { domain: s.domain } : { email: s.emailLower };
+  out.reason = s.reason;
+  out.createdAt = new Date(s.createdAt).toISOString();
+  if (s.source) out.source = s.source;
+  return out;
 }
 
 /**
@@ -160,37 +163,46 @@ export class Suppressions {
   /**
    * A batch (an import, at most ADD_BATCH_MAX): each entry is created, already there
    * (existing: its address, its erased hash or the same key earlier in the batch) or
-   * rejected with a code, on its own. One lookup and one write for the batch; an existing
-   * entry is strengthened as `add` would. Idempotent.
+   * rejected with a code, on its own. One lookup and one write for the batch (the erased
+   * hashes are looked up only in a workspace that has any); an existing entry is
+   * strengthened as `add` would. Idempotent.
    */
   async addMany(workspaceId: string, entries: SuppressionEntryInput[]): Promise<SuppressionEntryResult[]> {
     requireWorkspaceId(workspaceId);
     if (!Array.isArray(entries) || !entries.length) throw badRequest("invalid_request", "entries must hold at least one entry");
     if (entries.length > ADD_BATCH_MAX) throw badRequest("invalid_request", `At most ${ADD_BATCH_MAX} entries per batch`);
     const now = this.now();
+    const latest = now.getTime() + FUTURE_SLACK_MS;
     const results: SuppressionEntryResult[] = new Array(entries.length);
     const valid: Array<{ index: number; doc: Suppression; erasedId?: string }> = [];
-    for (const [index, entry] of entries.entries()) {
+    const hashed = await this.repo.hasErased(workspaceId);
+    for (let index = 0; index < entries.length; index++) {
+      const entry = entries[index];
       try {
         const reason = entry.reason ?? "imported";
         if (!isReason(reason)) throw badRequest("invalid_reason", `reason must be one of ${SUPPRESSION_REASONS.join(", ")}`);
         const { key, emailLower, domain } = resolveTarget(entry);
         const source = checkSource(entry.source);
         const createdAt = entry.createdAt ?? now;
-        if (!(createdAt instanceof Date) || Number.isNaN(createdAt.getTime()) || createdAt.getTime() > now.getTime() + FUTURE_SLACK_MS) {
+        if (!(createdAt instanceof Date) || Number.isNaN(createdAt.getTime()) || createdAt.getTime() > latest) {
           throw badRequest("invalid_created_at", "created_at must be a valid time, not in the future");
         }
-        const doc: Suppression = {
-          _id: scopedId(workspaceId, key), workspaceId, emailLower: key, ...(domain ? { domain } : {}), reason, detail: "", ...(source ? { source } : {}), createdAt,
-        };
-        valid.push({ index, doc, erasedId: emailLower ? scopedId(workspaceId, erasedKey(workspaceId, emailLower)) : undefined });
+        const doc: Suppression = { _id: scopedId(workspaceId, key), workspaceId, emailLower: key, reason, detail: "", createdAt };
+        if (domain) doc.domain = domain;
+        if (source) doc.source = source;
+        valid.push({ index, doc, erasedId: hashed && emailLower ? scopedId(workspaceId, erasedKey(workspaceId, emailLower)) : undefined });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         results[index] = { outcome: "rejected", code: err.code, message: err.message };
       }
     }
-    const ids = valid.flatMap((v) => (v.erasedId ? [v.doc._id, v.erasedId] : [v.doc._id]));
-    const found = new Map((ids.length ? await this.repo.findMany(workspaceId, ids) : []).map((s) => [s._id, s]));
+    const ids: string[] = [];
+    for (const v of valid) {
+      ids.push(v.doc._id);
+      if (v.erasedId) ids.push(v.erasedId);
+    }
+    const found = new Map<string, Suppression>();
+    if (ids.length) for (const s of await this.repo.findMany(workspaceId, ids)) found.set(s._id, s);
     const toInsert: typeof valid = [];
     const seen = new Set<string>();
     // Entries already there (or earlier in the batch) with a strong reason: strengthened once the batch is written.
@@ -198,7 +210,7 @@ export class Suppressions {
     for (const v of valid) {
       const there = found.get(v.doc._id) ?? (v.erasedId ? found.get(v.erasedId) : undefined);
       if (there || seen.has(v.doc._id)) {
-        results[v.index] = { outcome: "existing" };
+        results[v.index] = EXISTING;
         if (STRONG_REASONS.includes(v.doc.reason) && !(there && STRONG_REASONS.includes(there.reason))) {
           stronger.push({ id: there?._id ?? v.doc._id, reason: v.doc.reason, detail: there && there._id === v.erasedId ? ERASED_DETAIL : "" });
         }
@@ -207,11 +219,12 @@ export class Suppressions {
       seen.add(v.doc._id);
       toInsert.push(v);
     }
-    const inserted = new Set((await this.repo.ensureMany(toInsert.map((v) => v.doc))).map((s) => s._id));
+    const inserted = new Set<string>();
+    if (toInsert.length) for (const s of await this.repo.ensureMany(toInsert.map((v) => v.doc))) inserted.add(s._id);
     const unsubscribed: string[] = [];
     for (const v of toInsert) {
       const created = inserted.has(v.doc._id);
-      results[v.index] = { outcome: created ? "created" : "existing" };
+      results[v.index] = created ? CREATED : EXISTING;
       if (!created && STRONG_REASONS.includes(v.doc.reason)) stronger.push({ id: v.doc._id, reason: v.doc.reason, detail: "" });
       if (created && v.doc.reason === "unsubscribed" && !v.doc.domain) unsubscribed.push(v.doc.emailLower);
     }

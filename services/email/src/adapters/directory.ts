@@ -86,6 +86,7 @@ export class ConnectDirectory implements Directory {
       if (!template) return null;
       const content: TemplateContent = {
         name: template.name,
+        kind: template.kind === "layout" || template.kind === "snippet" ? template.kind : "template",
         subject: template.subject,
         html: template.html,
         text: template.text,

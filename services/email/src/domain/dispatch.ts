@@ -6,9 +6,13 @@ import type { Clock, ContentWriter, DeliveryQueue, EmailStore, Logger } from "./
 /** Where an email's compiled content lives in the content store. */
 export const contentRefOf = (emailId: string) => `email:${emailId}`;
 
-/** The delivery job of one transactional email: one recipient, so one delivery. */
-export function jobOf(email: StoredEmail, now: Date, requestId = ""): DeliveryJobSpec {
+/**
+ * The delivery job of one transactional email: one recipient, so one delivery. `content`:
+ * the stored content when the job carries it (small content, ContentWriter.place).
+ */
+export function jobOf(email: StoredEmail, now: Date, requestId = "", content?: Uint8Array): DeliveryJobSpec {
   return {
+    ...(content ? { content } : {}),
     deliveryId: email.id,
     workspaceId: email.workspaceId,
     source: "transactional",
@@ -57,31 +61,32 @@ export class Publisher {
   ) {}
 
   /**
-   * Writes the email's content to the content store, as `publish` needs it to be before the
-   * job. The send path starts this alongside the email's own insert (it holds the compiled
-   * bytes); the scheduler lets `publish` read them back from the store.
+   * Places the email's content: in its job when small (resolves to the bytes the job carries,
+   * nothing written), else in the content store, as `publish` needs it to be before the job.
+   * The send path starts this alongside the email's own insert (it holds the compiled bytes);
+   * the scheduler lets `publish` read them back from the store.
    */
-  writeContent(email: Pick<StoredEmail, "id" | "workspaceId">, compiled: CompiledContent, extras?: ContentExtras): Promise<void> {
-    if (!extras) return this.content.put(email.workspaceId, contentRefOf(email.id), compiled);
+  writeContent(email: Pick<StoredEmail, "id" | "workspaceId">, compiled: CompiledContent, extras?: ContentExtras): Promise<Uint8Array | undefined> {
+    if (!extras) return this.content.place(email.workspaceId, contentRefOf(email.id), compiled);
     // StoredContent's fields exactly (no record-only size).
     const carried: ContentExtras = {
       cc: extras.cc,
       headers: extras.headers.map(({ name, value }) => ({ name, value })),
       attachments: extras.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, contentId: a.contentId ?? "", size: a.size, content: a.content })),
     };
-    return this.content.put(email.workspaceId, contentRefOf(email.id), compiled, carried);
+    return this.content.place(email.workspaceId, contentRefOf(email.id), compiled, carried);
   }
 
   /**
    * True when the job is on the queue; false leaves the claim to expire and be retried.
    * `requestId`: the API request being served, carried by the job (none for the scheduler).
-   * `contentWritten`: the content store write already under way for this email; without
-   * it the content is read from the email store and written here, before the job.
+   * `contentWritten`: the placing of this email's content already under way (writeContent);
+   * without it the content is read from the email store and placed here, before the job.
    */
-  async publish(email: StoredEmail, requestId = "", contentWritten?: Promise<void>): Promise<boolean> {
+  async publish(email: StoredEmail, requestId = "", contentWritten?: Promise<Uint8Array | undefined>): Promise<boolean> {
     try {
-      await (contentWritten ?? this.writeStoredContent(email));
-      await this.queue.publishJob(jobOf(email, this.clock.now(), requestId));
+      const carried = await (contentWritten ?? this.writeStoredContent(email));
+      await this.queue.publishJob(jobOf(email, this.clock.now(), requestId, carried));
     } catch (err) {
       const missing = err instanceof ContentMissing;
       this.logger[missing ? "error" : "warn"](
@@ -107,7 +112,7 @@ export class Publisher {
    * content was written to the email store at acceptance (a scheduled email can wait 90
    * days, longer than the content store keeps entries), so it goes to the content store now.
    */
-  private async writeStoredContent(email: StoredEmail): Promise<void> {
+  private async writeStoredContent(email: StoredEmail): Promise<Uint8Array | undefined> {
     const compiled = email.compiled ?? (await this.emails.compiledContent(email.workspaceId, email.id));
     if (!compiled) throw new ContentMissing(`email ${email.id} has no compiled content`);
     let extras: ContentExtras | undefined;
@@ -120,6 +125,6 @@ export class Publisher {
         attachments: (email.attachments ?? []).map((info, i) => ({ ...info, content: bytes[i]! })),
       };
     }
-    await this.writeContent(email, compiled, extras);
+    return this.writeContent(email, compiled, extras);
   }
 }

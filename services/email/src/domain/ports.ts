@@ -90,6 +90,8 @@ export interface SenderCheck {
 
 export interface TemplateContent {
   name: string;
+  /** "layout" and "snippet" are pieces of templates, refused as what an email is sent from; absent: "template". */
+  kind?: "template" | "layout" | "snippet";
   subject: string;
   html: string;
   text: string;
@@ -187,6 +189,11 @@ export interface ContentWriter {
    * the Cc header, custom headers and attachments (StoredContent's other fields), when any.
    */
   put(workspaceId: string, contentRef: string, compiled: CompiledContent, extras?: ContentExtras): Promise<void>;
+  /**
+   * Puts the content where its job finds it: small content comes back, for the job to carry
+   * (nothing is written); larger content is written as put() does and undefined comes back.
+   */
+  place(workspaceId: string, contentRef: string, compiled: CompiledContent, extras?: ContentExtras): Promise<Uint8Array | undefined>;
   /** Removes the content (erasure); removing content that is not there is harmless. */
   delete(workspaceId: string, contentRef: string): Promise<void>;
 }

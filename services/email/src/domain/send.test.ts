@@ -128,6 +128,20 @@ describe("sending one email", () => {
     expect(w.queue.jobs).toHaveLength(0);
   });
 
+  it.each(["layout", "snippet"] as const)("refuses a template of kind %s: it is part of templates, never sent on its own", async (kind) => {
+    w.directory.templates.set("frame", { name: "frame", kind, subject: "", html: "<div>{{ content }}</div>", text: "", previewText: "" });
+    const err = await refusal(w.service.send(WS, templated({ content: { kind: "templated", template: "frame", variables: {} } })));
+    expect(err).toMatchObject({ code: "invalid_template", httpStatus: 400, details: { extra: { template: '"frame"', kind: JSON.stringify(kind) } } });
+    expect(err.message).toContain(`"frame" is a ${kind}`);
+    expect(w.queue.jobs).toHaveLength(0);
+    expect(w.directory.used).toBe(0);
+    // In a batch only that item fails.
+    const batch = await w.service.sendBatch(WS, [templated(), templated({ content: { kind: "templated", template: "frame", variables: {} } })]);
+    expect(batch.successful).toHaveLength(1);
+    expect(batch.failed.map((f) => [f.index, f.error.code])).toEqual([[1, "invalid_template"]]);
+    expect(w.queue.jobs).toHaveLength(1);
+  });
+
   it.each([
     ["to", raw({ to: "ann@example.test\r\nBcc: all@example.test" })],
     ["from", raw({ content: { from: "team@acme.test\nBcc: x@y.test" } })],
@@ -209,6 +223,29 @@ describe("sending one email", () => {
     await expect(w.service.get("ws_other", record.id)).rejects.toMatchObject({ code: "email_not_found", httpStatus: 404 });
     await expect(w.service.compiledContent("ws_other", record.id)).rejects.toMatchObject({ httpStatus: 404 });
     expect((await w.service.get(WS, record.id)).id).toBe(record.id);
+  });
+
+  it("puts small content in the job itself (nothing written to the content store), now and when the scheduler publishes later", async () => {
+    w.content.inlineBytes = 64 * 1024;
+    const now = await w.service.send(WS, raw());
+    expect(w.content.get(WS, `email:${now.id}`), "nothing in the content store").toBeUndefined();
+    const job = w.queue.published[0]!;
+    expect(job.contentRef).toBe(`email:${now.id}`);
+    expect(decodeCompiled(job.content)).toMatchObject({ contentId: now.id, workspaceId: WS });
+    expect(w.log).toEqual([`inline email:${now.id}`, `job email:${now.id}`]);
+
+    const later = await w.service.send(WS, raw({ sendAt: new Date(w.clock.now().getTime() + 60_000) }));
+    w.clock.advance(61_000);
+    expect(await w.scheduler("other-process").tick()).toBe(1);
+    const released = w.queue.published.find((j) => j.emailId === later.id)!;
+    expect(decodeCompiled(released.content)).toMatchObject({ contentId: later.id });
+    expect(w.content.get(WS, `email:${later.id}`)).toBeUndefined();
+
+    // Content with attachments or over the limit goes to the store, and its job carries none.
+    w.content.inlineBytes = 10;
+    const big = await w.service.send(WS, raw());
+    expect(w.content.get(WS, `email:${big.id}`)).toBeDefined();
+    expect(w.queue.published.find((j) => j.emailId === big.id)!.content).toHaveLength(0);
   });
 
   it("keeps the email when publishing fails and the scheduler queues it later", async () => {

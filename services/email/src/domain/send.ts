@@ -64,7 +64,7 @@ interface Item {
   compiled?: CompiledContent;
   stored?: StoredEmail;
   /** The content store write of an email to publish now, started alongside its insert. */
-  contentWritten?: Promise<void>;
+  contentWritten?: Promise<Uint8Array | undefined>;
 }
 
 /** Sends reserved for a group of items (the request, or one item when items are independent). */
@@ -352,6 +352,14 @@ export class EmailSender {
           throw badRequest("template_not_found", `Template "${name}" does not exist in this workspace`, {
             extra: { template: JSON.stringify(name) },
           });
+        }
+        // A layout frames templates and a snippet is rendered by them: neither is an email of its own.
+        if (template.kind === "layout" || template.kind === "snippet") {
+          throw badRequest(
+            "invalid_template",
+            `Template "${name}" is a ${template.kind}: layouts and snippets cannot be sent on their own; send a template of kind "template" (one that names this ${template.kind === "layout" ? "layout in its `layout`" : 'snippet with {% render %}'})`,
+            { extra: { template: JSON.stringify(name), kind: JSON.stringify(template.kind) } },
+          );
         }
         item.template = template;
       },
