@@ -17,7 +17,7 @@ import {
   type TopLevelToken,
 } from "liquidjs";
 import { escapeHtml } from "../escape.js";
-import { fuse } from "./fuse.js";
+import { fuse, isFusedRun } from "./fuse.js";
 import { stringifyValue } from "../values.js";
 
 /**
@@ -103,6 +103,8 @@ function cpuMicros(): number {
 /** One loop body, counted each time it runs. */
 class CountedBody implements Template {
   readonly token: Template["token"];
+  /** Whether the body is fused runs only (known once fuse() has replaced the templates). */
+  private plain?: boolean;
   constructor(
     private readonly templates: Template[],
     private readonly liquid: Liquid,
@@ -110,8 +112,16 @@ class CountedBody implements Template {
   ) {
     this.token = owner.token;
   }
-  *render(ctx: Context, emitter: Emitter): Generator<unknown, void, unknown> {
+  render(ctx: Context, emitter: Emitter): Generator<unknown, void, unknown> | void {
     spend();
+    // A body of literals and outputs (most loop bodies) renders in plain calls, no generator per step.
+    if ((this.plain ??= this.templates.every(isFusedRun))) {
+      for (const t of this.templates) t.render(ctx, emitter);
+      return;
+    }
+    return this.renderTags(ctx, emitter);
+  }
+  private *renderTags(ctx: Context, emitter: Emitter): Generator<unknown, void, unknown> {
     yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter);
   }
 }

@@ -17,8 +17,8 @@ export function fuse(templates: Template[]): Template[] {
   let run: Part[] = [];
   let first: Template | undefined;
   const flush = () => {
-    if (run.length === 1 && first) out.push(first);
-    else if (run.length) out.push(new FusedRun(run, first!));
+    // Even one node: a plain call instead of liquidjs's generator (a loop body is often one literal).
+    if (run.length) out.push(new FusedRun(run, first!));
     run = [];
     first = undefined;
   };
@@ -89,6 +89,11 @@ function fastOutput(output: Output): Part | undefined {
     }
     emitter.write(toValue(v));
   };
+}
+
+/** Whether a template renders in a plain call (a fused run), with no generator and no break or continue. */
+export function isFusedRun(t: Template): boolean {
+  return t instanceof FusedRun;
 }
 
 /** Literal HTML and outputs, rendered in one call. Its token is the first node's (where an error points). */
