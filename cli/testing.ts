@@ -3,7 +3,7 @@
  * through the real command-line parser, against recording clients: a hint must name a command
  * that works as written, arguments in the order the CLI takes them.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runCli } from "./program.js";
@@ -11,11 +11,20 @@ import type { DirectoryClient, TeamClient } from "./client.js";
 
 export const HINT_WORKSPACE = "ws_hint";
 
+/** The file a hint's `<file>` names: one per test process, removed when it exits. */
+let hintFile: string | undefined;
+function fileForHints(): string {
+  if (hintFile) return hintFile;
+  const dir = mkdtempSync(path.join(os.tmpdir(), "mailroom-hint-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  hintFile = path.join(dir, "welcome.html");
+  writeFileSync(hintFile, "<p>Hi</p>");
+  return hintFile;
+}
+
 /** What each placeholder a hint names (`<…>`) stands for when the hint is run. */
 function hintValues(): Record<string, string> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "mailroom-hint-"));
-  const html = path.join(dir, "welcome.html");
-  writeFileSync(html, "<p>Hi</p>");
+  const html = fileForHints();
   return {
     "<workspace-id>": HINT_WORKSPACE,
     "<id>": HINT_WORKSPACE,
