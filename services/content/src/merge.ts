@@ -5,7 +5,7 @@ import type { Template } from "liquidjs";
 import { compileMessage, LIQUID_LINK } from "./compile/compile.js";
 import { classifyHref, cleanHref } from "./compile/links.js";
 import { scanHtml } from "./compile/scan.js";
-import { ParsedTemplate } from "./liquid/template.js";
+import { oneLine, ParsedTemplate } from "./liquid/template.js";
 import { LiquidSyntaxError, newBudget, parseField, renderParsed } from "./liquid/engine.js";
 import { isTimeZone } from "@mailroom/kit/time-zones.js";
 import { signLinkToken, signRecipientToken } from "./tokens.js";
@@ -127,7 +127,7 @@ class LiquidMessage implements Merger {
   private rendered(recipient: MergeRecipient, ctx: MergeContext): PreparedMessage {
     const c = this.compiled;
     const values = recipient.variables ?? {};
-    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : this.compiled.liquid?.timeZone || "UTC";
+    const zone = zoneOf(values, this.compiled);
     const out = this.parsed.render(values, { email: recipient.email, timeZone: zone });
     const one = compileMessage(
       { ...out, trackClicks: c.trackClicks, trackOpens: c.trackOpens, kind: c.kind, contentId: c.contentId, workspaceId: c.workspaceId, systemVariablesOnly: true },
@@ -174,7 +174,7 @@ class CompiledLiquidMessage implements Merger {
   merge(recipient: MergeRecipient, ctx: MergeContext): MergedMessage {
     const b = this.base.bindRecipient(recipient, ctx);
     const values = recipient.variables ?? {};
-    const zone = typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : this.compiled.liquid?.timeZone || "UTC";
+    const zone = zoneOf(values, this.compiled);
     const scope: Record<string, unknown> = {
       ...values,
       email: recipient.email || values.email,
@@ -232,6 +232,11 @@ class CompiledLiquidMessage implements Merger {
   }
 }
 
+/** Liquid's `date` zone for a recipient: its contact's `timezone` when valid, else the workspace's (compiled with the broadcast), else UTC. */
+function zoneOf(values: Readonly<Record<string, unknown>>, compiled: CompiledMessage): string {
+  return typeof values.timezone === "string" && isTimeZone(values.timezone) ? values.timezone : compiled.liquid?.timeZone || "UTC";
+}
+
 const LINK_MARKS = new RegExp(`${LIQUID_LINK.open}([^${LIQUID_LINK.open}${LIQUID_LINK.close}]*)${LIQUID_LINK.close}`, "g");
 
 /** An attribute value as the browser reads it (character references decoded). */
@@ -241,10 +246,6 @@ function decodeAttribute(value: string): string {
   return scanHtml(`<a href=${quote}${value}${quote}>`).hrefs[0]?.decoded ?? value;
 }
 
-/** Subject and preview text are header-like: line breaks (from values or tags) become one space. */
-function oneLine(text: string): string {
-  return /[\r\n]/.test(text) ? text.replace(/[\r\n]+/g, " ") : text;
-}
 
 // Slot kinds: how a value is rendered in a given template.
 const VAR_HTML = 0; // HTML-escaped

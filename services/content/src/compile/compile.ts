@@ -6,7 +6,7 @@ import { scanHtml, type AttributeValue } from "./scan.js";
 import { classifyHref, cleanHref, isInUrlQuery } from "./links.js";
 import { htmlToPlainText } from "./text.js";
 import { signLinkToken } from "../tokens.js";
-import { splitVariables, SYSTEM_ONLY } from "./variables.js";
+import { isSystemSlot, splitVariables, SYSTEM_ONLY } from "./variables.js";
 import { FOOTER_TEXT, footerPieces, pixelFormFor, pixelPieces, preheaderPieces } from "./snippets.js";
 import { compileLiquidMessage } from "./liquid.js";
 import { escapeHtml } from "../escape.js";
@@ -233,18 +233,17 @@ export function compileMessage(input: CompileInput, opts: CompileOptions): Compi
 
 /** Liquid markup in text: a tag or an output, but not a system slot (`{{unsubscribeUrl}}`), which stays a slot. */
 const LIQUID_MARKUP = /\{%[\s\S]*?%\}|\{\{[\s\S]*?\}\}/g;
-const SYSTEM_SLOT = /^\{\{(?:unsubscribeUrl|manageUrl|contactId)\}\}$/;
 
 function holdsLiquid(text: string): boolean {
   if (text.indexOf("{") === -1) return false;
-  for (const m of text.matchAll(LIQUID_MARKUP)) if (!SYSTEM_SLOT.test(m[0].replace(/\s+/g, ""))) return true;
+  for (const m of text.matchAll(LIQUID_MARKUP)) if (!isSystemSlot(m[0].replace(/\s+/g, ""))) return true;
   return false;
 }
 
 /** Liquid markup replaced by single words, so the text generator can neither wrap nor change it. */
 function hideLiquid(text: string, hide: (markup: string) => string): string {
   if (text.indexOf("{") === -1) return text;
-  return text.replace(LIQUID_MARKUP, (m) => (SYSTEM_SLOT.test(m) ? m : hide(m)));
+  return text.replace(LIQUID_MARKUP, (m) => (isSystemSlot(m) ? m : hide(m)));
 }
 
 /**

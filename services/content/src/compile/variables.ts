@@ -10,6 +10,12 @@ const KNOWN_ALWAYS = new Set<string>([...BUILT_IN_VARIABLES, ...SYSTEM_VARIABLES
 /** The values a Liquid-rendered message still merges per delivery (their value needs the delivery's token). */
 export const SYSTEM_ONLY: ReadonlySet<string> = new Set<string>(SYSTEM_VARIABLES);
 
+const SYSTEM_SLOT = new RegExp(`^\\{\\{(?:${SYSTEM_VARIABLES.join("|")})\\}\\}$`);
+/** Whether text is exactly one system value's slot (`{{unsubscribeUrl}}`), which the merge fills per delivery. */
+export function isSystemSlot(text: string): boolean {
+  return SYSTEM_SLOT.test(text);
+}
+
 /** Linear-time: no nested quantifiers, so hostile input cannot make it backtrack badly. */
 const VARIABLE_SOURCE = "\\{\\{[ \\t\\r\\n]*([A-Za-z_][A-Za-z0-9_]*)[ \\t\\r\\n]*\\}\\}";
 

@@ -18,6 +18,7 @@ import {
 } from "liquidjs";
 import { escapeHtml } from "../escape.js";
 import { fuse, isFusedRun } from "./fuse.js";
+import { isSystemSlot } from "../compile/variables.js";
 import { stringifyValue } from "../values.js";
 
 /**
@@ -225,9 +226,8 @@ function newEngine(outputEscape: (v: unknown) => string): Liquid {
 /** Percent-encoded for a URL's query; a system slot stays a slot (the compiler encodes its value per delivery). */
 function urlParam(v: unknown): string {
   const s = stringifyValue(v);
-  return SYSTEM_SLOT.test(s) ? s : encodeURIComponent(s);
+  return isSystemSlot(s) ? s : encodeURIComponent(s);
 }
-const SYSTEM_SLOT = /^\{\{(?:unsubscribeUrl|manageUrl|contactId)\}\}$/;
 
 const handlerOf = (f: FilterImplOptions) => (typeof f === "function" ? f : f.handler);
 const builtInDate = handlerOf(builtIn.date!);

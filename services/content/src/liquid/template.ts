@@ -89,7 +89,7 @@ function spliceContent(rendered: string, marker: string, content: string): strin
 }
 
 /** Subject and preview text are header-like: line breaks (from values or tags) become one space. */
-function oneLine(text: string): string {
+export function oneLine(text: string): string {
   return /[\r\n]/.test(text) ? text.replace(/[\r\n]+/g, " ") : text;
 }
 
