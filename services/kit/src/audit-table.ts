@@ -192,6 +192,20 @@ export const AUDIT_TABLE: AuditTable = {
 
   // Inbound
   "mailroom.inbound.v1.InboundService/ReceiveProviderWebhook": { notAudited: "relay providers' event callbacks (no actor); recorded as the emails' events" },
+  // Receiving (DESIGN §10.4): domains and rules are configuration; received mail is read only.
+  "mailroom.inbound.v1.ReceivingService/CreateInboundDomain": change("inbound_domain.create", "inbound_domain", ["res.domain.id"]),
+  "mailroom.inbound.v1.ReceivingService/ListInboundDomains": READ,
+  "mailroom.inbound.v1.ReceivingService/GetInboundDomain": READ,
+  "mailroom.inbound.v1.ReceivingService/VerifyInboundDomain": change("inbound_domain.verify", "inbound_domain", ["req.id"]),
+  "mailroom.inbound.v1.ReceivingService/DeleteInboundDomain": change("inbound_domain.delete", "inbound_domain", ["req.id"]),
+  "mailroom.inbound.v1.ReceivingService/CreateInboundRule": change("inbound_rule.create", "inbound_rule", ["res.rule.id"]),
+  "mailroom.inbound.v1.ReceivingService/ListInboundRules": READ,
+  "mailroom.inbound.v1.ReceivingService/DeleteInboundRule": change("inbound_rule.delete", "inbound_rule", ["req.id"]),
+  "mailroom.inbound.v1.ReceivingService/ListReceivedEmails": READ,
+  "mailroom.inbound.v1.ReceivingService/GetReceivedEmail": READ,
+  "mailroom.inbound.v1.ReceivingService/GetReceivedAttachment": READ,
+  "mailroom.inbound.v1.ReceivingService/GetReceivedRaw": READ,
+  "mailroom.inbound.v1.ReceivingService/GetDmarcSummary": READ,
 
   // Renderer: pure computation
   "mailroom.renderer.v1.RendererService/DetectVariables": READ,

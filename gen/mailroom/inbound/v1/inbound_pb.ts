@@ -4,13 +4,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file mailroom/inbound/v1/inbound.proto.
  */
 export const file_mailroom_inbound_v1_inbound: GenFile = /*@__PURE__*/
-  fileDesc("CiFtYWlscm9vbS9pbmJvdW5kL3YxL2luYm91bmQucHJvdG8SE21haWxyb29tLmluYm91bmQudjEiLQoOUHJvdmlkZXJIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKDAQodUmVjZWl2ZVByb3ZpZGVyV2ViaG9va1JlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkSDAoEYm9keRgCIAEoDBI0CgdoZWFkZXJzGAMgAygLMiMubWFpbHJvb20uaW5ib3VuZC52MS5Qcm92aWRlckhlYWRlchIMCgRwYXRoGAQgASgJImMKHlJlY2VpdmVQcm92aWRlcldlYmhvb2tSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRIPCgdpZ25vcmVkGAIgASgFEh4KFnN1YnNjcmlwdGlvbl9jb25maXJtZWQYAyABKAgylAEKDkluYm91bmRTZXJ2aWNlEoEBChZSZWNlaXZlUHJvdmlkZXJXZWJob29rEjIubWFpbHJvb20uaW5ib3VuZC52MS5SZWNlaXZlUHJvdmlkZXJXZWJob29rUmVxdWVzdBozLm1haWxyb29tLmluYm91bmQudjEuUmVjZWl2ZVByb3ZpZGVyV2ViaG9va1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("CiFtYWlscm9vbS9pbmJvdW5kL3YxL2luYm91bmQucHJvdG8SE21haWxyb29tLmluYm91bmQudjEiLQoOUHJvdmlkZXJIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSKDAQodUmVjZWl2ZVByb3ZpZGVyV2ViaG9va1JlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkSDAoEYm9keRgCIAEoDBI0CgdoZWFkZXJzGAMgAygLMiMubWFpbHJvb20uaW5ib3VuZC52MS5Qcm92aWRlckhlYWRlchIMCgRwYXRoGAQgASgJImMKHlJlY2VpdmVQcm92aWRlcldlYmhvb2tSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRIPCgdpZ25vcmVkGAIgASgFEh4KFnN1YnNjcmlwdGlvbl9jb25maXJtZWQYAyABKAgingIKDUluYm91bmREb21haW4SCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEg4KBmRvbWFpbhgDIAEoCRIOCgZzdGF0dXMYBCABKAkSDwoHbXhfaG9zdBgFIAEoCRITCgtteF9wcmlvcml0eRgGIAEoBRIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt2ZXJpZmllZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPbGFzdF9jaGVja2VkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdmYWlsdXJlGAogASgJIkIKGkNyZWF0ZUluYm91bmREb21haW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIOCgZkb21haW4YAiABKAkiUQobQ3JlYXRlSW5ib3VuZERvbWFpblJlc3BvbnNlEjIKBmRvbWFpbhgBIAEoCzIiLm1haWxyb29tLmluYm91bmQudjEuSW5ib3VuZERvbWFpbiIxChlMaXN0SW5ib3VuZERvbWFpbnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJRChpMaXN0SW5ib3VuZERvbWFpbnNSZXNwb25zZRIzCgdkb21haW5zGAEgAygLMiIubWFpbHJvb20uaW5ib3VuZC52MS5JbmJvdW5kRG9tYWluIjsKF0dldEluYm91bmREb21haW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJOChhHZXRJbmJvdW5kRG9tYWluUmVzcG9uc2USMgoGZG9tYWluGAEgASgLMiIubWFpbHJvb20uaW5ib3VuZC52MS5JbmJvdW5kRG9tYWluIj4KGlZlcmlmeUluYm91bmREb21haW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJRChtWZXJpZnlJbmJvdW5kRG9tYWluUmVzcG9uc2USMgoGZG9tYWluGAEgASgLMiIubWFpbHJvb20uaW5ib3VuZC52MS5JbmJvdW5kRG9tYWluIj4KGkRlbGV0ZUluYm91bmREb21haW5SZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSIdChtEZWxldGVJbmJvdW5kRG9tYWluUmVzcG9uc2UipQEKC0luYm91bmRSdWxlEgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIRCglkb21haW5faWQYAyABKAkSDQoFbWF0Y2gYBCABKAkSDgoGYWN0aW9uGAUgASgJEhIKCmZvcndhcmRfdG8YBiABKAkSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidgoYQ3JlYXRlSW5ib3VuZFJ1bGVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglkb21haW5faWQYAiABKAkSDQoFbWF0Y2gYAyABKAkSDgoGYWN0aW9uGAQgASgJEhIKCmZvcndhcmRfdG8YBSABKAkiSwoZQ3JlYXRlSW5ib3VuZFJ1bGVSZXNwb25zZRIuCgRydWxlGAEgASgLMiAubWFpbHJvb20uaW5ib3VuZC52MS5JbmJvdW5kUnVsZSJCChdMaXN0SW5ib3VuZFJ1bGVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJZG9tYWluX2lkGAIgASgJIksKGExpc3RJbmJvdW5kUnVsZXNSZXNwb25zZRIvCgVydWxlcxgBIAMoCzIgLm1haWxyb29tLmluYm91bmQudjEuSW5ib3VuZFJ1bGUiTwoYRGVsZXRlSW5ib3VuZFJ1bGVSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglkb21haW5faWQYAiABKAkSCgoCaWQYAyABKAkiGwoZRGVsZXRlSW5ib3VuZFJ1bGVSZXNwb25zZSIwCg9SZWNlaXZlZEFkZHJlc3MSDwoHYWRkcmVzcxgBIAEoCRIMCgRuYW1lGAIgASgJIi0KDlJlY2VpdmVkSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkifwoSUmVjZWl2ZWRBdHRhY2htZW50EgoKAmlkGAEgASgJEhAKCGZpbGVuYW1lGAIgASgJEhQKDGNvbnRlbnRfdHlwZRgDIAEoCRIMCgRzaXplGAQgASgDEhIKCmNvbnRlbnRfaWQYBSABKAkSEwoLZGlzcG9zaXRpb24YBiABKAkiTwoRUmVjZWl2ZWRJblJlcGx5VG8SEAoIZW1haWxfaWQYASABKAkSFAoMYnJvYWRjYXN0X2lkGAIgASgJEhIKCmNvbnRhY3RfaWQYAyABKAki/QUKDVJlY2VpdmVkRW1haWwSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhEKCWRvbWFpbl9pZBgDIAEoCRIyCgRmcm9tGAQgASgLMiQubWFpbHJvb20uaW5ib3VuZC52MS5SZWNlaXZlZEFkZHJlc3MSMAoCdG8YBSADKAsyJC5tYWlscm9vbS5pbmJvdW5kLnYxLlJlY2VpdmVkQWRkcmVzcxIwCgJjYxgGIAMoCzIkLm1haWxyb29tLmluYm91bmQudjEuUmVjZWl2ZWRBZGRyZXNzEhMKC2VudmVsb3BlX3RvGAcgAygJEhEKCW1haWxfZnJvbRgIIAEoCRIPCgdzdWJqZWN0GAkgASgJEhIKCm1lc3NhZ2VfaWQYCiABKAkSGgoSaW5fcmVwbHlfdG9faGVhZGVyGAsgASgJEhIKCnJlZmVyZW5jZXMYDCADKAkSOwoLaW5fcmVwbHlfdG8YDSABKAsyJi5tYWlscm9vbS5pbmJvdW5kLnYxLlJlY2VpdmVkSW5SZXBseVRvEhQKDG1haWxib3hfaGFzaBgOIAEoCRIvCgtyZWNlaXZlZF9hdBgPIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASPAoLYXR0YWNobWVudHMYECADKAsyJy5tYWlscm9vbS5pbmJvdW5kLnYxLlJlY2VpdmVkQXR0YWNobWVudBIXCgpzcGFtX3Njb3JlGBEgASgBSACIAQESDAoEc2l6ZRgSIAEoAxIPCgdydWxlX2lkGBMgASgJEg4KBmFjdGlvbhgUIAEoCRIaChJmb3J3YXJkZWRfZW1haWxfaWQYFSABKAkSDAoEdGV4dBgWIAEoCRIMCgRodG1sGBcgASgJEhsKE3N0cmlwcGVkX3RleHRfcmVwbHkYGCABKAkSNAoHaGVhZGVycxgZIAMoCzIjLm1haWxyb29tLmluYm91bmQudjEuUmVjZWl2ZWRIZWFkZXJCDQoLX3NwYW1fc2NvcmUilQEKGUxpc3RSZWNlaXZlZEVtYWlsc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAnRvGAIgASgJEgwKBGZyb20YAyABKAkSKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWxpbWl0GAUgASgFEg4KBmN1cnNvchgGIAEoCSJlChpMaXN0UmVjZWl2ZWRFbWFpbHNSZXNwb25zZRIyCgZlbWFpbHMYASADKAsyIi5tYWlscm9vbS5pbmJvdW5kLnYxLlJlY2VpdmVkRW1haWwSEwoLbmV4dF9jdXJzb3IYAiABKAkiOwoXR2V0UmVjZWl2ZWRFbWFpbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIk0KGEdldFJlY2VpdmVkRW1haWxSZXNwb25zZRIxCgVlbWFpbBgBIAEoCzIiLm1haWxyb29tLmluYm91bmQudjEuUmVjZWl2ZWRFbWFpbCJdChxHZXRSZWNlaXZlZEF0dGFjaG1lbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghlbWFpbF9pZBgCIAEoCRIVCg1hdHRhY2htZW50X2lkGAMgASgJIj8KFUdldFJlY2VpdmVkUmF3UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIZW1haWxfaWQYAiABKAkiWwoUUmVjZWl2ZWRDb250ZW50Q2h1bmsSNQoEaW5mbxgBIAEoCzInLm1haWxyb29tLmluYm91bmQudjEuUmVjZWl2ZWRBdHRhY2htZW50EgwKBGRhdGEYAiABKAwiaQoWR2V0RG1hcmNTdW1tYXJ5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDgoGZG9tYWluGAIgASgJEikKBXNpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLpAQoSRG1hcmNTb3VyY2VTdW1tYXJ5EhEKCXNvdXJjZV9pcBgBIAEoCRIQCghtZXNzYWdlcxgCIAEoAxIdChVzcGZfYWxpZ25lZF9wYXNzX3JhdGUYAyABKAESHgoWZGtpbV9hbGlnbmVkX3Bhc3NfcmF0ZRgEIAEoARIYChBkaXNwb3NpdGlvbl9ub25lGAUgASgDEh4KFmRpc3Bvc2l0aW9uX3F1YXJhbnRpbmUYBiABKAMSGgoSZGlzcG9zaXRpb25fcmVqZWN0GAcgASgDEhkKEWZhaWxpbmdfYWxpZ25tZW50GAggASgIIsUBCg9EbWFyY0RheVN1bW1hcnkSCwoDZGF5GAEgASgJEhAKCG1lc3NhZ2VzGAIgASgDEh0KFXNwZl9hbGlnbmVkX3Bhc3NfcmF0ZRgDIAEoARIeChZka2ltX2FsaWduZWRfcGFzc19yYXRlGAQgASgBEhgKEGRpc3Bvc2l0aW9uX25vbmUYBSABKAMSHgoWZGlzcG9zaXRpb25fcXVhcmFudGluZRgGIAEoAxIaChJkaXNwb3NpdGlvbl9yZWplY3QYByABKAMiuAEKF0dldERtYXJjU3VtbWFyeVJlc3BvbnNlEjgKB3NvdXJjZXMYASADKAsyJy5tYWlscm9vbS5pbmJvdW5kLnYxLkRtYXJjU291cmNlU3VtbWFyeRIyCgRkYXlzGAIgAygLMiQubWFpbHJvb20uaW5ib3VuZC52MS5EbWFyY0RheVN1bW1hcnkSDwoHcmVwb3J0cxgDIAEoBRIRCglyZXBvcnRlcnMYBCADKAkSCwoDcnVhGAUgASgJMpQBCg5JbmJvdW5kU2VydmljZRKBAQoWUmVjZWl2ZVByb3ZpZGVyV2ViaG9vaxIyLm1haWxyb29tLmluYm91bmQudjEuUmVjZWl2ZVByb3ZpZGVyV2ViaG9va1JlcXVlc3QaMy5tYWlscm9vbS5pbmJvdW5kLnYxLlJlY2VpdmVQcm92aWRlcldlYmhvb2tSZXNwb25zZTL7CwoQUmVjZWl2aW5nU2VydmljZRJ4ChNDcmVhdGVJbmJvdW5kRG9tYWluEi8ubWFpbHJvb20uaW5ib3VuZC52MS5DcmVhdGVJbmJvdW5kRG9tYWluUmVxdWVzdBowLm1haWxyb29tLmluYm91bmQudjEuQ3JlYXRlSW5ib3VuZERvbWFpblJlc3BvbnNlEnUKEkxpc3RJbmJvdW5kRG9tYWlucxIuLm1haWxyb29tLmluYm91bmQudjEuTGlzdEluYm91bmREb21haW5zUmVxdWVzdBovLm1haWxyb29tLmluYm91bmQudjEuTGlzdEluYm91bmREb21haW5zUmVzcG9uc2USbwoQR2V0SW5ib3VuZERvbWFpbhIsLm1haWxyb29tLmluYm91bmQudjEuR2V0SW5ib3VuZERvbWFpblJlcXVlc3QaLS5tYWlscm9vbS5pbmJvdW5kLnYxLkdldEluYm91bmREb21haW5SZXNwb25zZRJ4ChNWZXJpZnlJbmJvdW5kRG9tYWluEi8ubWFpbHJvb20uaW5ib3VuZC52MS5WZXJpZnlJbmJvdW5kRG9tYWluUmVxdWVzdBowLm1haWxyb29tLmluYm91bmQudjEuVmVyaWZ5SW5ib3VuZERvbWFpblJlc3BvbnNlEngKE0RlbGV0ZUluYm91bmREb21haW4SLy5tYWlscm9vbS5pbmJvdW5kLnYxLkRlbGV0ZUluYm91bmREb21haW5SZXF1ZXN0GjAubWFpbHJvb20uaW5ib3VuZC52MS5EZWxldGVJbmJvdW5kRG9tYWluUmVzcG9uc2UScgoRQ3JlYXRlSW5ib3VuZFJ1bGUSLS5tYWlscm9vbS5pbmJvdW5kLnYxLkNyZWF0ZUluYm91bmRSdWxlUmVxdWVzdBouLm1haWxyb29tLmluYm91bmQudjEuQ3JlYXRlSW5ib3VuZFJ1bGVSZXNwb25zZRJvChBMaXN0SW5ib3VuZFJ1bGVzEiwubWFpbHJvb20uaW5ib3VuZC52MS5MaXN0SW5ib3VuZFJ1bGVzUmVxdWVzdBotLm1haWxyb29tLmluYm91bmQudjEuTGlzdEluYm91bmRSdWxlc1Jlc3BvbnNlEnIKEURlbGV0ZUluYm91bmRSdWxlEi0ubWFpbHJvb20uaW5ib3VuZC52MS5EZWxldGVJbmJvdW5kUnVsZVJlcXVlc3QaLi5tYWlscm9vbS5pbmJvdW5kLnYxLkRlbGV0ZUluYm91bmRSdWxlUmVzcG9uc2USdQoSTGlzdFJlY2VpdmVkRW1haWxzEi4ubWFpbHJvb20uaW5ib3VuZC52MS5MaXN0UmVjZWl2ZWRFbWFpbHNSZXF1ZXN0Gi8ubWFpbHJvb20uaW5ib3VuZC52MS5MaXN0UmVjZWl2ZWRFbWFpbHNSZXNwb25zZRJvChBHZXRSZWNlaXZlZEVtYWlsEiwubWFpbHJvb20uaW5ib3VuZC52MS5HZXRSZWNlaXZlZEVtYWlsUmVxdWVzdBotLm1haWxyb29tLmluYm91bmQudjEuR2V0UmVjZWl2ZWRFbWFpbFJlc3BvbnNlEncKFUdldFJlY2VpdmVkQXR0YWNobWVudBIxLm1haWxyb29tLmluYm91bmQudjEuR2V0UmVjZWl2ZWRBdHRhY2htZW50UmVxdWVzdBopLm1haWxyb29tLmluYm91bmQudjEuUmVjZWl2ZWRDb250ZW50Q2h1bmswARJpCg5HZXRSZWNlaXZlZFJhdxIqLm1haWxyb29tLmluYm91bmQudjEuR2V0UmVjZWl2ZWRSYXdSZXF1ZXN0GikubWFpbHJvb20uaW5ib3VuZC52MS5SZWNlaXZlZENvbnRlbnRDaHVuazABEmwKD0dldERtYXJjU3VtbWFyeRIrLm1haWxyb29tLmluYm91bmQudjEuR2V0RG1hcmNTdW1tYXJ5UmVxdWVzdBosLm1haWxyb29tLmluYm91bmQudjEuR2V0RG1hcmNTdW1tYXJ5UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message mailroom.inbound.v1.ProviderHeader
@@ -108,6 +110,1092 @@ export const ReceiveProviderWebhookResponseSchema: GenMessage<ReceiveProviderWeb
   messageDesc(file_mailroom_inbound_v1_inbound, 2);
 
 /**
+ * @generated from message mailroom.inbound.v1.InboundDomain
+ */
+export type InboundDomain = Message<"mailroom.inbound.v1.InboundDomain"> & {
+  /**
+   * "ind_…"
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
+
+  /**
+   * Lower-case, without a trailing dot.
+   *
+   * @generated from field: string domain = 3;
+   */
+  domain: string;
+
+  /**
+   * "pending" until an MX record names the inbound host, then "verified".
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * The MX record to publish: host and preference.
+   *
+   * @generated from field: string mx_host = 5;
+   */
+  mxHost: string;
+
+  /**
+   * @generated from field: int32 mx_priority = 6;
+   */
+  mxPriority: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 7;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp verified_at = 8;
+   */
+  verifiedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_checked_at = 9;
+   */
+  lastCheckedAt?: Timestamp | undefined;
+
+  /**
+   * Why the last check did not verify it ("no MX record", "MX names other hosts: …"); empty once verified.
+   *
+   * @generated from field: string failure = 10;
+   */
+  failure: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.InboundDomain.
+ * Use `create(InboundDomainSchema)` to create a new message.
+ */
+export const InboundDomainSchema: GenMessage<InboundDomain> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 3);
+
+/**
+ * @generated from message mailroom.inbound.v1.CreateInboundDomainRequest
+ */
+export type CreateInboundDomainRequest = Message<"mailroom.inbound.v1.CreateInboundDomainRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string domain = 2;
+   */
+  domain: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.CreateInboundDomainRequest.
+ * Use `create(CreateInboundDomainRequestSchema)` to create a new message.
+ */
+export const CreateInboundDomainRequestSchema: GenMessage<CreateInboundDomainRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 4);
+
+/**
+ * @generated from message mailroom.inbound.v1.CreateInboundDomainResponse
+ */
+export type CreateInboundDomainResponse = Message<"mailroom.inbound.v1.CreateInboundDomainResponse"> & {
+  /**
+   * @generated from field: mailroom.inbound.v1.InboundDomain domain = 1;
+   */
+  domain?: InboundDomain | undefined;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.CreateInboundDomainResponse.
+ * Use `create(CreateInboundDomainResponseSchema)` to create a new message.
+ */
+export const CreateInboundDomainResponseSchema: GenMessage<CreateInboundDomainResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 5);
+
+/**
+ * @generated from message mailroom.inbound.v1.ListInboundDomainsRequest
+ */
+export type ListInboundDomainsRequest = Message<"mailroom.inbound.v1.ListInboundDomainsRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ListInboundDomainsRequest.
+ * Use `create(ListInboundDomainsRequestSchema)` to create a new message.
+ */
+export const ListInboundDomainsRequestSchema: GenMessage<ListInboundDomainsRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 6);
+
+/**
+ * @generated from message mailroom.inbound.v1.ListInboundDomainsResponse
+ */
+export type ListInboundDomainsResponse = Message<"mailroom.inbound.v1.ListInboundDomainsResponse"> & {
+  /**
+   * @generated from field: repeated mailroom.inbound.v1.InboundDomain domains = 1;
+   */
+  domains: InboundDomain[];
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ListInboundDomainsResponse.
+ * Use `create(ListInboundDomainsResponseSchema)` to create a new message.
+ */
+export const ListInboundDomainsResponseSchema: GenMessage<ListInboundDomainsResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 7);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetInboundDomainRequest
+ */
+export type GetInboundDomainRequest = Message<"mailroom.inbound.v1.GetInboundDomainRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetInboundDomainRequest.
+ * Use `create(GetInboundDomainRequestSchema)` to create a new message.
+ */
+export const GetInboundDomainRequestSchema: GenMessage<GetInboundDomainRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 8);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetInboundDomainResponse
+ */
+export type GetInboundDomainResponse = Message<"mailroom.inbound.v1.GetInboundDomainResponse"> & {
+  /**
+   * @generated from field: mailroom.inbound.v1.InboundDomain domain = 1;
+   */
+  domain?: InboundDomain | undefined;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetInboundDomainResponse.
+ * Use `create(GetInboundDomainResponseSchema)` to create a new message.
+ */
+export const GetInboundDomainResponseSchema: GenMessage<GetInboundDomainResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 9);
+
+/**
+ * @generated from message mailroom.inbound.v1.VerifyInboundDomainRequest
+ */
+export type VerifyInboundDomainRequest = Message<"mailroom.inbound.v1.VerifyInboundDomainRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.VerifyInboundDomainRequest.
+ * Use `create(VerifyInboundDomainRequestSchema)` to create a new message.
+ */
+export const VerifyInboundDomainRequestSchema: GenMessage<VerifyInboundDomainRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 10);
+
+/**
+ * @generated from message mailroom.inbound.v1.VerifyInboundDomainResponse
+ */
+export type VerifyInboundDomainResponse = Message<"mailroom.inbound.v1.VerifyInboundDomainResponse"> & {
+  /**
+   * @generated from field: mailroom.inbound.v1.InboundDomain domain = 1;
+   */
+  domain?: InboundDomain | undefined;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.VerifyInboundDomainResponse.
+ * Use `create(VerifyInboundDomainResponseSchema)` to create a new message.
+ */
+export const VerifyInboundDomainResponseSchema: GenMessage<VerifyInboundDomainResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 11);
+
+/**
+ * @generated from message mailroom.inbound.v1.DeleteInboundDomainRequest
+ */
+export type DeleteInboundDomainRequest = Message<"mailroom.inbound.v1.DeleteInboundDomainRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.DeleteInboundDomainRequest.
+ * Use `create(DeleteInboundDomainRequestSchema)` to create a new message.
+ */
+export const DeleteInboundDomainRequestSchema: GenMessage<DeleteInboundDomainRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 12);
+
+/**
+ * @generated from message mailroom.inbound.v1.DeleteInboundDomainResponse
+ */
+export type DeleteInboundDomainResponse = Message<"mailroom.inbound.v1.DeleteInboundDomainResponse"> & {
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.DeleteInboundDomainResponse.
+ * Use `create(DeleteInboundDomainResponseSchema)` to create a new message.
+ */
+export const DeleteInboundDomainResponseSchema: GenMessage<DeleteInboundDomainResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 13);
+
+/**
+ * @generated from message mailroom.inbound.v1.InboundRule
+ */
+export type InboundRule = Message<"mailroom.inbound.v1.InboundRule"> & {
+  /**
+   * "inr_…"
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string domain_id = 3;
+   */
+  domainId: string;
+
+  /**
+   * "*" (any local part), a local part ("support"), or "local+*" (plus-addressing: the tag after
+   * "+" is the received email's mailbox_hash). Lower-case.
+   *
+   * @generated from field: string match = 4;
+   */
+  match: string;
+
+  /**
+   * "webhook" (an EMAIL_RECEIVED event), "forward" (to forward_to, through the send path,
+   * SRS-rewritten) or "store" (kept for the API only).
+   *
+   * @generated from field: string action = 5;
+   */
+  action: string;
+
+  /**
+   * @generated from field: string forward_to = 6;
+   */
+  forwardTo: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 7;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.InboundRule.
+ * Use `create(InboundRuleSchema)` to create a new message.
+ */
+export const InboundRuleSchema: GenMessage<InboundRule> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 14);
+
+/**
+ * @generated from message mailroom.inbound.v1.CreateInboundRuleRequest
+ */
+export type CreateInboundRuleRequest = Message<"mailroom.inbound.v1.CreateInboundRuleRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string domain_id = 2;
+   */
+  domainId: string;
+
+  /**
+   * @generated from field: string match = 3;
+   */
+  match: string;
+
+  /**
+   * @generated from field: string action = 4;
+   */
+  action: string;
+
+  /**
+   * @generated from field: string forward_to = 5;
+   */
+  forwardTo: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.CreateInboundRuleRequest.
+ * Use `create(CreateInboundRuleRequestSchema)` to create a new message.
+ */
+export const CreateInboundRuleRequestSchema: GenMessage<CreateInboundRuleRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 15);
+
+/**
+ * @generated from message mailroom.inbound.v1.CreateInboundRuleResponse
+ */
+export type CreateInboundRuleResponse = Message<"mailroom.inbound.v1.CreateInboundRuleResponse"> & {
+  /**
+   * @generated from field: mailroom.inbound.v1.InboundRule rule = 1;
+   */
+  rule?: InboundRule | undefined;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.CreateInboundRuleResponse.
+ * Use `create(CreateInboundRuleResponseSchema)` to create a new message.
+ */
+export const CreateInboundRuleResponseSchema: GenMessage<CreateInboundRuleResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 16);
+
+/**
+ * @generated from message mailroom.inbound.v1.ListInboundRulesRequest
+ */
+export type ListInboundRulesRequest = Message<"mailroom.inbound.v1.ListInboundRulesRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string domain_id = 2;
+   */
+  domainId: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ListInboundRulesRequest.
+ * Use `create(ListInboundRulesRequestSchema)` to create a new message.
+ */
+export const ListInboundRulesRequestSchema: GenMessage<ListInboundRulesRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 17);
+
+/**
+ * @generated from message mailroom.inbound.v1.ListInboundRulesResponse
+ */
+export type ListInboundRulesResponse = Message<"mailroom.inbound.v1.ListInboundRulesResponse"> & {
+  /**
+   * @generated from field: repeated mailroom.inbound.v1.InboundRule rules = 1;
+   */
+  rules: InboundRule[];
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ListInboundRulesResponse.
+ * Use `create(ListInboundRulesResponseSchema)` to create a new message.
+ */
+export const ListInboundRulesResponseSchema: GenMessage<ListInboundRulesResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 18);
+
+/**
+ * @generated from message mailroom.inbound.v1.DeleteInboundRuleRequest
+ */
+export type DeleteInboundRuleRequest = Message<"mailroom.inbound.v1.DeleteInboundRuleRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string domain_id = 2;
+   */
+  domainId: string;
+
+  /**
+   * @generated from field: string id = 3;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.DeleteInboundRuleRequest.
+ * Use `create(DeleteInboundRuleRequestSchema)` to create a new message.
+ */
+export const DeleteInboundRuleRequestSchema: GenMessage<DeleteInboundRuleRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 19);
+
+/**
+ * @generated from message mailroom.inbound.v1.DeleteInboundRuleResponse
+ */
+export type DeleteInboundRuleResponse = Message<"mailroom.inbound.v1.DeleteInboundRuleResponse"> & {
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.DeleteInboundRuleResponse.
+ * Use `create(DeleteInboundRuleResponseSchema)` to create a new message.
+ */
+export const DeleteInboundRuleResponseSchema: GenMessage<DeleteInboundRuleResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 20);
+
+/**
+ * @generated from message mailroom.inbound.v1.ReceivedAddress
+ */
+export type ReceivedAddress = Message<"mailroom.inbound.v1.ReceivedAddress"> & {
+  /**
+   * @generated from field: string address = 1;
+   */
+  address: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ReceivedAddress.
+ * Use `create(ReceivedAddressSchema)` to create a new message.
+ */
+export const ReceivedAddressSchema: GenMessage<ReceivedAddress> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 21);
+
+/**
+ * @generated from message mailroom.inbound.v1.ReceivedHeader
+ */
+export type ReceivedHeader = Message<"mailroom.inbound.v1.ReceivedHeader"> & {
+  /**
+   * As written in the message (case kept), in order.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string value = 2;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ReceivedHeader.
+ * Use `create(ReceivedHeaderSchema)` to create a new message.
+ */
+export const ReceivedHeaderSchema: GenMessage<ReceivedHeader> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 22);
+
+/**
+ * @generated from message mailroom.inbound.v1.ReceivedAttachment
+ */
+export type ReceivedAttachment = Message<"mailroom.inbound.v1.ReceivedAttachment"> & {
+  /**
+   * "att_…", unique within the received email.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string filename = 2;
+   */
+  filename: string;
+
+  /**
+   * @generated from field: string content_type = 3;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: int64 size = 4;
+   */
+  size: bigint;
+
+  /**
+   * Content-ID without angle brackets, for inline parts; empty otherwise.
+   *
+   * @generated from field: string content_id = 5;
+   */
+  contentId: string;
+
+  /**
+   * "attachment" or "inline".
+   *
+   * @generated from field: string disposition = 6;
+   */
+  disposition: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ReceivedAttachment.
+ * Use `create(ReceivedAttachmentSchema)` to create a new message.
+ */
+export const ReceivedAttachmentSchema: GenMessage<ReceivedAttachment> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 23);
+
+/**
+ * What a received message answers, when its In-Reply-To or References names a message Mailroom sent.
+ *
+ * @generated from message mailroom.inbound.v1.ReceivedInReplyTo
+ */
+export type ReceivedInReplyTo = Message<"mailroom.inbound.v1.ReceivedInReplyTo"> & {
+  /**
+   * @generated from field: string email_id = 1;
+   */
+  emailId: string;
+
+  /**
+   * @generated from field: string broadcast_id = 2;
+   */
+  broadcastId: string;
+
+  /**
+   * @generated from field: string contact_id = 3;
+   */
+  contactId: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ReceivedInReplyTo.
+ * Use `create(ReceivedInReplyToSchema)` to create a new message.
+ */
+export const ReceivedInReplyToSchema: GenMessage<ReceivedInReplyTo> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 24);
+
+/**
+ * @generated from message mailroom.inbound.v1.ReceivedEmail
+ */
+export type ReceivedEmail = Message<"mailroom.inbound.v1.ReceivedEmail"> & {
+  /**
+   * "rcv_…"
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string workspace_id = 2;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string domain_id = 3;
+   */
+  domainId: string;
+
+  /**
+   * @generated from field: mailroom.inbound.v1.ReceivedAddress from = 4;
+   */
+  from?: ReceivedAddress | undefined;
+
+  /**
+   * The header recipients, and the envelope recipient(s) of this workspace that took it.
+   *
+   * @generated from field: repeated mailroom.inbound.v1.ReceivedAddress to = 5;
+   */
+  to: ReceivedAddress[];
+
+  /**
+   * @generated from field: repeated mailroom.inbound.v1.ReceivedAddress cc = 6;
+   */
+  cc: ReceivedAddress[];
+
+  /**
+   * @generated from field: repeated string envelope_to = 7;
+   */
+  envelopeTo: string[];
+
+  /**
+   * @generated from field: string mail_from = 8;
+   */
+  mailFrom: string;
+
+  /**
+   * @generated from field: string subject = 9;
+   */
+  subject: string;
+
+  /**
+   * The Message-ID and In-Reply-To headers, without angle brackets.
+   *
+   * @generated from field: string message_id = 10;
+   */
+  messageId: string;
+
+  /**
+   * @generated from field: string in_reply_to_header = 11;
+   */
+  inReplyToHeader: string;
+
+  /**
+   * @generated from field: repeated string references = 12;
+   */
+  references: string[];
+
+  /**
+   * @generated from field: mailroom.inbound.v1.ReceivedInReplyTo in_reply_to = 13;
+   */
+  inReplyTo?: ReceivedInReplyTo | undefined;
+
+  /**
+   * The tag of a plus-address ("reply+abc@" → "abc"); empty otherwise.
+   *
+   * @generated from field: string mailbox_hash = 14;
+   */
+  mailboxHash: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp received_at = 15;
+   */
+  receivedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: repeated mailroom.inbound.v1.ReceivedAttachment attachments = 16;
+   */
+  attachments: ReceivedAttachment[];
+
+  /**
+   * SpamAssassin's score when it ran; absent when it was not available.
+   *
+   * @generated from field: optional double spam_score = 17;
+   */
+  spamScore?: number | undefined;
+
+  /**
+   * @generated from field: int64 size = 18;
+   */
+  size: bigint;
+
+  /**
+   * The rule that took it: its action ("webhook", "forward", "store") and id.
+   *
+   * @generated from field: string rule_id = 19;
+   */
+  ruleId: string;
+
+  /**
+   * @generated from field: string action = 20;
+   */
+  action: string;
+
+  /**
+   * Forward: the email id of the forwarded copy (its delivery shows in the email log).
+   *
+   * @generated from field: string forwarded_email_id = 21;
+   */
+  forwardedEmailId: string;
+
+  /**
+   * Only on GetReceivedEmail: the bodies, the reply with quoted history removed, and the headers.
+   *
+   * @generated from field: string text = 22;
+   */
+  text: string;
+
+  /**
+   * @generated from field: string html = 23;
+   */
+  html: string;
+
+  /**
+   * @generated from field: string stripped_text_reply = 24;
+   */
+  strippedTextReply: string;
+
+  /**
+   * @generated from field: repeated mailroom.inbound.v1.ReceivedHeader headers = 25;
+   */
+  headers: ReceivedHeader[];
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ReceivedEmail.
+ * Use `create(ReceivedEmailSchema)` to create a new message.
+ */
+export const ReceivedEmailSchema: GenMessage<ReceivedEmail> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 25);
+
+/**
+ * @generated from message mailroom.inbound.v1.ListReceivedEmailsRequest
+ */
+export type ListReceivedEmailsRequest = Message<"mailroom.inbound.v1.ListReceivedEmailsRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * Filters: a whole recipient address (envelope or header, case-insensitive), a whole sender
+   * address, received at or after `since`.
+   *
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * @generated from field: string from = 3;
+   */
+  from: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp since = 4;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Page size, 1 to 100; 0 means 25.
+   *
+   * @generated from field: int32 limit = 5;
+   */
+  limit: number;
+
+  /**
+   * next_cursor of the previous page; empty for the first (newest) page.
+   *
+   * @generated from field: string cursor = 6;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ListReceivedEmailsRequest.
+ * Use `create(ListReceivedEmailsRequestSchema)` to create a new message.
+ */
+export const ListReceivedEmailsRequestSchema: GenMessage<ListReceivedEmailsRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 26);
+
+/**
+ * @generated from message mailroom.inbound.v1.ListReceivedEmailsResponse
+ */
+export type ListReceivedEmailsResponse = Message<"mailroom.inbound.v1.ListReceivedEmailsResponse"> & {
+  /**
+   * Newest first, without text, html, stripped_text_reply and headers.
+   *
+   * @generated from field: repeated mailroom.inbound.v1.ReceivedEmail emails = 1;
+   */
+  emails: ReceivedEmail[];
+
+  /**
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ListReceivedEmailsResponse.
+ * Use `create(ListReceivedEmailsResponseSchema)` to create a new message.
+ */
+export const ListReceivedEmailsResponseSchema: GenMessage<ListReceivedEmailsResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 27);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetReceivedEmailRequest
+ */
+export type GetReceivedEmailRequest = Message<"mailroom.inbound.v1.GetReceivedEmailRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetReceivedEmailRequest.
+ * Use `create(GetReceivedEmailRequestSchema)` to create a new message.
+ */
+export const GetReceivedEmailRequestSchema: GenMessage<GetReceivedEmailRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 28);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetReceivedEmailResponse
+ */
+export type GetReceivedEmailResponse = Message<"mailroom.inbound.v1.GetReceivedEmailResponse"> & {
+  /**
+   * @generated from field: mailroom.inbound.v1.ReceivedEmail email = 1;
+   */
+  email?: ReceivedEmail | undefined;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetReceivedEmailResponse.
+ * Use `create(GetReceivedEmailResponseSchema)` to create a new message.
+ */
+export const GetReceivedEmailResponseSchema: GenMessage<GetReceivedEmailResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 29);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetReceivedAttachmentRequest
+ */
+export type GetReceivedAttachmentRequest = Message<"mailroom.inbound.v1.GetReceivedAttachmentRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string email_id = 2;
+   */
+  emailId: string;
+
+  /**
+   * @generated from field: string attachment_id = 3;
+   */
+  attachmentId: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetReceivedAttachmentRequest.
+ * Use `create(GetReceivedAttachmentRequestSchema)` to create a new message.
+ */
+export const GetReceivedAttachmentRequestSchema: GenMessage<GetReceivedAttachmentRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 30);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetReceivedRawRequest
+ */
+export type GetReceivedRawRequest = Message<"mailroom.inbound.v1.GetReceivedRawRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string email_id = 2;
+   */
+  emailId: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetReceivedRawRequest.
+ * Use `create(GetReceivedRawRequestSchema)` to create a new message.
+ */
+export const GetReceivedRawRequestSchema: GenMessage<GetReceivedRawRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 31);
+
+/**
+ * @generated from message mailroom.inbound.v1.ReceivedContentChunk
+ */
+export type ReceivedContentChunk = Message<"mailroom.inbound.v1.ReceivedContentChunk"> & {
+  /**
+   * First chunk only: what is being sent (for the raw message: filename "<id>.eml", message/rfc822).
+   *
+   * @generated from field: mailroom.inbound.v1.ReceivedAttachment info = 1;
+   */
+  info?: ReceivedAttachment | undefined;
+
+  /**
+   * @generated from field: bytes data = 2;
+   */
+  data: Uint8Array;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.ReceivedContentChunk.
+ * Use `create(ReceivedContentChunkSchema)` to create a new message.
+ */
+export const ReceivedContentChunkSchema: GenMessage<ReceivedContentChunk> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 32);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetDmarcSummaryRequest
+ */
+export type GetDmarcSummaryRequest = Message<"mailroom.inbound.v1.GetDmarcSummaryRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * The sending domain (as the directory names it: "example.com"); the gateway has checked it is the workspace's.
+   *
+   * @generated from field: string domain = 2;
+   */
+  domain: string;
+
+  /**
+   * Reports whose date range ends at or after this time; absent: the last 30 days.
+   *
+   * @generated from field: google.protobuf.Timestamp since = 3;
+   */
+  since?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetDmarcSummaryRequest.
+ * Use `create(GetDmarcSummaryRequestSchema)` to create a new message.
+ */
+export const GetDmarcSummaryRequestSchema: GenMessage<GetDmarcSummaryRequest> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 33);
+
+/**
+ * @generated from message mailroom.inbound.v1.DmarcSourceSummary
+ */
+export type DmarcSourceSummary = Message<"mailroom.inbound.v1.DmarcSourceSummary"> & {
+  /**
+   * @generated from field: string source_ip = 1;
+   */
+  sourceIp: string;
+
+  /**
+   * @generated from field: int64 messages = 2;
+   */
+  messages: bigint;
+
+  /**
+   * Shares of messages, 0 to 1, whose SPF / DKIM result aligned with the header From and passed.
+   *
+   * @generated from field: double spf_aligned_pass_rate = 3;
+   */
+  spfAlignedPassRate: number;
+
+  /**
+   * @generated from field: double dkim_aligned_pass_rate = 4;
+   */
+  dkimAlignedPassRate: number;
+
+  /**
+   * Messages by the receiver's disposition: none, quarantine, reject.
+   *
+   * @generated from field: int64 disposition_none = 5;
+   */
+  dispositionNone: bigint;
+
+  /**
+   * @generated from field: int64 disposition_quarantine = 6;
+   */
+  dispositionQuarantine: bigint;
+
+  /**
+   * @generated from field: int64 disposition_reject = 7;
+   */
+  dispositionReject: bigint;
+
+  /**
+   * Neither SPF nor DKIM aligned and passed for some of its messages: a source to look at.
+   *
+   * @generated from field: bool failing_alignment = 8;
+   */
+  failingAlignment: boolean;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.DmarcSourceSummary.
+ * Use `create(DmarcSourceSummarySchema)` to create a new message.
+ */
+export const DmarcSourceSummarySchema: GenMessage<DmarcSourceSummary> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 34);
+
+/**
+ * @generated from message mailroom.inbound.v1.DmarcDaySummary
+ */
+export type DmarcDaySummary = Message<"mailroom.inbound.v1.DmarcDaySummary"> & {
+  /**
+   * YYYY-MM-DD (UTC), from the report's date range begin.
+   *
+   * @generated from field: string day = 1;
+   */
+  day: string;
+
+  /**
+   * @generated from field: int64 messages = 2;
+   */
+  messages: bigint;
+
+  /**
+   * @generated from field: double spf_aligned_pass_rate = 3;
+   */
+  spfAlignedPassRate: number;
+
+  /**
+   * @generated from field: double dkim_aligned_pass_rate = 4;
+   */
+  dkimAlignedPassRate: number;
+
+  /**
+   * @generated from field: int64 disposition_none = 5;
+   */
+  dispositionNone: bigint;
+
+  /**
+   * @generated from field: int64 disposition_quarantine = 6;
+   */
+  dispositionQuarantine: bigint;
+
+  /**
+   * @generated from field: int64 disposition_reject = 7;
+   */
+  dispositionReject: bigint;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.DmarcDaySummary.
+ * Use `create(DmarcDaySummarySchema)` to create a new message.
+ */
+export const DmarcDaySummarySchema: GenMessage<DmarcDaySummary> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 35);
+
+/**
+ * @generated from message mailroom.inbound.v1.GetDmarcSummaryResponse
+ */
+export type GetDmarcSummaryResponse = Message<"mailroom.inbound.v1.GetDmarcSummaryResponse"> & {
+  /**
+   * @generated from field: repeated mailroom.inbound.v1.DmarcSourceSummary sources = 1;
+   */
+  sources: DmarcSourceSummary[];
+
+  /**
+   * @generated from field: repeated mailroom.inbound.v1.DmarcDaySummary days = 2;
+   */
+  days: DmarcDaySummary[];
+
+  /**
+   * Reports counted, and the reporting organisations' names.
+   *
+   * @generated from field: int32 reports = 3;
+   */
+  reports: number;
+
+  /**
+   * @generated from field: repeated string reporters = 4;
+   */
+  reporters: string[];
+
+  /**
+   * The rua address to publish in the domain's DMARC record ("mailto:dmarc@<inbound host>").
+   *
+   * @generated from field: string rua = 5;
+   */
+  rua: string;
+};
+
+/**
+ * Describes the message mailroom.inbound.v1.GetDmarcSummaryResponse.
+ * Use `create(GetDmarcSummaryResponseSchema)` to create a new message.
+ */
+export const GetDmarcSummaryResponseSchema: GenMessage<GetDmarcSummaryResponse> = /*@__PURE__*/
+  messageDesc(file_mailroom_inbound_v1_inbound, 36);
+
+/**
  * InboundService takes what relay providers report about mail they carried (DESIGN §9.7):
  * the gateway hands each provider webhook request over as it came, the inbound unit verifies
  * its signature and turns it into MailEvents, as it does with bounce and complaint mail.
@@ -125,4 +1213,129 @@ export const InboundService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_mailroom_inbound_v1_inbound, 0);
+
+/**
+ * Receiving email (DESIGN §10.4): inbound domains and their rules, received messages, and the
+ * DMARC aggregate reports mailed to the inbound unit. Every call is scoped to workspace_id:
+ * one workspace never reads, lists or deletes another's domains, messages or reports.
+ *
+ * @generated from service mailroom.inbound.v1.ReceivingService
+ */
+export const ReceivingService: GenService<{
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.CreateInboundDomain
+   */
+  createInboundDomain: {
+    methodKind: "unary";
+    input: typeof CreateInboundDomainRequestSchema;
+    output: typeof CreateInboundDomainResponseSchema;
+  },
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.ListInboundDomains
+   */
+  listInboundDomains: {
+    methodKind: "unary";
+    input: typeof ListInboundDomainsRequestSchema;
+    output: typeof ListInboundDomainsResponseSchema;
+  },
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.GetInboundDomain
+   */
+  getInboundDomain: {
+    methodKind: "unary";
+    input: typeof GetInboundDomainRequestSchema;
+    output: typeof GetInboundDomainResponseSchema;
+  },
+  /**
+   * Looks the domain's MX records up again (real DNS) and records whether one names the inbound host.
+   *
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.VerifyInboundDomain
+   */
+  verifyInboundDomain: {
+    methodKind: "unary";
+    input: typeof VerifyInboundDomainRequestSchema;
+    output: typeof VerifyInboundDomainResponseSchema;
+  },
+  /**
+   * Deletes the domain and its rules; messages already received are kept until their retention ends.
+   *
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.DeleteInboundDomain
+   */
+  deleteInboundDomain: {
+    methodKind: "unary";
+    input: typeof DeleteInboundDomainRequestSchema;
+    output: typeof DeleteInboundDomainResponseSchema;
+  },
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.CreateInboundRule
+   */
+  createInboundRule: {
+    methodKind: "unary";
+    input: typeof CreateInboundRuleRequestSchema;
+    output: typeof CreateInboundRuleResponseSchema;
+  },
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.ListInboundRules
+   */
+  listInboundRules: {
+    methodKind: "unary";
+    input: typeof ListInboundRulesRequestSchema;
+    output: typeof ListInboundRulesResponseSchema;
+  },
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.DeleteInboundRule
+   */
+  deleteInboundRule: {
+    methodKind: "unary";
+    input: typeof DeleteInboundRuleRequestSchema;
+    output: typeof DeleteInboundRuleResponseSchema;
+  },
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.ListReceivedEmails
+   */
+  listReceivedEmails: {
+    methodKind: "unary";
+    input: typeof ListReceivedEmailsRequestSchema;
+    output: typeof ListReceivedEmailsResponseSchema;
+  },
+  /**
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.GetReceivedEmail
+   */
+  getReceivedEmail: {
+    methodKind: "unary";
+    input: typeof GetReceivedEmailRequestSchema;
+    output: typeof GetReceivedEmailResponseSchema;
+  },
+  /**
+   * The attachment's bytes in chunks (the first chunk carries its metadata), from the object store.
+   *
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.GetReceivedAttachment
+   */
+  getReceivedAttachment: {
+    methodKind: "server_streaming";
+    input: typeof GetReceivedAttachmentRequestSchema;
+    output: typeof ReceivedContentChunkSchema;
+  },
+  /**
+   * The message exactly as received (RFC 5322), in chunks.
+   *
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.GetReceivedRaw
+   */
+  getReceivedRaw: {
+    methodKind: "server_streaming";
+    input: typeof GetReceivedRawRequestSchema;
+    output: typeof ReceivedContentChunkSchema;
+  },
+  /**
+   * DMARC aggregate reports received for one of the workspace's sending domains, summarised.
+   *
+   * @generated from rpc mailroom.inbound.v1.ReceivingService.GetDmarcSummary
+   */
+  getDmarcSummary: {
+    methodKind: "unary";
+    input: typeof GetDmarcSummaryRequestSchema;
+    output: typeof GetDmarcSummaryResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_mailroom_inbound_v1_inbound, 1);
 
