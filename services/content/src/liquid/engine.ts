@@ -1,5 +1,8 @@
 import {
+  CaseTag,
   ForTag,
+  IfTag,
+  UnlessTag,
   Hash,
   Liquid,
   LiquidError,
@@ -116,11 +119,14 @@ class CountedBody implements Template {
   render(ctx: Context, emitter: Emitter): Generator<unknown, void, unknown> | void {
     spend();
     // A body of literals and outputs (most loop bodies) renders in plain calls, no generator per step.
-    if ((this.plain ??= this.templates.every(isFusedRun))) {
+    if (this.isPlain()) {
       for (const t of this.templates) t.render(ctx, emitter);
       return;
     }
     return this.renderTags(ctx, emitter);
+  }
+  isPlain(): boolean {
+    return (this.plain ??= this.templates.every(isFusedRun));
   }
   private *renderTags(ctx: Context, emitter: Emitter): Generator<unknown, void, unknown> {
     yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter);
@@ -131,7 +137,52 @@ class CountedFor extends ForTag {
   constructor(token: TagToken, remain: TopLevelToken[], liquid: Liquid, parser: Parser) {
     super(token, remain, liquid, parser);
     if (this.templates.length) this.templates = [new CountedBody(this.templates, liquid, this)];
+    // liquidjs's loop renders its body through `this.liquid.renderer` each iteration, a
+    // generator each time: a plain body is rendered in the call instead.
+    this.liquid = plainBodies(liquid);
   }
+}
+
+/** Branches of conditions, rendered without a generator when they hold literals and outputs only. */
+class PlainIf extends IfTag {
+  constructor(token: TagToken, remain: TopLevelToken[], liquid: Liquid, parser: Parser) {
+    super(token, remain, liquid, parser);
+    this.liquid = plainBodies(liquid);
+  }
+}
+class PlainUnless extends UnlessTag {
+  constructor(token: TagToken, remain: TopLevelToken[], liquid: Liquid, parser: Parser) {
+    super(token, remain, liquid, parser);
+    this.liquid = plainBodies(liquid);
+  }
+}
+class PlainCase extends CaseTag {
+  constructor(token: TagToken, remain: TopLevelToken[], liquid: Liquid, parser: Parser) {
+    super(token, remain, liquid, parser);
+    this.liquid = plainBodies(liquid);
+  }
+}
+
+const isPlain = (t: Template) => isFusedRun(t) || (t instanceof CountedBody && t.isPlain());
+const plainRenderers = new WeakMap<Liquid, Liquid>();
+/**
+ * The engine as a block tag sees it (loops, conditions): a body of literals and outputs (fused
+ * runs, or a counted loop body of them) renders in the call; anything else as liquidjs does.
+ */
+function plainBodies(liquid: Liquid): Liquid {
+  let seen = plainRenderers.get(liquid);
+  if (!seen) {
+    const renderer = liquid.renderer;
+    const plain = Object.create(renderer) as typeof renderer;
+    plain.renderTemplates = function (templates, ctx, emitter) {
+      if (!emitter || !templates.every(isPlain)) return renderer.renderTemplates(templates, ctx, emitter);
+      for (const t of templates) t.render(ctx, emitter);
+      return undefined as never;
+    };
+    seen = Object.create(liquid, { renderer: { value: plain } }) as Liquid;
+    plainRenderers.set(liquid, seen);
+  }
+  return seen;
 }
 
 class CountedTablerow extends TablerowTag {
@@ -207,6 +258,9 @@ function newEngine(outputEscape: (v: unknown) => string): Liquid {
     memoryLimit: RENDER_LIMITS.memory,
   });
   liquid.registerTag("for", CountedFor);
+  liquid.registerTag("if", PlainIf);
+  liquid.registerTag("unless", PlainUnless);
+  liquid.registerTag("case", PlainCase);
   liquid.registerTag("tablerow", CountedTablerow);
   liquid.registerTag("render", SnippetTag);
   for (const name of ["include", "layout", "block"]) liquid.registerTag(name, Refused);
@@ -358,7 +412,20 @@ export interface RenderBudget {
 }
 
 export function newBudget(): RenderBudget {
-  return { deadline: performance.now() + RENDER_LIMITS.ms, cpuStart: cpuMicros(), iterations: 0 };
+  const now = performance.now();
+  return { deadline: now + RENDER_LIMITS.ms, cpuStart: cpuNear(now), iterations: 0 };
+}
+
+/**
+ * The CPU time now, give or take CPU_READ_EVERY_MS: reading it is a system call (a tenth of a
+ * small message's render), and a process renders thousands a second. A reading up to that old
+ * starts a budget a little early, so a render may be failed that much before its 50 ms; never later.
+ */
+const CPU_READ_EVERY_MS = 1;
+let cpuReading = { at: Number.NEGATIVE_INFINITY, micros: 0 };
+function cpuNear(now: number): number {
+  if (now - cpuReading.at > CPU_READ_EVERY_MS) cpuReading = { at: now, micros: cpuMicros() };
+  return cpuReading.micros;
 }
 
 /**
