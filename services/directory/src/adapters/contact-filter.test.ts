@@ -12,7 +12,7 @@ import { DeliverySource, MailEventSchema, MailEventType } from "../../../../gen/
 import { storeDirectory, type TestDirectory } from "../testing.js";
 import { ContactFilters, MONGODB_ENGAGEMENT_IDS } from "./contact-filter.js";
 import { ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION } from "./engagement-store.js";
-import { engagementOf } from "../engagement-consumers.js";
+import { engagementsOf } from "../engagement-consumers.js";
 
 const NOW = new Date("2026-03-31T12:00:00.000Z");
 const tempDirs: string[] = [];
@@ -229,32 +229,54 @@ for (const [name, open] of STORES) {
   });
 }
 
-describe("engagementOf (MailEvents → records)", () => {
+describe("engagementsOf (MailEvents → records, a batch at a time)", () => {
   const contacts = new Map([["ws_a:ctc_1", { _id: "ctc_1", emailLower: "ann@example.test" }]]);
+  const lookups: string[] = [];
   const deps = {
     contacts: {
-      findById: async (ws: string, id: string) => (contacts.get(`${ws}:${id}`) ?? null) as never,
-      findByEmail: async (ws: string, email: string) => ([...contacts.entries()].find(([k, c]) => k.startsWith(`${ws}:`) && c.emailLower === email)?.[1] ?? null) as never,
+      existingIds: async (ws: string, ids: readonly string[]) => {
+        lookups.push(`ids ${ws} ${ids.join(",")}`);
+        return new Set(ids.filter((id) => contacts.has(`${ws}:${id}`)));
+      },
+      findManyByEmail: async (ws: string, emails: string[]) => {
+        lookups.push(`emails ${ws} ${emails.join(",")}`);
+        return [...contacts.entries()].filter(([k, c]) => k.startsWith(`${ws}:`) && emails.includes(c.emailLower)).map(([, c]) => c) as never;
+      },
     },
-    engagement: { record: async () => true },
+    engagement: { recordMany: async (e: readonly unknown[]) => e.map(() => true) },
   };
   const event = (init: Record<string, unknown>) =>
     create(MailEventSchema, { eventId: "e1", workspaceId: "ws_a", type: MailEventType.OPENED, source: DeliverySource.BROADCAST, occurredAt: timestampFromDate(NOW), ...init });
 
   it("names the contact by id, else by the recipient's address; the message by broadcast, email or Message-ID", async () => {
-    expect(await engagementOf(event({ contactId: "ctc_1", broadcastId: "cmp_9", messageId: "m@x" }), "opened", deps)).toEqual({
-      workspaceId: "ws_a", contactId: "ctc_1", kind: "opened", messageId: "cmp_9", broadcastId: "cmp_9", at: NOW,
-    });
-    expect(await engagementOf(event({ recipient: "Ann <ANN@example.test>", emailId: "trs_1", source: DeliverySource.TRANSACTIONAL }), "delivered", deps)).toMatchObject({
-      contactId: "ctc_1", messageId: "trs_1", broadcastId: undefined, kind: "delivered",
-    });
-    expect(await engagementOf(event({ recipient: "ann@example.test", messageId: "m@x" }), "bounced", deps)).toMatchObject({ messageId: "m@x" });
+    const records = await engagementsOf([
+      event({ contactId: "ctc_1", broadcastId: "cmp_9", messageId: "m@x" }),
+      event({ recipient: "Ann <ANN@example.test>", emailId: "trs_1", source: DeliverySource.TRANSACTIONAL }),
+      event({ recipient: "ann@example.test", messageId: "m@x" }),
+    ], "opened", deps);
+    expect(records[0]).toEqual({ workspaceId: "ws_a", contactId: "ctc_1", kind: "opened", messageId: "cmp_9", broadcastId: "cmp_9", at: NOW });
+    expect(records[1]).toMatchObject({ contactId: "ctc_1", messageId: "trs_1", broadcastId: undefined, kind: "opened" });
+    expect(records[2]).toMatchObject({ messageId: "m@x" });
   });
   it("records nothing for test sends, unknown contacts or another workspace's contact", async () => {
-    expect(await engagementOf(event({ contactId: "ctc_1", broadcastId: "cmp_9", source: DeliverySource.BROADCAST_TEST }), "opened", deps)).toBeUndefined();
-    expect(await engagementOf(event({ contactId: "ctc_2", broadcastId: "cmp_9" }), "opened", deps)).toBeUndefined();
-    expect(await engagementOf(event({ workspaceId: "ws_b", contactId: "ctc_1", broadcastId: "cmp_9" }), "opened", deps)).toBeUndefined();
-    expect(await engagementOf(event({ recipient: "bob@example.test", broadcastId: "cmp_9" }), "opened", deps)).toBeUndefined();
+    const records = await engagementsOf([
+      event({ contactId: "ctc_1", broadcastId: "cmp_9", source: DeliverySource.BROADCAST_TEST }),
+      event({ contactId: "ctc_2", broadcastId: "cmp_9" }),
+      event({ workspaceId: "ws_b", contactId: "ctc_1", broadcastId: "cmp_9" }),
+      event({ recipient: "bob@example.test", broadcastId: "cmp_9" }),
+      event({ contactId: "ctc_1", broadcastId: "cmp_9" }),
+    ], "opened", deps);
+    expect(records.map((r) => r?.contactId)).toEqual([undefined, undefined, undefined, undefined, "ctc_1"]);
+  });
+  it("looks a batch's contacts up together: one read per workspace and kind of key", async () => {
+    lookups.length = 0;
+    await engagementsOf([
+      event({ contactId: "ctc_1", broadcastId: "cmp_9" }),
+      event({ contactId: "ctc_2", broadcastId: "cmp_9" }),
+      event({ recipient: "ann@example.test", emailId: "trs_1" }),
+      event({ workspaceId: "ws_b", contactId: "ctc_3", broadcastId: "cmp_8" }),
+    ], "delivered", deps);
+    expect(lookups.sort()).toEqual(["emails ws_a ann@example.test", "ids ws_a ctc_1,ctc_2", "ids ws_b ctc_3"]);
   });
 });
 

@@ -63,6 +63,13 @@ export class ContactStore implements ContactRepository {
     return this.contacts.findOne({ _id: id, workspaceId });
   }
 
+  /** Which of these ids are the workspace's contacts (point lookups of _ids, no document decoded but the id). */
+  async existingIds(workspaceId: string, ids: readonly string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const docs = await this.contacts.find({ _id: { $in: [...new Set(ids)] }, workspaceId }, { projection: { _id: 1 } });
+    return new Set(docs.map((d) => d._id));
+  }
+
   update(workspaceId: string, id: string, change: ContactChange): Promise<Contact | null> {
     return this.contacts.findOneAndUpdate({ _id: id, workspaceId }, changeUpdate(change), { returnDocument: "after" });
   }

@@ -94,5 +94,33 @@ for (const [name, open] of STORES) {
       expect(await engagement.contactsWith("ws_b", { event: "opened", min: 1 })).toEqual([...new Set(expected(b, "ws_b", { event: "opened", min: 1 }))].sort());
       await store.close();
     });
+
+    it("records in batches (repeats inside and across them) exactly what one at a time records", async () => {
+      const [oneStore, batchStore] = [await open(), await open()];
+      const one = await EngagementStore.open(oneStore, { pageSize: 3 });
+      const batched = await EngagementStore.open(batchStore, { pageSize: 3 });
+      const all = [...events("ws_a", 12), ...events("ws_b", 5)];
+      const singly: boolean[] = [];
+      for (const e of all) singly.push(await one.record(e));
+      const together: boolean[] = [];
+      for (let i = 0; i < all.length; i += 7) together.push(...(await batched.recordMany(all.slice(i, i + 7))));
+      expect(together).toEqual(singly);
+      for (const event of KINDS) {
+        for (const since of [undefined, TIMES[2]]) {
+          for (const min of [1, 2, 4]) {
+            const c: EngagementCondition = { event, min, ...(since ? { since } : {}) };
+            expect([...(await batched.contactsWith("ws_a", c))], JSON.stringify(c)).toEqual([...(await one.contactsWith("ws_a", c))]);
+          }
+        }
+      }
+      const times = async (s: EngagementStore) => {
+        const out: string[] = [];
+        await s.engagedTimes("ws_a", Array.from({ length: 12 }, (_, i) => `ctc_${String(i).padStart(3, "0")}`), TIMES[0], (c, at) => out.push(`${c}@${at}`));
+        return out.sort();
+      };
+      expect(await times(batched)).toEqual(await times(one));
+      expect((await times(one)).length).toBeGreaterThan(10);
+      await Promise.all([oneStore.close(), batchStore.close()]);
+    });
   });
 }

@@ -122,33 +122,79 @@ export class EngagementStore {
 
   /** Records one event; false when this (contact, kind, message) was recorded already. */
   async record(e: NewEngagement): Promise<boolean> {
-    const doc: EngagementRecord = {
-      _id: engagementId(e),
-      workspaceId: e.workspaceId,
-      contactId: e.contactId,
-      kind: e.kind,
-      messageId: e.messageId,
-      broadcastId: e.broadcastId ?? "",
-      at: e.at,
-    };
-    if (!(await insertUnique(this.events, asDoc(doc)))) return false;
-    const _id = engagementTotalId(e.workspaceId, e.kind, e.contactId);
+    return (await this.recordMany([e]))[0];
+  }
+
+  /**
+   * Records events together, as record() does one: answers, per event, whether it was new. A
+   * broadcast's deliveries come by the thousand a second, so the directory's share of each
+   * message is the writes, not the round trips: one bulk upsert of the records (the upserted
+   * ones are the new ones), one that makes the totals missing, one that counts them, and one
+   * push of recent times — each a single transaction on the embedded store.
+   */
+  async recordMany(events: readonly NewEngagement[]): Promise<boolean[]> {
+    if (events.length === 0) return [];
+    const ids = events.map(engagementId);
+    // The first of equal events in a batch is recorded; the others are repeats.
+    const firstOf = new Map<string, number>();
+    ids.forEach((id, i) => firstOf.has(id) || firstOf.set(id, i));
+    const unique = [...firstOf.values()];
+    const inserted = await this.events.bulkWrite(
+      unique.map((i) => {
+        const e = events[i];
+        const { _id, ...fields } = asDoc({ _id: ids[i], workspaceId: e.workspaceId, contactId: e.contactId, kind: e.kind, messageId: e.messageId, broadcastId: e.broadcastId ?? "", at: e.at } as EngagementRecord);
+        return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
+      }),
+    );
+    const fresh = new Set<number>();
+    for (const index of Object.keys(inserted.upsertedIds)) fresh.add(unique[Number(index)]);
+    if (fresh.size === 0) return events.map(() => false);
+    // Per contact and kind: how many new messages, and their earliest and latest times.
+    const totals = new Map<string, { e: NewEngagement; count: number; first: Date; last: Date }>();
+    const recent = new Map<string, { workspaceId: string; contactId: string; times: number[] }>();
+    for (const i of fresh) {
+      const e = events[i];
+      const key = engagementTotalId(e.workspaceId, e.kind, e.contactId);
+      const t = totals.get(key);
+      if (!t) totals.set(key, { e, count: 1, first: e.at, last: e.at });
+      else {
+        t.count++;
+        if (e.at < t.first) t.first = e.at;
+        if (e.at > t.last) t.last = e.at;
+      }
+      if (RECENT_KINDS.has(e.kind)) {
+        const rk = engagementRecentId(e.workspaceId, e.contactId);
+        const r = recent.get(rk) ?? { workspaceId: e.workspaceId, contactId: e.contactId, times: [] };
+        r.times.push(minuteOf(e.at));
+        recent.set(rk, r);
+      }
+    }
+    // Missing totals made first (retried alone when another writer made one at the same time:
+    // an upsert of nothing but $setOnInsert is the same however often it runs), then counted,
+    // which no longer inserts and so cannot collide.
+    const missing = [...totals].map(([_id, t]) => ({
+      updateOne: {
+        filter: { _id },
+        update: { $setOnInsert: { workspaceId: t.e.workspaceId, contactId: t.e.contactId, kind: t.e.kind, count: 0, first: t.first, last: t.last } },
+        upsert: true,
+      },
+    }));
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.totals.updateOne(
-          { _id },
-          { $inc: { count: 1 }, $setOnInsert: { workspaceId: e.workspaceId, contactId: e.contactId, kind: e.kind, first: e.at, last: e.at } },
-          { upsert: true },
-        );
+        await this.totals.bulkWrite(missing);
         break;
       } catch (err) {
-        // Two first events of a contact at once: the loser's upsert finds the document on retry.
         if (!(err instanceof DuplicateKeyError) || attempt > 2) throw err;
       }
     }
-    await this.totals.updateOne({ _id, last: { $lt: e.at } }, { $set: { last: e.at } });
-    if (RECENT_KINDS.has(e.kind)) await this.pushRecent([{ workspaceId: e.workspaceId, contactId: e.contactId, times: [minuteOf(e.at)] }]);
-    return true;
+    await this.totals.bulkWrite(
+      [...totals].flatMap(([_id, t]) => [
+        { updateOne: { filter: { _id }, update: { $inc: { count: t.count } } } },
+        { updateOne: { filter: { _id, last: { $lt: t.last } }, update: { $set: { last: t.last } } } },
+      ]),
+    );
+    if (recent.size) await this.pushRecent([...recent.values()]);
+    return events.map((_, i) => fresh.has(i));
   }
 
   /** Appends times to contacts' recent opens and clicks (keeping the last RECENT_MAX), creating their documents. */
