@@ -30,6 +30,40 @@ import { getPath, isPlainObject, setPath, unsetPath } from "./query.js";
 type Plain = Record<string, unknown>;
 
 // ---------------------------------------------------------------------------------------------
+// U+0000
+
+/**
+ * PostgreSQL's text and jsonb cannot hold U+0000, so every string the server keeps or compares
+ * with (values, field names, _ids) is held escaped: U+0000 as U+0001 U+0001, U+0001 as U+0001
+ * U+0002. The code is prefix-free and keeps code point order (U+0000 < U+0001 < U+0002, each
+ * code sorting where its character did), so equality, ranges, sorts, unique and btree indexes
+ * answer on the escaped strings exactly as on the strings; what is read is unescaped. A regular
+ * expression would see the escaped form: one naming U+0000 or U+0001 is refused (toPosixRegex).
+ */
+const NUL_OR_ESCAPE = /[\u0000\u0001]/;
+
+export function escapeNul(s: string): string {
+  return NUL_OR_ESCAPE.test(s) ? s.replace(/[\u0000\u0001]/g, (c) => (c === "\u0000" ? "\u0001\u0001" : "\u0001\u0002")) : s;
+}
+
+export function unescapeNul(s: string): string {
+  return s.includes("\u0001") ? s.replace(/\u0001([\u0001\u0002])/g, (_, c: string) => (c === "\u0001" ? "\u0000" : "\u0001")) : s;
+}
+
+/**
+ * The same on JSON text, where the two characters are the escapes `\u0000` and `\u0001`
+ * (JSON.stringify's, and the server's jsonb output): an escaped backslash (`\\`) is matched as a
+ * unit, so `\\u0000` (a backslash, then "u0000") is left alone.
+ */
+function escapeNulJson(json: string): string {
+  return json.includes("\\u000") ? json.replace(/(\\\\)|\\u000([01])/g, (_match, pair: string | undefined, d: string) => pair ?? (d === "0" ? "\\u0001\\u0001" : "\\u0001\\u0002")) : json;
+}
+
+function unescapeNulJson(json: string): string {
+  return json.includes("\\u0001") ? json.replace(/(\\\\)|\\u0001\\u000([12])/g, (_match, pair: string | undefined, d: string) => pair ?? (d === "1" ? "\\u0000" : "\\u0001")) : json;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Documents as jsonb
 
 function isoOf(date: Date): string {
@@ -38,15 +72,15 @@ function isoOf(date: Date): string {
   return date.toISOString();
 }
 
-/** JSON for a jsonb parameter: Dates as {"$date": ISO}, `undefined` properties dropped, NaN and Infinity refused. */
+/** JSON for a jsonb parameter: Dates as {"$date": ISO}, `undefined` properties dropped, NaN and Infinity refused, U+0000 escaped. */
 export function encodeValue(value: unknown): string {
-  return JSON.stringify(value, function (this: Plain, key: string, json: unknown) {
+  return escapeNulJson(JSON.stringify(value, function (this: Plain, key: string, json: unknown) {
     // JSON.stringify has already called Date#toJSON: the holder still has the Date itself.
     const raw = this[key];
     if (raw instanceof Date) return { $date: isoOf(raw) };
     if (typeof json === "number" && !Number.isFinite(json)) throw new Error(`cannot store ${json} (field "${key}")`);
     return json;
-  });
+  }));
 }
 
 /** The `doc` column's value: the document without its _id. */
@@ -63,10 +97,11 @@ function revive(_key: string, value: unknown): unknown {
   return value;
 }
 
-/** Parses jsonb text from the server (the pool's type parser), Dates revived. */
+/** Parses jsonb text from the server (the pool's type parser), Dates revived, U+0000 unescaped. */
 export function parseJsonb(text: string): unknown {
+  const json = unescapeNulJson(text);
   // Most documents hold no Date at all: skip the reviver's call per value for them.
-  return text.includes('"$date"') ? JSON.parse(text, revive) : JSON.parse(text);
+  return json.includes('"$date"') ? JSON.parse(json, revive) : JSON.parse(json);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -76,8 +111,7 @@ export const quoteIdent = (name: string): string => `"${name.replace(/"/g, '""')
 
 /** A string literal for SQL text: only for field names (structure), never for values. */
 function sqlString(s: string): string {
-  if (s.includes("\0")) throw new Error("field names cannot hold NUL");
-  return `'${s.replace(/'/g, "''")}'`;
+  return `'${escapeNul(s).replace(/'/g, "''")}'`;
 }
 
 /** Bound parameters of one statement: add() returns the placeholder. */
@@ -111,7 +145,7 @@ export function fieldExpr(path: string): string {
 // ---------------------------------------------------------------------------------------------
 // jsonpath
 
-const jsonpathKey = (segment: string) => `.${JSON.stringify(segment)}`;
+const jsonpathKey = (segment: string) => `.${JSON.stringify(escapeNul(segment))}`;
 
 /**
  * The jsonpath walks that reach a field's values. A numeric segment names an array position and
@@ -140,7 +174,7 @@ function pathVariants(segments: string[]): string[] {
 
 function literal(value: string | number | boolean): string {
   if (typeof value === "number" && !Number.isFinite(value)) throw new Error(`cannot compare with ${value}`);
-  return typeof value === "string" ? JSON.stringify(value) : String(value);
+  return typeof value === "string" ? JSON.stringify(escapeNul(value)) : String(value);
 }
 
 /** jsonpath predicate (on `@`) "equals this scalar, Date or regular expression", else undefined. */
@@ -164,6 +198,8 @@ export function toPosixRegex(source: string): string {
   const refuse = (what: string): never => {
     throw new Error(`unsupported in $regex on PostgreSQL: ${what} in /${source}/`);
   };
+  // Held escaped (escapeNul): a pattern naming either would not match what the store holds.
+  if (NUL_OR_ESCAPE.test(source) || /\\(x0[01]|u000[01]|0|c[@aA])/.test(source)) refuse("U+0000 or U+0001");
   for (let i = 0; i < source.length; i++) {
     const c = source[i];
     if (c === "\\") {
@@ -356,7 +392,7 @@ class FilterCompiler {
         case "$in": parts.push(this.idIn(listOf(op, arg))); break;
         case "$nin": parts.push(`NOT ${this.idIn(listOf(op, arg))}`); break;
         case "$gt": case "$gte": case "$lt": case "$lte":
-          parts.push(typeof arg === "string" ? `_id ${RANGE_SQL[op]} ${this.p.add(arg)}` : "FALSE");
+          parts.push(typeof arg === "string" ? `_id ${RANGE_SQL[op]} ${this.p.add(escapeNul(arg))}` : "FALSE");
           break;
         case "$exists": parts.push(arg ? "TRUE" : "FALSE"); break;
         case "$regex": parts.push(this.idRegex(arg instanceof RegExp ? arg.source : String(arg), typeof condition.$options === "string" ? condition.$options : arg instanceof RegExp ? arg.flags : "")); break;
@@ -368,13 +404,13 @@ class FilterCompiler {
   }
 
   private idEquals(value: unknown): string {
-    if (typeof value === "string") return `_id = ${this.p.add(value)}`;
+    if (typeof value === "string") return `_id = ${this.p.add(escapeNul(value))}`;
     if (value instanceof RegExp) return this.idRegex(value.source, value.flags);
     return "FALSE"; // every _id is a string
   }
 
   private idIn(list: unknown[]): string {
-    const ids = list.filter((v): v is string => typeof v === "string");
+    const ids = list.filter((v): v is string => typeof v === "string").map(escapeNul);
     const parts = list.filter((v): v is RegExp => v instanceof RegExp).map((re) => this.idRegex(re.source, re.flags));
     if (ids.length) parts.unshift(`_id = ANY(${this.p.add(ids, "text[]")})`);
     return paren(parts, " OR ", "FALSE");
@@ -582,10 +618,10 @@ export function compileProjection(projection: Record<string, 0 | 1> | undefined,
   const dropId = projection!._id === 0;
   const fields = entries.filter(([k, v]) => k !== "_id" && (including ? v : !v)).map(([k]) => k);
   if (fields.some((f) => f.includes("."))) return { docExpr: "doc", dropId: false, apply: (doc) => projectInProcess(doc, projection!, including) };
-  if (!including) return { docExpr: fields.length ? `(doc - ${params.add(fields, "text[]")})` : "doc", dropId };
+  if (!including) return { docExpr: fields.length ? `(doc - ${params.add(fields.map(escapeNul), "text[]")})` : "doc", dropId };
   if (fields.length === 0) return { docExpr: "'{}'::jsonb", dropId };
   return {
-    docExpr: `(SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}'::jsonb) FROM jsonb_each(doc) AS f WHERE f.key = ANY(${params.add(fields, "text[]")}))`,
+    docExpr: `(SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}'::jsonb) FROM jsonb_each(doc) AS f WHERE f.key = ANY(${params.add(fields.map(escapeNul), "text[]")}))`,
     dropId,
   };
 }
@@ -623,11 +659,11 @@ export function compileUpdate(update: Update, docRef: string, params: Params, in
   const incs = defined(update.$inc) as [string, number][];
   if ([...set.map(([k]) => k), ...unset, ...incs.map(([k]) => k)].some((k) => k.includes(".") || k === "_id" || k === "")) return undefined;
   let expr = docRef;
-  if (unset.length) expr = `(${expr} - ${params.add(unset, "text[]")})`;
+  if (unset.length) expr = `(${expr} - ${params.add(unset.map(escapeNul), "text[]")})`;
   if (set.length) expr = `(${expr} || ${params.add(encodeValue(Object.fromEntries(set)), "jsonb")})`;
   if (incs.length) {
     const pairs = incs.map(([k, n]) => {
-      const key = params.add(k, "text");
+      const key = params.add(escapeNul(k), "text");
       return `${key}, ${inc}(${docRef} -> ${key}, ${params.add(n, "float8")})`;
     });
     expr = `(${expr} || jsonb_build_object(${pairs.join(", ")}))`;

@@ -333,6 +333,70 @@ describe.skipIf("skipReason" in database)("PostgreSQL store adapter", () => {
     await expect(c.find({ s: /\p{L}/u })).rejects.toThrow(/unsupported in \$regex/);
   });
 
+  it("prepares lookups and compare-and-sets by _id and inserts, once per connection; a statement shaped by a search is not", async () => {
+    // One connection: pg_prepared_statements shows that session's statements.
+    const store = await open({ poolSize: 1 });
+    const c = fresh(store);
+    await c.insertOne({ _id: "a", n: 1, status: "DUE" });
+    await c.insertMany([{ _id: "b", n: 2 }, { _id: "c", n: 3 }]);
+    for (let i = 0; i < 7; i++) expect(await c.findOne({ _id: i % 2 ? "a" : "b" })).toMatchObject({ n: i % 2 ? 1 : 2 });
+    expect(await c.findOneAndUpdate({ _id: "a", status: "DUE" }, { $set: { status: "CLAIMED" } })).toMatchObject({ status: "CLAIMED" });
+    expect(await c.findOneAndUpdate({ _id: "b", status: "DUE" }, { $set: { status: "CLAIMED" } })).toBeNull();
+    expect(await c.find({ n: { $gt: 1 } })).toHaveLength(2);
+    await c.insertOne({ _id: "d", n: 4 });
+    const { rows } = await store.pool.query(
+      "SELECT statement, generic_plans + custom_plans AS runs FROM pg_prepared_statements WHERE NOT from_sql ORDER BY prepare_time",
+    );
+    const runs = (pattern: RegExp) => rows.filter((r) => pattern.test(r.statement)).map((r) => Number(r.runs));
+    expect(rows.every((r) => r.statement.includes(c.table))).toBe(true);
+    expect(runs(/^INSERT .* VALUES \(\$1, \$2::jsonb\)$/)).toEqual([2]);
+    expect(runs(/^INSERT .* unnest\(/)).toEqual([1]);
+    expect(runs(/^SELECT _id, doc AS doc FROM \S+ WHERE _id = \$1 +LIMIT \$2$/)).toEqual([7]);
+    expect(runs(/^WITH target AS \(SELECT _id, doc FROM \S+ WHERE \(_id = \$1 AND /)).toEqual([2]);
+    // The range search is planned for its values each time.
+    expect(rows).toHaveLength(4);
+  });
+
+  it("an update SQL cannot express is a write conditional on the row's version: 100 racing counts on one document, none lost", async () => {
+    const [a, b] = [await open({ poolSize: 4 }), await open({ poolSize: 4 })];
+    const name = fresh(a).name;
+    // Dotted $inc with an upsert, as the daily stats documents are kept.
+    await Promise.all(Array.from({ length: 100 }, (_, i) =>
+      (i % 2 ? a : b).collection<Row>(name).updateOne({ _id: "day" }, { $inc: { "c.sent": 1, [`c.by${i % 3}`]: 1 }, $setOnInsert: { day: "d" } }, { upsert: true })));
+    expect(await a.collection<Row>(name).findOne({ _id: "day" })).toEqual({ _id: "day", day: "d", c: { sent: 100, by0: 34, by1: 33, by2: 33 } });
+    // Matched on the version it read: a row changed in between is read again, its filter checked again.
+    const c = a.collection<Row>(name);
+    await c.insertOne({ _id: "job", status: "DUE", log: [] });
+    const claims = await Promise.all(Array.from({ length: 20 }, (_, i) => c.findOneAndUpdate({ status: "DUE" }, { $set: { status: "CLAIMED" }, $push: { log: i } })));
+    expect(claims.filter((x) => x !== null)).toHaveLength(1);
+    expect((await c.findOne({ _id: "job" }))!.log).toHaveLength(1);
+  });
+
+  it("bulkWrite commits its operations together (one transaction per 500), and after a failure keeps those before it", async () => {
+    const store = await open();
+    const c = fresh(store);
+    await c.createIndex({ keys: { email: 1 }, unique: true });
+    await c.insertMany(Array.from({ length: 600 }, (_, i) => ({ _id: `d${String(i).padStart(3, "0")}`, email: `${i}@x.io`, n: 0 })));
+    const ops = Array.from({ length: 600 }, (_, i) => ({ updateOne: { filter: { _id: `d${String(i).padStart(3, "0")}` }, update: { $inc: { n: 1 } } } }));
+    const upsert = { updateOne: { filter: { email: "new@x.io" }, update: { $set: { n: 1 } }, upsert: true } };
+    const inserts = [{ insertOne: { document: { _id: "i1", email: "i1@x.io" } } }, { insertOne: { document: { _id: "i2", email: "i2@x.io" } } }];
+    const result = await c.bulkWrite([...ops.slice(0, 300), upsert, ...inserts, ...ops.slice(300)]);
+    expect(result).toMatchObject({ matchedCount: 600, modifiedCount: 600, upsertedCount: 1, insertedCount: 2 });
+    expect(Object.keys(result.upsertedIds)).toEqual(["300"]);
+    // Rows written by one transaction share its id (xmin): 603 writes, 2 transactions.
+    const { rows } = await admin.query(`SELECT count(DISTINCT xmin::text)::int AS transactions FROM ${c.table}`);
+    expect(rows[0].transactions).toBe(2);
+    expect(await c.countDocuments({ n: 1 })).toBe(601);
+    // A duplicate in the middle: the operations before it stay, it throws, the rest do not run.
+    await expect(c.bulkWrite([
+      { updateOne: { filter: { _id: "d000" }, update: { $set: { tag: 1 } } } },
+      { updateOne: { filter: { _id: "d001" }, update: { $set: { tag: 1 } } } },
+      { updateOne: { filter: { _id: "d002" }, update: { $set: { email: "0@x.io" } } } },
+      { updateOne: { filter: { _id: "d003" }, update: { $set: { tag: 1 } } } },
+    ])).rejects.toBeInstanceOf(DuplicateKeyError);
+    expect((await c.find({ tag: 1 }, { sort: { _id: 1 } })).map((d) => d._id)).toEqual(["d000", "d001"]);
+  });
+
   it("refuses use after close", async () => {
     const store = await openPostgresStore({ url, service: "pgtest" });
     const c = store.collection<Row>("after_close");

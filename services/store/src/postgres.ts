@@ -10,9 +10,10 @@
  * - $set/$unset/$inc of top-level fields are one statement: a CTE picks the first match
  *   `FOR UPDATE` (PostgreSQL re-checks the WHERE on the row's latest version once the lock is
  *   granted, so two racing compare-and-sets cannot both win) and the UPDATE rewrites its jsonb.
- * - Any other update ($push, $addToSet, $pull, dotted paths) reads the matching row in a
- *   transaction with `SELECT … FOR UPDATE`, applies query.ts's applier (the embedded store's
- *   semantics exactly) and writes it back before COMMIT: just as atomic.
+ * - Any other update ($push, $addToSet, $pull, dotted paths) reads the matching row with its
+ *   version (xmin), applies query.ts's applier (the embedded store's semantics exactly) and
+ *   writes it back only if the row is still that version, else reads again: just as atomic,
+ *   and no lock or connection held between the two statements.
  * - An upsert that finds nothing inserts; when a racing upsert inserted first (unique
  *   violation), it runs again and updates that document.
  * - updateMany and deleteMany lock their rows in _id order; a statement or transaction that
@@ -29,7 +30,10 @@
  * Connections: a pool of MAILROOM_POSTGRES_POOL (default 10) per process, a statement timeout
  * on every statement (default 30 s), idle connections' errors logged (never thrown at the
  * process), and a read retried once when its connection broke (writes are not: they may have
- * committed).
+ * committed). The statements of a lookup or compare-and-set by _id and the inserts are named
+ * prepared statements (PostgresStore.statement): parsed once per connection, not planned again.
+ *
+ * U+0000, which text and jsonb cannot hold, is stored escaped (postgres-sql.ts escapeNul).
  */
 import { createHash } from "node:crypto";
 import { userInfo } from "node:os";
@@ -61,10 +65,12 @@ import {
   compileUpdate,
   encodeDoc,
   encodeValue,
+  escapeNul,
   fieldExpr,
   parseJsonb,
   quoteIdent,
   splitPath,
+  unescapeNul,
   type CompiledFilter,
   type ProjectionPlan,
 } from "./postgres-sql.js";
@@ -97,8 +103,16 @@ const MAX_IDENTIFIER = 63;
 const BATCH = 500;
 /** Writes to a table before this process first analyzes it (countWritten). */
 const ANALYZE_MIN_ROWS = 10_000;
+/** Times an optimistic read-modify-write may find its row changed before it gives up (each loss is another writer's win). */
+const MAX_WRITE_CONFLICTS = 1_000;
 /** Rows deleted per statement by the TTL sweep (short locks on a large backlog). */
 const SWEEP_BATCH = 5_000;
+/**
+ * Statement texts a process prepares (each on every pooled connection that runs it): the hot
+ * fixed shapes, which code writes, number a few dozen; past this, a text is run unprepared, so
+ * a shape made from data can never grow the server's per-connection cache without bound.
+ */
+const PREPARED_MAX = 500;
 
 const sha1 = (s: string) => createHash("sha1").update(s).digest("hex");
 
@@ -117,6 +131,17 @@ export function postgresConnectionString(url: string): string {
     return url;
   }
 }
+
+/**
+ * A filter naming one document by its _id (a lookup, a compare-and-set): PostgreSQL plans its
+ * statements the same whatever the values, through the primary key, so they are prepared.
+ */
+function byId(filter: Filter): boolean {
+  return typeof (filter as { _id?: unknown })._id === "string";
+}
+
+/** The insert of one row, prepared. */
+const insertRow = (table: string) => `INSERT INTO ${table} (_id, doc) VALUES ($1, $2::jsonb)`;
 
 function isDuplicateKey(err: unknown): boolean {
   return (err as { code?: unknown })?.code === "23505";
@@ -181,6 +206,8 @@ export class PostgresStore implements Store {
   private sweeper?: NodeJS.Timeout;
   private sweeping = false;
   private readonly lockKey: string;
+  /** Names of the prepared statements, by text (see named()). */
+  private readonly prepared = new Map<string, string>();
 
   constructor(
     readonly pool: pg.Pool,
@@ -201,28 +228,54 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * The statement as pg runs it: with `prepare`, a named prepared statement, which pg parses
+   * once per connection and then only binds and executes. Planning is most of a point lookup's
+   * time on the server (a lookup by _id or an insert plans in about what it takes to run), and
+   * after five executions PostgreSQL may keep a generic plan, which for a primary-key lookup is
+   * the plan. Only for statements whose plan does not depend on the values (a lookup or
+   * compare-and-set by _id, an insert): a generic plan of a range or a jsonpath search could
+   * be much worse than a custom one.
+   */
+  statement(sql: string, values: unknown[], prepare: boolean): pg.QueryConfig {
+    const name = prepare ? this.named(sql) : undefined;
+    return name ? { name, text: sql, values } : { text: sql, values };
+  }
+
+  private named(sql: string): string | undefined {
+    let name = this.prepared.get(sql);
+    if (name === undefined && this.prepared.size < PREPARED_MAX) {
+      // Unique per text: pg refuses one name for two texts on a connection.
+      name = `mailroom_${sha1(sql).slice(0, 24)}`;
+      this.prepared.set(sql, name);
+    }
+    return name;
+  }
+
+  /**
    * A statement on any pooled connection. Not repeated when the connection breaks (a write may
    * have committed), only when PostgreSQL chose it as a deadlock's victim (it was rolled back).
    */
-  async query(sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  async query(sql: string, values: unknown[] = [], prepare = false): Promise<pg.QueryResult> {
+    const statement = this.statement(sql, values, prepare);
     try {
-      return await this.pool.query(sql, values);
+      return await this.pool.query(statement);
     } catch (err) {
       if (!isDeadlock(err)) throw err;
-      return this.pool.query(sql, values);
+      return this.pool.query(statement);
     }
   }
 
   /** A read: run once more on another connection when the first one broke. */
-  async read(sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  async read(sql: string, values: unknown[] = [], prepare = false): Promise<pg.QueryResult> {
+    const statement = this.statement(sql, values, prepare);
     try {
-      return await this.pool.query(sql, values);
+      return await this.pool.query(statement);
     } catch (err) {
       if (this.closed || !isConnectionError(err)) throw err;
       // When the server ended several backends at once (a restart, pg_terminate_backend), their
       // idle connections' notices are read a moment later: let the pool drop those first.
       await new Promise((resolve) => setTimeout(resolve, 25));
-      return this.pool.query(sql, values);
+      return this.pool.query(statement);
     }
   }
 
@@ -344,9 +397,12 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
 
   // -- plumbing
 
-  /** Every write statement of the collection: run, then counted towards the table's next ANALYZE. */
-  private async write(sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
-    const result = await this.store.query(sql, values);
+  /**
+   * Every write statement of the collection: run (on `tx`, the connection of a transaction under
+   * way, else on any pooled one), then counted towards the table's next ANALYZE.
+   */
+  private async write(sql: string, values: unknown[] = [], prepare = false, tx?: pg.PoolClient): Promise<pg.QueryResult> {
+    const result = tx ? await tx.query(this.store.statement(sql, values, prepare)) : await this.store.query(sql, values, prepare);
     this.countWritten(result.rowCount ?? 0);
     return result;
   }
@@ -410,7 +466,7 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
 
   private toDoc(row: Row, projection?: ProjectionPlan): T {
     // Spread, not Object.assign: a stored "__proto__" key stays a plain property.
-    const doc: Record<string, unknown> = { _id: row._id, ...row.doc };
+    const doc: Record<string, unknown> = { _id: unescapeNul(row._id), ...row.doc };
     if (projection?.apply) return projection.apply(doc) as T;
     if (projection?.dropId) delete doc._id;
     return doc as T;
@@ -420,7 +476,7 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
   private row(doc: T): [string, string] {
     if (doc._id === undefined) (doc as Doc)._id = newStoreId();
     if (typeof doc._id !== "string") throw new Error(`_id must be a string, not ${typeof doc._id}`);
-    return [doc._id, encodeDoc(doc)];
+    return [escapeNul(doc._id), encodeDoc(doc)];
   }
 
   private selectSql(filter: Filter, options: FindOptions, params: Params): { sql: string; projection: ProjectionPlan } {
@@ -450,7 +506,7 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
     return this.run(async () => {
       const params = new Params();
       const { sql, projection } = this.selectSql(filter, options, params);
-      const { rows } = await this.store.read(sql, params.values);
+      const { rows } = await this.store.read(sql, params.values, byId(filter));
       return rows.map((row) => this.toDoc(row as Row, projection));
     });
   }
@@ -487,7 +543,7 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
         const params = new Params();
         const within = Object.keys(ids).length ? { $and: [filter, { _id: ids }] } : filter;
         const { sql } = this.selectSql(within, { sort: { _id: 1 }, limit: batchSize, projection: { _id: 1 } }, params);
-        return (await this.store.read(sql, params.values)).rows.map((r) => r._id as string);
+        return (await this.store.read(sql, params.values)).rows.map((r) => unescapeNul(r._id as string));
       });
       const out: string[] = [];
       for (const id of page) {
@@ -504,7 +560,7 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
 
   insertOne(doc: T): Promise<void> {
     return this.run(async () => {
-      await this.write(`INSERT INTO ${this.table} (_id, doc) VALUES ($1, $2::jsonb)`, this.row(doc));
+      await this.write(insertRow(this.table), this.row(doc), true);
     });
   }
 
@@ -516,11 +572,11 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
           await this.write(`INSERT INTO ${this.table} (_id, doc) SELECT * FROM unnest($1::text[], $2::jsonb[])`, [
             rows.map((r) => r[0]),
             rows.map((r) => r[1]),
-          ]);
+          ], true);
         } catch (err) {
           if (!isDuplicateKey(err)) throw err;
           // Ordered, as MongoDB's insertMany: the documents before the duplicate stay inserted.
-          for (const row of rows) await this.write(`INSERT INTO ${this.table} (_id, doc) VALUES ($1, $2::jsonb)`, row);
+          for (const row of rows) await this.write(insertRow(this.table), row, true);
         }
       }
     });
@@ -532,7 +588,7 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
    * Updates the first match (by `sort`): one statement for the updates compileUpdate takes,
    * else a locked read-modify-write. Null when nothing matches.
    */
-  private async modifyOne(filter: Filter, update: Update, sort?: FindOneAndUpdateOptions["sort"]): Promise<{ before: T; after: T; modified: boolean } | null> {
+  private async modifyOne(filter: Filter, update: Update, sort?: FindOneAndUpdateOptions["sort"], tx?: pg.PoolClient): Promise<{ before: T; after: T; modified: boolean } | null> {
     const params = new Params();
     const where = this.where(filter, params);
     const order = compileSort(sort);
@@ -544,6 +600,8 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
                      WHERE t._id = target._id AND ${expr} IS DISTINCT FROM t.doc RETURNING t._id, t.doc)
          SELECT target._id, target.doc AS before, changed.doc AS after FROM target LEFT JOIN changed ON changed._id = target._id`,
         params.values,
+        byId(filter),
+        tx,
       );
       if (rows.length === 0) return null;
       const row = rows[0];
@@ -551,31 +609,54 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
       const modified = row.after !== null;
       return { before, after: modified ? this.toDoc({ _id: row._id, doc: row.after }) : this.toDoc({ _id: row._id, doc: row.before }), modified };
     }
-    return this.store.transaction(async (client) => {
-      const { rows } = await client.query(`SELECT _id, doc FROM ${this.table} WHERE ${where} ${order} LIMIT 1 FOR UPDATE`, params.values);
+    if (tx) {
+      // Inside a transaction (bulkWrite): the row locked until it commits.
+      const { rows } = await tx.query(`SELECT _id, doc FROM ${this.table} WHERE ${where} ${order} LIMIT 1 FOR UPDATE`, params.values);
       if (rows.length === 0) return null;
       const before = this.toDoc(rows[0] as Row);
       const after = applyUpdate(before, update, false);
       const modified = !deepEqual(before, after);
-      if (modified) await client.query(`UPDATE ${this.table} SET doc = $2::jsonb WHERE _id = $1`, [before._id, encodeDoc(after)]);
+      if (modified) await this.write(`UPDATE ${this.table} SET doc = $2::jsonb WHERE _id = $1`, [escapeNul(before._id), encodeDoc(after)], true, tx);
       return { before, after, modified };
-    });
+    }
+    // Optimistic: the row's version (xmin, new with every update) read with it, and the write a
+    // compare-and-set on that version; when another write came between, read again (the filter
+    // is checked on the new version). Two statements, no transaction: a locked read, the update
+    // and the COMMIT held the row lock and a pooled connection across four round trips, and a
+    // hot document (daily counters, one per day) queued a process's every query behind them.
+    for (let attempt = 1; ; attempt++) {
+      const { rows } = await this.store.read(`SELECT _id, doc, xmin::text AS version FROM ${this.table} WHERE ${where} ${order} LIMIT 1`, params.values, byId(filter));
+      if (rows.length === 0) return null;
+      const before = this.toDoc(rows[0] as Row);
+      const after = applyUpdate(before, update, false);
+      if (deepEqual(before, after)) return { before, after, modified: false };
+      const written = await this.write(
+        `UPDATE ${this.table} SET doc = $2::jsonb WHERE _id = $1 AND xmin = $3::xid`,
+        [escapeNul(before._id), encodeDoc(after), rows[0].version],
+        true,
+      );
+      if (written.rowCount === 1) return { before, after, modified: true };
+      if (attempt >= MAX_WRITE_CONFLICTS) throw new Error(`an update of collection "${this.name}" lost ${attempt} races in a row`);
+    }
   }
 
-  /** modifyOne, else (with upsert) the insert; an insert beaten by a racing upsert updates its document instead. */
-  private async upsertOne(filter: Filter, update: Update, upsert: boolean | undefined, sort?: FindOneAndUpdateOptions["sort"]) {
+  /**
+   * modifyOne, else (with upsert) the insert; an insert beaten by a racing upsert updates its
+   * document instead. In a transaction (`tx`) a unique violation aborts it: thrown as it is.
+   */
+  private async upsertOne(filter: Filter, update: Update, upsert: boolean | undefined, sort?: FindOneAndUpdateOptions["sort"], tx?: pg.PoolClient) {
     assertDefinedFilter(filter);
     validateUpdate(update);
     for (let attempt = 0; ; attempt++) {
-      const found = await this.modifyOne(filter, update, sort);
+      const found = await this.modifyOne(filter, update, sort, tx);
       if (found) return { ...found, upsertedId: undefined };
       if (!upsert) return null;
       const doc = applyUpdate(upsertSeed(filter), update, true) as T;
       try {
-        await this.write(`INSERT INTO ${this.table} (_id, doc) VALUES ($1, $2::jsonb)`, this.row(doc));
+        await this.write(insertRow(this.table), this.row(doc), true, tx);
         return { before: null, after: doc, modified: false, upsertedId: doc._id };
       } catch (err) {
-        if (!isDuplicateKey(err) || attempt >= 2) throw err;
+        if (!isDuplicateKey(err) || attempt >= 2 || tx) throw err;
       }
     }
   }
@@ -621,12 +702,12 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
       for (;;) {
         const batch = await this.store.transaction(async (client) => {
           const p = new Params();
-          const sql = `SELECT _id, doc FROM ${this.table} WHERE ${this.where(filter, p)} AND _id > ${p.add(after)} ORDER BY _id LIMIT ${BATCH} FOR UPDATE`;
+          const sql = `SELECT _id, doc FROM ${this.table} WHERE ${this.where(filter, p)} AND _id > ${p.add(escapeNul(after))} ORDER BY _id LIMIT ${BATCH} FOR UPDATE`;
           const docs = (await client.query(sql, p.values)).rows.map((r) => this.toDoc(r as Row));
           const changed: [string, string][] = [];
           for (const doc of docs) {
             const next = applyUpdate(doc, update, false);
-            if (!deepEqual(doc, next)) changed.push([doc._id, encodeDoc(next)]);
+            if (!deepEqual(doc, next)) changed.push([escapeNul(doc._id), encodeDoc(next)]);
           }
           if (changed.length) {
             await client.query(
@@ -645,36 +726,72 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
     });
   }
 
+  /**
+   * In order, as MongoDB's ordered bulkWrite: on an error the operations before it stay, the
+   * rest do not run. Up to BATCH operations go in one transaction (a commit each, not one per
+   * operation). When a transaction fails (a duplicate key, a deadlock, an update the applier
+   * refuses) it was rolled back whole: its operations run again one by one, each committed on
+   * its own, so the ones before the failing one stay and that one throws. Not on a broken
+   * connection: whether its COMMIT landed is unknown, and an operation is not idempotent.
+   */
   bulkWrite(operations: BulkWriteOperation<T>[]): Promise<BulkWriteResult> {
     return this.run(async () => {
       const result: BulkWriteResult = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedIds: {} };
-      // In order, each committed on its own: on an error the ones before stay, the rest do not run.
-      for (let i = 0; i < operations.length; i++) {
-        const op = operations[i];
-        if ("insertOne" in op) {
-          // A run of inserts is insertMany's: a statement (and a commit) per 1,000 rows rather
-          // than per row, in order, the rows before a duplicate staying as they would one by one.
-          let end = i + 1;
-          while (end < operations.length && "insertOne" in operations[end]) end++;
-          const docs = operations.slice(i, end).map((o) => (o as { insertOne: { document: T } }).insertOne.document);
-          await this.insertMany(docs);
-          result.insertedCount += docs.length;
-          i = end - 1;
-        } else if ("updateOne" in op) {
-          const { filter, update, upsert } = op.updateOne;
-          const r = await this.updateOne(filter, update, { upsert });
-          result.matchedCount += r.matchedCount;
-          result.modifiedCount += r.modifiedCount;
-          if (r.upsertedId !== undefined) {
-            result.upsertedCount++;
-            result.upsertedIds[i] = r.upsertedId;
+      for (let start = 0; start < operations.length; start += BATCH) {
+        const chunk = operations.slice(start, start + BATCH);
+        let done: BulkWriteResult;
+        if (chunk.length === 1) done = await this.applyOperations(chunk, start);
+        else {
+          try {
+            done = await this.store.transaction((tx) => this.applyOperations(chunk, start, tx));
+          } catch (err) {
+            if (isConnectionError(err)) throw err;
+            done = await this.applyOperations(chunk, start);
           }
-        } else {
-          throw new Error(`unsupported bulkWrite operation ${Object.keys(op)[0]}`);
         }
+        result.insertedCount += done.insertedCount;
+        result.matchedCount += done.matchedCount;
+        result.modifiedCount += done.modifiedCount;
+        result.upsertedCount += done.upsertedCount;
+        Object.assign(result.upsertedIds, done.upsertedIds);
       }
       return result;
     });
+  }
+
+  /** bulkWrite's operations `offset`… in order, in the transaction `tx` or each committed on its own. */
+  private async applyOperations(operations: BulkWriteOperation<T>[], offset: number, tx?: pg.PoolClient): Promise<BulkWriteResult> {
+    const result: BulkWriteResult = { insertedCount: 0, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedIds: {} };
+    for (let i = 0; i < operations.length; i++) {
+      const op = operations[i];
+      if ("insertOne" in op) {
+        // A run of inserts is insertMany's: one statement for the run rather than one per row.
+        let end = i + 1;
+        while (end < operations.length && "insertOne" in operations[end]) end++;
+        const docs = operations.slice(i, end).map((o) => (o as { insertOne: { document: T } }).insertOne.document);
+        if (tx) {
+          const rows = docs.map((d) => this.row(d));
+          await this.write(`INSERT INTO ${this.table} (_id, doc) SELECT * FROM unnest($1::text[], $2::jsonb[])`, [rows.map((r) => r[0]), rows.map((r) => r[1])], true, tx);
+        } else {
+          await this.insertMany(docs);
+        }
+        result.insertedCount += docs.length;
+        i = end - 1;
+      } else if ("updateOne" in op) {
+        const { filter, update, upsert } = op.updateOne;
+        const r = await this.upsertOne(filter, update, upsert, undefined, tx);
+        if (r?.upsertedId !== undefined) {
+          result.upsertedCount++;
+          result.upsertedIds[offset + i] = r.upsertedId;
+        } else if (r) {
+          result.matchedCount++;
+          if (r.modified) result.modifiedCount++;
+        }
+      } else {
+        throw new Error(`unsupported bulkWrite operation ${Object.keys(op)[0]}`);
+      }
+    }
+    return result;
   }
 
   // -- deletes
@@ -683,7 +800,7 @@ export class PostgresCollection<T extends Doc> implements Collection<T> {
     return this.run(async () => {
       const params = new Params();
       const sql = `DELETE FROM ${this.table} WHERE _id IN (SELECT _id FROM ${this.table} WHERE ${this.where(filter, params)} LIMIT 1 FOR UPDATE)`;
-      return { deletedCount: (await this.write(sql, params.values)).rowCount ?? 0 };
+      return { deletedCount: (await this.write(sql, params.values, byId(filter))).rowCount ?? 0 };
     });
   }
 

@@ -213,6 +213,48 @@ export function describeStoreContract(name: string, open: () => Promise<Store>, 
         await expect(c.deleteMany({ tenantId: undefined })).rejects.toThrow(/undefined/);
         expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", tenantId: "t1" });
       });
+
+      it("keeps U+0000 (and U+0001) in values, field names and _ids: stored, matched, sorted and unique as they are", async () => {
+        const c = fresh();
+        await c.createIndex({ keys: { name: 1 }, unique: true });
+        const docs: Item[] = [
+          { _id: "a\u0000", name: "x\u0000y", tags: ["\u0000", "t"], "k\u0000ey": "v\u0001", nested: { s: "\u0001\u0000" } },
+          { _id: "a\u0001", name: "x\u0001y", tags: ["\u0001"] },
+          { _id: "a", name: "x" },
+          { _id: "a\u0002", name: "x\u0000" },
+          // What the escaping writes for "x\u0000", and a backslash before a NUL and before "u0000" (JSON's escape in text).
+          { _id: "b", name: "x\u0001\u0001", raw: "\\u0000", slash: "\\\u0000" },
+        ];
+        await c.insertMany(docs.slice(0, 3));
+        for (const d of docs.slice(3)) await c.insertOne(d);
+        expect(await c.findOne({ _id: "a\u0000" })).toEqual(docs[0]);
+        expect(await c.findOne({ _id: "b" })).toEqual(docs[4]);
+        expect(ids(await c.find({}, { sort: { _id: 1 } }))).toEqual(["a", "a\u0000", "a\u0001", "a\u0002", "b"]);
+        expect(ids(await c.find({ _id: { $gt: "a", $lt: "a\u0002" } }, { sort: { _id: 1 } }))).toEqual(["a\u0000", "a\u0001"]);
+        expect(ids(await c.find({ _id: { $in: ["a\u0001", "a\u0000\u0000"] } }))).toEqual(["a\u0001"]);
+        // Equality tells each apart from the others (and from what its escaped form would be).
+        expect(ids(await c.find({ name: "x\u0000" }))).toEqual(["a\u0002"]);
+        expect(ids(await c.find({ name: "x\u0001\u0001" }))).toEqual(["b"]);
+        expect(ids(await c.find({ name: "x\u0001y" }))).toEqual(["a\u0001"]);
+        expect(ids(await c.find({ tags: "\u0000" }))).toEqual(["a\u0000"]);
+        expect(ids(await c.find({ name: { $in: ["x\u0000y", "x"] } }, { sort: { _id: 1 } }))).toEqual(["a", "a\u0000"]);
+        expect(ids(await c.find({ "k\u0000ey": "v\u0001" }))).toEqual(["a\u0000"]);
+        expect(ids(await c.find({ "nested.s": "\u0001\u0000" }))).toEqual(["a\u0000"]);
+        expect(ids(await c.find({ raw: "\\u0000", slash: "\\\u0000" }))).toEqual(["b"]);
+        // Code point order: "x" < "x\u0000" < "x\u0000y" < "x\u0001\u0001" < "x\u0001y".
+        expect(ids(await c.find({}, { sort: { name: 1 } }))).toEqual(["a", "a\u0002", "a\u0000", "b", "a\u0001"]);
+        expect(ids(await c.find({ name: { $gt: "x", $lt: "x\u0001" } }, { sort: { name: -1 } }))).toEqual(["a\u0000", "a\u0002"]);
+        await expect(c.insertOne({ _id: "dup", name: "x\u0000" })).rejects.toBeInstanceOf(DuplicateKeyError);
+        // Updates: in one statement ($set, $inc, $unset) and read-modify-write ($push).
+        expect(await c.updateOne({ _id: "a\u0000", name: "x\u0000y" }, { $set: { "v\u0000": "\u0000\u0000" }, $inc: { "n\u0000": 2 }, $unset: { "k\u0000ey": "" } }))
+          .toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+        await c.updateOne({ _id: "a\u0000" }, { $push: { tags: "\u0001\u0000" } });
+        expect(await c.findOne({ "v\u0000": "\u0000\u0000" }, { projection: { tags: 1, "n\u0000": 1 } })).toEqual({ _id: "a\u0000", tags: ["\u0000", "t", "\u0001\u0000"], "n\u0000": 2 });
+        expect(await c.updateMany({ name: { $gte: "x\u0000" } }, { $push: { seen: "\u0000" } })).toMatchObject({ matchedCount: 4, modifiedCount: 4 });
+        expect(await c.countDocuments({ seen: "\u0000" })).toBe(4);
+        expect(await c.deleteOne({ _id: "a\u0001" })).toEqual({ deletedCount: 1 });
+        expect(await c.countDocuments({})).toBe(4);
+      });
     });
 
     describe("filters", () => {
