@@ -1,5 +1,5 @@
 /**
- * `npm run bench [renderer|delivery|api|store|broadcast|tracking|audience|suppressions|transactional …]`: runs the benchmarks one after another. Each prints
+ * `npm run bench [renderer|delivery|api|store|broadcast|tracking|audience|suppressions|transactional|inbound …]`: runs the benchmarks one after another. Each prints
  * its figure beside a baseline measured in the same run and the ratio between them; none of
  * them asserts a time, so a slow machine gives slower figures, not failures.
  */
@@ -14,6 +14,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   automation: async () => (await import("./automation.js")).runAutomationBench(),
   suppressions: async () => (await import("./suppressions.js")).runSuppressionsBench(),
   transactional: async () => (await import("./transactional.js")).runTransactionalBench(),
+  inbound: async () => (await import("./inbound.js")).runInboundBench(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -48,7 +48,8 @@ export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: 
   { name: "email", entry: "services/email/src/main.ts", urlVar: "MAILROOM_EMAIL_URL", defaultPort: 7102, nodeArgs: HOT_PATH_HEAP },
   { name: "broadcast", entry: "services/broadcast/src/main.ts", urlVar: "MAILROOM_BROADCAST_URL", defaultPort: 7103, nodeArgs: HOT_PATH_HEAP },
   { name: "delivery", entry: "services/delivery/src/main.ts", urlVar: "MAILROOM_DELIVERY_URL", defaultPort: 7105, nodeArgs: HOT_PATH_HEAP },
-  { name: "inbound", entry: "services/inbound/src/main.ts", urlVar: "MAILROOM_INBOUND_URL", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525 },
+  // Inbound holds whole received messages (up to 35 MB) while it parses and stores them: bounded like the bulk units.
+  { name: "inbound", entry: "services/inbound/src/main.ts", urlVar: "MAILROOM_INBOUND_URL", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525, nodeArgs: BOUNDED_HEAP },
   { name: "webhooks", entry: "services/webhooks/src/main.ts", urlVar: "MAILROOM_WEBHOOKS_URL", defaultPort: 7107 },
   { name: "automation", entry: "services/automation/src/main.ts", urlVar: "MAILROOM_AUTOMATION_URL", defaultPort: 7108 },
   // SMTP submission (its implicit-TLS port, when a certificate is configured: MAILROOM_SUBMISSION_TLS_PORT).

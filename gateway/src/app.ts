@@ -54,8 +54,8 @@ export async function buildGateway(
     if ((body as string).trim() === "") return done(null, undefined);
     parseJson(request, body as string, (err, parsed) => {
       if (err) return done(err, undefined);
-      // A NUL character is in no address, header, subject or property a sender means, and
-      // PostgreSQL's text and jsonb cannot hold one: refused here, the same on every store.
+      // A NUL character is in no address, header, subject or property a sender means: refused
+      // here, the same on every store (the stores keep one intact, PostgreSQL's escaped).
       const where = nulPath(parsed);
       if (where !== undefined) return done(Object.assign(new Error(`A string holds a NUL character (\\u0000) at ${where || "the body"}`), { statusCode: 400, code: "FST_ERR_CTP_NUL_CHARACTER" }), undefined);
       done(null, parsed);

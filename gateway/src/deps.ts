@@ -15,7 +15,7 @@ import { TemplateService } from "../../gen/mailroom/directory/v1/templates_pb.js
 import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
 import { TeamService } from "../../gen/mailroom/directory/v1/team_pb.js";
 import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
-import { InboundService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { InboundService, ReceivingService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import { ACTOR_HEADER, ACTOR_LABEL_HEADER, actorHeaderValue, actorLabelHeaderValue } from "@mailroom/kit/audit.js";
 import type { TokenBuckets } from "./rate-limit.js";
@@ -62,6 +62,8 @@ export interface ServiceClients {
   automation: RequestScoped<Client<typeof AutomationService>>;
   /** Relay provider event webhooks (the inbound unit, DESIGN §9.7). */
   inbound: RequestScoped<Client<typeof InboundService>>;
+  /** Receiving email: inbound domains and rules, received messages, DMARC reports (the inbound unit, DESIGN §10.4). */
+  receiving: RequestScoped<Client<typeof ReceivingService>>;
 }
 
 /** Publishes tracking events (opened, clicked, unsubscribed); absent in unit tests. */
@@ -115,6 +117,7 @@ export function createServiceClients(config: Config): ServiceClients {
     team: connectClient(TeamService, config.urls.directory),
     automation: connectClient(AutomationService, config.urls.automation),
     inbound: connectClient(InboundService, config.urls.inbound),
+    receiving: connectClient(ReceivingService, config.urls.inbound),
   };
 }
 

@@ -33,6 +33,7 @@ describe("the error table", () => {
     "workspace_id_required", "content_id_required", "source_required", "invalid_compiled_message", // renderer/content RPC input checks
     "invalid_rate", "invalid_limit", // delivery's admin RPCs (relay rate, captured mail page size), not /v1
     "insufficient_scope", // the directory's Unauthenticated: the gateway answers it as `unauthorized`
+    "forward_loop", // the inbound unit's own forward refusal: the received email is kept, not forwarded
   ]);
 
   /** Every code raised in the units' sources (tests and test doubles aside). */

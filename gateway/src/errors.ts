@@ -280,6 +280,11 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_domain: { status: 400, description: "The value is not a valid domain name (e.g. `acme.com`, without `http://` or an address)." },
   domain_exists: { status: 409, description: "The domain was already added to this workspace; `npx mailroom -w <workspace-id> domain records <domain>` shows its records and `domain verify <domain>` checks them." },
   domain_not_found: { status: 404, description: "The domain was not added to this workspace; `npx mailroom -w <workspace-id> domain add <domain>` adds it." },
+  domain_not_verified: {
+    status: 409,
+    description: "The domain's DNS records are not verified yet, so what is reported about it (DMARC aggregate reports) is not shown: until its DKIM record carries this workspace's key, the domain is not shown to be the workspace's.",
+    fix: "Publish the records `npx mailroom -w <workspace-id> domain records <domain>` prints, then `npx mailroom -w <workspace-id> domain verify <domain>`.",
+  },
   invalid_bootstrap: { status: 400, description: "The MAILROOM_BOOTSTRAP document is not valid JSON or does not fit its shape (`deploy/bootstrap.example.json` is one); the message names the first problems. Nothing was loaded." },
   // Team, sign-in and audit log (issue 32, DESIGN §9.9)
   member_not_found: { status: 404, description: "No member with this id or address in the workspace. `npx mailroom -w <workspace-id> member list` (or the console's Team page) lists them." },
@@ -316,6 +321,16 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
     description: "The provider webhook's signature (SES via SNS, SendGrid, Mailgun) does not verify, its SNS topic is not one the server takes, or its HTTP basic auth (Postmark) is missing or wrong; the message says which. Nothing was recorded. Check the key or credentials configured at the provider against the server's.",
   },
   invalid_provider_webhook: { status: 400, description: "The body is not what the provider sends (not JSON, not an SNS message, an event without its fields); the message says what is wrong. Nothing was recorded." },
+  // Receiving email (DESIGN §10.4)
+  inbound_domain_not_found: { status: 404, description: "No inbound domain with this id exists in the workspace. `GET /v1/inbound/domains` lists them." },
+  invalid_inbound_domain: { status: 400, description: "Not a domain name Mailroom can receive mail for: a name of at least two labels (`in.acme.com`), not the server's own inbound host or bounce domain. The message says which." },
+  inbound_domain_exists: { status: 409, description: "The domain is already an inbound domain of this workspace. `GET /v1/inbound/domains` lists them." },
+  inbound_domain_taken: { status: 409, description: "The domain is an inbound domain of another workspace on this server; it receives mail for one workspace only." },
+  invalid_inbound_rule: { status: 400, description: "A rule is invalid: a `match` that is not `*`, a local part or `local+*`; an unknown `action`; a `forwardTo` missing for `forward`, not an address, given with another action, or at an inbound domain of this server (a loop); or the domain already holds its 100 rules. The message says which." },
+  inbound_rule_not_found: { status: 404, description: "The inbound domain has no rule with this id. `GET /v1/inbound/domains/{id}/rules` lists them." },
+  inbound_rule_exists: { status: 409, description: "The inbound domain has a rule with this `match` already; delete it first to change what it does." },
+  received_email_not_found: { status: 404, description: "No received email with this id exists in the workspace (received mail is kept `MAILROOM_INBOUND_RETENTION_DAYS`, 30 days by default)." },
+  received_attachment_not_found: { status: 404, description: "The received email has no attachment with this id (its `attachments` list them), or its file is no longer kept." },
   // Development mail (/dev/mail)
   invalid_id: { status: 400, description: "The id is not one of a captured message (`cap_…`)." },
   captured_message_not_found: { status: 404, description: "No captured message with this id (captured mail is kept in the data directory; with `MAILROOM_SMTP_URL` set nothing is captured)." },

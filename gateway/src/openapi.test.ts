@@ -1384,11 +1384,13 @@ describe("the generated OpenAPI document against the gateway", () => {
       // a broadcast's stats are driven here, with the other outcome routes. Automations and a
       // contact's runs drive theirs in routes/automations-api.test.ts (over the automation catalog);
       // relay provider webhooks in routes/provider-webhooks.test.ts (over the inbound unit's reader);
-      // the audit log in routes/audit-log.test.ts; a contact's activity in routes/contacts-activity.test.ts.
+      // the audit log in routes/audit-log.test.ts; a contact's activity in routes/contacts-activity.test.ts;
+      // receiving email in routes/receiving.test.ts (over a stand-in ReceivingService); a domain's
+      // DMARC summary in routes/domains-dmarc.test.ts.
       const elsewhere = (p: string) =>
         (p.startsWith("/v1/broadcasts") && !p.endsWith("/stats")) || p.startsWith("/v1/automations") || p === "/v1/contacts/{id}/automation-runs" ||
-        p === "/v1/contacts/{id}/activity" ||
-        p.startsWith("/webhooks/") || p === "/v1/audit-log";
+        p === "/v1/contacts/{id}/activity" || p.startsWith("/v1/inbound/") || p.startsWith("/v1/received-emails") ||
+        p.startsWith("/webhooks/") || p === "/v1/audit-log" || p === "/v1/domains/{id}/dmarc";
       for (const [path, item] of Object.entries(doc.paths).filter(([p]) => !elsewhere(p))) {
         for (const [method, o] of Object.entries(item)) {
           for (const [status, r] of Object.entries(o.responses)) {

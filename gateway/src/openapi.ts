@@ -70,6 +70,7 @@ export const TAGS = [
   { name: "Automations", description: "Workflows that run themselves (DESIGN §9.6): a trigger enrols a contact, steps send, wait, branch and change the contact; versions, pause and resume, runs and per-step counts." },
   { name: "Suppressions", description: "Addresses and whole domains no mail goes to (hard bounces, complaints, unsubscribes, added by hand, imported): list, add, lift, CSV import and export (DESIGN §10.3). Every send path checks them: single sends, batch items, broadcast recipients, automation sends." },
   { name: "Audit log", description: "Every change made through the API, the console and the CLI: who (key, member, CLI user), what, when, the resource and the changed fields without secrets (DESIGN §9.9). Owners and admins." },
+  { name: "Receiving", description: "Mail the workspace receives (DESIGN §10.4): inbound domains (verified by an MX record naming the inbound host) and their rules (`webhook`, `forward`, `store`), received emails with their bodies, headers and the reply they answer, attachments and raw messages downloaded by API." },
 ] as const;
 
 /** One operation, as a route declares it. Whether it needs the API key follows from where it is registered. */

@@ -147,6 +147,7 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /v1/transactional/:id": VIEWER,
   // Senders and keys (the published client manages keys with an EDITOR key)
   "GET /v1/identities": VIEWER,
+  "GET /v1/domains/:id/dmarc": VIEWER,
   "GET /v1/api-keys/check": VIEWER,
   "GET /v1/api-keys/current": VIEWER,
   "GET /v1/workspaces/:workspaceId/api-keys": VIEWER,
@@ -224,6 +225,21 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "PATCH /v1/broadcasts/:id": EDITOR,
   // Team (DESIGN §9.9): new routes, so the role rules apply in full.
   "GET /v1/audit-log": ADMIN,
+  // Receiving email (DESIGN §10.4): inbound domains and rules are changed by the keys that
+  // manage webhooks (api_user, as the console's domains with a key); received mail is read with
+  // the key that reads an email (api_user).
+  "POST /v1/inbound/domains": EDITOR,
+  "GET /v1/inbound/domains": VIEWER,
+  "GET /v1/inbound/domains/:id": VIEWER,
+  "POST /v1/inbound/domains/:id/verify": EDITOR,
+  "DELETE /v1/inbound/domains/:id": EDITOR,
+  "POST /v1/inbound/domains/:id/rules": EDITOR,
+  "GET /v1/inbound/domains/:id/rules": VIEWER,
+  "DELETE /v1/inbound/domains/:id/rules/:ruleId": EDITOR,
+  "GET /v1/received-emails": EDITOR,
+  "GET /v1/received-emails/:id": EDITOR,
+  "GET /v1/received-emails/:id/attachments/:attachmentId": EDITOR,
+  "GET /v1/received-emails/:id/raw": EDITOR,
 
   // The console (/console). Sign-in pages are open; every page behind them needs a session.
   "GET /console/sign-in": open("console sign-in page"),
@@ -268,6 +284,18 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /console/emails": VIEWER,
   "GET /console/emails/:id": VIEWER,
   "GET /console/emails/:id/attachments/:index": VIEWER,
+  // Receiving email: inbound domains and rules are set-up (as domains); received mail reads as emails do
+  "GET /console/inbound": VIEWER,
+  "POST /console/inbound": ADMIN_OR_EDITOR_KEY,
+  "GET /console/inbound/:id": VIEWER,
+  "POST /console/inbound/:id/verify": ADMIN_OR_EDITOR_KEY,
+  "POST /console/inbound/:id/delete": ADMIN_OR_EDITOR_KEY,
+  "POST /console/inbound/:id/rules": ADMIN_OR_EDITOR_KEY,
+  "POST /console/inbound/:id/rules/:ruleId/delete": ADMIN_OR_EDITOR_KEY,
+  "GET /console/received": VIEWER,
+  "GET /console/received/:id": VIEWER,
+  "GET /console/received/:id/attachments/:attachmentId": VIEWER,
+  "GET /console/received/:id/raw": VIEWER,
   // Templates, layouts and snippets (DESIGN §10.2)
   "GET /console/templates": VIEWER,
   "POST /console/templates": EDITOR,

@@ -66,6 +66,8 @@ export const SHARED = [
   "test/directory/forms.test.ts",
   "test/directory/workspace-actions.test.ts",
   "test/inbound/provider-webhooks.test.ts",
+  "test/inbound/dmarc.test.ts",
+  "test/inbound/replies.test.ts",
   "test/ops/request-id.test.ts",
   "test/automation/flows.test.ts",
   "test/automation/lifecycle.test.ts",
@@ -88,6 +90,8 @@ export const SHARED = [
 export const ALONE = [
   "test/delivery/kill-recovery.test.ts",
   "test/automation/crash.test.ts",
+  // Two sets of units on a 3-node NATS cluster (~2 min): one set is frozen and killed mid-send.
+  "test/cluster/two-sets.test.ts",
   "test/deploy/supervision.test.ts",
   "test/e2e/readme-examples.test.ts",
 ];

@@ -388,7 +388,7 @@ function stepFieldsHtml(step: FormStep, p: string, ctx: FormContext): string {
     case "condition":
       return `<div class="field"><label for="${attr(id("filter"))}">If the contact matches (filter JSON)</label><textarea id="${attr(id("filter"))}" name="${attr(name("filter"))}" rows="3" spellcheck="false" style="font-family:ui-monospace,monospace" aria-describedby="filter-help">${escapeHtml(f.filter ?? "")}</textarea></div>`;
     case "wait_for_event":
-      return `<div class="row">${input(id("event"), name("event"), "Event", f.event ?? "", ` required list="automation-events" placeholder="purchase, email_opened or email_clicked"`)}
+      return `<div class="row">${input(id("event"), name("event"), "Event", f.event ?? "", ` required list="automation-events" placeholder="purchase, email_opened, email_clicked or email_replied"`)}
 ${input(id("timeout"), name("timeout"), "Wait at most", f.timeout ?? "", ` required placeholder="3 days"`)}</div>`;
     case "update_contact":
       return `<div class="field"><label for="${attr(id("properties"))}">Set properties (JSON object; null clears one)</label><textarea id="${attr(id("properties"))}" name="${attr(name("properties"))}" rows="3" spellcheck="false" style="font-family:ui-monospace,monospace" placeholder='{"plan": "pro"}'>${escapeHtml(f.properties ?? "")}</textarea></div>`;
@@ -483,7 +483,7 @@ export function automationFormHtml(draft: FormDraft, ctx: FormContext): string {
 <div class="field"><label for="reentry">A contact may enter</label><select id="reentry" name="reentry">${option("once", "once only", draft.reentry)}${option("always", "again whenever it has no active run", draft.reentry)}${option("after", "again after a while", draft.reentry)}</select></div>
 ${input("reentry-after", "reentry.after", "After (for “again after a while”)", draft.reentryAfter, ` placeholder="30 days"`)}</div></fieldset>`;
   const datalists = `<datalist id="automation-templates">${ctx.templates.map((t) => `<option value="${attr(t)}"></option>`).join("")}</datalist>
-<datalist id="automation-events"><option value="email_opened"></option><option value="email_clicked"></option></datalist>`;
+<datalist id="automation-events"><option value="email_opened"></option><option value="email_clicked"></option><option value="email_replied"></option></datalist>`;
   return `${FORM_STYLE}${error}
 <form method="post" action="${attr(ctx.action)}" id="automation-form"${ctx.focus ? ` data-focus="${attr(ctx.focus)}"` : ""}>${ctx.csrf}
 <button type="submit" name="op" value="save" class="sr-only" tabindex="-1" aria-hidden="true">Save</button>

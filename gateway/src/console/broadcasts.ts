@@ -450,6 +450,8 @@ function chartWindow(b: Broadcast): ChartWindow {
 const COUNTERS = [
   ["recipients", "Recipients"], ["sent", "Sent"], ["delivered", "Delivered"], ["opened", "Opened"], ["clicked", "Clicked"],
   ["bounced", "Bounced"], ["failed", "Failed"], ["suppressed", "Suppressed"], ["unsubscribed", "Unsubscribed"],
+  // DESIGN §10.4: recipients whose reply the inbound unit matched to this broadcast.
+  ["replied", "Replied"],
 ] as const;
 
 function countersOf(b: Broadcast): Record<(typeof COUNTERS)[number][0], number> {

@@ -14,6 +14,7 @@ import { CONSOLE_PREFIX, consolePage, escapeHtml, formatTime, statusBadge } from
 import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
 import { deliveryStatus, isAddressLiteral, modeOf } from "./delivery.js";
 import type { CheckDirectSendingResponse } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { dmarcCard } from "./domains-dmarc.js";
 
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/i;
 
@@ -167,6 +168,7 @@ ${senders.domains.map((d) => `<tr><td data-label="Domain"><a href="${CONSOLE_PRE
 <div class="table-wrap"><table class="data stack"><caption class="sr-only">DNS records for ${escapeHtml(d.domain)}</caption>
 <thead><tr><th scope="col">Type</th><th scope="col">Purpose</th><th scope="col">Name</th><th scope="col">Value</th><th scope="col">Status</th></tr></thead>
 <tbody>${d.records.map(recordRow).join("")}</tbody></table></div>
+${await dmarcCard(deps, request, session.workspaceId, d)}
 ${await directSendingCard(deps, request, session.workspaceId, d.domain)}`;
     return reply.type("text/html; charset=utf-8").send(consolePage({ title: d.domain, session, active: "domains", flash: request.consoleFlash, body }));
   });

@@ -178,6 +178,10 @@ export function timeline(e: EmailRecord): TimelineEntry[] {
   if (o?.firstClickedAt) entries.push({ at: date(o.firstClickedAt), label: `Clicked${o.clicks > 1 ? ` (${o.clicks} clicks)` : ""}` });
   if (o?.complainedAt) entries.push({ at: date(o.complainedAt), label: "Marked as spam", tone: "bad" });
   if (o?.unsubscribedAt) entries.push({ at: date(o.unsubscribedAt), label: "Unsubscribed", tone: "bad" });
+  // DESIGN §10.4: replies the inbound unit matched to this email (the status stays as it was).
+  if (o?.replies && o.lastRepliedAt) {
+    entries.push({ at: date(o.lastRepliedAt), label: `Replied${o.replies > 1 ? ` (${o.replies} replies, the latest shown)` : ""}`, tone: "ok", detail: o.lastReplyId ? `received email ${o.lastReplyId}` : undefined });
+  }
   return entries.sort((a, b) => (a.at?.getTime() ?? 0) - (b.at?.getTime() ?? 0));
 }
 

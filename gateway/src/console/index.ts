@@ -38,6 +38,8 @@ import { registerSignInPages } from "./sign-in.js";
 import { registerStatsPages } from "./stats.js";
 import { registerDomainPages } from "./domains.js";
 import { registerEmailPages } from "./emails.js";
+import { registerInboundPages } from "./inbound.js";
+import { registerReceivedPages } from "./received.js";
 import { registerTemplatePages } from "./templates.js";
 import { registerBroadcastPages } from "./broadcasts.js";
 import { registerContactPages } from "./contacts.js";
@@ -61,7 +63,7 @@ export type { ConsoleDeps, ConsolePageModule };
 
 /** Pages behind sign-in, in nav order. */
 const PAGE_MODULES: ConsolePageModule[] = [
-  registerStatsPages, registerDomainPages, registerEmailPages, registerTemplatePages,
+  registerStatsPages, registerDomainPages, registerInboundPages, registerEmailPages, registerReceivedPages, registerTemplatePages,
   registerBroadcastPages, registerAudiencePickerRoutes, registerContactPages, registerSuppressionPages,
   registerGroupPages, registerSegmentPages, registerTopicPages, registerFormPages, registerAutomationPages, registerWebhookPages, registerDeliveryPages,
   registerKeyPages, registerTeamPages, registerAuditPages, registerSettingsPages, registerSessionPages,

@@ -3,7 +3,7 @@
  *
  *   consolePage({ title, session, active, body, flash? }): string
  *       A whole HTML document: skip link, header with the workspace name, the nav
- *       (Overview/Stats, Domains, Emails, Templates, Broadcasts, Contacts, Suppressions, Groups, Segments, Topics, Forms,
+ *       (Overview/Stats, Domains, Inbound, Emails, Received, Templates, Broadcasts, Contacts, Suppressions, Groups, Segments, Topics, Forms,
  *       Automations, Webhooks, Delivery (owners and admins), API keys, Team, Audit log (owners and admins),
  *       Settings, Sessions, Sign out as a CSRF-protected POST), an optional flash message, then `body`
  *       inside <main>. A link shows only when the session may open its page (the GET's rule in
@@ -40,12 +40,14 @@ import { consolePrincipal, mayCall } from "../roles.js";
 
 export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
-export type ConsoleNav = "overview" | "domains" | "emails" | "templates" | "broadcasts" | "contacts" | "suppressions" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "keys" | "team" | "sessions" | "audit" | "settings";
+export type ConsoleNav = "overview" | "domains" | "inbound" | "emails" | "received" | "templates" | "broadcasts" | "contacts" | "suppressions" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "keys" | "team" | "sessions" | "audit" | "settings";
 
 const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
   { key: "overview", label: "Overview", path: "" },
   { key: "domains", label: "Domains", path: "/domains" },
+  { key: "inbound", label: "Inbound", path: "/inbound" },
   { key: "emails", label: "Emails", path: "/emails" },
+  { key: "received", label: "Received", path: "/received" },
   { key: "templates", label: "Templates", path: "/templates" },
   { key: "broadcasts", label: "Broadcasts", path: "/broadcasts" },
   { key: "contacts", label: "Contacts", path: "/contacts" },

@@ -26,6 +26,7 @@ export const EVENT_INFO: Readonly<Record<string, EventInfo>> = {
   EMAIL_CLICKED: { when: "A tracked link is followed (gateway)." },
   EMAIL_UNSUBSCRIBED: { when: "The recipient unsubscribes from a message (gateway, inbound)." },
   EMAIL_FAILED: { when: "Given up, or the address is suppressed (delivery)." },
+  EMAIL_RECEIVED: { when: "Mail arrives for an inbound domain's address whose rule is webhook (inbound)." },
   BROADCAST_STARTED: { when: "A broadcast starts sending (broadcast service)." },
   BROADCAST_COMPLETED: { when: "Every recipient of a broadcast has an outcome (broadcast service)." },
   AUTOMATION_RUN_STARTED: { when: "A contact enters an automation (automation)." },

@@ -24,6 +24,7 @@ import { registerOpenApi } from "./openapi.js";
 import { registerContactProperties } from "./contact-properties.js";
 import { registerTransactional } from "./transactional.js";
 import { registerIdentities } from "./identities.js";
+import { registerDomainDmarc } from "./domains-dmarc.js";
 import { registerApiKeys } from "./api-keys.js";
 import { registerEvents } from "./events.js";
 import { registerErrorDocs } from "./error-docs.js";
@@ -81,6 +82,18 @@ import { registerCreateSuppression } from "./suppressions-create.js";
 import { registerDeleteSuppression } from "./suppressions-delete.js";
 import { registerSuppressionsImport } from "./suppressions-import.js";
 import { registerSuppressionsExport } from "./suppressions-export.js";
+import { registerCreateInboundDomain } from "./inbound-domains-create.js";
+import { registerListInboundDomains } from "./inbound-domains-list.js";
+import { registerGetInboundDomain } from "./inbound-domains-get.js";
+import { registerVerifyInboundDomain } from "./inbound-domains-verify.js";
+import { registerDeleteInboundDomain } from "./inbound-domains-delete.js";
+import { registerCreateInboundRule } from "./inbound-rules-create.js";
+import { registerListInboundRules } from "./inbound-rules-list.js";
+import { registerDeleteInboundRule } from "./inbound-rules-delete.js";
+import { registerListReceivedEmails } from "./received-emails-list.js";
+import { registerGetReceivedEmail } from "./received-emails-get.js";
+import { registerGetReceivedAttachment } from "./received-emails-attachment.js";
+import { registerGetReceivedRaw } from "./received-emails-raw.js";
 
 /**
  * Routes under /v1 that need an API key. Each module registers its own path(s);
@@ -92,6 +105,8 @@ export const apiRoutes: RouteModule[] = [
   registerContacts, registerContactsExport, registerContactItem, registerContactExport, registerTemplates, registerTemplateItem,
   registerTemplateRender, registerTemplateRenderDraft, registerTemplateVersions,
   registerContactProperties, registerTransactional, registerIdentities, registerApiKeys, registerEvents,
+  // DMARC aggregate reports of a sending domain (DESIGN §10.4).
+  registerDomainDmarc,
   // Broadcasts: a schema refusal is `invalid_payload` (design §6).
   ...[registerCreateBroadcast, registerListBroadcasts, registerGetBroadcast, registerTestBroadcast, registerScheduleBroadcast, registerCancelBroadcast, registerAbWinner, registerUpdateBroadcast].map(broadcastScope),
   // Pre-send checks of broadcasts and templates (DESIGN §10.5).
@@ -116,6 +131,10 @@ export const apiRoutes: RouteModule[] = [
   registerAuditLog,
   // The suppression list: addresses and domains, CSV import and export (DESIGN §10.3).
   registerListSuppressions, registerCreateSuppression, registerDeleteSuppression, registerSuppressionsImport, registerSuppressionsExport,
+  // Receiving email: inbound domains, their rules, received emails and their files (DESIGN §10.4).
+  registerCreateInboundDomain, registerListInboundDomains, registerGetInboundDomain, registerVerifyInboundDomain, registerDeleteInboundDomain,
+  registerCreateInboundRule, registerListInboundRules, registerDeleteInboundRule,
+  registerListReceivedEmails, registerGetReceivedEmail, registerGetReceivedAttachment, registerGetReceivedRaw,
 ];
 
 // The recipient-link modules register plain fastify routes; their operations are declared here.

@@ -41,6 +41,7 @@ export const registerBroadcastStats: RouteModule = (app, deps) =>
         opened: n(p?.opened),
         clicked: n(p?.clicked),
         unsubscribed: n(p?.unsubscribed),
+        replied: n(p?.replied),
       };
       const status = BroadcastStatus[b.status] === "UNSPECIFIED" ? "DRAFT" : BroadcastStatus[b.status];
       return reply.send({ stats: { broadcastId: b.id, status, ...counts, rates: ratesOf(counts) } });

@@ -82,6 +82,7 @@ export const broadcastStatsSchema = z
       opened: count("Opened (unique)."),
       clicked: count("Clicked (unique)."),
       unsubscribed: count("Unsubscribed."),
+      replied: count("Recipients who replied (unique): replies received by an inbound domain and matched to this broadcast."),
       rates: ratesSchema,
     }),
   })

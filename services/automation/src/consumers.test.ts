@@ -36,3 +36,32 @@ describe("mail events", () => {
     expect(w.mailer.to("ann@example.test")).toEqual(["welcome"]);
   });
 });
+
+describe("replies (DESIGN §10.4)", () => {
+  it("a REPLIED event of the email a run sent takes its wait_for_event email_replied into then; an open does not, and a reply enrols nobody", async () => {
+    const a = await w.automations.create(TEST_WS, {
+      name: "Follow-up",
+      trigger: { type: "contact_created" },
+      steps: [
+        { id: "ask", type: "send", template: "welcome" },
+        { id: "w", type: "wait_for_event", event: "email_replied", timeout: "P3D", then: [{ id: "thanks", type: "send", template: "upgrade" }], else: [{ id: "nudge", type: "send", template: "day-2" }] },
+      ],
+    });
+    await w.automations.activate(TEST_WS, a.id);
+    const c = w.contacts.add({ email: "ann@example.test" });
+    await handleDirectoryEvent(w.enrolment, { id: "dev_ann", type: "CONTACT_CREATED", workspaceId: TEST_WS, data: { contact: { id: c.id, properties: { email: "ann@example.test", status: "SUBSCRIBED" } } } });
+    await w.runner.tick();
+    const emailId = w.mailer.sent[0]!.emailId;
+    const mail = (type: MailEventType, id: string, workspaceId = TEST_WS) =>
+      create(MailEventSchema, { eventId: id, type, workspaceId, emailId, recipient: "ann@example.test", contactId: c.id, detail: "rcv_1" });
+    await handleMailEvent(w.enrolment, mail(MailEventType.OPENED, "evt_open"));
+    // Another workspace's event naming the same email id is not this run's.
+    await handleMailEvent(w.enrolment, mail(MailEventType.REPLIED, "evt_other", "ws_other"));
+    await w.runner.tick();
+    expect(w.mailer.to("ann@example.test")).toEqual(["welcome"]);
+    await handleMailEvent(w.enrolment, mail(MailEventType.REPLIED, "evt_reply"));
+    await w.runner.tick();
+    expect(w.mailer.to("ann@example.test")).toEqual(["welcome", "upgrade"]);
+    expect((await w.control.list({ workspaceId: TEST_WS, automationId: a.id, limit: 10 })).runs).toHaveLength(1);
+  });
+});

@@ -32,6 +32,7 @@ export const MAIL_DURABLES = {
   clicked: "automation-mail-clicked",
   suppressed: "automation-mail-suppressed",
   bounced: "automation-mail-bounced",
+  replied: "automation-mail-replied",
 } as const;
 
 export interface ConsumerOptions {
@@ -118,6 +119,12 @@ export async function handleMailEvent(enrolment: Enrolment, event: MailEvent): P
     if (event.permanent && event.recipient) await enrolment.addressSuppressed(event.workspaceId, event.recipient, event.contactId || undefined);
     return;
   }
+  if (event.type === MailEventType.REPLIED) {
+    // DESIGN §10.4: a reply resumes the run that sent the email if it waits for one (a
+    // wait_for_event on email_replied); replies enrol nobody (no email_replied trigger).
+    if (event.emailId) await enrolment.emailEvent(event.workspaceId, event.emailId, "email_replied");
+    return;
+  }
   const kind = event.type === MailEventType.OPENED ? "email_opened" : event.type === MailEventType.CLICKED ? "email_clicked" : undefined;
   if (!kind) return;
   if (event.emailId) await enrolment.emailEvent(event.workspaceId, event.emailId, kind);
@@ -188,7 +195,7 @@ export async function startConsumers(nc: NatsConnection, enrolment: Enrolment, l
       { logger, concurrency: opts.concurrency, idOf: (e) => e.id },
     ),
   );
-  for (const kind of ["opened", "clicked", "suppressed", "bounced"] as const) {
+  for (const kind of ["opened", "clicked", "suppressed", "bounced", "replied"] as const) {
     loops.push(
       await consume(
         nc,

@@ -20,6 +20,8 @@ const KIND: Partial<Record<MailEventType, OutcomeKind>> = {
   [MailEventType.OPENED]: "opened",
   [MailEventType.CLICKED]: "clicked",
   [MailEventType.UNSUBSCRIBED]: "unsubscribed",
+  // A reply the inbound unit matched to the recipient's message: counted once per recipient.
+  [MailEventType.REPLIED]: "replied",
 };
 
 /** A MailEvent in domain terms; undefined for kinds the broadcast does not count. */

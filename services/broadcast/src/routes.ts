@@ -132,6 +132,7 @@ export function protoBroadcast(b: Broadcast, audienceCount?: number): PbBroadcas
       opened: BigInt(p.opened),
       clicked: BigInt(p.clicked),
       unsubscribed: BigInt(p.unsubscribed),
+      replied: BigInt(p.replied ?? 0),
     },
     createdAt: ts(b.createdAt),
     updatedAt: ts(b.updatedAt),

@@ -21,6 +21,8 @@ const KINDS: Partial<Record<MailEventType, OutcomeEvent["kind"]>> = {
   [MailEventType.UNSUBSCRIBED]: "unsubscribed",
   // A relay provider's report that the recipient's server took it: a timeline entry only.
   [MailEventType.DELIVERED]: "confirmed",
+  // The inbound unit received a reply to it (DESIGN §10.4): a timeline entry, the status unchanged.
+  [MailEventType.REPLIED]: "replied",
 };
 
 /** A MailEvent in domain terms; null for kinds the email service does not follow. */
@@ -39,6 +41,7 @@ export function outcomeEventOf(event: MailEvent, now: Date): OutcomeEvent | null
     permanent: event.permanent,
     url: event.url || undefined,
     route: event.route || undefined,
+    ...(kind === "replied" && event.detail ? { receivedId: event.detail } : {}),
   };
 }
 

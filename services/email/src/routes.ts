@@ -85,6 +85,14 @@ export function requestOf(input: EmailInput | undefined): EmailRequest {
       content: { kind: "templated", template: content.value.template, variables: (content.value.variables ?? {}) as Record<string, unknown> },
     };
   }
+  if (content.case === "forwarded") {
+    // The inbound unit's forward (the gateway never builds this case).
+    const f = content.value;
+    return {
+      ...base,
+      content: { kind: "forwarded", raw: f.raw, envelopeFrom: f.envelopeFrom, ...(f.receivedId ? { receivedId: f.receivedId } : {}) },
+    };
+  }
   throw badRequest("invalid_payload", "An email needs either raw content (from, subject, html) or a template");
 }
 
@@ -149,6 +157,9 @@ function protoOutcomes(o: EmailOutcomes): ProtoOutcomes {
     lastDeferredDetail: o.lastDeferral?.detail ?? "",
     confirmedAt: ts(o.confirmed?.at),
     confirmedRoute: o.confirmed?.route ?? "",
+    replies: o.replies ?? 0,
+    lastRepliedAt: ts(o.lastReply?.at),
+    lastReplyId: o.lastReply?.receivedId ?? "",
   });
 }
 

@@ -4,7 +4,10 @@ import { loadInboundSettings } from "./settings.js";
 
 describe("inbound settings", () => {
   it("keeps the defaults users rely on", () => {
-    expect(loadInboundSettings({})).toEqual({ port: 2525, maxMessageBytes: 10 * 1024 * 1024, rememberMs: 30 * 24 * 3600_000, bounceDomain: undefined, providers: {} });
+    expect(loadInboundSettings({})).toEqual({
+      port: 2525, maxMessageBytes: 35 * 1024 * 1024, rememberMs: 30 * 24 * 3600_000, retentionMs: 30 * 24 * 3600_000, ratePerMinute: 600,
+      inboundMxHost: "inbound.mailroom.local", dnsServers: undefined, spamdUrl: undefined, spamMaxBytes: 512 * 1024, bounceDomain: undefined, providers: {},
+    });
   });
 
   it("reads days as milliseconds and the bounce domain in lower case", () => {

@@ -14,14 +14,29 @@ const TOPIC_ARN = /^arn:aws(?:-cn|-us-gov)?:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_.-]
 
 /**
  * The inbound unit's settings, read from MAILROOM_INBOUND_* and the bounce domain; what every
- * process shares (NATS, store, secret, URLs) is kit's `loadConfig`. The MX host of the bounce
- * domain (MAILROOM_INBOUND_MX_HOST) is the directory's to show, so its settings declare it.
+ * process shares (NATS, store, secret, URLs) is kit's `loadConfig`.
  */
 const schema = z.object({
   /** The SMTP port bounces, complaints and mailto unsubscribes arrive on. */
   MAILROOM_INBOUND_PORT: z.coerce.number().int().min(0).max(65535).default(2525),
-  /** The largest message accepted, in bytes (a DSN quoting a big message still fits). */
-  MAILROOM_INBOUND_MAX_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  /** The largest message accepted, in bytes (received mail with attachments; a DSN quoting a big message still fits). */
+  MAILROOM_INBOUND_MAX_BYTES: z.coerce.number().int().min(1024).default(35 * 1024 * 1024),
+  /** How long received email (record, raw message, attachments) is kept, in days (DESIGN §10.4). */
+  MAILROOM_INBOUND_RETENTION_DAYS: z.coerce.number().min(1).default(30),
+  /** Messages one sender IP may hand over per minute (SMTP 421 4.7.0 beyond). */
+  MAILROOM_INBOUND_RATE_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /**
+   * The public host name of the inbound unit's SMTP port: an inbound domain is verified when
+   * one of its MX records names it. (The directory declares it too: it shows it as the bounce
+   * domain's MX; both default to the same name.)
+   */
+  MAILROOM_INBOUND_MX_HOST: envHostName,
+  /** Resolvers for the MX checks, `host[:port]` comma-separated (system resolvers when unset; as the directory's). */
+  MAILROOM_DNS_SERVERS: optionalText,
+  /** A spamd (tcp://host:port) scoring received mail; unset: `spamassassin` when on the PATH, else no score. */
+  MAILROOM_SPAMD_URL: optionalText,
+  /** Received messages larger than this are not spam-scored (0: never scored). */
+  MAILROOM_INBOUND_SPAM_MAX_BYTES: z.coerce.number().int().min(0).default(512 * 1024),
   /** How long a sent delivery is remembered, so a late bounce still finds it. */
   MAILROOM_INBOUND_REMEMBER_DAYS: z.coerce.number().min(1).default(30),
   /**
@@ -75,10 +90,19 @@ export interface ProviderSettings {
   mailgun?: { signingKey: string };
 }
 
+/** The MX host when MAILROOM_INBOUND_MX_HOST is unset (the directory's default too). */
+export const DEFAULT_INBOUND_MX_HOST = "inbound.mailroom.local";
+
 export interface InboundSettings {
   port: number;
   maxMessageBytes: number;
   rememberMs: number;
+  retentionMs: number;
+  ratePerMinute: number;
+  inboundMxHost: string;
+  dnsServers?: string;
+  spamdUrl?: string;
+  spamMaxBytes: number;
   bounceDomain?: string;
   providers: ProviderSettings;
 }
@@ -90,6 +114,12 @@ export function loadInboundSettings(env: NodeJS.ProcessEnv = process.env): Inbou
     port: c.MAILROOM_INBOUND_PORT,
     maxMessageBytes: c.MAILROOM_INBOUND_MAX_BYTES,
     rememberMs: Math.round(c.MAILROOM_INBOUND_REMEMBER_DAYS * 24 * 3600 * 1000),
+    retentionMs: Math.round(c.MAILROOM_INBOUND_RETENTION_DAYS * 24 * 3600 * 1000),
+    ratePerMinute: c.MAILROOM_INBOUND_RATE_PER_MINUTE,
+    inboundMxHost: c.MAILROOM_INBOUND_MX_HOST ?? DEFAULT_INBOUND_MX_HOST,
+    dnsServers: c.MAILROOM_DNS_SERVERS,
+    spamdUrl: c.MAILROOM_SPAMD_URL,
+    spamMaxBytes: c.MAILROOM_INBOUND_SPAM_MAX_BYTES,
     bounceDomain: c.MAILROOM_BOUNCE_DOMAIN,
     providers: providerSettings(c),
   };

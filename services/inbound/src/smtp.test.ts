@@ -37,3 +37,31 @@ describe("SMTP listener", () => {
     expect(await failure(send(verp, big))).toMatchObject({ responseCode: 552 });
   });
 });
+
+describe("SMTP listener rate limit", () => {
+  it("answers 421 4.7.0 to a client IP past its messages per minute", async () => {
+    const limited = await startSmtpListener({ inbound: t.inbound, port: 0, host: "127.0.0.1", maxMessageBytes: 64 * 1024, ratePerMinute: 2, logger: silentLogger });
+    try {
+      const to = `fbl@${BOUNCE_DOMAIN}`;
+      const once = () => {
+        const transport = nodemailer.createTransport({ host: "127.0.0.1", port: limited.port, secure: false, ignoreTLS: true });
+        return transport.sendMail({ envelope: { from: "isp@example.test", to }, raw: "Subject: x\r\n\r\ny\r\n" }).finally(() => transport.close());
+      };
+      expect((await once()).accepted).toEqual([to]);
+      expect((await once()).accepted).toEqual([to]);
+      expect(await failure(once())).toMatchObject({ responseCode: 421, response: expect.stringContaining("4.7.0") });
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe("rate limit key", () => {
+  it("is the IPv4 address (also when IPv4-mapped) or the IPv6 /64", async () => {
+    const { senderKey } = await import("./smtp.js");
+    expect(senderKey("192.0.2.7")).toBe("192.0.2.7");
+    expect(senderKey("::ffff:192.0.2.7")).toBe("192.0.2.7");
+    expect(senderKey("2001:db8:1:2:aaaa::1")).toBe(senderKey("2001:db8:1:2:bbbb::9"));
+    expect(senderKey("2001:db8:1:2::1")).not.toBe(senderKey("2001:db8:1:3::1"));
+  });
+});

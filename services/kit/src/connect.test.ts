@@ -74,3 +74,40 @@ describe("kit Connect server and clients", () => {
     expect(await res.json()).toEqual({ ok: true });
   });
 });
+
+describe("kit Connect: domain errors of streaming handlers", () => {
+  it("cross as their ErrorInfo (code and status), also when thrown after the first message", async () => {
+    const { ReceivingService } = await import("../../../gen/mailroom/inbound/v1/inbound_pb.js");
+    const { notFound, errorInfoOf } = await import("./errors.js");
+    const { createClient } = await import("@connectrpc/connect");
+    const { memoryTransport } = await import("./connect.js");
+    const routes = (router: import("@connectrpc/connect").ConnectRouter) =>
+      router.service(ReceivingService, {
+        async *getReceivedRaw() {
+          throw notFound("received_email_not_found", "no such email");
+        },
+        async *getReceivedAttachment() {
+          yield { data: new Uint8Array([1]) };
+          throw notFound("received_attachment_not_found", "gone mid-way");
+        },
+      });
+    const server = await startConnectServer({ logger: createLogger("kit-connect-stream-test", "silent"), routes });
+    try {
+      for (const client of [connectClient(ReceivingService, server.url), createClient(ReceivingService, memoryTransport(routes))]) {
+        const codeOf = async (stream: AsyncIterable<unknown>) => {
+          try {
+            for await (const _ of stream);
+          } catch (err) {
+            const info = errorInfoOf(err);
+            return [info?.code, info?.httpStatus];
+          }
+          return undefined;
+        };
+        expect(await codeOf(client.getReceivedRaw({}))).toEqual(["received_email_not_found", 404]);
+        expect(await codeOf(client.getReceivedAttachment({}))).toEqual(["received_attachment_not_found", 404]);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -27,11 +27,21 @@ export interface ConnectServer {
  */
 export const appErrorInterceptor: Interceptor = (next) => async (req) => {
   try {
-    return await next(req);
+    const res = await next(req);
+    // A streaming handler throws while its messages are read, after next() returned: there too.
+    return res.stream ? { ...res, message: withConnectErrors(res.message) } : res;
   } catch (err) {
     throw err instanceof AppError ? toConnectError(err) : err;
   }
 };
+
+async function* withConnectErrors<T>(messages: AsyncIterable<T>): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (err) {
+    throw err instanceof AppError ? toConnectError(err) : err;
+  }
+}
 
 /** An in-memory transport to `routes` with the same interceptors a real server has (tests, wiring). */
 export function memoryTransport(routes: (router: ConnectRouter) => void): Transport {

@@ -30,7 +30,10 @@ export function contentKey(workspaceId: string, contentRef: string): string {
  * as given, custom headers in order, attachments with their bytes. Stored with the content,
  * never in a job.
  */
-export type ContentExtras = Pick<MessageInitShape<typeof StoredContentSchema>, "cc" | "headers" | "attachments">;
+export type ContentExtras = Pick<MessageInitShape<typeof StoredContentSchema>, "cc" | "headers" | "attachments"> & {
+  /** A forwarded message (DESIGN §10.4): StoredContent's raw_mime and envelope_from. */
+  forwarded?: { raw: Uint8Array; envelopeFrom: string };
+};
 
 export interface ContentStoreOptions {
   /** MAILROOM_NATS_REPLICAS. */
@@ -170,7 +173,10 @@ export function encodeStoredContent(compiled: CompiledMessage | Uint8Array, extr
   const bytes = compiled instanceof Uint8Array ? compiled : toBinary(CompiledMessageSchema, compiled);
   // StoredContent { compiled = 1 }: the compiled message's bytes as field 1, without decoding them;
   // the other fields follow as their own encoding (concatenated protobuf messages merge).
-  return storedContentBytes(bytes, extras && toBinary(StoredContentSchema, create(StoredContentSchema, extras)));
+  if (!extras) return storedContentBytes(bytes);
+  const { forwarded, ...rest } = extras;
+  const fields = forwarded ? { ...rest, rawMime: forwarded.raw, envelopeFrom: forwarded.envelopeFrom } : rest;
+  return storedContentBytes(bytes, toBinary(StoredContentSchema, create(StoredContentSchema, fields)));
 }
 
 /** StoredContent from its bytes (a job's inline content). */

@@ -33,6 +33,9 @@ const KIND: Partial<Record<MailEventType, MailEventKind>> = {
   [MailEventType.UNSUBSCRIBED]: "unsubscribed",
   [MailEventType.COMPLAINED]: "complained",
   [MailEventType.SUPPRESSED]: "suppressed",
+  // Not here, on purpose: DELIVERED (a provider's confirmation; EMAIL_DELIVERED came from SENT)
+  // and REPLIED (DESIGN §10.4: the reply itself is the EMAIL_RECEIVED webhook, with its
+  // inReplyTo; no EMAIL_REPLIED event is subscribable). mailEventOf ignores them.
 };
 
 const SOURCE: Partial<Record<DeliverySource, MailSource>> = {

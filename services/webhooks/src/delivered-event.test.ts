@@ -16,3 +16,10 @@ describe("relay provider events (DESIGN §9.7)", () => {
     expect(mailEventOf(create(MailEventSchema, { ...base, eventId: "evt_c", type: MailEventType.COMPLAINED }), new Date())?.kind).toBe("complained");
   });
 });
+
+describe("replies (DESIGN §10.4)", () => {
+  it("REPLIED sends no webhook: the reply itself is EMAIL_RECEIVED, with its inReplyTo", () => {
+    expect(mailEventOf(create(MailEventSchema, { ...base, eventId: "evt_r", type: MailEventType.REPLIED, detail: "rcv_1" }), new Date())).toBeUndefined();
+    expect(mailEventOf(create(MailEventSchema, { ...base, source: DeliverySource.BROADCAST, broadcastId: "cmp_1", eventId: "evt_r2", type: MailEventType.REPLIED }), new Date())).toBeUndefined();
+  });
+});

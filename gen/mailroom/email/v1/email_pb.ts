@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file mailroom/email/v1/email.proto.
  */
 export const file_mailroom_email_v1_email: GenFile = /*@__PURE__*/
-  fileDesc("Ch1tYWlscm9vbS9lbWFpbC92MS9lbWFpbC5wcm90bxIRbWFpbHJvb20uZW1haWwudjEiZQoNRW1haWxTZXR0aW5ncxIZCgx0cmFja19jbGlja3MYASABKAhIAIgBARIYCgt0cmFja19vcGVucxgCIAEoCEgBiAEBQg8KDV90cmFja19jbGlja3NCDgoMX3RyYWNrX29wZW5zIscBCghSYXdFbWFpbBIMCgRmcm9tGAEgASgJEhEKCWZyb21fbmFtZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBGh0bWwYBCABKAkSDAoEdGV4dBgFIAEoCRIUCgxwcmV2aWV3X3RleHQYBiABKAkSEAoIcmVwbHlfdG8YByABKAkSMwoSY29udGFjdF9wcm9wZXJ0aWVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghhc19naXZlbhgJIAEoCCJOCg5UZW1wbGF0ZWRFbWFpbBIQCgh0ZW1wbGF0ZRgBIAEoCRIqCgl2YXJpYWJsZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IvQDCgpFbWFpbElucHV0EgoKAnRvGAEgASgJEioKA3JhdxgCIAEoCzIbLm1haWxyb29tLmVtYWlsLnYxLlJhd0VtYWlsSAASNgoJdGVtcGxhdGVkGAMgASgLMiEubWFpbHJvb20uZW1haWwudjEuVGVtcGxhdGVkRW1haWxIABIyCghzZXR0aW5ncxgEIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU2V0dGluZ3MSEAoIZ3JvdXBfYnkYBSABKAkSKwoHc2VuZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPaWRlbXBvdGVuY3lfa2V5GAcgASgJEhQKDHBheWxvYWRfaGFzaBgIIAEoCRIQCghyZXBseV90bxgJIAMoCRIKCgJjYxgKIAMoCRILCgNiY2MYCyADKAkSLwoHaGVhZGVycxgMIAMoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSGVhZGVyEjIKC2F0dGFjaG1lbnRzGA0gAygLMh0ubWFpbHJvb20uZW1haWwudjEuQXR0YWNobWVudBIlCgR0YWdzGA4gAygLMhcubWFpbHJvb20uY29tbW9uLnYxLlRhZxISCgphdXRvbWF0aW9uGA8gASgIQgkKB2NvbnRlbnQiKgoLRW1haWxIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSJZCgpBdHRhY2htZW50EhAKCGZpbGVuYW1lGAEgASgJEg8KB2NvbnRlbnQYAiABKAwSFAoMY29udGVudF90eXBlGAMgASgJEhIKCmNvbnRlbnRfaWQYBCABKAkiWgoOQXR0YWNobWVudEluZm8SEAoIZmlsZW5hbWUYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEgwKBHNpemUYAyABKAMSEgoKY29udGVudF9pZBgEIAEoCSK1BQoLRW1haWxSZWNvcmQSCgoCaWQYASABKAkSEgoKbWVzc2FnZV9pZBgCIAEoCRIuCgZzdGF0dXMYAyABKA4yHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFN0YXR1cxIKCgJ0bxgEIAEoCRIMCgR0eXBlGAUgASgJEgwKBGZyb20YBiABKAkSDwoHc3ViamVjdBgHIAEoCRIQCgh0ZW1wbGF0ZRgIIAEoCRIQCghncm91cF9ieRgJIAEoCRIrCgdzZW5kX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zdGF0dXNfcmVhc29uGA0gASgJEjIKCG91dGNvbWVzGA4gASgLMiAubWFpbHJvb20uZW1haWwudjEuRW1haWxPdXRjb21lcxIrCgdzZW50X2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIKCgJjYxgQIAMoCRILCgNiY2MYESADKAkSLwoHaGVhZGVycxgSIAMoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSGVhZGVyEjYKC2F0dGFjaG1lbnRzGBMgAygLMiEubWFpbHJvb20uZW1haWwudjEuQXR0YWNobWVudEluZm8SJQoEdGFncxgUIAMoCzIXLm1haWxyb29tLmNvbW1vbi52MS5UYWcSOgoKc3VwcHJlc3NlZBgVIAMoCzImLm1haWxyb29tLmVtYWlsLnYxLlN1cHByZXNzZWRSZWNpcGllbnQSDwoHc2VudF9ieRgWIAEoCSI0ChNTdXBwcmVzc2VkUmVjaXBpZW50Eg0KBWVtYWlsGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJeCgpMaW5rQ2xpY2tzEgsKA3VybBgBIAEoCRIOCgZjbGlja3MYAiABKAUSMwoPbGFzdF9jbGlja2VkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKpBwoNRW1haWxPdXRjb21lcxINCgVvcGVucxgBIAEoBRIOCgZjbGlja3MYAiABKAUSMwoPZmlyc3Rfb3BlbmVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyCg5sYXN0X29wZW5lZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoQZmlyc3RfY2xpY2tlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPbGFzdF9jbGlja2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxkZWxpdmVyZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmJvdW5jZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2JvdW5jZV90eXBlGAkgASgJEi0KCWZhaWxlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMQoNY29tcGxhaW5lZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPdW5zdWJzY3JpYmVkX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCgVsaW5rcxgNIAMoCzIdLm1haWxyb29tLmVtYWlsLnYxLkxpbmtDbGlja3MSEgoKbGFzdF9ldmVudBgOIAEoCRIxCg1sYXN0X2V2ZW50X2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVyb3V0ZRgQIAEoCRIXCg9kZWxpdmVyZWRfcm91dGUYESABKAkSFQoNYm91bmNlZF9yb3V0ZRgSIAEoCRIUCgxmYWlsZWRfcm91dGUYEyABKAkSEQoJZGVmZXJyYWxzGBQgASgFEjQKEGxhc3RfZGVmZXJyZWRfYXQYFSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE2xhc3RfZGVmZXJyZWRfcm91dGUYFiABKAkSHAoUbGFzdF9kZWZlcnJlZF9kZXRhaWwYFyABKAkSMAoMY29uZmlybWVkX2F0GBggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9jb25maXJtZWRfcm91dGUYGSABKAkiVgoQU2VuZEVtYWlsUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSLAoFZW1haWwYAiABKAsyHS5tYWlscm9vbS5lbWFpbC52MS5FbWFpbElucHV0IkIKEVNlbmRFbWFpbFJlc3BvbnNlEi0KBWVtYWlsGAEgASgLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQibAoQU2VuZEJhdGNoUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSLQoGZW1haWxzGAIgAygLMh0ubWFpbHJvb20uZW1haWwudjEuRW1haWxJbnB1dBITCgtpbmRlcGVuZGVudBgDIAEoCCJXCgxCYXRjaEZhaWx1cmUSDQoFaW5kZXgYASABKAUSCgoCdG8YAiABKAkSLAoFZXJyb3IYAyABKAsyHS5tYWlscm9vbS5jb21tb24udjEuRXJyb3JJbmZvIngKEVNlbmRCYXRjaFJlc3BvbnNlEjIKCnN1Y2Nlc3NmdWwYASADKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFJlY29yZBIvCgZmYWlsZWQYAiADKAsyHy5tYWlscm9vbS5lbWFpbC52MS5CYXRjaEZhaWx1cmUiMwoPR2V0RW1haWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJBChBHZXRFbWFpbFJlc3BvbnNlEi0KBWVtYWlsGAEgASgLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQiNgoSQ2FuY2VsRW1haWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJEChNDYW5jZWxFbWFpbFJlc3BvbnNlEi0KBWVtYWlsGAEgASgLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQiOgoWR2V0RW1haWxDb250ZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiUgoXR2V0RW1haWxDb250ZW50UmVzcG9uc2USNwoIY29tcGlsZWQYASABKAsyJS5tYWlscm9vbS5yZW5kZXJlci52MS5Db21waWxlZE1lc3NhZ2UiTAoZR2V0RW1haWxBdHRhY2htZW50UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkSDQoFaW5kZXgYAyABKAUiZAoaR2V0RW1haWxBdHRhY2htZW50UmVzcG9uc2USNQoKYXR0YWNobWVudBgBIAEoCzIhLm1haWxyb29tLmVtYWlsLnYxLkF0dGFjaG1lbnRJbmZvEg8KB2NvbnRlbnQYAiABKAwicwoPR2V0U3RhdHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJEhUKCGdyb3VwX2J5GAQgASgJSACIAQESDAoEdGFncxgFIAMoCUILCglfZ3JvdXBfYnki0QEKDVN0YXRzQ291bnRlcnMSDAoEc2VudBgBIAEoAxIRCglkZWxpdmVyZWQYAiABKAMSDwoHYm91bmNlZBgDIAEoAxIUCgxoYXJkX2JvdW5jZWQYBCABKAMSDgoGZmFpbGVkGAUgASgDEhIKCmNvbXBsYWluZWQYBiABKAMSDgoGb3BlbmVkGAcgASgDEg8KB2NsaWNrZWQYCCABKAMSFAoMdW5zdWJzY3JpYmVkGAkgASgDEg0KBW9wZW5zGAogASgDEg4KBmNsaWNrcxgLIAEoAyJMCghEYXlTdGF0cxIMCgRkYXRlGAEgASgJEjIKCGNvdW50ZXJzGAIgASgLMiAubWFpbHJvb20uZW1haWwudjEuU3RhdHNDb3VudGVycyJSCgpHcm91cFN0YXRzEhAKCGdyb3VwX2J5GAEgASgJEjIKCGNvdW50ZXJzGAIgASgLMiAubWFpbHJvb20uZW1haWwudjEuU3RhdHNDb3VudGVycyK4AQoQR2V0U3RhdHNSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEjAKBnRvdGFscxgDIAEoCzIgLm1haWxyb29tLmVtYWlsLnYxLlN0YXRzQ291bnRlcnMSKQoEZGF5cxgEIAMoCzIbLm1haWxyb29tLmVtYWlsLnYxLkRheVN0YXRzEi0KBmdyb3VwcxgFIAMoCzIdLm1haWxyb29tLmVtYWlsLnYxLkdyb3VwU3RhdHMiugIKEUxpc3RFbWFpbHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglyZWNpcGllbnQYAiABKAkSMAoIc3RhdHVzZXMYAyADKA4yHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFN0YXR1cxIVCghncm91cF9ieRgEIAEoCUgAiAEBEjAKDGNyZWF0ZWRfZnJvbRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF90bxgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFbGltaXQYByABKAUSDgoGY3Vyc29yGAggASgJEhcKD3JlY2lwaWVudF9leGFjdBgJIAEoCBIMCgR0YWdzGAogAygJQgsKCV9ncm91cF9ieSJZChJMaXN0RW1haWxzUmVzcG9uc2USLgoGZW1haWxzGAEgAygLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiPAoVRXJhc2VSZWNpcGllbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRINCgVlbWFpbBgCIAEoCSIvChZFcmFzZVJlY2lwaWVudFJlc3BvbnNlEhUKDWVtYWlsc19lcmFzZWQYASABKAMqrwEKC0VtYWlsU3RhdHVzEhwKGEVNQUlMX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFkVNQUlMX1NUQVRVU19TQ0hFRFVMRUQQARIVChFFTUFJTF9TVEFUVVNfU0VOVBACEhoKFkVNQUlMX1NUQVRVU19ERUxJVkVSRUQQAxIXChNFTUFJTF9TVEFUVVNfRkFJTEVEEAQSGgoWRU1BSUxfU1RBVFVTX0NBTkNFTExFRBAFMuUGCgxFbWFpbFNlcnZpY2USVgoJU2VuZEVtYWlsEiMubWFpbHJvb20uZW1haWwudjEuU2VuZEVtYWlsUmVxdWVzdBokLm1haWxyb29tLmVtYWlsLnYxLlNlbmRFbWFpbFJlc3BvbnNlElYKCVNlbmRCYXRjaBIjLm1haWxyb29tLmVtYWlsLnYxLlNlbmRCYXRjaFJlcXVlc3QaJC5tYWlscm9vbS5lbWFpbC52MS5TZW5kQmF0Y2hSZXNwb25zZRJTCghHZXRFbWFpbBIiLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsUmVxdWVzdBojLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsUmVzcG9uc2USXAoLQ2FuY2VsRW1haWwSJS5tYWlscm9vbS5lbWFpbC52MS5DYW5jZWxFbWFpbFJlcXVlc3QaJi5tYWlscm9vbS5lbWFpbC52MS5DYW5jZWxFbWFpbFJlc3BvbnNlEmgKD0dldEVtYWlsQ29udGVudBIpLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsQ29udGVudFJlcXVlc3QaKi5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbENvbnRlbnRSZXNwb25zZRJxChJHZXRFbWFpbEF0dGFjaG1lbnQSLC5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbEF0dGFjaG1lbnRSZXF1ZXN0Gi0ubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxBdHRhY2htZW50UmVzcG9uc2USUwoIR2V0U3RhdHMSIi5tYWlscm9vbS5lbWFpbC52MS5HZXRTdGF0c1JlcXVlc3QaIy5tYWlscm9vbS5lbWFpbC52MS5HZXRTdGF0c1Jlc3BvbnNlElkKCkxpc3RFbWFpbHMSJC5tYWlscm9vbS5lbWFpbC52MS5MaXN0RW1haWxzUmVxdWVzdBolLm1haWxyb29tLmVtYWlsLnYxLkxpc3RFbWFpbHNSZXNwb25zZRJlCg5FcmFzZVJlY2lwaWVudBIoLm1haWxyb29tLmVtYWlsLnYxLkVyYXNlUmVjaXBpZW50UmVxdWVzdBopLm1haWxyb29tLmVtYWlsLnYxLkVyYXNlUmVjaXBpZW50UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
+  fileDesc("Ch1tYWlscm9vbS9lbWFpbC92MS9lbWFpbC5wcm90bxIRbWFpbHJvb20uZW1haWwudjEiZQoNRW1haWxTZXR0aW5ncxIZCgx0cmFja19jbGlja3MYASABKAhIAIgBARIYCgt0cmFja19vcGVucxgCIAEoCEgBiAEBQg8KDV90cmFja19jbGlja3NCDgoMX3RyYWNrX29wZW5zIscBCghSYXdFbWFpbBIMCgRmcm9tGAEgASgJEhEKCWZyb21fbmFtZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEgwKBGh0bWwYBCABKAkSDAoEdGV4dBgFIAEoCRIUCgxwcmV2aWV3X3RleHQYBiABKAkSEAoIcmVwbHlfdG8YByABKAkSMwoSY29udGFjdF9wcm9wZXJ0aWVzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghhc19naXZlbhgJIAEoCCJOCg5UZW1wbGF0ZWRFbWFpbBIQCgh0ZW1wbGF0ZRgBIAEoCRIqCgl2YXJpYWJsZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IqwECgpFbWFpbElucHV0EgoKAnRvGAEgASgJEioKA3JhdxgCIAEoCzIbLm1haWxyb29tLmVtYWlsLnYxLlJhd0VtYWlsSAASNgoJdGVtcGxhdGVkGAMgASgLMiEubWFpbHJvb20uZW1haWwudjEuVGVtcGxhdGVkRW1haWxIABI2Cglmb3J3YXJkZWQYECABKAsyIS5tYWlscm9vbS5lbWFpbC52MS5Gb3J3YXJkZWRFbWFpbEgAEjIKCHNldHRpbmdzGAQgASgLMiAubWFpbHJvb20uZW1haWwudjEuRW1haWxTZXR0aW5ncxIQCghncm91cF9ieRgFIAEoCRIrCgdzZW5kX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9pZGVtcG90ZW5jeV9rZXkYByABKAkSFAoMcGF5bG9hZF9oYXNoGAggASgJEhAKCHJlcGx5X3RvGAkgAygJEgoKAmNjGAogAygJEgsKA2JjYxgLIAMoCRIvCgdoZWFkZXJzGAwgAygLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxIZWFkZXISMgoLYXR0YWNobWVudHMYDSADKAsyHS5tYWlscm9vbS5lbWFpbC52MS5BdHRhY2htZW50EiUKBHRhZ3MYDiADKAsyFy5tYWlscm9vbS5jb21tb24udjEuVGFnEhIKCmF1dG9tYXRpb24YDyABKAhCCQoHY29udGVudCJJCg5Gb3J3YXJkZWRFbWFpbBILCgNyYXcYASABKAwSFQoNZW52ZWxvcGVfZnJvbRgCIAEoCRITCgtyZWNlaXZlZF9pZBgDIAEoCSIqCgtFbWFpbEhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIlkKCkF0dGFjaG1lbnQSEAoIZmlsZW5hbWUYASABKAkSDwoHY29udGVudBgCIAEoDBIUCgxjb250ZW50X3R5cGUYAyABKAkSEgoKY29udGVudF9pZBgEIAEoCSJaCg5BdHRhY2htZW50SW5mbxIQCghmaWxlbmFtZRgBIAEoCRIUCgxjb250ZW50X3R5cGUYAiABKAkSDAoEc2l6ZRgDIAEoAxISCgpjb250ZW50X2lkGAQgASgJIrUFCgtFbWFpbFJlY29yZBIKCgJpZBgBIAEoCRISCgptZXNzYWdlX2lkGAIgASgJEi4KBnN0YXR1cxgDIAEoDjIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU3RhdHVzEgoKAnRvGAQgASgJEgwKBHR5cGUYBSABKAkSDAoEZnJvbRgGIAEoCRIPCgdzdWJqZWN0GAcgASgJEhAKCHRlbXBsYXRlGAggASgJEhAKCGdyb3VwX2J5GAkgASgJEisKB3NlbmRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXN0YXR1c19yZWFzb24YDSABKAkSMgoIb3V0Y29tZXMYDiABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5FbWFpbE91dGNvbWVzEisKB3NlbnRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAmNjGBAgAygJEgsKA2JjYxgRIAMoCRIvCgdoZWFkZXJzGBIgAygLMh4ubWFpbHJvb20uZW1haWwudjEuRW1haWxIZWFkZXISNgoLYXR0YWNobWVudHMYEyADKAsyIS5tYWlscm9vbS5lbWFpbC52MS5BdHRhY2htZW50SW5mbxIlCgR0YWdzGBQgAygLMhcubWFpbHJvb20uY29tbW9uLnYxLlRhZxI6CgpzdXBwcmVzc2VkGBUgAygLMiYubWFpbHJvb20uZW1haWwudjEuU3VwcHJlc3NlZFJlY2lwaWVudBIPCgdzZW50X2J5GBYgASgJIjQKE1N1cHByZXNzZWRSZWNpcGllbnQSDQoFZW1haWwYASABKAkSDgoGcmVhc29uGAIgASgJIl4KCkxpbmtDbGlja3MSCwoDdXJsGAEgASgJEg4KBmNsaWNrcxgCIAEoBRIzCg9sYXN0X2NsaWNrZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIoYICg1FbWFpbE91dGNvbWVzEg0KBW9wZW5zGAEgASgFEg4KBmNsaWNrcxgCIAEoBRIzCg9maXJzdF9vcGVuZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3Rfb3BlbmVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI0ChBmaXJzdF9jbGlja2VkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9sYXN0X2NsaWNrZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGRlbGl2ZXJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKYm91bmNlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYm91bmNlX3R5cGUYCSABKAkSLQoJZmFpbGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1jb21wbGFpbmVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg91bnN1YnNjcmliZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKBWxpbmtzGA0gAygLMh0ubWFpbHJvb20uZW1haWwudjEuTGlua0NsaWNrcxISCgpsYXN0X2V2ZW50GA4gASgJEjEKDWxhc3RfZXZlbnRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXJvdXRlGBAgASgJEhcKD2RlbGl2ZXJlZF9yb3V0ZRgRIAEoCRIVCg1ib3VuY2VkX3JvdXRlGBIgASgJEhQKDGZhaWxlZF9yb3V0ZRgTIAEoCRIRCglkZWZlcnJhbHMYFCABKAUSNAoQbGFzdF9kZWZlcnJlZF9hdBgVIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGwoTbGFzdF9kZWZlcnJlZF9yb3V0ZRgWIAEoCRIcChRsYXN0X2RlZmVycmVkX2RldGFpbBgXIAEoCRIwCgxjb25maXJtZWRfYXQYGCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2NvbmZpcm1lZF9yb3V0ZRgZIAEoCRIPCgdyZXBsaWVzGBogASgFEjMKD2xhc3RfcmVwbGllZF9hdBgbIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNbGFzdF9yZXBseV9pZBgcIAEoCSJWChBTZW5kRW1haWxSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIsCgVlbWFpbBgCIAEoCzIdLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsSW5wdXQiQgoRU2VuZEVtYWlsUmVzcG9uc2USLQoFZW1haWwYASABKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFJlY29yZCJsChBTZW5kQmF0Y2hSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRItCgZlbWFpbHMYAiADKAsyHS5tYWlscm9vbS5lbWFpbC52MS5FbWFpbElucHV0EhMKC2luZGVwZW5kZW50GAMgASgIIlcKDEJhdGNoRmFpbHVyZRINCgVpbmRleBgBIAEoBRIKCgJ0bxgCIAEoCRIsCgVlcnJvchgDIAEoCzIdLm1haWxyb29tLmNvbW1vbi52MS5FcnJvckluZm8ieAoRU2VuZEJhdGNoUmVzcG9uc2USMgoKc3VjY2Vzc2Z1bBgBIAMoCzIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsUmVjb3JkEi8KBmZhaWxlZBgCIAMoCzIfLm1haWxyb29tLmVtYWlsLnYxLkJhdGNoRmFpbHVyZSIzCg9HZXRFbWFpbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIkEKEEdldEVtYWlsUmVzcG9uc2USLQoFZW1haWwYASABKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFJlY29yZCI2ChJDYW5jZWxFbWFpbFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgoKAmlkGAIgASgJIkQKE0NhbmNlbEVtYWlsUmVzcG9uc2USLQoFZW1haWwYASABKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFJlY29yZCI6ChZHZXRFbWFpbENvbnRlbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCSJSChdHZXRFbWFpbENvbnRlbnRSZXNwb25zZRI3Cghjb21waWxlZBgBIAEoCzIlLm1haWxyb29tLnJlbmRlcmVyLnYxLkNvbXBpbGVkTWVzc2FnZSJMChlHZXRFbWFpbEF0dGFjaG1lbnRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIKCgJpZBgCIAEoCRINCgVpbmRleBgDIAEoBSJkChpHZXRFbWFpbEF0dGFjaG1lbnRSZXNwb25zZRI1CgphdHRhY2htZW50GAEgASgLMiEubWFpbHJvb20uZW1haWwudjEuQXR0YWNobWVudEluZm8SDwoHY29udGVudBgCIAEoDCJzCg9HZXRTdGF0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkSFQoIZ3JvdXBfYnkYBCABKAlIAIgBARIMCgR0YWdzGAUgAygJQgsKCV9ncm91cF9ieSLRAQoNU3RhdHNDb3VudGVycxIMCgRzZW50GAEgASgDEhEKCWRlbGl2ZXJlZBgCIAEoAxIPCgdib3VuY2VkGAMgASgDEhQKDGhhcmRfYm91bmNlZBgEIAEoAxIOCgZmYWlsZWQYBSABKAMSEgoKY29tcGxhaW5lZBgGIAEoAxIOCgZvcGVuZWQYByABKAMSDwoHY2xpY2tlZBgIIAEoAxIUCgx1bnN1YnNjcmliZWQYCSABKAMSDQoFb3BlbnMYCiABKAMSDgoGY2xpY2tzGAsgASgDIkwKCERheVN0YXRzEgwKBGRhdGUYASABKAkSMgoIY291bnRlcnMYAiABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5TdGF0c0NvdW50ZXJzIlIKCkdyb3VwU3RhdHMSEAoIZ3JvdXBfYnkYASABKAkSMgoIY291bnRlcnMYAiABKAsyIC5tYWlscm9vbS5lbWFpbC52MS5TdGF0c0NvdW50ZXJzIrgBChBHZXRTdGF0c1Jlc3BvbnNlEgwKBGZyb20YASABKAkSCgoCdG8YAiABKAkSMAoGdG90YWxzGAMgASgLMiAubWFpbHJvb20uZW1haWwudjEuU3RhdHNDb3VudGVycxIpCgRkYXlzGAQgAygLMhsubWFpbHJvb20uZW1haWwudjEuRGF5U3RhdHMSLQoGZ3JvdXBzGAUgAygLMh0ubWFpbHJvb20uZW1haWwudjEuR3JvdXBTdGF0cyK6AgoRTGlzdEVtYWlsc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXJlY2lwaWVudBgCIAEoCRIwCghzdGF0dXNlcxgDIAMoDjIeLm1haWxyb29tLmVtYWlsLnYxLkVtYWlsU3RhdHVzEhUKCGdyb3VwX2J5GAQgASgJSACIAQESMAoMY3JlYXRlZF9mcm9tGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX3RvGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVsaW1pdBgHIAEoBRIOCgZjdXJzb3IYCCABKAkSFwoPcmVjaXBpZW50X2V4YWN0GAkgASgIEgwKBHRhZ3MYCiADKAlCCwoJX2dyb3VwX2J5IlkKEkxpc3RFbWFpbHNSZXNwb25zZRIuCgZlbWFpbHMYASADKAsyHi5tYWlscm9vbS5lbWFpbC52MS5FbWFpbFJlY29yZBITCgtuZXh0X2N1cnNvchgCIAEoCSI8ChVFcmFzZVJlY2lwaWVudFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEg0KBWVtYWlsGAIgASgJIi8KFkVyYXNlUmVjaXBpZW50UmVzcG9uc2USFQoNZW1haWxzX2VyYXNlZBgBIAEoAyqvAQoLRW1haWxTdGF0dXMSHAoYRU1BSUxfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWRU1BSUxfU1RBVFVTX1NDSEVEVUxFRBABEhUKEUVNQUlMX1NUQVRVU19TRU5UEAISGgoWRU1BSUxfU1RBVFVTX0RFTElWRVJFRBADEhcKE0VNQUlMX1NUQVRVU19GQUlMRUQQBBIaChZFTUFJTF9TVEFUVVNfQ0FOQ0VMTEVEEAUy5QYKDEVtYWlsU2VydmljZRJWCglTZW5kRW1haWwSIy5tYWlscm9vbS5lbWFpbC52MS5TZW5kRW1haWxSZXF1ZXN0GiQubWFpbHJvb20uZW1haWwudjEuU2VuZEVtYWlsUmVzcG9uc2USVgoJU2VuZEJhdGNoEiMubWFpbHJvb20uZW1haWwudjEuU2VuZEJhdGNoUmVxdWVzdBokLm1haWxyb29tLmVtYWlsLnYxLlNlbmRCYXRjaFJlc3BvbnNlElMKCEdldEVtYWlsEiIubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxSZXF1ZXN0GiMubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxSZXNwb25zZRJcCgtDYW5jZWxFbWFpbBIlLm1haWxyb29tLmVtYWlsLnYxLkNhbmNlbEVtYWlsUmVxdWVzdBomLm1haWxyb29tLmVtYWlsLnYxLkNhbmNlbEVtYWlsUmVzcG9uc2USaAoPR2V0RW1haWxDb250ZW50EikubWFpbHJvb20uZW1haWwudjEuR2V0RW1haWxDb250ZW50UmVxdWVzdBoqLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsQ29udGVudFJlc3BvbnNlEnEKEkdldEVtYWlsQXR0YWNobWVudBIsLm1haWxyb29tLmVtYWlsLnYxLkdldEVtYWlsQXR0YWNobWVudFJlcXVlc3QaLS5tYWlscm9vbS5lbWFpbC52MS5HZXRFbWFpbEF0dGFjaG1lbnRSZXNwb25zZRJTCghHZXRTdGF0cxIiLm1haWxyb29tLmVtYWlsLnYxLkdldFN0YXRzUmVxdWVzdBojLm1haWxyb29tLmVtYWlsLnYxLkdldFN0YXRzUmVzcG9uc2USWQoKTGlzdEVtYWlscxIkLm1haWxyb29tLmVtYWlsLnYxLkxpc3RFbWFpbHNSZXF1ZXN0GiUubWFpbHJvb20uZW1haWwudjEuTGlzdEVtYWlsc1Jlc3BvbnNlEmUKDkVyYXNlUmVjaXBpZW50EigubWFpbHJvb20uZW1haWwudjEuRXJhc2VSZWNpcGllbnRSZXF1ZXN0GikubWFpbHJvb20uZW1haWwudjEuRXJhc2VSZWNpcGllbnRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_mailroom_common_v1_common, file_mailroom_renderer_v1_renderer]);
 
 /**
  * @generated from message mailroom.email.v1.EmailSettings
@@ -150,6 +150,16 @@ export type EmailInput = Message<"mailroom.email.v1.EmailInput"> & {
      */
     value: TemplatedEmail;
     case: "templated";
+  } | {
+    /**
+     * Internal, never set from the public API (the gateway builds only raw and templated
+     * content, SMTP submission only raw): the inbound unit's forward of a received message
+     * (DESIGN §10.4), sent verbatim with an SRS envelope sender.
+     *
+     * @generated from field: mailroom.email.v1.ForwardedEmail forwarded = 16;
+     */
+    value: ForwardedEmail;
+    case: "forwarded";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -250,6 +260,43 @@ export const EmailInputSchema: GenMessage<EmailInput> = /*@__PURE__*/
   messageDesc(file_mailroom_email_v1_email, 3);
 
 /**
+ * A received message forwarded as it came: the record's from and subject are read from its
+ * headers; no sender check, no rendering, no tracking, no DKIM signature of ours (the
+ * original's stays valid); the recipient's suppression, usage, routes and retries apply.
+ *
+ * @generated from message mailroom.email.v1.ForwardedEmail
+ */
+export type ForwardedEmail = Message<"mailroom.email.v1.ForwardedEmail"> & {
+  /**
+   * The message (RFC 5322) exactly as received, a trace header prepended at most.
+   *
+   * @generated from field: bytes raw = 1;
+   */
+  raw: Uint8Array;
+
+  /**
+   * The envelope sender (MAIL FROM): the SRS0 rewrite of the original sender at the bounce domain.
+   *
+   * @generated from field: string envelope_from = 2;
+   */
+  envelopeFrom: string;
+
+  /**
+   * The received email ("rcv_…") it forwards, for logs.
+   *
+   * @generated from field: string received_id = 3;
+   */
+  receivedId: string;
+};
+
+/**
+ * Describes the message mailroom.email.v1.ForwardedEmail.
+ * Use `create(ForwardedEmailSchema)` to create a new message.
+ */
+export const ForwardedEmailSchema: GenMessage<ForwardedEmail> = /*@__PURE__*/
+  messageDesc(file_mailroom_email_v1_email, 4);
+
+/**
  * @generated from message mailroom.email.v1.EmailHeader
  */
 export type EmailHeader = Message<"mailroom.email.v1.EmailHeader"> & {
@@ -269,7 +316,7 @@ export type EmailHeader = Message<"mailroom.email.v1.EmailHeader"> & {
  * Use `create(EmailHeaderSchema)` to create a new message.
  */
 export const EmailHeaderSchema: GenMessage<EmailHeader> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 4);
+  messageDesc(file_mailroom_email_v1_email, 5);
 
 /**
  * @generated from message mailroom.email.v1.Attachment
@@ -307,7 +354,7 @@ export type Attachment = Message<"mailroom.email.v1.Attachment"> & {
  * Use `create(AttachmentSchema)` to create a new message.
  */
 export const AttachmentSchema: GenMessage<Attachment> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 5);
+  messageDesc(file_mailroom_email_v1_email, 6);
 
 /**
  * An attachment as a record lists it (its bytes: GetEmailAttachment).
@@ -341,7 +388,7 @@ export type AttachmentInfo = Message<"mailroom.email.v1.AttachmentInfo"> & {
  * Use `create(AttachmentInfoSchema)` to create a new message.
  */
 export const AttachmentInfoSchema: GenMessage<AttachmentInfo> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 6);
+  messageDesc(file_mailroom_email_v1_email, 7);
 
 /**
  * @generated from message mailroom.email.v1.EmailRecord
@@ -479,7 +526,7 @@ export type EmailRecord = Message<"mailroom.email.v1.EmailRecord"> & {
  * Use `create(EmailRecordSchema)` to create a new message.
  */
 export const EmailRecordSchema: GenMessage<EmailRecord> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 7);
+  messageDesc(file_mailroom_email_v1_email, 8);
 
 /**
  * @generated from message mailroom.email.v1.SuppressedRecipient
@@ -503,7 +550,7 @@ export type SuppressedRecipient = Message<"mailroom.email.v1.SuppressedRecipient
  * Use `create(SuppressedRecipientSchema)` to create a new message.
  */
 export const SuppressedRecipientSchema: GenMessage<SuppressedRecipient> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 8);
+  messageDesc(file_mailroom_email_v1_email, 9);
 
 /**
  * Clicks on one tracked link of an email.
@@ -532,7 +579,7 @@ export type LinkClicks = Message<"mailroom.email.v1.LinkClicks"> & {
  * Use `create(LinkClicksSchema)` to create a new message.
  */
 export const LinkClicksSchema: GenMessage<LinkClicks> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 9);
+  messageDesc(file_mailroom_email_v1_email, 10);
 
 /**
  * Per-email outcomes, each event counted once however often it is redelivered.
@@ -678,6 +725,24 @@ export type EmailOutcomes = Message<"mailroom.email.v1.EmailOutcomes"> & {
    * @generated from field: string confirmed_route = 25;
    */
   confirmedRoute: string;
+
+  /**
+   * DESIGN §10.4: replies the inbound unit received to this email (MAIL_EVENT_TYPE_REPLIED), each
+   * counted once; the latest one's time and received email id ("rcv_…"). The status stays as it was.
+   *
+   * @generated from field: int32 replies = 26;
+   */
+  replies: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp last_replied_at = 27;
+   */
+  lastRepliedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string last_reply_id = 28;
+   */
+  lastReplyId: string;
 };
 
 /**
@@ -685,7 +750,7 @@ export type EmailOutcomes = Message<"mailroom.email.v1.EmailOutcomes"> & {
  * Use `create(EmailOutcomesSchema)` to create a new message.
  */
 export const EmailOutcomesSchema: GenMessage<EmailOutcomes> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 10);
+  messageDesc(file_mailroom_email_v1_email, 11);
 
 /**
  * @generated from message mailroom.email.v1.SendEmailRequest
@@ -707,7 +772,7 @@ export type SendEmailRequest = Message<"mailroom.email.v1.SendEmailRequest"> & {
  * Use `create(SendEmailRequestSchema)` to create a new message.
  */
 export const SendEmailRequestSchema: GenMessage<SendEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 11);
+  messageDesc(file_mailroom_email_v1_email, 12);
 
 /**
  * @generated from message mailroom.email.v1.SendEmailResponse
@@ -724,7 +789,7 @@ export type SendEmailResponse = Message<"mailroom.email.v1.SendEmailResponse"> &
  * Use `create(SendEmailResponseSchema)` to create a new message.
  */
 export const SendEmailResponseSchema: GenMessage<SendEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 12);
+  messageDesc(file_mailroom_email_v1_email, 13);
 
 /**
  * @generated from message mailroom.email.v1.SendBatchRequest
@@ -755,7 +820,7 @@ export type SendBatchRequest = Message<"mailroom.email.v1.SendBatchRequest"> & {
  * Use `create(SendBatchRequestSchema)` to create a new message.
  */
 export const SendBatchRequestSchema: GenMessage<SendBatchRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 13);
+  messageDesc(file_mailroom_email_v1_email, 14);
 
 /**
  * @generated from message mailroom.email.v1.BatchFailure
@@ -782,7 +847,7 @@ export type BatchFailure = Message<"mailroom.email.v1.BatchFailure"> & {
  * Use `create(BatchFailureSchema)` to create a new message.
  */
 export const BatchFailureSchema: GenMessage<BatchFailure> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 14);
+  messageDesc(file_mailroom_email_v1_email, 15);
 
 /**
  * @generated from message mailroom.email.v1.SendBatchResponse
@@ -804,7 +869,7 @@ export type SendBatchResponse = Message<"mailroom.email.v1.SendBatchResponse"> &
  * Use `create(SendBatchResponseSchema)` to create a new message.
  */
 export const SendBatchResponseSchema: GenMessage<SendBatchResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 15);
+  messageDesc(file_mailroom_email_v1_email, 16);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailRequest
@@ -826,7 +891,7 @@ export type GetEmailRequest = Message<"mailroom.email.v1.GetEmailRequest"> & {
  * Use `create(GetEmailRequestSchema)` to create a new message.
  */
 export const GetEmailRequestSchema: GenMessage<GetEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 16);
+  messageDesc(file_mailroom_email_v1_email, 17);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailResponse
@@ -843,7 +908,7 @@ export type GetEmailResponse = Message<"mailroom.email.v1.GetEmailResponse"> & {
  * Use `create(GetEmailResponseSchema)` to create a new message.
  */
 export const GetEmailResponseSchema: GenMessage<GetEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 17);
+  messageDesc(file_mailroom_email_v1_email, 18);
 
 /**
  * @generated from message mailroom.email.v1.CancelEmailRequest
@@ -865,7 +930,7 @@ export type CancelEmailRequest = Message<"mailroom.email.v1.CancelEmailRequest">
  * Use `create(CancelEmailRequestSchema)` to create a new message.
  */
 export const CancelEmailRequestSchema: GenMessage<CancelEmailRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 18);
+  messageDesc(file_mailroom_email_v1_email, 19);
 
 /**
  * @generated from message mailroom.email.v1.CancelEmailResponse
@@ -882,7 +947,7 @@ export type CancelEmailResponse = Message<"mailroom.email.v1.CancelEmailResponse
  * Use `create(CancelEmailResponseSchema)` to create a new message.
  */
 export const CancelEmailResponseSchema: GenMessage<CancelEmailResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 19);
+  messageDesc(file_mailroom_email_v1_email, 20);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailContentRequest
@@ -904,7 +969,7 @@ export type GetEmailContentRequest = Message<"mailroom.email.v1.GetEmailContentR
  * Use `create(GetEmailContentRequestSchema)` to create a new message.
  */
 export const GetEmailContentRequestSchema: GenMessage<GetEmailContentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 20);
+  messageDesc(file_mailroom_email_v1_email, 21);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailContentResponse
@@ -921,7 +986,7 @@ export type GetEmailContentResponse = Message<"mailroom.email.v1.GetEmailContent
  * Use `create(GetEmailContentResponseSchema)` to create a new message.
  */
 export const GetEmailContentResponseSchema: GenMessage<GetEmailContentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 21);
+  messageDesc(file_mailroom_email_v1_email, 22);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailAttachmentRequest
@@ -948,7 +1013,7 @@ export type GetEmailAttachmentRequest = Message<"mailroom.email.v1.GetEmailAttac
  * Use `create(GetEmailAttachmentRequestSchema)` to create a new message.
  */
 export const GetEmailAttachmentRequestSchema: GenMessage<GetEmailAttachmentRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 22);
+  messageDesc(file_mailroom_email_v1_email, 23);
 
 /**
  * @generated from message mailroom.email.v1.GetEmailAttachmentResponse
@@ -970,7 +1035,7 @@ export type GetEmailAttachmentResponse = Message<"mailroom.email.v1.GetEmailAtta
  * Use `create(GetEmailAttachmentResponseSchema)` to create a new message.
  */
 export const GetEmailAttachmentResponseSchema: GenMessage<GetEmailAttachmentResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 23);
+  messageDesc(file_mailroom_email_v1_email, 24);
 
 /**
  * @generated from message mailroom.email.v1.GetStatsRequest
@@ -1013,7 +1078,7 @@ export type GetStatsRequest = Message<"mailroom.email.v1.GetStatsRequest"> & {
  * Use `create(GetStatsRequestSchema)` to create a new message.
  */
 export const GetStatsRequestSchema: GenMessage<GetStatsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 24);
+  messageDesc(file_mailroom_email_v1_email, 25);
 
 /**
  * Emails counted once each, on the UTC day they were sent (their cohort).
@@ -1088,7 +1153,7 @@ export type StatsCounters = Message<"mailroom.email.v1.StatsCounters"> & {
  * Use `create(StatsCountersSchema)` to create a new message.
  */
 export const StatsCountersSchema: GenMessage<StatsCounters> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 25);
+  messageDesc(file_mailroom_email_v1_email, 26);
 
 /**
  * @generated from message mailroom.email.v1.DayStats
@@ -1112,7 +1177,7 @@ export type DayStats = Message<"mailroom.email.v1.DayStats"> & {
  * Use `create(DayStatsSchema)` to create a new message.
  */
 export const DayStatsSchema: GenMessage<DayStats> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 26);
+  messageDesc(file_mailroom_email_v1_email, 27);
 
 /**
  * @generated from message mailroom.email.v1.GroupStats
@@ -1134,7 +1199,7 @@ export type GroupStats = Message<"mailroom.email.v1.GroupStats"> & {
  * Use `create(GroupStatsSchema)` to create a new message.
  */
 export const GroupStatsSchema: GenMessage<GroupStats> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 27);
+  messageDesc(file_mailroom_email_v1_email, 28);
 
 /**
  * @generated from message mailroom.email.v1.GetStatsResponse
@@ -1175,7 +1240,7 @@ export type GetStatsResponse = Message<"mailroom.email.v1.GetStatsResponse"> & {
  * Use `create(GetStatsResponseSchema)` to create a new message.
  */
 export const GetStatsResponseSchema: GenMessage<GetStatsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 28);
+  messageDesc(file_mailroom_email_v1_email, 29);
 
 /**
  * @generated from message mailroom.email.v1.ListEmailsRequest
@@ -1255,7 +1320,7 @@ export type ListEmailsRequest = Message<"mailroom.email.v1.ListEmailsRequest"> &
  * Use `create(ListEmailsRequestSchema)` to create a new message.
  */
 export const ListEmailsRequestSchema: GenMessage<ListEmailsRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 29);
+  messageDesc(file_mailroom_email_v1_email, 30);
 
 /**
  * @generated from message mailroom.email.v1.ListEmailsResponse
@@ -1279,7 +1344,7 @@ export type ListEmailsResponse = Message<"mailroom.email.v1.ListEmailsResponse">
  * Use `create(ListEmailsResponseSchema)` to create a new message.
  */
 export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 30);
+  messageDesc(file_mailroom_email_v1_email, 31);
 
 /**
  * @generated from message mailroom.email.v1.EraseRecipientRequest
@@ -1303,7 +1368,7 @@ export type EraseRecipientRequest = Message<"mailroom.email.v1.EraseRecipientReq
  * Use `create(EraseRecipientRequestSchema)` to create a new message.
  */
 export const EraseRecipientRequestSchema: GenMessage<EraseRecipientRequest> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 31);
+  messageDesc(file_mailroom_email_v1_email, 32);
 
 /**
  * @generated from message mailroom.email.v1.EraseRecipientResponse
@@ -1322,7 +1387,7 @@ export type EraseRecipientResponse = Message<"mailroom.email.v1.EraseRecipientRe
  * Use `create(EraseRecipientResponseSchema)` to create a new message.
  */
 export const EraseRecipientResponseSchema: GenMessage<EraseRecipientResponse> = /*@__PURE__*/
-  messageDesc(file_mailroom_email_v1_email, 32);
+  messageDesc(file_mailroom_email_v1_email, 33);
 
 /**
  * @generated from enum mailroom.email.v1.EmailStatus

@@ -6,7 +6,7 @@
  * triggering event's id, so a redelivered event finds its run and never makes a second.
  */
 import { createHash } from "node:crypto";
-import type { Automation, ExitReason, Reentry, Run, Trigger, TriggerType } from "./model.js";
+import type { Automation, ExitReason, Reentry, Run, RUN_EMAIL_EVENTS, Trigger, TriggerType } from "./model.js";
 import type { AutomationCatalog, Clock, Logger } from "./ports.js";
 import type { ContactDirectory, Mailer, RunContact } from "./runner.js";
 import type { EntryRule, Exits, RunEventPublisher, RunStore, StoredRun } from "./runs.js";
@@ -130,8 +130,8 @@ export class Enrolment {
     return this.signal(runs.filter((r) => r.waitEvent === name), name);
   }
 
-  /** An open or a click of an email: the run that sent it, if it waits for that. */
-  async emailEvent(workspaceId: string, emailId: string, event: "email_opened" | "email_clicked"): Promise<number> {
+  /** An open, a click or a reply of an email: the run that sent it, if it waits for that. */
+  async emailEvent(workspaceId: string, emailId: string, event: (typeof RUN_EMAIL_EVENTS)[number]): Promise<number> {
     const run = await this.runOfEmail(workspaceId, emailId);
     return run && run.waitEvent === event ? this.signal([run], event) : 0;
   }

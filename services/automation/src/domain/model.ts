@@ -38,8 +38,8 @@ export type Trigger = (
 export const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
 
-/** Custom event names, plus these two: an open or a click of an email this run sent. */
-export const RUN_EMAIL_EVENTS = ["email_opened", "email_clicked"] as const;
+/** Custom event names, plus these: an open, a click or a reply (DESIGN §10.4) of an email this run sent. */
+export const RUN_EMAIL_EVENTS = ["email_opened", "email_clicked", "email_replied"] as const;
 
 export type Step =
   /** `duration`: ISO 8601 (PT2S, P1D, P1W…), at least 1 s. */

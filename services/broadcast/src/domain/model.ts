@@ -26,6 +26,8 @@ export interface Progress {
   opened: number;
   clicked: number;
   unsubscribed: number;
+  /** Recipients who replied (DESIGN §10.4), each once; absent on broadcasts counted before replies were. */
+  replied?: number;
   /** Deliveries with a final outcome (sent, bounced, failed, suppressed); drives COMPLETED. */
   finalized: number;
 }
@@ -180,7 +182,7 @@ export interface WindowReservation {
 }
 
 /** Outcome kinds the broadcast counts. */
-export type OutcomeKind = "sent" | "deferred" | "bounced" | "failed" | "suppressed" | "opened" | "clicked" | "unsubscribed";
+export type OutcomeKind = "sent" | "deferred" | "bounced" | "failed" | "suppressed" | "opened" | "clicked" | "unsubscribed" | "replied";
 export const FINAL_OUTCOMES: ReadonlySet<OutcomeKind> = new Set(["sent", "bounced", "failed", "suppressed"]);
 
 export const HTML_MAX_BYTES = 512_000;

@@ -13,6 +13,9 @@ import type {
   TimelineRepository,
 } from "./ports.js";
 
+/** Events about a recipient (named by contact id, not delivery id); a reply is one (DESIGN §10.4). */
+const TRACKING: ReadonlySet<OutcomeKind> = new Set(["opened", "clicked", "unsubscribed", "replied"]);
+
 /** A MailEvent about a broadcast message, in domain terms. */
 export interface BroadcastEvent {
   kind: OutcomeKind;
@@ -47,7 +50,7 @@ export interface OutcomeDeps {
 export async function applyEvent(deps: OutcomeDeps, event: BroadcastEvent): Promise<boolean> {
   const deliveryId = event.deliveryId || (event.contactId ? deliveryIdOf(event.broadcastId, event.contactId) : "");
   if (!deliveryId || !event.broadcastId) return false;
-  const tracking = event.kind === "opened" || event.kind === "clicked" || event.kind === "unsubscribed";
+  const tracking = TRACKING.has(event.kind);
   // Test sends' tracking comes with another Message-ID (format-1 tokens) or on the test
   // subject (format-3 tokens carry no Message-ID, and name test sends as such).
   if (tracking && event.messageId && !event.messageId.startsWith(`${event.contactId}.${event.broadcastId}@`)) return false;
@@ -84,7 +87,7 @@ export async function applyEvents(deps: OutcomeDeps, broadcastId: string, events
   for (const event of events) {
     const deliveryId = event.deliveryId || (event.contactId ? deliveryIdOf(event.broadcastId, event.contactId) : "");
     if (!deliveryId || event.broadcastId !== broadcastId) continue;
-    const tracking = event.kind === "opened" || event.kind === "clicked" || event.kind === "unsubscribed";
+    const tracking = TRACKING.has(event.kind);
     if (tracking && event.messageId && !event.messageId.startsWith(`${event.contactId}.${event.broadcastId}@`)) continue;
     marks.push({ deliveryId, kind: event.kind });
   }

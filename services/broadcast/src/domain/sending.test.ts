@@ -194,6 +194,32 @@ describe("outcomes", () => {
     expect(after.progress).toMatchObject({ recipients: 3, released: 3, sent: 2, delivered: 1, deferred: 1, bounced: 1, failed: 1, opened: 1, clicked: 1, unsubscribed: 1, finalized: 3 });
   });
 
+  it("counts replies once per recipient (DESIGN §10.4), however many the recipient sends, through the consumer's table", async () => {
+    const { broadcastEventOf } = await import("../consumers.js");
+    const { create } = await import("@bufbuild/protobuf");
+    const { MailEventSchema, MailEventType, DeliverySource } = await import("../../../../gen/mailroom/events/v1/events_pb.js");
+    const w = await buildTestWorld();
+    w.directory.addContacts(3);
+    const id = await scheduled(w, "ASAP");
+    await run(w);
+    const [a, b, c] = w.directory.contacts.map((x) => x.id);
+    const messageId = (contactId: string) => w.queue.jobs.find((j) => j.recipient.contactId === contactId)!.messageId;
+    const reply = (contactId: string, rcv: string) =>
+      broadcastEventOf(create(MailEventSchema, {
+        eventId: `replied-${rcv}`, type: MailEventType.REPLIED, workspaceId: WS, source: DeliverySource.BROADCAST,
+        broadcastId: id, contactId, messageId: messageId(contactId), detail: rcv,
+      }))!;
+    expect(reply(a!, "rcv_1")).toMatchObject({ kind: "replied", broadcastId: id, contactId: a });
+    expect(await w.event(reply(a!, "rcv_1"))).toBe(true);
+    expect(await w.event(reply(a!, "rcv_2"))).toBe(false);
+    expect(await w.event(reply(b!, "rcv_3"))).toBe(true);
+    // A reply to another message (a test send's id) is not this broadcast's.
+    expect(await w.event({ ...reply(c!, "rcv_4"), messageId: "other@acme.test" })).toBe(false);
+    const after = await w.service.get(WS, id);
+    expect(after.progress).toMatchObject({ replied: 2, sent: 0, finalized: 0 });
+    expect(after.status).toBe("IN_PROGRESS");
+  });
+
   it("counts tracking from tokens that carry no Message-ID (test sends' come on another subject)", async () => {
     const w = await buildTestWorld();
     w.directory.addContacts(1);

@@ -99,3 +99,21 @@ describe("CachedContentSource bounds", () => {
     expect(compiledSize(sized(10_000))).toBeGreaterThanOrEqual(50_000);
   });
 });
+
+describe("a forwarded message's content (DESIGN §10.4)", () => {
+  it("comes back as its bytes and envelope sender, through a job's carried content and the content store alike", async () => {
+    const { encodeStoredContent } = await import("@mailroom/pipeline/content-store.js");
+    const { StoreContentSource } = await import("./content-source.js");
+    const raw = new TextEncoder().encode("DKIM-Signature: v=1; d=sender.example\r\nFrom: ann@sender.example\r\n\r\nhello\r\n");
+    const bytes = encodeStoredContent(compiledFrom({ subject: "s", html: "" }), { cc: [], headers: [], attachments: [], forwarded: { raw, envelopeFrom: "SRS0=abcdef=aa=sender.example=ann@b.test" } });
+    const { decodeStoredContent } = await import("@mailroom/pipeline/content-store.js");
+    const source = new StoreContentSource({ getStored: async () => decodeStoredContent(bytes) });
+    for (const compiled of [source.decode("ws_test", "email:trs_1", bytes), await source.get("ws_test", "email:trs_1")]) {
+      expect(compiled.workspaceId).toBe("ws_test");
+      expect(compiled.carried?.forwarded?.envelopeFrom).toBe("SRS0=abcdef=aa=sender.example=ann@b.test");
+      expect(Buffer.from(compiled.carried!.forwarded!.raw).equals(Buffer.from(raw))).toBe(true);
+    }
+    // Ordinary content carries no forward.
+    expect(source.decode("ws_test", "email:trs_2", encodeStoredContent(compiledFrom({ subject: "s", html: "<p>x</p>" }))).carried).toBeUndefined();
+  });
+});

@@ -51,6 +51,9 @@ export class StoreContentSource implements CompiledMessageSource {
 
   private withCarried(workspaceId: string, contentRef: string, stored: StoredContent): CompiledMessage & { carried?: Carried } {
     const compiled = stored.compiled!;
+    if (stored.rawMime.length > 0) {
+      return Object.assign(compiled, { carried: { cc: [], headers: [], attachments: [], forwarded: { raw: stored.rawMime, envelopeFrom: stored.envelopeFrom } } });
+    }
     if (stored.cc.length === 0 && stored.headers.length === 0 && stored.attachments.length === 0) return compiled;
     // The compiled message is this load's own object: what the email carries rides on it.
     const carried: Carried = {

@@ -5,12 +5,26 @@ import { asciiDomain } from "../domain/message.js";
 import type { Body, EncodedPart, OutgoingMail } from "../domain/ports.js";
 
 /**
+ * A forwarded message's bytes as they came; headers a route adds (a relay provider's correlation
+ * headers, routed-transport.ts) go in front, in the message's own line ending, where the
+ * original DKIM signature (which names the headers it covers) does not see them.
+ */
+function forwardedBytes(raw: Uint8Array, headers: ReadonlyArray<{ key: string; value: string }>): Buffer {
+  const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  if (!headers.length) return bytes;
+  const firstLf = bytes.indexOf(10);
+  const eol = firstLf > 0 && bytes[firstLf - 1] === 13 ? "\r\n" : firstLf < 0 ? "\r\n" : "\n";
+  return Buffer.concat([Buffer.from(headers.map((h) => `${header(h.key, h.value)}${eol}`).join(""), "utf8"), bytes]);
+}
+
+/**
  * The RFC 5322 message for one recipient, built directly instead of through nodemailer's
  * MailComposer (a tree of streams per message): headers are a few string operations,
  * bodies go out as 7bit when they are plain ASCII with short lines and as base64 (native)
  * otherwise. nodemailer still speaks SMTP and signs (DKIM) the result.
  */
 export function buildMime(mail: OutgoingMail, date = new Date()): Buffer {
+  if (mail.raw) return forwardedBytes(mail.raw, mail.headers);
   const lines: string[] = [
     header("From", formatAddress(mail.from.name, mail.from.address)),
     header("To", formatAddress("", mail.to)),

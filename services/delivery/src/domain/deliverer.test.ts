@@ -29,6 +29,27 @@ describe("Deliverer", () => {
     expect((await t.deliveries.get(job.deliveryId))?.state).toBe("sent");
   });
 
+  it("sends a forwarded message verbatim from its SRS envelope sender: no merge, headers or signature of ours, no sender check", async () => {
+    const t = await setup();
+    const raw = new TextEncoder().encode("DKIM-Signature: v=1; d=sender.example; b=x\r\nFrom: Ann <ann@sender.example>\r\nSubject: {{firstName}}\r\n\r\nbody {{firstName}}\r\n");
+    const envelopeFrom = "SRS0=abcdef=aa=sender.example=ann@bounces.acme.test";
+    t.content.put("ws_test", "email:trs_fwd", Object.assign(compiledFrom({ subject: "{{firstName}}", html: "" }), { carried: { cc: [], headers: [], attachments: [], forwarded: { raw, envelopeFrom } } }));
+    // The From (ann@sender.example) is no sender of this workspace: a forward is sent all the same.
+    const job = testJob({ contentRef: "email:trs_fwd", fromEmail: "ann@sender.example", variables: { firstName: "Zoë" } });
+    expect(await t.run(job)).toEqual({ kind: "ack" });
+    const mail = t.transport.sent[0]!;
+    expect(mail.envelope).toEqual({ from: envelopeFrom, to: job.recipient.email });
+    expect(Buffer.from(mail.raw!).equals(Buffer.from(raw))).toBe(true);
+    expect(mail.dkim).toBeUndefined();
+    expect(mail.headers).toEqual([]);
+    const { buildMime } = await import("../adapters/mime.js");
+    expect(buildMime(mail).equals(Buffer.from(raw))).toBe(true);
+    // A relay provider's route adds its correlation header in front, the message untouched behind it.
+    const routed = buildMime({ ...mail, headers: [{ key: "X-SES-MESSAGE-TAGS", value: "mailroom-delivery-id=dlv_1" }] });
+    expect(routed.equals(Buffer.concat([Buffer.from("X-SES-MESSAGE-TAGS: mailroom-delivery-id=dlv_1\r\n"), Buffer.from(raw)]))).toBe(true);
+    expect(t.events.events).toMatchObject([{ type: "sent", deliveryId: job.deliveryId, source: "transactional" }]);
+  });
+
   it("refuses content compiled for another workspace: nothing sent, FAILED", async () => {
     const t = await setup();
     t.content.put("ws_test", "broadcast:cmp_foreign", compiledFrom({ subject: "B's news", html: "<p>{{unsubscribeUrl}}</p>", broadcast: true, workspaceId: "ws_b" }));

@@ -1,7 +1,7 @@
 import type { Logger } from "@mailroom/kit/logger.js";
 import type { Job, Page } from "./job.js";
 import { invalidJobReason } from "./job.js";
-import { buildMail, contentVersionOf } from "./message.js";
+import { buildForwardedMail, buildMail, contentVersionOf } from "./message.js";
 import { classifySmtpError, clip, retryDelayMs } from "./outcome.js";
 import type { Pacer } from "./pacer.js";
 import {
@@ -414,10 +414,12 @@ export class Deliverer {
     const loaded = shared ?? (await this.load(job.workspaceId, fromOf(job), job.contentRef, job.content));
     if (loaded.sender === undefined) throw loaded.error;
     const { sender, compiled } = loaded;
-    if (!sender.allowed) return "sender_not_allowed" as const;
     // The recipient token (unsubscribe, tracking) is signed for the content's workspace:
     // content of another tenant must never go out, nor its unsubscribes land in that tenant's list.
     if (compiled.workspaceId !== job.workspaceId) throw new PermanentError(`content ${job.contentRef} does not belong to workspace ${job.workspaceId}`);
+    // A forward is the original sender's message, sent as it came: no sender of ours to allow or sign for.
+    if (compiled.carried?.forwarded) return buildForwardedMail(job, compiled.carried.forwarded);
+    if (!sender.allowed) return "sender_not_allowed" as const;
     const merged = this.deps.merger.merge(
       compiled,
       { email: job.recipient.email, contactId: job.recipient.contactId, messageId: job.messageId, variables: job.recipient.variables },

@@ -76,6 +76,28 @@ export function buildMail(job: Job, merged: MergedContent, sender: SenderCheck, 
 }
 
 /**
+ * A forwarded message (DESIGN §10.4): its bytes as they came (the original From and DKIM
+ * signature intact), MAIL FROM its SRS address, RCPT TO the forward target. The relay, routes,
+ * retries and outcome events are those of any transactional email.
+ */
+export function buildForwardedMail(job: Job, forwarded: { raw: Uint8Array; envelopeFrom: string }): OutgoingMail {
+  const to = asciiDomain(job.recipient.email);
+  return {
+    envelope: { from: asciiDomain(forwarded.envelopeFrom), to },
+    from: { name: job.fromName, address: job.fromEmail },
+    to,
+    subject: "",
+    html: "",
+    text: "",
+    messageId: `<${job.messageId}>`,
+    headers: [],
+    raw: forwarded.raw,
+    meta: { deliveryId: job.deliveryId, workspaceId: job.workspaceId },
+    lane: "transactional",
+  };
+}
+
+/**
  * Header names the system writes or that change routing (DESIGN §9.5): a custom header by one
  * of these names is never written, whatever reached the job (the email service refuses them).
  */

@@ -87,6 +87,11 @@ export interface Carried {
   headers: ReadonlyArray<{ name: string; value: string }>;
   /** The attachments as MIME parts, encoded once per content. */
   attachments: readonly EncodedPart[];
+  /**
+   * A forwarded message (DESIGN §10.4): sent as these bytes, verbatim (no merge, no headers or
+   * DKIM signature of ours), with `envelopeFrom` (an SRS address; "" is the null sender) as MAIL FROM.
+   */
+  forwarded?: { raw: Uint8Array; envelopeFrom: string };
 }
 
 /**
@@ -186,6 +191,8 @@ export interface OutgoingMail {
   dkim?: { domainName: string; keySelector: string; privateKey: string; headerFieldNames: string };
   /** For local capture: who the mail belongs to. */
   meta: { deliveryId: string; workspaceId: string };
+  /** The whole message, sent as it is (a forward): nothing is built or signed. */
+  raw?: Uint8Array;
   /** The lane the job came on: routes are chosen per lane (DESIGN §9.7). */
   lane: Lane;
 }

@@ -111,6 +111,8 @@ describe("domain verification", () => {
     await own.workspaces.create({ id: "ws_a", name: "A" });
     const added = await own.senders.addDomain("ws_a", "acme.test");
     expect(added.records.find((r) => r.purpose === "bounce-mx")).toMatchObject({ type: "MX", name: "bounces.acme.test", value: "10 mx.mailroom.example" });
+    // DMARC aggregate reports go to the inbound unit, which reads them.
+    expect(added.records.find((r) => r.purpose === "dmarc")?.value).toBe("v=DMARC1; p=none; rua=mailto:dmarc@mx.mailroom.example");
     const shared = await memoryDirectory({ resolver: mapResolver(), generateDkimKey: generateDkimKeyPair, dns: { bounceDomain: "bounce.mailroom.example" } });
     await shared.workspaces.create({ id: "ws_a", name: "A" });
     expect((await shared.senders.addDomain("ws_a", "acme.test")).records.map((r) => r.purpose)).toEqual(["dkim", "spf", "dmarc"]);

@@ -404,6 +404,10 @@ export class EmittingContactRepository implements ContactRepository {
     return this.inner.findManyByEmail(workspaceId, emailsLower);
   }
 
+  existingIds(workspaceId: string, ids: readonly string[]) {
+    return this.inner.existingIds(workspaceId, ids);
+  }
+
   async upsertMany(workspaceId: string, writes: ContactWrite[]): Promise<boolean> {
     const updates = writes.filter((w): w is Extract<ContactWrite, { id: string }> => "id" in w);
     const priors = new Map<string, Contact>();

@@ -38,7 +38,8 @@ export function dnsRecordsFor(domain: string, selector: string, publicKey: strin
   const records: DnsRecordSpec[] = [
     { type: "TXT", purpose: "dkim", name: dkimRecordName(domain, selector), value: `v=DKIM1; k=rsa; p=${publicKey}` },
     { type: "TXT", purpose: "spf", name: domain, value: `v=spf1 include:${policy.spfInclude} ~all` },
-    { type: "TXT", purpose: "dmarc", name: `_dmarc.${domain}`, value: `v=DMARC1; p=none; rua=mailto:dmarc-reports@${domain}` },
+    // Aggregate reports to the inbound unit, which reads them (GET /v1/domains/:id/dmarc).
+    { type: "TXT", purpose: "dmarc", name: `_dmarc.${domain}`, value: `v=DMARC1; p=none; rua=mailto:dmarc@${policy.inboundMxHost}` },
   ];
   if (policy.bounceDomain) return records;
   const bounceDomain = bounceDomainFor(undefined, domain);

@@ -88,6 +88,8 @@ export interface ContactRepository {
   unsubscribe(workspaceId: string, emailLower: string, at: Date, reason?: "unsubscribed" | "complaint", asOf?: Date): Promise<Contact | null>;
   /** The workspace's contacts with these addresses (one read for a whole batch). */
   findManyByEmail(workspaceId: string, emailsLower: string[]): Promise<Contact[]>;
+  /** Which of these ids are the workspace's contacts. */
+  existingIds(workspaceId: string, ids: readonly string[]): Promise<Set<string>>;
   /**
    * Applies a batch's planned writes in order, in one store transaction: inserts of new
    * contacts and changes to existing ones (by id). Answers false when the store no longer

@@ -58,6 +58,10 @@ export interface OutcomesDoc {
   /** A relay provider's confirmation of delivery (MAIL_EVENT_TYPE_DELIVERED). */
   confirmedAt?: Date;
   confirmedRoute?: string;
+  /** Replies received to it (MAIL_EVENT_TYPE_REPLIED), the latest one's time and received email id. */
+  replies?: number;
+  lastRepliedAt?: Date;
+  lastReplyId?: string;
 }
 
 type EmailOutcomeDoc = {
@@ -109,6 +113,10 @@ export function outcomesOf(out: OutcomesDoc | undefined): EmailOutcomes | undefi
     outcomes.lastDeferral = { at: out.lastDeferredAt, route: out.lastDeferredRoute || undefined, detail: out.lastDeferredDetail || undefined };
   }
   if (out.confirmedAt) outcomes.confirmed = { at: out.confirmedAt, route: out.confirmedRoute || undefined };
+  if (out.replies && out.lastRepliedAt) {
+    outcomes.replies = out.replies;
+    outcomes.lastReply = { at: out.lastRepliedAt, receivedId: out.lastReplyId ?? "" };
+  }
   return outcomes;
 }
 
@@ -148,6 +156,11 @@ export class CollectionOutcomeStore implements OutcomeStore {
       set["out.lastClickedAt"] = change.at;
     }
     if (change.bounce) set["out.bounceType"] = change.bounce.hard ? "hard" : "soft";
+    if (change.reply) {
+      inc["out.replies"] = 1;
+      set["out.lastRepliedAt"] = change.at;
+      set["out.lastReplyId"] = change.reply.receivedId;
+    }
     const apply = (filter: Filter, fields: Record<string, unknown>) =>
       this.emails.findOneAndUpdate(
         { _id: emailId, applied: { $ne: eventId }, ...filter },

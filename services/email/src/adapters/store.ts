@@ -245,7 +245,7 @@ export class CollectionEmailStore implements EmailStore {
       { returnDocument: "after" },
     );
     if (!doc) return null;
-    await this.finishContent(id, at, Boolean(doc.attachments?.length));
+    await this.finishContent(id, at, Boolean(doc.attachments?.length || doc.forward));
     return toEmail(doc);
   }
 
@@ -285,7 +285,7 @@ export class CollectionEmailStore implements EmailStore {
     if (!TERMINAL.includes(to)) return (await this.emails.updateOne({ _id: id, status: { $in: from } }, { $set: set })).matchedCount === 1;
     // Final: the content goes (or is kept a while), and the attachments of an email that has any.
     const doc = await this.emails.findOneAndUpdate({ _id: id, status: { $in: from } }, { $set: set }, { returnDocument: "after" });
-    if (doc) await this.finishContent(id, at, Boolean(doc.attachments?.length));
+    if (doc) await this.finishContent(id, at, Boolean(doc.attachments?.length || doc.forward));
     return doc !== null;
   }
 }

@@ -73,6 +73,7 @@ export class Publisher {
       cc: extras.cc,
       headers: extras.headers.map(({ name, value }) => ({ name, value })),
       attachments: extras.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, contentId: a.contentId ?? "", size: a.size, content: a.content })),
+      ...(extras.forwarded ? { forwarded: extras.forwarded } : {}),
     };
     return this.content.place(email.workspaceId, contentRefOf(email.id), compiled, carried);
   }
@@ -116,7 +117,11 @@ export class Publisher {
     const compiled = email.compiled ?? (await this.emails.compiledContent(email.workspaceId, email.id));
     if (!compiled) throw new ContentMissing(`email ${email.id} has no compiled content`);
     let extras: ContentExtras | undefined;
-    if (email.cc?.length || email.headers?.length || email.attachments?.length) {
+    if (email.forward) {
+      const raw = email.attachmentBytes?.[0] ?? (await this.emails.attachmentContent(email.workspaceId, email.id, 0));
+      if (!raw) throw new ContentMissing(`forwarded email ${email.id} lost its message`);
+      extras = { cc: [], headers: [], attachments: [], forwarded: { raw, envelopeFrom: email.forward.envelopeFrom } };
+    } else if (email.cc?.length || email.headers?.length || email.attachments?.length) {
       const bytes = email.attachmentBytes ?? (await Promise.all((email.attachments ?? []).map((_, i) => this.emails.attachmentContent(email.workspaceId, email.id, i))));
       if (bytes.some((b) => !b)) throw new ContentMissing(`email ${email.id} lost an attachment`);
       extras = {

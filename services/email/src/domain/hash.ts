@@ -41,7 +41,11 @@ export function requestHash(req: EmailRequest): string {
     content:
       content.kind === "raw"
         ? { ...content, contactProperties: nonEmpty(content.contactProperties) }
-        : { ...content, variables: nonEmpty(content.variables) },
+        : content.kind === "forwarded"
+          ? // The received email it forwards names the message: a retried forward (its trace header
+            // and SRS stamp written again) is the same request.
+            { kind: content.kind, receivedId: content.receivedId }
+          : { ...content, variables: nonEmpty(content.variables) },
     settings: effectiveSettings(req),
     groupBy: req.groupBy || undefined,
     sendAt: req.sendAt,

@@ -31,6 +31,20 @@ export interface RawContent {
   asGiven?: true;
 }
 
+/**
+ * A received message forwarded by the inbound unit (DESIGN §10.4; internal, never from the
+ * public API): sent as these bytes, verbatim, with `envelopeFrom` (its SRS address, or ""
+ * for the null sender) as MAIL FROM. Recorded as a raw email whose from and subject are the
+ * message's own headers; no sender check, rendering, tracking or DKIM signature of ours.
+ */
+export interface ForwardedContent {
+  kind: "forwarded";
+  raw: Uint8Array;
+  envelopeFrom: string;
+  /** The received email it forwards ("rcv_…"). */
+  receivedId?: string;
+}
+
 export interface TemplatedContent {
   kind: "templated";
   template: string;
@@ -79,6 +93,8 @@ export interface ContentExtras {
   cc: string[];
   headers: EmailHeader[];
   attachments: AttachmentContent[];
+  /** A forwarded message: delivery sends these bytes as they are, from `envelopeFrom`. */
+  forwarded?: { raw: Uint8Array; envelopeFrom: string };
 }
 
 /** A cc or bcc address left out of the envelope because it is on the suppression list. */
@@ -90,7 +106,7 @@ export interface SuppressedRecipient {
 /** One email as accepted from a caller, already shape-checked. */
 export interface EmailRequest {
   to: string;
-  content: RawContent | TemplatedContent;
+  content: RawContent | TemplatedContent | ForwardedContent;
   settings?: EmailSettings;
   groupBy?: string;
   /** Absent: send now. */
@@ -183,6 +199,9 @@ export interface EmailOutcomes {
   lastDeferral?: { at: Date; route?: string; detail?: string };
   /** A relay provider's event webhook confirmed the recipient's own server accepted it. */
   confirmed?: { at: Date; route?: string };
+  /** DESIGN §10.4: replies received to it (each counted once), and the latest one ("rcv_…"). */
+  replies?: number;
+  lastReply?: { at: Date; receivedId: string };
 }
 
 /**
@@ -203,8 +222,13 @@ export interface StoredEmail extends EmailRecord {
   /** Merge values handed to delivery (templated variables, or contact properties). */
   variables: Record<string, unknown>;
   compiled?: CompiledContent;
-  /** The attachments' bytes, in the record's order: written with the compiled content, never in the record. */
+  /**
+   * The attachments' bytes, in the record's order: written with the compiled content, never in
+   * the record. A forwarded email keeps its message here (one entry, and no record attachments).
+   */
   attachmentBytes?: Uint8Array[];
+  /** A forwarded message (ForwardedContent): its bytes are attachmentBytes[0]. */
+  forward?: { envelopeFrom: string; receivedId?: string };
   dispatch: DispatchState;
   dueAt: Date;
   leaseOwner?: string;

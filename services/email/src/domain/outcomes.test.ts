@@ -123,3 +123,30 @@ describe("per-email outcomes", () => {
     expect(await recordEvent(w.outcomeDeps, event(w, "trs_00000000000000000000000000", "opened"))).toBe(false);
   });
 });
+
+describe("replies (DESIGN §10.4)", () => {
+  it("counts each reply once and keeps the latest, leaving the status and the latest outcome as they were", async () => {
+    const { outcomeEventOf } = await import("../consumers.js");
+    const { create } = await import("@bufbuild/protobuf");
+    const { MailEventSchema, MailEventType, DeliverySource } = await import("../../../../gen/mailroom/events/v1/events_pb.js");
+    const w = await buildTestWorld();
+    const sent = await w.service.send(WS, email());
+    const delivered = event(w, sent.id, "sent");
+    expect(await recordEvent(w.outcomeDeps, delivered)).toBe(true);
+    w.clock.advance(60_000);
+    const replyOf = (eventId: string, rcv: string) =>
+      outcomeEventOf(
+        create(MailEventSchema, { eventId, type: MailEventType.REPLIED, workspaceId: WS, source: DeliverySource.TRANSACTIONAL, emailId: sent.id, detail: rcv }),
+        w.clock.now(),
+      )!;
+    const first = replyOf("replied-rcv_1", "rcv_1");
+    expect(first).toMatchObject({ kind: "replied", emailId: sent.id, receivedId: "rcv_1" });
+    expect(await recordEvent(w.outcomeDeps, first)).toBe(true);
+    expect(await recordEvent(w.outcomeDeps, first)).toBe(false);
+    w.clock.advance(60_000);
+    expect(await recordEvent(w.outcomeDeps, replyOf("replied-rcv_2", "rcv_2"))).toBe(true);
+    const record = await w.service.get(WS, sent.id);
+    expect(record.status).toBe("DELIVERED");
+    expect(record.outcomes).toMatchObject({ replies: 2, lastReply: { at: w.clock.now(), receivedId: "rcv_2" }, lastEvent: { type: "DELIVERED" } });
+  });
+});

@@ -40,7 +40,7 @@ export interface OutcomeEvent {
   eventId: string;
   emailId: string;
   /** "confirmed": a relay provider reported the recipient's server accepted it (after "sent"). */
-  kind: DeliveryOutcome["kind"] | "deferred" | "opened" | "clicked" | "complained" | "unsubscribed" | "confirmed";
+  kind: DeliveryOutcome["kind"] | "deferred" | "opened" | "clicked" | "complained" | "unsubscribed" | "confirmed" | "replied";
   at: Date;
   detail?: string;
   smtpCode?: number;
@@ -48,6 +48,8 @@ export interface OutcomeEvent {
   permanent?: boolean;
   /** Clicks: the link's target. */
   url?: string;
+  /** Replies: the received email ("rcv_…", the event's detail). */
+  receivedId?: string;
   /** The delivery route that carried (or tried) it; on provider reports, the route whose provider reported it. */
   route?: string;
 }
@@ -115,13 +117,15 @@ export async function recordEvent(deps: OutcomeDeps, event: OutcomeEvent): Promi
   const type = CHANGE[event.kind];
   // A provider's confirmation changes neither the status (SENT made it DELIVERED) nor the
   // milestones, stats or latest event: it only adds itself to the email's timeline.
-  if (!type && event.kind !== "confirmed") return false;
+  // A reply neither: it is counted on the email and shown on its timeline (DESIGN §10.4).
+  if (!type && event.kind !== "confirmed" && event.kind !== "replied") return false;
   const change: OutcomeChange = { type, at: event.at };
   if (event.kind === "opened") change.open = true;
   if (event.kind === "clicked" && event.url) change.click = { url: event.url };
   if (event.kind === "bounced") change.bounce = { hard: event.permanent === true };
   if (event.kind === "deferred") change.deferral = { detail: event.detail?.slice(0, 300) };
   if (event.kind === "confirmed") change.confirmed = true;
+  if (event.kind === "replied") change.reply = { receivedId: event.receivedId ?? "" };
   if (event.route && (ROUTED.has(event.kind) || event.kind === "confirmed")) change.route = event.route;
   const result = await deps.outcomes.applyOnce(event.emailId, event.eventId, change);
   if (!result) return false;

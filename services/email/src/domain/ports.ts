@@ -227,6 +227,8 @@ export interface OutcomeChange {
   deferral?: { detail?: string };
   /** A relay provider confirmed the recipient's server accepted it (MAIL_EVENT_TYPE_DELIVERED). */
   confirmed?: true;
+  /** A reply was received to it (MAIL_EVENT_TYPE_REPLIED): counted, the latest one's time and id kept. */
+  reply?: { receivedId: string };
 }
 
 /** Where an email's outcomes are counted in the daily stats. */

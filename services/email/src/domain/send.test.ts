@@ -405,3 +405,59 @@ describe("caller-chosen keys", () => {
     expect(w.queue.jobs[0]).toMatchObject({ emailId: record.id, variables: { $gt: "", "a.b": 1 } });
   });
 });
+
+describe("forwarding a received message (DESIGN §10.4)", () => {
+  let w: TestWorld;
+  beforeEach(async () => {
+    w = await buildTestWorld();
+  });
+  const message = "DKIM-Signature: v=1; d=sender.example; b=x\r\nFrom: =?UTF-8?Q?Ann_L=C3=A9e?= <ann@sender.example>\r\nSubject: =?UTF-8?B?SMOpbGxv?= {{x}}\r\n\r\nbody\r\n";
+  const forwarded = (over: Partial<EmailRequest> = {}, envelopeFrom = "SRS0=abcdef=aa=sender.example=ann@bounces.acme.test"): EmailRequest => ({
+    to: "team@elsewhere.test",
+    content: { kind: "forwarded", raw: new TextEncoder().encode(message), envelopeFrom, receivedId: "rcv_1" },
+    ...over,
+  });
+
+  it("records a raw email from the message's own From and Subject, checks no sender, and hands delivery the bytes and the SRS sender", async () => {
+    const record = await w.service.send(WS, forwarded());
+    expect(record).toMatchObject({ status: "SENT", type: "raw", to: "team@elsewhere.test", from: "Ann Lée <ann@sender.example>", subject: "Héllo {{x}}" });
+    expect(w.directory.count("checkSender")).toBe(0);
+    expect(record.messageId).toMatch(/@bounces\.acme\.test$/);
+    expect(w.directory.used).toBe(1);
+    expect(w.renderer.inputs[0]).toMatchObject({ html: "", trackClicks: false, trackOpens: false, literal: true });
+    expect(w.queue.jobs[0]).toMatchObject({ emailId: record.id, recipient: "team@elsewhere.test", fromEmail: "ann@sender.example" });
+    const extras = w.content.extras.get(`${WS} email:${record.id}`)!;
+    expect(extras.forwarded?.envelopeFrom).toBe("SRS0=abcdef=aa=sender.example=ann@bounces.acme.test");
+    expect(new TextDecoder().decode(extras.forwarded!.raw)).toBe(message);
+    // Nothing of the message shows as an attachment of the record.
+    expect((await w.service.get(WS, record.id)).attachments).toBeUndefined();
+  });
+
+  it("writes the bytes to the content store again when the scheduler publishes it after a failed publish", async () => {
+    w.queue.failNext = 1;
+    const record = await w.service.send(WS, forwarded());
+    w.content.extras.clear();
+    w.clock.advance(6_000);
+    expect(await w.scheduler("other-process").tick()).toBe(1);
+    expect(new TextDecoder().decode(w.content.extras.get(`${WS} email:${record.id}`)!.forwarded!.raw)).toBe(message);
+  });
+
+  it("is sent once per received email and target, and refuses a bad envelope sender or an empty message", async () => {
+    const first = await w.service.send(WS, forwarded({ idempotencyKey: "mailroom-forward:rcv_1:team@elsewhere.test" }));
+    // A retry writes the trace header and the SRS day again: the same email.
+    const again = await w.service.send(WS, forwarded({ idempotencyKey: "mailroom-forward:rcv_1:team@elsewhere.test" }, "SRS0=zzzzzz=ab=sender.example=ann@bounces.acme.test"));
+    expect(again.id).toBe(first.id);
+    expect(w.queue.jobs).toHaveLength(1);
+    expect((await refusal(w.service.send(WS, forwarded({}, "not an address")))).code).toBe("invalid_request");
+    expect((await refusal(w.service.send(WS, forwarded({}, "a@b.test\r\nBcc: x@y.test")))).code).toBe("header_injection");
+    expect((await refusal(w.service.send(WS, { ...forwarded(), content: { kind: "forwarded", raw: new Uint8Array(0), envelopeFrom: "" } }))).code).toBe("invalid_payload");
+  });
+
+  it("forwards the null sender, and does not send to a suppressed target", async () => {
+    expect((await w.service.send(WS, forwarded({}, ""))).status).toBe("SENT");
+    w.directory.suppressions.set("gone@elsewhere.test", "hard bounce");
+    const record = await w.service.send(WS, forwarded({ to: "gone@elsewhere.test" }));
+    expect(record.status).toBe("FAILED");
+    expect(w.queue.jobs).toHaveLength(1);
+  });
+});

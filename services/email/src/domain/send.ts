@@ -18,6 +18,7 @@ import { Publisher } from "./dispatch.js";
 import { requestHash } from "./hash.js";
 import { tagKey, validateExtras, type ValidatedExtras } from "./extras.js";
 import { rawLiquidKey, rawUsesLiquid } from "@mailroom/content/liquid/raw.js";
+import { forwardedSummary, type ForwardedSummary } from "./forwarded.js";
 
 export type Outcome = { ok: true; record: EmailRecord } | { ok: false; error: AppError };
 
@@ -56,6 +57,8 @@ interface Item {
   extras?: ValidatedExtras;
   /** Cc / bcc addresses on the suppression list: left out of the envelope. */
   suppressedCopies?: SuppressedRecipient[];
+  /** A forwarded message's From and Subject, read from its headers. */
+  forwarded?: ForwardedSummary;
   /** Set while this request holds the item's idempotency key. */
   heldKey?: string;
   sender?: { fromEmail: string; fromName: string };
@@ -159,6 +162,7 @@ export class EmailSender {
       try {
         item.valid = validateRequest(item.req, now);
         item.extras = validateExtras(item.req, item.valid.recipient);
+        if (item.req.content.kind === "forwarded") item.forwarded = forwardedSummary(item.req.content.raw);
       } catch (err) {
         if (!isItemError(err)) throw err;
         fail(item, err);
@@ -303,6 +307,12 @@ export class EmailSender {
         item.sender = await defaults;
         return;
       }
+      if (content.kind === "forwarded") {
+        // The original sender's message, not the workspace's: nothing of ours to check or sign.
+        const f = item.forwarded!;
+        item.sender = { fromEmail: f.fromAddress || content.envelopeFrom, fromName: f.fromName };
+        return;
+      }
       let pendingCheck = checks.get(content.from);
       if (!pendingCheck) {
         pendingCheck = this.deps.directory.checkSender(workspaceId, content.from);
@@ -400,6 +410,21 @@ export class EmailSender {
 
   private async compile(workspaceId: string, item: Item): Promise<void> {
     const content = item.req.content;
+    if (content.kind === "forwarded") {
+      // Sent as its bytes: the compiled message only names the workspace (and the subject, for the console).
+      item.compiled = await this.deps.renderer.compile({
+        workspaceId,
+        contentId: item.emailId,
+        subject: item.forwarded!.subject,
+        html: "",
+        text: "",
+        previewText: "",
+        trackClicks: false,
+        trackOpens: false,
+        literal: true,
+      });
+      return;
+    }
     const source =
       content.kind === "raw"
         ? { subject: content.subject, html: content.html, text: content.text ?? "", previewText: content.previewText ?? "" }
@@ -444,16 +469,18 @@ export class EmailSender {
     const email: StoredEmail = {
       id: item.emailId,
       workspaceId,
-      messageId: this.deps.ids.messageId(sender!.fromEmail.split("@")[1] ?? ""),
+      // A forward's id (never in its bytes) is minted at our SRS domain, not the original sender's.
+      messageId: this.deps.ids.messageId((content.kind === "forwarded" && content.envelopeFrom ? content.envelopeFrom : sender!.fromEmail).split("@").pop() ?? ""),
       status: suppressed ? "FAILED" : valid!.scheduled ? "SCHEDULED" : "SENT",
       to: req.to,
-      type: content.kind,
+      // A forward is recorded as a raw email (the public API knows raw and templated).
+      type: content.kind === "templated" ? "templated" : "raw",
       createdAt: now,
       updatedAt: now,
       recipient: valid!.recipient,
       fromEmail: sender!.fromEmail,
       fromName: sender!.fromName,
-      variables: content.kind === "raw" ? (content.contactProperties ?? {}) : content.variables,
+      variables: content.kind === "raw" ? (content.contactProperties ?? {}) : content.kind === "templated" ? content.variables : {},
       compiled: item.compiled,
       dispatch: suppressed ? "none" : valid!.scheduled ? "pending" : "claimed",
       dueAt: valid!.dueAt,
@@ -462,6 +489,13 @@ export class EmailSender {
     if (content.kind === "raw") {
       email.from = content.from;
       email.subject = content.subject;
+    } else if (content.kind === "forwarded") {
+      email.from = item.forwarded!.from || content.envelopeFrom;
+      email.subject = item.forwarded!.subject;
+      email.forward = { envelopeFrom: content.envelopeFrom, ...(content.receivedId ? { receivedId: content.receivedId } : {}) };
+      // Kept as the attachments are (a publish retried later writes the content store again from
+      // here); a suppressed target's is never sent, so nothing is kept.
+      if (!suppressed) email.attachmentBytes = [content.raw];
     } else {
       email.template = content.template;
     }
@@ -524,9 +558,10 @@ export class EmailSender {
 
 /** The content store's extras of an email (undefined when it has none: the content is the compiled message alone). */
 export function contentExtrasOf(
-  email: Pick<StoredEmail, "cc" | "headers" | "attachments">,
+  email: Pick<StoredEmail, "cc" | "headers" | "attachments" | "forward" | "attachmentBytes">,
   extras: { attachments: Array<{ content: Uint8Array }> },
 ): ContentExtras | undefined {
+  if (email.forward) return { cc: [], headers: [], attachments: [], forwarded: { raw: email.attachmentBytes![0]!, envelopeFrom: email.forward.envelopeFrom } };
   if (!email.cc?.length && !email.headers?.length && !email.attachments?.length) return undefined;
   return {
     cc: email.cc ?? [],

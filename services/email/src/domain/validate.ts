@@ -10,6 +10,8 @@ const MAX_KEY_LENGTH = 256;
 const MAX_GROUP_BY_LENGTH = 256;
 const MAX_SUBJECT_LENGTH = 998;
 const MAX_NAME_LENGTH = 256;
+/** A forwarded message: above the inbound unit's largest (MAILROOM_INBOUND_MAX_BYTES, 35 MB by default). */
+const MAX_FORWARDED_BYTES = 64 * 1024 * 1024;
 
 // A bare dot-atom address (`ann.lee+x@mail.example.test`): the RFC 5322 parser would return
 // it unchanged, so the common case skips the parser (several % of the service's CPU).
@@ -76,6 +78,16 @@ export function validateRequest(req: EmailRequest, now: Date): ValidatedRequest 
     }
     if ((req.content.fromName?.length ?? 0) > MAX_NAME_LENGTH) {
       throw badRequest("invalid_request", `fromName must be at most ${MAX_NAME_LENGTH} characters`);
+    }
+  } else if (req.content.kind === "forwarded") {
+    // The inbound unit's own call: the bytes were taken by its SMTP listener within its size limit.
+    headerField("envelopeFrom", req.content.envelopeFrom);
+    if (req.content.raw.byteLength === 0) throw badRequest("invalid_payload", "a forwarded email needs its message");
+    if (req.content.raw.byteLength > MAX_FORWARDED_BYTES) {
+      throw appError({ code: "payload_too_large", httpStatus: 413, message: `a forwarded message is at most ${MAX_FORWARDED_BYTES} bytes` });
+    }
+    if (req.content.envelopeFrom && !mailboxAddress(req.content.envelopeFrom)) {
+      throw badRequest("invalid_request", "envelopeFrom must be an email address, or empty for the null sender");
     }
   } else {
     headerField("template", req.content.template);

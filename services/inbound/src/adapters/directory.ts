@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { SuppressionReason, type DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
 import type { SuppressionReason as Reason } from "../domain/model.js";
-import type { Suppressions } from "../domain/ports.js";
+import type { SendingDomains, Suppressions } from "../domain/ports.js";
 
 const RPC = { timeoutMs: 15_000 };
 
@@ -27,5 +27,24 @@ export class ConnectSuppressions implements Suppressions {
       if (err instanceof ConnectError && err.code === Code.NotFound) return;
       throw err;
     }
+  }
+}
+
+/** The directory's sending domains over Connect: the domain itself, then each parent with two labels or more. */
+export class ConnectSendingDomains implements SendingDomains {
+  constructor(private readonly client: Client<typeof DirectoryService>) {}
+
+  async verifiedFor(workspaceId: string, domain: string): Promise<boolean> {
+    const labels = domain.split(".");
+    for (let i = 0; i <= labels.length - 2; i++) {
+      try {
+        const res = await this.client.getDomain({ workspaceId, domain: labels.slice(i).join(".") }, RPC);
+        if (res.domain?.verified) return true;
+      } catch (err) {
+        if (err instanceof ConnectError && err.code === Code.NotFound) continue;
+        throw err;
+      }
+    }
+    return false;
   }
 }

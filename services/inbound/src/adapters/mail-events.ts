@@ -17,10 +17,11 @@ const TYPE: Record<InboundEvent["type"], MailEventType> = {
   unsubscribed: MailEventType.UNSUBSCRIBED,
   delivered: MailEventType.DELIVERED,
   deferred: MailEventType.DEFERRED,
+  replied: MailEventType.REPLIED,
 };
 
 /**
- * Inbound's events (bounces, complaints, unsubscribes, provider-confirmed deliveries) as MailEvents, through the pipeline's
+ * Inbound's events (bounces, complaints, unsubscribes, provider-confirmed deliveries, replies) as MailEvents, through the pipeline's
  * one MailEvent publisher (subject mail.events.<source>.<type>, msgID = event id).
  */
 export class JetStreamMailEvents implements MailEvents {

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { appError } from "@mailroom/kit/errors.js";
 import { parseRecipientToken } from "@mailroom/content/tokens.js";
 import { classify, DELIVERY_ID_HEADER, unsubscribeTokenInSubject } from "./classify.js";
@@ -6,6 +5,9 @@ import { mailboxOf, verpDeliveryOf, type MailboxPolicy } from "./mailboxes.js";
 import type { BounceVerdict, Envelope, Finding, InboundEvent, Mailbox, ProviderReport, SentDelivery } from "./model.js";
 import type { Clock, Logger, MailEvents, SentDeliveries, Suppressions } from "./ports.js";
 import { readMessage, type ReadMessage } from "./report.js";
+import { eventId } from "./event-id.js";
+export { eventId };
+import type { Receiver, ReceiveOutcome } from "./receiving/receiver.js";
 
 export interface InboundDeps {
   sent: SentDeliveries;
@@ -14,6 +16,8 @@ export interface InboundDeps {
   clock: Clock;
   logger: Logger;
   policy: MailboxPolicy;
+  /** Receiving (DESIGN §10.4): mail to inbound domains' rules and the DMARC report mailbox. */
+  receiver?: Receiver;
 }
 
 /** What one received message led to, one entry per mailbox it reached (for logs and tests). */
@@ -26,7 +30,8 @@ export type Outcome =
   | { kind: "deferred"; deliveryId: string; recipient: string }
   /** A fresh provider report naming our delivery before its SENT event was consumed: to be retried. */
   | { kind: "not-yet"; deliveryId: string }
-  | { kind: "ignored"; reason: string };
+  | { kind: "ignored"; reason: string }
+  | ReceiveOutcome;
 
 /**
  * How long after it happened a provider report naming our delivery id, whose delivery is not
@@ -44,9 +49,15 @@ export const NOT_YET_WINDOW_MS = 15 * 60_000;
 export class InboundMail {
   constructor(private readonly deps: InboundDeps) {}
 
-  /** The mailbox an RCPT TO reaches; undefined: not ours (refused at RCPT). */
+  /**
+   * The mailbox an RCPT TO reaches; undefined: not ours (refused at RCPT). What comes back
+   * after sending first (return paths, unsubscribes, feedback loops), then received mail.
+   */
   mailboxOf(address: string): Mailbox | undefined {
-    return mailboxOf(address, this.deps.policy);
+    const mailbox = mailboxOf(address, this.deps.policy);
+    if (mailbox) return mailbox;
+    const route = this.deps.receiver?.routeOf(address);
+    return route && { kind: "received", route };
   }
 
   /** Remembers a delivery the relay accepted (from its SENT event). */
@@ -55,19 +66,27 @@ export class InboundMail {
   }
 
   async receive(envelope: Envelope, raw: Uint8Array | string): Promise<Outcome[]> {
-    const mailboxes = dedupe(envelope.rcptTo.map((a) => this.mailboxOf(a)).filter((m): m is Mailbox => !!m));
+    const all = envelope.rcptTo.map((a) => this.mailboxOf(a)).filter((m): m is Mailbox => !!m);
+    const received = all.filter((m): m is Mailbox & { kind: "received" } => m.kind === "received");
+    const outcomes: Outcome[] = [];
+    if (received.length && this.deps.receiver) {
+      const bytes = typeof raw === "string" ? new TextEncoder().encode(raw) : raw;
+      outcomes.push(...(await this.deps.receiver.receive(envelope, bytes, received.map((m) => m.route))));
+    }
+    const mailboxes = dedupe(all.filter((m): m is Exclude<Mailbox, { kind: "received" }> => m.kind !== "received"));
+    if (!mailboxes.length) return outcomes;
     let message: ReadMessage;
     try {
       message = await readMessage(raw);
     } catch (err) {
       // Beyond the parser's limits (nesting, header size): retrying would not help.
       this.deps.logger.warn({ err, mailFrom: envelope.mailFrom }, "unreadable inbound message dropped");
-      return [ignored("unreadable message")];
+      return [...outcomes, ignored("unreadable message")];
     }
-    const outcomes: Outcome[] = [];
-    for (const mailbox of mailboxes) outcomes.push(await this.handle(mailbox, message));
-    for (const outcome of outcomes) this.deps.logger.info({ ...outcome, mailFrom: envelope.mailFrom }, "inbound mail handled");
-    return outcomes;
+    const handled: Outcome[] = [];
+    for (const mailbox of mailboxes) handled.push(await this.handle(mailbox, message));
+    for (const outcome of handled) this.deps.logger.info({ ...outcome, mailFrom: envelope.mailFrom }, "inbound mail handled");
+    return [...outcomes, ...handled];
   }
 
   /**
@@ -114,7 +133,7 @@ export class InboundMail {
     }
   }
 
-  private async handle(mailbox: Mailbox, message: ReadMessage): Promise<Outcome> {
+  private async handle(mailbox: Exclude<Mailbox, { kind: "received" }>, message: ReadMessage): Promise<Outcome> {
     switch (mailbox.kind) {
       case "return-path":
         return this.report(message, classify(message), mailbox.deliveryId);
@@ -126,6 +145,10 @@ export class InboundMail {
         const token = unsubscribeTokenInSubject(message.subject);
         return token ? this.unsubscribe(token) : ignored("unsubscribe mail without a token in its subject");
       }
+      case "srs":
+        // A bounce of a forwarded message (DESIGN §10.4), taken so the next hop stops retrying and
+        // dropped: the forward's own delivery already recorded what the next hop answered it.
+        return ignored("bounce of a forwarded message (SRS return path)");
     }
   }
 
@@ -295,11 +318,6 @@ function otherRecipientNamed(delivery: SentDelivery, namedInReport: string[]): s
   return undefined;
 }
 
-/** The same report for the same delivery always gets the same id: redelivery is deduplicated. */
-export function eventId(parts: string[]): string {
-  return `evt_${createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 32)}`;
-}
-
 function blankEvent(occurredAt: Date): Omit<InboundEvent, "eventId" | "type" | "workspaceId" | "source"> {
   return {
     deliveryId: "", emailId: "", broadcastId: "", messageId: "", recipient: "", contactId: "", groupBy: "",
@@ -309,7 +327,7 @@ function blankEvent(occurredAt: Date): Omit<InboundEvent, "eventId" | "type" | "
 
 const ignored = (reason: string): Outcome => ({ kind: "ignored", reason });
 
-function dedupe(mailboxes: Mailbox[]): Mailbox[] {
+function dedupe<M extends Mailbox>(mailboxes: M[]): M[] {
   const seen = new Set<string>();
   return mailboxes.filter((m) => {
     const key = JSON.stringify(m);

@@ -24,3 +24,16 @@ describe("mailboxes across a secret rotation", () => {
     expect(mailboxOf(verpAddress(CURRENT, "trs_1", "b.test")!, current)).toEqual({ kind: "return-path", deliveryId: "trs_1" });
   });
 });
+
+describe("a forward's SRS return path (DESIGN §10.4)", () => {
+  it("is a mailbox only when its hash verifies, at whatever domain the forward used", async () => {
+    const { srsForward } = await import("./srs.js");
+    const policy = { secret: [CURRENT, PREVIOUS], domains: ["b.test"] };
+    const srs = srsForward(CURRENT, "ann@sender.example", "mx.mailroom.test");
+    expect(mailboxOf(srs, policy)).toEqual({ kind: "srs", original: "ann@sender.example" });
+    expect(mailboxOf(srsForward(PREVIOUS, "ann@sender.example", "b.test"), policy)).toEqual({ kind: "srs", original: "ann@sender.example" });
+    expect(mailboxOf(srsForward("someone-else", "ann@sender.example", "b.test"), policy)).toBeUndefined();
+    expect(mailboxOf(srs.replace("=ann@", "=bob@"), policy)).toBeUndefined();
+    expect(mailboxOf("SRS0=abc@b.test", policy)).toBeUndefined();
+  });
+});

@@ -1,6 +1,7 @@
 import { isPerDomainBounceDomain, parseVerpAddress, splitAddress, VERP_LOCAL_PREFIX } from "@mailroom/content/verp.js";
 import { parseRecipientToken, type TokenSecret } from "@mailroom/content/tokens.js";
 import type { Mailbox } from "./model.js";
+import { looksLikeSrs, srsReverse } from "./srs.js";
 
 export interface MailboxPolicy {
   /** MAILROOM_SECRET, with MAILROOM_SECRET_PREVIOUS while rotating (`tokenSecretsOf(config)`). */
@@ -45,6 +46,11 @@ export function mailboxOf(address: string, policy: MailboxPolicy): Mailbox | und
   if (lower.startsWith(`${VERP_LOCAL_PREFIX}+`)) {
     const verp = verpDeliveryOf(policy.secret, address);
     return verp && { kind: "return-path", deliveryId: verp.deliveryId };
+  }
+  if (looksLikeSrs(local)) {
+    // A forward's SRS return path: ours at any domain once its hash verifies (like a VERP address).
+    const original = srsReverse(policy.secret, address);
+    return original ? { kind: "srs", original } : undefined;
   }
   if (lower.startsWith(`${UNSUBSCRIBE}+`)) {
     // Recipient tokens are base64url: their case matters, so the local part is used as given.

@@ -1,3 +1,5 @@
+import type { InboundRoute } from "./receiving/model.js";
+
 /** Where a delivery came from (the lanes of the delivery service). */
 export type DeliverySource = "transactional" | "broadcast" | "test";
 
@@ -40,7 +42,11 @@ export type Mailbox =
   /** `unsubscribe@…`: the token travels in the subject (`unsubscribe <token>`). */
   | { kind: "unsubscribe-by-subject" }
   /** `fbl@…`, `postmaster@…`: feedback loops and reports sent to a fixed address. */
-  | { kind: "reports" };
+  | { kind: "reports" }
+  /** `SRS0=…@` / `SRS1=…@` (a forward's envelope sender, DESIGN §10.4) whose hash verifies: what bounced a forward. */
+  | { kind: "srs"; original: string }
+  /** Receiving (DESIGN §10.4): an inbound domain's rule, or the DMARC report mailbox. */
+  | { kind: "received"; route: InboundRoute };
 
 /** One recipient's verdict in a delivery status notification. */
 export interface BounceVerdict {
@@ -79,7 +85,7 @@ export type Finding =
 export interface InboundEvent {
   /** Derived from what it records, so a redelivered report publishes the same id. */
   eventId: string;
-  type: "bounced" | "complained" | "unsubscribed" | "delivered" | "deferred";
+  type: "bounced" | "complained" | "unsubscribed" | "delivered" | "deferred" | "replied";
   workspaceId: string;
   source: DeliverySource;
   deliveryId: string;

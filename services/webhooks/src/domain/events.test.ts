@@ -32,7 +32,8 @@ describe("mail event → webhook event mapping", () => {
     expect(WEBHOOK_EVENTS).toContain("AUTOMATION_RUN_EXITED");
     expect(WEBHOOK_EVENTS).toContain("SUPPRESSION_CREATED");
     expect(WEBHOOK_EVENTS).toContain("SUPPRESSION_DELETED");
-    expect(WEBHOOK_EVENTS).toHaveLength(28);
+    expect(WEBHOOK_EVENTS).toContain("EMAIL_RECEIVED");
+    expect(WEBHOOK_EVENTS).toHaveLength(29);
   });
 });
 
@@ -83,7 +84,7 @@ describe("webhook body", () => {
 
 describe("webhook events no MailEvent carries", () => {
   it("takes EMAIL_SENT and BROADCAST_STARTED / COMPLETED from WebhookEvents, and nothing that has another producer", () => {
-    const produced = ["EMAIL_SENT", "BROADCAST_STARTED", "BROADCAST_COMPLETED", "AUTOMATION_RUN_STARTED", "AUTOMATION_RUN_COMPLETED", "AUTOMATION_RUN_EXITED"];
+    const produced = ["EMAIL_SENT", "BROADCAST_STARTED", "BROADCAST_COMPLETED", "AUTOMATION_RUN_STARTED", "AUTOMATION_RUN_COMPLETED", "AUTOMATION_RUN_EXITED", "EMAIL_RECEIVED"];
     expect(produced.map(webhookEventOfType)).toEqual(produced);
     for (const t of ["EMAIL_DELIVERED", "EMAIL_OPENED", "TESTING_CONNECTION", "EMAIL_TELEPORTED", ""]) expect(webhookEventOfType(t), t).toBeUndefined();
     expect(WEBHOOK_EVENTS).toContain("BROADCAST_STARTED");

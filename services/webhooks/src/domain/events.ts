@@ -45,6 +45,7 @@ const PRODUCED_AS_WEBHOOK_EVENTS: ReadonlySet<WebhookEventName> = new Set<Webhoo
   "AUTOMATION_RUN_STARTED", // automation unit, once the run is stored
   "AUTOMATION_RUN_COMPLETED", // automation unit, once the run's last step is recorded
   "AUTOMATION_RUN_EXITED", // automation unit, once the run's exit is recorded
+  "EMAIL_RECEIVED", // inbound unit, once the received email is stored (DESIGN §10.4)
 ]);
 
 /** The webhook event name of a WebhookEvent's type; undefined for a type nobody should produce there. */

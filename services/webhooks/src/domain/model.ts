@@ -32,6 +32,7 @@ export const EMAIL_EVENTS = [
   "AUTOMATION_RUN_STARTED",
   "AUTOMATION_RUN_COMPLETED",
   "AUTOMATION_RUN_EXITED",
+  "EMAIL_RECEIVED",
 ] as const;
 
 /** The suppression list's changes (DESIGN §10.3), from the directory: `data` `{ suppression: { email | domain, reason, createdAt, source? } }`. */
