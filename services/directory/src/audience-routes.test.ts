@@ -95,9 +95,11 @@ describe("PlanBestHours", () => {
     const { timestampFromDate } = await import("@bufbuild/protobuf/wkt");
     const { BestHourBasis } = await import("../../../gen/mailroom/directory/v1/audiences_pb.js");
     const engagement = await EngagementStore.open(openMemoryStore());
-    // Opens at 19:xx UTC on the 3 days before now: thin history, the hour of the day.
+    // Opens at hh:01 UTC on the 3 days before now: thin history, the hour of the day. The hour is
+    // five from now's, so the plan never falls in the current hour (whose answer is "now").
     const now = Date.now();
-    const today19 = Math.floor(now / 86_400_000) * 86_400_000 + 19 * 3_600_000;
+    const hour = (new Date(now).getUTCHours() + 5) % 24;
+    const today19 = Math.floor(now / 86_400_000) * 86_400_000 + hour * 3_600_000;
     for (let d = 1; d <= 3; d++) await engagement.record({ workspaceId: "ws", contactId: "ctc_1", kind: "opened", messageId: `trs_${d}`, at: new Date(today19 - d * 86_400_000 + 60_000) });
     const c = createClient(AudienceService, createRouterTransport(audienceRoutes({} as Segments, audiences, engagement)));
     const windowStart = now;
