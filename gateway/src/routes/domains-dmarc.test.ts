@@ -112,14 +112,14 @@ describe("GET /v1/domains/:id/dmarc", () => {
     expect(asked).toEqual([]);
   });
 
-  it("is a 400 for a bad since, an unknown parameter or a bad domain", async () => {
+  it("is a 400 for a bad since or an unknown parameter, a 404 for a name that is no domain", async () => {
     asked.length = 0;
     for (const url of ["/v1/domains/acme.example/dmarc?since=yesterday", "/v1/domains/acme.example/dmarc?since=2026-13-01T00:00:00Z", "/v1/domains/acme.example/dmarc?until=2026-11-01T00:00:00Z"]) {
       const res = await api.call("GET /v1/domains/{id}/dmarc", url);
       expect([url, res.statusCode, res.data.code]).toEqual([url, 400, "invalid_request"]);
     }
     const bad = await api.call("GET /v1/domains/{id}/dmarc", "/v1/domains/not_a_domain/dmarc");
-    expect([bad.statusCode, bad.data.code]).toEqual([400, "invalid_domain"]);
+    expect([bad.statusCode, bad.data.code]).toEqual([404, "domain_not_found"]);
     expect(asked).toEqual([]);
   });
 

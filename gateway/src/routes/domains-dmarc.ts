@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "../errors.js";
@@ -67,15 +68,19 @@ export const registerDomainDmarc: RouteModule = (app, deps) =>
     query,
     responses: {
       200: { description: "The summary.", body: dmarcSummarySchema },
-      400: { description: "`invalid_request` (since) or `invalid_domain`.", body: apiErrorSchema },
-      404: { description: "`domain_not_found`: not a domain of this workspace.", body: apiErrorSchema },
+      400: { description: "`invalid_request`: a bad `since`.", body: apiErrorSchema },
+      404: { description: "`domain_not_found`: not a domain of this workspace (or not a domain name).", body: apiErrorSchema },
       409: { description: "`domain_not_verified`: the domain's DNS records are not verified yet.", body: apiErrorSchema },
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params, query }) => {
       const workspaceId = workspaceOf(request);
       const options = rpcOptions(request);
-      const { domain } = await deps.clients.directory.getDomain({ workspaceId, domain: params.id }, options);
+      // A name that is no domain at all names no domain of this workspace: 404, as an unknown one.
+      const { domain } = await deps.clients.directory.getDomain({ workspaceId, domain: params.id }, options).catch((err: unknown) => {
+        if (errorInfoOf(err)?.code === "invalid_domain") throw refusal({ code: "domain_not_found", message: `Domain ${params.id} not found` });
+        throw err;
+      });
       if (!domain) throw refusal({ code: "domain_not_found", message: `Domain ${params.id} not found` });
       if (!domain.verified) {
         throw refusal({ code: "domain_not_verified", message: `Domain ${domain.domain} is not verified yet: its DMARC reports are shown once it is.` });

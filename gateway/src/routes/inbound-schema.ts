@@ -58,14 +58,17 @@ export const createInboundDomainSchema = z
 
 export const createInboundRuleSchema = z
   .strictObject({
+    // `pattern` outlines a match for the document's readers and generators; matchProblem is the rule.
     match: z.string().max(80).meta({
+      pattern: "^\\s*(\\*|[A-Za-z0-9!#$%&'+/=?^_`{|}~.-]{1,64}(\\+\\*)?)\\s*$",
       description: "Which recipients of the domain the rule takes: `*` (any), a local part (`support`), or `local+*` (`reply+*`: plus-addresses, whose tag becomes the received email's `mailboxHash`). Case-insensitive.",
       examples: ["support", "reply+*", "*"],
     }),
     action: z.enum(INBOUND_ACTIONS, { error: `action must be one of ${INBOUND_ACTIONS.join(", ")}` }).meta({
       description: "`webhook`: an `EMAIL_RECEIVED` event to the workspace's webhooks; `forward`: sent on to `forwardTo` (SRS-rewritten so SPF holds); `store`: kept for the API only. Every received email is also kept for the API.",
     }),
-    forwardTo: z.string().max(320).optional().meta({ description: "Required for `forward` (an email address), refused with the other actions.", examples: ["team@example.com"] }),
+    forwardTo: z.string().max(320).optional().meta({
+      format: "email", description: "Required for `forward` (an email address), refused with the other actions.", examples: ["team@example.com"] }),
   })
   .transform((body, ctx) => {
     const match = body.match.trim().toLowerCase();

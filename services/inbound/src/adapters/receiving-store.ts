@@ -140,7 +140,14 @@ class Received implements ReceivedEmailStore {
       ...(details ? { details } : {}),
     };
     for (const [k, v] of Object.entries(set)) if (v === undefined) delete set[k];
-    await this.coll.updateOne({ _id, workspaceId: email.workspaceId }, { $set: set }, { upsert: true });
+    // Most messages are new: one insert (the upsert's read and copy of a ~50 KB document saved);
+    // a retry after a 451 finds its record and rewrites it.
+    try {
+      await this.coll.insertOne({ _id, ...set } as ReceivedDoc);
+    } catch (err) {
+      if (!(err instanceof DuplicateKeyError)) throw err;
+      await this.coll.updateOne({ _id, workspaceId: email.workspaceId }, { $set: set });
+    }
   }
 
   async markDone(workspaceId: string, id: string, forwardedEmailId: string): Promise<void> {

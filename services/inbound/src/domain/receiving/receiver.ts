@@ -125,7 +125,8 @@ export class Receiver {
       ruleId: route.ruleId,
       action: route.action,
       forwardedEmailId: existing?.forwardedEmailId ?? "",
-      done: false,
+      // Kept only, answering nothing: nothing is left to do once it is saved (one write, not two).
+      done: route.action === "store" && !answered,
       ...(detailsInObject ? { detailsInObject: true } : {}),
     };
     await this.deps.received.save(record, detailsInObject ? null : details);
@@ -133,7 +134,7 @@ export class Receiver {
     if (answered) await this.deps.events.publish(repliedEvent(answered, record));
     if (route.action === "webhook") await this.deps.webhooks.publish(emailReceivedEvent(record));
     if (route.action === "forward" && !record.forwardedEmailId) record.forwardedEmailId = await this.forward(record, route, raw);
-    await this.deps.received.markDone(workspaceId, id, record.forwardedEmailId);
+    if (!record.done) await this.deps.received.markDone(workspaceId, id, record.forwardedEmailId);
     this.deps.logger.info({ id, workspaceId, action: route.action, size: record.size, repliedTo: answered?.deliveryId }, "inbound email received");
     return { kind: "received", id, workspaceId, action: route.action, ...(answered ? { repliedTo: answered.deliveryId } : {}) };
   }
