@@ -36,6 +36,13 @@ export const HOT_PATH_HEAP = ["--max-semi-space-size=32"];
 export const BOUNDED_HEAP = [...HOT_PATH_HEAP, "--heap-growing-percent=100"];
 
 /**
+ * The inbound unit holds whole received messages (up to 35 MB) while it parses and stores
+ * them: the old generation grows slowly as the bulk units', and the young one keeps V8's
+ * default size (a 32 MB semi-space would reserve 64 MB more for a unit that is not a per-message hot path).
+ */
+export const LARGE_MESSAGE_HEAP = ["--heap-growing-percent=100"];
+
+/**
  * Every unit of the system, one row each (add a unit by adding its row); they start
  * together and stop gateway-first. A unit gets its port in MAILROOM_SERVICE_PORT unless it
  * names another `portVar` (inbound, submission: their SMTP ports). A unit with both a
@@ -48,8 +55,7 @@ export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: 
   { name: "email", entry: "services/email/src/main.ts", urlVar: "MAILROOM_EMAIL_URL", defaultPort: 7102, nodeArgs: HOT_PATH_HEAP },
   { name: "broadcast", entry: "services/broadcast/src/main.ts", urlVar: "MAILROOM_BROADCAST_URL", defaultPort: 7103, nodeArgs: HOT_PATH_HEAP },
   { name: "delivery", entry: "services/delivery/src/main.ts", urlVar: "MAILROOM_DELIVERY_URL", defaultPort: 7105, nodeArgs: HOT_PATH_HEAP },
-  // Inbound holds whole received messages (up to 35 MB) while it parses and stores them: bounded like the bulk units.
-  { name: "inbound", entry: "services/inbound/src/main.ts", urlVar: "MAILROOM_INBOUND_URL", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525, nodeArgs: BOUNDED_HEAP },
+  { name: "inbound", entry: "services/inbound/src/main.ts", urlVar: "MAILROOM_INBOUND_URL", portVar: "MAILROOM_INBOUND_PORT", defaultPort: 2525, nodeArgs: LARGE_MESSAGE_HEAP },
   { name: "webhooks", entry: "services/webhooks/src/main.ts", urlVar: "MAILROOM_WEBHOOKS_URL", defaultPort: 7107 },
   { name: "automation", entry: "services/automation/src/main.ts", urlVar: "MAILROOM_AUTOMATION_URL", defaultPort: 7108 },
   // SMTP submission (its implicit-TLS port, when a certificate is configured: MAILROOM_SUBMISSION_TLS_PORT).
