@@ -101,7 +101,7 @@ export const ALONE = [
  * system gets a database of its own, test/harness/postgres.ts): every kind of record the units
  * keep — emails with templates, scheduling, idempotency and batches; erasure; broadcasts with
  * scheduling, pacing and A/B tests; audiences (segments, groups, filters, exports); automations;
- * webhooks; team and roles; the audit log. The store contract runs on PostgreSQL among the unit
+ * webhooks; team and roles; the audit log; received mail and DMARC reports. The store contract runs on PostgreSQL among the unit
  * tests (services/store).
  */
 export const POSTGRES_SYSTEM_TESTS = [
@@ -120,6 +120,9 @@ export const POSTGRES_SYSTEM_TESTS = [
   "test/suppressions/suppressions.test.ts",
   "test/email/templates-liquid.test.ts",
   "test/directory/switching.test.ts",
+  // Receiving (DESIGN §10.4): received emails, reply matching and DMARC reports in the inbound unit's store.
+  "test/inbound/replies.test.ts",
+  "test/inbound/dmarc.test.ts",
 ];
 
 /**
