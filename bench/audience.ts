@@ -64,12 +64,12 @@ import { mkdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { monotonicFactory } from "ulidx";
-import { AudienceService, BestHourBasis } from "../gen/mailroom/directory/v1/audiences_pb.js";
+import { AudienceService, BestHourBasis } from "@mailroom/proto/directory/v1/audiences_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { openLmdbStore, planQuery, type IndexDef, type LmdbStore, type Plan } from "@mailroom/store/lmdb.js";
 import type { Collection, Doc, Filter, FindOptions, Store } from "@mailroom/store/port.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { AudienceSchema } from "../gen/mailroom/common/v1/common_pb.js";
+import type { AudienceSchema } from "@mailroom/proto/common/v1/common_pb.js";
 import { ContactStore } from "../services/directory/src/adapters/contact-store.js";
 import {
   ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, ENGAGEMENT_RECENT_COLLECTION, RECENT_MAX, EngagementStore, engagementId, engagementTotalId, engagementRecentId,

@@ -22,7 +22,7 @@
  */
 import { pathToFileURL } from "node:url";
 import os from "node:os";
-import { ContentKind } from "../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { compileMessage } from "@mailroom/content/compile/compile.js";
 import { prepare, type MergeRecipient } from "@mailroom/content/merge.js";
 import { ParsedTemplate } from "@mailroom/content/liquid/template.js";

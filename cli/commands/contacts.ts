@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import {
   CreateContactResponseSchema, GetContactResponseSchema, ListContactPropertiesResponseSchema, ListContactsResponseSchema,
   ListSuppressionsResponseSchema, PropertyType, SuppressionReason, ContactSource, ContactStatus, type Contact,
-} from "../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import { action, parseLimit, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { DEFAULT_BATCH_SIZE, importContactsCsv, ImportAbortedError } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { table, when } from "../output.js";

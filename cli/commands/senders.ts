@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import {
   AddDomainResponseSchema, GetDomainResponseSchema, ListSendersResponseSchema, VerifyDomainResponseSchema, type Domain,
-} from "../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import { action, printJson, workspaceOf, type CliContext } from "../context.js";
 import { table, when } from "../output.js";
 

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import {
   CreateWorkspaceResponseSchema, GetWorkspaceResponseSchema, ListWorkspacesResponseSchema, SetWorkspaceBannedResponseSchema, SetWorkspaceSendingPausedResponseSchema,
   UpdateWorkspaceResponseSchema, type Workspace,
-} from "../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import { action, parseBool, parseLimit, printJson, UsageError, type CliContext } from "../context.js";
 import { table, when } from "../output.js";
 

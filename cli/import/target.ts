@@ -2,8 +2,8 @@ import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/prot
 import type { Client } from "@connectrpc/connect";
 import {
   ContactSource, ContactStatus, PropertyType, SuppressionEntryOutcome, SuppressionReason, type Contact,
-} from "../../gen/mailroom/directory/v1/directory_pb.js";
-import type { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
 import type { DirectoryClient } from "../client.js";
 import type { ExistingContact, ImportTarget, SuppressionOutcome } from "./apply.js";
 import { suppressionKey } from "./apply.js";

@@ -15,10 +15,10 @@
  * every page is exact however the sources' pages line up.
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { ContactSource, SuppressionReason, type Contact } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { EmailStatus } from "../../gen/mailroom/email/v1/email_pb.js";
-import { RunStatus } from "../../gen/mailroom/automation/v1/automation_pb.js";
-import { DeliveryState } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { ContactSource, SuppressionReason, type Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
+import { RunStatus } from "@mailroom/proto/automation/v1/automation_pb.js";
+import { DeliveryState } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import type { GatewayDeps, RequestCallOptions } from "./deps.js";
 import { refusal } from "./errors.js";
 

@@ -1,21 +1,21 @@
 import type { Client } from "@connectrpc/connect";
 import type { CallOptions } from "@connectrpc/connect";
 import type { FastifyRequest } from "fastify";
-import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
-import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import { PreSendCheckService } from "../../gen/mailroom/broadcast/v1/check_pb.js";
-import { RendererService } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
-import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
-import { WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
-import { FormService } from "../../gen/mailroom/directory/v1/forms_pb.js";
-import { AudienceService } from "../../gen/mailroom/directory/v1/audiences_pb.js";
-import { GroupService } from "../../gen/mailroom/directory/v1/groups_pb.js";
-import { TemplateService } from "../../gen/mailroom/directory/v1/templates_pb.js";
-import { TopicService } from "../../gen/mailroom/directory/v1/topics_pb.js";
-import { TeamService } from "../../gen/mailroom/directory/v1/team_pb.js";
-import { AutomationService } from "../../gen/mailroom/automation/v1/automation_pb.js";
-import { InboundService, ReceivingService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
+import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
+import { PreSendCheckService } from "@mailroom/proto/broadcast/v1/check_pb.js";
+import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
+import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
+import { WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
+import { FormService } from "@mailroom/proto/directory/v1/forms_pb.js";
+import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { TemplateService } from "@mailroom/proto/directory/v1/templates_pb.js";
+import { TopicService } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { AutomationService } from "@mailroom/proto/automation/v1/automation_pb.js";
+import { InboundService, ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import { ACTOR_HEADER, ACTOR_LABEL_HEADER, actorHeaderValue, actorLabelHeaderValue } from "@mailroom/kit/audit.js";
 import type { TokenBuckets } from "./rate-limit.js";
@@ -68,7 +68,7 @@ export interface ServiceClients {
 
 /** Publishes tracking events (opened, clicked, unsubscribed); absent in unit tests. */
 export interface TrackingEvents {
-  publish(event: import("../../gen/mailroom/events/v1/events_pb.js").MailEvent): Promise<void>;
+  publish(event: import("@mailroom/proto/events/v1/events_pb.js").MailEvent): Promise<void>;
 }
 
 export interface GatewayDeps {

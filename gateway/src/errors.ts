@@ -2,7 +2,7 @@ import { STATUS_CODES } from "node:http";
 import { z } from "zod";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import type { ErrorInfo } from "../../gen/mailroom/common/v1/common_pb.js";
+import type { ErrorInfo } from "@mailroom/proto/common/v1/common_pb.js";
 import { appError, errorInfoOf, isNeighbourDown, type AppError } from "@mailroom/kit/errors.js";
 
 /** HTML of one email: 5 MB of UTF-8. */

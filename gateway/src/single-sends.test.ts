@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { EmailInputSchema, EmailRecordSchema, EmailService, type EmailInput } from "../../gen/mailroom/email/v1/email_pb.js";
+import { EmailInputSchema, EmailRecordSchema, EmailService, type EmailInput } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { AppError, badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import { COALESCE_MAX_BODY_BYTES, SingleSends } from "./single-sends.js";

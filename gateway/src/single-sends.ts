@@ -1,5 +1,5 @@
 import type { Client } from "@connectrpc/connect";
-import type { EmailInput, EmailRecord, EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
+import type { EmailInput, EmailRecord, EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { ACTOR_HEADER } from "@mailroom/kit/audit.js";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { appErrorFromInfo } from "@mailroom/kit/errors.js";

@@ -1,6 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { MailEventSchema, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventSchema, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { mailEventSubject } from "@mailroom/pipeline/mail-events.js";
 import type { TrackingEvents } from "./deps.js";
 

@@ -8,9 +8,9 @@ import {
   BroadcastStatus,
   DeliveryMethod,
   type Broadcast,
-} from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+} from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
+import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { connectNats, publishProto } from "@mailroom/kit/jetstream.js";

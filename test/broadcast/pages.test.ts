@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromBinary } from "@bufbuild/protobuf";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { DeliveryPageSchema, type DeliveryPage } from "../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryPageSchema, type DeliveryPage } from "@mailroom/proto/events/v1/events_pb.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { DELIVERY_STREAM } from "@mailroom/pipeline/subjects.js";

@@ -3,7 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient } from "@mailroom/kit";
-import { BroadcastService } from "../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { checkMime } from "../../services/broadcast/src/adapters/check-mime.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium } from "./chromium.js";

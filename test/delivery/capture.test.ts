@@ -10,11 +10,11 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
-import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
-import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
+import { DeliverySource, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
-import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 
 describe("local capture (no relay configured)", () => {
   const contents = new Map<string, CompiledMessage>();

@@ -14,7 +14,7 @@ import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { deliveryEnv, headerOf, listenEvents, publishJob, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
-import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const CONCURRENCY = 8;

@@ -14,16 +14,16 @@ import { startSmtpSink, type SinkBehaviour, type SmtpSink } from "../harness/smt
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { DELIVERY_STREAM } from "@mailroom/pipeline/subjects.js";
-import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
-import { DeliverySource, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
+import { DeliverySource, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { parseVerpAddress } from "@mailroom/content/verp.js";
 import { compileMessage } from "@mailroom/content/compile/compile.js";
-import { ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import {
   startDeliveryUnderTest, deliveryEnv, headerOf, listenEvents, publishJob, SECRET, startNeighbours, tempDir, publishPage, putContents, type Neighbours,
 } from "./support.js";
-import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 
 describe("delivery service (JetStream → SMTP)", () => {
   const contents = new Map<string, CompiledMessage>();

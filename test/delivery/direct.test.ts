@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
-import { MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { freePort } from "../harness/ports.js";
 import { createDirectTransport, loadDirectSettings } from "../../services/delivery/src/adapters/direct/index.js";

@@ -13,10 +13,10 @@ import { connectNats, consumerConfig } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { deliveryJobSubject, DELIVERY_DURABLE, DELIVERY_LANES, DELIVERY_STREAM, DELIVERY_SUBJECTS } from "@mailroom/pipeline/subjects.js";
 import { toBinary } from "@bufbuild/protobuf";
-import { DeliveryJobSchema, DeliverySource } from "../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryJobSchema, DeliverySource } from "@mailroom/proto/events/v1/events_pb.js";
 import { compiledFrom } from "../../services/delivery/src/testing.js";
 import { deliveryEnv, deliveryJob, publishJob, startDeliveryUnderTest, startNeighbours, tempDir, putContents, type Neighbours } from "./support.js";
-import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 
 const PAUSED_JOBS = 20_000;
 const BROADCAST_MAX_ACK_PENDING = 1_000;

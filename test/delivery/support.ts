@@ -15,12 +15,12 @@ import { loadConfig, type Config } from "@mailroom/kit/config.js";
 import { connectClient, startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
 import { openStore } from "@mailroom/store/open.js";
 import type { Client } from "@connectrpc/connect";
-import { DeliveryService } from "../../gen/mailroom/delivery/v1/delivery_pb.js";
+import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
 import { deliveryRoutes } from "../../services/delivery/src/routes.js";
 import { startDelivery } from "../../services/delivery/src/main.js";
 import { publishProto } from "@mailroom/kit/jetstream.js";
 import { deliveryJobSubject, EVENTS_SUBJECTS, type DeliverySourceName } from "@mailroom/pipeline/subjects.js";
-import { DirectoryService, DkimKeySchema, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { DirectoryService, DkimKeySchema, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { variablesJson, type DeliveryPageSpec } from "@mailroom/pipeline/work.js";
@@ -30,8 +30,8 @@ import {
   MailEventSchema,
   MailEventType,
   type MailEvent,
-} from "../../gen/mailroom/events/v1/events_pb.js";
-import type { CompiledMessage } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+} from "@mailroom/proto/events/v1/events_pb.js";
+import type { CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { loadDeliverySettings, type DeliverySettings } from "../../services/delivery/src/settings.js";
 import { silentLogger } from "../../services/delivery/src/testing.js";
 

@@ -24,7 +24,7 @@ import { pipeline } from "node:stream/promises";
 import { create } from "@bufbuild/protobuf";
 import {
   BatchUpsertContactsResponseSchema, DirectoryService, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest,
-} from "../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit";
 import type { DirectoryClient } from "../../cli/client.js";
 import { importContactsCsv } from "@mailroom/kit/contacts-csv/import-csv.js";

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import PostalMime from "postal-mime";
-import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { EmailService, EmailStatus } from "../../gen/mailroom/email/v1/email_pb.js";
+import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "../../gen/mailroom/common/v1/common_pb.js";
+import { ErrorInfoSchema } from "@mailroom/proto/common/v1/common_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 

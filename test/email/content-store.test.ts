@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { CompiledMessageSchema, ContentKind } from "../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { ContentStore, decodeStoredContent } from "@mailroom/pipeline/content-store.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";

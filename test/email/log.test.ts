@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseCsv } from "csv-parse/sync";
-import { DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { DeliveryState, WebhookService } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { DeliveryState, WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { startReceiver } from "../webhooks/receiver.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 

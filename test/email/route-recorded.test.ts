@@ -6,8 +6,8 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
-import { EmailService, EmailStatus } from "../../gen/mailroom/email/v1/email_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
+import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 

@@ -9,8 +9,8 @@
 import nodemailer from "nodemailer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { EmailService, EmailStatus } from "../../gen/mailroom/email/v1/email_pb.js";
-import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
+import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { EmailServiceForwarder } from "../../services/inbound/src/adapters/forwarder.js";
 import { srsReverse } from "../../services/inbound/src/domain/srs.js";
 import type { TestSystem } from "../harness/system.js";

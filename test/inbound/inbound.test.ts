@@ -18,8 +18,8 @@ import { freePort } from "../harness/ports.js";
 import { connectClient, connectNats, publishProto, type NatsConnection } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
-import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
-import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
+import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
 import { verpAddress } from "@mailroom/content/verp.js";
 

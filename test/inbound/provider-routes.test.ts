@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "@connectrpc/connect";
 import PostalMime from "postal-mime";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService, SuppressionReason } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { startSmtpSink } from "../harness/smtp-sink.js";
 import { startAuthSink } from "./provider-routes-support.js";

@@ -21,8 +21,8 @@ import { connectClient, connectNats, publishProto, type NatsConnection } from "@
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { EVENTS_STREAM, WEBHOOK_EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
-import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
-import { ReceivingService } from "../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
+import { ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { startMxServer, type MxZone } from "../../services/inbound/src/dns-testing.js";
 
 const MX_HOST = "mx.mailroom.test";

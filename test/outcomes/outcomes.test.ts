@@ -6,7 +6,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 import { verifyClientSignature } from "../webhooks/verify.js";

@@ -3,7 +3,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { eventSubject } from "@mailroom/pipeline/subjects.js";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
 import { fromBinary } from "@bufbuild/protobuf";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { ContactEventSchema, DirectoryService } from "../../gen/mailroom/directory/v1/directory_pb.js";
+import { ContactEventSchema, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { CONTACT_EVENTS_SUBJECTS } from "@mailroom/pipeline/subjects.js";
 import { type TestSystem } from "../harness/system.js";

@@ -13,7 +13,7 @@ import nodemailer, { type SendMailOptions } from "nodemailer";
 import PostalMime from "postal-mime";
 import { randomBytes } from "node:crypto";
 import { connectClient } from "@mailroom/kit";
-import { EmailService } from "../../gen/mailroom/email/v1/email_pb.js";
+import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { freePort } from "../harness/ports.js";
 import { requireProgram } from "../harness/programs.js";
 import type { ReceivedMessage } from "../harness/smtp-sink.js";

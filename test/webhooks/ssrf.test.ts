@@ -16,7 +16,7 @@ import { startNats, type NatsHandle } from "../harness/nats.js";
 import { connectClient, createLogger, errorInfoOf, loadConfig } from "@mailroom/kit";
 import { startWebhooks, type RunningWebhooks } from "../../services/webhooks/src/main.js";
 import { loadWebhooksSettings } from "../../services/webhooks/src/settings.js";
-import { DeliveryState, WebhookService, WebhookStatus } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { DeliveryState, WebhookService, WebhookStatus } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 
 type Client = ReturnType<typeof connectClient<typeof WebhookService>>;
 

@@ -18,8 +18,8 @@ import { connectClient, connectNats, createLogger, errorInfoOf, loadConfig, publ
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { startWebhooks, type RunningWebhooks } from "../../services/webhooks/src/main.js";
 import { loadWebhooksSettings } from "../../services/webhooks/src/settings.js";
-import { WebhookService, WebhookStatus, DeliveryState, WebhookEventsSchema } from "../../gen/mailroom/webhooks/v1/webhooks_pb.js";
-import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../gen/mailroom/events/v1/events_pb.js";
+import { WebhookService, WebhookStatus, DeliveryState, WebhookEventsSchema } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { NatsChangeFeed, type WebhookChange } from "../../services/webhooks/src/adapters/change-feed.js";
 import { verifyClientSignature, verifyStandardWebhook } from "./verify.js";
 

@@ -13,9 +13,9 @@
 import type { FastifyInstance } from "fastify";
 import { bodyFromError } from "../errors.js";
 import { rpcOptions } from "../deps.js";
-import type { Segment } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
-import type { Group } from "../../../gen/mailroom/directory/v1/groups_pb.js";
-import type { Topic } from "../../../gen/mailroom/directory/v1/topics_pb.js";
+import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
+import type { Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
 import type { ConsoleDeps } from "./deps.js";
 import { consoleUrl, escapeHtml } from "./layout.js";
 import { sessionOf } from "./session.js";

@@ -1,9 +1,9 @@
 import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { AudienceSchema } from "../../../gen/mailroom/common/v1/common_pb.js";
-import { FormSchema } from "../../../gen/mailroom/directory/v1/forms_pb.js";
-import { GroupSchema } from "../../../gen/mailroom/directory/v1/groups_pb.js";
+import { AudienceSchema } from "@mailroom/proto/common/v1/common_pb.js";
+import { FormSchema } from "@mailroom/proto/directory/v1/forms_pb.js";
+import { GroupSchema } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf } from "./audience-picker.js";
 import { embedSnippets, formInput, valuesFromForm } from "./forms.js";
 

@@ -10,7 +10,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { FastifyRequest } from "fastify";
-import { RunStatus, type Automation, type Run } from "../../../gen/mailroom/automation/v1/automation_pb.js";
+import { RunStatus, type Automation, type Run } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { consoleUrl, escapeHtml, formatTime, statusBadge, type Tone } from "./layout.js";

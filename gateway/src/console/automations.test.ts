@@ -6,10 +6,10 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import {
   AutomationSchema, AutomationService, AutomationStatus, RunSchema, RunStatus,
   type CreateAutomationRequest, type UpdateAutomationRequest,
-} from "../../../gen/mailroom/automation/v1/automation_pb.js";
-import { ContactStatus, DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { GroupService } from "../../../gen/mailroom/directory/v1/groups_pb.js";
-import { WebhookService } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+} from "@mailroom/proto/automation/v1/automation_pb.js";
+import { ContactStatus, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
 import { createLogger, loadConfig } from "@mailroom/kit";

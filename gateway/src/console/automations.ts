@@ -17,7 +17,7 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { AutomationStatus, type Automation } from "../../../gen/mailroom/automation/v1/automation_pb.js";
+import { AutomationStatus, type Automation } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";

@@ -6,8 +6,8 @@
  * broadcasts.ts calls the two hooks below; the check itself is the broadcast unit's.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import type { PreSendCheck } from "../../../gen/mailroom/broadcast/v1/check_pb.js";
+import type { Broadcast } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
+import type { PreSendCheck } from "@mailroom/proto/broadcast/v1/check_pb.js";
 import { bodyFromError } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import { checkJson } from "../routes/pre-send-check.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { BroadcastSchema } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { BroadcastSchema } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { abProgressHtml } from "./broadcasts-ab.js";
 
 /**

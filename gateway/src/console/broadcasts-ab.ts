@@ -5,7 +5,7 @@
  * variant while the broadcast waits for its winner). The rules are the broadcast service's:
  * the form passes what was typed and shows the service's refusal.
  */
-import type { AbTest, Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import type { AbTest, Broadcast } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { escapeHtml } from "../routes/page.js";
 import { refusal } from "../errors.js";
 

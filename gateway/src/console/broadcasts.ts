@@ -19,7 +19,7 @@
  */
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { BroadcastStatus, DeliveryMethod, type Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { BroadcastStatus, DeliveryMethod, type Broadcast } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

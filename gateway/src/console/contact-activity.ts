@@ -3,7 +3,7 @@
  * from every unit), newest first, 25 a page, paged by `?activity=<cursor>` on the contact's page.
  */
 import type { FastifyRequest } from "fastify";
-import type { Contact } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { rpcOptions } from "../deps.js";
 import { bodyFromError } from "../errors.js";
 import { contactActivity, type ActivityItem } from "../contact-activity.js";

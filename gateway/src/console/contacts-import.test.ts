@@ -5,7 +5,7 @@ import {
   ListContactPropertiesResponseSchema,
   PropertyType,
   type BatchUpsertContactsRequest,
-} from "../../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import type { DirectoryClient } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { ImportJobs, jobJson } from "./contacts-import.js";
 import { cumulative, progressChart } from "./broadcasts-chart.js";

@@ -3,8 +3,8 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   ApiKeySchema, ContactSchema, ContactSource, ContactStatus, DirectoryService, PropertyType, type ContactInput,
-} from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { TeamService } from "../../../gen/mailroom/directory/v1/team_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { badRequest, conflict } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";

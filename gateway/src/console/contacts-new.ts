@@ -13,7 +13,7 @@
  * directory's refusals (bad address, unknown property, bad value) show on the form.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ContactSource, type ContactProperty, PropertyType } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { ContactSource, type ContactProperty, PropertyType } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import { contactInput, upsertContactSchema } from "../routes/contacts-schema.js";

@@ -23,7 +23,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ContactSource, ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactProperty } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { ContactSource, ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

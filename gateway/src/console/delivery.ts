@@ -13,7 +13,7 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { GetStatusResponse, RouteStatus } from "../../../gen/mailroom/delivery/v1/delivery_pb.js";
+import type { GetStatusResponse, RouteStatus } from "@mailroom/proto/delivery/v1/delivery_pb.js";
 import { bodyFromError } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

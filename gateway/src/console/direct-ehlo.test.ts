@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { CheckDirectSendingResponseSchema } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { CheckDirectSendingResponseSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { ehloHtml } from "./delivery.js";
 import { directSendingHtml } from "./domains.js";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { ReceivingService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { silentLogger } from "@mailroom/kit/testing.js";
 import { openMemoryStore } from "@mailroom/store/open.js";

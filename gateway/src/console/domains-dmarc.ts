@@ -7,8 +7,8 @@
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyRequest } from "fastify";
-import type { Domain } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { DmarcDaySummary, GetDmarcSummaryResponse } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { Domain } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { DmarcDaySummary, GetDmarcSummaryResponse } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { rpcOptions } from "../deps.js";
 import { bodyFromError } from "../errors.js";
 import { DMARC_DEFAULT_DAYS } from "../routes/domains-dmarc.js";

@@ -5,7 +5,7 @@
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { DnsRecord, Domain } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { DnsRecord, Domain } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";
@@ -13,7 +13,7 @@ import { csrfField } from "./csrf.js";
 import { CONSOLE_PREFIX, consolePage, escapeHtml, formatTime, statusBadge } from "./layout.js";
 import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
 import { deliveryStatus, isAddressLiteral, modeOf } from "./delivery.js";
-import type { CheckDirectSendingResponse } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { CheckDirectSendingResponse } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { dmarcCard } from "./domains-dmarc.js";
 
 const DOMAIN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/i;

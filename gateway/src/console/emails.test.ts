@@ -20,7 +20,7 @@ describe("the email page's delivery route", () => {
   it("names the route of each step and keeps a provider's confirmation beside the delivery", async () => {
     const { create } = await import("@bufbuild/protobuf");
     const { timestampFromDate } = await import("@bufbuild/protobuf/wkt");
-    const { EmailRecordSchema, EmailStatus } = await import("../../../gen/mailroom/email/v1/email_pb.js");
+    const { EmailRecordSchema, EmailStatus } = await import("@mailroom/proto/email/v1/email_pb.js");
     const { routeOf, timeline } = await import("./emails.js");
     const at = (s: number) => timestampFromDate(new Date(Date.UTC(2030, 0, 1, 0, 0, s)));
     const e = create(EmailRecordSchema, {

@@ -16,8 +16,8 @@
  * the page runs.
  */
 import { OPERATORS_BY_KIND, CONTACT_SOURCES, CONTACT_STATUSES, ENGAGEMENT_EVENTS, type FieldKind } from "@mailroom/filter/filter.js";
-import { PropertyType, type ContactProperty } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { Group } from "../../../gen/mailroom/directory/v1/groups_pb.js";
+import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { escapeHtml } from "./layout.js";
 
 export type BuilderKind = FieldKind | "engagement";

@@ -12,10 +12,10 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { PropertyType, type ContactProperty } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { Form } from "../../../gen/mailroom/directory/v1/forms_pb.js";
-import type { Group } from "../../../gen/mailroom/directory/v1/groups_pb.js";
-import type { Topic } from "../../../gen/mailroom/directory/v1/topics_pb.js";
+import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Form } from "@mailroom/proto/directory/v1/forms_pb.js";
+import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
+import type { Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
 import { refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import { HONEYPOT_FIELD } from "../routes/forms-public.js";

@@ -14,8 +14,8 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ContactStatus, type Contact } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { Group } from "../../../gen/mailroom/directory/v1/groups_pb.js";
+import { ContactStatus, type Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

@@ -7,7 +7,7 @@
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { InboundDomain, InboundRule } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { InboundDomain, InboundRule } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import { invalid } from "../routes/route.js";

@@ -18,8 +18,8 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { ApiKey } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { Member } from "../../../gen/mailroom/directory/v1/team_pb.js";
+import type { ApiKey } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Member } from "@mailroom/proto/directory/v1/team_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import { ROLES, atLeast, consolePrincipal, requireMayGrant, type Role } from "../roles.js";

@@ -12,7 +12,7 @@
  */
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
-import type { ReceivedAddress, ReceivedEmail } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { ReceivedAddress, ReceivedEmail } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { rpcOptions } from "../deps.js";
 import { refusal } from "../errors.js";
 import { RECEIVED_ATTACHMENT_ID, RECEIVED_EMAIL_ID } from "../routes/received-emails-schema.js";

@@ -14,9 +14,9 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ContactStatus } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { Segment } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
-import type { Group } from "../../../gen/mailroom/directory/v1/groups_pb.js";
+import { ContactStatus } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

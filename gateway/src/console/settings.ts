@@ -15,7 +15,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { isTimeZone } from "@mailroom/kit/time-zones.js";
-import type { Workspace } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { Workspace } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

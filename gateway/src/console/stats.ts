@@ -7,8 +7,8 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { BroadcastStatus, type BroadcastProgress } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import type { StatsCounters } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { BroadcastStatus, type BroadcastProgress } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
+import type { StatsCounters } from "@mailroom/proto/email/v1/email_pb.js";
 import { rpcOptions } from "../deps.js";
 import { bodyFromError, refusal } from "../errors.js";
 import type { ConsoleDeps } from "./deps.js";

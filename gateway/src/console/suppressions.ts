@@ -19,7 +19,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { parse, CsvError } from "csv-parse";
 import { stringify } from "csv-stringify";
-import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

@@ -11,7 +11,7 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import type { Member } from "../../../gen/mailroom/directory/v1/team_pb.js";
+import type { Member } from "@mailroom/proto/directory/v1/team_pb.js";
 import type { ConsoleDeps } from "./deps.js";
 import { anonymousCsrfField, csrfField, PRESESSION_COOKIE } from "./csrf.js";
 import { CONSOLE_PREFIX, consolePage, consoleUrl, escapeHtml, formatTime, plainPage, statusBadge } from "./layout.js";

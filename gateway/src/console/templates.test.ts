@@ -5,10 +5,10 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import {
   ApiKeySchema, ContactSchema, DirectoryService, TemplateSchema,
   type CreateTemplateRequest, type Template, type UpdateTemplateRequest,
-} from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { TeamService } from "../../../gen/mailroom/directory/v1/team_pb.js";
-import { TemplateService, TemplateVersionSchema, type RenderTemplateRequest, type TemplateVersion } from "../../../gen/mailroom/directory/v1/templates_pb.js";
-import { EmailService, type SendEmailRequest } from "../../../gen/mailroom/email/v1/email_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { TemplateService, TemplateVersionSchema, type RenderTemplateRequest, type TemplateVersion } from "@mailroom/proto/directory/v1/templates_pb.js";
+import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";

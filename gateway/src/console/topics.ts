@@ -10,7 +10,7 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { DefaultSubscription, type Topic } from "../../../gen/mailroom/directory/v1/topics_pb.js";
+import { DefaultSubscription, type Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
 import { refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DeliverySchema, DeliveryState } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { DeliverySchema, DeliveryState } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { contactWebhookHistory, EVENT_INFO, eventsTable } from "./webhook-events.js";
 
 const delivery = (eventType: string, state: DeliveryState, statusCode: number, minute: number) =>

@@ -6,7 +6,7 @@
  * validates subscriptions, so a stale line here only mislabels a row.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { DeliveryState, type Delivery } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { DeliveryState, type Delivery } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { escapeHtml, formatTime, statusBadge, type Tone } from "./layout.js";
 
 export interface EventInfo {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DeliverySchema, DeliveryState, WebhookSchema, WebhookStatus } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { DeliverySchema, DeliveryState, WebhookSchema, WebhookStatus } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { webhookHealth, webhookHealthHtml } from "./webhook-health.js";
 
 const at = (hour: number, minute = 0) => new Date(Date.UTC(2030, 0, 1, hour, minute));

@@ -7,7 +7,7 @@
  * failing_since) and its recent deliveries (state, last attempt, next_attempt_at).
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { DeliveryState, WebhookStatus, type Delivery, type Webhook } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { DeliveryState, WebhookStatus, type Delivery, type Webhook } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { escapeHtml, formatTime, statusBadge, timeText } from "./layout.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;

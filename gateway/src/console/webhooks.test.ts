@@ -2,12 +2,12 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { ApiKeySchema, DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { TeamService } from "../../../gen/mailroom/directory/v1/team_pb.js";
+import { ApiKeySchema, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
 import {
   DeliverySchema, DeliveryState, WebhookSchema, WebhookService, WebhookStatus,
   type Delivery, type RedeliverDeliveryRequest, type UpdateWebhookRequest, type Webhook,
-} from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+} from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";

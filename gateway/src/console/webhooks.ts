@@ -13,7 +13,7 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { DeliveryState, WebhookStatus, type Delivery, type Webhook } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+import { DeliveryState, WebhookStatus, type Delivery, type Webhook } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { bodyFromError, refusal } from "../errors.js";
 import { rpcOptions } from "../deps.js";
 import type { ConsoleDeps } from "./deps.js";

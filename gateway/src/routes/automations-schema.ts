@@ -5,7 +5,7 @@ import {
   type Automation,
   type Run,
   type StepStats,
-} from "../../../gen/mailroom/automation/v1/automation_pb.js";
+} from "@mailroom/proto/automation/v1/automation_pb.js";
 import { apiErrorSchema } from "../errors.js";
 import { iso } from "./contacts-schema.js";
 

@@ -4,7 +4,7 @@ import {
   BroadcastStatus,
   DeliveryMethod,
   type Broadcast,
-} from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+} from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { checkDuration } from "@mailroom/kit/durations.js";
 import { apiErrorSchema, refusal } from "../errors.js";
 import type { RouteModule } from "./route.js";

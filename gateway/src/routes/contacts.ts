@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ContactSource, ContactStatus } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { ContactSource, ContactStatus } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "../errors.js";

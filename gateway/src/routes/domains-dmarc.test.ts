@@ -4,7 +4,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
 import { appError } from "@mailroom/kit/errors.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import type { GetDmarcSummaryRequest } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { GetDmarcSummaryRequest } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { buildGateway } from "../app.js";
 import type { ServiceClients } from "../deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";

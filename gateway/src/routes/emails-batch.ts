@@ -1,4 +1,4 @@
-import type { EmailInput } from "../../../gen/mailroom/email/v1/email_pb.js";
+import type { EmailInput } from "@mailroom/proto/email/v1/email_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { BATCH_BODY_LIMIT_BYTES, apiErrorSchema, bodyFromErrorInfo, forWorkspace, monthlyLimitErrorSchema, publicErrorBody, refusal } from "../errors.js";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import {
   EmailRecordSchema,
   EmailService,
@@ -13,7 +13,7 @@ import {
   type EmailRecord,
   type GetStatsRequest,
   type ListEmailsRequest,
-} from "../../../gen/mailroom/email/v1/email_pb.js";
+} from "@mailroom/proto/email/v1/email_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { badRequest } from "@mailroom/kit/errors.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { EmailOutcomes, EmailRecord } from "../../../gen/mailroom/email/v1/email_pb.js";
+import type { EmailOutcomes, EmailRecord } from "@mailroom/proto/email/v1/email_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "../errors.js";

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { stringify } from "csv-stringify";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { EmailStatus, type EmailRecord, type ListEmailsRequestSchema, type ListEmailsResponse } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { EmailStatus, type EmailRecord, type ListEmailsRequestSchema, type ListEmailsResponse } from "@mailroom/proto/email/v1/email_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "../errors.js";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { SignupOutcome, type FormField, type Form } from "../../../gen/mailroom/directory/v1/forms_pb.js";
+import { SignupOutcome, type FormField, type Form } from "@mailroom/proto/directory/v1/forms_pb.js";
 import { callOptionsFor, type GatewayDeps } from "../deps.js";
 import { apiErrorSchema, bodyFromError, publicErrorBody, sendError, type PublicErrorBody } from "../errors.js";
 import type { OperationDoc } from "../openapi.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Group } from "../../../gen/mailroom/directory/v1/groups_pb.js";
+import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { apiErrorSchema } from "../errors.js";
 import { iso } from "./contacts-schema.js";
 

@@ -1,7 +1,7 @@
 import { domainToASCII } from "node:url";
 import { z } from "zod";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { InboundDomain, InboundRule } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { InboundDomain, InboundRule } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { apiErrorSchema, refusal } from "../errors.js";
 
 /**

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { FastifyRequest } from "fastify";
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { PreSendCheck } from "../../../gen/mailroom/broadcast/v1/check_pb.js";
+import type { PreSendCheck } from "@mailroom/proto/broadcast/v1/check_pb.js";
 import { rpcOptions, type GatewayDeps } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "../errors.js";

@@ -4,7 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { InboundService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { ProviderWebhooks } from "../../../services/inbound/src/adapters/providers/index.js";
 import { readFileSync } from "node:fs";
 import { FixedSigningCertificate } from "../../../services/inbound/src/adapters/providers/sns.js";

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { ReceivedAttachment } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { ReceivedAttachment } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 
 /** A chunk of a streamed attachment or raw message (GetReceivedAttachment, GetReceivedRaw): the first names what it is. */
 type ReceivedContentChunk = { info?: ReceivedAttachment; data: Uint8Array };

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { ReceivedAttachment, ReceivedEmail } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { ReceivedAttachment, ReceivedEmail } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { apiErrorSchema, refusal } from "../errors.js";
 
 /**

@@ -13,7 +13,7 @@ import { appError, notFound } from "@mailroom/kit/errors.js";
 import {
   InboundDomainSchema, InboundRuleSchema, ReceivedAttachmentSchema, ReceivedEmailSchema, ReceivingService,
   type InboundDomain, type InboundRule, type ReceivedAttachment, type ReceivedEmail,
-} from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+} from "@mailroom/proto/inbound/v1/inbound_pb.js";
 
 export const FAKE_MX_HOST = "mx.mailroom.test";
 

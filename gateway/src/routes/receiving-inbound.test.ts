@@ -4,7 +4,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { ReceivingService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { receivingRoutes } from "../../../services/inbound/src/receiving-routes.js";
 import { mime, testReceiving } from "../../../services/inbound/src/receiving-testing.js";
 import { buildGateway } from "../app.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Segment } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
+import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
 import { apiErrorSchema } from "../errors.js";
 import { iso } from "./contacts-schema.js";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { BroadcastStatus } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { BroadcastStatus } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { rpcOptions } from "../deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "../errors.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { StatsCounters } from "../../../gen/mailroom/email/v1/email_pb.js";
+import type { StatsCounters } from "@mailroom/proto/email/v1/email_pb.js";
 
 /**
  * Outcome counters and rates as the public API shows them (email stats and broadcast

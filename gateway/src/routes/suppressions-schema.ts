@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SuppressionReason, type Suppression } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { SuppressionReason, type Suppression } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { apiErrorSchema } from "../errors.js";
 import { iso } from "./contacts-schema.js";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Template } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import type { Template } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { iso } from "./contacts-schema.js";
 import { jsonObject } from "../schemas/email.js";
 

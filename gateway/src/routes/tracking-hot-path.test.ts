@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FastifyInstance } from "fastify";
-import type { MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import type { MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signLinkToken, signRecipientToken } from "@mailroom/content/tokens.js";
 import { buildGateway } from "../app.js";

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
-import { MailEventSchema, MailEventType, DeliverySource } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventSchema, MailEventType, DeliverySource } from "@mailroom/proto/events/v1/events_pb.js";
 import { parseClickToken, parseRecipientToken, tokenSecretsOf, type LinkRef, type RecipientRef } from "@mailroom/content/tokens.js";
 import { LINK_ROUTES } from "@mailroom/content/urls.js";
 import type { GatewayDeps } from "../deps.js";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { ContactStatus, DirectoryService, SuppressionReason } from "../../../gen/mailroom/directory/v1/directory_pb.js";
+import { ContactStatus, DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signRecipientToken } from "@mailroom/content/tokens.js";

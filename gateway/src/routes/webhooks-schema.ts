@@ -6,7 +6,7 @@ import {
   type Delivery,
   type DeliveryAttempt,
   type Webhook,
-} from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+} from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { refusal } from "../errors.js";
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { EmailRecordSchema, EmailStatus } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { EmailRecordSchema, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { batchItemJson, emailDetailJson, emailRecordJson, parseEmail, parseSendAt, replyToList } from "./email.js";
 
 const raw = { from: "Acme <team@acme.test>", to: "ann@example.test", subject: "Hi", html: "<p>Hi</p>" };

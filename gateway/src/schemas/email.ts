@@ -6,7 +6,7 @@ import {
   EmailStatus,
   type EmailInput,
   type EmailRecord,
-} from "../../../gen/mailroom/email/v1/email_pb.js";
+} from "@mailroom/proto/email/v1/email_pb.js";
 import { MAX_ATTACHMENT_BYTES, MAX_HTML_BYTES, codedErrorFields, refusal, type PublicErrorInit } from "../errors.js";
 import { parseSendAt } from "./send-at.js";
 

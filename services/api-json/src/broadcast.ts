@@ -5,8 +5,8 @@
  * documents and checks it.
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { BroadcastStatus, DeliveryMethod, type AbTest, type Broadcast } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import type { Audience } from "../../../gen/mailroom/common/v1/common_pb.js";
+import { BroadcastStatus, DeliveryMethod, type AbTest, type Broadcast } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
+import type { Audience } from "@mailroom/proto/common/v1/common_pb.js";
 
 export const BROADCAST_STATUSES = ["DRAFT", "SCHEDULED", "IN_PROGRESS", "COMPLETED"] as const;
 export const DELIVERY_METHODS = ["ASAP", "PROGRESSIVE", "SMART", "WARMUP", "OPTIMAL"] as const;

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { beforeEach, describe, expect, it } from "vitest";
-import { MailEventSchema, MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { handleDirectoryEvent, handleMailEvent } from "./consumers.js";
 import { buildEngineWorld, TEST_WS, type EngineWorld } from "./testing.js";
 

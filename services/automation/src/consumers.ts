@@ -21,8 +21,8 @@ import {
   eventsOfKind,
 } from "@mailroom/pipeline/subjects.js";
 import { directoryEventsIn } from "@mailroom/pipeline/directory-events.js";
-import { ContactEventSchema } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { ContactEventSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import type { Enrolment, EventContact } from "./domain/enrol.js";
 
 export const DIRECTORY_DURABLE = "automation-directory";

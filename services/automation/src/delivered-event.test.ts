@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { handleMailEvent } from "./consumers.js";
 import type { Enrolment } from "./domain/enrol.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { AutomationService, AutomationStatus, RunStatus } from "../../../gen/mailroom/automation/v1/automation_pb.js";
+import { AutomationService, AutomationStatus, RunStatus } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { automationRoutes } from "./routes.js";

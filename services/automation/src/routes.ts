@@ -9,7 +9,7 @@ import {
   RunStatus as PbRunStatus,
   type Automation as PbAutomation,
   type Run as PbRun,
-} from "../../../gen/mailroom/automation/v1/automation_pb.js";
+} from "@mailroom/proto/automation/v1/automation_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { invalidAutomation, type Automations, type AutomationView } from "./domain/automations.js";
 import type { AutomationStatus, Run, RunStatus } from "./domain/model.js";

@@ -1,6 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { PreSendCheckService, type PreSendCheckSchema } from "../../../gen/mailroom/broadcast/v1/check_pb.js";
+import { PreSendCheckService, type PreSendCheckSchema } from "@mailroom/proto/broadcast/v1/check_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { CheckResult, PreSendCheck } from "./domain/check/pre-send-check.js";
 

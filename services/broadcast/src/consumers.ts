@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { EVENTS_STREAM, eventsOfSource } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import type { OutcomeKind } from "./domain/model.js";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { applyEvents, type BroadcastEvent, type OutcomeDeps } from "./domain/outcomes.js";

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { broadcastEventOf } from "./consumers.js";
 
 describe("a relay provider's DELIVERED of a broadcast recipient (DESIGN §9.7)", () => {

@@ -2,8 +2,8 @@ import { startTracing } from "@mailroom/kit/tracing.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import {
   connectClient,
   connectNats,
@@ -27,7 +27,7 @@ import { Broadcasts } from "./domain/broadcasts.js";
 import { Sender } from "./domain/sending.js";
 import { openRepositories } from "./adapters/store.js";
 import { RpcDirectory } from "./adapters/directory.js";
-import { AudienceService } from "../../../gen/mailroom/directory/v1/audiences_pb.js";
+import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
 import { RpcRenderer } from "./adapters/renderer.js";
 import { PublishedBroadcastEvents } from "./adapters/events.js";
 import { sendingStepScope } from "./adapters/tracing.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { BroadcastService, BroadcastStatus, DeliveryMethod } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import { MailEventSchema, MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { BroadcastService, BroadcastStatus, DeliveryMethod } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
+import { MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { broadcastEventOf } from "./consumers.js";

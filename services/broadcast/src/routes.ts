@@ -10,14 +10,14 @@ import {
   type Broadcast as PbBroadcast,
   type CreateBroadcastRequest,
   type UpdateBroadcastRequest,
-} from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+} from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { currentTraceparent } from "@mailroom/kit/tracing.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
 import { abStatsKey, type AbTest, type Broadcast, type BroadcastAudience, type BroadcastStatus, type DeliveryMethod } from "./domain/model.js";
 import type { AbTestInput } from "./domain/abtest.js";
 import type { AudienceInput } from "./domain/broadcasts.js";
-import type { Audience as PbAudience } from "../../../gen/mailroom/common/v1/common_pb.js";
+import type { Audience as PbAudience } from "@mailroom/proto/common/v1/common_pb.js";
 
 const STATUS_TO_PB: Record<BroadcastStatus, PbStatus> = {
   DRAFT: PbStatus.DRAFT,

@@ -10,11 +10,11 @@ import {
   DeliverySource,
   type DeliveryJob,
   type DeliveryPage,
-} from "../../../gen/mailroom/events/v1/events_pb.js";
+} from "@mailroom/proto/events/v1/events_pb.js";
 import { deliveryJobOf, deliveryPageOf } from "@mailroom/pipeline/delivery-jobs.js";
 import { MemoryContentStore } from "@mailroom/pipeline/testing.js";
 import type { DeliveryJobSpec, DeliveryPageSpec } from "@mailroom/pipeline/work.js";
-import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { newId } from "@mailroom/kit/ids.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { openMemoryStore } from "@mailroom/store/open.js";

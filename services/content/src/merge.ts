@@ -1,4 +1,4 @@
-import type { CompiledMessage, CompiledTemplate } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { CompiledMessage, CompiledTemplate } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { escapeHtml } from "./escape.js";
 import { stringifyValue } from "./values.js";
 import type { Template } from "liquidjs";

@@ -11,7 +11,7 @@ import { backoffMs, consume, drop, isJetStreamApiError, type ConsumeLoop } from 
 import type { Logger } from "@mailroom/kit/logger.js";
 import { runWithRequestContext } from "@mailroom/kit/request-context.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource, type DeliveryJob, type DeliveryPage } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource, type DeliveryJob, type DeliveryPage } from "@mailroom/proto/events/v1/events_pb.js";
 import { isPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
 import { DELIVERY_DURABLE, DELIVERY_LANES, DELIVERY_STREAM, type DeliveryLane } from "@mailroom/pipeline/subjects.js";
 import type { Deliverer } from "./domain/deliverer.js";

@@ -7,7 +7,7 @@ import {
   GetStatusResponseSchema,
   RouteStatusSchema,
   WorkspaceRateSchema,
-} from "../../../gen/mailroom/delivery/v1/delivery_pb.js";
+} from "@mailroom/proto/delivery/v1/delivery_pb.js";
 import type { DeliveryAdmin, RouteStatus } from "./domain/admin.js";
 import type { CapturedEntry } from "./domain/ports.js";
 

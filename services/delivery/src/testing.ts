@@ -12,7 +12,7 @@ import {
   SegmentSchema,
   type CompiledMessage,
   type Segment,
-} from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+} from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { StoreContentSource, type CompiledMessageSource } from "./adapters/content-source.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { StoreDeliveries } from "./adapters/store.js";

@@ -8,7 +8,7 @@ import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
 import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { EVENTS_STREAM, EVENTS_SUBJECTS, eventSubject } from "@mailroom/pipeline/subjects.js";
-import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { consumeMailOutcomes, mailOutcomeOf, OUTCOME_KINDS, OUTCOMES_DURABLE, outcomesDurable } from "./consumers.js";
 import { memoryDirectory, type TestDirectory } from "./testing.js";
 import type { DirectoryEvent } from "./domain/changes.js";

@@ -5,7 +5,7 @@ import { ack, consumeProto, isJetStreamApiError, type ConsumeLoop } from "@mailr
 import { EVENTS_STREAM, eventsOfKind } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { AppError } from "@mailroom/kit/errors.js";
-import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import type { MailOutcome, MailOutcomes } from "./domain/outcomes.js";
 
 /**

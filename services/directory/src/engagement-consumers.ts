@@ -5,7 +5,7 @@ import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js"
 import { EVENTS_STREAM, eventsOfKind } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import type { EngagementEvent } from "@mailroom/filter/filter.js";
-import { DeliverySource, MailEventSchema, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import type { Contact } from "./domain/model.js";
 import type { NewEngagement } from "./adapters/engagement-store.js";
 

@@ -16,7 +16,7 @@ import {
   type WorkspaceSchema,
   type ApiKeySchema,
   type WorkspaceFlags as PbWorkspaceFlags,
-} from "../../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import { badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import type { Directory } from "./domain/directory.js";
 import type { Team } from "./domain/team.js";

@@ -6,7 +6,7 @@ import {
   SuppressionEntryOutcome,
   SuppressionReason as PbSuppressionReason,
   type SuppressionSchema,
-} from "../../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { Directory } from "./domain/directory.js";
 import type { Suppression, SuppressionReason } from "./domain/model.js";

@@ -3,7 +3,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { EVENTS_STREAM, eventsOfSource } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { recordEvent, type OutcomeDeps, type OutcomeEvent } from "./domain/outcomes.js";
 
 export const EVENTS_DURABLE = "email-events";

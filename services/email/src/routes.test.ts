@@ -2,7 +2,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { describe, expect, it } from "vitest";
 import { createClient} from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { EmailService, EmailStatus } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { buildTestWorld } from "./testing.js";
 import { emailRoutes } from "./routes.js";

@@ -14,8 +14,8 @@ import {
   EmailStatus as ProtoStatus,
   type EmailInput,
   type EmailRecord as ProtoRecord,
-} from "../../../gen/mailroom/email/v1/email_pb.js";
-import { CompiledMessageSchema } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+} from "@mailroom/proto/email/v1/email_pb.js";
+import { CompiledMessageSchema } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { AppError, badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import { actorOfHeaders } from "@mailroom/kit/audit.js";
 import { requestIdOfCall } from "@mailroom/kit/connect.js";

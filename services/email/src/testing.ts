@@ -4,12 +4,12 @@
  * directory, renderer and queue are small in-process fakes that record what they were asked.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { CompiledMessageSchema, ContentKind } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { openMemoryStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
 import { newId, newMessageId } from "@mailroom/kit/ids.js";
 import { badRequest } from "@mailroom/kit/errors.js";
-import { DeliveryJobSchema, type DeliveryJob } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryJobSchema, type DeliveryJob } from "@mailroom/proto/events/v1/events_pb.js";
 import { deliveryJobOf } from "@mailroom/pipeline/delivery-jobs.js";
 import type { DeliveryJobSpec } from "@mailroom/pipeline/work.js";
 import { MemoryContentStore } from "@mailroom/pipeline/testing.js";

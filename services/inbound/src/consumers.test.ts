@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { sentDeliveryOf } from "./consumers.js";
 
 describe("SENT events", () => {

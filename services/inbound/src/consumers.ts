@@ -3,7 +3,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { EVENTS_STREAM, eventsOfKind } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { DeliverySource, MailEventSchema, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import type { InboundMail } from "./domain/inbound.js";
 import type { SentDelivery } from "./domain/model.js";
 

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { badRequest } from "@mailroom/kit/errors.js";
-import type { GetDmarcSummaryRequest, GetDmarcSummaryResponseSchema } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import type { GetDmarcSummaryRequest, GetDmarcSummaryResponseSchema } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { ruaFor } from "./domain/dmarc/mailbox.js";
 import type { DmarcReportStore } from "./domain/dmarc/ports.js";
 import { summarise } from "./domain/dmarc/summary.js";

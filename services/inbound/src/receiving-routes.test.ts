@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import { ReceivingService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { receivingRoutes } from "./receiving-routes.js";
 import { mime, testReceiving } from "./receiving-testing.js";
 

@@ -10,7 +10,7 @@ import {
   type InboundDomainSchema,
   type InboundRuleSchema,
   type ReceivedEmailSchema,
-} from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+} from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import type { InboundConfig } from "./domain/receiving/config.js";
 import type { InboundDomainRecord, InboundRuleRecord, ReceivedAttachmentInfo, ReceivedDetails, ReceivedEmailRecord } from "./domain/receiving/model.js";
 import type { Receiver } from "./domain/receiving/receiver.js";

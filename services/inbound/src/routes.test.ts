@@ -5,7 +5,7 @@ import { createClient } from "@connectrpc/connect";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { sesTagValue } from "@mailroom/pipeline/relay-providers.js";
-import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { InboundService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { ProviderWebhooks } from "./adapters/providers/index.js";
 import { readFileSync } from "node:fs";
 import os from "node:os";

@@ -1,7 +1,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "@mailroom/kit";
 import { appError } from "@mailroom/kit/errors.js";
-import { InboundService } from "../../../gen/mailroom/inbound/v1/inbound_pb.js";
+import { InboundService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import type { ProviderWebhooks } from "./adapters/providers/index.js";
 import type { InboundMail } from "./domain/inbound.js";
 

@@ -11,12 +11,12 @@ import {
   PropertyType,
   SuppressionReason,
   UpdateContactRequestSchema,
-} from "../../../gen/mailroom/directory/v1/directory_pb.js";
-import { DeliveryMethod, ScheduleBroadcastRequestSchema } from "../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
-import { CreateTopicRequestSchema, DefaultSubscription } from "../../../gen/mailroom/directory/v1/topics_pb.js";
-import { SendEmailRequestSchema } from "../../../gen/mailroom/email/v1/email_pb.js";
-import { TeamService } from "../../../gen/mailroom/directory/v1/team_pb.js";
-import { UpdateWebhookRequestSchema, WebhookService, WebhookStatus } from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DeliveryMethod, ScheduleBroadcastRequestSchema } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
+import { CreateTopicRequestSchema, DefaultSubscription } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { SendEmailRequestSchema } from "@mailroom/proto/email/v1/email_pb.js";
+import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { UpdateWebhookRequestSchema, WebhookService, WebhookStatus } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { ACTOR_HEADER, WITHHELD, bufferedAuditSink, parseActor, summarizeChange, type AuditRecord } from "./audit.js";
 import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";
 import { appError } from "./errors.js";

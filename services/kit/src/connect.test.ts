@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { connectClient, requestIdOfCall, startConnectServer, type ConnectServer } from "./connect.js";
 import { createLogger } from "./logger.js";
 import { requestContext, runWithRequestContext } from "./request-context.js";
@@ -77,7 +77,7 @@ describe("kit Connect server and clients", () => {
 
 describe("kit Connect: domain errors of streaming handlers", () => {
   it("cross as their ErrorInfo (code and status), also when thrown after the first message", async () => {
-    const { ReceivingService } = await import("../../../gen/mailroom/inbound/v1/inbound_pb.js");
+    const { ReceivingService } = await import("@mailroom/proto/inbound/v1/inbound_pb.js");
     const { notFound, errorInfoOf } = await import("./errors.js");
     const { createClient } = await import("@connectrpc/connect");
     const { memoryTransport } = await import("./connect.js");

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { ErrorInfoSchema, type ErrorInfo } from "../../../gen/mailroom/common/v1/common_pb.js";
+import { ErrorInfoSchema, type ErrorInfo } from "@mailroom/proto/common/v1/common_pb.js";
 
 export interface AppErrorInit {
   code: string;

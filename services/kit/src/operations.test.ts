@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";
 import { badRequest } from "./errors.js";
 import { checkReadiness, processReadyChecks } from "./health.js";

@@ -6,7 +6,7 @@ import { ConnectError, Code } from "@connectrpc/connect";
 import { pino } from "pino";
 import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
 import { KIND, otlpEnv, startOtlpReceiver, withEnv, type OtlpReceiver, type ReceivedSpan } from "../../../test/harness/otlp-receiver.js";
-import { RendererService } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";
 import { connectNats } from "./jetstream.js";
 import { ack, consume } from "./jetstream/consume.js";

@@ -8,8 +8,8 @@ import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/p
 import type { KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { openKvBucket } from "@mailroom/kit/jetstream.js";
-import { StoredContentSchema, type StoredContent } from "../../../gen/mailroom/events/v1/events_pb.js";
-import { CompiledMessageSchema, type CompiledMessage } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { StoredContentSchema, type StoredContent } from "@mailroom/proto/events/v1/events_pb.js";
+import { CompiledMessageSchema, type CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 
 export const CONTENT_BUCKET = "mailroom_content";
 /** Default age past which the server drops an entry (a WARMUP broadcast rewrites its entry daily). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "@mailroom/proto/events/v1/events_pb.js";
 import { deliveryJobOf, deliveryPageOf } from "./delivery-jobs.js";
 import { variablesJson } from "./work.js";
 

@@ -17,7 +17,7 @@ import {
   DeliverySource,
   type DeliveryJob,
   type DeliveryPage,
-} from "../../../gen/mailroom/events/v1/events_pb.js";
+} from "@mailroom/proto/events/v1/events_pb.js";
 import type { DeliveryJobSpec, DeliveryPageSpec, DeliverySourceName } from "./work.js";
 
 const SOURCE: Record<DeliverySourceName, DeliverySource> = {

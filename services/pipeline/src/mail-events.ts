@@ -7,7 +7,7 @@ import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { publishTraced } from "@mailroom/kit/jetstream/publish.js";
 import { eventSubject } from "./subjects.js";
-import { MailEventSchema, MailEventType, type MailEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { sourceNameOf } from "./delivery-jobs.js";
 
 export type MailEventInit = MessageInitShape<typeof MailEventSchema>;

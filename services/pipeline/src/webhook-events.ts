@@ -10,7 +10,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
 import { publishTraced } from "@mailroom/kit/jetstream/publish.js";
 import { webhookEventSubject } from "./subjects.js";
-import { WebhookEventSchema } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { WebhookEventSchema } from "@mailroom/proto/events/v1/events_pb.js";
 
 /** A webhook event in wire-free terms: `data` is the webhook body's `data`. */
 export interface WebhookEventSpec {

@@ -6,7 +6,7 @@ import {
   CompileRequestSchema,
   ContentKind,
   RendererService,
-} from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+} from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { connectClient, startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { createLogger } from "@mailroom/kit/logger.js";

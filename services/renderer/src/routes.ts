@@ -7,7 +7,7 @@ import {
   RendererService,
   type CompileRequest,
   type RenderRequest,
-} from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+} from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import type { CompileInput } from "@mailroom/content/compile/compile.js";
 import type { Renderer, RenderSource } from "./domain/renderer.js";
 

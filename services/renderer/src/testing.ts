@@ -1,4 +1,4 @@
-import { ContentKind, type CompiledMessage } from "../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind, type CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
 import { mergeMessage, type MergeRecipient } from "@mailroom/content/merge.js";
 

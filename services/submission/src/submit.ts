@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { ConnectError, type Client } from "@connectrpc/connect";
 import PostalMime from "postal-mime";
-import { EmailInputSchema, type EmailService } from "../../../gen/mailroom/email/v1/email_pb.js";
+import { EmailInputSchema, type EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { errorInfoOf, isNeighbourDown } from "@mailroom/kit/errors.js";
 import { emailsOf, type Envelope, type SubmittedEmail } from "./message.js";
 

@@ -12,7 +12,7 @@ import {
 } from "@mailroom/pipeline/subjects.js";
 import { directoryEventsIn } from "@mailroom/pipeline/directory-events.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent, type WebhookEvent } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent, type WebhookEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { dispatchDirectoryEvent, dispatchMailEvent, dispatchWebhookEvent, type DispatchDeps, type WebhookEventData } from "./domain/dispatch.js";
 import { CLIENT_EVENTS, SUPPRESSION_EVENTS, type MailEventData, type MailEventKind, type MailSource, type WebhookEventName, type WebhookPayload } from "./domain/model.js";
 

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { mailEventOf } from "./consumers.js";
 
 const base = { workspaceId: "ws_a", source: DeliverySource.TRANSACTIONAL, emailId: "trs_1", deliveryId: "trs_1", recipient: "ann@example.test", route: "ses" };

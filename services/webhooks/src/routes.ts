@@ -11,7 +11,7 @@ import {
   type Delivery as ProtoDelivery,
   type DeliveryAttempt as ProtoAttempt,
   type Webhook as ProtoWebhook,
-} from "../../../gen/mailroom/webhooks/v1/webhooks_pb.js";
+} from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { Delivery, DeliveryAttempt, DeliveryState, Webhook, WebhookStatus } from "./domain/model.js";
 import type { Webhooks } from "./domain/webhooks.js";

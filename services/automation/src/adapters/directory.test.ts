@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
-import { GroupService } from "../../../../gen/mailroom/directory/v1/groups_pb.js";
+import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { directoryRoutes } from "../../../directory/src/routes.js";
 import { groupRoutes } from "../../../directory/src/group-routes.js";
@@ -9,7 +9,7 @@ import { Groups } from "../../../directory/src/domain/groups.js";
 import { GroupMembershipStore, GroupStore } from "../../../directory/src/adapters/group-store.js";
 import { ContactFilters } from "../../../directory/src/adapters/contact-filter.js";
 import { memoryDirectory } from "../../../directory/src/testing.js";
-import { BroadcastService } from "../../../../gen/mailroom/broadcast/v1/broadcast_pb.js";
+import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { broadcastRoutes } from "../../../broadcast/src/routes.js";
 import { buildTestWorld, draft } from "../../../broadcast/src/testing.js";
 import { RpcAutomationDirectory } from "./directory.js";

@@ -3,7 +3,7 @@ import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { badRequest, toConnectError } from "@mailroom/kit/errors.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { EmailRecordSchema, EmailService, EmailStatus, type SendBatchRequest } from "../../../../gen/mailroom/email/v1/email_pb.js";
+import { EmailRecordSchema, EmailService, EmailStatus, type SendBatchRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { ConnectMailer, SEND_BATCH_MAX } from "./email.js";
 
 /** An email service that refuses whole calls over `maxBatch` (as the real one does over 50) and accepts the rest. */

@@ -10,7 +10,7 @@ import { LRUCache } from "lru-cache";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { appErrorFromInfo, errorInfoOf, isNeighbourDown } from "@mailroom/kit/errors.js";
 import { ConnectError } from "@connectrpc/connect";
-import { EmailStatus, type EmailInput, type EmailService } from "../../../../gen/mailroom/email/v1/email_pb.js";
+import { EmailStatus, type EmailInput, type EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import type { Mailer, SendRequest, SendResult } from "../domain/runner.js";
 
 const RPC = { timeoutMs: 30_000 };

@@ -1,8 +1,8 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Contact as PbContact, DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
-import type { AudienceMember, AudienceService } from "../../../../gen/mailroom/directory/v1/audiences_pb.js";
+import type { Contact as PbContact, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { AudienceMember, AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
 import type { Contact, Directory, SenderCheck, UsageReservation, WorkspaceInfo } from "../domain/ports.js";
 import type { BroadcastAudience } from "../domain/model.js";
 import { asDomainError } from "./errors.js";

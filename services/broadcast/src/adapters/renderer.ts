@@ -1,6 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { CompiledMessageSchema, ContentKind, type RendererService } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, ContentKind, type RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { CompileInput, PreviewRecipient, RenderedMessage, Renderer } from "../domain/ports.js";
 import { asDomainError } from "./errors.js";

@@ -197,7 +197,7 @@ describe("outcomes", () => {
   it("counts replies once per recipient (DESIGN §10.4), however many the recipient sends, through the consumer's table", async () => {
     const { broadcastEventOf } = await import("../consumers.js");
     const { create } = await import("@bufbuild/protobuf");
-    const { MailEventSchema, MailEventType, DeliverySource } = await import("../../../../gen/mailroom/events/v1/events_pb.js");
+    const { MailEventSchema, MailEventType, DeliverySource } = await import("@mailroom/proto/events/v1/events_pb.js");
     const w = await buildTestWorld();
     w.directory.addContacts(3);
     const id = await scheduled(w, "ASAP");

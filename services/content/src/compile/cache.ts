@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { LRUCache } from "lru-cache";
-import { CompiledMessageSchema, TrackedLinkSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, TrackedLinkSchema } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { signLinkToken } from "../tokens.js";
 import { compileMessage, validateCompileInput, type CompileInput, type CompileOptions } from "./compile.js";
 import type { CompiledMessage } from "./compiled.js";

@@ -9,7 +9,7 @@ import {
   type CompiledTemplate,
   type Segment,
   type TrackedLink,
-} from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+} from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import type { Piece } from "./pieces.js";
 
 /**

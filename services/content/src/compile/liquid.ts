@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { appError } from "@mailroom/kit/errors.js";
-import { CompiledMessageSchema, LiquidContentSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, LiquidContentSchema } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { offersUnsubscribe, type CompiledMessage } from "./compiled.js";
 import { findVariables, referencesVariable } from "./variables.js";
 import { forHtmlMerge, ParsedTemplate } from "../liquid/template.js";

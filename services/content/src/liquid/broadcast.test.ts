@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "@mailroom/kit/errors.js";
-import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { compileMessage } from "../compile/compile.js";
 import { mergeMessage, mergeMessageBytes, prepare } from "../merge.js";
 import { parseClickToken } from "../tokens.js";

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { CompiledMessageSchema, type CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, type CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { compiledFrom } from "../testing.js";
 import { CachedContentSource, compiledSize, sharedContentRef, type CompiledMessageSource } from "./content-source.js";
 

@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { CompiledMessage, CompiledTemplate } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { CompiledMessage, CompiledTemplate } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { LRUCache } from "lru-cache";
 import { decodeStoredContent, type ContentStore } from "@mailroom/pipeline/content-store.js";
-import type { StoredContent } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import type { StoredContent } from "@mailroom/proto/events/v1/events_pb.js";
 import { PermanentError, type Carried, type ContentSource } from "../domain/ports.js";
 import { AttachmentParts } from "./attachment-parts.js";
 

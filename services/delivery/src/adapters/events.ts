@@ -1,5 +1,5 @@
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { DeliverySource, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import type { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
 import type { JobSource } from "../domain/job.js";
 import { outcomeEventId } from "../domain/outcome.js";

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { CompiledMessageSchema, ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { buildMail } from "../domain/message.js";
 import { testJob } from "../testing.js";
 import { RendererMerger } from "./merger.js";

@@ -1,4 +1,4 @@
-import type { CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import type { CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { mergeMessageBytes } from "@mailroom/content/merge.js";
 import { offersUnsubscribe } from "@mailroom/content/compile/compiled.js";
 import { RenderFailure } from "@mailroom/content/liquid/engine.js";

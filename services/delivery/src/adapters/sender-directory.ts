@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
-import { SuppressionReason, type DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import { SuppressionReason, type DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { asPermanentWhenFinal } from "./content-source.js";
 import type { SenderCheck, SenderDirectory } from "../domain/ports.js";
 

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource } from "@mailroom/proto/events/v1/events_pb.js";
 import { deliveryPageSubject, isPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
 import { variablesJson } from "@mailroom/pipeline/work.js";
 import { deliveryJobSubject } from "@mailroom/pipeline/subjects.js";

@@ -8,7 +8,7 @@ import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { openMemoryStore } from "@mailroom/store/open.js";
 import { openLmdbStore } from "@mailroom/store/lmdb.js";
 import type { Store } from "@mailroom/store/port.js";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { storeDirectory, type TestDirectory } from "../testing.js";
 import { ContactFilters, MONGODB_ENGAGEMENT_IDS } from "./contact-filter.js";
 import { ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION } from "./engagement-store.js";

@@ -1,7 +1,7 @@
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient} from "@connectrpc/connect";
-import { DirectoryService, SuppressionReason } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { AppError, badRequest } from "@mailroom/kit/errors.js";
 import { ConnectDirectory } from "./directory.js";
 

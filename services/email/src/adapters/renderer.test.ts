@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { CompiledMessageSchema, ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { mergeMessage } from "@mailroom/content/merge.js";
 import { rawLiquidKey } from "@mailroom/content/liquid/raw.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";

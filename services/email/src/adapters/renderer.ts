@@ -1,5 +1,5 @@
 import { toBinary } from "@bufbuild/protobuf";
-import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { CompileCache } from "@mailroom/content/compile/cache.js";
 import { ContentKind } from "@mailroom/content/compile/compiled.js";
 import { ParsedTemplateCache, type TemplateFields } from "@mailroom/content/liquid/template.js";

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { DeliverySource } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource } from "@mailroom/proto/events/v1/events_pb.js";
 import { buildTestWorld, decodeCompiled, type TestWorld } from "../testing.js";
 import type { EmailRequest } from "./model.js";
 

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { DeliverySource, MailEventSchema, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { outcomeEventOf } from "../consumers.js";
 import { buildTestWorld, type TestWorld } from "../testing.js";
 import type { EmailRequest } from "./model.js";

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { SuppressionReason, type DirectoryService } from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+import { SuppressionReason, type DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import type { SuppressionReason as Reason } from "../domain/model.js";
 import type { SendingDomains, Suppressions } from "../domain/ports.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Client } from "@connectrpc/connect";
 import { AppError, toConnectError, appError } from "@mailroom/kit/errors.js";
-import type { EmailService, SendEmailRequest } from "../../../../gen/mailroom/email/v1/email_pb.js";
+import type { EmailService, SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { srsReverse } from "../domain/srs.js";
 import { EmailServiceForwarder, forwardHops, MAX_FORWARD_HOPS } from "./forwarder.js";
 

@@ -1,7 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import { appError, appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
 import type { TokenSecret } from "@mailroom/content/tokens.js";
-import type { EmailService } from "../../../../gen/mailroom/email/v1/email_pb.js";
+import type { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import type { Forwarder } from "../domain/ports.js";
 import { srsForward } from "../domain/srs.js";
 

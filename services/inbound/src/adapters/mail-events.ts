@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JetStreamClient } from "@nats-io/jetstream";
-import { DeliverySource, MailEventType } from "../../../../gen/mailroom/events/v1/events_pb.js";
+import { DeliverySource, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
 import type { DeliverySource as Source, InboundEvent } from "../domain/model.js";
 import type { MailEvents } from "../domain/ports.js";

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import {
   BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest,
-} from "../../../../gen/mailroom/directory/v1/directory_pb.js";
+} from "@mailroom/proto/directory/v1/directory_pb.js";
 import { importContactsCsv, type DirectoryClient } from "./import-csv.js";
 
 /** A directory that accepts every row; `gate` lets a test hold its answers back. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { compile, CTX, clickUrls, render, RECIPIENT, SECRET } from "../testing.js";
 import { mergeMessage } from "@mailroom/content/merge.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { mergeMessage } from "@mailroom/content/merge.js";
 import { compile, CTX, RECIPIENT, SECRET } from "../testing.js";
 import { verifyClick } from "@mailroom/content/tokens.js";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { compileMessage, type CompileInput } from "@mailroom/content/compile/compile.js";
 import { mergeMessage } from "@mailroom/content/merge.js";
 import { ParsedTemplate } from "@mailroom/content/liquid/template.js";

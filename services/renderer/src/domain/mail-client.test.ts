@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { JSDOM } from "jsdom";
 import { describe, expect, it } from "vitest";
-import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { escapeHtml } from "@mailroom/content/escape.js";
 import { mergeMessage, type MergedMessage, type MergeRecipient } from "@mailroom/content/merge.js";
 import { verifyClick } from "@mailroom/content/tokens.js";

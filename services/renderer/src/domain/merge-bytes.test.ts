@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { CompiledMessageSchema, ContentKind, type CompiledMessage } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema, ContentKind, type CompiledMessage } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { mergeMessage, mergeMessageBytes, prepare, wireBody, type MergeRecipient } from "@mailroom/content/merge.js";
 import { compile, CTX, RECIPIENT } from "../testing.js";
 

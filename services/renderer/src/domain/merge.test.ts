@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { CompiledMessageSchema } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { CompiledMessageSchema } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { mergeMessage, prepare, stringifyValue } from "@mailroom/content/merge.js";
 import { compile, CTX, RECIPIENT, render } from "../testing.js";
 import { trackingUrls } from "@mailroom/content/tokens.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ContentKind } from "../../../../gen/mailroom/renderer/v1/renderer_pb.js";
+import { ContentKind } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { compile } from "../testing.js";
 import { pixelFormFor } from "@mailroom/content/compile/snippets.js";
 
