@@ -1,7 +1,8 @@
 /**
  * The README's examples, as a new user runs them: `npm start` (a fresh data dir, a free gateway
- * port), then every command of every ```sh block of README.md, in order, each in bash from the
- * repository's folder. A command fails the test when it exits non-zero; curl runs with
+ * port), then every command of every ```sh block of README.md, then of each page under docs/ in the
+ * order the README's Documentation table links them, in order, each in bash from the
+ * repository's folder (a block that cannot run in a test is a ```text block, or in SKIPPED_BLOCKS). A command fails the test when it exits non-zero; curl runs with
  * --fail-with-body, so an HTTP error answer is a failure too. The examples stay written for
  * humans (`localhost:8080`, `./.mailroom/`): only those two are replaced by this run's gateway
  * port and data dir, and `npx mailroom` is pointed at this run's directory (MAILROOM_DIRECTORY_URL,
@@ -30,17 +31,17 @@ const EXPECTED_EXIT: Array<{ command: RegExp; codes: number[]; why: string }> = 
   { command: /^npx mailroom .*domain verify /, codes: [2], why: "exit code 2 is its documented answer until the DNS records are published, which no test can do for acme.com" },
 ];
 
-interface Block { line: number; text: string }
+interface Block { file: string; line: number; text: string }
 
-/** Every ```sh block of the README, with the line it starts at. */
-function shellBlocks(readme: string): Block[] {
+/** Every ```sh block of a Markdown file, with the line it starts at. */
+function shellBlocks(file: string, readme: string): Block[] {
   const blocks: Block[] = [];
   const lines = readme.split("\n");
   for (let i = 0; i < lines.length; i++) {
     if (lines[i] !== "```sh") continue;
     const start = i + 1;
     while (++i < lines.length && lines[i] !== "```");
-    blocks.push({ line: start + 1, text: lines.slice(start, i).join("\n") });
+    blocks.push({ file, line: start + 1, text: lines.slice(start, i).join("\n") });
   }
   return blocks;
 }
@@ -62,6 +63,48 @@ function commandsOf(block: string): string[] {
 }
 
 const README = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+/** The docs pages in the order the README links them (its Documentation table). */
+const DOC_PAGES = [...new Set([...README.matchAll(/\]\(docs\/([a-z0-9-]+\.md)\)/g)].map((m) => `docs/${m[1]}`))];
+const MARKDOWN = ["README.md", ...DOC_PAGES];
+const read = (file: string) => readFileSync(path.join(REPO_ROOT, file), "utf8");
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as `-`. */
+const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replaceAll(" ", "-");
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split("\n")) {
+    if (line.startsWith("```")) fenced = !fenced;
+    const m = !fenced && /^#{1,6} (.+)$/.exec(line);
+    if (m) anchors.add(anchorOf(m[1]!));
+  }
+  return anchors;
+}
+
+describe("README and docs/", () => {
+  it("the README links every page of docs/, and is at most 300 lines", () => {
+    const pages = readdirSync(path.join(REPO_ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`);
+    expect(pages.filter((p) => !DOC_PAGES.includes(p)), "pages the README does not link").toEqual([]);
+    expect(README.split("\n").length).toBeLessThanOrEqual(301);
+  });
+
+  it("has no link to a missing file or heading, nor a reference to files outside the repository", () => {
+    const broken: string[] = [];
+    for (const file of MARKDOWN) {
+      const text = read(file);
+      if (/\.\.\/shared|DESIGN(\.md| §)/.test(text)) broken.push(`${file}: names a file outside the repository`);
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = m[1]!;
+        if (/^[a-z]+:/.test(target)) continue;
+        const [where, anchor] = target.split("#") as [string, string | undefined];
+        const linked = where ? path.normalize(path.join(path.dirname(file), where)) : file;
+        if (!existsSync(path.join(REPO_ROOT, linked))) broken.push(`${file}: ${target} (no such file)`);
+        else if (anchor && linked.endsWith(".md") && !anchorsOf(read(linked)).has(anchor)) broken.push(`${file}: ${target} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+});
 
 describe("README examples against npm start", () => {
   let dataDir: string;
@@ -113,10 +156,10 @@ describe("README examples against npm start", () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it("runs every shell example of the README as written, in order, without an error answer", async () => {
-    const blocks = shellBlocks(README);
+  it("runs every shell example of the README and docs/ as written, in order, without an error answer", async () => {
+    const blocks = MARKDOWN.flatMap((file) => shellBlocks(file, read(file)));
     for (const skip of SKIPPED_BLOCKS) {
-      expect(blocks.filter((b) => b.text.startsWith(skip.firstLine)).length, `skipped block "${skip.firstLine}" is in the README once`).toBe(1);
+      expect(blocks.filter((b) => b.text.startsWith(skip.firstLine)).length, `skipped block "${skip.firstLine}" is in the README or docs/ once`).toBe(1);
     }
     const toRun = blocks.filter((b) => !SKIPPED_BLOCKS.some((s) => b.text.startsWith(s.firstLine)));
     expect(toRun.length).toBeGreaterThanOrEqual(7);
@@ -159,11 +202,11 @@ describe("README examples against npm start", () => {
           });
         });
         const expected = EXPECTED_EXIT.find((e) => e.command.test(command))?.codes ?? [0];
-        expect(expected, `README line ${block.line}: \`${command}\` exited ${result.code}:\n${result.out.slice(-3_000)}`).toContain(result.code);
+        expect(expected, `${block.file}:${block.line}: \`${command}\` exited ${result.code}:\n${result.out.slice(-3_000)}`).toContain(result.code);
         ran.push(`${((Date.now() - started) / 1000).toFixed(1)} s  ${command.split("\n")[0]!.slice(0, 100)}`);
       }
     }
-    console.log(`README: ${ran.length} commands in ${toRun.length} blocks\n${ran.join("\n")}`);
+    console.log(`README and docs/: ${ran.length} commands in ${toRun.length} blocks\n${ran.join("\n")}`);
   }, 600_000);
 
   it("reaches the broadcast's recipients: COMPLETED with recipients > 0, its mail in /dev/mail", async () => {
