@@ -83,6 +83,21 @@ describe("the error table", () => {
     expect((await runHint("-w <workspace-id> member role <email> <ROLE>")).err.join("\n")).toMatch(/missing required argument 'role'/);
   });
 
+  it("names, for every code but the generic ones, a page of docs/ and a heading on it, shown on the code's page", () => {
+    const root = path.resolve(import.meta.dirname, "..", "..");
+    const GENERIC = new Set(["forbidden", "conflict"]); // answered by several topics: the message says which
+    const headings = (page: string) => new Set(readFileSync(path.join(root, "docs", page), "utf8").split("\n").filter((l) => /^#{1,6} /.test(l)).map((l) => l.replace(/^#+ /, "")));
+    for (const [code, rule] of Object.entries(ERROR_TABLE)) {
+      if (GENERIC.has(code)) continue;
+      expect(rule.docs, code).toBeDefined();
+      const { page, section } = rule.docs!;
+      expect(existsSync(path.join(root, "docs", page)), `${code}: docs/${page}`).toBe(true);
+      if (section) expect([...headings(page)], `${code}: docs/${page}`).toContain(section);
+      expect(errorCodePage(code), code).toContain(`<strong>Read more:</strong> <code>docs/${page}</code>`);
+    }
+    expect(errorCodePage("ab_test_not_waiting")).toContain("<code>docs/broadcasts.md</code>, section “A/B tests of broadcasts”");
+  });
+
   it("gives every body a docsUrl and appends the fix to the message", () => {
     const gated = publicErrorBody({ code: "broadcast_api_not_enabled", message: "The broadcast API is in early access and not enabled for this workspace" }, "http://localhost:8080/docs/errors");
     expect(forWorkspace(gated, "ws_acme")).toEqual({

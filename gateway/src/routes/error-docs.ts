@@ -5,7 +5,7 @@ import { defineRoute, type RouteModule } from "./route.js";
 
 /**
  * GET /docs/errors and GET /docs/errors/:code: the error documentation `docsUrl` points
- * at, generated from ERROR_TABLE (status, meaning, what to do). Codes with `/` use `.`
+ * at, generated from ERROR_TABLE (status, meaning, what to do, the docs page of its topic). Codes with `/` use `.`
  * in the path (`campaigns.invalid_from_email`); the encoded `/` is accepted too.
  */
 
@@ -39,7 +39,8 @@ export function errorCodePage(code: string): string | undefined {
 <h1><code>${escape(code)}</code></h1>
 <p><strong>HTTP status:</strong> ${statusLine(rule.status)}</p>
 <p>${prose(rule.description)}</p>${rule.fix ? `
-<p><strong>What lifts it:</strong> ${prose(rule.fix)}</p>` : ""}`);
+<p><strong>What lifts it:</strong> ${prose(rule.fix)}</p>` : ""}${rule.docs ? `
+<p><strong>Read more:</strong> <code>docs/${escape(rule.docs.page)}</code>${rule.docs.section ? `, section “${escape(rule.docs.section)}”` : ""}, in Mailroom's documentation (the <code>docs</code> folder beside its README).</p>` : ""}`);
 }
 
 const html = z.string().meta({ contentMediaType: "text/html" });
