@@ -128,7 +128,7 @@ export const POSTGRES_SYSTEM_TESTS = [
 /**
  * The compatibility set: what proves a Node version works without the whole suite (.ci/run runs
  * it on the machine's Node and on Node 22; the whole suite runs on Node 24, the active LTS).
- * Every unit test, the store contract (inside the unit tests), the README's examples against a
+ * Every unit test, the store contract (inside the unit tests), the README's and docs/' examples against a
  * fresh `npm start`, one send the whole way, one broadcast, and the runtime check.
  */
 export const COMPAT_SYSTEM_TESTS = [

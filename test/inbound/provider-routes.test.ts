@@ -39,7 +39,7 @@ const OWNER = "owner@acme.test";
 const POSTMARK_PASSWORD = "pm-hook-pass-42";
 /** In the shared route's URL: must never show in a log, the console or a status. */
 const RELAY_PASSWORD = "hunter2-relay-secret";
-/** Postmark's SMTP credentials are its server token as user and password (README's example `smtp://TOKEN:TOKEN@…`). */
+/** Postmark's SMTP credentials are its server token as user and password (docs/delivery.md's example `smtp://TOKEN:TOKEN@…`). */
 const POSTMARK_TOKEN = "0f7c2b1e-pm-server-token-5d9a";
 
 /** What the suite reads of a sink. */
@@ -407,7 +407,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     }
   }, 60_000);
 
-  // A Postmark route's URL is smtp://TOKEN:TOKEN@smtp.postmarkapp.com (README): the token is the
+  // A Postmark route's URL is smtp://TOKEN:TOKEN@smtp.postmarkapp.com (docs/delivery.md): the token is the
   // user name too, so redactUrl hides both.
   it("a Postmark route's server token (its URL's user name) shows nowhere", async () => {
     const page = await (await operatorConsole())("/delivery");

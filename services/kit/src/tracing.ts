@@ -5,7 +5,7 @@
  * Off unless an exporter is configured, and off means off: the SDK is not even loaded, and
  * every helper here checks one module variable and calls straight through, so the send path
  * pays no span objects, no context switches and no AsyncLocalStorage (measured in
- * `npm run bench api`, README "Traces").
+ * `npm run bench api`, docs/operations.md "Traces").
  *
  * Spans name things by id only (request, email, broadcast, delivery, contact ids): no API key,
  * message content or recipient address goes into a span name or attribute.
