@@ -1,5 +1,6 @@
 /** Store contract: filters, find options and paging. */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Collection } from "@mailroom/store/port.js";
 import type { ContractContext, Item } from "./context.js";
 
 export function describeFilterCases({ fresh, ids }: ContractContext): void {

@@ -1,6 +1,6 @@
 /** Store contract: wildcard and unique indexes, deletes and TTL indexes. */
-import { describe, expect, it } from "vitest";
-import { DuplicateKeyError } from "@mailroom/store/port.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { DuplicateKeyError, type Collection } from "@mailroom/store/port.js";
 import type { ContractContext, Item } from "./context.js";
 
 export function describeIndexCases({ fresh, ids, store }: ContractContext): void {
