@@ -10,7 +10,7 @@ import { openMemoryStore, openStore } from "./open.js";
 import { openPostgresStore } from "./postgres.js";
 import { adminClient, createTestDatabase } from "./postgres.fixture.js";
 import { DuplicateKeyError, type Doc } from "./port.js";
-import { describeStoreContract } from "./store.contract.js";
+import { describeStoreContract } from "../../../test/store-contract/contract.js";
 
 const tempDirs: string[] = [];
 async function tempDir(): Promise<string> {
