@@ -223,7 +223,8 @@ export function buildOpenApiDocument(routes: RegisteredRoute[], serverUrl?: stri
     }
   }
   const { securitySchemes = {}, schemas = {}, responses = {}, headers = {} } = document.components ?? {};
-  return { ...document, components: { securitySchemes, schemas, responses, headers } } as OpenApiDocument;
+  // zod-openapi's types are interfaces without index signatures; the shape is the one declared above.
+  return { ...document, components: { securitySchemes, schemas, responses, headers } } as unknown as OpenApiDocument;
 }
 
 /**
