@@ -9,7 +9,7 @@ import type { GatewayDeps, ServiceClients } from "./deps.js";
 import { loadGatewaySettings } from "./settings.js";
 import { workspaceOf } from "./auth.js";
 import { appError } from "@mailroom/kit/errors.js";
-import { MemoryTokenBuckets } from "./rate-limit.js";
+import { MemoryTokenBuckets } from "@mailroom/kit/token-bucket.js";
 
 // An in-memory directory that knows two keys: one with api_user, one without.
 const directoryTransport = memoryTransport(({ service }) => {

@@ -2,7 +2,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { z } from "zod";
 import type { GatewayDeps } from "./deps.js";
 import { createAuthHook } from "./auth.js";
-import { AuthFailureLimiter, MemoryTokenBuckets, createKeyRateLimitHook } from "./rate-limit.js";
+import { MemoryTokenBuckets } from "@mailroom/kit/token-bucket.js";
+import { AuthFailureLimiter, createKeyRateLimitHook } from "./rate-limit.js";
 import { requestIdOf } from "./request-context.js";
 import { DEFAULT_BODY_LIMIT_BYTES, bodyFromRouterError, clientErrorResponse, handleError, refusal, sendError } from "./errors.js";
 import { collectOpenApi } from "./openapi.js";

@@ -18,7 +18,7 @@ import { AutomationService } from "@mailroom/proto/automation/v1/automation_pb.j
 import { InboundService, ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
 import { ACTOR_HEADER, ACTOR_LABEL_HEADER, actorHeaderValue, actorLabelHeaderValue } from "@mailroom/kit/audit.js";
-import type { TokenBuckets } from "./rate-limit.js";
+import type { TokenBuckets } from "@mailroom/kit/token-bucket.js";
 import type { OidcSettings, SystemSender } from "./settings.js";
 import type { DrainLimits } from "./lingering-close.js";
 

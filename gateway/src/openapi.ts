@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { FastifyInstance, RouteOptions } from "fastify";
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from "zod-openapi";
 import { apiErrorSchema, unauthorizedErrorSchema } from "./errors.js";
 
 /**
@@ -7,6 +8,13 @@ import { apiErrorSchema, unauthorizedErrorSchema } from "./errors.js";
  * operation (summary, tags, zod schemas of params, query, body and each response) in its
  * route config, and the document is assembled from the routes the app actually registered.
  * A route without a declaration is simply missing from the document (openapi.test.ts fails).
+ *
+ * The zod-to-OpenAPI work is zod-openapi's (5.4.x): it takes zod 4 schemas as they are
+ * (`.meta({ id })` makes a component, the same marks the routes already use), renders them
+ * with zod's own JSON Schema conversion (input side for requests, output side for responses),
+ * and runs on Node 20 (its 6.x line needs Node 22.14). @asteasolutions/zod-to-openapi needs a
+ * registry of its own, and @fastify/swagger with fastify-type-provider-zod would move the
+ * parsing into Fastify's schema compiler; this module only maps route declarations to it.
  */
 
 type JsonSchema = Record<string, unknown>;
@@ -130,61 +138,22 @@ const INFO = {
 
 const HTTP_METHODS = new Set(["get", "put", "post", "delete", "patch", "options"]);
 
-/** Turns zod schemas into JSON Schema, gathering every schema with a `meta({ id })` under components.schemas. */
-class SchemaCollector {
-  readonly components: Record<string, JsonSchema> = {};
-
-  convert(schema: z.ZodType, io: "input" | "output"): JsonSchema {
-    const { $schema: _dialect, $defs, ...json } = z.toJSONSchema(schema, { target: "draft-2020-12", io }) as JsonSchema & { $defs?: Record<string, JsonSchema> };
-    for (const [id, def] of Object.entries($defs ?? {})) {
-      const named = pointAtComponents(def);
-      const known = this.components[id];
-      if (known && JSON.stringify(known) !== JSON.stringify(named)) throw new Error(`Two different schemas are named ${id}`);
-      this.components[id] = named;
-    }
-    return pointAtComponents(json);
-  }
-}
-
-function pointAtComponents<T>(node: T): T {
-  if (Array.isArray(node)) return node.map(pointAtComponents) as T;
-  if (!node || typeof node !== "object") return node;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node)) {
-    out[k] = k === "$ref" && typeof v === "string" ? v.replace("#/$defs/", "#/components/schemas/") : pointAtComponents(v);
-  }
-  return out as T;
-}
-
 /** Sent on every response (components.headers.XRequestId). */
 const REQUEST_ID_HEADER = {
   description: "The request's id: the caller's `x-request-id` when it sent an acceptable one (printable ASCII, at most 128 characters), else a generated one. Also passed to the internal services; quote it when reporting a problem.",
   required: true,
-  schema: { type: "string", maxLength: 128 },
+  schema: { type: "string" as const, maxLength: 128 },
 };
 
-function responseObject(r: ResponseDoc, schemas: SchemaCollector): Record<string, unknown> {
-  const content: Record<string, unknown> = {};
-  if (r.body) content["application/json"] = { schema: schemas.convert(r.body, "output") };
-  for (const [media, schema] of Object.entries(r.content ?? {})) content[media] = { schema: schemas.convert(schema, "output") };
+function responseObject(r: ResponseDoc): ZodOpenApiResponseObject {
+  const content: NonNullable<ZodOpenApiResponseObject["content"]> = {};
+  if (r.body) content["application/json"] = { schema: r.body };
+  for (const [media, schema] of Object.entries(r.content ?? {})) content[media] = { schema };
   return {
     description: r.description,
     headers: { "x-request-id": { $ref: "#/components/headers/XRequestId" }, ...r.headers },
     ...(Object.keys(content).length ? { content } : {}),
   };
-}
-
-/** Path or query parameters from a zod object: one parameter per property, its description lifted out. */
-function parameters(where: "path" | "query", object: z.ZodObject | undefined, schemas: SchemaCollector): unknown[] {
-  if (!object) return [];
-  const json = schemas.convert(object, "input") as { properties?: Record<string, JsonSchema>; required?: string[] };
-  return Object.entries(json.properties ?? {}).map(([name, { description, ...schema }]) => ({
-    name,
-    in: where,
-    ...(where === "path" || json.required?.includes(name) ? { required: true } : {}),
-    schema,
-    ...(description ? { description } : {}),
-  }));
 }
 
 /** `/v1/emails/:id/cancel` -> `/v1/emails/{id}/cancel`. */
@@ -197,46 +166,44 @@ interface RegisteredRoute {
   options: RouteOptions;
 }
 
+function operation(path: string, doc: OperationDoc, requiresApiKey: boolean): ZodOpenApiOperationObject {
+  // A path parameter the route does not describe is still a string in the path.
+  const declared = doc.params?.shape ?? {};
+  const undeclared = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).filter((name) => !(name in declared));
+  const pathParams = undeclared.length
+    ? (doc.params ?? z.object({})).extend(Object.fromEntries(undeclared.map((name) => [name, z.string()])))
+    : doc.params;
+  const requestParams = { ...(pathParams ? { path: pathParams } : {}), ...(doc.query ? { query: doc.query } : {}) };
+  const requestBody = doc.body
+    ? { required: true, content: { "application/json": { schema: doc.body } } }
+    : doc.requestContent
+      ? { required: doc.requestContent.required, content: Object.fromEntries(Object.entries(doc.requestContent.content).map(([media, schema]) => [media, { schema }])) }
+      : undefined;
+  return {
+    operationId: doc.operationId,
+    tags: doc.tags,
+    summary: doc.summary,
+    ...(doc.description ? { description: doc.description } : {}),
+    // The document-wide default is the API key; routes outside the authenticated scope need none.
+    ...(requiresApiKey ? {} : { security: [] }),
+    ...(Object.keys(requestParams).length ? { requestParams } : {}),
+    ...(requestBody ? { requestBody } : {}),
+    responses: Object.fromEntries(
+      Object.entries(doc.responses).map(([status, r]) => [status, typeof r === "string" ? { $ref: `#/components/responses/${r}` } : responseObject(r)]),
+    ),
+  };
+}
+
 export function buildOpenApiDocument(routes: RegisteredRoute[], serverUrl?: string): OpenApiDocument {
-  const schemas = new SchemaCollector();
-  const paths: OpenApiDocument["paths"] = {};
+  const paths: ZodOpenApiPathsObject = {};
   for (const { method, url, options } of routes) {
     const doc = options.config?.openapi;
     if (!doc || !HTTP_METHODS.has(method)) continue;
     const path = openApiPath(url);
-    const declared = parameters("path", doc.params, schemas) as Array<{ name: string }>;
-    // A path parameter the route does not describe is still a string in the path.
-    const undeclared = [...path.matchAll(/\{(\w+)\}/g)]
-      .map((m) => m[1])
-      .filter((name) => !declared.some((p) => p.name === name))
-      .map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
-    const params = [...declared, ...undeclared, ...parameters("query", doc.query, schemas)];
-    const requestBody = doc.body
-      ? { required: true, content: { "application/json": { schema: schemas.convert(doc.body, "input") } } }
-      : doc.requestContent
-        ? {
-            required: doc.requestContent.required,
-            content: Object.fromEntries(Object.entries(doc.requestContent.content).map(([media, s]) => [media, { schema: schemas.convert(s, "input") }])),
-          }
-        : undefined;
-    const responses = Object.fromEntries(
-      Object.entries(doc.responses).map(([status, r]) => [status, typeof r === "string" ? { $ref: `#/components/responses/${r}` } : responseObject(r, schemas)]),
-    );
     paths[path] ??= {};
-    paths[path][method] = {
-      operationId: doc.operationId,
-      tags: doc.tags,
-      summary: doc.summary,
-      ...(doc.description ? { description: doc.description } : {}),
-      // The document-wide default is the API key; routes outside the authenticated scope need none.
-      ...(options.config?.requiresApiKey ? {} : { security: [] }),
-      ...(params.length ? { parameters: params } : {}),
-      ...(requestBody ? { requestBody } : {}),
-      responses,
-    };
+    paths[path][method as "get"] = operation(path, doc, !!options.config?.requiresApiKey);
   }
-  const sharedResponses = Object.fromEntries(Object.entries(SHARED_RESPONSES).map(([name, r]) => [name, responseObject(r, schemas)]));
-  return {
+  const document = createDocument({
     openapi: "3.1.0",
     info: INFO,
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
@@ -245,11 +212,19 @@ export function buildOpenApiDocument(routes: RegisteredRoute[], serverUrl?: stri
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "An API key with scope `api_user` (EDITOR), or `api_read` (VIEWER) on reading endpoints." } },
-      schemas: schemas.components,
-      responses: sharedResponses,
+      responses: Object.fromEntries(Object.entries(SHARED_RESPONSES).map(([name, r]) => [name, responseObject(r)])),
       headers: { XRequestId: REQUEST_ID_HEADER },
     },
-  };
+  });
+  // A parameter's description is lifted out of its schema (zod-openapi leaves a copy in both).
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const op of Object.values(item) as Array<{ parameters?: Array<{ description?: string; schema?: { description?: string } }> }>) {
+      for (const p of op.parameters ?? []) if (p.schema && p.schema.description === p.description) delete p.schema.description;
+    }
+  }
+  const { securitySchemes = {}, schemas = {}, responses = {}, headers = {} } = document.components ?? {};
+  // zod-openapi's types are interfaces without index signatures; the shape is the one declared above.
+  return { ...document, components: { securitySchemes, schemas, responses, headers } } as unknown as OpenApiDocument;
 }
 
 /**

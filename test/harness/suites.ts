@@ -22,6 +22,9 @@ export const UNIT_TESTS = ["services/**/*.test.ts", "gateway/**/*.test.ts", "cli
  */
 export const UNIT_ISOLATED = [
   "gateway/src/openapi.test.ts",
+  "gateway/src/openapi-audiences.test.ts",
+  "gateway/src/openapi-contacts.test.ts",
+  "gateway/src/openapi-emails.test.ts",
   "gateway/src/roles.test.ts",
   "gateway/src/tracing.test.ts",
   "services/email/src/adapters/tracing.test.ts",

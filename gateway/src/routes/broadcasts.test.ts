@@ -334,7 +334,7 @@ describe("gateway /v1/broadcasts", () => {
   });
 
   it("drove every response the broadcast operations document", () => {
-    // (A broadcast's stats are driven in openapi.test.ts with the other outcome routes.)
+    // (A broadcast's stats are driven in openapi-emails.test.ts with the other outcome routes.)
     const missing = api.undriven((p) => p.startsWith("/v1/broadcasts") && !p.endsWith("/stats"));
     expect(missing).toEqual([]);
   });

@@ -6,7 +6,7 @@ import { SignupOutcome, type FormField, type Form } from "@mailroom/proto/direct
 import { callOptionsFor, type GatewayDeps } from "../deps.js";
 import { apiErrorSchema, bodyFromError, publicErrorBody, sendError, type PublicErrorBody } from "../errors.js";
 import type { OperationDoc } from "../openapi.js";
-import { MemoryTokenBuckets, type TokenBuckets } from "../rate-limit.js";
+import { MemoryTokenBuckets, type TokenBuckets } from "@mailroom/kit/token-bucket.js";
 import { SIGNUP_LINK_TTL_MS, signSignupToken } from "../signup-tokens.js";
 import { escapeHtml as escape, page } from "./page.js";
 import { withDocs, type RouteModule } from "./route.js";
