@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ERROR_TABLE, bodyFromError, forWorkspace, publicErrorBody } from "./errors.js";
 import { errorCodePage } from "./routes/error-docs.js";
+import { renderDocs } from "./routes/docs-pages.js";
 import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../cli/testing.js";
 
 describe("bodyFromError", () => {
@@ -85,6 +86,7 @@ describe("the error table", () => {
 
   it("names, for every code but the generic ones, a page of docs/ and a heading on it, shown on the code's page", () => {
     const root = path.resolve(import.meta.dirname, "..", "..");
+    const rendered = renderDocs();
     const GENERIC = new Set(["forbidden", "conflict"]); // answered by several topics: the message says which
     const headings = (page: string) => new Set(readFileSync(path.join(root, "docs", page), "utf8").split("\n").filter((l) => /^#{1,6} /.test(l)).map((l) => l.replace(/^#+ /, "")));
     for (const [code, rule] of Object.entries(ERROR_TABLE)) {
@@ -93,9 +95,15 @@ describe("the error table", () => {
       const { page, section } = rule.docs!;
       expect(existsSync(path.join(root, "docs", page)), `${code}: docs/${page}`).toBe(true);
       if (section) expect([...headings(page)], `${code}: docs/${page}`).toContain(section);
-      expect(errorCodePage(code), code).toContain(`<strong>Read more:</strong> <code>docs/${page}</code>`);
+      // The link reaches the served page (GET /docs/:page) and, for a section, its heading's anchor.
+      const href = /<strong>Read more:<\/strong> <a href="\.\.\/([^"#]+)(?:#([^"]+))?">/.exec(errorCodePage(code)!);
+      expect(href, code).not.toBeNull();
+      const served = rendered.get(href![1]!);
+      expect(served, `${code}: /docs/${href![1]}`).toBeDefined();
+      expect(href![1]).toBe(page.replace(/\.md$/, ""));
+      if (section) expect(served!.html, `${code}: #${href![2]}`).toContain(`id="${href![2]}"`);
     }
-    expect(errorCodePage("ab_test_not_waiting")).toContain("<code>docs/broadcasts.md</code>, section “A/B tests of broadcasts”");
+    expect(errorCodePage("ab_test_not_waiting")).toContain('<a href="../broadcasts#ab-tests-of-broadcasts">docs/broadcasts.md, section “A/B tests of broadcasts”</a>');
   });
 
   it("gives every body a docsUrl and appends the fix to the message", () => {

@@ -282,6 +282,22 @@ describe("the generated OpenAPI document against the gateway: emails, outcomes, 
       expect((await call("GET /docs/errors/{code}", { url: "/docs/errors/toString" })).statusCode).toBe(404);
     });
 
+    it("serves the docs pages the error pages link to", async () => {
+      const index = await call("GET /docs");
+      expect(index.headers["content-type"]).toMatch(/^text\/html/);
+      expect(index.body).toContain('href="docs/broadcasts"');
+      const code = await call("GET /docs/errors/{code}", { url: "/docs/errors/ab_test_not_waiting" });
+      const link = /Read more:<\/strong> <a href="\.\.\/([^"#]+)#([^"]+)"/.exec(code.body)!;
+      const page = await call("GET /docs/{page}", { url: `/docs/${link[1]}` });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain(`id="${link[2]}"`);
+      // Links between pages name the served page; HTML written in a page is escaped.
+      expect(page.body).not.toMatch(/href="[^"]*\.md(#|")/);
+      for (const name of ["no_such_page", "toString", "README"]) {
+        expect((await call("GET /docs/{page}", { url: `/docs/${name}` })).statusCode, name).toBe(404);
+      }
+    });
+
     it("documents the 503 of a service that is down and the 429 of the rate limit", async () => {
       const first = await call("POST /v1/emails", { body: rawEmail }, degraded);
       expect(first.json()).toMatchObject({ statusCode: 503, code: "service_unavailable" });

@@ -359,7 +359,7 @@ export const CONCERNS = {
   },
   /** openapi-emails.test.ts: sending, listing, exporting emails, their outcomes, stats, webhooks, error pages. */
   emails: {
-    paths: (p: string) => /^\/(v1\/(emails|stats|webhooks)\b|v1\/broadcasts\/\{id\}\/stats$|docs\/)/.test(p),
+    paths: (p: string) => /^\/(v1\/(emails|stats|webhooks)\b|v1\/broadcasts\/\{id\}\/stats$|docs\b)/.test(p),
     shared: ["Unauthorized", "PayloadTooLarge", "UnsupportedMediaType", "RateLimited", "ServiceUnavailable"],
   },
   /** openapi-contacts.test.ts: contacts, their properties and events, templates, API keys, identities. */

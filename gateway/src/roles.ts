@@ -79,6 +79,8 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /readyz": open(PROBE),
   "GET /metrics": open("Prometheus scrape; MAILROOM_METRICS_TOKEN guards it when set"),
   "GET /openapi.json": open(DOCS),
+  "GET /docs": open(DOCS),
+  "GET /docs/:page": open(DOCS),
   "GET /docs/errors": open(DOCS),
   "GET /docs/errors/:code": open(DOCS),
   "GET /dev/mail": open("development mail viewer: only with captured mail, only from loopback"),

@@ -1,6 +1,8 @@
 import { STATUS_CODES } from "node:http";
 import { z } from "zod";
-import { ERROR_TABLE, codeOfDocsSlug, docsSlug } from "../errors.js";
+import { ERROR_TABLE, codeOfDocsSlug, docsSlug, type DocsSection } from "../errors.js";
+import { docsPage, escapeDocsHtml } from "./docs-html.js";
+import { headingAnchor } from "./docs-pages.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 /**
@@ -9,15 +11,14 @@ import { defineRoute, type RouteModule } from "./route.js";
  * in the path (`campaigns.invalid_from_email`); the encoded `/` is accepted too.
  */
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escape = escapeDocsHtml;
 /** The table's descriptions mark code with backticks. */
 const prose = (s: string) => escape(s).replace(/`([^`]+)`/g, "<code>$1</code>");
+const page = docsPage;
 
-const page = (title: string, inner: string) => `<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:44rem;margin:3rem auto;padding:0 1rem;color:#222}
-code{background:#f3f3f3;padding:0 .2em;border-radius:3px}td,th{padding:.3rem .6rem;text-align:left;vertical-align:top}</style>
-</head><body>${inner}</body></html>`;
+/** `api.md` + its heading → `api#its-heading` (the docs route's page and GitHub's anchor). */
+const docsHref = (d: DocsSection) => `${d.page.replace(/\.md$/, "")}${d.section ? `#${headingAnchor(d.section)}` : ""}`;
+const docsTitle = (d: DocsSection) => `docs/${d.page}${d.section ? `, section “${d.section}”` : ""}`;
 
 const statusLine = (status: number) => `${status} ${STATUS_CODES[status] ?? ""}`.trim();
 
@@ -40,7 +41,7 @@ export function errorCodePage(code: string): string | undefined {
 <p><strong>HTTP status:</strong> ${statusLine(rule.status)}</p>
 <p>${prose(rule.description)}</p>${rule.fix ? `
 <p><strong>What lifts it:</strong> ${prose(rule.fix)}</p>` : ""}${rule.docs ? `
-<p><strong>Read more:</strong> <code>docs/${escape(rule.docs.page)}</code>${rule.docs.section ? `, section “${escape(rule.docs.section)}”` : ""}, in Mailroom's documentation (the <code>docs</code> folder beside its README).</p>` : ""}`);
+<p><strong>Read more:</strong> <a href="../${escape(docsHref(rule.docs))}">${escape(docsTitle(rule.docs))}</a>, in Mailroom's documentation.</p>` : ""}`);
 }
 
 const html = z.string().meta({ contentMediaType: "text/html" });

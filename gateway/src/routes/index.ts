@@ -28,6 +28,7 @@ import { registerDomainDmarc } from "./domains-dmarc.js";
 import { registerApiKeys } from "./api-keys.js";
 import { registerEvents } from "./events.js";
 import { registerErrorDocs } from "./error-docs.js";
+import { registerDocsPages } from "./docs-pages.js";
 import { registerReadyz } from "./readyz.js";
 import { broadcastScope } from "./broadcasts-schema.js";
 import { registerCreateBroadcast } from "./broadcasts-create.js";
@@ -263,6 +264,7 @@ export const publicRoutes: RouteModule[] = [
   registerDevWebhooks,
   registerOpenApi,
   registerErrorDocs,
+  registerDocsPages,
   registerReadyz,
   // Relay providers' event webhooks (DESIGN §9.7; docs in their module).
   registerProviderWebhooks,
