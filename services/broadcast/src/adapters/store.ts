@@ -566,7 +566,7 @@ export class StoreTimelineRepository implements TimelineRepository {
 }
 
 /** Every repository, with its indexes in place. */
-export async function openRepositories(store: Store) {
+export async function openStores(store: Store) {
   const broadcasts = new StoreBroadcastRepository(store);
   const contents = new StoreContentRepository(store);
   const pages = new StorePageRepository(store);
