@@ -57,7 +57,7 @@ const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
 const broadcastEvents = new PublishedBroadcastEvents(new WebhookEventPublisher(jetstream(nc)));
 const sender = new Sender(
   // Each step that sends in a trace of its own, linked to the request that scheduled the broadcast.
-  { ...repos, directory, queue, content, clock: systemClock, logger, events: broadcastEvents, stepScope: sendingStepScope },
+  { ...repos, directory, queue, deliveryContent: content, clock: systemClock, logger, events: broadcastEvents, stepScope: sendingStepScope },
   { owner, intervalMs: settings.senderIntervalMs, leaseMs: settings.leaseMs },
 );
 const broadcasts = new Broadcasts({
@@ -65,7 +65,7 @@ const broadcasts = new Broadcasts({
   directory,
   renderer: new RendererClient(connectClient(RendererService, config.urls.renderer)),
   queue,
-  content,
+  deliveryContent: content,
   clock: systemClock,
   logger,
   ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: newMessageId },
@@ -76,7 +76,7 @@ const broadcasts = new Broadcasts({
 sender.start();
 const events = await consumeBroadcastEvents(
   nc,
-  { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock: systemClock, logger, events: broadcastEvents },
+  { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, deliveryContent: content, clock: systemClock, logger, events: broadcastEvents },
   logger,
 );
 

@@ -363,7 +363,7 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     directory,
     renderer,
     queue,
-    content,
+    deliveryContent: content,
     timeline: repos.timeline,
     clock,
     logger: silentLogger,
@@ -371,8 +371,8 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
   });
   const events = new FakeBroadcastEvents();
   const sender = (owner = "test-process", more: Partial<SenderOptions> = {}) =>
-    new Sender({ ...repos, directory, queue, content, clock, logger: silentLogger, events }, { owner, ...opts.sender, ...more });
-  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock, logger: silentLogger, events };
+    new Sender({ ...repos, directory, queue, deliveryContent: content, clock, logger: silentLogger, events }, { owner, ...opts.sender, ...more });
+  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, deliveryContent: content, clock, logger: silentLogger, events };
   return {
     store,
     repos,

@@ -574,5 +574,5 @@ export async function openStores(store: Store) {
   const warmup = new StoreWarmupRepository(store);
   const timeline = new StoreTimelineRepository(store);
   await Promise.all([broadcasts.init(), contents.init(), pages.init(), ledger.init(), timeline.init()]);
-  return { broadcasts, contents, pages, ledger, warmup, timeline };
+  return { broadcasts, lockedContent: contents, pages, ledger, warmup, timeline };
 }
