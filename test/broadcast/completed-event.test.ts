@@ -53,7 +53,7 @@ describe("BROADCAST_COMPLETED after a process stopped between the status change 
   });
 
   const senderOf = (w: TestWorld, events: PublishedBroadcastEvents, owner: string) =>
-    new Sender({ ...w.repos, directory: w.directory, queue: w.queue, content: w.content, clock: w.clock, logger: silentLogger, events }, { owner });
+    new Sender({ ...w.repos, directory: w.directory, queue: w.queue, deliveryContent: w.content, clock: w.clock, logger: silentLogger, events }, { owner });
   const run = async (sender: Sender) => {
     for (let i = 0; i < 200; i++) if ((await sender.tick()) === 0) return;
     throw new Error("sender kept working");

@@ -62,7 +62,7 @@ describe("broadcast page jobs on JetStream", () => {
         await publisher.publishPage(page);
       },
     };
-    return new Sender({ ...w.repos, pages, directory: w.directory, queue, content, clock: w.clock, logger: silentLogger }, { owner, windowSize: 200 });
+    return new Sender({ ...w.repos, pages, directory: w.directory, queue, deliveryContent: content, clock: w.clock, logger: silentLogger }, { owner, windowSize: 200 });
   }
 
   async function run(s: Sender) {

@@ -105,15 +105,13 @@ describe("delivery service (JetStream → SMTP)", () => {
     expect(received("r2@example.test")).toHaveLength(1);
   });
 
-  it("turns a 5xx into BOUNCED and puts the address on the directory's suppression list", async () => {
+  it("turns a 5xx into a permanent BOUNCED event (the directory suppresses from it; delivery does not call it)", async () => {
     behaviours.set("gone@example.test", [{ kind: "reject", code: 550, message: "5.1.1 mailbox unavailable" }]);
     await publishJob(nc, { deliveryId: "dlv_bounce", to: "gone@example.test" });
     await events.waitFor(() => typesOf("dlv_bounce").length > 0);
     expect(typesOf("dlv_bounce")).toEqual(["BOUNCED"]);
-    expect(events.of("dlv_bounce")[0]).toMatchObject({ smtpCode: 550 });
-    expect(neighbours.suppressions).toContainEqual(
-      expect.objectContaining({ workspaceId: "ws_acme", email: "gone@example.test", reason: 2 /* HARD_BOUNCE */ }),
-    );
+    expect(events.of("dlv_bounce")[0]).toMatchObject({ smtpCode: 550, permanent: true, recipient: "gone@example.test" });
+    expect(neighbours.suppressions.filter((s) => s.email === "gone@example.test")).toEqual([]);
     expect(received("gone@example.test")).toHaveLength(0);
   });
 

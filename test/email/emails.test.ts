@@ -291,6 +291,15 @@ describe("transactional emails over the public API", () => {
         const res = await send(raw(bounce));
         const failed = await statusBecomes(res.body.email.id, "FAILED");
         expect(failed.reason).toMatch(/550|no such user/i);
+        // The address ends on the suppression list through one path: the directory's consumer of the BOUNCED event.
+        const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+        const deadline = Date.now() + 15_000;
+        let found;
+        while (!(found = (await directory.listSuppressions({ workspaceId: "ws_acme", page: { limit: 100 } })).suppressions.find((s) => s.email === bounce))) {
+          if (Date.now() > deadline) throw new Error(`${bounce} was not suppressed`);
+          await sleep(100);
+        }
+        expect(found).toMatchObject({ email: bounce, reason: SuppressionReason.HARD_BOUNCE });
       } finally {
         sys.sink!.setBehaviour(() => ({ kind: "accept" }));
       }

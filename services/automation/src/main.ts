@@ -11,11 +11,11 @@ import { AuditPublisher } from "@mailroom/pipeline/audit.js";
 import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
 import { openStore } from "@mailroom/store/open.js";
-import { systemClock } from "./adapters/clock.js";
+import { systemClock } from "@mailroom/kit/clock.js";
 import { StoreCatalog } from "./adapters/catalog-store.js";
-import { ConnectContacts } from "./adapters/contacts.js";
-import { RpcAutomationDirectory } from "./adapters/directory.js";
-import { ConnectMailer } from "./adapters/email.js";
+import { DirectoryContactsClient } from "./adapters/contacts.js";
+import { DirectoryClient } from "./adapters/directory.js";
+import { EmailClient } from "./adapters/email.js";
 import { CollectionRunStore } from "./adapters/run-store.js";
 import { RunWebhookEvents } from "./adapters/webhook-events.js";
 import { Automations } from "./domain/automations.js";
@@ -42,14 +42,14 @@ await ensureMailStreams(nc);
 
 const directoryClient = connectClient(DirectoryService, config.urls.directory);
 const groupClient = connectClient(GroupService, config.urls.directory);
-const contacts = new ConnectContacts(directoryClient, groupClient);
-const mailer = new ConnectMailer(connectClient(EmailService, config.urls.email), settings.sendBatch);
+const contacts = new DirectoryContactsClient(directoryClient, groupClient);
+const mailer = new EmailClient(connectClient(EmailService, config.urls.email), settings.sendBatch);
 const events = new RunWebhookEvents(new WebhookEventPublisher(jetstream(nc)));
 const exits = new Exits(runStore, events, systemClock, logger);
 const runs = new Runs(runStore, exits, systemClock);
 const automations = new Automations({
   repo: catalog,
-  directory: new RpcAutomationDirectory(directoryClient, groupClient, connectClient(BroadcastService, config.urls.broadcast)),
+  directory: new DirectoryClient(directoryClient, groupClient, connectClient(BroadcastService, config.urls.broadcast)),
   runs,
   clock: systemClock,
   newId: () => newId("aut"),

@@ -1,6 +1,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { NetworkPolicy } from "@mailroom/kit/network-policy.js";
-import { systemClock, type Directory, type Logger } from "./domain/ports.js";
+import { systemClock } from "@mailroom/kit/clock.js";
+import type { Directory, Logger } from "./domain/ports.js";
 import type { Broadcasts } from "./domain/broadcasts.js";
 import { PreSendCheck } from "./domain/check/pre-send-check.js";
 import { HttpLinkProbe } from "./adapters/link-probe.js";

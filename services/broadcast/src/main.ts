@@ -22,13 +22,13 @@ import { openStore } from "@mailroom/store/open.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
-import { systemClock } from "./domain/ports.js";
+import { systemClock } from "@mailroom/kit/clock.js";
 import { Broadcasts } from "./domain/broadcasts.js";
 import { Sender } from "./domain/sending.js";
-import { openRepositories } from "./adapters/store.js";
-import { RpcDirectory } from "./adapters/directory.js";
+import { openStores } from "./adapters/store.js";
+import { DirectoryClient } from "./adapters/directory.js";
 import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
-import { RpcRenderer } from "./adapters/renderer.js";
+import { RendererClient } from "./adapters/renderer.js";
 import { PublishedBroadcastEvents } from "./adapters/events.js";
 import { sendingStepScope } from "./adapters/tracing.js";
 import { consumeBroadcastEvents } from "./consumers.js";
@@ -42,14 +42,14 @@ const logger = createLogger("broadcast", config.logLevel);
 // Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
 await startTracing("broadcast");
 const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "broadcast" });
-const repos = await openRepositories(store);
+const repos = await openStores(store);
 const nc = await connectNats(config.natsUrl, "broadcast");
 await ensureMailStreams(nc);
 
 // Names this process in leases, so two broadcast processes never work one broadcast at once.
 const owner = `broadcast-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
 // Audiences are resolved by the directory unit's AudienceService (DESIGN §9.4).
-const directory = new RpcDirectory(connectClient(DirectoryService, config.urls.directory), undefined, connectClient(AudienceService, config.urls.directory));
+const directory = new DirectoryClient(connectClient(DirectoryService, config.urls.directory), undefined, connectClient(AudienceService, config.urls.directory));
 const queue = new DeliveryJobPublisher(jetstream(nc));
 // Compiled content for delivery, written before any page or test job (DESIGN §9.1).
 const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
@@ -57,15 +57,15 @@ const content = await ContentStore.open(nc, { replicas: config.natsReplicas });
 const broadcastEvents = new PublishedBroadcastEvents(new WebhookEventPublisher(jetstream(nc)));
 const sender = new Sender(
   // Each step that sends in a trace of its own, linked to the request that scheduled the broadcast.
-  { ...repos, directory, queue, content, clock: systemClock, logger, events: broadcastEvents, stepScope: sendingStepScope },
+  { ...repos, directory, queue, deliveryContent: content, clock: systemClock, logger, events: broadcastEvents, stepScope: sendingStepScope },
   { owner, intervalMs: settings.senderIntervalMs, leaseMs: settings.leaseMs },
 );
 const broadcasts = new Broadcasts({
   ...repos,
   directory,
-  renderer: new RpcRenderer(connectClient(RendererService, config.urls.renderer)),
+  renderer: new RendererClient(connectClient(RendererService, config.urls.renderer)),
   queue,
-  content,
+  deliveryContent: content,
   clock: systemClock,
   logger,
   ids: { broadcastId: () => newId("cmp"), unique: () => newId("v").slice(2), messageId: newMessageId },
@@ -76,7 +76,7 @@ const broadcasts = new Broadcasts({
 sender.start();
 const events = await consumeBroadcastEvents(
   nc,
-  { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock: systemClock, logger, events: broadcastEvents },
+  { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, deliveryContent: content, clock: systemClock, logger, events: broadcastEvents },
   logger,
 );
 

@@ -19,7 +19,7 @@ import { newId } from "@mailroom/kit/ids.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { openMemoryStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
-import { openRepositories } from "./adapters/store.js";
+import { openStores } from "./adapters/store.js";
 import { Broadcasts, type CreateInput } from "./domain/broadcasts.js";
 import { applyEvent, type BroadcastEvent } from "./domain/outcomes.js";
 import type { Broadcast, BroadcastAudience } from "./domain/model.js";
@@ -351,7 +351,7 @@ export type TestWorld = Awaited<ReturnType<typeof buildTestWorld>>;
 
 export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock; directory?: FakeDirectory; sender?: Partial<SenderOptions> } = {}) {
   const store = opts.store ?? openMemoryStore();
-  const repos = await openRepositories(store);
+  const repos = await openStores(store);
   const directory = opts.directory ?? new FakeDirectory();
   const renderer = new FakeRenderer();
   const log: string[] = [];
@@ -363,7 +363,7 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
     directory,
     renderer,
     queue,
-    content,
+    deliveryContent: content,
     timeline: repos.timeline,
     clock,
     logger: silentLogger,
@@ -371,8 +371,8 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
   });
   const events = new FakeBroadcastEvents();
   const sender = (owner = "test-process", more: Partial<SenderOptions> = {}) =>
-    new Sender({ ...repos, directory, queue, content, clock, logger: silentLogger, events }, { owner, ...opts.sender, ...more });
-  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, content, clock, logger: silentLogger, events };
+    new Sender({ ...repos, directory, queue, deliveryContent: content, clock, logger: silentLogger, events }, { owner, ...opts.sender, ...more });
+  const outcomeDeps = { broadcasts: repos.broadcasts, pages: repos.pages, ledger: repos.ledger, timeline: repos.timeline, deliveryContent: content, clock, logger: silentLogger, events };
   return {
     store,
     repos,

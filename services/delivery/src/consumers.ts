@@ -11,7 +11,8 @@ import { backoffMs, consume, drop, isJetStreamApiError, type ConsumeLoop } from 
 import type { Logger } from "@mailroom/kit/logger.js";
 import { runWithRequestContext } from "@mailroom/kit/request-context.js";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { DeliveryJobSchema, DeliveryPageSchema, DeliverySource, type DeliveryJob, type DeliveryPage } from "@mailroom/proto/events/v1/events_pb.js";
+import { DeliveryJobSchema, DeliveryPageSchema, type DeliveryJob, type DeliveryPage } from "@mailroom/proto/events/v1/events_pb.js";
+import { deliverySourceNameOf } from "@mailroom/pipeline/delivery-source.js";
 import { isPageSubject } from "@mailroom/pipeline/delivery-jobs.js";
 import { DELIVERY_DURABLE, DELIVERY_LANES, DELIVERY_STREAM, type DeliveryLane } from "@mailroom/pipeline/subjects.js";
 import type { Deliverer } from "./domain/deliverer.js";
@@ -19,13 +20,6 @@ import type { Job, JobSource, Page, Variables } from "./domain/job.js";
 
 /** Jobs whose handler keeps throwing are given up after this many requeues. */
 const MAX_ERROR_REQUEUES = 3;
-
-export function jobSourceOf(source: DeliverySource): JobSource | undefined {
-  if (source === DeliverySource.TRANSACTIONAL) return "transactional";
-  if (source === DeliverySource.BROADCAST) return "broadcast";
-  if (source === DeliverySource.BROADCAST_TEST) return "test";
-  return undefined;
-}
 
 const NO_VARIABLES: Variables = Object.freeze({});
 
@@ -37,7 +31,7 @@ export function variablesOf(json: Uint8Array): Variables {
 }
 
 export function toJob(j: DeliveryJob): Job | undefined {
-  const source = jobSourceOf(j.source);
+  const source = deliverySourceNameOf(j.source);
   if (!source) return undefined;
   const r = j.recipient;
   // variables_json from current publishers; the Struct from jobs published by older versions.
@@ -71,7 +65,7 @@ export function toJob(j: DeliveryJob): Job | undefined {
  * not parse still becomes a job (without them), so it reaches an outcome with the rest.
  */
 export function toPage(p: DeliveryPage): Page | undefined {
-  const source = jobSourceOf(p.source);
+  const source = deliverySourceNameOf(p.source);
   if (!source) return undefined;
   const replyTo = p.replyToList[0] ?? "";
   const jobs: Job[] = new Array(p.recipients.length);

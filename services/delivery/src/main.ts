@@ -30,7 +30,7 @@ import { OutcomeEventPublisher } from "./adapters/events.js";
 import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { KvPacingRepository } from "./adapters/pacing-kv.js";
-import { RpcSenderDirectory } from "./adapters/sender-directory.js";
+import { DirectoryClient } from "./adapters/sender-directory.js";
 import { createDirectTransport, effectiveEhlo } from "./adapters/direct/index.js";
 import { buildRoutes } from "./adapters/routes/build-routes.js";
 import { RouteStats } from "./adapters/routes/route-stats.js";
@@ -133,7 +133,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
       deliveries,
       content,
       merger: o.merger ?? new RendererMerger(),
-      directory: o.directory ?? new RpcSenderDirectory(connectClient(DirectoryService, config.urls.directory), settings.senderCacheMs),
+      directory: o.directory ?? new DirectoryClient(connectClient(DirectoryService, config.urls.directory), settings.senderCacheMs),
       transport,
       events: o.events ?? new OutcomeEventPublisher(new MailEventPublisher(js)),
       retries: o.retries ?? new JetStreamRetryQueue(new DeliveryJobPublisher(js)),

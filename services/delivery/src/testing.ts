@@ -34,7 +34,7 @@ import {
   type SenderDirectory,
   type TokenGrant,
 } from "./domain/ports.js";
-import { takeFromBucket, type BucketState } from "./domain/token-bucket.js";
+import { takeFromBucket, type BucketState } from "@mailroom/kit/token-bucket.js";
 
 /** A compiled message from a template string with {{variables}} (no links, no pixel). */
 export function compiledFrom(parts: { subject: string; html: string; text?: string; broadcast?: boolean; workspaceId?: string }): CompiledMessage {
@@ -99,7 +99,7 @@ export class FakeDirectory implements SenderDirectory {
     this.senders.set(`${workspaceId}/${address.toLowerCase()}`, { allowed: true, address, name: "", dkim });
   }
 
-  async addHardBounce(workspaceId: string, email: string, detail: string): Promise<void> {
+  async suppressOther(workspaceId: string, email: string, detail: string): Promise<void> {
     if (this.failSuppression) throw new Error("directory unavailable");
     this.suppressed.push({ workspaceId, email, detail });
   }

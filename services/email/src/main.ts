@@ -23,13 +23,13 @@ import { superviseWorkers } from "@mailroom/kit/workers.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
-import { systemClock } from "./adapters/clock.js";
-import { openCollections } from "./adapters/store.js";
+import { systemClock } from "@mailroom/kit/clock.js";
+import { openStores } from "./adapters/store.js";
 import { QueueWithSentEvents } from "./adapters/queue.js";
-import { ConnectDirectory } from "./adapters/directory.js";
+import { DirectoryClient } from "./adapters/directory.js";
 import { InProcessRenderer } from "./adapters/renderer.js";
 import { scheduledSendScope } from "./adapters/tracing.js";
-import { EmailService } from "./domain/service.js";
+import { Emails } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
 import { consumeMailEvents } from "./consumers.js";
 import { emailRoutes } from "./routes.js";
@@ -43,7 +43,7 @@ await startTracing("email");
 /** One email service process: the whole unit, or one of its workers. */
 async function serve(): Promise<void> {
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "email" });
-  const { emails, idempotency, outcomes, stats } = await openCollections(store, { contentRetentionHours: settings.contentRetentionHours });
+  const { emails, idempotency, outcomes, stats } = await openStores(store, { contentRetentionHours: settings.contentRetentionHours });
   // Every send publishes: no stack captured per request for errors that almost never happen.
   const nc = await connectNats(config.natsUrl, "email", { noAsyncTraces: true });
   await ensureMailStreams(nc);
@@ -54,10 +54,10 @@ async function serve(): Promise<void> {
   const queue = new QueueWithSentEvents(new DeliveryJobPublisher(jetstream(nc)), new WebhookEventPublisher(jetstream(nc)));
   // Compiled content for delivery (DESIGN §9.1): carried by its job when small, else written before it.
   const content = await ContentStore.open(nc, { replicas: config.natsReplicas, inlineBytes: settings.inlineContentBytes });
-  const service = new EmailService({
+  const service = new Emails({
     emails,
     idempotency,
-    directory: new ConnectDirectory(connectClient(DirectoryService, config.urls.directory)),
+    directory: new DirectoryClient(connectClient(DirectoryService, config.urls.directory)),
     renderer: new InProcessRenderer({ secret: config.secret, publicUrl: config.publicUrl }),
     queue,
     content,

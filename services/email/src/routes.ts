@@ -10,7 +10,7 @@ import {
   StatsCountersSchema,
   type EmailOutcomes as ProtoOutcomes,
   type StatsCounters as ProtoCounters,
-  EmailService as EmailServiceDesc,
+  EmailService,
   EmailStatus as ProtoStatus,
   type EmailInput,
   type EmailRecord as ProtoRecord,
@@ -22,7 +22,7 @@ import { requestIdOfCall } from "@mailroom/kit/connect.js";
 import { currentTraceparent } from "@mailroom/kit/tracing.js";
 import type { AttachmentInfo, EmailOutcomes, EmailRecord, EmailRequest, EmailStatus } from "./domain/model.js";
 import type { StatsCounters } from "./domain/ports.js";
-import { assertBatchSize, type EmailService } from "./domain/service.js";
+import { assertBatchSize, type Emails } from "./domain/service.js";
 
 const STATUS: Record<EmailStatus, ProtoStatus> = {
   SCHEDULED: ProtoStatus.SCHEDULED,
@@ -182,9 +182,9 @@ const protoCounters = (c: StatsCounters): ProtoCounters => create(StatsCountersS
  * AppErrors, which kit's interceptor turns into ConnectErrors with ErrorInfo; only a
  * batch's per-item failures are carried here, as ErrorInfo in the response.
  */
-export function emailRoutes(service: EmailService) {
+export function emailRoutes(service: Emails) {
   return (router: ConnectRouter) =>
-    router.service(EmailServiceDesc, {
+    router.service(EmailService, {
       sendEmail: async (req, ctx) => ({ email: protoRecord(await service.send(req.workspaceId, requestOf(req.email), { requestId: requestIdOfCall(ctx), traceparent: currentTraceparent(), sentBy: actorOfHeaders(ctx.requestHeader) })) }),
 
       sendBatch: async (req, ctx) => {

@@ -23,11 +23,11 @@ import type {
   TemplateContent,
 } from "./domain/ports.js";
 import type { CompiledContent, ContentExtras } from "./domain/model.js";
-import { EmailService } from "./domain/service.js";
+import { Emails } from "./domain/service.js";
 import { Scheduler } from "./domain/scheduler.js";
-import type { EmailServiceDeps } from "./domain/service.js";
+import type { EmailsDeps } from "./domain/service.js";
 import type { OutcomeDeps } from "./domain/outcomes.js";
-import { openCollections } from "./adapters/store.js";
+import { openStores } from "./adapters/store.js";
 import { silentLogger, ManualClock } from "@mailroom/kit/testing.js";
 export { silentLogger, ManualClock };
 
@@ -238,8 +238,8 @@ export class FakeContentStore extends MemoryContentStore<CompiledContent> implem
 
 export interface TestWorld {
   store: Store;
-  service: EmailService;
-  deps: EmailServiceDeps;
+  service: Emails;
+  deps: EmailsDeps;
   /** What the event consumer records outcomes with. */
   outcomeDeps: OutcomeDeps;
   directory: FakeDirectory;
@@ -254,14 +254,14 @@ export interface TestWorld {
 
 export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock; owner?: string } = {}): Promise<TestWorld> {
   const store = opts.store ?? openMemoryStore();
-  const { emails, idempotency, outcomes, stats } = await openCollections(store);
+  const { emails, idempotency, outcomes, stats } = await openStores(store);
   const directory = new FakeDirectory();
   const renderer = new FakeRenderer();
   const log: string[] = [];
   const queue = new FakeQueue(log);
   const content = new FakeContentStore(log);
   const clock = opts.clock ?? new ManualClock();
-  const deps: EmailServiceDeps = {
+  const deps: EmailsDeps = {
     emails,
     idempotency,
     stats,
@@ -276,7 +276,7 @@ export async function buildTestWorld(opts: { store?: Store; clock?: ManualClock;
   };
   return {
     store,
-    service: new EmailService(deps),
+    service: new Emails(deps),
     deps,
     outcomeDeps: { emails, outcomes, stats, clock },
     directory,

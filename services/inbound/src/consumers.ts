@@ -3,22 +3,17 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { EVENTS_STREAM, eventsOfKind } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { DeliverySource, MailEventSchema, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
+import { MailEventSchema, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
+import { deliverySourceNameOf } from "@mailroom/pipeline/delivery-source.js";
 import type { InboundMail } from "./domain/inbound.js";
 import type { SentDelivery } from "./domain/model.js";
 
 export const SENT_DURABLE = "inbound-sent";
 export const SENT_FILTER = eventsOfKind("sent");
 
-const SOURCE: Partial<Record<DeliverySource, SentDelivery["source"]>> = {
-  [DeliverySource.TRANSACTIONAL]: "transactional",
-  [DeliverySource.BROADCAST]: "broadcast",
-  [DeliverySource.BROADCAST_TEST]: "test",
-};
-
 /** A SENT event in domain terms; undefined when it lacks what a bounce would need. */
 export function sentDeliveryOf(event: MailEvent): SentDelivery | undefined {
-  const source = SOURCE[event.source];
+  const source = deliverySourceNameOf(event.source);
   if (!source || !event.deliveryId || !event.workspaceId || !event.recipient) return undefined;
   return {
     deliveryId: event.deliveryId,

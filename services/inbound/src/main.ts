@@ -15,7 +15,7 @@ import {
 } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
-import { ConnectSendingDomains, ConnectSuppressions } from "./adapters/directory.js";
+import { DirectoryDomainsClient, DirectorySuppressionsClient } from "./adapters/directory.js";
 import { JetStreamMailEvents } from "./adapters/mail-events.js";
 import { StoreSentDeliveries } from "./adapters/sent-deliveries.js";
 import { tokenSecretsOf } from "@mailroom/content/tokens.js";
@@ -68,7 +68,7 @@ const inboundConfig = new InboundConfig({
   rules: receiving.rules,
   routing,
   mx: new DnsMxLookup(settings.dnsServers),
-  sendingDomains: new ConnectSendingDomains(directory),
+  sendingDomains: new DirectoryDomainsClient(directory),
   clock,
   logger,
   mxHost: settings.inboundMxHost,
@@ -96,7 +96,7 @@ const receiver = new Receiver({
 
 const inbound = new InboundMail({
   sent,
-  suppressions: new ConnectSuppressions(directory),
+  suppressions: new DirectorySuppressionsClient(directory),
   events,
   clock,
   logger,

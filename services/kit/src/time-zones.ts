@@ -1,7 +1,7 @@
 /**
  * Wall clocks in IANA time zones through Intl.DateTimeFormat alone (the runtime's tz
  * database): what a clock in a zone reads at an instant, and back. Shared by the broadcast
- * unit's SMART pacing and the automation unit's wait_until. Pure.
+ * unit's SMART pacing and the automation unit's wait_until (nextWallClock). Pure.
  *
  * A wall-clock reading is kept as the milliseconds of a UTC date with the same fields, so
  * arithmetic on it is plain (a day later is + 86,400,000).
@@ -77,4 +77,38 @@ export function instantOf(wall: Wall, timeZone: string): number {
     else lo = mid;
   }
   return hi * MINUTE;
+}
+
+/** Days of the week by name, Monday first (an automation's wait_until days). */
+export const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
+
+const DAY = 24 * HOUR;
+
+/** "HH:MM", 00:00 to 23:59. */
+export const TIME_OF_DAY = /^(?:[01]\d|2[0-3]):[0-5]\d$/;
+
+/**
+ * The first instant after `now` whose wall-clock time in `timeZone` (IANA) is `time` (HH:MM)
+ * on one of `days` (all when empty), DST-correct: a time that does not exist that day (spring
+ * forward) is the first valid minute after it; a time that exists twice (fall back) is its
+ * first occurrence, and that day's only one (a run waiting from between the two goes to the
+ * next day, not to the repeat an hour later).
+ */
+export function nextWallClock(now: Date, time: string, days: readonly Weekday[] | undefined, timeZone: string): Date {
+  const m = /^(\d{2}):(\d{2})$/.exec(time);
+  if (!m || !TIME_OF_DAY.test(time)) throw new RangeError(`time "${time}" is not HH:MM`);
+  const minutes = Number(m[1]) * 60 + Number(m[2]);
+  const allowed = days?.length ? new Set(days) : undefined;
+  const nowMs = now.getTime();
+  const today = Math.floor(wallAt(nowMs, timeZone) / DAY) * DAY;
+  // Today up to a week on: the same weekday next week is the furthest a match can be.
+  for (let d = 0; d <= 8; d++) {
+    const date = today + d * DAY;
+    // getUTCDay: 0 = Sunday; WEEKDAYS start on Monday.
+    if (allowed && !allowed.has(WEEKDAYS[(new Date(date).getUTCDay() + 6) % 7])) continue;
+    const at = instantOf(date + minutes * MINUTE, timeZone);
+    if (at > nowMs) return new Date(at);
+  }
+  throw new RangeError(`no ${time} in ${timeZone} within 8 days of ${now.toISOString()}`);
 }

@@ -18,25 +18,9 @@ import {
   type DeliveryJob,
   type DeliveryPage,
 } from "@mailroom/proto/events/v1/events_pb.js";
-import type { DeliveryJobSpec, DeliveryPageSpec, DeliverySourceName } from "./work.js";
+import { deliverySourceOf } from "./delivery-source.js";
+import type { DeliveryJobSpec, DeliveryPageSpec } from "./work.js";
 
-const SOURCE: Record<DeliverySourceName, DeliverySource> = {
-  transactional: DeliverySource.TRANSACTIONAL,
-  broadcast: DeliverySource.BROADCAST,
-  test: DeliverySource.BROADCAST_TEST,
-};
-
-const SOURCE_NAME: Partial<Record<DeliverySource, DeliverySourceName>> = {
-  [DeliverySource.TRANSACTIONAL]: "transactional",
-  [DeliverySource.BROADCAST]: "broadcast",
-  [DeliverySource.BROADCAST_TEST]: "test",
-};
-
-export function sourceNameOf(source: DeliverySource | undefined): DeliverySourceName {
-  const name = source === undefined ? undefined : SOURCE_NAME[source];
-  if (!name) throw new Error(`delivery source ${source} has no lane`);
-  return name;
-}
 
 /** Subject suffix that tells a broadcast's page job from its single (retry) jobs on one lane. */
 export const PAGE_SUFFIX = ".page";
@@ -64,7 +48,7 @@ export function deliveryJobOf(spec: DeliveryJobSpec): DeliveryJob {
   return create(DeliveryJobSchema, {
     deliveryId: spec.deliveryId,
     workspaceId: spec.workspaceId,
-    source: SOURCE[spec.source],
+    source: deliverySourceOf(spec.source),
     messageId: spec.messageId,
     emailId: spec.emailId ?? "",
     broadcastId: spec.broadcastId ?? "",

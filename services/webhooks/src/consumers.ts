@@ -11,8 +11,10 @@ import {
   WEBHOOK_EVENTS_SUBJECTS,
 } from "@mailroom/pipeline/subjects.js";
 import { directoryEventsIn } from "@mailroom/pipeline/directory-events.js";
+import { deliverySourceNameOf } from "@mailroom/pipeline/delivery-source.js";
+import type { DeliverySourceName } from "@mailroom/pipeline/work.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { DeliverySource, MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent, type WebhookEvent } from "@mailroom/proto/events/v1/events_pb.js";
+import { MailEventSchema, MailEventType, WebhookEventSchema, type MailEvent, type WebhookEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { dispatchDirectoryEvent, dispatchMailEvent, dispatchWebhookEvent, type DispatchDeps, type WebhookEventData } from "./domain/dispatch.js";
 import { CLIENT_EVENTS, SUPPRESSION_EVENTS, type MailEventData, type MailEventKind, type MailSource, type WebhookEventName, type WebhookPayload } from "./domain/model.js";
 
@@ -38,18 +40,16 @@ const KIND: Partial<Record<MailEventType, MailEventKind>> = {
   // inReplyTo; no EMAIL_REPLIED event is subscribable). mailEventOf ignores them.
 };
 
-const SOURCE: Partial<Record<DeliverySource, MailSource>> = {
-  [DeliverySource.TRANSACTIONAL]: "transactional",
-  [DeliverySource.BROADCAST]: "broadcast",
-  [DeliverySource.BROADCAST_TEST]: "broadcast_test",
-};
+/** The pipeline's source names, but for a test send's: webhooks call it broadcast_test. */
+const SOURCE: Record<DeliverySourceName, MailSource> = { transactional: "transactional", broadcast: "broadcast", test: "broadcast_test" };
 
 const orUndefined = <T>(v: T): T | undefined => (v === "" || v === 0 ? undefined : v);
 
 /** A MailEvent in domain terms; undefined for types and sources the domain does not know. */
 export function mailEventOf(event: MailEvent, receivedAt: Date): MailEventData | undefined {
   const kind = KIND[event.type];
-  const source = SOURCE[event.source];
+  const name = deliverySourceNameOf(event.source);
+  const source = name && SOURCE[name];
   if (!kind || !source) return undefined;
   return {
     eventId: event.eventId,

@@ -18,9 +18,9 @@ import { AuditPublisher } from "@mailroom/pipeline/audit.js";
 import { bufferedAuditSink } from "@mailroom/kit/audit.js";
 import { openStore } from "@mailroom/store/open.js";
 import { secretKeysOf } from "@mailroom/kit/secrets.js";
-import { systemClock } from "./adapters/clock.js";
+import { systemClock } from "@mailroom/kit/clock.js";
 import { systemIds } from "./adapters/ids.js";
-import { openCollections } from "./adapters/store.js";
+import { openStores } from "./adapters/store.js";
 import { CachedWebhookStore } from "./adapters/cached-webhooks.js";
 import { NatsChangeFeed } from "./adapters/change-feed.js";
 import { HttpWebhookSender } from "./adapters/http-sender.js";
@@ -39,7 +39,7 @@ export interface RunningWebhooks {
 /** Starts the unit; the test suite starts it in-process with its own config and settings. */
 export async function startWebhooks(config: Config, settings: WebhooksSettings, logger: Logger): Promise<RunningWebhooks> {
   const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "webhooks" });
-  const collections = await openCollections(store, secretKeysOf(config));
+  const collections = await openStores(store, secretKeysOf(config));
   const nc = await connectNats(config.natsUrl, "webhooks");
   await ensureMailStreams(nc);
 

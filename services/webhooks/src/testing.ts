@@ -7,7 +7,7 @@ import type { SendResult } from "./domain/model.js";
 import type { Ids, WebhookSender } from "./domain/ports.js";
 import { Outbox, type OutboxSettings } from "./domain/outbox.js";
 import { Webhooks } from "./domain/webhooks.js";
-import { openCollections } from "./adapters/store.js";
+import { openStores } from "./adapters/store.js";
 import { NetworkPolicy, type Lookup } from "./adapters/network-policy.js";
 import { silentLogger, ManualClock } from "@mailroom/kit/testing.js";
 export { silentLogger, ManualClock };
@@ -73,7 +73,7 @@ export function tableLookup(table: Record<string, string[]>): Lookup {
  */
 export async function buildTestDomain(settings: Partial<OutboxSettings> = {}, network: { allow?: string[]; dns?: Record<string, string[]> } = {}) {
   const store = openMemoryStore();
-  const { webhooks: webhookStore, deliveries } = await openCollections(store, TEST_SECRET_KEYS);
+  const { webhooks: webhookStore, deliveries } = await openStores(store, TEST_SECRET_KEYS);
   const clock = new ManualClock();
   const ids = countingIds();
   const sender = new ScriptedSender();

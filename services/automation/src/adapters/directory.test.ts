@@ -12,12 +12,12 @@ import { memoryDirectory } from "../../../directory/src/testing.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { broadcastRoutes } from "../../../broadcast/src/routes.js";
 import { buildTestWorld, draft } from "../../../broadcast/src/testing.js";
-import { RpcAutomationDirectory } from "./directory.js";
+import { DirectoryClient } from "./directory.js";
 
 const WS = "ws_auto";
 
 /** The adapter against the real directory (in memory): what each answer means for a definition. */
-describe("RpcAutomationDirectory", () => {
+describe("DirectoryClient", () => {
   it("confirms templates, groups (by id or publicId), properties and filters the way the directory runs them", async () => {
     const dir = await memoryDirectory();
     await dir.bootstrap.load({ workspaces: [{ id: WS, name: "Auto" }] });
@@ -29,7 +29,7 @@ describe("RpcAutomationDirectory", () => {
     // The broadcast unit's own world (workspace ws_acme) answers for broadcasts.
     const broadcasts = await buildTestWorld();
     const { broadcast } = await broadcasts.service.create("ws_acme", draft());
-    const adapter = new RpcAutomationDirectory(
+    const adapter = new DirectoryClient(
       createClient(DirectoryService, memoryTransport(directoryRoutes(dir, filters.compileContactFilter))),
       createClient(GroupService, memoryTransport(groupRoutes(groups))),
       createClient(BroadcastService, memoryTransport(broadcastRoutes(broadcasts.service))),

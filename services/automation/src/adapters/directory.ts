@@ -19,7 +19,7 @@ function asDomainError(err: unknown): unknown {
  * The directory over Connect, for the catalog's checks of what a definition names. Nothing
  * is cached: these run at create, update and activate only.
  */
-export class RpcAutomationDirectory implements AutomationDirectory {
+export class DirectoryClient implements AutomationDirectory {
   constructor(
     private readonly directory: Client<typeof DirectoryService>,
     private readonly groups: Client<typeof GroupService>,

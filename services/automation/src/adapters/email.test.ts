@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { badRequest, toConnectError } from "@mailroom/kit/errors.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { EmailRecordSchema, EmailService, EmailStatus, type SendBatchRequest } from "@mailroom/proto/email/v1/email_pb.js";
-import { ConnectMailer, SEND_BATCH_MAX } from "./email.js";
+import { EmailClient, SEND_BATCH_MAX } from "./email.js";
 
 /** An email service that refuses whole calls over `maxBatch` (as the real one does over 50) and accepts the rest. */
 function emailService(maxBatch: number) {
@@ -28,11 +28,11 @@ function emailService(maxBatch: number) {
 
 const send = (n: number) => ({ to: `c${n}@example.test`, template: "welcome", variables: {}, idempotencyKey: `automation:run_${n}:s1` });
 
-describe("ConnectMailer", () => {
+describe("EmailClient", () => {
   it("sends the due sends of a workspace in batches no larger than the email service takes", async () => {
     expect(SEND_BATCH_MAX).toBe(50);
     const svc = emailService(50);
-    const mailer = new ConnectMailer(svc.client, 100);
+    const mailer = new EmailClient(svc.client, 100);
     const results = await Promise.all(Array.from({ length: 120 }, (_, i) => mailer.send("ws_acme", send(i))));
     expect(results.every((r) => r.kind === "sent")).toBe(true);
     expect(Math.max(...svc.calls)).toBeLessThanOrEqual(50);
@@ -41,7 +41,7 @@ describe("ConnectMailer", () => {
 
   it("marks every send as an automation's (lifecycle mail: unsubscribe footer and List-Unsubscribe), templated with the run's key", async () => {
     const svc = emailService(50);
-    await new ConnectMailer(svc.client).send("ws_acme", { ...send(7), variables: { firstName: "Pia" } });
+    await new EmailClient(svc.client).send("ws_acme", { ...send(7), variables: { firstName: "Pia" } });
     const [email] = svc.requests[0]!.emails;
     expect(email).toMatchObject({ to: "c7@example.test", automation: true, idempotencyKey: "automation:run_7:s1" });
     expect(email!.content).toMatchObject({ case: "templated", value: { template: "welcome", variables: { firstName: "Pia" } } });
@@ -49,7 +49,7 @@ describe("ConnectMailer", () => {
 
   it("a refusal of a whole call is no contact's refusal: each send goes again on its own", async () => {
     const svc = emailService(3);
-    const mailer = new ConnectMailer(svc.client, 10);
+    const mailer = new EmailClient(svc.client, 10);
     const results = await Promise.all(Array.from({ length: 5 }, (_, i) => mailer.send("ws_acme", send(i))));
     expect(results.map((r) => r.kind)).toEqual(["sent", "sent", "sent", "sent", "sent"]);
     // One call of all five (refused), then one per send.

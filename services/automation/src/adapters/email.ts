@@ -24,7 +24,7 @@ function resultOfError(code: string, httpStatus: number, message: string): SendR
   return { kind: "refused", detail: `${code}: ${message}` };
 }
 
-export class ConnectMailer implements Mailer {
+export class EmailClient implements Mailer {
   private readonly rounds: Coalescer<SendRequest, SendResult>;
   private readonly templates = new LRUCache<string, { template: string | undefined }>({ max: 50_000, ttl: 10 * 60_000 });
 

@@ -12,7 +12,6 @@ import {
   RUN_EMAIL_EVENTS,
   STEP_TYPES,
   TRIGGER_TYPES,
-  WEEKDAYS,
   type Definition,
   type DefinitionError,
   type FilterJson,
@@ -23,7 +22,7 @@ import {
   type TriggerType,
 } from "./model.js";
 import { checkDuration } from "@mailroom/kit/durations.js";
-import { TIME_OF_DAY } from "./time.js";
+import { TIME_OF_DAY, WEEKDAYS } from "@mailroom/kit/time-zones.js";
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: DefinitionError };
 

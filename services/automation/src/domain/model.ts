@@ -3,6 +3,7 @@
  * client sends (trigger, steps, reentry) and what runs follow; a run is one contact's way
  * through one version of it. No protobuf, store or NATS here.
  */
+import type { Weekday } from "@mailroom/kit/time-zones.js";
 
 export const STEP_TYPES = [
   "wait",
@@ -35,8 +36,6 @@ export type Trigger = (
   | { type: "email_opened" | "email_clicked"; broadcastId?: string; template?: string }
 ) & { filter?: FilterJson };
 
-export const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
-export type Weekday = (typeof WEEKDAYS)[number];
 
 /** Custom event names, plus these: an open, a click or a reply (DESIGN §10.4) of an email this run sent. */
 export const RUN_EMAIL_EVENTS = ["email_opened", "email_clicked", "email_replied"] as const;

@@ -9,9 +9,8 @@ import type { Automation, AutomationStatus, Definition, ExitReason, Run, RunStat
 
 export type { Logger };
 
-export interface Clock {
-  now(): Date;
-}
+/** kit's one clock. */
+export type { Clock } from "@mailroom/kit/clock.js";
 
 /** The automations and their versions, as the run engine reads them. */
 export interface AutomationCatalog {

@@ -14,7 +14,7 @@ import type { AutomationCatalog, Clock, Logger } from "./ports.js";
 import { Exits, type RunStore, type RunWrite, type StepDelta, type StoredRun } from "./runs.js";
 import { StepTree } from "./steps.js";
 import { durationMs } from "@mailroom/kit/durations.js";
-import { isTimeZone, nextWallClock } from "./time.js";
+import { isTimeZone, nextWallClock } from "@mailroom/kit/time-zones.js";
 
 /** A contact as the engine reads it. */
 export interface RunContact {

@@ -5,7 +5,7 @@ import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { notFound } from "@mailroom/kit/errors.js";
-import { RpcDirectory } from "./directory.js";
+import { DirectoryClient } from "./directory.js";
 import type { Contact } from "../domain/ports.js";
 
 const contacts = Array.from({ length: 7 }, (_, i) => ({
@@ -44,7 +44,7 @@ function directory() {
       },
     });
   });
-  return { dir: new RpcDirectory(createClient(DirectoryService, transport), 60_000), calls };
+  return { dir: new DirectoryClient(createClient(DirectoryService, transport), 60_000), calls };
 }
 
 describe("directory adapter", () => {
@@ -97,7 +97,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
     const audience = { groups: ["vip"], exclude: { filterJson: '{"properties.plan":"free"}' }, topicId: "top_1" };
     expect(await dir.audienceCount("ws", audience)).toBe(2);
     const streamed: Contact[] = [];
@@ -121,7 +121,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
     const streamed: Contact[] = [];
     for await (const batch of dir.subscribedContacts("ws", { groups: ["vip"] })) streamed.push(...batch);
     expect(streamed.map((c) => [c.id, c.properties])).toEqual([["ctc_0", { plan: "pro" }], ["ctc_1", { plan: "pro" }]]);
@@ -139,7 +139,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
     const start = new Date("2030-01-15T08:00:00.123Z");
     const many = Array.from({ length: 6_001 }, (_, i) => ({ id: `ctc_${i}`, timezone: i % 2 ? "Asia/Tokyo" : "" }));
     const plans = await dir.bestHours("ws", start, "Europe/Paris", many);
@@ -155,7 +155,7 @@ describe("directory adapter", () => {
     const transport = memoryTransport(({ service }) => {
       service(AudienceService, {});
     });
-    const dir = new RpcDirectory(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
     expect(await dir.bestHours("ws", new Date(), "UTC", [{ id: "ctc_1", timezone: "" }])).toEqual([undefined]);
     const failing = memoryTransport(({ service }) => {
       service(AudienceService, {
@@ -164,7 +164,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir2 = new RpcDirectory(createClient(DirectoryService, failing), 60_000, createClient(AudienceService, failing));
+    const dir2 = new DirectoryClient(createClient(DirectoryService, failing), 60_000, createClient(AudienceService, failing));
     await expect(dir2.bestHours("ws", new Date(), "UTC", [{ id: "ctc_1", timezone: "" }])).rejects.toThrow();
   });
 });

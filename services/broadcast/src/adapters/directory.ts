@@ -58,7 +58,7 @@ function propertiesOf(json: string): Record<string, unknown> {
  * The directory over Connect. Workspace flags are cached briefly (gating reads them on
  * every call); everything else is asked each time.
  */
-export class RpcDirectory implements Directory {
+export class DirectoryClient implements Directory {
   private readonly workspaces: LRUCache<string, WorkspaceInfo>;
 
   constructor(

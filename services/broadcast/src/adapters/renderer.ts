@@ -6,7 +6,7 @@ import type { CompileInput, PreviewRecipient, RenderedMessage, Renderer } from "
 import { asDomainError } from "./errors.js";
 
 /** The renderer over Connect; a compiled message is kept as protobuf bytes. */
-export class RpcRenderer implements Renderer {
+export class RendererClient implements Renderer {
   constructor(private readonly client: Client<typeof RendererService>) {}
 
   async detectVariables(input: { html: string; subject: string; previewText: string; customProperties: string[] }) {

@@ -566,7 +566,7 @@ export class StoreTimelineRepository implements TimelineRepository {
 }
 
 /** Every repository, with its indexes in place. */
-export async function openRepositories(store: Store) {
+export async function openStores(store: Store) {
   const broadcasts = new StoreBroadcastRepository(store);
   const contents = new StoreContentRepository(store);
   const pages = new StorePageRepository(store);
@@ -574,5 +574,5 @@ export async function openRepositories(store: Store) {
   const warmup = new StoreWarmupRepository(store);
   const timeline = new StoreTimelineRepository(store);
   await Promise.all([broadcasts.init(), contents.init(), pages.init(), ledger.init(), timeline.init()]);
-  return { broadcasts, contents, pages, ledger, warmup, timeline };
+  return { broadcasts, lockedContent: contents, pages, ledger, warmup, timeline };
 }

@@ -236,7 +236,7 @@ describe("schedule and cancel", () => {
     expect(w.renderer.compiled).toHaveLength(1);
     expect(w.renderer.compiled[0]).toMatchObject({ contentId: broadcast.id, trackClicks: false, trackOpens: true, html: broadcast.html });
     // Locked in the broadcast's own store; the content store gets it when sending starts.
-    const locked = await w.repos.contents.get(scheduled.contentKey!);
+    const locked = await w.repos.lockedContent.get(scheduled.contentKey!);
     expect(locked?.workspaceId).toBe(WS);
     expect(locked?.compiled.length).toBeGreaterThan(0);
     expect(w.log).toEqual([]);
@@ -290,7 +290,7 @@ describe("schedule and cancel", () => {
     const cancelled = await w.service.cancel(WS, broadcast.id);
     expect(cancelled).toMatchObject({ status: "DRAFT", html: broadcast.html });
     expect(cancelled.scheduledAt).toBeUndefined();
-    expect(await w.repos.contents.get(scheduled.contentKey!)).toBeNull();
+    expect(await w.repos.lockedContent.get(scheduled.contentKey!)).toBeNull();
     expect(w.log).toEqual([`delete broadcast:${broadcast.id}`]);
     expect(await refusal(w.service.cancel(WS, broadcast.id))).toMatchObject({ code: "broadcast_not_cancellable", httpStatus: 409 });
     await w.service.schedule(WS, broadcast.id, {});

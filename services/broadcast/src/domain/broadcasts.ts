@@ -58,12 +58,12 @@ export interface CreateInput {
 
 export interface BroadcastDeps {
   broadcasts: BroadcastRepository;
-  contents: ContentRepository;
+  lockedContent: ContentRepository;
   directory: Directory;
   renderer: Renderer;
   queue: DeliveryQueue;
   /** The content store delivery reads from (test sends write their own entry there). */
-  content: DeliveryContent;
+  deliveryContent: DeliveryContent;
   timeline: TimelineRepository;
   clock: Clock;
   logger: Logger;
@@ -278,7 +278,7 @@ export class Broadcasts {
     const zone = await this.workspaceZone(workspaceId);
     const [contacts] = await Promise.all([
       Promise.all(addresses.map((a) => this.deps.directory.contactByEmail(workspaceId, a))),
-      ...copies.map((c) => this.deps.renderer.compile(compileInputOf(c.fields, zone)).then((compiled) => this.deps.content.put(workspaceId, c.contentRef, compiled))),
+      ...copies.map((c) => this.deps.renderer.compile(compileInputOf(c.fields, zone)).then((compiled) => this.deps.deliveryContent.put(workspaceId, c.contentRef, compiled))),
     ]);
     const domain = broadcast.fromEmail.slice(broadcast.fromEmail.lastIndexOf("@") + 1);
     await Promise.all(
@@ -338,14 +338,14 @@ export class Broadcasts {
     }
     const contentKey = `${broadcast.id}:${this.deps.ids.unique()}`;
     const zone = await this.workspaceZone(workspaceId);
-    await this.deps.contents.put(contentKey, workspaceId, await this.deps.renderer.compile(compileInputOf(broadcast, zone)));
+    await this.deps.lockedContent.put(contentKey, workspaceId, await this.deps.renderer.compile(compileInputOf(broadcast, zone)));
     // An A/B test's variants are compiled now too, each locked beside the broadcast's content:
     // a variant that does not compile refuses the schedule, so none is sent half-built.
     const variants = broadcast.abTest?.variants ?? [];
     try {
       await Promise.all(
         variants.map(async (v, i) =>
-          this.deps.contents.put(variantContentKeyOf(contentKey, i), workspaceId, await this.deps.renderer.compile(compileInputOf(variantFields(broadcast, v), zone))),
+          this.deps.lockedContent.put(variantContentKeyOf(contentKey, i), workspaceId, await this.deps.renderer.compile(compileInputOf(variantFields(broadcast, v), zone))),
         ),
       );
     } catch (err) {
@@ -386,8 +386,8 @@ export class Broadcasts {
     await Promise.all([
       before.contentKey ? this.dropLocked(before.contentKey, before.abTest?.variants.length ?? 0) : undefined,
       // Sending never started, so the content store should hold nothing; best effort all the same.
-      this.deps.content.delete(workspaceId, contentRefOf(id)).catch(() => undefined),
-      ...(before.abTest?.variants ?? []).map((_, i) => this.deps.content.delete(workspaceId, variantContentRefOf(id, i)).catch(() => undefined)),
+      this.deps.deliveryContent.delete(workspaceId, contentRefOf(id)).catch(() => undefined),
+      ...(before.abTest?.variants ?? []).map((_, i) => this.deps.deliveryContent.delete(workspaceId, variantContentRefOf(id, i)).catch(() => undefined)),
     ]);
     return this.load(workspaceId, id);
   }
@@ -417,8 +417,8 @@ export class Broadcasts {
   /** Best effort: the locked content of a schedule that did not hold (and its variants'). */
   private async dropLocked(contentKey: string, variants: number): Promise<void> {
     await Promise.all([
-      this.deps.contents.delete(contentKey).catch(() => undefined),
-      ...Array.from({ length: variants }, (_, i) => this.deps.contents.delete(variantContentKeyOf(contentKey, i)).catch(() => undefined)),
+      this.deps.lockedContent.delete(contentKey).catch(() => undefined),
+      ...Array.from({ length: variants }, (_, i) => this.deps.lockedContent.delete(variantContentKeyOf(contentKey, i)).catch(() => undefined)),
     ]);
   }
 

@@ -35,7 +35,7 @@ export interface OutcomeDeps {
   clock: Clock;
   logger: Logger;
   /** The content store: a completed broadcast's entry is deleted (best effort; the bucket's max age drops it anyway). */
-  content?: Pick<DeliveryContent, "delete">;
+  deliveryContent?: Pick<DeliveryContent, "delete">;
   /** BROADCAST_COMPLETED goes out through it (none when absent). */
   events?: BroadcastEvents;
 }
@@ -179,11 +179,11 @@ export async function completeBroadcast(
   await publishCompleted(deps, broadcastId);
   await Promise.all([
     deps.pages.deleteAll(broadcastId).catch((err) => deps.logger.warn({ err, broadcastId }, "dropping recipient pages failed")),
-    deps.content
+    deps.deliveryContent
       ?.delete(broadcast.workspaceId, contentRefOf(broadcastId))
       .catch((err) => deps.logger.warn({ err, broadcastId }, "dropping the content store entry failed")),
     ...Object.keys(broadcast.abTest?.stats ?? {}).map((_, i) =>
-      deps.content
+      deps.deliveryContent
         ?.delete(broadcast.workspaceId, variantContentRefOf(broadcastId, i))
         .catch((err) => deps.logger.warn({ err, broadcastId }, "dropping a variant's content store entry failed")),
     ),

@@ -81,7 +81,7 @@ describe("page jobs", () => {
     expect(w.log.filter((l) => l.startsWith("page"))).toHaveLength(3);
     // The very bytes the renderer compiled at schedule.
     const { contentKey } = await w.service.get(WS, id);
-    expect(w.content.get(WS, ref)).toEqual((await w.repos.contents.get(contentKey!))!.compiled);
+    expect(w.content.get(WS, ref)).toEqual((await w.repos.lockedContent.get(contentKey!))!.compiled);
   });
 
   it("re-publishes a window after a crash under the same page id with the same recipients (deduplicated by msgID)", async () => {
@@ -96,7 +96,7 @@ describe("page jobs", () => {
         return w.repos.pages.markReleased(...args);
       },
     });
-    const doomed = new Sender({ ...w.repos, pages, directory: w.directory, queue: w.queue, content: w.content, clock: w.clock, logger: silentLogger }, { owner: "doomed", windowSize: 100 });
+    const doomed = new Sender({ ...w.repos, pages, directory: w.directory, queue: w.queue, deliveryContent: w.content, clock: w.clock, logger: silentLogger }, { owner: "doomed", windowSize: 100 });
     await doomed.tick();
     dying = false;
     expect(w.queue.pages).toHaveLength(1);

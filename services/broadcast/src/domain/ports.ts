@@ -21,10 +21,7 @@ import type { DeliveryJobSpec, DeliveryPageSpec } from "@mailroom/pipeline/work.
  * tests use in-memory ones (testing.ts).
  */
 
-export interface Clock {
-  now(): Date;
-}
-export const systemClock: Clock = { now: () => new Date() };
+export type { Clock } from "@mailroom/kit/clock.js";
 
 export interface Logger {
   debug(obj: object, msg?: string): void;

@@ -46,9 +46,9 @@ export interface SenderDeps {
   directory: Directory;
   queue: DeliveryQueue;
   /** The locked compiled content (as the renderer compiled it at schedule), by the broadcast's contentKey. */
-  contents: ContentRepository;
+  lockedContent: ContentRepository;
   /** The content store delivery reads from: written before any page is released. */
-  content: DeliveryContent;
+  deliveryContent: DeliveryContent;
   clock: Clock;
   logger: Logger;
   /** BROADCAST_STARTED / BROADCAST_COMPLETED (none when absent). */
@@ -485,9 +485,9 @@ export class Sender {
       ? broadcast.abTest.variants.map((_, i) => ({ key: broadcast.contentKey && variantContentKeyOf(broadcast.contentKey, i), ref: variantContentRefOf(broadcast.id, i) }))
       : [{ key: broadcast.contentKey, ref: contentRefOf(broadcast.id) }];
     for (const { key, ref } of refs) {
-      const locked = key ? await this.deps.contents.get(key) : null;
+      const locked = key ? await this.deps.lockedContent.get(key) : null;
       if (!locked) throw new Error(`broadcast ${broadcast.id} has no locked content for ${ref}`);
-      await this.deps.content.put(broadcast.workspaceId, ref, locked.compiled);
+      await this.deps.deliveryContent.put(broadcast.workspaceId, ref, locked.compiled);
     }
     const next: SendingState = { ...sending, contentStoredAt: now };
     if (!(await this.deps.broadcasts.saveSending(broadcast.id, this.opts.owner, next))) return null;

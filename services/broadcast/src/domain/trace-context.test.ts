@@ -34,7 +34,7 @@ function recordingSender(w: TestWorld) {
     });
     return result;
   };
-  const sender = new Sender({ ...w.repos, directory: w.directory, queue: w.queue, content: w.content, clock: w.clock, logger: silentLogger, events: w.events, stepScope }, { owner: "test-process" });
+  const sender = new Sender({ ...w.repos, directory: w.directory, queue: w.queue, deliveryContent: w.content, clock: w.clock, logger: silentLogger, events: w.events, stepScope }, { owner: "test-process" });
   return { sender, steps };
 }
 

@@ -2,7 +2,7 @@ import type { KV, KvEntry } from "@nats-io/kv";
 import { openKvBucket } from "@mailroom/kit/jetstream.js";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { takeFromBucket, type BucketState } from "../domain/token-bucket.js";
+import { takeFromBucket, type BucketState } from "@mailroom/kit/token-bucket.js";
 import type { PacingRepository, TokenGrant } from "../domain/ports.js";
 
 export const PACING_BUCKET = "mailroom_delivery_pacing";

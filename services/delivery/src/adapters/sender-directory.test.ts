@@ -1,7 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import type { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { RpcSenderDirectory } from "./sender-directory.js";
+import { DirectoryClient } from "./sender-directory.js";
 
 /** A directory client answering checkSender after `delayMs`, counting calls. */
 function fakeDirectory(delayMs = 0) {
@@ -16,10 +16,10 @@ function fakeDirectory(delayMs = 0) {
   return { client, counter };
 }
 
-describe("RpcSenderDirectory", () => {
+describe("DirectoryClient", () => {
   it("asks once for concurrent checks of one sender, then answers from the cache until the TTL ends", async () => {
     const { client, counter } = fakeDirectory(20);
-    const directory = new RpcSenderDirectory(client, 150);
+    const directory = new DirectoryClient(client, 150);
     const answers = await Promise.all(Array.from({ length: 10 }, () => directory.checkSender("ws_1", "News@Acme.test")));
     expect(answers.every((a) => a.allowed)).toBe(true);
     expect(counter.calls).toBe(1);
@@ -33,7 +33,7 @@ describe("RpcSenderDirectory", () => {
 
   it("does not cache at all with a TTL of 0", async () => {
     const { client, counter } = fakeDirectory();
-    const directory = new RpcSenderDirectory(client, 0);
+    const directory = new DirectoryClient(client, 0);
     await directory.checkSender("ws_1", "a@acme.test");
     await directory.checkSender("ws_1", "a@acme.test");
     expect(counter.calls).toBe(2);

@@ -9,7 +9,7 @@ import type { SenderCheck, SenderDirectory } from "../domain/ports.js";
  * workspace and from: a broadcast asks the same question for every recipient, and
  * concurrent misses for one key ask once (the cache's fetchMethod).
  */
-export class RpcSenderDirectory implements SenderDirectory {
+export class DirectoryClient implements SenderDirectory {
   private readonly cache?: LRUCache<string, SenderCheck, { workspaceId: string; from: string }>;
 
   constructor(
@@ -50,7 +50,7 @@ export class RpcSenderDirectory implements SenderDirectory {
     }
   }
 
-  async addHardBounce(workspaceId: string, email: string, detail: string): Promise<void> {
+  async suppressOther(workspaceId: string, email: string, detail: string): Promise<void> {
     await this.directory.addSuppression({ workspaceId, email, reason: SuppressionReason.HARD_BOUNCE, detail });
   }
 }

@@ -36,6 +36,7 @@ type OutcomeDoc = {
   attempt: number;
   /** The route that carried it, so a final event republished after a crash still names it. */
   route?: string;
+  /** Written by releases that suppressed bounces themselves; no longer read. */
   suppressed?: boolean;
   at: Date;
 };
@@ -138,10 +139,6 @@ export class StoreDeliveries implements DeliveriesRepository {
     });
   }
 
-  async markSuppressed(deliveryId: string): Promise<void> {
-    await this.outcomes.updateOne({ _id: deliveryId }, { $set: { suppressed: true } });
-  }
-
   /** true for each claim document this call created. */
   private async insertClaims(docs: ClaimDoc[]): Promise<boolean[]> {
     try {
@@ -201,7 +198,6 @@ function fromOutcome(o: OutcomeDoc): DeliveryRecord {
     state: o.type,
     attempts: o.attempt,
     outcome: { type: o.type, detail: o.detail, smtpCode: o.smtpCode, attempt: o.attempt, ...(o.route ? { route: o.route } : {}) },
-    suppressed: o.suppressed,
     createdAt: o.at,
     updatedAt: o.at,
   };

@@ -101,14 +101,15 @@ describe("Deliverer", () => {
     expect((await t.deliveries.get(job.deliveryId))?.state).toBe("failed");
   });
 
-  it("turns a 5xx for the recipient into BOUNCED and a hard-bounce suppression", async () => {
+  it("turns a 5xx for the recipient into a permanent BOUNCED event, the one path to its suppression", async () => {
     const t = await setup();
     t.transport.script = [{ kind: "reject", code: 550 }];
     const job = testJob();
     expect(await t.run(job)).toEqual({ kind: "ack" });
-    // A hard bounce: readers record `bounceType: "hard"` and count it as hardBounced from this flag.
-    expect(t.events.events).toMatchObject([{ type: "bounced", smtpCode: 550, permanent: true }]);
-    expect(t.directory.suppressed).toEqual([{ workspaceId: "ws_test", email: job.recipient.email, detail: "550 rejected" }]);
+    // A hard bounce: readers record `bounceType: "hard"` and count it as hardBounced from this flag;
+    // the directory's consumer of the event suppresses the address (delivery does not call it).
+    expect(t.events.events).toMatchObject([{ type: "bounced", smtpCode: 550, permanent: true, recipient: job.recipient.email, detail: "550 rejected" }]);
+    expect(t.directory.suppressed).toEqual([]);
   });
 
   it("does not bounce the recipient for a 5xx about the relay (auth, MAIL FROM)", async () => {
@@ -120,16 +121,16 @@ describe("Deliverer", () => {
     expect(t.events.events[0].permanent).toBeUndefined();
   });
 
-  it("retries the suppression on redelivery when the directory was down at bounce time", async () => {
+  it("bounces without the directory: a redelivery after a failed publish sends the BOUNCED event, never the mail again", async () => {
     const t = await setup();
     t.transport.script = [{ kind: "reject", code: 550 }];
     t.directory.failSuppression = true;
+    t.events.failNext = 1;
     const job = testJob();
-    await expect(t.run(job, 1)).rejects.toThrow(/directory unavailable/);
-    t.directory.failSuppression = false;
+    await expect(t.run(job, 1)).rejects.toThrow(/publish timed out/);
     expect(await t.run(job, 2)).toEqual({ kind: "ack" });
     expect(t.transport.attempts).toHaveLength(1);
-    expect(t.directory.suppressed).toHaveLength(1);
+    expect(t.directory.suppressed).toEqual([]);
     expect(t.events.types()).toEqual(["bounced"]);
   });
 

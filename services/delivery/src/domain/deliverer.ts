@@ -353,14 +353,15 @@ export class Deliverer {
 
   /**
    * Cc and bcc addresses refused at RCPT TO while the message went to `to`: a 5xx is a hard
-   * bounce of that address (suppressed in the directory); a 4xx is logged, not retried (the
-   * message was accepted, and a retry would send it to `to` again).
+   * bounce of that address, suppressed in the directory directly (no event of the email names
+   * it: the email's events follow `to`); a 4xx is logged, not retried (the message was
+   * accepted, and a retry would send it to `to` again).
    */
   private async suppressOthers(job: Job, refused: NonNullable<SendResult["refused"]>): Promise<void> {
     for (const r of refused) {
       if (r.code >= 500 && r.code < 600) {
         try {
-          await this.deps.directory.addHardBounce(job.workspaceId, r.address, clip(r.text));
+          await this.deps.directory.suppressOther(job.workspaceId, r.address, clip(r.text));
         } catch (err) {
           this.deps.logger.warn({ err, deliveryId: job.deliveryId }, "could not suppress a refused cc/bcc address");
         }
@@ -446,26 +447,22 @@ export class Deliverer {
     await this.finish(job, { type: "failed", detail, smtpCode: 0, attempt: 0 });
   }
 
-  /** Records a final outcome, then tells the world; a bounce also suppresses the address. */
+  /**
+   * Records a final outcome, then tells the world. A bounce's address is suppressed by the
+   * directory's consumer of the BOUNCED event (the one path for a hard bounce).
+   */
   private async finish(job: Job, outcome: Outcome): Promise<void> {
     const now = new Date(this.now());
     await this.deps.deliveries.markFinal(job.deliveryId, job.workspaceId, outcome, now);
-    if (outcome.type === "bounced") await this.suppress(job, outcome.detail);
     await this.deps.events.publish(this.eventOf(job, outcome));
   }
 
-  private async suppress(job: Job, detail: string): Promise<void> {
-    await this.deps.directory.addHardBounce(job.workspaceId, job.recipient.email, detail);
-    await this.deps.deliveries.markSuppressed(job.deliveryId);
-  }
-
   /**
-   * The delivery ended earlier (this is a redelivery): finish what may not have happened
-   * after the store write — suppression, the event (deduplicated by its derived id) — and ack.
+   * The delivery ended earlier (this is a redelivery): publish the event again, as it may not
+   * have been after the store write (deduplicated by its derived id), and ack.
    */
   private async settleFinished(job: Job, record: DeliveryRecord): Promise<Step> {
     const outcome = record.outcome ?? { type: record.state as Outcome["type"], detail: "", smtpCode: 0, attempt: record.attempts };
-    if (record.state === "bounced" && !record.suppressed) await this.suppress(job, outcome.detail);
     await this.deps.events.publish(this.eventOf(job, outcome));
     return ACK;
   }

@@ -1,5 +1,6 @@
+import type { DeliverySourceName } from "@mailroom/pipeline/work.js";
 /** Where a job came from; also the middle part of its event subjects. */
-export type JobSource = "transactional" | "broadcast" | "test";
+export type JobSource = DeliverySourceName;
 
 /** A recipient's merge values (contact properties, template variables) by name. */
 export type Variables = Readonly<Record<string, unknown>>;

@@ -30,8 +30,6 @@ export type DeliveryRecord = {
   claimedAt?: Date;
   /** The final (or last deferred) outcome, kept so its event can be republished. */
   outcome?: Outcome;
-  /** For bounces: whether the address reached the directory's suppression list. */
-  suppressed?: boolean;
   createdAt: Date;
   updatedAt: Date;
 };
@@ -56,7 +54,6 @@ export interface DeliveriesRepository {
   markDeferred(deliveryId: string, worker: string, outcome: Outcome, now: Date): Promise<void>;
   /** Final state. A sent delivery is never turned into anything else. */
   markFinal(deliveryId: string, workspaceId: string, outcome: Outcome, now: Date): Promise<void>;
-  markSuppressed(deliveryId: string): Promise<void>;
 }
 
 // ---------- content ----------
@@ -157,7 +154,11 @@ export interface SenderCheck {
 
 export interface SenderDirectory {
   checkSender(workspaceId: string, from: string): Promise<SenderCheck>;
-  addHardBounce(workspaceId: string, email: string, detail: string): Promise<void>;
+  /**
+   * A cc or bcc address refused for good: suppressed directly, as no event names it (the
+   * recipient's own hard bounce is suppressed by the directory from the BOUNCED event).
+   */
+  suppressOther(workspaceId: string, email: string, detail: string): Promise<void>;
 }
 
 // ---------- transport ----------

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { takeFromBucket } from "./token-bucket.js";
+import { takeFromBucket } from "@mailroom/kit/token-bucket.js";
 import { classifySmtpError, outcomeEventId, retryDelayMs } from "./outcome.js";
 import { SmtpFailure } from "./ports.js";
 import { Pacer, leaseSize } from "./pacer.js";

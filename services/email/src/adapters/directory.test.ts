@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient} from "@connectrpc/connect";
 import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { AppError, badRequest } from "@mailroom/kit/errors.js";
-import { ConnectDirectory } from "./directory.js";
+import { DirectoryClient } from "./directory.js";
 
 function directory() {
   const calls: string[] = [];
@@ -42,7 +42,7 @@ function directory() {
       },
     });
   });
-  const repo = new ConnectDirectory(createClient(DirectoryService, transport), 60_000);
+  const repo = new DirectoryClient(createClient(DirectoryService, transport), 60_000);
   return { repo, calls, hold: (p: Promise<void> | undefined) => void (gate = p) };
 }
 
@@ -134,7 +134,7 @@ describe("directory adapter: reservations of concurrent requests", () => {
         },
       });
     });
-    const repo = new ConnectDirectory(createClient(DirectoryService, transport), 0);
+    const repo = new DirectoryClient(createClient(DirectoryService, transport), 0);
     return {
       repo,
       calls,

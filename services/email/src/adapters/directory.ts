@@ -26,7 +26,7 @@ class SenderRefused extends Error {
  * costs one lookup, and concurrent first sends share that lookup; refusals are never
  * cached, so a newly verified sender works at once.
  */
-export class ConnectDirectory implements Directory {
+export class DirectoryClient implements Directory {
   private readonly allowedSenders: LRUCache<string, SenderCheck, SenderKey> | undefined;
   /** Concurrent send requests of one workspace share one reservation call (see reserveSendable). */
   private readonly reservations = new Coalescer<string[], SendableReservation>((workspaceId, requests) =>

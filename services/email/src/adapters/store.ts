@@ -350,7 +350,7 @@ export class CollectionIdempotencyStore implements IdempotencyStore {
 }
 
 /** Every store of the service, with their indexes in place. */
-export async function openCollections(store: Store, opts: { contentRetentionHours?: number } = {}) {
+export async function openStores(store: Store, opts: { contentRetentionHours?: number } = {}) {
   const emails = new CollectionEmailStore(store, opts);
   const idempotency = new CollectionIdempotencyStore(store);
   const outcomes = new CollectionOutcomeStore(store);

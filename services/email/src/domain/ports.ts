@@ -198,9 +198,8 @@ export interface ContentWriter {
   delete(workspaceId: string, contentRef: string): Promise<void>;
 }
 
-export interface Clock {
-  now(): Date;
-}
+/** kit's one clock. */
+export type { Clock } from "@mailroom/kit/clock.js";
 
 export interface Logger {
   debug(obj: object, msg?: string): void;

@@ -9,7 +9,7 @@ import type { StatsStore } from "./ports.js";
 import { emailStats, type EmailStats, type StatsQuery } from "./stats.js";
 
 /** The send path's ports plus the daily stats the outcome consumer maintains. */
-export type EmailServiceDeps = SendDeps & { stats: StatsStore };
+export type EmailsDeps = SendDeps & { stats: StatsStore };
 
 export interface BatchResult {
   successful: EmailRecord[];
@@ -20,10 +20,10 @@ export interface BatchResult {
  * The email service's use cases (the facade transports call). It depends only on the
  * ports (SendDeps), so tests build it with in-memory adapters.
  */
-export class EmailService {
+export class Emails {
   private readonly sender: EmailSender;
 
-  constructor(private readonly deps: EmailServiceDeps) {
+  constructor(private readonly deps: EmailsDeps) {
     this.sender = new EmailSender(deps);
   }
 

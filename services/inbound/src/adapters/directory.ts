@@ -12,7 +12,7 @@ const REASON: Record<Reason, SuppressionReason> = {
 };
 
 /** The directory's suppression list and contacts over Connect. */
-export class ConnectSuppressions implements Suppressions {
+export class DirectorySuppressionsClient implements Suppressions {
   constructor(private readonly client: Client<typeof DirectoryService>) {}
 
   async suppress(workspaceId: string, email: string, reason: Reason, detail: string): Promise<void> {
@@ -31,7 +31,7 @@ export class ConnectSuppressions implements Suppressions {
 }
 
 /** The directory's sending domains over Connect: the domain itself, then each parent with two labels or more. */
-export class ConnectSendingDomains implements SendingDomains {
+export class DirectoryDomainsClient implements SendingDomains {
   constructor(private readonly client: Client<typeof DirectoryService>) {}
 
   async verifiedFor(workspaceId: string, domain: string): Promise<boolean> {

@@ -1,7 +1,8 @@
 import type { InboundRoute } from "./receiving/model.js";
+import type { DeliverySourceName } from "@mailroom/pipeline/work.js";
 
 /** Where a delivery came from (the lanes of the delivery service). */
-export type DeliverySource = "transactional" | "broadcast" | "test";
+export type DeliverySource = DeliverySourceName;
 
 /**
  * A delivery the relay accepted, remembered from its SENT event: a bounce or a complaint

@@ -28,9 +28,8 @@ export interface MailEvents {
   publish(event: InboundEvent): Promise<void>;
 }
 
-export interface Clock {
-  now(): Date;
-}
+/** kit's one clock. */
+export type { Clock } from "@mailroom/kit/clock.js";
 
 export interface Logger {
   debug(obj: object, msg?: string): void;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { openMemoryStore } from "@mailroom/store/open.js";
 import type { Webhook } from "../domain/model.js";
 import { CachedWebhookStore } from "./cached-webhooks.js";
-import { openCollections } from "./store.js";
+import { openStores } from "./store.js";
 import { TEST_SECRET_KEYS } from "../testing.js";
 
 const hook = (id: string, workspaceId = "ws_1"): Webhook => ({
@@ -19,7 +19,7 @@ const hook = (id: string, workspaceId = "ws_1"): Webhook => ({
 });
 
 async function setup() {
-  const { webhooks: inner } = await openCollections(openMemoryStore(), TEST_SECRET_KEYS);
+  const { webhooks: inner } = await openStores(openMemoryStore(), TEST_SECRET_KEYS);
   const announced: Array<{ workspaceId?: string; webhookId?: string }> = [];
   // Another process: a second cache over the same store.
   const here = new CachedWebhookStore(inner, 60_000, (c) => announced.push(c));

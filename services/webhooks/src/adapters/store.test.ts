@@ -6,7 +6,7 @@ import { isSealed } from "@mailroom/kit/secrets.js";
 import { openStore } from "@mailroom/store/open.js";
 import type { Webhook } from "../domain/model.js";
 import { TEST_SECRET_KEYS } from "../testing.js";
-import { openCollections } from "./store.js";
+import { openStores } from "./store.js";
 
 const TOKEN = "whsec_c2VjcmV0LXNpZ25pbmctdG9rZW4tb2YtYWNtZS0wMTIz";
 const NEW_TOKEN = "whsec_bmV3LXNpZ25pbmctdG9rZW4tYWZ0ZXItdXBkYXRlLTQ1Ng";
@@ -53,7 +53,7 @@ describe("webhook signing tokens at rest", () => {
   it("no store file holds a token in plain text, while the API side still reads it", async () => {
     const root = await dataDir();
     const store = await openStore({ dataDir: root, service: "webhooks" });
-    const { webhooks } = await openCollections(store, TEST_SECRET_KEYS);
+    const { webhooks } = await openStores(store, TEST_SECRET_KEYS);
     await webhooks.insert(hook());
     expect((await webhooks.find("ws_1", "wh_1"))?.token).toBe(TOKEN);
     expect(isSealed((await store.collection<RawDoc>("webhooks").findOne({ _id: "wh_1" }))!.token)).toBe(true);
@@ -80,18 +80,18 @@ describe("webhook signing tokens at rest", () => {
     const { id, ...legacy } = hook();
     await raw.insertOne({ _id: id, ...legacy });
 
-    const before = (await openCollections(store, TEST_SECRET_KEYS)).webhooks;
+    const before = (await openStores(store, TEST_SECRET_KEYS)).webhooks;
     const sealedOnce = (await raw.findOne({ _id: id }))!.token;
     expect(isSealed(sealedOnce)).toBe(true);
     expect((await before.find("ws_1", id))?.token).toBe(TOKEN);
 
     const rotated = { current: "webhooks-rotated-secret-9876543210", previous: TEST_SECRET_KEYS.current };
-    const after = (await openCollections(store, rotated)).webhooks;
+    const after = (await openStores(store, rotated)).webhooks;
     const sealedTwice = (await raw.findOne({ _id: id }))!.token;
     expect(sealedTwice).not.toBe(sealedOnce);
     expect((await after.find("ws_1", id))?.token).toBe(TOKEN);
     // Once resealed, the previous secret is no longer needed.
-    const newOnly = (await openCollections(store, { current: rotated.current })).webhooks;
+    const newOnly = (await openStores(store, { current: rotated.current })).webhooks;
     expect((await newOnly.findById(id))?.token).toBe(TOKEN);
     await store.close();
   });

@@ -306,7 +306,7 @@ export class CollectionEmailTags implements EmailTags {
   }
 }
 
-export async function openCollections(store: Store, keys: SecretKeys) {
+export async function openStores(store: Store, keys: SecretKeys) {
   const webhooks = new CollectionWebhookStore(store, keys);
   const deliveries = new CollectionDeliveryStore(store);
   const emailTags = new CollectionEmailTags(store);

@@ -96,9 +96,8 @@ export interface WebhookSender {
   post(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<SendResult>;
 }
 
-export interface Clock {
-  now(): Date;
-}
+/** kit's one clock. */
+export type { Clock } from "@mailroom/kit/clock.js";
 
 export interface Ids {
   webhookId(): string;

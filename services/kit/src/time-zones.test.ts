@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isTimeZone, nextWallClock } from "./time.js";
+import { isTimeZone, nextWallClock } from "./time-zones.js";
 
 describe("isTimeZone", () => {
   it("knows IANA zones and nothing else", () => {
