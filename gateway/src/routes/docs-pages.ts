@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import MarkdownIt from "markdown-it";
@@ -16,7 +16,11 @@ import { defineRoute, type RouteModule } from "./route.js";
  * headings get GitHub's anchors (github-slugger), so `page.md#heading` links keep working.
  */
 
-export const DOCS_DIR = fileURLToPath(new URL("../../../docs/", import.meta.url));
+/**
+ * The repository's docs/: beside this source tree, else under the working directory (a unit
+ * bundled elsewhere, as the test harness does, runs from the repository's root); none: no pages.
+ */
+export const DOCS_DIR = [fileURLToPath(new URL("../../../docs/", import.meta.url)), path.resolve("docs")].find((dir) => existsSync(dir));
 
 interface RenderedPage {
   title: string;
@@ -61,8 +65,8 @@ function docsLinks(md: MarkdownIt, pages: Set<string>): void {
 }
 
 /** Every page of `dir`, rendered (name without `.md` → page). */
-export function renderDocs(dir: string = DOCS_DIR): Map<string, RenderedPage> {
-  const files = readdirSync(dir).filter((f) => f.endsWith(".md")).sort();
+export function renderDocs(dir: string | undefined = DOCS_DIR): Map<string, RenderedPage> {
+  const files = dir === undefined ? [] : readdirSync(dir).filter((f) => f.endsWith(".md")).sort();
   const names = new Set(files.map((f) => f.slice(0, -3)));
   const pages = new Map<string, RenderedPage>();
   for (const file of files) {
@@ -70,7 +74,7 @@ export function renderDocs(dir: string = DOCS_DIR): Map<string, RenderedPage> {
     const md = new MarkdownIt({ html: false, linkify: true });
     md.use(anchor, { slugify: (s: string) => slugger.slug(s) });
     docsLinks(md, names);
-    const source = readFileSync(path.join(dir, file), "utf8");
+    const source = readFileSync(path.join(dir!, file), "utf8");
     const title = /^#\s+(.+)$/m.exec(source)?.[1]?.trim() ?? file.slice(0, -3);
     pages.set(file.slice(0, -3), { title, html: md.render(source) });
   }
