@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { FastifyInstance, RouteOptions } from "fastify";
-import { apiErrorSchema, unauthorizedErrorSchema } from "./errors.js";
+import { apiErrorSchema, unauthorizedErrorSchema } from "@mailroom/http/errors.js";
 
 /**
  * The OpenAPI 3.1 document is generated, never written by hand: every route declares its

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { z } from "zod";
-import { ERROR_TABLE, codeOfDocsSlug, docsSlug } from "../errors.js";
+import { ERROR_TABLE, codeOfDocsSlug, docsSlug } from "@mailroom/http/errors.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 /**
