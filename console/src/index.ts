@@ -53,7 +53,7 @@ import { registerAutomationPages } from "./automations.js";
 import { registerDeliveryPages } from "./delivery.js";
 import { registerInvitationPages, registerTeamPages } from "./team.js";
 import { registerKeyPages } from "./keys.js";
-import { registerSessionPages } from "./sessions.js";
+import { registerSessionPages } from "./pages/sessions.js";
 import { registerAuditPages } from "./audit.js";
 import { registerSettingsPages } from "./settings.js";
 import { createConsoleMail } from "./system-mail.js";
