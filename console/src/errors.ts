@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { bodyFromError, forWorkspace } from "@mailroom/http/errors.js";
 import { consolePage, escapeHtml, plainPage, CONSOLE_PREFIX } from "./layout.js";
-import { consolePageLinks } from "./cli-hints.js";
+import { consolePageLinks } from "./views/cli-hints.js";
 
 const TITLES: Record<number, string> = {
   400: "That did not work",

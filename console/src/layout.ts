@@ -34,7 +34,7 @@
  */
 import { escapeHtml } from "@mailroom/http/page.js";
 import { csrfField } from "./csrf.js";
-import { consolePageLinks } from "./cli-hints.js";
+import { consolePageLinks } from "./views/cli-hints.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 import { consolePrincipal, mayCall } from "@mailroom/http/roles.js";
 

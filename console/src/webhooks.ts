@@ -21,7 +21,7 @@ import { csrfField } from "./csrf.js";
 import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
 import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
 import { EVENT_INFO, eventsTable } from "./webhook-events.js";
-import { webhookHealthHtml } from "./webhook-health.js";
+import { webhookHealthHtml } from "./views/webhook-health.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {

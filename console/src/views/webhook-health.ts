@@ -8,7 +8,12 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { DeliveryState, WebhookStatus, type Delivery, type Webhook } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
-import { escapeHtml, formatTime, statusBadge, timeText } from "./layout.js";
+import { formatTime as formatTimeMarkup, statusBadge as statusBadgeMarkup, timeText } from "../layout.js";
+import { html, render, trusted } from "./html.js";
+
+// The layout's helpers build (and escape) their markup; not views yet.
+const formatTime = (date: Date) => trusted(formatTimeMarkup(date));
+const statusBadge = (text: string, tone: Parameters<typeof statusBadgeMarkup>[1]) => trusted(statusBadgeMarkup(text, tone));
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -43,15 +48,15 @@ export function webhookHealthHtml(w: Webhook, recent: Delivery[], now: Date, hea
   const h = webhookHealth(w, recent, now);
   const paused = w.status === WebhookStatus.PAUSED;
   const notice = h.failingOverADay
-    ? `<div class="flash error" role="alert" data-health="failing">This endpoint has failed every delivery attempt since ${timeText(h.failingSince!)} (${h.failuresInARow} in a row), for over a day.${paused ? "" : " Fix the endpoint or pause the webhook: it is paused automatically if this goes on."}</div>`
+    ? html`<div class="flash error" role="alert" data-health="failing">This endpoint has failed every delivery attempt since ${timeText(h.failingSince!)} (${h.failuresInARow} in a row), for over a day.${paused ? "" : " Fix the endpoint or pause the webhook: it is paused automatically if this goes on."}</div>`
     : "";
   const failures = h.failuresInARow === 0 ? statusBadge("0", "ok")
-    : `${statusBadge(String(h.failuresInARow), "bad")}${h.failingSince ? ` <span class="muted">since ${formatTime(h.failingSince)}</span>` : ""}`;
-  const last = h.lastSuccess ? formatTime(h.lastSuccess) : `<span class="muted">none among the last ${recent.length} deliveries</span>`;
-  const next = paused ? `<span class="muted">held while the webhook is paused</span>`
-    : h.nextAttempt ? formatTime(h.nextAttempt) : `<span class="muted">nothing waiting</span>`;
-  return `${notice}<section class="card" aria-labelledby="${escapeHtml(headingId)}"><h2 id="${escapeHtml(headingId)}" style="margin-top:0">Health</h2>
+    : html`${statusBadge(String(h.failuresInARow), "bad")}${h.failingSince ? html` <span class="muted">since ${formatTime(h.failingSince)}</span>` : ""}`;
+  const last = h.lastSuccess ? formatTime(h.lastSuccess) : html`<span class="muted">none among the last ${recent.length} deliveries</span>`;
+  const next = paused ? html`<span class="muted">held while the webhook is paused</span>`
+    : h.nextAttempt ? formatTime(h.nextAttempt) : html`<span class="muted">nothing waiting</span>`;
+  return render(html`${notice}<section class="card" aria-labelledby="${headingId}"><h2 id="${headingId}" style="margin-top:0">Health</h2>
 <dl class="grid" style="margin:0"><div><dt class="muted">Last success</dt><dd style="margin:0" data-health="last-success">${last}</dd></div>
 <div><dt class="muted">Failed attempts in a row</dt><dd style="margin:0" data-health="failures">${failures}</dd></div>
-<div><dt class="muted">Next attempt</dt><dd style="margin:0" data-health="next">${next}</dd></div></dl></section>`;
+<div><dt class="muted">Next attempt</dt><dd style="margin:0" data-health="next">${next}</dd></div></dl></section>`);
 }

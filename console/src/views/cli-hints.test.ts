@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { forWorkspace, publicErrorBody } from "@mailroom/http/errors.js";
 import { consolePageLinks } from "./cli-hints.js";
-import { plainPage } from "./layout.js";
+import { plainPage } from "../layout.js";
 
 /**
  * The API's error messages name CLI commands; in the console the same message links the page

@@ -3,8 +3,8 @@
  * <domain>`). In the console, where a page does the same, the message is followed by a link
  * to that page, so nobody is sent to a terminal for what a click does.
  */
-import { escapeHtml } from "@mailroom/http/page.js";
-import { CONSOLE_PREFIX } from "./types.js";
+import { CONSOLE_PREFIX } from "../types.js";
+import { html, render } from "./html.js";
 
 /** A CLI command (as the messages name it) and the console page that does the same. */
 const PAGES: Array<{ command: RegExp; path: string; label: string }> = [
@@ -19,6 +19,6 @@ const PAGES: Array<{ command: RegExp; path: string; label: string }> = [
 export function consolePageLinks(message: string): string {
   const pages = PAGES.filter((p) => p.command.test(message));
   if (!pages.length) return "";
-  const links = pages.map((p) => `<a href="${CONSOLE_PREFIX}${p.path}" data-console-page="${p.path.slice(1)}">${escapeHtml(p.label)}</a>`).join(", ");
-  return ` <span class="hint">In the console: ${links}.</span>`;
+  const links = pages.map((p, i) => html`${i ? ", " : ""}<a href="${CONSOLE_PREFIX}${p.path}" data-console-page="${p.path.slice(1)}">${p.label}</a>`);
+  return render(html` <span class="hint">In the console: ${links}.</span>`);
 }
