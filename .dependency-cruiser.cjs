@@ -3,6 +3,8 @@
 // folder under services/ with src/main.ts; a folder under services/ without one is a
 // library. A unit may import itself, libraries, gen/ and packages, never another unit;
 // tests and their helpers may (they wire units together). Libraries import no unit.
+// The console (console/, @mailroom/console) is a package the gateway mounts: the gateway
+// may import it; it imports libraries, gen/ and packages, never a unit (its tests may).
 // Nothing may form an import cycle, type-only imports included.
 const fs = require("node:fs");
 const path = require("node:path");
@@ -28,11 +30,25 @@ module.exports = {
       to: { path: UNITS, pathNot: "^$1/" },
     },
     {
+      name: "no-console-to-unit",
+      comment: "The console is mounted by the gateway: it imports libraries, gen/ and packages, never a unit (the gateway passes in what it needs).",
+      severity: "error",
+      from: { path: "^console/", pathNot: TESTS },
+      to: { path: UNITS },
+    },
+    {
+      name: "no-unit-to-console",
+      comment: "Only the gateway mounts the console.",
+      severity: "error",
+      from: { path: UNITS, pathNot: ["^gateway/", TESTS] },
+      to: { path: "^console/" },
+    },
+    {
       name: "no-library-to-unit",
       comment: "Libraries are shared by units, so they must not depend on any unit.",
       severity: "error",
       from: { path: LIBRARIES },
-      to: { path: UNITS },
+      to: { path: [UNITS, "^console/"] },
     },
     {
       name: "pure-domain",

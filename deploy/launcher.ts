@@ -18,7 +18,7 @@ import { loadEmailSettings } from "../services/email/src/settings.js";
 import { loadInboundSettings } from "../services/inbound/src/settings.js";
 import { loadSubmissionSettings } from "../services/submission/src/settings.js";
 import { loadWebhooksSettings } from "../services/webhooks/src/settings.js";
-import { loadGatewaySettings } from "../gateway/src/settings.js";
+import { loadGatewaySettings } from "@mailroom/http/settings.js";
 import { redactUrl } from "@mailroom/kit/logger.js";
 import { loadTracingSettings } from "@mailroom/kit/tracing.js";
 import { devBootstrap, devSystemSender, upgradedDevBootstrap } from "./dev-workspace.js";

@@ -1,19 +1,19 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { GatewayDeps } from "./deps.js";
+import type { GatewayDeps } from "@mailroom/http/deps.js";
 import { createAuthHook } from "./auth.js";
 import { MemoryTokenBuckets } from "@mailroom/kit/token-bucket.js";
 import { AuthFailureLimiter, createKeyRateLimitHook } from "./rate-limit.js";
 import { requestIdOf } from "./request-context.js";
-import { DEFAULT_BODY_LIMIT_BYTES, bodyFromRouterError, clientErrorResponse, handleError, refusal, sendError } from "./errors.js";
+import { DEFAULT_BODY_LIMIT_BYTES, bodyFromRouterError, clientErrorResponse, handleError, refusal, sendError } from "@mailroom/http/errors.js";
 import { collectOpenApi } from "./openapi.js";
 import { installMetrics } from "./metrics.js";
 import { apiRoutes, publicRoutes } from "./routes/index.js";
 import { defineRoute, type RouteModule } from "./routes/route.js";
-import { registerConsole } from "./console/index.js";
+import { registerConsole } from "@mailroom/console";
 import { lazyRequestLogger } from "./request-logger.js";
-import { defaultErrorDocsUrl } from "./settings.js";
-import { installRoleRules } from "./roles.js";
+import { defaultErrorDocsUrl } from "@mailroom/http/settings.js";
+import { installRoleRules } from "@mailroom/http/roles.js";
 import { installRequestSpans } from "./tracing.js";
 import { installLingeringClose } from "./lingering-close.js";
 

@@ -3,7 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyRequest } from "fastify";
 import { AppError, appError, toConnectError } from "@mailroom/kit/errors.js";
 import { createAuthHook } from "./auth.js";
-import type { ServiceClients } from "./deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 
 /** A directory whose authenticate answers after a tick and counts its calls. */
 function countingDirectory(answer: (apiKey: string) => { workspaceId: string; keyId: string; scopes: string[] }) {

@@ -2,11 +2,11 @@ import { hash } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
-import { callOptionsFor, type GatewayDeps } from "./deps.js";
-import { refusal } from "./errors.js";
+import { callOptionsFor, type GatewayDeps } from "@mailroom/http/deps.js";
+import { refusal } from "@mailroom/http/errors.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import type { AuthFailureLimiter } from "./rate-limit.js";
-import { isRole, lowerRole, requireRole, roleFromScopes, type Role } from "./roles.js";
+import { isRole, lowerRole, requireRole, roleFromScopes, type Role } from "@mailroom/http/roles.js";
 
 export interface AuthContext {
   workspaceId: string;

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { ERROR_TABLE, bodyFromError, forWorkspace, publicErrorBody } from "./errors.js";
+import { ERROR_TABLE, bodyFromError, forWorkspace, publicErrorBody } from "@mailroom/http/errors.js";
 import { errorCodePage } from "./routes/error-docs.js";
 import { renderDocs } from "./routes/docs-pages.js";
 import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../cli/testing.js";
@@ -43,6 +43,7 @@ describe("the error table", () => {
     const files = [
       ...readdirSync(path.join(root, "services")).map((unit) => path.join(root, "services", unit, "src")),
       path.join(root, "gateway", "src"),
+      path.join(root, "console", "src"),
     ].filter((dir) => existsSync(dir)).flatMap((dir) => readdirSync(dir, { recursive: true, encoding: "utf8" }).map((f) => path.join(dir, f)));
     const codes = new Map<string, string>();
     const patterns = [
@@ -61,7 +62,7 @@ describe("the error table", () => {
     const codes = raisedCodes();
     expect(codes.size).toBeGreaterThan(50);
     const missing = [...codes].filter(([code]) => !INTERNAL.has(code) && !Object.hasOwn(ERROR_TABLE, code)).map(([code, file]) => `${code} (${file})`);
-    expect(missing, "add these codes to ERROR_TABLE in gateway/src/errors.ts").toEqual([]);
+    expect(missing, "add these codes to ERROR_TABLE in services/http/src/errors.ts").toEqual([]);
   });
 
   it("names a command, a setting or an endpoint in every fix, and shows it on the code's page", () => {

@@ -6,9 +6,9 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { buildGateway } from "./app.js";
-import type { GatewayDeps, ServiceClients } from "./deps.js";
-import { BATCH_BODY_LIMIT_BYTES } from "./errors.js";
-import type { DrainLimits } from "./lingering-close.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
+import { BATCH_BODY_LIMIT_BYTES } from "@mailroom/http/errors.js";
+import type { DrainLimits } from "@mailroom/http/deps.js";
 import { registerSendBatch } from "./routes/emails-batch.js";
 
 /**

@@ -1,17 +1,12 @@
 import net from "node:net";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FastifyInstance } from "fastify";
+import type { DrainLimits } from "@mailroom/http/deps.js";
 
 /**
  * How much of a request body the gateway still reads, and for how long, after it has answered
  * the request without reading it all (a 413, or a 401 before the body was read).
  */
-export interface DrainLimits {
-  /** Milliseconds from the answer until the connection is closed, whatever the client still sends. */
-  ms: number;
-  /** Body bytes read and discarded after the answer before the connection is closed. */
-  bytes: number;
-}
 
 /** Enough for a client that reads the answer only once it has sent its whole (≤ 64 MB) body. */
 export const DEFAULT_DRAIN_LIMITS: DrainLimits = { ms: 30_000, bytes: 64 * 1024 * 1024 };

@@ -2,10 +2,10 @@ import { startTracing } from "@mailroom/kit/tracing.js";
 import { loadConfig, createLogger, onShutdown, connectNats } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { buildGateway } from "./app.js";
-import { createServiceClients } from "./deps.js";
+import { createServiceClients } from "@mailroom/http/deps.js";
 import { natsTrackingEvents } from "./tracking-events.js";
 import { KvTokenBuckets, keyBucketIdleMs } from "@mailroom/kit/kv-token-buckets.js";
-import { loadGatewaySettings } from "./settings.js";
+import { loadGatewaySettings } from "@mailroom/http/settings.js";
 
 const config = loadConfig();
 const settings = loadGatewaySettings(config);

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { FastifyInstance } from "fastify";
-import type { GatewayDeps } from "./deps.js";
-import { refusal } from "./errors.js";
-import { unauthorizedErrorSchema } from "./errors.js";
+import type { GatewayDeps } from "@mailroom/http/deps.js";
+import { refusal } from "@mailroom/http/errors.js";
+import { unauthorizedErrorSchema } from "@mailroom/http/errors.js";
 import { defineRoute } from "./routes/route.js";
 import { collectProcessMetrics, counter, histogram, metricsAuthorized, scrapeMetrics } from "@mailroom/kit/metrics.js";
 

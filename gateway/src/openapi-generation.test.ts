@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
-import { apiErrorSchema } from "./errors.js";
-import type { ServiceClients } from "./deps.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { API_KEY_RESPONSES } from "./openapi.js";
 import { defineRoute } from "./routes/route.js";
 

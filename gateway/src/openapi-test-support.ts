@@ -57,7 +57,7 @@ async function audiencesClient(dir: Awaited<ReturnType<typeof memoryDirectory>>)
   const segments = new Segments(await SegmentStore.open(dir.store), queries, dir.workspaces);
   return createClient(AudienceService, memoryTransport(audienceRoutes(segments, new Audiences(queries, queries, segments, dir.workspaces))));
 }
-import type { GatewayDeps, ServiceClients } from "./deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 
 /**
  * What the openapi*.test.ts files share: the gateway over the real directory and email services

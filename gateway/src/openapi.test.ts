@@ -5,7 +5,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
-import type { ServiceClients } from "./deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { CONCERNS, type Call, type Document, METHODS, SECRET, TEST_CALL, app, call, capturedCleared, capturedQueries, checkResponse, componentValidator, directoryClient, doc, drivenElsewhere, events, expectDriven, linkToken, operation, recipient, recipientToken, resolveResponse, templateToFastify, templatedEmail, useOpenApiGateway, validatorFor } from "./openapi-test-support.js";
 
 /**

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { FastifyInstance, RouteOptions } from "fastify";
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponseObject } from "zod-openapi";
-import { apiErrorSchema, unauthorizedErrorSchema } from "./errors.js";
+import { apiErrorSchema, unauthorizedErrorSchema } from "@mailroom/http/errors.js";
 
 /**
  * The OpenAPI 3.1 document is generated, never written by hand: every route declares its

@@ -8,7 +8,7 @@ import { connectNats } from "@mailroom/kit/jetstream.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
-import type { ServiceClients } from "./deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { KvTokenBuckets } from "@mailroom/kit/kv-token-buckets.js";
 import { Kvm } from "@nats-io/kv";
 

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { AddressAttempts, secondsUntilFull, type BucketTake, type TokenBuckets } from "@mailroom/kit/token-bucket.js";
-import { refusal } from "./errors.js";
+import { refusal } from "@mailroom/http/errors.js";
 
 export interface KeyRateLimit {
   buckets: TokenBuckets;

@@ -5,7 +5,7 @@ import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
-import { createServiceClients, rpcOptions } from "./deps.js";
+import { createServiceClients, rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "./auth.js";
 import { requestIdOf } from "./request-context.js";
 

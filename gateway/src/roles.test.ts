@@ -27,8 +27,8 @@ vi.mock("fastify", async (original) => {
 
 const { buildGateway } = await import("./app.js");
 const { loadConfig, createLogger } = await import("@mailroom/kit");
-const { ROLES, ROUTE_RULES, allows, atLeast, installRoleRules, requiredRole, routeKey, ruleFor, unruledRoutes } = await import("./roles.js");
-const { requireSession } = await import("./console/session.js");
+const { ROLES, ROUTE_RULES, allows, atLeast, installRoleRules, requiredRole, routeKey, ruleFor, unruledRoutes } = await import("@mailroom/http/roles.js");
+const { requireSession } = await import("@mailroom/console/session.js");
 type Role = (typeof ROLES)[number];
 
 /** A key per role, as the directory answers for it (role capped, scopes to match). */
@@ -82,10 +82,10 @@ async function refusedByRole(method: string, url: string, key: string): Promise<
   return false;
 }
 
-describe("role rules (gateway/src/roles.ts)", () => {
+describe("role rules (services/http/src/roles.ts)", () => {
   it("has a rule for every route the gateway registers, and none for a route it does not", () => {
     expect(gatewayRoutes.length).toBeGreaterThan(200);
-    expect(unruledRoutes(gatewayRoutes), "add these routes to ROUTE_RULES in gateway/src/roles.ts").toEqual([]);
+    expect(unruledRoutes(gatewayRoutes), "add these routes to ROUTE_RULES in services/http/src/roles.ts").toEqual([]);
     const known = new Set(gatewayRoutes.map((r) => routeKey(r.method, r.url)));
     // Registered only under conditions this test's gateway does not meet.
     const conditional = new Set(["GET /dev/mail", "GET /dev/mail/:id", "GET /dev/mail/:id/raw", "POST /dev/mail/clear", "GET /dev/webhooks", "POST /dev/webhooks/:name", "GET /v1/audit-log"]);
@@ -97,7 +97,7 @@ describe("role rules (gateway/src/roles.ts)", () => {
     const strict = Fastify();
     installRoleRules(strict, { strict: true });
     strict.get("/v1/contacts", async () => ({}));
-    expect(() => strict.get("/v1/no-rule-here", async () => ({}))).toThrow(/route GET \/v1\/no-rule-here has no rule in gateway\/src\/roles\.ts/);
+    expect(() => strict.get("/v1/no-rule-here", async () => ({}))).toThrow(/route GET \/v1\/no-rule-here has no rule in services\/http\/src\/roles\.ts/);
     const lax = Fastify();
     installRoleRules(lax, { strict: false });
     lax.get("/v1/no-rule-here", async () => ({}));
@@ -186,7 +186,7 @@ describe("role rules (gateway/src/roles.ts)", () => {
   it("answers 403 insufficient_role (not the legacy 401) for a key below a role above EDITOR, and the page names the code", async () => {
     const res = await app.inject({ method: "GET", url: "/docs/errors/insufficient_role" });
     expect(res.statusCode).toBe(200);
-    const { requireRole } = await import("./roles.js");
+    const { requireRole } = await import("@mailroom/http/roles.js");
     const request = { method: "GET", routeOptions: { url: "/v1/audit-log", config: {} } } as unknown as FastifyRequest;
     expect(() => requireRole(request, { kind: "key", role: "EDITOR" })).toThrow(expect.objectContaining({ code: "insufficient_role", httpStatus: 403, message: "This needs the ADMIN role or higher; this API key's role is EDITOR." }));
     expect(() => requireRole(request, { kind: "key", role: "ADMIN" })).not.toThrow();

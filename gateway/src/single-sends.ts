@@ -3,7 +3,7 @@ import type { EmailInput, EmailRecord, EmailService } from "@mailroom/proto/emai
 import { ACTOR_HEADER } from "@mailroom/kit/audit.js";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { appErrorFromInfo } from "@mailroom/kit/errors.js";
-import type { RequestCallOptions, RequestScoped } from "./deps.js";
+import type { RequestCallOptions, RequestScoped } from "@mailroom/http/deps.js";
 import { MAX_BATCH } from "./schemas/email.js";
 
 /** Bodies up to this size are coalesced; a larger email goes alone so a round stays small. */

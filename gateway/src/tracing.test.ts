@@ -9,7 +9,7 @@ import { startTracing, stopTracing, tracingOn } from "@mailroom/kit/tracing.js";
 import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { KIND, otlpEnv, startOtlpReceiver, withEnv, type OtlpReceiver, type ReceivedSpan } from "../../test/harness/otlp-receiver.js";
 import { buildGateway } from "./app.js";
-import { rpcOptions, type GatewayDeps, type ServiceClients } from "./deps.js";
+import { rpcOptions, type GatewayDeps, type ServiceClients } from "@mailroom/http/deps.js";
 
 const logger = createLogger("gateway-test", "silent");
 const KEY = "mr_test_good_key";

@@ -2,7 +2,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { MailEventSchema, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { mailEventSubject } from "@mailroom/pipeline/mail-events.js";
-import type { TrackingEvents } from "./deps.js";
+import type { TrackingEvents } from "@mailroom/http/deps.js";
 
 /** Subject of a MailEvent: mail.events.<source>.<type>, by the pipeline's one rule. */
 export const eventSubject = (event: MailEvent): string => mailEventSubject(event);

@@ -13,7 +13,7 @@ import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";
 import { directoryService } from "../../services/directory/src/routes.js";
 import { buildGateway } from "../../gateway/src/app.js";
-import type { ServiceClients } from "../../gateway/src/deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { FakeReceiving } from "../../gateway/src/routes/receiving-fake.testing.js";
 import { freePort } from "../harness/ports.js";
 import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";

@@ -14,7 +14,7 @@ import { directoryService } from "../../services/directory/src/routes.js";
 import { teamService } from "../../services/directory/src/team-routes.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "../../gateway/src/app.js";
-import type { GatewayDeps, ServiceClients } from "../../gateway/src/deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { freePort } from "../harness/ports.js";
 
 /**

@@ -5,7 +5,7 @@ import { connectClient, createLogger, loadConfig, startConnectServer, type Conne
 import { directoryRoutes } from "../../services/directory/src/routes.js";
 import { memoryDirectory, snapshot, type TestDirectory } from "../../services/directory/src/testing.js";
 import { buildGateway } from "../../gateway/src/app.js";
-import type { ServiceClients } from "../../gateway/src/deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { registerContacts } from "../../gateway/src/routes/contacts.js";
 import { registerContactItem } from "../../gateway/src/routes/contacts-item.js";
 import { registerTemplates } from "../../gateway/src/routes/templates.js";

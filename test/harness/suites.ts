@@ -2,7 +2,7 @@
  * What kind each suite is, in one place: vitest.config.ts builds its projects from this table,
  * and .ci/run picks the sets it runs on each Node version from it.
  *
- * - unit: tests beside the code (`services/**`, `gateway/**`, `cli/**`), in process or with one
+ * - unit: tests beside the code (`services/**`, `gateway/**`, `console/**`, `cli/**`), in process or with one
  *   nats-server of their own; `unit-isolated`: those of them that need a process of their own.
  * - shared: suites under `test/` that only need a running system; their systems start from one
  *   prebuilt copy of every unit (test/harness/unit-bundles.ts), each test in workspaces of its own.
@@ -12,7 +12,7 @@
  *   free: two at once both find a port free, then one unit cannot bind it and the other
  *   launcher's gateway talks to the wrong system).
  */
-export const UNIT_TESTS = ["services/**/*.test.ts", "gateway/**/*.test.ts", "cli/**/*.test.ts"];
+export const UNIT_TESTS = ["services/**/*.test.ts", "gateway/**/*.test.ts", "console/**/*.test.ts", "cli/**/*.test.ts"];
 
 /**
  * Unit tests run in workers that outlive a file (isolate: false: a fresh process per file cost

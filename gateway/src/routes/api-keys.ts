@@ -2,12 +2,12 @@ import { z } from "zod";
 import type { FastifyRequest } from "fastify";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ApiKey } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { iso } from "./contacts-schema.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 
 /**
  * API keys in the official client's shape (ApiKeyInfo). Roles are scopes: EDITOR = `api_user`

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { AuditEntry } from "@mailroom/proto/directory/v1/team_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { iso } from "./contacts-schema.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 
 export const AUDIT_LOG_DEFAULT_LIMIT = 50;
 export const AUDIT_LOG_MAX_LIMIT = 500;

@@ -11,7 +11,7 @@ import { memoryDirectory } from "../../../services/directory/src/testing.js";
 import { automationRoutes } from "../../../services/automation/src/routes.js";
 import { buildCatalogWorld, TEST_WS, type CatalogWorld } from "../../../services/automation/src/testing.js";
 import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 
 /**
  * The /v1/automations routes (and a contact's runs) over the automation unit's catalog in

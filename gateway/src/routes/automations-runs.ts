@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { AUTOMATIONS_DEFAULT_LIMIT, RUN_STATUSES, automationIdParams, automationNotFound, pageQuery, runListSchema, runPage, runStatusOf } from "./automations-schema.js";

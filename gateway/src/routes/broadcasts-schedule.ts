@@ -1,10 +1,11 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { refusal } from "../errors.js";
+import { refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { parseSendAt } from "../schemas/email.js";
-import { invalid, defineRoute, type RouteModule } from "./route.js";
+import { invalid } from "@mailroom/http/errors.js";
+import { defineRoute, type RouteModule } from "./route.js";
 import { assertCleanCheck } from "./pre-send-check.js";
 import {
   broadcastErrorSchema,

@@ -6,7 +6,7 @@ import {
   type Broadcast,
 } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { checkDuration } from "@mailroom/kit/durations.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import type { RouteModule } from "./route.js";
 
 /**

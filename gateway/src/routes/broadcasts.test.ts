@@ -15,7 +15,7 @@ import { checkRoutes } from "../../../services/broadcast/src/check-routes.js";
 import { PreSendCheck } from "../../../services/broadcast/src/domain/check/pre-send-check.js";
 import { silentLogger } from "@mailroom/kit/testing.js";
 import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 
 /**
  * The /v1/broadcasts routes over the broadcast domain (in memory): the JSON envelopes, the

@@ -3,12 +3,12 @@ import type { FastifyRequest } from "fastify";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { PropertyType, SuppressionReason, type Contact, type ContactEvent } from "@mailroom/proto/directory/v1/directory_pb.js";
 import type { EmailRecord } from "@mailroom/proto/email/v1/email_pb.js";
-import { rpcOptions, type GatewayDeps } from "../deps.js";
+import { rpcOptions, type GatewayDeps } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { contactIdParams, contactJson, contactSchema, iso } from "./contacts-schema.js";
+import { contactIdParams, contactJson, contactSchema, iso } from "@mailroom/http/contacts-schema.js";
 import { emailWithOutcomesJson, emailWithOutcomesSchema } from "./emails-get.js";
 import { runJson, runSchema } from "./automations-schema.js";
 

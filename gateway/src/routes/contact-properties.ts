@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { iso } from "./contacts-schema.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 
 /**
  * Contact properties in the official client's shape (CustomProperty). Built-ins are the

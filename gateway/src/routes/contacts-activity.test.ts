@@ -9,7 +9,7 @@ import { EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { RunStatus } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { DeliveryState } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { buildGateway } from "../app.js";
-import type { ServiceClients } from "../deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
 
 /**

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
-import { ACTIVITY_DEFAULT_LIMIT, ACTIVITY_MAX_LIMIT, ACTIVITY_TYPES, contactActivity } from "../contact-activity.js";
-import { contactIdParams } from "./contacts-schema.js";
+import { ACTIVITY_DEFAULT_LIMIT, ACTIVITY_MAX_LIMIT, ACTIVITY_TYPES, contactActivity } from "@mailroom/http/contact-activity.js";
+import { contactIdParams } from "@mailroom/http/contacts-schema.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 const activityQuery = z.strictObject({

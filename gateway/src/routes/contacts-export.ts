@@ -3,12 +3,12 @@ import { z } from "zod";
 import { stringify } from "csv-stringify";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { ContactStatus, type Contact, type ListContactsResponse } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { CONTACT_STATUSES, FILTER_DESCRIPTION, iso } from "./contacts-schema.js";
+import { CONTACT_STATUSES, FILTER_DESCRIPTION, iso } from "@mailroom/http/contacts-schema.js";
 
 /** Contacts per directory call: the most ListContacts gives in one page. */
 export const EXPORT_PAGE_SIZE = 500;

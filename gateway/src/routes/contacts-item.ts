@@ -1,13 +1,13 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { contactEventJson, contactEventSchema, eraseContact } from "./contact-data.js";
 import {
   contactDeletedSchema, contactEmailParams, contactIdParams, contactInput, contactJson, contactResponseSchema, updateContactSchema,
-} from "./contacts-schema.js";
+} from "@mailroom/http/contacts-schema.js";
 
 /** `?erase=true` on a delete (DESIGN §9.3); without it a delete is what it always was. */
 const deleteQuery = z.strictObject({

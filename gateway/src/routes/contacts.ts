@@ -1,14 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ContactSource, ContactStatus } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import {
   batchContactsSchema, batchQuerySchema, batchResultSchema, contactInput, contactJson, contactListSchema, contactResponseSchema, contactSearchSchema,
   listQuerySchema, searchQuerySchema, upsertContactSchema, type ContactPropertiesInput,
-} from "./contacts-schema.js";
+} from "@mailroom/http/contacts-schema.js";
 
 const DEFAULT_LIMIT = 20;
 /** Input keys the client sends flat (the rest it sends under customProperties). */

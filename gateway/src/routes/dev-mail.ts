@@ -2,12 +2,12 @@ import { randomBytes } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { CSRF_FIELD, assertSameSite, doubleSubmitMatches, doubleSubmitToken } from "../console/csrf.js";
-import { rpcOptions } from "../deps.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { CSRF_FIELD, assertSameSite, doubleSubmitMatches, doubleSubmitToken } from "@mailroom/console/csrf.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { LINK_ROUTES } from "@mailroom/content/urls.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { escapeHtml as escape, page } from "./page.js";
+import { escapeHtml as escape, page } from "@mailroom/http/page.js";
 
 /** The http(s) links of a message's HTML, in order, once each: the viewer lists them under the message. */
 function linksOf(html: string): string[] {

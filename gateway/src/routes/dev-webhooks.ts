@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { defineRoute, type RouteModule } from "./route.js";
-import { escapeHtml as escape, page } from "./page.js";
+import { escapeHtml as escape, page } from "@mailroom/http/page.js";
 
 /** Requests the receiver keeps (newest); older ones are forgotten. */
 const KEPT = 200;

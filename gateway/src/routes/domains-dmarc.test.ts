@@ -6,7 +6,7 @@ import { appError } from "@mailroom/kit/errors.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import type { GetDmarcSummaryRequest } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { buildGateway } from "../app.js";
-import type { ServiceClients } from "../deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
 
 /**

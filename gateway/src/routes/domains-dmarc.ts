@@ -1,14 +1,12 @@
 import { z } from "zod";
+import { DMARC_DEFAULT_DAYS } from "@mailroom/http/constants.js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-
-/** The window when `since` is not given (as the inbound unit's default). */
-export const DMARC_DEFAULT_DAYS = 30;
 
 const rate = z.number().min(0).max(1);
 const dispositions = z

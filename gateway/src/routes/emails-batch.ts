@@ -1,7 +1,7 @@
 import type { EmailInput } from "@mailroom/proto/email/v1/email_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { BATCH_BODY_LIMIT_BYTES, apiErrorSchema, bodyFromErrorInfo, forWorkspace, monthlyLimitErrorSchema, publicErrorBody, refusal } from "../errors.js";
+import { BATCH_BODY_LIMIT_BYTES, apiErrorSchema, bodyFromErrorInfo, forWorkspace, monthlyLimitErrorSchema, publicErrorBody, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { MAX_BATCH, batchItemJson, parseEmail, sendBatchRequestSchema, sendBatchResponseSchema } from "../schemas/email.js";
 import { defineRoute, type RouteModule } from "./route.js";

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { EmailOutcomes, EmailRecord } from "@mailroom/proto/email/v1/email_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
-import { EMAIL_ID, emailDetailJson, emailDetailSchema, emailEnvelope } from "../schemas/email.js";
+import { EMAIL_ID } from "@mailroom/http/constants.js";
+import { emailDetailJson, emailDetailSchema, emailEnvelope } from "../schemas/email.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 /** The `:id` of an email route; ids that cannot exist are a 404 like missing ones. */

@@ -14,7 +14,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { directoryRoutes } from "../../../services/directory/src/routes.js";
 import { memoryDirectory } from "../../../services/directory/src/testing.js";
 import { buildGateway } from "../app.js";
-import type { ServiceClients } from "../deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { EMAIL_EXPORT_COLUMNS, EXPORT_PAGE_SIZE, registerListEmails } from "./emails-list.js";
 
 /**

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { SINGLE_EMAIL_BODY_LIMIT_BYTES, apiErrorSchema, invalidFromErrorSchema, invalidPayloadErrorSchema, monthlyLimitErrorSchema } from "../errors.js";
+import { SINGLE_EMAIL_BODY_LIMIT_BYTES, apiErrorSchema, invalidFromErrorSchema, invalidPayloadErrorSchema, monthlyLimitErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { emailEnvelope, emailRecordJson, emailRecordSchema, parseEmailOrRefuse, sendEmailRequestSchema } from "../schemas/email.js";
 import { SingleSends } from "../single-sends.js";

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { z } from "zod";
-import { ERROR_TABLE, codeOfDocsSlug, docsSlug, type DocsSection } from "../errors.js";
+import { ERROR_TABLE, codeOfDocsSlug, docsSlug, type DocsSection } from "@mailroom/http/errors.js";
 import { docsPage, escapeDocsHtml } from "./docs-html.js";
 import { headingAnchor } from "./docs-pages.js";
 import { defineRoute, type RouteModule } from "./route.js";

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { FastifyRequest } from "fastify";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { jsonObject } from "../schemas/email.js";

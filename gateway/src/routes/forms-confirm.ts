@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { callOptionsFor } from "../deps.js";
-import { bodyFromError } from "../errors.js";
+import { callOptionsFor } from "@mailroom/http/deps.js";
+import { bodyFromError } from "@mailroom/http/errors.js";
 import type { OperationDoc } from "../openapi.js";
 import { parseSignupToken } from "../signup-tokens.js";
-import { escapeHtml as escape, page } from "./page.js";
+import { escapeHtml as escape, page } from "@mailroom/http/page.js";
 import { withDocs, type RouteModule } from "./route.js";
 
 /**

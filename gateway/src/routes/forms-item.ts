@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, invalidFromErrorSchema } from "../errors.js";
+import { apiErrorSchema, invalidFromErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { formDeletedSchema, formIdParams, formInput, formJson, formResponseSchema, updateFormSchema } from "./forms-schema.js";

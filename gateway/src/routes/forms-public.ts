@@ -1,14 +1,15 @@
 import { createHash } from "node:crypto";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { HONEYPOT_FIELD } from "@mailroom/http/constants.js";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SignupOutcome, type FormField, type Form } from "@mailroom/proto/directory/v1/forms_pb.js";
-import { callOptionsFor, type GatewayDeps } from "../deps.js";
-import { apiErrorSchema, bodyFromError, publicErrorBody, sendError, type PublicErrorBody } from "../errors.js";
+import { callOptionsFor, type GatewayDeps } from "@mailroom/http/deps.js";
+import { apiErrorSchema, bodyFromError, publicErrorBody, sendError, type PublicErrorBody } from "@mailroom/http/errors.js";
 import type { OperationDoc } from "../openapi.js";
 import { MemoryTokenBuckets, type TokenBuckets } from "@mailroom/kit/token-bucket.js";
 import { SIGNUP_LINK_TTL_MS, signSignupToken } from "../signup-tokens.js";
-import { escapeHtml as escape, page } from "./page.js";
+import { escapeHtml as escape, page } from "@mailroom/http/page.js";
 import { withDocs, type RouteModule } from "./route.js";
 
 /**
@@ -20,8 +21,6 @@ import { withDocs, type RouteModule } from "./route.js";
  * signed link `/c/<token>` (forms-confirm.ts).
  */
 
-/** The honeypot: hidden from people, filled by bots that fill every field. */
-export const HONEYPOT_FIELD = "_hp";
 /** Signups per client address per minute (shared by the gateways when their buckets are). */
 export const DEFAULT_SUBMITS_PER_MINUTE_PER_IP = 20;
 /** Signups per email address: a burst of this many, then one per 12 minutes (per gateway process). */

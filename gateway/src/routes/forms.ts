@@ -1,6 +1,6 @@
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, invalidFromErrorSchema } from "../errors.js";
+import { apiErrorSchema, invalidFromErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { z } from "zod";
 import { defineRoute, type RouteModule } from "./route.js";

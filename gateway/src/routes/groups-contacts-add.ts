@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { iso } from "./contacts-schema.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 import { groupIdParams } from "./groups-schema.js";
 
 const membershipSchema = z

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { iso } from "./contacts-schema.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 import { groupIdParams, pageQuery } from "./groups-schema.js";
 
 /** GET /v1/groups/:id/contacts?limit&cursor -> { items: [{ contactId, addedAt }], cursor, hasMore }, in contact-id (creation) order. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
-import { apiErrorSchema } from "../errors.js";
-import { iso } from "./contacts-schema.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 
 /**
  * Groups (DESIGN §9.4) exactly as the official client's `groups` module sends and reads them

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { inboundDomainJson, inboundDomainSchema } from "./inbound-schema.js";
+import { inboundDomainJson, inboundDomainSchema } from "@mailroom/http/inbound-schema.js";
 
 /** GET /v1/inbound/domains -> { domains } */
 export const registerListInboundDomains: RouteModule = (app, deps) =>

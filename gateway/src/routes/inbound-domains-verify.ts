@@ -1,8 +1,8 @@
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { checkDomainId, domainIdParams, domainNotFound, inboundDomainEnvelope, inboundDomainJson } from "./inbound-schema.js";
+import { checkDomainId, domainIdParams, domainNotFound, inboundDomainEnvelope, inboundDomainJson } from "@mailroom/http/inbound-schema.js";
 
 /** POST /v1/inbound/domains/:id/verify -> { domain }: its MX records looked up again (real DNS). */
 export const registerVerifyInboundDomain: RouteModule = (app, deps) =>

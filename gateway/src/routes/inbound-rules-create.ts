@@ -1,9 +1,9 @@
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { checkDomainId, createInboundRuleSchema, domainIdParams, domainNotFound, inboundRuleEnvelope, inboundRuleJson } from "./inbound-schema.js";
+import { checkDomainId, createInboundRuleSchema, domainIdParams, domainNotFound, inboundRuleEnvelope, inboundRuleJson } from "@mailroom/http/inbound-schema.js";
 
 /** POST /v1/inbound/domains/:id/rules { match, action, forwardTo? } -> 201 { rule } */
 export const registerCreateInboundRule: RouteModule = (app, deps) =>

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { checkDomainId, checkRuleId, ruleIdParams } from "./inbound-schema.js";
+import { checkDomainId, checkRuleId, ruleIdParams } from "@mailroom/http/inbound-schema.js";
 
 /** DELETE /v1/inbound/domains/:id/rules/:ruleId -> { id, isDeleted: true } */
 export const registerDeleteInboundRule: RouteModule = (app, deps) =>

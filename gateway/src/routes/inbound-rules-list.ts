@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { checkDomainId, domainIdParams, domainNotFound, inboundRuleJson, inboundRuleSchema } from "./inbound-schema.js";
+import { checkDomainId, domainIdParams, domainNotFound, inboundRuleJson, inboundRuleSchema } from "@mailroom/http/inbound-schema.js";
 
 /** GET /v1/inbound/domains/:id/rules -> { rules } */
 export const registerListInboundRules: RouteModule = (app, deps) =>

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { OperationDoc } from "../openapi.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { withDocs, type RouteModule } from "./route.js";
 import { registerTracking } from "./tracking.js";
 import { registerUnsubscribe } from "./unsubscribe.js";

@@ -15,7 +15,7 @@ import {
   basicAuth, mailgunSigned, providerFixture, sendgridHeaders, sentDelivery, snsMessage, testInbound,
 } from "../../../services/inbound/src/testing.js";
 import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
 import { PROVIDER_WEBHOOK_BODY_LIMIT_BYTES } from "./provider-webhooks.js";
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { RELAY_PROVIDERS } from "@mailroom/pipeline/relay-providers.js";
-import { rpcOptions } from "../deps.js";
-import { apiErrorSchema, bodyTooLargeFor, handleError, isBodyTooLarge, sendError } from "../errors.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
+import { apiErrorSchema, bodyTooLargeFor, handleError, isBodyTooLarge, sendError } from "@mailroom/http/errors.js";
 import { defineRoute, type RouteModule } from "./route.js";
 
 /** A provider's batch (SendGrid posts up to a few hundred events at once) fits many times over. */

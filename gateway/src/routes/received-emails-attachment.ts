@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { checkAttachmentId, checkReceivedEmailId } from "./received-emails-schema.js";
-import { sendReceivedContent } from "./received-content.js";
+import { checkAttachmentId, checkReceivedEmailId } from "@mailroom/http/received-emails-schema.js";
+import { sendReceivedContent } from "@mailroom/http/received-content.js";
 
 const DOWNLOAD_HEADERS = {
   "Content-Disposition": { required: true, description: "`attachment` with the file's name (an ASCII fallback and the exact name, RFC 5987).", schema: { type: "string" } },

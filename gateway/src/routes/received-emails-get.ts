@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { checkReceivedEmailId, receivedEmailIdParams, receivedEmailJson, receivedEmailNotFound, receivedEmailSchema } from "./received-emails-schema.js";
+import { checkReceivedEmailId, receivedEmailIdParams, receivedEmailJson, receivedEmailNotFound, receivedEmailSchema } from "@mailroom/http/received-emails-schema.js";
 
 /** GET /v1/received-emails/:id -> { receivedEmail }: with text, html, strippedTextReply and headers. */
 export const registerGetReceivedEmail: RouteModule = (app, deps) =>

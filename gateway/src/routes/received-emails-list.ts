@@ -1,11 +1,11 @@
 import { z } from "zod";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { receivedEmailSummaryJson, receivedEmailSummarySchema } from "./received-emails-schema.js";
+import { receivedEmailSummaryJson, receivedEmailSummarySchema } from "@mailroom/http/received-emails-schema.js";
 
 const DEFAULT_LIMIT = 20;
 const LIMIT_MESSAGE = "limit must be a whole number from 1 to 100";

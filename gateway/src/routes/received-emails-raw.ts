@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { workspaceOf } from "../auth.js";
-import { refusal } from "../errors.js";
+import { refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { checkReceivedEmailId, receivedEmailIdParams, receivedEmailNotFound } from "./received-emails-schema.js";
-import { sendReceivedContent } from "./received-content.js";
+import { checkReceivedEmailId, receivedEmailIdParams, receivedEmailNotFound } from "@mailroom/http/received-emails-schema.js";
+import { sendReceivedContent } from "@mailroom/http/received-content.js";
 import { downloadHeaders } from "./received-emails-attachment.js";
 
 /** GET /v1/received-emails/:id/raw -> the message as received (message/rfc822), streamed. */

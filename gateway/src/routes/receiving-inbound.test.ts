@@ -8,7 +8,7 @@ import { ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { receivingRoutes } from "../../../services/inbound/src/receiving-routes.js";
 import { mime, testReceiving } from "../../../services/inbound/src/receiving-testing.js";
 import { buildGateway } from "../app.js";
-import type { ServiceClients } from "../deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 
 /**
  * The receiving API over the inbound unit's own ReceivingService (its use cases on the

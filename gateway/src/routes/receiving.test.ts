@@ -7,7 +7,7 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "../app.js";
-import type { ServiceClients } from "../deps.js";
+import type { ServiceClients } from "@mailroom/http/deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
 import { FakeReceiving, FAKE_MX_HOST } from "./receiving-fake.testing.js";
 

@@ -1,18 +1,11 @@
 import type { z } from "zod";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { GatewayDeps } from "../deps.js";
-import { refusal, type PublicErrorInit } from "../errors.js";
+import type { GatewayDeps } from "@mailroom/http/deps.js";
+import { invalid, refusal, type PublicErrorInit } from "@mailroom/http/errors.js";
 import type { OperationDoc } from "../openapi.js";
 
 /** A route module: registers its route(s) on the app (or the authenticated scope). */
 export type RouteModule = (app: FastifyInstance, deps: GatewayDeps) => void;
-
-/** zod's first complaint as a 400 body (same shape as every other gateway error). */
-export function invalid(error: z.ZodError): PublicErrorInit {
-  const issue = error.issues[0];
-  const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
-  return { code: "invalid_request", message: `${where}${issue?.message ?? "invalid request"}` };
-}
 
 type Output<S> = S extends z.ZodType ? z.output<S> : unknown;
 

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { contactJson, contactSchema } from "./contacts-schema.js";
+import { contactJson, contactSchema } from "@mailroom/http/contacts-schema.js";
 import { pageQuery, SEGMENTS_DEFAULT_LIMIT, segmentIdParams, segmentNotFound } from "./segments-schema.js";
 
 const segmentContactsSchema = z

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
-import { apiErrorSchema } from "../errors.js";
-import { iso } from "./contacts-schema.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 
 /** Segments (DESIGN §9.4): saved filters with an exact count and a contact listing; shared by the segments-*.ts routes. */
 

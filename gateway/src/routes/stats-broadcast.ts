@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { BroadcastStatus } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { broadcastStatsSchema, ratesOf } from "./stats-schema.js";

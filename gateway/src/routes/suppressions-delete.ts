@@ -1,9 +1,10 @@
 import { z } from "zod";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema, refusal } from "../errors.js";
+import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
-import { defineRoute, invalid, type RouteModule } from "./route.js";
+import { invalid } from "@mailroom/http/errors.js";
+import { defineRoute, type RouteModule } from "./route.js";
 import { suppressionJson, suppressionSchema } from "./suppressions-schema.js";
 
 const params = z.strictObject({

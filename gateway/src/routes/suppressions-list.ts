@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { REASON_TO_PB, reasonQuery, sinceQuery, SUPPRESSIONS_DEFAULT_LIMIT, SUPPRESSIONS_MAX_LIMIT, suppressionJson, suppressionSchema } from "./suppressions-schema.js";

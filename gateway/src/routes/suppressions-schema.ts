@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { SuppressionReason, type Suppression } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { apiErrorSchema } from "../errors.js";
-import { iso } from "./contacts-schema.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 
 /** The suppression list's public shapes (DESIGN §10.3), shared by the suppressions-*.ts routes. */
 

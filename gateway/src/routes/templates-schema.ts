@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Template } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { iso } from "./contacts-schema.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 import { jsonObject } from "../schemas/email.js";
 
 /** Public JSON of stored templates (/v1/templates); content rules live in the directory. */

@@ -1,9 +1,9 @@
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { iso } from "./contacts-schema.js";
+import { iso } from "@mailroom/http/contacts-schema.js";
 import { notFound } from "@mailroom/kit/errors.js";
 import { templateJson, templateNameParams, templateResponseSchema, templateVersionParams, templateVersionsSchema, versionOfParam } from "./templates-schema.js";
 

@@ -1,9 +1,9 @@
-import { rpcOptions } from "../deps.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
-import { apiErrorSchema } from "../errors.js";
+import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { contactIdParams } from "./contacts-schema.js";
+import { contactIdParams } from "@mailroom/http/contacts-schema.js";
 import { contactTopicsJson, contactTopicsSchema, setContactTopicsSchema } from "./topics-schema.js";
 
 /**

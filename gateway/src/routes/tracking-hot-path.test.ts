@@ -4,7 +4,7 @@ import type { MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signLinkToken, signRecipientToken } from "@mailroom/content/tokens.js";
 import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { registerTracking } from "./tracking.js";
 
 const SECRET = "tracking-hot-path-secret-0123456789";

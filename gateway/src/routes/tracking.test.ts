@@ -8,7 +8,7 @@ import { createLogger, loadConfig } from "@mailroom/kit";
 import { signLinkToken, signRecipientToken, trackingUrls } from "@mailroom/content/tokens.js";
 import { signToken } from "@mailroom/kit/tokens.js";
 import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { registerTracking } from "./tracking.js";
 import { registerUnsubscribe } from "./unsubscribe.js";
 

@@ -5,9 +5,9 @@ import { LRUCache } from "lru-cache";
 import { MailEventSchema, MailEventType, DeliverySource } from "@mailroom/proto/events/v1/events_pb.js";
 import { parseClickToken, parseRecipientToken, tokenSecretsOf, type LinkRef, type RecipientRef } from "@mailroom/content/tokens.js";
 import { LINK_ROUTES } from "@mailroom/content/urls.js";
-import type { GatewayDeps } from "../deps.js";
+import type { GatewayDeps } from "@mailroom/http/deps.js";
 import type { RouteModule } from "./route.js";
-import { publicErrorBody, sendError } from "../errors.js";
+import { publicErrorBody, sendError } from "@mailroom/http/errors.js";
 
 /** 1×1 transparent GIF. */
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");

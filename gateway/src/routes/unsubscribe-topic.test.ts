@@ -9,7 +9,7 @@ import { notFound } from "@mailroom/kit/errors.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
 import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { isOneClickBody, registerUnsubscribe } from "./unsubscribe.js";
 
 /**

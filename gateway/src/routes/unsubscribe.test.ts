@@ -6,7 +6,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
 import { buildGateway } from "../app.js";
-import type { GatewayDeps, ServiceClients } from "../deps.js";
+import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { registerUnsubscribe } from "./unsubscribe.js";
 
 const SECRET = "unsubscribe-test-secret-0123456789";

@@ -6,11 +6,11 @@ import type { ContactRef, ContactTopic } from "@mailroom/proto/directory/v1/topi
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { parseRecipientToken, tokenSecretsOf, type RecipientRef } from "@mailroom/content/tokens.js";
 import { LINK_ROUTES, linkPath, manageUrl, MANAGE_PARAM } from "@mailroom/content/urls.js";
-import type { GatewayDeps } from "../deps.js";
+import type { GatewayDeps } from "@mailroom/http/deps.js";
 import type { RouteModule } from "./route.js";
-import { publicErrorBody, sendError } from "../errors.js";
+import { publicErrorBody, sendError } from "@mailroom/http/errors.js";
 import { recordEvent } from "./tracking.js";
-import { escapeHtml as escape, page } from "./page.js";
+import { escapeHtml as escape, page } from "@mailroom/http/page.js";
 
 /** POST here resubscribes (the manage page's button). */
 export const RESUBSCRIBE_ROUTE = `${LINK_ROUTES.unsubscribe}/resubscribe`;

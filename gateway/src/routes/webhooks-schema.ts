@@ -7,7 +7,7 @@ import {
   type DeliveryAttempt,
   type Webhook,
 } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
-import { refusal } from "../errors.js";
+import { refusal } from "@mailroom/http/errors.js";
 
 /**
  * The public JSON of webhooks (sdk-wire-contract §9) and of their deliveries (a Mailroom

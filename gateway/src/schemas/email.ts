@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EMAIL_ID } from "@mailroom/http/constants.js";
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
@@ -7,7 +8,7 @@ import {
   type EmailInput,
   type EmailRecord,
 } from "@mailroom/proto/email/v1/email_pb.js";
-import { MAX_ATTACHMENT_BYTES, MAX_HTML_BYTES, codedErrorFields, refusal, type PublicErrorInit } from "../errors.js";
+import { MAX_ATTACHMENT_BYTES, MAX_HTML_BYTES, codedErrorFields, refusal, type PublicErrorInit } from "@mailroom/http/errors.js";
 import { parseSendAt } from "./send-at.js";
 
 export { parseSendAt };
@@ -406,8 +407,6 @@ export function emailDetailJson(r: EmailRecord): Record<string, unknown> {
   return out;
 }
 
-/** Email ids are trs_ + a lowercase ULID; anything else cannot exist. */
-export const EMAIL_ID = /^trs_[0-9a-z]{26}$/;
 
 // --- response records as schemas (for the generated OpenAPI document) ------------------------
 

@@ -1,0 +1,181 @@
+/**
+ * "Add contact" on the contacts page: one contact by hand.
+ *
+ *   GET  /contacts/new     the form: email, first and last name, subscribed or not, and
+ *                          properties as the contact API takes them (a JSON object by slug)
+ *   POST /contacts         create; 303 to the new contact, or the form again with the errors
+ *
+ * The form becomes the body of `POST /v1/contacts` ({ properties: { email, firstName, … } })
+ * and is checked with that route's schema (upsertContactSchema) and converted by its
+ * contactInput, so the console accepts what the API accepts. It creates with CreateContact
+ * (the same ContactInput the API's UpsertContact takes), not an upsert: adding someone who
+ * is already there must not change them, and the answer links to the existing contact. The
+ * directory's refusals (bad address, unknown property, bad value) show on the form.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { ContactSource, type ContactProperty, PropertyType } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { bodyFromError, refusal } from "@mailroom/http/errors.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
+import { contactInput, upsertContactSchema } from "@mailroom/http/contacts-schema.js";
+import type { ConsoleDeps } from "./deps.js";
+import { csrfField } from "./csrf.js";
+import { consolePage, consoleUrl, escapeHtml } from "./layout.js";
+import { seeOther, sessionOf, setFlash } from "./session.js";
+
+const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
+const str = (body: unknown, name: string): string => {
+  const v = (body as Record<string, unknown> | undefined)?.[name];
+  return typeof v === "string" ? v : "";
+};
+/** Fields of their own on the form: the JSON may not set them too. */
+const OWN_FIELDS = ["email", "firstName", "lastName", "status"] as const;
+const PROPERTIES_MAX = 64 * 1024;
+
+export interface NewContactValues {
+  email: string;
+  firstName: string;
+  lastName: string;
+  subscribed: boolean;
+  /** The JSON text as typed. */
+  properties: string;
+}
+
+/** What went wrong, for the form: a message, the field it belongs to, and a link (an existing contact). */
+export interface NewContactError {
+  message: string;
+  field?: "email" | "firstName" | "lastName" | "properties";
+  link?: { href: string; text: string };
+}
+
+const TYPE_NAMES: Partial<Record<PropertyType, string>> = {
+  [PropertyType.STRING]: "text", [PropertyType.NUMBER]: "number", [PropertyType.BOOLEAN]: "true or false",
+  [PropertyType.DATE]: "date", [PropertyType.SELECT]: "one option", [PropertyType.MULTI_SELECT]: "array of options",
+};
+
+/**
+ * The form as the body of POST /v1/contacts, checked by that route's schema: the parsed body,
+ * or the first complaint with the field it concerns.
+ */
+export function parseNewContact(values: NewContactValues): { ok: true; body: ReturnType<typeof upsertContactSchema.parse> } | { ok: false; error: NewContactError } {
+  let extra: Record<string, unknown> = {};
+  const text = values.properties.trim();
+  if (text) {
+    if (text.length > PROPERTIES_MAX) return { ok: false, error: { field: "properties", message: "Properties: at most 64 KB of JSON." } };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return { ok: false, error: { field: "properties", message: "Properties: not valid JSON. Write an object such as {\"plan\": \"pro\"}." } };
+    }
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+      return { ok: false, error: { field: "properties", message: "Properties: write a JSON object such as {\"plan\": \"pro\"}." } };
+    }
+    extra = parsed as Record<string, unknown>;
+    const own = OWN_FIELDS.find((k) => k in extra);
+    if (own) return { ok: false, error: { field: "properties", message: `Properties: ${own} has its own field on this form.` } };
+  }
+  const properties: Record<string, unknown> = {
+    ...extra,
+    email: values.email.trim(),
+    ...(values.firstName.trim() ? { firstName: values.firstName.trim() } : {}),
+    ...(values.lastName.trim() ? { lastName: values.lastName.trim() } : {}),
+    status: values.subscribed ? "SUBSCRIBED" : "UNSUBSCRIBED",
+  };
+  const result = upsertContactSchema.safeParse({ properties });
+  if (result.success) return { ok: true, body: result.data };
+  const issue = result.error.issues[0];
+  const key = issue?.path[1];
+  const field = key === "email" || key === "firstName" || key === "lastName" ? key : "properties";
+  const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+  return { ok: false, error: { field, message: `${where}${issue?.message ?? "invalid contact"}` } };
+}
+
+/** The field a directory refusal is about. */
+function fieldOfCode(code: string | undefined): NewContactError["field"] {
+  if (code === "invalid_email") return "email";
+  if (code === "unknown_contact_property" || code === "invalid_property_value" || code === "invalid_property_slug" || code === "invalid_timezone") return "properties";
+  return undefined;
+}
+
+export function newContactForm(csrf: string, values: NewContactValues, props: ContactProperty[], error?: NewContactError): string {
+  const invalid = (field: NewContactError["field"]) => (error?.field === field ? ` aria-invalid="true" aria-describedby="nc-error"` : "");
+  const alert = error
+    ? `<div class="flash error" role="alert" id="nc-error">${escapeHtml(error.message)}${error.link ? ` <a href="${escapeHtml(error.link.href)}">${escapeHtml(error.link.text)}</a>` : ""}</div>`
+    : "";
+  const custom = props.filter((p) => !p.builtIn);
+  const hint = custom.length
+    ? `This workspace's properties: ${custom.map((p) => `<code>${escapeHtml(p.slug)}</code> (${escapeHtml(TYPE_NAMES[p.type] ?? "text")}${p.options.length ? `: ${p.options.map((o) => escapeHtml(o.value)).join(", ")}` : ""})`).join(", ")}.`
+    : "This workspace has no custom properties yet.";
+  return `${alert}<form method="post" action="${consoleUrl("/contacts")}" class="card" id="new-contact" novalidate>${csrf}
+<div class="field"><label for="nc-email">Email address</label><input id="nc-email" name="email" type="email" required maxlength="512" autocomplete="off" spellcheck="false" value="${escapeHtml(values.email)}" style="width:100%"${invalid("email")}></div>
+<div class="grid"><div class="field"><label for="nc-first">First name (optional)</label><input id="nc-first" name="firstName" value="${escapeHtml(values.firstName)}" style="width:100%"${invalid("firstName")}></div>
+<div class="field"><label for="nc-last">Last name (optional)</label><input id="nc-last" name="lastName" value="${escapeHtml(values.lastName)}" style="width:100%"${invalid("lastName")}></div></div>
+<fieldset class="field"><legend>Subscription</legend>
+<div class="check"><input type="radio" id="nc-sub" name="subscribed" value="yes"${values.subscribed ? " checked" : ""}><label for="nc-sub" style="font-weight:400">Subscribed: gets broadcasts</label></div>
+<div class="check"><input type="radio" id="nc-unsub" name="subscribed" value="no"${values.subscribed ? "" : " checked"}><label for="nc-unsub" style="font-weight:400">Unsubscribed</label></div></fieldset>
+<div class="field"><label for="nc-props">Properties (optional JSON)</label>
+<p class="muted" id="nc-props-h" style="margin:0 0 .25rem">As the contact API takes them: an object by slug, e.g. <code>{"plan": "pro", "city": "Lyon"}</code>; built-ins such as <code>city</code>, <code>phone</code>, <code>timezone</code> too. ${hint}</p>
+<textarea id="nc-props" name="properties" spellcheck="false" aria-describedby="nc-props-h${error?.field === "properties" ? " nc-error" : ""}"${error?.field === "properties" ? ` aria-invalid="true"` : ""}>${escapeHtml(values.properties)}</textarea></div>
+<div class="actions"><button type="submit">Add contact</button><a class="button secondary" href="${consoleUrl("/contacts")}">Back to contacts</a></div></form>`;
+}
+
+const EMPTY: NewContactValues = { email: "", firstName: "", lastName: "", subscribed: true, properties: "" };
+
+export function registerContactCreatePages(scope: FastifyInstance, deps: ConsoleDeps): void {
+  const directory = () => deps.clients.directory;
+  const editable = (request: FastifyRequest) => {
+    if (!sessionOf(request).canEdit) throw refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
+  };
+  const page = async (request: FastifyRequest, values: NewContactValues, error?: NewContactError) => {
+    const session = sessionOf(request);
+    const { properties } = await directory().listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request));
+    const body = `<h1>Add a contact</h1>${newContactForm(csrfField(session), values, properties, error)}`;
+    return consolePage({ title: "Add a contact", session, active: "contacts", flash: request.consoleFlash, body });
+  };
+
+  scope.get("/contacts/new", async (request, reply) => {
+    editable(request);
+    return html(reply, await page(request, EMPTY));
+  });
+
+  scope.post("/contacts", async (request, reply) => {
+    const session = sessionOf(request);
+    editable(request);
+    const values: NewContactValues = {
+      email: str(request.body, "email").slice(0, 1024),
+      firstName: str(request.body, "firstName").slice(0, 1024),
+      lastName: str(request.body, "lastName").slice(0, 1024),
+      subscribed: str(request.body, "subscribed") !== "no",
+      properties: str(request.body, "properties"),
+    };
+    const parsed = parseNewContact(values);
+    if (!parsed.ok) return html(reply, await page(request, values, parsed.error), 400);
+    const input = { ...contactInput(parsed.body.properties), source: ContactSource.DASHBOARD };
+    try {
+      const { contact } = await directory().createContact({ workspaceId: session.workspaceId, contact: input }, rpcOptions(request));
+      setFlash(reply, { kind: "ok", message: `Contact ${contact!.email} added.` });
+      return seeOther(reply, consoleUrl(`/contacts/${contact!.id}`));
+    } catch (err) {
+      const e = bodyFromError(err);
+      if (e.statusCode >= 500) throw err;
+      const error: NewContactError = { message: e.message, field: fieldOfCode(e.code) };
+      if (e.code === "contact_exists") {
+        const existing = await findByEmail(request, input.email ?? "");
+        error.field = "email";
+        error.message = "A contact with this address exists already.";
+        if (existing) error.link = { href: consoleUrl(`/contacts/${existing}`), text: "Open that contact" };
+      }
+      return html(reply, await page(request, values, error), e.statusCode);
+    }
+  });
+
+  /** The id of the workspace's contact with this address (case-insensitive), if any. */
+  async function findByEmail(request: FastifyRequest, email: string): Promise<string | undefined> {
+    const wanted = email.trim().toLowerCase();
+    if (!wanted) return undefined;
+    const res = await directory().listContacts(
+      { workspaceId: sessionOf(request).workspaceId, search: wanted.slice(0, 200), page: { limit: 50 } }, rpcOptions(request),
+    ).catch(() => undefined);
+    return res?.contacts.find((c) => c.email.toLowerCase() === wanted)?.id;
+  }
+}

@@ -1,0 +1,347 @@
+/**
+ * The Suppressions page (DESIGN §10.3): every address and whole domain that gets no mail from
+ * the workspace, searched and filtered by reason; add an address or a domain; remove one (a spam
+ * complaint only with a confirmation: the recipient said this mail is spam); import a CSV with a
+ * preview of its first rows and a column mapping; export the list as CSV.
+ *
+ *   GET  /suppressions?search=&reason=&cursor=
+ *   POST /suppressions                    add an address or a domain (reason: added by hand)
+ *   POST /suppressions/remove             lift one (`force` confirms a complaint)
+ *   GET  /suppressions/export?reason=     the list as CSV (the columns POST /v1/suppressions/import reads)
+ *   GET  /suppressions/import             upload form
+ *   POST /suppressions/import             keeps the upload, 303 to its preview
+ *   GET  /suppressions/import/:upload     the first rows and a mapping of each column
+ *   POST /suppressions/import/:upload     imports with that mapping; the report of what it did
+ */
+import { Readable, pipeline } from "node:stream";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { parse, CsvError } from "csv-parse";
+import { stringify } from "csv-stringify";
+import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { bodyFromError, refusal } from "@mailroom/http/errors.js";
+import { rpcOptions } from "@mailroom/http/deps.js";
+import type { ConsoleDeps } from "./deps.js";
+import { csrfField } from "./csrf.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
+import { seeOther, sessionOf, setFlash } from "./session.js";
+import { chosenMapping, mappingTable, previewCsv, Uploads, type MappingTarget } from "./csv-mapping.js";
+
+type Form = Record<string, unknown>;
+const str = (body: unknown, name: string): string => {
+  const v = (body as Form | undefined)?.[name];
+  return typeof v === "string" ? v : "";
+};
+const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
+const readOnly = () => refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
+
+/** Each reason: its API name, label, and how the list shows it. */
+export const SUPPRESSION_REASONS: Array<{ name: string; value: SuppressionReason; label: string; tone: Tone }> = [
+  { name: "hard_bounce", value: SuppressionReason.HARD_BOUNCE, label: "Hard bounce", tone: "bad" },
+  { name: "complaint", value: SuppressionReason.COMPLAINT, label: "Spam complaint", tone: "bad" },
+  { name: "unsubscribed", value: SuppressionReason.UNSUBSCRIBED, label: "Unsubscribed", tone: "warn" },
+  { name: "manual", value: SuppressionReason.MANUAL, label: "Added by hand", tone: "info" },
+  { name: "imported", value: SuppressionReason.IMPORTED, label: "Imported", tone: "info" },
+];
+const reasonOf = (value: SuppressionReason) => SUPPRESSION_REASONS.find((r) => r.value === value);
+const reasonNamed = (name: string) => SUPPRESSION_REASONS.find((r) => r.name === name);
+
+/** Spellings other exports use for the reasons, so a reason column maps without editing the file. */
+const REASON_ALIASES: Record<string, string> = {
+  bounce: "hard_bounce", bounced: "hard_bounce", hardbounce: "hard_bounce", hard_bounce: "hard_bounce", invalid: "hard_bounce",
+  complaint: "complaint", complained: "complaint", spam: "complaint", spamcomplaint: "complaint", spam_complaint: "complaint", spam_report: "complaint",
+  unsubscribe: "unsubscribed", unsubscribed: "unsubscribed", manual: "manual", manualsuppression: "manual", imported: "imported",
+};
+
+const MAPPING_TARGETS: MappingTarget[] = [
+  { value: "address", label: "Email address or domain" },
+  { value: "email", label: "Email address" },
+  { value: "domain", label: "Domain" },
+  { value: "reason", label: "Reason" },
+  { value: "created_at", label: "Suppressed at (date)" },
+  { value: "source", label: "Source" },
+];
+const ALLOWED = new Set(MAPPING_TARGETS.map((t) => t.value));
+
+/** What a header most likely is ("" leaves it out). */
+function guessColumn(header: string): string {
+  const h = header.trim().toLowerCase().replace(/[\s_-]+/g, "");
+  if (["email", "emailaddress", "address", "recipient", "to", "e-mail"].includes(h)) return "email";
+  if (h === "domain") return "domain";
+  if (["reason", "suppressionreason", "type"].includes(h)) return "reason";
+  if (["createdat", "created", "date", "suppressedat", "bouncedat"].includes(h)) return "created_at";
+  if (h === "source") return "source";
+  return "";
+}
+
+const IMPORT_BATCH = 1_000;
+const REJECTED_SHOWN = 100;
+const DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+interface ImportReport {
+  rows: number;
+  created: number;
+  existing: number;
+  rejected: Array<{ line: number; value: string; reason: string }>;
+  rejectedCount: number;
+}
+
+function formError(err: unknown): Flash {
+  const body = bodyFromError(err);
+  if (body.statusCode >= 500) throw err;
+  return { kind: "error", message: body.message };
+}
+
+/** "ann@example.com" (anything with an @ inside) → an address; "example.com" or "@example.com" → a domain. */
+const targetOf = (text: string): { email?: string; domain?: string } => (!text.startsWith("@") && text.includes("@") ? { email: text } : { domain: text.replace(/^@/, "") });
+
+export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDeps): void {
+  const directory = () => deps.clients.directory;
+  const uploads = new Uploads();
+
+  scope.get("/suppressions", async (request, reply) => {
+    const session = sessionOf(request);
+    const search = str(request.query, "search").trim().slice(0, 200);
+    const reasonName = str(request.query, "reason");
+    const reason = reasonNamed(reasonName);
+    const cursor = str(request.query, "cursor");
+    const res = await directory().listSuppressions(
+      { workspaceId: session.workspaceId, search, reason: reason?.value ?? SuppressionReason.UNSPECIFIED, page: { limit: 50, cursor } },
+      rpcOptions(request),
+    );
+    const csrf = csrfField(session);
+    const rows = res.suppressions.map((s) => {
+      const target = s.domain ? `@${s.domain}` : s.email;
+      const shown = s.domain ? `${escapeHtml(s.domain)} <span class="muted">(every address at it)</span>` : escapeHtml(s.email);
+      const r = reasonOf(s.reason);
+      const complaint = s.reason === SuppressionReason.COMPLAINT;
+      const remove = !session.canEdit ? "" : `<form method="post" action="${consoleUrl("/suppressions/remove")}" class="row">${csrf}
+<input type="hidden" name="target" value="${escapeHtml(target)}">${complaint
+        ? `<div class="check"><input type="checkbox" id="force-${escapeHtml(target)}" name="force" value="yes" required><label for="force-${escapeHtml(target)}">They reported our mail as spam: send to them again anyway</label></div>`
+        : ""}<button type="submit" class="secondary small">Remove</button></form>`;
+      return `<tr><td data-label="Address or domain">${shown}</td>
+<td data-label="Reason">${r ? statusBadge(r.label, r.tone) : "Other"}</td>
+<td data-label="Detail">${escapeHtml(s.detail) || "—"}</td><td data-label="Source">${escapeHtml(s.source) || "—"}</td>
+<td data-label="Since">${formatTime(s.createdAt && timestampDate(s.createdAt))}</td>${session.canEdit ? `<td data-label="">${remove}</td>` : ""}</tr>`;
+    }).join("");
+    const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/suppressions", { search, reason: reason?.name, cursor: res.page.nextCursor })}">More</a></p>` : "";
+    const options = [`<option value="">Any reason</option>`, ...SUPPRESSION_REASONS.map((r) => `<option value="${r.name}"${r.name === reason?.name ? " selected" : ""}>${r.label}</option>`)].join("");
+    const add = session.canEdit ? `<form method="post" action="${consoleUrl("/suppressions")}" class="card row" aria-labelledby="add-h">${csrf}
+<h2 id="add-h" style="margin:0;flex:1 1 100%">Add an address or a domain</h2>
+<div class="field" style="flex:1 1 14rem"><label for="s-email">Email address or domain</label><input id="s-email" name="target" required style="width:100%" placeholder="ann@example.com or example.com" aria-describedby="s-email-h"></div>
+<div class="field" style="flex:1 1 14rem"><label for="s-detail">Note (optional)</label><input id="s-detail" name="detail" maxlength="200" style="width:100%" placeholder="e.g. asked by phone"></div>
+<div class="field"><button type="submit">Suppress</button></div>
+<p id="s-email-h" class="muted" style="flex:1 1 100%;margin:0">A domain stops every address at it.</p></form>` : "";
+    const body = `<h1>Suppressions</h1>
+<p class="muted">Addresses and domains that get no email from this workspace, whatever their contact status: unsubscribes, hard bounces, spam complaints, and what was added by hand or imported.</p>
+<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/suppressions/import")}">Import CSV</a>` : ""}<a class="button secondary" href="${consoleUrl("/suppressions/export", { reason: reason?.name })}" download>Export CSV</a></div>
+${add}
+<form method="get" action="${consoleUrl("/suppressions")}" class="row card" role="search">
+<div class="field" style="flex:1 1 14rem"><label for="search">Address or domain starts with</label><input id="search" name="search" type="search" value="${escapeHtml(search)}" style="width:100%"></div>
+<div class="field"><label for="reason">Reason</label><select id="reason" name="reason">${options}</select></div>
+<div class="field"><button type="submit">Filter</button></div></form>
+${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Suppressed addresses and domains</caption>
+<thead><tr><th>Address or domain</th><th>Reason</th><th>Detail</th><th>Source</th><th>Since</th>${session.canEdit ? "<th><span class=\"sr-only\">Remove</span></th>" : ""}</tr></thead><tbody>${rows}</tbody></table></div>${more}`
+    : `<p class="muted">${search || reason ? "Nothing suppressed matches." : "Nobody is suppressed."}</p>`}`;
+    return html(reply, consolePage({ title: "Suppressions", session, active: "suppressions", flash: request.consoleFlash, body }));
+  });
+
+  scope.post("/suppressions", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const target = str(request.body, "target").trim();
+    const detail = str(request.body, "detail").trim().slice(0, 200);
+    try {
+      const { created } = await directory().addSuppression(
+        { workspaceId: session.workspaceId, ...targetOf(target), reason: SuppressionReason.MANUAL, detail: detail || "added in the console", source: "console" },
+        rpcOptions(request),
+      );
+      const what = targetOf(target).email ? `${target} is suppressed: it gets` : `Every address at ${target.replace(/^@/, "")} is suppressed: they get`;
+      setFlash(reply, { kind: "ok", message: created ? `${what} no email from this workspace.` : `${target} was suppressed already.` });
+    } catch (err) {
+      setFlash(reply, formError(err));
+    }
+    return seeOther(reply, consoleUrl("/suppressions"));
+  });
+
+  scope.post("/suppressions/remove", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const target = str(request.body, "target").trim();
+    const force = str(request.body, "force") === "yes";
+    try {
+      await directory().removeSuppression({ workspaceId: session.workspaceId, ...targetOf(target), force, requireFound: true }, rpcOptions(request));
+      setFlash(reply, { kind: "ok", message: `${target} is no longer suppressed.` });
+    } catch (err) {
+      const flash = formError(err);
+      if (bodyFromError(err).code === "force_required") {
+        flash.message = `${target} reported this workspace's mail as spam. To send to it again, tick the confirmation beside Remove.`;
+      }
+      setFlash(reply, flash);
+    }
+    return seeOther(reply, consoleUrl("/suppressions", { search: target.replace(/^@/, "") }));
+  });
+
+  scope.get("/suppressions/export", async (request, reply) => {
+    const session = sessionOf(request);
+    const reason = reasonNamed(str(request.query, "reason"));
+    const stream = directory().exportSuppressions(
+      { workspaceId: session.workspaceId, reason: reason?.value ?? SuppressionReason.UNSPECIFIED, batchSize: 2_000 },
+      { ...rpcOptions(request), timeoutMs: 60 * 60_000 },
+    );
+    const iterator = stream[Symbol.asyncIterator]();
+    // The first batch before a byte is sent: a refusal is still an error page.
+    const first = await iterator.next();
+    async function* rows() {
+      try {
+        yield ["email", "domain", "reason", "created_at", "source"];
+        for (let next = first; !next.done; next = await iterator.next()) {
+          for (const s of next.value.suppressions) {
+            yield [s.domain ? "" : s.email, s.domain, reasonOf(s.reason)?.name ?? "manual", s.createdAt ? timestampDate(s.createdAt).toISOString() : "", s.source];
+          }
+        }
+      } finally {
+        await iterator.return?.();
+      }
+    }
+    const csv = stringify({ escape_formulas: true });
+    pipeline(Readable.from(rows()), csv, (err) => {
+      if (err && !reply.raw.destroyed) request.log.warn({ err }, "console suppressions export ended early");
+    });
+    return reply.type("text/csv; charset=utf-8")
+      .header("content-disposition", `attachment; filename="suppressions-${new Date().toISOString().slice(0, 10)}.csv"`)
+      .send(csv);
+  });
+
+  scope.get("/suppressions/import", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const body = `<h1>Import suppressions from CSV</h1>
+<form method="post" action="${consoleUrl("/suppressions/import")}" enctype="multipart/form-data" class="card">${csrfField(session)}
+<div class="field"><label for="file">CSV file (up to 10 MB)</label><input id="file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="file-h"></div>
+<div id="file-h" class="muted"><p>Any CSV with a header row: an export of this list, or another provider's bounces, spam reports or unsubscribes.
+The next page shows its first rows and lets you say which column holds the address or domain, and which the reason, date and source.</p>
+<p>Importing the same file again changes nothing. To bring a whole account from Postmark, SendGrid, Mailchimp or Resend, <code>npx mailroom import</code> reads their own export files (see docs/switching-to-mailroom.md).</p></div>
+<div class="actions"><button type="submit">Preview</button><a class="button secondary" href="${consoleUrl("/suppressions")}">Back to suppressions</a></div></form>`;
+    return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body }));
+  });
+
+  scope.post("/suppressions/import", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const file = (request.body as Form | undefined)?.file;
+    if (!Buffer.isBuffer(file) || file.length === 0) {
+      setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
+      return seeOther(reply, consoleUrl("/suppressions/import"));
+    }
+    try {
+      previewCsv(file);
+    } catch (err) {
+      setFlash(reply, formError(err));
+      return seeOther(reply, consoleUrl("/suppressions/import"));
+    }
+    const upload = uploads.put(session.workspaceId, file);
+    return seeOther(reply, consoleUrl(`/suppressions/import/${upload.id}`));
+  });
+
+  const uploadOf = (workspaceId: string, id: string) => {
+    const upload = uploads.get(workspaceId, id);
+    if (!upload) throw refusal({ code: "not_found", status: 404, message: "No such upload (an upload is kept for 30 minutes, by the server it was sent to): upload the file again." });
+    return upload;
+  };
+
+  scope.get<{ Params: { upload: string } }>("/suppressions/import/:upload", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const upload = uploadOf(session.workspaceId, request.params.upload);
+    const preview = previewCsv(upload.file);
+    const reasons = SUPPRESSION_REASONS.map((r) => `<option value="${r.name}"${r.name === "imported" ? " selected" : ""}>${r.label}</option>`).join("");
+    const body = `<h1>Import suppressions: map the columns</h1>
+<form method="post" action="${consoleUrl(`/suppressions/import/${upload.id}`)}" class="card">${csrfField(session)}
+${mappingTable(preview, MAPPING_TARGETS, guessColumn)}
+<div class="field"><label for="default-reason">Reason of rows without one</label><select id="default-reason" name="defaultReason">${reasons}</select></div>
+<p class="muted">Each row needs an address or a domain. A reason column may hold hard_bounce, complaint, unsubscribed, manual or imported (also bounce, spam, unsubscribe).
+Dates are ISO 8601 (2025-03-01 or 2025-03-01T10:00:00Z). An address already suppressed keeps its entry.</p>
+<div class="actions"><button type="submit">Import</button><a class="button secondary" href="${consoleUrl("/suppressions/import")}">Choose another file</a></div></form>`;
+    return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body }));
+  });
+
+  scope.post<{ Params: { upload: string } }>("/suppressions/import/:upload", async (request, reply) => {
+    const session = sessionOf(request);
+    if (!session.canEdit) throw readOnly();
+    const upload = uploadOf(session.workspaceId, request.params.upload);
+    const preview = previewCsv(upload.file);
+    const mapping = chosenMapping(request.body, preview.header.length, ALLOWED);
+    const defaultReason = reasonNamed(str(request.body, "defaultReason")) ?? reasonNamed("imported")!;
+    if (!mapping.some((m) => m === "address" || m === "email" || m === "domain")) {
+      setFlash(reply, { kind: "error", message: "Choose the column that holds the email address or domain." });
+      return seeOther(reply, consoleUrl(`/suppressions/import/${upload.id}`));
+    }
+    const column = (name: string) => mapping.indexOf(name);
+    const report: ImportReport = { rows: 0, created: 0, existing: 0, rejected: [], rejectedCount: 0 };
+    const reject = (line: number, value: string, reason: string) => {
+      report.rejectedCount++;
+      if (report.rejected.length < REJECTED_SHOWN) report.rejected.push({ line, value, reason });
+    };
+    let batch: Array<{ line: number; value: string; entry: MessageInitShape<typeof SuppressionEntrySchema> }> = [];
+    const label = "console import";
+    const flush = async () => {
+      if (!batch.length) return;
+      const sent = batch;
+      batch = [];
+      const res = await directory().addSuppressions({ workspaceId: session.workspaceId, entries: sent.map((b) => b.entry), label }, rpcOptions(request));
+      res.results.forEach((r, i) => {
+        if (r.outcome === SuppressionEntryOutcome.CREATED) report.created++;
+        else if (r.outcome === SuppressionEntryOutcome.EXISTING) report.existing++;
+        else reject(sent[i].line, sent[i].value, r.errorMessage || r.errorCode || "refused");
+      });
+    };
+    const parser = Readable.from([upload.file]).pipe(parse({ bom: true, relax_column_count: true, skip_empty_lines: true, info: true, from_line: 2, max_record_size: 64 * 1024 }));
+    try {
+      for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+        report.rows++;
+        const cell = (name: string) => (column(name) >= 0 ? (record[column(name)] ?? "").trim() : "");
+        const address = cell("address");
+        const email = cell("email") || (address && targetOf(address).email) || "";
+        const domain = cell("domain") || (address && targetOf(address).domain) || "";
+        const value = email || domain;
+        if (!value) {
+          reject(info.lines, "", "no address or domain in this row");
+          continue;
+        }
+        const reasonText = cell("reason").toLowerCase().replace(/[\s-]+/g, "_");
+        const reason = reasonText ? reasonNamed(REASON_ALIASES[reasonText] ?? REASON_ALIASES[reasonText.replace(/_/g, "")] ?? "") : defaultReason;
+        if (!reason) {
+          reject(info.lines, value, `reason "${reasonText.slice(0, 40)}" is not one of hard_bounce, complaint, unsubscribed, manual, imported`);
+          continue;
+        }
+        const createdText = cell("created_at");
+        const createdAt = createdText && DATE.test(createdText) ? new Date(createdText) : undefined;
+        if (createdText && (!createdAt || Number.isNaN(createdAt.getTime()))) {
+          reject(info.lines, value, `"${createdText.slice(0, 40)}" is not a date (ISO 8601, e.g. 2025-03-01)`);
+          continue;
+        }
+        batch.push({
+          line: info.lines, value,
+          entry: { email, domain: email ? "" : domain, reason: reason.value, source: cell("source").slice(0, 500) || "console import", createdAt: createdAt ? timestampFromDate(createdAt) : undefined },
+        });
+        if (batch.length >= IMPORT_BATCH) await flush();
+      }
+      await flush();
+    } catch (err) {
+      if (!(err instanceof CsvError)) throw err;
+      setFlash(reply, { kind: "error", message: `The file is not valid CSV (${err.message}); ${report.created + report.existing} rows before it were imported (importing again is safe).` });
+      return seeOther(reply, consoleUrl("/suppressions/import"));
+    }
+    uploads.delete(session.workspaceId, upload.id);
+    const rejected = report.rejected.map((r) => `<tr><td data-label="Line">${r.line}</td><td data-label="Value">${escapeHtml(r.value) || "—"}</td><td data-label="Reason">${escapeHtml(r.reason)}</td></tr>`).join("");
+    const body = `<h1>Suppressions imported</h1>
+<div class="card" role="status"><p><strong>${report.rows}</strong> rows: <strong>${report.created}</strong> suppressed, <strong>${report.existing}</strong> already suppressed, <strong>${report.rejectedCount}</strong> rejected.</p></div>
+${rejected ? `<h2>Rejected rows</h2><div class="table-wrap"><table class="data stack"><caption class="sr-only">Rows not imported</caption>
+<thead><tr><th>Line</th><th>Address or domain</th><th>Why</th></tr></thead><tbody>${rejected}</tbody></table></div>
+${report.rejectedCount > report.rejected.length ? `<p class="muted">… and ${report.rejectedCount - report.rejected.length} more.</p>` : ""}` : ""}
+<div class="actions"><a class="button" href="${consoleUrl("/suppressions")}">See the suppressions</a><a class="button secondary" href="${consoleUrl("/suppressions/import")}">Import another file</a></div>`;
+    return html(reply, consolePage({ title: "Suppressions imported", session, active: "suppressions", body }));
+  });
+}
