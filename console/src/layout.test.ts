@@ -21,6 +21,18 @@ describe("console layout", () => {
     expect(page).not.toContain("<script>alert");
   });
 
+  it("links every section to its page of the documentation, which the gateway serves", async () => {
+    const { renderDocs } = await import("../../gateway/src/routes/docs-pages.js");
+    const pages = renderDocs();
+    for (const active of ["broadcasts", "contacts", "automations", "received", "settings", "keys"] as const) {
+      const page = consolePage({ title: "x", session: session("OWNER"), active, body: "" });
+      const docs = /<li><a href="\/docs\/([a-z-]+)" target="_blank" rel="noopener">Docs<\/a><\/li>/.exec(page);
+      expect(docs, active).not.toBeNull();
+      expect(pages.has(docs![1]!), `${active}: /docs/${docs![1]}`).toBe(true);
+    }
+    expect(consolePage({ title: "x", session: session("VIEWER"), active: "overview", body: "" })).toContain('<a href="/docs" target="_blank" rel="noopener">Docs</a>');
+  });
+
   it("has an inline SVG favicon on every page, signed in or not", () => {
     for (const page of [consolePage({ title: "x", session: session("VIEWER"), active: "overview", body: "" }), plainPage({ title: "Sign in", body: "" })]) {
       const href = /<link rel="icon" href="([^"]+)">/.exec(page)?.[1] ?? "";

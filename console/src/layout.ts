@@ -42,28 +42,29 @@ export { escapeHtml, CONSOLE_PREFIX, type Flash };
 
 export type ConsoleNav = "overview" | "domains" | "inbound" | "emails" | "received" | "templates" | "broadcasts" | "contacts" | "suppressions" | "groups" | "segments" | "topics" | "forms" | "automations" | "webhooks" | "delivery" | "keys" | "team" | "sessions" | "audit" | "settings";
 
-const NAV: Array<{ key: ConsoleNav; label: string; path: string }> = [
-  { key: "overview", label: "Overview", path: "" },
-  { key: "domains", label: "Domains", path: "/domains" },
-  { key: "inbound", label: "Inbound", path: "/inbound" },
-  { key: "emails", label: "Emails", path: "/emails" },
-  { key: "received", label: "Received", path: "/received" },
-  { key: "templates", label: "Templates", path: "/templates" },
-  { key: "broadcasts", label: "Broadcasts", path: "/broadcasts" },
-  { key: "contacts", label: "Contacts", path: "/contacts" },
-  { key: "suppressions", label: "Suppressions", path: "/suppressions" },
-  { key: "groups", label: "Groups", path: "/groups" },
-  { key: "segments", label: "Segments", path: "/segments" },
-  { key: "topics", label: "Topics", path: "/topics" },
-  { key: "forms", label: "Forms", path: "/forms" },
-  { key: "automations", label: "Automations", path: "/automations" },
-  { key: "webhooks", label: "Webhooks", path: "/webhooks" },
-  { key: "delivery", label: "Delivery", path: "/delivery" },
-  { key: "keys", label: "API keys", path: "/keys" },
-  { key: "team", label: "Team", path: "/team" },
-  { key: "audit", label: "Audit log", path: "/audit" },
-  { key: "settings", label: "Settings", path: "/settings" },
-  { key: "sessions", label: "Sessions", path: "/sessions" },
+/** The nav, in order; `docs`: the page of the documentation (served at /docs/<page>) about the section. */
+const NAV: Array<{ key: ConsoleNav; label: string; path: string; docs: string }> = [
+  { key: "overview", label: "Overview", path: "", docs: "" },
+  { key: "domains", label: "Domains", path: "/domains", docs: "delivery" },
+  { key: "inbound", label: "Inbound", path: "/inbound", docs: "receiving-email" },
+  { key: "emails", label: "Emails", path: "/emails", docs: "api" },
+  { key: "received", label: "Received", path: "/received", docs: "receiving-email" },
+  { key: "templates", label: "Templates", path: "/templates", docs: "templates" },
+  { key: "broadcasts", label: "Broadcasts", path: "/broadcasts", docs: "broadcasts" },
+  { key: "contacts", label: "Contacts", path: "/contacts", docs: "audiences" },
+  { key: "suppressions", label: "Suppressions", path: "/suppressions", docs: "audiences" },
+  { key: "groups", label: "Groups", path: "/groups", docs: "audiences" },
+  { key: "segments", label: "Segments", path: "/segments", docs: "audiences" },
+  { key: "topics", label: "Topics", path: "/topics", docs: "audiences" },
+  { key: "forms", label: "Forms", path: "/forms", docs: "audiences" },
+  { key: "automations", label: "Automations", path: "/automations", docs: "automations" },
+  { key: "webhooks", label: "Webhooks", path: "/webhooks", docs: "webhooks" },
+  { key: "delivery", label: "Delivery", path: "/delivery", docs: "delivery" },
+  { key: "keys", label: "API keys", path: "/keys", docs: "team" },
+  { key: "team", label: "Team", path: "/team", docs: "team" },
+  { key: "audit", label: "Audit log", path: "/audit", docs: "team" },
+  { key: "settings", label: "Settings", path: "/settings", docs: "configuration" },
+  { key: "sessions", label: "Sessions", path: "/sessions", docs: "team" },
 ];
 
 /** A console URL with an optional query (empty values are left out). */
@@ -217,13 +218,15 @@ export function consolePage({ title, session, active, body, flash }: ConsolePage
   const items = NAV.filter((n) => mayCall(principal, "GET", `${CONSOLE_PREFIX}${n.path}`)).map((n) =>
     `<li><a href="${CONSOLE_PREFIX}${n.path}"${n.key === active ? ' aria-current="page"' : ""}>${n.label}</a></li>`).join("");
   const current = NAV.find((n) => n.key === active);
+  // The documentation's page about this section (the index on the overview), in a new tab: the form in hand stays.
+  const docs = `<li><a href="/docs${current?.docs ? `/${current.docs}` : ""}" target="_blank" rel="noopener">Docs</a></li>`;
   const signOut = `<li><form method="post" action="${CONSOLE_PREFIX}/sign-out">${csrfField(session)}<button type="submit">Sign out</button></form></li>`;
   return document_(title, `<a class="skip" href="#content">Skip to content</a>
 <header class="top"><div class="bar"><a class="brand" href="${CONSOLE_PREFIX}">Mailroom</a>
 <span class="ws">Workspace: <strong>${escapeHtml(session.workspaceName || session.workspaceId)}</strong>${session.canEdit ? "" : " (read only)"}
 · ${session.kind === "member" ? escapeHtml(session.memberEmail ?? "") : `key ${escapeHtml(session.keyName || session.keyId)}`} (${session.role})</span>
 <input type="checkbox" id="nav-open" class="nav-toggle" aria-controls="console-nav"><label for="nav-open" class="nav-button">Menu${current ? `<span class="current"><span class="sr-only">, current page: </span>${current.label}</span>` : ""}</label>
-<nav class="main" id="console-nav" aria-label="Console"><ul>${items}${signOut}</ul></nav></div></header>
+<nav class="main" id="console-nav" aria-label="Console"><ul>${items}${docs}${signOut}</ul></nav></div></header>
 <main id="content" tabindex="-1">${flashHtml(flash)}${body}</main>`);
 }
 
