@@ -6,21 +6,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { startNats, type NatsHandle } from "../harness/nats.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
-import { KvPacingRepository } from "../../services/delivery/src/adapters/pacing-kv.js";
+import { KvPacingStore } from "../../services/delivery/src/adapters/pacing-kv.js";
 import { Pacer } from "../../services/delivery/src/domain/pacer.js";
 import { silentLogger } from "../../services/delivery/src/testing.js";
 
 describe("KV pacing across processes", () => {
   let nats: NatsHandle;
   let conns: NatsConnection[];
-  let a: KvPacingRepository;
-  let b: KvPacingRepository;
+  let a: KvPacingStore;
+  let b: KvPacingStore;
 
   beforeAll(async () => {
     nats = await startNats();
     conns = await Promise.all([connectNats(nats.url, "pace-a"), connectNats(nats.url, "pace-b")]);
-    a = await KvPacingRepository.open(conns[0], silentLogger);
-    b = await KvPacingRepository.open(conns[1], silentLogger);
+    a = await KvPacingStore.open(conns[0], silentLogger);
+    b = await KvPacingStore.open(conns[1], silentLogger);
   });
 
   afterAll(async () => {
@@ -50,7 +50,7 @@ describe("KV pacing across processes", () => {
   it("a process that starts later sees pauses and rates set before it", async () => {
     await a.setPaused("cmp_early", true);
     await a.setWorkspaceRate("ws_early", 7);
-    const late = await KvPacingRepository.open(conns[1], silentLogger);
+    const late = await KvPacingStore.open(conns[1], silentLogger);
     expect(late.isPaused("cmp_early")).toBe(true);
     expect(late.workspaceRate("ws_early")).toBe(7);
     await late.close();

@@ -11,7 +11,7 @@ import { CHANGE_INTENTS_COLLECTION, CHANGE_OUTBOX_COLLECTION, ChangePublisher } 
 import { openStoreRepositories } from "../../services/directory/src/adapters/store.js";
 import { GroupMembershipStore, GroupStore } from "../../services/directory/src/adapters/group-store.js";
 import { storeDirectory, TEST_SECRETS } from "../../services/directory/src/testing.js";
-import { EmittingGroupMembershipRepository, type DirectoryEvent } from "../../services/directory/src/domain/changes.js";
+import { EmittingGroupMembershipStore, type DirectoryEvent } from "../../services/directory/src/domain/changes.js";
 import { Groups } from "../../services/directory/src/domain/groups.js";
 import type { Store } from "@mailroom/store/port.js";
 
@@ -22,7 +22,7 @@ async function groupsOver(store: Store, publish: (e: DirectoryEvent[]) => void, 
   const now = () => new Date((tick += 1000));
   const dir = await storeDirectory(store, { now });
   await dir.workspaces.create({ id: "ws_a", name: "A" });
-  const groups = new Groups(await GroupStore.open(store), new EmittingGroupMembershipRepository(await GroupMembershipStore.open(store), publish, intend, now), dir.workspaces, now);
+  const groups = new Groups(await GroupStore.open(store), new EmittingGroupMembershipStore(await GroupMembershipStore.open(store), publish, intend, now), dir.workspaces, now);
   return { dir, groups };
 }
 
@@ -67,7 +67,7 @@ describe("group membership events across a crash", () => {
     }
     // Recovering a join whose event was recorded already keeps one record (its id is the same).
     const count = await outbox.countDocuments({});
-    const again = new Groups(await GroupStore.open(store), new EmittingGroupMembershipRepository(await GroupMembershipStore.open(store), publisher.publish, publisher.intend), dir.workspaces);
+    const again = new Groups(await GroupStore.open(store), new EmittingGroupMembershipStore(await GroupMembershipStore.open(store), publisher.publish, publisher.intend), dir.workspaces);
     await again.addContact("ws_a", g._id, c._id);
     await publisher.recover(repositories);
     expect(await outbox.countDocuments({})).toBe(count + 1);

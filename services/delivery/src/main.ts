@@ -29,7 +29,7 @@ import { CachedContentSource, StoreContentSource, sharedContentRef, type Compile
 import { OutcomeEventPublisher } from "./adapters/events.js";
 import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
 import { RendererMerger } from "./adapters/merger.js";
-import { KvPacingRepository } from "./adapters/pacing-kv.js";
+import { KvPacingStore } from "./adapters/pacing-kv.js";
 import { DirectoryClient } from "./adapters/sender-directory.js";
 import { createDirectTransport, effectiveEhlo } from "./adapters/direct/index.js";
 import { buildRoutes } from "./adapters/routes/build-routes.js";
@@ -95,7 +95,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
     await repo.init();
     deliveries = repo;
   }
-  const pacing = o.pacing ?? (await KvPacingRepository.open(nc, logger));
+  const pacing = o.pacing ?? (await KvPacingStore.open(nc, logger));
   const capture = settings.routes.some((r) => r.kind === "capture") ? new CaptureStore(path.join(config.dataDir, "captured")) : undefined;
   const stats = new RouteStats();
   let routed: RoutedTransport | undefined;

@@ -29,7 +29,7 @@ import { groupRoutes } from "./group-routes.js";
 import { Groups } from "./domain/groups.js";
 import { TemplatePreviews } from "./domain/template-previews.js";
 import { templateRoutes } from "./template-routes.js";
-import { EmittingGroupMembershipRepository } from "./domain/changes.js";
+import { EmittingGroupMembershipStore } from "./domain/changes.js";
 import { GroupMembershipStore, GroupStore } from "./adapters/group-store.js";
 import { loadDirectorySettings } from "./settings.js";
 import { Team } from "./domain/team.js";
@@ -74,7 +74,7 @@ const contactFilters = await ContactFilters.open(store);
 // Groups and contacts' memberships (DESIGN §9.4): their own service, same unit and store; joins and leaves emit CONTACT_TAG_*.
 const groups = new Groups(
   await GroupStore.open(store),
-  new EmittingGroupMembershipRepository(await GroupMembershipStore.open(store), changes.publish, changes.intend),
+  new EmittingGroupMembershipStore(await GroupMembershipStore.open(store), changes.publish, changes.intend),
   directory.workspaces,
 );
 

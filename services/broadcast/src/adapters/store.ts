@@ -88,7 +88,7 @@ function abIncPaths(abInc: AbCountsInc | undefined): Record<string, number> {
   return out;
 }
 
-export class StoreBroadcastRepository implements BroadcastRepository {
+export class BroadcastStore implements BroadcastRepository {
   private readonly docs: Collection<BroadcastDoc>;
 
   constructor(store: Store) {
@@ -279,7 +279,7 @@ function progressInc(inc: Partial<Progress>): Record<string, number> {
 
 type ContentDoc = { _id: string; workspaceId: string; compiled: string; expiresAt?: Date };
 
-export class StoreContentRepository implements ContentRepository {
+export class LockedContentStore implements ContentRepository {
   private readonly docs: Collection<ContentDoc>;
 
   constructor(store: Store) {
@@ -311,7 +311,7 @@ type PageDoc = Omit<RecipientPage, "id"> & { _id: string };
 
 const toPage = ({ _id, ...rest }: PageDoc): RecipientPage => ({ id: _id, ...rest });
 
-export class StorePageRepository implements PageRepository {
+export class PageStore implements PageRepository {
   private readonly docs: Collection<PageDoc>;
 
   constructor(store: Store) {
@@ -498,7 +498,7 @@ export class StoreDeliveryLedger implements DeliveryLedger {
 
 type WarmupDoc = { _id: string; day: string; activeDaysBefore: number; sentOnDay: number };
 
-export class StoreWarmupRepository implements WarmupRepository {
+export class WarmupStore implements WarmupRepository {
   private readonly docs: Collection<WarmupDoc>;
 
   constructor(store: Store) {
@@ -534,7 +534,7 @@ export class StoreWarmupRepository implements WarmupRepository {
 type TimelineDoc = { _id: string; broadcastId: string; minute: number } & Partial<Record<TimelineKind, number>>;
 const MINUTE_MS = 60_000;
 
-export class StoreTimelineRepository implements TimelineRepository {
+export class TimelineStore implements TimelineRepository {
   private readonly docs: Collection<TimelineDoc>;
 
   constructor(store: Store) {
@@ -567,12 +567,12 @@ export class StoreTimelineRepository implements TimelineRepository {
 
 /** Every repository, with its indexes in place. */
 export async function openStores(store: Store) {
-  const broadcasts = new StoreBroadcastRepository(store);
-  const contents = new StoreContentRepository(store);
-  const pages = new StorePageRepository(store);
+  const broadcasts = new BroadcastStore(store);
+  const contents = new LockedContentStore(store);
+  const pages = new PageStore(store);
   const ledger = new StoreDeliveryLedger(store);
-  const warmup = new StoreWarmupRepository(store);
-  const timeline = new StoreTimelineRepository(store);
+  const warmup = new WarmupStore(store);
+  const timeline = new TimelineStore(store);
   await Promise.all([broadcasts.init(), contents.init(), pages.init(), ledger.init(), timeline.init()]);
   return { broadcasts, lockedContent: contents, pages, ledger, warmup, timeline };
 }

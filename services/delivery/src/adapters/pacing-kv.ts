@@ -20,7 +20,7 @@ interface Mirrored<T> {
  * Pauses and rates are mirrored in memory by a KV watch so the per-message check costs
  * nothing; buckets are read and written through CAS.
  */
-export class KvPacingRepository implements PacingRepository {
+export class KvPacingStore implements PacingRepository {
   private readonly paused = new Map<string, Mirrored<boolean>>();
   private readonly rates = new Map<string, Mirrored<number>>();
   private stopWatch?: () => void;
@@ -31,9 +31,9 @@ export class KvPacingRepository implements PacingRepository {
     private readonly now: () => number,
   ) {}
 
-  static async open(nc: NatsConnection, logger: Logger, now: () => number = Date.now): Promise<KvPacingRepository> {
+  static async open(nc: NatsConnection, logger: Logger, now: () => number = Date.now): Promise<KvPacingStore> {
     const kv = await openKvBucket(nc, PACING_BUCKET, { history: 1 });
-    const repo = new KvPacingRepository(kv, logger, now);
+    const repo = new KvPacingStore(kv, logger, now);
     await repo.startMirror();
     return repo;
   }

@@ -334,7 +334,7 @@ export class Announcer {
 }
 
 /** The contact store, emitting after each write it made. */
-export class EmittingContactRepository implements ContactRepository {
+export class EmittingContactStore implements ContactRepository {
   private readonly announcer: Announcer;
 
   constructor(
@@ -446,7 +446,7 @@ export class EmittingContactRepository implements ContactRepository {
   }
 }
 
-export class EmittingPropertyRepository implements PropertyRepository {
+export class EmittingPropertyStore implements PropertyRepository {
   private readonly announcer: Announcer;
 
   constructor(private readonly inner: PropertyRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
@@ -484,7 +484,7 @@ export class EmittingPropertyRepository implements PropertyRepository {
   }
 }
 
-export class EmittingMemberRepository implements MemberRepository {
+export class EmittingMemberStore implements MemberRepository {
   private readonly announcer: Announcer;
 
   constructor(private readonly inner: MemberRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
@@ -510,7 +510,7 @@ export class EmittingMemberRepository implements MemberRepository {
   }
 }
 
-export class EmittingWorkspaceRepository implements WorkspaceRepository {
+export class EmittingWorkspaceStore implements WorkspaceRepository {
   private readonly announcer: Announcer;
 
   constructor(private readonly inner: WorkspaceRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
@@ -542,7 +542,7 @@ export class EmittingWorkspaceRepository implements WorkspaceRepository {
 }
 
 /** Group memberships, emitting CONTACT_TAG_ADDED / CONTACT_TAG_REMOVED after each join and leave. */
-export class EmittingGroupMembershipRepository implements GroupMembershipRepository {
+export class EmittingGroupMembershipStore implements GroupMembershipRepository {
   private readonly announcer: Announcer;
 
   constructor(private readonly inner: GroupMembershipRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {

@@ -15,8 +15,8 @@ import type { DnsPolicy } from "./dns-policy.js";
 import type { SendingDns } from "./direct-sending.js";
 import type { ContactEventPublisher, DirectoryRepositories, DkimKeyGenerator, TxtResolver } from "./ports.js";
 import { systemClock, type Clock } from "./validation.js";
-import { EmittingSuppressionRepository } from "./suppression-events.js";
-import { EmittingContactRepository, EmittingMemberRepository, EmittingPropertyRepository, EmittingWorkspaceRepository, type ChangeIntentRecorder, type DirectoryEventPublisher } from "./changes.js";
+import { EmittingSuppressionStore } from "./suppression-events.js";
+import { EmittingContactStore, EmittingMemberStore, EmittingPropertyStore, EmittingWorkspaceStore, type ChangeIntentRecorder, type DirectoryEventPublisher } from "./changes.js";
 
 export interface DirectoryDeps {
   repositories: DirectoryRepositories;
@@ -65,11 +65,11 @@ export function createDirectory(deps: DirectoryDeps): Directory {
   const repos = publish
     ? {
         ...deps.repositories,
-        contacts: new EmittingContactRepository(deps.repositories.contacts, publish, now, deps.intendChanges),
-        properties: new EmittingPropertyRepository(deps.repositories.properties, publish, deps.intendChanges, now),
-        members: new EmittingMemberRepository(deps.repositories.members, publish, deps.intendChanges, now),
-        workspaces: new EmittingWorkspaceRepository(deps.repositories.workspaces, publish, deps.intendChanges, now),
-        suppressions: new EmittingSuppressionRepository(deps.repositories.suppressions, publish, now, deps.intendChanges),
+        contacts: new EmittingContactStore(deps.repositories.contacts, publish, now, deps.intendChanges),
+        properties: new EmittingPropertyStore(deps.repositories.properties, publish, deps.intendChanges, now),
+        members: new EmittingMemberStore(deps.repositories.members, publish, deps.intendChanges, now),
+        workspaces: new EmittingWorkspaceStore(deps.repositories.workspaces, publish, deps.intendChanges, now),
+        suppressions: new EmittingSuppressionStore(deps.repositories.suppressions, publish, now, deps.intendChanges),
       }
     : deps.repositories;
   const policy: DnsPolicy = {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { memoryDirectory } from "../testing.js";
 import { GroupMembershipStore, GroupStore } from "../adapters/group-store.js";
 import { ContactStore } from "../adapters/contact-store.js";
-import { EmittingGroupMembershipRepository, eventsOfIntent, type ChangeIntent, type DirectoryEvent } from "./changes.js";
+import { EmittingGroupMembershipStore, eventsOfIntent, type ChangeIntent, type DirectoryEvent } from "./changes.js";
 import { Groups, TRAITS_MAX_BYTES } from "./groups.js";
 
 /** Groups over the in-memory store: validation, publicId as id, memberships on the contacts, CONTACT_TAG_* at each join and leave. */
@@ -15,7 +15,7 @@ describe("groups", () => {
     const dir = await memoryDirectory({ now });
     const publish = (e: DirectoryEvent[]) => void events.push(...e);
     const members = await GroupMembershipStore.open(dir.store);
-    const groups = new Groups(await GroupStore.open(dir.store), new EmittingGroupMembershipRepository(members, publish, async (i) => void intents.push(i), now), dir.workspaces, now);
+    const groups = new Groups(await GroupStore.open(dir.store), new EmittingGroupMembershipStore(members, publish, async (i) => void intents.push(i), now), dir.workspaces, now);
     await dir.workspaces.create({ id: "ws_a", name: "A" });
     await dir.workspaces.create({ id: "ws_b", name: "B" });
     const contact = (email: string, ws = "ws_a") => dir.contacts.create(ws, { email });

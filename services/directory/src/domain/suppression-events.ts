@@ -11,7 +11,7 @@ import type { Clock } from "./validation.js";
  * erasure's own plain-entry removal is quiet. Ids come from the entry and its creation time,
  * so announcing one write twice is one event.
  */
-export class EmittingSuppressionRepository implements SuppressionRepository {
+export class EmittingSuppressionStore implements SuppressionRepository {
   private readonly announcer: Announcer;
 
   constructor(
