@@ -5,6 +5,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 
+/** The fixture tree's generated code, `depth` folders up (the repository's own code names the package @mailroom/proto). */
+const genPath = (depth: number) => `${"../".repeat(depth)}gen/wire_pb.js`;
+
 /**
  * The import-boundary rules of `npm run lint` (.dependency-cruiser.cjs): they pass on
  * the tree and fail on a crossing import, a library importing a unit, and a cycle.
@@ -54,10 +57,10 @@ function fixtureTree(files: Record<string, string>): string {
     "services/lib/src/shared.ts": "export const shared = 1;\n",
     "gen/wire_pb.ts": "export const Wire = 1;\n",
     // Transports and adapters may use generated code; the domain may not.
-    "services/beta/src/routes.ts": 'import { Wire } from "../../../gen/wire_pb.js";\nexport const r = Wire;\n',
+    "services/beta/src/routes.ts": `import { Wire } from "${genPath(3)}";\nexport const r = Wire;\n`,
     // The pipeline library: its wire-free work.ts is a domain's to use, the publisher is not.
     "services/pipeline/src/work.ts": "export type DeliveryJobSpec = { deliveryId: string };\n",
-    "services/pipeline/src/delivery-jobs.ts": 'import { Wire } from "../../../gen/wire_pb.js";\nexport const publish = Wire;\n',
+    "services/pipeline/src/delivery-jobs.ts": `import { Wire } from "${genPath(3)}";\nexport const publish = Wire;\n`,
     "services/alpha/src/domain/dispatch.ts": 'import type { DeliveryJobSpec } from "../../../pipeline/src/work.js";\nexport const job: DeliveryJobSpec = { deliveryId: "d" };\n',
     ...files,
   };
@@ -85,7 +88,7 @@ describe("import boundaries (npm run lint)", () => {
       "services/alpha/src/domain/crossing.ts": 'import { b } from "../../../beta/src/main.js";\nexport const c = b;\n',
       "services/lib/src/upward.ts": 'import { a } from "../../alpha/src/main.js";\nexport const u = a;\n',
       "services/beta/src/compile.ts": 'import { pieces } from "./snippets.js";\nexport type Piece = { lit: string };\nexport const c = pieces;\n',
-      "services/beta/src/domain/wire.ts": 'import { Wire } from "../../../../gen/wire_pb.js";\nexport const w = Wire;\n',
+      "services/beta/src/domain/wire.ts": `import { Wire } from "${genPath(4)}";\nexport const w = Wire;\n`,
       "services/beta/src/snippets.ts": 'import type { Piece } from "./compile.js";\nexport const pieces: Piece[] = [];\n',
       "services/beta/src/domain/publish.ts": 'import { publish } from "../../../pipeline/src/delivery-jobs.js";\nexport const p = publish;\n',
     });

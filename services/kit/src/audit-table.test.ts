@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { isAudited, READ, type FieldPath } from "./audit.js";
 import { AUDIT_TABLE } from "./audit-table.js";
 
-const GEN = join(import.meta.dirname, "../../../gen/mailroom");
+const GEN = join(import.meta.dirname, "..", "..", "..", "gen", "mailroom");
 
 /** Every service of every generated proto file, found on disk so a new one is never missed. */
 async function allServices(): Promise<DescService[]> {
