@@ -121,7 +121,10 @@ describe("the pre-send check (real processes, a real link server, SpamAssassin)"
     const id = await create(brokenHtml());
     const result = await check(id);
     expect(places(result.errors)).toEqual([`link_broken @ ${base}/missing`, "unsubscribe_missing @ html"]);
-    expect(places(result.warnings)).toEqual([`image_missing_alt @ ${base}/img/banner.png`, "html_clipped @ html"].sort());
+    // SpamAssassin on 110 KB of HTML can pass the scorer's 20 s bound on a loaded 2-core machine (then the
+    // check warns spam_check_failed, as it should); this case is about the other findings, the score has its own.
+    const warnings = places(result.warnings).filter((w) => w !== "spam_check_failed @ spam");
+    expect(warnings).toEqual([`image_missing_alt @ ${base}/img/banner.png`, "html_clipped @ html"].sort());
     expect(result.size.clipped).toBe(true);
     expect(result.size.htmlBytes).toBeGreaterThan(110 * 1024);
     expect(result.links).toEqual([{ url: `${base}/missing`, status: 404, redirects: [], finalUrl: `${base}/missing` }]);
