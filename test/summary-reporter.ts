@@ -16,6 +16,8 @@ export default class SummaryReporter implements Reporter {
     let skipped = 0;
     const perProject = new Map<string, { files: number; passed: number; failed: number; skipped: number; seconds: number }>();
     const files: Array<{ file: string; project: string; seconds: number; tests: number }> = [];
+    // Named again at the end: a CI log is often read from its tail only.
+    const failures: string[] = [];
     for (const mod of testModules) {
       const project = mod.project.name || "(default)";
       const row = perProject.get(project) ?? { files: 0, passed: 0, failed: 0, skipped: 0, seconds: 0 };
@@ -26,17 +28,25 @@ export default class SummaryReporter implements Reporter {
       row.files++;
       row.seconds += seconds;
       let tests = 0;
-      if (mod.state() === "failed" && [...mod.children.allTests()].length === 0) { failed++; row.failed++; } // a suite that could not load
+      const file = path.relative(process.cwd(), mod.moduleId);
+      if (mod.state() === "failed" && [...mod.children.allTests()].length === 0) { // a suite that could not load
+        failed++; row.failed++;
+        failures.push(`  ${file} (${project}): ${firstLine(mod.errors()[0]?.message)}`);
+      }
       for (const test of mod.children.allTests()) {
         tests++;
         const state = test.result().state;
         if (state === "passed") { passed++; row.passed++; }
-        else if (state === "failed") { failed++; row.failed++; }
+        else if (state === "failed") {
+          failed++; row.failed++;
+          failures.push(`  ${file} (${project}) > ${test.fullName}: ${firstLine(test.result().errors?.[0]?.message)}`);
+        }
         else { skipped++; row.skipped++; }
       }
-      files.push({ file: path.relative(process.cwd(), mod.moduleId), project, seconds, tests });
+      files.push({ file, project, seconds, tests });
     }
     failed += unhandledErrors.length;
+    for (const err of unhandledErrors) failures.push(`  unhandled: ${firstLine((err as Error)?.message ?? String(err))}`);
 
     const out: string[] = [];
     if (files.length) {
@@ -49,7 +59,12 @@ export default class SummaryReporter implements Reporter {
         out.push(`  ${name.padEnd(8)} ${String(r.passed + r.failed + r.skipped).padStart(5)} tests in ${String(r.files).padStart(3)} files: ${r.passed} passed, ${r.failed} failed, ${r.skipped} skipped; ${Math.round(r.seconds)} s in workers`);
       }
     }
+    if (failures.length) out.push("", "Failed:", ...failures);
     out.push("", `Tests: ${passed} passed, ${failed} failed, ${skipped} skipped`, "");
     process.stdout.write(out.join("\n"));
   }
+}
+
+function firstLine(message: string | undefined): string {
+  return (message ?? "(no message)").split("\n")[0]!.slice(0, 300);
 }
