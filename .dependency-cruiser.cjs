@@ -72,6 +72,13 @@ module.exports = {
       },
     },
     {
+      name: "no-test-support-in-production",
+      comment: "Fakes and builders (src/testing.ts, test-support) serve tests only: running code never imports them, so the sizes of units leave them out with the tests.",
+      severity: "error",
+      from: { pathNot: [TESTS, "^(test|bench)/"] },
+      to: { path: TESTS },
+    },
+    {
       name: "no-circular",
       comment: "Import cycles (type-only imports included) tangle modules that should layer.",
       severity: "error",

@@ -268,7 +268,10 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
       const sent = b.progress.sent as number;
       if (sent !== last.sent) last = { sent, at: performance.now() };
       if (sent >= n) break;
-      if (b.progress.failed > 0) throw new Error(`${b.progress.failed} messages failed: ${await sys.log("delivery")}`);
+      if (b.progress.failed > 0) {
+        const tail = async (unit: "broadcast" | "delivery") => `${unit}:\n${(await sys!.log(unit)).split("\n").slice(-15).join("\n")}`;
+        throw new Error(`${b.progress.failed} messages failed\n${await tail("broadcast")}\n${await tail("delivery")}`);
+      }
       if (Date.now() > deadline) throw new Error(`only ${sent}/${n} sent before the deadline`);
       if (performance.now() - lastReport > 15_000) {
         lastReport = performance.now();

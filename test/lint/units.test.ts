@@ -83,7 +83,7 @@ describe("import boundaries (npm run lint)", () => {
     expect(await depcruise(dir, ["gateway", "services"])).toEqual({ exitCode: 0, violations: [] });
   }, 120_000);
 
-  it("fail on a unit importing another unit, a library importing a unit, a cycle (type-only too), a domain importing generated code or the pipeline beyond work.ts", async () => {
+  it("fail on a unit importing another unit, a library importing a unit, a cycle (type-only too), a domain importing generated code or the pipeline beyond work.ts, running code importing a test's fake", async () => {
     const dir = fixtureTree({
       "services/alpha/src/domain/crossing.ts": 'import { b } from "../../../beta/src/main.js";\nexport const c = b;\n',
       "services/lib/src/upward.ts": 'import { a } from "../../alpha/src/main.js";\nexport const u = a;\n',
@@ -91,6 +91,8 @@ describe("import boundaries (npm run lint)", () => {
       "services/beta/src/domain/wire.ts": `import { Wire } from "${genPath(4)}";\nexport const w = Wire;\n`,
       "services/beta/src/snippets.ts": 'import type { Piece } from "./compile.js";\nexport const pieces: Piece[] = [];\n',
       "services/beta/src/domain/publish.ts": 'import { publish } from "../../../pipeline/src/delivery-jobs.js";\nexport const p = publish;\n',
+      // Running code that leans on a test's fake.
+      "services/alpha/src/wiring.ts": 'import { t } from "./testing.js";\nexport const w = t;\n',
     });
     fixtures.push(dir);
     const { exitCode, violations } = await depcruise(dir, ["gateway", "services"]);
@@ -99,6 +101,7 @@ describe("import boundaries (npm run lint)", () => {
       { rule: "no-circular", from: "services/beta/src/compile.ts", to: "services/beta/src/snippets.ts" },
       { rule: "no-cross-unit", from: "services/alpha/src/domain/crossing.ts", to: "services/beta/src/main.ts" },
       { rule: "no-library-to-unit", from: "services/lib/src/upward.ts", to: "services/alpha/src/main.ts" },
+      { rule: "no-test-support-in-production", from: "services/alpha/src/wiring.ts", to: "services/alpha/src/testing.ts" },
       // (The crossing import also leaves alpha's domain for a transport: two rules, two lines.)
       { rule: "pure-domain", from: "services/alpha/src/domain/crossing.ts", to: "services/beta/src/main.ts" },
       { rule: "pure-domain", from: "services/beta/src/domain/publish.ts", to: "services/pipeline/src/delivery-jobs.ts" },
