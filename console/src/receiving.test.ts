@@ -112,7 +112,7 @@ describe("console: inbound domains and received emails", () => {
     // A failure the unit reports is escaped like everything else.
     fake.domains[0]!.status = "pending";
     fake.domains[0]!.failure = "MX names other hosts: <b>mx.evil</b>";
-    expect((await browser.get(`/console/inbound/${id}`, editor)).body).toContain("Last check: MX names other hosts: &#60;b&#62;mx.evil&#60;/b&#62;");
+    expect((await browser.get(`/console/inbound/${id}`, editor)).body).toContain("Last check: MX names other hosts: &lt;b&gt;mx.evil&lt;/b&gt;");
     fake.domains[0]!.status = "verified";
   });
 
