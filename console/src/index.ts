@@ -38,7 +38,7 @@ import { registerStatsPages } from "./stats.js";
 import { registerDomainPages } from "./pages/domains.js";
 import { registerEmailPages } from "./emails.js";
 import { registerInboundPages } from "./pages/inbound.js";
-import { registerReceivedPages } from "./received.js";
+import { registerReceivedPages } from "./pages/received.js";
 import { registerTemplatePages } from "./templates.js";
 import { registerBroadcastPages } from "./broadcasts.js";
 import { registerContactPages } from "./contacts.js";
@@ -54,7 +54,7 @@ import { registerDeliveryPages } from "./pages/delivery.js";
 import { registerInvitationPages, registerTeamPages } from "./team.js";
 import { registerKeyPages } from "./pages/keys.js";
 import { registerSessionPages } from "./pages/sessions.js";
-import { registerAuditPages } from "./audit.js";
+import { registerAuditPages } from "./pages/audit.js";
 import { registerSettingsPages } from "./settings.js";
 import { createConsoleMail } from "./system-mail.js";
 
