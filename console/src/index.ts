@@ -51,11 +51,11 @@ import { registerFormPages } from "./forms.js";
 import { registerAudiencePickerRoutes } from "./audience-picker.js";
 import { registerAutomationPages } from "./automations.js";
 import { registerDeliveryPages } from "./pages/delivery.js";
-import { registerInvitationPages, registerTeamPages } from "./team.js";
+import { registerInvitationPages, registerTeamPages } from "./pages/team.js";
 import { registerKeyPages } from "./pages/keys.js";
 import { registerSessionPages } from "./pages/sessions.js";
 import { registerAuditPages } from "./pages/audit.js";
-import { registerSettingsPages } from "./settings.js";
+import { registerSettingsPages } from "./pages/settings.js";
 import { createConsoleMail } from "./system-mail.js";
 
 export type { ConsoleDeps, ConsolePageModule };
