@@ -7,7 +7,7 @@ import { memoryDirectory } from "../../services/directory/src/testing.js";
 import { directoryService } from "../../services/directory/src/routes.js";
 import { FakeReceiving, FAKE_MX_HOST } from "../../gateway/src/routes/receiving-fake.testing.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
-import { FRAME_CSP, frameDocument } from "./received.js";
+import { FRAME_CSP, frameDocument } from "./views/received.js";
 
 /**
  * The Inbound and Received pages over a stand-in ReceivingService (and the real directory in
@@ -112,7 +112,7 @@ describe("console: inbound domains and received emails", () => {
     // A failure the unit reports is escaped like everything else.
     fake.domains[0]!.status = "pending";
     fake.domains[0]!.failure = "MX names other hosts: <b>mx.evil</b>";
-    expect((await browser.get(`/console/inbound/${id}`, editor)).body).toContain("Last check: MX names other hosts: &#60;b&#62;mx.evil&#60;/b&#62;");
+    expect((await browser.get(`/console/inbound/${id}`, editor)).body).toContain("Last check: MX names other hosts: &lt;b&gt;mx.evil&lt;/b&gt;");
     fake.domains[0]!.status = "verified";
   });
 
@@ -182,9 +182,9 @@ describe("console: inbound domains and received emails", () => {
     expect(page.body).toContain('<a href="/console/received" aria-current="page">Received</a>');
     const rows = /<tbody>([\s\S]*?)<\/tbody>/.exec(page.body)![1]!.split("</tr>").filter((r) => r.includes("<td"));
     expect(rows).toHaveLength(2);
-    expect(rows[0]).toContain("Bob &#60;the builder&#62; &#60;bob@example.test&#62;");
+    expect(rows[0]).toContain("Bob &lt;the builder&gt; &lt;bob@example.test&gt;");
     expect(rows[0]).toContain("support@in.acme.test");
-    expect(rows[0]).toContain('<a href="/console/received/rcv_reply">Re: &#60;Invoice&#62; &#38; more</a>');
+    expect(rows[0]).toContain('<a href="/console/received/rcv_reply">Re: &lt;Invoice&gt; &amp; more</a>');
     expect(rows[0]).toContain('<a href="/console/emails/trs_01jqz8k4m2x7v9c3n5b6t1w0ye" class="reply-to"><span class="badge info">Reply to an email</span></a>');
     expect(rows[0]).toContain('<time datetime="2030-01-02T10:00:00.000Z">');
     expect(rows[0]).toContain('<td data-label="Attachments" class="num">2</td>');
@@ -205,14 +205,14 @@ describe("console: inbound domains and received emails", () => {
     const page = await browser.get("/console/received/rcv_reply", editor);
     expect(page.statusCode).toBe(200);
     const body = page.body;
-    expect(body).toContain("<h1>Re: &#60;Invoice&#62; &#38; more</h1>");
-    expect(body).toContain('<pre id="stripped-reply">Thanks &#60;b&#62;a lot&#60;/b&#62;</pre>');
-    expect(body).toContain('<pre id="text">Thanks &#60;b&#62;a lot&#60;/b&#62;\n&#62; old</pre>');
-    expect(body).toContain('<tr><th scope="row">X-Weird</th><td><code>&#60;img src=x onerror=alert(1)&#62;</code></td></tr>');
+    expect(body).toContain("<h1>Re: &lt;Invoice&gt; &amp; more</h1>");
+    expect(body).toContain('<pre id="stripped-reply">Thanks &lt;b&gt;a lot&lt;/b&gt;</pre>');
+    expect(body).toContain('<pre id="text">Thanks &lt;b&gt;a lot&lt;/b&gt;\n&gt; old</pre>');
+    expect(body).toContain('<tr><th scope="row">X-Weird</th><td><code>&lt;img src=x onerror=alert(1)&gt;</code></td></tr>');
     expect(body).toContain('<tr><th scope="row">Spam score</th><td>2.5</td></tr>');
     expect(body).toContain('href="/console/emails/trs_01jqz8k4m2x7v9c3n5b6t1w0ye"');
     expect(body).toContain('<a href="/console/received/rcv_reply/raw">');
-    expect(body).toContain('<a href="/console/received/rcv_reply/attachments/att_1" download="report &#60;1&#62;.pdf">report &#60;1&#62;.pdf</a>');
+    expect(body).toContain('<a href="/console/received/rcv_reply/attachments/att_1" download="report &lt;1&gt;.pdf">report &lt;1&gt;.pdf</a>');
     expect(body).toContain('logo.png</a> <span class="muted">(inline)</span>');
 
     // Nothing of the message is markup of the page: its only scripts are the console's own.
@@ -226,7 +226,7 @@ describe("console: inbound domains and received emails", () => {
     expect(frame).toContain('sandbox=""');
     const srcdoc = /srcdoc="([^"]*)"/.exec(frame)![1]!;
     expect(frame.replace(srcdoc, "")).not.toMatch(/allow-scripts|allow-same-origin|\ssrc=/);
-    const decoded = srcdoc.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n)));
+    const decoded = srcdoc.replace(/&(lt|gt|quot|#39|amp);/g, (_m, e: string) => ({ lt: "<", gt: ">", quot: '"', "#39": "'", amp: "&" })[e]!);
     expect(decoded).toBe(frameDocument(HOSTILE_HTML));
     expect(decoded.indexOf(`<meta http-equiv="Content-Security-Policy" content="${FRAME_CSP}">`)).toBeLessThan(decoded.indexOf("<p>Hi"));
     expect(FRAME_CSP).toBe("default-src 'none'; style-src 'unsafe-inline'; img-src data: cid:");

@@ -8,7 +8,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
 import { mayPost } from "./session.js";
-import { checkSettings } from "./settings.js";
+import { checkSettings } from "./pages/settings.js";
 import type { ConsoleSession } from "./types.js";
 
 /**
@@ -84,7 +84,7 @@ describe("console: workspace settings", () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toMatch(/<a href="\/console\/settings" aria-current="page">Settings<\/a>/);
     expect(res.body).toContain('id="settings-form"');
-    expect(res.body).toContain('value="Acme &#60;Ops&#62;"');
+    expect(res.body).toContain('value="Acme &lt;Ops&gt;"');
     expect(res.body).not.toContain("Acme <Ops>");
     expect(res.body).toContain('value="Europe/Paris"');
     expect(res.body).toContain('<option value="America/New_York">');
@@ -92,7 +92,7 @@ describe("console: workspace settings", () => {
     expect(res.body).toContain("81% used");
     // The limit is shown, never a field of the form.
     expect(res.body).not.toMatch(/name="monthlyLimit"|name="limit"/);
-    expect(res.body).toContain("Mailroom &#60;signin@mailroom.test&#62;");
+    expect(res.body).toContain("Mailroom &lt;signin@mailroom.test&gt;");
     expect(res.body).toContain("Opens</dt>");
   });
 
@@ -115,8 +115,8 @@ describe("console: workspace settings", () => {
     const csrf = csrfOf((await browser.get("/console/settings", jar)).body);
     const zone = await browser.post("/console/settings", jar, { _csrf: csrf, name: "Acme", timezone: "Europe/Atlantis<b>" });
     expect(zone.statusCode).toBe(400);
-    expect(zone.body).toMatch(/class="flash error" role="alert" id="settings-error">&#34;Europe\/Atlantis&#60;b&#62;&#34; is not an IANA time zone/);
-    expect(zone.body).toMatch(/id="ws-tz"[^>]*value="Europe\/Atlantis&#60;b&#62;"[^>]*aria-invalid="true"/);
+    expect(zone.body).toMatch(/class="flash error" role="alert" id="settings-error">&quot;Europe\/Atlantis&lt;b&gt;&quot; is not an IANA time zone/);
+    expect(zone.body).toMatch(/id="ws-tz"[^>]*value="Europe\/Atlantis&lt;b&gt;"[^>]*aria-invalid="true"/);
     const empty = await browser.post("/console/settings", jar, { _csrf: csrf, name: "  ", timezone: "UTC" });
     expect(empty.statusCode).toBe(400);
     expect(empty.body).toContain("Give the workspace a name.");
@@ -124,7 +124,7 @@ describe("console: workspace settings", () => {
     // The directory's own refusal is on the form too, against its field.
     const directory = await browser.post("/console/settings", jar, { _csrf: csrf, name: "Acme", timezone: "Antarctica/Troll" });
     expect(directory.statusCode).toBe(400);
-    expect(directory.body).toContain("is not an IANA time zone (e.g. &#34;Europe/Paris&#34;)");
+    expect(directory.body).toContain("is not an IANA time zone (e.g. &quot;Europe/Paris&quot;)");
     expect(directory.body).toMatch(/id="ws-tz"[^>]*value="Antarctica\/Troll"[^>]*aria-invalid="true"/);
   });
 

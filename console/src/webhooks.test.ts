@@ -138,7 +138,7 @@ describe("console: a webhook's deliveries, retry and disable", () => {
     const jar = await signIn("mr_test_hooks_admin");
     const page = await browser.get(`/console/webhooks/${WH}`, jar);
     const row = (id: string) => new RegExp(`<tr data-delivery="${id}">[\\s\\S]*?</tr>`).exec(page.body)?.[0] ?? "";
-    expect(row(did(59))).toMatch(/aria-label="Retry EMAIL_&#60;b&#62; delivery whd_0+59">Retry<\/button>/);
+    expect(row(did(59))).toMatch(/aria-label="Retry EMAIL_&lt;b&gt; delivery whd_0+59">Retry<\/button>/);
     expect(row(did(59))).toContain(">Failed<");
     expect(row(did(58))).not.toContain("<button");
     expect(row(did(58))).toContain("queued");

@@ -8,6 +8,7 @@ import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
+import { V1_KEY_ROLES, createApiKeySchema, updateApiKeySchema } from "@mailroom/http/api-keys-schema.js";
 
 /**
  * API keys in the official client's shape (ApiKeyInfo). Roles are scopes: EDITOR = `api_user`
@@ -17,7 +18,7 @@ import { iso } from "@mailroom/http/contacts-schema.js";
  * an OWNER or ADMIN member, for GET /v1/audit-log) come from `npx mailroom key create --role ADMIN --owner`.
  */
 
-const ROLES = ["EDITOR", "VIEWER"] as const;
+const ROLES = V1_KEY_ROLES;
 
 const apiKeySchema = z
   .strictObject({
@@ -153,7 +154,7 @@ export const registerApiKeys: RouteModule = (app, deps) => {
     tags: ["API keys"],
     summary: "Create a key; its secret is in this answer only",
     params: workspaceParams,
-    body: z.strictObject({ displayName: z.string().min(1, "displayName is required").max(200), role: z.enum(ROLES) }).meta({ id: "CreateApiKeyRequest" }),
+    body: createApiKeySchema,
     responses: {
       201: { description: "Created, with `secretKey`.", body: apiKeyResponseSchema },
       400: { description: "`invalid_request`, `invalid_json`.", body: apiErrorSchema },
@@ -175,7 +176,7 @@ export const registerApiKeys: RouteModule = (app, deps) => {
     tags: ["API keys"],
     summary: "Rename a key or change its role",
     params: keyParams,
-    body: z.strictObject({ displayName: z.string().min(1).max(200).optional(), role: z.enum(ROLES).optional() }).meta({ id: "UpdateApiKeyRequest" }),
+    body: updateApiKeySchema,
     responses: {
       200: { description: "The key.", body: apiKeyResponseSchema },
       400: { description: "`invalid_request`, `invalid_json`.", body: apiErrorSchema },

@@ -4,14 +4,13 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
+import { createWebhookSchema, updateWebhookSchema } from "@mailroom/http/webhooks-schema.js";
 import {
   checkWebhookId,
-  createWebhookSchema,
   deliveryEnvelope,
   deliveryJson,
   deliveryListSchema,
   statusValue,
-  updateWebhookSchema,
   webhookDeletedSchema,
   webhookEnvelope,
   webhookIdParams,

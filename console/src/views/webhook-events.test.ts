@@ -16,7 +16,7 @@ describe("console: the events a webhook receives", () => {
       // newest first, as the service answers
       [delivery("CONTACT_CREATED", DeliveryState.FAILED, 500, 9), delivery("EMAIL_SENT", DeliveryState.SUCCEEDED, 200, 8), delivery("CONTACT_CREATED", DeliveryState.SUCCEEDED, 200, 7)],
       "events-h",
-    );
+    ).toString();
     expect(html).toContain('aria-labelledby="events-h"');
     expect([...html.matchAll(/<tr data-event="([A-Z_]+)">/g)].map((m) => m[1])).toEqual(["CONTACT_CREATED", "BROADCAST_COMPLETED", "CONTACT_TAG_ADDED"]);
     const created = rowOf(html, "CONTACT_CREATED");
@@ -38,8 +38,11 @@ describe("console: the events a webhook receives", () => {
     expect(Object.entries(EVENT_INFO).filter(([, i]) => i.unavailable).map(([e]) => e)).toEqual([]);
   });
 
-  it("escapes what it shows", () => {
-    expect(eventsTable(["<x>"], [], "h")).toContain("<code>&#60;x&#62;</code>");
+  it("escapes what it shows, in text and in attributes", () => {
+    const page = eventsTable(['<script>alert(1)</script>"'], [], "h").toString();
+    expect(page).not.toContain("<script>");
+    expect(page).toContain("<code>&lt;script&gt;alert(1)&lt;/script&gt;&quot;</code>");
+    expect(page).toContain('<tr data-event="&lt;script&gt;alert(1)&lt;/script&gt;&quot;">');
   });
 });
 
@@ -56,14 +59,14 @@ describe("console: a contact's webhook history", () => {
       ],
       new Map([["wh_a", "CRM <sync>"], ["wh_b", "Billing"]]),
       "wh-h",
-    );
+    ).toString();
     expect([...html.matchAll(/<tr data-event-id="([^"]+)">[\s\S]*?<code>([A-Z_]+)<\/code>/g)].map((m) => [m[1], m[2]])).toEqual([["dev_2", "CONTACT_UNSUBSCRIBED"], ["dev_1", "CONTACT_CREATED"]]);
     const unsubscribed = html.match(/<tr data-event-id="dev_2">[\s\S]*?<\/tr>/)![0];
-    expect(unsubscribed).toMatch(/CRM &#60;sync&#62;.*Failed.*500.*Billing.*Succeeded.*200/s);
+    expect(unsubscribed).toMatch(/CRM &lt;sync&gt;.*Failed.*500.*Billing.*Succeeded.*200/s);
     expect(unsubscribed).toContain("2030-01-01T12:05:00.000Z");
   });
 
   it("says so when no webhook has received anything about the contact", () => {
-    expect(contactWebhookHistory([], new Map(), "wh-h")).toContain("No webhook has received an event about this contact yet");
+    expect(contactWebhookHistory([], new Map(), "wh-h").toString()).toContain("No webhook has received an event about this contact yet");
   });
 });

@@ -1,8 +1,11 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { CheckDirectSendingResponseSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { ehloHtml } from "./delivery.js";
-import { directSendingHtml } from "./domains.js";
+import { ehloView } from "./delivery.js";
+import { directSendingView } from "./domains.js";
+
+const ehloHtml = (ehlo: string) => ehloView(ehlo).toString();
+const directSendingHtml = (...args: Parameters<typeof directSendingView>) => directSendingView(...args).toString();
 
 /**
  * Direct delivery without a qualified EHLO name sends its address literal: the Delivery page

@@ -6,19 +6,21 @@
  * the page offers.
  *
  * The invitation link (/console/invite/<token>, no session needed): GET shows a button (mail
- * scanners fetch links), POST accepts the invitation and signs the new member in.
+ * scanners fetch links), POST accepts the invitation and signs the new member in. The markup
+ * is views/team.ts. No /v1 route invites a member: the invite form's checks are the console's own.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import type { Member } from "@mailroom/proto/directory/v1/team_pb.js";
-import type { ConsoleDeps } from "./deps.js";
-import { anonymousCsrfField, csrfField, PRESESSION_COOKIE } from "./csrf.js";
-import { CONSOLE_PREFIX, consolePage, consoleUrl, escapeHtml, formatTime, plainPage, statusBadge } from "./layout.js";
-import { cookieOptions, roleOf, seeOther, sessionOf, setFlash } from "./session.js";
-import type { ConsoleSession } from "./types.js";
-import { ROLES, atLeast, type Role } from "@mailroom/http/roles.js";
-import { linkRefusal } from "./sign-in.js";
+import type { ConsoleDeps } from "../deps.js";
+import { anonymousCsrfField, csrfField, PRESESSION_COOKIE } from "../csrf.js";
+import { CONSOLE_PREFIX, consolePage, consoleUrl, plainPage } from "../layout.js";
+import { cookieOptions, roleOf, seeOther, sessionOf, setFlash } from "../session.js";
+import type { ConsoleSession } from "../types.js";
+import { ROLES, atLeast } from "@mailroom/http/roles.js";
+import { linkRefusal } from "../sign-in.js";
+import { render } from "../views/html.js";
+import { invitationView, invitedView, teamView } from "../views/team.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { refusal } from "@mailroom/http/errors.js";
 
@@ -36,11 +38,6 @@ function requireManager(session: ConsoleSession): void {
 /** Roles the session may hand out: its own and below. */
 const grantable = (session: ConsoleSession) => [...ROLES].reverse().filter((r) => atLeast(session.role, r));
 
-function roleSelect(id: string, name: string, roles: readonly Role[], selected: Role, label: string): string {
-  return `<select id="${id}" name="${name}" aria-label="${escapeHtml(label)}">${roles.map((r) =>
-    `<option value="${r}"${r === selected ? " selected" : ""}>${r}</option>`).join("")}</select>`;
-}
-
 /** A refusal of the directory (last owner, role above yours, exists) as a flash message, or rethrown. */
 function teamMessage(err: unknown): string | undefined {
   const code = errorInfoOf(err)?.code ?? "";
@@ -54,45 +51,21 @@ function teamMessage(err: unknown): string | undefined {
   return messages[code];
 }
 
-function memberRow(m: Member, session: ConsoleSession, csrf: string): string {
-  const role = roleOf(m.role) ?? "VIEWER";
-  const status = m.status === "ACTIVE" ? statusBadge("Active", "ok") : statusBadge("Invited", "info");
-  const you = m.id === session.memberId ? ` ${statusBadge("You", "info")}` : "";
-  const actions = managesTeam(session) && atLeast(session.role, role)
-    ? `<td data-label="Actions"><div class="row" style="gap:.25rem">
-<form method="post" action="${consoleUrl(`/team/${m.id}/role`)}" class="row" style="gap:.25rem">${csrf}${roleSelect(`role-${m.id}`, "role", grantable(session), role, `Role of ${m.email}`)}<button type="submit" class="secondary small" aria-label="Change the role of ${escapeHtml(m.email)}">Change role</button></form>
-<form method="post" action="${consoleUrl(`/team/${m.id}/remove`)}" data-confirm="Remove ${escapeHtml(m.email)}? They are signed out at once.">${csrf}<button type="submit" class="danger small" aria-label="Remove ${escapeHtml(m.email)}">Remove</button></form>
-</div></td>`
-    : managesTeam(session) ? `<td data-label="Actions"></td>` : "";
-  return `<tr><td data-label="Member">${escapeHtml(m.email)}${you}</td><td data-label="Role" style="white-space:nowrap">${role}</td><td data-label="Status">${status}</td>
-<td data-label="Since">${formatTime(m.createdAt ? timestampDate(m.createdAt) : undefined)}</td>
-<td data-label="Last sign-in">${formatTime(m.lastSignInAt ? timestampDate(m.lastSignInAt) : undefined)}</td>${actions}</tr>`;
-}
-
 const html = (reply: FastifyReply) => reply.type("text/html; charset=utf-8");
 
 export function registerTeamPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   scope.get("/team", async (request, reply) => {
     const session = sessionOf(request);
     const { members } = await deps.clients.team.listMembers({ workspaceId: session.workspaceId }, rpcOptions(request));
-    const csrf = csrfField(session);
     const manage = managesTeam(session);
-    const rows = members.map((m) => memberRow(m, session, csrf)).join("");
-    const invite = manage ? `<h2 id="invite-h">Invite a member</h2>
-<form method="post" action="${consoleUrl("/team/invite")}" class="card row" aria-labelledby="invite-h">${csrf}
-<div class="field"><label for="invite-email">Email address</label><input id="invite-email" name="email" type="email" required autocomplete="off" spellcheck="false"></div>
-<div class="field"><label for="invite-role">Role</label>${roleSelect("invite-role", "role", grantable(session), "EDITOR", "Role").replace(' aria-label="Role"', "")}</div>
-<div class="field"><button type="submit">Send invitation</button></div></form>
-<p class="muted">${deps.mail.sends ? "The invitation is emailed; its link is also shown to you once." : "No system sender is configured (MAILROOM_SYSTEM_FROM): pass the link shown after inviting yourself."} It works once, within 72 hours.</p>`
-      : `<p class="muted">Only owners and admins invite, change roles and remove members.</p>`;
-    const body = `<h1>Team</h1>
-<div class="table-wrap"><table class="data stack"><caption class="sr-only">Members of the workspace</caption>
-<thead><tr><th>Member</th><th>Role</th><th>Status</th><th>Since</th><th>Last sign-in</th>${manage ? "<th>Actions</th>" : ""}</tr></thead>
-<tbody>${rows || `<tr><td colspan="6">No members yet.</td></tr>`}</tbody></table></div>
-${invite}
-<h2>Roles</h2><ul><li><strong>OWNER</strong>: everything, including owners.</li><li><strong>ADMIN</strong>: everything but owners: members, keys, domains, the audit log, the Delivery page.</li>
-<li><strong>EDITOR</strong>: sends and changes content, contacts and broadcasts.</li><li><strong>VIEWER</strong>: looks only.</li></ul>`;
-    return html(reply).send(consolePage({ title: "Team", session, active: "team", body, flash: request.consoleFlash }));
+    const body = teamView({
+      rows: members.map((m) => {
+        const role = roleOf(m.role) ?? "VIEWER";
+        return { member: m, role, you: m.id === session.memberId, manageable: atLeast(session.role, role) };
+      }),
+      manage, grantable: grantable(session), csrf: csrfField(session), mails: deps.mail.sends,
+    });
+    return html(reply).send(consolePage({ title: "Team", session, active: "team", body: render(body), flash: request.consoleFlash }));
   });
 
   scope.post("/team/invite", async (request, reply) => {
@@ -123,14 +96,8 @@ ${invite}
     const url = `${deps.config.publicUrl}${CONSOLE_PREFIX}/invite/${invited.token}`;
     const inviter = session.memberEmail ?? (session.keyName ? `The API key ${session.keyName}` : "An administrator");
     const mailed = await deps.mail.invitation(request, email, url, session.workspaceName, inviter);
-    const expires = invited.expiresAt ? formatTime(timestampDate(invited.expiresAt)) : "in 72 hours";
-    const body = `<h1>Invitation ${mailed ? "sent" : "created"}</h1>
-<p>${escapeHtml(email)} is invited as <strong>${role}</strong>.${mailed ? " The invitation is on its way by email." : " No email was sent: pass on the link below."}</p>
-<div class="card"><label for="invite-link">Invitation link (shown only now; it works once, until ${expires})</label>
-<code class="value" id="invite-link">${escapeHtml(url)}</code>
-<div class="actions"><button type="button" class="secondary small" data-copy="${escapeHtml(url)}" hidden>Copy</button></div></div>
-<p><a href="${consoleUrl("/team")}">Back to the team</a></p>`;
-    return html(reply).send(consolePage({ title: "Invitation", session, active: "team", body }));
+    const body = invitedView(email, role, mailed, url, invited.expiresAt ? timestampDate(invited.expiresAt) : undefined);
+    return html(reply).send(consolePage({ title: "Invitation", session, active: "team", body: render(body) }));
   });
 
   scope.post("/team/:memberId/role", async (request, reply) => {
@@ -181,11 +148,8 @@ ${invite}
 export function registerInvitationPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   scope.get("/invite/:token", async (request: FastifyRequest, reply) => {
     const { token } = request.params as { token: string };
-    const body = `<h1>Join a workspace</h1>
-<p>You were invited to a workspace in the Mailroom console. Accept to join it and sign in.</p>
-<form method="post" action="${CONSOLE_PREFIX}/invite/${encodeURIComponent(token)}" class="card">
-${anonymousCsrfField(request, reply, deps)}<button type="submit">Accept the invitation</button></form>`;
-    return html(reply).send(plainPage({ title: "Invitation", body }));
+    const body = invitationView(token, anonymousCsrfField(request, reply, deps));
+    return html(reply).send(plainPage({ title: "Invitation", body: render(body) }));
   });
 
   scope.post("/invite/:token", async (request, reply) => {
