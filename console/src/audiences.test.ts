@@ -5,7 +5,7 @@ import { AudienceSchema } from "@mailroom/proto/common/v1/common_pb.js";
 import { FormSchema } from "@mailroom/proto/directory/v1/forms_pb.js";
 import { GroupSchema } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf } from "./audience-picker.js";
-import { embedSnippets, formInput, valuesFromForm } from "./forms.js";
+import { embedSnippets, formInput, valuesFromForm } from "./pages/forms.js";
 
 describe("audience picker: form fields to the audience and back", () => {
   it("sends only the chosen mode's field, with exclusions and the topic", () => {

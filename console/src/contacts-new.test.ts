@@ -8,7 +8,7 @@ import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { badRequest, conflict } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
-import { parseNewContact } from "./contacts-new.js";
+import { parseNewContact } from "./pages/contacts-new.js";
 
 /**
  * "Add contact" over an in-memory directory keeping CreateContact's contract: the form checked

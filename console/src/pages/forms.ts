@@ -19,14 +19,14 @@ import type { Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
 import { refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { HONEYPOT_FIELD } from "@mailroom/http/constants.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
-import { ID, all, editable, formError, html, notFoundUnless, str } from "./form-values.js";
-import { groupLabel } from "./groups.js";
-import { workspaceGroups } from "./segments.js";
-import { workspaceTopics } from "./topics.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash } from "../layout.js";
+import { seeOther, sessionOf, setFlash } from "../session.js";
+import { ID, all, editable, formError, html, notFoundUnless, str } from "../form-values.js";
+import { groupLabel } from "../groups.js";
+import { workspaceGroups } from "../segments.js";
+import { workspaceTopics } from "../topics.js";
 
 export interface FormFieldValue {
   name: string;

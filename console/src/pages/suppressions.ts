@@ -22,11 +22,11 @@ import { stringify } from "csv-stringify";
 import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
-import { chosenMapping, mappingTable, previewCsv, Uploads, type MappingTarget } from "./csv-mapping.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "../layout.js";
+import { seeOther, sessionOf, setFlash } from "../session.js";
+import { chosenMapping, mappingTable, previewCsv, Uploads, type MappingTarget } from "../csv-mapping.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {

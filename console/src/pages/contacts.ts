@@ -26,16 +26,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ContactSource, ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
-import { ImportJobs, jobJson, type ImportJob } from "./contacts-import.js";
-import { contactWebhookHistory } from "./webhook-events.js";
-import { contactAutomationsSection } from "./automation-runs.js";
-import { contactActivitySection } from "./contact-activity.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "../layout.js";
+import { seeOther, sessionOf, setFlash } from "../session.js";
+import { ImportJobs, jobJson, type ImportJob } from "../contacts-import.js";
+import { contactWebhookHistory } from "../webhook-events.js";
+import { contactAutomationsSection } from "../automation-runs.js";
+import { contactActivitySection } from "../contact-activity.js";
 import { registerContactCreatePages } from "./contacts-new.js";
-import { chosenMapping, mappingTable, previewCsv, Uploads, withHeader, type MappingTarget } from "./csv-mapping.js";
+import { chosenMapping, mappingTable, previewCsv, Uploads, withHeader, type MappingTarget } from "../csv-mapping.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {

@@ -17,10 +17,10 @@ import { ContactSource, type ContactProperty, PropertyType } from "@mailroom/pro
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { contactInput, upsertContactSchema } from "@mailroom/http/contacts-schema.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl, escapeHtml } from "../layout.js";
+import { seeOther, sessionOf, setFlash } from "../session.js";
 
 const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
 const str = (body: unknown, name: string): string => {
