@@ -35,7 +35,9 @@ import { contactWebhookHistory } from "../webhook-events.js";
 import { contactAutomationsSection } from "../automation-runs.js";
 import { contactActivitySection } from "../contact-activity.js";
 import { registerContactCreatePages } from "./contacts-new.js";
-import { chosenMapping, mappingTable, previewCsv, Uploads, withHeader, type MappingTarget } from "../csv-mapping.js";
+import { chosenMapping, previewCsv, Uploads, withHeader, type MappingTarget } from "../csv-mapping.js";
+import { mappingTableView } from "../views/csv-mapping.js";
+import { render } from "../views/html.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -201,7 +203,7 @@ Rows that cannot be imported are listed with their line number and the reason; e
     for (const [alias, value] of [["emailaddress", "email"], ["mail", "email"], ["tz", "timezone"], ["first", "firstName"], ["last", "lastName"]]) byName.set(alias, value);
     const body = `<h1>Import contacts: map the columns</h1>
 <form method="post" action="${consoleUrl(`/contacts/import/preview/${upload.id}`)}" class="card">${csrfField(session)}
-${mappingTable(previewCsv(upload.file), targets, (h) => byName.get(norm(h)) ?? "")}
+${render(mappingTableView(previewCsv(upload.file), targets, (h) => byName.get(norm(h)) ?? ""))}
 <p class="muted">One column must be the email address. A column left out is not imported; to import it as a new property, create the property first (Settings or <code>npx mailroom property create &lt;slug&gt; &lt;type&gt;</code>) and upload again.</p>
 <div class="actions"><button type="submit">Import</button><a class="button secondary" href="${consoleUrl("/contacts/import")}">Choose another file</a></div></form>`;
     return html(reply, consolePage({ title: "Import contacts", session, active: "contacts", flash: request.consoleFlash, body }));
