@@ -11,34 +11,25 @@
  *   GET  /segments/:id/edit               builder with the saved filter
  *   POST /segments/:id                    save name and filter
  *   POST /segments/:id/delete
+ *
+ * The markup is views/segments.ts. The form stays the console's own (its filter is the builder's JSON text).
  */
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ContactStatus } from "@mailroom/proto/directory/v1/directory_pb.js";
 import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import type { ConsoleDeps } from "../deps.js";
 import { csrfField } from "../csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash } from "../layout.js";
+import { consolePage, consoleUrl, type Flash } from "../layout.js";
 import { seeOther, sessionOf, setFlash } from "../session.js";
 import { ID, editable, formError, html, notFoundUnless, str } from "../form-values.js";
 import { builderFields, filterBuilderHtml } from "../filter-builder.js";
 import { workspaceGroups } from "../segments.js";
+import { render } from "../views/html.js";
+import { prettyFilter, segmentEditorView, segmentListView, segmentView } from "../views/segments.js";
 
 const PAGE = 25;
 const MAX_FILTER_TEXT = 64 * 1024;
-
-/** Pretty JSON of a filter's text (as given when it does not parse). */
-export function prettyFilter(text: string): string {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 1);
-  } catch {
-    return text;
-  }
-}
-
-
 
 export function registerSegmentPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   const rpc = () => deps.clients.audiences;
@@ -56,13 +47,9 @@ export function registerSegmentPages(scope: FastifyInstance, deps: ConsoleDeps):
       deps.clients.directory.listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request)).then((r) => r.properties),
       workspaceGroups(deps, request),
     ]);
-    const action = opts.segment ? consoleUrl(`/segments/${opts.segment.id}`) : consoleUrl("/segments");
     const title = opts.segment ? `Edit ${opts.segment.name}` : "New segment";
-    const body = `<h1>${escapeHtml(title)}</h1>
-<form method="post" action="${action}" id="segment-form">${csrfField(session)}
-<div class="card"><div class="field"><label for="name">Name</label><input id="name" name="name" required maxlength="200" value="${escapeHtml(opts.name)}" style="width:100%"></div></div>
-${filterBuilderHtml({ fields: builderFields(properties, groups), filterJson: opts.filterJson, countUrl: consoleUrl("/segments/count.json") })}
-<div class="actions"><button type="submit">Save segment</button><a class="button secondary" href="${opts.segment ? consoleUrl(`/segments/${opts.segment.id}`) : consoleUrl("/segments")}">Cancel</a></div></form>`;
+    const builder = filterBuilderHtml({ fields: builderFields(properties, groups), filterJson: opts.filterJson, countUrl: consoleUrl("/segments/count.json") });
+    const body = render(segmentEditorView({ segment: opts.segment, name: opts.name, builder, csrf: csrfField(session) }));
     return consolePage({ title, session, active: "segments", flash: opts.flash, body });
   };
 
@@ -72,14 +59,7 @@ ${filterBuilderHtml({ fields: builderFields(properties, groups), filterJson: opt
     const res = await rpc().listSegments({ workspaceId: session.workspaceId, page: { limit: 50, cursor } }, rpcOptions(request));
     const counts = await Promise.all(res.segments.map((s) =>
       rpc().countSegment({ workspaceId: session.workspaceId, segmentId: s.id }, rpcOptions(request)).then((r) => Number(r.count), () => undefined)));
-    const rows = res.segments.map((s, i) => `<tr><td data-label="Segment"><a href="${consoleUrl(`/segments/${s.id}`)}">${escapeHtml(s.name)}</a></td>
-<td data-label="Contacts" class="num">${counts[i] ?? "—"}</td><td data-label="Updated">${formatTime(s.updatedAt && timestampDate(s.updatedAt))}</td></tr>`).join("");
-    const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/segments", { cursor: res.page.nextCursor })}">More segments</a></p>` : "";
-    const body = `<h1>Segments</h1>
-<p class="muted">A segment is a saved filter: whoever matches it at the moment you look (or send). Counts include every status; a broadcast to a segment reaches only its subscribed contacts.</p>
-<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/segments/new")}">New segment</a>` : ""}</div>
-${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Segments</caption><thead><tr><th>Segment</th><th class="num">Contacts now</th><th>Updated</th></tr></thead><tbody>${rows}</tbody></table></div>${more}`
-    : `<p class="muted">No segments yet.</p>`}`;
+    const body = render(segmentListView({ segments: res.segments, counts, nextCursor: res.page?.hasMore ? res.page.nextCursor : undefined, canEdit: session.canEdit }));
     return html(reply, consolePage({ title: "Segments", session, active: "segments", flash: request.consoleFlash, body }));
   });
 
@@ -129,22 +109,10 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       rpc().countSegment({ workspaceId: session.workspaceId, segmentId: s.id }, opts),
       rpc().listSegmentContacts({ workspaceId: session.workspaceId, segmentId: s.id, page: { limit: PAGE, cursor } }, opts),
     ]);
-    const n = Number(count.count);
-    const rows = page.contacts.map((c) => `<tr><td data-label="Contact"><a href="${consoleUrl(`/contacts/${c.id}`)}">${escapeHtml(c.email)}</a></td>
-<td data-label="Name">${escapeHtml([c.firstName, c.lastName].filter(Boolean).join(" ")) || "—"}</td>
-<td data-label="Status">${statusBadge((ContactStatus[c.status] ?? "UNKNOWN").replace(/_/g, " ").toLowerCase(), c.status === ContactStatus.SUBSCRIBED ? "ok" : "warn")}</td></tr>`).join("");
-    const more = page.page?.hasMore ? `<p><a href="${consoleUrl(`/segments/${s.id}`, { cursor: page.page.nextCursor })}">More contacts</a></p>` : "";
-    const csrf = csrfField(session);
-    const body = `<h1>${escapeHtml(s.name)}</h1>
-<p class="muted">id <code>${escapeHtml(s.id)}</code> · updated ${formatTime(s.updatedAt && timestampDate(s.updatedAt))}</p>
-<p style="font-size:1.1rem"><strong id="segment-count">${n}</strong> ${n === 1 ? "contact matches" : "contacts match"} now.</p>
-<details class="card"><summary>Filter</summary><pre>${escapeHtml(prettyFilter(s.filterJson))}</pre></details>
-${session.canEdit ? `<div class="actions"><a class="button secondary" href="${consoleUrl(`/segments/${s.id}/edit`)}">Edit segment</a>
-<form method="post" action="${consoleUrl(`/segments/${s.id}/delete`)}" data-confirm="Delete the segment ${escapeHtml(s.name)}? Its contacts stay.">${csrf}<button type="submit" class="danger">Delete segment</button></form></div>` : ""}
-<h2 id="contacts-h">Contacts</h2>
-${rows ? `<div class="table-wrap"><table class="data stack" aria-labelledby="contacts-h"><thead><tr><th>Contact</th><th>Name</th><th>Status</th></tr></thead><tbody>${rows}</tbody></table></div>${more}`
-    : `<p class="muted">No contact matches this segment now.</p>`}
-<p><a href="${consoleUrl("/segments")}">Back to segments</a></p>`;
+    const body = render(segmentView({
+      segment: s, count: Number(count.count), contacts: page.contacts, nextCursor: page.page?.hasMore ? page.page.nextCursor : undefined,
+      canEdit: session.canEdit, csrf: csrfField(session),
+    }));
     return html(reply, consolePage({ title: s.name, session, active: "segments", flash: request.consoleFlash, body }));
   });
 
