@@ -30,8 +30,6 @@ import { groupListView, groupView, type NewGroupValues } from "../views/groups.j
 
 const PAGE = 25;
 
-
-
 export function registerGroupPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   const rpc = () => deps.clients.groups;
 
