@@ -73,6 +73,10 @@ describe("console: suppressions", () => {
     expect(flashOf((await browser.get("/console/suppressions", editor)).body)).toContain("Ann@Example.test is suppressed");
     await browser.post("/console/suppressions", editor, { _csrf: csrf, target: "spam-domain.test" });
     expect(flashOf((await browser.get("/console/suppressions", editor)).body)).toContain("Every address at spam-domain.test is suppressed");
+    // Checked with the schema of POST /v1/suppressions before the directory is asked.
+    await browser.post("/console/suppressions", editor, { _csrf: csrf, target: `${"a".repeat(600)}@example.test` });
+    // The flash is the layout's (escaped by it).
+    expect(flashOf((await browser.get("/console/suppressions", editor)).body)).toMatch(/^email: Too big: expected string to have (&#60;|&lt;)=512 characters/);
     await browser.post("/console/suppressions", editor, { _csrf: csrf, target: "not an address@" });
     expect(flashOf((await browser.get("/console/suppressions", editor)).body)).toMatch(/not a valid (email|domain)/);
     expect(await listed()).toEqual({ "ann@example.test": "manual", "@spam-domain.test": "manual" });
