@@ -5,7 +5,8 @@ import { AudienceSchema } from "@mailroom/proto/common/v1/common_pb.js";
 import { FormSchema } from "@mailroom/proto/directory/v1/forms_pb.js";
 import { GroupSchema } from "@mailroom/proto/directory/v1/groups_pb.js";
 import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf } from "./audience-picker.js";
-import { embedSnippets, formInput, valuesFromForm } from "./forms.js";
+import { formBody, valuesFromForm } from "./pages/forms.js";
+import { embedSnippets } from "./views/forms.js";
 
 describe("audience picker: form fields to the audience and back", () => {
   it("sends only the chosen mode's field, with exclusions and the topic", () => {
@@ -55,7 +56,7 @@ describe("signup forms: editor fields and embed snippets", () => {
       groups: "grp_a", topics: ["top_1"], doubleOptIn: "on", redirectUrl: "https://x.test/thanks",
     });
     expect(v).toMatchObject({ name: "News", groups: ["grp_a"], topics: ["top_1"], doubleOptIn: true, redirectUrl: "https://x.test/thanks" });
-    expect(formInput(v).fields).toEqual([
+    expect(formBody(v).fields).toEqual([
       { name: "email", label: "Email", required: true },
       { name: "firstName", label: "Your name", required: false },
       { name: "plan", label: "", required: true },
@@ -73,7 +74,7 @@ describe("signup forms: editor fields and embed snippets", () => {
     expect(html).toContain('<form action="https://mail.example.com/f/frm_01" method="post">');
     expect(html).toContain('<input id="mr-frm_01-email" name="email" type="email" required>');
     expect(html).toContain('<input id="mr-frm_01-firstName" name="firstName" type="text">');
-    expect(html).toContain("First &#34;name&#34; &#60;you&#62;");
+    expect(html).toContain("First &quot;name&quot; &lt;you&gt;");
     expect(html).toMatch(/<input name="_hp" type="text" tabindex="-1" autocomplete="off">/);
   });
 

@@ -173,7 +173,9 @@ class Jar {
   }
 }
 const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-const unescape = (s: string) => s.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)));
+// Numeric entities (escapeHtml) and hono/html's named ones (the filter builder's textarea).
+const NAMED: Record<string, string> = { quot: '"', lt: "<", gt: ">", amp: "&" };
+const unescape = (s: string) => s.replace(/&#(\d+);|&(quot|lt|gt|amp);/g, (_, c, n) => (c ? String.fromCharCode(Number(c)) : NAMED[n]));
 
 /** What a browser would post for the form `formId` in `html` (no button: add `op`). */
 function formFields(html: string, formId: string): Array<[string, string]> {

@@ -8,7 +8,7 @@ import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { badRequest, conflict } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
-import { parseNewContact } from "./contacts-new.js";
+import { parseNewContact } from "./pages/contacts-new.js";
 
 /**
  * "Add contact" over an in-memory directory keeping CreateContact's contract: the form checked
@@ -107,8 +107,8 @@ describe("console: add a contact", () => {
       [form({ email: "x@example.test", properties: '{"email":"y@example.test"}' }), 400, /Properties: email has its own field/],
       [form({ email: "x@example.test", properties: '{"plan":{"$x":[1,{"y":2}]},"n":[1]}' }), 400, /properties\.n/],
       [form({ email: "not-an-address" }), 400, /not-an-address is not a valid email address/],
-      [form({ email: "x@example.test", properties: '{"shoe":44}' }), 400, /Unknown contact property &#34;shoe&#34;/],
-      [form({ email: "x@example.test", properties: '{"plan":"gold"}' }), 400, /plan: &#34;gold&#34; is not one of free, pro/],
+      [form({ email: "x@example.test", properties: '{"shoe":44}' }), 400, /Unknown contact property &quot;shoe&quot;/],
+      [form({ email: "x@example.test", properties: '{"plan":"gold"}' }), 400, /plan: &quot;gold&quot; is not one of free, pro/],
     ];
     for (const [fields, status, message] of cases) {
       const res = await browser.post("/console/contacts", editor, { _csrf: csrf, ...fields });
@@ -120,8 +120,8 @@ describe("console: add a contact", () => {
     expect(created).toHaveLength(0);
     // What was typed comes back, escaped.
     const typed = await browser.post("/console/contacts", editor, { _csrf: csrf, ...form({ email: "x@example.test", firstName: "<b>Bo</b>", properties: '{"plan":"gold"}', subscribed: "no" }) });
-    expect(typed.body).toContain('value="&#60;b&#62;Bo&#60;/b&#62;"');
-    expect(typed.body).toContain("{&#34;plan&#34;:&#34;gold&#34;}</textarea>");
+    expect(typed.body).toContain('value="&lt;b&gt;Bo&lt;/b&gt;"');
+    expect(typed.body).toContain("{&quot;plan&quot;:&quot;gold&quot;}</textarea>");
     expect(typed.body).toContain('id="nc-unsub" name="subscribed" value="no" checked');
     expect(typed.body).not.toContain("<b>Bo</b>");
     expect(typed.body).toMatch(/id="nc-props"[^>]*aria-invalid="true"/);

@@ -2,7 +2,7 @@
  * Column mapping for the console's CSV imports (contacts, suppressions): the upload is kept
  * in this process for a while, its first rows are shown, and each column is mapped to a field
  * (or left out) before anything is imported. Works without JavaScript: the preview is a page,
- * the mapping a form of <select>s, one per column.
+ * the mapping a form of <select>s, one per column (views/csv-mapping.ts draws it).
  *
  * Uploads live in memory like the contact import jobs (contacts-import.ts explains why): at
  * most MAX_UPLOADS, each forgotten after KEEP_MS or once imported, and visible to their own
@@ -11,7 +11,6 @@
 import { randomBytes } from "node:crypto";
 import { parse } from "csv-parse/sync";
 import { refusal } from "@mailroom/http/errors.js";
-import { escapeHtml } from "./layout.js";
 
 export const PREVIEW_ROWS = 5;
 const MAX_UPLOADS = 100;
@@ -110,23 +109,6 @@ export function withHeader(file: Buffer, header: string[]): Buffer {
 export interface MappingTarget {
   value: string;
   label: string;
-}
-
-/**
- * The preview table with a <select> over each column (named `col.<index>`): `guess` gives each
- * header's default target ("" to leave the column out).
- */
-export function mappingTable(preview: Preview, targets: MappingTarget[], guess: (header: string) => string): string {
-  const selects = preview.header.map((h, i) => {
-    const chosen = guess(h);
-    const options = [{ value: "", label: "Leave out" }, ...targets].map((t) =>
-      `<option value="${escapeHtml(t.value)}"${t.value === chosen ? " selected" : ""}>${escapeHtml(t.label)}</option>`).join("");
-    return `<th scope="col"><span>${escapeHtml(h || `Column ${i + 1}`)}</span><br><label class="sr-only" for="col-${i}">Import column ${escapeHtml(h || String(i + 1))} as</label>` +
-      `<select id="col-${i}" name="col.${i}">${options}</select></th>`;
-  }).join("");
-  const rows = preview.rows.map((r) => `<tr>${preview.header.map((_, i) => `<td>${escapeHtml(r[i] ?? "")}</td>`).join("")}</tr>`).join("");
-  return `<div class="table-wrap"><table class="data"><caption>The first ${preview.rows.length} row${preview.rows.length === 1 ? "" : "s"} of the file; choose what each column is</caption>
-<thead><tr>${selects}</tr></thead><tbody>${rows || `<tr><td colspan="${preview.header.length}" class="muted">No rows after the header.</td></tr>`}</tbody></table></div>`;
 }
 
 /** The chosen target of each column from the posted form; a target chosen twice is a 400. */

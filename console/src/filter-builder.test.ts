@@ -109,7 +109,10 @@ describe("filter builder: rows to the filter language", () => {
   it("embeds the field list so no value can close the script element", () => {
     const page = filterBuilderHtml({ fields: [{ key: "x", label: "</script><script>alert(1)</script>", kind: "text", allowed: [] }], filterJson: '{"email":"</textarea>"}', countUrl: "/console/segments/count.json" });
     expect(page).not.toContain("</script><script>alert(1)");
-    expect(page).toContain("&#60;/textarea&#62;");
+    expect(page).toContain("&lt;/textarea&gt;");
+    const attr = filterBuilderHtml({ fields: [], filterJson: "{}", countUrl: '/x"><script>alert(1)</script>', textareaName: 'f"' });
+    expect(attr).toContain('data-count-url="/x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" hidden>');
+    expect(attr).toContain('<textarea id="fb-json" name="f&quot;" rows="8"');
     expect(JSON.parse(scriptJson({ a: "</script>&" }))).toEqual({ a: "</script>&" });
   });
 });

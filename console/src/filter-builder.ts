@@ -18,7 +18,7 @@
 import { OPERATORS_BY_KIND, CONTACT_SOURCES, CONTACT_STATUSES, ENGAGEMENT_EVENTS, type FieldKind } from "@mailroom/filter/filter.js";
 import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
 import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
-import { escapeHtml } from "./layout.js";
+import { html, render, trusted } from "./views/html.js";
 
 export type BuilderKind = FieldKind | "engagement";
 
@@ -289,9 +289,11 @@ export function scriptJson(value: unknown): string {
  * field, always there). `countUrl` answers `{ count }` or `{ error: { code, message } }`.
  */
 export function filterBuilderHtml(opts: { fields: BuilderField[]; filterJson: string; countUrl: string; textareaName?: string }): string {
-  return `<section aria-labelledby="fb-h" class="card">
+  // The field list is JSON made safe for a <script> element; the scripts are this module's constants.
+  const fields = scriptJson(opts.fields.map(({ key, label, kind, values }) => ({ key, label, kind, ...(values ? { values } : {}) })));
+  return render(html`<section aria-labelledby="fb-h" class="card">
 <h2 id="fb-h" style="margin-top:0">Who is in it</h2>
-<div id="fb" data-count-url="${escapeHtml(opts.countUrl)}" hidden>
+<div id="fb" data-count-url="${opts.countUrl}" hidden>
 <div class="field"><label for="fb-join">Contacts matching</label><select id="fb-join"><option value="and">all of these conditions (AND)</option><option value="or">any of these conditions (OR)</option></select></div>
 <ol id="fb-rows" style="list-style:none;padding:0;margin:0 0 .5rem;display:grid;gap:.5rem"></ol>
 <p id="fb-sync" class="muted" role="status" hidden>This filter has a shape the builder cannot show (nesting, several operators on one field or engagement by broadcast): edit it as JSON below.</p>
@@ -302,9 +304,9 @@ export function filterBuilderHtml(opts: { fields: BuilderField[]; filterJson: st
 <details id="fb-raw" open><summary>Filter as JSON</summary>
 <p class="muted" id="fb-json-h">The filter language: fields <code>email</code>, <code>firstName</code>, <code>status</code>, <code>createdAt</code>, <code>properties.&lt;slug&gt;</code>, <code>groups</code>; operators such as <code>$eq $ne $gt $in $exists $contains</code>; dates as ISO strings or <code>{"$ago":"P30D"}</code>; <code>$and $or $not</code>; <code>{"$engagement":{"event":"opened","since":{"$ago":"P90D"}}}</code>. <code>{}</code> is everyone.</p>
 <label for="fb-json">Filter (JSON)</label>
-<textarea id="fb-json" name="${escapeHtml(opts.textareaName ?? "filter")}" rows="8" spellcheck="false" aria-describedby="fb-json-h" style="font-family:ui-monospace,monospace">${escapeHtml(opts.filterJson)}</textarea>
+<textarea id="fb-json" name="${opts.textareaName ?? "filter"}" rows="8" spellcheck="false" aria-describedby="fb-json-h" style="font-family:ui-monospace,monospace">${opts.filterJson}</textarea>
 </details>
-<script type="application/json" id="fb-fields">${scriptJson(opts.fields.map(({ key, label, kind, values }) => ({ key, label, kind, ...(values ? { values } : {}) })))}</script>
-<script>${FILTER_BUILDER_JS}${BUILDER_DOM_JS}</script>
-</section>`;
+<script type="application/json" id="fb-fields">${trusted(fields)}</script>
+<script>${trusted(FILTER_BUILDER_JS)}${trusted(BUILDER_DOM_JS)}</script>
+</section>`);
 }

@@ -1,9 +1,10 @@
 /**
  * Small helpers the audience pages share (groups, segments, topics, forms, the audience
  * picker): reading url-encoded form fields, answering HTML, the read-only check, and turning
- * a service's 4xx into a message shown on the form again.
+ * a service's 4xx (or a form the /v1 route's schema refuses) into a message shown on the form again.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ZodType } from "zod";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import type { Flash } from "./layout.js";
 import { sessionOf } from "./session.js";
@@ -48,3 +49,15 @@ export const ID = {
   form: /^frm_[0-9a-z]{26}$/,
   contact: /^ctc_[0-9a-z]{26}$/,
 };
+
+/**
+ * A console form checked with the schema its /v1 route uses: the parsed request, or a flash
+ * with the first issue's message (and where it is), as a refusal from the service would be shown.
+ */
+export function parseWith<T>(schema: ZodType<T>, value: unknown): { ok: true; data: T } | { ok: false; flash: Flash & { status: number } } {
+  const result = schema.safeParse(value);
+  if (result.success) return { ok: true, data: result.data };
+  const issue = result.error.issues[0];
+  const where = issue?.path.length ? `${issue.path.join(".")}: ` : "";
+  return { ok: false, flash: { kind: "error", message: `${where}${issue?.message ?? "invalid form"}`, status: 400 } };
+}

@@ -4,7 +4,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, invalidFromErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { formDeletedSchema, formIdParams, formInput, formJson, formResponseSchema, updateFormSchema } from "./forms-schema.js";
+import { formDeletedSchema, formIdParams, formInput, formJson, formResponseSchema, updateFormSchema } from "@mailroom/http/forms-schema.js";
 
 /**
  * GET /v1/forms/:id -> { form }

@@ -4,7 +4,7 @@ import { apiErrorSchema, invalidFromErrorSchema } from "@mailroom/http/errors.js
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { z } from "zod";
 import { defineRoute, type RouteModule } from "./route.js";
-import { createFormSchema, formInput, formJson, formListSchema, formResponseSchema, listFormsQuerySchema } from "./forms-schema.js";
+import { createFormSchema, formInput, formJson, formListSchema, formResponseSchema, listFormsQuerySchema } from "@mailroom/http/forms-schema.js";
 
 /**
  * GET /v1/forms?limit=&cursor= -> { forms: { items, cursor, hasMore } } (oldest first)

@@ -5,7 +5,7 @@ import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
-import { groupIdParams } from "./groups-schema.js";
+import { groupIdParams } from "@mailroom/http/groups-schema.js";
 
 const membershipSchema = z
   .strictObject({

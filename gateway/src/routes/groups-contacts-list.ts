@@ -5,7 +5,7 @@ import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
-import { groupIdParams, pageQuery } from "./groups-schema.js";
+import { groupIdParams, pageQuery } from "@mailroom/http/groups-schema.js";
 
 /** GET /v1/groups/:id/contacts?limit&cursor -> { items: [{ contactId, addedAt }], cursor, hasMore }, in contact-id (creation) order. */
 export const registerListGroupContacts: RouteModule = (app, deps) =>

@@ -4,7 +4,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { groupIdParams } from "./groups-schema.js";
+import { groupIdParams } from "@mailroom/http/groups-schema.js";
 
 /** DELETE /v1/groups/:id/contacts/:contactId -> { groupId, contactId, isRemoved } (false when it was not a member). */
 export const registerRemoveGroupContact: RouteModule = (app, deps) =>

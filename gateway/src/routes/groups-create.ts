@@ -3,7 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { createGroupSchema, groupEnvelope, groupJson, invalidGroup } from "./groups-schema.js";
+import { createGroupSchema, groupEnvelope, groupJson, invalidGroup } from "@mailroom/http/groups-schema.js";
 
 /** POST /v1/groups { publicId, displayName?, traits? } -> 201 { group } */
 export const registerCreateGroup: RouteModule = (app, deps) =>

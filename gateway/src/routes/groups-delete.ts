@@ -3,7 +3,7 @@ import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { groupIdParams, groupJson, groupNotFound, groupSchema } from "./groups-schema.js";
+import { groupIdParams, groupJson, groupNotFound, groupSchema } from "@mailroom/http/groups-schema.js";
 
 /** DELETE /v1/groups/:id -> { group, isDeleted: true }; every member leaves it (no CONTACT_TAG_REMOVED is sent). */
 export const registerDeleteGroup: RouteModule = (app, deps) =>

@@ -2,7 +2,7 @@ import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { groupEnvelope, groupIdParams, groupJson, groupNotFound } from "./groups-schema.js";
+import { groupEnvelope, groupIdParams, groupJson, groupNotFound } from "@mailroom/http/groups-schema.js";
 
 /** GET /v1/groups/:id (id or publicId) -> { group } */
 export const registerGetGroup: RouteModule = (app, deps) =>

@@ -4,7 +4,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { groupJson, groupSchema, pageQuery } from "./groups-schema.js";
+import { groupJson, groupSchema, pageQuery } from "@mailroom/http/groups-schema.js";
 
 /** GET /v1/groups?limit&cursor -> { items, cursor, hasMore } (the client's list has no envelope), in creation order. */
 export const registerListGroups: RouteModule = (app, deps) =>

@@ -2,7 +2,7 @@ import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { groupEnvelope, groupIdParams, groupJson, groupNotFound, invalidGroup, updateGroupSchema } from "./groups-schema.js";
+import { groupEnvelope, groupIdParams, groupJson, groupNotFound, invalidGroup, updateGroupSchema } from "@mailroom/http/groups-schema.js";
 
 /** PATCH /v1/groups/:id { displayName?, traits? } -> { group } (only the given fields change; traits are replaced). */
 export const registerUpdateGroup: RouteModule = (app, deps) =>

@@ -1,16 +1,8 @@
-import { z } from "zod";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { REASON_TO_PB, SUPPRESSION_REASONS, suppressionEnvelope, suppressionJson, suppressionRefusals } from "./suppressions-schema.js";
-
-const createSchema = z.strictObject({
-  email: z.string().max(512).optional().meta({ description: "An address to suppress. Exactly one of `email` and `domain`.", examples: ["ann@example.com"] }),
-  domain: z.string().max(253).optional().meta({ description: "A whole domain to suppress: every address at it (`example.org`, not a subdomain's addresses).", examples: ["example.org"] }),
-  reason: z.enum(SUPPRESSION_REASONS).optional().meta({ default: "manual" }),
-  source: z.string().max(500).optional().meta({ description: "What caused it (an id, a file name); shown in the list." }),
-}).meta({ id: "CreateSuppression" });
+import { REASON_TO_PB, createSuppressionSchema, suppressionEnvelope, suppressionJson, suppressionRefusals } from "@mailroom/http/suppressions-schema.js";
 
 /**
  * POST /v1/suppressions { email } | { domain } (reason?: manual, source?) -> 201 { suppression },
@@ -24,7 +16,7 @@ export const registerCreateSuppression: RouteModule = (app, deps) =>
     tags: ["Suppressions"],
     summary: "Suppress an address or a whole domain",
     description: "Idempotent: suppressing what is suppressed already answers 201 with the entry as it is (its first reason is kept, unless the new one is `hard_bounce` or `complaint`, which outrank the others). A domain stops every address at that domain: single sends, batch items, broadcast recipients and automation sends.",
-    body: createSchema,
+    body: createSuppressionSchema,
     responses: {
       201: { description: "Suppressed (now or already).", body: suppressionEnvelope },
       400: suppressionRefusals.invalid,

@@ -5,7 +5,7 @@ import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { invalid } from "@mailroom/http/errors.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { suppressionJson, suppressionSchema } from "./suppressions-schema.js";
+import { suppressionJson, suppressionSchema } from "@mailroom/http/suppressions-schema.js";
 
 const params = z.strictObject({
   emailOrDomain: z.string().min(1).max(512).meta({ description: "The address, or the domain (`example.org` or `@example.org`), URL-encoded.", examples: ["ann@example.com", "example.org"] }),

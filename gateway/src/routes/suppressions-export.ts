@@ -8,7 +8,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { REASON_TO_PB, reasonQuery, sinceQuery, suppressionJson } from "./suppressions-schema.js";
+import { REASON_TO_PB, reasonQuery, sinceQuery, suppressionJson } from "@mailroom/http/suppressions-schema.js";
 
 /** The columns, as POST /v1/suppressions/import reads them: an export imports back unchanged. */
 export const SUPPRESSION_EXPORT_COLUMNS = ["email", "domain", "reason", "created_at", "source"] as const;

@@ -10,7 +10,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { REASON_TO_PB, SUPPRESSION_REASONS, type PublicSuppressionReason } from "./suppressions-schema.js";
+import { REASON_TO_PB, SUPPRESSION_REASONS, type PublicSuppressionReason } from "@mailroom/http/suppressions-schema.js";
 
 /**
  * Rows per AddSuppressions call (the directory takes up to 5,000). Larger batches cost less

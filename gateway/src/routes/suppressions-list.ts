@@ -6,7 +6,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { REASON_TO_PB, reasonQuery, sinceQuery, SUPPRESSIONS_DEFAULT_LIMIT, SUPPRESSIONS_MAX_LIMIT, suppressionJson, suppressionSchema } from "./suppressions-schema.js";
+import { REASON_TO_PB, reasonQuery, sinceQuery, SUPPRESSIONS_DEFAULT_LIMIT, SUPPRESSIONS_MAX_LIMIT, suppressionJson, suppressionSchema } from "@mailroom/http/suppressions-schema.js";
 
 const listQuery = z.strictObject({
   reason: reasonQuery,

@@ -4,7 +4,7 @@ import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { contactIdParams } from "@mailroom/http/contacts-schema.js";
-import { contactTopicsJson, contactTopicsSchema, setContactTopicsSchema } from "./topics-schema.js";
+import { contactTopicsJson, contactTopicsSchema, setContactTopicsSchema } from "@mailroom/http/topics-schema.js";
 
 /**
  * GET /v1/contacts/:id/topics -> { topics: [{ id, name, subscribed }] }

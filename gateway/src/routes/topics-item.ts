@@ -3,7 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { defaultSubscriptionOf, topicDeletedSchema, topicIdParams, topicJson, topicResponseSchema, updateTopicSchema } from "./topics-schema.js";
+import { defaultSubscriptionOf, topicDeletedSchema, topicIdParams, topicJson, topicResponseSchema, updateTopicSchema } from "@mailroom/http/topics-schema.js";
 
 /**
  * GET /v1/topics/:id -> { topic }

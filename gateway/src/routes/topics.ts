@@ -3,7 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { createTopicSchema, defaultSubscriptionOf, listTopicsQuerySchema, topicJson, topicListSchema, topicResponseSchema } from "./topics-schema.js";
+import { createTopicSchema, defaultSubscriptionOf, listTopicsQuerySchema, topicJson, topicListSchema, topicResponseSchema } from "@mailroom/http/topics-schema.js";
 
 const DEFAULT_LIMIT = 20;
 

@@ -5,7 +5,8 @@ import { iso } from "@mailroom/http/contacts-schema.js";
 
 /**
  * Groups (DESIGN §9.4) exactly as the official client's `groups` module sends and reads them
- * (its src/api/groups.ts and src/interfaces/groups.ts): shared by the groups-*.ts routes.
+ * (its src/api/groups.ts and src/interfaces/groups.ts): shared by the gateway's groups-*.ts routes
+ * and the console's group forms (parsed with the same request schemas).
  */
 
 export const GROUPS_DEFAULT_LIMIT = 50;

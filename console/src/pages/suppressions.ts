@@ -12,6 +12,8 @@
  *   POST /suppressions/import             keeps the upload, 303 to its preview
  *   GET  /suppressions/import/:upload     the first rows and a mapping of each column
  *   POST /suppressions/import/:upload     imports with that mapping; the report of what it did
+ *
+ * Adding is checked with the schema of POST /v1/suppressions; the markup is views/suppressions.ts.
  */
 import { Readable, pipeline } from "node:stream";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -22,11 +24,17 @@ import { stringify } from "csv-stringify";
 import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash, type Tone } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
-import { chosenMapping, mappingTable, previewCsv, Uploads, type MappingTarget } from "./csv-mapping.js";
+import { REASON_TO_PB, createSuppressionSchema } from "@mailroom/http/suppressions-schema.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl, type Flash } from "../layout.js";
+import { seeOther, sessionOf, setFlash } from "../session.js";
+import { chosenMapping, previewCsv, Uploads, type MappingTarget } from "../csv-mapping.js";
+import { parseWith } from "../form-values.js";
+import { render } from "../views/html.js";
+import {
+  SUPPRESSION_REASONS, reasonOf, suppressionImportView, suppressionListView, suppressionMappingView, suppressionReportView, type SuppressionImportReport,
+} from "../views/suppressions.js";
 
 type Form = Record<string, unknown>;
 const str = (body: unknown, name: string): string => {
@@ -36,15 +44,6 @@ const str = (body: unknown, name: string): string => {
 const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
 const readOnly = () => refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
 
-/** Each reason: its API name, label, and how the list shows it. */
-export const SUPPRESSION_REASONS: Array<{ name: string; value: SuppressionReason; label: string; tone: Tone }> = [
-  { name: "hard_bounce", value: SuppressionReason.HARD_BOUNCE, label: "Hard bounce", tone: "bad" },
-  { name: "complaint", value: SuppressionReason.COMPLAINT, label: "Spam complaint", tone: "bad" },
-  { name: "unsubscribed", value: SuppressionReason.UNSUBSCRIBED, label: "Unsubscribed", tone: "warn" },
-  { name: "manual", value: SuppressionReason.MANUAL, label: "Added by hand", tone: "info" },
-  { name: "imported", value: SuppressionReason.IMPORTED, label: "Imported", tone: "info" },
-];
-const reasonOf = (value: SuppressionReason) => SUPPRESSION_REASONS.find((r) => r.value === value);
 const reasonNamed = (name: string) => SUPPRESSION_REASONS.find((r) => r.name === name);
 
 /** Spellings other exports use for the reasons, so a reason column maps without editing the file. */
@@ -79,14 +78,6 @@ const IMPORT_BATCH = 1_000;
 const REJECTED_SHOWN = 100;
 const DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
-interface ImportReport {
-  rows: number;
-  created: number;
-  existing: number;
-  rejected: Array<{ line: number; value: string; reason: string }>;
-  rejectedCount: number;
-}
-
 function formError(err: unknown): Flash {
   const body = bodyFromError(err);
   if (body.statusCode >= 500) throw err;
@@ -110,41 +101,11 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
       { workspaceId: session.workspaceId, search, reason: reason?.value ?? SuppressionReason.UNSPECIFIED, page: { limit: 50, cursor } },
       rpcOptions(request),
     );
-    const csrf = csrfField(session);
-    const rows = res.suppressions.map((s) => {
-      const target = s.domain ? `@${s.domain}` : s.email;
-      const shown = s.domain ? `${escapeHtml(s.domain)} <span class="muted">(every address at it)</span>` : escapeHtml(s.email);
-      const r = reasonOf(s.reason);
-      const complaint = s.reason === SuppressionReason.COMPLAINT;
-      const remove = !session.canEdit ? "" : `<form method="post" action="${consoleUrl("/suppressions/remove")}" class="row">${csrf}
-<input type="hidden" name="target" value="${escapeHtml(target)}">${complaint
-        ? `<div class="check"><input type="checkbox" id="force-${escapeHtml(target)}" name="force" value="yes" required><label for="force-${escapeHtml(target)}">They reported our mail as spam: send to them again anyway</label></div>`
-        : ""}<button type="submit" class="secondary small">Remove</button></form>`;
-      return `<tr><td data-label="Address or domain">${shown}</td>
-<td data-label="Reason">${r ? statusBadge(r.label, r.tone) : "Other"}</td>
-<td data-label="Detail">${escapeHtml(s.detail) || "—"}</td><td data-label="Source">${escapeHtml(s.source) || "—"}</td>
-<td data-label="Since">${formatTime(s.createdAt && timestampDate(s.createdAt))}</td>${session.canEdit ? `<td data-label="">${remove}</td>` : ""}</tr>`;
-    }).join("");
-    const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/suppressions", { search, reason: reason?.name, cursor: res.page.nextCursor })}">More</a></p>` : "";
-    const options = [`<option value="">Any reason</option>`, ...SUPPRESSION_REASONS.map((r) => `<option value="${r.name}"${r.name === reason?.name ? " selected" : ""}>${r.label}</option>`)].join("");
-    const add = session.canEdit ? `<form method="post" action="${consoleUrl("/suppressions")}" class="card row" aria-labelledby="add-h">${csrf}
-<h2 id="add-h" style="margin:0;flex:1 1 100%">Add an address or a domain</h2>
-<div class="field" style="flex:1 1 14rem"><label for="s-email">Email address or domain</label><input id="s-email" name="target" required style="width:100%" placeholder="ann@example.com or example.com" aria-describedby="s-email-h"></div>
-<div class="field" style="flex:1 1 14rem"><label for="s-detail">Note (optional)</label><input id="s-detail" name="detail" maxlength="200" style="width:100%" placeholder="e.g. asked by phone"></div>
-<div class="field"><button type="submit">Suppress</button></div>
-<p id="s-email-h" class="muted" style="flex:1 1 100%;margin:0">A domain stops every address at it.</p></form>` : "";
-    const body = `<h1>Suppressions</h1>
-<p class="muted">Addresses and domains that get no email from this workspace, whatever their contact status: unsubscribes, hard bounces, spam complaints, and what was added by hand or imported.</p>
-<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/suppressions/import")}">Import CSV</a>` : ""}<a class="button secondary" href="${consoleUrl("/suppressions/export", { reason: reason?.name })}" download>Export CSV</a></div>
-${add}
-<form method="get" action="${consoleUrl("/suppressions")}" class="row card" role="search">
-<div class="field" style="flex:1 1 14rem"><label for="search">Address or domain starts with</label><input id="search" name="search" type="search" value="${escapeHtml(search)}" style="width:100%"></div>
-<div class="field"><label for="reason">Reason</label><select id="reason" name="reason">${options}</select></div>
-<div class="field"><button type="submit">Filter</button></div></form>
-${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Suppressed addresses and domains</caption>
-<thead><tr><th>Address or domain</th><th>Reason</th><th>Detail</th><th>Source</th><th>Since</th>${session.canEdit ? "<th><span class=\"sr-only\">Remove</span></th>" : ""}</tr></thead><tbody>${rows}</tbody></table></div>${more}`
-    : `<p class="muted">${search || reason ? "Nothing suppressed matches." : "Nobody is suppressed."}</p>`}`;
-    return html(reply, consolePage({ title: "Suppressions", session, active: "suppressions", flash: request.consoleFlash, body }));
+    const body = suppressionListView({
+      suppressions: res.suppressions, search, reason: reason?.name, nextCursor: res.page?.hasMore ? res.page.nextCursor : undefined,
+      canEdit: session.canEdit, csrf: csrfField(session),
+    });
+    return html(reply, consolePage({ title: "Suppressions", session, active: "suppressions", flash: request.consoleFlash, body: render(body) }));
   });
 
   scope.post("/suppressions", async (request, reply) => {
@@ -152,12 +113,19 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     if (!session.canEdit) throw readOnly();
     const target = str(request.body, "target").trim();
     const detail = str(request.body, "detail").trim().slice(0, 200);
+    // The request POST /v1/suppressions takes; the note is the console's own (the list's Detail).
+    const parsed = parseWith(createSuppressionSchema, { ...targetOf(target), reason: "manual", source: "console" });
+    if (!parsed.ok) {
+      setFlash(reply, parsed.flash);
+      return seeOther(reply, consoleUrl("/suppressions"));
+    }
+    const { email = "", domain = "", reason = "manual", source = "" } = parsed.data;
     try {
       const { created } = await directory().addSuppression(
-        { workspaceId: session.workspaceId, ...targetOf(target), reason: SuppressionReason.MANUAL, detail: detail || "added in the console", source: "console" },
+        { workspaceId: session.workspaceId, email, domain, reason: REASON_TO_PB[reason], detail: detail || "added in the console", source },
         rpcOptions(request),
       );
-      const what = targetOf(target).email ? `${target} is suppressed: it gets` : `Every address at ${target.replace(/^@/, "")} is suppressed: they get`;
+      const what = email ? `${target} is suppressed: it gets` : `Every address at ${target.replace(/^@/, "")} is suppressed: they get`;
       setFlash(reply, { kind: "ok", message: created ? `${what} no email from this workspace.` : `${target} was suppressed already.` });
     } catch (err) {
       setFlash(reply, formError(err));
@@ -217,14 +185,8 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
   scope.get("/suppressions/import", async (request, reply) => {
     const session = sessionOf(request);
     if (!session.canEdit) throw readOnly();
-    const body = `<h1>Import suppressions from CSV</h1>
-<form method="post" action="${consoleUrl("/suppressions/import")}" enctype="multipart/form-data" class="card">${csrfField(session)}
-<div class="field"><label for="file">CSV file (up to 10 MB)</label><input id="file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="file-h"></div>
-<div id="file-h" class="muted"><p>Any CSV with a header row: an export of this list, or another provider's bounces, spam reports or unsubscribes.
-The next page shows its first rows and lets you say which column holds the address or domain, and which the reason, date and source.</p>
-<p>Importing the same file again changes nothing. To bring a whole account from Postmark, SendGrid, Mailchimp or Resend, <code>npx mailroom import</code> reads their own export files (see docs/switching-to-mailroom.md).</p></div>
-<div class="actions"><button type="submit">Preview</button><a class="button secondary" href="${consoleUrl("/suppressions")}">Back to suppressions</a></div></form>`;
-    return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body }));
+    const body = suppressionImportView(csrfField(session));
+    return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body: render(body) }));
   });
 
   scope.post("/suppressions/import", async (request, reply) => {
@@ -256,15 +218,8 @@ The next page shows its first rows and lets you say which column holds the addre
     if (!session.canEdit) throw readOnly();
     const upload = uploadOf(session.workspaceId, request.params.upload);
     const preview = previewCsv(upload.file);
-    const reasons = SUPPRESSION_REASONS.map((r) => `<option value="${r.name}"${r.name === "imported" ? " selected" : ""}>${r.label}</option>`).join("");
-    const body = `<h1>Import suppressions: map the columns</h1>
-<form method="post" action="${consoleUrl(`/suppressions/import/${upload.id}`)}" class="card">${csrfField(session)}
-${mappingTable(preview, MAPPING_TARGETS, guessColumn)}
-<div class="field"><label for="default-reason">Reason of rows without one</label><select id="default-reason" name="defaultReason">${reasons}</select></div>
-<p class="muted">Each row needs an address or a domain. A reason column may hold hard_bounce, complaint, unsubscribed, manual or imported (also bounce, spam, unsubscribe).
-Dates are ISO 8601 (2025-03-01 or 2025-03-01T10:00:00Z). An address already suppressed keeps its entry.</p>
-<div class="actions"><button type="submit">Import</button><a class="button secondary" href="${consoleUrl("/suppressions/import")}">Choose another file</a></div></form>`;
-    return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body }));
+    const body = suppressionMappingView({ uploadId: upload.id, preview, targets: MAPPING_TARGETS, guess: guessColumn, csrf: csrfField(session) });
+    return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body: render(body) }));
   });
 
   scope.post<{ Params: { upload: string } }>("/suppressions/import/:upload", async (request, reply) => {
@@ -279,7 +234,7 @@ Dates are ISO 8601 (2025-03-01 or 2025-03-01T10:00:00Z). An address already supp
       return seeOther(reply, consoleUrl(`/suppressions/import/${upload.id}`));
     }
     const column = (name: string) => mapping.indexOf(name);
-    const report: ImportReport = { rows: 0, created: 0, existing: 0, rejected: [], rejectedCount: 0 };
+    const report: SuppressionImportReport = { rows: 0, created: 0, existing: 0, rejected: [], rejectedCount: 0 };
     const reject = (line: number, value: string, reason: string) => {
       report.rejectedCount++;
       if (report.rejected.length < REJECTED_SHOWN) report.rejected.push({ line, value, reason });
@@ -335,13 +290,6 @@ Dates are ISO 8601 (2025-03-01 or 2025-03-01T10:00:00Z). An address already supp
       return seeOther(reply, consoleUrl("/suppressions/import"));
     }
     uploads.delete(session.workspaceId, upload.id);
-    const rejected = report.rejected.map((r) => `<tr><td data-label="Line">${r.line}</td><td data-label="Value">${escapeHtml(r.value) || "—"}</td><td data-label="Reason">${escapeHtml(r.reason)}</td></tr>`).join("");
-    const body = `<h1>Suppressions imported</h1>
-<div class="card" role="status"><p><strong>${report.rows}</strong> rows: <strong>${report.created}</strong> suppressed, <strong>${report.existing}</strong> already suppressed, <strong>${report.rejectedCount}</strong> rejected.</p></div>
-${rejected ? `<h2>Rejected rows</h2><div class="table-wrap"><table class="data stack"><caption class="sr-only">Rows not imported</caption>
-<thead><tr><th>Line</th><th>Address or domain</th><th>Why</th></tr></thead><tbody>${rejected}</tbody></table></div>
-${report.rejectedCount > report.rejected.length ? `<p class="muted">… and ${report.rejectedCount - report.rejected.length} more.</p>` : ""}` : ""}
-<div class="actions"><a class="button" href="${consoleUrl("/suppressions")}">See the suppressions</a><a class="button secondary" href="${consoleUrl("/suppressions/import")}">Import another file</a></div>`;
-    return html(reply, consolePage({ title: "Suppressions imported", session, active: "suppressions", body }));
+    return html(reply, consolePage({ title: "Suppressions imported", session, active: "suppressions", body: render(suppressionReportView(report)) }));
   });
 }

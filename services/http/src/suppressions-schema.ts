@@ -3,7 +3,7 @@ import { SuppressionReason, type Suppression } from "@mailroom/proto/directory/v
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 
-/** The suppression list's public shapes (DESIGN §10.3), shared by the suppressions-*.ts routes. */
+/** The suppression list's public shapes (DESIGN §10.3), shared by the gateway's suppressions-*.ts routes and the console. */
 
 export const SUPPRESSION_REASONS = ["hard_bounce", "complaint", "manual", "unsubscribed", "imported"] as const;
 export type PublicSuppressionReason = (typeof SUPPRESSION_REASONS)[number];
@@ -35,6 +35,14 @@ export const suppressionSchema = z
     source: z.string().optional().meta({ description: "What caused it: the email (`trs_…`) or broadcast (`cmp_…`) id, or an import's file name." }),
   })
   .meta({ id: "Suppression" });
+
+/** POST /v1/suppressions; the console's "Suppress" form is parsed with it too. */
+export const createSuppressionSchema = z.strictObject({
+  email: z.string().max(512).optional().meta({ description: "An address to suppress. Exactly one of `email` and `domain`.", examples: ["ann@example.com"] }),
+  domain: z.string().max(253).optional().meta({ description: "A whole domain to suppress: every address at it (`example.org`, not a subdomain's addresses).", examples: ["example.org"] }),
+  reason: z.enum(SUPPRESSION_REASONS).optional().meta({ default: "manual" }),
+  source: z.string().max(500).optional().meta({ description: "What caused it (an id, a file name); shown in the list." }),
+}).meta({ id: "CreateSuppression" });
 
 export const suppressionEnvelope = z.strictObject({ suppression: suppressionSchema }).meta({ id: "SuppressionResponse" });
 

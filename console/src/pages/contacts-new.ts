@@ -10,17 +10,22 @@
  * contactInput, so the console accepts what the API accepts. It creates with CreateContact
  * (the same ContactInput the API's UpsertContact takes), not an upsert: adding someone who
  * is already there must not change them, and the answer links to the existing contact. The
- * directory's refusals (bad address, unknown property, bad value) show on the form.
+ * directory's refusals (bad address, unknown property, bad value) show on the form. The markup
+ * is views/contacts-new.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ContactSource, type ContactProperty, PropertyType } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource } from "@mailroom/proto/directory/v1/directory_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { contactInput, upsertContactSchema } from "@mailroom/http/contacts-schema.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl } from "../layout.js";
+import { seeOther, sessionOf, setFlash } from "../session.js";
+import { render } from "../views/html.js";
+import { newContactView, type NewContactError, type NewContactValues } from "../views/contacts-new.js";
+
+export type { NewContactError, NewContactValues };
 
 const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
 const str = (body: unknown, name: string): string => {
@@ -30,27 +35,6 @@ const str = (body: unknown, name: string): string => {
 /** Fields of their own on the form: the JSON may not set them too. */
 const OWN_FIELDS = ["email", "firstName", "lastName", "status"] as const;
 const PROPERTIES_MAX = 64 * 1024;
-
-export interface NewContactValues {
-  email: string;
-  firstName: string;
-  lastName: string;
-  subscribed: boolean;
-  /** The JSON text as typed. */
-  properties: string;
-}
-
-/** What went wrong, for the form: a message, the field it belongs to, and a link (an existing contact). */
-export interface NewContactError {
-  message: string;
-  field?: "email" | "firstName" | "lastName" | "properties";
-  link?: { href: string; text: string };
-}
-
-const TYPE_NAMES: Partial<Record<PropertyType, string>> = {
-  [PropertyType.STRING]: "text", [PropertyType.NUMBER]: "number", [PropertyType.BOOLEAN]: "true or false",
-  [PropertyType.DATE]: "date", [PropertyType.SELECT]: "one option", [PropertyType.MULTI_SELECT]: "array of options",
-};
 
 /**
  * The form as the body of POST /v1/contacts, checked by that route's schema: the parsed body,
@@ -97,28 +81,6 @@ function fieldOfCode(code: string | undefined): NewContactError["field"] {
   return undefined;
 }
 
-export function newContactForm(csrf: string, values: NewContactValues, props: ContactProperty[], error?: NewContactError): string {
-  const invalid = (field: NewContactError["field"]) => (error?.field === field ? ` aria-invalid="true" aria-describedby="nc-error"` : "");
-  const alert = error
-    ? `<div class="flash error" role="alert" id="nc-error">${escapeHtml(error.message)}${error.link ? ` <a href="${escapeHtml(error.link.href)}">${escapeHtml(error.link.text)}</a>` : ""}</div>`
-    : "";
-  const custom = props.filter((p) => !p.builtIn);
-  const hint = custom.length
-    ? `This workspace's properties: ${custom.map((p) => `<code>${escapeHtml(p.slug)}</code> (${escapeHtml(TYPE_NAMES[p.type] ?? "text")}${p.options.length ? `: ${p.options.map((o) => escapeHtml(o.value)).join(", ")}` : ""})`).join(", ")}.`
-    : "This workspace has no custom properties yet.";
-  return `${alert}<form method="post" action="${consoleUrl("/contacts")}" class="card" id="new-contact" novalidate>${csrf}
-<div class="field"><label for="nc-email">Email address</label><input id="nc-email" name="email" type="email" required maxlength="512" autocomplete="off" spellcheck="false" value="${escapeHtml(values.email)}" style="width:100%"${invalid("email")}></div>
-<div class="grid"><div class="field"><label for="nc-first">First name (optional)</label><input id="nc-first" name="firstName" value="${escapeHtml(values.firstName)}" style="width:100%"${invalid("firstName")}></div>
-<div class="field"><label for="nc-last">Last name (optional)</label><input id="nc-last" name="lastName" value="${escapeHtml(values.lastName)}" style="width:100%"${invalid("lastName")}></div></div>
-<fieldset class="field"><legend>Subscription</legend>
-<div class="check"><input type="radio" id="nc-sub" name="subscribed" value="yes"${values.subscribed ? " checked" : ""}><label for="nc-sub" style="font-weight:400">Subscribed: gets broadcasts</label></div>
-<div class="check"><input type="radio" id="nc-unsub" name="subscribed" value="no"${values.subscribed ? "" : " checked"}><label for="nc-unsub" style="font-weight:400">Unsubscribed</label></div></fieldset>
-<div class="field"><label for="nc-props">Properties (optional JSON)</label>
-<p class="muted" id="nc-props-h" style="margin:0 0 .25rem">As the contact API takes them: an object by slug, e.g. <code>{"plan": "pro", "city": "Lyon"}</code>; built-ins such as <code>city</code>, <code>phone</code>, <code>timezone</code> too. ${hint}</p>
-<textarea id="nc-props" name="properties" spellcheck="false" aria-describedby="nc-props-h${error?.field === "properties" ? " nc-error" : ""}"${error?.field === "properties" ? ` aria-invalid="true"` : ""}>${escapeHtml(values.properties)}</textarea></div>
-<div class="actions"><button type="submit">Add contact</button><a class="button secondary" href="${consoleUrl("/contacts")}">Back to contacts</a></div></form>`;
-}
-
 const EMPTY: NewContactValues = { email: "", firstName: "", lastName: "", subscribed: true, properties: "" };
 
 export function registerContactCreatePages(scope: FastifyInstance, deps: ConsoleDeps): void {
@@ -129,8 +91,8 @@ export function registerContactCreatePages(scope: FastifyInstance, deps: Console
   const page = async (request: FastifyRequest, values: NewContactValues, error?: NewContactError) => {
     const session = sessionOf(request);
     const { properties } = await directory().listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request));
-    const body = `<h1>Add a contact</h1>${newContactForm(csrfField(session), values, properties, error)}`;
-    return consolePage({ title: "Add a contact", session, active: "contacts", flash: request.consoleFlash, body });
+    const body = newContactView(csrfField(session), values, properties, error);
+    return consolePage({ title: "Add a contact", session, active: "contacts", flash: request.consoleFlash, body: render(body) });
   };
 
   scope.get("/contacts/new", async (request, reply) => {
