@@ -33,7 +33,7 @@ import { csrfField } from "../csrf.js";
 import { consolePage, consoleUrl, type Flash } from "../layout.js";
 import { seeOther, sessionOf, setFlash } from "../session.js";
 import { ImportJobs, jobJson } from "../contacts-import.js";
-import { contactWebhookHistory } from "../webhook-events.js";
+import { contactWebhookHistory } from "../views/webhook-events.js";
 import { contactAutomationsSection } from "../automation-runs.js";
 import { contactActivitySection } from "../contact-activity.js";
 import { registerContactCreatePages } from "./contacts-new.js";
