@@ -9,7 +9,7 @@ import { SECRET_PURPOSES, deriveKey } from "@mailroom/kit/secrets.js";
 import {
   CSRF_HEADER, PRESESSION_COOKIE, anonymousCsrfField, csrfField, doubleSubmitMatches, doubleSubmitToken, verifyCsrf, withCsrfToken,
 } from "./csrf.js";
-import { consoleErrorHandler } from "./errors.js";
+import { consoleErrorHandler } from "./pages/errors.js";
 import { Jar, csrfOf } from "./sign-in-testing.js";
 import type { ConsoleSession } from "./types.js";
 
