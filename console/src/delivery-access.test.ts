@@ -10,8 +10,10 @@ import { teamService } from "../../services/directory/src/team-routes.js";
 import { consoleGateway, csrfOf, Jar, signInByLink, type ConsoleBrowser } from "./sign-in-testing.js";
 import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../cli/testing.js";
 
-/** The page's text as read (escapeHtml writes numeric references). */
-const unescapeHtml = (html: string) => html.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)));
+/** The page's text as read: numeric references (escapeHtml) and named ones (hono/html, the error page's view). */
+const ENTITIES: Record<string, string> = { lt: "<", gt: ">", quot: '"', amp: "&" };
+const unescapeHtml = (html: string) =>
+  html.replace(/&(?:#(\d+)|(lt|gt|quot|amp));/g, (_, code: string | undefined, name: string | undefined) => (code ? String.fromCharCode(Number(code)) : ENTITIES[name!]!));
 
 /**
  * Who sees the Delivery page (/console/delivery). It shows the delivery process's relays,

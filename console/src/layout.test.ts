@@ -17,7 +17,7 @@ describe("console layout", () => {
     expect(page).toMatch(/@media \(max-width:47\.99rem\)\{[^@]*\.nav-toggle:not\(:checked\)~nav\.main/);
     for (const path of ["/domains", "/webhooks", "/keys", "/team", "/audit", "/settings", "/sessions"]) expect(page).toContain(`<a href="/console${path}"`);
     expect(page).toContain('<a href="/console/settings" aria-current="page">Settings</a>');
-    expect(page).toContain("Acme &#60;EU&#62;");
+    expect(page).toContain("Acme &lt;EU&gt;");
     expect(page).not.toContain("<script>alert");
   });
 

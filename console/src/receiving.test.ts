@@ -122,7 +122,7 @@ describe("console: inbound domains and received emails", () => {
     const noAddress = await submit(editor, page, `${page}/rules`, { match: "support", action: "forward", forwardTo: "" });
     expect(flashOf(noAddress.body)).toBe("forwardTo: is required when action is forward");
     const badMatch = await submit(editor, page, `${page}/rules`, { match: "sup*port", action: "webhook", forwardTo: "" });
-    expect(flashOf(badMatch.body)).toMatch(/^match: must be &#34;\*&#34;/);
+    expect(flashOf(badMatch.body)).toMatch(/^match: must be &quot;\*&quot;/);
     const stray = await submit(editor, page, `${page}/rules`, { match: "support", action: "store", forwardTo: "team@example.test" });
     expect(flashOf(stray.body)).toMatch(/forwardTo: is only for action forward/);
     expect(fake.rules).toEqual([]);

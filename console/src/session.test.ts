@@ -129,7 +129,7 @@ describe("console sessions and CSRF", () => {
     expect(setCookie).not.toContain("ws_a");
     const home = await get("/console", jar);
     expect(home.statusCode).toBe(200);
-    expect(home.body).toContain("Acme &#60;A&#62;");
+    expect(home.body).toContain("Acme &lt;A&gt;");
     expect(home.body).toContain('aria-current="page"');
   });
 

@@ -12,7 +12,7 @@
  *   takeFlash(request, reply)  reads and clears it (index.ts does this into request.consoleFlash).
  *
  * Two kinds of session, both in one AES-GCM sealed cookie (key derived from MAILROOM_SECRET,
- * purpose console-session) with a random nonce (the CSRF secret) and an expiry:
+ * purpose console-session) with a random nonce (the CSRF tokens' secret, csrf.ts) and an expiry:
  *
  * - member (magic link, OpenID Connect): the directory's session token. Each request asks the
  *   directory (GetSession, cached at most MEMBER_CACHE_MS), so a revoked session or a removed
@@ -22,14 +22,15 @@
  *   Each request checks the key (GetApiKey, cached for MAILROOM_AUTH_CACHE_MS); its role is the
  *   lower of the key's and its owner's, and a key whose owner is gone signs out.
  */
-import { randomBytes, createHmac } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { callOptionsFor, type GatewayDeps } from "@mailroom/http/deps.js";
 import { refusal } from "@mailroom/http/errors.js";
 import { atLeast, consolePrincipal, isRole, lowerRole, mayCall, requireRole, type Role } from "@mailroom/http/roles.js";
-import { SECRET_PURPOSES, SecretError, deriveKey, openSecret, sealSecret, secretKeysOf } from "@mailroom/kit/secrets.js";
+import { SECRET_PURPOSES, SecretError, openSecret, sealSecret, secretKeysOf } from "@mailroom/kit/secrets.js";
+import { withCsrfToken } from "./csrf.js";
 import { CONSOLE_PREFIX, type ConsoleSession, type Flash } from "./types.js";
 
 export type { ConsoleSession };
@@ -79,9 +80,6 @@ interface MemberFacts {
 /** Directory answers that mean "this key or session is gone", not "the directory is in trouble". */
 const GONE = [Code.NotFound, Code.PermissionDenied, Code.Unauthenticated, Code.InvalidArgument];
 const isGone = (err: unknown) => err instanceof ConnectError && GONE.includes(err.code);
-
-export const csrfTokenOf = (secret: string, nonce: string) =>
-  createHmac("sha256", deriveKey(secret, SECRET_PURPOSES.consoleCsrf)).update(`session:${nonce}`).digest("base64url");
 
 /** A role as the directory spells it, or undefined for anything else. */
 export const roleOf = (value: string | undefined): Role | undefined => (isRole(value) ? value : undefined);
@@ -206,14 +204,14 @@ export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" 
         return undefined;
       };
       if (!sealed) return signOut();
-      const csrfToken = csrfTokenOf(deps.config.secret, sealed.n);
+      const withToken = (session: Omit<ConsoleSession, "csrfToken">): ConsoleSession => withCsrfToken(deps.config.secret, sealed.n, session);
       if (sealed.v === 2 && sealed.kind === "member") {
         const m = await memberFacts(sealed.t, String(request.id));
         if (!m) return signOut();
         if (m.rotatedToken && m.rotatedToken !== sealed.t) {
           reply.setCookie(SESSION_COOKIE, seal({ ...sealed, t: m.rotatedToken }), cookieOptions(deps, Math.max(1, Math.floor((sealed.exp - now()) / 1000))));
         }
-        return {
+        return withToken({
           kind: "member",
           workspaceId: m.workspaceId,
           workspaceName: m.workspaceName,
@@ -226,13 +224,12 @@ export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" 
           sessionId: m.sessionId,
           actor: `member:${m.memberId}`,
           canEdit: atLeast(m.role, "EDITOR"),
-          csrfToken,
           expiresAt: new Date(sealed.exp),
-        };
+        });
       }
       const key = await keyFacts(sealed.w, sealed.k, String(request.id));
       if (!key || !(key.scopes.includes("api_user") || key.scopes.includes("api_read"))) return signOut();
-      return {
+      return withToken({
         kind: "key",
         workspaceId: sealed.w,
         workspaceName: key.workspaceName,
@@ -242,9 +239,8 @@ export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" 
         role: key.role,
         actor: `key:${sealed.k}`,
         canEdit: key.scopes.includes("api_user") && atLeast(key.role, "EDITOR"),
-        csrfToken,
         expiresAt: new Date(sealed.exp),
-      };
+      });
     },
     startKey(reply, auth) {
       const body: SealedSession = { v: 2, kind: "key", w: auth.workspaceId, k: auth.keyId, n: randomBytes(18).toString("base64url"), exp: now() + SESSION_TTL_MS };

@@ -7,6 +7,8 @@
  * may read a workspace's emails (any VIEWER, in the console's Emails page) could otherwise use
  * an owner's link. Tracking is off (no rewritten link, no pixel).
  *
+ * The mail's markup is views/system-mail.ts.
+ *
  * In development (capture mode, or NODE_ENV not production) every link is also logged at
  * info level, so a laptop without a system sender can still sign in.
  */
@@ -15,7 +17,7 @@ import type { FastifyRequest } from "fastify";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import type { GatewayDeps } from "@mailroom/http/deps.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
-import { escapeHtml } from "./layout.js";
+import { systemMailHtml } from "./views/system-mail.js";
 
 export interface ConsoleMail {
   /** Whether links are emailed (a system sender is configured). */
@@ -34,9 +36,7 @@ export function createConsoleMail(deps: GatewayDeps): ConsoleMail {
 
   const send = async (request: FastifyRequest, to: string, subject: string, paragraphs: string[], url: string, button: string): Promise<boolean> => {
     if (!sender) return false;
-    const html = `<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5">${paragraphs.map((p) => `<p>${escapeHtml(p)}</p>`).join("")}
-<p><a href="${escapeHtml(url)}" style="display:inline-block;padding:.6rem 1.1rem;background:#1d4ed8;color:#fff;border-radius:6px;text-decoration:none">${escapeHtml(button)}</a></p>
-<p style="color:#4a4a4a;font-size:.9rem">Or open this address: ${escapeHtml(url)}</p></body></html>`;
+    const html = systemMailHtml(paragraphs, url, button);
     const text = `${paragraphs.join("\n\n")}\n\n${button}: ${url}\n`;
     try {
       await deps.clients.email.sendEmail({

@@ -201,7 +201,7 @@ describe("console: templates, layouts and snippets", () => {
     expect(created[0]!.template).toMatchObject({ name: "promo", kind: "template", format: "liquid", subject: "Hello" });
     expect(created[0]!.template!.html).toContain('{{ firstName | default: "there" }}');
     const editor = await browser.get("/console/templates/promo", jar);
-    expect(editor.body).toContain('Template &#34;promo&#34; created');
+    expect(editor.body).toContain('Template &quot;promo&quot; created');
     expect(editor.body).toMatch(/<textarea id="html" name="html"[^>]*>/);
   });
 
