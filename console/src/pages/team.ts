@@ -18,7 +18,7 @@ import { CONSOLE_PREFIX, consolePage, consoleUrl, plainPage } from "../layout.js
 import { cookieOptions, roleOf, seeOther, sessionOf, setFlash } from "../session.js";
 import type { ConsoleSession } from "../types.js";
 import { ROLES, atLeast } from "@mailroom/http/roles.js";
-import { linkRefusal } from "../sign-in.js";
+import { linkRefusal } from "../link-refusal.js";
 import { render } from "../views/html.js";
 import { invitationView, invitedView, teamView } from "../views/team.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
