@@ -159,7 +159,7 @@ describe("console: API keys", () => {
     const noName = await browser.post("/console/keys", jar, { _csrf: csrf, name: "  ", role: "EDITOR", owner: "" });
     expect(noName.statusCode).toBe(400);
     // The name is checked as POST /v1/…/api-keys checks displayName, with its message.
-    expect(noName.body).toMatch(/class="flash error" role="alert">displayName is required/);
+    expect(noName.body).toMatch(/class="flash error" role="alert">Give the key a name\./);
     const goneOwner = await browser.post("/console/keys", jar, { _csrf: csrf, name: "x", role: "EDITOR", owner: "mbr_gone" });
     expect(goneOwner.statusCode).toBe(404);
     expect(goneOwner.body).toContain("The owner is no active member of this workspace.");

@@ -97,6 +97,8 @@ export function registerKeyPages(scope: FastifyInstance, deps: ConsoleDeps): voi
     const values: KeyFormValues = { name: name.slice(0, API_KEY_NAME_MAX), role: role ?? "VIEWER", owner };
     const refuse = async (message: string, status = 400) => html(reply, await listPage(request, { kind: "error", message }, values), status);
     // The name as POST /v1/…/api-keys checks its displayName; the roles are the console's (it also offers ADMIN).
+    // (An empty name in the console's words: the form's field is "Name", not /v1's displayName.)
+    if (!name) return refuse("Give the key a name.");
     const parsed = apiKeyNameSchema.safeParse(name);
     if (!parsed.success) return refuse(invalid(parsed.error).message);
     if (!role || role === "OWNER") return refuse("Choose one of the roles.");
