@@ -12,7 +12,8 @@ import type { DmarcDaySummary, GetDmarcSummaryResponse } from "@mailroom/proto/i
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { bodyFromError } from "@mailroom/http/errors.js";
 import { DMARC_DEFAULT_DAYS } from "@mailroom/http/constants.js";
-import { VIEW_W, chartFrame, legendHtml, type Tick } from "./chart.js";
+import { VIEW_W, chartFrame, legendView, type Tick } from "./views/chart.js";
+import { render, trusted } from "./views/html.js";
 import type { ConsoleDeps } from "./deps.js";
 import { escapeHtml, statusBadge } from "./layout.js";
 
@@ -55,7 +56,7 @@ export function dmarcChart(days: DmarcDaySummary[]): string {
     ...days.flatMap((d, i): Tick[] => i % labelEvery === 0 ? [{ kind: "x", x: (i + 0.5) / Math.max(1, days.length), text: d.day.slice(5), minor: (i / labelEvery) % 2 === 1 }] : []),
   ];
   const svg = `<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" aria-labelledby="dmarc-chart-title" focusable="false"><title id="dmarc-chart-title">Messages reported per day, passing and failing DMARC. The table below has the numbers.</title>${grid}${bars}</svg>`;
-  return chartFrame({ svg, ticks, height: "10rem", className: "daily" }) + legendHtml([PASS, FAIL].map((s) => ({ label: s.label, colour: s.colour })));
+  return render(chartFrame({ svg: trusted(svg), ticks, height: "10rem", className: "daily" })) + render(legendView([PASS, FAIL].map((s) => ({ label: s.label, colour: s.colour }))));
 }
 
 const dispositions = (d: { dispositionNone: bigint; dispositionQuarantine: bigint; dispositionReject: bigint }) =>

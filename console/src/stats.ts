@@ -14,7 +14,8 @@ import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import type { ConsoleDeps } from "./deps.js";
 import { CONSOLE_PREFIX, consolePage, escapeHtml } from "./layout.js";
 import { sessionOf } from "./session.js";
-import { VIEW_W, chartFrame, legendHtml, type Tick } from "./chart.js";
+import { VIEW_W, chartFrame, legendView, type Tick } from "./views/chart.js";
+import { render, trusted } from "./views/html.js";
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const n = (v: bigint | undefined) => Number(v ?? 0n);
@@ -56,7 +57,7 @@ function dailyChart(days: Array<{ date: string; c: Record<SeriesKey, number> }>)
       ? [{ kind: "x", x: (i + 0.5) / Math.max(1, days.length), text: d.date.slice(5), minor: (i / labelEvery) % 2 === 1 }] : []),
   ];
   const svg = `<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" aria-labelledby="daily-title" focusable="false"><title id="daily-title">Emails per day: ${SERIES.map((s) => s.label.toLowerCase()).join(", ")}. The table below has the numbers.</title>${grid}${bars}</svg>`;
-  return chartFrame({ svg, ticks, height: "14rem", className: "daily" }) + legendHtml(SERIES.map((s) => ({ label: s.label, colour: s.color })));
+  return render(chartFrame({ svg: trusted(svg), ticks, height: "14rem", className: "daily" })) + render(legendView(SERIES.map((s) => ({ label: s.label, colour: s.color }))));
 }
 
 /** Horizontal bars per group: sent, with the opened share inside; names and values are HTML. */
@@ -75,7 +76,7 @@ function groupChart(groups: Array<{ name: string; c: Record<SeriesKey, number> }
     { kind: "v", x: w(g.c.sent) / VIEW_W, y: (i + 0.5) / groups.length, text: String(g.c.sent) },
   ]);
   const svg = `<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" aria-labelledby="group-title" focusable="false"><title id="group-title">Emails sent per group, with the opened share as the inner bar. The table below has the numbers.</title>${rows}</svg>`;
-  return chartFrame({ svg, ticks, height: `${(H / 16).toFixed(3)}rem`, className: "groups" });
+  return render(chartFrame({ svg: trusted(svg), ticks, height: `${(H / 16).toFixed(3)}rem`, className: "groups" }));
 }
 
 const counters = (c: StatsCounters | undefined): Record<SeriesKey, number> & { hardBounced: number; failed: number; complained: number; unsubscribed: number } => ({
