@@ -49,7 +49,7 @@ import { registerSegmentPages } from "./segments.js";
 import { registerTopicPages } from "./topics.js";
 import { registerFormPages } from "./forms.js";
 import { registerAudiencePickerRoutes } from "./pages/audience-picker.js";
-import { registerAutomationPages } from "./automations.js";
+import { registerAutomationPages } from "./pages/automations.js";
 import { registerDeliveryPages } from "./delivery.js";
 import { registerInvitationPages, registerTeamPages } from "./team.js";
 import { registerKeyPages } from "./keys.js";
