@@ -39,7 +39,7 @@ import { registerDomainPages } from "./domains.js";
 import { registerEmailPages } from "./emails.js";
 import { registerInboundPages } from "./inbound.js";
 import { registerReceivedPages } from "./received.js";
-import { registerTemplatePages } from "./templates.js";
+import { registerTemplatePages } from "./pages/templates.js";
 import { registerBroadcastPages } from "./pages/broadcasts.js";
 import { registerContactPages } from "./contacts.js";
 import { registerSuppressionPages } from "./suppressions.js";
