@@ -36,7 +36,7 @@ import { consoleErrorHandler, consoleNotFound } from "./errors.js";
 import { registerSignInPages } from "./sign-in.js";
 import { registerStatsPages } from "./stats.js";
 import { registerDomainPages } from "./domains.js";
-import { registerEmailPages } from "./emails.js";
+import { registerEmailPages } from "./pages/emails.js";
 import { registerInboundPages } from "./inbound.js";
 import { registerReceivedPages } from "./received.js";
 import { registerTemplatePages } from "./pages/templates.js";

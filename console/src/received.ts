@@ -18,7 +18,7 @@ import { refusal } from "@mailroom/http/errors.js";
 import { RECEIVED_ATTACHMENT_ID, RECEIVED_EMAIL_ID } from "@mailroom/http/received-emails-schema.js";
 import { sendReceivedContent } from "@mailroom/http/received-content.js";
 import type { ConsoleDeps } from "./deps.js";
-import { formatBytes } from "./emails.js";
+import { formatBytes } from "./views/emails.js";
 import { CONSOLE_PREFIX, consolePage, consoleUrl, escapeHtml, formatTime, statusBadge } from "./layout.js";
 import { sessionOf } from "./session.js";
 
