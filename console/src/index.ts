@@ -34,7 +34,7 @@ import { createSessionStore, requireSession, takeFlash } from "./session.js";
 import { verifyCsrf } from "./csrf.js";
 import { consoleErrorHandler, consoleNotFound } from "./errors.js";
 import { registerSignInPages } from "./sign-in.js";
-import { registerStatsPages } from "./stats.js";
+import { registerStatsPages } from "./pages/stats.js";
 import { registerDomainPages } from "./domains.js";
 import { registerEmailPages } from "./pages/emails.js";
 import { registerInboundPages } from "./inbound.js";
