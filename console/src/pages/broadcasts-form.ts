@@ -4,15 +4,10 @@
  * the route's schema (services/http/src/broadcasts-schema.ts) before the broadcast service sees it.
  */
 import type { Broadcast } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
-import {
-  abTestRpc,
-  audienceRpc,
-  createBroadcastRequestSchema,
-  type AudienceRequest,
-} from "@mailroom/http/broadcasts-schema.js";
+import { abTestRpc, createBroadcastRequestSchema, type AudienceRequest } from "@mailroom/http/broadcasts-schema.js";
 import { invalid, refusal } from "@mailroom/http/errors.js";
 import { str } from "../form-values.js";
-import { EVERYONE, audienceFromForm, audienceRequest, audienceValuesOf, type AudienceValues } from "./audience-picker.js";
+import { EVERYONE, audienceFromForm, audienceRequest, audienceRpc, audienceValuesOf, type AudienceValues } from "./audience-picker.js";
 import { NO_AB, abFromForm, abRequest, abValuesOf, type AbValues } from "./broadcasts-ab.js";
 
 export interface DraftValues {
@@ -79,7 +74,8 @@ export function draftRequest(v: DraftValues) {
   return {
     name: body.name, subject: body.subject, previewText: body.previewText ?? "", fromEmail: body.fromEmail, fromName: body.fromName,
     replyTo: body.replyTo ?? [], html: body.html, text: body.text ?? "",
-    audience: audienceRpc(body.audience),
+    // The picker's own mapping: the same fields, with a filter's JSON kept as typed (the form shows it again).
+    audience: audienceRpc(v.audience),
     settings: { trackOpens: v.trackOpens, trackClicks: v.trackClicks },
     allowUnknownVariables: body.allowUnknownVariables ?? false,
     abTest: body.abTest ? abTestRpc(body.abTest) : undefined,
