@@ -8,7 +8,7 @@
  * scheme toggles are CSS (radio and checkbox); the script only keeps the numbers in step
  * while typing and puts the caret on the line of an error.
  */
-import { html, trusted, type Html } from "./html.js";
+import { html, type Html } from "./html.js";
 
 /** Where a save was refused (400 invalid_template with field, line and column). */
 export interface TemplateErrorMark {
