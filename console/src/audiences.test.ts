@@ -4,7 +4,8 @@ import { create } from "@bufbuild/protobuf";
 import { AudienceSchema } from "@mailroom/proto/common/v1/common_pb.js";
 import { FormSchema } from "@mailroom/proto/directory/v1/forms_pb.js";
 import { GroupSchema } from "@mailroom/proto/directory/v1/groups_pb.js";
-import { EVERYONE, audienceFromForm, audiencePickerHtml, audienceRpc, audienceValuesOf } from "./audience-picker.js";
+import { EVERYONE, audienceFromForm, audienceRpc, audienceValuesOf } from "./pages/audience-picker.js";
+import { audiencePickerView } from "./views/audience-picker.js";
 import { formBody, valuesFromForm } from "./pages/forms.js";
 import { embedSnippets } from "./views/forms.js";
 
@@ -38,12 +39,12 @@ describe("audience picker: form fields to the audience and back", () => {
   });
 
   it("renders the saved choice checked, with names escaped", () => {
-    const page = audiencePickerHtml({ ...EVERYONE, mode: "groups", groups: ["grp_a"] }, {
+    const page = audiencePickerView({ ...EVERYONE, mode: "groups", groups: ["grp_a"] }, {
       groups: [create(GroupSchema, { id: "grp_a", publicId: "a", displayName: "<b>VIP</b>" })], segments: [], topics: [], count: 7,
-    });
+    }).toString();
     expect(page).toContain('id="aud-mode-groups" name="audience" value="groups" checked');
     expect(page).toContain('name="audienceGroups" value="grp_a" checked');
-    expect(page).toContain("&#60;b&#62;VIP&#60;/b&#62;");
+    expect(page).toContain("&lt;b&gt;VIP&lt;/b&gt;");
     expect(page).not.toContain("<b>VIP");
     expect(page).toContain('<strong id="audience-count" aria-live="polite">7</strong>');
   });

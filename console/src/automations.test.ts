@@ -15,8 +15,8 @@ import { appError } from "@mailroom/kit/errors.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "../../gateway/src/app.js";
 import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
-import { durationFromText, durationWords } from "./automation-flow.js";
-import { stepPathOf } from "./automation-form.js";
+import { durationFromText, durationWords } from "./views/automation-flow.js";
+import { stepPathOf } from "./pages/automation-form.js";
 
 /**
  * The automations console over in-memory Connect services: the list, the flow with its
@@ -173,9 +173,8 @@ class Jar {
   }
 }
 const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-// Numeric entities (escapeHtml) and hono/html's named ones (the filter builder's textarea).
-const NAMED: Record<string, string> = { quot: '"', lt: "<", gt: ">", amp: "&" };
-const unescape = (s: string) => s.replace(/&#(\d+);|&(quot|lt|gt|amp);/g, (_, c, n) => (c ? String.fromCharCode(Number(c)) : NAMED[n]));
+const ENTITIES: Record<string, string> = { lt: "<", gt: ">", quot: '"', amp: "&" };
+const unescape = (s: string) => s.replace(/&(?:#(\d+)|(lt|gt|quot|amp));/g, (_, c, name) => (name ? ENTITIES[name] : String.fromCharCode(Number(c))));
 
 /** What a browser would post for the form `formId` in `html` (no button: add `op`). */
 function formFields(html: string, formId: string): Array<[string, string]> {
@@ -242,7 +241,7 @@ describe("console: automations", () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toMatch(/<a href="\/console\/automations" aria-current="page">Automations<\/a>/);
     const row = /<tr data-automation="aut_01j[\s\S]*?<\/tr>/.exec(res.body)![0];
-    expect(row).toContain("Welcome &#60;series&#62;");
+    expect(row).toContain("Welcome &lt;series&gt;");
     expect(row).toContain(">Active<");
     expect(row).toMatch(/data-label="Version" class="num">3</);
     expect(row).toMatch(/data-runs="active">7</);
@@ -376,7 +375,7 @@ describe("console: automations", () => {
     const fields = formFields(edit.body, "automation-form").filter(([k]) => k !== "definition");
     const res = await post(`/console/automations/${AUT}`, [...fields, ["op", "save"]]);
     expect(res.statusCode).toBe(400);
-    expect(res.body).toMatch(/role="alert" id="form-error">[\s\S]*<code>steps\[2\]\.else\[0\]\.then\[0\]\.properties<\/code>: property &#34;plann&#34; does not exist/);
+    expect(res.body).toMatch(/role="alert" id="form-error">[\s\S]*<code>steps\[2\]\.else\[0\]\.then\[0\]\.properties<\/code>: property &quot;plann&quot; does not exist/);
     const step = /<fieldset class="step-edit has-error" id="edit-steps\.2\.else\.0\.then\.0"[\s\S]*?<\/fieldset>/.exec(res.body)?.[0];
     expect(step).toContain("does not exist");
     expect(formFields(res.body, "automation-form")).toContainEqual(["steps.2.else.0.then.0.properties", JSON.stringify({ plan: "pro", score: 3 }, null, 1)]);
@@ -424,7 +423,7 @@ describe("console: automations", () => {
     expect(res.statusCode).toBe(200);
     const section = res.body.slice(res.body.indexOf('<h2 id="aut-h">Automations</h2>'));
     const run = /<div class="card" data-automation-run="run_1">[\s\S]*?<\/table>/.exec(section)![0];
-    expect(run).toContain(`<a href="/console/automations/${AUT}">Welcome &#60;series&#62;</a>`);
+    expect(run).toContain(`<a href="/console/automations/${AUT}">Welcome &lt;series&gt;</a>`);
     expect(run).toContain("active");
     expect(run).toMatch(/data-step="welcome"[\s\S]*2030-01-03T10:00:00.000Z[\s\S]*2030-01-03T10:01:00.000Z[\s\S]*href="\/console\/emails\/trs_01jbbbbbbbbbbbbbbbbbbbbbbb"/);
     expect(run).toMatch(/data-step="pause"[\s\S]*in progress/);

@@ -8,7 +8,7 @@ import {
 } from "@mailroom/proto/directory/v1/directory_pb.js";
 import type { DirectoryClient } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { ImportJobs, jobJson } from "./contacts-import.js";
-import { cumulative, progressChart } from "./broadcasts-chart.js";
+import { cumulative, progressChart } from "./views/broadcasts-chart.js";
 
 const log = { error: () => undefined };
 
@@ -74,10 +74,10 @@ describe("progress chart", () => {
     ];
     expect(cumulative(points).map((p) => [p.sent, p.delivered, p.opened, p.clicked])).toEqual([[3, 3, 0, 0], [4, 3, 2, 1]]);
     // Sending started at 12:00 and completed at 12:03; each minute's increment is drawn at its end.
-    const svg = progressChart(points, "Progress of <Spring>", { start: at(0), completedAt: at(3), now: at(10) });
+    const svg = progressChart(points, "Progress of <Spring>", { start: at(0), completedAt: at(3), now: at(10) }).toString();
     expect(svg).toContain('role="img"');
-    expect(svg).toContain("Progress of &#60;Spring&#62;: running totals from 12:00:00 UTC to 12:03:00 UTC: Sent 4, Delivered 3, Opened 2, Clicked 1");
+    expect(svg).toContain("Progress of &lt;Spring&gt;: running totals from 12:00:00 UTC to 12:03:00 UTC: Sent 4, Delivered 3, Opened 2, Clicked 1");
     expect(svg).not.toContain("<Spring>");
-    expect(progressChart([], "x")).toContain("Nothing sent yet");
+    expect(progressChart([], "x").toString()).toContain("Nothing sent yet");
   });
 });

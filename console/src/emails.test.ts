@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { contentDisposition } from "@mailroom/http/received-content.js";
-import { formatBytes } from "./emails.js";
+import { formatBytes } from "./views/emails.js";
 
 describe("the email page's attachments", () => {
   it("shows sizes as people read them", () => {
@@ -22,7 +22,7 @@ describe("the email page's delivery route", () => {
     const { create } = await import("@bufbuild/protobuf");
     const { timestampFromDate } = await import("@bufbuild/protobuf/wkt");
     const { EmailRecordSchema, EmailStatus } = await import("@mailroom/proto/email/v1/email_pb.js");
-    const { routeOf, timeline } = await import("./emails.js");
+    const { routeOf, timeline } = await import("./views/emails.js");
     const at = (s: number) => timestampFromDate(new Date(Date.UTC(2030, 0, 1, 0, 0, s)));
     const e = create(EmailRecordSchema, {
       id: "trs_1", status: EmailStatus.DELIVERED, createdAt: at(0), sentAt: at(1),

@@ -12,7 +12,7 @@ import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/em
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
-import { schemeVariant } from "./template-editor.js";
+import { schemeVariant } from "./views/template-editor.js";
 
 /**
  * The Templates pages over an in-memory directory keeping the template RPCs' contract: the
@@ -167,7 +167,7 @@ describe("console: templates, layouts and snippets", () => {
   const row = (html: string, name: string) => new RegExp(`<tr data-template="${name}">[\\s\\S]*?</tr>`).exec(html)?.[0] ?? "";
   /** The light frame's email, without the colour-scheme lines put before it. */
   const srcdoc = (html: string) => /<iframe class="mail light" title="Preview of [^"]*" sandbox="" referrerpolicy="no-referrer" srcdoc="([^"]*)"/.exec(html)?.[1]
-    ?.replace(/^&#60;meta name=&#34;color-scheme&#34; content=&#34;light&#34;&#62;&#60;style&#62;:root\{color-scheme:light\}&#60;\/style&#62;/, "");
+    ?.replace(/^&lt;meta name=&quot;color-scheme&quot; content=&quot;light&quot;&gt;&lt;style&gt;:root\{color-scheme:light\}&lt;\/style&gt;/, "");
 
   it("is in the nav and lists the sample templates, layouts and snippets with kind, format, version and update time", async () => {
     const jar = await signIn("mr_test_tpl_editor");
@@ -213,7 +213,7 @@ describe("console: templates, layouts and snippets", () => {
     expect(bad.body).toContain('data-error-line="2"');
     expect(bad.body).toContain('<span class="err">2</span>');
     expect(bad.body).toContain("<strong>Line 2, column 3:</strong> tag if not closed</p>");
-    expect(bad.body).toContain("&#60;p&#62;a&#60;/p&#62;\n{% if x %}</textarea>");
+    expect(bad.body).toContain("&lt;p&gt;a&lt;/p&gt;\n{% if x %}</textarea>");
     const taken = await browser.post("/console/templates", jar, { _csrf: csrfOf(page.body), name: "welcome", kind: "template", subject: "x", html: "<p>x</p>" });
     expect(taken.statusCode).toBe(409);
     expect(taken.body).toContain("already exists");
@@ -225,16 +225,16 @@ describe("console: templates, layouts and snippets", () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('<textarea id="html" name="html" rows="20" wrap="off"');
     expect(page.body).toContain('<pre class="gutter" aria-hidden="true"><span>1</span></pre>');
-    expect(srcdoc(page.body)).toBe("&#60;p&#62;Hi Ann&#60;/p&#62;");
+    expect(srcdoc(page.body)).toBe("&lt;p&gt;Hi Ann&lt;/p&gt;");
     expect(page.body).not.toMatch(/sandbox="[^"]*allow-scripts/);
     expect(page.body).toContain('<dd data-preview-subject style="margin:0;font-weight:600">Welcome, Ann</dd>');
     expect(page.body).toContain('id="pw-mobile"><label for="pw-mobile">Phone (375 px)</label>');
     expect(page.body).toContain('id="pw-dark"><label for="pw-dark">Dark mode</label>');
-    expect(page.body).toMatch(/<iframe class="mail dark" title="Preview of welcome in dark mode" sandbox="" referrerpolicy="no-referrer" loading="lazy" srcdoc="&#60;meta name=&#34;color-scheme&#34; content=&#34;dark&#34;&#62;/);
+    expect(page.body).toMatch(/<iframe class="mail dark" title="Preview of welcome in dark mode" sandbox="" referrerpolicy="no-referrer" loading="lazy" srcdoc="&lt;meta name=&quot;color-scheme&quot; content=&quot;dark&quot;&gt;/);
     expect(rendered.at(-1)).toMatchObject({ workspaceId: WS, name: "welcome", contactId: CONTACT });
     // JSON values are laid over the contact's.
     const withValues = await browser.get(`/console/templates/welcome?contact=${CONTACT}&variables=${encodeURIComponent('{"firstName":"Bo"}')}`, jar);
-    expect(srcdoc(withValues.body)).toBe("&#60;p&#62;Hi Bo&#60;/p&#62;");
+    expect(srcdoc(withValues.body)).toBe("&lt;p&gt;Hi Bo&lt;/p&gt;");
     // Values that are not a JSON object: said in the preview, nothing rendered, the page still works.
     const badJson = await browser.get(`/console/templates/welcome?variables=${encodeURIComponent("[1,")}`, jar);
     expect(badJson.statusCode).toBe(200);
@@ -259,7 +259,7 @@ describe("console: templates, layouts and snippets", () => {
     expect(updatedReqs[0]!.template).toMatchObject({ name: "welcome", kind: "template", subject: "Welcome!", html: "<h1>Hello {{ firstName }}</h1>", layout: "frame", fromEmail: "hello@acme.test", status: "ACTIVE" });
     const after = await browser.get(res.headers.location as string, jar);
     expect(after.body).toContain("Saved as version 2.");
-    expect(srcdoc(after.body)).toBe("&#60;h1&#62;Hello Ann&#60;/h1&#62;");
+    expect(srcdoc(after.body)).toBe("&lt;h1&gt;Hello Ann&lt;/h1&gt;");
     expect(after.body).toMatch(/<tr data-version="2"><td data-label="Version" class="num">2 <span class="muted">\(current\)<\/span>/);
     // Saving it unchanged makes no version.
     await browser.post("/console/templates/welcome", jar, { _csrf: csrfOf(after.body), subject: "Welcome!", html: "<h1>Hello {{ firstName }}</h1>", text: "", layout: "frame", format: "liquid" });
@@ -279,7 +279,7 @@ describe("console: templates, layouts and snippets", () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^application\/json/);
     const body = JSON.parse(res.body).body as string;
-    expect(srcdoc(body)).toBe("&#60;h2&#62;Typed Ann&#60;/h2&#62;");
+    expect(srcdoc(body)).toBe("&lt;h2&gt;Typed Ann&lt;/h2&gt;");
     expect(body).toContain(">Draft Ann</dd>");
     expect(rendered.at(-1)).toMatchObject({ name: "welcome", contactId: CONTACT, draft: { subject: "Draft {{ firstName }}", html: "<h2>Typed {{ firstName }}</h2>", layout: "frame", format: "liquid", kind: "template" } });
     expect(updatedReqs).toHaveLength(0);
@@ -302,7 +302,7 @@ describe("console: templates, layouts and snippets", () => {
     expect(res.body).toContain('<div class="code-editor invalid" data-error-line="3" data-error-column="3">');
     expect(res.body).toContain("<span>1</span><span>2</span><span class=\"err\">3</span>");
     expect(res.body).toMatch(/<textarea id="html"[^>]*aria-invalid="true" aria-describedby="html-error">/);
-    expect(res.body).toContain("{% if plan == &#39;pro&#39; %}&#60;p&#62;pro&#60;/p&#62;</textarea>");
+    expect(res.body).toContain("{% if plan == &#39;pro&#39; %}&lt;p&gt;pro&lt;/p&gt;</textarea>");
     expect(templates.get("welcome")!.version).toBe(1);
   });
 
@@ -360,7 +360,7 @@ describe("console: templates, layouts and snippets", () => {
     expect(list.body).not.toContain('action="/console/templates" class="card"');
     const page = await browser.get(`/console/templates/welcome?contact=${CONTACT}`, jar);
     expect(page.statusCode).toBe(200);
-    expect(srcdoc(page.body)).toBe("&#60;p&#62;Hi Ann&#60;/p&#62;");
+    expect(srcdoc(page.body)).toBe("&lt;p&gt;Hi Ann&lt;/p&gt;");
     expect(page.body).toMatch(/<textarea id="html" name="html"[^>]*readonly/);
     expect(page.body).toContain('<form id="preview-form" method="get" action="/console/templates/welcome">');
     expect(page.body).not.toMatch(/>(Save|Send test|Restore)<\/button>/);

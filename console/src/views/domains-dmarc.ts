@@ -8,7 +8,7 @@
  */
 import type { DmarcDaySummary, GetDmarcSummaryResponse } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { DMARC_DEFAULT_DAYS } from "@mailroom/http/constants.js";
-import { VIEW_W, chartFrame, legendHtml, type Tick } from "../chart.js";
+import { VIEW_W, chartFrame, legendView, type Tick } from "./chart.js";
 import { html, trusted, type Html } from "./html.js";
 import { badge } from "./page-parts.js";
 
@@ -51,8 +51,7 @@ export function dmarcChart(days: DmarcDaySummary[]): Html {
     ...days.flatMap((d, i): Tick[] => i % labelEvery === 0 ? [{ kind: "x", x: (i + 0.5) / Math.max(1, days.length), text: d.day.slice(5), minor: (i / labelEvery) % 2 === 1 }] : []),
   ];
   const svg = html`<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" aria-labelledby="dmarc-chart-title" focusable="false"><title id="dmarc-chart-title">Messages reported per day, passing and failing DMARC. The table below has the numbers.</title>${grid}${bars}</svg>`;
-  // chartFrame and legendHtml escape the tick and legend text themselves.
-  return html`${trusted(chartFrame({ svg: svg.toString(), ticks, height: "10rem", className: "daily" }))}${trusted(legendHtml([PASS, FAIL].map((s) => ({ label: s.label, colour: s.colour }))))}`;
+  return html`${chartFrame({ svg, ticks, height: "10rem", className: "daily" })}${legendView([PASS, FAIL].map((s) => ({ label: s.label, colour: s.colour })))}`;
 }
 
 const dispositions = (d: { dispositionNone: bigint; dispositionQuarantine: bigint; dispositionReject: bigint }) =>

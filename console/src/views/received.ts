@@ -10,7 +10,7 @@
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { ReceivedAddress, ReceivedEmail } from "@mailroom/proto/inbound/v1/inbound_pb.js";
-import { formatBytes } from "../emails.js";
+import { formatBytes } from "./emails.js";
 import { CONSOLE_PREFIX, consoleUrl } from "../layout.js";
 import { html, type Html } from "./html.js";
 import { badge, time } from "./page-parts.js";

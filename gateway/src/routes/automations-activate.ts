@@ -3,7 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { automationEnvelope, automationIdParams, automationJson, automationNotFound, automationState } from "./automations-schema.js";
+import { automationEnvelope, automationIdParams, automationJson, automationNotFound, automationState } from "@mailroom/http/automations-schema.js";
 
 /** POST /v1/automations/:id/activate -> { automation }: DRAFT or PAUSED → ACTIVE. */
 export const registerActivateAutomation: RouteModule = (app, deps) =>

@@ -4,7 +4,7 @@ import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { contactIdParams } from "@mailroom/http/contacts-schema.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { AUTOMATIONS_DEFAULT_LIMIT, pageQuery, runListSchema, runPage } from "./automations-schema.js";
+import { AUTOMATIONS_DEFAULT_LIMIT, pageQuery, runListSchema, runPage } from "@mailroom/http/automations-schema.js";
 
 /** GET /v1/contacts/:id/automation-runs?limit&cursor -> { runs: { items, cursor, hasMore } }: one contact's runs in every automation. */
 export const registerContactAutomationRuns: RouteModule = (app, deps) =>

@@ -2,7 +2,7 @@ import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { automationEnvelope, automationJson, createAutomationSchema, invalidAutomation } from "./automations-schema.js";
+import { automationEnvelope, automationJson, createAutomationSchema, invalidAutomation } from "@mailroom/http/automations-schema.js";
 
 /** POST /v1/automations { name, trigger, steps, reentry? } -> 201 { automation }: a DRAFT at version 1. */
 export const registerCreateAutomation: RouteModule = (app, deps) =>

@@ -3,7 +3,7 @@ import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { automationIdParams, automationJson, automationNotFound, automationSchema } from "./automations-schema.js";
+import { automationIdParams, automationJson, automationNotFound, automationSchema } from "@mailroom/http/automations-schema.js";
 
 const deletedSchema = z.strictObject({ automation: automationSchema, deleted: z.literal(true) }).meta({ id: "AutomationDeleted" });
 

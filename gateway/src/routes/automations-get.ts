@@ -2,7 +2,7 @@ import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { automationEnvelope, automationIdParams, automationJson, automationNotFound } from "./automations-schema.js";
+import { automationEnvelope, automationIdParams, automationJson, automationNotFound } from "@mailroom/http/automations-schema.js";
 
 /** GET /v1/automations/:id -> { automation }. */
 export const registerGetAutomation: RouteModule = (app, deps) =>

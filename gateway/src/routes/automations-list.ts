@@ -3,7 +3,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { AUTOMATIONS_DEFAULT_LIMIT, automationJson, automationListSchema, pageQuery } from "./automations-schema.js";
+import { AUTOMATIONS_DEFAULT_LIMIT, automationJson, automationListSchema, pageQuery } from "@mailroom/http/automations-schema.js";
 
 /** GET /v1/automations?limit&cursor -> { automations: { items, cursor, hasMore } }, newest first. */
 export const registerListAutomations: RouteModule = (app, deps) =>

@@ -2,7 +2,7 @@ import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { automationEnvelope, automationIdParams, automationJson, automationNotFound, automationState } from "./automations-schema.js";
+import { automationEnvelope, automationIdParams, automationJson, automationNotFound, automationState } from "@mailroom/http/automations-schema.js";
 
 /** POST /v1/automations/:id/pause -> { automation }: ACTIVE → PAUSED; runs hold where they are. */
 export const registerPauseAutomation: RouteModule = (app, deps) =>

@@ -4,7 +4,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { AUTOMATIONS_DEFAULT_LIMIT, RUN_STATUSES, automationIdParams, automationNotFound, pageQuery, runListSchema, runPage, runStatusOf } from "./automations-schema.js";
+import { AUTOMATIONS_DEFAULT_LIMIT, RUN_STATUSES, automationIdParams, automationNotFound, pageQuery, runListSchema, runPage, runStatusOf } from "@mailroom/http/automations-schema.js";
 
 /** GET /v1/automations/:id/runs?contactId&status&limit&cursor -> { runs: { items, cursor, hasMore } }, newest first. */
 export const registerListAutomationRuns: RouteModule = (app, deps) =>

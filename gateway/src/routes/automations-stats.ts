@@ -4,7 +4,7 @@ import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { automationIdParams, automationNotFound, statsSchema, stepStatsJson } from "./automations-schema.js";
+import { automationIdParams, automationNotFound, statsSchema, stepStatsJson } from "@mailroom/http/automations-schema.js";
 
 /** GET /v1/automations/:id/stats?version -> { stats: { automationId, version, steps } }. */
 export const registerAutomationStats: RouteModule = (app, deps) =>

@@ -4,7 +4,7 @@ import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import {
   automationEnvelope, automationIdParams, automationJson, automationNotFound, automationState, invalidAutomation, updateAutomationSchema,
-} from "./automations-schema.js";
+} from "@mailroom/http/automations-schema.js";
 
 /** PATCH /v1/automations/:id { name?, trigger?, steps?, reentry? } -> { automation }: a new version; runs in progress stay on theirs. */
 export const registerUpdateAutomation: RouteModule = (app, deps) =>

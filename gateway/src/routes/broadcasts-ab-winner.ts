@@ -10,7 +10,7 @@ import {
   broadcastJson,
   GATING_RESPONSES,
   UNAUTHORIZED_RESPONSE,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 /** POST /v1/broadcasts/:id/ab/winner { variant } -> { broadcast }: a user picks the A/B winner during the wait (DESIGN §9.8). */
 export const registerAbWinner: RouteModule = (app, deps) =>

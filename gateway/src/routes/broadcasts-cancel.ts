@@ -9,7 +9,7 @@ import {
   broadcastJson,
   GATING_RESPONSES,
   UNAUTHORIZED_RESPONSE,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 /**
  * POST /v1/broadcasts/:id/cancel ({} or no body) -> { broadcast }: SCHEDULED (not started) ->

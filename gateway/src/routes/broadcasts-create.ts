@@ -11,7 +11,7 @@ import {
   createBroadcastResponseSchema,
   GATING_RESPONSES,
   UNAUTHORIZED_RESPONSE,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 /** POST /v1/broadcasts -> 201 { broadcast, variables, warnings? }: a DRAFT, HTML stored as sent. */
 export const registerCreateBroadcast: RouteModule = (app, deps) =>

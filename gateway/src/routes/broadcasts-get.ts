@@ -9,7 +9,7 @@ import {
   broadcastJson,
   GATING_RESPONSES,
   UNAUTHORIZED_RESPONSE,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 /** GET /v1/broadcasts/:id -> { broadcast } with every field, the progress counters and the audience counted now (audienceCount). */
 export const registerGetBroadcast: RouteModule = (app, deps) =>

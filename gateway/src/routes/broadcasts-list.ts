@@ -10,7 +10,7 @@ import {
   listBroadcastsQuerySchema,
   statusOf,
   UNAUTHORIZED_RESPONSE,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 const DEFAULT_LIMIT = 20;
 

@@ -16,7 +16,7 @@ import {
   scheduleBroadcastRequestSchema,
   scheduleBroadcastResponseSchema,
   UNAUTHORIZED_RESPONSE,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 /** `{ sendAt?, deliveryMethod? }`, `{}` or no body at all. */
 function parseScheduleBody(raw: unknown) {

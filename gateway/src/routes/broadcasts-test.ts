@@ -11,7 +11,7 @@ import {
   parseTestBody,
   testBroadcastRequestSchema,
   UNAUTHORIZED_RESPONSE,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 /** POST /v1/broadcasts/:id/test { emails } -> { broadcast } (unchanged; the copies are on their way). */
 export const registerTestBroadcast: RouteModule = (app, deps) =>

@@ -12,7 +12,7 @@ import {
   GATING_RESPONSES,
   UNAUTHORIZED_RESPONSE,
   updateBroadcastRequestSchema,
-} from "./broadcasts-schema.js";
+} from "@mailroom/http/broadcasts-schema.js";
 
 /**
  * PATCH /v1/broadcasts/:id -> { broadcast, variables, warnings? }: changes the given fields of a

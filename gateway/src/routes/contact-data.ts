@@ -10,7 +10,7 @@ import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { contactIdParams, contactJson, contactSchema, iso } from "@mailroom/http/contacts-schema.js";
 import { emailWithOutcomesJson, emailWithOutcomesSchema } from "./emails-get.js";
-import { runJson, runSchema } from "./automations-schema.js";
+import { runJson, runSchema } from "@mailroom/http/automations-schema.js";
 
 /**
  * One contact's data (DESIGN §9.3): GET /v1/contacts/:id/export gathers everything held about

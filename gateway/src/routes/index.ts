@@ -30,7 +30,7 @@ import { registerEvents } from "./events.js";
 import { registerErrorDocs } from "./error-docs.js";
 import { registerDocsPages } from "./docs-pages.js";
 import { registerReadyz } from "./readyz.js";
-import { broadcastScope } from "./broadcasts-schema.js";
+import { broadcastScope } from "./broadcasts-scope.js";
 import { registerCreateBroadcast } from "./broadcasts-create.js";
 import { registerListBroadcasts } from "./broadcasts-list.js";
 import { registerGetBroadcast } from "./broadcasts-get.js";

@@ -8,7 +8,8 @@ import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
 import { API_KEY_RESPONSES, JSON_BODY_RESPONSES } from "../openapi.js";
 import { invalid } from "@mailroom/http/errors.js";
 import { defineRoute, type RouteModule } from "./route.js";
-import { broadcastErrorSchema, broadcastIdParams, broadcastScope, GATING_RESPONSES, UNAUTHORIZED_RESPONSE } from "./broadcasts-schema.js";
+import { broadcastErrorSchema, broadcastIdParams, GATING_RESPONSES, UNAUTHORIZED_RESPONSE } from "@mailroom/http/broadcasts-schema.js";
+import { broadcastScope } from "./broadcasts-scope.js";
 import { templateNameParams } from "./templates-schema.js";
 
 /**

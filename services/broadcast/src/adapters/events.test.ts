@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { broadcastJson, broadcastSchema } from "../../../../gateway/src/routes/broadcasts-schema.js";
+import { broadcastJson, broadcastSchema } from "@mailroom/http/broadcasts-schema.js";
 import { publicBroadcastJson } from "@mailroom/api-json/broadcast.js";
 import type { Broadcast } from "../domain/model.js";
 import { protoBroadcast } from "../routes.js";

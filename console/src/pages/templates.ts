@@ -19,39 +19,33 @@
  * inline: LIVE_PREVIEW_SCRIPT) posts the unsaved content to /preview and shows its render.
  * Without JavaScript "Save and preview" saves first; saving unchanged content makes no version.
  * A refused save (400 invalid_template with line and column) shows the form again with the
- * line marked.
+ * line marked. The markup is views/templates.ts and views/template-editor.ts.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Template, TemplateInputSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
 import type { TemplateVersion } from "@mailroom/proto/directory/v1/templates_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, type Flash } from "./layout.js";
-import { mayPost, seeOther, sessionOf, setFlash } from "./session.js";
-import { editable, formError, html, str } from "./form-values.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl, type Flash } from "../layout.js";
+import { mayPost, seeOther, sessionOf, setFlash } from "../session.js";
+import { editable, formError, html, str } from "../form-values.js";
+import { render } from "../views/html.js";
+import { errorMarkOf, previewBody, type PreviewResult, type TemplateErrorMark } from "../views/template-editor.js";
 import {
-  codeEditor, EDITOR_SCRIPT, EDITOR_STYLE, errorMarkOf, LIVE_PREVIEW_SCRIPT, previewBody, previewPane, type PreviewResult, type TemplateErrorMark,
-} from "./template-editor.js";
+  KINDS, KIND_LABEL, formatOf, kindOf, templateEditorView, templateListView, type CreateValues, type EditValues, type Kind, type PreviewChoice,
+} from "../views/templates.js";
 
 /** As the directory checks it (services/directory/src/domain/templates.ts); anything else is never sent on. */
 const TEMPLATE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
-const KINDS = ["template", "layout", "snippet"] as const;
-type Kind = (typeof KINDS)[number];
-const FORMATS = ["liquid", "mjml"] as const;
 const CURSOR = /^[A-Za-z0-9_-]{1,200}$/;
 const PAGE_SIZE = 50;
 /** The preview's JSON values travel in the editor's URL: kept small. */
 const MAX_VARIABLES = 4000;
-const KIND_LABEL: Record<Kind, string> = { template: "Template", layout: "Layout", snippet: "Snippet" };
-const KIND_PLURAL: Record<Kind, string> = { template: "Templates", layout: "Layouts", snippet: "Snippets" };
 
-const kindOf = (t: Pick<Template, "kind">): Kind => ((KINDS as readonly string[]).includes(t.kind) ? (t.kind as Kind) : "template");
-const formatOf = (t: { format: string }) => (t.format === "mjml" ? "mjml" : "liquid");
 /** What the editor edits: an MJML template's source, else its HTML. */
 const bodyOf = (t: { format: string; source: string; html: string }) => (t.format === "mjml" && t.source ? t.source : t.html);
 
@@ -61,20 +55,6 @@ function starter(kind: Kind, format: string): string {
   if (kind === "snippet") return `<p style="color:#4a4a4a;font-size:13px">Sent by {{ company | default: "us" }}</p>`;
   if (format === "mjml") return `<mjml>\n  <mj-body>\n    <mj-section>\n      <mj-column>\n        <mj-text>Hi {{ firstName | default: "there" }},</mj-text>\n      </mj-column>\n    </mj-section>\n  </mj-body>\n</mjml>`;
   return `<p>Hi {{ firstName | default: "there" }},</p>\n{% if plan == "pro" %}<p>Thanks for being a Pro customer.</p>{% endif %}`;
-}
-
-interface EditValues {
-  subject: string;
-  previewText: string;
-  html: string;
-  text: string;
-  layout: string;
-  format: string;
-}
-
-interface PreviewChoice {
-  contact: string;
-  variables: string;
 }
 
 /** The preview's JSON values: an object, or a message saying what is wrong. */
@@ -113,14 +93,7 @@ export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps)
   const layoutsOf = async (request: FastifyRequest): Promise<Template[]> =>
     (await directory().listTemplates({ workspaceId: sessionOf(request).workspaceId, kind: "layout", page: { limit: 100 } }, rpcOptions(request))).templates;
 
-  function layoutSelect(layouts: Template[], chosen: string, form?: string): string {
-    const options = layouts.map((l) => `<option value="${escapeHtml(l.name)}"${l.name === chosen ? " selected" : ""}>${escapeHtml(l.displayName || l.name)}</option>`).join("");
-    return `<div class="field"><label for="layout">Layout</label><select id="layout" name="layout"${form ? ` form="${form}"` : ""}><option value="">None</option>${options}</select></div>`;
-  }
-
   // ---- The list and the create form ----
-
-  interface CreateValues { name: string; kind: Kind; format: string; subject: string; html: string; layout: string }
 
   async function listPage(request: FastifyRequest, flash?: Flash, create?: { values: CreateValues; error?: TemplateErrorMark }): Promise<string> {
     const session = sessionOf(request);
@@ -134,39 +107,14 @@ export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps)
       directory().listTemplates({ workspaceId: session.workspaceId, kind: kind ?? "", page: { limit: PAGE_SIZE, cursor } }, opts),
       canCreate ? layoutsOf(request) : Promise.resolve([] as Template[]),
     ]);
-    const tabs = [undefined, ...KINDS].map((k) => {
-      const label = k ? KIND_PLURAL[k] : "All";
-      return `<li><a href="${consoleUrl("/templates", { kind: k })}"${k === kind ? ' aria-current="page"' : ""}>${label}</a></li>`;
-    }).join("");
-    const rows = res.templates.map((t) => `<tr data-template="${escapeHtml(t.name)}"><td data-label="Name"><a href="${consoleUrl(`/templates/${encodeURIComponent(t.name)}`)}"><code>${escapeHtml(t.name)}</code></a>${t.displayName && t.displayName !== t.name ? `<br><span class="muted">${escapeHtml(t.displayName)}</span>` : ""}</td>
-<td data-label="Kind">${statusBadge(KIND_LABEL[kindOf(t)], kindOf(t) === "template" ? "info" : "ok")}</td><td data-label="Format">${formatOf(t) === "mjml" ? "MJML" : "Liquid"}</td>
-<td data-label="Version" class="num">${t.version || 1}</td><td data-label="Updated">${formatTime(t.updatedAt ? timestampDate(t.updatedAt) : undefined)}</td></tr>`).join("");
-    const next = res.page?.hasMore && res.page.nextCursor ? `<p><a class="button secondary" rel="next" href="${escapeHtml(consoleUrl("/templates", { kind, cursor: res.page.nextCursor }))}">More</a></p>` : "";
-    const body = `<style>${EDITOR_STYLE}
-ul.tabs{list-style:none;padding:0;margin:0 0 1rem;display:flex;flex-wrap:wrap;gap:.25rem}ul.tabs a{display:inline-block;padding:.5rem .8rem;border-radius:6px;min-height:44px;text-decoration:none}
-ul.tabs a[aria-current=page]{background:#111827;color:#fff}</style>
-<h1>Templates</h1>
-<p class="muted">Emails sent by name (<code>"template": "welcome"</code> in <code>POST /v1/emails</code>), the layouts that frame them (<code>{{ content }}</code>) and the snippets they render (<code>{% render "footer" %}</code>). Written in Liquid or MJML.</p>
-<nav aria-label="Kinds"><ul class="tabs">${tabs}</ul></nav>
-${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">${kind ? KIND_PLURAL[kind] : "Templates, layouts and snippets"}</caption><thead><tr><th>Name</th><th>Kind</th><th>Format</th><th class="num">Version</th><th>Updated</th></tr></thead><tbody>${rows}</tbody></table></div>${next}`
-    : `<p class="muted">${kind ? `No ${KIND_PLURAL[kind].toLowerCase()} yet.` : "No templates yet."}</p>`}
-${canCreate ? createForm(csrfField(session), layouts, create?.values ?? { name: "", kind: kind ?? "template", format: "liquid", subject: "", html: "", layout: "" }, create?.error) : ""}
-<script>${EDITOR_SCRIPT}</script>`;
-    return consolePage({ title: "Templates", session, active: "templates", flash, body });
-  }
-
-  function createForm(csrf: string, layouts: Template[], v: CreateValues, error?: TemplateErrorMark): string {
-    const kindOptions = KINDS.map((k) => `<option value="${k}"${k === v.kind ? " selected" : ""}>${KIND_LABEL[k]}</option>`).join("");
-    const formatOptions = FORMATS.map((f) => `<option value="${f}"${f === v.format ? " selected" : ""}>${f === "mjml" ? "MJML" : "Liquid (HTML)"}</option>`).join("");
-    return `<h2 id="new">New template, layout or snippet</h2>
-<form method="post" action="${consoleUrl("/templates")}" class="card">${csrf}
-<div class="row"><div class="field"><label for="new-name">Name</label><input id="new-name" name="name" required maxlength="100" pattern="[A-Za-z0-9][A-Za-z0-9._\\-]*" value="${escapeHtml(v.name)}" aria-describedby="new-name-hint"><p class="muted" id="new-name-hint" style="margin:.25rem 0 0">Letters, digits, <code>.</code>, <code>_</code>, <code>-</code>; how the API and <code>{% render %}</code> name it.</p></div>
-<div class="field"><label for="new-kind">Kind</label><select id="new-kind" name="kind">${kindOptions}</select></div>
-<div class="field"><label for="new-format">Format</label><select id="new-format" name="format">${formatOptions}</select></div></div>
-<div class="field"><label for="new-subject">Subject <span class="muted">(templates; layouts and snippets have none)</span></label><input id="new-subject" name="subject" value="${escapeHtml(v.subject)}" style="width:100%" placeholder="Welcome, {{ firstName | default: &quot;friend&quot; }}"></div>
-${layouts.length ? layoutSelect(layouts, v.layout).replace('id="layout"', 'id="new-layout"').replace('for="layout"', 'for="new-layout"') : ""}
-${codeEditor({ id: "new-html", name: "html", label: "Content", value: v.html, rows: 10, error, hint: "Leave it empty to start from an example; edit it with a preview after creating." })}
-<div class="actions"><button type="submit">Create</button></div></form>`;
+    const body = templateListView({
+      templates: res.templates, kind,
+      nextCursor: res.page?.hasMore && res.page.nextCursor ? res.page.nextCursor : undefined,
+      create: canCreate
+        ? { csrf: csrfField(session), layouts, values: create?.values ?? { name: "", kind: kind ?? "template", format: "liquid", subject: "", html: "", layout: "" }, error: create?.error }
+        : undefined,
+    });
+    return consolePage({ title: "Templates", session, active: "templates", flash, body: render(body) });
   }
 
   scope.get("/templates", async (request, reply) => html(reply, await listPage(request, request.consoleFlash)));
@@ -221,8 +169,6 @@ ${codeEditor({ id: "new-html", name: "html", label: "Content", value: v.html, ro
   async function editorPage(request: FastifyRequest, t: Template, choice: PreviewChoice, state: EditorState = {}): Promise<string> {
     const session = sessionOf(request);
     const kind = kindOf(t);
-    const base = `/templates/${encodeURIComponent(t.name)}`;
-    const canSave = mayPost(session, "/console/templates/:name");
     const opts = rpcOptions(request);
     if (choice.contact && !/^ctc_[0-9a-z]{26}$/.test(choice.contact)) choice = { ...choice, contact: "" };
     const [preview, versions, contacts, layouts] = await Promise.all([
@@ -231,54 +177,18 @@ ${codeEditor({ id: "new-html", name: "html", label: "Content", value: v.html, ro
       directory().listContacts({ workspaceId: session.workspaceId, page: { limit: 50 } }, opts).then((r) => r.contacts, () => []),
       kind === "template" ? layoutsOf(request).catch(() => [] as Template[]) : Promise.resolve([] as Template[]),
     ]);
-    const v: EditValues = state.values ?? { subject: t.subject, previewText: t.previewText, html: bodyOf(t), text: t.text, layout: t.layout, format: formatOf(t) };
-    const fieldError = (field: string) => (state.error?.field === field ? state.error : undefined);
-    const formId = canSave ? "tpl-form" : "preview-form";
-    const csrf = csrfField(session);
-
-    const contactOptions = contacts.map((c) => `<option value="${escapeHtml(c.id)}"${c.id === choice.contact ? " selected" : ""}>${escapeHtml(c.email)}${c.firstName || c.lastName ? ` (${escapeHtml([c.firstName, c.lastName].filter(Boolean).join(" "))})` : ""}</option>`).join("");
-    const controls = `${canSave ? "" : `<form id="preview-form" method="get" action="${consoleUrl(base)}"></form>`}
-<div class="field"><label for="preview-contact">Sample contact</label><select id="preview-contact" name="contact" form="${formId}"><option value="">None (only the JSON values)</option>${contactOptions}</select></div>
-<div class="field"><label for="preview-variables">JSON values <span class="muted">(laid over the contact's)</span></label><textarea id="preview-variables" name="variables" form="${formId}" rows="4" spellcheck="false" style="font-family:ui-monospace,monospace;min-height:5rem" placeholder='{"firstName": "Ann", "order": {"items": [{"name": "Mug", "price": 12}]}}'>${escapeHtml(choice.variables)}</textarea></div>
-<div class="actions" style="margin-top:0"><button type="submit" form="${formId}" class="secondary">${canSave ? "Save and preview" : "Update preview"}</button></div>`;
-
-    const meta = `<p class="muted">${statusBadge(KIND_LABEL[kind], kind === "template" ? "info" : "ok")} ${formatOf(t) === "mjml" ? "MJML" : "Liquid"} · version ${t.version || 1} · updated ${formatTime(t.updatedAt ? timestampDate(t.updatedAt) : undefined)}${t.snippets.length ? ` · renders ${t.snippets.map((s) => `<a href="${consoleUrl(`/templates/${encodeURIComponent(s)}`)}"><code>${escapeHtml(s)}</code></a>`).join(", ")}` : ""}${t.layout ? ` · in layout <a href="${consoleUrl(`/templates/${encodeURIComponent(t.layout)}`)}"><code>${escapeHtml(t.layout)}</code></a>` : ""}</p>`;
-    const formatOptions = FORMATS.map((f) => `<option value="${f}"${f === v.format ? " selected" : ""}>${f === "mjml" ? "MJML" : "Liquid (HTML)"}</option>`).join("");
-    const live = canSave && mayPost(session, "/console/templates/:name/preview") ? ` data-live-preview="${consoleUrl(`${base}/preview`)}"` : "";
-    const editor = `<form id="tpl-form" method="post" action="${consoleUrl(base)}" class="card"${live}${canSave ? "" : ' aria-label="Template content (read only)"'}>${canSave ? csrf : ""}
-${kind === "snippet" ? "" : `<div class="field"><label for="subject">Subject</label><input id="subject" name="subject" value="${escapeHtml(v.subject)}" style="width:100%"${canSave ? "" : " readonly"}${fieldError("subject") ? ' aria-invalid="true" aria-describedby="subject-error"' : ""}>${fieldError("subject") ? `<p class="flash error" id="subject-error" role="alert" style="margin:.5rem 0 0">${escapeHtml(fieldError("subject")!.message)}</p>` : ""}</div>`}
-${kind === "template" ? `<div class="field"><label for="previewText">Preview text <span class="muted">(optional)</span></label><input id="previewText" name="previewText" value="${escapeHtml(v.previewText)}" style="width:100%"${canSave ? "" : " readonly"}></div>` : ""}
-<div class="row">${kind === "template" ? layoutSelect(layouts, v.layout) : ""}<div class="field"><label for="format">Format</label><select id="format" name="format">${formatOptions}</select></div></div>
-${codeEditor({ id: "html", name: "html", label: v.format === "mjml" ? "MJML" : "HTML", value: v.html, readOnly: !canSave, error: fieldError("html") })}
-<details${v.text || fieldError("text") ? " open" : ""}><summary>Plain text version <span class="muted">(generated from the HTML when empty)</span></summary>
-${codeEditor({ id: "text", name: "text", label: "Plain text", value: v.text, rows: 8, readOnly: !canSave, error: fieldError("text") })}</details>
-${canSave ? `<div class="actions"><button type="submit">Save</button></div>` : ""}</form>`;
-
-    const testForm = kind === "template" && mayPost(session, "/console/templates/:name/test")
-      ? `<section class="card" aria-labelledby="test-h"><h2 id="test-h" style="margin-top:0">Send a test</h2>
-<p class="muted">Sends the saved version through the send path, with the JSON values above (the recipient's contact data when it is one).</p>
-<form method="post" action="${consoleUrl(`${base}/test`)}" class="row">${csrf}<input type="hidden" name="variables" value="${escapeHtml(choice.variables)}"><input type="hidden" name="contact" value="${escapeHtml(choice.contact)}">
-<div class="field" style="flex:1 1 16rem"><label for="test-to">To</label><input id="test-to" name="to" type="email" required value="${escapeHtml(session.memberEmail ?? "")}" style="width:100%"></div>
-<div class="field"><button type="submit" class="secondary">Send test</button></div></form></section>`
-      : "";
-
-    const mayRestore = mayPost(session, "/console/templates/:name/versions/:version/restore");
-    const current = t.version || 1;
-    const versionRows = versions.map((ver) => `<tr data-version="${ver.version}"><td data-label="Version" class="num">${ver.version}${ver.version === current ? " <span class=\"muted\">(current)</span>" : ""}</td>
-<td data-label="Saved">${formatTime(ver.createdAt ? timestampDate(ver.createdAt) : undefined)}</td><td data-label="Subject">${escapeHtml(ver.subject) || "—"}</td>
-<td data-label="Content"><details><summary>Show</summary><pre>${escapeHtml(ver.format === "mjml" && ver.source ? ver.source : ver.html)}</pre></details></td>
-<td>${ver.version !== current && mayRestore ? `<form method="post" action="${consoleUrl(`${base}/versions/${ver.version}/restore`)}" data-confirm="Restore version ${ver.version}? Its content becomes a new version; nothing is lost.">${csrf}<button type="submit" class="secondary small" aria-label="Restore version ${ver.version}">Restore</button></form>` : ""}</td></tr>`).join("");
-    const versionsHtml = `<h2 id="versions">Versions</h2>${versionRows
-      ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Saved versions, newest first</caption><thead><tr><th class="num">Version</th><th>Saved</th><th>Subject</th><th>Content</th><th><span class="sr-only">Actions</span></th></tr></thead><tbody>${versionRows}</tbody></table></div>`
-      : `<p class="muted">No versions listed.</p>`}`;
-
-    const body = `<style>${EDITOR_STYLE}</style>
-<p><a href="${consoleUrl("/templates")}">← Templates</a></p>
-<h1>${escapeHtml(t.displayName || t.name)}${t.displayName && t.displayName !== t.name ? ` <code style="font-size:1rem">${escapeHtml(t.name)}</code>` : ""}</h1>${meta}
-<div class="tpl-split"><div>${editor}</div><div>${previewPane(t.name, preview, controls)}${testForm}</div></div>
-${versionsHtml}
-<script>${EDITOR_SCRIPT}</script>${live ? `<script>${LIVE_PREVIEW_SCRIPT}</script>` : ""}`;
-    return consolePage({ title: `Template ${t.name}`, session, active: "templates", flash: state.flash, body });
+    const body = templateEditorView({
+      template: t, choice, preview, versions, contacts, layouts, error: state.error,
+      values: state.values ?? { subject: t.subject, previewText: t.previewText, html: bodyOf(t), text: t.text, layout: t.layout, format: formatOf(t) },
+      csrf: csrfField(session), memberEmail: session.memberEmail ?? "",
+      may: {
+        save: mayPost(session, "/console/templates/:name"),
+        livePreview: mayPost(session, "/console/templates/:name/preview"),
+        test: mayPost(session, "/console/templates/:name/test"),
+        restore: mayPost(session, "/console/templates/:name/versions/:version/restore"),
+      },
+    });
+    return consolePage({ title: `Template ${t.name}`, session, active: "templates", flash: state.flash, body: render(body) });
   }
 
   const choiceOf = (src: unknown): PreviewChoice => ({ contact: str(src, "contact"), variables: str(src, "variables") });
@@ -331,7 +241,7 @@ ${versionsHtml}
     editable(request);
     const t = await load(request, request.params.name);
     const result = await renderPreview(request, t.name, choiceOf(request.body), { ...editValuesOf(t, request.body), kind: kindOf(t) });
-    return reply.header("cache-control", "no-store").type("application/json; charset=utf-8").send(JSON.stringify({ body: previewBody(t.name, result) }));
+    return reply.header("cache-control", "no-store").type("application/json; charset=utf-8").send(JSON.stringify({ body: render(previewBody(t.name, result)) }));
   });
 
   scope.post<{ Params: { name: string } }>("/templates/:name/test", async (request, reply) => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { BroadcastSchema } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
-import { abProgressHtml } from "./broadcasts-ab.js";
+import { NO_AB } from "../pages/broadcasts-ab.js";
+import { abFormView, abProgressView } from "./broadcasts-ab.js";
 
 /**
  * The progress page's A/B section at phone width: the chart's text is drawn at its own pixel
@@ -23,7 +24,7 @@ describe("console: the A/B section", () => {
       ],
     },
   });
-  const html = abProgressHtml(broadcast, { chooseAction: "/console/broadcasts/brd_1/ab/winner", csrf: "", formatTime: () => "soon" });
+  const html = abProgressView(broadcast, { chooseAction: "/console/broadcasts/brd_1/ab/winner", csrf: "", formatTime: () => "soon" }).toString();
 
   it("draws the chart without a viewBox, its text at 11 px or more", () => {
     const svg = /<svg[^>]*data-ab-chart[\s\S]*?<\/svg>/.exec(html)![0];
@@ -47,5 +48,24 @@ describe("console: the A/B section", () => {
       expect(cells.filter((c) => !/data-label="|class="ab-choose"/.test(c))).toEqual([]);
       expect(row).toMatch(/data-ab-choose="\d"/);
     }
+  });
+
+  it("escapes what was typed into a variant, in text and in attributes", () => {
+    const hostile = create(BroadcastSchema, {
+      id: "brd_2", name: "<script>alert(1)</script>", subject: "Base",
+      abTest: { variants: [{ subject: '"><script>alert(1)</script>' }, { fromName: "B" }], testShare: 0.2, metric: "opens", waitForSeconds: 3600n, state: "decided", winner: 0, stats: [] },
+    });
+    const page = abProgressView(hostile, { formatTime: () => "soon" }).toString();
+    expect(page).not.toContain("<script>");
+    expect(page).toContain("subject “&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;”");
+    expect(page).toContain("A/B test of &lt;script&gt;alert(1)&lt;/script&gt;: variant A");
+    const variants = NO_AB.variants.map((v, i) => (i === 0 ? { ...v, subject: '"><script>alert(1)</script>', html: "</textarea><script>alert(1)</script>" } : v));
+    const form = abFormView({ ...NO_AB, enabled: true, variants, waitFor: '4" autofocus onfocus="x()' }).toString();
+    expect(form).not.toContain("<script>");
+    expect(form).toContain('name="abSubject0" value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"');
+    expect(form).toContain('name="abHtml0" rows="4">&lt;/textarea&gt;&lt;script&gt;');
+    expect(form).toContain('value="4&quot; autofocus onfocus=&quot;x()"');
+    expect(form).toContain('<option value="hours" selected>hours</option>');
+    expect(form).toContain('id="f-ab" name="ab" checked');
   });
 });

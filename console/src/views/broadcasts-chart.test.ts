@@ -11,7 +11,7 @@ describe("the progress chart's planned curve (SMART, OPTIMAL)", () => {
       { at: at("2030-01-15T10:00:00Z"), ...zero, planned: 3 },
       { at: at("2030-01-16T07:00:00Z"), ...zero, planned: 1 },
     ];
-    const html = progressChart(points, "Progress", { start: at("2030-01-15T08:00:00Z"), now: at("2030-01-15T09:00:00Z") });
+    const html = progressChart(points, "Progress", { start: at("2030-01-15T08:00:00Z"), now: at("2030-01-15T09:00:00Z") }).toString();
     expect(html).toContain('data-series="planned"');
     expect(html).toContain("Planned 6 by 07:00 UTC");
     expect(html).toContain("Sent 2");
@@ -22,11 +22,11 @@ describe("the progress chart's planned curve (SMART, OPTIMAL)", () => {
   });
 
   it("shows the plan before anything is sent; without a plan, nothing changes", () => {
-    const planOnly = progressChart([{ at: at("2030-01-15T10:00:00Z"), ...zero, planned: 4 }], "Progress", { start: at("2030-01-15T08:00:00Z"), now: at("2030-01-15T08:30:00Z") });
+    const planOnly = progressChart([{ at: at("2030-01-15T10:00:00Z"), ...zero, planned: 4 }], "Progress", { start: at("2030-01-15T08:00:00Z"), now: at("2030-01-15T08:30:00Z") }).toString();
     expect(planOnly).not.toContain("data-chart-empty");
     expect(planOnly).toContain("Planned 4");
-    const actual = progressChart([{ at: at("2030-01-15T08:00:00Z"), ...zero, sent: 2 }], "Progress", { start: at("2030-01-15T08:00:00Z"), now: at("2030-01-15T08:30:00Z") });
+    const actual = progressChart([{ at: at("2030-01-15T08:00:00Z"), ...zero, sent: 2 }], "Progress", { start: at("2030-01-15T08:00:00Z"), now: at("2030-01-15T08:30:00Z") }).toString();
     expect(actual).not.toContain("Planned");
-    expect(progressChart([], "Progress")).toContain("data-chart-empty");
+    expect(progressChart([], "Progress").toString()).toContain("data-chart-empty");
   });
 });

@@ -6,8 +6,7 @@ import {
   type Broadcast,
 } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { checkDuration } from "@mailroom/kit/durations.js";
-import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";
-import type { RouteModule } from "./route.js";
+import { apiErrorSchema, refusal } from "./errors.js";
 
 /**
  * Public JSON of broadcasts (/v1/broadcasts). The gateway checks shapes only; every rule
@@ -36,18 +35,6 @@ export const methodOf = (name: (typeof METHODS)[number]) => METHOD_BY_NAME[name]
 export const broadcastIdParams = z.object({
   id: z.string().meta({ description: "A broadcast id (`cmp_…`). Another workspace's or an unknown id is a 404 `broadcast_not_found` (after the gating, like every broadcast call)." }),
 });
-
-/** On broadcast routes a request the route's schema refuses is an `invalid_payload` naming what is allowed (design §6). */
-export function broadcastScope(register: RouteModule): RouteModule {
-  return (app, deps) => {
-    app.register(async (scope) => {
-      scope.addHook("onRoute", (options) => {
-        options.config = { ...options.config, errorCodes: { invalid_request: "invalid_payload", ...options.config?.errorCodes } };
-      });
-      register(scope, deps);
-    });
-  };
-}
 
 // --- requests -----------------------------------------------------------------------------
 

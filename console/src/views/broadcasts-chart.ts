@@ -4,8 +4,8 @@
  * serves the page and the JSON the page polls, so the chart looks the same either way.
  * The time axis starts when sending started, at zero (never a minute before it).
  */
-import { escapeHtml } from "@mailroom/http/page.js";
-import { VIEW_W, chartFrame, legendHtml, type Tick } from "./chart.js";
+import { VIEW_W, chartFrame, legendView, type Tick } from "./chart.js";
+import { html, type Html } from "./html.js";
 
 export interface ChartPoint {
   at: Date;
@@ -79,12 +79,12 @@ export function placePoints(increments: ChartPoint[], window: ChartWindow = {}):
 }
 
 /** The chart of per-minute increments (as GetBroadcastTimeline returns them). */
-export function progressChart(all: ChartPoint[], title: string, window: ChartWindow = {}): string {
+export function progressChart(all: ChartPoint[], title: string, window: ChartWindow = {}): Html {
   // Minutes that only hold planned recipients are not points of the actual lines.
   const increments = all.filter((p) => p.sent || p.delivered || p.opened || p.clicked);
   const planned = plannedTotals(all);
   if (increments.length === 0 && planned.length === 0) {
-    return `<p class="muted" data-chart-empty>Nothing sent yet: the chart starts with the first message out.</p>`;
+    return html`<p class="muted" data-chart-empty>Nothing sent yet: the chart starts with the first message out.</p>`;
   }
   const points = placePoints(increments, { ...window, start: window.start ?? planned[0]?.at });
   const t0 = points[0].at.getTime();
@@ -96,10 +96,9 @@ export function progressChart(all: ChartPoint[], title: string, window: ChartWin
   const y = (v: number) => H - (Math.max(0, v) / max) * H;
   const lines = SERIES.map((s) => {
     const d = points.map((p, i) => `${i ? "L" : "M"}${x(p.at.getTime()).toFixed(1)},${y(p[s.key]).toFixed(1)}`).join(" ");
-    return `<path d="${d}" fill="none" stroke="${s.colour}" stroke-width="2.5" vector-effect="non-scaling-stroke"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`;
-  }).join("") + (planned.length ? plannedPath(planned, x, y) : "");
-  const axis = `<line x1="0" y1="${H}" x2="${VIEW_W}" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/>` +
-    `<line x1="0" y1="0" x2="0" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/>`;
+    return html`<path d="${d}" fill="none" stroke="${s.colour}" stroke-width="2.5" vector-effect="non-scaling-stroke"${s.dash ? html` stroke-dasharray="${s.dash}"` : ""}/>`;
+  });
+  const axis = html`<line x1="0" y1="${H}" x2="${VIEW_W}" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/><line x1="0" y1="0" x2="0" y2="${H}" stroke="#6b7280" vector-effect="non-scaling-stroke"/>`;
   const first = points[0].at;
   const last = points[points.length - 1];
   const ticks: Tick[] = [
@@ -110,11 +109,11 @@ export function progressChart(all: ChartPoint[], title: string, window: ChartWin
   ];
   const summary = SERIES.map((s) => `${s.label} ${last[s.key]}`).join(", ") + (planned.length ? `, ${PLANNED.label} ${planned[planned.length - 1].total} by ${clock(planned[planned.length - 1].at, seconds)}` : "");
   // The table is what screen readers (and anyone who wants numbers) get.
-  const rows = points.slice(-30).map((p) => `<tr><td>${clock(p.at, true)}</td>${SERIES.map((s) => `<td class="num">${p[s.key]}</td>`).join("")}</tr>`).join("");
-  const svg = `<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" data-start="${first.toISOString()}" data-end="${new Date(t1).toISOString()}" aria-label="${escapeHtml(`${title}: running totals from ${clock(first, seconds)} to ${clock(last.at, seconds)}: ${summary}`)}">${axis}${lines}</svg>`;
+  const rows = points.slice(-30).map((p) => html`<tr><td>${clock(p.at, true)}</td>${SERIES.map((s) => html`<td class="num">${p[s.key]}</td>`)}</tr>`);
+  const svg = html`<svg class="chart" viewBox="0 0 ${VIEW_W} ${H}" preserveAspectRatio="none" role="img" data-start="${first.toISOString()}" data-end="${new Date(t1).toISOString()}" aria-label="${`${title}: running totals from ${clock(first, seconds)} to ${clock(last.at, seconds)}: ${summary}`}">${axis}${lines}${planned.length ? plannedPath(planned, x, y) : ""}</svg>`;
   const legend = [...SERIES, ...(planned.length ? [PLANNED] : [])].map((s) => ({ label: s.label, colour: s.colour, dash: s.dash }));
-  return `${chartFrame({ svg, ticks, height: "13rem" })}${legendHtml(legend)}
-<details><summary>Chart data (running totals, UTC)</summary><div class="table-wrap"><table class="data"><thead><tr><th>Time</th>${SERIES.map((s) => `<th class="num">${s.label}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
+  return html`${chartFrame({ svg, ticks, height: "13rem" })}${legendView(legend)}
+<details><summary>Chart data (running totals, UTC)</summary><div class="table-wrap"><table class="data"><thead><tr><th>Time</th>${SERIES.map((s) => html`<th class="num">${s.label}</th>`)}</tr></thead><tbody>${rows}</tbody></table></div></details>`;
 }
 
 /** Running totals of the planned recipients, one per minute that has any. */
@@ -124,7 +123,7 @@ function plannedTotals(points: ChartPoint[]): { at: Date; total: number }[] {
 }
 
 /** The planned curve as steps: each minute's recipients are due from its start. */
-function plannedPath(planned: { at: Date; total: number }[], x: (t: number) => number, y: (v: number) => number): string {
+function plannedPath(planned: { at: Date; total: number }[], x: (t: number) => number, y: (v: number) => number): Html {
   let d = `M${x(planned[0].at.getTime()).toFixed(1)},${y(0).toFixed(1)}`;
   let previous = 0;
   for (const p of planned) {
@@ -133,5 +132,5 @@ function plannedPath(planned: { at: Date; total: number }[], x: (t: number) => n
     previous = p.total;
   }
   d += ` L${VIEW_W},${y(previous).toFixed(1)}`;
-  return `<path d="${d}" fill="none" stroke="${PLANNED.colour}" stroke-width="2" vector-effect="non-scaling-stroke" stroke-dasharray="${PLANNED.dash}" data-series="planned"/>`;
+  return html`<path d="${d}" fill="none" stroke="${PLANNED.colour}" stroke-width="2" vector-effect="non-scaling-stroke" stroke-dasharray="${PLANNED.dash}" data-series="planned"/>`;
 }

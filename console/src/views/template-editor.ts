@@ -1,5 +1,5 @@
 /**
- * The Templates page's editing pieces (templates.ts uses them): a code editor that is a
+ * The Templates page's editing pieces (views/templates.ts uses them): a code editor that is a
  * textarea with line numbers beside it (no editor library: none is a dependency, and the
  * console loads no assets), the mark of a syntax error at its line, and the preview pane
  * (a sandboxed iframe without scripts, shown at desktop width or 375 px, light or dark).
@@ -8,7 +8,7 @@
  * scheme toggles are CSS (radio and checkbox); the script only keeps the numbers in step
  * while typing and puts the caret on the line of an error.
  */
-import { escapeHtml } from "./layout.js";
+import { html, type Html } from "./html.js";
 
 /** Where a save was refused (400 invalid_template with field, line and column). */
 export interface TemplateErrorMark {
@@ -86,17 +86,17 @@ export interface CodeEditorOptions {
 }
 
 /** A labelled textarea with a line-number gutter; an error marks its line and is read out with the field. */
-export function codeEditor(o: CodeEditorOptions): string {
+export function codeEditor(o: CodeEditorOptions): Html {
   const lines = Math.max(1, o.value.split("\n").length);
   const bad = o.error?.line ?? 0;
-  const gutter = Array.from({ length: lines }, (_, i) => (i + 1 === bad ? `<span class="err">${i + 1}</span>` : `<span>${i + 1}</span>`)).join("");
+  const gutter = Array.from({ length: lines }, (_, i) => (i + 1 === bad ? html`<span class="err">${i + 1}</span>` : html`<span>${i + 1}</span>`));
   const errId = `${o.id}-error`;
   const hintId = `${o.id}-hint`;
   const described = [o.hint ? hintId : "", o.error ? errId : ""].filter(Boolean).join(" ");
-  return `<div class="field"><label for="${o.id}">${escapeHtml(o.label)}</label>${o.hint ? `<p class="muted" id="${hintId}" style="margin:0 0 .25rem">${o.hint}</p>` : ""}
-<div class="code-editor${o.error ? " invalid" : ""}"${o.error ? ` data-error-line="${bad}" data-error-column="${o.error.column}"` : ""}><pre class="gutter" aria-hidden="true">${gutter}</pre>
-<textarea id="${o.id}" name="${o.name}"${o.form ? ` form="${o.form}"` : ""} rows="${o.rows ?? 20}" wrap="off" spellcheck="false" autocapitalize="off" autocomplete="off"${o.readOnly ? " readonly" : ""}${o.error ? ' aria-invalid="true"' : ""}${described ? ` aria-describedby="${described}"` : ""}>${escapeHtml(o.value)}</textarea></div>
-${o.error ? `<p class="flash error" id="${errId}" role="alert" style="margin:.5rem 0 0"><strong>Line ${o.error.line}, column ${o.error.column}:</strong> ${escapeHtml(o.error.message)}</p>` : ""}</div>`;
+  return html`<div class="field"><label for="${o.id}">${o.label}</label>${o.hint ? html`<p class="muted" id="${hintId}" style="margin:0 0 .25rem">${o.hint}</p>` : ""}
+<div class="code-editor${o.error ? " invalid" : ""}"${o.error ? html` data-error-line="${bad}" data-error-column="${o.error.column}"` : ""}><pre class="gutter" aria-hidden="true">${gutter}</pre>
+<textarea id="${o.id}" name="${o.name}"${o.form ? html` form="${o.form}"` : ""} rows="${o.rows ?? 20}" wrap="off" spellcheck="false" autocapitalize="off" autocomplete="off"${o.readOnly ? html` readonly` : ""}${o.error ? html` aria-invalid="true"` : ""}${described ? html` aria-describedby="${described}"` : ""}>${o.value}</textarea></div>
+${o.error ? html`<p class="flash error" id="${errId}" role="alert" style="margin:.5rem 0 0"><strong>Line ${o.error.line}, column ${o.error.column}:</strong> ${o.error.message}</p>` : ""}</div>`;
 }
 
 export type PreviewResult =
@@ -107,20 +107,20 @@ export type PreviewResult =
  * What the preview shows of one render (the live preview swaps it in place): subject, the HTML
  * in sandboxed frames (no scripts, no same origin), the text; or why it could not be made.
  */
-export function previewBody(name: string, result: PreviewResult): string {
+export function previewBody(name: string, result: PreviewResult): Html {
   return result.ok
-    ? `<dl class="grid" style="margin:0 0 .5rem"><div><dt class="muted">Subject</dt><dd data-preview-subject style="margin:0;font-weight:600">${escapeHtml(result.subject) || "—"}</dd></div>
-<div><dt class="muted">Preview text</dt><dd style="margin:0">${escapeHtml(result.previewText) || "—"}</dd></div></dl>
-<div class="preview-frame"><iframe class="mail light" title="Preview of ${escapeHtml(name)}" sandbox="" referrerpolicy="no-referrer" srcdoc="${escapeHtml(schemeVariant(result.html, "light"))}"></iframe>
-<iframe class="mail dark" title="Preview of ${escapeHtml(name)} in dark mode" sandbox="" referrerpolicy="no-referrer" loading="lazy" srcdoc="${escapeHtml(schemeVariant(result.html, "dark"))}"></iframe></div>
-<details><summary>Plain text version</summary><pre data-preview-text>${escapeHtml(result.text)}</pre></details>`
-    : `<p class="flash error" role="alert" data-preview-error>The preview could not be made: ${escapeHtml(result.message)}</p>`;
+    ? html`<dl class="grid" style="margin:0 0 .5rem"><div><dt class="muted">Subject</dt><dd data-preview-subject style="margin:0;font-weight:600">${result.subject || "—"}</dd></div>
+<div><dt class="muted">Preview text</dt><dd style="margin:0">${result.previewText || "—"}</dd></div></dl>
+<div class="preview-frame"><iframe class="mail light" title="Preview of ${name}" sandbox="" referrerpolicy="no-referrer" srcdoc="${schemeVariant(result.html, "light")}"></iframe>
+<iframe class="mail dark" title="Preview of ${name} in dark mode" sandbox="" referrerpolicy="no-referrer" loading="lazy" srcdoc="${schemeVariant(result.html, "dark")}"></iframe></div>
+<details><summary>Plain text version</summary><pre data-preview-text>${result.text}</pre></details>`
+    : html`<p class="flash error" role="alert" data-preview-error>The preview could not be made: ${result.message}</p>`;
 }
 
 /** The preview pane: its controls, the width and colour toggles and the render (previewBody). */
-export function previewPane(name: string, result: PreviewResult, controls: string): string {
-  const shown = `<div data-preview-body>${previewBody(name, result)}</div><p class="sr-only" role="status" data-preview-status></p>`;
-  return `<section class="card tpl-preview" aria-labelledby="preview-h"><h2 id="preview-h" style="margin-top:0">Preview</h2>${controls}
+export function previewPane(name: string, result: PreviewResult, controls: Html): Html {
+  const shown = html`<div data-preview-body>${previewBody(name, result)}</div><p class="sr-only" role="status" data-preview-status></p>`;
+  return html`<section class="card tpl-preview" aria-labelledby="preview-h"><h2 id="preview-h" style="margin-top:0">Preview</h2>${controls}
 <div class="preview-modes" role="group" aria-label="Preview width and colours">
 <span class="mode"><input type="radio" name="preview-width" id="pw-desktop" checked><label for="pw-desktop">Desktop</label></span>
 <span class="mode"><input type="radio" name="preview-width" id="pw-mobile"><label for="pw-mobile">Phone (375 px)</label></span>

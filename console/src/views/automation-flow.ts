@@ -8,10 +8,10 @@
  *   describeReentry(reentry)          "Each contact enters once"
  *   describeFilter(filter, names)     "plan is pro and in group VIP"
  *   durationWords(iso)                "PT2S" → "2 seconds" (as given when it does not parse)
- *   flowHtml(steps, stats, names)     nested <ol> of step boxes with live-count cells
+ *   flowView(steps, stats, names)     nested <ol> of step boxes with live-count cells
  *                                     ([data-stats=<stepId>] [data-count=entered|waiting|completed|exited])
  */
-import { escapeHtml } from "./layout.js";
+import { html, type Html } from "./html.js";
 
 export type Json = unknown;
 export type JsonObject = Record<string, unknown>;
@@ -265,36 +265,36 @@ const BRANCH_WORDS: Record<string, [string, string]> = {
   wait_for_event: ["It came: then", "Timed out: else"],
 };
 
-function countsHtml(stepId: string, counts: StepCounts | undefined): string {
-  const cells = COUNT_KEYS.map((k) => `<div><dt>${k}</dt><dd data-count="${k}">${counts ? counts[k] : 0}</dd></div>`).join("");
-  return `<dl class="counts" data-stats="${escapeHtml(stepId)}" aria-label="Contacts in step ${escapeHtml(stepId)}">${cells}</dl>`;
+function countsView(stepId: string, counts: StepCounts | undefined): Html {
+  const cells = COUNT_KEYS.map((k) => html`<div><dt>${k}</dt><dd data-count="${k}">${counts ? counts[k] : 0}</dd></div>`);
+  return html`<dl class="counts" data-stats="${stepId}" aria-label="Contacts in step ${stepId}">${cells}</dl>`;
 }
 
-function stepHtml(step: unknown, stats: Map<string, StepCounts>, names: Names): string {
+function stepView(step: unknown, stats: Map<string, StepCounts>, names: Names): Html {
   const s = isObject(step) ? step : {};
   const id = typeof s.id === "string" ? s.id : "";
   const type = typeof s.type === "string" ? s.type : "";
   const branches = BRANCH_WORDS[type];
-  let inner = "";
+  let inner: Html | "" = "";
   if (branches) {
     const list = (key: "then" | "else", label: string) => {
       const steps = Array.isArray(s[key]) ? (s[key] as unknown[]) : [];
-      const body = steps.length ? stepsHtml(steps, stats, names) : `<p class="muted flow-pass">Nothing: continues below</p>`;
-      return `<div class="branch" data-branch="${key}"><p class="branch-label">${escapeHtml(label)}</p>${body}</div>`;
+      const body = steps.length ? stepsView(steps, stats, names) : html`<p class="muted flow-pass">Nothing: continues below</p>`;
+      return html`<div class="branch" data-branch="${key}"><p class="branch-label">${label}</p>${body}</div>`;
     };
-    inner = `<div class="branches">${list("then", branches[0])}${list("else", branches[1])}</div><p class="rejoin muted">Both branches continue below</p>`;
+    inner = html`<div class="branches">${list("then", branches[0])}${list("else", branches[1])}</div><p class="rejoin muted">Both branches continue below</p>`;
   }
-  return `<li class="flow-step" id="step-${escapeHtml(id)}" data-step="${escapeHtml(id)}" data-type="${escapeHtml(type)}">
-<div class="box"><div class="box-head"><span class="step-type">${escapeHtml(STEP_LABELS[type] ?? type)}</span> <code class="muted">${escapeHtml(id)}</code></div>
-<p class="step-words">${escapeHtml(describeStep(step, names))}</p>${countsHtml(id, stats.get(id))}</div>${inner}</li>`;
+  return html`<li class="flow-step" id="step-${id}" data-step="${id}" data-type="${type}">
+<div class="box"><div class="box-head"><span class="step-type">${STEP_LABELS[type] ?? type}</span> <code class="muted">${id}</code></div>
+<p class="step-words">${describeStep(step, names)}</p>${countsView(id, stats.get(id))}</div>${inner}</li>`;
 }
 
-function stepsHtml(steps: unknown[], stats: Map<string, StepCounts>, names: Names): string {
-  return `<ol class="flow">${steps.map((s) => stepHtml(s, stats, names)).join("")}</ol>`;
+function stepsView(steps: unknown[], stats: Map<string, StepCounts>, names: Names): Html {
+  return html`<ol class="flow">${steps.map((s) => stepView(s, stats, names))}</ol>`;
 }
 
 /** The styles of the flow (the page embeds them once). */
-export const FLOW_STYLE = `<style>
+export const FLOW_STYLE = html`<style>
 ol.flow{list-style:none;margin:0;padding:0;display:grid;gap:1.5rem}
 ol.flow>li{position:relative}
 ol.flow>li+li::before{content:"↓";position:absolute;top:-1.45rem;left:1.25rem;color:#4a4a4a;font-weight:700}
@@ -309,10 +309,10 @@ ol.flow>li+li::before{content:"↓";position:absolute;top:-1.45rem;left:1.25rem;
 </style>`;
 
 /** The whole flow: the trigger, every step (branches side by side, then rejoining), the end. */
-export function flowHtml(trigger: unknown, steps: unknown[], stats: Map<string, StepCounts>, names: Names): string {
-  return `<div class="flow"><div class="flow-start"><span class="step-type">Trigger</span><p class="step-words">${escapeHtml(describeTrigger(trigger, names))}</p></div>
+export function flowView(trigger: unknown, steps: unknown[], stats: Map<string, StepCounts>, names: Names): Html {
+  return html`<div class="flow"><div class="flow-start"><span class="step-type">Trigger</span><p class="step-words">${describeTrigger(trigger, names)}</p></div>
 <div aria-hidden="true" style="margin:.25rem 0 .25rem 1.25rem;font-weight:700;color:#4a4a4a">↓</div>
-${steps.length ? stepsHtml(steps, stats, names) : `<p class="muted">No steps.</p>`}
+${steps.length ? stepsView(steps, stats, names) : html`<p class="muted">No steps.</p>`}
 <div aria-hidden="true" style="margin:.25rem 0 .25rem 1.25rem;font-weight:700;color:#4a4a4a">↓</div>
 <div class="flow-end"><span class="step-type">End</span><p class="step-words muted" style="margin:.25rem 0 0">The run is completed.</p></div></div>`;
 }

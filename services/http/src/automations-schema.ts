@@ -6,8 +6,8 @@ import {
   type Run,
   type StepStats,
 } from "@mailroom/proto/automation/v1/automation_pb.js";
-import { apiErrorSchema } from "@mailroom/http/errors.js";
-import { iso } from "@mailroom/http/contacts-schema.js";
+import { apiErrorSchema } from "./errors.js";
+import { iso } from "./contacts-schema.js";
 
 /**
  * Automations (DESIGN §9.6), shared by the automations-*.ts routes. The gateway checks only

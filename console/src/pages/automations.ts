@@ -1,7 +1,8 @@
 /**
  * Automations pages (DESIGN §9.6): the list with status, version and run counts; one
  * automation as a vertical flow of its steps with live counts per step and its recent runs;
- * the editor, a form per step (automation-form.ts), with a raw JSON editor beside it.
+ * the editor, a form per step (automation-form.ts), with a raw JSON editor beside it. The
+ * markup is views/automations.ts, views/automation-form.ts and views/automation-flow.ts.
  *
  *   GET  /automations[?cursor=]           list, with activate / pause / delete
  *   GET  /automations/new                 the editor, empty
@@ -12,49 +13,40 @@
  *   POST /automations/:id                 the editor's buttons; "save" makes a new version
  *   POST /automations/:id/activate | /pause | /delete   (field `back`: "list" returns to the list)
  *
- * The automation unit alone validates a definition; its 400 invalid_automation names the
- * JSON path (`steps[1].then[0].template: …`), which the editor shows inside that step.
+ * A definition is checked with the /v1 route's schema (its shape), then by the automation unit
+ * (everything else); either names the JSON path (`steps[1].then[0].template: …`), which the
+ * editor shows inside that step.
  */
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { AutomationStatus, type Automation } from "@mailroom/proto/automation/v1/automation_pb.js";
+import type { Automation } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
-import type { ConsoleDeps } from "./deps.js";
-import { csrfField } from "./csrf.js";
-import { consolePage, consoleUrl, escapeHtml, formatTime, statusBadge, statusWords, type Tone } from "./layout.js";
-import { seeOther, sessionOf, setFlash } from "./session.js";
-import { editable, html, str } from "./form-values.js";
-import { builderFields } from "./filter-builder.js";
-import { workspaceGroups } from "./segments.js";
-import { groupLabel } from "./groups.js";
-import { COUNT_KEYS, FLOW_STYLE, describeReentry, describeTrigger, flowHtml, type Names, type StepCounts } from "./automation-flow.js";
+import type { ConsoleDeps } from "../deps.js";
+import { csrfField } from "../csrf.js";
+import { consolePage, consoleUrl, statusWords } from "../layout.js";
+import { seeOther, sessionOf, setFlash } from "../session.js";
+import { editable, html, str } from "../form-values.js";
+import { builderFields } from "../filter-builder.js";
+import { workspaceGroups } from "../segments.js";
+import type { Names, StepCounts } from "../views/automation-flow.js";
+import { automationFormView } from "../views/automation-form.js";
+import { runsTable } from "../views/automation-runs.js";
+import { render } from "../views/html.js";
 import {
-  applyOp, automationFormHtml, definitionFromJson, definitionOfDraft, draftFromDefinition, draftFromForm, draftJson, emptyDraft,
+  EVERY, MAX_VERSIONS_SUMMED, automationListView, automationPageView, definitionOf, editorPageView, statusName,
+  type FlowStats, type VersionChoice,
+} from "../views/automations.js";
+import {
+  applyOp, definitionFromJson, definitionOfDraft, definitionRequest, draftFromDefinition, draftFromForm, draftJson, emptyDraft,
   type Built, type FormDraft,
 } from "./automation-form.js";
-import { runsTable } from "./automation-runs.js";
 
 /** aut_ then the unit's id; anything else is not sent to the service. */
 const AUTOMATION_ID = /^aut_[0-9A-Za-z_-]{1,64}$/;
-const STATUS_TONE: Record<number, Tone> = { [AutomationStatus.DRAFT]: "info", [AutomationStatus.ACTIVE]: "ok", [AutomationStatus.PAUSED]: "warn" };
-const statusName = (s: AutomationStatus) => AutomationStatus[s] ?? "UNSPECIFIED";
-const statusHtml = (a: Automation) => `<span data-status>${statusBadge(statusName(a.status), STATUS_TONE[a.status] ?? "info")}</span>`;
 const n = (v: bigint | undefined) => Number(v ?? 0n);
-
-/** The definition's JSON texts, read loosely (the unit wrote them; a surprise shows as JSON). */
-function definitionOf(a: Automation): { trigger: unknown; steps: unknown[]; reentry: unknown } {
-  const parse = (t: string, fallback: unknown) => {
-    try {
-      return t ? JSON.parse(t) : fallback;
-    } catch {
-      return fallback;
-    }
-  };
-  const steps = parse(a.stepsJson, []);
-  return { trigger: parse(a.triggerJson, {}), steps: Array.isArray(steps) ? steps : [], reentry: parse(a.reentryJson, "once") };
-}
+/** A group's name in words and pickers (as the groups page shows it). */
+const groupLabel = (g: { displayName: string; publicId: string }) => g.displayName || g.publicId;
 
 /** The JSON path an invalid_automation error names: extra.path, else the message's head. */
 function errorPath(err: unknown, message: string): string {
@@ -95,25 +87,7 @@ export function registerAutomationPages(scope: FastifyInstance, deps: ConsoleDep
       rpc().listAutomations({ workspaceId: session.workspaceId, page: { limit: 50, cursor } }, rpcOptions(request)),
       namesOf(request),
     ]);
-    const csrf = csrfField(session);
-    const rows = res.automations.map((a) => {
-      const base = consoleUrl(`/automations/${a.id}`);
-      const toggle = a.status === AutomationStatus.ACTIVE
-        ? `<form method="post" action="${base}/pause">${csrf}<input type="hidden" name="back" value="list"><button type="submit" class="secondary small" aria-label="Pause ${escapeHtml(a.name)}">Pause</button></form>`
-        : `<form method="post" action="${base}/activate">${csrf}<input type="hidden" name="back" value="list"><button type="submit" class="small" aria-label="Activate ${escapeHtml(a.name)}">Activate</button></form>`;
-      const remove = `<form method="post" action="${base}/delete" data-confirm="Delete the automation ${escapeHtml(a.name)}? Its runs in progress exit.">${csrf}<input type="hidden" name="back" value="list"><button type="submit" class="danger small" aria-label="Delete ${escapeHtml(a.name)}">Delete</button></form>`;
-      return `<tr data-automation="${escapeHtml(a.id)}"><td data-label="Automation"><a href="${base}">${escapeHtml(a.name)}</a><br><span class="muted">${escapeHtml(describeTrigger(definitionOf(a).trigger, names))}</span></td>
-<td data-label="Status">${statusHtml(a)}</td><td data-label="Version" class="num">${a.version}</td>
-<td data-label="Active runs" class="num" data-runs="active">${n(a.runs?.active)}</td><td data-label="Completed" class="num" data-runs="completed">${n(a.runs?.completed)}</td>
-<td data-label="Exited" class="num" data-runs="exited">${n(a.runs?.exited)}</td><td data-label="Updated">${formatTime(a.updatedAt && timestampDate(a.updatedAt))}</td>
-${session.canEdit ? `<td data-label="Actions"><div class="row" style="gap:.25rem">${toggle}${remove}</div></td>` : ""}</tr>`;
-    }).join("");
-    const more = res.page?.hasMore ? `<p><a href="${consoleUrl("/automations", { cursor: res.page.nextCursor })}">More automations</a></p>` : "";
-    const body = `<h1>Automations</h1>
-<p class="muted">Welcome series, drips and re-engagement: a trigger lets contacts in, and each goes through the steps on its own. A draft or paused automation lets nobody in.</p>
-<div class="actions">${session.canEdit ? `<a class="button" href="${consoleUrl("/automations/new")}">New automation</a>` : ""}</div>
-${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-only">Automations, newest first</caption><thead><tr><th>Automation</th><th>Status</th><th class="num">Version</th><th class="num">Active runs</th><th class="num">Completed</th><th class="num">Exited</th><th>Updated</th>${session.canEdit ? "<th>Actions</th>" : ""}</tr></thead><tbody>${rows}</tbody></table></div>${more}`
-    : `<p class="muted">No automations yet.</p>`}`;
+    const body = render(automationListView(res.automations, names, session.canEdit ? csrfField(session) : undefined, res.page?.hasMore ? res.page.nextCursor : undefined));
     return html(reply, consolePage({ title: "Automations", session, active: "automations", flash: request.consoleFlash, body }));
   });
 
@@ -138,7 +112,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     ]);
     const a = state.automation;
     const title = a ? `Edit ${a.name}` : "New automation";
-    const form = automationFormHtml(state.draft, {
+    const form = automationFormView(state.draft, {
       action: a ? consoleUrl(`/automations/${a.id}`) : consoleUrl("/automations"),
       cancelUrl: a ? consoleUrl(`/automations/${a.id}`) : consoleUrl("/automations"),
       csrf: csrfField(session),
@@ -152,10 +126,7 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
       definitionJson: state.definitionJson ?? draftJson(state.draft),
       jsonOpen: state.jsonOpen,
     });
-    const intro = a
-      ? `<p class="muted">Version ${a.version} · ${escapeHtml(statusName(a.status))}. Saving makes version ${a.version + 1}; runs in progress finish on the version they started on.</p>`
-      : `<p class="muted">A new automation is a draft: nobody enters until you activate it.</p>`;
-    return consolePage({ title, session, active: "automations", body: `<h1>${escapeHtml(title)}</h1>${intro}${form}` });
+    return consolePage({ title, session, active: "automations", body: render(editorPageView(title, a, form)) });
   };
 
   /** Every button of the editor: move, add, remove, change type (the form again), or save. */
@@ -178,7 +149,10 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
         automation, draft: shown, error, definitionJson: op === "json" ? typedJson : undefined, jsonOpen: op === "json",
       }).then((page) => html(reply, page, status));
     if (!built.ok) return again({ path: built.path, message: built.message }, 400);
-    const texts = { name: built.name, triggerJson: JSON.stringify(built.trigger), stepsJson: JSON.stringify(built.steps), reentryJson: JSON.stringify(built.reentry) };
+    // The /v1 route's schema checks the definition's shape before the unit checks the rest.
+    const request_ = definitionRequest(built, automation !== undefined);
+    if (!request_.ok) return again({ path: request_.path, message: request_.message }, 400);
+    const { texts } = request_;
     try {
       const saved = automation
         ? (await rpc().updateAutomation({ workspaceId: session.workspaceId, automationId: automation.id, ...texts }, rpcOptions(request))).automation
@@ -274,29 +248,12 @@ ${rows ? `<div class="table-wrap"><table class="data stack"><caption class="sr-o
     await Promise.all([...new Set(runs.runs.map((r) => r.contactId))].map((id) =>
       deps.clients.directory.getContact({ workspaceId: session.workspaceId, contactId: id }, opts)
         .then((r) => { if (r.contact) contacts.set(id, r.contact.email); }, () => undefined)));
-    const def = definitionOf(a);
-    const base = consoleUrl(`/automations/${a.id}`);
-    const csrf = csrfField(session);
-    const actions = session.canEdit ? `<div class="actions"><a class="button secondary" href="${base}/edit">Edit</a>
-${a.status === AutomationStatus.ACTIVE
-    ? `<form method="post" action="${base}/pause">${csrf}<button type="submit" class="secondary">Pause</button></form>`
-    : `<form method="post" action="${base}/activate">${csrf}<button type="submit">Activate</button></form>`}
-<form method="post" action="${base}/delete" data-confirm="Delete the automation ${escapeHtml(a.name)}? Its runs in progress exit.">${csrf}<button type="submit" class="danger">Delete</button></form></div>` : "";
-    const runCounts = COUNT_RUNS.map(([k, label]) => `<div class="card" style="margin:0"><div class="muted">${label}</div><div style="font-size:1.5rem;font-weight:700" data-runs="${k}">${n(a.runs?.[k])}</div></div>`).join("");
-    const moreRuns = runs.page?.hasMore ? `<p><a href="${consoleUrl(`/automations/${a.id}`, { runs: runs.page.nextCursor })}#runs-h">Older runs</a></p>` : "";
-    const body = `${FLOW_STYLE}<h1>${escapeHtml(a.name)} ${statusHtml(a)}</h1>
-<p class="muted">id <code>${escapeHtml(a.id)}</code> · version ${a.version} · created ${formatTime(a.createdAt && timestampDate(a.createdAt))} · updated ${formatTime(a.updatedAt && timestampDate(a.updatedAt))}</p>
-<p>${escapeHtml(describeTrigger(def.trigger, names))}. ${escapeHtml(describeReentry(def.reentry))}.</p>
-${actions}
-<section aria-labelledby="runs-count-h"><h2 id="runs-count-h">Runs (every version)</h2><div class="grid" style="grid-template-columns:repeat(auto-fit,minmax(9rem,1fr))">${runCounts}</div></section>
-<section aria-labelledby="flow-h"><h2 id="flow-h">Flow</h2>
-${versionPicker(base, a.version, version)}
-<p class="muted" id="live" role="status">${version === EVERY
-    ? `Counts of every version (${stats.versions}${stats.versions < a.version ? ` newest of ${a.version}` : ""}) per step, by step id: entered, waiting there now, completed, exited there; runs finish on the version they started on.`
-    : `Counts of version <span data-version>${stats.version}</span> per step, by step id: entered, waiting there now, completed, exited there.`} They update every few seconds.</p>
-${flowHtml(def.trigger, def.steps, stats.steps, names)}${goneStepsHtml(stats.gone, version)}</section>
-<section aria-labelledby="runs-h"><h2 id="runs-h">Recent runs</h2>${runsTable(runs.runs, contacts, "runs-h")}${moreRuns}</section>
-<p><a href="${consoleUrl("/automations")}">Back to automations</a></p>${liveScript(`${base}/stats.json${version === EVERY ? "" : `?version=${version}`}`)}`;
+    const body = render(automationPageView({
+      automation: a, version, stats, names,
+      runs: runsTable(runs.runs, contacts, "runs-h"),
+      runsCursor: runs.page?.hasMore ? runs.page.nextCursor : undefined,
+      csrf: session.canEdit ? csrfField(session) : undefined,
+    }));
     return html(reply, consolePage({ title: a.name, session, active: "automations", flash: request.consoleFlash, body }));
   });
 
@@ -326,23 +283,7 @@ ${flowHtml(def.trigger, def.steps, stats.steps, names)}${goneStepsHtml(stats.gon
   }
 }
 
-const COUNT_RUNS = [["active", "Active"], ["completed", "Completed"], ["exited", "Exited"]] as const;
-
-/** `?version=all`: the counts of every version summed by step id. */
-const EVERY = "all";
-type VersionChoice = number | typeof EVERY;
-/** Versions whose counts "every version" sums: the newest ones, one call each. */
-const MAX_VERSIONS_SUMMED = 50;
 const everyVersion = (current: number) => Array.from({ length: Math.min(current, MAX_VERSIONS_SUMMED) }, (_, i) => current - i);
-
-interface FlowStats {
-  version: VersionChoice;
-  /** How many versions' counts were summed. */
-  versions: number;
-  steps: Map<string, StepCounts>;
-  /** Steps with counts that the current flow no longer has (removed by a later version). */
-  gone: { id: string; type: string; counts: StepCounts }[];
-}
 
 /** Every step id of a definition, nested ones too (then, else). */
 function stepIdsOf(steps: unknown[]): string[] {
@@ -354,37 +295,4 @@ function stepIdsOf(steps: unknown[]): string[] {
     for (const branch of [s.then, s.else]) if (Array.isArray(branch)) out.push(...stepIdsOf(branch));
   }
   return out;
-}
-
-/** Which version's counts the flow shows: every version (default) or one; a GET form, no script needed. */
-function versionPicker(base: string, current: number, chosen: VersionChoice): string {
-  const versions = Array.from({ length: Math.min(current, MAX_VERSIONS_SUMMED) }, (_, i) => current - i);
-  const options = [`<option value="${EVERY}"${chosen === EVERY ? " selected" : ""}>Every version</option>`,
-    ...versions.map((v) => `<option value="${v}"${chosen === v ? " selected" : ""}>Version ${v}${v === current ? " (current)" : ""}</option>`)];
-  if (typeof chosen === "number" && !versions.includes(chosen)) options.push(`<option value="${chosen}" selected>Version ${chosen}</option>`);
-  return `<form method="get" action="${base}#flow-h" class="row" data-version-picker><div class="field"><label for="f-version">Counts of</label>
-<select id="f-version" name="version">${options.join("")}</select></div><div class="field"><button type="submit" class="secondary">Show</button></div></form>`;
-}
-
-/** Counts at steps the current flow no longer has: runs of an older version can still wait there. */
-function goneStepsHtml(gone: FlowStats["gone"], version: VersionChoice): string {
-  const withRuns = gone.filter((g) => COUNT_KEYS.some((k) => g.counts[k] > 0));
-  if (!withRuns.length) return "";
-  const rows = withRuns.map((g) => `<tr data-gone-step="${escapeHtml(g.id)}"><td data-label="Step"><code>${escapeHtml(g.id)}</code> <span class="muted">${escapeHtml(g.type)}</span></td>${COUNT_KEYS.map((k) => `<td class="num" data-label="${k[0].toUpperCase()}${k.slice(1)}">${g.counts[k]}</td>`).join("")}</tr>`).join("");
-  return `<h3 id="gone-h">Steps no longer in the flow</h3>
-<p class="muted">Removed by a later version; runs of ${version === EVERY ? "earlier versions" : `version ${version}`} counted here${withRuns.some((g) => g.counts.waiting > 0) ? " — some still wait there and finish on their version" : ""}.</p>
-<div class="table-wrap"><table class="data stack" aria-labelledby="gone-h"><thead><tr><th>Step</th>${COUNT_KEYS.map((k) => `<th class="num">${k[0].toUpperCase()}${k.slice(1)}</th>`).join("")}</tr></thead><tbody>${rows}</tbody></table></div>`;
-}
-
-/** Polls the counts (no reload); stops polling while the tab is hidden. Without JS the page shows the counts as loaded. */
-function liveScript(url: string): string {
-  return `<script>(function(){var url=${JSON.stringify(url)};var keys=${JSON.stringify(COUNT_KEYS)};
-function set(el,v){if(el&&el.textContent!==String(v))el.textContent=String(v)}
-function tick(){if(document.hidden){setTimeout(tick,3000);return}
-fetch(url,{headers:{accept:"application/json"},credentials:"same-origin"}).then(function(r){return r.ok?r.json():null}).then(function(d){if(!d)return setTimeout(tick,6000);
-document.querySelectorAll("[data-stats]").forEach(function(box){var c=d.steps[box.getAttribute("data-stats")];keys.forEach(function(k){set(box.querySelector('[data-count="'+k+'"]'),c?c[k]:0)})});
-Object.keys(d.runs).forEach(function(k){set(document.querySelector('[data-runs="'+k+'"]'),d.runs[k])});
-set(document.querySelector("[data-version]"),d.version);var st=document.querySelector("[data-status] .badge");if(st)set(st,d.statusText||d.status);
-setTimeout(tick,3000)}).catch(function(){setTimeout(tick,6000)})}
-setTimeout(tick,3000)})();</script>`;
 }
