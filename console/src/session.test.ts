@@ -224,7 +224,7 @@ describe("console sessions and CSRF", () => {
     const b = await signIn("mr_test_console_b");
     const mine = await get(`/console/emails/${EMAIL_A}`, a);
     expect(mine.statusCode).toBe(200);
-    expect(mine.body).toContain("Hello &#60;Ann&#62;");
+    expect(mine.body).toContain("Hello &lt;Ann&gt;");
     expect(mine.body).not.toContain("<Ann>");
     const theirs = await get(`/console/emails/${EMAIL_A}`, b);
     expect(theirs.statusCode).toBe(404);
