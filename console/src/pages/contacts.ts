@@ -53,6 +53,18 @@ const JOB_ID = /^imp_[0-9a-f]{24}$/;
 
 const readOnly = () => refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
 
+/** The CSV of an import form: a non-empty upload, or undefined. */
+function uploadedFile(body: unknown): Buffer | undefined {
+  const file = (body as Form | undefined)?.file;
+  return Buffer.isBuffer(file) && file.length > 0 ? file : undefined;
+}
+
+/** Back to the import form, saying the file was missing. */
+function backToImport(reply: FastifyReply) {
+  setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
+  return seeOther(reply, consoleUrl("/contacts/import"));
+}
+
 export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   // Read when a request needs it: registering the pages touches no service client.
   const directory = () => deps.clients.directory;
@@ -86,11 +98,8 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
   scope.post("/contacts/import", async (request, reply) => {
     const session = sessionOf(request);
     if (!session.canEdit) throw readOnly();
-    const file = (request.body as Form | undefined)?.file;
-    if (!Buffer.isBuffer(file) || file.length === 0) {
-      setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
-      return seeOther(reply, consoleUrl("/contacts/import"));
-    }
+    const file = uploadedFile(request.body);
+    if (!file) return backToImport(reply);
     // The import outlives the request; its calls still name the request that started it.
     const options = rpcOptions(request);
     const client = {
@@ -104,11 +113,8 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
   scope.post("/contacts/import/preview", async (request, reply) => {
     const session = sessionOf(request);
     if (!session.canEdit) throw readOnly();
-    const file = (request.body as Form | undefined)?.file;
-    if (!Buffer.isBuffer(file) || file.length === 0) {
-      setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
-      return seeOther(reply, consoleUrl("/contacts/import"));
-    }
+    const file = uploadedFile(request.body);
+    if (!file) return backToImport(reply);
     try {
       previewCsv(file);
     } catch (err) {
