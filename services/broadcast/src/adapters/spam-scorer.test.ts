@@ -1,7 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
-import { HOW_TO_ENABLE, parseRuleTable, parseSpamAssassinOutput, SpamAssassinCli, spamScorerFor, SpamdScorer } from "./spam-scorer.js";
+import { parseRuleTable } from "@mailroom/kit/spamassassin.js";
+import { HOW_TO_ENABLE, parseSpamAssassinOutput, SpamAssassinCli, spamScorerFor, SpamdScorer } from "./spam-scorer.js";
 import { checkMime } from "./check-mime.js";
 import type { CheckMessage } from "../domain/check/ports.js";
 

@@ -1,7 +1,4 @@
-import { execFile } from "node:child_process";
-import { accessSync, constants } from "node:fs";
-import net from "node:net";
-import path from "node:path";
+import { askSpamd, parseRuleTable, runSpamAssassin, spamAssassinOnPath, spamStatusOf, spamdAddress } from "@mailroom/kit/spamassassin.js";
 import type { CheckMessage, SpamResult, SpamRule, SpamScorer } from "../domain/check/ports.js";
 import { checkMime } from "./check-mime.js";
 
@@ -22,21 +19,9 @@ export const HOW_TO_ENABLE =
  */
 export function spamScorerFor(spamdUrl: string | undefined, env: NodeJS.ProcessEnv = process.env): SpamScorer {
   if (spamdUrl) return new SpamdScorer(spamdUrl);
-  const program = findOnPath("spamassassin", env.PATH ?? "");
+  const program = spamAssassinOnPath(env.PATH ?? "");
   if (program) return new SpamAssassinCli(program);
   return { score: async () => ({ scored: false, skipped: HOW_TO_ENABLE }) };
-}
-
-function findOnPath(program: string, pathVariable: string): string | undefined {
-  for (const dir of pathVariable.split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, program);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch { /* not here */ }
-  }
-  return undefined;
 }
 
 /** `spamassassin -L -t`: the message back with X-Spam-Status and the report appended. */
@@ -50,12 +35,7 @@ export class SpamAssassinCli implements SpamScorer {
     const raw = await checkMime(message);
     await this.slot();
     try {
-      const stdout = await new Promise<string>((resolve, reject) => {
-        const child = execFile(this.program, ["-L", "-t"], { maxBuffer: MAX_OUTPUT, timeout: SCORE_TIMEOUT_MS }, (err, out) => (err ? reject(err) : resolve(out)));
-        child.stdin?.on("error", () => undefined);
-        child.stdin?.end(raw);
-      });
-      return parseSpamAssassinOutput(stdout);
+      return parseSpamAssassinOutput(await runSpamAssassin(this.program, raw, { timeoutMs: SCORE_TIMEOUT_MS, maxOutputBytes: MAX_OUTPUT }));
     } catch (err) {
       return { scored: false, failed: true, skipped: `SpamAssassin did not score the message: ${(err as Error).message.split("\n")[0]}` };
     } finally {
@@ -80,33 +60,10 @@ export class SpamAssassinCli implements SpamScorer {
 
 /** Score and rules from `spamassassin -t` output: X-Spam-Status's score, the report's table of rules. */
 export function parseSpamAssassinOutput(output: string): SpamResult {
-  const status = /^X-Spam-Status: .*?score=(-?[\d.]+) required=(-?[\d.]+)/m.exec(output);
+  const status = spamStatusOf(output);
   if (!status) return { scored: false, failed: true, skipped: "SpamAssassin's answer has no X-Spam-Status header" };
   const report = output.slice(output.lastIndexOf("Content analysis details"));
-  return { scored: true, score: Number(status[1]), required: Number(status[2]), rules: parseRuleTable(report) };
-}
-
-/**
- * The report's table: ` pts rule name              description`, a dashed line, then one
- * rule a line (` 1.7 HTML_IMAGE_ONLY_04     BODY: HTML: images with 0-400 bytes of words`),
- * a long description continued on lines that start with spaces only.
- */
-export function parseRuleTable(report: string): SpamRule[] {
-  const rules: SpamRule[] = [];
-  const lines = report.split(/\r?\n/);
-  const start = lines.findIndex((l) => /^-{3,} -{3,}/.test(l));
-  if (start < 0) return rules;
-  for (const line of lines.slice(start + 1)) {
-    const rule = /^\s*(-?\d+(?:\.\d+)?)\s+([A-Z0-9_]+)\s+(.*)$/.exec(line);
-    if (rule) {
-      rules.push({ name: rule[2], score: Number(rule[1]) || 0, description: rule[3].trim() });
-    } else if (/^\s{10,}\S/.test(line) && rules.length) {
-      rules[rules.length - 1].description += ` ${line.trim()}`;
-    } else if (line.trim() === "" || !/^\s/.test(line)) {
-      break;
-    }
-  }
-  return rules;
+  return { scored: true, ...status, rules: parseRuleTable(report) };
 }
 
 /**
@@ -114,43 +71,19 @@ export function parseRuleTable(report: string): SpamRule[] {
  * (`True ; 7.1 / 5.0`) and the report (the same table as `spamassassin -t` appends).
  */
 export class SpamdScorer implements SpamScorer {
-  private readonly host: string;
-  private readonly port: number;
+  private readonly address: { host: string; port: number };
 
   constructor(url: string) {
-    const parsed = new URL(url.includes("://") ? url : `tcp://${url}`);
-    this.host = parsed.hostname.replace(/^\[|\]$/g, "");
-    this.port = Number(parsed.port || 783);
+    this.address = spamdAddress(url);
   }
 
   async score(message: CheckMessage): Promise<SpamResult> {
     const raw = await checkMime(message);
     try {
-      const answer = await this.exchange(raw);
-      const head = answer.slice(0, answer.indexOf("\r\n\r\n") >= 0 ? answer.indexOf("\r\n\r\n") : answer.length);
-      const body = answer.slice(head.length).trim();
-      const first = /^SPAMD\/[\d.]+ (\d+) (.*)$/m.exec(head);
-      if (!first || first[1] !== "0") throw new Error(`spamd answered ${first ? `${first[1]} ${first[2]}` : JSON.stringify(head.slice(0, 80))}`);
-      const spam = /^Spam: \w+ ; (-?[\d.]+) \/ (-?[\d.]+)/m.exec(head);
-      if (!spam) throw new Error("spamd's answer has no Spam header");
-      return { scored: true, score: Number(spam[1]), required: Number(spam[2]), rules: parseRuleTable(body) };
+      const { score, required, body } = await askSpamd(this.address, "REPORT", raw, SCORE_TIMEOUT_MS);
+      return { scored: true, score, required, rules: parseRuleTable(body) };
     } catch (err) {
-      return { scored: false, failed: true, skipped: `spamd at ${this.host}:${this.port} did not score the message: ${(err as Error).message}` };
+      return { scored: false, failed: true, skipped: `spamd at ${this.address.host}:${this.address.port} did not score the message: ${(err as Error).message}` };
     }
-  }
-
-  private exchange(raw: Buffer): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect({ host: this.host, port: this.port });
-      const chunks: Buffer[] = [];
-      socket.setTimeout(SCORE_TIMEOUT_MS, () => socket.destroy(new Error(`no answer within ${SCORE_TIMEOUT_MS} ms`)));
-      socket.on("connect", () => {
-        socket.write(`REPORT SPAMC/1.5\r\nContent-length: ${raw.length}\r\nUser: mailroom\r\n\r\n`);
-        socket.end(raw);
-      });
-      socket.on("data", (c: Buffer) => chunks.push(c));
-      socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-      socket.on("error", reject);
-    });
   }
 }
