@@ -40,6 +40,27 @@ export function describeUpdateCases({ fresh, ids }: ContractContext): void {
       expect((await c.findOne({ _id: "a" }))!.n).toBe(23);
     });
 
+    it("$max and $min keep the larger and the smaller value, set a missing field, and apply to an upsert's insert", async () => {
+      const c = fresh();
+      await c.insertOne({ _id: "a", n: 5, last: new Date(100), first: new Date(100), name: "m" });
+      await c.updateOne({ _id: "a" }, { $max: { n: 3, last: new Date(50), name: "z" }, $min: { first: new Date(50), lowest: 7 } });
+      expect(await c.findOne({ _id: "a" })).toEqual({ _id: "a", n: 5, last: new Date(100), first: new Date(50), name: "z", lowest: 7 });
+      expect(await c.updateOne({ _id: "a" }, { $max: { n: 2 }, $min: { lowest: 9 } })).toMatchObject({ matchedCount: 1, modifiedCount: 0 });
+      await c.updateOne({ _id: "a" }, { $max: { n: 8, last: new Date(200) }, $inc: { count: 1 } });
+      expect(await c.findOne({ _id: "a" })).toMatchObject({ n: 8, last: new Date(200), count: 1 });
+      // Upserted: the fields are set as given, beside $setOnInsert's and $inc's.
+      const r = await c.updateOne({ _id: "b" }, { $max: { last: new Date(9) }, $min: { first: new Date(9) }, $inc: { count: 2 }, $setOnInsert: { kind: "x" } }, { upsert: true });
+      expect(r.upsertedId).toBe("b");
+      expect(await c.findOne({ _id: "b" })).toEqual({ _id: "b", last: new Date(9), first: new Date(9), count: 2, kind: "x" });
+      // In a bulk write, as the engagement totals use them.
+      await c.bulkWrite([
+        { updateOne: { filter: { _id: "b" }, update: { $max: { last: new Date(30) }, $min: { first: new Date(3) }, $inc: { count: 1 } }, upsert: true } },
+        { updateOne: { filter: { _id: "c" }, update: { $max: { last: new Date(4) }, $inc: { count: 1 } }, upsert: true } },
+      ]);
+      expect(await c.findOne({ _id: "b" })).toMatchObject({ last: new Date(30), first: new Date(3), count: 3 });
+      expect(await c.findOne({ _id: "c" })).toEqual({ _id: "c", last: new Date(4), count: 1 });
+    });
+
     it("$inc on a non-number fails and leaves the document unchanged", async () => {
       const c = fresh();
       await c.insertOne({ _id: "a", s: "text" });

@@ -6,7 +6,10 @@
  * every adapter.
  *
  * Filter operators: equality, $eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $or, $and.
- * Update operators: $set, $unset, $inc, $push, $setOnInsert, $addToSet, $pull.
+ * Update operators: $set, $unset, $inc, $push, $setOnInsert, $addToSet, $pull, $max, $min.
+ *   $max / $min: `{ field: value }` sets the field when it is missing (or null) or the value is
+ *   larger / smaller than the one held; numbers, strings and dates, each compared with its own
+ *   kind (a value of another kind than the field's is refused).
  *   $addToSet: `{ field: value }` or `{ field: { $each: [values] } }` appends each value the
  *   array does not hold yet (deep equality; creates the array when the field is missing).
  *   $pull: `{ field: value }` removes the elements equal to the value, `{ field: { $in: [values] } }`
@@ -26,6 +29,8 @@ export type Update = {
   $setOnInsert?: Record<string, unknown>;
   $addToSet?: Record<string, unknown>;
   $pull?: Record<string, unknown>;
+  $max?: Record<string, unknown>;
+  $min?: Record<string, unknown>;
 };
 export type Sort = Record<string, 1 | -1>;
 

@@ -400,7 +400,7 @@ export function assertDefinedFilter(filter: Filter, where = "filter"): void {
 // ---------------------------------------------------------------------------------------------
 // Updates
 
-const UPDATE_OPERATORS = ["$set", "$unset", "$inc", "$push", "$setOnInsert", "$addToSet", "$pull"] as const;
+const UPDATE_OPERATORS = ["$set", "$unset", "$inc", "$push", "$setOnInsert", "$addToSet", "$pull", "$max", "$min"] as const;
 
 /** Throws on anything MongoDB would refuse, so both adapters fail alike. */
 export function validateUpdate(update: Update): void {
@@ -419,6 +419,9 @@ export function validateUpdate(update: Update): void {
         throw new Error(`invalid field path "${path}" in ${key}`);
       }
       if (key === "$inc" && typeof value !== "number") throw new Error(`$inc needs a number for "${path}"`);
+      if ((key === "$max" || key === "$min") && compareSameType(value, value) === undefined) {
+        throw new Error(`${key} needs a number, a string or a date for "${path}"`);
+      }
       if (key === "$addToSet") addToSetItems(value);
       if (key === "$pull") pullMatcher(value);
       paths.push(path);
@@ -573,6 +576,19 @@ export function applyUpdate<T extends Plain>(doc: T, update: Update, inserting: 
       throw new Error(`Cannot apply $inc to a value of non-numeric type (path "${path}")`);
     }
     setPath(next, path, ((current as number | undefined) ?? 0) + (amount as number));
+  }
+  for (const [op, keeps] of [["$max", (order: number) => order > 0], ["$min", (order: number) => order < 0]] as const) {
+    for (const [path, value] of entries(update[op])) {
+      own(path);
+      const current = getPath(next, path);
+      if (current === undefined || current === null) {
+        setPath(next, path, cloneValue(value));
+        continue;
+      }
+      const order = compareSameType(value, current);
+      if (order === undefined) throw new Error(`Cannot apply ${op} to a value of another type than the field's (path "${path}")`);
+      if (keeps(order)) setPath(next, path, cloneValue(value));
+    }
   }
   for (const [path, operand] of entries(update.$push)) {
     own(path);

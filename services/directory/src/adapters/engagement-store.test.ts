@@ -6,7 +6,7 @@ import { openMemoryStore } from "@mailroom/store/open.js";
 import { openLmdbStore } from "@mailroom/store/lmdb.js";
 import type { Store } from "@mailroom/store/port.js";
 import type { EngagementCondition, EngagementEvent } from "@mailroom/filter/filter.js";
-import { EngagementStore, type NewEngagement } from "./engagement-store.js";
+import { ENGAGEMENT_TOTALS_COLLECTION, EngagementStore, engagementTotalId, type NewEngagement } from "./engagement-store.js";
 
 const tempDirs: string[] = [];
 afterAll(async () => {
@@ -121,6 +121,19 @@ for (const [name, open] of STORES) {
       expect(await times(batched)).toEqual(await times(one));
       expect((await times(one)).length).toBeGreaterThan(10);
       await Promise.all([oneStore.close(), batchStore.close()]);
+    });
+
+    it("keeps a contact's first and last time of a kind whatever order its events come in", async () => {
+      const store = await open();
+      const engagement = await EngagementStore.open(store);
+      const e = (messageId: string, at: Date): NewEngagement => ({ workspaceId: "ws_a", contactId: "ctc_001", kind: "opened", messageId, at });
+      await engagement.recordMany([e("m2", TIMES[2])]);
+      await engagement.recordMany([e("m1", TIMES[0]), e("m3", TIMES[1])]); // both earlier than the one recorded
+      await engagement.recordMany([e("m4", TIMES[3]), e("m1", TIMES[3])]); // a later one, and a repeat
+      const total = await store.collection(ENGAGEMENT_TOTALS_COLLECTION).findOne({ _id: engagementTotalId("ws_a", "opened", "ctc_001") });
+      expect(total).toMatchObject({ count: 4, first: TIMES[0], last: TIMES[3] });
+      expect([...(await engagement.contactsWith("ws_a", { event: "opened", min: 1, since: TIMES[3] }))]).toEqual(["ctc_001"]);
+      await store.close();
     });
   });
 }

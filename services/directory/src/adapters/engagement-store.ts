@@ -129,8 +129,9 @@ export class EngagementStore {
    * Records events together, as record() does one: answers, per event, whether it was new. A
    * broadcast's deliveries come by the thousand a second, so the directory's share of each
    * message is the writes, not the round trips: one bulk upsert of the records (the upserted
-   * ones are the new ones), one that makes the totals missing, one that counts them, and one
-   * push of recent times — each a single transaction on the embedded store.
+   * ones are the new ones), one that makes the totals missing, one that counts them (one write
+   * a total: $inc, $max, $min), and one push of recent times — each a single transaction on the
+   * embedded store.
    */
   async recordMany(events: readonly NewEngagement[]): Promise<boolean[]> {
     if (events.length === 0) return [];
@@ -170,8 +171,9 @@ export class EngagementStore {
       }
     }
     // Missing totals made first (retried alone when another writer made one at the same time:
-    // an upsert of nothing but $setOnInsert is the same however often it runs), then counted,
-    // which no longer inserts and so cannot collide.
+    // an upsert of nothing but $setOnInsert is the same however often it runs), then counted in
+    // one write each (count, earliest and latest time), which no longer inserts and so cannot
+    // collide: a retried batch never counts twice.
     const missing = [...totals].map(([_id, t]) => ({
       updateOne: {
         filter: { _id },
@@ -188,10 +190,7 @@ export class EngagementStore {
       }
     }
     await this.totals.bulkWrite(
-      [...totals].flatMap(([_id, t]) => [
-        { updateOne: { filter: { _id }, update: { $inc: { count: t.count } } } },
-        { updateOne: { filter: { _id, last: { $lt: t.last } }, update: { $set: { last: t.last } } } },
-      ]),
+      [...totals].map(([_id, t]) => ({ updateOne: { filter: { _id }, update: { $inc: { count: t.count }, $max: { last: t.last }, $min: { first: t.first } } } })),
     );
     if (recent.size) await this.pushRecent([...recent.values()]);
     return events.map((_, i) => fresh.has(i));
