@@ -46,9 +46,22 @@ export class Uploads {
     return u && u.storedAt >= this.now() - KEEP_MS ? u : undefined;
   }
 
+  /** The upload, or the 404 page saying it is gone. */
+  require(workspaceId: string, id: string): Upload {
+    const upload = this.get(workspaceId, id);
+    if (!upload) throw refusal({ code: "not_found", status: 404, message: "No such upload (an upload is kept for 30 minutes, by the server it was sent to): upload the file again." });
+    return upload;
+  }
+
   delete(workspaceId: string, id: string): void {
     this.uploads.delete(`${workspaceId}\u0000${id}`);
   }
+}
+
+/** The CSV of an upload form (its `file` field): a non-empty file, or undefined. */
+export function uploadedFile(body: unknown): Buffer | undefined {
+  const file = (body as { file?: unknown } | undefined)?.file;
+  return Buffer.isBuffer(file) && file.length > 0 ? file : undefined;
 }
 
 export interface Preview {

@@ -13,9 +13,9 @@
  * directory's refusals (bad address, unknown property, bad value) show on the form. The markup
  * is views/contacts-new.ts.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ContactSource } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { bodyFromError, refusal } from "@mailroom/http/errors.js";
+import { bodyFromError } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { contactInput, upsertContactSchema } from "@mailroom/http/contacts-schema.js";
 import type { ConsoleDeps } from "../deps.js";
@@ -24,14 +24,10 @@ import { consolePage, consoleUrl } from "../layout.js";
 import { seeOther, sessionOf, setFlash } from "../session.js";
 import { render } from "../views/html.js";
 import { newContactView, type NewContactError, type NewContactValues } from "../views/contacts-new.js";
+import { editable, html, str } from "../form-values.js";
 
 export type { NewContactError, NewContactValues };
 
-const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
-const str = (body: unknown, name: string): string => {
-  const v = (body as Record<string, unknown> | undefined)?.[name];
-  return typeof v === "string" ? v : "";
-};
 /** Fields of their own on the form: the JSON may not set them too. */
 const OWN_FIELDS = ["email", "firstName", "lastName", "status"] as const;
 const PROPERTIES_MAX = 64 * 1024;
@@ -85,9 +81,6 @@ const EMPTY: NewContactValues = { email: "", firstName: "", lastName: "", subscr
 
 export function registerContactCreatePages(scope: FastifyInstance, deps: ConsoleDeps): void {
   const directory = () => deps.clients.directory;
-  const editable = (request: FastifyRequest) => {
-    if (!sessionOf(request).canEdit) throw refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
-  };
   const page = async (request: FastifyRequest, values: NewContactValues, error?: NewContactError) => {
     const session = sessionOf(request);
     const { properties } = await directory().listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request));

@@ -37,27 +37,14 @@ import { contactWebhookHistory } from "../views/webhook-events.js";
 import { contactAutomationsSection } from "../automation-runs.js";
 import { contactActivitySection } from "../contact-activity.js";
 import { registerContactCreatePages } from "./contacts-new.js";
-import { chosenMapping, previewCsv, Uploads, withHeader, type MappingTarget } from "../csv-mapping.js";
-import { parseWith } from "../form-values.js";
+import { chosenMapping, previewCsv, uploadedFile, Uploads, withHeader, type MappingTarget } from "../csv-mapping.js";
+import { editable, html, parseWith, str } from "../form-values.js";
 import { render } from "../views/html.js";
 import { CONTACT_STATUSES, contactImportView, contactListView, contactMappingView, contactView, importJobView } from "../views/contacts.js";
 
-type Form = Record<string, unknown>;
-const str = (body: unknown, name: string): string => {
-  const v = (body as Form | undefined)?.[name];
-  return typeof v === "string" ? v : "";
-};
-const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
 const CONTACT_ID = /^ctc_[0-9a-z]{26}$/;
 const JOB_ID = /^imp_[0-9a-f]{24}$/;
 
-const readOnly = () => refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
-
-/** The CSV of an import form: a non-empty upload, or undefined. */
-function uploadedFile(body: unknown): Buffer | undefined {
-  const file = (body as Form | undefined)?.file;
-  return Buffer.isBuffer(file) && file.length > 0 ? file : undefined;
-}
 
 /** Back to the import form, saying the file was missing. */
 function backToImport(reply: FastifyReply) {
@@ -90,14 +77,14 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.get("/contacts/import", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const body = render(contactImportView(csrfField(session)));
     return html(reply, consolePage({ title: "Import contacts", session, active: "contacts", flash: request.consoleFlash, body }));
   });
 
   scope.post("/contacts/import", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const file = uploadedFile(request.body);
     if (!file) return backToImport(reply);
     // The import outlives the request; its calls still name the request that started it.
@@ -112,7 +99,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.post("/contacts/import/preview", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const file = uploadedFile(request.body);
     if (!file) return backToImport(reply);
     try {
@@ -130,16 +117,11 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     { value: "timezone", label: "Timezone" }, { value: "status", label: "Status (SUBSCRIBED, UNSUBSCRIBED, …)" }, { value: "subscribed", label: "Subscribed (yes/no)" },
     ...(await customProperties(request)).map((p) => ({ value: p.slug, label: `Property: ${p.displayName || p.slug}` })),
   ];
-  const uploadOf = (workspaceId: string, id: string) => {
-    const upload = uploads.get(workspaceId, id);
-    if (!upload) throw refusal({ code: "not_found", status: 404, message: "No such upload (an upload is kept for 30 minutes, by the server it was sent to): upload the file again." });
-    return upload;
-  };
 
   scope.get<{ Params: { upload: string } }>("/contacts/import/preview/:upload", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
-    const upload = uploadOf(session.workspaceId, request.params.upload);
+    editable(request);
+    const upload = uploads.require(session.workspaceId, request.params.upload);
     const targets = await importTargets(request);
     const norm = (t: string) => t.toLowerCase().replace(/[\s_-]+/g, "");
     const byName = new Map(targets.map((t) => [norm(t.value), t.value]));
@@ -152,8 +134,8 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.post<{ Params: { upload: string } }>("/contacts/import/preview/:upload", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
-    const upload = uploadOf(session.workspaceId, request.params.upload);
+    editable(request);
+    const upload = uploads.require(session.workspaceId, request.params.upload);
     const targets = await importTargets(request);
     const mapping = chosenMapping(request.body, previewCsv(upload.file).header.length, new Set(targets.map((t) => t.value)));
     if (!mapping.includes("email")) {
@@ -184,7 +166,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.post("/contacts/suppressions", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const detail = str(request.body, "detail").trim().slice(0, 200);
     // The request POST /v1/suppressions takes (an address, added by hand); the note is the console's own.
     const parsed = parseWith(createSuppressionSchema, { email: str(request.body, "email").trim(), reason: "manual" });
@@ -218,7 +200,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.post<{ Params: { id: string } }>("/contacts/:id", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const contact = await loadContact(request, request.params.id);
     const props = await customProperties(request);
     const typed: Record<string, string> = {};
@@ -246,7 +228,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.post<{ Params: { id: string } }>("/contacts/:id/unsubscribe", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const contact = await loadContact(request, request.params.id);
     // What the recipient's own unsubscribe link does: the suppression guards every send, and
     // the directory marks the contact UNSUBSCRIBED with it.
@@ -258,7 +240,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.post<{ Params: { id: string } }>("/contacts/:id/resubscribe", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const contact = await loadContact(request, request.params.id);
     try {
       await directory().updateContact({ workspaceId: session.workspaceId, contactId: contact.id, contact: { status: ContactStatus.SUBSCRIBED } }, rpcOptions(request));
@@ -271,7 +253,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   scope.post<{ Params: { id: string } }>("/contacts/:id/delete", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const contact = await loadContact(request, request.params.id);
     await directory().deleteContact({ workspaceId: session.workspaceId, contactId: contact.id }, rpcOptions(request));
     setFlash(reply, { kind: "ok", message: `Contact ${contact.email} deleted.` });

@@ -18,31 +18,24 @@
 import { Readable, pipeline } from "node:stream";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { parse, CsvError } from "csv-parse";
 import { stringify } from "csv-stringify";
 import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { bodyFromError, refusal } from "@mailroom/http/errors.js";
+import { bodyFromError } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { REASON_TO_PB, createSuppressionSchema } from "@mailroom/http/suppressions-schema.js";
 import type { ConsoleDeps } from "../deps.js";
 import { csrfField } from "../csrf.js";
 import { consolePage, consoleUrl, type Flash } from "../layout.js";
 import { seeOther, sessionOf, setFlash } from "../session.js";
-import { chosenMapping, previewCsv, Uploads, type MappingTarget } from "../csv-mapping.js";
-import { parseWith } from "../form-values.js";
+import { chosenMapping, previewCsv, uploadedFile, Uploads, type MappingTarget } from "../csv-mapping.js";
+import { editable, html, parseWith, str } from "../form-values.js";
 import { render } from "../views/html.js";
 import {
   SUPPRESSION_REASONS, reasonOf, suppressionImportView, suppressionListView, suppressionMappingView, suppressionReportView, type SuppressionImportReport,
 } from "../views/suppressions.js";
 
-type Form = Record<string, unknown>;
-const str = (body: unknown, name: string): string => {
-  const v = (body as Form | undefined)?.[name];
-  return typeof v === "string" ? v : "";
-};
-const html = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type("text/html; charset=utf-8").send(page);
-const readOnly = () => refusal({ code: "forbidden", status: 403, message: "This console session is read only (api_read key)." });
 
 const reasonNamed = (name: string) => SUPPRESSION_REASONS.find((r) => r.name === name);
 
@@ -110,7 +103,7 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
 
   scope.post("/suppressions", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const target = str(request.body, "target").trim();
     const detail = str(request.body, "detail").trim().slice(0, 200);
     // The request POST /v1/suppressions takes; the note is the console's own (the list's Detail).
@@ -135,7 +128,7 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
 
   scope.post("/suppressions/remove", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const target = str(request.body, "target").trim();
     const force = str(request.body, "force") === "yes";
     try {
@@ -184,16 +177,16 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
 
   scope.get("/suppressions/import", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
+    editable(request);
     const body = suppressionImportView(csrfField(session));
     return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body: render(body) }));
   });
 
   scope.post("/suppressions/import", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
-    const file = (request.body as Form | undefined)?.file;
-    if (!Buffer.isBuffer(file) || file.length === 0) {
+    editable(request);
+    const file = uploadedFile(request.body);
+    if (!file) {
       setFlash(reply, { kind: "error", message: "Choose a CSV file to import (it was missing or empty)." });
       return seeOther(reply, consoleUrl("/suppressions/import"));
     }
@@ -207,16 +200,11 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
     return seeOther(reply, consoleUrl(`/suppressions/import/${upload.id}`));
   });
 
-  const uploadOf = (workspaceId: string, id: string) => {
-    const upload = uploads.get(workspaceId, id);
-    if (!upload) throw refusal({ code: "not_found", status: 404, message: "No such upload (an upload is kept for 30 minutes, by the server it was sent to): upload the file again." });
-    return upload;
-  };
 
   scope.get<{ Params: { upload: string } }>("/suppressions/import/:upload", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
-    const upload = uploadOf(session.workspaceId, request.params.upload);
+    editable(request);
+    const upload = uploads.require(session.workspaceId, request.params.upload);
     const preview = previewCsv(upload.file);
     const body = suppressionMappingView({ uploadId: upload.id, preview, targets: MAPPING_TARGETS, guess: guessColumn, csrf: csrfField(session) });
     return html(reply, consolePage({ title: "Import suppressions", session, active: "suppressions", flash: request.consoleFlash, body: render(body) }));
@@ -224,8 +212,8 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
 
   scope.post<{ Params: { upload: string } }>("/suppressions/import/:upload", async (request, reply) => {
     const session = sessionOf(request);
-    if (!session.canEdit) throw readOnly();
-    const upload = uploadOf(session.workspaceId, request.params.upload);
+    editable(request);
+    const upload = uploads.require(session.workspaceId, request.params.upload);
     const preview = previewCsv(upload.file);
     const mapping = chosenMapping(request.body, preview.header.length, ALLOWED);
     const defaultReason = reasonNamed(str(request.body, "defaultReason")) ?? reasonNamed("imported")!;
