@@ -63,7 +63,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { AudienceService, BestHourBasis } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import { AudienceService, BestHourBasis } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { AudienceSchema } from "@mailroom/proto/common/v1/common_pb.js";

@@ -29,7 +29,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DIRECTORY_EVENTS_STREAM, EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
 import { startSystem, type TestSystem } from "../test/harness/system.js";

@@ -34,7 +34,7 @@
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import nodemailer from "nodemailer";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { loadDeliverySettings } from "../services/delivery/src/settings.js";
 import { startSink } from "./sink.js";

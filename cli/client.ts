@@ -1,8 +1,8 @@
 import { userInfo } from "node:os";
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client, type Interceptor } from "@connectrpc/connect";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { connectClient, errorInfoOf, loadConfig } from "@mailroom/kit";
 import { ACTOR_HEADER, actorHeaderValue } from "@mailroom/kit/audit.js";
 

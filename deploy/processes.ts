@@ -9,7 +9,7 @@ import { DEFAULT_RESTART_POLICY, RestartTracker, signalGroup, type RestartPolicy
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-export type UnitName = "directory" | "renderer" | "email" | "broadcast" | "delivery" | "inbound" | "webhooks" | "automation" | "submission" | "gateway";
+export type UnitName = "accounts" | "audience" | "renderer" | "email" | "broadcast" | "delivery" | "inbound" | "webhooks" | "automation" | "submission" | "gateway";
 
 /**
  * V8 flags of the units every send passes through. A send allocates many short-lived
@@ -50,7 +50,8 @@ export const LARGE_MESSAGE_HEAP = ["--heap-growing-percent=100"];
  * else the shared MAILROOM_SERVICE_PORT, else a free port; its `urlVar` points there.
  */
 export const UNITS: { name: UnitName; entry: string; urlVar?: string; portVar?: string; defaultPort: number; nodeArgs?: string[] }[] = [
-  { name: "directory", entry: "services/directory/src/main.ts", urlVar: "MAILROOM_DIRECTORY_URL", defaultPort: 7101, nodeArgs: BOUNDED_HEAP },
+  { name: "accounts", entry: "services/accounts/src/main.ts", urlVar: "MAILROOM_ACCOUNTS_URL", defaultPort: 7101, nodeArgs: BOUNDED_HEAP },
+  { name: "audience", entry: "services/audience/src/main.ts", urlVar: "MAILROOM_AUDIENCE_URL", defaultPort: 7109, nodeArgs: BOUNDED_HEAP },
   { name: "renderer", entry: "services/renderer/src/main.ts", urlVar: "MAILROOM_RENDERER_URL", defaultPort: 7104 },
   { name: "email", entry: "services/email/src/main.ts", urlVar: "MAILROOM_EMAIL_URL", defaultPort: 7102, nodeArgs: HOT_PATH_HEAP },
   { name: "broadcast", entry: "services/broadcast/src/main.ts", urlVar: "MAILROOM_BROADCAST_URL", defaultPort: 7103, nodeArgs: HOT_PATH_HEAP },

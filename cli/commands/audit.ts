@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ListAuditLogResponseSchema } from "@mailroom/proto/directory/v1/team_pb.js";
+import { ListAuditLogResponseSchema } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { action, parseLimit, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { table, when } from "../output.js";
 

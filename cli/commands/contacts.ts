@@ -1,10 +1,7 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { Command } from "commander";
-import {
-  CreateContactResponseSchema, GetContactResponseSchema, ListContactPropertiesResponseSchema, ListContactsResponseSchema,
-  ListSuppressionsResponseSchema, PropertyType, SuppressionReason, ContactSource, ContactStatus, type Contact,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { CreateContactResponseSchema, GetContactResponseSchema, ListContactPropertiesResponseSchema, ListContactsResponseSchema, ListSuppressionsResponseSchema, PropertyType, SuppressionReason, ContactSource, ContactStatus, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { action, parseLimit, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { DEFAULT_BATCH_SIZE, importContactsCsv, ImportAbortedError } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { table, when } from "../output.js";

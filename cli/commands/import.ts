@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { cliClient } from "../client.js";
 import { action, parseLimit, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { progressBar } from "../progress.js";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { CreateApiKeyResponseSchema, ListApiKeysResponseSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { CreateApiKeyResponseSchema, ListApiKeysResponseSchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { action, printJson, workspaceOf, type CliContext } from "../context.js";
 import { table, when } from "../output.js";
 

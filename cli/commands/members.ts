@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { loadConfig } from "@mailroom/kit";
-import { InviteMemberResponseSchema, ListSessionsResponseSchema, TeamServiceListMembersResponseSchema, UpdateMemberRoleResponseSchema } from "@mailroom/proto/directory/v1/team_pb.js";
+import { InviteMemberResponseSchema, ListSessionsResponseSchema, TeamServiceListMembersResponseSchema, UpdateMemberRoleResponseSchema } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { cliUser } from "../client.js";
 import { action, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { table, when } from "../output.js";

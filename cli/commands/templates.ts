@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
-import { CreateTemplateResponseSchema, GetTemplateResponseSchema, ListTemplatesResponseSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { CreateTemplateResponseSchema, GetTemplateResponseSchema, ListTemplatesResponseSchema } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { action, printJson, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { table, when } from "../output.js";
 

@@ -1,8 +1,5 @@
 import type { Command } from "commander";
-import {
-  CreateWorkspaceResponseSchema, GetWorkspaceResponseSchema, ListWorkspacesResponseSchema, SetWorkspaceBannedResponseSchema, SetWorkspaceSendingPausedResponseSchema,
-  UpdateWorkspaceResponseSchema, type Workspace,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { CreateWorkspaceResponseSchema, GetWorkspaceResponseSchema, ListWorkspacesResponseSchema, SetWorkspaceBannedResponseSchema, SetWorkspaceSendingPausedResponseSchema, UpdateWorkspaceResponseSchema, type Workspace } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { action, parseBool, parseLimit, printJson, UsageError, type CliContext } from "../context.js";
 import { table, when } from "../output.js";
 

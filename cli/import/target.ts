@@ -1,9 +1,7 @@
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import {
-  ContactSource, ContactStatus, PropertyType, SuppressionEntryOutcome, SuppressionReason, type Contact,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { ContactSource, ContactStatus, PropertyType, SuppressionEntryOutcome, SuppressionReason, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import type { DirectoryClient } from "../client.js";
 import type { ExistingContact, ImportTarget, SuppressionOutcome } from "./apply.js";
 import { suppressionKey } from "./apply.js";

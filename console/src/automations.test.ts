@@ -7,8 +7,9 @@ import {
   AutomationSchema, AutomationService, AutomationStatus, RunSchema, RunStatus,
   type CreateAutomationRequest, type UpdateAutomationRequest,
 } from "@mailroom/proto/automation/v1/automation_pb.js";
-import { ContactStatus, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";

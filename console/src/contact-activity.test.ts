@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { RunStatus } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";

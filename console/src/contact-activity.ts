@@ -4,7 +4,7 @@
  * The markup is views/contact-activity.ts.
  */
 import type { FastifyRequest } from "fastify";
-import type { Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { bodyFromError } from "@mailroom/http/errors.js";
 import { contactActivity } from "@mailroom/http/contact-activity.js";

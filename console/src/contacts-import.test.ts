@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import {
-  BatchUpsertContactsResponseSchema,
-  ListContactPropertiesResponseSchema,
-  PropertyType,
-  type BatchUpsertContactsRequest,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import type { DirectoryClient } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { ImportJobs, jobJson } from "./contacts-import.js";
 import { cumulative, progressChart } from "./views/broadcasts-chart.js";

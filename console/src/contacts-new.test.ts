@@ -1,10 +1,9 @@
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import {
-  ApiKeySchema, ContactSchema, ContactSource, ContactStatus, DirectoryService, PropertyType, type ContactInput,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
-import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactSchema, ContactSource, ContactStatus, PropertyType, type ContactInput } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { badRequest, conflict } from "@mailroom/kit/errors.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";

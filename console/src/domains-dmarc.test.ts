@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { silentLogger } from "@mailroom/kit/testing.js";

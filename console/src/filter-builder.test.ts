@@ -2,8 +2,8 @@ import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { parseFilter } from "@mailroom/filter/filter.js";
 import { create } from "@bufbuild/protobuf";
-import { ContactPropertySchema, PropertyType } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { GroupSchema } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { ContactPropertySchema, PropertyType } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { GroupSchema } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { FILTER_BUILDER_JS, builderFields, filterBuilderHtml, scriptJson, type BuilderField } from "./filter-builder.js";
 
 interface Row { field: string; op: string; value: string }

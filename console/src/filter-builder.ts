@@ -16,8 +16,8 @@
  * the page runs.
  */
 import { OPERATORS_BY_KIND, CONTACT_SOURCES, CONTACT_STATUSES, ENGAGEMENT_EVENTS, type FieldKind } from "@mailroom/filter/filter.js";
-import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { PropertyType, type ContactProperty } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { html, render, trusted } from "./views/html.js";
 
 export type BuilderKind = FieldKind | "engagement";

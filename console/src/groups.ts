@@ -3,7 +3,7 @@
  * pages/groups.ts (handlers) and views/groups.ts (markup).
  */
 import type { FastifyRequest } from "fastify";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { sessionOf } from "./session.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";
 import { directoryService } from "../../services/directory/src/routes.js";

@@ -3,8 +3,8 @@
  * segments pages are pages/segments.ts (handlers) and views/segments.ts (markup).
  */
 import type { FastifyRequest } from "fastify";
-import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
+import type { Segment } from "@mailroom/proto/audience/v1/audiences_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { sessionOf } from "./session.js";

@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";

@@ -9,8 +9,8 @@
 import { expect } from "vitest";
 import { createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";

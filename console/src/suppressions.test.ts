@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";
 import { directoryService } from "../../services/directory/src/routes.js";

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { MemberSchema, SessionSchema, TeamService, type Member } from "@mailroom/proto/directory/v1/team_pb.js";
+import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { MemberSchema, SessionSchema, TeamService, type Member } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";

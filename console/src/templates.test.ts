@@ -2,12 +2,11 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import {
-  ApiKeySchema, ContactSchema, DirectoryService, TemplateSchema,
-  type CreateTemplateRequest, type Template, type UpdateTemplateRequest,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
-import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
-import { TemplateService, TemplateVersionSchema, type RenderTemplateRequest, type TemplateVersion } from "@mailroom/proto/directory/v1/templates_pb.js";
+import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { TemplateSchema, type CreateTemplateRequest, type Template, type UpdateTemplateRequest } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
+import { TemplateService, TemplateVersionSchema, type RenderTemplateRequest, type TemplateVersion } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";

@@ -3,7 +3,7 @@
  * pages/topics.ts (handlers) and views/topics.ts (markup).
  */
 import type { FastifyRequest } from "fastify";
-import type { Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import type { Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import type { ConsoleDeps } from "./deps.js";
 import { sessionOf } from "./session.js";

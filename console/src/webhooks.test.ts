@@ -2,8 +2,8 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import {
   DeliverySchema, DeliveryState, WebhookSchema, WebhookService, WebhookStatus,
   type Delivery, type RedeliverDeliveryRequest, type UpdateWebhookRequest, type Webhook,

@@ -2,7 +2,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { loadConfig, createLogger } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";

@@ -4,7 +4,7 @@ import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { BATCH_BODY_LIMIT_BYTES } from "@mailroom/http/errors.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { LightMyRequestResponse } from "fastify";
-import { SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";

@@ -6,7 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { connectClient, startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { startTracing, stopTracing, tracingOn } from "@mailroom/kit/tracing.js";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { KIND, otlpEnv, startOtlpReceiver, withEnv, type OtlpReceiver, type ReceivedSpan } from "../../test/harness/otlp-receiver.js";
 import { buildGateway } from "./app.js";
 import { rpcOptions, type GatewayDeps, type ServiceClients } from "@mailroom/http/deps.js";

@@ -1,8 +1,8 @@
 import { userInfo } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { TeamService, type AuditEntry } from "@mailroom/proto/directory/v1/team_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TeamService, type AuditEntry } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { runCli } from "../../cli/program.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";

@@ -9,7 +9,8 @@ import {
   DeliveryMethod,
   type Broadcast,
 } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
-import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";

@@ -9,7 +9,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";
 import { directoryService } from "../../services/directory/src/routes.js";
 import { buildGateway } from "../../gateway/src/app.js";

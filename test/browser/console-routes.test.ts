@@ -6,7 +6,7 @@ import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
 import { freePort } from "../harness/ports.js";

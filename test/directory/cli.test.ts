@@ -5,7 +5,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient, createLogger, startConnectServer, type ConnectServer } from "@mailroom/kit";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
 import { memoryDirectory, storeTeam } from "../../services/directory/src/testing.js";

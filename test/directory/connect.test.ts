@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { ContactSource, ContactStatus, DirectoryService, PropertyType, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource, ContactStatus, PropertyType, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient, createLogger, errorInfoOf, startConnectServer, type ConnectServer } from "@mailroom/kit";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
 import { memoryDirectory } from "../../services/directory/src/testing.js";

@@ -12,7 +12,8 @@ import { readFile } from "node:fs/promises";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "csv-parse/sync";
-import { ContactStatus, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 

@@ -22,9 +22,8 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { create } from "@bufbuild/protobuf";
-import {
-  BatchUpsertContactsResponseSchema, DirectoryService, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient } from "@mailroom/kit";
 import type { DirectoryClient } from "../../cli/client.js";
 import { importContactsCsv } from "@mailroom/kit/contacts-csv/import-csv.js";

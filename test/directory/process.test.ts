@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient } from "@mailroom/kit";
 import { freePort, waitForPort } from "../harness/ports.js";
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient, createLogger, loadConfig, startConnectServer, type ConnectServer } from "@mailroom/kit";
 import { directoryRoutes } from "../../services/directory/src/routes.js";
 import { memoryDirectory, snapshot, type TestDirectory } from "../../services/directory/src/testing.js";

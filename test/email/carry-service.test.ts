@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import PostalMime from "postal-mime";
-import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { ConnectError } from "@connectrpc/connect";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseCsv } from "csv-parse/sync";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DeliveryState, WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { startReceiver } from "../webhooks/receiver.js";

@@ -1,7 +1,7 @@
 import { createPublicKey, randomBytes } from "node:crypto";
 import { dkimVerify } from "mailauth";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime, { type Email } from "postal-mime";
 import { type TestSystem } from "../harness/system.js";

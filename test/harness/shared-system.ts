@@ -1,5 +1,5 @@
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { systemStore } from "./postgres.js";
 import { registerForRunEnd } from "./run-registry.js";
 import { SHARED_SYSTEMS_VARIABLE } from "./suites.js";

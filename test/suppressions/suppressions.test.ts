@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "csv-parse/sync";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
-import { TeamService, type AuditEntry } from "@mailroom/proto/directory/v1/team_pb.js";
+import { TeamService, type AuditEntry } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";

@@ -14,7 +14,7 @@
  * is views/contacts-new.ts.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ContactSource } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { bodyFromError } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { contactInput, upsertContactSchema } from "@mailroom/http/contacts-schema.js";

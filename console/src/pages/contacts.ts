@@ -24,7 +24,7 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ContactStatus, SuppressionReason, type Contact, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactStatus, SuppressionReason, type Contact, type ContactProperty } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { REASON_TO_PB, createSuppressionSchema } from "@mailroom/http/suppressions-schema.js";

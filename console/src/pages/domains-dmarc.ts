@@ -5,7 +5,7 @@
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyRequest } from "fastify";
-import type { Domain } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Domain } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { bodyFromError } from "@mailroom/http/errors.js";
 import { DMARC_DEFAULT_DAYS } from "@mailroom/http/constants.js";

@@ -14,8 +14,8 @@
  * that route makes it; the markup is views/forms.ts.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { Form } from "@mailroom/proto/directory/v1/forms_pb.js";
+import { PropertyType, type ContactProperty } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { Form } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { createFormSchema, formInput } from "@mailroom/http/forms-schema.js";

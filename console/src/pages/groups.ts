@@ -14,8 +14,8 @@
  * and rename forms are checked with the /v1 routes' schemas; the markup is views/groups.ts.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
+import type { Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import type { ConsoleDeps } from "../deps.js";

@@ -18,7 +18,7 @@
  * name is checked with the /v1 route's field (@mailroom/http/api-keys-schema.js).
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { ApiKey } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { ApiKey } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { bodyFromError, invalid, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { API_KEY_NAME_MAX, apiKeyNameSchema } from "@mailroom/http/api-keys-schema.js";

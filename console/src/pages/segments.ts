@@ -15,7 +15,7 @@
  * The markup is views/segments.ts. The form stays the console's own (its filter is the builder's JSON text).
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import type { Segment } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import type { ConsoleDeps } from "../deps.js";

@@ -21,7 +21,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
 import { parse, CsvError } from "csv-parse";
 import { stringify } from "csv-stringify";
-import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionEntryOutcome, SuppressionReason, type SuppressionEntrySchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { bodyFromError } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { REASON_TO_PB, createSuppressionSchema } from "@mailroom/http/suppressions-schema.js";

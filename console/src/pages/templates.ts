@@ -24,8 +24,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Template, TemplateInputSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { TemplateVersion } from "@mailroom/proto/directory/v1/templates_pb.js";
+import type { Template, TemplateInputSchema } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import type { TemplateVersion } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { bodyFromError, refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import type { ConsoleDeps } from "../deps.js";

@@ -11,7 +11,7 @@
  * The create and save forms are checked with the /v1 routes' schemas; the markup is views/topics.ts.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { DefaultSubscription, type Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { DefaultSubscription, type Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { refusal } from "@mailroom/http/errors.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { createTopicSchema, updateTopicSchema } from "@mailroom/http/topics-schema.js";

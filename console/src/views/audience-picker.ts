@@ -2,9 +2,9 @@
  * The broadcast form's audience picker (DESIGN §9.4), the view: a fieldset that works without
  * JS (the count needs it). Its values and the count's route are pages/audience-picker.ts.
  */
-import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
-import type { Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import type { Segment } from "@mailroom/proto/audience/v1/audiences_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
+import type { Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { consoleUrl } from "../layout.js";
 import type { AudienceMode, AudienceValues } from "../pages/audience-picker.js";
 import { html, trusted, type Html } from "./html.js";

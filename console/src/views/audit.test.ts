@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { AuditEntrySchema } from "@mailroom/proto/directory/v1/team_pb.js";
+import { AuditEntrySchema } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { auditView } from "./audit.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

@@ -2,7 +2,7 @@
  * The audit log (/console/audit): the view. The handler is pages/audit.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { AuditEntry } from "@mailroom/proto/directory/v1/team_pb.js";
+import type { AuditEntry } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { consoleUrl } from "../layout.js";
 import { html, type Html } from "./html.js";
 import { time } from "./page-parts.js";

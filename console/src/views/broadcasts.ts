@@ -4,7 +4,7 @@
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { BroadcastStatus, DeliveryMethod, type Broadcast } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
-import type { Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { consoleUrl, formatTime, statusBadge, statusWords, type Tone } from "../layout.js";
 import type { DraftValues } from "../pages/broadcasts-form.js";
 import { abFormView, variantName } from "./broadcasts-ab.js";

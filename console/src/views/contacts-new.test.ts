@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { PropertyType, type ContactProperty } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { newContactView } from "./contacts-new.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

@@ -1,7 +1,7 @@
 /**
  * "Add contact" (/console/contacts/new): the form. The handlers are pages/contacts-new.ts.
  */
-import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { PropertyType, type ContactProperty } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { consoleUrl } from "../layout.js";
 import { html, trusted, type Html } from "./html.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactProperty } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import type { ImportJob } from "../contacts-import.js";
 import { contactListView, contactView, importJobView } from "./contacts.js";
 import { html } from "./html.js";

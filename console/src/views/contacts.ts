@@ -3,9 +3,7 @@
  * handlers are pages/contacts.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import {
-  ContactSource, ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactEvent, type ContactProperty, type Suppression,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource, ContactStatus, PropertyType, SuppressionReason, type Contact, type ContactEvent, type ContactProperty, type Suppression } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { jobJson, type ImportJob } from "../contacts-import.js";
 import type { MappingTarget, Preview } from "../csv-mapping.js";
 import { consoleUrl, formatTime, statusBadge, type Tone } from "../layout.js";

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { CheckDirectSendingResponseSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { CheckDirectSendingResponseSchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { ehloView } from "./delivery.js";
 import { directSendingView } from "./domains.js";
 

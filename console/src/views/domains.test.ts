@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { CheckDirectSendingResponseSchema, DomainSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { CheckDirectSendingResponseSchema, DomainSchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { GetDmarcSummaryResponseSchema } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { domainListView, domainPageView } from "./domains.js";
 

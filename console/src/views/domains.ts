@@ -2,7 +2,7 @@
  * Domains and senders (/console/domains): the views. The handlers are pages/domains.ts.
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { CheckDirectSendingResponse, DnsRecord, Domain, ListSendersResponse } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { CheckDirectSendingResponse, DnsRecord, Domain, ListSendersResponse } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { CONSOLE_PREFIX } from "../layout.js";
 import { isAddressLiteral } from "./delivery.js";
 import { dmarcCardView, type DmarcCardState } from "./domains-dmarc.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Form } from "@mailroom/proto/directory/v1/forms_pb.js";
+import type { Form } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { formListView, formView, type FormValues } from "./forms.js";
 import { parseForm } from "../pages/forms.js";
 

@@ -3,9 +3,9 @@
  * are pages/forms.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Form } from "@mailroom/proto/directory/v1/forms_pb.js";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
-import type { Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import type { Form } from "@mailroom/proto/audience/v1/forms_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
+import type { Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { HONEYPOT_FIELD } from "@mailroom/http/constants.js";
 import { consoleUrl, formatTime, statusBadge } from "../layout.js";
 import { scriptJson } from "../filter-builder.js";

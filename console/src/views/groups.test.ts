@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
-import { ContactStatus } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
+import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { groupListView, groupView } from "./groups.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

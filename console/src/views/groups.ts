@@ -2,8 +2,8 @@
  * Groups (/console/groups): the views. The handlers are pages/groups.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { ContactStatus, type Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { Group, GroupMember } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { ContactStatus, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { Group, GroupMember } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { consoleUrl, formatTime, statusBadge } from "../layout.js";
 import { groupLabel } from "../groups.js";
 import { html, trusted, type Html } from "./html.js";

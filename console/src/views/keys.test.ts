@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { ApiKeySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { MemberSchema } from "@mailroom/proto/directory/v1/team_pb.js";
+import { ApiKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { MemberSchema } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { keyCreatedView, keyListView } from "./keys.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

@@ -2,8 +2,8 @@
  * The API keys page (/console/keys): the views. The handlers are pages/keys.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { ApiKey } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { Member } from "@mailroom/proto/directory/v1/team_pb.js";
+import type { ApiKey } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { Member } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { API_KEY_NAME_MAX } from "@mailroom/http/api-keys-schema.js";
 import type { Role } from "@mailroom/http/roles.js";
 import { consoleUrl } from "../layout.js";

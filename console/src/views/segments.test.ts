@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
-import { ContactStatus } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Segment } from "@mailroom/proto/audience/v1/audiences_pb.js";
+import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { segmentEditorView, segmentListView, segmentView } from "./segments.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

@@ -3,8 +3,8 @@
  * builder's markup is ../filter-builder.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { ContactStatus, type Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { Segment } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import { ContactStatus, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { Segment } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import { consoleUrl, formatTime, statusBadge } from "../layout.js";
 import { html, trusted, type Html } from "./html.js";
 

@@ -2,7 +2,7 @@
  * My sessions (/console/sessions): the views. The handler is pages/sessions.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Session as SessionRecord } from "@mailroom/proto/directory/v1/team_pb.js";
+import type { Session as SessionRecord } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { consoleUrl, formatTime, statusBadge } from "../layout.js";
 import type { ConsoleSession } from "../types.js";
 import { html, trusted, type Html } from "./html.js";

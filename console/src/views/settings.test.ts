@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { WorkspaceSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { WorkspaceSchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { settingsView } from "./settings.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

@@ -2,7 +2,7 @@
  * The workspace settings page (/console/settings): the views. The handlers are pages/settings.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Workspace } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Workspace } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { consoleUrl } from "../layout.js";
 import { html, type Html } from "./html.js";
 import { badge, field, time } from "./page-parts.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SuppressionReason, type Suppression } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionReason, type Suppression } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { suppressionListView, suppressionMappingView, suppressionReportView } from "./suppressions.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

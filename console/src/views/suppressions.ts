@@ -2,7 +2,7 @@
  * Suppressions (/console/suppressions): the views. The handlers are pages/suppressions.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { SuppressionReason, type Suppression } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionReason, type Suppression } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import type { MappingTarget, Preview } from "../csv-mapping.js";
 import { consoleUrl, formatTime, statusBadge, type Tone } from "../layout.js";
 import { mappingTableView } from "./csv-mapping.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { MemberSchema } from "@mailroom/proto/directory/v1/team_pb.js";
+import { MemberSchema } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { invitationView, invitedView, teamView } from "./team.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

@@ -3,7 +3,7 @@
  * pages/team.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Member } from "@mailroom/proto/directory/v1/team_pb.js";
+import type { Member } from "@mailroom/proto/accounts/v1/team_pb.js";
 import type { Role } from "@mailroom/http/roles.js";
 import { CONSOLE_PREFIX, consoleUrl } from "../layout.js";
 import { html, type Html } from "./html.js";

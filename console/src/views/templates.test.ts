@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { TemplateSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { TemplateSchema } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { templateEditorView, templateListView } from "./templates.js";
 
 const HOSTILE = '"><script>alert(1)</script>';

@@ -3,8 +3,9 @@
  * beside its preview with the test send and the versions. The handlers are pages/templates.ts.
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { Contact, Template } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { TemplateVersion } from "@mailroom/proto/directory/v1/templates_pb.js";
+import type { Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { Template } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import type { TemplateVersion } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { consoleUrl, formatTime, statusBadge } from "../layout.js";
 import { html, trusted, type Html } from "./html.js";
 import { codeEditor, EDITOR_SCRIPT, EDITOR_STYLE, LIVE_PREVIEW_SCRIPT, previewPane, type PreviewResult, type TemplateErrorMark } from "./template-editor.js";

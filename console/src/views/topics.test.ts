@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DefaultSubscription, type Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { DefaultSubscription, type Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { topicListView, topicView } from "./topics.js";
 
 const HOSTILE = '<script>alert(1)</script>"';

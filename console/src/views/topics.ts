@@ -2,7 +2,7 @@
  * Topics (/console/topics): the views. The handlers are pages/topics.ts.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { DefaultSubscription, type Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { DefaultSubscription, type Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { consoleUrl, formatTime, statusBadge } from "../layout.js";
 import { html, trusted, type Html } from "./html.js";
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { FastifyRequest } from "fastify";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ApiKey } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { ApiKey } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";

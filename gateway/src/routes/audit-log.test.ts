@@ -4,7 +4,7 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
 import { appError } from "@mailroom/kit/errors.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import type { ListAuditLogRequest } from "@mailroom/proto/directory/v1/team_pb.js";
+import type { ListAuditLogRequest } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { buildGateway } from "../app.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";

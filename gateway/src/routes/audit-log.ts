@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { AuditEntry } from "@mailroom/proto/directory/v1/team_pb.js";
+import type { AuditEntry } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";

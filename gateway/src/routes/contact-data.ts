@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { FastifyRequest } from "fastify";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { PropertyType, SuppressionReason, type Contact, type ContactEvent } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { PropertyType, SuppressionReason, type Contact, type ContactEvent } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import type { EmailRecord } from "@mailroom/proto/email/v1/email_pb.js";
 import { rpcOptions, type GatewayDeps } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PropertyType, type ContactProperty } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { PropertyType, type ContactProperty } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";

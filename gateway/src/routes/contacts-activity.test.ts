@@ -4,7 +4,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
 import { appError } from "@mailroom/kit/errors.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import { ContactSource, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { RunStatus } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { DeliveryState } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";

@@ -2,7 +2,7 @@ import { Readable, pipeline } from "node:stream";
 import { z } from "zod";
 import { stringify } from "csv-stringify";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { ContactStatus, type Contact, type ListContactsResponse } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactStatus, type Contact, type ListContactsResponse } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";

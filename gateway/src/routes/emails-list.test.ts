@@ -7,7 +7,7 @@ import { createClient } from "@connectrpc/connect";
 import { parse as parser } from "csv-parse";
 import { parse } from "csv-parse/sync";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { EmailRecordSchema, EmailService, EmailStatus, type ListEmailsRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryTransport } from "@mailroom/kit/connect.js";

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { HONEYPOT_FIELD } from "@mailroom/http/constants.js";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { SignupOutcome, type FormField, type Form } from "@mailroom/proto/directory/v1/forms_pb.js";
+import { SignupOutcome, type FormField, type Form } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { callOptionsFor, type GatewayDeps } from "@mailroom/http/deps.js";
 import { apiErrorSchema, bodyFromError, publicErrorBody, sendError, type PublicErrorBody } from "@mailroom/http/errors.js";
 import type { OperationDoc } from "../openapi.js";

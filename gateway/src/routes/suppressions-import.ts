@@ -4,7 +4,7 @@ import { z } from "zod";
 import { parse, CsvError } from "csv-parse";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { SuppressionEntryOutcome, type SuppressionEntrySchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionEntryOutcome, type SuppressionEntrySchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { callOptionsFor, rpcOptions, type GatewayDeps } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema, refusal } from "@mailroom/http/errors.js";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Template } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { Template } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { rpcOptions } from "@mailroom/http/deps.js";
 import { workspaceOf } from "../auth.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { ContactStatus, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { TopicService } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TopicService } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { notFound } from "@mailroom/kit/errors.js";

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { ContactStatus, DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactStatus, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signRecipientToken } from "@mailroom/content/tokens.js";

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { LRUCache } from "lru-cache";
 import { MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
-import { ContactStatus, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { ContactRef, ContactTopic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { ContactStatus, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { ContactRef, ContactTopic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { parseRecipientToken, tokenSecretsOf, type RecipientRef } from "@mailroom/content/tokens.js";
 import { LINK_ROUTES, linkPath, manageUrl, MANAGE_PARAM } from "@mailroom/content/urls.js";

@@ -21,7 +21,7 @@ import {
   eventsOfKind,
 } from "@mailroom/pipeline/subjects.js";
 import { directoryEventsIn } from "@mailroom/pipeline/directory-events.js";
-import { ContactEventSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactEventSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import type { Enrolment, EventContact } from "./domain/enrol.js";
 

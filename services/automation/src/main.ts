@@ -1,8 +1,8 @@
 /** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumers, the claim loop). */
 import { startTracing } from "@mailroom/kit/tracing.js";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { connectClient, connectNats, createLogger, defaultServicePort, loadConfig, newId, onShutdown, startConnectServer } from "@mailroom/kit";

@@ -2,7 +2,7 @@ import { startTracing } from "@mailroom/kit/tracing.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import {
   connectClient,
@@ -27,7 +27,7 @@ import { Broadcasts } from "./domain/broadcasts.js";
 import { Sender } from "./domain/sending.js";
 import { openStores } from "./adapters/store.js";
 import { DirectoryClient } from "./adapters/directory.js";
-import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import { AudienceService } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import { RendererClient } from "./adapters/renderer.js";
 import { PublishedBroadcastEvents } from "./adapters/events.js";
 import { sendingStepScope } from "./adapters/tracing.js";

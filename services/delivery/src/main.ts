@@ -16,7 +16,7 @@ import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { createLogger, type Logger } from "@mailroom/kit/logger.js";
 import { openStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";

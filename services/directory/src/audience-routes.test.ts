@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
-import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import { AudienceService } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import { audienceRoutes } from "./audience-routes.js";
 import type { Audiences } from "./domain/audiences.js";
 import type { Segments } from "./domain/segments.js";
@@ -93,7 +93,7 @@ describe("PlanBestHours", () => {
     const { openMemoryStore } = await import("@mailroom/store/open.js");
     const { EngagementStore } = await import("./adapters/engagement-store.js");
     const { timestampFromDate } = await import("@bufbuild/protobuf/wkt");
-    const { BestHourBasis } = await import("@mailroom/proto/directory/v1/audiences_pb.js");
+    const { BestHourBasis } = await import("@mailroom/proto/audience/v1/audiences_pb.js");
     const engagement = await EngagementStore.open(openMemoryStore());
     // Opens at hh:01 UTC on the 3 days before now: thin history, the hour of the day. The hour is
     // five from now's, so the plan never falls in the current hour (whose answer is "now").

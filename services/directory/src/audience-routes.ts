@@ -1,7 +1,7 @@
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { AudienceService, BestHourBasis, type AudienceMemberSchema, type SegmentSchema } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import { AudienceService, BestHourBasis, type AudienceMemberSchema, type SegmentSchema } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import type { Audience as PbAudience } from "@mailroom/proto/common/v1/common_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { contactToPb } from "./routes.js";

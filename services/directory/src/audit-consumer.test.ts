@@ -7,7 +7,7 @@ import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { AUDIT_STORE_CONSUMER, AUDIT_STREAM, AuditPublisher, auditSubject, toAuditEntry, type AuditEntryInput } from "@mailroom/pipeline/audit.js";
-import { AuditEntrySchema } from "@mailroom/proto/directory/v1/team_pb.js";
+import { AuditEntrySchema } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { startNats, type NatsHandle } from "../../../test/harness/nats.js";
 import { auditBatchWriter, consumeAuditLog } from "./audit-consumer.js";
 import { AuditLog, type AuditLogEntry, type AuditLogRepository } from "./domain/audit-log.js";

@@ -4,7 +4,7 @@ import { ack, consumeProto, type ConsumeLoop } from "@mailroom/kit/jetstream.js"
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import type { Logger } from "@mailroom/kit/logger.js";
 import { AUDIT_STORE_CONSUMER, AUDIT_STREAM, AUDIT_SUBJECTS } from "@mailroom/pipeline/audit.js";
-import { AuditEntrySchema, type AuditEntry } from "@mailroom/proto/directory/v1/team_pb.js";
+import { AuditEntrySchema, type AuditEntry } from "@mailroom/proto/accounts/v1/team_pb.js";
 import type { AuditLog, AuditLogEntry } from "./domain/audit-log.js";
 
 /** An AuditEntry as stored; undefined when it cannot be (no id, workspace or time). */

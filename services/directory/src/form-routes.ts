@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Store } from "@mailroom/store/port.js";
 import { badRequest } from "@mailroom/kit/errors.js";
-import { FormService, SignupOutcome, type FormInput as PbFormInput, type FormSchema } from "@mailroom/proto/directory/v1/forms_pb.js";
+import { FormService, SignupOutcome, type FormInput as PbFormInput, type FormSchema } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { Forms, type FormsDeps, type FormFieldView, type FormInput, type SignupForm } from "./domain/forms.js";
 import type { Directory } from "./domain/directory.js";
 import { openFormStores } from "./adapters/form-store.js";

@@ -1,7 +1,7 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import { GroupService, type GroupSchema } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { GroupService, type GroupSchema } from "@mailroom/proto/audience/v1/groups_pb.js";
 import type { Groups } from "./domain/groups.js";
 import type { Group } from "./domain/group-ports.js";
 

@@ -1,22 +1,9 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import {
-  DirectoryService,
-  PropertyType as PbPropertyType,
-  ContactStatus as PbContactStatus,
-  ContactSource as PbContactSource,
-  type ContactEventSchema,
-  type ContactPropertySchema,
-  type ContactInput as PbContactInput,
-  type TemplateInput as PbTemplateInput,
-  type ContactSchema,
-  type DomainSchema,
-  type TemplateSchema,
-  type WorkspaceSchema,
-  type ApiKeySchema,
-  type WorkspaceFlags as PbWorkspaceFlags,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService, type DomainSchema, type WorkspaceSchema, type ApiKeySchema, type WorkspaceFlags as PbWorkspaceFlags } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { PropertyType as PbPropertyType, ContactStatus as PbContactStatus, ContactSource as PbContactSource, type ContactEventSchema, type ContactPropertySchema, type ContactInput as PbContactInput, type ContactSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { type TemplateInput as PbTemplateInput, type TemplateSchema } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
 import type { Directory } from "./domain/directory.js";
 import type { Team } from "./domain/team.js";

@@ -1,12 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import {
-  type DirectoryService,
-  SuppressionEntryOutcome,
-  SuppressionReason as PbSuppressionReason,
-  type SuppressionSchema,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { SuppressionEntryOutcome, SuppressionReason as PbSuppressionReason, type SuppressionSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { Directory } from "./domain/directory.js";
 import type { Suppression, SuppressionReason } from "./domain/model.js";

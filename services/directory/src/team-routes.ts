@@ -1,7 +1,7 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { AuditEntrySchema, MemberSchema, SessionSchema, TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { AuditEntrySchema, MemberSchema, SessionSchema, TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import type { AuditLog, AuditLogEntry } from "./domain/audit-log.js";
 import type { Member } from "./domain/model.js";
 import { isActive, roleOfMember, type Session, type Team } from "./domain/team.js";

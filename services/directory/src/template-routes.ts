@@ -1,6 +1,6 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { TemplateService } from "@mailroom/proto/directory/v1/templates_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import type { Templates } from "./domain/templates.js";
 import type { TemplatePreviews } from "./domain/template-previews.js";
 import { templateToPb } from "./routes.js";

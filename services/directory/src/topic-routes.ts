@@ -1,9 +1,7 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import {
-  DefaultSubscription, TopicService, type ContactRef as PbContactRef, type ContactTopicSchema, type TopicSchema,
-} from "@mailroom/proto/directory/v1/topics_pb.js";
+import { DefaultSubscription, TopicService, type ContactRef as PbContactRef, type ContactTopicSchema, type TopicSchema } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { ContactRef, ContactTopicsView, Topics } from "./domain/topics.js";
 import type { Topic } from "./domain/topic-ports.js";

@@ -15,7 +15,7 @@
  * every page is exact however the sources' pages line up.
  */
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { ContactSource, SuppressionReason, type Contact } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource, SuppressionReason, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { RunStatus } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { DeliveryState } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import { ContactSource, ContactStatus, type Contact, type ContactInput } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource, ContactStatus, type Contact, type ContactInput } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { ContactInputSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { ContactInputSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
 
 /**
  * Public JSON of contacts (/v1/contacts) in the official client's shape: built-in and custom

@@ -1,19 +1,20 @@
 import type { Client } from "@connectrpc/connect";
 import type { CallOptions } from "@connectrpc/connect";
 import type { FastifyRequest } from "fastify";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { PreSendCheckService } from "@mailroom/proto/broadcast/v1/check_pb.js";
 import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
 import { WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
-import { FormService } from "@mailroom/proto/directory/v1/forms_pb.js";
-import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
-import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
-import { TemplateService } from "@mailroom/proto/directory/v1/templates_pb.js";
-import { TopicService } from "@mailroom/proto/directory/v1/topics_pb.js";
-import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { FormService } from "@mailroom/proto/audience/v1/forms_pb.js";
+import { AudienceService } from "@mailroom/proto/audience/v1/audiences_pb.js";
+import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { TopicService } from "@mailroom/proto/audience/v1/topics_pb.js";
+import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { AutomationService } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { InboundService, ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { connectClient, type Config, type Logger } from "@mailroom/kit";
@@ -37,7 +38,10 @@ export type RequestScoped<C> = {
 };
 
 export interface ServiceClients {
-  directory: RequestScoped<Client<typeof DirectoryService>>;
+  /** Workspaces, keys, senders, members and usage (the accounts unit). */
+  accounts: RequestScoped<Client<typeof AccountsService>>;
+  /** Contacts, properties, contact events and suppressions (the audience unit). */
+  contacts: RequestScoped<Client<typeof ContactService>>;
   email: RequestScoped<Client<typeof EmailService>>;
   broadcast: RequestScoped<Client<typeof BroadcastService>>;
   /** Pre-send checks of broadcasts and templates (served by the broadcast unit). */
@@ -45,17 +49,17 @@ export interface ServiceClients {
   renderer: RequestScoped<Client<typeof RendererService>>;
   delivery: RequestScoped<Client<typeof DeliveryService>>;
   webhooks: RequestScoped<Client<typeof WebhookService>>;
-  /** Signup forms (served by the directory unit). */
+  /** Signup forms (served by the audience unit). */
   forms: RequestScoped<Client<typeof FormService>>;
-  /** Segments and broadcast audiences (served by the directory unit). */
+  /** Segments and broadcast audiences (served by the audience unit). */
   audiences: RequestScoped<Client<typeof AudienceService>>;
-  /** Groups and their contacts (served by the directory unit). */
+  /** Groups and their contacts (served by the audience unit). */
   groups: RequestScoped<Client<typeof GroupService>>;
-  /** Template previews and versions (served by the directory unit). */
+  /** Templates, their previews and versions (served by the accounts unit). */
   templates: RequestScoped<Client<typeof TemplateService>>;
-  /** Topics and contacts' choices (served by the directory unit). */
+  /** Topics and contacts' choices (served by the audience unit). */
   topics: RequestScoped<Client<typeof TopicService>>;
-  /** Members, console sign-in, sessions and the audit log (served by the directory unit). */
+  /** Members, console sign-in, sessions and the audit log (served by the accounts unit). */
   team: RequestScoped<Client<typeof TeamService>>;
   /** Automations and their runs (the automation unit). */
   automation: RequestScoped<Client<typeof AutomationService>>;
@@ -84,7 +88,7 @@ export interface GatewayDeps {
   rateLimitBuckets?: TokenBuckets;
   /** Failed API key attempts per client address per minute (absent or 0: unlimited). */
   authFailuresPerMinute?: number;
-  /** How long a successful key lookup is trusted before asking the directory again. */
+  /** How long a successful key lookup is trusted before asking the accounts unit again. */
   authCacheMs: number;
   /** Base URL of the error documentation pages (default `<config.publicUrl>/docs/errors`). */
   errorDocsUrl?: string;
@@ -101,19 +105,20 @@ export interface GatewayDeps {
 /** Clients of the services; every call names its request with rpcOptions(request). */
 export function createServiceClients(config: Config): ServiceClients {
   return {
-    directory: connectClient(DirectoryService, config.urls.directory),
+    accounts: connectClient(AccountsService, config.urls.accounts),
+    contacts: connectClient(ContactService, config.urls.audience),
     email: connectClient(EmailService, config.urls.email),
     broadcast: connectClient(BroadcastService, config.urls.broadcast),
     check: connectClient(PreSendCheckService, config.urls.broadcast),
     renderer: connectClient(RendererService, config.urls.renderer),
     delivery: connectClient(DeliveryService, config.urls.delivery),
     webhooks: connectClient(WebhookService, config.urls.webhooks),
-    forms: connectClient(FormService, config.urls.directory),
-    audiences: connectClient(AudienceService, config.urls.directory),
-    groups: connectClient(GroupService, config.urls.directory),
-    templates: connectClient(TemplateService, config.urls.directory),
-    topics: connectClient(TopicService, config.urls.directory),
-    team: connectClient(TeamService, config.urls.directory),
+    forms: connectClient(FormService, config.urls.audience),
+    audiences: connectClient(AudienceService, config.urls.audience),
+    groups: connectClient(GroupService, config.urls.audience),
+    templates: connectClient(TemplateService, config.urls.accounts),
+    topics: connectClient(TopicService, config.urls.audience),
+    team: connectClient(TeamService, config.urls.accounts),
     automation: connectClient(AutomationService, config.urls.automation),
     inbound: connectClient(InboundService, config.urls.inbound),
     receiving: connectClient(ReceivingService, config.urls.inbound),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Form } from "@mailroom/proto/directory/v1/forms_pb.js";
+import type { Form } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 
 /** Public JSON of signup forms (/v1/forms, DESIGN §9.4); the rules live in the directory's domain/forms.ts. */

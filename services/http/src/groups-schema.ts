@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Group } from "@mailroom/proto/directory/v1/groups_pb.js";
+import type { Group } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SuppressionReason, type Suppression } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionReason, type Suppression } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { apiErrorSchema } from "@mailroom/http/errors.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 

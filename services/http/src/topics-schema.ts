@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DefaultSubscription, type ContactTopic, type Topic } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { DefaultSubscription, type ContactTopic, type Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 
 /** Public JSON of topics (/v1/topics, DESIGN §9.4) and a contact's choices; the rules live in the directory. */

@@ -1,7 +1,7 @@
 /** Wiring only: config → adapters → domain → transports (SMTP listener, Connect server, JetStream consumer). */
 import { startTracing } from "@mailroom/kit/tracing.js";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
 import {

@@ -1,21 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import {
-  AddSuppressionRequestSchema,
-  ContactSource,
-  ContactStatus,
-  CreateApiKeyRequestSchema,
-  CreateContactPropertyRequestSchema,
-  DirectoryService,
-  LoadBootstrapRequestSchema,
-  PropertyType,
-  SuppressionReason,
-  UpdateContactRequestSchema,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { AddSuppressionRequestSchema, ContactSource, ContactStatus, CreateContactPropertyRequestSchema, PropertyType, SuppressionReason, UpdateContactRequestSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { CreateApiKeyRequestSchema, DirectoryService, LoadBootstrapRequestSchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { DeliveryMethod, ScheduleBroadcastRequestSchema } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
-import { CreateTopicRequestSchema, DefaultSubscription } from "@mailroom/proto/directory/v1/topics_pb.js";
+import { CreateTopicRequestSchema, DefaultSubscription } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { SendEmailRequestSchema } from "@mailroom/proto/email/v1/email_pb.js";
-import { TeamService } from "@mailroom/proto/directory/v1/team_pb.js";
+import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { UpdateWebhookRequestSchema, WebhookService, WebhookStatus } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { ACTOR_HEADER, WITHHELD, bufferedAuditSink, parseActor, summarizeChange, type AuditRecord } from "./audit.js";
 import { connectClient, startConnectServer, type ConnectServer } from "./connect.js";

@@ -68,7 +68,10 @@ const schema = z.object({
   MAILROOM_SECRET_PREVIOUS: z.union([z.literal(""), z.string().min(16)]).optional(),
   NODE_ENV: z.string().optional(),
   MAILROOM_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  MAILROOM_DIRECTORY_URL: z.string().url().default("http://127.0.0.1:7101"),
+  /** Workspaces, keys, senders, members, templates, usage, the team (the accounts unit). */
+  MAILROOM_ACCOUNTS_URL: z.string().url().default("http://127.0.0.1:7101"),
+  /** Contacts, properties, suppressions, groups, segments, topics, forms, engagement (the audience unit). */
+  MAILROOM_AUDIENCE_URL: z.string().url().default("http://127.0.0.1:7109"),
   MAILROOM_EMAIL_URL: z.string().url().default("http://127.0.0.1:7102"),
   MAILROOM_BROADCAST_URL: z.string().url().default("http://127.0.0.1:7103"),
   MAILROOM_RENDERER_URL: z.string().url().default("http://127.0.0.1:7104"),
@@ -108,7 +111,8 @@ export interface Config {
   serviceHost: string;
   exitWithParent: boolean;
   urls: {
-    directory: string;
+    accounts: string;
+    audience: string;
     email: string;
     broadcast: string;
     renderer: string;
@@ -157,7 +161,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serviceHost: c.MAILROOM_SERVICE_HOST,
     exitWithParent: c.MAILROOM_EXIT_WITH_PARENT,
     urls: {
-      directory: c.MAILROOM_DIRECTORY_URL,
+      accounts: c.MAILROOM_ACCOUNTS_URL,
+      audience: c.MAILROOM_AUDIENCE_URL,
       email: c.MAILROOM_EMAIL_URL,
       broadcast: c.MAILROOM_BROADCAST_URL,
       renderer: c.MAILROOM_RENDERER_URL,

@@ -10,7 +10,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { RetentionPolicy, StorageType, jetstream, jetstreamManager, type JetStreamClient, type StreamConfig } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AuditEntrySchema, type AuditEntry } from "@mailroom/proto/directory/v1/team_pb.js";
+import { AuditEntrySchema, type AuditEntry } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { loadConfig } from "@mailroom/kit/config.js";
 import { newId } from "@mailroom/kit/ids.js";
 import { ensureStream, publishProto, retryOnTimeout } from "@mailroom/kit/jetstream.js";

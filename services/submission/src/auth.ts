@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
-import type { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 
 export interface KeyIdentity {

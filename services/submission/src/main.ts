@@ -1,6 +1,6 @@
 /** Wiring only: config → directory and email clients → SMTP listeners. */
 import { startTracing } from "@mailroom/kit/tracing.js";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { connectClient, connectNats, createLogger, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
 import { AddressAttempts } from "@mailroom/kit/token-bucket.js";

@@ -2,7 +2,7 @@ import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import nodemailer, { type SendMailOptions } from "nodemailer";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import type { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { AppError, toConnectError } from "@mailroom/kit/errors.js";
 import { AddressAttempts } from "@mailroom/kit/token-bucket.js";

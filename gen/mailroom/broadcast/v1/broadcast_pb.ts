@@ -555,7 +555,7 @@ export type GetBroadcastRequest = Message<"mailroom.broadcast.v1.GetBroadcastReq
   id: string;
 
   /**
-   * Also count the audience now (Broadcast.audience_count): one directory count per call.
+   * Also count the audience now (Broadcast.audience_count): one audience count per call.
    *
    * @generated from field: bool count_audience = 3;
    */

@@ -478,7 +478,7 @@ export const PreSendCheckService: GenService<{
     output: typeof CheckBroadcastResponseSchema;
   },
   /**
-   * Content rendered elsewhere (a template rendered with sample values by the directory unit).
+   * Content rendered elsewhere (a template rendered with sample values by the accounts unit).
    *
    * @generated from rpc mailroom.broadcast.v1.PreSendCheckService.CheckContent
    */

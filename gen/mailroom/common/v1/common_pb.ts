@@ -116,7 +116,7 @@ export const PageInfoSchema: GenMessage<PageInfo> = /*@__PURE__*/
   messageDesc(file_mailroom_common_v1_common, 2);
 
 /**
- * Who a broadcast goes to (DESIGN §9.4), as the broadcast service keeps it and the directory's
+ * Who a broadcast goes to (DESIGN §9.4), as the broadcast service keeps it and the audience unit's
  * AudienceService resolves it: exactly one of all, groups, segment_id, filter_json names who is
  * in; exclude takes some out again; topic_id keeps only those who receive the topic. Always only
  * SUBSCRIBED contacts, minus suppressions.

@@ -1050,7 +1050,7 @@ export type GetDmarcSummaryRequest = Message<"mailroom.inbound.v1.GetDmarcSummar
   workspaceId: string;
 
   /**
-   * The sending domain (as the directory names it: "example.com"); the gateway has checked it is the workspace's.
+   * The sending domain (as the accounts unit names it: "example.com"); the gateway has checked it is the workspace's.
    *
    * @generated from field: string domain = 2;
    */

@@ -9,8 +9,9 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { LRUCache } from "lru-cache";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { AppError, appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
-import { ContactStatus, type Contact, type DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { ContactStatus, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import type { FilterJson } from "../domain/model.js";
 import type { ContactDirectory, RunContact } from "../domain/runner.js";
 

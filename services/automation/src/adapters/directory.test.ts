@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { directoryRoutes } from "../../../directory/src/routes.js";
 import { groupRoutes } from "../../../directory/src/group-routes.js";

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
-import type { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { GroupService } from "@mailroom/proto/directory/v1/groups_pb.js";
+import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import type { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import type { AutomationDirectory } from "../domain/automations.js";
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
-import { AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AudienceService } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { notFound } from "@mailroom/kit/errors.js";

@@ -1,8 +1,9 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Contact as PbContact, DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
-import type { AudienceMember, AudienceService } from "@mailroom/proto/directory/v1/audiences_pb.js";
+import type { Contact as PbContact } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { AudienceMember, AudienceService } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import type { Contact, Directory, SenderCheck, UsageReservation, WorkspaceInfo } from "../domain/ports.js";
 import type { BroadcastAudience } from "../domain/model.js";
 import { asDomainError } from "./errors.js";

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import type { DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { DirectoryClient } from "./sender-directory.js";
 
 /** A directory client answering checkSender after `delayMs`, counting calls. */

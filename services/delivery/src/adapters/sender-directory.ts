@@ -1,6 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
-import { SuppressionReason, type DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { asPermanentWhenFinal } from "./content-source.js";
 import type { SenderCheck, SenderDirectory } from "../domain/ports.js";
 

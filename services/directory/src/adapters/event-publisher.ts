@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ContactEventSchema } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactEventSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { publishProto } from "@mailroom/kit/jetstream.js";
 import { contactEventSubject } from "@mailroom/pipeline/subjects.js";
 import type { Logger } from "@mailroom/kit/logger.js";

@@ -1,7 +1,8 @@
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient} from "@connectrpc/connect";
-import { DirectoryService, SuppressionReason } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { AppError, badRequest } from "@mailroom/kit/errors.js";
 import { DirectoryClient } from "./directory.js";
 

@@ -1,7 +1,8 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { LRUCache } from "lru-cache";
-import { ContactSource, type DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { Directory, SendableReservation, SenderCheck, TemplateContent } from "../domain/ports.js";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { fromRpcError, rpc } from "./rpc-errors.js";

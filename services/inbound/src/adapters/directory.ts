@@ -1,5 +1,6 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { SuppressionReason, type DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { SuppressionReason as Reason } from "../domain/model.js";
 import type { SendingDomains, Suppressions } from "../domain/ports.js";
 

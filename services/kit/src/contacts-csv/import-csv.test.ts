@@ -1,9 +1,7 @@
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import {
-  BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest,
-} from "@mailroom/proto/directory/v1/directory_pb.js";
+import { BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { importContactsCsv, type DirectoryClient } from "./import-csv.js";
 
 /** A directory that accepts every row; `gate` lets a test hold its answers back. */

@@ -2,7 +2,8 @@ import type { Readable } from "node:stream";
 import { Transform } from "node:stream";
 import { parse, type CsvError, type InfoRecord } from "csv-parse";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { ContactSource, type ContactInputSchema, type DirectoryService } from "@mailroom/proto/directory/v1/directory_pb.js";
+import { ContactSource, type ContactInputSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { Client } from "@connectrpc/connect";
 import { FirstSeen } from "./first-seen.js";
 
