@@ -1,7 +1,7 @@
 /**
  * API benchmark: sustained `POST /v1/emails` requests per second and p50/p99 latency at 64
- * concurrent keep-alive clients against the real system (gateway, directory, renderer,
- * email service, nats-server), beside a bare Node HTTP server that reads the same request
+ * concurrent keep-alive clients against the real system (gateway, accounts, audience,
+ * renderer, email service, nats-server), beside a bare Node HTTP server that reads the same request
  * and answers the same JSON, driven by the same client in the same run. The ratio says
  * what the whole path (auth, validation, sender check, suppression, usage reservation,
  * compilation, store, JetStream publish) costs against HTTP alone.
@@ -207,7 +207,7 @@ export async function runApiBench(
   const concurrency = opts.concurrency ?? Number(process.env.BENCH_API_CONCURRENCY ?? 64);
   const withDelivery = opts.withDelivery ?? process.env.BENCH_API_WITH_DELIVERY === "1";
   const warmupSeconds = Math.min(3, Math.max(1, seconds / 5));
-  const units: UnitName[] = ["directory", "renderer", "email", "gateway", ...(withDelivery ? (["delivery"] as const) : [])];
+  const units: UnitName[] = ["accounts", "audience", "renderer", "email", "gateway", ...(withDelivery ? (["delivery"] as const) : [])];
   const emailWorkers = Number(process.env.BENCH_EMAIL_WORKERS ?? 2);
   const profile = opts.profile ?? (process.argv.includes("--profile") || process.env.BENCH_PROFILE === "1");
   // BENCH_STORE=postgres: the embedded store's run as always, then the same on PostgreSQL.

@@ -1,24 +1,24 @@
 /**
  * Seeding of the audience benchmark (bench/audience.ts), in a child process: the contacts, their
- * engagement records and totals through the directory's own adapters, then each case's store plan
- * and the store's own full scan in process. Kept apart from the measurements of the directory.
+ * engagement records and totals through the audience unit's own adapters, then each case's store
+ * plan and the store's own full scan in process. Kept apart from the measurements of the audience unit.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rm, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { monotonicFactory } from "ulidx";
 import { openLmdbStore, planQuery, type IndexDef, type LmdbStore, type Plan } from "@mailroom/store/lmdb.js";
 import type { Collection, Doc, Filter, FindOptions, Store } from "@mailroom/store/port.js";
-import { ContactStore } from "../services/directory/src/adapters/contact-store.js";
-import { ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, ENGAGEMENT_RECENT_COLLECTION, RECENT_MAX, EngagementStore, engagementId, engagementTotalId, engagementRecentId, type EngagementRecord, type EngagementTotal, type EngagementRecent } from "../services/directory/src/adapters/engagement-store.js";
-import { GroupStore, GroupMembershipStore } from "../services/directory/src/adapters/group-store.js";
-import { PropertyStore } from "../services/directory/src/adapters/property-store.js";
-import { ContactFilters } from "../services/directory/src/adapters/contact-filter.js";
-import { DAY_MIN_EVENTS, HISTORY_DAYS } from "../services/directory/src/domain/best-hour.js";
-import { AudienceStore } from "../services/directory/src/adapters/audience-store.js";
-import type { ResolvedAudience } from "../services/directory/src/domain/audience-ports.js";
-import { scopedId, type Contact } from "../services/directory/src/domain/model.js";
+import { ContactStore } from "../services/audience/src/adapters/contact-store.js";
+import { ENGAGEMENT_COLLECTION, ENGAGEMENT_TOTALS_COLLECTION, ENGAGEMENT_RECENT_COLLECTION, RECENT_MAX, EngagementStore, engagementId, engagementTotalId, engagementRecentId, type EngagementRecord, type EngagementTotal, type EngagementRecent } from "../services/audience/src/adapters/engagement-store.js";
+import { GroupStore, GroupMembershipStore } from "../services/audience/src/adapters/group-store.js";
+import { PropertyStore } from "../services/audience/src/adapters/property-store.js";
+import { ContactFilters } from "../services/audience/src/adapters/contact-filter.js";
+import { DAY_MIN_EVENTS, HISTORY_DAYS } from "../services/audience/src/domain/best-hour.js";
+import { AudienceStore } from "../services/audience/src/adapters/audience-store.js";
+import type { ResolvedAudience } from "../services/audience/src/domain/audience-ports.js";
+import { scopedId, type Contact } from "@mailroom/records/model.js";
 import type { PostgresStore } from "@mailroom/store/postgres.js";
 
 export const WS = "ws_bench_audience";
@@ -66,7 +66,7 @@ const opened = (i: number, b: number) => mix(i, b) % 4 === 0;
 const clicked = (i: number, b: number) => opened(i, b) && (mix(i, b) >>> 8) % 5 === 0;
 
 // ---------------------------------------------------------------------------------------------
-// Seeding (child process, before the directory starts on the same data dir)
+// Seeding (child process, before the audience unit starts on the same data dir)
 
 export interface SeedResult {
   contacts: number;
@@ -79,7 +79,7 @@ export interface SeedResult {
   /** Documents + index entries per collection. */
   databases: string;
   expected: Record<CaseName, number>;
-  /** Per case: what the directory's AudienceStore asks the store, and the plan it gets. */
+  /** Per case: what the audience unit's AudienceStore asks the store, and the plan it gets. */
   plans: Record<CaseName, string>;
   /** In process, no RPC: AudienceStore.count per case (ms) and what it answered. */
   inProcessCountMs: Record<CaseName, number>;
@@ -119,24 +119,24 @@ function contactDoc(i: number, id: string, createdAt: Date): Contact & { groups?
 
 const sortedKeys = (doc: object) => Object.keys(doc).sort().join(",");
 
-/** `target`: the directory's LMDB folder, or (BENCH_STORE=postgres) the run's database URL. */
+/** `target`: the audience unit's LMDB folder, or (BENCH_STORE=postgres) the run's database URL. */
 export async function seedChild(target: string, n: number, e: number): Promise<SeedResult> {
   const onPostgres = /^postgres(ql)?:/.test(target);
   const dir = target;
   let store: LmdbStore | PostgresStore;
   if (onPostgres) {
     const { openPostgresStore } = await import("@mailroom/store/postgres.js");
-    // The schema the directory unit opens (openStore's `mailroom_<service>`).
-    store = await openPostgresStore({ url: target, service: "directory" });
+    // The schema the audience unit opens (openStore's `mailroom_<service>`).
+    store = await openPostgresStore({ url: target, service: "audience" });
   } else {
     await mkdir(dir, { recursive: true });
     store = await openLmdbStore({ dir });
   }
-  // The adapters create the collections' indexes exactly as the directory does.
+  // The adapters create the collections' indexes exactly as the audience unit does.
   const [contactStore, engagement, groups] = await Promise.all([ContactStore.open(store), EngagementStore.open(store), GroupStore.open(store)]);
   const [properties] = await Promise.all([PropertyStore.open(store), GroupMembershipStore.open(store)]);
-  // As a directory started on an empty store: nothing recorded before the recent times to add
-  // (the marker is written, so the directory does not read the seeded records again at start).
+  // As an audience unit started on an empty store: nothing recorded before the recent times to add
+  // (the marker is written, so the unit does not read the seeded records again at start).
   await engagement.backfillRecent(new Date(), HISTORY_DAYS);
   const now = Date.now();
   for (const [slug, type] of [["plan", "string"], ["seats", "number"], ["company", "string"]] as const) {
@@ -144,7 +144,7 @@ export async function seedChild(target: string, n: number, e: number): Promise<S
   }
   await groups.insert({ _id: GROUP_ID, workspaceId: WS, publicId: GROUP_PUBLIC_ID, displayName: "Bench customers", createdAt: new Date(now) });
 
-  // Contacts: ids as the directory makes them (ctc_ + lowercase ULID), in creation order.
+  // Contacts: ids as the audience unit makes them (ctc_ + lowercase ULID), in creation order.
   const ulid = monotonicFactory(() => Math.random());
   const base = now - 400 * DAY;
   const ids: string[] = new Array(n);
@@ -358,7 +358,7 @@ export async function seedChild(target: string, n: number, e: number): Promise<S
 }
 
 // ---------------------------------------------------------------------------------------------
-// Plans: the queries the directory's AudienceStore makes, and what the store plans for them
+// Plans: the queries the audience unit's AudienceStore makes, and what the store plans for them
 
 interface Captured {
   op: string;
@@ -430,7 +430,7 @@ async function explain(store: LmdbStore, broadcasts: number) {
     const plan = (c: Captured | undefined) => (c ? describePlan(planQuery(c.filter, c.options?.sort, indexes)) : "not asked");
     plans[name] = `count → ${plan(count)}; first page → ${plan(page)}; next pages → ${plan(next)}`;
     if (name === "full-scan") {
-      // The store's own full scan, in process: the same pages the directory reads, no RPC.
+      // The store's own full scan, in process: the same pages the audience unit reads, no RPC.
       storeScan = await timeStoreScan(audiences, audience);
     }
   }
@@ -511,10 +511,11 @@ export function runSeedChild(dir: string, n: number, e: number): Promise<SeedRes
 }
 
 /**
- * BENCH_AUDIENCE_DIR: the seeded store is kept in <dir>/directory (with what the seeding
+ * BENCH_AUDIENCE_DIR: the seeded store is kept in <dir>/audience (with what the seeding
  * answered in <dir>/seed.json) and used again by later runs of the same size, so a change can
- * be measured again without seeding 1,000,000 contacts each time. The run's directory reads and
- * writes it (each run adds its segment); the seeding's in-process figures are the first run's.
+ * be measured again without seeding 1,000,000 contacts each time (a seed kept before the
+ * directory unit was split, in <dir>/directory, is made again). The run's audience unit reads
+ * and writes it (each run adds its segment); the seeding's in-process figures are the first run's.
  */
 export async function keptSeed(keep: string, dataDir: string, n: number, e: number): Promise<SeedResult> {
   const seedFile = path.join(keep, "seed.json");
@@ -522,17 +523,18 @@ export async function keptSeed(keep: string, dataDir: string, n: number, e: numb
   try {
     const kept = JSON.parse(readFileSync(seedFile, "utf8")) as SeedResult & { askedEvents?: number };
     // A seed from before the recent opens and clicks were kept (no expectedPlanned) is made again.
-    if (kept.contacts === n && kept.askedEvents === e && kept.expectedPlanned !== undefined) seed = kept;
+    const stored = existsSync(path.join(keep, "audience"));
+    if (stored && kept.contacts === n && kept.askedEvents === e && kept.expectedPlanned !== undefined) seed = kept;
   } catch {
     // none kept yet
   }
   if (seed) console.log(`  using the store seeded in ${keep} (BENCH_AUDIENCE_DIR); its in-process figures are from the seeding run`);
   else {
-    await rm(path.join(keep, "directory"), { recursive: true, force: true });
-    seed = await runSeedChild(path.join(keep, "directory"), n, e);
+    await rm(path.join(keep, "audience"), { recursive: true, force: true });
+    seed = await runSeedChild(path.join(keep, "audience"), n, e);
     await writeFile(seedFile, JSON.stringify({ ...seed, askedEvents: e }));
   }
-  await symlink(path.join(keep, "directory"), path.join(dataDir, "directory"));
+  await symlink(path.join(keep, "audience"), path.join(dataDir, "audience"));
   return seed;
 }
 

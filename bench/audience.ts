@@ -1,12 +1,12 @@
 /**
  * Audience benchmark (issue 27, DESIGN §9.4): resolving broadcast audiences over N contacts
  * (default 1,000,000; BENCH_AUDIENCE_CONTACTS) with E recorded engagement events (default
- * 10,000,000; BENCH_AUDIENCE_EVENTS), through the real directory process's AudienceService
+ * 10,000,000; BENCH_AUDIENCE_EVENTS), through the real audience unit's AudienceService
  * (CountAudience, StreamAudience with members_only, as a broadcast streams it), beside the
  * store's own full scan in the same run.
  *
- * Seeding (not timed with the cases): a child process opens the directory's embedded store
- * (<dataDir>/directory, LMDB) before the directory starts, lets the directory's own adapters
+ * Seeding (not timed with the cases): a child process opens the audience unit's embedded store
+ * (<dataDir>/audience, LMDB) before the unit starts, lets the unit's own adapters
  * create their collections and indexes (ContactStore, EngagementStore, GroupStore,
  * PropertyStore) and writes with insertMany in big batches: contacts (1 in 20 UNSUBSCRIBED;
  * `properties.plan` one of ten plans, so "gold" is 10 %; every tenth contact in one group),
@@ -16,10 +16,10 @@
  * and its events go through the adapters' single writes (ContactStore.insert,
  * EngagementStore.record) and the bulk documents are checked to have the same fields, so the
  * seed follows the adapters' layout. The same child then explains, per case,
- * the store plan of the queries the directory's AudienceStore makes (planQuery over the real
+ * the store plan of the queries the audience unit's AudienceStore makes (planQuery over the real
  * index definitions) and times the store's own full scan in process (no RPC).
  *
- * Cases, each through the directory's RPCs (the count twice: the second is reported; the
+ * Cases, each through the audience unit's RPCs (the count twice: the second is reported; the
  * stream in batches of 1,000, stopped after BENCH_AUDIENCE_STREAM_SECONDS, default 120):
  *   full-scan               { filter: { email: { $contains: "@" } } }: no index answers it
  *                           (every subscribed contact is read): the baseline
@@ -28,20 +28,21 @@
  *   engagement              { filter: { $engagement: { event: "opened", since: { $ago: "P30D" } } } }
  *   engagement-broadcasts   opened any of the last 3 broadcasts ($or of three $engagement)
  * Each prints `audience <case>: N contacts, count N ms, stream N/s, anon N MB` (anon: the
- * directory's peak RssAnon, sampled every 100 ms while the case ran), then its ratio to the
+ * audience unit's peak RssAnon, sampled every 100 ms while the case ran), then its ratio to the
  * full scan, its targets (count ≤ 1 s and stream ≥ 100,000/s for segment and group, count ≤ 2 s
- * for engagement, each count target also against the first count, directory anon < 300 MB:
+ * for engagement, each count target also against the first count, audience anon < 300 MB:
  * printed, never asserted), the store operations the
- * directory ran for it (from its /metrics), its CPU per count and per streamed contact (and
+ * audience unit ran for it (from its /metrics), its CPU per count and per streamed contact (and
  * the bench client's), its V8 heap peaks, the load average, and the plans. BENCH_PROFILE=1 runs
- * the directory with --cpu-prof and prints its hottest functions.
+ * the audience unit with --cpu-prof and prints its hottest functions. The accounts unit runs
+ * beside it (it loads the workspace's bootstrap); nothing else does.
  *
  * Then the best-hour plan (OPTIMAL broadcasts, DESIGN §10.5): PlanBestHours over every subscribed
  * contact, in calls of 1,000 one after another as a broadcast's resolution makes them, each
  * contact in one of 8 zones; prints `audience best-hour: N contacts planned in N ms (N/s), anon
  * N MB`, how many got the hour of the week, of the day or no plan (against the seed's count of
- * contacts with at least 3 opens and clicks in 90 days), and its targets (≤ 5 s, directory anon
- * < 300 MB: printed, never asserted). The seed writes the records through the directory's
+ * contacts with at least 3 opens and clicks in 90 days), and its targets (≤ 5 s, audience anon
+ * < 300 MB: printed, never asserted). The seed writes the records through the audience unit's
  * EngagementStore, with each contact's recent opens and clicks (what record() keeps for the plan).
  * BENCH_AUDIENCE_CASES=best-hour (or a comma list of case names) runs only those.
  *
@@ -49,14 +50,14 @@
  * BENCH_AUDIENCE_EVENTS=200000 npm run bench audience). BENCH_AUDIENCE_DIR=<dir> keeps the
  * seeded store there for the next runs of the same size (see keptSeed).
  *
- * BENCH_STORE=postgres: the directory runs on a PostgreSQL database made for the run (dropped at
- * the end; BENCH_POSTGRES_POOL connections, default 10); the child seeds the directory's schema
- * (`mailroom_directory`) through the PostgreSQL adapter the same way, then runs ANALYZE on its
+ * BENCH_STORE=postgres: the units run on a PostgreSQL database made for the run (dropped at
+ * the end; BENCH_POSTGRES_POOL connections, default 10); the child seeds the audience unit's schema
+ * (`mailroom_audience`) through the PostgreSQL adapter the same way, then runs ANALYZE on its
  * tables (this server runs with autovacuum off, which would otherwise leave the planner without
  * statistics after a bulk load), and the plans are PostgreSQL's: EXPLAIN ANALYZE of the slowest
  * statement the AudienceStore's count and pages sent. Each case also prints the CPU of the
  * database's backends (read from /proc, bench/postgres.ts) per count and per streamed contact
- * beside the directory's. BENCH_AUDIENCE_DIR is not used on PostgreSQL.
+ * beside the audience unit's. BENCH_AUDIENCE_DIR is not used on PostgreSQL.
  *
  * The seeding (and the in-process plans and scan) is audience-seed.ts; this file measures.
  */
@@ -77,7 +78,7 @@ import os from "node:os";
 import { ANON_TARGET_MB, CASES, type CaseName, ENGAGEMENT_FILTER, FULL_SCAN_FILTER, GROUP_PUBLIC_ID, SEGMENT_FILTER, STREAM_BATCH, type SeedResult, TARGETS, WS, keptSeed, lastBroadcastsFilter, runSeedChild, seedChild } from "./audience-seed.js";
 
 // ---------------------------------------------------------------------------------------------
-// Measuring the directory
+// Measuring the audience unit
 
 function anonMb(pid: number): number | undefined {
   try {
@@ -95,7 +96,7 @@ function sampleAnon(pid: number) {
   return { stop: () => (clearInterval(timer), (peak = Math.max(peak, anonMb(pid) ?? 0))) };
 }
 
-/** Peaks of the directory's V8 heap (used, total) in MB, from its /metrics every 500 ms: live data or garbage not yet collected. */
+/** Peaks of the audience unit's V8 heap (used, total) in MB, from its /metrics every 500 ms: live data or garbage not yet collected. */
 function sampleHeap(port: number) {
   const peak = { used: 0, total: 0 };
   const metric = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+]+)`, "m").exec(text)?.[1] ?? 0) / 1048576;
@@ -108,7 +109,7 @@ function sampleHeap(port: number) {
   return { stop: async () => (clearInterval(timer), await sample(), { used: Math.round(peak.used), total: Math.round(peak.total) }) };
 }
 
-/** Seconds and calls of the directory's store operations by collection.op, from its /metrics. */
+/** Seconds and calls of the audience unit's store operations by collection.op, from its /metrics. */
 async function storeOps(port: number): Promise<Map<string, { seconds: number; calls: number }>> {
   const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => "");
   const out = new Map<string, { seconds: number; calls: number }>();
@@ -144,7 +145,7 @@ interface CaseResult {
   capped: boolean;
   anonMb: number;
   ops: string;
-  /** The directory's CPU time for the reported count, and per streamed contact (µs); the bench's own per contact. */
+  /** The audience unit's CPU time for the reported count, and per streamed contact (µs); the bench's own per contact. */
   countCpuMs: number;
   streamCpuUs: number;
   clientCpuUs: number;
@@ -165,10 +166,10 @@ async function measureCase(
   streamCapSeconds: number,
   database?: BenchDatabase,
 ): Promise<CaseResult> {
-  const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
-  const before = await storeOps(sys.ports.directory);
+  const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.audience}`);
+  const before = await storeOps(sys.ports.audience);
   const anon = sampleAnon(pid);
-  const heapPeaks = sampleHeap(sys.ports.directory);
+  const heapPeaks = sampleHeap(sys.ports.audience);
   let started = performance.now();
   await rpc.countAudience({ workspaceId: WS, audience });
   const firstCountMs = performance.now() - started;
@@ -205,7 +206,7 @@ async function measureCase(
   const clientCpuUs = (client.user + client.system) / Math.max(streamed, 1);
   const peak = anon.stop();
   const heap = await heapPeaks.stop();
-  const ops = opsDiff(before, await storeOps(sys.ports.directory));
+  const ops = opsDiff(before, await storeOps(sys.ports.audience));
   return {
     name, count, firstCountMs, countMs, streamed, streamMs, streamPerSecond: (streamed * 1000) / Math.max(streamMs, 1),
     capped: abort.signal.aborted, anonMb: peak, ops, countCpuMs, streamCpuUs, clientCpuUs, load: os.loadavg()[0], heap,
@@ -224,15 +225,15 @@ const PLAN_ZONES = ["", "Europe/Paris", "America/New_York", "Asia/Tokyo", "Austr
 /**
  * The best-hour plan (OPTIMAL, DESIGN §10.5) of every subscribed contact: their ids are
  * streamed first (not timed, as a broadcast's resolution has them), then PlanBestHours is
- * called page after page, timed, with the directory's RssAnon sampled.
+ * called page after page, timed, with the audience unit's RssAnon sampled.
  */
 async function measureBestHours(sys: TestSystem, pid: number) {
-  const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
+  const rpc = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.audience}`);
   const ids: string[] = [];
   for await (const res of rpc.streamAudience({ workspaceId: WS, audience: { all: true }, batchSize: STREAM_BATCH, membersOnly: true })) for (const m of res.members) ids.push(m.id);
-  const before = await storeOps(sys.ports.directory);
+  const before = await storeOps(sys.ports.audience);
   const anon = sampleAnon(pid);
-  const heapPeaks = sampleHeap(sys.ports.directory);
+  const heapPeaks = sampleHeap(sys.ports.audience);
   const cpuStart = cpuSeconds(pid) ?? 0;
   const clientStart = process.cpuUsage();
   const basis = { week: 0, day: 0, none: 0 } as Record<string, number>;
@@ -259,7 +260,7 @@ async function measureBestHours(sys: TestSystem, pid: number) {
   for (let run = 1; run < Number(process.env.BENCH_AUDIENCE_PLAN_RUNS ?? 1); run++) again.push(await plan(false));
   const anonMb = anon.stop();
   const heap = await heapPeaks.stop();
-  const ops = opsDiff(before, await storeOps(sys.ports.directory));
+  const ops = opsDiff(before, await storeOps(sys.ports.audience));
   return { contacts: ids.length, ms, cpuMs, clientCpuMs, again, anonMb, heap, ops, basis: basis as { week: number; day: number; none: number } };
 }
 
@@ -280,12 +281,12 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
   const e = Math.max(0, Math.floor(Number(process.env.BENCH_AUDIENCE_EVENTS ?? 10_000_000)));
   const streamCap = Number(process.env.BENCH_AUDIENCE_STREAM_SECONDS ?? 120);
   const keepDir = process.env.BENCH_AUDIENCE_DIR;
-  console.log(`audience: ${n} contacts, about ${e} engagement events, seeded straight into the directory's store; one directory process; counts and streams through AudienceService`);
+  console.log(`audience: ${n} contacts, about ${e} engagement events, seeded straight into the audience unit's store; one audience process; counts and streams through AudienceService`);
   let seed: SeedResult | undefined;
   let sys: TestSystem | undefined;
-  // BENCH_PROFILE=1: the directory runs with --cpu-prof; its hottest functions are printed at the end.
+  // BENCH_PROFILE=1: the audience unit runs with --cpu-prof; its hottest functions are printed at the end.
   const profileDir = process.env.BENCH_PROFILE === "1" ? await mkdtemp(path.join(os.tmpdir(), "mailroom-profile-")) : undefined;
-  // BENCH_STORE=postgres: the directory on a database of the run's own, seeded before it starts.
+  // BENCH_STORE=postgres: the units on a database of the run's own, seeded before they start.
   let database: BenchDatabase | undefined;
   try {
     if (benchStore() === "postgres") {
@@ -297,7 +298,8 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
     sys = await startSystem({
       ...(database ? { store: "embedded" as const } : {}),
       smtp: false,
-      units: ["directory"],
+      // The accounts unit loads the bootstrap (the workspace; its properties go on to the audience unit).
+      units: ["accounts", "audience"],
       bootstrap: {
         workspaces: [{
           id: WS, name: "Bench audiences", timezone: "UTC",
@@ -311,7 +313,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       },
       prepareDataDir: async (dataDir) => {
         if (database) seed = await runSeedChild(database.url, n, e);
-        else seed = keepDir ? await keptSeed(keepDir, dataDir, n, e) : await runSeedChild(path.join(dataDir, "directory"), n, e);
+        else seed = keepDir ? await keptSeed(keepDir, dataDir, n, e) : await runSeedChild(path.join(dataDir, "audience"), n, e);
         seededAt = performance.now();
       },
     });
@@ -319,15 +321,15 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
     console.log(
       `  seeded ${s.contacts} contacts in ${s.contactSeconds.toFixed(1)} s (${fmt(s.contacts / s.contactSeconds)}/s) and ${s.events} engagement records ` +
       `(${Object.entries(s.byKind).map(([k, v]) => `${k} ${v}`).join(", ")}; ${s.broadcasts} broadcasts) + ${s.totals} totals in ${s.eventSeconds.toFixed(1)} s ` +
-      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); ${database ? "schema mailroom_directory" : "store file"} ${s.storeMb} MB (${s.databases} of documents + index entries); seeding took ${((seededAt - seedStarted) / 1000).toFixed(1)} s, the directory listened ${((performance.now() - seededAt) / 1000).toFixed(1)} s later (not timed)`,
+      `(${fmt(s.events / Math.max(s.eventSeconds, 0.001))}/s; ids ${s.layout}); ${database ? "schema mailroom_audience" : "store file"} ${s.storeMb} MB (${s.databases} of documents + index entries); seeding took ${((seededAt - seedStarted) / 1000).toFixed(1)} s, the audience unit listened ${((performance.now() - seededAt) / 1000).toFixed(1)} s later (not timed)`,
     );
     console.log(`  store's own full scan (in process, no RPC, the full-scan audience's pages of ${STREAM_BATCH}): ${s.storeScan.contacts} contacts in ${s.storeScan.ms} ms (${fmt((s.storeScan.contacts * 1000) / Math.max(s.storeScan.ms, 1))}/s)`);
 
-    const directory = sys.processes.units.find((u) => u.name === "directory");
-    const pid = directory?.child.pid;
-    if (!pid) throw new Error("no directory process");
+    const audienceUnit = sys.processes.units.find((u) => u.name === "audience");
+    const pid = audienceUnit?.child.pid;
+    if (!pid) throw new Error("no audience process");
     const idleMb = anonMb(pid);
-    const client = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
+    const client = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.audience}`);
     const segment = await client.createSegment({ workspaceId: WS, name: "Gold plan", filterJson: JSON.stringify(SEGMENT_FILTER) });
     const audiences: Record<CaseName, AudienceInit> = {
       "full-scan": { filterJson: JSON.stringify(FULL_SCAN_FILTER) },
@@ -343,7 +345,7 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       engagement: JSON.stringify(ENGAGEMENT_FILTER),
       "engagement-broadcasts": `opened any of the last 3 of ${s.broadcasts} broadcasts`,
     };
-    console.log(`  directory anon before the cases: ${idleMb} MB; stream batches of ${STREAM_BATCH}, each stream stopped after ${streamCap} s`);
+    console.log(`  audience anon before the cases: ${idleMb} MB; stream batches of ${STREAM_BATCH}, each stream stopped after ${streamCap} s`);
 
     const results: CaseResult[] = [];
     let baseline: CaseResult | undefined;
@@ -371,11 +373,11 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       if (t.streamPerSecond !== undefined) targets.push(`stream ≥ ${t.streamPerSecond}/s ${verdict(r.streamPerSecond >= t.streamPerSecond)}`);
       targets.push(`anon < ${ANON_TARGET_MB} MB ${verdict(r.anonMb < ANON_TARGET_MB)}`);
       notes.push(`targets: ${targets.join(", ")}`);
-      notes.push(`directory heap peak ${r.heap.used} MB used of ${r.heap.total}`);
-      notes.push(`directory CPU: count ${fmt(r.countCpuMs)} ms, stream ${r.streamCpuUs.toFixed(1)} µs/contact (bench client ${r.clientCpuUs.toFixed(1)} µs/contact); load average ${r.load.toFixed(1)} on ${os.cpus().length} cores`);
+      notes.push(`audience heap peak ${r.heap.used} MB used of ${r.heap.total}`);
+      notes.push(`audience CPU: count ${fmt(r.countCpuMs)} ms, stream ${r.streamCpuUs.toFixed(1)} µs/contact (bench client ${r.clientCpuUs.toFixed(1)} µs/contact); load average ${r.load.toFixed(1)} on ${os.cpus().length} cores`);
       if (r.postgres) notes.push(`postgres CPU (the database's backends, /proc; ${r.postgres.backends} at most at once): count ${fmt(r.postgres.countCpuMs)} ms, stream ${r.postgres.streamCpuUs.toFixed(1)} µs/contact`);
       console.log(`  (${notes.join("; ")})`);
-      console.log(`  (store ops in the directory: ${r.ops})`);
+      console.log(`  (store ops in the audience unit: ${r.ops})`);
       const inProcessWrong = s.inProcessCount[name] !== expected ? ` (WRONG: ${s.inProcessCount[name]} contacts)` : "";
       console.log(`  (in process, no RPC: count ${s.inProcessCountMs[name]} ms${inProcessWrong}; plans: ${s.plans[name]})`);
     }
@@ -388,17 +390,17 @@ export async function runAudienceBench(): Promise<AudienceBenchResult> {
       `  (PlanBestHours over every subscribed contact in calls of ${PLAN_PAGE}, one at a time as a broadcast's resolution makes them, contacts in ${PLAN_ZONES.length} zones; ` +
       `hour of the week ${best.basis.week}, of the day ${best.basis.day}, no plan ${best.basis.none}${plannedNote}; ` +
       `targets: ≤ ${BEST_HOUR_TARGET_MS} ms ${verdict(best.ms <= BEST_HOUR_TARGET_MS)}, anon < ${ANON_TARGET_MB} MB ${verdict(best.anonMb < ANON_TARGET_MB)}; ` +
-      `directory CPU ${fmt(best.cpuMs)} ms (bench client ${fmt(best.clientCpuMs)} ms)${best.again.length ? `; again: ${best.again.map((t) => `${fmt(t)} ms`).join(", ")}` : ""}, heap peak ${best.heap.used} MB used of ${best.heap.total}; load average ${os.loadavg()[0].toFixed(1)})`,
+      `audience CPU ${fmt(best.cpuMs)} ms (bench client ${fmt(best.clientCpuMs)} ms)${best.again.length ? `; again: ${best.again.map((t) => `${fmt(t)} ms`).join(", ")}` : ""}, heap peak ${best.heap.used} MB used of ${best.heap.total}; load average ${os.loadavg()[0].toFixed(1)})`,
     );
-      console.log(`  (store ops in the directory: ${best.ops})`);
+      console.log(`  (store ops in the audience unit: ${best.ops})`);
     }
     const anonPeakMb = Math.max(best.anonMb, ...results.map((r) => r.anonMb));
-    console.log(`audience directory anon peak: ${anonPeakMb} MB over every case (target < ${ANON_TARGET_MB} MB: ${verdict(anonPeakMb < ANON_TARGET_MB)})`);
+    console.log(`audience unit anon peak: ${anonPeakMb} MB over every case (target < ${ANON_TARGET_MB} MB: ${verdict(anonPeakMb < ANON_TARGET_MB)})`);
     if (profileDir) {
       await sys.stop();
       sys = undefined;
-      console.log(`cpu profile of the directory (whole run, seeding excluded): ${profileDir}`);
-      for (const line of await summarizeProfiles(profileDir, { directory: pid }, 20)) console.log(line);
+      console.log(`cpu profile of the audience unit (whole run, seeding excluded): ${profileDir}`);
+      for (const line of await summarizeProfiles(profileDir, { audience: pid }, 20)) console.log(line);
     }
     return { contacts: n, events: s.events, cases: results, anonPeakMb, bestHour: { contacts: best.contacts, ms: best.ms, anonMb: best.anonMb } };
   } finally {
@@ -420,4 +422,4 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   }
 }
 
-/** The store's own full scan, in process: the pages the directory reads, no RPC; contacts and milliseconds. */
+/** The store's own full scan, in process: the pages the audience unit reads, no RPC; contacts and milliseconds. */

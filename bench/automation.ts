@@ -1,14 +1,14 @@
 /**
  * Automation benchmark (issue 29): N contacts (default 100,000; BENCH_AUTOMATION_CONTACTS)
  * enter one ACTIVE automation `event "bench" → send → wait PT1S → send` at once, through the
- * whole system as separate processes — gateway, directory, renderer, email, delivery,
- * automation, nats-server — into Postfix's smtp-sink (the harness's Node sink when it is not
+ * whole system as separate processes — gateway, accounts, audience, renderer, email,
+ * delivery, automation, nats-server — into Postfix's smtp-sink (the harness's Node sink when it is not
  * installed, or with MAILROOM_BENCH_SINK=node).
  *
  * Timed: from the first POST /v1/events/batch (100 events a request, several at once) until
  * delivery has reported 2·N messages accepted by the sink (MailEvent SENT, counted on the
  * MAIL_EVENTS stream by subject) and the automation counts N runs COMPLETED. Steps are
- * 3 per run (send, wait, send). Not timed: loading the contacts (the directory's
+ * 3 per run (send, wait, send). Not timed: loading the contacts (the audience unit's
  * BatchUpsertContacts, 1,000 a call) and their CONTACT_CREATED events draining.
  *
  * Lag, read afterwards from every run's recorded steps (GET …/runs, not timed): how late a
@@ -29,7 +29,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DIRECTORY_EVENTS_STREAM, EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
 import { startSystem, type TestSystem } from "../test/harness/system.js";
@@ -78,9 +78,9 @@ async function directoryEventsDrained(jsm: JetStreamManager, deadlineMs: number)
   }
 }
 
-/** Loads N contacts through the directory; returns their ids in order. */
+/** Loads N contacts through the audience unit; returns their ids in order. */
 async function loadContacts(sys: TestSystem, n: number): Promise<string[]> {
-  const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+  const contactsClient = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
   const ids = new Array<string>(n);
   let next = 0;
   const worker = async () => {
@@ -88,7 +88,7 @@ async function loadContacts(sys: TestSystem, n: number): Promise<string[]> {
       const contacts = Array.from({ length: Math.min(LOAD_BATCH, n - from) }, (_, k) => ({
         email: address(from + k), firstName: `F${from + k}`, subscribed: true,
       }));
-      const res = await directory.batchUpsertContacts({ workspaceId: WS, contacts });
+      const res = await contactsClient.batchUpsertContacts({ workspaceId: WS, contacts });
       for (const r of res.results) {
         if (!r.ok || !r.contact) throw new Error(`contact ${from + r.index} refused: ${r.error?.message}`);
         ids[from + r.index] = r.contact.id;
@@ -147,7 +147,7 @@ export async function runAutomationBench(contacts = Number(process.env.BENCH_AUT
     console.log(`automation: ${n} contacts enter \`event "bench" → send → wait PT1S → send\` at once; sink: ${sink.kind}`);
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "automation", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "automation", "gateway"],
       bootstrap: {
         workspaces: [{
           id: WS, name: "Bench", timezone: "UTC",

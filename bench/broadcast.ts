@@ -1,21 +1,21 @@
 /**
  * Broadcast benchmark: one ASAP broadcast to N subscribed contacts (default 100,000;
  * BENCH_BROADCAST_CONTACTS, e.g. 1000000) through the whole system as separate processes —
- * gateway, directory, renderer, broadcast, delivery, nats-server — into Postfix's smtp-sink,
+ * gateway, accounts, audience, renderer, broadcast, delivery, nats-server — into Postfix's smtp-sink,
  * beside a raw nodemailer pool sending the same kind of message to the same sink in the
  * same run.
  *
  * Timed: from the schedule request (POST /v1/broadcasts/:id/schedule, no sendAt) until the
  * broadcast's `sent` counter reaches N, i.e. the last message accepted by the sink (each
  * `sent` is an SMTP 250 reported by delivery). Not timed: loading the contacts (the
- * directory's BatchUpsertContacts RPC, 1,000 a call) and creating the draft.
+ * audience unit's BatchUpsertContacts RPC, 1,000 a call) and creating the draft.
  *
  * Also prints the CPU each process spent per message while sending (`cpu per message (ms):`,
  * a process's workers included) and each process's peak resident memory (VmHWM) with its
  * peak anonymous memory (RssAnon, sampled every 250 ms: heap and buffers, not mapped files
  * such as the store's pages). Then, not timed with the broadcast: the contacts CSV export
- * (GET /v1/contacts/export) of the same N contacts, its rows counted, with the directory's and
- * gateway's anonymous peaks while it streamed.
+ * (GET /v1/contacts/export) of the same N contacts, its rows counted, with the audience unit's
+ * and gateway's anonymous peaks while it streamed.
  *
  * Run: `npm run bench broadcast` or `npx tsx bench/broadcast.ts`. Environment:
  * BENCH_BROADCAST_CONTACTS (100000), BENCH_BROADCAST_TEMPLATE=liquid (the message in Liquid:
@@ -34,7 +34,8 @@
 import { readFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import nodemailer from "nodemailer";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { loadDeliverySettings } from "../services/delivery/src/settings.js";
 import { startSink } from "./sink.js";
@@ -50,7 +51,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { DIRECTORY_EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
 import { benchStore, createBenchDatabase, describePostgresCpu, poolNote, postgresCpuMeter, postgresPerUnit, postgresUnitEnv, type BenchDatabase } from "./postgres.js";
 
-/** Seconds until the directory's event stream holds at least `n` messages. */
+/** Seconds until the contact event stream (DIRECTORY_EVENTS) holds at least `n` messages. */
 async function waitForAnnounced(natsUrl: string, n: number): Promise<number> {
   const started = performance.now();
   const nc = await connect({ servers: natsUrl });
@@ -164,7 +165,7 @@ export async function rawPool(port: number, n: number, pool: { size: number; max
 }
 
 async function loadContacts(sys: TestSystem, n: number): Promise<number> {
-  const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+  const contactsClient = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
   const started = performance.now();
   let next = 0;
   const worker = async () => {
@@ -172,7 +173,7 @@ async function loadContacts(sys: TestSystem, n: number): Promise<number> {
       const contacts = Array.from({ length: Math.min(BATCH, n - from) }, (_, k) => ({
         email: `c${from + k}@example.test`, firstName: `F${from + k}`, subscribed: true,
       }));
-      const res = await directory.batchUpsertContacts({ workspaceId: WS, contacts });
+      const res = await contactsClient.batchUpsertContacts({ workspaceId: WS, contacts });
       const failed = res.results?.find((r) => !r.ok);
       if (failed) throw new Error(`contact ${from + failed.index} refused: ${failed.error?.message}`);
     }
@@ -203,7 +204,7 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
     sys = await startSystem({
       ...(database ? { store: "embedded" as const } : {}),
       smtp: false,
-      units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
+      units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"],
       bootstrap: {
         workspaces: [{
           id: WS, name: "Bench", timezone: "UTC",
@@ -225,14 +226,14 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
       },
     });
     if (signing) {
-      const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-      const key = (await directory.checkSender({ workspaceId: WS, from: "news@acme.test" })).dkim;
+      const accounts = connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`);
+      const key = (await accounts.checkSender({ workspaceId: WS, from: "news@acme.test" })).dkim;
       if (!key?.privateKeyPem) throw new Error("the bench domain has no DKIM key");
       dkim = { domainName: key.domain, keySelector: key.selector, privateKey: key.privateKeyPem };
     }
     const loadSeconds = await loadContacts(sys, n);
     console.log(`  loaded ${n} contacts through BatchUpsertContacts in ${loadSeconds.toFixed(1)} s (not timed)`);
-    // Loading ends when the directory has announced every contact (CONTACT_CREATED on
+    // Loading ends when the audience unit has announced every contact (CONTACT_CREATED on
     // DIRECTORY_EVENTS, published from its outbox after each write): not part of the broadcast.
     const announceSeconds = await waitForAnnounced(sys.nats.url, n);
     console.log(`  … and their ${n} CONTACT_CREATED events published ${announceSeconds.toFixed(1)} s later (not timed)`);
@@ -306,14 +307,14 @@ export async function runBroadcastBench(contacts = Number(process.env.BENCH_BROA
     if (sinkMb !== undefined) rss["smtp-sink"] = sinkMb;
 
     // The contacts CSV export over the same audience (not in the broadcast's figures): rows
-    // streamed, and the directory's and gateway's anonymous peaks while it ran.
-    const exportPeaks = sampleAnonPeaks(new Map([["directory", pids.get("directory")], ["gateway", pids.get("gateway")]]));
+    // streamed, and the audience unit's and gateway's anonymous peaks while it ran.
+    const exportPeaks = sampleAnonPeaks(new Map([["audience", pids.get("audience")], ["gateway", pids.get("gateway")]]));
     const exportStarted = performance.now();
     const exported = await fetch(`${sys.gatewayUrl}/v1/contacts/export`, { headers: { authorization: `Bearer ${KEY}` } });
     let lines = 0;
     for await (const chunk of exported.body as unknown as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) lines++;
     await exportPeaks.stop();
-    const exportLine = `contacts export: ${lines - 1} rows (HTTP ${exported.status}) in ${((performance.now() - exportStarted) / 1000).toFixed(1)} s; anon peaks while it streamed: directory ${exportPeaks.peaks.get("directory")} MB, gateway ${exportPeaks.peaks.get("gateway")} MB`;
+    const exportLine = `contacts export: ${lines - 1} rows (HTTP ${exported.status}) in ${((performance.now() - exportStarted) / 1000).toFixed(1)} s; anon peaks while it streamed: audience ${exportPeaks.peaks.get("audience")} MB, gateway ${exportPeaks.peaks.get("gateway")} MB`;
 
     const unitPids = Object.fromEntries(sys.processes.units.map((u) => [u.name as string, u.child.pid]));
     await sys.stop();

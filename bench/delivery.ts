@@ -11,7 +11,7 @@
  * tops out near the sender's own rate and would measure itself. Otherwise the harness's
  * Node sink runs in a child process, and the output says so.
  *
- * The directory (sender check) is an in-process fake here: its answer is cached by the
+ * The accounts unit (sender check) is an in-process fake here: its answer is cached by the
  * workers anyway, and it is not what is measured.
  *
  * Run: `npx tsx bench/delivery.ts` or `npm run bench delivery`. Environment:

@@ -4,8 +4,8 @@
  * on BENCH_INBOUND_CONNECTIONS parallel connections (default 8) to an inbound domain whose
  * catch-all rule is `store` — the whole receiving path: SMTP, postal-mime, the raw message and
  * the attachment to JetStream's object store, the record, the reply lookup. The system runs as
- * separate processes (directory, renderer, email, gateway, inbound, nats-server; the domain is
- * verified by MX through a DNS server on loopback).
+ * separate processes (accounts, audience, renderer, email, gateway, inbound, nats-server; the
+ * domain is verified by MX through a DNS server on loopback).
  *
  * Printed: messages per second from the first MAIL FROM to the last 250 (the inbound unit
  * answers 250 once the message is stored), the CPU each process spent per message (from /proc;
@@ -119,7 +119,7 @@ export async function runInboundBench(messages = Number(process.env.BENCH_INBOUN
     console.log(`inbound: ${n} messages of ${(messageBytes / 1024).toFixed(0)} KB (one attachment) over ${connections} SMTP connections to a store rule`);
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "renderer", "email", "gateway", "inbound"],
+      units: ["accounts", "audience", "renderer", "email", "gateway", "inbound"],
       bootstrap: {
         workspaces: [{
           id: WS, name: "Bench", timezone: "UTC",

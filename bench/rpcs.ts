@@ -35,7 +35,7 @@ export function rpcMeter(urls: Record<string, string>) {
       if (phase === "start") before = countRpcs(urls);
       else after = countRpcs(urls);
     },
-    /** "email.SendBatch 0.08, directory.ReserveSendable 0.31, …" per `units` (requests or emails). */
+    /** "email.SendBatch 0.08, audience.ReserveSendable 0.31, …" per `units` (requests or emails). */
     async perUnit(units: number): Promise<string> {
       const [b, a] = await Promise.all([before, after]);
       const rows = [...a]

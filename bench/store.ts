@@ -20,7 +20,7 @@
  *            the bench process's own CPU (where lmdb spends all of its).
  *
  * Figures per engine: bulk import (insertMany batches of 1,000 = one transaction each),
- * streaming the subscribed audience in pages of 1,000 the way the directory does
+ * streaming the subscribed audience in pages of 1,000 the way the audience unit does
  * (find({workspaceId, subscribed: true, _id: {$gt: cursor}}, {sort: {_id: 1}, limit: 1000})),
  * point lookups by {workspaceId, email} (unique index), and the time to open the populated
  * store in a fresh process and answer the first lookup. Max RSS is the larger of the
@@ -310,7 +310,7 @@ async function populateChild(engine: Engine, n: number, dir: string): Promise<Po
   const database = engine === "postgres" ? new URL(dir).pathname.slice(1) : undefined;
   const cpu = {} as PopulateResult["cpu"];
   let phaseEnd = phaseCpu(database);
-  // ULIDs like the directory's contact ids; Math.random keeps crypto out of the measured import.
+  // ULIDs like the audience unit's contact ids; Math.random keeps crypto out of the measured import.
   const ulid = monotonicFactory(() => Math.random());
   const base = Date.now() - n;
   let started = performance.now();

@@ -1,9 +1,10 @@
 /**
  * Suppression import benchmark (issue 48): N suppressions (default 1,000,000;
  * BENCH_SUPPRESSIONS) imported through `POST /v1/suppressions/import` as one streamed CSV
- * (`email,reason,source,created_at`), through the gateway, the directory and the webhooks
- * unit (which consumes every SUPPRESSION_CREATED) as separate processes, on the embedded
- * store. The body is generated as it is sent: neither side holds the file.
+ * (`email,reason,source,created_at`), through the gateway, the audience unit (beside the
+ * accounts unit, which authenticates the key) and the webhooks unit (which consumes every
+ * SUPPRESSION_CREATED) as separate processes, on the embedded store. The body is generated as
+ * it is sent: neither side holds the file.
  *
  * Timed: from the first byte sent until the import's report. Printed: rows per second (goal
  * ≥ 50,000), the report's counts, and each process's peak anonymous memory (RssAnon, sampled
@@ -76,7 +77,7 @@ export async function runSuppressionsBench(): Promise<void> {
   try {
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "webhooks", "gateway"],
+      units: ["accounts", "audience", "webhooks", "gateway"],
       bootstrap: { workspaces: [{ id: WS, name: "Bench", timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }], members: ["owner@acme.test"] }] },
       env: { MAILROOM_LOG_LEVEL: "warn", ...(profileDir ? { MAILROOM_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}) },
     });
@@ -101,7 +102,7 @@ export async function runSuppressionsBench(): Promise<void> {
     console.log(`  again   ${n.toLocaleString("en")} rows in ${again.seconds.toFixed(1)} s: ${Math.round(n / again.seconds).toLocaleString("en")} rows/s; imported ${again.report.imported}, existing ${again.report.existing}`);
     if (first.report.imported !== n || again.report.imported !== 0) throw new Error(`unexpected reports: ${JSON.stringify([first.report, again.report]).slice(0, 500)}`);
   } catch (err) {
-    if (sys) for (const unit of ["directory", "gateway"] as const) console.error(`${unit} log:\n${await sys.log(unit, 30)}`);
+    if (sys) for (const unit of ["audience", "gateway"] as const) console.error(`${unit} log:\n${await sys.log(unit, 30)}`);
     throw err;
   } finally {
     await sys?.stop();

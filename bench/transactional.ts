@@ -1,7 +1,7 @@
 /**
  * Transactional benchmark (issue 46): N templated emails (default 20,000;
  * BENCH_TRANSACTIONAL_EMAILS) through the whole system as separate processes — gateway,
- * directory, renderer, email, delivery, nats-server — into Postfix's smtp-sink (the harness's
+ * accounts, audience, renderer, email, delivery, nats-server — into Postfix's smtp-sink (the harness's
  * Node sink when it is not installed, or with MAILROOM_BENCH_SINK=node), two ways in turn:
  *
  * - batches: `POST /v1/emails/batch`, 50 emails a request, 8 requests in flight;
@@ -85,7 +85,7 @@ export async function runTransactionalBench(emails = Number(process.env.BENCH_TR
     console.log(`transactional: ${n} templated emails in batches of ${BATCH}, then ${singles} single sends; sink: ${sink.kind}`);
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
       bootstrap: {
         workspaces: [{
           id: WS, name: "Bench", timezone: "UTC",

@@ -1,19 +1,17 @@
 import { toJson, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { Command } from "commander";
-import { describeError, type DirectoryClient, type TeamClient } from "./client.js";
+import { describeError, type CliClients, type CliUrls } from "./client.js";
 import type { Output } from "./output.js";
 
 /** A user mistake on the command line (not an RPC failure). */
 export class UsageError extends Error {}
 
-export interface CliContext {
-  client: DirectoryClient;
-  /** The directory's TeamService (members with roles, sessions, the audit log). */
-  team: TeamClient;
+/** The clients of the accounts unit (accounts, templates, team) and of the audience unit (contacts, groups), by service. */
+export interface CliContext extends CliClients {
   output: Output;
   env: NodeJS.ProcessEnv;
-  /** The directory URL, for error messages. */
-  url: string;
+  /** The accounts and audience units' URLs, for error messages. */
+  urls: CliUrls;
   /** Show progress bars (a TTY on stderr). */
   interactive: boolean;
   exitCode: number;
@@ -32,7 +30,7 @@ export function action<A extends unknown[]>(ctx: CliContext, fn: (...args: A) =>
     try {
       await fn(...args);
     } catch (err) {
-      ctx.output.err(`error: ${err instanceof UsageError ? err.message : describeError(err, ctx.url)}`);
+      ctx.output.err(`error: ${err instanceof UsageError ? err.message : describeError(err, ctx.urls)}`);
       ctx.exitCode = 1;
     }
   };

@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { ConfigError } from "@mailroom/kit";
-import { directoryClient, directoryUrl, teamClient, type DirectoryClient, type TeamClient } from "./client.js";
+import { cliClients, cliUrls, type CliClients, type CliUrls } from "./client.js";
 import type { CliContext } from "./context.js";
 import { consoleOutput, type Output } from "./output.js";
 import { workspaceCommands } from "./commands/workspace.js";
@@ -16,39 +16,39 @@ import { importCommands } from "./commands/import.js";
 
 export interface RunOptions {
   env?: NodeJS.ProcessEnv;
-  client?: DirectoryClient;
-  team?: TeamClient;
+  /** Clients to use instead of Connect clients at the configured URLs (tests), by service. */
+  clients?: Partial<CliClients>;
   output?: (json: boolean) => Output;
   interactive?: boolean;
 }
 
 /**
- * `mailroom …`: the admin CLI over the directory's Connect API. Returns the exit code:
+ * `mailroom …`: the admin CLI over the Connect APIs of the accounts and audience units. Returns the exit code:
  * 0 ok, 1 error, 2 done with problems (rejected CSV rows, domain not verified yet).
  */
 export async function runCli(argv: string[], opts: RunOptions = {}): Promise<number> {
   const env = opts.env ?? process.env;
   const json = argv.includes("--json");
   const output = (opts.output ?? consoleOutput)(json);
-  let url: string;
+  let urls: CliUrls;
   try {
-    url = directoryUrl(env);
+    urls = cliUrls(env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     output.err(`error: ${err.message}`);
     return 1;
   }
   const ctx: CliContext = {
-    client: opts.client ?? directoryClient(url),
-    team: opts.team ?? teamClient(url),
+    ...cliClients(urls),
+    ...opts.clients,
     output,
     env,
-    url,
+    urls,
     interactive: opts.interactive ?? Boolean(process.stderr.isTTY),
     exitCode: 0,
   };
   const program = new Command("mailroom")
-    .description(`Mailroom admin CLI (directory at ${url}; set MAILROOM_DIRECTORY_URL to change)`)
+    .description(`Mailroom admin CLI (accounts at ${urls.accounts}, audience at ${urls.audience}; set MAILROOM_ACCOUNTS_URL and MAILROOM_AUDIENCE_URL to change)`)
     .option("-w, --workspace <id>", "workspace to act on (default: $MAILROOM_WORKSPACE)")
     .option("--json", "print JSON")
     .showHelpAfterError()

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runCli } from "./program.js";
-import type { DirectoryClient, TeamClient } from "./client.js";
+import type { CliClients } from "./client.js";
 
 export const HINT_WORKSPACE = "ws_hint";
 
@@ -48,7 +48,7 @@ export function hintedCommands(text: string): string[] {
 }
 
 export interface HintRun {
-  /** The directory calls the command made, in order. */
+  /** The calls the command made (to any of the accounts and audience units' services), in order. */
   calls: Array<{ method: string; request: Record<string, unknown> }>;
   err: string[];
 }
@@ -56,7 +56,7 @@ export interface HintRun {
 /**
  * Runs one hinted command (its placeholders filled in) against clients that record each call
  * and answer it emptily: what the command prints afterwards does not matter, only that it got
- * as far as asking the directory. A usage error (a missing argument, an unknown option) stops it
+ * as far as asking the accounts or audience unit. A usage error (a missing argument, an unknown option) stops it
  * before any call.
  */
 export async function runHint(command: string): Promise<HintRun> {
@@ -74,8 +74,7 @@ export async function runHint(command: string): Promise<HintRun> {
   });
   await runCli(filled.split(/\s+/).filter(Boolean), {
     env: { MAILROOM_WORKSPACE: "" },
-    client: recording as DirectoryClient,
-    team: recording as TeamClient,
+    clients: { accounts: recording, templates: recording, team: recording, contacts: recording, groups: recording } as CliClients,
     output: (json) => ({ out: () => undefined, err: (line) => void err.push(line), json }),
     interactive: false,
   });

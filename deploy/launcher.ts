@@ -10,10 +10,10 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
 import { ConfigError, loadConfig } from "@mailroom/kit/config.js";
+import { loadAccountsSettings } from "../services/accounts/src/settings.js";
 import { loadAutomationSettings } from "../services/automation/src/settings.js";
 import { loadBroadcastSettings } from "../services/broadcast/src/settings.js";
 import { loadDeliverySettings } from "../services/delivery/src/settings.js";
-import { loadDirectorySettings } from "../services/directory/src/settings.js";
 import { loadEmailSettings } from "../services/email/src/settings.js";
 import { loadInboundSettings } from "../services/inbound/src/settings.js";
 import { loadSubmissionSettings } from "../services/submission/src/settings.js";
@@ -47,7 +47,7 @@ Object.assign(process.env, devSystemMail);
  * The shared config and every unit's settings, read here as each unit will read them, so
  * every bad value is reported at once, before anything starts (not as units crashing in a loop).
  */
-const { config, deliverySettings, directorySettings, inboundSettings, submissionSettings } = (() => {
+const { config, deliverySettings, accountsSettings, inboundSettings, submissionSettings } = (() => {
   // A configuration mistake is the user's to fix: the messages, without a stack.
   const problems: string[] = [];
   const read = <T>(load: () => T): T | undefined => {
@@ -67,16 +67,16 @@ const { config, deliverySettings, directorySettings, inboundSettings, submission
     webhooks: read(() => loadWebhooksSettings()),
     automation: read(() => loadAutomationSettings()),
     delivery: read(() => loadDeliverySettings()),
-    directory: read(() => loadDirectorySettings()),
+    accounts: read(() => loadAccountsSettings()),
     inbound: read(() => loadInboundSettings()),
     submission: read(() => loadSubmissionSettings()),
     tracing: read(() => loadTracingSettings()),
   };
-  if (problems.length > 0 || !config || !settings.delivery || !settings.directory || !settings.inbound || !settings.submission) {
+  if (problems.length > 0 || !config || !settings.delivery || !settings.accounts || !settings.inbound || !settings.submission) {
     console.error(`invalid configuration:\n${[...new Set(problems)].join("\n")}`);
     process.exit(1);
   }
-  return { config, deliverySettings: settings.delivery, directorySettings: settings.directory, inboundSettings: settings.inbound, submissionSettings: settings.submission };
+  return { config, deliverySettings: settings.delivery, accountsSettings: settings.accounts, inboundSettings: settings.inbound, submissionSettings: settings.submission };
 })();
 await mkdir(config.dataDir, { recursive: true });
 /** <dataDir>/run/<unit>.pid and nats-server.pid: what runs now, for you and for tests. */
@@ -196,11 +196,14 @@ system = await startUnits({
 });
 
 const gatewayUrl = `http://localhost:${config.httpPort}`;
-// The admin CLI finds the directory at its default URL, or where MAILROOM_DIRECTORY_URL says.
-const directoryUrl = `http://127.0.0.1:${ports.directory}`;
-const cliLine = ports.directory === UNITS.find((u) => u.name === "directory")!.defaultPort
-  ? `npx mailroom --help (directory at ${directoryUrl})`
-  : `export MAILROOM_DIRECTORY_URL=${directoryUrl} (its default port was taken), then npx mailroom --help`;
+// The admin CLI finds the accounts and audience units at their default URLs, or where
+// MAILROOM_ACCOUNTS_URL and MAILROOM_AUDIENCE_URL say.
+const cliUnits = UNITS.filter((u) => u.name === "accounts" || u.name === "audience");
+const cliUrl = (u: (typeof UNITS)[number]) => `http://127.0.0.1:${ports[u.name]}`;
+const movedCliUnits = cliUnits.filter((u) => ports[u.name] !== u.defaultPort);
+const cliLine = movedCliUnits.length === 0
+  ? `npx mailroom --help (${cliUnits.map((u) => `${u.name} at ${cliUrl(u)}`).join(", ")})`
+  : `export ${movedCliUnits.map((u) => `${u.urlVar}=${cliUrl(u)}`).join(" ")} (default port taken), then npx mailroom --help`;
 console.log(`
 Mailroom is running.
   Gateway:      ${gatewayUrl}
@@ -325,7 +328,7 @@ async function portOr(preferred: number): Promise<number> {
  * same working key. A dev workspace written by an earlier version gets the sample data too.
  */
 async function resolveBootstrap(): Promise<{ file: string; apiKey?: string; from: string; owner?: string }> {
-  let file = directorySettings.bootstrapFile;
+  let file = accountsSettings.bootstrapFile;
   if (!file) {
     file = path.join(config.dataDir, "dev-bootstrap.json");
     if (!existsSync(file)) {

@@ -18,9 +18,9 @@ export type UnitName = "accounts" | "audience" | "renderer" | "email" | "broadca
  * interleaved `npm run bench api` runs of 64, 16 and 8 MB showed no difference in CPU per
  * send or p99 beyond the machine's noise. The broadcast benchmark (30,000 contacts, runs
  * alternated) does see it, and sees the memory: 64 MB — 0.81 ms of CPU per message over
- * every unit, delivery's anonymous peak 294–306 MB, the directory's 271–333; 16 MB — 0.97–
- * 1.04 ms, 185 and 178–206 MB; 32 MB — 0.72–0.89 ms, 219–233 and 212–236 MB. So 32 MB: most
- * of the GC saving at two thirds of the memory. MAILROOM_NODE_ARGS comes after these flags,
+ * every unit, delivery's anonymous peak 294–306 MB, the directory's (the unit since split in
+ * accounts and audience) 271–333; 16 MB — 0.97–1.04 ms, 185 and 178–206 MB; 32 MB — 0.72–0.89
+ * ms, 219–233 and 212–236 MB. So 32 MB: most of the GC saving at two thirds of the memory. MAILROOM_NODE_ARGS comes after these flags,
  * so `--max-semi-space-size=16` there overrides it. The young generation only grows that
  * far when allocation demands it.
  */
@@ -28,10 +28,11 @@ export const HOT_PATH_HEAP = ["--max-semi-space-size=32"];
 
 /**
  * Units that stream bulk work (a CSV import of a million suppressions: the gateway parses,
- * the directory writes) promote a batch's worth of objects at every scavenge while holding
+ * the audience unit writes) promote a batch's worth of objects at every scavenge while holding
  * ~50 MB live, and V8 let the old generation grow to four times that before compacting:
  * 330-345 MB of anonymous memory each at 1,000,000 rows. A growth factor of 2 keeps them at
- * 226-232 MB for about 1 µs more CPU per row in the directory (of 17-18), the same rate.
+ * 226-232 MB for about 1 µs more CPU per row in the writer (of 17-18; measured on the directory
+ * unit, the audience unit's predecessor), the same rate.
  */
 export const BOUNDED_HEAP = [...HOT_PATH_HEAP, "--heap-growing-percent=100"];
 

@@ -40,13 +40,13 @@ export function contactCommands(program: Command, ctx: CliContext): void {
       const t = TYPE_BY_NAME[type.toLowerCase()];
       if (t === undefined) throw new UsageError(`unknown property type "${type}"; use string, number, boolean, date, select or multi_select`);
       const options = (opts.options ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-      await ctx.client.createContactProperty({ workspaceId: workspaceOf(ctx, cmd), slug, type: t, options, displayName: opts.displayName ?? "" });
+      await ctx.contacts.createContactProperty({ workspaceId: workspaceOf(ctx, cmd), slug, type: t, options, displayName: opts.displayName ?? "" });
       ctx.output.out(`created property ${slug} (${type.toLowerCase()})`);
     }));
 
   property.command("list")
     .action(action(ctx, async (_opts: unknown, cmd: Command) => {
-      const res = await ctx.client.listContactProperties({ workspaceId: workspaceOf(ctx, cmd) });
+      const res = await ctx.contacts.listContactProperties({ workspaceId: workspaceOf(ctx, cmd) });
       if (ctx.output.json) return printJson(ctx, ListContactPropertiesResponseSchema, res);
       ctx.output.out(table([["SLUG", "TYPE", "BUILT-IN", "ID", "OPTIONS"], ...res.properties.map((p) => [
         p.slug, TYPE_NAME(p.type), p.builtIn ? "yes" : "no", p.builtIn ? "-" : p.id || "-", p.options.map((o) => o.value).join(",") || "-",
@@ -63,7 +63,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     .option("--timezone <tz>")
     .option("--status <status>", "SUBSCRIBED (default), UNSUBSCRIBED, ARCHIVED, OPT_IN_PENDING or BANNED")
     .option("--unsubscribed", "add as UNSUBSCRIBED (same as --status UNSUBSCRIBED)")
-    .option("--prop <slug=value...>", "custom property values (the directory converts them to the property's type)")
+    .option("--prop <slug=value...>", "custom property values (the audience unit converts them to the property's type)")
     .action(action(ctx, async (email: string, opts: { firstName?: string; lastName?: string; timezone?: string; status?: string; unsubscribed?: boolean; prop?: string[] }, cmd: Command) => {
       const textProperties: Record<string, string> = {};
       for (const pair of opts.prop ?? []) {
@@ -71,7 +71,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
         if (eq <= 0) throw new UsageError(`--prop expects slug=value, got "${pair}"`);
         textProperties[pair.slice(0, eq)] = pair.slice(eq + 1);
       }
-      const res = await ctx.client.createContact({
+      const res = await ctx.contacts.createContact({
         workspaceId: workspaceOf(ctx, cmd),
         contact: {
           email, firstName: opts.firstName, lastName: opts.lastName, timezone: opts.timezone, textProperties, source: ContactSource.DASHBOARD,
@@ -85,7 +85,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
   contact.command("get")
     .argument("<email>")
     .action(action(ctx, async (email: string, _opts: unknown, cmd: Command) => {
-      const res = await ctx.client.getContact({ workspaceId: workspaceOf(ctx, cmd), email });
+      const res = await ctx.contacts.getContact({ workspaceId: workspaceOf(ctx, cmd), email });
       if (ctx.output.json) return printJson(ctx, GetContactResponseSchema, res);
       const c = res.contact!;
       ctx.output.out(table([["id", c.id], ["email", c.email], ["firstName", c.firstName], ["lastName", c.lastName], ["timezone", c.timezone],
@@ -97,7 +97,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
   contact.command("remove")
     .argument("<email>")
     .action(action(ctx, async (email: string, _opts: unknown, cmd: Command) => {
-      await ctx.client.deleteContact({ workspaceId: workspaceOf(ctx, cmd), email });
+      await ctx.contacts.deleteContact({ workspaceId: workspaceOf(ctx, cmd), email });
       ctx.output.out(`removed ${email}`);
     }));
 
@@ -115,7 +115,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
       let cursor = opts.cursor ?? "";
       let first = true;
       for (;;) {
-        const res = await ctx.client.listContacts({ workspaceId, page: { limit, cursor }, subscribedOnly: opts.subscribed ?? false, status });
+        const res = await ctx.contacts.listContacts({ workspaceId, page: { limit, cursor }, subscribedOnly: opts.subscribed ?? false, status });
         if (ctx.output.json) printJson(ctx, ListContactsResponseSchema, res);
         else {
           const rows = res.contacts.map(contactRow);
@@ -143,7 +143,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
       let summary;
       try {
         summary = await importContactsCsv({
-          client: ctx.client,
+          client: ctx.contacts,
           workspaceId,
           input: createReadStream(file),
           batchSize: parseLimit(opts.batchSize, "--batch-size"),
@@ -177,7 +177,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
   suppression.command("list")
     .option("--limit <n>", "page size", "100")
     .action(action(ctx, async (opts: { limit: string }, cmd: Command) => {
-      const res = await ctx.client.listSuppressions({ workspaceId: workspaceOf(ctx, cmd), page: { limit: parseLimit(opts.limit, "--limit"), cursor: "" } });
+      const res = await ctx.contacts.listSuppressions({ workspaceId: workspaceOf(ctx, cmd), page: { limit: parseLimit(opts.limit, "--limit"), cursor: "" } });
       if (ctx.output.json) return printJson(ctx, ListSuppressionsResponseSchema, res);
       ctx.output.out(table([["EMAIL", "REASON", "DETAIL", "SINCE"], ...res.suppressions.map((s) => [
         s.email || `@${s.domain}`, (SuppressionReason[s.reason] ?? "").toLowerCase(), s.detail || "-", when(s.createdAt),
@@ -191,7 +191,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     .action(action(ctx, async (email: string, opts: { reason: string; detail: string }, cmd: Command) => {
       const reason = REASONS[opts.reason];
       if (reason === undefined) throw new UsageError(`unknown reason "${opts.reason}"; use ${Object.keys(REASONS).join(", ")}`);
-      await ctx.client.addSuppression({ workspaceId: workspaceOf(ctx, cmd), email, reason, detail: opts.detail });
+      await ctx.contacts.addSuppression({ workspaceId: workspaceOf(ctx, cmd), email, reason, detail: opts.detail });
       ctx.output.out(`suppressed ${email}`);
     }));
 
@@ -199,7 +199,7 @@ export function contactCommands(program: Command, ctx: CliContext): void {
     .argument("<email>")
     .option("--force", "also lift a spam complaint's suppression")
     .action(action(ctx, async (email: string, opts: { force?: boolean }, cmd: Command) => {
-      await ctx.client.removeSuppression({ workspaceId: workspaceOf(ctx, cmd), email, force: Boolean(opts.force) });
+      await ctx.contacts.removeSuppression({ workspaceId: workspaceOf(ctx, cmd), email, force: Boolean(opts.force) });
       ctx.output.out(`lifted suppression of ${email}`);
     }));
 }

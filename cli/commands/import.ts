@@ -1,6 +1,4 @@
 import type { Command } from "commander";
-import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
-import { cliClient } from "../client.js";
 import { action, parseLimit, UsageError, workspaceOf, type CliContext } from "../context.js";
 import { progressBar } from "../progress.js";
 import { applyImport, type ImportSummary } from "../import/apply.js";
@@ -81,7 +79,7 @@ export function importCommands(program: Command, ctx: CliContext): void {
         throw err;
       }
       const label = `${importer.name} import: ${files.map((f) => f.split(/[\\/]/).pop()).join(", ")}`.slice(0, 500);
-      const target = connectTarget(ctx.client, cliClient(GroupService, ctx.url), workspaceId, label);
+      const target = connectTarget(ctx.contacts, ctx.groups, workspaceId, label);
       const bar = progressBar(ctx.interactive, `${opts.dryRun ? "checking" : "importing"} |{bar}| {percentage}% | {value}/{total} rows`);
       bar?.start(total, 0);
       let summary: ImportSummary;

@@ -13,7 +13,7 @@ export function keyCommands(program: Command, ctx: CliContext): void {
     .option("--role <role>", "EDITOR (= api_user), VIEWER (= api_read, read only) or ADMIN (= api_user + admin: also the audit log; needs --owner, an OWNER or ADMIN member) instead of --scopes")
     .option("--owner <member>", "the member the key belongs to (mbr_… id or email): the key never acts above the member's role and stops working when the member is removed")
     .action(action(ctx, async (opts: { name: string; scopes: string; role?: string; owner?: string }, cmd: Command) => {
-      const res = await ctx.client.createApiKey({
+      const res = await ctx.accounts.createApiKey({
         workspaceId: workspaceOf(ctx, cmd),
         name: opts.name,
         ownerMemberId: opts.owner ?? "",
@@ -28,7 +28,7 @@ export function keyCommands(program: Command, ctx: CliContext): void {
   key.command("list")
     .description("list the workspace's keys (prefixes only)")
     .action(action(ctx, async (_opts: unknown, cmd: Command) => {
-      const res = await ctx.client.listApiKeys({ workspaceId: workspaceOf(ctx, cmd) });
+      const res = await ctx.accounts.listApiKeys({ workspaceId: workspaceOf(ctx, cmd) });
       if (ctx.output.json) return printJson(ctx, ListApiKeysResponseSchema, res);
       ctx.output.out(table([["ID", "PREFIX", "NAME", "ROLE", "SCOPES", "OWNER", "CREATED", "REVOKED"], ...res.apiKeys.map((k) => [
         k.id, `${k.prefix}…`, k.name || "-", k.role, k.scopes.join(",") || "-", k.ownerMemberId || "-", when(k.createdAt), when(k.revokedAt) || "-",
@@ -39,7 +39,7 @@ export function keyCommands(program: Command, ctx: CliContext): void {
     .description("revoke a key by id")
     .argument("<keyId>")
     .action(action(ctx, async (keyId: string, _opts: unknown, cmd: Command) => {
-      await ctx.client.revokeApiKey({ workspaceId: workspaceOf(ctx, cmd), keyId });
+      await ctx.accounts.revokeApiKey({ workspaceId: workspaceOf(ctx, cmd), keyId });
       ctx.output.out(`revoked ${keyId}`);
     }));
 }

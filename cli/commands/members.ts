@@ -26,7 +26,7 @@ export function memberCommands(program: Command, ctx: CliContext): void {
     .action(action(ctx, async (email: string, opts: { role?: string }, cmd: Command) => {
       const workspaceId = workspaceOf(ctx, cmd);
       if (!opts.role) {
-        await ctx.client.addMember({ workspaceId, email });
+        await ctx.accounts.addMember({ workspaceId, email });
         return ctx.output.out(`added ${email}`);
       }
       // With a role: invite and accept at once, so the role is the one asked for.
@@ -75,7 +75,7 @@ export function memberCommands(program: Command, ctx: CliContext): void {
     .argument("[member]", "mbr_… id or email")
     .action(action(ctx, async (first: string, second: string | undefined, _opts: unknown, cmd: Command) => {
       if (second === undefined) {
-        await ctx.client.removeMember({ workspaceId: workspaceOf(ctx, cmd), email: first });
+        await ctx.accounts.removeMember({ workspaceId: workspaceOf(ctx, cmd), email: first });
         return ctx.output.out(`removed ${first}`);
       }
       await ctx.team.removeTeamMember({ workspaceId: first, memberId: second });

@@ -23,7 +23,7 @@ export function senderCommands(program: Command, ctx: CliContext): void {
     .description("add a domain, generate its DKIM key and print the DNS records to publish")
     .argument("<domain>")
     .action(action(ctx, async (name: string, _opts: unknown, cmd: Command) => {
-      const res = await ctx.client.addDomain({ workspaceId: workspaceOf(ctx, cmd), domain: name });
+      const res = await ctx.accounts.addDomain({ workspaceId: workspaceOf(ctx, cmd), domain: name });
       if (ctx.output.json) return printJson(ctx, AddDomainResponseSchema, res);
       printRecords(ctx, res.domain!);
       ctx.output.out("");
@@ -34,7 +34,7 @@ export function senderCommands(program: Command, ctx: CliContext): void {
     .description("print a domain's DNS records and what the last check found")
     .argument("<domain>")
     .action(action(ctx, async (name: string, _opts: unknown, cmd: Command) => {
-      const res = await ctx.client.getDomain({ workspaceId: workspaceOf(ctx, cmd), domain: name });
+      const res = await ctx.accounts.getDomain({ workspaceId: workspaceOf(ctx, cmd), domain: name });
       if (ctx.output.json) return printJson(ctx, GetDomainResponseSchema, res);
       printRecords(ctx, res.domain!);
     }));
@@ -43,7 +43,7 @@ export function senderCommands(program: Command, ctx: CliContext): void {
     .description("look the records up in DNS and mark the domain verified when the DKIM key matches")
     .argument("<domain>")
     .action(action(ctx, async (name: string, _opts: unknown, cmd: Command) => {
-      const res = await ctx.client.verifyDomain({ workspaceId: workspaceOf(ctx, cmd), domain: name });
+      const res = await ctx.accounts.verifyDomain({ workspaceId: workspaceOf(ctx, cmd), domain: name });
       if (ctx.output.json) return printJson(ctx, VerifyDomainResponseSchema, res);
       const d = res.domain!;
       ctx.output.out(d.verified ? `${d.domain} is verified` : `${d.domain} is not verified yet: ${d.verificationError}`);
@@ -55,14 +55,14 @@ export function senderCommands(program: Command, ctx: CliContext): void {
     .description("mark a domain verified without DNS (development)")
     .argument("<domain>")
     .action(action(ctx, async (name: string, _opts: unknown, cmd: Command) => {
-      await ctx.client.markVerified({ workspaceId: workspaceOf(ctx, cmd), target: { case: "domain", value: name } });
+      await ctx.accounts.markVerified({ workspaceId: workspaceOf(ctx, cmd), target: { case: "domain", value: name } });
       ctx.output.out(`${name} marked verified`);
     }));
 
   domain.command("list")
     .description("list domains")
     .action(action(ctx, async (_opts: unknown, cmd: Command) => {
-      const res = await ctx.client.listSenders({ workspaceId: workspaceOf(ctx, cmd) });
+      const res = await ctx.accounts.listSenders({ workspaceId: workspaceOf(ctx, cmd) });
       if (ctx.output.json) return printJson(ctx, ListSendersResponseSchema, res);
       ctx.output.out(table([["DOMAIN", "VERIFIED", "SELECTOR"], ...res.domains.map((d) => [d.domain, d.verified ? "yes" : "no", d.dkimSelector])]));
     }));
@@ -74,7 +74,7 @@ export function senderCommands(program: Command, ctx: CliContext): void {
     .argument("<email>")
     .option("--verified", "mark it verified at once (admin)")
     .action(action(ctx, async (email: string, opts: { verified?: boolean }, cmd: Command) => {
-      const res = await ctx.client.addVerifiedEmail({ workspaceId: workspaceOf(ctx, cmd), email, verified: opts.verified ?? false });
+      const res = await ctx.accounts.addVerifiedEmail({ workspaceId: workspaceOf(ctx, cmd), email, verified: opts.verified ?? false });
       ctx.output.out(`${res.email} ${res.verified ? "verified" : "pending verification"}`);
     }));
 
@@ -82,14 +82,14 @@ export function senderCommands(program: Command, ctx: CliContext): void {
     .description("mark an address verified without a confirmation mail (development)")
     .argument("<email>")
     .action(action(ctx, async (email: string, _opts: unknown, cmd: Command) => {
-      await ctx.client.markVerified({ workspaceId: workspaceOf(ctx, cmd), target: { case: "email", value: email } });
+      await ctx.accounts.markVerified({ workspaceId: workspaceOf(ctx, cmd), target: { case: "email", value: email } });
       ctx.output.out(`${email} marked verified`);
     }));
 
   sender.command("list")
     .description("list sender addresses and domains")
     .action(action(ctx, async (_opts: unknown, cmd: Command) => {
-      const res = await ctx.client.listSenders({ workspaceId: workspaceOf(ctx, cmd) });
+      const res = await ctx.accounts.listSenders({ workspaceId: workspaceOf(ctx, cmd) });
       if (ctx.output.json) return printJson(ctx, ListSendersResponseSchema, res);
       ctx.output.out(table([["SENDER", "KIND", "VERIFIED"],
         ...res.emails.map((e) => [e.email, "address", e.verified ? "yes" : "no"]),
@@ -100,7 +100,7 @@ export function senderCommands(program: Command, ctx: CliContext): void {
     .description("would this From be allowed?")
     .argument("<from>", 'address or "Name <address>"')
     .action(action(ctx, async (from: string, _opts: unknown, cmd: Command) => {
-      const res = await ctx.client.checkSender({ workspaceId: workspaceOf(ctx, cmd), from });
+      const res = await ctx.accounts.checkSender({ workspaceId: workspaceOf(ctx, cmd), from });
       if (res.allowed) ctx.output.out(`allowed: ${res.address}${res.dkim ? ` (DKIM ${res.dkim.selector}._domainkey.${res.dkim.domain})` : ""}`);
       else {
         ctx.output.out(`not allowed: ${res.address}`);

@@ -31,14 +31,14 @@ export function templateCommands(program: Command, ctx: CliContext): void {
 
   withContentOptions(template.command("create").description("create a template from a file"))
     .action(action(ctx, async (opts: TemplateOpts, cmd: Command) => {
-      const res = await ctx.client.createTemplate({ workspaceId: workspaceOf(ctx, cmd), template: await templateInput(opts) });
+      const res = await ctx.templates.createTemplate({ workspaceId: workspaceOf(ctx, cmd), template: await templateInput(opts) });
       if (ctx.output.json) return printJson(ctx, CreateTemplateResponseSchema, res);
       ctx.output.out(`created template ${res.template!.name} (variables: ${res.template!.variables.join(", ") || "none"})`);
     }));
 
   withContentOptions(template.command("update").description("replace a template's content"))
     .action(action(ctx, async (opts: TemplateOpts, cmd: Command) => {
-      const res = await ctx.client.updateTemplate({ workspaceId: workspaceOf(ctx, cmd), template: await templateInput(opts) });
+      const res = await ctx.templates.updateTemplate({ workspaceId: workspaceOf(ctx, cmd), template: await templateInput(opts) });
       ctx.output.out(`updated template ${res.template!.name}`);
     }));
 
@@ -48,7 +48,7 @@ export function templateCommands(program: Command, ctx: CliContext): void {
       const rows: string[][] = [["NAME", "SUBJECT", "VARIABLES", "UPDATED"]];
       let cursor = "";
       for (;;) {
-        const res = await ctx.client.listTemplates({ workspaceId, page: { limit: 100, cursor } });
+        const res = await ctx.templates.listTemplates({ workspaceId, page: { limit: 100, cursor } });
         if (ctx.output.json) printJson(ctx, ListTemplatesResponseSchema, res);
         rows.push(...res.templates.map((t) => [t.name, t.subject, t.variables.join(",") || "-", when(t.updatedAt)]));
         if (!res.page?.hasMore) break;
@@ -60,7 +60,7 @@ export function templateCommands(program: Command, ctx: CliContext): void {
   template.command("get")
     .argument("<name>")
     .action(action(ctx, async (name: string, _opts: unknown, cmd: Command) => {
-      const res = await ctx.client.getTemplate({ workspaceId: workspaceOf(ctx, cmd), name });
+      const res = await ctx.templates.getTemplate({ workspaceId: workspaceOf(ctx, cmd), name });
       if (ctx.output.json) return printJson(ctx, GetTemplateResponseSchema, res);
       const t = res.template!;
       ctx.output.out(table([["name", t.name], ["subject", t.subject], ["previewText", t.previewText || "-"], ["variables", t.variables.join(", ") || "-"], ["updated", when(t.updatedAt)]]));
@@ -71,7 +71,7 @@ export function templateCommands(program: Command, ctx: CliContext): void {
   template.command("delete")
     .argument("<name>")
     .action(action(ctx, async (name: string, _opts: unknown, cmd: Command) => {
-      await ctx.client.deleteTemplate({ workspaceId: workspaceOf(ctx, cmd), name });
+      await ctx.templates.deleteTemplate({ workspaceId: workspaceOf(ctx, cmd), name });
       ctx.output.out(`deleted template ${name}`);
     }));
 }

@@ -35,7 +35,7 @@ export function workspaceCommands(program: Command, ctx: CliContext): void {
     .option("--new-account", "the sending account is new (warm-up required)")
     .action(action(ctx, async (opts: { name: string; id?: string; timezone: string; limit?: string; flags?: string; newAccount?: boolean }) => {
       const enabled = parseFlags(opts.flags ? [opts.flags] : []);
-      const res = await ctx.client.createWorkspace({
+      const res = await ctx.accounts.createWorkspace({
         id: opts.id ?? "",
         name: opts.name,
         timezone: opts.timezone,
@@ -50,7 +50,7 @@ export function workspaceCommands(program: Command, ctx: CliContext): void {
   ws.command("list")
     .description("list workspaces")
     .action(action(ctx, async () => {
-      const res = await ctx.client.listWorkspaces({});
+      const res = await ctx.accounts.listWorkspaces({});
       if (ctx.output.json) return printJson(ctx, ListWorkspacesResponseSchema, res);
       ctx.output.out(table([["ID", "NAME", "TIMEZONE", "LIMIT", "FLAGS"], ...res.workspaces.map((w) => [
         w.id, w.name, w.timezone, String(w.monthlyLimit), FLAGS.filter((f) => w.flags?.[f]).join(",") || "-",
@@ -63,7 +63,7 @@ export function workspaceCommands(program: Command, ctx: CliContext): void {
     .action(action(ctx, async (id: string | undefined, _opts: unknown, cmd: Command) => {
       const workspaceId = id ?? (cmd.optsWithGlobals() as { workspace?: string }).workspace ?? ctx.env.MAILROOM_WORKSPACE;
       if (!workspaceId) throw new UsageError("which workspace? pass an id or -w");
-      const res = await ctx.client.getWorkspace({ workspaceId });
+      const res = await ctx.accounts.getWorkspace({ workspaceId });
       if (ctx.output.json) return printJson(ctx, GetWorkspaceResponseSchema, res);
       ctx.output.out(describe(res.workspace!));
     }));
@@ -83,10 +83,10 @@ export function workspaceCommands(program: Command, ctx: CliContext): void {
       let flags: Record<FlagName, boolean> | undefined;
       if (on.length || off.length) {
         // Flags travel as a whole: start from the current ones.
-        const current = (await ctx.client.getWorkspace({ workspaceId: id })).workspace!.flags;
+        const current = (await ctx.accounts.getWorkspace({ workspaceId: id })).workspace!.flags;
         flags = Object.fromEntries(FLAGS.map((f) => [f, on.includes(f) ? true : off.includes(f) ? false : Boolean(current?.[f])])) as Record<FlagName, boolean>;
       }
-      const res = await ctx.client.updateWorkspace({
+      const res = await ctx.accounts.updateWorkspace({
         workspaceId: id,
         name: opts.name,
         timezone: opts.timezone,
@@ -110,15 +110,15 @@ export function workspaceCommands(program: Command, ctx: CliContext): void {
     }));
   };
   hold("pause-sending", "pause a workspace's sending: its emails, batches and broadcasts are refused (403 sending_paused); WORKSPACE_SENDING_EMAILS_PAUSED goes to its webhooks",
-    (id, reason) => ctx.client.setWorkspaceSendingPaused({ workspaceId: id, paused: true, reason }), SetWorkspaceSendingPausedResponseSchema,
+    (id, reason) => ctx.accounts.setWorkspaceSendingPaused({ workspaceId: id, paused: true, reason }), SetWorkspaceSendingPausedResponseSchema,
     "sending paused: sends are refused with 403 sending_paused; broadcasts in progress hold until resume-sending");
   hold("resume-sending", "resume a paused workspace's sending (held broadcasts carry on)",
-    (id) => ctx.client.setWorkspaceSendingPaused({ workspaceId: id, paused: false }), SetWorkspaceSendingPausedResponseSchema,
+    (id) => ctx.accounts.setWorkspaceSendingPaused({ workspaceId: id, paused: false }), SetWorkspaceSendingPausedResponseSchema,
     "sending resumed", false);
   hold("ban", "ban a workspace: its API keys are refused (403 workspace_banned) and it cannot send; WORKSPACE_BANNED goes to its webhooks",
-    (id, reason) => ctx.client.setWorkspaceBanned({ workspaceId: id, banned: true, reason }), SetWorkspaceBannedResponseSchema,
+    (id, reason) => ctx.accounts.setWorkspaceBanned({ workspaceId: id, banned: true, reason }), SetWorkspaceBannedResponseSchema,
     "banned: its API keys are refused (403 workspace_banned) within MAILROOM_AUTH_CACHE_MS");
   hold("unban", "lift a workspace's ban",
-    (id) => ctx.client.setWorkspaceBanned({ workspaceId: id, banned: false }), SetWorkspaceBannedResponseSchema,
+    (id) => ctx.accounts.setWorkspaceBanned({ workspaceId: id, banned: false }), SetWorkspaceBannedResponseSchema,
     "ban lifted", false);
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { applyImport, suppressionKey, type ExistingContact, type ImportTarget } from "./apply.js";
 import { contact, type ImportRecord } from "./records.js";
 
-/** The directory's rules an import relies on, in memory: upserts that write only what differs, idempotent suppressions and memberships. */
+/** The audience unit's rules an import relies on, in memory: upserts that write only what differs, idempotent suppressions and memberships. */
 function memoryTarget() {
   let clock = 1;
   const contacts = new Map<string, ExistingContact>();

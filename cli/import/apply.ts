@@ -1,7 +1,7 @@
 import type { ContactRecord, ImportRecord, SuppressionRecord } from "./records.js";
 import { groupPublicId } from "./records.js";
 
-/** A contact as the directory holds it, in the terms an import compares. */
+/** A contact as the audience unit holds it, in the terms an import compares. */
 export interface ExistingContact {
   id: string;
   emailLower: string;
@@ -24,7 +24,7 @@ export interface UpsertOutcome {
 
 export type SuppressionOutcome = { status: "created" | "existing" } | { status: "rejected"; reason: string };
 
-/** What an import needs of the directory (cli/import/target.ts over Connect; a fake in tests). */
+/** What an import needs of the audience unit (cli/import/target.ts over Connect; a fake in tests). */
 export interface ImportTarget {
   /** Every property slug of the workspace, built-ins included. */
   propertySlugs(): Promise<Set<string>>;
@@ -88,7 +88,7 @@ const asText = (v: unknown) => (v === undefined || v === null ? "" : Array.isArr
 
 /**
  * Whether an upsert of `record` would change `existing`: the fields it names, with the
- * directory's rule that an import never lifts UNSUBSCRIBED or BANNED.
+ * audience unit's rule that an import never lifts UNSUBSCRIBED or BANNED.
  */
 export function wouldChange(existing: ExistingContact, record: ContactRecord): boolean {
   const differs = (given: string | undefined, stored: string) => given !== undefined && given !== stored;

@@ -110,5 +110,5 @@ export function groupPublicId(name: string): string {
   return (id || "group").slice(0, 200);
 }
 
-/** Looks like an address (the directory checks it properly; this only catches empty and obviously broken cells). */
+/** Looks like an address (the audience unit checks it properly; this only catches empty and obviously broken cells). */
 export const looksLikeEmail = (text: string) => /^[^\s@]+@[^\s@]+$/.test(text.trim());

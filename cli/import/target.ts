@@ -1,23 +1,19 @@
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { Client } from "@connectrpc/connect";
 import { ContactSource, ContactStatus, PropertyType, SuppressionEntryOutcome, SuppressionReason, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import type { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
-import type { DirectoryClient } from "../client.js";
+import type { ContactClient, GroupClient } from "../client.js";
 import type { ExistingContact, ImportTarget, SuppressionOutcome } from "./apply.js";
 import { suppressionKey } from "./apply.js";
 import type { ContactRecord, SuppressionReasonName, SuppressionRecord } from "./records.js";
-
-export type GroupClient = Client<typeof GroupService>;
 
 const REASON: Record<SuppressionReasonName, SuppressionReason> = {
   hard_bounce: SuppressionReason.HARD_BOUNCE, complaint: SuppressionReason.COMPLAINT, manual: SuppressionReason.MANUAL,
   unsubscribed: SuppressionReason.UNSUBSCRIBED, imported: SuppressionReason.IMPORTED,
 };
 const FIELDS = ["avatarUrl", "city", "language", "phone", "birthday", "countryCode"] as const;
-/** Longest filter the directory takes is 32,768 characters of JSON: lookups go in chunks well below it. */
+/** Longest filter the audience unit takes is 32,768 characters of JSON: lookups go in chunks well below it. */
 const FILTER_CHARS = 24_000;
 const PAGE = 500;
-/** The most groups the directory lists a page. */
+/** The most groups the audience unit lists a page. */
 const GROUP_PAGE = 100;
 const millis = (t: Timestamp | undefined) => (t ? timestampDate(t).getTime() : 0);
 
@@ -50,10 +46,10 @@ function chunks(emails: string[]): string[][] {
 }
 
 /**
- * The import's directory calls over Connect, as the CLI's user (audited as cli:<user>). `label`
+ * The import's calls to the audience unit over Connect, as the CLI's user (audited as cli:<user>). `label`
  * names the files in the audit entry of each suppression batch.
  */
-export function connectTarget(client: DirectoryClient, groups: GroupClient, workspaceId: string, label: string): ImportTarget {
+export function connectTarget(client: ContactClient, groups: GroupClient, workspaceId: string, label: string): ImportTarget {
   /** Contacts matching a filter, every page. */
   async function contactsWhere(filter: unknown): Promise<Contact[]> {
     const found: Contact[] = [];

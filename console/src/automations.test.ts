@@ -7,8 +7,9 @@ import {
   AutomationSchema, AutomationService, AutomationStatus, RunSchema, RunStatus,
   type CreateAutomationRequest, type UpdateAutomationRequest,
 } from "@mailroom/proto/automation/v1/automation_pb.js";
-import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
@@ -135,16 +136,17 @@ const automationClient = createClient(AutomationService, memoryTransport(({ serv
   });
 }));
 
-const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
-  service(DirectoryService, {
+const stubTransport = memoryTransport(({ service }) => {
+  service(AccountsService, {
     authenticate(req) {
       if (req.apiKey !== KEY) throw new ConnectError("unknown key", Code.Unauthenticated);
       return { workspaceId: "ws_a", keyId: "key_a", scopes: ["api_user"] };
     },
     getApiKey: () => ({ apiKey: { id: "key_a", workspaceId: "ws_a", name: "key", scopes: ["api_user"] } }),
     getWorkspace: (req) => ({ workspace: { id: req.workspaceId, name: "Acme" } }),
+  });
+  service(ContactService, {
     listContactProperties: () => ({ properties: [{ slug: "plan", displayName: "Plan" }] }),
-    listTemplates: () => ({ templates: [{ name: "welcome" }, { name: "pro-tips" }] }),
     getContact(req) {
       if (req.contactId !== CONTACT) throw appError({ code: "contact_not_found", httpStatus: 404, message: "No such contact" });
       return { contact: { id: CONTACT, email: "ann@example.test", status: ContactStatus.SUBSCRIBED } };
@@ -152,7 +154,11 @@ const directory = createClient(DirectoryService, memoryTransport(({ service }) =
     listContactEvents: () => ({ events: [] }),
     checkSuppression: () => ({ suppressed: [] }),
   });
-}));
+  service(TemplateService, { listTemplates: () => ({ templates: [{ name: "welcome" }, { name: "pro-tips" }] }) });
+});
+const accounts = createClient(AccountsService, stubTransport);
+const contacts = createClient(ContactService, stubTransport);
+const templates = createClient(TemplateService, stubTransport);
 const groups = createClient(GroupService, memoryTransport(({ service }) => {
   service(GroupService, { listGroups: () => ({ groups: [{ id: GROUP, publicId: "vip", displayName: "VIP" }] }) });
 }));
@@ -207,7 +213,7 @@ describe("console: automations", () => {
     const deps: GatewayDeps = {
       config: loadConfig({ MAILROOM_SECRET: "console-automations-test-secret-0123456789", MAILROOM_PUBLIC_URL: ORIGIN }),
       logger: createLogger("console-automations-test", "silent"),
-      clients: { directory, groups, webhooks, automation: automationClient } as unknown as ServiceClients,
+      clients: { accounts, contacts, templates, groups, webhooks, automation: automationClient } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authCacheMs: 60_000,
     };

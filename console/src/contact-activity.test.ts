@@ -1,14 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { RunStatus } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { memoryDirectory } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
+import { directoryRoutes, memoryDirectory } from "../../services/audience/src/testing.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
 
 /**
- * The contact page's Activity timeline, over the real directory (in memory) and fake units:
+ * The contact page's Activity timeline, over the real audience unit (in memory) and fake units:
  * newest first, 25 a page with an "Older activity" link, user data escaped, a stale cursor a
  * message (never a 500), and another workspace's contact a 404.
  */
@@ -32,7 +30,7 @@ describe("the contact page's activity timeline", () => {
     contactId = (await dir.contacts.create("ws_ca", { email: "ann@example.test", source: "PUBLIC_API" }))._id;
     otherId = (await dir.contacts.create("ws_cb", { email: "bob@example.test", source: "PUBLIC_API" }))._id;
     await dir.events.record("ws_ca", [{ email: "ann@example.test", name: "order.paid", properties: { note: "<script>alert(1)</script>" }, timestamp: new Date(Date.UTC(2026, 0, 1) + 2000 * 60_000).toISOString() }]);
-    const transport = memoryTransport(({ service }) => service(DirectoryService, directoryService(dir)));
+    const transport = memoryTransport(directoryRoutes(dir));
     browser = await consoleGateway(transport, {
       secret: "console-contact-activity-secret-0123456789", name: "console-contact-activity", authCacheMs: 0,
       clients: {

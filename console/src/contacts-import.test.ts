@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import type { DirectoryClient } from "@mailroom/kit/contacts-csv/import-csv.js";
+import type { ContactsClient } from "@mailroom/kit/contacts-csv/import-csv.js";
 import { ImportJobs, jobJson } from "./contacts-import.js";
 import { cumulative, progressChart } from "./views/broadcasts-chart.js";
 
 const log = { error: () => undefined };
 
-/** Accepts every row except addresses without "@" (as the directory refuses them). */
-function directory() {
+/** Accepts every row except addresses without "@" (as the audience unit refuses them). */
+function contactService() {
   const batches: BatchUpsertContactsRequest[] = [];
   const client = {
     async listContactProperties() {
@@ -21,7 +21,7 @@ function directory() {
           c.email.includes("@") ? { index, ok: true, created: true } : { index, ok: false, error: { code: "invalid_email", message: `${c.email} is not an email address` } }),
       });
     },
-  } as unknown as DirectoryClient;
+  } as unknown as ContactsClient;
   return { client, batches };
 }
 
@@ -33,7 +33,7 @@ const settle = async (jobs: ImportJobs, ws: string, id: string) => {
 describe("console CSV import jobs", () => {
   it("runs in the background, reports rejected rows by line, and is visible to its workspace only", async () => {
     const jobs = new ImportJobs();
-    const { client, batches } = directory();
+    const { client, batches } = contactService();
     const csv = "email,firstName,plan\na@example.test,A,pro\nbroken,B,pro\na@example.test,Again,pro\nc@example.test,C,free,extra\n";
     const job = jobs.start(client, "ws_a", "people.csv", Buffer.from(csv), log);
     expect(job.id).toMatch(/^imp_[0-9a-f]{24}$/);
@@ -51,7 +51,7 @@ describe("console CSV import jobs", () => {
 
   it("fails the whole file on a header with an unknown column, writing nothing", async () => {
     const jobs = new ImportJobs();
-    const { client, batches } = directory();
+    const { client, batches } = contactService();
     const job = jobs.start(client, "ws_a", "x.csv", Buffer.from("email,shoeSize\na@example.test,44\n"), log);
     const done = await settle(jobs, "ws_a", job.id);
     expect(done.state).toBe("failed");

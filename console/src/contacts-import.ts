@@ -17,7 +17,7 @@ import { Readable } from "node:stream";
 import {
   importContactsCsv,
   ImportAbortedError,
-  type DirectoryClient,
+  type ContactsClient,
   type ImportSummary,
 } from "@mailroom/kit/contacts-csv/import-csv.js";
 
@@ -57,7 +57,7 @@ export class ImportJobs {
   }
 
   /** Starts importing `file`; resolves with the job once it is registered (not when it ends). */
-  start(client: DirectoryClient, workspaceId: string, fileName: string, file: Buffer, log: { error(o: object, m: string): void }): ImportJob {
+  start(client: ContactsClient, workspaceId: string, fileName: string, file: Buffer, log: { error(o: object, m: string): void }): ImportJob {
     this.prune();
     if (this.jobs.size >= MAX_JOBS) {
       throw refusal({ code: "too_many_imports", status: 429, message: "Too many contact imports are running on this server; try again in a few minutes." });

@@ -1,8 +1,8 @@
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { ContactSchema, ContactSource, ContactStatus, PropertyType, type ContactInput } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AccountsService, ApiKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactSchema, ContactService, ContactSource, ContactStatus, PropertyType, type ContactInput } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { badRequest, conflict } from "@mailroom/kit/errors.js";
@@ -10,9 +10,9 @@ import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-test
 import { parseNewContact } from "./pages/contacts-new.js";
 
 /**
- * "Add contact" over an in-memory directory keeping CreateContact's contract: the form checked
+ * "Add contact" over in-memory accounts and contacts services keeping CreateContact's contract: the form checked
  * with the /v1/contacts schema, the contact created with the API's ContactInput, the
- * directory's refusals on the form (never a 500), and an existing address linked.
+ * audience unit's refusals on the form (never a 500), and an existing address linked.
  */
 const WS = "ws_contacts_new";
 const EXISTING = "ctc_01jaaaaaaaaaaaaaaaaaaaaaaa";
@@ -21,7 +21,7 @@ const KEYS: Record<string, string[]> = { mr_test_contacts_editor: ["api_user"], 
 let created: ContactInput[];
 
 const transport = memoryTransport(({ service }) => {
-  service(DirectoryService, {
+  service(AccountsService, {
     authenticate(req) {
       const scopes = KEYS[req.apiKey];
       if (!scopes) throw new ConnectError("unknown key", Code.Unauthenticated);
@@ -29,6 +29,8 @@ const transport = memoryTransport(({ service }) => {
     },
     getApiKey: (req) => ({ apiKey: create(ApiKeySchema, { id: req.keyId, workspaceId: WS, name: "k", scopes: [req.keyId.slice(4)], role: req.keyId === "key_api_user" ? "EDITOR" : "VIEWER" }) }),
     getWorkspace: (req) => ({ workspace: { id: req.workspaceId, name: "Acme" } }),
+  });
+  service(ContactService, {
     listContactProperties: () => ({
       properties: [
         { slug: "plan", type: PropertyType.SELECT, options: [{ value: "free" }, { value: "pro" }] },
@@ -97,7 +99,7 @@ describe("console: add a contact", () => {
     expect(created[0].properties).toEqual({ plan: "pro", city: "Lyon", firstName: "Neo" });
   });
 
-  it("shows what the schema or the directory refuses on the form, with what was typed, never a 500", async () => {
+  it("shows what the schema or the audience unit refuses on the form, with what was typed, never a 500", async () => {
     const csrf = csrfOf((await browser.get("/console/contacts/new", editor)).body);
     const cases: Array<[Record<string, string>, number, RegExp]> = [
       [form({ email: "" }), 400, /properties\.email: properties\.email is required/],

@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { memoryDirectory, storeTeam } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
-import { teamService } from "../../services/directory/src/team-routes.js";
+import { directoryRoutes, memoryDirectory, storeTeam } from "../../services/audience/src/testing.js";
+import { teamService } from "../../services/accounts/src/team-routes.js";
 import { consoleGateway, csrfOf, Jar, signInByLink, type ConsoleBrowser } from "./sign-in-testing.js";
 import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../cli/testing.js";
 
@@ -18,7 +16,7 @@ const unescapeHtml = (html: string) =>
 /**
  * Who sees the Delivery page (/console/delivery). It shows the delivery process's relays,
  * routes, health and counters across every workspace: the operator's, not a tenant's. Against
- * the directory's own TeamService and keys (in memory), with members of each role signed in by
+ * the accounts unit's own TeamService and keys (in memory), with members of each role signed in by
  * magic link and key sessions of each role: OWNER and ADMIN (members, and an ADMIN key owned by
  * an owner) see it and its link; EDITOR and VIEWER (members, the unowned bootstrap key, a
  * read-only key) get the console's 403 "Not allowed" page, with no Delivery link in the nav.
@@ -46,16 +44,16 @@ describe("the console's Delivery page is for owners and admins", () => {
     // An ADMIN key needs an owner who is OWNER or ADMIN (the operator CLI's `key create --role ADMIN --owner`).
     await dir.keys.create(WS, { name: "operator", role: "ADMIN", ownerMemberId: "owner@dl.test", fixedKey: KEYS.admin });
     const wired = await storeTeam(dir);
-    const transport = memoryTransport(({ service }) => {
-      service(DirectoryService, directoryService(dir, undefined, wired.team));
-      service(TeamService, teamService(wired.team, wired.auditLog));
-      service(EmailService, {
+    const transport = memoryTransport((router) => {
+      directoryRoutes(dir, undefined, wired.team)(router);
+      router.service(TeamService, teamService(wired.team, wired.auditLog));
+      router.service(EmailService, {
         sendEmail(req) {
           sent.push(req);
           return {};
         },
       });
-      service(DeliveryService, {
+      router.service(DeliveryService, {
         getStatus() {
           return {
             mode: "relay", processId: "delivery-1", inFlight: 2n, sentTotal: 7n,

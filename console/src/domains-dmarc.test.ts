@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { ReceivingService } from "@mailroom/proto/inbound/v1/inbound_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { silentLogger } from "@mailroom/kit/testing.js";
 import { openMemoryStore } from "@mailroom/store/open.js";
-import { memoryDirectory } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
+import { directoryRoutes, memoryDirectory } from "../../services/audience/src/testing.js";
 import { StoreDmarcReports } from "../../services/inbound/src/adapters/dmarc-store.js";
 import { DmarcReportMailbox } from "../../services/inbound/src/domain/dmarc/mailbox.js";
 import { dmarcSummaryHandler } from "../../services/inbound/src/dmarc-routes.js";
@@ -14,7 +12,7 @@ import { dmarcFixture, gzip, reportMessage, zip } from "../../services/inbound/s
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
 
 /**
- * The DMARC card of the domain page over the real directory and the inbound unit's DMARC
+ * The DMARC card of the domain page over the real accounts unit and the inbound unit's DMARC
  * mailbox and summary (in memory): reports received a few days ago are charted and listed
  * with their failing sources flagged, the DMARC record suggests the inbound unit's rua,
  * what a reporter wrote is escaped, and another workspace sees none of it.
@@ -52,7 +50,7 @@ describe("console: a domain's DMARC reports", () => {
     const hostile = recent(dmarcFixture("yahoo-single-record.xml"), 1).toString("utf8").replace("<org_name>Yahoo</org_name>", "<org_name>&lt;script&gt;alert(1)&lt;/script&gt;</org_name>");
     await mailbox.receive(await reportMessage({ to, attachments: [{ filename: "y.xml", contentType: "text/xml", content: Buffer.from(hostile) }] }));
     const transport = memoryTransport((router) => {
-      router.service(DirectoryService, directoryService(dir));
+      directoryRoutes(dir)(router);
       router.service(ReceivingService, dmarcSummaryHandler({ reports, inboundHost: HOST, clock: { now: () => new Date() } }));
     });
     browser = await consoleGateway(transport, {

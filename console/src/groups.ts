@@ -13,7 +13,7 @@ export const groupLabel = (g: Pick<Group, "displayName" | "publicId">) => g.disp
 /** How many contacts are in the group now (an indexed count); undefined when it cannot be had. */
 export async function memberCount(deps: ConsoleDeps, request: FastifyRequest, groupId: string): Promise<number | undefined> {
   try {
-    const res = await deps.clients.directory.listContacts(
+    const res = await deps.clients.contacts.listContacts(
       { workspaceId: sessionOf(request).workspaceId, filter: JSON.stringify({ groups: groupId }), includeCount: true, page: { limit: 1 } },
       rpcOptions(request),
     );

@@ -2,7 +2,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ApiKeySchema, DirectoryService, type ApiKey, type CreateApiKeyRequest } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService, ApiKeySchema, type ApiKey, type CreateApiKeyRequest } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
@@ -12,9 +12,9 @@ import { grantableKeyRoles } from "./pages/keys.js";
 import type { ConsoleSession } from "./types.js";
 
 /**
- * The API keys page over an in-memory directory keeping the key RPCs' contract: the list
+ * The API keys page over an in-memory AccountsService keeping the key RPCs' contract: the list
  * (owner by address, role and scopes, revoked ones), creation with the secret shown once,
- * the directory's refusals on the form, revocation, and who sees the forms.
+ * the accounts unit's refusals on the form, revocation, and who sees the forms.
  */
 const WS = "ws_keys";
 const OWNER = { id: "mbr_owner", workspaceId: WS, email: "owner@acme.test", role: "OWNER", status: "ACTIVE" };
@@ -45,7 +45,7 @@ function reset() {
 const notFound = () => appError({ code: "api_key_not_found", httpStatus: 404, message: "API key not found" });
 
 const transport = memoryTransport(({ service }) => {
-  service(DirectoryService, {
+  service(AccountsService, {
     authenticate(req) {
       const id = PLAIN[req.apiKey];
       const k = id ? keys.get(id) : undefined;
@@ -114,7 +114,7 @@ describe("console: API keys", () => {
     expect(admin).toContain("This session");
     expect(keyRow(res.body, "key_viewer")).toContain("ed&lt;i&gt;tor@acme.test");
     expect(keyRow(res.body, "key_editor")).toMatch(/Owner">\s*<span class="muted">none/);
-    // When each key was last used, as the directory recorded it; "Never" for one it has no use of.
+    // When each key was last used, as the accounts unit recorded it; "Never" for one it has no use of.
     expect(res.body).toContain("<th>Last used</th>");
     expect(res.body).not.toContain("does not record when a key was last used");
     expect(keyRow(res.body, "key_editor")).toContain(`data-label="Last used" data-last-used><time datetime="2030-01-05T09:30:00.000Z">`);

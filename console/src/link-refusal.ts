@@ -1,12 +1,12 @@
 /**
- * What a person is told when the directory refuses a magic link or an invitation: shared by
+ * What a person is told when the accounts unit refuses a magic link or an invitation: shared by
  * the sign-in pages (pages/sign-in.ts) and the team's invitation pages.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { refusal } from "@mailroom/http/errors.js";
 
-/** What a person is told about a magic link or invitation the directory refused, by its code. */
+/** What a person is told about a magic link or invitation the accounts unit refused, by its code. */
 export const LINK_MESSAGES: Record<string, string> = {
   magic_link_expired: "This sign-in link has expired. Ask for a new one.",
   magic_link_used: "This sign-in link was already used. Ask for a new one.",
@@ -18,7 +18,7 @@ export const LINK_MESSAGES: Record<string, string> = {
   oidc_subject_mismatch: "This address signed in with another account of the provider before.",
 };
 
-/** The refusal page of a link the directory would not take, or the error itself when it is no refusal. */
+/** The refusal page of a link the accounts unit would not take, or the error itself when it is no refusal. */
 export function linkRefusal(err: unknown, fallback: string): Error {
   const code = errorInfoOf(err)?.code ?? "";
   if (LINK_MESSAGES[code]) return refusal({ code: "unauthorized", status: 401, message: LINK_MESSAGES[code] });

@@ -1,16 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { memoryDirectory } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
+import { directoryRoutes, memoryDirectory } from "../../services/audience/src/testing.js";
 import { FakeReceiving, FAKE_MX_HOST } from "../../gateway/src/routes/receiving-fake.testing.js";
 import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
 import { FRAME_CSP, frameDocument } from "./views/received.js";
 
 /**
- * The Inbound and Received pages over a stand-in ReceivingService (and the real directory in
+ * The Inbound and Received pages over a stand-in ReceivingService (and the real accounts unit in
  * memory for sign-in): inbound domains with their MX record, verification and deletion; rules
  * (a forward needs an address); the received list with reply badges and attachment counts; an
  * email's page with its headers, stripped reply and text escaped, attachments downloadable,
@@ -51,7 +49,7 @@ describe("console: inbound domains and received emails", () => {
       { id: OTHER, name: "Other", apiKeys: [{ key: KEYS.other, scopes: ["api_user"] }] },
     ] }));
     fake = new FakeReceiving();
-    browser = await consoleGateway(memoryTransport(({ service }) => service(DirectoryService, directoryService(dir))), {
+    browser = await consoleGateway(memoryTransport(directoryRoutes(dir)), {
       secret: "console-receiving-secret-0123456789abcdef", name: "console-receiving", authCacheMs: 0,
       clients: { receiving: fake.client() },
     });

@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService, ApiKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
@@ -15,7 +15,7 @@ import { csrfOf, Jar } from "./sign-in-testing.js";
 
 /**
  * The console's session cookie and CSRF checks through fastify inject, against an
- * in-memory directory with two workspaces.
+ * in-memory accounts service with two workspaces.
  */
 const SECRET = "console-session-test-secret-0123456789";
 const KEYS: Record<string, { workspaceId: string; keyId: string; scopes: string[] }> = {
@@ -25,8 +25,8 @@ const KEYS: Record<string, { workspaceId: string; keyId: string; scopes: string[
 };
 const revoked = new Set<string>();
 
-const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
-  service(DirectoryService, {
+const accounts = createClient(AccountsService, memoryTransport(({ service }) => {
+  service(AccountsService, {
     authenticate(req) {
       const k = KEYS[req.apiKey];
       if (!k || revoked.has(k.keyId)) throw new ConnectError("unknown key", Code.Unauthenticated);
@@ -75,7 +75,7 @@ describe("console sessions and CSRF", () => {
     const deps: GatewayDeps = {
       config: loadConfig({ MAILROOM_SECRET: SECRET, MAILROOM_PUBLIC_URL: "http://console.test" }),
       logger: createLogger("console-test", "silent"),
-      clients: { directory, email } as unknown as ServiceClients,
+      clients: { accounts, email } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authFailuresPerMinute: 5,
       // Revocation must show at once in these tests.

@@ -14,10 +14,10 @@
  * Two kinds of session, both in one AES-GCM sealed cookie (key derived from MAILROOM_SECRET,
  * purpose console-session) with a random nonce (the CSRF tokens' secret, csrf.ts) and an expiry:
  *
- * - member (magic link, OpenID Connect): the directory's session token. Each request asks the
- *   directory (GetSession, cached at most MEMBER_CACHE_MS), so a revoked session or a removed
- *   member is signed out within seconds; when the directory rotates the token the cookie is
- *   resealed with the new one.
+ * - member (magic link, OpenID Connect): the team's session token (the accounts unit's
+ *   TeamService). Each request asks the team (GetSession, cached at most MEMBER_CACHE_MS), so a
+ *   revoked session or a removed member is signed out within seconds; when the team rotates the
+ *   token the cookie is resealed with the new one.
  * - key (API-key sign-in, bootstrap and development): workspace and key id (never the key).
  *   Each request checks the key (GetApiKey, cached for MAILROOM_AUTH_CACHE_MS); its role is the
  *   lower of the key's and its owner's, and a key whose owner is gone signs out.
@@ -48,7 +48,7 @@ export const SESSION_COOKIE = "mr_console";
 export const FLASH_COOKIE = "mr_console_flash";
 /** A key session lasts at most this long; then the key is asked for again. */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
-/** The cookie of a member session; the directory's idle expiry and revocation end it sooner. */
+/** The cookie of a member session; the team's idle expiry and revocation end it sooner. */
 export const MEMBER_COOKIE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 /** A member session's lookup is trusted this long at most (revocation shows within it). */
 export const MEMBER_CACHE_MS = 2_000;
@@ -56,7 +56,7 @@ export const MEMBER_CACHE_MS = 2_000;
 type SealedSession =
   | { v: 1; w: string; k: string; n: string; exp: number }
   | { v: 2; kind: "key"; w: string; k: string; n: string; exp: number }
-  /** t: the directory's session token. */
+  /** t: the team's session token (accounts unit). */
   | { v: 2; kind: "member"; t: string; n: string; exp: number };
 
 interface KeyFacts {
@@ -73,15 +73,15 @@ interface MemberFacts {
   memberId: string;
   memberEmail: string;
   role: Role;
-  /** Set when the directory rotated the token: the cookie gets it. */
+  /** Set when the team rotated the token: the cookie gets it. */
   rotatedToken?: string;
 }
 
-/** Directory answers that mean "this key or session is gone", not "the directory is in trouble". */
+/** Answers of the accounts unit that mean "this key or session is gone", not "the unit is in trouble". */
 const GONE = [Code.NotFound, Code.PermissionDenied, Code.Unauthenticated, Code.InvalidArgument];
 const isGone = (err: unknown) => err instanceof ConnectError && GONE.includes(err.code);
 
-/** A role as the directory spells it, or undefined for anything else. */
+/** A role as the accounts unit spells it, or undefined for anything else. */
 export const roleOf = (value: string | undefined): Role | undefined => (isRole(value) ? value : undefined);
 const lower = lowerRole;
 const scopesOf = (role: Role) => (role === "VIEWER" ? ["api_read"] : ["api_user", "api_read"]);
@@ -100,9 +100,9 @@ export function cookieOptions(deps: Pick<GatewayDeps, "config">, maxAgeSeconds?:
 export interface SessionStore {
   /** The session of the request's cookie, or undefined (no cookie, forged, expired, revoked). */
   load(request: FastifyRequest, reply: FastifyReply): Promise<ConsoleSession | undefined>;
-  /** Signs in with a key the directory just authenticated. */
+  /** Signs in with a key the accounts unit just authenticated. */
   startKey(reply: FastifyReply, auth: { workspaceId: string; keyId: string }): void;
-  /** Signs in a member: the session token the directory just issued. */
+  /** Signs in a member: the session token the team just issued. */
   startMember(reply: FastifyReply, sessionToken: string): void;
   /** Clears the cookie (the caller revokes a member session first). */
   end(reply: FastifyReply): void;
@@ -114,12 +114,12 @@ export function createSessionStore(deps: Pick<GatewayDeps, "config" | "clients" 
   const keys = secretKeysOf(deps.config);
   const seal = (body: SealedSession) => sealSecret(keys, SECRET_PURPOSES.consoleSession, JSON.stringify(body));
   const workspaceName = async (workspaceId: string, requestId: string) =>
-    (await deps.clients.directory.getWorkspace({ workspaceId }, callOptionsFor(requestId, 10_000))).workspace?.name ?? "";
+    (await deps.clients.accounts.getWorkspace({ workspaceId }, callOptionsFor(requestId, 10_000))).workspace?.name ?? "";
 
   const lookupKey = async (workspaceId: string, keyId: string, requestId: string): Promise<KeyFacts | undefined> => {
     const opts = callOptionsFor(requestId, 10_000);
     try {
-      const { apiKey } = await deps.clients.directory.getApiKey({ workspaceId, keyId }, opts);
+      const { apiKey } = await deps.clients.accounts.getApiKey({ workspaceId, keyId }, opts);
       if (!apiKey || apiKey.revokedAt || apiKey.workspaceId !== workspaceId) return undefined;
       let role: Role = roleOf(apiKey.role) ?? (apiKey.scopes.includes("api_user") ? "EDITOR" : "VIEWER");
       if (!apiKey.scopes.includes("api_user")) role = lower(role, "VIEWER");

@@ -2,7 +2,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ApiKeySchema, DirectoryService, WorkspaceSchema, type UpdateWorkspaceRequest, type Workspace } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService, ApiKeySchema, WorkspaceSchema, type UpdateWorkspaceRequest, type Workspace } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { appError } from "@mailroom/kit/errors.js";
@@ -12,7 +12,7 @@ import { checkSettings } from "./pages/settings.js";
 import type { ConsoleSession } from "./types.js";
 
 /**
- * The workspace settings page over an in-memory directory keeping UpdateWorkspace's contract
+ * The workspace settings page over an in-memory AccountsService keeping UpdateWorkspace's contract
  * (name at most 200 characters, an IANA timezone): the form for owners and admins, the
  * refusals on the form, the limit and usage read only, and no form for other roles.
  */
@@ -34,7 +34,7 @@ function reset() {
 }
 
 const transport = memoryTransport(({ service }) => {
-  service(DirectoryService, {
+  service(AccountsService, {
     authenticate(req) {
       const k = PLAIN[req.apiKey];
       if (!k) throw new ConnectError("unknown key", Code.Unauthenticated);
@@ -53,7 +53,7 @@ const transport = memoryTransport(({ service }) => {
       if (req.name !== undefined && (!req.name.trim() || req.name.length > 200)) {
         throw appError({ code: "invalid_request", httpStatus: 400, message: "workspace name is required (at most 200 characters)" });
       }
-      // A zone this runtime knows but the directory's (an older tz database, say) would not.
+      // A zone this runtime knows but the accounts unit's (an older tz database, say) would not.
       if (req.timezone === "Antarctica/Troll") throw appError({ code: "invalid_timezone", httpStatus: 400, message: 'timezone "Antarctica/Troll" is not an IANA time zone (e.g. "Europe/Paris")' });
       workspace = create(WorkspaceSchema, { ...workspace, name: req.name ?? workspace.name, timezone: req.timezone ?? workspace.timezone });
       return { workspace };
@@ -121,11 +121,11 @@ describe("console: workspace settings", () => {
     expect(empty.statusCode).toBe(400);
     expect(empty.body).toContain("Give the workspace a name.");
     expect(updates).toHaveLength(0);
-    // The directory's own refusal is on the form too, against its field.
-    const directory = await browser.post("/console/settings", jar, { _csrf: csrf, name: "Acme", timezone: "Antarctica/Troll" });
-    expect(directory.statusCode).toBe(400);
-    expect(directory.body).toContain("is not an IANA time zone (e.g. &quot;Europe/Paris&quot;)");
-    expect(directory.body).toMatch(/id="ws-tz"[^>]*value="Antarctica\/Troll"[^>]*aria-invalid="true"/);
+    // The accounts unit's own refusal is on the form too, against its field.
+    const refused = await browser.post("/console/settings", jar, { _csrf: csrf, name: "Acme", timezone: "Antarctica/Troll" });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain("is not an IANA time zone (e.g. &quot;Europe/Paris&quot;)");
+    expect(refused.body).toMatch(/id="ws-tz"[^>]*value="Antarctica\/Troll"[^>]*aria-invalid="true"/);
   });
 
   it("refuses a post without the CSRF token", async () => {
@@ -149,7 +149,7 @@ describe("console: workspace settings", () => {
     expect(updates).toHaveLength(0);
   });
 
-  it("offers the form to owner and admin members only (roles.ts), and checks as the directory does", () => {
+  it("offers the form to owner and admin members only (roles.ts), and checks as the accounts unit does", () => {
     const member = (role: ConsoleSession["role"]) => ({ kind: "member", role, scopes: role === "VIEWER" ? ["api_read"] : ["api_user", "api_read"], canEdit: role !== "VIEWER" }) as ConsoleSession;
     expect(mayPost(member("OWNER"), "/console/settings")).toBe(true);
     expect(mayPost(member("ADMIN"), "/console/settings")).toBe(true);

@@ -1,15 +1,17 @@
 /**
- * What the console's sign-in tests share (magic-link-directory, team-sign-in, delivery-access):
+ * What the console's sign-in tests share (magic-link-accounts, team-sign-in, delivery-access):
  * the gateway over in-memory services (fastify inject, no port), a cookie jar that keeps what
  * a browser would, same-site form posts with the page's CSRF token, and the magic-link round
  * trip: ask for a link as a browser does, read it from the mail the system sender sent, and
- * press the landing page's button. Each test brings its own services (the directory's real
+ * press the landing page's button. Each test brings its own services (the accounts unit's real
  * TeamService or a stub keeping its contract) through `transport`.
  */
 import { expect } from "vitest";
 import { createClient, type Transport } from "@connectrpc/connect";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
@@ -59,20 +61,22 @@ export interface ConsoleGatewayOptions {
   name: string;
   /** How long the gateway trusts a session lookup; 0 when a test needs removals to show at once. */
   authCacheMs: number;
-  /** More clients (or fakes) beside the four over `transport`, e.g. audiences, automation, webhooks. */
+  /** More clients (or fakes) beside those over `transport`, e.g. audiences, automation, webhooks. */
   clients?: Record<string, unknown>;
 }
 
 /**
- * The gateway (API and console) over `transport`, whose services answer the directory, team,
- * email and delivery clients, with the system sender that mails sign-in links.
+ * The gateway (API and console) over `transport`, whose services answer the accounts, contacts,
+ * templates, team, email and delivery clients, with the system sender that mails sign-in links.
  */
 export async function consoleGateway(transport: Transport, opts: ConsoleGatewayOptions): Promise<ConsoleBrowser> {
   const deps: GatewayDeps = {
     config: loadConfig({ MAILROOM_SECRET: opts.secret, MAILROOM_PUBLIC_URL: CONSOLE_ORIGIN }),
     logger: createLogger(opts.name, "silent"),
     clients: {
-      directory: createClient(DirectoryService, transport),
+      accounts: createClient(AccountsService, transport),
+      contacts: createClient(ContactService, transport),
+      templates: createClient(TemplateService, transport),
       team: createClient(TeamService, transport),
       email: createClient(EmailService, transport),
       delivery: createClient(DeliveryService, transport),

@@ -1,15 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { memoryDirectory } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
-import type { Directory } from "../../services/directory/src/domain/directory.js";
+import { directoryRoutes, memoryDirectory, type TestDirectory } from "../../services/audience/src/testing.js";
 import { CONSOLE_ORIGIN, consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-testing.js";
 import { withHeader } from "./csv-mapping.js";
 
 /**
- * The Suppressions page and the column mapping of CSV imports, over the real directory (in
+ * The Suppressions page and the column mapping of CSV imports, over the real audience unit (in
  * memory): search and reason filter, adding an address or a domain, removing (a complaint only
  * with its confirmation), the CSV export, a CSV import through its preview and mapping (and
  * again, changing nothing), the contacts import's mapping, and what a viewer and another
@@ -21,7 +18,7 @@ const OTHER = "ws_csupp_other";
 
 describe("console: suppressions", () => {
   let browser: ConsoleBrowser;
-  let dir: Directory;
+  let dir: TestDirectory;
   const editor = new Jar();
   const viewer = new Jar();
 
@@ -52,7 +49,7 @@ describe("console: suppressions", () => {
       { id: WS, name: "Supp", apiKeys: [{ key: KEYS.editor, scopes: ["api_user"] }, { key: KEYS.viewer, scopes: ["api_read"] }] },
       { id: OTHER, name: "Other", apiKeys: [{ key: KEYS.other, scopes: ["api_user"] }] },
     ] }));
-    const transport = memoryTransport(({ service }) => service(DirectoryService, directoryService(dir)));
+    const transport = memoryTransport(directoryRoutes(dir));
     browser = await consoleGateway(transport, {
       secret: "console-suppressions-secret-0123456789abc", name: "console-suppressions", authCacheMs: 0,
       clients: { groups: { listGroups: async () => ({ groups: [], page: { hasMore: false } }) } },
@@ -73,7 +70,7 @@ describe("console: suppressions", () => {
     expect(flashOf((await browser.get("/console/suppressions", editor)).body)).toContain("Ann@Example.test is suppressed");
     await browser.post("/console/suppressions", editor, { _csrf: csrf, target: "spam-domain.test" });
     expect(flashOf((await browser.get("/console/suppressions", editor)).body)).toContain("Every address at spam-domain.test is suppressed");
-    // Checked with the schema of POST /v1/suppressions before the directory is asked.
+    // Checked with the schema of POST /v1/suppressions before the audience unit is asked.
     await browser.post("/console/suppressions", editor, { _csrf: csrf, target: `${"a".repeat(600)}@example.test` });
     // The flash is the layout's (escaped by it).
     expect(flashOf((await browser.get("/console/suppressions", editor)).body)).toMatch(/^email: Too big: expected string to have (&#60;|&lt;)=512 characters/);

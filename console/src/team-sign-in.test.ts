@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService, ApiKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { MemberSchema, SessionSchema, TeamService, type Member } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
@@ -110,7 +110,7 @@ const transport = memoryTransport(({ service }) => {
     },
     removeTeamMember(req) {
       const m = members.get(req.memberId)!;
-      // The directory's rule: a workspace keeps at least one owner.
+      // The team's rule: a workspace keeps at least one owner.
       const owners = [...members.values()].filter((x) => x.role === "OWNER" && x.status === "ACTIVE");
       if (m.role === "OWNER" && owners.length === 1) throw appError({ code: "last_owner", httpStatus: 409, message: "A workspace keeps at least one owner: make another member OWNER first" });
       members.delete(req.memberId);
@@ -118,7 +118,7 @@ const transport = memoryTransport(({ service }) => {
       return { member: m };
     },
   });
-  service(DirectoryService, {
+  service(AccountsService, {
     getWorkspace(req) {
       return { workspace: { id: req.workspaceId, name: "Team Co" } };
     },
@@ -263,7 +263,7 @@ describe("console member sign-in (magic link) and sessions", () => {
     expect((await get("/console/sessions", b.jar)).statusCode).toBe(303);
   });
 
-  it("reseals the cookie when the directory rotates the session token", async () => {
+  it("reseals the cookie when the team rotates the session token", async () => {
     const a = await redeem((await askForLink("owner@team.test")).link!);
     const before = a.jar.cookies.get(SESSION_COOKIE);
     for (const s of sessions.values()) if (s.memberId === owner.id) s.rotateNext = true;

@@ -1,9 +1,9 @@
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { ContactSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { AccountsService, ApiKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactSchema, ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { TemplateSchema, type CreateTemplateRequest, type Template, type UpdateTemplateRequest } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { TemplateService, TemplateVersionSchema, type RenderTemplateRequest, type TemplateVersion } from "@mailroom/proto/accounts/v1/templates_pb.js";
@@ -14,7 +14,7 @@ import { consoleGateway, csrfOf, Jar, type ConsoleBrowser } from "./sign-in-test
 import { schemeVariant } from "./views/template-editor.js";
 
 /**
- * The Templates pages over an in-memory directory keeping the template RPCs' contract: the
+ * The Templates pages over an in-memory TemplateService keeping the template RPCs' contract: the
  * list with the sample templates, creating one, the editor beside its preview (RenderTemplate
  * with a contact and JSON values), a refused save marked at its line, the test send through
  * EmailService.SendEmail, restoring a version, and a read-only session that only looks.
@@ -66,7 +66,7 @@ function check(html: string) {
 }
 
 const transport = memoryTransport(({ service }) => {
-  service(DirectoryService, {
+  service(AccountsService, {
     authenticate(req) {
       const k = PLAIN[req.apiKey];
       if (!k) throw new ConnectError("unknown key", Code.Unauthenticated);
@@ -77,6 +77,12 @@ const transport = memoryTransport(({ service }) => {
       return { apiKey: create(ApiKeySchema, { id: k.id, workspaceId: WS, name: k.id, role: k.role, scopes: k.scopes }) };
     },
     getWorkspace: () => ({ workspace: { id: WS, name: "Acme" } }),
+  });
+  service(ContactService, {
+    listContacts: () => ({ contacts: [create(ContactSchema, { id: CONTACT, email: "ann@example.test", firstName: "Ann" })] }),
+  });
+  service(TeamService, { listMembers: () => ({ members: [] }) });
+  service(TemplateService, {
     listTemplates(req) {
       expect(req.workspaceId).toBe(WS);
       return { templates: [...templates.values()].filter((t) => !req.kind || t.kind === req.kind), page: { hasMore: false } };
@@ -107,10 +113,6 @@ const transport = memoryTransport(({ service }) => {
       keep(t);
       return { template: t };
     },
-    listContacts: () => ({ contacts: [create(ContactSchema, { id: CONTACT, email: "ann@example.test", firstName: "Ann" })] }),
-  });
-  service(TeamService, { listMembers: () => ({ members: [] }) });
-  service(TemplateService, {
     renderTemplate(req) {
       rendered.push(req);
       const saved = templates.get(req.name);
@@ -151,7 +153,6 @@ describe("console: templates, layouts and snippets", () => {
   beforeAll(async () => {
     browser = await consoleGateway(transport, {
       secret: "console-templates-test-secret-0123456789a", name: "console-templates-test", authCacheMs: 0,
-      clients: { templates: createClient(TemplateService, transport) },
     });
   });
   beforeEach(reset);
@@ -181,7 +182,7 @@ describe("console: templates, layouts and snippets", () => {
     expect(row(page.body, "frame")).toContain(">Layout<");
     expect(row(page.body, "footer")).toContain(">Snippet<");
     expect(page.body).toContain('<form method="post" action="/console/templates" class="card">');
-    // The Layouts tab asks the directory for layouts only.
+    // The Layouts tab asks the template service for layouts only.
     const layouts = await browser.get("/console/templates?kind=layout", jar);
     expect(row(layouts.body, "frame")).toBeTruthy();
     expect(row(layouts.body, "welcome")).toBe("");

@@ -27,7 +27,7 @@ export interface ConsoleSession {
   /** The member of a member session (and its address). */
   memberId?: string;
   memberEmail?: string;
-  /** The directory's session ("ses_…") of a member session. */
+  /** The team's session ("ses_…") of a member session. */
   sessionId?: string;
   /** Who acts, as the audit log names it: "member:<mbr_…>" or "key:<key_…>". */
   actor: string;

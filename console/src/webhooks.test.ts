@@ -2,7 +2,7 @@ import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { ApiKeySchema, DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService, ApiKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import {
   DeliverySchema, DeliveryState, WebhookSchema, WebhookService, WebhookStatus,
@@ -46,7 +46,7 @@ function reset() {
 const cursorOf = (d: Delivery) => Buffer.from(d.id).toString("base64url");
 
 const transport = memoryTransport(({ service }) => {
-  service(DirectoryService, {
+  service(AccountsService, {
     authenticate(req) {
       const k = PLAIN[req.apiKey];
       if (!k) throw new ConnectError("unknown key", Code.Unauthenticated);

@@ -2,7 +2,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { loadConfig, createLogger } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
@@ -11,9 +11,9 @@ import { workspaceOf } from "./auth.js";
 import { appError } from "@mailroom/kit/errors.js";
 import { MemoryTokenBuckets } from "@mailroom/kit/token-bucket.js";
 
-// An in-memory directory that knows two keys: one with api_user, one without.
-const directoryTransport = memoryTransport(({ service }) => {
-  service(DirectoryService, {
+// An in-memory accounts unit that knows two keys: one with api_user, one without.
+const accountsTransport = memoryTransport(({ service }) => {
+  service(AccountsService, {
     authenticate(req) {
       if (req.apiKey === "mr_test_good_key") return { workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] };
       if (req.apiKey === "mr_test_readonly") return { workspaceId: "ws_a", keyId: "key_2", scopes: ["read_only"] };
@@ -26,8 +26,8 @@ describe("gateway core", () => {
   let app: FastifyInstance;
   let authCalls = 0;
   beforeAll(async () => {
-    const directory = createClient(DirectoryService, directoryTransport);
-    const counted = new Proxy(directory, {
+    const accounts = createClient(AccountsService, accountsTransport);
+    const counted = new Proxy(accounts, {
       get(target, prop, receiver) {
         if (prop === "authenticate") authCalls++;
         return Reflect.get(target, prop, receiver);
@@ -37,7 +37,7 @@ describe("gateway core", () => {
       config: loadConfig({}),
       errorDocsUrl: loadGatewaySettings(loadConfig({}), { MAILROOM_DOCS_URL: "https://docs.example.test/errors/" }).errorDocsUrl,
       logger: createLogger("gateway-test", "silent"),
-      clients: { directory: counted } as unknown as ServiceClients,
+      clients: { accounts: counted } as unknown as ServiceClients,
       rateLimitPerMinute: 5,
       authCacheMs: 60_000,
     };
@@ -181,8 +181,8 @@ describe("gateway core", () => {
 });
 
 describe("gateway limits", () => {
-  const directory = (calls: { count: number }) => {
-    const client = createClient(DirectoryService, directoryTransport);
+  const accounts = (calls: { count: number }) => {
+    const client = createClient(AccountsService, accountsTransport);
     return new Proxy(client, {
       get(target, prop, receiver) {
         if (prop === "authenticate") calls.count++;
@@ -194,7 +194,7 @@ describe("gateway limits", () => {
     buildGateway({
       config: loadConfig({}),
       logger: createLogger("gateway-test", "silent"),
-      clients: { directory: directory(calls) } as unknown as ServiceClients,
+      clients: { accounts: accounts(calls) } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authCacheMs: 60_000,
       ...extra,
@@ -202,7 +202,7 @@ describe("gateway limits", () => {
   const echo = (app: FastifyInstance, apiKey: string, ip = "203.0.113.7") =>
     app.inject({ method: "POST", url: "/v1/echo", remoteAddress: ip, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, payload: "{}" });
 
-  it("stops a flood of bad keys from one address before it reaches the directory", async () => {
+  it("stops a flood of bad keys from one address before it reaches the accounts unit", async () => {
     const calls = { count: 0 };
     const app = await gateway(calls, { authFailuresPerMinute: 20 });
     try {
@@ -283,7 +283,7 @@ describe("refusal bodies", () => {
       config: loadConfig({}),
       errorDocsUrl: "https://docs.example.test/errors",
       logger: createLogger("gateway-test", "silent"),
-      clients: { directory: createClient(DirectoryService, directoryTransport) } as unknown as ServiceClients,
+      clients: { accounts: createClient(AccountsService, accountsTransport) } as unknown as ServiceClients,
       rateLimitPerMinute: 10_000,
       authCacheMs: 60_000,
     }, {

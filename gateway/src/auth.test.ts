@@ -5,25 +5,25 @@ import { AppError, appError, toConnectError } from "@mailroom/kit/errors.js";
 import { createAuthHook } from "./auth.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";
 
-/** A directory whose authenticate answers after a tick and counts its calls. */
-function countingDirectory(answer: (apiKey: string) => { workspaceId: string; keyId: string; scopes: string[] }) {
+/** An accounts unit whose authenticate answers after a tick and counts its calls. */
+function countingAccounts(answer: (apiKey: string) => { workspaceId: string; keyId: string; scopes: string[] }) {
   const calls: string[] = [];
-  const directory = {
+  const accounts = {
     async authenticate({ apiKey }: { apiKey: string }) {
       calls.push(apiKey);
       await new Promise((r) => setTimeout(r, 5));
       return answer(apiKey);
     },
   };
-  return { calls, clients: { directory } as unknown as ServiceClients };
+  return { calls, clients: { accounts } as unknown as ServiceClients };
 }
 
 const requestWith = (key: string) =>
   ({ headers: { authorization: `Bearer ${key}` }, routeOptions: { config: {} } }) as unknown as FastifyRequest;
 
 describe("API key authentication", () => {
-  it("makes one directory call for concurrent requests with a key not yet cached", async () => {
-    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+  it("makes one accounts call for concurrent requests with a key not yet cached", async () => {
+    const { calls, clients } = countingAccounts(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
     const authenticate = createAuthHook({ clients, authCacheMs: 60_000 });
     const requests = Array.from({ length: 10 }, () => requestWith("mr_test_key_1"));
     await Promise.all(requests.map((r) => authenticate(r)));
@@ -34,7 +34,7 @@ describe("API key authentication", () => {
   });
 
   it("asks again once the cached answer is older than authCacheMs", async () => {
-    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+    const { calls, clients } = countingAccounts(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
     const authenticate = createAuthHook({ clients, authCacheMs: 20 });
     await authenticate(requestWith("mr_test_key_1"));
     await new Promise((r) => setTimeout(r, 40));
@@ -44,7 +44,7 @@ describe("API key authentication", () => {
 
   it("does not cache refusals: an unknown key is a 401 every time it is asked", async () => {
     let known = false;
-    const { calls, clients } = countingDirectory(() => {
+    const { calls, clients } = countingAccounts(() => {
       if (!known) throw new ConnectError("unknown key", Code.Unauthenticated);
       return { workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] };
     });
@@ -57,16 +57,16 @@ describe("API key authentication", () => {
     expect(calls.length).toBe(2);
   });
 
-  it("a banned workspace's key is a 403 workspace_banned (the directory's message kept), not an unknown key", async () => {
-    const { clients } = countingDirectory(() => {
+  it("a banned workspace's key is a 403 workspace_banned (the accounts unit's message kept), not an unknown key", async () => {
+    const { clients } = countingAccounts(() => {
       throw toConnectError(appError({ code: "workspace_banned", httpStatus: 403, message: "This workspace is banned by the server's operator: abuse" }));
     });
     const err = await createAuthHook({ clients, authCacheMs: 60_000 })(requestWith("mr_test_key_4")).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "workspace_banned", httpStatus: 403, message: "This workspace is banned by the server's operator: abuse" });
   });
 
-  it("passes other directory failures on to the error handler", async () => {
-    const { clients } = countingDirectory(() => {
+  it("passes other accounts failures on to the error handler", async () => {
+    const { clients } = countingAccounts(() => {
       throw new ConnectError("down", Code.Unavailable);
     });
     const err = await createAuthHook({ clients, authCacheMs: 60_000 })(requestWith("mr_test_key_3")).catch((e: unknown) => e);
@@ -77,7 +77,7 @@ describe("API key authentication", () => {
 describe("API key authentication under the failed-attempt limiter", () => {
   it("charges one attempt for concurrent first requests with one key", async () => {
     const { AuthFailureLimiter } = await import("./rate-limit.js");
-    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+    const { calls, clients } = countingAccounts(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
     const authenticate = createAuthHook({ clients, authCacheMs: 60_000 }, new AuthFailureLimiter(5));
     const results = await Promise.allSettled(
       Array.from({ length: 64 }, () => authenticate({ ...requestWith("mr_test_key_1"), ip: "10.0.0.2" } as unknown as FastifyRequest)),
@@ -88,13 +88,13 @@ describe("API key authentication under the failed-attempt limiter", () => {
 
   it("charges no attempt to a busy client whose valid key's cached answer just expired", async () => {
     const { AuthFailureLimiter } = await import("./rate-limit.js");
-    const { calls, clients } = countingDirectory(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
+    const { calls, clients } = countingAccounts(() => ({ workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] }));
     const failures = new AuthFailureLimiter(5);
     const authenticate = createAuthHook({ clients, authCacheMs: 20 }, failures);
     const request = () => ({ ...requestWith("mr_test_key_1"), ip: "10.0.0.1" }) as unknown as FastifyRequest;
     await authenticate(request());
     await new Promise((r) => setTimeout(r, 40));
-    // 64 concurrent requests after expiry: one directory call, no 429 from the 5-attempt bucket.
+    // 64 concurrent requests after expiry: one accounts call, no 429 from the 5-attempt bucket.
     const results = await Promise.allSettled(Array.from({ length: 64 }, () => authenticate(request())));
     expect(results.filter((r) => r.status === "rejected")).toEqual([]);
     expect(calls.length).toBe(2);

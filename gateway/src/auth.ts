@@ -12,7 +12,7 @@ export interface AuthContext {
   workspaceId: string;
   keyId: string;
   scopes: string[];
-  /** The key's effective role (roles.ts): the directory's, capped by the key's owner; else from its scopes. */
+  /** The key's effective role (roles.ts): the accounts unit's, capped by the key's owner; else from its scopes. */
   role?: Role;
   /** The member who owns the key, when it has one. */
   memberId?: string;
@@ -35,18 +35,18 @@ declare module "fastify" {
 const BEARER = /^Bearer\s+([A-Za-z0-9_\-.~+/=]{8,256})\s*$/i;
 /** Distinct keys remembered at once; the least recently used is forgotten first. */
 const MAX_CACHED_KEYS = 10_000;
-/** Directory answers that mean "no such key" rather than "the directory is in trouble". */
+/** Accounts answers that mean "no such key" rather than "the accounts unit is in trouble". */
 const UNKNOWN_KEY = [Code.Unauthenticated, Code.NotFound, Code.PermissionDenied, Code.InvalidArgument];
 
 const unauthorized = (message: string) => refusal({ code: "unauthorized", message });
 
 /**
- * Resolves `Authorization: Bearer <key>` through the directory and caches successes
+ * Resolves `Authorization: Bearer <key>` through the accounts unit and caches successes
  * briefly (by key hash, never the key) so a burst of sends costs one lookup: concurrent
- * requests with a key not yet cached share one directory call. Failures are not cached.
+ * requests with a key not yet cached share one accounts call. Failures are not cached.
  * Refusals are thrown and answered by the gateway's error handler. With a `failures`
  * limiter, a key not yet verified costs its client address one attempt (given back when
- * the key is valid): an address out of attempts is refused before the directory is asked.
+ * the key is valid): an address out of attempts is refused before the accounts unit is asked.
  */
 export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs">, failures?: AuthFailureLimiter) {
   const cache = new LRUCache<string, AuthContext, { apiKey: string; requestId: string }>({
@@ -56,7 +56,7 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     // Concurrent requests with one key share one lookup, which names the request that started it.
     fetchMethod: async (_keyHash, _stale, { context: { apiKey, requestId } }) => {
       try {
-        const res = await deps.clients.directory.authenticate({ apiKey }, callOptionsFor(requestId, 10_000));
+        const res = await deps.clients.accounts.authenticate({ apiKey }, callOptionsFor(requestId, 10_000));
         return authContextOf(res);
       } catch (err) {
         // A banned workspace's key is known and refused as such (403 workspace_banned), not a guess.
@@ -94,7 +94,7 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
     try {
       auth = (await cache.fetch(keyHash, { context: { apiKey: match[1]!, requestId: String(request.id) } }))!;
     } catch (err) {
-      // Only a refused key counts as a failed attempt, not a directory outage.
+      // Only a refused key counts as a failed attempt, not an accounts outage.
       if (charged && errorInfoOf(err)?.code !== "unauthorized") failures?.refund(request.ip);
       throw err;
     } finally {
@@ -112,7 +112,7 @@ export function createAuthHook(deps: Pick<GatewayDeps, "clients" | "authCacheMs"
 }
 
 /**
- * The directory's answer as the request's auth: its effective `role` when it sends one (keys
+ * The accounts unit's answer as the request's auth: its effective `role` when it sends one (keys
  * with an owner are capped by the owner's role), else the role the key's scopes stand for.
  * The scopes still bound it, so no key acts beyond what they allowed before roles: `api_read`
  * alone is at most VIEWER, no scope at all is no role.

@@ -33,7 +33,7 @@ describe("the error table", () => {
     "unknown_delivery", // inbound -> delivery lookups (a 503 that the inbound unit retries)
     "workspace_id_required", "content_id_required", "source_required", "invalid_compiled_message", // renderer/content RPC input checks
     "invalid_rate", "invalid_limit", // delivery's admin RPCs (relay rate, captured mail page size), not /v1
-    "insufficient_scope", // the directory's Unauthenticated: the gateway answers it as `unauthorized`
+    "insufficient_scope", // the accounts unit's Unauthenticated: the gateway answers it as `unauthorized`
     "forward_loop", // the inbound unit's own forward refusal: the received email is kept, not forwarded
   ]);
 
@@ -81,7 +81,7 @@ describe("the error table", () => {
       expect(calls.length, `${command}: ${err.join("\n")}`).toBeGreaterThan(0);
       if (/<(workspace-)?id>/.test(command)) expect(workspaceOfCall(calls[0]!), command).toBe(HINT_WORKSPACE);
     }
-    // What the old team hints said fails before reaching the directory.
+    // What the old team hints said fails before reaching the accounts unit.
     expect((await runHint("-w <workspace-id> member role <email> <ROLE>")).err.join("\n")).toMatch(/missing required argument 'role'/);
   });
 

@@ -4,7 +4,7 @@ import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { buildGateway } from "./app.js";
 import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 import { BATCH_BODY_LIMIT_BYTES } from "@mailroom/http/errors.js";
@@ -23,8 +23,8 @@ const MB = 1024 * 1024;
 const UPLOAD = 26 * MB;
 
 async function gateway(drainLimits?: DrainLimits): Promise<{ app: FastifyInstance; port: number }> {
-  const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
-    service(DirectoryService, {
+  const accounts = createClient(AccountsService, memoryTransport(({ service }) => {
+    service(AccountsService, {
       authenticate(req) {
         if (req.apiKey === KEY) return { workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] };
         throw new ConnectError("unknown key", Code.Unauthenticated);
@@ -34,7 +34,7 @@ async function gateway(drainLimits?: DrainLimits): Promise<{ app: FastifyInstanc
   const deps: GatewayDeps = {
     config: loadConfig({}),
     logger: createLogger("gateway-lingering-close-test", "silent"),
-    clients: { directory } as unknown as ServiceClients,
+    clients: { accounts } as unknown as ServiceClients,
     rateLimitPerMinute: 0,
     authCacheMs: 60_000,
     drainLimits,

@@ -5,14 +5,14 @@ import addFormatsModule from "ajv-formats";
 import { Code, ConnectError, createClient} from "@connectrpc/connect";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { DeliveryService } from "@mailroom/proto/delivery/v1/delivery_pb.js";
 import type { MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { badRequest, notFound } from "@mailroom/kit/errors.js";
-import { directoryRoutes } from "../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../services/directory/src/testing.js";
+import { directoryRoutes, memoryDirectory } from "../../services/audience/src/testing.js";
 import { emailRoutes } from "../../services/email/src/routes.js";
 import { buildTestWorld, ManualClock, type TestWorld } from "../../services/email/src/testing.js";
 import { signLinkToken, signRecipientToken } from "@mailroom/content/tokens.js";
@@ -22,34 +22,32 @@ import { appError } from "@mailroom/kit/errors.js";
 import { webhookRoutes } from "../../services/webhooks/src/routes.js";
 import { buildTestDomain as buildWebhooksDomain } from "../../services/webhooks/src/testing.js";
 import { TopicService } from "@mailroom/proto/audience/v1/topics_pb.js";
-import { topicRoutes } from "../../services/directory/src/topic-routes.js";
-import { Topics } from "../../services/directory/src/domain/topics.js";
-import { TopicStore } from "../../services/directory/src/adapters/topic-store.js";
+import { topicRoutes } from "../../services/audience/src/topic-routes.js";
+import { Topics } from "../../services/audience/src/domain/topics.js";
+import { TopicStore } from "../../services/audience/src/adapters/topic-store.js";
 import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
-import { groupRoutes } from "../../services/directory/src/group-routes.js";
-import { Groups } from "../../services/directory/src/domain/groups.js";
+import { groupRoutes } from "../../services/audience/src/group-routes.js";
+import { Groups } from "../../services/audience/src/domain/groups.js";
 import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
-import { templateRoutes } from "../../services/directory/src/template-routes.js";
-import { TemplatePreviews } from "../../services/directory/src/domain/template-previews.js";
 import { PreSendCheckService } from "@mailroom/proto/broadcast/v1/check_pb.js";
 import { checkRoutes } from "../../services/broadcast/src/check-routes.js";
 import { PreSendCheck } from "../../services/broadcast/src/domain/check/pre-send-check.js";
-import { GroupMembershipStore, GroupStore } from "../../services/directory/src/adapters/group-store.js";
+import { GroupMembershipStore, GroupStore } from "../../services/audience/src/adapters/group-store.js";
 import { AudienceService } from "@mailroom/proto/audience/v1/audiences_pb.js";
-import { audienceRoutes } from "../../services/directory/src/audience-routes.js";
-import { AudienceStore } from "../../services/directory/src/adapters/audience-store.js";
-import { SegmentStore } from "../../services/directory/src/adapters/segment-store.js";
-import { ContactFilters } from "../../services/directory/src/adapters/contact-filter.js";
-import { Segments } from "../../services/directory/src/domain/segments.js";
-import { Audiences } from "../../services/directory/src/domain/audiences.js";
+import { audienceRoutes } from "../../services/audience/src/audience-routes.js";
+import { AudienceStore } from "../../services/audience/src/adapters/audience-store.js";
+import { SegmentStore } from "../../services/audience/src/adapters/segment-store.js";
+import { ContactFilters } from "../../services/audience/src/adapters/contact-filter.js";
+import { Segments } from "../../services/audience/src/domain/segments.js";
+import { Audiences } from "../../services/audience/src/domain/audiences.js";
 import { FormService } from "@mailroom/proto/audience/v1/forms_pb.js";
-import { formRoutes, openForms } from "../../services/directory/src/form-routes.js";
+import { formRoutes, openForms } from "../../services/audience/src/form-routes.js";
 import { buildGateway } from "./app.js";
 import { AutomationService } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { automationRoutes } from "../../services/automation/src/routes.js";
 import { buildCatalogWorld } from "../../services/automation/src/testing.js";
 
-/** Segments and audiences over the test directory's store, with the real filter compiler (the store is kept to plant a stale segment). */
+/** Segments and audiences over the test accounts and audience units' store, with the real filter compiler (the store is kept to plant a stale segment). */
 export let audienceStoreOf: import("@mailroom/store/port.js").Store | undefined;
 async function audiencesClient(dir: Awaited<ReturnType<typeof memoryDirectory>>) {
   audienceStoreOf = dir.store;
@@ -60,7 +58,7 @@ async function audiencesClient(dir: Awaited<ReturnType<typeof memoryDirectory>>)
 import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
 
 /**
- * What the openapi*.test.ts files share: the gateway over the real directory and email services
+ * What the openapi*.test.ts files share: the gateway over the real accounts, audience and email services
  * (in memory), the document it serves as ajv validators, `call` (drives an operation and checks
  * the response against the document for its status) and which file drives which responses.
  * Each test file builds its own gateway (useOpenApiGateway) and checks its own concern's coverage.
@@ -199,10 +197,10 @@ export let app: FastifyInstance;
 /** A second gateway whose email service is down and whose rate limit is tiny: 503 and 429. */
 export let degraded: FastifyInstance;
 export let world: TestWorld;
-export let directoryClient: ServiceClients["directory"];
+export let contactsClient: ServiceClients["contacts"];
 export const capturedQueries: { query: string; cursor: string; limit: number }[] = [];
 export let capturedCleared = 0;
-/** The test's own calls to the directory, outside any request. */
+/** The test's own calls to the accounts and audience units, outside any request. */
 export const TEST_CALL = { headers: { "x-request-id": "openapi-test" } };
 export const events: MailEvent[] = [];
 
@@ -243,7 +241,9 @@ export function useOpenApiGateway(): void {
         },
       });
     }));
-    directoryClient = createClient(DirectoryService, memoryTransport(directoryRoutes(dir)));
+    // One router serves AccountsService, ContactService and TemplateService (CRUD and previews).
+    const directoryTransport = memoryTransport(directoryRoutes(dir));
+    contactsClient = createClient(ContactService, directoryTransport);
     // Broadcasts: one in ws_oa with progress; two ids stand for the service's gating refusals.
     const broadcast = createClient(BroadcastService, memoryTransport(({ service }) => {
       service(BroadcastService, {
@@ -256,7 +256,8 @@ export function useOpenApiGateway(): void {
       });
     }));
     const clients = {
-      directory: directoryClient,
+      accounts: createClient(AccountsService, directoryTransport),
+      contacts: contactsClient,
       email: createClient(EmailService, memoryTransport(emailRoutes(world.service))),
       webhooks: createClient(WebhookService, memoryTransport(webhookRoutes((await buildWebhooksDomain()).webhooks))),
       broadcast,
@@ -264,7 +265,7 @@ export function useOpenApiGateway(): void {
       audiences: await audiencesClient(dir),
       forms: createClient(FormService, memoryTransport(formRoutes(await openForms(dir.store, dir)))),
       topics: createClient(TopicService, memoryTransport(topicRoutes(new Topics(await TopicStore.open(dir.store), dir.workspaces)))),
-      templates: createClient(TemplateService, memoryTransport(templateRoutes(dir.templates, new TemplatePreviews(dir.templates, dir.contacts, dir.workspaces)))),
+      templates: createClient(TemplateService, directoryTransport),
       groups: createClient(GroupService, memoryTransport(groupRoutes(new Groups(await GroupStore.open(dir.store), await GroupMembershipStore.open(dir.store), dir.workspaces)))),
       automation: createClient(AutomationService, memoryTransport(automationRoutes((await buildCatalogWorld()).automations))),
       // Template checks (the broadcast unit's CheckContent): links all answer 200, no spam filter.

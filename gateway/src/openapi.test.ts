@@ -6,7 +6,7 @@ import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";
-import { CONCERNS, type Call, type Document, METHODS, SECRET, TEST_CALL, app, call, capturedCleared, capturedQueries, checkResponse, componentValidator, directoryClient, doc, drivenElsewhere, events, expectDriven, linkToken, operation, recipient, recipientToken, resolveResponse, templateToFastify, templatedEmail, useOpenApiGateway, validatorFor } from "./openapi-test-support.js";
+import { CONCERNS, type Call, type Document, METHODS, SECRET, TEST_CALL, app, call, capturedCleared, capturedQueries, checkResponse, componentValidator, contactsClient, doc, drivenElsewhere, events, expectDriven, linkToken, operation, recipient, recipientToken, resolveResponse, templateToFastify, templatedEmail, useOpenApiGateway, validatorFor } from "./openapi-test-support.js";
 
 /**
  * The OpenAPI document (generated from the routes' zod schemas, served at /openapi.json) against
@@ -120,9 +120,9 @@ describe("the generated OpenAPI document against the gateway: the document, reci
       expect(page.headers["content-type"]).toMatch(/^text\/html/);
       expect((await call("POST /u/{token}/resubscribe", { url: resubscribe })).json()).toEqual({ subscribed: true });
       expect((await call("POST /u/{token}/resubscribe", { url: "/u/forged/resubscribe" })).statusCode).toBe(404);
-      await directoryClient.addSuppression({ workspaceId: "ws_oa", email: recipient.email, reason: SuppressionReason.HARD_BOUNCE }, TEST_CALL);
+      await contactsClient.addSuppression({ workspaceId: "ws_oa", email: recipient.email, reason: SuppressionReason.HARD_BOUNCE }, TEST_CALL);
       expect((await call("POST /u/{token}/resubscribe", { url: resubscribe })).json()).toMatchObject({ statusCode: 409, code: "conflict" });
-      await directoryClient.removeSuppression({ workspaceId: "ws_oa", email: recipient.email }, TEST_CALL);
+      await contactsClient.removeSuppression({ workspaceId: "ws_oa", email: recipient.email }, TEST_CALL);
     });
 
     it("serves health and the captured-mail pages", async () => {
@@ -204,10 +204,11 @@ describe("the generated OpenAPI document against the gateway: the document, reci
       expect((await call("GET /metrics", {}, unready)).body).toContain("mailroom_http_requests_total");
       expect((await call("GET /metrics", {}, operated)).statusCode).toBe(401);
       expect((await call("GET /metrics", { headers: { authorization: "Bearer scrape-token" } }, operated)).body).toContain("process_cpu_seconds_total");
-      expect((await call("GET /readyz", {}, operated)).json()).toMatchObject({ ok: true, checks: { directory: "ok", email: "ok" } });
+      expect((await call("GET /readyz", {}, operated)).json()).toMatchObject({ ok: true, checks: { accounts: "ok", audience: "ok", email: "ok" } });
       const down = await call("GET /readyz", {}, unready);
       expect(down.statusCode).toBe(503);
-      expect(down.json().checks.directory).toMatch(/unreachable/);
+      expect(down.json().checks.accounts).toMatch(/unreachable/);
+      expect(down.json().checks.audience).toMatch(/unreachable/);
     } finally {
       await Promise.all([operated.close(), unready.close()]);
       healthy.close();

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { createClient, Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { startNats, type NatsHandle } from "../../test/harness/nats.js";
 import { connectNats } from "@mailroom/kit/jetstream.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
@@ -12,8 +12,8 @@ import type { ServiceClients } from "@mailroom/http/deps.js";
 import { KvTokenBuckets } from "@mailroom/kit/kv-token-buckets.js";
 import { Kvm } from "@nats-io/kv";
 
-const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
-  service(DirectoryService, {
+const accounts = createClient(AccountsService, memoryTransport(({ service }) => {
+  service(AccountsService, {
     authenticate(req) {
       if (req.apiKey === "mr_test_shared_key") return { workspaceId: "ws_a", keyId: "key_shared", scopes: ["api_user"] };
       if (req.apiKey === "mr_test_other_key") return { workspaceId: "ws_a", keyId: "key_other", scopes: ["api_user"] };
@@ -44,7 +44,7 @@ describe("the per-key token bucket shared through NATS KV", () => {
     const app = await buildGateway({
       config: loadConfig({}),
       logger: createLogger("gateway-kv-test", "silent"),
-      clients: { directory } as unknown as ServiceClients,
+      clients: { accounts } as unknown as ServiceClients,
       rateLimitPerMinute: perMinute,
       rateLimitBurst: burst,
       rateLimitBuckets: await KvTokenBuckets.open(nc, { bucket: "test_rate_limit", idleMs: 60_000 }),

@@ -44,7 +44,7 @@ export function createKeyRateLimitHook(limit: KeyRateLimit) {
 }
 
 /**
- * Failed API key attempts per client address, before they reach the directory: each
+ * Failed API key attempts per client address, before they reach the accounts unit: each
  * lookup of a key not already verified takes a token from the address's bucket (refunded
  * when the key turns out valid), and an empty bucket is a 429 without a lookup. Kept per
  * process: it only has to make guessing keys slow.

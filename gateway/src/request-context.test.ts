@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "./app.js";
@@ -10,34 +11,38 @@ import { workspaceOf } from "./auth.js";
 import { requestIdOf } from "./request-context.js";
 
 describe("x-request-id on internal RPCs", () => {
-  let directory: ConnectServer;
+  let services: ConnectServer;
   let app: FastifyInstance;
   const seen: Array<{ rpc: string; requestId: string | null }> = [];
 
   beforeAll(async () => {
-    directory = await startConnectServer({
-      logger: createLogger("directory-test", "silent"),
-      routes: ({ service }) =>
-        service(DirectoryService, {
+    // The accounts and audience units' services on one server (both URLs point at it).
+    services = await startConnectServer({
+      logger: createLogger("accounts-audience-test", "silent"),
+      routes: ({ service }) => {
+        service(AccountsService, {
           authenticate(req, ctx) {
             seen.push({ rpc: "authenticate", requestId: ctx.requestHeader.get("x-request-id") });
             if (!req.apiKey.startsWith("mr_test_good")) throw new ConnectError("unknown key", Code.Unauthenticated);
             return { workspaceId: "ws_a", keyId: req.apiKey, scopes: ["api_user"] };
           },
+        });
+        service(ContactService, {
           getContact(_req, ctx) {
             seen.push({ rpc: "getContact", requestId: ctx.requestHeader.get("x-request-id") });
             throw new ConnectError("no such contact", Code.NotFound);
           },
-        }),
+        });
+      },
     });
-    const config = loadConfig({ MAILROOM_DIRECTORY_URL: directory.url });
+    const config = loadConfig({ MAILROOM_ACCOUNTS_URL: services.url, MAILROOM_AUDIENCE_URL: services.url });
     const clients = createServiceClients(config);
     app = await buildGateway({ config, logger: createLogger("gateway-test", "silent"), clients, rateLimitPerMinute: 0, authCacheMs: 0 }, {
       api: [
         (scope) =>
           scope.post("/v1/lookup", async (request) => {
             // Routes name the request in every call (the clients' type requires it).
-            await clients.directory.getContact({ workspaceId: workspaceOf(request), email: "a@b.test" }, rpcOptions(request)).catch(() => undefined);
+            await clients.contacts.getContact({ workspaceId: workspaceOf(request), email: "a@b.test" }, rpcOptions(request)).catch(() => undefined);
             return { ok: true };
           }),
       ],
@@ -46,7 +51,7 @@ describe("x-request-id on internal RPCs", () => {
   });
   afterAll(async () => {
     await app?.close();
-    await directory?.close();
+    await services?.close();
   });
 
   it("passes the caller's id, or the generated one, to every service call made for the request", async () => {

@@ -31,16 +31,16 @@ const { ROLES, ROUTE_RULES, allows, atLeast, installRoleRules, requiredRole, rou
 const { requireSession } = await import("@mailroom/console/session.js");
 type Role = (typeof ROLES)[number];
 
-/** A key per role, as the directory answers for it (role capped, scopes to match). */
+/** A key per role, as the accounts unit answers for it (role capped, scopes to match). */
 const KEYS: Record<Role, string> = { VIEWER: "mr_test_role_viewer", EDITOR: "mr_test_role_editor", ADMIN: "mr_test_role_admin", OWNER: "mr_test_role_owner" };
 const scopesOf = (role: Role) => (role === "VIEWER" ? ["api_read"] : ["api_user", "api_read"]);
-/** The keys of before roles: the directory sends only scopes. */
+/** The keys of before roles: the accounts unit sends only scopes. */
 const LEGACY = { api_user: "mr_test_legacy_user", api_read: "mr_test_legacy_read" };
 
 /** Every call but authenticate: a service that is down (503), so an allowed request ends quickly. */
 const down = () => { throw new ConnectError("down in this test", Code.Unavailable); };
 const service = (impl: Record<string, unknown> = {}) => new Proxy(impl, { get: (target, prop) => (prop in target ? target[prop as string] : prop === "then" ? undefined : down) });
-const directory = service({
+const accounts = service({
   async authenticate({ apiKey }: { apiKey: string }) {
     const role = (Object.keys(KEYS) as Role[]).find((r) => KEYS[r] === apiKey);
     if (role) return { workspaceId: "ws_roles", keyId: `key_${role.toLowerCase()}`, scopes: scopesOf(role), role, memberId: "mbr_1" };
@@ -57,7 +57,7 @@ beforeAll(async () => {
   app = await buildGateway({
     config: loadConfig({}),
     logger: createLogger("gateway-roles-test", "silent"),
-    clients: new Proxy({ directory }, { get: (target, prop) => (prop in target ? target[prop as "directory"] : service()) }) as never,
+    clients: new Proxy({ accounts }, { get: (target, prop) => (prop in target ? target[prop as "accounts"] : service()) }) as never,
     rateLimitPerMinute: 0,
     authCacheMs: 60_000,
   });
@@ -197,13 +197,13 @@ describe("a key's role (authContextOf)", async () => {
   const { authContextOf } = await import("./auth.js");
   const of = (scopes: string[], role?: string) => authContextOf({ workspaceId: "ws", keyId: "key", scopes, ...(role === undefined ? {} : { role }) }).role;
 
-  it("is the directory's effective role (capped by the key's owner)", () => {
+  it("is the accounts unit's effective role (capped by the key's owner)", () => {
     expect(of(["api_user", "api_read"], "ADMIN")).toBe("ADMIN");
     expect(of(["api_user", "api_read"], "OWNER")).toBe("OWNER");
     expect(of(["api_read"], "VIEWER")).toBe("VIEWER");
   });
 
-  it("is the role the scopes stood for when the directory sends none (keys before roles)", () => {
+  it("is the role the scopes stood for when the accounts unit sends none (keys before roles)", () => {
     expect(of(["api_user", "api_read"])).toBe("EDITOR");
     expect(of(["api_user"], "")).toBe("EDITOR");
     expect(of(["api_read"])).toBe("VIEWER");

@@ -6,7 +6,7 @@ import type { FastifyInstance } from "fastify";
 import { connectClient, startConnectServer, type ConnectServer } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { startTracing, stopTracing, tracingOn } from "@mailroom/kit/tracing.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { KIND, otlpEnv, startOtlpReceiver, withEnv, type OtlpReceiver, type ReceivedSpan } from "../../test/harness/otlp-receiver.js";
 import { buildGateway } from "./app.js";
 import { rpcOptions, type GatewayDeps, type ServiceClients } from "@mailroom/http/deps.js";
@@ -16,15 +16,15 @@ const KEY = "mr_test_good_key";
 const CALLER_TRACE = "0af7651916cd43dd8448eb211c80319c";
 const CALLER_SPAN = "b7ad6b7169203331";
 
-/** A gateway whose directory is a real Connect server: its client opens real CLIENT spans. */
-async function gatewayOver(directory: ConnectServer): Promise<FastifyInstance> {
-  const client = connectClient(DirectoryService, directory.url);
+/** A gateway whose accounts unit is a real Connect server: its client opens real CLIENT spans. */
+async function gatewayOver(accounts: ConnectServer): Promise<FastifyInstance> {
+  const client = connectClient(AccountsService, accounts.url);
   const deps: GatewayDeps = {
     config: loadConfig({}),
     logger,
-    clients: { directory: client } as unknown as ServiceClients,
+    clients: { accounts: client } as unknown as ServiceClients,
     rateLimitPerMinute: 0,
-    // Every request asks the directory: each trace then holds auth's RPC.
+    // Every request asks the accounts unit: each trace then holds auth's RPC.
     authCacheMs: 0,
   };
   return buildGateway(deps, {
@@ -51,16 +51,16 @@ async function gatewayOver(directory: ConnectServer): Promise<FastifyInstance> {
 
 describe("the gateway's request span", () => {
   let receiver: OtlpReceiver;
-  let directory: ConnectServer;
+  let accounts: ConnectServer;
   let untraced: FastifyInstance;
   let traced: FastifyInstance;
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    directory = await startConnectServer({
+    accounts = await startConnectServer({
       logger,
       routes: (router) =>
-        router.service(DirectoryService, {
+        router.service(AccountsService, {
           authenticate(req) {
             if (req.apiKey === KEY) return { workspaceId: "ws_a", keyId: "key_1", scopes: ["api_user"] };
             throw new ConnectError("unknown key", Code.Unauthenticated);
@@ -68,20 +68,20 @@ describe("the gateway's request span", () => {
         }),
     });
     // Built while tracing is off: it must carry nothing of it, even once tracing starts.
-    untraced = await gatewayOver(directory);
+    untraced = await gatewayOver(accounts);
     expect(await withEnv(otlpEnv(receiver), () => startTracing("gateway-test"))).toBe(true);
-    traced = await gatewayOver(directory);
+    traced = await gatewayOver(accounts);
   }, 30_000);
 
   afterAll(async () => {
     await untraced?.close();
     await traced?.close();
     await stopTracing();
-    await directory?.close();
+    await accounts?.close();
     await receiver?.close();
   });
 
-  // The directory's Connect server runs in this process too: its SERVER spans are the RPC's.
+  // The accounts unit's Connect server runs in this process too: its SERVER spans are the RPC's.
   const isRequestSpan = (s: ReceivedSpan, requestId: string) => s.kind === KIND.SERVER && !("rpc.system" in s.attributes) && s.attributes["mailroom.request_id"] === requestId;
   const requestSpan = async (requestId: string): Promise<ReceivedSpan> => {
     const spans = await receiver.waitFor((all) => all.some((s) => isRequestSpan(s, requestId)));
@@ -143,7 +143,7 @@ describe("the gateway's request span", () => {
     // Two Authenticate calls: the auth hook's (before the body) and the handler's (after it).
     const spans = await receiver.waitFor((all) => all.filter((s) => s.kind === KIND.CLIENT && s.parentSpanId === span.spanId).length >= 2);
     const children = spans.filter((s) => s.kind === KIND.CLIENT && s.parentSpanId === span.spanId);
-    expect(children.map((s) => s.name)).toEqual(["mailroom.directory.v1.DirectoryService/Authenticate", "mailroom.directory.v1.DirectoryService/Authenticate"]);
+    expect(children.map((s) => s.name)).toEqual(["mailroom.accounts.v1.AccountsService/Authenticate", "mailroom.accounts.v1.AccountsService/Authenticate"]);
     expect(children.every((s) => s.traceId === span.traceId)).toBe(true);
   });
 

@@ -58,7 +58,7 @@ export function installRequestSpans(app: FastifyInstance): boolean {
       },
     });
     request.traceSpan = started ?? null;
-    // The rest of the request's hooks (auth's directory call among them) run inside the span.
+    // The rest of the request's hooks (auth's accounts call among them) run inside the span.
     withContext(started?.context, done);
   });
 

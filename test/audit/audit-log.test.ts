@@ -1,14 +1,14 @@
 import { userInfo } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { TeamService, type AuditEntry } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { runCli } from "../../cli/program.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 
 /**
- * The audit log over the real units (directory, gateway; real NATS JetStream): a change made
+ * The audit log over the real units (accounts, audience, gateway; real NATS JetStream): a change made
  * through the API, the console (a member's session and a key's) and the CLI is recorded once,
  * under the right actor and request id, with the changed fields and no secret; reads are not
  * recorded; the log pages and filters; GET /v1/audit-log refuses keys below ADMIN.
@@ -23,7 +23,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("audit log: one entry per change, with its actor", () => {
   let sys: TestSystem;
   let keyId: string;
-  const team = () => connectClient(TeamService, `http://127.0.0.1:${sys.ports.directory}`);
+  const team = () => connectClient(TeamService, `http://127.0.0.1:${sys.ports.accounts}`);
+  /** Where the CLI finds the accounts and audience units. */
+  const cliUrls = () => ({ MAILROOM_ACCOUNTS_URL: `http://127.0.0.1:${sys.ports.accounts}`, MAILROOM_AUDIENCE_URL: `http://127.0.0.1:${sys.ports.audience}` });
 
   /** The workspace's whole log (newest first). */
   async function log(): Promise<AuditEntry[]> {
@@ -47,7 +49,7 @@ describe("audit log: one entry per change, with its actor", () => {
       }
       await sleep(50);
     }
-    throw new Error(`no audit entry for request ${requestId}\n--- directory log ---\n${await sys.log("directory", 40)}`);
+    throw new Error(`no audit entry for request ${requestId}\n--- accounts log ---\n${await sys.log("accounts", 40)}`);
   }
 
   /** A browser: cookies kept, forms posted with the page's CSRF token. */
@@ -84,7 +86,7 @@ describe("audit log: one entry per change, with its actor", () => {
   beforeAll(async () => {
     sys = await useSystem({
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
       bootstrap: {
         workspaces: [{
           id: WS, name: "Audit Co", timezone: "UTC", verifiedDomains: ["audit.test"], monthlyLimit: 1000,
@@ -94,7 +96,7 @@ describe("audit log: one entry per change, with its actor", () => {
         }],
       },
     });
-    keyId = (await connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`).authenticate({ apiKey: KEY })).keyId;
+    keyId = (await connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`).authenticate({ apiKey: KEY })).keyId;
   }, 120_000);
   afterAll(async () => sys?.stop());
 
@@ -207,7 +209,7 @@ describe("audit log: one entry per change, with its actor", () => {
   it("a CLI change is recorded as cli:<the OS user>", async () => {
     const out: string[] = [];
     const code = await runCli(["property", "create", "plan", "string"], {
-      env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}`, MAILROOM_WORKSPACE: WS },
+      env: { ...cliUrls(), MAILROOM_WORKSPACE: WS },
       interactive: false,
       output: (json) => ({ out: (l) => out.push(l), err: (l) => out.push(l), json }),
     });
@@ -224,7 +226,7 @@ describe("audit log: one entry per change, with its actor", () => {
     const cli = async (...args: string[]) => {
       const out: string[] = [];
       const code = await runCli(args, {
-        env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}`, MAILROOM_WORKSPACE: WS },
+        env: { ...cliUrls(), MAILROOM_WORKSPACE: WS },
         interactive: false,
         output: (json) => ({ out: (l) => out.push(l), err: (l) => out.push(l), json }),
       });
@@ -238,7 +240,7 @@ describe("audit log: one entry per change, with its actor", () => {
     expect([member, other]).toEqual([expect.stringMatching(/^mbr_/), expect.stringMatching(/^mbr_/)]);
     await cli("member", "role", WS, "cli-member@audit.test", "VIEWER");
     await cli("member", "remove", WS, "cli-member@audit.test");
-    // The -w form removes through the directory's older call, by address.
+    // The -w form removes through the accounts unit's older call (RemoveMember), by address.
     await cli("member", "remove", "cli-other@audit.test");
 
     const changes = async () => (await log()).filter((e) => e.actor?.kind === "cli" && (e.action === "member.role_change" || e.action === "member.remove"));
@@ -291,7 +293,7 @@ describe("audit log: one entry per change, with its actor", () => {
       const out: string[] = [];
       const err: string[] = [];
       const code = await runCli(args, {
-        env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}`, MAILROOM_WORKSPACE: WS },
+        env: { ...cliUrls(), MAILROOM_WORKSPACE: WS },
         interactive: false,
         output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
       });

@@ -27,8 +27,8 @@ export function workspace(id: string, templates: string[], over: Record<string, 
   };
 }
 
-/** Units an automation needs: its own, the directory (contacts, events), and the send path to the sink. */
-export const AUTOMATION_UNITS = ["directory", "renderer", "email", "delivery", "webhooks", "automation", "gateway"] as const;
+/** Units an automation needs: its own, the accounts and audience units (workspaces, templates; contacts, events), and the send path to the sink. */
+export const AUTOMATION_UNITS = ["accounts", "audience", "renderer", "email", "delivery", "webhooks", "automation", "gateway"] as const;
 
 export function startAutomationSystem(workspaces: unknown[], env: Record<string, string> = {}): Promise<TestSystem> {
   return useSystem({

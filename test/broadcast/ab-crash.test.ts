@@ -42,7 +42,7 @@ describe("A/B test: kill -9 of the broadcast unit during the wait", () => {
   beforeAll(async () => {
     sys = await startSystem({
       bootstrap,
-      units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
+      units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"],
       env: { MAILROOM_AB_MIN_WAIT_SECONDS: "5", MAILROOM_LOG_LEVEL: "warn" },
     });
   }, 120_000);

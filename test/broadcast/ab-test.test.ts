@@ -107,7 +107,7 @@ describe("A/B tests of broadcasts (real processes)", () => {
   beforeAll(async () => {
     sys = await useSystem({
       bootstrap: { workspaces: [workspace("ws_abmetric"), workspace("ws_abuser"), workspace("ws_abcancel"), workspace("ws_absmall", 36)] },
-      units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
+      units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"],
       // Waits of seconds, not minutes (the shortest accepted otherwise is 300 s).
     });
   }, 120_000);

@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 
 /**
  * Broadcast audiences (DESIGN §9.4) through the public API, against the real processes
- * (directory, renderer, delivery, broadcast, gateway), nats-server and the SMTP sink: each form
+ * (accounts, audience, renderer, delivery, broadcast, gateway), nats-server and the SMTP sink: each form
  * reaches exactly its contacts (never an unsubscribed, pending, suppressed or opted-out one),
  * audienceCount on create, update and get, the refusals, and a topic broadcast's one-click
  * unsubscribe leaving that topic only.
@@ -42,7 +41,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("broadcast audiences through the public API (real processes)", () => {
   let sys: TestSystem;
-  let directory: ReturnType<typeof connectClient<typeof DirectoryService>>;
+  let contacts: ReturnType<typeof connectClient<typeof ContactService>>;
   const ids: Record<string, string> = {};
   let vip = "";
   let beta = "";
@@ -86,14 +85,14 @@ describe("broadcast audiences through the public API (real processes)", () => {
   }
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
-    directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"] });
+    contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
     for (const [name, status, plan] of PEOPLE) {
       const res = await api("POST", "/v1/contacts", { properties: { email: `${name}@example.test`, firstName: name, status, plan } });
       expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
       ids[name] = res.body.contact.id;
     }
-    await directory.addSuppression({ workspaceId: WS, email: "eve@example.test", reason: SuppressionReason.HARD_BOUNCE, detail: "550 no such user" });
+    await contacts.addSuppression({ workspaceId: WS, email: "eve@example.test", reason: SuppressionReason.HARD_BOUNCE, detail: "550 no such user" });
 
     const group = async (publicId: string, members: string[]) => {
       const res = await api("POST", "/v1/groups", { publicId });
@@ -167,7 +166,7 @@ describe("broadcast audiences through the public API (real processes)", () => {
       { id: news, name: "Product news", subscribed: true },
     ]));
     expect((await api("GET", `/v1/contacts/${ids.ann}`)).body.contact.properties.status).toBe("SUBSCRIBED");
-    expect((await directory.checkSuppression({ workspaceId: WS, emails: ["ann@example.test"] })).suppressed).toEqual([]);
+    expect((await contacts.checkSuppression({ workspaceId: WS, emails: ["ann@example.test"] })).suppressed).toEqual([]);
 
     const next = await send({ all: true, topicId: digest });
     expect(next.names).toEqual(["cid", "dee", "hal"]);
@@ -181,7 +180,7 @@ describe("broadcast audiences through the public API (real processes)", () => {
     const toDee = await PostalMime.parse(everyone.mails.find((m) => m.to.includes("dee@example.test"))!.raw);
     const deeLink = /<(https?:\/\/[^>]+)>/.exec(toDee.headers.find((h) => h.key === "list-unsubscribe")!.value)![1];
     expect((await fetch(deeLink, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "List-Unsubscribe=One-Click" })).status).toBe(200);
-    expect((await directory.checkSuppression({ workspaceId: WS, emails: ["dee@example.test"] })).suppressed.map((s) => s.reason)).toEqual([SuppressionReason.UNSUBSCRIBED]);
+    expect((await contacts.checkSuppression({ workspaceId: WS, emails: ["dee@example.test"] })).suppressed.map((s) => s.reason)).toEqual([SuppressionReason.UNSUBSCRIBED]);
     expect((await api("GET", `/v1/contacts/${ids.dee}`)).body.contact.properties.status).toBe("UNSUBSCRIBED");
   });
 

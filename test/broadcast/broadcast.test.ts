@@ -9,8 +9,8 @@ import {
   DeliveryMethod,
   type Broadcast,
 } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
@@ -19,7 +19,7 @@ import { startSystem, type TestSystem } from "../harness/system.js";
 
 /**
  * The broadcast unit as a real process, driven over its Connect API, with the real
- * directory, renderer and delivery processes, nats-server and an SMTP sink.
+ * accounts, audience, renderer and delivery processes, nats-server and an SMTP sink.
  */
 
 const WS = "ws_bc";
@@ -66,7 +66,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("broadcast unit (real processes)", () => {
   let sys: TestSystem;
   let broadcasts: ReturnType<typeof connectClient<typeof BroadcastService>>;
-  let directory: ReturnType<typeof connectClient<typeof DirectoryService>>;
+  let accounts: ReturnType<typeof connectClient<typeof AccountsService>>;
+  let contacts: ReturnType<typeof connectClient<typeof ContactService>>;
   let seq = 0;
 
   const draft = (over: Record<string, unknown> = {}) => ({
@@ -95,22 +96,23 @@ describe("broadcast unit (real processes)", () => {
   }
 
   beforeAll(async () => {
-    sys = await startSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast"] });
+    sys = await startSystem({ bootstrap, units: ["accounts", "audience", "renderer", "delivery", "broadcast"] });
     broadcasts = connectClient(BroadcastService, `http://127.0.0.1:${sys.ports.broadcast}`);
-    directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    accounts = connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`);
+    contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
   }, 120_000);
   afterAll(async () => sys?.stop());
 
   it("sends exactly one message per subscribed contact, skipping suppressed and newly unsubscribed ones, then COMPLETES", async () => {
-    await directory.addSuppression({ workspaceId: WS, email: "cid@example.test", reason: SuppressionReason.HARD_BOUNCE, detail: "550" });
+    await contacts.addSuppression({ workspaceId: WS, email: "cid@example.test", reason: SuppressionReason.HARD_BOUNCE, detail: "550" });
     const { broadcast } = await broadcasts.createBroadcast(draft({ subject: "Spring {{firstName}} #main" }));
-    const usageBefore = await directory.getUsage({ workspaceId: WS });
+    const usageBefore = await accounts.getUsage({ workspaceId: WS });
     const scheduled = await broadcasts.scheduleBroadcast({
       workspaceId: WS, id: broadcast!.id, deliveryMethod: DeliveryMethod.ASAP, sendAt: timestampFromDate(new Date(Date.now() + 2_500)),
     });
     expect(scheduled.broadcast!.status).toBe(BroadcastStatus.SCHEDULED);
     // Unsubscribes between schedule and start are honoured.
-    await directory.updateContact({ workspaceId: WS, contact: { email: "dee@example.test", subscribed: false } });
+    await contacts.updateContact({ workspaceId: WS, contact: { email: "dee@example.test", subscribed: false } });
 
     const done = await statusBecomes(broadcast!.id, BroadcastStatus.COMPLETED);
     const mails = messagesWith("#main");
@@ -118,7 +120,7 @@ describe("broadcast unit (real processes)", () => {
     expect(recipients).toEqual(["ann@example.test", "bob@example.test", "eve@example.test", "fay@example.test", "owner@acme.test"]);
     expect(done.sentAt).toBeDefined();
     expect(done.progress).toMatchObject({ recipients: 5n, released: 5n, sent: 5n, delivered: 5n, failed: 0n, bounced: 0n });
-    expect((await directory.getUsage({ workspaceId: WS })).used - usageBefore.used).toBe(5n);
+    expect((await accounts.getUsage({ workspaceId: WS })).used - usageBefore.used).toBe(5n);
 
     const ann = await PostalMime.parse(mails.find((m) => m.to.includes("ann@example.test"))!.raw);
     expect(ann.subject).toBe("Spring Ann #main");
@@ -146,7 +148,7 @@ describe("broadcast unit (real processes)", () => {
     expect(await code(broadcasts.sendTest({ workspaceId: WS, id, emails: ["owner@acme.test", "ann@example.test"] }))).toBe("test_recipients_not_members");
     expect(await code(broadcasts.sendTest({ workspaceId: WS, id, emails: [] }))).toBe("invalid_test_recipients");
     expect(await code(broadcasts.sendTest({ workspaceId: WS, id, emails: Array.from({ length: 11 }, () => "owner@acme.test") }))).toBe("invalid_test_recipients");
-    const usage = await directory.getUsage({ workspaceId: WS });
+    const usage = await accounts.getUsage({ workspaceId: WS });
     const res = await broadcasts.sendTest({ workspaceId: WS, id, emails: ["owner@acme.test", "dev@acme.test"] });
     expect(res.broadcast!.status).toBe(BroadcastStatus.DRAFT);
     const mails = await (async () => {
@@ -160,7 +162,7 @@ describe("broadcast unit (real processes)", () => {
     expect(olga.html).toContain(`${sys.publicUrl}/u/`);
     const dev = await PostalMime.parse(mails.find((m) => m.to.includes("dev@acme.test"))!.raw);
     expect(dev.subject).toBe("[TEST] News for  #test");
-    expect((await directory.getUsage({ workspaceId: WS })).used).toBe(usage.used);
+    expect((await accounts.getUsage({ workspaceId: WS })).used).toBe(usage.used);
     expect((await broadcasts.getBroadcast({ workspaceId: WS, id })).broadcast!.status).toBe(BroadcastStatus.DRAFT);
   });
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
@@ -25,14 +25,14 @@ const workspace = (id: string) => ({
   monthlyLimit: 1_000_000, sendingAccountNew: false,
 });
 
-/** Contacts through the directory's batch RPC (a bootstrap of 20,000 would hold its start past the harness's wait). */
+/** Contacts through the audience unit's batch RPC (a bootstrap of 20,000 would hold its start past the harness's wait). */
 async function loadContacts(sys: TestSystem, ws: string, n: number): Promise<void> {
-  const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+  const audience = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
   let next = 0;
   const worker = async () => {
     for (let from = (next += 1_000) - 1_000; from < n; from = (next += 1_000) - 1_000) {
       const contacts = Array.from({ length: Math.min(1_000, n - from) }, (_, k) => ({ email: `${ws}.${from + k}@example.test`, firstName: `F${from + k}`, subscribed: true }));
-      const res = await directory.batchUpsertContacts({ workspaceId: ws, contacts });
+      const res = await audience.batchUpsertContacts({ workspaceId: ws, contacts });
       expect(res.results.filter((r) => !r.ok)).toEqual([]);
     }
   };
@@ -43,7 +43,7 @@ async function crashRun(contacts: number, opts: { killBroadcastWhileReleasing: b
   const ws = `ws_crash${contacts}`;
   const sys: TestSystem = await startSystem({
     bootstrap: { workspaces: [workspace(ws)] },
-    units: ["directory", "renderer", "delivery", "broadcast", "gateway"],
+    units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"],
     env: {
       MAILROOM_DELIVERY_CONCURRENCY: String(CONCURRENCY),
       // Broadcast recipients between claim and mark: pages at once × recipients of a page at

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { AudienceService, BestHourBasis } from "@mailroom/proto/audience/v1/audiences_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType } from "@mailroom/proto/events/v1/events_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { connectNats, publishProto } from "@mailroom/kit/jetstream.js";
@@ -13,11 +13,11 @@ import { useSystem } from "../harness/shared-system.js";
 
 /**
  * OPTIMAL through the public API (DESIGN §10.5), every unit a real process: contacts' opens
- * and clicks of past weeks arrive as MailEvents (as tracking publishes them), the directory
- * records them as engagement, and a broadcast scheduled OPTIMAL now sends at once to the
+ * and clicks of past weeks arrive as MailEvents (as tracking publishes them), the audience
+ * unit records them as engagement, and a broadcast scheduled OPTIMAL now sends at once to the
  * contacts whose best hour is the current one (and, as SMART, to those without history and
  * zone), and holds the others until their hour, each within 24 hours. The exact instants under
- * a fake clock: services/directory/src/domain/best-hour.test.ts and
+ * a fake clock: services/audience/src/domain/best-hour.test.ts and
  * services/broadcast/src/domain/optimal.test.ts.
  */
 
@@ -52,7 +52,7 @@ describe("OPTIMAL broadcasts (real processes)", () => {
   const api = (method: string, path: string, body?: unknown) => sys.api(method, path, { key: `mr_test_${WS}_1`, body });
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"] });
   }, 120_000);
   afterAll(async () => sys?.stop());
 
@@ -62,9 +62,9 @@ describe("OPTIMAL broadcasts (real processes)", () => {
     if (left < 120_000) await sleep(left + 1_000);
     const hour = Math.floor(Date.now() / HOUR) * HOUR;
 
-    const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-    const audiences = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.directory}`);
-    const idOf = async (email: string) => (await directory.getContact({ workspaceId: WS, email })).contact!.id;
+    const contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
+    const audiences = connectClient(AudienceService, `http://127.0.0.1:${sys.ports.audience}`);
+    const idOf = async (email: string) => (await contacts.getContact({ workspaceId: WS, email })).contact!.id;
     const ids = Object.fromEntries(await Promise.all(["now", "later", "thin", "edge", "none", "tokyo"].map(async (n) => [n, await idOf(`${n}@example.test`)])));
 
     // Histories: 12 weekly opens (and a click each) for the week's hour; 4 daily for the thin one.
@@ -92,7 +92,7 @@ describe("OPTIMAL broadcasts (real processes)", () => {
       await nc.close();
     }
 
-    // The directory's plan, once every event is recorded.
+    // The audience unit's plan, once every event is recorded.
     const order = ["now", "later", "thin", "edge", "none", "tokyo"];
     const plan = async () => {
       const windowStart = Date.now();
@@ -104,7 +104,7 @@ describe("OPTIMAL broadcasts (real processes)", () => {
     const deadline = Date.now() + 20_000;
     let plans = await plan();
     while (plans.map((p) => p.events).join() !== "24,24,4,24,0,0") {
-      if (Date.now() > deadline) throw new Error(`engagement not recorded: ${JSON.stringify(plans.map((p) => p.events))}\n${await sys.log("directory")}`);
+      if (Date.now() > deadline) throw new Error(`engagement not recorded: ${JSON.stringify(plans.map((p) => p.events))}\n${await sys.log("audience")}`);
       await sleep(200);
       plans = await plan();
     }

@@ -110,7 +110,7 @@ describe("the pre-send check (real processes, a real link server, SpamAssassin)"
     });
     await new Promise<void>((resolve) => links.listen(0, "127.0.0.1", resolve));
     base = `http://127.0.0.1:${(links.address() as AddressInfo).port}`;
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"] });
   }, 120_000);
   afterAll(async () => {
     await sys?.stop();

@@ -91,7 +91,7 @@ describe("broadcasts through the public API (real processes)", () => {
   const broadcastOf = async (ws: string, id: string) => (await api(ws, "GET", `/v1/broadcasts/${id}`)).body.broadcast;
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"] });
   }, 120_000);
   afterAll(async () => sys?.stop());
 

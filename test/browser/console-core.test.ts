@@ -11,7 +11,7 @@ import { CHROMIUM, launchChromium } from "./chromium.js";
 /**
  * The web console in a real browser (Debian's chromium through playwright-core) against the
  * real system: sign in with a key, add a domain and verify it against a DNS server on
- * loopback (the directory resolves through it), send an email through the API and find it
+ * loopback (the accounts unit resolves through it), send an email through the API and find it
  * by recipient, open its timeline, and look at the stats. Screenshots go to
  * test-results/console/.
  */
@@ -77,7 +77,7 @@ describe.skipIf(!existsSync(CHROMIUM))("web console in a browser: sign-in, domai
       // Content outlives delivery an hour, so the console can still show it.
       env: { MAILROOM_DNS_SERVERS: `127.0.0.1:${dns.port}`, MAILROOM_EMAIL_CONTENT_RETENTION_HOURS: "1" },
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 800 } })).newPage();

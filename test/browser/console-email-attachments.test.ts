@@ -41,7 +41,7 @@ describe.skipIf(!existsSync(CHROMIUM))("console: an email's attachments and tags
     await mkdir(SHOTS, { recursive: true });
     sys = await useSystem({
       bootstrap: { workspaces: [workspace("ws_attach", KEY), workspace("ws_attach_other", OTHER_KEY)] },
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
     const res = await sys.api("POST", "/v1/emails", {
       key: KEY,

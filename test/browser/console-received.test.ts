@@ -9,9 +9,9 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { memoryDirectory } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { directoryRoutes, memoryDirectory } from "../../services/audience/src/testing.js";
 import { buildGateway } from "../../gateway/src/app.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";
 import { FakeReceiving } from "../../gateway/src/routes/receiving-fake.testing.js";
@@ -24,7 +24,7 @@ import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
  * every way to run code and to reach the network (script, remote image, stylesheet, CSS
  * background, font, nested frame, meta refresh, form, link). A local server counts what
  * reaches it: nothing may. The frame still shows the message's text. The gateway runs over a stand-in ReceivingService (the page's data) and the
- * directory in memory. Screenshot in test-results/console/.
+ * accounts and audience units in memory. Screenshot in test-results/console/.
  */
 const KEY = "mr_test_console_received_1";
 const SHOTS = path.join(process.cwd(), "test-results", "console");
@@ -64,12 +64,13 @@ describe.skipIf(!existsSync(CHROMIUM))("console: a received email's HTML runs an
 <script>fetch("${t}/script");alert("xss");parent.document.title="pwned";</script><img src="x" onerror="fetch('${t}/onerror')">
 <form id="f" action="${t}/form" method="post"><input name="a" value="1"><button id="send">Send</button></form><a id="link" href="${t}/link">a link</a></body></html>`,
     });
+    const transport = memoryTransport(directoryRoutes(dir));
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     app = await buildGateway({
       config: loadConfig({ MAILROOM_SECRET: "browser-received-secret-0123456789abcdef", MAILROOM_PUBLIC_URL: base }),
       logger: createLogger("browser-received", "silent"),
-      clients: { directory: createClient(DirectoryService, memoryTransport(({ service }) => service(DirectoryService, directoryService(dir)))), receiving: fake.client() } as unknown as ServiceClients,
+      clients: { accounts: createClient(AccountsService, transport), contacts: createClient(ContactService, transport), receiving: fake.client() } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authCacheMs: 0,
     }, { api: [], public: [] });

@@ -6,7 +6,7 @@ import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { startSmtpSink, type SmtpSink } from "../harness/smtp-sink.js";
 import { freePort } from "../harness/ports.js";
@@ -17,7 +17,7 @@ import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
  * system: delivery with three routes (a relay sink, a relay that refuses connections, a
  * direct route reserved for another workspace), the Delivery page with their health and
  * counters, the route on an email's page, and the domain page's direct-sending DNS checks
- * answered by a DNS server on loopback (PTR, A, TXT) through the directory's resolver.
+ * answered by a DNS server on loopback (PTR, A, TXT) through the accounts unit's resolver.
  * The Delivery page is the operator's (owners and admins): the browser signs in with an ADMIN
  * key owned by the workspace's owner, as `mailroom key create --role ADMIN --owner` makes one.
  */
@@ -95,7 +95,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's delivery routes in a brows
         MAILROOM_DELIVERY_LOCAL_ADDRESS: "127.0.0.1",
       },
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
     for (let i = 0; i < 8; i++) {
       const res = await sys.api("POST", "/v1/emails", { key: KEY, body: { from: "team@acme.test", to: `r${i}@example.test`, subject: `Route ${i}`, html: "<p>Hi</p>" } });
@@ -108,8 +108,8 @@ describe.skipIf(!existsSync(CHROMIUM))("the console's delivery routes in a brows
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
     // The bootstrap key is EDITOR (no owner answers for it): the Delivery page needs ADMIN.
-    const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-    const { plainKey } = await directory.createApiKey({ workspaceId: WORKSPACE, name: "operator", role: "ADMIN", ownerMemberId: OWNER });
+    const accounts = connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`);
+    const { plainKey } = await accounts.createApiKey({ workspaceId: WORKSPACE, name: "operator", role: "ADMIN", ownerMemberId: OWNER });
     await signInWithKey(page, `${sys.gatewayUrl}/console/sign-in`, plainKey);
   }, 180_000);
 

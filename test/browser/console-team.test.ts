@@ -9,8 +9,8 @@ import { CHROMIUM, launchChromium } from "./chromium.js";
 
 /**
  * The team console in a real browser (Debian's chromium through playwright-core) against the
- * real system (directory, email, renderer, delivery capturing mail, gateway): the owner signs
- * in with a magic link mailed by the system sender (read from the captured mail at /dev/mail),
+ * real system (accounts, audience, email, renderer, delivery capturing mail, gateway): the
+ * owner signs in with a magic link mailed by the system sender (read from the captured mail at /dev/mail),
  * invites a member, the member accepts through the invitation mail's link and is signed in,
  * signs out and back in with a magic link, the owner changes the member's role, and the audit
  * log shows the change with the owner as actor. Screenshots go to test-results/console/.
@@ -113,7 +113,7 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
       },
       env: { MAILROOM_SYSTEM_FROM: "Mailroom <signin@mailroom-system.test>", MAILROOM_SYSTEM_WORKSPACE: "ws_console_system" },
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway", "webhooks"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway", "webhooks"],
     });
     browser = await launchChromium();
     ownerContext = await browser.newContext({ viewport: { width: 1200, height: 900 } });
@@ -262,7 +262,7 @@ describe.skipIf(!existsSync(CHROMIUM))("team console in a browser: magic link, i
     await member.waitForURL(/\/console\/sign-in/);
     expect(await member.locator(".flash").first().textContent()).toContain("signed out");
     const link = await signInByEmail(member, MEMBER);
-    // The directory's rules through the console: a link works once, and an altered one not at all.
+    // The team's rules through the console: a link works once, and an altered one not at all.
     const reused = await pressLink(link, "Continue to the console");
     expect(reused).toMatchObject({ heading: "Please sign in", signedIn: false });
     expect(reused.text).toContain("already used");

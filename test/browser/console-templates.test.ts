@@ -9,7 +9,7 @@ import { CHROMIUM, launchChromium, signInWithKey } from "./chromium.js";
 
 /**
  * The console's Templates page in a real browser (Debian's chromium through playwright-core)
- * against the real system (the directory's Liquid engine renders the preview, the SMTP sink
+ * against the real system (the accounts unit's Liquid engine renders the preview, the SMTP sink
  * receives the test send): the sample templates in the list, an edit that changes the
  * preview, the preview following what is typed before it is saved, a syntax error marked at its line, the preview at 375 px and in dark mode, a test
  * send and a restore. At 1280 and 375 px. Screenshots go to test-results/console/.

@@ -4,8 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 import { CHROMIUM, launchChromium } from "./chromium.js";
@@ -28,7 +27,7 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  let directory: ReturnType<typeof connectClient<typeof DirectoryService>>;
+  let contacts: ReturnType<typeof connectClient<typeof ContactService>>;
   const subject = `Welcome, Zoë ${Date.now()}`;
 
   const screenshot = async (name: string, p: Page = page) => {
@@ -37,7 +36,7 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
     console.log(`screenshot: ${file}`);
   };
   const suppressionOf = async () =>
-    (await directory.checkSuppression({ workspaceId: WORKSPACE, emails: [RECIPIENT] })).suppressed[0]?.reason;
+    (await contacts.checkSuppression({ workspaceId: WORKSPACE, emails: [RECIPIENT] })).suppressed[0]?.reason;
   /** Presses Tab until the focused element is the button named `name`. */
   const tabTo = async (name: string) => {
     for (let i = 0; i < 10; i++) {
@@ -63,9 +62,9 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
       },
       // No relay: the delivery service captures mail and the gateway serves /dev/mail.
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
-    directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1024, height: 800 } });
     page = await context.newPage();
@@ -160,11 +159,11 @@ describe.skipIf(!existsSync(CHROMIUM))("recipient and development pages in a bro
 
   it("refuses a resubscribe posted from another site", async () => {
     const resubscribe = links.find((l) => /\/u\/[^/?]+$/.test(l))! + "/resubscribe";
-    await directory.addSuppression({ workspaceId: WORKSPACE, email: RECIPIENT, reason: SuppressionReason.UNSUBSCRIBED });
+    await contacts.addSuppression({ workspaceId: WORKSPACE, email: RECIPIENT, reason: SuppressionReason.UNSUBSCRIBED });
     const res = await fetch(resubscribe, { method: "POST", headers: { origin: "https://evil.test", accept: "text/html" } });
     expect(res.status).toBe(403);
     expect(await suppressionOf()).toBe(SuppressionReason.UNSUBSCRIBED);
-    await directory.removeSuppression({ workspaceId: WORKSPACE, email: RECIPIENT });
+    await contacts.removeSuppression({ workspaceId: WORKSPACE, email: RECIPIENT });
   });
 
   it("fits a 375 px wide screen without horizontal scrolling, with text contrast of at least 4.5:1", async () => {

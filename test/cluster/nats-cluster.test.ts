@@ -44,7 +44,7 @@ describe.skipIf(!available)("a 3-node NATS cluster losing a node under load", ()
           monthlyLimit: 1_000_000, sendingAccountNew: false,
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
       env: {
         MAILROOM_NATS_URL: cluster.url,
         MAILROOM_NATS_REPLICAS: "3",

@@ -115,7 +115,7 @@ describe.skipIf(!available || !enabled)("two sets of units on one PostgreSQL and
       MAILROOM_BROADCAST_LEASE_MS: String(LEASE_MS),
       MAILROOM_AUTOMATION_LEASE_MS: String(LEASE_MS),
     });
-    // Set B starts once set A is ready, so the bootstrap is loaded by one directory at a time.
+    // Set B starts once set A is ready, so the bootstrap is loaded by one accounts unit at a time.
     a = await startSystem({ bootstrap, database, smtp: false, env: env(cluster.nodes[0].url) });
     b = await startSystem({ bootstrap, database, smtp: false, env: env(cluster.nodes[1].url) });
     // Set A's broadcast unit is the broadcast's sender: set B's waits, stopped, until the kill.

@@ -6,12 +6,13 @@ import Provider from "oidc-provider";
 import * as oidcClient from "openid-client";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { TeamService, type SignInWithOidcRequest } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { memoryDirectory, storeTeam } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
-import { teamService } from "../../services/directory/src/team-routes.js";
+import { directoryRoutes, memoryDirectory, storeTeam } from "../../services/audience/src/testing.js";
+import { teamService } from "../../services/accounts/src/team-routes.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { buildGateway } from "../../gateway/src/app.js";
 import type { GatewayDeps, ServiceClients } from "@mailroom/http/deps.js";
@@ -20,7 +21,7 @@ import { freePort } from "../harness/ports.js";
 /**
  * Console sign-in with OpenID Connect against a real OpenID provider (the `oidc-provider`
  * package on a free port, its development login and consent pages), driven by HTTP requests
- * with a cookie jar per site. The gateway listens on its own port and calls the directory's own
+ * with a cookie jar per site. The gateway listens on its own port and calls the accounts unit's own
  * TeamService (in memory) to map the verified email to a member. Checked: the code flow
  * with PKCE, state and nonce signs a member in; an ID token issued to another client (a
  * substituted token: right issuer, signature and nonce, wrong audience) is refused; a replayed
@@ -31,7 +32,7 @@ const CLIENT_SECRET = "mailroom-client-secret-0123456789";
 const OTHER_SECRET = "other-client-secret-0123456789";
 const ACCOUNTS: Record<string, { email: string; verified: boolean }> = {
   ann: { email: "Ann@Team.test", verified: true },
-  // Another account of the provider with Ann's address: the directory remembers the first subject.
+  // Another account of the provider with Ann's address: the team remembers the first subject.
   "ann-again": { email: "ann@team.test", verified: true },
   eve: { email: "eve@team.test", verified: false },
   stranger: { email: "stranger@elsewhere.test", verified: true },
@@ -112,26 +113,31 @@ describe("console sign-in with OpenID Connect (a real provider)", () => {
     });
     providerServer = provider.listen(providerPort, "127.0.0.1");
 
-    // The directory's own TeamService and DirectoryService (in memory): SignInWithOidc maps the email to a member.
+    // The accounts unit's own TeamService and AccountsService (in memory): SignInWithOidc maps the email to a member.
     const dir = await memoryDirectory();
     await dir.bootstrap.loadJson(JSON.stringify({ workspaces: [{ id: "ws_oidc", name: "OIDC Co", members: [{ email: "ann@team.test", role: "EDITOR" }] }] }));
     const { team, auditLog } = await storeTeam(dir);
     const teamImpl = teamService(team, auditLog);
-    const transport = memoryTransport(({ service }) => {
-      service(TeamService, {
+    const transport = memoryTransport((router) => {
+      router.service(TeamService, {
         ...teamImpl,
         signInWithOidc(req, ctx) {
           oidcCalls.push(req);
           return teamImpl.signInWithOidc(req, ctx);
         },
       });
-      service(DirectoryService, directoryService(dir, undefined, team));
+      directoryRoutes(dir, undefined, team)(router);
     });
     const deps: GatewayDeps = {
       config: loadConfig({ MAILROOM_SECRET: SECRET, MAILROOM_PUBLIC_URL: gatewayUrl }),
       // The gateway's warnings say why a sign-in was refused (the page does not): the test reads them.
       logger: createLogger("console-oidc-test", "warn", new Writable({ write(chunk, _enc, done) { refusals.push(JSON.parse(String(chunk))); done(); } })),
-      clients: { directory: createClient(DirectoryService, transport), team: createClient(TeamService, transport) } as unknown as ServiceClients,
+      clients: {
+        accounts: createClient(AccountsService, transport),
+        contacts: createClient(ContactService, transport),
+        templates: createClient(TemplateService, transport),
+        team: createClient(TeamService, transport),
+      } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authFailuresPerMinute: 1000,
       authCacheMs: 0,

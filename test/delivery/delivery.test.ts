@@ -105,7 +105,7 @@ describe("delivery service (JetStream → SMTP)", () => {
     expect(received("r2@example.test")).toHaveLength(1);
   });
 
-  it("turns a 5xx into a permanent BOUNCED event (the directory suppresses from it; delivery does not call it)", async () => {
+  it("turns a 5xx into a permanent BOUNCED event (the audience unit suppresses from it; delivery does not call it)", async () => {
     behaviours.set("gone@example.test", [{ kind: "reject", code: 550, message: "5.1.1 mailbox unavailable" }]);
     await publishJob(nc, { deliveryId: "dlv_bounce", to: "gone@example.test" });
     await events.waitFor(() => typesOf("dlv_bounce").length > 0);

@@ -29,7 +29,7 @@ describe("delivery killed (SIGKILL) during 300 accepted transactional emails", (
           monthlyLimit: 100_000, sendingAccountNew: false,
         }],
       },
-      units: ["directory", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "email", "delivery", "gateway"],
       // The default ack wait (30 s) on purpose; a small pool so the sends take a while.
       env: { MAILROOM_LOG_LEVEL: "warn", MAILROOM_DELIVERY_CONCURRENCY: String(CONCURRENCY), MAILROOM_SMTP_POOL_SIZE: "4" },
     });

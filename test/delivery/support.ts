@@ -1,6 +1,6 @@
 /**
- * Support for the delivery suites: a stand-in Connect server for the one neighbour the
- * delivery service calls (the directory — real Connect over HTTP, data from the test),
+ * Support for the delivery suites: a stand-in Connect server for the neighbours the delivery
+ * service calls (the accounts and audience units — real Connect over HTTP, data from the test),
  * content written into the real content store, a MailEvent listener, job and page
  * publishing and configuration.
  */
@@ -20,8 +20,8 @@ import { deliveryRoutes } from "../../services/delivery/src/routes.js";
 import { startDelivery } from "../../services/delivery/src/main.js";
 import { publishProto } from "@mailroom/kit/jetstream.js";
 import { deliveryJobSubject, EVENTS_SUBJECTS, type DeliverySourceName } from "@mailroom/pipeline/subjects.js";
-import { DirectoryService, DkimKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AccountsService, DkimKeySchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { variablesJson, type DeliveryPageSpec } from "@mailroom/pipeline/work.js";
@@ -43,20 +43,22 @@ export interface Neighbours {
   stop(): Promise<void>;
 }
 
-/** One Connect server playing DirectoryService (sender checks, hard-bounce suppressions). */
+/** One Connect server playing AccountsService (sender checks) and ContactService (hard-bounce suppressions). */
 export async function startNeighbours(): Promise<Neighbours> {
   const n = {
     senders: new Map<string, { address: string; name?: string; dkim?: { domain: string; selector: string; privateKeyPem: string } }>(),
     suppressions: [] as Neighbours["suppressions"],
   };
   const routes = (router: ConnectRouter) => {
-    router.service(DirectoryService, {
+    router.service(AccountsService, {
       async checkSender(req) {
         const address = (/<([^>]+)>/.exec(req.from)?.[1] ?? req.from).trim();
         const s = n.senders.get(`${req.workspaceId}/${address.toLowerCase()}`);
         if (!s) return { allowed: false, address };
         return { allowed: true, address: s.address, name: s.name ?? "", dkim: s.dkim && create(DkimKeySchema, s.dkim) };
       },
+    });
+    router.service(ContactService, {
       async addSuppression(req) {
         n.suppressions.push({ workspaceId: req.workspaceId, email: req.email, reason: req.reason, detail: req.detail });
         return {};
@@ -170,7 +172,8 @@ export function deliveryEnv(opts: { natsUrl: string; smtpUrl?: string; dataDir: 
     MAILROOM_DATA_DIR: opts.dataDir,
     MAILROOM_PUBLIC_URL: "https://mail.acme.test",
     MAILROOM_SECRET: SECRET,
-    MAILROOM_DIRECTORY_URL: opts.neighboursUrl,
+    MAILROOM_ACCOUNTS_URL: opts.neighboursUrl,
+    MAILROOM_AUDIENCE_URL: opts.neighboursUrl,
     MAILROOM_SMTP_IGNORE_TLS: "1",
     MAILROOM_SMTP_TIMEOUT_MS: "3000",
     MAILROOM_DELIVERY_ACK_WAIT_MS: "3000",

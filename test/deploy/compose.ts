@@ -35,7 +35,7 @@ export function readCompose(): ComposeFile {
 
 /** The address each unit's "container" has. */
 export const UNIT_ADDRESSES: Partial<Record<UnitName, string>> = {
-  directory: "127.0.0.2",
+  accounts: "127.0.0.2",
   email: "127.0.0.3",
   renderer: "127.0.0.4",
   delivery: "127.0.0.5",
@@ -45,6 +45,7 @@ export const UNIT_ADDRESSES: Partial<Record<UnitName, string>> = {
   webhooks: "127.0.0.9",
   submission: "127.0.0.10",
   automation: "127.0.0.11",
+  audience: "127.0.0.12",
 };
 
 /** Compose's `${VAR}`, `${VAR:-default}`, `${VAR-default}`, `${VAR:?error}` and `${VAR?error}`. */

@@ -1,10 +1,11 @@
 /**
- * The development workspace `npm start` bootstraps: it loads through the directory's
- * bootstrap (the same rules as the API), idempotently, and holds what the README's examples
- * need. The README's examples themselves run in test/e2e/readme-examples.test.ts.
+ * The development workspace `npm start` bootstraps: it loads through the accounts unit's
+ * bootstrap (its contacts and properties go on to the audience unit) with the same rules as the
+ * API, idempotently, and holds what the README's examples need. The README's examples
+ * themselves run in test/e2e/readme-examples.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { memoryDirectory, snapshot } from "../../services/directory/src/testing.js";
+import { memoryDirectory, snapshot } from "../../services/audience/src/testing.js";
 import { DEV_OWNER_EMAIL, DEV_SYSTEM_FROM, DEV_WORKSPACE_ID, devBootstrap, devSystemSender, upgradedDevBootstrap } from "../../deploy/dev-workspace.js";
 
 const KEY = "mr_dev_test_key_0123456789";

@@ -18,7 +18,7 @@ import { composePortOf, composeTopology, readCompose, UNIT_ADDRESSES, type Compo
 
 const compose = readCompose();
 const deployed = availableUnits().map((u) => u.name);
-// From deploy/bootstrap.example.json, which compose mounts into the directory.
+// From deploy/bootstrap.example.json, which compose mounts into the accounts unit.
 const KEY = "mr_test_acme_1";
 /** An address no unit binds: a server listening on every interface would answer here. */
 const UNUSED_ADDRESS = "127.0.0.99";
@@ -127,16 +127,16 @@ describe("without MAILROOM_SERVICE_HOST (the bug compose had)", () => {
   let sys: TestSystem;
   let port: number;
   beforeAll(async () => {
-    const topology = await composeTopology(compose, ["directory"]);
+    const topology = await composeTopology(compose, ["audience"]);
     port = await freePort();
     sys = await startSystem({
       smtp: false,
-      units: ["directory"],
+      units: ["audience"],
       topology: (infra) => {
-        const directory = topology.placements(infra).directory;
-        // Everything compose gives the directory except the bind address: it defaults to 127.0.0.1.
-        const { MAILROOM_SERVICE_HOST: _left_out, ...env } = directory.env;
-        return { directory: { host: "127.0.0.1", port, env: { ...env, MAILROOM_SERVICE_PORT: String(port) } } };
+        const audience = topology.placements(infra).audience;
+        // Everything compose gives the audience unit except the bind address: it defaults to 127.0.0.1.
+        const { MAILROOM_SERVICE_HOST: _left_out, ...env } = audience.env;
+        return { audience: { host: "127.0.0.1", port, env: { ...env, MAILROOM_SERVICE_PORT: String(port) } } };
       },
     });
   }, 120_000);
@@ -144,8 +144,8 @@ describe("without MAILROOM_SERVICE_HOST (the bug compose had)", () => {
 
   it("a unit bound to 127.0.0.1 cannot be reached on its own address", async () => {
     expect(await healthz("127.0.0.1", port)).toBe(200);
-    expect(await canConnect(UNIT_ADDRESSES.directory!, port)).toBe(false);
-    expect(await healthz(UNIT_ADDRESSES.directory!, port)).toBe("unreachable");
+    expect(await canConnect(UNIT_ADDRESSES.audience!, port)).toBe(false);
+    expect(await healthz(UNIT_ADDRESSES.audience!, port)).toBe("unreachable");
   });
 });
 

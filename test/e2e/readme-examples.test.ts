@@ -5,8 +5,8 @@
  * repository's folder (a block that cannot run in a test is a ```text block, or in SKIPPED_BLOCKS). A command fails the test when it exits non-zero; curl runs with
  * --fail-with-body, so an HTTP error answer is a failure too. The examples stay written for
  * humans (`localhost:8080`, `./.mailroom/`): only those two are replaced by this run's gateway
- * port and data dir, and `npx mailroom` is pointed at this run's directory (MAILROOM_DIRECTORY_URL,
- * from the banner). Shell variables an example sets (KEY, ID) carry over to the next commands.
+ * port and data dir, and `npx mailroom` is pointed at this run's accounts and audience units
+ * (MAILROOM_ACCOUNTS_URL and MAILROOM_AUDIENCE_URL, from the banner). Shell variables an example sets (KEY, ID) carry over to the next commands.
  * Then the first broadcast must have reached its recipients (into /dev/mail), and a SIGTERM to
  * npm, what a process manager sends, must stop every unit and nats-server.
  */
@@ -164,12 +164,19 @@ describe("README examples against npm start", () => {
     const toRun = blocks.filter((b) => !SKIPPED_BLOCKS.some((s) => b.text.startsWith(s.firstLine)));
     expect(toRun.length).toBeGreaterThanOrEqual(7);
 
-    // npx mailroom reaches this run's directory: the banner names its URL.
-    const directoryUrl = /export MAILROOM_DIRECTORY_URL=(\S+)/.exec(output)?.[1] ?? /directory at (http:\/\/\S+?)\)/.exec(output)?.[1];
-    expect(directoryUrl, `the banner names the directory:\n${tail()}`).toBeDefined();
+    // npx mailroom reaches this run's accounts and audience units: the banner names their URLs
+    // ("accounts at <url>, audience at <url>"), or the variables to export for those whose
+    // default port was taken (the others are at their defaults, where the CLI looks anyway).
+    const banner = /Admin CLI: +(.*)/.exec(output)?.[1] ?? "";
+    const cliUrls: Record<string, string> = {};
+    for (const m of banner.matchAll(/\b(accounts|audience) at (http:\/\/[^\s,)]+)/g)) cliUrls[`MAILROOM_${m[1]!.toUpperCase()}_URL`] = m[2]!;
+    for (const m of banner.matchAll(/export ((?:MAILROOM_(?:ACCOUNTS|AUDIENCE)_URL=\S+ ?)+)/g)) {
+      for (const pair of m[1]!.trim().split(" ")) cliUrls[pair.slice(0, pair.indexOf("="))] = pair.slice(pair.indexOf("=") + 1);
+    }
+    expect(Object.keys(cliUrls).length, `the banner names where the CLI finds the accounts and audience units:\n${tail()}`).toBeGreaterThan(0);
     const shellEnv = {
       ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("MAILROOM_") && !k.startsWith("npm_"))),
-      MAILROOM_DIRECTORY_URL: directoryUrl!,
+      ...cliUrls,
     };
     const variables = [...new Set(toRun.flatMap((b) => [...b.text.matchAll(/^([A-Za-z_][A-Za-z0-9_]*)=/gm)].map((m) => m[1]!)))];
     const state = path.join(dataDir, "readme-shell-state.sh");

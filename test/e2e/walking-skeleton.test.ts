@@ -19,7 +19,7 @@ describe("walking skeleton", () => {
           monthlyLimit: 1000, sendingAccountNew: false,
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
   }, 120_000);
   afterAll(async () => sys?.stop());

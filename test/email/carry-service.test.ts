@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
 import PostalMime from "postal-mime";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { ConnectError } from "@connectrpc/connect";
@@ -13,7 +13,7 @@ import { useSystem } from "../harness/shared-system.js";
 /**
  * What an email can carry (issue 28, DESIGN §9.5), in the email service: its EmailService called
  * over Connect at the email unit's port (as the gateway and the SMTP submission unit call it),
- * against the real processes (directory, renderer, email, delivery), nats-server and an SMTP sink.
+ * against the real processes (accounts, audience, renderer, email, delivery), nats-server and an SMTP sink.
  */
 
 const WS = "ws_carry";
@@ -34,15 +34,17 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("cc, bcc, headers, attachments and tags through the email service", () => {
   let sys: TestSystem;
   let email: ReturnType<typeof connectClient<typeof EmailService>>;
-  let directory: ReturnType<typeof connectClient<typeof DirectoryService>>;
+  let accounts: ReturnType<typeof connectClient<typeof AccountsService>>;
+  let contacts: ReturnType<typeof connectClient<typeof ContactService>>;
   let seq = 0;
   const rcpt = (tag: string) => `${tag}-${++seq}-${randomBytes(3).toString("hex")}@example.test`;
-  const used = async () => Number((await directory.getUsage({ workspaceId: WS })).used);
+  const used = async () => Number((await accounts.getUsage({ workspaceId: WS })).used);
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery"] });
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "email", "delivery"] });
     email = connectClient(EmailService, `http://127.0.0.1:${sys.ports.email}`);
-    directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    accounts = connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`);
+    contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
   }, 120_000);
   afterAll(async () => {
     await sys?.stop();
@@ -114,7 +116,7 @@ describe("cc, bcc, headers, attachments and tags through the email service", () 
 
   it("leaves a suppressed cc out of the envelope, lists it on the record and does not count it", async () => {
     const [to, cc, bcc] = [rcpt("to"), rcpt("gone"), rcpt("bcc")];
-    await directory.addSuppression({ workspaceId: WS, email: cc, reason: SuppressionReason.HARD_BOUNCE });
+    await contacts.addSuppression({ workspaceId: WS, email: cc, reason: SuppressionReason.HARD_BOUNCE });
     const before = await used();
     const { email: record } = await email.sendEmail({
       workspaceId: WS,

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime, { type Email } from "postal-mime";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
 /**
  * The spec's transactional email endpoints through the public HTTP API, against the real
- * processes (directory, renderer, email, delivery, gateway), nats-server and an SMTP sink.
+ * processes (accounts, audience, renderer, email, delivery, gateway), nats-server and an SMTP sink.
  * One test per row of the spec's email Errors table and per behaviour rule of issue 6.
  */
 
@@ -89,7 +88,7 @@ describe("transactional emails over the public API", () => {
   beforeAll(async () => {
     sys = await startSystem({
       bootstrap,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
       env: { MAILROOM_SCHEDULER_INTERVAL_MS: "200" },
     });
   }, 120_000);
@@ -221,8 +220,8 @@ describe("transactional emails over the public API", () => {
       const res = await send(raw(to, { contactProperties: { firstName: "Cleo", plan: "gold" } }));
       expect(res.status).toBe(200);
       await mailTo(to);
-      const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-      const { contact } = await directory.getContact({ workspaceId: "ws_acme", email: to });
+      const contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
+      const { contact } = await contacts.getContact({ workspaceId: "ws_acme", email: to });
       expect(contact?.firstName).toBe("Cleo");
       expect(contact?.properties).toMatchObject({ plan: "gold" });
     });
@@ -292,11 +291,11 @@ describe("transactional emails over the public API", () => {
         const res = await send(raw(bounce));
         const failed = await statusBecomes(res.body.email.id, "FAILED");
         expect(failed.reason).toMatch(/550|no such user/i);
-        // The address ends on the suppression list through one path: the directory's consumer of the BOUNCED event.
-        const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+        // The address ends on the suppression list through one path: the audience unit's consumer of the BOUNCED event.
+        const contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
         const deadline = Date.now() + 15_000;
         let found;
-        while (!(found = (await directory.listSuppressions({ workspaceId: "ws_acme", page: { limit: 100 } })).suppressions.find((s) => s.email === bounce))) {
+        while (!(found = (await contacts.listSuppressions({ workspaceId: "ws_acme", page: { limit: 100 } })).suppressions.find((s) => s.email === bounce))) {
           if (Date.now() > deadline) throw new Error(`${bounce} was not suppressed`);
           await sleep(100);
         }
@@ -308,8 +307,8 @@ describe("transactional emails over the public API", () => {
 
     it("accepts a suppressed recipient with a record that ends FAILED, never sending", async () => {
       const to = rcpt("suppressed");
-      const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-      await directory.addSuppression({ workspaceId: "ws_acme", email: to, reason: SuppressionReason.UNSUBSCRIBED });
+      const contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
+      await contacts.addSuppression({ workspaceId: "ws_acme", email: to, reason: SuppressionReason.UNSUBSCRIBED });
       const res = await send(raw(to));
       expect(res.status).toBe(200);
       const record = (await get(res.body.email.id)).body.email;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseCsv } from "csv-parse/sync";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { DeliveryState, WebhookService } from "@mailroom/proto/webhooks/v1/webhooks_pb.js";
 import { startReceiver } from "../webhooks/receiver.js";
@@ -8,8 +8,8 @@ import { startSystem, type TestSystem } from "../harness/system.js";
 
 /**
  * The email log, its CSV export, one contact's data export and its erasure (issue 26, DESIGN
- * §9.3) through the public HTTP API, against the real processes (directory, renderer, email,
- * delivery, webhooks, gateway), nats-server and an SMTP sink.
+ * §9.3) through the public HTTP API, against the real processes (accounts, audience, renderer,
+ * email, delivery, webhooks, gateway), nats-server and an SMTP sink.
  */
 
 const KEY = "mr_test_log_1";
@@ -91,7 +91,7 @@ describe("the email log, exports and erasure over the public API", () => {
   beforeAll(async () => {
     sys = await startSystem({
       bootstrap,
-      units: ["directory", "renderer", "email", "delivery", "webhooks", "automation", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "webhooks", "automation", "gateway"],
       env: { MAILROOM_SCHEDULER_INTERVAL_MS: "200" },
     });
     // Mailboxes at bounce.test do not exist: their emails end FAILED.
@@ -327,8 +327,8 @@ describe("the email log, exports and erasure over the public API", () => {
       } while (cursor);
       // The suppression list (the operator's view) does not hold the address: its hashed
       // suppression is kept, effective and unlisted (DESIGN §10.3), as the send below shows.
-      const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-      const suppressions = await directory.listSuppressions({ workspaceId: "ws_log", page: { limit: 100 } });
+      const contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
+      const suppressions = await contacts.listSuppressions({ workspaceId: "ws_log", page: { limit: 100 } });
       expect(JSON.stringify(suppressions.suppressions.map((s) => [s.email, s.detail])).toLowerCase()).not.toContain("erase.me");
       expect(suppressions.suppressions.map((s) => s.email)).not.toContainEqual(expect.stringMatching(/^sha256:/));
 

@@ -1,7 +1,7 @@
 import { createPublicKey, randomBytes } from "node:crypto";
 import { dkimVerify } from "mailauth";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime, { type Email } from "postal-mime";
 import { type TestSystem } from "../harness/system.js";
@@ -9,7 +9,7 @@ import { useSystem } from "../harness/shared-system.js";
 
 /**
  * What an email can carry (issue 28, DESIGN §9.5) through the public HTTP API, against the
- * real processes (directory, renderer, email, delivery, gateway), nats-server and the SMTP
+ * real processes (accounts, audience, renderer, email, delivery, gateway), nats-server and the SMTP
  * sink: cc, bcc, custom headers, attachments and tags are accepted and shown on the record
  * (response, GET, list), each refusal is a clear 400 with nothing sent, a batch of 50 items
  * each with a 100 KB attachment fits the batch body, and the log filters by tag.
@@ -51,7 +51,7 @@ describe("cc, bcc, headers, attachments and tags over the public API", () => {
   const mailCount = (address: string) => sys.sink!.messages.filter((m) => m.to.includes(address)).length;
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"] });
   }, 120_000);
   afterAll(async () => sys?.stop());
 
@@ -102,8 +102,8 @@ describe("cc, bcc, headers, attachments and tags over the public API", () => {
     expect(mail.headers.find((h) => h.key === "x-entity-ref-id")?.value).toBe("inv-1042");
     expect(mail.headers.some((h) => h.key === "bcc")).toBe(false);
 
-    // DKIM (the domain's key, as delivery got it from the directory) covers the message with its attachments.
-    const sender = await connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`).checkSender({ workspaceId: "ws_fields", from: "billing@acme.test" });
+    // DKIM (the domain's key, as delivery got it from the accounts unit) covers the message with its attachments.
+    const sender = await connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`).checkSender({ workspaceId: "ws_fields", from: "billing@acme.test" });
     expect(sender.dkim?.privateKeyPem).toBeTruthy();
     const publicKey = createPublicKey(sender.dkim!.privateKeyPem).export({ type: "spki", format: "der" }).toString("base64");
     const resolver = async (name: string, type: string) => {

@@ -64,7 +64,7 @@ describe("the delivery route and a relay provider's reports on the email", () =>
           monthlyLimit: 1000, sendingAccountNew: false,
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "webhooks", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "webhooks", "gateway"],
     });
     nc = await connect({ servers: sys.nats.url });
     email = connectClient(EmailService, `http://127.0.0.1:${sys.ports.email}`);

@@ -5,7 +5,7 @@ import { useSystem } from "../harness/shared-system.js";
 
 /**
  * Templates that branch and loop (issue 47, DESIGN §10.2) through the public API, against the
- * real processes (directory, renderer, email, delivery, gateway), nats-server and the SMTP sink:
+ * real processes (accounts, audience, renderer, email, delivery, gateway), nats-server and the SMTP sink:
  * a receipt with line items, a fallback name and a plan condition sent by POST /v1/emails and
  * parsed at the sink; a layout and a snippet; invalid_template with line and column; one item of
  * a batch failing with template_render_failed while the others go; the render endpoint; versions.
@@ -83,7 +83,7 @@ describe("Liquid templates, layouts and snippets over the public API", () => {
   };
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "email", "delivery", "broadcast", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "email", "delivery", "broadcast", "gateway"] });
     const footer = await api("POST", "/v1/templates", { name: "footer", kind: "snippet", subject: "", html: '<p class="footer">Acme Inc, sent to {{ email }}</p>' });
     expect(footer.status, JSON.stringify(footer.body)).toBe(201);
     const layout = await api("POST", "/v1/templates", {

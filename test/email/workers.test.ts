@@ -5,7 +5,7 @@ import { sampleSum, scrape } from "../ops/prometheus.js";
 
 /**
  * The email service as two worker processes on one port (MAILROOM_EMAIL_WORKERS=2), with
- * the real gateway, directory, renderer, delivery, nats-server and SMTP sink: concurrent
+ * the real gateway, accounts, audience, renderer, delivery, nats-server and SMTP sink: concurrent
  * sends are all accepted once and delivered once, /metrics counts every worker, and a
  * worker that dies is replaced while the port keeps answering.
  */

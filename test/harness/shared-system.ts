@@ -1,5 +1,5 @@
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { systemStore } from "./postgres.js";
 import { registerForRunEnd } from "./run-registry.js";
 import { SHARED_SYSTEMS_VARIABLE } from "./suites.js";
@@ -12,7 +12,8 @@ import { startSystem, type SystemOptions, type TestSystem } from "./system.js";
  *
  * What makes sharing safe: a worker runs one file at a time, so a shared system serves one suite
  * at a time; each suite works in the workspaces of its own bootstrap, loaded through the
- * directory's LoadBootstrap as MAILROOM_BOOTSTRAP is at start; a suite whose workspace ids a
+ * accounts unit's LoadBootstrap as MAILROOM_BOOTSTRAP is at start (the accounts unit passes its
+ * contacts and properties on to the audience unit); a suite whose workspace ids a
  * system already holds gets a fresh system; the SMTP sink is emptied and its faults cleared when
  * it changes hands. Every unit runs in a shared system (the suites differ in the units they
  * name, not in needing one absent). What a suite sets in `env` beyond SHARED_ENV, and `smtp`,
@@ -25,7 +26,7 @@ interface Shared {
   lastUsed: number;
 }
 
-/** Systems one worker keeps at once (each is ten processes and a nats-server). */
+/** Systems one worker keeps at once (each is eleven processes and a nats-server). */
 const KEPT = 2;
 const kept: Shared[] = [];
 
@@ -70,8 +71,8 @@ export async function useSystem(opts: SystemOptions): Promise<TestSystem> {
   }
   shared.lastUsed = Date.now();
   if (opts.bootstrap !== undefined) {
-    const directory = connectClient(DirectoryService, `http://127.0.0.1:${shared.system.ports.directory}`);
-    await directory.loadBootstrap({ json: JSON.stringify(opts.bootstrap) });
+    const accounts = connectClient(AccountsService, `http://127.0.0.1:${shared.system.ports.accounts}`);
+    await accounts.loadBootstrap({ json: JSON.stringify(opts.bootstrap) });
   }
   for (const id of ids) shared.workspaces.add(id);
   shared.system.sink?.reset();

@@ -83,7 +83,7 @@ export const SHARED = [
 ];
 
 // Not shared, though they use useSystem (and so get a system of their own):
-// - test/directory/contact-webhooks.test.ts replays the whole directory event stream and counts it:
+// - test/directory/contact-webhooks.test.ts replays the whole contact event stream and counts it:
 //   it needs a stream that holds only its own events.
 // - test/browser/console-audiences.test.ts: its check that another workspace's segment builder counts
 //   that workspace's one contact failed in three of four runs on a shared system under load (and,

@@ -113,7 +113,7 @@ export async function startSystem(opts: SystemOptions): Promise<TestSystem> {
     // The suites' webhook receivers listen on loopback: trusted here as under npm start.
     MAILROOM_WEBHOOK_ALLOW_NETWORKS: "127.0.0.0/8,::1/128",
     ...(sink ? { MAILROOM_SMTP_URL: sink.url } : {}),
-    // Small pools: PostgreSQL's 100 connections are shared by every system of the run (ten units each).
+    // Small pools: PostgreSQL's 100 connections are shared by every system of the run (eleven units each).
     ...(database ? { MAILROOM_POSTGRES_URL: database.url, MAILROOM_POSTGRES_POOL: "3" } : {}),
     ...opts.env,
   };

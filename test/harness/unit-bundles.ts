@@ -6,7 +6,7 @@ import { REPO_ROOT, UNITS } from "../../deploy/processes.js";
 /**
  * Every unit's code as one prebuilt ES module per unit, made once per test run. A unit started
  * through tsx transforms and resolves each of its hundreds of TypeScript modules at every start
- * (about 3 s of CPU for the gateway here, 1 s for the directory); from a bundle it loads in a
+ * (about 3 s of CPU for the gateway here, 1 s for a service); from a bundle it loads in a
  * third of that, and the suites start well over a hundred units a run. esbuild is what tsx
  * itself transforms with, so the code that runs is the same. Packages from node_modules stay
  * imports (native lmdb, optional OpenTelemetry loaded on demand); the bundles live under the

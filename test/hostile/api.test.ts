@@ -269,7 +269,7 @@ describe("hostile API (routes from GET /openapi.json)", () => {
   it("answers 401 with the documented body on every /v1 route to a key without the api_user scope and to no key", async (ctx) => {
     const problems: string[] = [];
     let checks = 0;
-    // An admin-only key (the directory reads an empty scope list as the default api_user).
+    // An admin-only key (the accounts unit reads an empty scope list as the default api_user).
     const adminRoute = (o: Operation) => JSON.stringify(doc.paths[o.path][o.method.toLowerCase()].security ?? []).includes("admin");
     for (const op of ops.filter((o) => o.requiresKey && !adminRoute(o))) {
       const path = fill(op.path, {});

@@ -257,7 +257,7 @@ describe("faults", () => {
     const kills: Array<{ what: string; at: number; sinkBefore: number; restartMs: number }> = [];
     await sleep(2_000);
     // Short form: the broadcast's own path and the client's; the long form kills every unit.
-    const victims: UnitName[] = scale(["broadcast", "delivery", "gateway"], ["email", "broadcast", "delivery", "directory", "gateway"]);
+    const victims: UnitName[] = scale(["broadcast", "delivery", "gateway"], ["email", "broadcast", "delivery", "accounts", "audience", "gateway"]);
     for (const unit of victims) {
       const t0 = Date.now();
       const sinkBefore = sink.messages.length;

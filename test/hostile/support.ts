@@ -10,7 +10,7 @@ export const KEY_A = "mr_test_hostile_a_key_0001";
 export const KEY_B = "mr_test_hostile_b_key_0001";
 /**
  * A real key of workspace A without the api_user scope (admin only): every /v1 route must
- * answer 401. A key with an empty scope list cannot exist: the directory reads it as api_user.
+ * answer 401. A key with an empty scope list cannot exist: the accounts unit reads it as api_user.
  */
 export const KEY_NO_SCOPE = "mr_test_hostile_noscope_01";
 /** The fuzzer's own workspace, so its debris never meets the isolation checks. */
@@ -42,7 +42,7 @@ export function hostileBootstrap(audience = 0) {
   return { workspaces: [a, workspace(WS_B, KEY_B, DOMAIN_B, { contacts }), workspace(WS_FUZZ, KEY_FUZZ, DOMAIN_A)] };
 }
 
-export const ALL_UNITS: UnitName[] = ["directory", "renderer", "email", "broadcast", "delivery", "inbound", "webhooks", "automation", "gateway"];
+export const ALL_UNITS: UnitName[] = ["accounts", "audience", "renderer", "email", "broadcast", "delivery", "inbound", "webhooks", "automation", "gateway"];
 
 /** Small retry delays so deferred mail comes back within a test. */
 export const FAST_RETRY_ENV = {

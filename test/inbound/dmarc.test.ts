@@ -13,7 +13,7 @@ import type { TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 
 const KEYS = { acme: "mr_test_dmarc_e2e_acme", other: "mr_test_dmarc_e2e_other" };
-/** The inbound unit's host when MAILROOM_INBOUND_MX_HOST is unset (the directory's default too). */
+/** The inbound unit's host when MAILROOM_INBOUND_MX_HOST is unset (the accounts unit's default too). */
 const RUA = "dmarc@inbound.mailroom.local";
 const SINCE = "2026-11-01T00:00:00Z";
 

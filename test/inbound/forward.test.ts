@@ -10,8 +10,7 @@ import nodemailer from "nodemailer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { EmailService, EmailStatus } from "@mailroom/proto/email/v1/email_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailServiceForwarder } from "../../services/inbound/src/adapters/forwarder.js";
 import { srsReverse } from "../../services/inbound/src/domain/srs.js";
 import type { TestSystem } from "../harness/system.js";
@@ -58,7 +57,7 @@ describe("forwarding a received message through the send path", () => {
   let sys: TestSystem;
   let forwarder: EmailServiceForwarder;
   let email: ReturnType<typeof connectClient<typeof EmailService>>;
-  let directory: ReturnType<typeof connectClient<typeof DirectoryService>>;
+  let contacts: ReturnType<typeof connectClient<typeof ContactService>>;
   const zone: MxZone = new Map();
   let dns: Awaited<ReturnType<typeof startMxServer>>;
 
@@ -74,7 +73,7 @@ describe("forwarding a received message through the send path", () => {
           monthlyLimit: 1000, sendingAccountNew: false,
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "inbound", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "inbound", "gateway"],
       env: {
         MAILROOM_BOUNCE_DOMAIN: SRS_DOMAIN,
         MAILROOM_INBOUND_MX_HOST: MX_HOST,
@@ -83,7 +82,7 @@ describe("forwarding a received message through the send path", () => {
       },
     });
     email = connectClient(EmailService, `http://127.0.0.1:${sys.ports.email}`);
-    directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
     forwarder = new EmailServiceForwarder(email, { secret: sys.secret, domain: SRS_DOMAIN });
   }, 180_000);
   afterAll(async () => {
@@ -185,7 +184,7 @@ describe("forwarding a received message through the send path", () => {
 
   it("does not send to a suppressed forward target: the email fails as any send to it would", async () => {
     sys.sink!.reset();
-    await directory.addSuppression({ workspaceId: WS, email: "gone@elsewhere.example", reason: SuppressionReason.HARD_BOUNCE, detail: "test" });
+    await contacts.addSuppression({ workspaceId: WS, email: "gone@elsewhere.example", reason: SuppressionReason.HARD_BOUNCE, detail: "test" });
     const { emailId } = await forwarder.forward({
       workspaceId: WS, receivedId: "rcv_fwd_3", to: "gone@elsewhere.example", mailFrom: "ann@sender.example", raw: Buffer.from(originalMessage("m3"), "utf8"),
     });

@@ -1,7 +1,7 @@
 /**
- * The inbound unit as a real process with the real directory process and a real
- * nats-server: bounces, complaints and mailto unsubscribes sent to it over SMTP with
- * nodemailer end up as suppressions in the directory and events on MAIL_EVENTS.
+ * The inbound unit as a real process with the real accounts and audience processes and a
+ * real nats-server: bounces, complaints and mailto unsubscribes sent to it over SMTP with
+ * nodemailer end up as suppressions in the audience unit and events on MAIL_EVENTS.
  */
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -18,8 +18,7 @@ import { freePort } from "../harness/ports.js";
 import { connectClient, connectNats, publishProto, type NatsConnection } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
 import { verpAddress } from "@mailroom/content/verp.js";
@@ -45,7 +44,7 @@ let jsm: JetStreamManager;
 let dataDir: string;
 let units: RunningSystem;
 let inboundPort: number;
-let directory: Client<typeof DirectoryService>;
+let contacts: Client<typeof ContactService>;
 
 async function fixture(name: string, deliveryId: string, rcpt = `fbl@${BOUNCE_DOMAIN}`): Promise<string> {
   return (await readFile(path.join(FIXTURES, name), "utf8"))
@@ -93,13 +92,13 @@ async function eventCount(subject: string): Promise<number> {
 }
 
 async function suppressionOf(email: string) {
-  const res = await directory.checkSuppression({ workspaceId: "ws_acme", emails: [email] });
+  const res = await contacts.checkSuppression({ workspaceId: "ws_acme", emails: [email] });
   return res.suppressed[0];
 }
 
 async function logs(): Promise<string> {
   const tail = async (unit: string) => (await readFile(path.join(dataDir, "logs", `${unit}.log`), "utf8").catch(() => "")).split("\n").slice(-30).join("\n");
-  return `\n--- inbound log\n${await tail("inbound")}\n--- directory log\n${await tail("directory")}`;
+  return `\n--- inbound log\n${await tail("inbound")}\n--- audience log\n${await tail("audience")}\n--- accounts log\n${await tail("accounts")}`;
 }
 
 beforeAll(async () => {
@@ -109,7 +108,7 @@ beforeAll(async () => {
   await ensureMailStreams(nc);
   jsm = await jetstreamManager(nc);
   await writeFile(path.join(dataDir, "bootstrap.json"), JSON.stringify(BOOTSTRAP));
-  const [directoryPort, smtpPort] = [await freePort(), await freePort()];
+  const [accountsPort, audiencePort, smtpPort] = [await freePort(), await freePort(), await freePort()];
   inboundPort = smtpPort;
   units = await startUnits({
     env: {
@@ -120,11 +119,11 @@ beforeAll(async () => {
       MAILROOM_BOUNCE_DOMAIN: BOUNCE_DOMAIN,
       MAILROOM_LOG_LEVEL: "info",
     },
-    ports: { directory: directoryPort, inbound: smtpPort },
-    units: ["directory", "inbound"],
+    ports: { accounts: accountsPort, audience: audiencePort, inbound: smtpPort },
+    units: ["accounts", "audience", "inbound"],
     output: { kind: "files", dir: path.join(dataDir, "logs") },
   });
-  directory = connectClient(DirectoryService, `http://127.0.0.1:${directoryPort}`);
+  contacts = connectClient(ContactService, `http://127.0.0.1:${audiencePort}`);
   await Promise.all([publishSent(BOUNCED_ID, "ann@example.test"), publishSent(COMPLAINED_ID, "carl@example.test")]);
 }, 60_000);
 
@@ -172,7 +171,7 @@ describe("inbound unit over SMTP", () => {
 
     for (const email of ["bob@example.test", "dave@example.test"]) {
       expect(await suppressionOf(email), email).toMatchObject({ reason: SuppressionReason.UNSUBSCRIBED });
-      expect((await directory.getContact({ workspaceId: "ws_acme", email })).contact?.subscribed, email).toBe(false);
+      expect((await contacts.getContact({ workspaceId: "ws_acme", email })).contact?.subscribed, email).toBe(false);
     }
     expect(await lastEvent("mail.events.broadcast.unsubscribed")).toMatchObject({ type: MailEventType.UNSUBSCRIBED, broadcastId: "cmp_1", recipient: "dave@example.test" });
     expect(await eventCount("mail.events.broadcast.unsubscribed")).toBe(2);

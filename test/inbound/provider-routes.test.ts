@@ -15,8 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "@connectrpc/connect";
 import PostalMime from "postal-mime";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 import { startSmtpSink } from "../harness/smtp-sink.js";
 import { startAuthSink } from "./provider-routes-support.js";
@@ -64,7 +64,8 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 describe("relay provider routes and their event webhooks, end to end", () => {
   let sys: TestSystem;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let directory: Client<typeof DirectoryService>;
+  let accounts: Client<typeof AccountsService>;
+  let contacts: Client<typeof ContactService>;
   const sinks = {} as Record<Provider | "plain", Sink>;
 
   beforeAll(async () => {
@@ -90,7 +91,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     sys = await startSystem({
       smtp: false,
       bootstrap: { workspaces: [...PROVIDERS, "plain" as const].map(workspace) },
-      units: ["directory", "renderer", "email", "delivery", "broadcast", "inbound", "webhooks", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "broadcast", "inbound", "webhooks", "gateway"],
       env: {
         MAILROOM_DELIVERY_ROUTES: JSON.stringify(routes),
         MAILROOM_WEBHOOKS_POLL_MS: "100",
@@ -102,7 +103,8 @@ describe("relay provider routes and their event webhooks, end to end", () => {
         MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY: MAILGUN_TEST_SIGNING_KEY,
       },
     });
-    directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    accounts = connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`);
+    contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
     for (const p of PROVIDERS) {
       const hook = await sys.api("POST", "/v1/webhooks", {
         key: keyOf(p), body: { url: receiver.url, events: ["EMAIL_DELIVERED", "EMAIL_BOUNCED", "EMAIL_COMPLAINED"] },
@@ -165,7 +167,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
   const json = { "content-type": "application/json" };
 
   async function suppressionOf(p: Provider, email: string) {
-    return (await directory.checkSuppression({ workspaceId: wsOf(p), emails: [email] })).suppressed[0];
+    return (await contacts.checkSuppression({ workspaceId: wsOf(p), emails: [email] })).suppressed[0];
   }
 
   /** A second send to a suppressed address: accepted by the API, then FAILED as suppressed, nothing reaches the sink. */
@@ -209,7 +211,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
    * answers for, as `mailroom key create --role ADMIN --owner` makes one.
    */
   async function operatorConsole() {
-    const { plainKey } = await directory.createApiKey({ workspaceId: wsOf("plain"), name: "operator", role: "ADMIN", ownerMemberId: OWNER });
+    const { plainKey } = await accounts.createApiKey({ workspaceId: wsOf("plain"), name: "operator", role: "ADMIN", ownerMemberId: OWNER });
     return consoleAs("plain", plainKey);
   }
   /** The text of a console page without tags (entities as the page writes them). */
@@ -403,7 +405,7 @@ describe("relay provider routes and their event webhooks, end to end", () => {
     expect(page.html).not.toContain(RELAY_PASSWORD);
     // A workspace sees others' reserved routes without their ids.
     expect(page.html).not.toContain(wsOf("ses"));
-    for (const unit of ["delivery", "gateway", "email", "inbound", "webhooks", "directory", "renderer"] as const) {
+    for (const unit of ["delivery", "gateway", "email", "inbound", "webhooks", "accounts", "audience", "renderer"] as const) {
       expect(await sys.log(unit, 100_000), unit).not.toContain(RELAY_PASSWORD);
     }
   }, 60_000);

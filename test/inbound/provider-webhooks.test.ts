@@ -1,6 +1,6 @@
 /**
- * Relay provider event webhooks end to end (DESIGN §9.7): the real units (directory, renderer,
- * email, delivery, inbound, webhooks, gateway) over a real nats-server, mail relayed to an SMTP
+ * Relay provider event webhooks end to end (DESIGN §9.7): the real units (accounts, audience,
+ * renderer, email, delivery, inbound, webhooks, gateway) over a real nats-server, mail relayed to an SMTP
  * sink; then the provider's webhook naming the message, POSTed to the gateway as the provider
  * would, bounces the email (FAILED, last event BOUNCED), suppresses the address and fires EMAIL_BOUNCED, as a DSN does.
  * SES's SNS signature is made with a test certificate the inbound unit reads through
@@ -10,8 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Client } from "@connectrpc/connect";
 import PostalMime from "postal-mime";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 import { startReceiver } from "../webhooks/receiver.js";
@@ -36,7 +35,7 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, tim
 describe("relay provider webhooks through the gateway", () => {
   let sys: TestSystem;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  let directory: Client<typeof DirectoryService>;
+  let contacts: Client<typeof ContactService>;
 
   beforeAll(async () => {
     receiver = await startReceiver();
@@ -50,14 +49,14 @@ describe("relay provider webhooks through the gateway", () => {
           monthlyLimit: 1000, sendingAccountNew: false,
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "inbound", "webhooks", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "inbound", "webhooks", "gateway"],
       env: {
         MAILROOM_SES_TOPIC_ARNS: SES_TEST_TOPIC,
         MAILROOM_TEST_SNS_SIGNING_CERT_FILE: SNS_TEST_CERT_FILE,
         MAILROOM_MAILGUN_WEBHOOK_SIGNING_KEY: MAILGUN_TEST_SIGNING_KEY,
       },
     });
-    directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
   }, 180_000);
   afterAll(async () => {
     await sys?.stop();
@@ -90,7 +89,7 @@ describe("relay provider webhooks through the gateway", () => {
   }
 
   async function suppressionOf(email: string) {
-    return (await directory.checkSuppression({ workspaceId: "ws_relay", emails: [email] })).suppressed[0];
+    return (await contacts.checkSuppression({ workspaceId: "ws_relay", emails: [email] })).suppressed[0];
   }
 
   it("an SES bounce notification (SNS, signed) bounces the email, suppresses the address and fires EMAIL_BOUNCED", async () => {

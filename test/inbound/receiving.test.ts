@@ -89,7 +89,7 @@ beforeAll(async () => {
   jsm = await jetstreamManager(nc);
   smtpPort = await freePort();
   const servicePort = await freePort();
-  // The directory answers which sending domains a workspace verified: only those (and their
+  // The accounts unit answers which sending domains a workspace verified: only those (and their
   // subdomains) may be claimed for receiving. ws_beta verified acme.test too (two workspaces
   // may), ws_gamma did not.
   const bootstrap = path.join(dataDir, "bootstrap.json");
@@ -116,7 +116,7 @@ beforeAll(async () => {
     },
     ports: { inbound: smtpPort },
     servicePorts: { inbound: servicePort },
-    units: ["inbound", "directory"],
+    units: ["inbound", "accounts", "audience"],
     output: { kind: "files", dir: path.join(dataDir, "logs") },
   });
   receiving = connectClient(ReceivingService, `http://127.0.0.1:${servicePort}`);

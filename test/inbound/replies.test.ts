@@ -68,7 +68,7 @@ describe("replies counted on the email and the broadcast they answer", () => {
           ],
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "broadcast", "webhooks", "automation", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "broadcast", "webhooks", "automation", "gateway"],
     });
     nc = await connectNats(sys.nats.url, "replies-test");
     emails = connectClient(EmailService, `http://127.0.0.1:${sys.ports.email}`);

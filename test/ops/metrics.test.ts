@@ -60,8 +60,10 @@ describe("metrics and health of every process", () => {
     expect(sampleSum(email, "mailroom_rpc_server_duration_seconds_count", sendEmail)).toBe(1);
     expect(sampleSum(email, "mailroom_store_operation_duration_seconds_count")).toBeGreaterThan(0);
 
-    // The directory answered the gateway's key check and the email service's sender check.
-    expect(sampleSum(await scrape(urlOf("directory")), "mailroom_rpc_server_handled_total", { code: "ok" })).toBeGreaterThanOrEqual(2);
+    // The accounts unit answered the gateway's key check and the email service's sender check.
+    expect(sampleSum(await scrape(urlOf("accounts")), "mailroom_rpc_server_handled_total", { code: "ok" })).toBeGreaterThanOrEqual(2);
+    // The audience unit answered the email service's ReserveSendable (its suppression check).
+    expect(sampleSum(await scrape(urlOf("audience")), "mailroom_rpc_server_handled_total", { code: "ok" })).toBeGreaterThanOrEqual(1);
 
     // The delivery's ack may land a moment after the sink has the message.
     await expect.poll(async () => sampleSum(await scrape(urlOf("delivery")), "mailroom_jetstream_messages_handled_total", { stream: DELIVERY_STREAM, result: "ack" }), { timeout: 10_000 }).toBe(1);
@@ -87,11 +89,12 @@ describe("metrics and health of every process", () => {
   it("answers /healthz and /readyz on every unit, naming what readiness checked", async () => {
     // What each unit opens through kit (its NATS connection, its store) is checked without its main.ts saying so.
     const opened: Partial<Record<UnitName, string[]>> = {
-      directory: ["store:directory"],
+      accounts: ["store:accounts"],
+      audience: ["store:audience"],
       email: ["nats:email", "store:email"],
       delivery: ["nats:delivery", "store:delivery"],
       inbound: ["nats:inbound", "store:inbound"],
-      gateway: ["nats:gateway", "directory", "email"],
+      gateway: ["nats:gateway", "accounts", "audience", "email"],
     };
     for (const unit of units) {
       expect((await fetch(`${urlOf(unit)}/healthz`)).status, unit).toBe(200);

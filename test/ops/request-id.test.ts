@@ -29,7 +29,7 @@ describe("request ids across processes", () => {
         }],
       },
       env: { MAILROOM_LOG_LEVEL: "debug" },
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
   }, 120_000);
   afterAll(async () => sys?.stop());
@@ -61,8 +61,8 @@ describe("request ids across processes", () => {
     expect(email.map((l) => l.msg), await context()).toContain("rpc ok");
     expect(email.find((l) => l.msg === "rpc ok" && l.rpc === "SendEmail"), await context()).toMatchObject({ requestId, rpc: "SendEmail" });
     expect(delivery.find((l) => l.msg === "delivery job handled"), await context()).toMatchObject({ requestId, decision: "ack" });
-    // Delivery's own RPCs for the job (the directory's sender check; content comes from the content store) carry it on too.
-    const others = await Promise.all((["renderer", "directory"] as const).map(async (u) => (await sys.log(u, 100_000)).includes(requestId)));
+    // Delivery's own RPCs for the job (the accounts unit's sender check; content comes from the content store) carry it on too.
+    const others = await Promise.all((["renderer", "accounts"] as const).map(async (u) => (await sys.log(u, 100_000)).includes(requestId)));
     expect(others.some(Boolean)).toBe(true);
   }, 60_000);
 });

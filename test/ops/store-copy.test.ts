@@ -90,7 +90,7 @@ async function fillSystem(sys: TestSystem, hookUrl: string, hookCount: () => num
   const cli = async (...args: string[]) => {
     const err: string[] = [];
     const code = await runCli(args, {
-      env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}`, MAILROOM_WORKSPACE: WS },
+      env: { MAILROOM_ACCOUNTS_URL: `http://127.0.0.1:${sys.ports.accounts}`, MAILROOM_AUDIENCE_URL: `http://127.0.0.1:${sys.ports.audience}`, MAILROOM_WORKSPACE: WS },
       interactive: false, output: (json) => ({ out: () => undefined, err: (l) => void err.push(l), json }),
     });
     if (code !== 0) throw new Error(`mailroom ${args.join(" ")}: ${err.join("\n")}`);
@@ -186,17 +186,17 @@ describe("mailroom store copy (real units, PostgreSQL)", () => {
     } finally {
       await rm(path.join(sys.dataDir, "run", "email.pid"));
     }
-    // A process that has read the directory unit's store (as a unit does when it starts).
+    // A process that has read the audience unit's store (as a unit does when it starts).
     const holder = spawn(process.execPath, ["--input-type=module", "-e", `
       import { open } from "lmdb";
-      const env = open({ path: ${JSON.stringify(path.join(sys.dataDir, "directory", "store.mdb"))}, readOnly: true });
+      const env = open({ path: ${JSON.stringify(path.join(sys.dataDir, "audience", "store.mdb"))}, readOnly: true });
       env.get("x");
       console.log("ready");
       setInterval(() => env.get("x"), 1000);`], { cwd: REPO, stdio: ["ignore", "pipe", "inherit"] });
     try {
       await new Promise((resolve) => holder.stdout!.once("data", resolve));
       const res = await copy("--to", db.url, "--data-dir", sys.dataDir);
-      expect(res).toMatchObject({ code: 1, err: expect.stringMatching(`directory has ${sys.dataDir}/directory open \\(pid ${holder.pid}\\): stop the units`) });
+      expect(res).toMatchObject({ code: 1, err: expect.stringMatching(`audience has ${sys.dataDir}/audience open \\(pid ${holder.pid}\\): stop the units`) });
     } finally {
       // Gone before the next test copies (a live pid in the reader table is refused).
       const gone = new Promise((resolve) => holder.once("exit", resolve));
@@ -211,7 +211,9 @@ describe("mailroom store copy (real units, PostgreSQL)", () => {
     const first = await copy("--to", db.url, "--data-dir", sys.dataDir);
     expect(first.code, first.err).toBe(0);
     const units = unitsWithStores(sys.dataDir);
-    expect(units).toEqual(expect.arrayContaining(["automation", "broadcast", "directory", "email", "webhooks"]));
+    expect(units).toEqual(expect.arrayContaining(["accounts", "audience", "automation", "broadcast", "email", "webhooks"]));
+    // A data dir begun after the split has no store of the old directory unit (nothing to adopt, nothing made).
+    expect(units).not.toContain("directory");
 
     let documents = 0;
     for (const unit of units) {
@@ -235,7 +237,7 @@ describe("mailroom store copy (real units, PostgreSQL)", () => {
     expect(first.out).toMatch(/^copied .* to postgres:\/\/.* in \d+(\.\d)? s$/m);
     // Every kind of record is there (not an empty data dir copied "exactly").
     const nonEmpty = await recordCounts(sys.dataDir);
-    for (const [unit, name] of [["directory", "contacts"], ["directory", "workspaces"], ["directory", "suppressions"], ["email", "emails"],
+    for (const [unit, name] of [["audience", "contacts"], ["accounts", "workspaces"], ["audience", "suppressions"], ["email", "emails"],
       ["broadcast", "broadcasts"], ["automation", "automations"], ["webhooks", "webhooks"]]) {
       expect(nonEmpty[`${unit}/${name}`] ?? 0, `${unit}/${name} in ${JSON.stringify(nonEmpty)}`).toBeGreaterThan(0);
     }
@@ -253,7 +255,7 @@ describe("mailroom store copy (real units, PostgreSQL)", () => {
     scratch.push(dataDir);
     const TOTAL = 30_000;
     const BATCH = 200;
-    const source = await openLmdbStore({ dir: path.join(dataDir, "directory") });
+    const source = await openLmdbStore({ dir: path.join(dataDir, "audience") });
     for (let i = 0; i < TOTAL; i += 5_000) {
       await source.collection("contacts").insertMany(Array.from({ length: 5_000 }, (_, j) => contact(i + j)));
     }
@@ -263,7 +265,7 @@ describe("mailroom store copy (real units, PostgreSQL)", () => {
       cwd: REPO, stdio: ["ignore", "pipe", "pipe"],
     });
     const exited = new Promise((resolve) => child.once("exit", resolve));
-    const target = await openTarget(db.url, "directory");
+    const target = await openTarget(db.url, "audience");
     try {
       const progress = () => target.collection(PROGRESS_COLLECTION).findOne({ _id: "contacts" }).catch(() => null);
       await until("the copy is under way", progress, (p) => (p?.copied as number) >= 10 * BATCH, 60_000, 20);
@@ -277,9 +279,9 @@ describe("mailroom store copy (real units, PostgreSQL)", () => {
       const resumed = await copy("--to", db.url, "--data-dir", dataDir, "--batch-size", String(BATCH));
       expect(resumed.code, resumed.err).toBe(0);
       // The second run started after the last recorded batch: it copied only the rest.
-      expect(resumed.err).toContain(`directory/contacts: ${TOTAL} documents (${TOTAL - recorded} copied now, resumed after ${recorded} copied earlier`);
+      expect(resumed.err).toContain(`audience/contacts: ${TOTAL} documents (${TOTAL - recorded} copied now, resumed after ${recorded} copied earlier`);
 
-      const reopened = await openEmbedded(dataDir, "directory");
+      const reopened = await openEmbedded(dataDir, "audience");
       try {
         expect(await target.collection("contacts").find({}, { sort: { _id: 1 } })).toEqual(await reopened.collection("contacts").find({}, { sort: { _id: 1 } }));
       } finally {
@@ -318,13 +320,13 @@ async function recordCounts(dataDir: string): Promise<Record<string, number>> {
   return counts;
 }
 
-/** Rows inserted into and deleted from the directory's contacts table, by PostgreSQL's statistics. */
+/** Rows inserted into and deleted from the audience unit's contacts table, by PostgreSQL's statistics. */
 async function rowsWritten(url: string): Promise<{ inserted: number; deleted: number }> {
   const client = new pg.Client({ connectionString: postgresConnectionString(url) });
   await client.connect();
   try {
     const { rows } = await client.query(
-      "SELECT coalesce(sum(n_tup_ins), 0)::int AS inserted, coalesce(sum(n_tup_del), 0)::int AS deleted FROM pg_stat_user_tables WHERE schemaname = 'mailroom_directory' AND relname = 'contacts'",
+      "SELECT coalesce(sum(n_tup_ins), 0)::int AS inserted, coalesce(sum(n_tup_del), 0)::int AS deleted FROM pg_stat_user_tables WHERE schemaname = 'mailroom_audience' AND relname = 'contacts'",
     );
     return rows[0];
   } finally {

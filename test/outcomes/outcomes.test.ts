@@ -69,7 +69,7 @@ describe("every outcome visible", () => {
           { id: "ws_outcomes_other", name: "Other", timezone: "UTC", apiKeys: [{ key: OTHER_KEY, scopes: ["api_user"] }] },
         ],
       },
-      units: ["directory", "renderer", "email", "delivery", "webhooks", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "webhooks", "gateway"],
     });
     nc = await connect({ servers: sys.nats.url });
   }, 180_000);

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient } from "@mailroom/kit";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 
 /**
- * The role rules over the real directory and gateway (issue 32): keys from before roles keep
- * exactly their access (api_user = EDITOR, api_read = VIEWER, the same 401 when under-scoped);
- * a key with an owner acts with the lower of its role and the owner's, follows the owner's
- * role changes and stops with the owner's removal; the audit log needs ADMIN (403
- * insufficient_role); in the console a member acts with their role.
+ * The role rules over the real accounts, audience and gateway units (issue 32): keys from
+ * before roles keep exactly their access (api_user = EDITOR, api_read = VIEWER, the same 401
+ * when under-scoped); a key with an owner acts with the lower of its role and the owner's,
+ * follows the owner's role changes and stops with the owner's removal; the audit log needs
+ * ADMIN (403 insufficient_role); in the console a member acts with their role.
  */
 const WS = "ws_roles";
 const USER_KEY = "mr_test_roles_user_0123456789";
@@ -22,8 +22,8 @@ const WRITER = "writer@roles.test";
 
 describe("role rules over the real system", () => {
   let sys: TestSystem;
-  const team = () => connectClient(TeamService, `http://127.0.0.1:${sys.ports.directory}`);
-  const directory = () => connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+  const team = () => connectClient(TeamService, `http://127.0.0.1:${sys.ports.accounts}`);
+  const accounts = () => connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`);
   const memberId = async (email: string) => (await team().listMembers({ workspaceId: WS })).members.find((m) => m.email === email)!.id;
   let n = 0;
   const newContact = (key: string) => sys.api("POST", "/v1/contacts", { key, body: { properties: { email: `c${++n}@example.test` } } });
@@ -64,7 +64,7 @@ describe("role rules over the real system", () => {
   beforeAll(async () => {
     sys = await useSystem({
       smtp: false,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
       // Role changes take effect on the next request (no cached key answers).
       bootstrap: {
         workspaces: [{
@@ -96,7 +96,7 @@ describe("role rules over the real system", () => {
 
   it("a key with an owner acts with the lower of its role and the owner's, and stops when the owner is removed", async () => {
     const owner = await memberId(EDITOR);
-    const { plainKey } = await directory().createApiKey({ workspaceId: WS, name: "editor's key", role: "EDITOR", ownerMemberId: owner });
+    const { plainKey } = await accounts().createApiKey({ workspaceId: WS, name: "editor's key", role: "EDITOR", ownerMemberId: owner });
     expect((await newContact(plainKey)).status).toBe(201);
 
     await team().updateMemberRole({ workspaceId: WS, memberId: owner, role: "VIEWER" });

@@ -3,7 +3,7 @@ import PostalMime from "postal-mime";
 import { fromBinary } from "@bufbuild/protobuf";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ContactEventSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { CONTACT_EVENTS_SUBJECTS } from "@mailroom/pipeline/subjects.js";
 import { type TestSystem } from "../harness/system.js";
@@ -11,7 +11,7 @@ import { useSystem } from "../harness/shared-system.js";
 
 /**
  * The official client's wire contract (shared/spec/sdk-wire-contract.md) against the real
- * directory, renderer, email, delivery and gateway processes: every route of its §2 index
+ * accounts, audience, renderer, email, delivery and gateway processes: every route of its §2 index
  * (webhooks aside; the two email sends have their own suite, here only where a template's
  * sender or a transactional contact matters), sent exactly as @smashsend/node 1.19.0 sends
  * it (§1: headers incl. Content-Type on GET/DELETE, query encoding, ids unencoded in paths),
@@ -120,7 +120,7 @@ describe("the official client's wire contract", () => {
   beforeAll(async () => {
     sys = await useSystem({
       bootstrap,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
     nc = await connect({ servers: sys.nats.url });
   }, 120_000);
@@ -354,9 +354,9 @@ describe("the official client's wire contract", () => {
 
   describe("identities (§7)", () => {
     it("lists verified and pending senders", async () => {
-      const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-      await directory.addVerifiedEmail({ workspaceId: "ws_sdk", email: "pending@gmail.test" });
-      await directory.addDomain({ workspaceId: "ws_sdk", domain: "pending.test" });
+      const accounts = connectClient(AccountsService, `http://127.0.0.1:${sys.ports.accounts}`);
+      await accounts.addVerifiedEmail({ workspaceId: "ws_sdk", email: "pending@gmail.test" });
+      await accounts.addDomain({ workspaceId: "ws_sdk", domain: "pending.test" });
       const { identities } = ok(await sdk("GET", "/identities"));
       expect(identities.emails).toEqual(expect.arrayContaining([{ email: "founder@gmail.test", status: "VERIFIED" }, { email: "pending@gmail.test", status: "PENDING" }]));
       expect(identities.domains).toEqual(expect.arrayContaining([{ domain: "acme.test", status: "VERIFIED" }, { domain: "pending.test", status: "PENDING" }]));

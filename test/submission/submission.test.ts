@@ -1,6 +1,6 @@
 /**
- * SMTP submission (DESIGN §9.5) as real processes: the submission unit, the directory, the
- * email service, delivery and the gateway, a real nats-server and the harness's SMTP sink.
+ * SMTP submission (DESIGN §9.5) as real processes: the submission unit, the accounts and
+ * audience units, the email service, delivery and the gateway, a real nats-server and the harness's SMTP sink.
  * Two independent clients drive it: nodemailer and Debian's swaks.
  */
 import { execFile } from "node:child_process";
@@ -45,7 +45,7 @@ beforeAll(async () => {
   tlsPort = await freePort();
   sys = await startSystem({
     bootstrap: BOOTSTRAP,
-    units: ["directory", "renderer", "email", "delivery", "submission", "gateway"],
+    units: ["accounts", "audience", "renderer", "email", "delivery", "submission", "gateway"],
     env: {
       MAILROOM_SUBMISSION_TLS_CERT: path.join(certDir, "cert.pem"),
       MAILROOM_SUBMISSION_TLS_KEY: path.join(certDir, "key.pem"),

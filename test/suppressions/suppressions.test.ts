@@ -58,7 +58,7 @@ describe("suppressions through the public API (real processes)", () => {
   beforeAll(async () => {
     receiver = await startReceiver();
     sys = await useSystem({
-      units: ["directory", "renderer", "email", "delivery", "broadcast", "webhooks", "automation", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "broadcast", "webhooks", "automation", "gateway"],
       bootstrap: {
         workspaces: [
           workspace(A), workspace(B), workspace(C), workspace(SENDS), workspace(BULK), workspace(BATCHES),
@@ -346,7 +346,7 @@ describe("suppressions through the public API (real processes)", () => {
     expect(exported.find((r) => r.email === "many4@example.test")).toMatchObject({ reason: "complaint", source: "many.csv" });
     expect(exported.find((r) => r.email === "many5@example.test")).toMatchObject({ reason: "imported", source: "many.csv" });
 
-    const team = connectClient(TeamService, `http://127.0.0.1:${sys.ports.directory}`);
+    const team = connectClient(TeamService, `http://127.0.0.1:${sys.ports.accounts}`);
     const entries = await until("the imports' audit entries", async () => (await team.listAuditLog({ workspaceId: BATCHES, limit: 500 })).entries.filter((e) => e.action === "suppression.import"), (e) => e.length >= 2);
     await sleep(500);
     expect((await team.listAuditLog({ workspaceId: BATCHES, limit: 500 })).entries.filter((e) => e.action === "suppression.import")).toHaveLength(2);
@@ -356,7 +356,7 @@ describe("suppressions through the public API (real processes)", () => {
   it("an import of N rows is N SUPPRESSION_CREATED deliveries to a subscribed webhook (sent in batches), and one audit entry", async () => {
     const hook = await as(BULK)("POST", "/v1/webhooks", { url: receiver.url, events: ["SUPPRESSION_CREATED"] });
     expect(hook.status, JSON.stringify(hook.body)).toBe(200);
-    // Several of the directory's event batches (the gateway's batches: the next test).
+    // Several of the audience unit's event batches (the gateway's batches: the next test).
     const n = 1_234;
     const rows = Array.from({ length: n }, (_, i) => `bulk${i}@example.test,${i % 2 ? "hard_bounce" : "imported"}`);
     const res = await csv(BULK, "/v1/suppressions/import?filename=bulk.csv", ["email,reason", ...rows, "bulk7@example.test,complaint"].join("\n"));
@@ -379,7 +379,7 @@ describe("suppressions through the public API (real processes)", () => {
     expect(ofBulk()).toHaveLength(n);
 
     // Each import, whatever its batches, is one audit entry (its first batch carries the actor).
-    const team = connectClient(TeamService, `http://127.0.0.1:${sys.ports.directory}`);
+    const team = connectClient(TeamService, `http://127.0.0.1:${sys.ports.accounts}`);
     const imports = await until("the imports' audit entries", async () => {
       const all: AuditEntry[] = [];
       let pageToken = "";

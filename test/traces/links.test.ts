@@ -33,7 +33,7 @@ describe("traces of later work link to the request that asked for it", () => {
           contacts: Array.from({ length: 20 }, (_, i) => person(i)),
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "broadcast", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "broadcast", "gateway"],
     });
   }, 120_000);
   afterAll(async () => {

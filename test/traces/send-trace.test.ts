@@ -29,7 +29,7 @@ describe("traces across every hop", () => {
           monthlyLimit: 1000, sendingAccountNew: false,
         }],
       },
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
     });
   }, 120_000);
   afterAll(async () => {

@@ -2,7 +2,7 @@
  * The console shows what webhooks receive (issue 26): a webhook's page lists its subscribed
  * events (each marked as firing today or not) with its recent deliveries of each, and a
  * contact's page shows its webhook history (the CONTACT_* events that went to webhooks). Real
- * directory, webhooks and gateway processes over a real nats-server, a loopback receiver, and
+ * accounts, audience, webhooks and gateway processes over a real nats-server, a loopback receiver, and
  * the console read over HTTP with a signed-in session.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -53,7 +53,7 @@ describe("console: webhook events and a contact's webhook history", () => {
     receiver = await startReceiver();
     sys = await useSystem({
       smtp: false,
-      units: ["directory", "webhooks", "gateway"],
+      units: ["accounts", "audience", "webhooks", "gateway"],
       bootstrap: {
         workspaces: [
           { id: WS, name: WS, timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }] },

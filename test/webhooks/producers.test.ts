@@ -75,7 +75,7 @@ describe("webhook producers: EMAIL_SENT, EMAIL_DELIVERED, BROADCAST_STARTED, BRO
           },
         ],
       },
-      units: ["directory", "renderer", "email", "delivery", "broadcast", "webhooks", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "broadcast", "webhooks", "gateway"],
     });
     nc = await connect({ servers: sys.nats.url });
     const created = await api("POST", "/v1/webhooks", {

@@ -6,7 +6,7 @@
  *
  *   audienceFromForm(body)         the picker's fields → AudienceValues
  *   audienceValuesOf(audience?)    a broadcast's audience → AudienceValues (to show it)
- *   audienceRpc(values)            AudienceValues → the Audience message (the directory's count)
+ *   audienceRpc(values)            AudienceValues → the Audience message (the audience unit's count)
  *   audienceRequest(values)        AudienceValues → the /v1 request's `audience` (the draft form)
  *   registerAudiencePickerRoutes   GET /broadcasts/audience-count.json?<picker fields> → { count } | { error }
  *

@@ -2,7 +2,7 @@
  * The audit log (/console/audit), owners and admins: every state change of the workspace
  * through the API, the console and the CLI, newest first (ListAuditLog, kept a year), with
  * filters by actor ("member:mbr_…", "key:key_…" or a bare id), resource ("contact" or
- * "contact:<id>") and time (UTC dates), paged forward with the directory's page token.
+ * "contact:<id>") and time (UTC dates), paged forward with the audit log's page token.
  * The markup is views/audit.ts.
  */
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";

@@ -106,9 +106,9 @@ export function registerAutomationPages(scope: FastifyInstance, deps: ConsoleDep
     const session = sessionOf(request);
     const opts = rpcOptions(request);
     const [properties, groups, templates] = await Promise.all([
-      deps.clients.directory.listContactProperties({ workspaceId: session.workspaceId }, opts).then((r) => r.properties, () => []),
+      deps.clients.contacts.listContactProperties({ workspaceId: session.workspaceId }, opts).then((r) => r.properties, () => []),
       groupsOf(request),
-      deps.clients.directory.listTemplates({ workspaceId: session.workspaceId, page: { limit: 100 }, kind: "template" }, opts).then((r) => r.templates.map((t) => t.name), () => []),
+      deps.clients.templates.listTemplates({ workspaceId: session.workspaceId, page: { limit: 100 }, kind: "template" }, opts).then((r) => r.templates.map((t) => t.name), () => []),
     ]);
     const a = state.automation;
     const title = a ? `Edit ${a.name}` : "New automation";
@@ -246,7 +246,7 @@ export function registerAutomationPages(scope: FastifyInstance, deps: ConsoleDep
     ]);
     const contacts = new Map<string, string>();
     await Promise.all([...new Set(runs.runs.map((r) => r.contactId))].map((id) =>
-      deps.clients.directory.getContact({ workspaceId: session.workspaceId, contactId: id }, opts)
+      deps.clients.contacts.getContact({ workspaceId: session.workspaceId, contactId: id }, opts)
         .then((r) => { if (r.contact) contacts.set(id, r.contact.email); }, () => undefined)));
     const body = render(automationPageView({
       automation: a, version, stats, names,

@@ -55,7 +55,7 @@ export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps
   // Read when a request needs it: registering the pages touches no service client.
   const rpc = () => deps.clients.broadcast;
 
-  /** Groups, segments and topics for the audience picker (none when the directory does not answer). */
+  /** Groups, segments and topics for the audience picker (none when the audience unit does not answer). */
   const pickerContext = async (request: FastifyRequest): Promise<PickerContext> => {
     const [groups, segments, topics] = await Promise.all([
       workspaceGroups(deps, request).catch(() => []),
@@ -65,7 +65,7 @@ export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps
     return { groups, segments, topics };
   };
 
-  /** The broadcast; with `countAudience` also its audience counted now (one directory count: the pages, not the polls). */
+  /** The broadcast; with `countAudience` also its audience counted now (one audience count: the pages, not the polls). */
   const load = async (request: FastifyRequest, id: string, countAudience = false): Promise<Broadcast> => {
     if (!ID.test(id)) throw refusal({ code: "broadcast_not_found", status: 404, message: `Broadcast ${id} not found` });
     const { broadcast } = await rpc().getBroadcast({ workspaceId: sessionOf(request).workspaceId, id, countAudience }, rpcOptions(request));
@@ -251,8 +251,8 @@ export function registerBroadcastPages(scope: FastifyInstance, deps: ConsoleDeps
         (p): Preview => ({ ok: true, p, variant }),
         (err): Preview => ({ ok: false, message: bodyFromError(err).message, variant }),
       ))),
-      deps.clients.directory.listContacts({ workspaceId: session.workspaceId, page: { limit: 50 } }, opts).then((r) => r.contacts, () => []),
-      deps.clients.directory.listMembers({ workspaceId: session.workspaceId }, opts).then((r) => r.emails, () => [] as string[]),
+      deps.clients.contacts.listContacts({ workspaceId: session.workspaceId, page: { limit: 50 } }, opts).then((r) => r.contacts, () => []),
+      deps.clients.accounts.listMembers({ workspaceId: session.workspaceId }, opts).then((r) => r.emails, () => [] as string[]),
     ]);
     const body = draftPageView({
       broadcast: b, values, contact, previews, contacts, members, audienceCount,

@@ -10,7 +10,7 @@
  * contactInput, so the console accepts what the API accepts. It creates with CreateContact
  * (the same ContactInput the API's UpsertContact takes), not an upsert: adding someone who
  * is already there must not change them, and the answer links to the existing contact. The
- * directory's refusals (bad address, unknown property, bad value) show on the form. The markup
+ * audience unit's refusals (bad address, unknown property, bad value) show on the form. The markup
  * is views/contacts-new.ts.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -70,7 +70,7 @@ export function parseNewContact(values: NewContactValues): { ok: true; body: Ret
   return { ok: false, error: { field, message: `${where}${issue?.message ?? "invalid contact"}` } };
 }
 
-/** The field a directory refusal is about. */
+/** The field a refusal of the audience unit is about. */
 function fieldOfCode(code: string | undefined): NewContactError["field"] {
   if (code === "invalid_email") return "email";
   if (code === "unknown_contact_property" || code === "invalid_property_value" || code === "invalid_property_slug" || code === "invalid_timezone") return "properties";
@@ -80,10 +80,10 @@ function fieldOfCode(code: string | undefined): NewContactError["field"] {
 const EMPTY: NewContactValues = { email: "", firstName: "", lastName: "", subscribed: true, properties: "" };
 
 export function registerContactCreatePages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const directory = () => deps.clients.directory;
+  const contacts = () => deps.clients.contacts;
   const page = async (request: FastifyRequest, values: NewContactValues, error?: NewContactError) => {
     const session = sessionOf(request);
-    const { properties } = await directory().listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request));
+    const { properties } = await contacts().listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request));
     const body = newContactView(csrfField(session), values, properties, error);
     return consolePage({ title: "Add a contact", session, active: "contacts", flash: request.consoleFlash, body: render(body) });
   };
@@ -107,7 +107,7 @@ export function registerContactCreatePages(scope: FastifyInstance, deps: Console
     if (!parsed.ok) return html(reply, await page(request, values, parsed.error), 400);
     const input = { ...contactInput(parsed.body.properties), source: ContactSource.DASHBOARD };
     try {
-      const { contact } = await directory().createContact({ workspaceId: session.workspaceId, contact: input }, rpcOptions(request));
+      const { contact } = await contacts().createContact({ workspaceId: session.workspaceId, contact: input }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `Contact ${contact!.email} added.` });
       return seeOther(reply, consoleUrl(`/contacts/${contact!.id}`));
     } catch (err) {
@@ -128,7 +128,7 @@ export function registerContactCreatePages(scope: FastifyInstance, deps: Console
   async function findByEmail(request: FastifyRequest, email: string): Promise<string | undefined> {
     const wanted = email.trim().toLowerCase();
     if (!wanted) return undefined;
-    const res = await directory().listContacts(
+    const res = await contacts().listContacts(
       { workspaceId: sessionOf(request).workspaceId, search: wanted.slice(0, 200), page: { limit: 50 } }, rpcOptions(request),
     ).catch(() => undefined);
     return res?.contacts.find((c) => c.email.toLowerCase() === wanted)?.id;

@@ -54,7 +54,7 @@ function backToImport(reply: FastifyReply) {
 
 export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   // Read when a request needs it: registering the pages touches no service client.
-  const directory = () => deps.clients.directory;
+  const contacts = () => deps.clients.contacts;
   const jobs = new ImportJobs();
   const uploads = new Uploads();
   registerContactCreatePages(scope, deps);
@@ -65,7 +65,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     const status = str(request.query, "status");
     const cursor = str(request.query, "cursor");
     const statusValue = CONTACT_STATUSES.some((s) => s.value === status) ? ContactStatus[status as keyof typeof ContactStatus] : ContactStatus.UNSPECIFIED;
-    const res = await directory().listContacts(
+    const res = await contacts().listContacts(
       { workspaceId: session.workspaceId, search, status: statusValue, page: { limit: 50, cursor }, newestFirst: true, includeCount: true },
       rpcOptions(request),
     );
@@ -90,8 +90,8 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     // The import outlives the request; its calls still name the request that started it.
     const options = rpcOptions(request);
     const client = {
-      listContactProperties: (req: Parameters<typeof deps.clients.directory.listContactProperties>[0]) => directory().listContactProperties(req, options),
-      batchUpsertContacts: (req: Parameters<typeof deps.clients.directory.batchUpsertContacts>[0]) => directory().batchUpsertContacts(req, options),
+      listContactProperties: (req: Parameters<typeof deps.clients.contacts.listContactProperties>[0]) => contacts().listContactProperties(req, options),
+      batchUpsertContacts: (req: Parameters<typeof deps.clients.contacts.batchUpsertContacts>[0]) => contacts().batchUpsertContacts(req, options),
     };
     const job = jobs.start(client, session.workspaceId, "upload.csv", file, request.log);
     return seeOther(reply, consoleUrl(`/contacts/import/${job.id}`));
@@ -144,8 +144,8 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     }
     const options = rpcOptions(request);
     const client = {
-      listContactProperties: (req: Parameters<typeof deps.clients.directory.listContactProperties>[0]) => directory().listContactProperties(req, options),
-      batchUpsertContacts: (req: Parameters<typeof deps.clients.directory.batchUpsertContacts>[0]) => directory().batchUpsertContacts(req, options),
+      listContactProperties: (req: Parameters<typeof deps.clients.contacts.listContactProperties>[0]) => contacts().listContactProperties(req, options),
+      batchUpsertContacts: (req: Parameters<typeof deps.clients.contacts.batchUpsertContacts>[0]) => contacts().batchUpsertContacts(req, options),
     };
     // The chosen names become the header the import reads; a column left out gets an empty name, which it skips.
     const job = jobs.start(client, session.workspaceId, "upload.csv", withHeader(upload.file, mapping), request.log);
@@ -176,7 +176,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     }
     const email = parsed.data.email ?? "";
     try {
-      await directory().addSuppression({ workspaceId: session.workspaceId, email, reason: REASON_TO_PB[parsed.data.reason ?? "manual"], detail: detail || "added in the console" }, rpcOptions(request));
+      await contacts().addSuppression({ workspaceId: session.workspaceId, email, reason: REASON_TO_PB[parsed.data.reason ?? "manual"], detail: detail || "added in the console" }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `${email} is suppressed: it gets no email from this workspace.` });
     } catch (err) {
       setFlash(reply, formError(err));
@@ -186,12 +186,12 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
 
   const loadContact = async (request: FastifyRequest, id: string): Promise<Contact> => {
     if (!CONTACT_ID.test(id)) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
-    const { contact } = await directory().getContact({ workspaceId: sessionOf(request).workspaceId, contactId: id }, rpcOptions(request));
+    const { contact } = await contacts().getContact({ workspaceId: sessionOf(request).workspaceId, contactId: id }, rpcOptions(request));
     if (!contact) throw refusal({ code: "contact_not_found", status: 404, message: "No such contact." });
     return contact;
   };
   const customProperties = async (request: FastifyRequest): Promise<ContactProperty[]> =>
-    (await directory().listContactProperties({ workspaceId: sessionOf(request).workspaceId }, rpcOptions(request))).properties.filter((p) => !p.builtIn);
+    (await contacts().listContactProperties({ workspaceId: sessionOf(request).workspaceId }, rpcOptions(request))).properties.filter((p) => !p.builtIn);
 
   scope.get<{ Params: { id: string } }>("/contacts/:id", async (request, reply) => {
     const contact = await loadContact(request, request.params.id);
@@ -205,7 +205,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     const props = await customProperties(request);
     const typed: Record<string, string> = {};
     for (const key of ["firstName", "lastName", "timezone", ...props.map((p) => `prop.${p.slug}`)]) typed[key] = str(request.body, key).trim();
-    // Text goes to the directory as text (it converts by type and names a bad value); an
+    // Text goes to the audience unit as text (it converts by type and names a bad value); an
     // emptied field clears its value.
     const textProperties: Record<string, string> = {};
     const cleared: JsonObject = {};
@@ -215,7 +215,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
       else if (contact.properties?.[p.slug] !== undefined && contact.properties?.[p.slug] !== null) cleared[p.slug] = null;
     }
     try {
-      await directory().updateContact({
+      await contacts().updateContact({
         workspaceId: session.workspaceId, contactId: contact.id,
         contact: { firstName: typed.firstName, lastName: typed.lastName, timezone: typed.timezone, textProperties, properties: cleared },
       }, rpcOptions(request));
@@ -231,8 +231,8 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     editable(request);
     const contact = await loadContact(request, request.params.id);
     // What the recipient's own unsubscribe link does: the suppression guards every send, and
-    // the directory marks the contact UNSUBSCRIBED with it.
-    await directory().addSuppression(
+    // the audience unit marks the contact UNSUBSCRIBED with it.
+    await contacts().addSuppression(
       { workspaceId: session.workspaceId, email: contact.email, reason: SuppressionReason.UNSUBSCRIBED, detail: "unsubscribed in the console" }, rpcOptions(request));
     setFlash(reply, { kind: "ok", message: `${contact.email} is unsubscribed.` });
     return seeOther(reply, consoleUrl(`/contacts/${contact.id}`));
@@ -243,7 +243,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     editable(request);
     const contact = await loadContact(request, request.params.id);
     try {
-      await directory().updateContact({ workspaceId: session.workspaceId, contactId: contact.id, contact: { status: ContactStatus.SUBSCRIBED } }, rpcOptions(request));
+      await contacts().updateContact({ workspaceId: session.workspaceId, contactId: contact.id, contact: { status: ContactStatus.SUBSCRIBED } }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `${contact.email} is subscribed again.` });
     } catch (err) {
       setFlash(reply, formError(err));
@@ -255,7 +255,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     const session = sessionOf(request);
     editable(request);
     const contact = await loadContact(request, request.params.id);
-    await directory().deleteContact({ workspaceId: session.workspaceId, contactId: contact.id }, rpcOptions(request));
+    await contacts().deleteContact({ workspaceId: session.workspaceId, contactId: contact.id }, rpcOptions(request));
     setFlash(reply, { kind: "ok", message: `Contact ${contact.email} deleted.` });
     return seeOther(reply, consoleUrl("/contacts"));
   });
@@ -264,8 +264,8 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
     const session = sessionOf(request);
     const opts = rpcOptions(request);
     const [events, suppression, definitions, hooks, automations, activity] = await Promise.all([
-      directory().listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
-      directory().checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
+      contacts().listContactEvents({ workspaceId: session.workspaceId, contactId: contact.id, page: { limit: 50 } }, opts),
+      contacts().checkSuppression({ workspaceId: session.workspaceId, emails: [contact.email] }, opts).then((r) => r.suppressed[0], () => undefined),
       session.canEdit ? customProperties(request) : Promise.resolve([]),
       // The webhooks unit keeps what its webhooks were sent about the contact; the page works without it.
       Promise.all([
@@ -287,7 +287,7 @@ export function registerContactPages(scope: FastifyInstance, deps: ConsoleDeps):
   }
 }
 
-/** A 4xx from the directory is a message on the page; anything else is the error page. */
+/** A 4xx from the audience unit is a message on the page; anything else is the error page. */
 function formError(err: unknown): Flash {
   const body = bodyFromError(err);
   if (body.statusCode >= 500) throw err;

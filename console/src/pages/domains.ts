@@ -1,7 +1,7 @@
 /**
  * Domains and senders: what the workspace may send from, the DNS records each domain must
  * publish (with copy buttons), its verification status and a re-check that runs the
- * directory's real DNS lookup (VerifyDomain), and a form to add a domain. The markup is
+ * accounts unit's real DNS lookup (VerifyDomain), and a form to add a domain. The markup is
  * views/domains.ts. No /v1 route adds a domain: the form's parsing is the console's own.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -33,7 +33,7 @@ async function directSendingCard(deps: ConsoleDeps, request: FastifyRequest, wor
   if (!status || (modeOf(status) !== "direct" && !status.routes.some((r) => r.kind === "direct"))) return { kind: "none" };
   if (!status.localAddress) return { kind: "no-local-address" };
   try {
-    const check = await deps.clients.directory.checkDirectSending(
+    const check = await deps.clients.accounts.checkDirectSending(
       // An address literal is no name: the check is then for the PTR alone.
       { workspaceId, domain, address: status.localAddress, ehloName: isAddressLiteral(status.ehloName) ? "" : status.ehloName },
       { ...rpcOptions(request), timeoutMs: 15_000 },
@@ -47,7 +47,7 @@ async function directSendingCard(deps: ConsoleDeps, request: FastifyRequest, wor
 export function registerDomainPages(scope: FastifyInstance, deps: ConsoleDeps): void {
   scope.get("/domains", async (request, reply) => {
     const session = sessionOf(request);
-    const senders = await deps.clients.directory.listSenders({ workspaceId: session.workspaceId }, rpcOptions(request));
+    const senders = await deps.clients.accounts.listSenders({ workspaceId: session.workspaceId }, rpcOptions(request));
     const body = domainListView(senders, mayPost(session, "/console/domains") ? csrfField(session) : undefined);
     return reply.type("text/html; charset=utf-8").send(consolePage({ title: "Domains", session, active: "domains", flash: request.consoleFlash, body: render(body) }));
   });
@@ -58,7 +58,7 @@ export function registerDomainPages(scope: FastifyInstance, deps: ConsoleDeps): 
     const domain = String((request.body as Record<string, unknown> | undefined)?.domain ?? "").trim().toLowerCase().replace(/\.$/, "");
     return formAction(reply, `${CONSOLE_PREFIX}/domains`, async () => {
       if (!DOMAIN.test(domain)) throw refusal({ code: "invalid_request", message: "Enter a domain name such as mail.example.com." });
-      const { domain: added } = await deps.clients.directory.addDomain({ workspaceId: session.workspaceId, domain }, rpcOptions(request));
+      const { domain: added } = await deps.clients.accounts.addDomain({ workspaceId: session.workspaceId, domain }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `${added?.domain ?? domain} added. Publish the records below, then re-check.` });
       return `${CONSOLE_PREFIX}/domains/${encodeURIComponent(added?.domain ?? domain)}`;
     });
@@ -67,7 +67,7 @@ export function registerDomainPages(scope: FastifyInstance, deps: ConsoleDeps): 
   scope.get("/domains/:domain", async (request, reply) => {
     const session = sessionOf(request);
     const name = domainParam(request);
-    const { domain: d } = await deps.clients.directory.getDomain({ workspaceId: session.workspaceId, domain: name }, rpcOptions(request));
+    const { domain: d } = await deps.clients.accounts.getDomain({ workspaceId: session.workspaceId, domain: name }, rpcOptions(request));
     if (!d) throw refusal({ code: "not_found", message: "There is no such domain in this workspace." });
     const [dmarc, direct] = await Promise.all([
       dmarcCardState(deps, request, session.workspaceId, d),
@@ -86,7 +86,7 @@ export function registerDomainPages(scope: FastifyInstance, deps: ConsoleDeps): 
     const name = domainParam(request);
     const page = `${CONSOLE_PREFIX}/domains/${encodeURIComponent(name)}`;
     return formAction(reply, page, async () => {
-      const { domain: d } = await deps.clients.directory.verifyDomain({ workspaceId: session.workspaceId, domain: name }, rpcOptions(request));
+      const { domain: d } = await deps.clients.accounts.verifyDomain({ workspaceId: session.workspaceId, domain: name }, rpcOptions(request));
       setFlash(reply, d?.verified
         ? { kind: "ok", message: `${name} is verified: you can send from it.` }
         : { kind: "error", message: `${name} is not verified yet${d?.verificationError ? `: ${d.verificationError}` : "."}` });

@@ -10,7 +10,7 @@
  *   POST /forms/:id            save (every field of the editor)
  *   POST /forms/:id/delete
  *
- * The editor is checked with the schema of POST /v1/forms and becomes the directory's input as
+ * The editor is checked with the schema of POST /v1/forms and becomes the audience unit's input as
  * that route makes it; the markup is views/forms.ts.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -77,7 +77,7 @@ export function formBody(v: FormValues) {
   };
 }
 
-/** The editor checked with the schema of POST /v1/forms and made the directory's input as that route makes it. */
+/** The editor checked with the schema of POST /v1/forms and made the audience unit's input as that route makes it. */
 export function parseForm(v: FormValues) {
   const parsed = parseWith(createFormSchema, formBody(v));
   return parsed.ok ? { ok: true as const, input: formInput(parsed.data) } : parsed;
@@ -94,7 +94,7 @@ export function registerFormPages(scope: FastifyInstance, deps: ConsoleDeps): vo
   };
   const context = async (request: FastifyRequest) => {
     const [properties, groups, topics] = await Promise.all([
-      deps.clients.directory.listContactProperties({ workspaceId: sessionOf(request).workspaceId }, rpcOptions(request)).then((r) => r.properties),
+      deps.clients.contacts.listContactProperties({ workspaceId: sessionOf(request).workspaceId }, rpcOptions(request)).then((r) => r.properties),
       workspaceGroups(deps, request),
       workspaceTopics(deps, request),
     ]);

@@ -81,7 +81,7 @@ export function registerGroupPages(scope: FastifyInstance, deps: ConsoleDeps): v
     ]);
     // The page's contacts (their address and status), read together.
     const contacts = await Promise.all(res.members.map((m) =>
-      deps.clients.directory.getContact({ workspaceId: session.workspaceId, contactId: m.contactId }, opts).then((r) => r.contact, () => undefined as Contact | undefined)));
+      deps.clients.contacts.getContact({ workspaceId: session.workspaceId, contactId: m.contactId }, opts).then((r) => r.contact, () => undefined as Contact | undefined)));
     const body = groupView({
       group: g, count, members: res.members.map((member, i) => ({ member, contact: contacts[i] })),
       nextCursor: res.page?.hasMore ? res.page.nextCursor : undefined, canEdit: session.canEdit, csrf: csrfField(session),
@@ -114,7 +114,7 @@ export function registerGroupPages(scope: FastifyInstance, deps: ConsoleDeps): v
     const session = sessionOf(request);
     const email = str(request.body, "email").trim();
     if (!email) throw refusal({ code: "invalid_request", status: 400, message: "Give the contact's email address." });
-    const found = await deps.clients.directory.getContact({ workspaceId: session.workspaceId, email }, rpcOptions(request)).catch((err: unknown) => {
+    const found = await deps.clients.contacts.getContact({ workspaceId: session.workspaceId, email }, rpcOptions(request)).catch((err: unknown) => {
       if (formError(err).status === 404) throw refusal({ code: "contact_not_found", status: 404, message: `No contact with the address ${email} in this workspace. Add it under Contacts first.` });
       throw err;
     });

@@ -9,11 +9,11 @@
  *
  * Who: everyone signed in sees the list (prefixes only, never a secret); owners and admins
  * (and an api_user key session, as through /v1) create and revoke (roles.ts). Nobody creates
- * a key above their own role (requireMayGrant) or revokes one above it. The directory
+ * a key above their own role (requireMayGrant) or revokes one above it. The accounts unit
  * decides the rest: an ADMIN key needs an owner who is OWNER or ADMIN, an owner must be an
  * active member; its refusals show on the form.
  *
- * "Last used" is the directory's record of the key's last authentication, to the minute
+ * "Last used" is the accounts unit's record of the key's last authentication, to the minute
  * (written at most once a minute per key, not per request). The markup is views/keys.ts; the
  * name is checked with the /v1 route's field (@mailroom/http/api-keys-schema.js).
  */
@@ -37,14 +37,14 @@ export type { KeyFormValues };
 const KEY_ID = /^key_[0-9A-Za-z]{1,64}$/;
 const MEMBER_ID = /^mbr_[0-9A-Za-z]{1,64}$/;
 
-/** Key roles the directory knows (OWNER is a member's only), the session's own and below. */
+/** Key roles the accounts unit knows (OWNER is a member's only), the session's own and below. */
 export const grantableKeyRoles = (session: Pick<ConsoleSession, "role">): Role[] =>
   ROLES.filter((r) => r !== "OWNER" && atLeast(session.role, r)).reverse();
 
-/** A key's role as the directory states it, else from its scopes. */
+/** A key's role as the accounts unit states it, else from its scopes. */
 const keyRole = (k: ApiKey): Role => roleOf(k.role) ?? (k.scopes.includes("api_user") ? "EDITOR" : "VIEWER");
 
-/** A refusal of the directory as a message for the form; a 5xx is rethrown (the error page). */
+/** A refusal of the accounts unit as a message for the form; a 5xx is rethrown (the error page). */
 function formMessage(err: unknown): { message: string; status: number } {
   const body = bodyFromError(err);
   if (body.statusCode >= 500) throw err;
@@ -56,7 +56,7 @@ function formMessage(err: unknown): { message: string; status: number } {
 }
 
 export function registerKeyPages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const directory = () => deps.clients.directory;
+  const accounts = () => deps.clients.accounts;
   const manages = (session: ConsoleSession) => mayPost(session, "/console/keys");
   const requireManager = (session: ConsoleSession) => {
     if (!manages(session)) throw refusal({ code: "forbidden", status: 403, message: "Only owners and admins manage API keys." });
@@ -66,7 +66,7 @@ export function registerKeyPages(scope: FastifyInstance, deps: ConsoleDeps): voi
     const session = sessionOf(request);
     const opts = rpcOptions(request);
     const [{ apiKeys }, { members }] = await Promise.all([
-      directory().listApiKeys({ workspaceId: session.workspaceId }, opts),
+      accounts().listApiKeys({ workspaceId: session.workspaceId }, opts),
       deps.clients.team.listMembers({ workspaceId: session.workspaceId }, opts),
     ]);
     const owners = new Map(members.map((m) => [m.id, m]));
@@ -107,7 +107,7 @@ export function registerKeyPages(scope: FastifyInstance, deps: ConsoleDeps): voi
     requireMayGrant(consolePrincipal(session), role);
     let created;
     try {
-      created = await directory().createApiKey({ workspaceId: session.workspaceId, name: parsed.data, role, ownerMemberId: owner }, rpcOptions(request));
+      created = await accounts().createApiKey({ workspaceId: session.workspaceId, name: parsed.data, role, ownerMemberId: owner }, rpcOptions(request));
     } catch (err) {
       const { message, status } = formMessage(err);
       return refuse(message, status);
@@ -124,7 +124,7 @@ export function registerKeyPages(scope: FastifyInstance, deps: ConsoleDeps): voi
     if (!KEY_ID.test(keyId)) throw notFound();
     let key: ApiKey | undefined;
     try {
-      key = (await directory().getApiKey({ workspaceId: session.workspaceId, keyId }, rpcOptions(request))).apiKey;
+      key = (await accounts().getApiKey({ workspaceId: session.workspaceId, keyId }, rpcOptions(request))).apiKey;
     } catch (err) {
       if (bodyFromError(err).statusCode === 404) throw notFound();
       throw err;
@@ -133,7 +133,7 @@ export function registerKeyPages(scope: FastifyInstance, deps: ConsoleDeps): voi
     if (!atLeast(session.role, keyRole(key))) {
       throw refusal({ code: "insufficient_role", status: 403, message: `Revoking an ${keyRole(key)} key needs the ${keyRole(key)} role or higher; your role is ${session.role}.` });
     }
-    await directory().revokeApiKey({ workspaceId: session.workspaceId, keyId }, rpcOptions(request));
+    await accounts().revokeApiKey({ workspaceId: session.workspaceId, keyId }, rpcOptions(request));
     setFlash(reply, { kind: "ok", message: `The key ${key.name || key.prefix} is revoked: it no longer works.` });
     // A session signed in with this very key ends with it.
     if (session.kind === "key" && session.keyId === keyId) {

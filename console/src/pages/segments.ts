@@ -44,7 +44,7 @@ export function registerSegmentPages(scope: FastifyInstance, deps: ConsoleDeps):
   const editorPage = async (request: FastifyRequest, opts: { segment?: Segment; name: string; filterJson: string; flash?: Flash }) => {
     const session = sessionOf(request);
     const [properties, groups] = await Promise.all([
-      deps.clients.directory.listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request)).then((r) => r.properties),
+      deps.clients.contacts.listContactProperties({ workspaceId: session.workspaceId }, rpcOptions(request)).then((r) => r.properties),
       workspaceGroups(deps, request),
     ]);
     const title = opts.segment ? `Edit ${opts.segment.name}` : "New segment";
@@ -73,7 +73,7 @@ export function registerSegmentPages(scope: FastifyInstance, deps: ConsoleDeps):
     const filter = str(request.query, "filter").trim() || "{}";
     if (filter.length > MAX_FILTER_TEXT) return reply.code(400).send({ error: { code: "invalid_filter", message: "filter: too large" } });
     try {
-      const res = await deps.clients.directory.listContacts(
+      const res = await deps.clients.contacts.listContacts(
         { workspaceId: session.workspaceId, filter, includeCount: true, page: { limit: 1 } },
         rpcOptions(request),
       );

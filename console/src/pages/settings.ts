@@ -1,6 +1,6 @@
 /**
  * The workspace settings page (/console/settings): the workspace's name and timezone (the
- * directory's UpdateWorkspace), and what the workspace reads but does not set: its monthly
+ * accounts unit's UpdateWorkspace), and what the workspace reads but does not set: its monthly
  * limit and this month's usage (GetUsage), the tracking defaults, the server's system sender
  * and any operator hold (sending paused, banned). The markup is views/settings.ts.
  *
@@ -9,8 +9,8 @@
  *
  * Who: owners and admins change settings (roles.ts, "POST /console/settings"). The monthly
  * limit is the operator's (`npx mailroom workspace update --limit`): the console never sends
- * it, so a workspace cannot raise its own limit. The timezone is checked as the directory
- * checks it (an IANA zone the runtime knows) before the call, and the directory checks again.
+ * it, so a workspace cannot raise its own limit. The timezone is checked as the accounts
+ * unit checks it (an IANA zone the runtime knows) before the call, and the unit checks again.
  * No /v1 route changes a workspace: the form's checks are the console's own.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
@@ -28,7 +28,7 @@ import { NAME_MAX, settingsView, type SettingsError, type SettingsValues } from 
 
 export type { SettingsError, SettingsValues };
 
-/** Checks the form as the directory would; the field at fault and why, or undefined. */
+/** Checks the form as the accounts unit would; the field at fault and why, or undefined. */
 export function checkSettings(values: SettingsValues): SettingsError | undefined {
   if (!values.name) return { field: "name", message: "Give the workspace a name." };
   if (values.name.length > NAME_MAX) return { field: "name", message: `The name is longer than ${NAME_MAX} characters.` };
@@ -38,19 +38,19 @@ export function checkSettings(values: SettingsValues): SettingsError | undefined
   return undefined;
 }
 
-/** The field a directory refusal is about. */
+/** The field a refusal of the accounts unit is about. */
 const fieldOfCode = (code: string | undefined): SettingsError["field"] => (code === "invalid_timezone" ? "timezone" : code === "invalid_request" ? "name" : undefined);
 
 export function registerSettingsPages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const directory = () => deps.clients.directory;
+  const accounts = () => deps.clients.accounts;
 
   const page = async (request: FastifyRequest, flash?: Flash, values?: SettingsValues, error?: SettingsError) => {
     const session = sessionOf(request);
     const opts = rpcOptions(request);
     const [{ workspace }, usage] = await Promise.all([
-      directory().getWorkspace({ workspaceId: session.workspaceId }, opts),
+      accounts().getWorkspace({ workspaceId: session.workspaceId }, opts),
       // The usage is shown, not needed: the page still answers without it.
-      directory().getUsage({ workspaceId: session.workspaceId }, opts).catch((err: unknown) => {
+      accounts().getUsage({ workspaceId: session.workspaceId }, opts).catch((err: unknown) => {
         request.log.warn({ err }, "console settings: usage unavailable");
         return undefined;
       }),
@@ -76,7 +76,7 @@ export function registerSettingsPages(scope: FastifyInstance, deps: ConsoleDeps)
     const invalid = checkSettings(values);
     if (invalid) return html(reply, await page(request, undefined, values, invalid), 400);
     try {
-      await directory().updateWorkspace({ workspaceId: session.workspaceId, name: values.name, timezone: values.timezone }, rpcOptions(request));
+      await accounts().updateWorkspace({ workspaceId: session.workspaceId, name: values.name, timezone: values.timezone }, rpcOptions(request));
     } catch (err) {
       const e = bodyFromError(err);
       if (e.statusCode >= 500) throw err;

@@ -1,7 +1,7 @@
 /**
  * Console sign-in and sign-out (DESIGN §9.9):
  *
- * - magic link: POST /sign-in/email asks the directory for a link (StartMagicLink) and mails it
+ * - magic link: POST /sign-in/email asks the team for a link (StartMagicLink) and mails it
  *   (system-mail.ts); the page answers the same whether or not the address is a member. The
  *   link (GET /magic/<token>) only shows a button — mail scanners fetch links — and its POST
  *   redeems the token (RedeemMagicLink: single use, 15 minutes) for a member session.
@@ -12,7 +12,7 @@
  *   effective role. A refused key costs the client address one attempt of the gateway's
  *   failed-key limiter (a 429 page when none are left), as on /v1.
  *
- * Sign-out revokes a member's session at the directory, then clears the cookie.
+ * Sign-out revokes a member's session at the team (accounts unit), then clears the cookie.
  * The markup is views/sign-in.ts; what a refused link says is link-refusal.ts.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -43,7 +43,7 @@ const KEY_SHAPE = /^[A-Za-z0-9_\-.~+/=]{8,256}$/;
 const EMAIL_SHAPE = /^[^\s@<>",;]{1,64}@[^\s@<>",;]{1,253}$/;
 /** Tokens are URL-safe text; anything else is not worth a lookup. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_\-.~]{16,1024}$/;
-/** Directory answers that mean "no such key". */
+/** Answers of the accounts unit that mean "no such key". */
 const UNKNOWN_KEY = [Code.Unauthenticated, Code.NotFound, Code.PermissionDenied, Code.InvalidArgument];
 
 const html = (reply: FastifyReply) => reply.type("text/html; charset=utf-8");
@@ -98,7 +98,7 @@ export function registerSignInPages(scope: FastifyInstance, deps: ConsoleDeps): 
     if (!KEY_SHAPE.test(apiKey)) return refuse("That API key is not valid.");
     let auth;
     try {
-      auth = await deps.clients.directory.authenticate({ apiKey }, rpcOptions(request));
+      auth = await deps.clients.accounts.authenticate({ apiKey }, rpcOptions(request));
     } catch (err) {
       if (err instanceof ConnectError && UNKNOWN_KEY.includes(err.code)) return refuse("That API key is not valid, or it was revoked.");
       deps.failures?.refund(request.ip);

@@ -81,7 +81,7 @@ function formError(err: unknown): Flash {
 const targetOf = (text: string): { email?: string; domain?: string } => (!text.startsWith("@") && text.includes("@") ? { email: text } : { domain: text.replace(/^@/, "") });
 
 export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const directory = () => deps.clients.directory;
+  const contacts = () => deps.clients.contacts;
   const uploads = new Uploads();
 
   scope.get("/suppressions", async (request, reply) => {
@@ -90,7 +90,7 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
     const reasonName = str(request.query, "reason");
     const reason = reasonNamed(reasonName);
     const cursor = str(request.query, "cursor");
-    const res = await directory().listSuppressions(
+    const res = await contacts().listSuppressions(
       { workspaceId: session.workspaceId, search, reason: reason?.value ?? SuppressionReason.UNSPECIFIED, page: { limit: 50, cursor } },
       rpcOptions(request),
     );
@@ -114,7 +114,7 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
     }
     const { email = "", domain = "", reason = "manual", source = "" } = parsed.data;
     try {
-      const { created } = await directory().addSuppression(
+      const { created } = await contacts().addSuppression(
         { workspaceId: session.workspaceId, email, domain, reason: REASON_TO_PB[reason], detail: detail || "added in the console", source },
         rpcOptions(request),
       );
@@ -132,7 +132,7 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
     const target = str(request.body, "target").trim();
     const force = str(request.body, "force") === "yes";
     try {
-      await directory().removeSuppression({ workspaceId: session.workspaceId, ...targetOf(target), force, requireFound: true }, rpcOptions(request));
+      await contacts().removeSuppression({ workspaceId: session.workspaceId, ...targetOf(target), force, requireFound: true }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `${target} is no longer suppressed.` });
     } catch (err) {
       const flash = formError(err);
@@ -147,7 +147,7 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
   scope.get("/suppressions/export", async (request, reply) => {
     const session = sessionOf(request);
     const reason = reasonNamed(str(request.query, "reason"));
-    const stream = directory().exportSuppressions(
+    const stream = contacts().exportSuppressions(
       { workspaceId: session.workspaceId, reason: reason?.value ?? SuppressionReason.UNSPECIFIED, batchSize: 2_000 },
       { ...rpcOptions(request), timeoutMs: 60 * 60_000 },
     );
@@ -233,7 +233,7 @@ export function registerSuppressionPages(scope: FastifyInstance, deps: ConsoleDe
       if (!batch.length) return;
       const sent = batch;
       batch = [];
-      const res = await directory().addSuppressions({ workspaceId: session.workspaceId, entries: sent.map((b) => b.entry), label }, rpcOptions(request));
+      const res = await contacts().addSuppressions({ workspaceId: session.workspaceId, entries: sent.map((b) => b.entry), label }, rpcOptions(request));
       res.results.forEach((r, i) => {
         if (r.outcome === SuppressionEntryOutcome.CREATED) report.created++;
         else if (r.outcome === SuppressionEntryOutcome.EXISTING) report.existing++;

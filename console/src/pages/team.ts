@@ -1,7 +1,7 @@
 /**
  * The Team page (/console/team): the workspace's members with roles and status. Owners and
  * admins invite (the invitation is mailed from the system sender, and its link shown once to
- * the inviter), change roles and remove members; everyone else sees the list. The directory
+ * the inviter), change roles and remove members; everyone else sees the list. The team
  * refuses a role above the acting one and the last owner's demotion or removal, whatever
  * the page offers.
  *
@@ -38,7 +38,7 @@ function requireManager(session: ConsoleSession): void {
 /** Roles the session may hand out: its own and below. */
 const grantable = (session: ConsoleSession) => [...ROLES].reverse().filter((r) => atLeast(session.role, r));
 
-/** A refusal of the directory (last owner, role above yours, exists) as a flash message, or rethrown. */
+/** A refusal of the team (last owner, role above yours, exists) as a flash message, or rethrown. */
 function teamMessage(err: unknown): string | undefined {
   const code = errorInfoOf(err)?.code ?? "";
   const messages: Record<string, string> = {

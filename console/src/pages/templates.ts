@@ -39,7 +39,7 @@ import {
   KINDS, KIND_LABEL, formatOf, kindOf, templateEditorView, templateListView, type CreateValues, type EditValues, type Kind, type PreviewChoice,
 } from "../views/templates.js";
 
-/** As the directory checks it (services/directory/src/domain/templates.ts); anything else is never sent on. */
+/** As the accounts unit checks it (services/accounts/src/domain/templates.ts); anything else is never sent on. */
 const TEMPLATE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const CURSOR = /^[A-Za-z0-9_-]{1,200}$/;
 const PAGE_SIZE = 50;
@@ -74,7 +74,7 @@ const editorUrl = (name: string, preview: PreviewChoice) =>
   consoleUrl(`/templates/${encodeURIComponent(name)}`, { contact: preview.contact, variables: preview.variables.trim() && preview.variables.trim() !== "{}" ? preview.variables : undefined });
 
 export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps): void {
-  const directory = () => deps.clients.directory;
+  const templates = () => deps.clients.templates;
 
   // The error table's template_not_found is the send's 400 (a bad `template` field); a page that is not there is a 404.
   const missing = () => refusal({ code: "not_found", status: 404, message: "No template with this name exists in the workspace." });
@@ -84,14 +84,14 @@ export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps)
   };
   const load = async (request: FastifyRequest, name: string): Promise<Template> => {
     checkName(name);
-    const { template } = await directory().getTemplate({ workspaceId: sessionOf(request).workspaceId, name }, rpcOptions(request)).catch((err: unknown) => {
+    const { template } = await templates().getTemplate({ workspaceId: sessionOf(request).workspaceId, name }, rpcOptions(request)).catch((err: unknown) => {
       throw isMissing(err) ? missing() : err;
     });
     if (!template) throw missing();
     return template;
   };
   const layoutsOf = async (request: FastifyRequest): Promise<Template[]> =>
-    (await directory().listTemplates({ workspaceId: sessionOf(request).workspaceId, kind: "layout", page: { limit: 100 } }, rpcOptions(request))).templates;
+    (await templates().listTemplates({ workspaceId: sessionOf(request).workspaceId, kind: "layout", page: { limit: 100 } }, rpcOptions(request))).templates;
 
   // ---- The list and the create form ----
 
@@ -104,7 +104,7 @@ export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps)
     const opts = rpcOptions(request);
     const canCreate = mayPost(session, "/console/templates");
     const [res, layouts] = await Promise.all([
-      directory().listTemplates({ workspaceId: session.workspaceId, kind: kind ?? "", page: { limit: PAGE_SIZE, cursor } }, opts),
+      templates().listTemplates({ workspaceId: session.workspaceId, kind: kind ?? "", page: { limit: PAGE_SIZE, cursor } }, opts),
       canCreate ? layoutsOf(request) : Promise.resolve([] as Template[]),
     ]);
     const body = templateListView({
@@ -134,7 +134,7 @@ export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps)
       html: values.html.trim() ? values.html : starter(kind, format),
     };
     try {
-      const { template } = await directory().createTemplate({ workspaceId: session.workspaceId, template: input }, rpcOptions(request));
+      const { template } = await templates().createTemplate({ workspaceId: session.workspaceId, template: input }, rpcOptions(request));
       setFlash(reply, { kind: "ok", message: `${KIND_LABEL[kind]} "${template!.name}" created. Edit it beside its preview.` });
       return seeOther(reply, consoleUrl(`/templates/${encodeURIComponent(template!.name)}`));
     } catch (err) {
@@ -174,7 +174,7 @@ export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps)
     const [preview, versions, contacts, layouts] = await Promise.all([
       renderPreview(request, t.name, choice),
       deps.clients.templates.listTemplateVersions({ workspaceId: session.workspaceId, name: t.name }, opts).then((r) => r.versions, () => [] as TemplateVersion[]),
-      directory().listContacts({ workspaceId: session.workspaceId, page: { limit: 50 } }, opts).then((r) => r.contacts, () => []),
+      deps.clients.contacts.listContacts({ workspaceId: session.workspaceId, page: { limit: 50 } }, opts).then((r) => r.contacts, () => []),
       kind === "template" ? layoutsOf(request).catch(() => [] as Template[]) : Promise.resolve([] as Template[]),
     ]);
     const body = templateEditorView({
@@ -224,7 +224,7 @@ export function registerTemplatePages(scope: FastifyInstance, deps: ConsoleDeps)
       displayName: t.displayName, fromEmail: t.fromEmail, fromName: t.fromName, replyTo: t.replyTo, status: t.status,
     };
     try {
-      const { template } = await directory().updateTemplate({ workspaceId: session.workspaceId, template: input }, rpcOptions(request));
+      const { template } = await templates().updateTemplate({ workspaceId: session.workspaceId, template: input }, rpcOptions(request));
       const saved = (template?.version ?? 0) !== (t.version ?? 0);
       setFlash(reply, { kind: "ok", message: saved ? `Saved as version ${template!.version}.` : "No changes to save; the preview is up to date." });
       return seeOther(reply, editorUrl(t.name, choice));

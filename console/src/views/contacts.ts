@@ -73,7 +73,7 @@ ${mappingTableView(opts.preview, opts.targets, opts.guess)}
 
 /** A JSON property value as short text. */
 const showValue = (v: unknown) => (v === null || v === undefined ? "—" : typeof v === "string" ? v : JSON.stringify(v));
-/** A property value as the edit form's text (the directory reads it back by the property's type). */
+/** A property value as the edit form's text (the audience unit reads it back by the property's type). */
 const textOf = (v: unknown) => (v === null || v === undefined ? "" : Array.isArray(v) ? v.join(", ") : String(v));
 const TYPE_HINT: Partial<Record<PropertyType, string>> = {
   [PropertyType.NUMBER]: "a number",

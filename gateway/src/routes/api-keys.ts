@@ -72,7 +72,7 @@ function ownWorkspace(request: FastifyRequest, workspaceId: string): string {
  */
 export const registerApiKeys: RouteModule = (app, deps) => {
   const currentKey = async (request: FastifyRequest) =>
-    (await deps.clients.directory.getApiKey({ workspaceId: workspaceOf(request), keyId: request.auth!.keyId }, rpcOptions(request))).apiKey!;
+    (await deps.clients.accounts.getApiKey({ workspaceId: workspaceOf(request), keyId: request.auth!.keyId }, rpcOptions(request))).apiKey!;
 
   defineRoute(app, {
     method: "GET",
@@ -132,7 +132,7 @@ export const registerApiKeys: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { params, query }) => {
       const workspaceId = ownWorkspace(request, params.workspaceId);
-      const res = await deps.clients.directory.listApiKeys(
+      const res = await deps.clients.accounts.listApiKeys(
         {
           workspaceId,
           limit: query.limit ?? 100,
@@ -164,7 +164,7 @@ export const registerApiKeys: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { params, body }) => {
       const workspaceId = ownWorkspace(request, params.workspaceId);
-      const res = await deps.clients.directory.createApiKey({ workspaceId, name: body.displayName, role: body.role }, rpcOptions(request));
+      const res = await deps.clients.accounts.createApiKey({ workspaceId, name: body.displayName, role: body.role }, rpcOptions(request));
       return reply.code(201).send({ apiKey: apiKeyJson(res.apiKey!, res.plainKey) });
     },
   });
@@ -187,7 +187,7 @@ export const registerApiKeys: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { params, body }) => {
       const workspaceId = ownWorkspace(request, params.workspaceId);
-      const res = await deps.clients.directory.updateApiKey({ workspaceId, keyId: params.apiKeyId, name: body.displayName, role: body.role }, rpcOptions(request));
+      const res = await deps.clients.accounts.updateApiKey({ workspaceId, keyId: params.apiKeyId, name: body.displayName, role: body.role }, rpcOptions(request));
       return reply.send({ apiKey: apiKeyJson(res.apiKey!) });
     },
   });
@@ -209,7 +209,7 @@ export const registerApiKeys: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { params }) => {
       const workspaceId = ownWorkspace(request, params.workspaceId);
-      const res = await deps.clients.directory.revokeApiKey({ workspaceId, keyId: params.apiKeyId }, rpcOptions(request));
+      const res = await deps.clients.accounts.revokeApiKey({ workspaceId, keyId: params.apiKeyId }, rpcOptions(request));
       return reply.send({ apiKey: apiKeyJson(res.apiKey!), isDeleted: true });
     },
   });

@@ -11,7 +11,7 @@ import { documentedCalls, type DocumentedCalls } from "./documented-calls.testin
 import { HINT_WORKSPACE, hintedCommands, runHint, workspaceOfCall } from "../../../cli/testing.js";
 
 /**
- * GET /v1/audit-log over a directory answering in memory: the query becomes ListAuditLog's
+ * GET /v1/audit-log over an accounts unit answering in memory: the query becomes ListAuditLog's
  * filters, the answer the documented page; a key below ADMIN is refused; every documented
  * response is driven and checked against the OpenAPI document.
  */
@@ -20,7 +20,7 @@ type Role = keyof typeof KEYS;
 
 const asked: ListAuditLogRequest[] = [];
 const clients = {
-  directory: {
+  accounts: {
     async authenticate({ apiKey }: { apiKey: string }) {
       const role = (Object.keys(KEYS) as Role[]).find((r) => KEYS[r] === apiKey);
       if (!role) throw new ConnectError("unknown key", Code.Unauthenticated);
@@ -68,7 +68,7 @@ describe("GET /v1/audit-log", () => {
   afterAll(async () => app?.close());
   const as = (role: Role) => ({ authorization: `Bearer ${KEYS[role]}` });
 
-  it("passes the filters to the directory and answers one page, newest first, with the next cursor", async () => {
+  it("passes the filters to the accounts unit and answers one page, newest first, with the next cursor", async () => {
     asked.length = 0;
     const url = "/v1/audit-log?since=2026-11-01T00:00:00Z&until=2026-12-01T00:00:00.000Z&actor=key:key_owner&resource=contact:ct_1&limit=2";
     const first = await api.call("GET /v1/audit-log", url, undefined, as("OWNER"));

@@ -2,12 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { AutomationService } from "@mailroom/proto/automation/v1/automation_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import { directoryRoutes } from "../../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../../services/directory/src/testing.js";
+import { memoryDirectory } from "../../../services/audience/src/testing.js";
+import { directoryClients } from "./directory-clients.testing.js";
 import { automationRoutes } from "../../../services/automation/src/routes.js";
 import { buildCatalogWorld, TEST_WS, type CatalogWorld } from "../../../services/automation/src/testing.js";
 import { buildGateway } from "../app.js";
@@ -40,7 +39,7 @@ describe("gateway /v1/automations", () => {
     contactId = (await dir.contacts.create(WS, { email: "ann@example.test" }))._id;
     world = await buildCatalogWorld();
     const clients = {
-      directory: createClient(DirectoryService, memoryTransport(directoryRoutes(dir))),
+      ...directoryClients(dir),
       automation: createClient(AutomationService, memoryTransport(automationRoutes(world.automations))),
     } as unknown as ServiceClients;
     const deps: GatewayDeps = {

@@ -26,7 +26,7 @@ export const registerContactAutomationRuns: RouteModule = (app, deps) =>
     handler: async (request, reply, { params, query }) => {
       const workspaceId = workspaceOf(request);
       // An unknown contact is a 404, not an empty list (as its events are).
-      await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
+      await deps.clients.contacts.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
       const res = await deps.clients.automation.listRuns(
         { workspaceId, contactId: params.id, page: { limit: query.limit ?? AUTOMATIONS_DEFAULT_LIMIT, cursor: query.cursor ?? "" } },
         rpcOptions(request),

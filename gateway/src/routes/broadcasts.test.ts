@@ -2,12 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
-import { directoryRoutes } from "../../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../../services/directory/src/testing.js";
+import { memoryDirectory } from "../../../services/audience/src/testing.js";
+import { directoryClients } from "./directory-clients.testing.js";
 import { broadcastRoutes } from "../../../services/broadcast/src/routes.js";
 import { buildTestWorld, type TestWorld } from "../../../services/broadcast/src/testing.js";
 import { PreSendCheckService } from "@mailroom/proto/broadcast/v1/check_pb.js";
@@ -43,7 +42,7 @@ describe("gateway /v1/broadcasts", () => {
     world = await buildTestWorld();
     world.directory.addContacts(3);
     const clients = {
-      directory: createClient(DirectoryService, memoryTransport(directoryRoutes(dir))),
+      ...directoryClients(dir),
       broadcast: createClient(BroadcastService, memoryTransport(broadcastRoutes(world.service))),
       // Pre-send checks over the same world: links answer 404 when their path says "missing"; no spam filter.
       check: createClient(PreSendCheckService, memoryTransport(checkRoutes(new PreSendCheck({

@@ -14,9 +14,9 @@ import { runJson, runSchema } from "@mailroom/http/automations-schema.js";
 
 /**
  * One contact's data (DESIGN §9.3): GET /v1/contacts/:id/export gathers everything held about
- * the person, and eraseContact is DELETE /v1/contacts/:id?erase=true. The directory holds the
- * contact, its events and the suppression list; the email service holds the emails sent to
- * the address; topics and groups (§9.4) the directory's TopicService and GroupService.
+ * the person, and eraseContact is DELETE /v1/contacts/:id?erase=true. The audience unit holds
+ * the contact, its events and the suppression list; the email service holds the emails sent to
+ * the address; topics and groups (§9.4) its TopicService and GroupService.
  */
 
 /** Items per call while gathering a contact's events and emails (the most one call gives). */
@@ -111,7 +111,7 @@ function emailsTo(deps: GatewayDeps, request: FastifyRequest, workspaceId: strin
 
 /**
  * The erasure of one contact, by id or by address: the email service erases the emails to the
- * address (records and content), then the directory erases the contact (its events; the
+ * address (records and content), then the audience unit erases the contact (its events; the
  * address kept only as a hashed suppression, written first; CONTACT_DELETED announced). A
  * failure part-way answers an error and leaves the contact in place, so the same request
  * finishes the job. The emails are erased once more after the suppression is in place, for a
@@ -119,10 +119,10 @@ function emailsTo(deps: GatewayDeps, request: FastifyRequest, workspaceId: strin
  */
 export async function eraseContact(deps: GatewayDeps, request: FastifyRequest, which: { contactId: string } | { email: string }) {
   const workspaceId = workspaceOf(request);
-  const { contact } = await deps.clients.directory.getContact({ workspaceId, ...which }, rpcOptions(request));
+  const { contact } = await deps.clients.contacts.getContact({ workspaceId, ...which }, rpcOptions(request));
   const address = contact!.email;
   const first = await deps.clients.email.eraseRecipient({ workspaceId, email: address }, rpcOptions(request));
-  const deleted = await deps.clients.directory.deleteContact({ workspaceId, contactId: contact!.id, erase: true }, rpcOptions(request));
+  const deleted = await deps.clients.contacts.deleteContact({ workspaceId, contactId: contact!.id, erase: true }, rpcOptions(request));
   const late = await deps.clients.email.eraseRecipient({ workspaceId, email: address }, rpcOptions(request)).catch((err) => {
     request.log.warn({ err, contactId: contact!.id }, "erasing the emails a second time failed (the first pass and the suppression are done)");
     return { emailsErased: 0n };
@@ -160,16 +160,16 @@ export const registerContactExport: RouteModule = (app, deps) =>
     },
     handler: async (request, reply, { params }) => {
       const workspaceId = workspaceOf(request);
-      const { contact } = await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
+      const { contact } = await deps.clients.contacts.getContact({ workspaceId, contactId: params.id }, rpcOptions(request));
       const c: Contact = contact!;
       const [definitions, events, emails, suppression, topics, groups, runs] = await Promise.all([
-        deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request)),
+        deps.clients.contacts.listContactProperties({ workspaceId }, rpcOptions(request)),
         all(async (cursor) => {
-          const res = await deps.clients.directory.listContactEvents({ workspaceId, contactId: c.id, page: { limit: PAGE, cursor } }, rpcOptions(request));
+          const res = await deps.clients.contacts.listContactEvents({ workspaceId, contactId: c.id, page: { limit: PAGE, cursor } }, rpcOptions(request));
           return { items: res.events, next: res.page?.hasMore ? res.page.nextCursor : "" };
         }),
         emailsTo(deps, request, workspaceId, c.email),
-        deps.clients.directory.checkSuppression({ workspaceId, emails: [c.email] }, rpcOptions(request)),
+        deps.clients.contacts.checkSuppression({ workspaceId, emails: [c.email] }, rpcOptions(request)),
         deps.clients.topics.getContactTopics({ workspaceId, contact: { ref: { case: "contactId", value: c.id } } }, rpcOptions(request)),
         deps.clients.groups.listContactGroups({ workspaceId, contactId: c.id }, rpcOptions(request)),
         all(async (cursor) => {

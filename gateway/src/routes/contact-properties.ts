@@ -85,7 +85,7 @@ function propertyJson(p: ContactProperty, workspaceId: string, workspaceCreatedA
  */
 export const registerContactProperties: RouteModule = (app, deps) => {
   const workspaceCreatedAt = async (request: Parameters<typeof workspaceOf>[0]) => {
-    const { workspace } = await deps.clients.directory.getWorkspace({ workspaceId: workspaceOf(request) }, rpcOptions(request));
+    const { workspace } = await deps.clients.accounts.getWorkspace({ workspaceId: workspaceOf(request) }, rpcOptions(request));
     return iso(workspace?.createdAt) ?? new Date(0).toISOString();
   };
 
@@ -113,7 +113,7 @@ export const registerContactProperties: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { query }) => {
       const workspaceId = workspaceOf(request);
-      const res = await deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request));
+      const res = await deps.clients.contacts.listContactProperties({ workspaceId }, rpcOptions(request));
       const type = query.type ?? "ALL";
       const all = res.properties.filter((p) => type === "ALL" || p.builtIn === (type === "INTERNAL"));
       let start = 0;
@@ -151,7 +151,7 @@ export const registerContactProperties: RouteModule = (app, deps) => {
     handler: async (request, reply, { body }) => {
       const workspaceId = workspaceOf(request);
       const type: PublicType = body.type === "SELECT" && body.typeConfig?.multiple ? "MULTI_SELECT" : body.type;
-      const res = await deps.clients.directory.createContactProperty(
+      const res = await deps.clients.contacts.createContactProperty(
         { workspaceId, displayName: body.displayName, type: TYPE_TO_PB[type], description: body.description ?? "", options: body.typeConfig?.options ?? [] },
         rpcOptions(request),
       );
@@ -177,7 +177,7 @@ export const registerContactProperties: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { params, body }) => {
       const workspaceId = workspaceOf(request);
-      const res = await deps.clients.directory.updateContactProperty(
+      const res = await deps.clients.contacts.updateContactProperty(
         { workspaceId, propertyId: params.id, displayName: body.displayName, description: body.description },
         rpcOptions(request),
       );

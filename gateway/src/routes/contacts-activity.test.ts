@@ -41,12 +41,14 @@ const runs = [{ id: "run_2", automationId: "aut_1", status: RunStatus.ACTIVE, st
 const deliveries = [{ id: "whd_1", webhookId: "wh_1", eventType: "CONTACT_CREATED", state: DeliveryState.FAILED, attempts: 5, createdAt: at(2, 1) }];
 
 const clients = {
-  directory: {
+  accounts: {
     async authenticate({ apiKey }: { apiKey: string }) {
       const ws = { mr_test_activity_a: "ws_a", mr_test_activity_b: "ws_b" }[apiKey];
       if (!ws) throw new ConnectError("unknown key", Code.Unauthenticated);
       return { workspaceId: ws, keyId: `key_${ws}`, scopes: ["api_read"], role: "VIEWER", memberId: "" };
     },
+  },
+  contacts: {
     async getContact({ workspaceId, contactId }: { workspaceId: string; contactId: string }) {
       if (workspaceId !== "ws_a" || contactId !== CONTACT) throw appError({ code: "contact_not_found", httpStatus: 404, message: "No contact with this id exists in the workspace." });
       return { contact: { id: CONTACT, email: "ann@example.test", source: ContactSource.PUBLIC_API, createdAt: at(2) } };

@@ -74,7 +74,7 @@ export const registerContactActivity: RouteModule = (app, deps) =>
     handler: async (request, reply, { params, query }) => {
       const workspaceId = workspaceOf(request);
       const options = rpcOptions(request);
-      const { contact } = await deps.clients.directory.getContact({ workspaceId, contactId: params.id }, options);
+      const { contact } = await deps.clients.contacts.getContact({ workspaceId, contactId: params.id }, options);
       if (!contact) throw refusal({ code: "contact_not_found", status: 404, message: "No contact with this id exists in the workspace." });
       const page = await contactActivity(deps, workspaceId, contact, { limit: query.limit, cursor: query.cursor }, options);
       return reply.send({ activity: page });

@@ -10,7 +10,7 @@ import { API_KEY_RESPONSES } from "../openapi.js";
 import { defineRoute, type RouteModule } from "./route.js";
 import { CONTACT_STATUSES, FILTER_DESCRIPTION, iso } from "@mailroom/http/contacts-schema.js";
 
-/** Contacts per directory call: the most ListContacts gives in one page. */
+/** Contacts per audience call: the most ListContacts gives in one page. */
 export const EXPORT_PAGE_SIZE = 500;
 /** The fixed columns, before one column per custom property (by API slug). */
 export const EXPORT_COLUMNS = ["id", "email", "firstName", "lastName", "status", "createdAt", "updatedAt"] as const;
@@ -39,7 +39,7 @@ function row(c: Contact, slugs: string[]): (string | number)[] {
 }
 
 /**
- * The rows, one directory page at a time (cursor paging in creation order): a page is asked
+ * The rows, one ListContacts page at a time (cursor paging in creation order): a page is asked
  * for only when the CSV stream below wants more, so memory holds one page whatever the size.
  */
 async function* rows(
@@ -82,15 +82,15 @@ export const registerContactsExport: RouteModule = (app, deps) => {
       const workspaceId = workspaceOf(request);
       const status = query.status ? ContactStatus[query.status] : ContactStatus.UNSPECIFIED;
       const fetchPage = (cursor: string) =>
-        deps.clients.directory.listContacts({ workspaceId, status, filter: query.filter ?? "", page: { limit: EXPORT_PAGE_SIZE, cursor } }, rpcOptions(request));
+        deps.clients.contacts.listContacts({ workspaceId, status, filter: query.filter ?? "", page: { limit: EXPORT_PAGE_SIZE, cursor } }, rpcOptions(request));
       // The properties and the first page before any byte is sent: a refusal is still a JSON error.
       const [properties, first] = await Promise.all([
-        deps.clients.directory.listContactProperties({ workspaceId }, rpcOptions(request)),
+        deps.clients.contacts.listContactProperties({ workspaceId }, rpcOptions(request)),
         fetchPage(""),
       ]);
       const slugs = properties.properties.filter((p) => !p.builtIn).map((p) => p.slug);
       const csv = stringify({ escape_formulas: true });
-      // A directory failure mid-way destroys the CSV stream (the response ends early); a client
+      // An audience failure mid-way destroys the CSV stream (the response ends early); a client
       // that goes away destroys it too, which stops the paging.
       pipeline(Readable.from(rows(fetchPage, first, slugs)), csv, (err) => {
         if (err && !reply.raw.destroyed) request.log.warn({ err }, "contacts export ended early");

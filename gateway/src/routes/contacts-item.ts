@@ -44,7 +44,7 @@ export const registerContactItem: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params }) => {
-      const res = await deps.clients.directory.getContact({ workspaceId: workspaceOf(request), contactId: params.id }, rpcOptions(request));
+      const res = await deps.clients.contacts.getContact({ workspaceId: workspaceOf(request), contactId: params.id }, rpcOptions(request));
       return reply.send({ contact: contactJson(res.contact!) });
     },
   });
@@ -69,7 +69,7 @@ export const registerContactItem: RouteModule = (app, deps) => {
       ...JSON_BODY_RESPONSES,
     },
     handler: async (request, reply, { params, body }) => {
-      const res = await deps.clients.directory.updateContact(
+      const res = await deps.clients.contacts.updateContact(
         { workspaceId: workspaceOf(request), contactId: params.id, contact: contactInput(body.properties) },
         rpcOptions(request),
       );
@@ -93,7 +93,7 @@ export const registerContactItem: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { params, query }) => {
       if (query.erase === "true") return reply.send(await eraseContact(deps, request, { contactId: params.id }));
-      const res = await deps.clients.directory.deleteContact({ workspaceId: workspaceOf(request), contactId: params.id }, rpcOptions(request));
+      const res = await deps.clients.contacts.deleteContact({ workspaceId: workspaceOf(request), contactId: params.id }, rpcOptions(request));
       return reply.send({ isDeleted: true, contact: contactJson(res.contact!) });
     },
   });
@@ -114,7 +114,7 @@ export const registerContactItem: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { params, query }) => {
       if (query.erase === "true") return reply.send(await eraseContact(deps, request, { email: params.email }));
-      const res = await deps.clients.directory.deleteContact({ workspaceId: workspaceOf(request), email: params.email }, rpcOptions(request));
+      const res = await deps.clients.contacts.deleteContact({ workspaceId: workspaceOf(request), email: params.email }, rpcOptions(request));
       return reply.send({ isDeleted: true, contact: contactJson(res.contact!) });
     },
   });
@@ -137,7 +137,7 @@ export const registerContactItem: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params, query }) => {
-      const res = await deps.clients.directory.listContactEvents(
+      const res = await deps.clients.contacts.listContactEvents(
         { workspaceId: workspaceOf(request), contactId: params.id, page: { limit: query.limit ?? 20, cursor: query.cursor ?? "" } },
         rpcOptions(request),
       );

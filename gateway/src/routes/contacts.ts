@@ -44,7 +44,7 @@ export const registerContacts: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { query }) => {
-      const res = await deps.clients.directory.listContacts(
+      const res = await deps.clients.contacts.listContacts(
         {
           workspaceId: workspaceOf(request),
           page: { limit: query.limit ?? DEFAULT_LIMIT, cursor: query.cursor ?? "" },
@@ -87,7 +87,7 @@ export const registerContacts: RouteModule = (app, deps) => {
       ...JSON_BODY_RESPONSES,
     },
     handler: async (request, reply, { body }) => {
-      const res = await deps.clients.directory.upsertContact(
+      const res = await deps.clients.contacts.upsertContact(
         { workspaceId: workspaceOf(request), contact: { ...contactInput(body.properties), source: ContactSource.PUBLIC_API } },
         rpcOptions(request),
       );
@@ -112,7 +112,7 @@ export const registerContacts: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { query, body }) => {
       const started = performance.now();
-      const res = await deps.clients.directory.batchUpsertContacts(
+      const res = await deps.clients.contacts.batchUpsertContacts(
         {
           workspaceId: workspaceOf(request),
           contacts: body.contacts.map((c) => ({ ...contactInput(c.properties, { keepCreatedAt: query.overrideCreatedAt === "true" }), source: ContactSource.PUBLIC_API })),
@@ -170,7 +170,7 @@ export const registerContacts: RouteModule = (app, deps) => {
     },
     handler: async (request, reply, { query }) => {
       try {
-        const res = await deps.clients.directory.getContact({ workspaceId: workspaceOf(request), email: query.email }, rpcOptions(request));
+        const res = await deps.clients.contacts.getContact({ workspaceId: workspaceOf(request), email: query.email }, rpcOptions(request));
         return reply.send({ contact: contactJson(res.contact!) });
       } catch (err) {
         if (err instanceof ConnectError && err.code === Code.NotFound) return reply.send({ contact: null });

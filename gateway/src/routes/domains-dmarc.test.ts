@@ -10,7 +10,7 @@ import type { ServiceClients } from "@mailroom/http/deps.js";
 import { documentedCalls, type DocumentedCalls } from "./documented-calls.testing.js";
 
 /**
- * GET /v1/domains/:id/dmarc over a directory and an inbound unit answering in memory: the
+ * GET /v1/domains/:id/dmarc over an accounts unit and an inbound unit answering in memory: the
  * domain is looked up in the caller's workspace first (another workspace's is a 404, and the
  * inbound unit is never asked), then the summary comes back in camelCase with plain numbers.
  */
@@ -23,7 +23,7 @@ const DOMAINS: Record<string, Record<string, boolean>> = { ws_acme: { "acme.exam
 
 const asked: GetDmarcSummaryRequest[] = [];
 const clients = {
-  directory: {
+  accounts: {
     async authenticate({ apiKey }: { apiKey: string }) {
       const key = KEYS[apiKey];
       if (!key) throw new ConnectError("unknown key", Code.Unauthenticated);

@@ -48,7 +48,7 @@ const query = z.strictObject({
 /**
  * GET /v1/domains/:id/dmarc?since -> the DMARC aggregate reports received for one of the
  * workspace's sending domains (DESIGN §10.4), summed per source IP and per day. The inbound
- * unit keeps reports by domain name; the workspace's claim is checked here, by the directory:
+ * unit keeps reports by domain name; the workspace's claim is checked here, by the accounts unit:
  * another workspace's domain is a 404, a domain not verified (its DKIM key, so its DNS, not
  * shown to be this workspace's) a 409, before the inbound unit is asked.
  */
@@ -75,7 +75,7 @@ export const registerDomainDmarc: RouteModule = (app, deps) =>
       const workspaceId = workspaceOf(request);
       const options = rpcOptions(request);
       // A name that is no domain at all names no domain of this workspace: 404, as an unknown one.
-      const { domain } = await deps.clients.directory.getDomain({ workspaceId, domain: params.id }, options).catch((err: unknown) => {
+      const { domain } = await deps.clients.accounts.getDomain({ workspaceId, domain: params.id }, options).catch((err: unknown) => {
         if (errorInfoOf(err)?.code === "invalid_domain") throw refusal({ code: "domain_not_found", message: `Domain ${params.id} not found` });
         throw err;
       });

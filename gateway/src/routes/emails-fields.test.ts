@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import {
   EmailRecordSchema,
   EmailService,
@@ -17,8 +16,8 @@ import {
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { badRequest } from "@mailroom/kit/errors.js";
-import { directoryRoutes } from "../../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../../services/directory/src/testing.js";
+import { memoryDirectory } from "../../../services/audience/src/testing.js";
+import { directoryClients } from "./directory-clients.testing.js";
 import { buildGateway } from "../app.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";
 import { ERROR_TABLE, SINGLE_EMAIL_BODY_LIMIT_BYTES } from "@mailroom/http/errors.js";
@@ -117,7 +116,7 @@ describe("cc, bcc, headers, attachments and tags at the gateway", () => {
       {
         config: loadConfig({}),
         logger: createLogger("gateway-fields-test", "silent"),
-        clients: { directory: createClient(DirectoryService, memoryTransport(directoryRoutes(dir))), email } as unknown as ServiceClients,
+        clients: { ...directoryClients(dir), email } as unknown as ServiceClients,
         rateLimitPerMinute: 0,
         authCacheMs: 60_000,
       },

@@ -7,12 +7,11 @@ import { createClient } from "@connectrpc/connect";
 import { parse as parser } from "csv-parse";
 import { parse } from "csv-parse/sync";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { EmailRecordSchema, EmailService, EmailStatus, type ListEmailsRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { directoryRoutes } from "../../../services/directory/src/routes.js";
-import { memoryDirectory } from "../../../services/directory/src/testing.js";
+import { memoryDirectory } from "../../../services/audience/src/testing.js";
+import { directoryClients } from "./directory-clients.testing.js";
 import { buildGateway } from "../app.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";
 import { EMAIL_EXPORT_COLUMNS, EXPORT_PAGE_SIZE, registerListEmails } from "./emails-list.js";
@@ -66,7 +65,7 @@ describe("the email export", () => {
       {
         config: loadConfig({}),
         logger: createLogger("gateway-export-test", "silent"),
-        clients: { directory: createClient(DirectoryService, memoryTransport(directoryRoutes(dir))), email } as unknown as ServiceClients,
+        clients: { ...directoryClients(dir), email } as unknown as ServiceClients,
         rateLimitPerMinute: 0,
         authCacheMs: 60_000,
       },

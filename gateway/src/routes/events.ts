@@ -10,9 +10,9 @@ import { jsonObject } from "../schemas/email.js";
 
 /**
  * Events about contacts (the official client's `events.send` / `sendBatch`): stored once per
- * messageId per workspace (the directory's contact_events), the traits written onto the
+ * messageId per workspace (the audience unit's contact_events), the traits written onto the
  * contact (created when missing), and published on MAIL_EVENTS as mail.events.contact.<name>.
- * Each item's rules (name, address, timestamp) live in the directory.
+ * Each item's rules (name, address, timestamp) live in the audience unit.
  */
 
 const BATCH_MAX = 100;
@@ -33,7 +33,7 @@ const eventSchema = z
 const itemError = z.strictObject({ code: z.string(), message: z.string() });
 
 async function record(request: FastifyRequest, deps: Parameters<RouteModule>[1], events: Array<z.infer<typeof eventSchema>>) {
-  const res = await deps.clients.directory.recordContactEvents(
+  const res = await deps.clients.contacts.recordContactEvents(
     {
       workspaceId: workspaceOf(request),
       events: events.map((e) => ({

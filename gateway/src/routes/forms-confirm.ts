@@ -50,7 +50,7 @@ const confirmDocs: Record<string, OperationDoc> = {
     responses: {
       200: { description: "Confirmed: a page saying so.", content: { "text/html": z.string() } },
       303: { description: "Confirmed: to the form's `redirectUrl`.", headers: { Location: { required: true, description: "The form's redirectUrl.", schema: { type: "string", format: "uri" } } } },
-      400: { description: "A tampered, foreign or expired link, or one whose contact is gone: a page saying so (a 503 page asking to retry when the directory does not answer).", content: { "text/html": z.string() } },
+      400: { description: "A tampered, foreign or expired link, or one whose contact is gone: a page saying so (a 503 page asking to retry when the audience unit does not answer).", content: { "text/html": z.string() } },
     },
   },
 };

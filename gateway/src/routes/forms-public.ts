@@ -258,7 +258,7 @@ const formDocs: Record<string, OperationDoc> = {
     params: formIdParam,
     responses: {
       200: { description: "The page.", content: { "text/html": htmlBody } },
-      404: { description: "No such form: a page saying so (a 503 page when the directory does not answer).", content: { "text/html": htmlBody } },
+      404: { description: "No such form: a page saying so (a 503 page when the audience unit does not answer).", content: { "text/html": htmlBody } },
     },
   },
   "OPTIONS /f/:formId": {

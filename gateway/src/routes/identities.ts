@@ -34,7 +34,7 @@ export const registerIdentities: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply) => {
-      const res = await deps.clients.directory.listSenders({ workspaceId: workspaceOf(request) }, rpcOptions(request));
+      const res = await deps.clients.accounts.listSenders({ workspaceId: workspaceOf(request) }, rpcOptions(request));
       return reply.send({
         identities: {
           emails: res.emails.map((e) => ({ email: e.email, status: e.verified ? "VERIFIED" : "PENDING" })),

@@ -89,7 +89,7 @@ const registerTemplateCheck: RouteModule = (app, deps) =>
     },
     handler: async (request, reply, { params, body }) => {
       const workspaceId = workspaceOf(request);
-      const { template } = await deps.clients.directory.getTemplate({ workspaceId, name: params.name }, rpcOptions(request));
+      const { template } = await deps.clients.templates.getTemplate({ workspaceId, name: params.name }, rpcOptions(request));
       const given = (body?.variables ?? {}) as JsonObject;
       // Sample values, as a broadcast's preview has them: a name without a value shows where it goes.
       const samples = Object.fromEntries((template?.variables ?? []).filter((v) => /^[A-Za-z_][\w-]*$/.test(v) && !SYSTEM_VARIABLES.has(v)).map((v) => [v, `[${v}]`]));

@@ -5,10 +5,11 @@ import { defineRoute, type RouteModule } from "./route.js";
 
 /**
  * The services without which the gateway serves nothing useful: every key is checked by the
- * directory, every send goes to the email service. The others back some routes only (dev
- * mail, broadcasts) and are reported without making the gateway unready.
+ * accounts unit, every send goes to the email service, and its recipients and the contacts
+ * are the audience unit's. The others back some routes only (dev mail, broadcasts) and are
+ * reported without making the gateway unready.
  */
-const REQUIRED: Array<keyof Config["urls"]> = ["directory", "email"];
+const REQUIRED: Array<keyof Config["urls"]> = ["accounts", "audience", "email"];
 
 /** A neighbour is reachable when its /healthz answers 200. */
 function healthzOf(name: string, baseUrl: string): ReadyCheck {
@@ -35,8 +36,8 @@ const readinessSchema = z
   .meta({ id: "Readiness" });
 
 /**
- * GET /readyz: 200 when the gateway can serve (its NATS connection is up and the directory and
- * email services answer their /healthz; every other service URL is reported), else 503. Load balancers and compose healthchecks use it;
+ * GET /readyz: 200 when the gateway can serve (its NATS connection is up and the accounts,
+ * audience and email services answer their /healthz; every other service URL is reported), else 503. Load balancers and compose healthchecks use it;
  * GET /healthz stays a plain liveness check.
  */
 export const registerReadyz: RouteModule = (app, deps) => {
@@ -46,7 +47,7 @@ export const registerReadyz: RouteModule = (app, deps) => {
     operationId: "ready",
     tags: ["Operations"],
     summary: "Readiness of the gateway",
-    description: "Checks the gateway's NATS connection and the `/healthz` of the directory and email services; reports the other services without depending on them.",
+    description: "Checks the gateway's NATS connection and the `/healthz` of the accounts, audience and email services; reports the other services without depending on them.",
     responses: {
       200: { description: "Ready to serve.", body: readinessSchema },
       503: { description: "A dependency is unreachable; `checks` says which.", body: readinessSchema },

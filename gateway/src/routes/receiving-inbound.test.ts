@@ -18,7 +18,7 @@ import type { ServiceClients } from "@mailroom/http/deps.js";
  */
 const KEYS = { a: "mr_test_rcv_inbound_a", b: "mr_test_rcv_inbound_b" } as const;
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
-const directory = {
+const accounts = {
   async authenticate({ apiKey }: { apiKey: string }) {
     if (apiKey === KEYS.a) return { workspaceId: "ws_in_a", keyId: "key_a", scopes: ["api_user", "api_read"], role: "EDITOR", memberId: "" };
     if (apiKey === KEYS.b) return { workspaceId: "ws_in_b", keyId: "key_b", scopes: ["api_user", "api_read"], role: "EDITOR", memberId: "" };
@@ -38,7 +38,7 @@ describe("gateway: receiving email over the inbound unit's ReceivingService", ()
     app = await buildGateway({
       config: loadConfig({}),
       logger: createLogger("gateway-receiving-inbound-test", "silent"),
-      clients: { directory, receiving: createClient(ReceivingService, memoryTransport(receivingRoutes({ config: t.config, receiver: t.receiver }))) } as unknown as ServiceClients,
+      clients: { accounts, receiving: createClient(ReceivingService, memoryTransport(receivingRoutes({ config: t.config, receiver: t.receiver }))) } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authCacheMs: 60_000,
     });

@@ -23,7 +23,7 @@ const KEYS = { a: "mr_test_receiving_a", viewer: "mr_test_receiving_viewer", b: 
 const WS = { a: "ws_rcv_a", b: "ws_rcv_b" };
 const auth = (key: string) => ({ authorization: `Bearer ${key}` });
 
-const directory = {
+const accounts = {
   async authenticate({ apiKey }: { apiKey: string }) {
     if (apiKey === KEYS.a) return { workspaceId: WS.a, keyId: "key_a", scopes: ["api_user", "api_read"], role: "EDITOR", memberId: "" };
     if (apiKey === KEYS.viewer) return { workspaceId: WS.a, keyId: "key_viewer", scopes: ["api_read"], role: "VIEWER", memberId: "" };
@@ -46,7 +46,7 @@ describe("gateway: receiving email", () => {
     app = await buildGateway({
       config: loadConfig({}),
       logger: createLogger("gateway-receiving-test", "silent"),
-      clients: { directory, receiving: fake.client() } as unknown as ServiceClients,
+      clients: { accounts, receiving: fake.client() } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authCacheMs: 60_000,
     });

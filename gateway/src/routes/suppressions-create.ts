@@ -24,7 +24,7 @@ export const registerCreateSuppression: RouteModule = (app, deps) =>
       ...JSON_BODY_RESPONSES,
     },
     handler: async (request, reply, { body }) => {
-      const res = await deps.clients.directory.addSuppression({
+      const res = await deps.clients.contacts.addSuppression({
         workspaceId: workspaceOf(request),
         email: body.email ?? "",
         domain: body.domain ?? "",

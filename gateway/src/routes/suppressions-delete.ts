@@ -49,7 +49,7 @@ export const registerDeleteSuppression: RouteModule = (app, deps) =>
     },
     handler: async (request, reply, input) => {
       const force = input.query.force === "true" || input.body.force === true;
-      const res = await deps.clients.directory.removeSuppression(
+      const res = await deps.clients.contacts.removeSuppression(
         { workspaceId: workspaceOf(request), ...targetOf(input.params.emailOrDomain), force, requireFound: true },
         rpcOptions(request),
       );

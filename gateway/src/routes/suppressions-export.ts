@@ -12,7 +12,7 @@ import { REASON_TO_PB, reasonQuery, sinceQuery, suppressionJson } from "@mailroo
 
 /** The columns, as POST /v1/suppressions/import reads them: an export imports back unchanged. */
 export const SUPPRESSION_EXPORT_COLUMNS = ["email", "domain", "reason", "created_at", "source"] as const;
-/** Suppressions per streamed directory message. */
+/** Suppressions per streamed ExportSuppressions message. */
 const EXPORT_BATCH = 2_000;
 
 const exportQuery = z.strictObject({ reason: reasonQuery, since: sinceQuery });
@@ -27,13 +27,13 @@ async function* rows(first: IteratorResult<ExportSuppressionsResponse>, rest: As
       }
     }
   } finally {
-    // A client gone away stops the directory's stream too.
+    // A client gone away stops the audience unit's stream too.
     await rest.return?.();
   }
 }
 
 /**
- * GET /v1/suppressions/export?reason&since -> text/csv, streamed from the directory's
+ * GET /v1/suppressions/export?reason&since -> text/csv, streamed from the audience unit's
  * ExportSuppressions with backpressure: memory holds a batch whatever the list's size.
  */
 export const registerSuppressionsExport: RouteModule = (app, deps) =>
@@ -52,7 +52,7 @@ export const registerSuppressionsExport: RouteModule = (app, deps) =>
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { query }) => {
-      const stream = deps.clients.directory.exportSuppressions({
+      const stream = deps.clients.contacts.exportSuppressions({
         workspaceId: workspaceOf(request),
         reason: query.reason ? REASON_TO_PB[query.reason] : SuppressionReason.UNSPECIFIED,
         since: query.since ? timestampFromDate(new Date(query.since)) : undefined,

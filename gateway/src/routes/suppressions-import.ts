@@ -13,12 +13,12 @@ import { defineRoute, type RouteModule } from "./route.js";
 import { REASON_TO_PB, SUPPRESSION_REASONS, type PublicSuppressionReason } from "@mailroom/http/suppressions-schema.js";
 
 /**
- * Rows per AddSuppressions call (the directory takes up to 5,000). Larger batches cost less
+ * Rows per AddSuppressions call (the audience unit takes up to 5,000). Larger batches cost less
  * per row (one lookup, one write, one intent and a few event messages each), smaller ones
  * hold less memory: at 5,000 a batch is a few MB on each side.
  */
 export const IMPORT_BATCH = 5_000;
-/** Batches on their way to the directory at once (see importCsv). */
+/** Batches on their way to the audience unit at once (see importCsv). */
 const IN_FLIGHT = 2;
 /** Rejected rows listed in the answer (all are counted in `rejectedCount`). */
 export const REJECTED_LISTED_MAX = 1_000;
@@ -56,7 +56,7 @@ const header = (cell: string): Column | undefined => {
   return (COLUMNS as readonly string[]).includes(known) ? (known as Column) : undefined;
 };
 
-/** A row into an entry, or the reason it is rejected before the directory sees it (the directory checks addresses and domains). */
+/** A row into an entry, or the reason it is rejected before the audience unit sees it (it checks addresses and domains). */
 type Checked = { entry: MessageInitShape<typeof SuppressionEntrySchema> } | { code: string; reason: string };
 
 /** A row's cell in a column, trimmed ("" when the file has no such column). */
@@ -110,7 +110,7 @@ async function importCsv(deps: GatewayDeps, request: FastifyRequest, body: Reada
   const send = async (rows: PendingRow[]) => {
     const options = first ? rpcOptions(request) : callOptionsFor(String(request.id));
     first = false;
-    const res = await deps.clients.directory.addSuppressions({ workspaceId, entries: rows.map((r) => r.entry), label: filename }, options);
+    const res = await deps.clients.contacts.addSuppressions({ workspaceId, entries: rows.map((r) => r.entry), label: filename }, options);
     res.results.forEach((r, i) => {
       if (r.outcome === SuppressionEntryOutcome.CREATED) report.imported++;
       else if (r.outcome === SuppressionEntryOutcome.EXISTING) report.existing++;
@@ -122,8 +122,8 @@ async function importCsv(deps: GatewayDeps, request: FastifyRequest, body: Reada
   body.on("error", (err) => parser.destroy(err));
   let columns: Map<Column, number> | undefined;
   let batch: PendingRow[] = [];
-  // Two batches on their way to the directory at once: one is written while the next is
-  // read, and the directory overlaps one's commits with the other's work (measured: one at a
+  // Two batches on their way to the audience unit at once: one is written while the next is
+  // read, and the audience unit overlaps one's commits with the other's work (measured: one at a
   // time was slower by about the commits' waits, and held no less memory there). While the
   // loop below awaits, it asks the parser for nothing more, so the request stream is paused
   // (backpressure) and memory holds a few batches whatever the file's size.

@@ -37,7 +37,7 @@ export const registerListSuppressions: RouteModule = (app, deps) =>
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { query }) => {
-      const res = await deps.clients.directory.listSuppressions({
+      const res = await deps.clients.contacts.listSuppressions({
         workspaceId: workspaceOf(request),
         page: { limit: query.limit ?? SUPPRESSIONS_DEFAULT_LIMIT, cursor: query.cursor ?? "" },
         reason: query.reason ? REASON_TO_PB[query.reason] : SuppressionReason.UNSPECIFIED,

@@ -31,7 +31,7 @@ export const registerTemplateItem: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params }) => {
-      const res = await deps.clients.directory.getTemplate({ workspaceId: workspaceOf(request), name: params.name }, rpcOptions(request));
+      const res = await deps.clients.templates.getTemplate({ workspaceId: workspaceOf(request), name: params.name }, rpcOptions(request));
       return reply.send({ template: templateJson(res.template!) });
     },
   });
@@ -60,7 +60,7 @@ export const registerTemplateItem: RouteModule = (app, deps) => {
       if (body.name !== undefined && body.name !== params.name) {
         throw refusal({ code: "invalid_request", message: "name in the body must match the template in the path (templates cannot be renamed)" });
       }
-      const res = await deps.clients.directory.updateTemplate(
+      const res = await deps.clients.templates.updateTemplate(
         { workspaceId: workspaceOf(request), template: templateInput(params.name, body) },
         rpcOptions(request),
       );
@@ -83,7 +83,7 @@ export const registerTemplateItem: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params }) => {
-      await deps.clients.directory.deleteTemplate({ workspaceId: workspaceOf(request), name: params.name }, rpcOptions(request));
+      await deps.clients.templates.deleteTemplate({ workspaceId: workspaceOf(request), name: params.name }, rpcOptions(request));
       return reply.send({ deleted: true, name: params.name });
     },
   });

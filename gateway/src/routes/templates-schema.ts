@@ -3,7 +3,7 @@ import type { Template } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 import { jsonObject } from "../schemas/email.js";
 
-/** Public JSON of stored templates (/v1/templates); content rules live in the directory. */
+/** Public JSON of stored templates (/v1/templates); content rules live in the accounts unit. */
 
 const content = {
   subject: z.string().meta({
@@ -32,7 +32,7 @@ const content = {
   layout: z.string().max(100).nullish().meta({ description: "Name of a template of kind `layout` whose `{{ content }}` receives this one." }),
 };
 
-/** The request's content fields as the directory's TemplateInput (absent = empty). */
+/** The request's content fields as TemplateService's TemplateInput (absent = empty). */
 export function templateInput(name: string, body: z.infer<typeof replaceTemplateSchema>) {
   return {
     name,

@@ -28,7 +28,7 @@ export const registerTemplates: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { query }) => {
-      const res = await deps.clients.directory.listTemplates(
+      const res = await deps.clients.templates.listTemplates(
         { workspaceId: workspaceOf(request), page: { limit: query.limit ?? DEFAULT_LIMIT, cursor: query.cursor ?? "" }, kind: query.kind ?? "" },
         rpcOptions(request),
       );
@@ -53,7 +53,7 @@ export const registerTemplates: RouteModule = (app, deps) => {
       413: { description: "`payload_too_large` (body over 2 MB) or `template_html_too_large` (html or text over 500 KB).", body: apiErrorSchema },
     },
     handler: async (request, reply, { body }) => {
-      const res = await deps.clients.directory.createTemplate(
+      const res = await deps.clients.templates.createTemplate(
         { workspaceId: workspaceOf(request), template: templateInput(body.name, body) },
         rpcOptions(request),
       );

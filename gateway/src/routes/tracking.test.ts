@@ -2,8 +2,7 @@ import { memoryTransport } from "@mailroom/kit/connect.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient} from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { MailEventType, DeliverySource, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signLinkToken, signRecipientToken, trackingUrls } from "@mailroom/content/tokens.js";
@@ -26,8 +25,8 @@ describe("tracking and unsubscribe endpoints", () => {
   const lt = signLinkToken(SECRET, { contentId: "cmp_1", index: 0, url: "https://acme.test/pricing?plan=pro#top" });
 
   beforeAll(async () => {
-    const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
-      service(DirectoryService, {
+    const contacts = createClient(ContactService, memoryTransport(({ service }) => {
+      service(ContactService, {
         addSuppression(req) { suppressed.push({ workspaceId: req.workspaceId, email: req.email, reason: req.reason }); return {}; },
         updateContact() { return {}; },
       });
@@ -35,7 +34,7 @@ describe("tracking and unsubscribe endpoints", () => {
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: SECRET, previousSecret: PREVIOUS_SECRET },
       logger: createLogger("gateway-test", "silent"),
-      clients: { directory } as unknown as ServiceClients,
+      clients: { contacts } as unknown as ServiceClients,
       tracking: { publish: async (e) => { events.push(e); } },
       rateLimitPerMinute: 0,
       authCacheMs: 1000,

@@ -56,7 +56,7 @@ interface VerifiedLink {
  * Open pixel and click redirects. Tokens are authenticated (services/content/src/tokens.ts),
  * so a tampered token is a 404 and never a redirect to a URL we did not sign.
  *
- * The hot path: no directory, auth, rate limit, store or RPC; the event is handed to the
+ * The hot path: no accounts or audience unit, auth, rate limit, store or RPC; the event is handed to the
  * NATS client without waiting for anything. These routes use the request-less parent
  * logger (no per-request child logger) and answer on the raw response (no serialization or
  * onSend work); verified link tokens are cached.

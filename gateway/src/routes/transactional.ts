@@ -84,7 +84,7 @@ export const registerTransactional: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { query }) => {
-      const res = await deps.clients.directory.listTemplates(
+      const res = await deps.clients.templates.listTemplates(
         {
           workspaceId: workspaceOf(request),
           page: { limit: query.limit ?? DEFAULT_LIMIT, cursor: query.cursor ?? "" },
@@ -115,7 +115,7 @@ export const registerTransactional: RouteModule = (app, deps) => {
       ...API_KEY_RESPONSES,
     },
     handler: async (request, reply, { params }) => {
-      const res = await deps.clients.directory.getTemplate({ workspaceId: workspaceOf(request), templateId: params.id }, rpcOptions(request));
+      const res = await deps.clients.templates.getTemplate({ workspaceId: workspaceOf(request), templateId: params.id }, rpcOptions(request));
       return reply.send({ transactional: transactionalJson(res.template!) });
     },
   });

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ConnectError, Code, createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { TopicService } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
@@ -32,7 +31,7 @@ describe("one-click unsubscribe of topic broadcasts", () => {
 
   beforeAll(async () => {
     const transport = memoryTransport(({ service }) => {
-      service(DirectoryService, {
+      service(ContactService, {
         addSuppression(req) { calls.push(`suppress ${req.email}`); return {}; },
         updateContact(req) { calls.push(`contact ${ContactStatus[req.contact!.status!]}`); return {}; },
       });
@@ -57,7 +56,7 @@ describe("one-click unsubscribe of topic broadcasts", () => {
       config: { ...loadConfig({}), secret: SECRET, publicUrl: "https://mail.acme.test" },
       logger: createLogger("gateway-test", "silent"),
       clients: {
-        directory: createClient(DirectoryService, transport),
+        contacts: createClient(ContactService, transport),
         broadcast: createClient(BroadcastService, transport),
         topics: createClient(TopicService, transport),
       } as unknown as ServiceClients,

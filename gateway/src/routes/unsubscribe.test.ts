@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { ContactStatus, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, ContactStatus, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { createLogger, loadConfig } from "@mailroom/kit";
 import { signRecipientToken } from "@mailroom/content/tokens.js";
@@ -22,8 +21,8 @@ describe("manage page and resubscribe", () => {
     app.inject({ method: "POST", url: `/u/${rt}/resubscribe`, headers: { accept: "text/html", ...headers } });
 
   beforeAll(async () => {
-    const directory = createClient(DirectoryService, memoryTransport(({ service }) => {
-      service(DirectoryService, {
+    const contacts = createClient(ContactService, memoryTransport(({ service }) => {
+      service(ContactService, {
         checkSuppression: () => ({ suppressed: suppression ? [{ email: "ann@example.test", reason: suppression }] : [] }),
         removeSuppression(req) { calls.push(`remove ${req.email}`); suppression = undefined; return {}; },
         addSuppression(req) { calls.push(`add ${req.email}`); suppression = req.reason; return {}; },
@@ -33,7 +32,7 @@ describe("manage page and resubscribe", () => {
     const deps: GatewayDeps = {
       config: { ...loadConfig({}), secret: SECRET, publicUrl: PUBLIC_URL },
       logger: createLogger("gateway-test", "silent"),
-      clients: { directory } as unknown as ServiceClients,
+      clients: { contacts } as unknown as ServiceClients,
       rateLimitPerMinute: 0,
       authCacheMs: 1000,
     };

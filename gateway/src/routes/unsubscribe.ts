@@ -24,12 +24,12 @@ type TokenRequest = FastifyRequest<{ Params: { token: string } }>;
 const rpcHeaders = (request: FastifyRequest) => ({ headers: { "x-request-id": String(request.id) } });
 
 async function unsubscribe(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<void> {
-  await deps.clients.directory.addSuppression(
+  await deps.clients.contacts.addSuppression(
     { workspaceId: r.workspaceId, email: r.email, reason: SuppressionReason.UNSUBSCRIBED, detail: `unsubscribed from ${r.contentId}` },
     rpcHeaders(request),
   );
   // The contact (when there is one) shows as unsubscribed too; the suppression is what guards sends.
-  await deps.clients.directory
+  await deps.clients.contacts
     .updateContact({ workspaceId: r.workspaceId, contact: { email: r.email, status: ContactStatus.UNSUBSCRIBED } }, rpcHeaders(request))
     .catch(() => undefined);
   recordEvent(deps, request, MailEventType.UNSUBSCRIBED, r);
@@ -94,10 +94,10 @@ async function unsubscribeFromTopic(deps: GatewayDeps, request: FastifyRequest, 
   return true;
 }
 
-/** Why the address is suppressed in its workspace, none when it is not; undefined when the directory did not answer. */
+/** Why the address is suppressed in its workspace, none when it is not; undefined when the audience unit did not answer. */
 async function suppressionOf(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<SuppressionReason | "none" | undefined> {
   try {
-    const { suppressed } = await deps.clients.directory.checkSuppression({ workspaceId: r.workspaceId, emails: [r.email] }, rpcHeaders(request));
+    const { suppressed } = await deps.clients.contacts.checkSuppression({ workspaceId: r.workspaceId, emails: [r.email] }, rpcHeaders(request));
     return suppressed[0]?.reason ?? "none";
   } catch (err) {
     request.log.warn({ err }, "suppression check failed");
@@ -112,12 +112,12 @@ async function suppressionOf(deps: GatewayDeps, request: FastifyRequest, r: Reci
  */
 async function resubscribe(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<boolean> {
   const reason = await suppressionOf(deps, request, r);
-  if (reason === undefined) throw new Error("directory unavailable");
+  if (reason === undefined) throw new Error("audience unit unavailable");
   if (reason !== "none" && reason !== SuppressionReason.UNSUBSCRIBED) return false;
   if (reason === SuppressionReason.UNSUBSCRIBED) {
-    await deps.clients.directory.removeSuppression({ workspaceId: r.workspaceId, email: r.email }, rpcHeaders(request));
+    await deps.clients.contacts.removeSuppression({ workspaceId: r.workspaceId, email: r.email }, rpcHeaders(request));
   }
-  await deps.clients.directory
+  await deps.clients.contacts
     .updateContact({ workspaceId: r.workspaceId, contact: { email: r.email, status: ContactStatus.SUBSCRIBED } }, rpcHeaders(request))
     .catch(() => undefined); // no contact: lifting the suppression was all there was to do
   return true;
@@ -132,7 +132,7 @@ interface RecipientTopics {
 /**
  * The workspace's topics with the recipient's state (DESIGN §9.4): the contact the token names,
  * else the workspace's contact with its address (a transactional recipient's token names none).
- * Null when the recipient is no contact; undefined when the directory did not answer.
+ * Null when the recipient is no contact; undefined when the audience unit did not answer.
  */
 async function recipientTopics(deps: GatewayDeps, request: FastifyRequest, r: RecipientRef): Promise<RecipientTopics | null | undefined> {
   const topicsClient = deps.clients.topics;

@@ -13,7 +13,7 @@ import { auditBatchWriter, consumeAuditLog } from "./audit-consumer.js";
 import { AuditLog, type AuditLogEntry, type AuditLogRepository } from "./domain/audit-log.js";
 import { AuditLogStore } from "./adapters/audit-log-store.js";
 import type { Stored } from "@mailroom/records/documents.js";
-import { memoryDirectory, storeTeam } from "./testing.js";
+import { memoryDirectory, storeTeam } from "../../audience/src/testing.js";
 
 const DAY = 86_400_000;
 

@@ -1,37 +1,23 @@
 import { startTracing } from "@mailroom/kit/tracing.js";
 import { readFile } from "node:fs/promises";
-import { connectNats, createLogger, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
+import { connectClient, connectNats, createLogger, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { AuditPublisher } from "@mailroom/pipeline/audit.js";
 import { bufferedAuditSink } from "@mailroom/kit/audit.js";
-import { openStore } from "@mailroom/store/open.js";
+import { openStore, openStoreIfPresent } from "@mailroom/store/open.js";
 import { secretKeysOf } from "@mailroom/kit/secrets.js";
-import { createDirectory } from "./domain/directory.js";
-import { openStoreRepositories } from "./adapters/store.js";
-import { createResolver, createSendingDns, generateDkimKeyPair } from "./adapters/dns.js";
-import { natsContactEventPublisher } from "./adapters/event-publisher.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { ChangePublisher } from "@mailroom/records/change-publisher.js";
-import { directoryRoutes } from "./routes.js";
-import { formRoutes, openForms } from "./form-routes.js";
-import { topicRoutes } from "./topic-routes.js";
-import { Topics } from "./domain/topics.js";
-import { TopicStore } from "./adapters/topic-store.js";
-import { consumeMailOutcomes } from "./consumers.js";
-import { audienceRoutes } from "./audience-routes.js";
-import { AudienceStore } from "./adapters/audience-store.js";
-import { SegmentStore } from "./adapters/segment-store.js";
-import { Segments } from "./domain/segments.js";
-import { Audiences } from "./domain/audiences.js";
-import { ContactFilters } from "./adapters/contact-filter.js";
-import { HISTORY_DAYS } from "./domain/best-hour.js";
-import { consumeEngagement } from "./engagement-consumers.js";
-import { groupRoutes } from "./group-routes.js";
-import { Groups } from "./domain/groups.js";
+import { adoptPreSplitStore, PRE_SPLIT_UNIT } from "@mailroom/records/adopt.js";
+import { createAccounts } from "./domain/accounts.js";
+import { eventsOfIntent } from "./domain/changes.js";
+import { ACCOUNTS_COLLECTIONS, openAccountsStores } from "./adapters/store.js";
+import { createResolver, createSendingDns, generateDkimKeyPair } from "./adapters/dns.js";
+import { AudienceClient } from "./adapters/audience-client.js";
+import { accountsRoutes } from "./routes.js";
 import { TemplatePreviews } from "./domain/template-previews.js";
 import { templateRoutes } from "./template-routes.js";
-import { EmittingGroupMembershipStore } from "./domain/changes.js";
-import { GroupMembershipStore, GroupStore } from "./adapters/group-store.js";
-import { loadDirectorySettings } from "./settings.js";
+import { loadAccountsSettings } from "./settings.js";
 import { Team } from "./domain/team.js";
 import { AuditLog } from "./domain/audit-log.js";
 import { MemberStore } from "./adapters/member-store.js";
@@ -41,88 +27,54 @@ import { teamRoutes } from "./team-routes.js";
 import { consumeAuditLog } from "./audit-consumer.js";
 
 const config = loadConfig();
-const settings = loadDirectorySettings();
-const logger = createLogger("directory", config.logLevel);
+const settings = loadAccountsSettings();
+const logger = createLogger("accounts", config.logLevel);
 // Spans exported when OTEL_EXPORTER_OTLP_ENDPOINT is set (the OTEL_* variables); else off.
-await startTracing("directory");
-// Contact events are announced on NATS; the directory serves without it (events wait for it).
-const nats = connectNats(config.natsUrl, "directory", { waitOnFirstConnect: true });
-nats.catch((err) => logger.warn({ err }, "NATS unavailable: contact events are stored but not announced"));
-const store = await openStore({ dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool, service: "directory" });
-// Contact, property and member changes → DIRECTORY_EVENTS (webhooks); recorded first, published when NATS is there.
+await startTracing("accounts");
+// Member and workspace changes are announced on NATS; the unit serves without it (events wait for it).
+const nats = connectNats(config.natsUrl, "accounts", { waitOnFirstConnect: true });
+nats.catch((err) => logger.warn({ err }, "NATS unavailable: changes are stored but not announced"));
+const storeOptions = { dataDir: config.dataDir, mongodbUrl: config.mongodbUrl, postgresUrl: config.postgresUrl, postgresPool: config.postgresPool };
+const store = await openStore({ ...storeOptions, service: "accounts" });
+// A store written before the split (the directory unit's): this unit's collections, copied once.
+await adoptPreSplitStore({
+  target: store,
+  openSource: () => openStoreIfPresent({ ...storeOptions, service: PRE_SPLIT_UNIT }),
+  collections: ACCOUNTS_COLLECTIONS,
+  logger,
+});
+// Member and workspace changes → DIRECTORY_EVENTS (webhooks); recorded first, published when NATS is there.
 const changes = ChangePublisher.open(store, nats.then(async (nc) => (await ensureMailStreams(nc, config.natsReplicas), nc)), logger);
-const repositories = await openStoreRepositories(store, secretKeysOf(config));
+const repositories = await openAccountsStores(store, secretKeysOf(config));
 // Writes cut short by the previous process's end: their events, rebuilt from the store.
-await changes.recover(repositories).catch((err) => logger.warn({ err }, "recovering write intents failed; the sweep retries"));
+const rebuild = (intent: Parameters<typeof eventsOfIntent>[0]) => eventsOfIntent(intent, repositories);
+await changes.recover(rebuild).catch((err) => logger.warn({ err }, "recovering write intents failed; the sweep retries"));
 changes.startSweep();
+// The audience unit: contacts for template previews, a bootstrap document's contacts.
+const audience = new AudienceClient(connectClient(ContactService, config.urls.audience));
 const resolver = createResolver(settings.dnsServers);
-const directory = createDirectory({
+const accounts = createAccounts({
   repositories,
   resolver,
   sendingDns: createSendingDns(resolver),
   generateDkimKey: generateDkimKeyPair,
   dns: { spfInclude: settings.spfInclude, inboundMxHost: settings.inboundMxHost, bounceDomain: settings.bounceDomain },
-  publishEvent: natsContactEventPublisher(nats, logger),
+  contactBootstrap: audience,
   publishChanges: changes.publish,
   intendChanges: changes.intend,
 });
-
-const topics = new Topics(await TopicStore.open(store), directory.workspaces);
-// The one filter compiler (DESIGN §9.4): contact listing, export, segments and audiences; engagement records feed `$engagement`.
-const contactFilters = await ContactFilters.open(store);
-
-// Groups and contacts' memberships (DESIGN §9.4): their own service, same unit and store; joins and leaves emit CONTACT_TAG_*.
-const groups = new Groups(
-  await GroupStore.open(store),
-  new EmittingGroupMembershipStore(await GroupMembershipStore.open(store), changes.publish, changes.intend),
-  directory.workspaces,
-);
-
-// Segments and broadcast audiences (DESIGN §9.4): their own service, same unit and store.
-const audienceStore = await AudienceStore.open(store, contactFilters.compileContactFilter);
-const segments = new Segments(await SegmentStore.open(store), audienceStore, directory.workspaces);
-const audiences = new Audiences(audienceStore, audienceStore, segments, directory.workspaces);
 
 // The team (DESIGN §9.9): members with roles, invitations, sign-in, sessions; same unit and store.
 const team = new Team({
   members: await MemberStore.open(store),
   tokens: await TeamTokenStore.open(store),
   sessions: await SessionStore.open(store),
-  workspaces: directory.workspaces,
+  workspaces: accounts.workspaces,
   secrets: secretKeysOf(config),
   publishChanges: changes.publish,
 });
 // Every unit's audit entries (the AUDIT stream) → the audit_log collection, kept a year.
 const auditLog = new AuditLog(await AuditLogStore.open(store));
-
-if (settings.bootstrapFile) {
-  try {
-    const ids = await directory.bootstrap.loadJson(await readFile(settings.bootstrapFile, "utf8"));
-    logger.info({ workspaces: ids, file: settings.bootstrapFile }, "bootstrap loaded");
-  } catch (err) {
-    logger.fatal({ file: settings.bootstrapFile, reason: (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
-    process.exit(1);
-  }
-}
-
-// Bounces, complaints and unsubscribes → suppressions and contact status, once NATS is there.
-const outcomeEvents = nats.then(async (nc) => {
-  await ensureMailStreams(nc, config.natsReplicas);
-  return consumeMailOutcomes(nc, directory.outcomes, logger);
-});
-outcomeEvents.catch((err) => logger.warn({ err }, "mail outcome consumer not started"));
-// Delivered, opened, clicked and bounced → engagement records (the filter's `$engagement`).
-const engagementEvents = nats.then(async (nc) => {
-  await ensureMailStreams(nc, config.natsReplicas);
-  return consumeEngagement(nc, { contacts: repositories.contacts, engagement: contactFilters.engagement }, logger);
-});
-engagementEvents.catch((err) => logger.warn({ err }, "engagement consumer not started"));
-// OPTIMAL broadcasts' best hours read each contact's recent opens and clicks: those recorded
-// before they were kept are added once, in the background (a restart resumes; done: nothing).
-contactFilters.engagement.backfillRecent(new Date(), HISTORY_DAYS).then(
-  (done) => done && logger.info(done, "recent opens and clicks of earlier records added (best hours)"),
-  (err) => logger.warn({ err }, "adding earlier opens and clicks failed; the next start carries on"),
-);
 
 const auditEntries = nats.then(async (nc) => {
   await ensureMailStreams(nc, config.natsReplicas);
@@ -130,36 +82,53 @@ const auditEntries = nats.then(async (nc) => {
 });
 auditEntries.catch((err) => logger.warn({ err }, "audit log consumer not started"));
 
-// Signup forms with double opt-in (DESIGN §9.4): their own service, same unit and store.
-const forms = await openForms(store, directory, { groups });
+// The bootstrap document, before serving (a caller never meets a key it names unknown): its
+// contacts go to the audience unit, which may start after this one (each try checks the whole
+// document first, so a refusal writes nothing).
+if (settings.bootstrapFile) {
+  const json = await readFile(settings.bootstrapFile, "utf8").catch((err: Error) => {
+    logger.fatal({ file: settings.bootstrapFile, reason: err.message }, "cannot read MAILROOM_BOOTSTRAP");
+    process.exit(1);
+  });
+  const deadline = Date.now() + 90_000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const ids = await accounts.bootstrap.loadJson(json);
+      logger.info({ workspaces: ids, file: settings.bootstrapFile }, "bootstrap loaded");
+      break;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === "service_unavailable" && Date.now() < deadline) {
+        if (attempt === 1) logger.info("bootstrap waits for the audience unit");
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        continue;
+      }
+      logger.fatal({ file: settings.bootstrapFile, reason: (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
+      process.exit(1);
+    }
+  }
+}
 
 const server = await startConnectServer({
   routes: (router) => {
-    directoryRoutes(directory, contactFilters.compileContactFilter, team)(router);
+    accountsRoutes(accounts, team)(router);
     teamRoutes(team, auditLog)(router);
-    groupRoutes(groups)(router);
-    // Template previews and version history (DESIGN §10.2): their own service, same unit and store.
-    templateRoutes(directory.templates, new TemplatePreviews(directory.templates, directory.contacts, directory.workspaces))(router);
-    audienceRoutes(segments, audiences, contactFilters.engagement)(router);
-    formRoutes(forms)(router);
-    // Topics and contacts' choices (DESIGN §9.4): their own service, same unit and store.
-    topicRoutes(topics)(router);
+    // Templates, their previews and version history (DESIGN §10.2): their own service, same unit and store.
+    templateRoutes(accounts.templates, new TemplatePreviews(accounts.templates, audience, accounts.workspaces), accounts.workspaces)(router);
   },
-  port: config.servicePort ?? defaultServicePort(config, "directory"),
+  port: config.servicePort ?? defaultServicePort(config, "accounts"),
   host: config.serviceHost,
   // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
   audit: bufferedAuditSink(nats.then((nc) => new AuditPublisher(nc, logger)), logger),
   logger,
 });
-logger.info({ url: server.url, store: store.kind }, "directory listening");
+logger.info({ url: server.url, store: store.kind }, "accounts listening");
 
 onShutdown(logger, async () => {
   await server.close();
   // Leased usage goes back to the monthly counters while the store is still open.
-  await directory.usage.close();
+  await accounts.usage.close();
   await Promise.race([changes.stop(), new Promise((resolve) => setTimeout(resolve, 1_000))]);
-  await Promise.race([outcomeEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
-  await Promise.race([engagementEvents.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await Promise.race([auditEntries.then((loop) => loop.stop()), new Promise((resolve) => setTimeout(resolve, 1_000))]).catch(() => {});
   await store.close();
   // Not yet connected: closing waits for nothing (the pending connect is abandoned with the process).

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { envHostName, loadSettings } from "@mailroom/kit/config.js";
 
 /**
- * The directory's settings: domain checks, the DNS records it tells domains to publish, and
+ * The accounts unit's settings: domain checks, the DNS records it tells domains to publish, and
  * the bootstrap file; what every process shares (NATS, store, secret, URLs) is kit's `loadConfig`.
  */
 const schema = z.object({
@@ -25,7 +25,7 @@ const schema = z.object({
   MAILROOM_BOOTSTRAP: z.string().optional(),
 });
 
-export interface DirectorySettings {
+export interface AccountsSettings {
   dnsServers?: string;
   spfInclude?: string;
   inboundMxHost?: string;
@@ -33,8 +33,8 @@ export interface DirectorySettings {
   bootstrapFile?: string;
 }
 
-/** Reads and validates the directory's settings; a bad value throws kit's ConfigError naming the variable. */
-export function loadDirectorySettings(env: NodeJS.ProcessEnv = process.env): DirectorySettings {
+/** Reads and validates the accounts unit's settings; a bad value throws kit's ConfigError naming the variable. */
+export function loadAccountsSettings(env: NodeJS.ProcessEnv = process.env): AccountsSettings {
   const c = loadSettings(schema, env);
   return {
     dnsServers: c.MAILROOM_DNS_SERVERS || undefined,

@@ -1,10 +1,10 @@
 import { openMemoryStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
-import { createDirectory, type Directory, type DirectoryDeps } from "./domain/directory.js";
 import type { DkimKeyPair, TxtResolver } from "@mailroom/records/ports.js";
+import { createAccounts, type Accounts, type AccountsDeps } from "./domain/accounts.js";
 import type { SendingDns, SpfResult } from "./domain/direct-sending.js";
 import { generateDkimKeyPair } from "./adapters/dns.js";
-import { DIRECTORY_COLLECTIONS, openStoreRepositories } from "./adapters/store.js";
+import { openAccountsStores } from "./adapters/store.js";
 import { MemberStore } from "./adapters/member-store.js";
 import { SessionStore, TeamTokenStore } from "./adapters/team-store.js";
 import { AuditLogStore } from "./adapters/audit-log-store.js";
@@ -49,45 +49,31 @@ export function pooledDkimKey(): Promise<DkimKeyPair> {
   return sharedKey;
 }
 
-/** The secrets test directories seal DKIM keys with. */
+/** The secrets test stores seal DKIM keys with. */
 export const TEST_SECRETS = { current: "directory-test-secret-0123456789" };
 
-export type TestDirectoryOptions = Partial<Omit<DirectoryDeps, "repositories">>;
-export type TestDirectory = Directory & { store: Store };
+export type TestAccountsOptions = Partial<Omit<AccountsDeps, "repositories">>;
 
-/** A directory over the given store, with a map resolver and the pooled DKIM key unless told otherwise. */
-export async function storeDirectory(store: Store, opts: TestDirectoryOptions = {}): Promise<TestDirectory> {
-  const dir = createDirectory({
-    repositories: await openStoreRepositories(store, TEST_SECRETS),
+/** The accounts unit's use cases over `store`, with a map resolver, the pooled DKIM key and no audience unit unless told otherwise. */
+export async function storeAccounts(store: Store, opts: TestAccountsOptions = {}): Promise<Accounts> {
+  return createAccounts({
+    repositories: await openAccountsStores(store, TEST_SECRETS),
     resolver: mapResolver(),
     sendingDns: mapSendingDns(),
     generateDkimKey: pooledDkimKey,
+    contactBootstrap: { check: async () => {}, apply: async () => {} },
     ...opts,
   });
-  return { ...dir, store };
 }
 
-/** A directory over a fresh in-memory store, for unit tests. */
-export function memoryDirectory(opts: TestDirectoryOptions = {}): Promise<TestDirectory> {
-  return storeDirectory(openMemoryStore(), opts);
+/** The accounts unit's use cases over a fresh in-memory store. */
+export function memoryAccounts(opts: TestAccountsOptions = {}): Promise<Accounts & { store: Store }> {
+  const store = openMemoryStore();
+  return storeAccounts(store, opts).then((accounts) => ({ ...accounts, store }));
 }
 
-/**
- * Every document of every directory collection, for "nothing changed" assertions. A key's
- * `lastUsedAt` is left out: authenticating a call writes it (the caller's own bookkeeping,
- * at most once a minute), whatever the call then does.
- */
-export async function snapshot(dir: { store: Store }): Promise<Record<string, unknown[]>> {
-  const out: Record<string, unknown[]> = {};
-  for (const name of DIRECTORY_COLLECTIONS) {
-    const docs = await dir.store.collection(name).find({}, { sort: { _id: 1 } });
-    out[name] = name === "api_keys" ? docs.map(({ lastUsedAt: _used, ...doc }) => doc) : docs;
-  }
-  return out;
-}
-
-/** The team and the audit log over a test directory's store (as main.ts wires them). */
-export async function storeTeam(dir: TestDirectory, opts: { now?: () => Date } = {}): Promise<{ team: Team; auditLog: AuditLog }> {
+/** The team and the audit log over a test store (as main.ts wires them). */
+export async function storeTeam(dir: { store: Store; workspaces: Accounts["workspaces"] }, opts: { now?: () => Date } = {}): Promise<{ team: Team; auditLog: AuditLog }> {
   const team = new Team({
     members: await MemberStore.open(dir.store),
     tokens: await TeamTokenStore.open(dir.store),

@@ -4,7 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { AudienceService, BestHourBasis, type AudienceMemberSchema, type SegmentSchema } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import type { Audience as PbAudience } from "@mailroom/proto/common/v1/common_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
-import { contactToPb } from "./routes.js";
+import { contactToPb } from "./contact-routes.js";
 import type { Segment } from "./domain/audience-ports.js";
 import type { Contact } from "@mailroom/records/model.js";
 import type { Segments } from "./domain/segments.js";

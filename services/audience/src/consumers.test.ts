@@ -11,7 +11,7 @@ import { EVENTS_STREAM, EVENTS_SUBJECTS, eventSubject } from "@mailroom/pipeline
 import { DeliverySource, MailEventSchema, MailEventType, type MailEvent } from "@mailroom/proto/events/v1/events_pb.js";
 import { consumeMailOutcomes, mailOutcomeOf, OUTCOME_KINDS, OUTCOMES_DURABLE, outcomesDurable } from "./consumers.js";
 import { memoryDirectory, type TestDirectory } from "./testing.js";
-import type { DirectoryEvent } from "./domain/changes.js";
+import type { DirectoryEvent } from "@mailroom/records/change-events.js";
 
 const event = (init: Omit<Partial<MailEvent>, "$typeName" | "$unknown">) =>
   create(MailEventSchema, { workspaceId: "ws_a", source: DeliverySource.BROADCAST, recipient: "ann@example.test", ...init });

@@ -1,21 +1,25 @@
 import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import { DirectoryService, type DomainSchema, type WorkspaceSchema, type ApiKeySchema, type WorkspaceFlags as PbWorkspaceFlags } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { PropertyType as PbPropertyType, ContactStatus as PbContactStatus, ContactSource as PbContactSource, type ContactEventSchema, type ContactPropertySchema, type ContactInput as PbContactInput, type ContactSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { type TemplateInput as PbTemplateInput, type TemplateSchema } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import {
+  ContactService,
+  PropertyType as PbPropertyType,
+  ContactStatus as PbContactStatus,
+  ContactSource as PbContactSource,
+  type ContactEventSchema,
+  type ContactPropertySchema,
+  type ContactInput as PbContactInput,
+  type ContactSchema,
+} from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { badRequest, toErrorInfo } from "@mailroom/kit/errors.js";
-import type { Directory } from "./domain/directory.js";
-import type { Team } from "./domain/team.js";
-import { appErrorCode } from "@mailroom/records/validation.js";
+import { parseBootstrapJson } from "@mailroom/records/bootstrap-document.js";
+import { workspaceFromPb } from "./adapters/accounts-client.js";
+import type { Audience } from "./domain/audience.js";
 import type { ContactInput } from "./domain/contacts.js";
 import type { PropertyView } from "./domain/properties.js";
-import { roleOf } from "./domain/keys.js";
-import { templateStatus, templateVersion } from "./domain/templates.js";
-import type { DomainView } from "./domain/senders.js";
 import {
   CONTACT_SOURCES, CONTACT_STATUSES, contactStatus,
-  type ApiKey, type Contact, type ContactEvent, type ContactSource, type ContactStatus, type PropertyType, type Template, type Workspace,
+  type Contact, type ContactEvent, type ContactSource, type ContactStatus, type PropertyType,
 } from "@mailroom/records/model.js";
 import { parsePropertyType } from "./domain/properties.js";
 import { reserveSendable } from "./domain/sendable.js";
@@ -33,6 +37,7 @@ const PROPERTY_TYPE_TO_PB: Record<PropertyType, PbPropertyType> = {
   select: PbPropertyType.SELECT,
   multi_select: PbPropertyType.MULTI_SELECT,
 };
+
 const PROPERTY_TYPE_FROM_PB: Partial<Record<number, PropertyType>> = {
   [PbPropertyType.STRING]: "string",
   [PbPropertyType.NUMBER]: "number",
@@ -41,48 +46,27 @@ const PROPERTY_TYPE_FROM_PB: Partial<Record<number, PropertyType>> = {
   [PbPropertyType.SELECT]: "select",
   [PbPropertyType.MULTI_SELECT]: "multi_select",
 };
+
 /** Enum values are named like the domain's (CONTACT_STATUS_SUBSCRIBED = SUBSCRIBED). */
 const statusToPb = (s: ContactStatus) => PbContactStatus[s];
+
 const sourceToPb = (s: ContactSource | undefined) => PbContactSource[s ?? "PUBLIC_API"];
+
 function statusFromPb(value: PbContactStatus | undefined): ContactStatus | undefined {
   if (!value) return undefined;
   const name = PbContactStatus[value];
   if (!(CONTACT_STATUSES as readonly string[]).includes(name)) throw badRequest("invalid_contact", `unknown contact status ${value}`);
   return name as ContactStatus;
 }
+
 function sourceFromPb(value: PbContactSource): ContactSource | undefined {
   if (!value) return undefined;
   const name = PbContactSource[value];
   if (!(CONTACT_SOURCES as readonly string[]).includes(name)) throw badRequest("invalid_contact", `unknown contact source ${value}`);
   return name as ContactSource;
 }
+
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
-
-export function workspaceToPb(w: Workspace): MessageInitShape<typeof WorkspaceSchema> {
-  return {
-    id: w._id,
-    name: w.name,
-    timezone: w.timezone,
-    flags: { ...w.flags },
-    monthlyLimit: BigInt(w.monthlyLimit),
-    sendingAccountNew: w.sendingAccountNew,
-    createdAt: ts(w.createdAt),
-    sendingPaused: Boolean(w.sendingPaused),
-    sendingPausedReason: w.sendingPaused?.reason ?? "",
-    sendingPausedAt: ts(w.sendingPaused?.at),
-    banned: Boolean(w.banned),
-    bannedReason: w.banned?.reason ?? "",
-    bannedAt: ts(w.banned?.at),
-  };
-}
-
-function apiKeyToPb(k: ApiKey): MessageInitShape<typeof ApiKeySchema> {
-  return {
-    id: k._id, workspaceId: k.workspaceId, name: k.name, prefix: k.prefix, scopes: k.scopes, createdAt: ts(k.createdAt), revokedAt: ts(k.revokedAt),
-    role: roleOf(k.scopes, Boolean(k.ownerMemberId)), updatedAt: ts(k.updatedAt ?? k.createdAt), ownerMemberId: k.ownerMemberId ?? "",
-    lastUsedAt: ts(k.lastUsedAt),
-  };
-}
 
 function propertyToPb(p: PropertyView): MessageInitShape<typeof ContactPropertySchema> {
   return {
@@ -95,19 +79,6 @@ function eventToPb(e: ContactEvent): MessageInitShape<typeof ContactEventSchema>
   return {
     id: e._id, workspaceId: e.workspaceId, contactId: e.contactId, email: e.email, name: e.name, properties: e.properties as JsonObject,
     timestamp: ts(e.timestamp), messageId: e.messageId, receivedAt: ts(e.receivedAt),
-  };
-}
-
-function domainToPb(d: DomainView): MessageInitShape<typeof DomainSchema> {
-  return {
-    domain: d.domain,
-    verified: d.verified,
-    dkimSelector: d.selector,
-    dkimPublicKey: d.publicKey,
-    records: d.records,
-    verifiedAt: ts(d.verifiedAt),
-    verificationError: d.verificationError,
-    lastCheckedAt: ts(d.lastCheckedAt),
   };
 }
 
@@ -150,166 +121,15 @@ function contactFromPb(input: PbContactInput | undefined): ContactInput {
   };
 }
 
-export function templateToPb(t: Template): MessageInitShape<typeof TemplateSchema> {
-  return {
-    id: t._id,
-    name: t.name,
-    subject: t.subject,
-    html: t.html,
-    text: t.text,
-    previewText: t.previewText,
-    variables: t.variables,
-    createdAt: ts(t.createdAt),
-    updatedAt: ts(t.updatedAt),
-    fromEmail: t.fromEmail ?? "",
-    fromName: t.fromName ?? "",
-    replyTo: (t.replyTo ?? []).map((r) => ({ email: r.email, name: r.name ?? "" })),
-    status: templateStatus(t),
-    displayName: t.displayName ?? "",
-    kind: t.kind ?? "template",
-    format: t.format ?? "liquid",
-    layout: t.layout ?? "",
-    version: templateVersion(t),
-    source: t.source ?? "",
-    snippets: t.snippets ?? [],
-    liquid: t.liquid ?? false,
-  };
-}
-
-const flagsFromPb = (f: PbWorkspaceFlags | undefined) =>
-  f ? { broadcastEarlyAccess: f.broadcastEarlyAccess, emailApiAddon: f.emailApiAddon, verified: f.verified } : undefined;
-
-function int64(value: bigint | undefined, field: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) throw badRequest("invalid_request", `${field} is out of range`);
-  return Number(value);
-}
-
 /** Compiles a workspace's JSON filter (adapters/contact-filter.ts); without one, a filter is refused. */
 export type FilterCompiler = (workspaceId: string, filter: unknown) => Promise<Record<string, unknown>>;
+
 const noFilters: FilterCompiler = async () => {
-  throw badRequest("invalid_filter", "filter: filters are not available on this directory");
+  throw badRequest("invalid_filter", "filter: filters are not available here");
 };
 
-/**
- * `team`: when given, RemoveMember goes through it (the last-owner rule; the member's sessions
- * end at once).
- */
-export function directoryService(dir: Directory, compileFilter: FilterCompiler = noFilters, team?: Team): ServiceImpl<typeof DirectoryService> {
+export function contactService(dir: Audience, compileFilter: FilterCompiler = noFilters): ServiceImpl<typeof ContactService> {
   return {
-    async authenticate(req) {
-      return dir.keys.authenticate(req.apiKey, req.requiredScopes);
-    },
-
-    async createWorkspace(req) {
-      const w = await dir.workspaces.create({
-        id: req.id,
-        name: req.name,
-        timezone: req.timezone,
-        flags: flagsFromPb(req.flags),
-        // 0 on create means "not given": the default plan limit.
-        monthlyLimit: req.monthlyLimit ? int64(req.monthlyLimit, "monthly_limit") : undefined,
-        sendingAccountNew: req.sendingAccountNew,
-      });
-      return { workspace: workspaceToPb(w) };
-    },
-    async getWorkspace(req) {
-      return { workspace: workspaceToPb(await dir.workspaces.get(req.workspaceId)) };
-    },
-    async updateWorkspace(req) {
-      const w = await dir.workspaces.update(req.workspaceId, {
-        name: req.name,
-        timezone: req.timezone,
-        flags: flagsFromPb(req.flags),
-        monthlyLimit: int64(req.monthlyLimit, "monthly_limit"),
-        sendingAccountNew: req.sendingAccountNew,
-      });
-      return { workspace: workspaceToPb(w) };
-    },
-    async setWorkspaceSendingPaused(req) {
-      const { workspace, changed } = await dir.workspaces.setSendingPaused(req.workspaceId, req.paused, req.reason);
-      return { workspace: workspaceToPb(workspace), changed };
-    },
-    async setWorkspaceBanned(req) {
-      const { workspace, changed } = await dir.workspaces.setBanned(req.workspaceId, req.banned, req.reason);
-      return { workspace: workspaceToPb(workspace), changed };
-    },
-    async listWorkspaces() {
-      return { workspaces: (await dir.workspaces.list()).map(workspaceToPb) };
-    },
-    async loadBootstrap(req) {
-      return { workspaceIds: await dir.bootstrap.loadJson(req.json) };
-    },
-
-    async createApiKey(req) {
-      const { key, plain } = await dir.keys.create(req.workspaceId, { name: req.name, scopes: req.scopes, role: req.role || undefined, fixedKey: req.key, ownerMemberId: req.ownerMemberId || undefined });
-      return { apiKey: apiKeyToPb(key), plainKey: plain };
-    },
-    async listApiKeys(req) {
-      if (!req.limit && !req.startAt && !req.oldestFirst) return { apiKeys: (await dir.keys.list(req.workspaceId)).map(apiKeyToPb) };
-      const page = await dir.keys.page(req.workspaceId, { limit: req.limit, newestFirst: !req.oldestFirst, startAt: dateOf(req.startAt) });
-      return { apiKeys: page.items.map(apiKeyToPb), hasMore: page.hasMore, nextStartAt: ts(page.nextStartAt) };
-    },
-    async revokeApiKey(req) {
-      return { apiKey: apiKeyToPb(await dir.keys.revoke(req.workspaceId, req.keyId)) };
-    },
-    async getApiKey(req) {
-      return { apiKey: apiKeyToPb(await dir.keys.getActive(req.workspaceId, req.keyId)) };
-    },
-    async updateApiKey(req) {
-      return { apiKey: apiKeyToPb(await dir.keys.update(req.workspaceId, req.keyId, { name: req.name, role: req.role })) };
-    },
-
-    async addVerifiedEmail(req) {
-      const e = await dir.senders.addEmail(req.workspaceId, req.email, req.verified);
-      return { email: e.email, verified: e.verified };
-    },
-    async addDomain(req) {
-      return { domain: domainToPb(await dir.senders.addDomain(req.workspaceId, req.domain)) };
-    },
-    async getDomain(req) {
-      return { domain: domainToPb(await dir.senders.getDomain(req.workspaceId, req.domain)) };
-    },
-    async verifyDomain(req) {
-      return { domain: domainToPb(await dir.senders.verifyDomain(req.workspaceId, req.domain)) };
-    },
-    async checkDirectSending(req) {
-      return dir.senders.checkDirectSending(req.workspaceId, req.domain, req.address, req.ehloName);
-    },
-    async listSenders(req) {
-      const { emails, domains } = await dir.senders.list(req.workspaceId);
-      return { emails: emails.map((e) => ({ email: e.email, verified: e.verified })), domains: domains.map(domainToPb) };
-    },
-    async markVerified(req) {
-      if (req.target.case === "domain") await dir.senders.markDomainVerified(req.workspaceId, req.target.value);
-      else if (req.target.case === "email") await dir.senders.markEmailVerified(req.workspaceId, req.target.value);
-      else throw badRequest("invalid_request", "domain or email is required");
-      return {};
-    },
-    async checkSender(req) {
-      const r = await dir.senders.check(req.workspaceId, req.from);
-      return { ...r, dkim: r.dkim };
-    },
-
-    async addMember(req) {
-      await dir.members.add(req.workspaceId, req.email);
-      return {};
-    },
-    async removeMember(req) {
-      if (!team) {
-        await dir.members.remove(req.workspaceId, req.email);
-        return {};
-      }
-      const removed = await team.remove(req.workspaceId, req.email).catch((err: unknown) => {
-        if (appErrorCode(err) !== "member_not_found") throw err; // removing a non-member changes nothing, as before
-        return undefined;
-      });
-      return { memberId: removed?.publicId ?? "" };
-    },
-    async listMembers(req) {
-      return { emails: await dir.members.list(req.workspaceId) };
-    },
-
     async createContactProperty(req) {
       const p = await dir.properties.create(req.workspaceId, {
         slug: req.slug || undefined,
@@ -370,7 +190,6 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
         yield { contacts: page.map(contactToPb) };
       }
     },
-
     async recordContactEvents(req) {
       const results = await dir.events.record(req.workspaceId, req.events.map((e) => ({
         name: e.name,
@@ -393,41 +212,6 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
 
     // Suppression list: suppression-routes.ts.
     ...suppressionHandlers(dir),
-
-    async createTemplate(req) {
-      return { template: templateToPb(await dir.templates.create(req.workspaceId, templateFromPb(req.template))) };
-    },
-    async getTemplate(req) {
-      const t = req.templateId ? await dir.templates.getById(req.workspaceId, req.templateId) : await dir.templates.get(req.workspaceId, req.name);
-      // Content the byte merge serves needs nothing more: no lookups on that send path.
-      if (!req.withIncludes || !t.liquid) return { template: templateToPb(t) };
-      const [includes, workspace] = await Promise.all([dir.templates.includes(req.workspaceId, t), dir.workspaces.get(req.workspaceId)]);
-      return { template: templateToPb(t), includes: includes.map(templateToPb), timeZone: workspace.timezone };
-    },
-    async updateTemplate(req) {
-      return { template: templateToPb(await dir.templates.update(req.workspaceId, templateFromPb(req.template))) };
-    },
-    async deleteTemplate(req) {
-      await dir.templates.delete(req.workspaceId, req.name);
-      return {};
-    },
-    async listTemplates(req) {
-      const page = await dir.templates.list(req.workspaceId, { limit: req.page?.limit, cursor: req.page?.cursor, status: req.status || undefined, newestFirst: req.newestFirst, kind: req.kind || undefined });
-      return { templates: page.items.map(templateToPb), page: { nextCursor: page.nextCursor, hasMore: page.hasMore } };
-    },
-
-    async reserveUsage(req) {
-      const r = await dir.usage.reserve(req.workspaceId, int64(req.count, "count")!);
-      return { granted: r.granted, used: BigInt(r.used), limit: BigInt(r.limit), period: r.period };
-    },
-    async releaseUsage(req) {
-      await dir.usage.release(req.workspaceId, int64(req.count, "count")!, req.period);
-      return {};
-    },
-    async getUsage(req) {
-      const r = await dir.usage.get(req.workspaceId);
-      return { used: BigInt(r.used), limit: BigInt(r.limit), period: r.period };
-    },
     async reserveSendable(req) {
       const r = await reserveSendable(dir, req.workspaceId, req.recipients);
       return {
@@ -439,21 +223,17 @@ export function directoryService(dir: Directory, compileFilter: FilterCompiler =
         period: r.period,
       };
     },
+    async loadContactBootstrap(req) {
+      const doc = parseBootstrapJson(req.json);
+      if (req.validateOnly) await dir.bootstrap.check(doc);
+      else await dir.bootstrap.apply(doc, req.workspaces.map(workspaceFromPb));
+      return { workspaceIds: doc.workspaces.map((w) => w.id) };
+    },
   };
 }
 
-function templateFromPb(t: PbTemplateInput | undefined) {
-  if (!t) throw badRequest("invalid_request", "template is required");
-  return {
-    name: t.name, subject: t.subject, html: t.html, text: t.text, previewText: t.previewText,
-    displayName: t.displayName, fromEmail: t.fromEmail, fromName: t.fromName,
-    replyTo: t.replyTo.map((r) => (r.name ? { email: r.email, name: r.name } : { email: r.email })), status: t.status || undefined,
-    kind: t.kind || undefined, format: t.format || undefined, layout: t.layout,
-  };
-}
-
-export function directoryRoutes(dir: Directory, compileFilter?: FilterCompiler, team?: Team) {
+export function contactRoutes(audience: Audience, compileFilter?: FilterCompiler) {
   return (router: ConnectRouter) => {
-    router.service(DirectoryService, directoryService(dir, compileFilter, team));
+    router.service(ContactService, contactService(audience, compileFilter));
   };
 }

@@ -5,11 +5,15 @@ import type { Store } from "@mailroom/store/port.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { FormService, SignupOutcome, type FormInput as PbFormInput, type FormSchema } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { Forms, type FormsDeps, type FormFieldView, type FormInput, type SignupForm } from "./domain/forms.js";
-import type { Directory } from "./domain/directory.js";
+import type { Audience } from "./domain/audience.js";
+import type { SenderLookup, TemplateLookup } from "./domain/account-ports.js";
+
+/** What a form reads: the audience's contacts, properties and workspaces, and the accounts unit's senders and templates. */
+export type FormDirectory = Pick<Audience, "contacts" | "properties" | "workspaces"> & { senders: SenderLookup; templates: TemplateLookup };
 import { openFormStores } from "./adapters/form-store.js";
 
-/** Signup forms over the directory's store and use cases (main.ts and tests build them alike). */
-export async function openForms(store: Store, dir: Directory, opts: Pick<FormsDeps, "resendIntervalMs" | "groups" | "now"> = {}): Promise<Forms> {
+/** Signup forms over the audience unit's store and use cases (main.ts and tests build them alike). */
+export async function openForms(store: Store, dir: FormDirectory, opts: Pick<FormsDeps, "resendIntervalMs" | "groups" | "now"> = {}): Promise<Forms> {
   const stores = await openFormStores(store);
   return new Forms({
     ...stores,

@@ -1,13 +1,13 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { SuppressionEntryOutcome, SuppressionReason as PbSuppressionReason, type SuppressionSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
-import type { Directory } from "./domain/directory.js";
+import type { Audience } from "./domain/audience.js";
 import type { Suppression, SuppressionReason } from "@mailroom/records/model.js";
 
-/** Proto ⇄ domain mapping of the suppression RPCs of DirectoryService; every rule lives in domain/suppression.ts. */
+/** Proto ⇄ domain mapping of the suppression RPCs of ContactService; every rule lives in domain/suppression.ts. */
 
 const ts = (d: Date | undefined) => (d ? timestampFromDate(new Date(d)) : undefined);
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : undefined);
@@ -50,7 +50,7 @@ const OUTCOME_TO_PB = {
 
 type SuppressionRpcs = "addSuppression" | "removeSuppression" | "checkSuppression" | "listSuppressions" | "addSuppressions" | "exportSuppressions";
 
-export function suppressionHandlers(dir: Directory): Pick<ServiceImpl<typeof DirectoryService>, SuppressionRpcs> {
+export function suppressionHandlers(dir: Audience): Pick<ServiceImpl<typeof ContactService>, SuppressionRpcs> {
   return {
     async addSuppression(req) {
       const reason = reasonFromPb(req.reason, "manual")!;

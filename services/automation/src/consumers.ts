@@ -1,7 +1,7 @@
 /**
  * The automation unit's JetStream consumers (transport only: decode, hand to the domain,
- * settle): the directory's changes (contact created, updated, joined a group; unsubscribed,
- * deleted), contact events (POST /v1/events) and the opens, clicks, suppressions and hard
+ * settle): the audience unit's changes on DIRECTORY_EVENTS (contact created, updated, joined
+ * a group; unsubscribed, deleted), contact events (POST /v1/events) and the opens, clicks, suppressions and hard
  * bounces of MAIL_EVENTS. Durable pull consumers with explicit acks and bounded deliveries; a handler
  * that fails is delivered again after a backoff (nak with delay, kit's consume), and the
  * domain makes a redelivery harmless (run ids derive from event ids).
@@ -36,11 +36,11 @@ export const MAIL_DURABLES = {
 } as const;
 
 export interface ConsumerOptions {
-  /** Messages handled at once per consumer (enrolments of one round share their directory reads). */
+  /** Messages handled at once per consumer (enrolments of one round share their contact reads). */
   concurrency: number;
 }
 
-/** A directory event as published (the webhook body). */
+/** A DIRECTORY_EVENTS event as published by the audience and accounts units (the webhook body). */
 interface DirectoryEvent {
   id: string;
   type: string;

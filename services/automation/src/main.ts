@@ -1,7 +1,9 @@
 /** Wiring only: config → adapters → domain → transports (Connect routes, JetStream consumers, the claim loop). */
 import { startTracing } from "@mailroom/kit/tracing.js";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
@@ -40,16 +42,22 @@ await runStore.init();
 const nc = await connectNats(config.natsUrl, "automation");
 await ensureMailStreams(nc);
 
-const directoryClient = connectClient(DirectoryService, config.urls.directory);
-const groupClient = connectClient(GroupService, config.urls.directory);
-const contacts = new DirectoryContactsClient(directoryClient, groupClient);
+// Contacts and groups from the audience unit; workspaces and templates from the accounts unit.
+const contactClient = connectClient(ContactService, config.urls.audience);
+const groupClient = connectClient(GroupService, config.urls.audience);
+const contacts = new DirectoryContactsClient(connectClient(AccountsService, config.urls.accounts), contactClient, groupClient);
 const mailer = new EmailClient(connectClient(EmailService, config.urls.email), settings.sendBatch);
 const events = new RunWebhookEvents(new WebhookEventPublisher(jetstream(nc)));
 const exits = new Exits(runStore, events, systemClock, logger);
 const runs = new Runs(runStore, exits, systemClock);
 const automations = new Automations({
   repo: catalog,
-  directory: new DirectoryClient(directoryClient, groupClient, connectClient(BroadcastService, config.urls.broadcast)),
+  directory: new DirectoryClient(
+    connectClient(TemplateService, config.urls.accounts),
+    contactClient,
+    groupClient,
+    connectClient(BroadcastService, config.urls.broadcast),
+  ),
   runs,
   clock: systemClock,
   newId: () => newId("aut"),

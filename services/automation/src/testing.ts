@@ -1,5 +1,6 @@
 /**
- * In-memory pieces for the automation unit's tests: a directory that knows a few templates,
+ * In-memory pieces for the automation unit's tests: a directory (the accounts and audience
+ * units' part) that knows a few templates,
  * groups and properties, a RunControl that records what it was told, a settable clock, and
  * the catalog over the in-memory store.
  */

@@ -2,7 +2,8 @@ import { startTracing } from "@mailroom/kit/tracing.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { RendererService } from "@mailroom/proto/renderer/v1/renderer_pb.js";
 import {
   connectClient,
@@ -48,8 +49,13 @@ await ensureMailStreams(nc);
 
 // Names this process in leases, so two broadcast processes never work one broadcast at once.
 const owner = `broadcast-${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
-// Audiences are resolved by the directory unit's AudienceService (DESIGN §9.4).
-const directory = new DirectoryClient(connectClient(DirectoryService, config.urls.directory), undefined, connectClient(AudienceService, config.urls.directory));
+// Workspaces, senders and usage from the accounts unit; contacts and suppressions from the
+// audience unit, whose AudienceService resolves audiences (DESIGN §9.4).
+const directory = new DirectoryClient({
+  accounts: connectClient(AccountsService, config.urls.accounts),
+  contacts: connectClient(ContactService, config.urls.audience),
+  audiences: connectClient(AudienceService, config.urls.audience),
+});
 const queue = new DeliveryJobPublisher(jetstream(nc));
 // Compiled content for delivery, written before any page or test job (DESIGN §9.1).
 const content = await ContentStore.open(nc, { replicas: config.natsReplicas });

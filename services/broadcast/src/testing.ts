@@ -1,7 +1,8 @@
 /**
  * Test helpers: the broadcast domain built with its outside world replaced. The store is
- * the real embedded adapter (in memory unless one is given); the directory, renderer and
- * queue are small in-process fakes that record what they were asked.
+ * the real embedded adapter (in memory unless one is given); the directory (the accounts and
+ * audience units), renderer and queue are small in-process fakes that record what they were
+ * asked.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import {
@@ -62,7 +63,7 @@ export class FakeDirectory implements Directory {
   streamFailsAt: number | undefined;
   /**
    * OPTIMAL: a contact's best hour by contact id, given the window's start (what the
-   * directory's PlanBestHours answers; absent or undefined: no history). Every call is kept.
+   * audience unit's PlanBestHours answers; absent or undefined: no history). Every call is kept.
    */
   bestHourOf: (contactId: string, windowStart: number) => number | undefined = () => undefined;
   bestHourCalls: { windowStart: number; contacts: string[] }[] = [];
@@ -134,7 +135,7 @@ export class FakeDirectory implements Directory {
     for (let i = 0; i < all.length; i += 250) {
       const batch = all.slice(i, i + 250);
       const failAt = this.streamFailsAt === undefined ? undefined : this.contacts[this.streamFailsAt]?.id;
-      if (failAt && batch.some((c) => c.id >= failAt)) throw new Error("directory went away");
+      if (failAt && batch.some((c) => c.id >= failAt)) throw new Error("audience unit went away");
       yield batch.map(({ subscribed: _s, ...c }) => c);
     }
   }
@@ -151,7 +152,7 @@ export class FakeDirectory implements Directory {
   async audienceCount(_ws: string, audience: BroadcastAudience) {
     this.calls.push("count");
     this.audiences.push(audience);
-    // The directory's refusal of an audience naming what does not exist (segments "seg_gone…").
+    // The audience unit's refusal of an audience naming what does not exist (segments "seg_gone…").
     if (audience.segmentId && (audience.segmentId.startsWith("seg_gone") || this.goneSegments.has(audience.segmentId))) throw badRequest("audience_not_found", `segmentId: segment "${audience.segmentId}" not found`);
     return this.contacts.filter((c) => c.subscribed).length;
   }

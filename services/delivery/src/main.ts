@@ -16,7 +16,8 @@ import { connectNats, type ConsumeLoop } from "@mailroom/kit/jetstream.js";
 import { createLogger, type Logger } from "@mailroom/kit/logger.js";
 import { openStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { ContentStore } from "@mailroom/pipeline/content-store.js";
 import { DeliveryJobPublisher } from "@mailroom/pipeline/delivery-jobs.js";
 import { MailEventPublisher } from "@mailroom/pipeline/mail-events.js";
@@ -133,7 +134,13 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
       deliveries,
       content,
       merger: o.merger ?? new RendererMerger(),
-      directory: o.directory ?? new DirectoryClient(connectClient(DirectoryService, config.urls.directory), settings.senderCacheMs),
+      // Sender checks from the accounts unit; other addresses' hard bounces suppressed in the audience unit.
+      directory:
+        o.directory ??
+        new DirectoryClient(
+          { accounts: connectClient(AccountsService, config.urls.accounts), contacts: connectClient(ContactService, config.urls.audience) },
+          settings.senderCacheMs,
+        ),
       transport,
       events: o.events ?? new OutcomeEventPublisher(new MailEventPublisher(js)),
       retries: o.retries ?? new JetStreamRetryQueue(new DeliveryJobPublisher(js)),

@@ -77,7 +77,7 @@ const schema = z.object({
   /**
    * Domain of the VERP return paths (`bounces+<token>@domain`) and of the mailto unsubscribe
    * address; its MX points at the inbound unit. Unset: each sender's own `bounces.<domain>`.
-   * (Also read by the inbound unit and the directory, which declare it too.)
+   * (Also read by the inbound unit and the accounts unit, which declare it too.)
    */
   MAILROOM_BOUNCE_DOMAIN: envHostName,
   /**

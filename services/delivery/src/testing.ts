@@ -100,7 +100,7 @@ export class FakeDirectory implements SenderDirectory {
   }
 
   async suppressOther(workspaceId: string, email: string, detail: string): Promise<void> {
-    if (this.failSuppression) throw new Error("directory unavailable");
+    if (this.failSuppression) throw new Error("audience unit unavailable");
     this.suppressed.push({ workspaceId, email, detail });
   }
 }

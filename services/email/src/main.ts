@@ -3,7 +3,9 @@ import { startTracing } from "@mailroom/kit/tracing.js";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import {
   connectClient,
   connectNats,
@@ -57,7 +59,12 @@ async function serve(): Promise<void> {
   const service = new Emails({
     emails,
     idempotency,
-    directory: new DirectoryClient(connectClient(DirectoryService, config.urls.directory)),
+    // Senders, templates and usage from the accounts unit; suppressions and contacts from the audience unit.
+    directory: new DirectoryClient({
+      accounts: connectClient(AccountsService, config.urls.accounts),
+      templates: connectClient(TemplateService, config.urls.accounts),
+      contacts: connectClient(ContactService, config.urls.audience),
+    }),
     renderer: new InProcessRenderer({ secret: config.secret, publicUrl: config.publicUrl }),
     queue,
     content,

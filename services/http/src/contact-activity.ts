@@ -3,10 +3,10 @@
  * contact's id (GET /v1/contacts/:id/activity and the console's contact page).
  *
  * Sources, each read newest first by the contact's id (an index in every unit, never a scan):
- * - the directory's engagement records (AudienceService.ListContactEngagement): each message
+ * - the audience unit's engagement records (AudienceService.ListContactEngagement): each message
  *   sent, opened, clicked or bounced, once per kind; a transactional email's record (status,
  *   subject) is looked up for the emails on the page;
- * - the directory's custom events of the contact (POST /v1/events);
+ * - the audience unit's custom events of the contact (POST /v1/events);
  * - the automation unit's runs of the contact;
  * - the webhooks unit's deliveries of CONTACT_* events about it (the last 200: that RPC has no cursor);
  * - the contact record itself: its creation and its suppression (unsubscribe, bounce, complaint).
@@ -144,7 +144,7 @@ export async function contactActivity(
       };
     },
     events: async (cursor, n) => {
-      const res = await clients.directory.listContactEvents({ workspaceId, contactId, page: { cursor, limit: Math.min(n, 100) } }, options);
+      const res = await clients.contacts.listContactEvents({ workspaceId, contactId, page: { cursor, limit: Math.min(n, 100) } }, options);
       return {
         items: res.events.map((e) => ({
           type: "event" as const, occurredAt: isoOf(e.timestamp ?? e.receivedAt), name: e.name,
@@ -175,7 +175,7 @@ export async function contactActivity(
     },
     contact: async () => {
       const items: ActivityItem[] = [];
-      const { suppressed } = await clients.directory.checkSuppression({ workspaceId, emails: [contact.email] }, options);
+      const { suppressed } = await clients.contacts.checkSuppression({ workspaceId, emails: [contact.email] }, options);
       const s = suppressed[0];
       if (s?.createdAt) {
         items.push(s.reason === SuppressionReason.UNSUBSCRIBED

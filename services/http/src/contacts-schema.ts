@@ -9,7 +9,7 @@ import type { ContactInputSchema } from "@mailroom/proto/audience/v1/contacts_pb
  * Public JSON of contacts (/v1/contacts) in the official client's shape: built-in and custom
  * properties share one flat `properties` object keyed by API slug. Request shapes are
  * checked here; every rule about values (address syntax, property types, statuses) lives in
- * the directory.
+ * the audience unit.
  */
 
 export const CONTACT_STATUSES = ["SUBSCRIBED", "UNSUBSCRIBED", "ARCHIVED", "OPT_IN_PENDING", "BANNED"] as const;
@@ -155,7 +155,7 @@ export function contactJson(c: Contact) {
 
 export type ContactPropertiesInput = z.infer<typeof propertiesInput>;
 
-/** The public `properties` object as a directory ContactInput (status travels typed; the rest by slug). */
+/** The public `properties` object as a ContactInput (status travels typed; the rest by slug). */
 export function contactInput(properties: ContactPropertiesInput, opts: { email?: string; keepCreatedAt?: boolean } = {}): MessageInitShape<typeof ContactInputSchema> {
   const { email, status, createdAt, ...rest } = properties;
   const created = opts.keepCreatedAt && typeof createdAt === "string" ? new Date(createdAt) : undefined;

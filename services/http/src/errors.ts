@@ -250,7 +250,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
     description: "A webhook subscribed to an event that nothing on this server produces yet (`unavailableEvents` names them). Every event name is produced today (groups brought `CONTACT_TAG_ADDED` / `CONTACT_TAG_REMOVED`), so only a server whose producers are incomplete answers it. Nothing was changed; subscribe to the other events.",
   },
   webhook_banned: { status: 403, docs: WEBHOOKS, description: "The webhook was banned by the server's operator; it cannot be changed or reactivated. Create a new one if its URL is legitimate." },
-  // Contacts and their properties (the directory)
+  // Contacts and their properties (the audience unit)
   invalid_email: { status: 400, docs: API, description: "The address is not a valid email address (a contact's, a member's or a suppression's). The message quotes it." },
   invalid_contact: { status: 400, docs: API, description: "A contact field has the wrong type or value (an unknown `status` or `source`, a name that is not a string). The message names the field." },
   invalid_timezone: { status: 400, docs: API, description: "A `timezone` must be an IANA time zone name such as `Europe/Paris` or `America/New_York`." },
@@ -269,18 +269,18 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_property_slug: { status: 400, docs: API, description: "A property's API slug must start with a letter and hold only letters, digits and `_` (at most 64)." },
   reserved_property_slug: { status: 400, docs: API, description: "The slug is a built-in property's name (`email`, `firstName`, `timezone`, …) and cannot be a custom property." },
   property_exists: { status: 409, docs: API, description: "A custom property with this slug already exists (with the type the message names)." },
-  // Groups (the directory, DESIGN §9.4)
+  // Groups (the audience unit, DESIGN §9.4)
   invalid_group: { status: 400, docs: GROUPS, description: "A group field is invalid: a `publicId` that is not 1-200 letters, digits or `_ . : @ + = -` (starting with a letter, digit or `_`), a `displayName` over 200 characters, `traits` that are not a JSON object, exceed 16 KB or 5 levels, or have a key with `.`, a leading `$` or control characters. The message names the field." },
   group_not_found: { status: 404, docs: GROUPS, description: "No group with this id or publicId exists in the workspace. `GET /v1/groups` lists them." },
   group_public_id_taken: { status: 409, docs: GROUPS, description: "The workspace has a group with this `publicId` already. Use that group (`GET /v1/groups/{publicId}`), or pick another publicId." },
   invalid_cursor: { status: 400, docs: API, description: "`cursor` must be the `cursor` a previous page of the same list returned." },
-  // Segments and broadcast audiences (the directory, DESIGN §9.4)
+  // Segments and broadcast audiences (the audience unit, DESIGN §9.4)
   invalid_segment: { status: 400, docs: API, description: "A segment field is invalid: an empty `name` or one over 200 characters. The message names the field." },
   segment_not_found: { status: 404, docs: API, description: "No segment with this id exists in the workspace. `GET /v1/segments` lists them." },
   invalid_audience: { status: 400, docs: BROADCASTS, description: "A broadcast audience must have exactly one of `all` (true), `groups`, `segmentId`, `filter`; `exclude` and `topicId` are optional." },
   audience_not_found: { status: 400, docs: BROADCASTS, description: "A group, segment or topic the audience names does not exist in the workspace (the message names it and its place in the audience). `GET /v1/groups`, `/v1/segments` and `/v1/topics` list them." },
   invalid_filter: { status: 400, docs: API, description: "A `filter` (DESIGN §9.4) is not valid JSON, or names an unknown field, operator, property or group, or holds a value of the wrong type for its field, or a bad `$ago` duration. The message names the JSON path (e.g. `filter.$and[1].properties.plan: unknown property \"plan\"`). `GET /v1/contact-properties` lists the properties and their types." },
-  // Templates (the directory)
+  // Templates (the accounts unit)
   invalid_template_name: { status: 400, docs: TEMPLATES, description: "A template name is 1-100 letters, digits, `.`, `_` or `-`, starting with a letter or digit." },
   invalid_template: {
     status: 400,
@@ -298,12 +298,12 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   template_exists: { status: 409, docs: TEMPLATES, description: "A template with this name already exists. Change it with `PUT /v1/templates/{name}`, or pick another name." },
   template_in_use: { status: 409, docs: TEMPLATES, description: "A layout or snippet that other templates still use cannot be deleted; `usedBy` lists them. Remove the `layout` or the `{% render %}` from those templates first." },
   template_html_too_large: { status: 413, docs: TEMPLATES, description: "A template's `html` (or `text`) is limited to 500 KB." },
-  // Topics and a contact's choices (the directory, DESIGN §9.4)
+  // Topics and a contact's choices (the audience unit, DESIGN §9.4)
   invalid_topic: { status: 400, docs: API, description: "A topic field is invalid: a `name` that is empty, longer than 100 characters or on more than one line, a `description` over 500 characters, a `defaultSubscription` other than `OPT_IN` or `OPT_OUT`. The message names the field." },
   topic_not_found: { status: 404, docs: API, description: "No topic with this id exists in the workspace. `GET /v1/topics` lists them." },
   topic_name_taken: { status: 409, docs: API, description: "The workspace has a topic with this name already. Pick another name, or change the existing topic with `PATCH /v1/topics/{id}`." },
   unknown_topic: { status: 400, docs: API, description: "A topic in the contact's `topics` does not exist in the workspace (`unknownTopics` lists them); no choice was recorded. `GET /v1/topics` lists the topics." },
-  // The suppression list (the directory, DESIGN §10.3)
+  // The suppression list (the audience unit, DESIGN §10.3)
   suppression_not_found: { status: 404, docs: SUPPRESSIONS, description: "The address or domain is not on the workspace's suppression list (`GET /v1/suppressions` lists it). Nothing was changed." },
   force_required: { status: 409, docs: SUPPRESSIONS, description: "The address (or domain) is suppressed because a recipient reported a message as spam. Lifting it risks the sender's reputation, so it needs `force=true` (query, or `{ \"force\": true }` in the body). Nothing was changed." },
   email_and_domain: { status: 400, docs: SUPPRESSIONS, description: "A suppression names either an `email` or a `domain`, not both (in a CSV row: one of the two columns set)." },
@@ -312,7 +312,7 @@ export const ERROR_TABLE: Record<string, ErrorRule> = {
   invalid_source: { status: 400, docs: SUPPRESSIONS, description: "A suppression's `source` is at most 500 characters without control characters." },
   invalid_created_at: { status: 400, docs: SUPPRESSIONS, description: "A suppression's `created_at` is an ISO 8601 date or date-time, not in the future." },
   invalid_csv: { status: 400, docs: SUPPRESSIONS, description: "The suppression import's body is not CSV with a header row naming an `email` or `domain` column (the message says what is wrong and on which line). Rows before a malformed line stay imported; importing again is safe (idempotent)." },
-  // Signup forms (the directory, DESIGN §9.4)
+  // Signup forms (the audience unit, DESIGN §9.4)
   invalid_form: { status: 400, docs: FORMS, description: "A form field is invalid: an empty or over-long `name`, a field that is not `email`, `firstName`, `lastName` nor a custom property of the workspace (or listed twice), a group or topic the workspace does not have, a `redirectUrl` that is not an absolute http(s) URL. The message names the field." },
   form_not_found: { status: 404, docs: FORMS, description: "No signup form with this id exists (in this workspace, for `/v1/forms`). `GET /v1/forms` lists them." },
   // Automations (DESIGN §9.6)

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Form } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 
-/** Public JSON of signup forms (/v1/forms, DESIGN §9.4); the rules live in the directory's domain/forms.ts. */
+/** Public JSON of signup forms (/v1/forms, DESIGN §9.4); the rules live in the audience unit's domain/forms.ts. */
 
 const fieldInput = z.union([
   z.string().min(1).max(64),
@@ -47,7 +47,7 @@ export const updateFormSchema = z
 
 type FormBody = z.infer<typeof updateFormSchema>;
 
-/** The body as the directory's FormInput and the names of the fields it sets. */
+/** The body as the audience unit's FormInput and the names of the fields it sets. */
 export function formInput(body: FormBody) {
   return {
     form: {

@@ -19,8 +19,8 @@ function nestsWithin(value: unknown, max: number): boolean {
   return Object.values(value).every((item) => nestsWithin(item, max - 1));
 }
 
-// A coarse bound here (the directory checks the 5 levels and names the path): a body nested
-// past protobuf's recursion limit could not even be decoded by the directory.
+// A coarse bound here (the audience unit checks the 5 levels and names the path): a body nested
+// past protobuf's recursion limit could not even be decoded by the audience unit.
 const traitsSchema = z.record(z.string(), z.unknown()).refine((traits) => nestsWithin(traits, 10), "traits nest too deeply (at most 5 levels)").meta({
   description: "Any JSON object of at most 16 KB, nested at most 5 levels; keys without `.`, a leading `$` or control characters.",
   examples: [{ industry: "technology", employees: 500 }],

@@ -6,10 +6,10 @@
  *
  * Roles, lowest first: VIEWER (reads) < EDITOR (content, audiences, sending) < ADMIN (the
  * workspace's set-up: webhooks, domains, members; the audit log) < OWNER (owners and
- * ownership, which the directory checks per member: TeamService's acting_role).
+ * ownership, which the accounts unit checks per member: TeamService's acting_role).
  *
  * API keys keep the /v1 contract (spec/, sdk-wire-contract.md) exactly: a key's role is its
- * effective role from the directory (the lower of its own and its owner member's), else its
+ * effective role from the accounts unit (the lower of its own and its owner member's), else its
  * scopes (`api_user` = EDITOR, `api_read` = VIEWER), and every /v1 route that existed before
  * roles keeps the minimum its scope gave it — which is why, through the API, an EDITOR key
  * still manages webhooks and keys (the published client does). A key refused where a scope
@@ -257,7 +257,7 @@ export const ROUTE_RULES: Readonly<Record<string, RoleRule>> = {
   "GET /console": VIEWER,
   "GET /console/": VIEWER,
   // Team (DESIGN §9.9): who may invite, change a role or remove decides ADMIN; changing an
-  // OWNER or making one needs OWNER (the directory checks the caller's role, acting_role).
+  // OWNER or making one needs OWNER (the accounts unit checks the caller's role, acting_role).
   "GET /console/team": VIEWER,
   "POST /console/team/invite": ADMIN,
   "POST /console/team/:memberId/role": ADMIN,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DefaultSubscription, type ContactTopic, type Topic } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { iso } from "@mailroom/http/contacts-schema.js";
 
-/** Public JSON of topics (/v1/topics, DESIGN §9.4) and a contact's choices; the rules live in the directory. */
+/** Public JSON of topics (/v1/topics, DESIGN §9.4) and a contact's choices; the rules live in the audience unit. */
 
 const DEFAULTS = ["OPT_IN", "OPT_OUT"] as const;
 const defaultSubscription = z.enum(DEFAULTS).meta({
@@ -76,7 +76,7 @@ export const contactTopicsSchema = z
   })
   .meta({ id: "ContactTopics", description: "Every topic of the workspace, oldest first, with the contact's state." });
 
-/** A defaultSubscription the directory answered as its public name. */
+/** A defaultSubscription the audience unit answered as its public name. */
 export const defaultSubscriptionName = (value: DefaultSubscription) => (value === DefaultSubscription.OPT_OUT ? "OPT_OUT" : "OPT_IN");
 export const defaultSubscriptionOf = (name: (typeof DEFAULTS)[number]) => DefaultSubscription[name];
 

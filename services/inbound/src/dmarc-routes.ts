@@ -23,7 +23,7 @@ export interface DmarcSummaryDeps {
  * ReceivingService.GetDmarcSummary, for the Connect router's ReceivingService
  * implementation: `router.service(ReceivingService, { ...core, ...dmarcSummaryHandler(deps) })`.
  * Reports are kept by domain name; the workspace's claim to the domain is the gateway's to
- * check (the directory's GetDomain for the caller's workspace) before it calls: see
+ * check (the accounts unit's GetDomain for the caller's workspace) before it calls: see
  * DmarcReportStore. workspace_id is still required, so no caller forgets it.
  */
 export function dmarcSummaryHandler(deps: DmarcSummaryDeps) {

@@ -1,7 +1,8 @@
 /** Wiring only: config → adapters → domain → transports (SMTP listener, Connect server, JetStream consumer). */
 import { startTracing } from "@mailroom/kit/tracing.js";
 import { jetstream } from "@nats-io/jetstream";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
 import {
@@ -15,7 +16,8 @@ import {
 } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
-import { DirectoryDomainsClient, DirectorySuppressionsClient } from "./adapters/directory.js";
+import { AccountsDomainsClient } from "./adapters/sending-domains.js";
+import { AudienceSuppressionsClient } from "./adapters/suppressions.js";
 import { JetStreamMailEvents } from "./adapters/mail-events.js";
 import { StoreSentDeliveries } from "./adapters/sent-deliveries.js";
 import { tokenSecretsOf } from "@mailroom/content/tokens.js";
@@ -62,13 +64,13 @@ const events = new JetStreamMailEvents(js);
 const receiving = await StoreReceiving.open(store, settings.retentionMs);
 const routing = new InboundRouting(receiving.domains, receiving.rules, logger);
 await routing.start(ROUTING_REFRESH_MS);
-const directory = connectClient(DirectoryService, config.urls.directory);
 const inboundConfig = new InboundConfig({
   domains: receiving.domains,
   rules: receiving.rules,
   routing,
   mx: new DnsMxLookup(settings.dnsServers),
-  sendingDomains: new DirectoryDomainsClient(directory),
+  // A workspace claims an inbound domain it verified for sending (the accounts unit).
+  sendingDomains: new AccountsDomainsClient(connectClient(AccountsService, config.urls.accounts)),
   clock,
   logger,
   mxHost: settings.inboundMxHost,
@@ -96,7 +98,8 @@ const receiver = new Receiver({
 
 const inbound = new InboundMail({
   sent,
-  suppressions: new DirectorySuppressionsClient(directory),
+  // Hard bounces, complaints and unsubscribes go to the audience unit's suppression list and contacts.
+  suppressions: new AudienceSuppressionsClient(connectClient(ContactService, config.urls.audience)),
   events,
   clock,
   logger,

@@ -65,7 +65,7 @@ export class RecordingDmarc implements DmarcReports {
   }
 }
 
-/** Sending domains verified per workspace ("ws:domain"); a parent covers its subdomains, as the directory's adapter does. */
+/** Sending domains verified per workspace ("ws:domain"); a parent covers its subdomains, as the accounts unit's adapter (adapters/sending-domains.ts) does. */
 export class MapSendingDomains {
   readonly verified = new Set<string>();
   allow(workspaceId: string, domain: string): void {

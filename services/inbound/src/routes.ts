@@ -8,7 +8,7 @@ import type { InboundMail } from "./domain/inbound.js";
 /**
  * Connect transport: InboundService.ReceiveProviderWebhook (DESIGN §9.7). The request is
  * authenticated and read by its provider's rules, then each report goes to the domain in
- * order; a failure there (directory or NATS down) fails the call, so the provider retries.
+ * order; a failure there (the audience unit or NATS down) fails the call, so the provider retries.
  * So does a fresh report whose delivery's SENT event has not been consumed yet (503
  * `unknown_delivery`, as the SMTP listener's 451), once the batch's other reports are handled.
  */

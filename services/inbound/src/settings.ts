@@ -27,11 +27,11 @@ const schema = z.object({
   MAILROOM_INBOUND_RATE_PER_MINUTE: z.coerce.number().int().min(1).default(600),
   /**
    * The public host name of the inbound unit's SMTP port: an inbound domain is verified when
-   * one of its MX records names it. (The directory declares it too: it shows it as the bounce
+   * one of its MX records names it. (The accounts unit declares it too: it shows it as the bounce
    * domain's MX; both default to the same name.)
    */
   MAILROOM_INBOUND_MX_HOST: envHostName,
-  /** Resolvers for the MX checks, `host[:port]` comma-separated (system resolvers when unset; as the directory's). */
+  /** Resolvers for the MX checks, `host[:port]` comma-separated (system resolvers when unset; as the accounts unit's). */
   MAILROOM_DNS_SERVERS: optionalText,
   /** A spamd (tcp://host:port) scoring received mail; unset: `spamassassin` when on the PATH, else no score. */
   MAILROOM_SPAMD_URL: optionalText,
@@ -42,7 +42,7 @@ const schema = z.object({
   /**
    * Domain of the VERP return paths and mailto unsubscribe addresses, accepted here besides
    * any domain routed to this unit. Unset: each sender's own `bounces.<domain>`. (Also read
-   * by delivery and the directory, which declare it too.)
+   * by delivery and the accounts unit, which declare it too.)
    */
   MAILROOM_BOUNCE_DOMAIN: envHostName,
   /**
@@ -90,7 +90,7 @@ export interface ProviderSettings {
   mailgun?: { signingKey: string };
 }
 
-/** The MX host when MAILROOM_INBOUND_MX_HOST is unset (the directory's default too). */
+/** The MX host when MAILROOM_INBOUND_MX_HOST is unset (the accounts unit's default too). */
 export const DEFAULT_INBOUND_MX_HOST = "inbound.mailroom.local";
 
 export interface InboundSettings {

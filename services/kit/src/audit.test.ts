@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { AddSuppressionRequestSchema, ContactSource, ContactStatus, CreateContactPropertyRequestSchema, PropertyType, SuppressionReason, UpdateContactRequestSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { CreateApiKeyRequestSchema, DirectoryService, LoadBootstrapRequestSchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AddSuppressionRequestSchema, ContactService, ContactSource, ContactStatus, CreateContactPropertyRequestSchema, PropertyType, SuppressionReason, UpdateContactRequestSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { AccountsService, CreateApiKeyRequestSchema, LoadBootstrapRequestSchema } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { DeliveryMethod, ScheduleBroadcastRequestSchema } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { CreateTopicRequestSchema, DefaultSubscription } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { SendEmailRequestSchema } from "@mailroom/proto/email/v1/email_pb.js";
@@ -20,13 +20,15 @@ describe("audit interceptor (kit Connect server with an audit sink)", () => {
       logger: createLogger("kit-audit-test"),
       audit: { record: (entry) => void recorded.push(entry) },
       routes: (router) => {
-        router.service(DirectoryService, {
+        router.service(ContactService, {
           updateContact: (req) => ({ contact: { id: req.contactId, email: "ada@example.com" } }),
           getContact: (req) => ({ contact: { id: req.contactId } }),
-          createApiKey: () => ({ apiKey: { id: "key_new", name: "ci" }, plainKey: "mr_live_SECRETSECRET" }),
           deleteContact: () => {
             throw appError({ code: "contact_not_found", httpStatus: 404, message: "no such contact" });
           },
+        });
+        router.service(AccountsService, {
+          createApiKey: () => ({ apiKey: { id: "key_new", name: "ci" }, plainKey: "mr_live_SECRETSECRET" }),
           loadBootstrap: () => ({ workspaceIds: ["ws_a", "ws_b"] }),
           reserveUsage: () => ({ granted: true }),
         });
@@ -40,12 +42,13 @@ describe("audit interceptor (kit Connect server with an audit sink)", () => {
     });
   });
   afterAll(() => server.close());
-  const directory = () => connectClient(DirectoryService, server.url);
+  const contacts = () => connectClient(ContactService, server.url);
+  const accounts = () => connectClient(AccountsService, server.url);
   const as = (actor: string, requestId = "req-audit-1") => ({ headers: { [ACTOR_HEADER]: actor, "x-request-id": requestId } });
 
   it("records one entry per successful change with actor, action, resource, request id and changed fields", async () => {
     recorded.length = 0;
-    await directory().updateContact(
+    await contacts().updateContact(
       { workspaceId: "ws_1", contactId: "ct_1", contact: { firstName: "Ada", properties: { plan: "pro" } } },
       as("key:key_123", "req-update-1"),
     );
@@ -64,17 +67,17 @@ describe("audit interceptor (kit Connect server with an audit sink)", () => {
 
   it("reads, failures, calls without an actor and rows marked not audited record nothing", async () => {
     recorded.length = 0;
-    await directory().getContact({ workspaceId: "ws_1", contactId: "ct_1" }, as("member:mbr_1"));
-    await expect(directory().deleteContact({ workspaceId: "ws_1", contactId: "ct_x" }, as("member:mbr_1"))).rejects.toThrow(/no such contact/);
-    await directory().updateContact({ workspaceId: "ws_1", contactId: "ct_1", contact: { firstName: "B" } });
-    await directory().updateContact({ workspaceId: "ws_1", contactId: "ct_1", contact: { firstName: "B" } }, as("nobody"));
-    await directory().reserveUsage({ workspaceId: "ws_1", count: 1n }, as("key:key_1"));
+    await contacts().getContact({ workspaceId: "ws_1", contactId: "ct_1" }, as("member:mbr_1"));
+    await expect(contacts().deleteContact({ workspaceId: "ws_1", contactId: "ct_x" }, as("member:mbr_1"))).rejects.toThrow(/no such contact/);
+    await contacts().updateContact({ workspaceId: "ws_1", contactId: "ct_1", contact: { firstName: "B" } });
+    await contacts().updateContact({ workspaceId: "ws_1", contactId: "ct_1", contact: { firstName: "B" } }, as("nobody"));
+    await accounts().reserveUsage({ workspaceId: "ws_1", count: 1n }, as("key:key_1"));
     expect(recorded).toEqual([]);
   });
 
   it("never copies key material: a created key is recorded by id, its secret neither from the request nor the answer", async () => {
     recorded.length = 0;
-    await directory().createApiKey({ workspaceId: "ws_1", name: "ci", key: "mr_live_GIVENSECRET", scopes: ["api_user"] }, as("cli:alice"));
+    await accounts().createApiKey({ workspaceId: "ws_1", name: "ci", key: "mr_live_GIVENSECRET", scopes: ["api_user"] }, as("cli:alice"));
     expect(recorded).toHaveLength(1);
     expect(recorded[0]).toMatchObject({ actor: { kind: "cli", id: "alice" }, action: "api_key.create", resource: { type: "api_key", id: "key_new" } });
     expect(recorded[0]!.summary).toEqual({ name: "ci", scopes: "api_user", key: WITHHELD });
@@ -99,7 +102,7 @@ describe("audit interceptor (kit Connect server with an audit sink)", () => {
 
   it("a bootstrap file is one entry per workspace it configured, the file never copied", async () => {
     recorded.length = 0;
-    await directory().loadBootstrap({ json: '{"workspaces":[{"keys":["mr_live_X"]}]}' }, as("cli:root"));
+    await accounts().loadBootstrap({ json: '{"workspaces":[{"keys":["mr_live_X"]}]}' }, as("cli:root"));
     expect(recorded.map((e) => e.workspaceId)).toEqual(["ws_a", "ws_b"]);
     expect(recorded[0]!.summary).toEqual({ json: WITHHELD });
   });

@@ -164,7 +164,7 @@ function scalarText(value: unknown): string {
  * Enums whose public API names are lower case (the suppression list's `reason`); every other
  * enum's API name is its value's upper-case name.
  */
-const LOWER_CASE_API_ENUMS = new Set(["mailroom.directory.v1.SuppressionReason"]);
+const LOWER_CASE_API_ENUMS = new Set(["mailroom.audience.v1.SuppressionReason"]);
 
 /**
  * An enum value as the public API names it: without the prefix protobuf style shares between

@@ -20,7 +20,7 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } f
  *   const stored = sealSecret(secretKeysOf(config), SECRET_PURPOSES.webhookToken, token);
  *   const token = openStoredSecret(secretKeysOf(config), SECRET_PURPOSES.webhookToken, stored);
  * and, where the store opens, rewrite values for which needsReseal() is true (plaintext
- * from before, or sealed under MAILROOM_SECRET_PREVIOUS), as the directory's SenderStore does.
+ * from before, or sealed under MAILROOM_SECRET_PREVIOUS), as the accounts unit's SenderStore does.
  */
 export const SECRET_PURPOSES = {
   dkimPrivateKey: "dkim-private-key",

@@ -63,7 +63,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
 }
 
 /**
- * Failed API-key attempts per client address, before the directory is asked (the gateway's
+ * Failed API-key attempts per client address, before the accounts unit is asked (the gateway's
  * HTTP auth and SMTP submission's AUTH): each check of a key not already verified takes an
  * attempt, given back when the key was valid; an address with none left is refused without
  * a lookup. Kept per process: it only has to make guessing keys slow.

@@ -1,10 +1,11 @@
 /**
  * The AUDIT stream (DESIGN §9.9): every unit publishes one AuditEntry per state change on
  * "audit.<workspace_id>" (message id = the entry's id, so a retried publish is stored once);
- * the directory consumes the stream into its audit_log collection, kept 365 days. The stream
- * itself is only the hand-over and keeps entries 7 days (long enough for a directory outage).
+ * the accounts unit consumes the stream into its audit_log collection, kept 365 days. The
+ * stream itself is only the hand-over and keeps entries 7 days (long enough for an accounts
+ * outage).
  *
- *   AUDIT (kept 7 days)   audit.<workspace_id>   AuditEntry (mailroom.directory.v1, team.proto)
+ *   AUDIT (kept 7 days)   audit.<workspace_id>   AuditEntry (mailroom.accounts.v1, team.proto)
  */
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -18,7 +19,10 @@ import type { Logger } from "@mailroom/kit/logger.js";
 
 export const AUDIT_STREAM = "AUDIT";
 export const AUDIT_SUBJECTS = "audit.>";
-/** The directory's durable consumer that stores the log. */
+/**
+ * The accounts unit's durable consumer that stores the log. Its name is from before the
+ * directory was split (accounts, audience) and stays: the durable and its position exist.
+ */
 export const AUDIT_STORE_CONSUMER = "directory-audit-log";
 
 const SECOND_NS = 1_000_000_000;

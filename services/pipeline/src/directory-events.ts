@@ -1,5 +1,6 @@
 /**
- * The body of a DIRECTORY_EVENTS message: one directory event (already the webhook body,
+ * The body of a DIRECTORY_EVENTS message (published by the audience and accounts units,
+ * services/records' change publisher): one event (already the webhook body,
  * `{ id, type, createdAt, workspaceId, data }`), or a batch of events of one write
  * `{ events: [...] }` (an import's thousand SUPPRESSION_CREATED travel as a few messages, not
  * a thousand: one publish, one ack and one outbox record each). Consumers handle every event

@@ -45,7 +45,7 @@ export interface MailEventSpec {
   detail?: string;
   smtpCode?: number;
   attempt?: number;
-  /** A bounce's failure is final (readers count it a hard bounce, the directory suppresses). */
+  /** A bounce's failure is final (readers count it a hard bounce, the audience unit suppresses). */
   permanent?: boolean;
   enhancedStatus?: string;
   tags?: readonly { name: string; value: string }[];

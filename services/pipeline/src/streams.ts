@@ -58,7 +58,7 @@ export const STREAMS: Array<Partial<StreamConfig> & { name: string }> = [
     // contacts (7,000 a second) in a 10-minute window held all of them.
     duplicate_window: 30 * SECOND_NS,
   },
-  // The audit log's hand-over (audit.ts): every unit publishes, the directory stores.
+  // The audit log's hand-over (audit.ts): every unit publishes, the accounts unit stores.
   AUDIT_STREAM_CONFIG,
 ];
 

@@ -8,7 +8,7 @@
  *                               mail.delivery.broadcast.<broadcast>  broadcast jobs
  *   MAIL_EVENTS (kept 7 days)   mail.events.<source>.<kind>          outcomes and tracking
  *   CONTACT_EVENTS (kept 30 days) contact.events.<event name>        contact events (POST /v1/events)
- *   DIRECTORY_EVENTS (kept 7 days) directory.events.<TYPE>             contact/property/member changes (webhooks)
+ *   DIRECTORY_EVENTS (kept 7 days) directory.events.<TYPE>             contact/property/member/workspace changes (webhooks)
  *   WEBHOOK_EVENTS (kept 7 days) webhook.events.<TYPE>               webhook events no MailEvent carries
  */
 import type { DeliverySourceName } from "./work.js";
@@ -75,7 +75,7 @@ function subjectToken(value: string): string {
 
 /**
  * Contact events (POST /v1/events) have their own stream: their payload is a
- * mailroom.directory.v1.ContactEvent, not a MailEvent, so consumers of mail.events.> (the
+ * mailroom.audience.v1.ContactEvent, not a MailEvent, so consumers of mail.events.> (the
  * webhook dispatcher) never have to tell two message types apart on one subject space.
  * Subject: contact.events.<name>, the name's dots made "_" (one token; the payload carries
  * the exact name).
@@ -103,11 +103,14 @@ export function webhookEventSubject(type: string): string {
 }
 
 /**
- * Changes the directory made (CONTACT_CREATED, CONTACT_UPDATED, …, DESIGN §9.2), for the
- * webhooks unit. Their own stream, apart from CONTACT_EVENTS: those are the tenant's custom
- * events (POST /v1/events, protobuf), these are the directory's writes (JSON, already the
- * webhook body), so neither stream's consumers see the other's messages.
- * Subject: directory.events.<TYPE>, e.g. directory.events.CONTACT_CREATED.
+ * Changes the audience unit made (CONTACT_CREATED, CONTACT_UPDATED, …, SUPPRESSION_*) and the
+ * accounts unit made (WORKSPACE_*, DESIGN §9.2), for the webhooks and automation units. Their
+ * own stream, apart from CONTACT_EVENTS: those are the tenant's custom events (POST
+ * /v1/events, protobuf), these are the two units' writes (JSON, already the webhook body), so
+ * neither stream's consumers see the other's messages.
+ * Subject: directory.events.<TYPE>, e.g. directory.events.CONTACT_CREATED. The stream and
+ * subject names are from before the directory was split and stay: stored messages and the
+ * consumers' durables depend on them.
  */
 export const DIRECTORY_EVENTS_STREAM = "DIRECTORY_EVENTS";
 export const DIRECTORY_EVENTS_SUBJECTS = "directory.events.>";

@@ -5,7 +5,10 @@ import { DuplicateKeyError, type Collection, type Store } from "@mailroom/store/
 import { directoryEventSubject } from "@mailroom/pipeline/subjects.js";
 import { directoryEventBatchBody, directoryEventBatches } from "@mailroom/pipeline/directory-events.js";
 import type { Logger } from "@mailroom/kit/logger.js";
-import { eventsOfIntent, type ChangeIntent, type ChangeIntentRecorder, type DirectoryEvent, type DirectoryEventPublisher, type IntentState } from "../domain/changes.js";
+import type { ChangeIntent, ChangeIntentRecorder, DirectoryEvent, DirectoryEventPublisher } from "./change-events.js";
+
+/** Rebuilds the events of an intent left by a write whose process stopped, from what the store holds now (none when it did not land). */
+export type IntentRebuilder = (intent: ChangeIntent) => Promise<DirectoryEvent[]>;
 
 type Pending = {
   _id: string;
@@ -61,7 +64,7 @@ export class ChangePublisher {
   /** The sweep reads the oldest records by `seq`: without this index each page of 500 sorted every record. */
   private readonly indexed: Promise<void>;
 
-  private recovery?: IntentState;
+  private recovery?: IntentRebuilder;
 
   private constructor(
     private readonly outbox: Collection<Pending>,
@@ -108,8 +111,8 @@ export class ChangePublisher {
    * every intent now, then (other processes' leftovers) those a minute old on each sweep.
    * `state` reads the store without emitting.
    */
-  async recover(state: IntentState, olderThanMs = 0): Promise<number> {
-    this.recovery = state;
+  async recover(rebuild: IntentRebuilder, olderThanMs = 0): Promise<number> {
+    this.recovery = rebuild;
     const before = new Date(Date.now() - olderThanMs);
     let recovered = 0;
     for (;;) {
@@ -117,7 +120,7 @@ export class ChangePublisher {
       if (!left.length) return recovered;
       for (const record of left) {
         const intent = JSON.parse(record.intent, (k, v) => (typeof v === "string" && DATE_FIELDS.has(k) ? new Date(v) : v)) as ChangeIntent;
-        const events = await eventsOfIntent(intent, state);
+        const events = await rebuild(intent);
         if (events.length) this.logger.warn({ intent: intent.id, events: events.map((e) => e.type) }, "recovered the events of a write whose process stopped before recording them");
         await this.record(this.pendingOf(events));
         await this.intents.deleteOne({ _id: record._id });

@@ -276,3 +276,17 @@ export interface Page<T> {
   nextCursor: string;
   hasMore: boolean;
 }
+
+export type GroupTraits = Record<string, unknown>;
+
+/** A group (collection `groups`), unique per workspace by publicId (the audience unit's). */
+export interface Group {
+  /** grp_… */
+  _id: string;
+  workspaceId: string;
+  publicId: string;
+  displayName?: string;
+  traits?: GroupTraits;
+  createdAt: Date;
+  updatedAt?: Date;
+}

@@ -4,7 +4,7 @@ import type {
 } from "./model.js";
 
 /**
- * What the directory's use cases need from the outside world. The store adapters
+ * What the accounts and audience units' use cases need from the outside world. The store adapters
  * (adapters/*-store.ts) implement the repositories; adapters/dns.ts the resolver and key
  * generator. "insert" answers false when a unique key is already taken.
  */
@@ -205,15 +205,20 @@ export interface DkimKeyPair {
 
 export type DkimKeyGenerator = () => Promise<DkimKeyPair>;
 
-export interface DirectoryRepositories {
+/** The accounts unit's repositories over its store. */
+export interface AccountsRepositories {
   workspaces: WorkspaceRepository;
   apiKeys: ApiKeyRepository;
   senders: SenderRepository;
   members: MemberRepository;
+  templates: TemplateRepository;
+  usage: UsageRepository;
+}
+
+/** The audience unit's repositories over its store. */
+export interface AudienceRepositories {
   properties: PropertyRepository;
   contacts: ContactRepository;
   contactEvents: ContactEventRepository;
   suppressions: SuppressionRepository;
-  templates: TemplateRepository;
-  usage: UsageRepository;
 }

@@ -29,3 +29,12 @@ export const systemClock: Clock = () => new Date();
 
 /** The code of a domain error (AppError), for callers that tolerate one outcome. */
 export const appErrorCode = (err: unknown): string | undefined => (err instanceof AppError ? err.code : undefined);
+
+export const LIST_DEFAULT_LIMIT = 50;
+export const LIST_MAX_LIMIT = 500;
+
+export function checkListLimit(limit: number | undefined, max = LIST_MAX_LIMIT, fallback = LIST_DEFAULT_LIMIT): number {
+  if (limit === undefined || limit === 0) return fallback;
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw badRequest("invalid_request", `limit must be between 1 and ${max}`);
+  return limit;
+}

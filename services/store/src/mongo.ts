@@ -223,3 +223,14 @@ export async function openMongoStore(options: MongoStoreOptions): Promise<Store>
     close: () => client.close(),
   };
 }
+
+/** Whether the server has this database with at least one collection (a unit's store that exists already). */
+export async function mongoDatabaseExists(url: string, dbName: string): Promise<boolean> {
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 10_000 });
+  await client.connect();
+  try {
+    return (await client.db(dbName).listCollections({}, { nameOnly: true }).toArray()).length > 0;
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}

@@ -1,6 +1,7 @@
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { openLmdbStore, type MigrationInfo, type StoreLogger } from "./lmdb.js";
+import { LMDB_FILE, openLmdbStore, type MigrationInfo, type StoreLogger } from "./lmdb.js";
 import { createEmbeddedStore } from "./nedb-legacy.js";
 import type { Store } from "./port.js";
 import { instrumentStore } from "./instrumented.js";
@@ -55,4 +56,28 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
 /** A fresh in-memory store (nedb in memory, same port semantics, nothing on disk) for unit tests. */
 export function openMemoryStore(): Store {
   return createEmbeddedStore();
+}
+
+/**
+ * A unit's store when it exists already, else null (nothing is created): the embedded store's
+ * file in <dataDir>/<service>/, PostgreSQL's schema `mailroom_<service>`, MongoDB's database
+ * `mailroom_<service>` with a collection. For reading another unit's data, such as the store
+ * the accounts and audience units adopt on first start (the directory's, before the split).
+ * The embedded store is opened without TTL sweeps: reading it deletes nothing.
+ */
+export async function openStoreIfPresent(options: OpenStoreOptions): Promise<Store | null> {
+  if (!SERVICE_NAME.test(options.service)) throw new Error(`invalid service name "${options.service}"`);
+  if (options.postgresUrl) {
+    const { openPostgresStore, postgresSchemaExists } = await import("./postgres.js");
+    if (!(await postgresSchemaExists(options.postgresUrl, `mailroom_${options.service}`))) return null;
+    return openPostgresStore({ url: options.postgresUrl, service: options.service, poolSize: 2 });
+  }
+  if (options.mongodbUrl) {
+    const { openMongoStore, mongoDatabaseExists } = await import("./mongo.js");
+    if (!(await mongoDatabaseExists(options.mongodbUrl, `mailroom_${options.service}`))) return null;
+    return openMongoStore({ url: options.mongodbUrl, service: options.service });
+  }
+  const dir = join(options.dataDir, options.service);
+  if (!existsSync(join(dir, LMDB_FILE))) return null;
+  return openLmdbStore({ dir, ttlSweepIntervalMs: 2 ** 31 - 1, logger: options.logger });
 }

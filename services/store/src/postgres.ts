@@ -96,3 +96,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   }
   return store;
 }
+
+/** Whether the database has this schema (a unit's store that exists already). */
+export async function postgresSchemaExists(url: string, schema: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: postgresConnectionString(url) });
+  await client.connect();
+  try {
+    const found = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+    return (found.rowCount ?? 0) > 0;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

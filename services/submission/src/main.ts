@@ -1,6 +1,6 @@
-/** Wiring only: config → directory and email clients → SMTP listeners. */
+/** Wiring only: config → accounts and email clients → SMTP listeners. */
 import { startTracing } from "@mailroom/kit/tracing.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { connectClient, connectNats, createLogger, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
 import { AddressAttempts } from "@mailroom/kit/token-bucket.js";
@@ -19,7 +19,7 @@ await startTracing("submission");
 const nc = await connectNats(config.natsUrl, "submission");
 
 const smtp = await startSubmissionListener({
-  keys: new ApiKeys(connectClient(DirectoryService, config.urls.directory), settings.authCacheMs),
+  keys: new ApiKeys(connectClient(AccountsService, config.urls.accounts), settings.authCacheMs),
   failures: new AddressAttempts(settings.authFailuresPerMinute),
   rateLimit: await KeyRateLimit.open(nc, settings.rateLimitPerMinute, settings.rateLimitBurst),
   submitter: new Submitter(connectClient(EmailService, config.urls.email), logger),

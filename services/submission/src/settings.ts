@@ -35,7 +35,7 @@ const schema = z.object({
   MAILROOM_RATE_LIMIT_BURST: z.coerce.number().int().min(1).optional(),
   /** Failed AUTH attempts per client address and minute (the gateway's failed-key budget). */
   MAILROOM_AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(20),
-  /** How long a key the directory accepted is trusted without asking again. */
+  /** How long a key the accounts unit accepted is trusted without asking again. */
   MAILROOM_AUTH_CACHE_MS: z.coerce.number().int().min(0).default(10_000),
 });
 

@@ -2,7 +2,7 @@ import os from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import nodemailer, { type SendMailOptions } from "nodemailer";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { EmailService } from "@mailroom/proto/email/v1/email_pb.js";
 import { AppError, toConnectError } from "@mailroom/kit/errors.js";
 import { AddressAttempts } from "@mailroom/kit/token-bucket.js";
@@ -15,12 +15,12 @@ const quiet = { info() {}, warn() {} };
 /** An address of this machine other than loopback, if it has one. */
 const external = Object.values(os.networkInterfaces()).flat().find((i) => i && !i.internal && i.family === "IPv4")?.address;
 
-const directory = {
+const accounts = {
   async authenticate({ apiKey }: { apiKey: string }) {
     if (apiKey === KEY) return { workspaceId: "ws_1", keyId: "key_1", scopes: ["api_user"] };
     throw new ConnectError("unknown key", Code.Unauthenticated);
   },
-} as unknown as Client<typeof DirectoryService>;
+} as unknown as Client<typeof AccountsService>;
 type Sent = { to: string; cc: string[]; bcc: string[]; content?: { case: string; value: { subject: string; text: string; asGiven: boolean } } };
 const sent: Sent[] = [];
 const email = {
@@ -33,7 +33,7 @@ const email = {
 let listener: SubmissionListener;
 beforeAll(async () => {
   listener = await startSubmissionListener({
-    keys: new ApiKeys(directory, 10_000),
+    keys: new ApiKeys(accounts, 10_000),
     failures: new AddressAttempts(20),
     submitter: new Submitter(email, quiet),
     host: "0.0.0.0",

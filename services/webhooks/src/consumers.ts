@@ -22,7 +22,10 @@ import { CLIENT_EVENTS, SUPPRESSION_EVENTS, type MailEventData, type MailEventKi
 export const DISPATCH_DURABLE = "webhooks-dispatch";
 /** Its durable consumer of WebhookEvents (EMAIL_SENT, BROADCAST_STARTED / COMPLETED). */
 export const WEBHOOK_EVENTS_DURABLE = "webhooks-webhook-events";
-/** Its durable consumer of the directory's changes (CONTACT_*, WORKSPACE_*). */
+/**
+ * Its durable consumer of DIRECTORY_EVENTS: the audience unit's changes (CONTACT_*,
+ * SUPPRESSION_*) and the accounts unit's (WORKSPACE_*). The name stays: the durable exists.
+ */
 export const DIRECTORY_DISPATCH_DURABLE = "webhooks-directory";
 
 const KIND: Partial<Record<MailEventType, MailEventKind>> = {
@@ -76,8 +79,8 @@ export function mailEventOf(event: MailEvent, receivedAt: Date): MailEventData |
 type Dispatched = { created: number; eventId: string; type: string; workspaceId: string } | { malformed: string } | undefined;
 
 /**
- * THE consumer setup of the dispatcher's three sources (MailEvents, WebhookEvents, directory
- * events): a durable consumer that decodes each message, lets the domain store its
+ * THE consumer setup of the dispatcher's three sources (MailEvents, WebhookEvents,
+ * DIRECTORY_EVENTS): a durable consumer that decodes each message, lets the domain store its
  * deliveries (fanOut), and acks once they are stored (a failure retries it; the redelivery
  * finds what was already stored and adds only the rest). New deliveries wake the outbox; a
  * message that is not an event is dropped with its reason.
@@ -168,17 +171,17 @@ export function consumeWebhookEvents(nc: NatsConnection, deps: DispatchDeps, wak
   );
 }
 
-/** What the directory announces on DIRECTORY_EVENTS: the client's contact and workspace events, and suppression changes. */
+/** What the audience and accounts units announce on DIRECTORY_EVENTS: the client's contact and workspace events, and suppression changes. */
 const CLIENT_EVENT_NAMES: ReadonlySet<string> = new Set([...CLIENT_EVENTS, ...SUPPRESSION_EVENTS]);
 
-/** A directory event (already the webhook body), or undefined when it is not one. */
+/** A DIRECTORY_EVENTS event (already the webhook body), or undefined when it is not one. */
 export function directoryEventOf(data: Uint8Array): WebhookPayload | undefined {
   const events = directoryEventsIn(data);
   return events?.length === 1 ? payloadOfDirectoryEvent(events[0]) : undefined;
 }
 
 /**
- * The events of a directory message: one event, or a batch of one write's events
+ * The events of a DIRECTORY_EVENTS message: one event, or a batch of one write's events
  * (`{ events: [...] }`, an import's suppressions); undefined when it holds none. An entry
  * that is not an event is left out (the others are still delivered).
  */
@@ -197,7 +200,7 @@ function payloadOfDirectoryEvent(value: unknown): WebhookPayload | undefined {
 }
 
 /**
- * The directory's changes (DIRECTORY_EVENTS: CONTACT_*, WORKSPACE_*, SUPPRESSION_*), each
+ * The audience and accounts units' changes (DIRECTORY_EVENTS: CONTACT_*, SUPPRESSION_*; WORKSPACE_*), each
  * already the webhook body; a batch message's events are fanned out one by one, and it is
  * acked once all their deliveries are stored (a redelivery adds only what is missing).
  */

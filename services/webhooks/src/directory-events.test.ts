@@ -4,7 +4,7 @@ import { directoryEventOf, directoryEventsOf } from "./consumers.js";
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
-describe("the directory's events as webhook bodies", () => {
+describe("DIRECTORY_EVENTS events as webhook bodies", () => {
   it("takes the suppression list's changes (SUPPRESSION_CREATED / SUPPRESSION_DELETED) as they come", () => {
     for (const type of ["SUPPRESSION_CREATED", "SUPPRESSION_DELETED"]) {
       const body = { id: "dev_1", type, createdAt: "2026-11-29T12:00:00.000Z", workspaceId: "ws_a", data: { suppression: { domain: "x.test", reason: "manual", createdAt: "2026-11-29T12:00:00.000Z" } } };
@@ -18,7 +18,7 @@ describe("the directory's events as webhook bodies", () => {
   });
 });
 
-describe("a batch message of the directory's events", () => {
+describe("a batch message of DIRECTORY_EVENTS events", () => {
   const suppression = (i: number) => ({ id: `dev_${i}`, type: "SUPPRESSION_CREATED", createdAt: "2026-11-29T12:00:00.000Z", workspaceId: "ws_a", data: { suppression: { email: `u${i}@x.test`, reason: "imported", createdAt: "2026-11-29T12:00:00.000Z" } } });
 
   it("gives every event it carries, in order, and a single event as one", () => {
@@ -35,7 +35,7 @@ describe("a batch message of the directory's events", () => {
     expect(directoryEventOf(encode({ events: [suppression(1), suppression(2)] }))).toBeUndefined();
   });
 
-  it("is cut by the directory within its bounds, every event kept once", () => {
+  it("is cut by its publisher (the audience or accounts unit) within its bounds, every event kept once", () => {
     const bodies = Array.from({ length: 1_000 }, (_, i) => JSON.stringify(suppression(i)));
     const batches = directoryEventBatches(bodies);
     expect(batches.every((b) => b.length <= DIRECTORY_EVENT_BATCH_MAX && directoryEventBatchBody(b).length <= DIRECTORY_EVENT_BATCH_BYTES + 64)).toBe(true);

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createResolver, createSendingDns, reverseName } from "./dns.js";
-import { memoryDirectory } from "../testing.js";
+import { memoryDirectory } from "../../../audience/src/testing.js";
 import { sameAddress } from "../domain/direct-sending.js";
 
 type Zone = { txt: Map<string, string[]>; a: Map<string, string[]>; aaaa: Map<string, string[]>; ptr: Map<string, string[]> };

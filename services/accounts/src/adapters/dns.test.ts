@@ -3,7 +3,7 @@ import dns2 from "dns2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createResolver, generateDkimKeyPair } from "./dns.js";
 import { dkimRecordName, parseTags } from "../domain/dns-policy.js";
-import { mapResolver, memoryDirectory } from "../testing.js";
+import { mapResolver, memoryDirectory } from "../../../audience/src/testing.js";
 
 /** A real DNS server on loopback (UDP) answering TXT queries from a mutable zone. */
 async function startDnsServer(zone: Map<string, string[][]>) {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isSealed } from "@mailroom/kit/secrets.js";
 import { openStore } from "@mailroom/store/open.js";
-import { pooledDkimKey, storeDirectory, TEST_SECRETS } from "../testing.js";
+import { pooledDkimKey, storeDirectory, TEST_SECRETS } from "../../../audience/src/testing.js";
 import { SenderStore } from "./sender-store.js";
 
 /** The PEM's base64 body lines: what a leaked store file would show. */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { openStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
-import { storeDirectory, storeTeam, type TestDirectory } from "../testing.js";
+import { storeDirectory, storeTeam, type TestDirectory } from "../../../audience/src/testing.js";
 import type { Team } from "../domain/team.js";
 import type { AuditLog } from "../domain/audit-log.js";
 

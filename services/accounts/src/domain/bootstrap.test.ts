@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import { memoryDirectory, snapshot } from "../testing.js";
+import { memoryDirectory, snapshot } from "../../../audience/src/testing.js";
 
 /** The example document of DESIGN.md §5, plus a second workspace. */
 const DESIGN_EXAMPLE = {

@@ -1,60 +1,21 @@
-import { z } from "zod";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { normalizeDomain, normalizeEmail } from "@mailroom/records/address.js";
-import type { Contacts } from "./contacts.js";
 import { hashApiKey, KEY_SHAPE, checkScopes, type ApiKeys } from "./keys.js";
 import type { Members } from "./members.js";
-import { checkSlug, parsePropertyType, type ContactProperties, type PropertyDef } from "./properties.js";
+import { memberEmail, parseBootstrap, parseBootstrapJson, type BootstrapDocument, type BootstrapWorkspace } from "@mailroom/records/bootstrap-document.js";
 import type { Senders } from "./senders.js";
 import { validateTemplate, type Templates } from "./templates.js";
 import { appErrorCode, requireTimeZone } from "@mailroom/records/validation.js";
 import type { Workspaces } from "./workspaces.js";
+import type { Workspace } from "@mailroom/records/model.js";
 
-/** The MAILROOM_BOOTSTRAP document (DESIGN.md §5). */
-const workspaceSchema = z.object({
-  id: z.string().min(1),
-  name: z.string().min(1),
-  timezone: z.string().optional(),
-  // scopes omitted: ["api_user"]; an empty list gives the key no scope at all.
-  apiKeys: z.array(z.object({ key: z.string(), scopes: z.array(z.string()).optional(), name: z.string().optional() })).default([]),
-  verifiedEmails: z.array(z.string()).default([]),
-  verifiedDomains: z.array(z.string()).default([]),
-  // An address (an EDITOR; the workspace's first member is its OWNER) or { email, role }.
-  members: z.array(z.union([z.string(), z.object({ email: z.string(), role: z.enum(["OWNER", "ADMIN", "EDITOR", "VIEWER"]).optional() })])).default([]),
-  flags: z.object({
-    broadcastEarlyAccess: z.boolean().optional(),
-    emailApiAddon: z.boolean().optional(),
-    verified: z.boolean().optional(),
-  }).optional(),
-  monthlyLimit: z.number().int().min(0).optional(),
-  sendingAccountNew: z.boolean().optional(),
-  contactProperties: z.array(z.object({ slug: z.string(), type: z.string() })).default([]),
-  contacts: z.array(z.object({
-    email: z.string(),
-    firstName: z.string().optional(),
-    lastName: z.string().optional(),
-    timezone: z.string().optional(),
-    status: z.string().optional(),
-    /** Older documents: `subscribed: true/false` means status SUBSCRIBED / UNSUBSCRIBED (status wins). */
-    subscribed: z.boolean().optional(),
-    properties: z.record(z.string(), z.unknown()).optional(),
-  })).default([]),
-  templates: z.array(z.object({
-    name: z.string(),
-    subject: z.string(),
-    html: z.string(),
-    text: z.string().optional(),
-    previewText: z.string().optional(),
-    displayName: z.string().optional(),
-    fromEmail: z.string().optional(),
-    fromName: z.string().optional(),
-    replyTo: z.array(z.object({ email: z.string(), name: z.string().optional() })).optional(),
-  })).default([]),
-});
-
-export const bootstrapSchema = z.object({ workspaces: z.array(workspaceSchema) });
-export type BootstrapDocument = z.infer<typeof bootstrapSchema>;
-type BootstrapWorkspace = z.infer<typeof workspaceSchema>;
+/** The audience unit's side of a bootstrap (ContactService.LoadContactBootstrap). */
+export interface ContactBootstrapPort {
+  /** Refuses (invalid_bootstrap) what the audience unit would not take; writes nothing. */
+  check(doc: BootstrapDocument): Promise<void>;
+  /** `workspaces`: the document's, as written (the audience unit writes contacts against them without asking back). */
+  apply(doc: BootstrapDocument, workspaces: Workspace[]): Promise<void>;
+}
 
 /** The use cases a bootstrap document goes through (so it obeys the same rules as the API). */
 export interface BootstrapDeps {
@@ -62,8 +23,8 @@ export interface BootstrapDeps {
   keys: ApiKeys;
   senders: Senders;
   members: Members;
-  properties: ContactProperties;
-  contacts: Contacts;
+  /** The audience unit's part: contact properties and contacts (checked with the rest, applied after the workspaces). */
+  contacts: ContactBootstrapPort;
   templates: Templates;
 }
 
@@ -74,32 +35,24 @@ export interface BootstrapDeps {
  * as they are (a restart must not undo an unsubscribe or an edit), so loading the same
  * document twice changes nothing.
  */
-const memberEmail = (m: string | { email: string }): string => (typeof m === "string" ? m : m.email);
 
 export class Bootstrap {
   constructor(private readonly d: BootstrapDeps) {}
 
   async loadJson(json: string): Promise<string[]> {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(json);
-    } catch (err) {
-      // V8's message quotes the text around the error, which may be an API key: keep only the position.
-      const position = /position (\d+)/.exec((err as Error).message)?.[1];
-      throw badRequest("invalid_bootstrap", `bootstrap is not valid JSON${position ? ` (at character ${position})` : ""}`);
-    }
-    return this.load(raw);
+    return this.apply(parseBootstrapJson(json));
   }
 
   async load(raw: unknown): Promise<string[]> {
-    const parsed = bootstrapSchema.safeParse(raw);
-    if (!parsed.success) {
-      const first = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
-      throw badRequest("invalid_bootstrap", `bootstrap is invalid: ${first.join("; ")}`);
-    }
-    const doc = parsed.data;
+    return this.apply(parseBootstrap(raw));
+  }
+
+  /** Checks the whole document (both units' parts) before anything is written, then writes the workspaces, then the contacts. */
+  private async apply(doc: BootstrapDocument): Promise<string[]> {
     await this.validate(doc);
-    for (const ws of doc.workspaces) await this.apply(ws);
+    await this.d.contacts.check(doc);
+    for (const ws of doc.workspaces) await this.applyWorkspace(ws);
+    await this.d.contacts.apply(doc, await Promise.all(doc.workspaces.map((w) => this.d.workspaces.get(w.id))));
     return doc.workspaces.map((w) => w.id);
   }
 
@@ -128,19 +81,6 @@ export class Bootstrap {
       for (const d of ws.verifiedDomains) {
         if (!normalizeDomain(d)) throw badRequest("invalid_bootstrap", `bootstrap ${at(`"${d}" is not a valid domain`)}`);
       }
-      const types = new Map<string, PropertyDef>(await this.existingTypes(ws.id));
-      for (const p of ws.contactProperties) {
-        try {
-          const slug = checkSlug(p.slug);
-          const type = parsePropertyType(p.type);
-          const had = types.get(slug)?.type;
-          if (had && had !== type) throw badRequest("property_exists", `property "${slug}" exists with type ${had}`);
-          types.set(slug, { type });
-        } catch (e) { fail(e, `contactProperties.${p.slug}`); }
-      }
-      for (const c of ws.contacts) {
-        try { this.d.contacts.normalize({ ...c, source: "DASHBOARD" }, types); } catch (e) { fail(e, `contact ${c.email}`); }
-      }
       const names = new Set<string>();
       for (const t of ws.templates) {
         try { validateTemplate(t); } catch (e) { fail(e, `template ${t.name}`); }
@@ -150,11 +90,7 @@ export class Bootstrap {
     }
   }
 
-  private async existingTypes(workspaceId: string): Promise<Map<string, PropertyDef>> {
-    return (await this.d.workspaces.find(workspaceId)) ? this.d.properties.customTypes(workspaceId) : new Map();
-  }
-
-  private async apply(ws: BootstrapWorkspace): Promise<void> {
+  private async applyWorkspace(ws: BootstrapWorkspace): Promise<void> {
     const settings = {
       name: ws.name,
       timezone: ws.timezone,
@@ -172,24 +108,10 @@ export class Bootstrap {
         await this.d.workspaces.update(ws.id, settings);
       }
     }
-    for (const p of ws.contactProperties) await this.d.properties.ensure(ws.id, p.slug, p.type);
     for (const k of ws.apiKeys) await this.d.keys.ensure(ws.id, k.key, k.scopes ?? ["api_user"], k.name || undefined);
     for (const e of ws.verifiedEmails) await this.d.senders.markEmailVerified(ws.id, e);
     for (const d of ws.verifiedDomains) await this.d.senders.markDomainVerified(ws.id, d);
     for (const m of ws.members) await this.d.members.add(ws.id, memberEmail(m), typeof m === "string" ? undefined : m.role);
-    // Contacts go in by batches of 1,000 (one store write each): one create per contact took
-    // over a minute for 10,000 on a busy machine. Existing contacts are left as they are.
-    for (let i = 0; i < ws.contacts.length; i += 1_000) {
-      const chunk = ws.contacts.slice(i, i + 1_000);
-      const found = await Promise.all(chunk.map((c) => this.d.contacts.findOne(ws.id, c.email)));
-      const missing = chunk.filter((_c, j) => !found[j]).map((c) => ({ ...c, source: "DASHBOARD" as const }));
-      if (!missing.length) continue;
-      for (const r of await this.d.contacts.batchUpsert(ws.id, missing)) {
-        if (!r.ok && r.error?.code !== "contact_exists" && r.error?.code !== "duplicate_contact") {
-          throw badRequest("invalid_bootstrap", `contact ${missing[r.index].email}: ${r.error?.message}`);
-        }
-      }
-    }
     for (const t of ws.templates) {
       await this.d.templates.create(ws.id, t).catch((err) => {
         if (appErrorCode(err) !== "template_exists") throw err;

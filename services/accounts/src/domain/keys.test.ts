@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { openStore } from "@mailroom/store/open.js";
 import { generateApiKey, hashApiKey } from "./keys.js";
-import { mapResolver, memoryDirectory, snapshot, storeDirectory } from "../testing.js";
+import { mapResolver, memoryDirectory, snapshot, storeDirectory } from "../../../audience/src/testing.js";
 
 const codeOf = async (p: Promise<unknown>) => errorInfoOf(await p.then(() => undefined, (e) => e))?.code;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import { memoryDirectory } from "../testing.js";
+import { memoryDirectory } from "../../../audience/src/testing.js";
 
 describe("members", () => {
   it("adds (idempotent, lower-cased), lists and removes per workspace", async () => {

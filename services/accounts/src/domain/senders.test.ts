@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { parseMailbox } from "@mailroom/records/address.js";
 import { generateDkimKeyPair } from "../adapters/dns.js";
-import { memoryDirectory, snapshot } from "../testing.js";
+import { memoryDirectory, snapshot } from "../../../audience/src/testing.js";
 
 async function acme() {
   const dir = await memoryDirectory();

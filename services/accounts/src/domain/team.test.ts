@@ -4,10 +4,10 @@ import { openMemoryStore } from "@mailroom/store/open.js";
 import type { Store } from "@mailroom/store/port.js";
 import { MemberStore } from "../adapters/member-store.js";
 import { SessionStore, TeamTokenStore } from "../adapters/team-store.js";
-import { storeDirectory, TEST_SECRETS, type TestDirectory } from "../testing.js";
+import { storeDirectory, TEST_SECRETS, type TestDirectory } from "../../../audience/src/testing.js";
 import { TEAM_LIFETIMES, Team } from "./team.js";
 import { hashTeamToken, signTeamToken } from "./team-tokens.js";
-import type { DirectoryEvent } from "./changes.js";
+import type { DirectoryEvent } from "@mailroom/records/change-events.js";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

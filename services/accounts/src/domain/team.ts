@@ -6,7 +6,8 @@ import { MEMBER_ROLES, scopedId, type Member, type MemberRole } from "@mailroom/
 import type { SessionRecord, SessionRepository, TeamMemberRepository, TeamToken, TeamTokenRepository } from "./team-ports.js";
 import { hashTeamToken, newSessionToken, signTeamToken, verifyTeamToken } from "./team-tokens.js";
 import { assertNotBanned, type Workspaces } from "./workspaces.js";
-import { memberEvents, type DirectoryEventPublisher } from "./changes.js";
+import { memberEvents } from "./changes.js";
+import type { DirectoryEventPublisher } from "@mailroom/records/change-events.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 const MINUTE = 60_000;

@@ -6,7 +6,6 @@ import { scanHtml } from "@mailroom/content/compile/scan.js";
 import { htmlToPlainText } from "@mailroom/content/compile/text.js";
 import { EXTRA_BUILT_INS, type Contact, type Template } from "@mailroom/records/model.js";
 import type { Templates } from "./templates.js";
-import type { Contacts } from "./contacts.js";
 import type { Workspaces } from "./workspaces.js";
 
 /** A contact's values as a template reads them: its properties, then its built-in fields. */
@@ -23,10 +22,15 @@ export function contactValues(c: Contact): Record<string, unknown> {
  * (system links are "#"). The plain text is generated from the HTML when the template has none.
  * POST /v1/templates/render renders unsaved content the same way (the editor's live preview).
  */
+/** A contact of the workspace, read from the audience unit (contact_not_found, 404, when there is none). */
+export interface ContactReader {
+  getById(workspaceId: string, contactId: string): Promise<Contact>;
+}
+
 export class TemplatePreviews {
   constructor(
     private readonly templates: Pick<Templates, "get" | "includes">,
-    private readonly contacts: Pick<Contacts, "getById">,
+    private readonly contacts: ContactReader,
     private readonly workspaces: Pick<Workspaces, "get">,
   ) {}
 

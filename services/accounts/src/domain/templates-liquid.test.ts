@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "@mailroom/kit/errors.js";
-import { memoryDirectory, snapshot } from "../testing.js";
+import { memoryDirectory, snapshot } from "../../../audience/src/testing.js";
 import { TemplatePreviews } from "./template-previews.js";
 
 const refusal = async (p: Promise<unknown>) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
 import { detectVariables } from "./templates.js";
-import { memoryDirectory, snapshot } from "../testing.js";
+import { memoryDirectory, snapshot } from "../../../audience/src/testing.js";
 
 const codeOf = async (p: Promise<unknown>) => errorInfoOf(await p.then(() => undefined, (e) => e))?.code;
 

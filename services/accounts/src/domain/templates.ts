@@ -1,6 +1,6 @@
 import { appError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import { newId } from "@mailroom/kit/ids.js";
-import { checkListLimit } from "./contacts.js";
+import { checkListLimit } from "@mailroom/records/validation.js";
 import { normalizeEmail } from "@mailroom/records/address.js";
 import {
   TEMPLATE_FORMATS, TEMPLATE_KINDS, TEMPLATE_STATUSES,

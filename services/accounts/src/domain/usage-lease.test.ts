@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { memoryDirectory } from "../testing.js";
+import { memoryDirectory } from "../../../audience/src/testing.js";
 import { UsageStore } from "../adapters/usage-store.js";
 import type { UsageRepository } from "@mailroom/records/ports.js";
 import { Usage } from "./usage.js";

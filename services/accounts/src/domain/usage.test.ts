@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import { memoryDirectory } from "../testing.js";
+import { memoryDirectory } from "../../../audience/src/testing.js";
 
 describe("monthly usage", () => {
   it("grants exactly the limit to 200 concurrent reservations against a limit of 50", async () => {

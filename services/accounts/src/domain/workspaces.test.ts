@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { errorInfoOf } from "@mailroom/kit/errors.js";
-import { memoryDirectory } from "../testing.js";
+import { memoryDirectory } from "../../../audience/src/testing.js";
 
 const codeOf = async (p: Promise<unknown>) => errorInfoOf(await p.then(() => undefined, (e) => e))?.code;
 

@@ -4,7 +4,7 @@ import type { Contact } from "@mailroom/records/model.js";
 import type { AudienceLookups, AudienceQueries, ResolvedAudience } from "./audience-ports.js";
 import type { Segments } from "./segments.js";
 import { requireWorkspaceId } from "@mailroom/records/validation.js";
-import type { Workspaces } from "./workspaces.js";
+import type { WorkspaceLookup } from "./account-ports.js";
 
 /** A broadcast audience as asked (DESIGN §9.4). Filters are parsed JSON. */
 export interface AudienceSpec {
@@ -44,7 +44,7 @@ export class Audiences {
     private readonly queries: AudienceQueries,
     private readonly lookups: AudienceLookups,
     private readonly segments: Segments,
-    private readonly workspaces: Workspaces,
+    private readonly workspaces: WorkspaceLookup,
   ) {}
 
   /** Names resolved, filters validated; throws invalid_audience, invalid_filter, audience_not_found. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { memoryDirectory } from "../testing.js";
-import type { DirectoryEvent } from "./changes.js";
+import type { DirectoryEvent } from "@mailroom/records/change-events.js";
 
 /** Every path that changes a contact emits at the write (changes.ts), with ids derived from the write. */
 describe("directory change events", () => {

@@ -1,79 +1,10 @@
-import { hash, randomUUID } from "node:crypto";
-import { contactStatus, scopedId, type Contact, type ContactProperty, type Member, type Suppression, type Workspace } from "@mailroom/records/model.js";
-import type { ContactChange, ContactRepository, ContactWrite, MemberRepository, PropertyRepository, SuppressionRepository, WorkspaceRepository } from "@mailroom/records/ports.js";
+/** The audience unit's events (DESIGN §9.2): contacts, properties, group memberships, suppressions. */
+import { contactStatus, scopedId, type Contact, type ContactProperty, type Group, type Suppression } from "@mailroom/records/model.js";
+import type { ContactChange, ContactRepository, ContactWrite, PropertyRepository, SuppressionRepository } from "@mailroom/records/ports.js";
+import { Announcer, event, eventId, time, type ChangeIntent, type ChangeIntentRecorder, type DirectoryEvent, type DirectoryEventPublisher, type StatusReason } from "@mailroom/records/change-events.js";
 import { clientSuppression, ERASED_KEY_PREFIX } from "./suppression.js";
-import type { Group, GroupMembershipRepository, MemberContact } from "./group-ports.js";
+import type { GroupMembershipRepository, MemberContact } from "./group-ports.js";
 import { clientGroup } from "./groups.js";
-
-/**
- * The directory's webhook-facing events (DESIGN §9.2), produced where the directory's
- * writes happen: the repositories below wrap the stores, so every path that changes a
- * contact (API, batch, CSV import, console, unsubscribe links, the manage page, bounces and
- * complaints, a send's contactProperties) emits without its caller knowing. An event is
- * built only after its write returned (committed), and its id is derived from what was
- * written (the contact id and the change's version, `updatedAt`), so the same write
- * announced twice is one event: the stream drops it by message id and the webhooks unit
- * stores one delivery per (event, webhook).
- */
-export type DirectoryEventType =
-  | "CONTACT_CREATED"
-  | "CONTACT_UPDATED"
-  | "CONTACT_DELETED"
-  | "CONTACT_UNSUBSCRIBED"
-  | "CONTACT_RESUBSCRIBED"
-  | "CONTACT_PROPERTY_UPDATED"
-  | "CONTACT_TAG_ADDED"
-  | "CONTACT_TAG_REMOVED"
-  | "WORKSPACE_TEAM_MEMBER_JOINED"
-  | "WORKSPACE_SENDING_EMAILS_PAUSED"
-  | "WORKSPACE_BANNED"
-  | "SUPPRESSION_CREATED"
-  | "SUPPRESSION_DELETED";
-
-/** Exactly the webhook body: `{ id, type, createdAt, workspaceId, data }`. */
-export interface DirectoryEvent {
-  id: string;
-  type: DirectoryEventType;
-  createdAt: string;
-  workspaceId: string;
-  data: Record<string, unknown>;
-}
-
-/**
- * Takes events whose writes have committed; must not throw. The write waits for what it
- * returns (the events recorded for publishing), so a write's answer means its events will
- * go out, and a bulk import cannot run ahead of its events' records in memory.
- */
-export type DirectoryEventPublisher = (events: DirectoryEvent[], settles?: ChangeIntent) => void | Promise<void>;
-
-/**
- * What a write is about to change, recorded before it: a process killed after the write
- * committed and before its events were recorded leaves the intent behind, and recovery
- * (`eventsOfIntent`, from the intent and what the store holds now) rebuilds exactly the
- * events the write would have announced — the same ids, so a write whose events did go out
- * is announced once. Publishing the events settles (removes) the intent.
- */
-export type ChangeIntent = { id: string; at: string; workspaceId: string } & (
-  | { kind: "contacts"; reason?: StatusReason; deleting?: boolean; contacts: Array<{ id: string; before: Contact | null }> }
-  | { kind: "property"; propertyId: string; version: string }
-  | { kind: "member"; member: Member }
-  | { kind: "workspace"; before: Workspace }
-  // A contact joining (addedAt: the write's time) or leaving (addedAt: when it had joined) a group.
-  | { kind: "membership"; contactId: string; group: Group; joining: boolean; addedAt: string }
-  // Suppressions about to be added (creating) or removed, each as written or as it stood.
-  | { kind: "suppressions"; creating: boolean; suppressions: Suppression[] }
-  // A batch of suppressions about to be added (an import's), by key alone (the _id after
-  // "<workspaceId>:"): a tenth of the documents' JSON, for batches of thousands.
-  | { kind: "suppression_keys"; keys: string[] }
-);
-
-/** Records an intent before its write (throws when it cannot: then nothing is written). */
-export type ChangeIntentRecorder = (intent: ChangeIntent) => Promise<void>;
-
-type IntentBody = ChangeIntent extends infer I ? (I extends ChangeIntent ? Omit<I, "id" | "at"> : never) : never;
-
-/** Why a contact's status left or returned to SUBSCRIBED. */
-export type StatusReason = "unsubscribed" | "complaint" | "status_changed";
 
 const TEXT_BUILT_INS = ["firstName", "lastName", "avatarUrl", "city", "language", "phone", "birthday", "countryCode", "timezone"] as const;
 
@@ -112,18 +43,6 @@ export function clientProperty(p: ContactProperty): Record<string, unknown> {
     ...(p.updatedAt ? { updatedAt: new Date(p.updatedAt).toISOString() } : {}),
     workspaceId: p.workspaceId,
   };
-}
-
-/** A stable event id from the write's identity: the same write always gets the same id. */
-export function eventId(type: DirectoryEventType, ...parts: string[]): string {
-  // The one-shot hash: an import announces thousands a batch.
-  return `dev_${hash("sha256", [type, ...parts].join("\u0000"), "hex").slice(0, 32)}`;
-}
-
-const time = (d: Date | undefined) => String(d ? new Date(d).getTime() : 0);
-
-function event(type: DirectoryEventType, workspaceId: string, at: Date, idParts: string[], data: Record<string, unknown>): DirectoryEvent {
-  return { id: eventId(type, workspaceId, ...idParts), type, createdAt: at.toISOString(), workspaceId, data };
 }
 
 /** The fields a change touched, by the client's names (properties by slug). */
@@ -169,10 +88,6 @@ export function propertyEvents(p: ContactProperty): DirectoryEvent[] {
   return [event("CONTACT_PROPERTY_UPDATED", p.workspaceId, new Date(p.updatedAt ?? p.createdAt), [p._id, time(p.updatedAt ?? p.createdAt)], { property: clientProperty(p) })];
 }
 
-export function memberEvents(m: Member): DirectoryEvent[] {
-  return [event("WORKSPACE_TEAM_MEMBER_JOINED", m.workspaceId, new Date(m.createdAt), [m._id, time(m.createdAt)], { member: { email: m.email, workspaceId: m.workspaceId, joinedAt: new Date(m.createdAt).toISOString() } })];
-}
-
 /**
  * CONTACT_TAG_ADDED: a contact joined a group (the group is the client's "tag"). Its id names
  * the membership (contact, group, when it joined), so one joining is one event.
@@ -188,34 +103,6 @@ export function tagRemovedEvents(c: Contact, group: Group, addedAt: Date | undef
   return [event("CONTACT_TAG_REMOVED", c.workspaceId, at, [c._id, group._id, time(addedAt), "removed"], data)];
 }
 
-/** A workspace as its webhooks see it: identity and the operator's state. */
-export function clientWorkspace(w: Workspace): Record<string, unknown> {
-  const hold = (h: Workspace["banned"]) => (h ? { reason: h.reason || null, at: new Date(h.at).toISOString() } : null);
-  return {
-    id: w._id,
-    name: w.name,
-    createdAt: new Date(w.createdAt).toISOString(),
-    sendingPaused: Boolean(w.sendingPaused),
-    banned: Boolean(w.banned),
-    ...(w.sendingPaused ? { sendingPausedReason: hold(w.sendingPaused)!.reason, sendingPausedAt: hold(w.sendingPaused)!.at } : {}),
-    ...(w.banned ? { bannedReason: hold(w.banned)!.reason, bannedAt: hold(w.banned)!.at } : {}),
-  };
-}
-
-/** WORKSPACE_SENDING_EMAILS_PAUSED / WORKSPACE_BANNED when a write turned the pause / the ban on (never when lifted). */
-export function workspaceEvents(before: Workspace, after: Workspace): DirectoryEvent[] {
-  const events: DirectoryEvent[] = [];
-  if (!before.sendingPaused && after.sendingPaused) {
-    const at = new Date(after.sendingPaused.at);
-    events.push(event("WORKSPACE_SENDING_EMAILS_PAUSED", after._id, at, ["paused", time(at)], { workspace: clientWorkspace(after), reason: after.sendingPaused.reason || null }));
-  }
-  if (!before.banned && after.banned) {
-    const at = new Date(after.banned.at);
-    events.push(event("WORKSPACE_BANNED", after._id, at, ["banned", time(at)], { workspace: clientWorkspace(after), reason: after.banned.reason || null }));
-  }
-  return events;
-}
-
 /** The state a change leaves a contact in (what the store's update answers). */
 function applied(existing: Contact, change: ContactChange): Contact {
   const properties = { ...existing.properties, ...change.setProperties };
@@ -227,8 +114,6 @@ function applied(existing: Contact, change: ContactChange): Contact {
 export interface IntentState {
   contacts: Pick<ContactRepository, "findById">;
   properties: Pick<PropertyRepository, "find">;
-  members: Pick<MemberRepository, "list">;
-  workspaces: Pick<WorkspaceRepository, "find">;
   suppressions: Pick<SuppressionRepository, "findMany">;
 }
 
@@ -270,14 +155,9 @@ export async function eventsOfIntent(intent: ChangeIntent, state: IntentState): 
       const now = await state.properties.find(intent.propertyId);
       return now && time(now.updatedAt ?? now.createdAt) !== intent.version ? propertyEvents(now) : [];
     }
-    case "member": {
-      const members = await state.members.list(intent.workspaceId, 10_000);
-      return members.some((m) => m._id === intent.member._id) ? memberEvents(intent.member) : [];
-    }
-    case "workspace": {
-      const now = await state.workspaces.find(intent.workspaceId);
-      return now ? workspaceEvents(intent.before, now) : [];
-    }
+    case "member":
+    case "workspace":
+      return [];
     case "suppressions": {
       // Landed: an added one is stored with the write's own creation time; a removed one is gone
       // (or is another suppression since, created later).
@@ -306,30 +186,6 @@ export async function eventsOfIntent(intent: ChangeIntent, state: IntentState): 
       if (intent.joining) return same ? tagAddedEvents(now, intent.group, new Date(intent.addedAt)) : [];
       return same ? [] : tagRemovedEvents(now, intent.group, new Date(intent.addedAt), new Date(intent.at));
     }
-  }
-}
-
-/**
- * Runs one write between its intent and its events: the intent is recorded first, the
- * events (built from the write's answer) settle it; a write that changed nothing settles it
- * with none.
- */
-export class Announcer {
-  constructor(
-    private readonly publish: DirectoryEventPublisher,
-    private readonly intend: ChangeIntentRecorder | undefined,
-    private readonly now: () => Date,
-  ) {}
-
-  async around<R>(body: IntentBody, write: () => Promise<R>, eventsOf: (result: R, at: Date) => DirectoryEvent[]): Promise<R> {
-    const intent = { ...body, id: randomUUID(), at: this.now().toISOString() } as ChangeIntent;
-    if (this.intend) await this.intend(intent);
-    // A write that throws may still have committed (an answer lost on the way): its intent
-    // stays for the sweep's recovery, which judges from the store.
-    const result = await write();
-    const events = eventsOf(result, new Date(intent.at));
-    if (events.length || this.intend) await this.publish(events, this.intend ? intent : undefined);
-    return result;
   }
 }
 
@@ -481,63 +337,6 @@ export class EmittingPropertyStore implements PropertyRepository {
 
   list(workspaceId: string, limit: number) {
     return this.inner.list(workspaceId, limit);
-  }
-}
-
-export class EmittingMemberStore implements MemberRepository {
-  private readonly announcer: Announcer;
-
-  constructor(private readonly inner: MemberRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
-    this.announcer = new Announcer(publish, intend, now);
-  }
-
-  async ensure(member: Member): Promise<void> {
-    const known = (await this.inner.list(member.workspaceId, 10_000)).some((m) => m._id === member._id);
-    if (known) return this.inner.ensure(member);
-    return this.announcer.around({ kind: "member", workspaceId: member.workspaceId, member }, () => this.inner.ensure(member), () => memberEvents(member));
-  }
-
-  remove(id: string) {
-    return this.inner.remove(id);
-  }
-
-  list(workspaceId: string, limit: number) {
-    return this.inner.list(workspaceId, limit);
-  }
-
-  findByPublicId(workspaceId: string, publicId: string) {
-    return this.inner.findByPublicId(workspaceId, publicId);
-  }
-}
-
-export class EmittingWorkspaceStore implements WorkspaceRepository {
-  private readonly announcer: Announcer;
-
-  constructor(private readonly inner: WorkspaceRepository, publish: DirectoryEventPublisher, intend?: ChangeIntentRecorder, now: () => Date = () => new Date()) {
-    this.announcer = new Announcer(publish, intend, now);
-  }
-
-  insert(workspace: Workspace) {
-    return this.inner.insert(workspace);
-  }
-
-  find(id: string) {
-    return this.inner.find(id);
-  }
-
-  async update(id: string, changes: Partial<Omit<Workspace, "_id">>): Promise<Workspace | null> {
-    const watched = "sendingPaused" in changes || "banned" in changes;
-    const prior = watched ? await this.inner.find(id) : null;
-    if (!prior) return this.inner.update(id, changes);
-    return this.announcer.around(
-      { kind: "workspace", workspaceId: id, before: prior },
-      () => this.inner.update(id, changes),
-      (after) => (after ? workspaceEvents(prior, after) : []),
-    );
-  }
-
-  list(limit: number) {
-    return this.inner.list(limit);
   }
 }
 

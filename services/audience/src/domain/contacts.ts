@@ -7,8 +7,10 @@ import {
   type Contact, type ContactSource, type ContactStatus, type ExtraBuiltIn, type Page, type PropertyValue,
 } from "@mailroom/records/model.js";
 import type { ContactChange, ContactQuery, ContactRepository, ContactWrite, SuppressionRepository } from "@mailroom/records/ports.js";
-import type { Workspaces } from "./workspaces.js";
-import { requireTimeZone, requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
+import type { WorkspaceLookup } from "./account-ports.js";
+import { checkListLimit, requireTimeZone, requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
+
+export { checkListLimit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from "@mailroom/records/validation.js";
 
 export interface ContactInput {
   email: string;
@@ -54,8 +56,6 @@ export interface ContactListOptions extends ContactQuery {
   subscribedOnly?: boolean;
 }
 
-export const LIST_DEFAULT_LIMIT = 50;
-export const LIST_MAX_LIMIT = 500;
 export const STREAM_DEFAULT_BATCH = 500;
 export const STREAM_MAX_BATCH = 5_000;
 export const BATCH_MAX_ITEMS = 1_000;
@@ -119,11 +119,6 @@ function builtInValue(key: ExtraBuiltIn, value: unknown): string {
   return text;
 }
 
-export function checkListLimit(limit: number | undefined, max = LIST_MAX_LIMIT, fallback = LIST_DEFAULT_LIMIT): number {
-  if (limit === undefined || limit === 0) return fallback;
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw badRequest("invalid_request", `limit must be between 1 and ${max}`);
-  return limit;
-}
 
 /**
  * Contacts: one per email per workspace (unique index on workspaceId + lower-cased email).
@@ -135,7 +130,7 @@ export class Contacts {
   constructor(
     private readonly repo: ContactRepository,
     private readonly suppressions: SuppressionRepository,
-    private readonly workspaces: Workspaces,
+    private readonly workspaces: WorkspaceLookup,
     private readonly properties: ContactProperties,
     private readonly now: Clock = systemClock,
   ) {}

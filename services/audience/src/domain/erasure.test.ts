@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { memoryDirectory, snapshot } from "../testing.js";
-import type { DirectoryEvent } from "./changes.js";
+import type { DirectoryEvent } from "@mailroom/records/change-events.js";
 import { reserveSendable } from "./sendable.js";
 import { erasedKey } from "./suppression.js";
 

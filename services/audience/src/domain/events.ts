@@ -4,7 +4,7 @@ import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit, type Contacts } from "./contacts.js";
 import type { ContactEvent, Page } from "@mailroom/records/model.js";
 import type { ContactEventPublisher, ContactEventRepository } from "@mailroom/records/ports.js";
-import type { Workspaces } from "./workspaces.js";
+import type { WorkspaceLookup } from "./account-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 /**
@@ -65,7 +65,7 @@ export class ContactEvents {
   constructor(
     private readonly repo: ContactEventRepository,
     private readonly contacts: Contacts,
-    private readonly workspaces: Workspaces,
+    private readonly workspaces: WorkspaceLookup,
     private readonly publish: ContactEventPublisher = () => {},
     private readonly now: Clock = systemClock,
   ) {}

@@ -4,9 +4,7 @@ import { normalizeEmail } from "@mailroom/records/address.js";
 import { checkListLimit, type Contacts, type ContactInput } from "./contacts.js";
 import { contactStatus, type Contact, type Page, type PropertyType } from "@mailroom/records/model.js";
 import type { ContactProperties, PropertyDef } from "./properties.js";
-import type { Senders } from "./senders.js";
-import type { Templates } from "./templates.js";
-import type { Workspaces } from "./workspaces.js";
+import type { SenderLookup, TemplateLookup, WorkspaceLookup } from "./account-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 /**
@@ -116,9 +114,9 @@ export interface FormsDeps {
   throttle: ConfirmationThrottle;
   contacts: Pick<Contacts, "findOne" | "create" | "upsert" | "update" | "getById">;
   properties: Pick<ContactProperties, "customTypes">;
-  senders: Pick<Senders, "check" | "list">;
-  templates: Pick<Templates, "get">;
-  workspaces: Pick<Workspaces, "get">;
+  senders: Pick<SenderLookup, "check" | "list">;
+  templates: Pick<TemplateLookup, "get">;
+  workspaces: Pick<WorkspaceLookup, "get">;
   /**
    * Group membership through the groups' own use case (it emits CONTACT_TAG_ADDED and keeps a
    * first addedAt); without it `audiences.join` writes the membership itself.

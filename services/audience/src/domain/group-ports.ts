@@ -1,23 +1,11 @@
-import type { Contact } from "@mailroom/records/model.js";
+import type { Contact, Group, GroupTraits } from "@mailroom/records/model.js";
+
+export type { Group, GroupTraits };
 
 /**
  * What groups (DESIGN §9.4) need from the outside world; adapters/group-store.ts implements it
  * over the store (collections `groups` and `contacts`), unit tests over the in-memory store.
  */
-
-export type GroupTraits = Record<string, unknown>;
-
-/** A group (collection `groups`), unique per workspace by publicId. */
-export interface Group {
-  /** grp_… */
-  _id: string;
-  workspaceId: string;
-  publicId: string;
-  displayName?: string;
-  traits?: GroupTraits;
-  createdAt: Date;
-  updatedAt?: Date;
-}
 
 /** A contact document with its memberships (`groups`: group ids; `groupsAddedAt.<groupId>`: when it first joined). */
 export type MemberContact = Contact & { groups?: string[]; groupsAddedAt?: Record<string, Date> };

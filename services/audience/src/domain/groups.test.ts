@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { memoryDirectory } from "../testing.js";
 import { GroupMembershipStore, GroupStore } from "../adapters/group-store.js";
 import { ContactStore } from "../adapters/contact-store.js";
-import { EmittingGroupMembershipStore, eventsOfIntent, type ChangeIntent, type DirectoryEvent } from "./changes.js";
+import { EmittingGroupMembershipStore, eventsOfIntent } from "./changes.js";
+import type { ChangeIntent, DirectoryEvent } from "@mailroom/records/change-events.js";
 import { Groups, TRAITS_MAX_BYTES } from "./groups.js";
 
 /** Groups over the in-memory store: validation, publicId as id, memberships on the contacts, CONTACT_TAG_* at each join and leave. */

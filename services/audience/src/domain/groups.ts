@@ -3,7 +3,7 @@ import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit } from "./contacts.js";
 import type { Page } from "@mailroom/records/model.js";
 import type { Group, GroupMembershipRepository, GroupRepository, GroupTraits } from "./group-ports.js";
-import type { Workspaces } from "./workspaces.js";
+import type { WorkspaceLookup } from "./account-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 /**
@@ -116,7 +116,7 @@ export class Groups {
   constructor(
     private readonly repo: GroupRepository,
     private readonly members: GroupMembershipRepository,
-    private readonly workspaces: Workspaces,
+    private readonly workspaces: WorkspaceLookup,
     private readonly now: Clock = systemClock,
   ) {}
 

@@ -2,7 +2,7 @@ import { badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import { newId } from "@mailroom/kit/ids.js";
 import { EXTRA_BUILT_INS, scopedId, type ContactProperty, type PropertyOption, type PropertyType, type PropertyValue } from "@mailroom/records/model.js";
 import type { PropertyRepository } from "@mailroom/records/ports.js";
-import type { Workspaces } from "./workspaces.js";
+import type { WorkspaceLookup } from "./account-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 export const PROPERTY_TYPES: readonly PropertyType[] = ["string", "number", "boolean", "date", "select", "multi_select"];
@@ -206,7 +206,7 @@ function view(doc: ContactProperty): PropertyView {
 export class ContactProperties {
   constructor(
     private readonly repo: PropertyRepository,
-    private readonly workspaces: Workspaces,
+    private readonly workspaces: WorkspaceLookup,
     private readonly now: Clock = systemClock,
   ) {}
 

@@ -4,7 +4,7 @@ import { checkListLimit } from "./contacts.js";
 import type { Contact, Page } from "@mailroom/records/model.js";
 import type { AudienceQueries, Segment, SegmentRepository } from "./audience-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
-import type { Workspaces } from "./workspaces.js";
+import type { WorkspaceLookup } from "./account-ports.js";
 
 export const SEGMENT_CURSOR = /^seg_[0-9a-z]{26}$/;
 const CONTACT_CURSOR = /^ctc_[0-9a-z]{26}$/;
@@ -32,7 +32,7 @@ export class Segments {
   constructor(
     private readonly repo: SegmentRepository,
     private readonly queries: AudienceQueries,
-    private readonly workspaces: Workspaces,
+    private readonly workspaces: WorkspaceLookup,
     private readonly now: Clock = systemClock,
   ) {}
 

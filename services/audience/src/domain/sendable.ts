@@ -1,6 +1,6 @@
 import type { Suppression } from "@mailroom/records/model.js";
 import type { Suppressions } from "./suppression.js";
-import type { Usage } from "./usage.js";
+import type { UsageReserver } from "./account-ports.js";
 
 export interface SendableReservation {
   /** The suppressed addresses among the recipients, each once; never counted. */
@@ -18,11 +18,11 @@ export interface SendableReservation {
  * The suppression check and the usage reservation of one send request in one step (one
  * round trip for the email service): recipients on the suppression list are left out and
  * the others are reserved all or nothing through the same compare-and-set as
- * `Usage.reserve`, so parallel calls never overshoot the limit. A recipient listed twice
+ * the accounts unit's ReserveUsage, so parallel calls never overshoot the limit. A recipient listed twice
  * is two emails and counts twice.
  */
 export async function reserveSendable(
-  dir: { suppressions: Suppressions; usage: Usage },
+  dir: { suppressions: Suppressions; usage: UsageReserver },
   workspaceId: string,
   recipients: string[],
 ): Promise<SendableReservation> {

@@ -1,4 +1,5 @@
-import { Announcer, suppressionEvents, type ChangeIntentRecorder, type DirectoryEventPublisher } from "./changes.js";
+import { suppressionEvents } from "./changes.js";
+import { Announcer, type ChangeIntentRecorder, type DirectoryEventPublisher } from "@mailroom/records/change-events.js";
 import type { Suppression, SuppressionReason } from "@mailroom/records/model.js";
 import type { SuppressionPageQuery, SuppressionRepository } from "@mailroom/records/ports.js";
 import type { Clock } from "@mailroom/records/validation.js";

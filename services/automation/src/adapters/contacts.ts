@@ -1,5 +1,6 @@
 /**
- * The directory over Connect, as the run engine uses it: contacts are read by address in
+ * The audience unit (contacts, groups) and the accounts unit (workspace timezones) over
+ * Connect, as the run engine uses them: contacts are read by address in
  * batches (every run of a round that needs its contact shares one ListContacts of up to 500
  * addresses), filter checks of one filter share one ListContacts (`{ "$and": [filter,
  * { "email": { "$in": [...] } }] }`), and a workspace's timezone is remembered a minute.
@@ -9,14 +10,14 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { LRUCache } from "lru-cache";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { AppError, appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
-import { ContactStatus, type Contact } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactStatus, type Contact, type ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import type { FilterJson } from "../domain/model.js";
 import type { ContactDirectory, RunContact } from "../domain/runner.js";
 
 const RPC = { timeoutMs: 15_000 };
-/** The directory's largest page. */
+/** ListContacts' largest page. */
 const PAGE = 500;
 
 const lower = (email: string) => email.toLowerCase();
@@ -33,7 +34,7 @@ export function runContactOf(c: Contact): RunContact {
   };
 }
 
-/** A refusal the directory gave (its ErrorInfo), as an AppError; anything else as it came. */
+/** A refusal the audience unit gave (its ErrorInfo), as an AppError; anything else as it came. */
 function refusal(err: unknown): unknown {
   const info = errorInfoOf(err);
   return info ? appErrorFromInfo(info) : err;
@@ -45,7 +46,8 @@ export class DirectoryContactsClient implements ContactDirectory {
   private readonly timezones = new LRUCache<string, { tz: string | undefined }>({ max: 10_000, ttl: 60_000 });
 
   constructor(
-    private readonly directory: Client<typeof DirectoryService>,
+    private readonly accounts: Client<typeof AccountsService>,
+    private readonly contacts: Client<typeof ContactService>,
     private readonly groups: Client<typeof GroupService>,
   ) {}
 
@@ -55,7 +57,7 @@ export class DirectoryContactsClient implements ContactDirectory {
 
   private async readContacts(workspaceId: string, emails: string[]): Promise<(RunContact | null)[]> {
     const wanted = [...new Set(emails)];
-    const res = await this.directory.listContacts({ workspaceId, filter: JSON.stringify({ email: { $in: wanted } }), page: { limit: PAGE } }, RPC);
+    const res = await this.contacts.listContacts({ workspaceId, filter: JSON.stringify({ email: { $in: wanted } }), page: { limit: PAGE } }, RPC);
     const found = new Map(res.contacts.map((c) => [lower(c.email), runContactOf(c)]));
     return emails.map((e) => found.get(e) ?? null);
   }
@@ -68,7 +70,7 @@ export class DirectoryContactsClient implements ContactDirectory {
     const [workspaceId, filter] = JSON.parse(key) as [string, FilterJson];
     const wanted = [...new Set(emails)];
     try {
-      const res = await this.directory.listContacts(
+      const res = await this.contacts.listContacts(
         { workspaceId, filter: JSON.stringify({ $and: [filter, { email: { $in: wanted } }] }), page: { limit: PAGE } },
         RPC,
       );
@@ -85,14 +87,14 @@ export class DirectoryContactsClient implements ContactDirectory {
   async workspaceTimezone(workspaceId: string): Promise<string | undefined> {
     const cached = this.timezones.get(workspaceId);
     if (cached) return cached.tz;
-    const res = await this.directory.getWorkspace({ workspaceId }, RPC);
+    const res = await this.accounts.getWorkspace({ workspaceId }, RPC);
     const tz = res.workspace?.timezone || undefined;
     this.timezones.set(workspaceId, { tz });
     return tz;
   }
 
   async updateContact(workspaceId: string, contactId: string, properties: Record<string, unknown>): Promise<void> {
-    await this.directory.updateContact({ workspaceId, contactId, contact: { properties: properties as JsonObject } }, RPC);
+    await this.contacts.updateContact({ workspaceId, contactId, contact: { properties: properties as JsonObject } }, RPC);
   }
 
   async addToGroup(workspaceId: string, groupId: string, contactId: string): Promise<void> {

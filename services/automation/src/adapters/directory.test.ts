@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { directoryRoutes } from "../../../directory/src/routes.js";
-import { groupRoutes } from "../../../directory/src/group-routes.js";
-import { Groups } from "../../../directory/src/domain/groups.js";
-import { GroupMembershipStore, GroupStore } from "../../../directory/src/adapters/group-store.js";
-import { ContactFilters } from "../../../directory/src/adapters/contact-filter.js";
-import { memoryDirectory } from "../../../directory/src/testing.js";
+import { groupRoutes } from "../../../audience/src/group-routes.js";
+import { Groups } from "../../../audience/src/domain/groups.js";
+import { GroupMembershipStore, GroupStore } from "../../../audience/src/adapters/group-store.js";
+import { ContactFilters } from "../../../audience/src/adapters/contact-filter.js";
+import { directoryRoutes, memoryDirectory } from "../../../audience/src/testing.js";
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { broadcastRoutes } from "../../../broadcast/src/routes.js";
 import { buildTestWorld, draft } from "../../../broadcast/src/testing.js";
@@ -16,9 +16,9 @@ import { DirectoryClient } from "./directory.js";
 
 const WS = "ws_auto";
 
-/** The adapter against the real directory (in memory): what each answer means for a definition. */
+/** The adapter against the real accounts and audience units (in memory): what each answer means for a definition. */
 describe("DirectoryClient", () => {
-  it("confirms templates, groups (by id or publicId), properties and filters the way the directory runs them", async () => {
+  it("confirms templates, groups (by id or publicId), properties and filters the way the accounts and audience units run them", async () => {
     const dir = await memoryDirectory();
     await dir.bootstrap.load({ workspaces: [{ id: WS, name: "Auto" }] });
     await dir.templates.create(WS, { name: "welcome", subject: "Hi", html: "<p>Hi</p>" });
@@ -29,8 +29,11 @@ describe("DirectoryClient", () => {
     // The broadcast unit's own world (workspace ws_acme) answers for broadcasts.
     const broadcasts = await buildTestWorld();
     const { broadcast } = await broadcasts.service.create("ws_acme", draft());
+    // directoryRoutes serves AccountsService, ContactService and TemplateService on one router.
+    const units = memoryTransport(directoryRoutes(dir, filters.compileContactFilter));
     const adapter = new DirectoryClient(
-      createClient(DirectoryService, memoryTransport(directoryRoutes(dir, filters.compileContactFilter))),
+      createClient(TemplateService, units),
+      createClient(ContactService, units),
       createClient(GroupService, memoryTransport(groupRoutes(groups))),
       createClient(BroadcastService, memoryTransport(broadcastRoutes(broadcasts.service))),
     );

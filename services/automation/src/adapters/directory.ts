@@ -1,6 +1,7 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { appErrorFromInfo, errorInfoOf } from "@mailroom/kit/errors.js";
-import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import type { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import type { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import type { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import type { AutomationDirectory } from "../domain/automations.js";
@@ -16,12 +17,15 @@ function asDomainError(err: unknown): unknown {
 }
 
 /**
- * The directory over Connect, for the catalog's checks of what a definition names. Nothing
- * is cached: these run at create, update and activate only.
+ * The catalog's checks of what a definition names, over Connect: templates (the accounts
+ * unit's TemplateService), properties, filters and groups (the audience unit's ContactService
+ * and GroupService), broadcasts (the broadcast unit). Nothing is cached: these run at create,
+ * update and activate only.
  */
 export class DirectoryClient implements AutomationDirectory {
   constructor(
-    private readonly directory: Client<typeof DirectoryService>,
+    private readonly templates: Client<typeof TemplateService>,
+    private readonly contacts: Client<typeof ContactService>,
     private readonly groups: Client<typeof GroupService>,
     private readonly broadcasts: Client<typeof BroadcastService>,
   ) {}
@@ -39,12 +43,12 @@ export class DirectoryClient implements AutomationDirectory {
 
   async templateKind(workspaceId: string, name: string): Promise<string | undefined> {
     try {
-      const { template } = await this.directory.getTemplate({ workspaceId, name }, RPC);
+      const { template } = await this.templates.getTemplate({ workspaceId, name }, RPC);
       // Templates saved before kinds have none: they are of kind "template".
       return template ? template.kind || "template" : undefined;
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      // A name the directory refuses as a name (e.g. invalid characters) names no template either.
+      // A name the accounts unit refuses as a name (e.g. invalid characters) names no template either.
       if (errorInfoOf(err)?.httpStatus === 400) return undefined;
       throw asDomainError(err);
     }
@@ -62,7 +66,7 @@ export class DirectoryClient implements AutomationDirectory {
 
   async propertySlugs(workspaceId: string): Promise<string[]> {
     try {
-      const { properties } = await this.directory.listContactProperties({ workspaceId }, RPC);
+      const { properties } = await this.contacts.listContactProperties({ workspaceId }, RPC);
       return properties.map((p) => p.slug);
     } catch (err) {
       throw asDomainError(err);
@@ -70,12 +74,12 @@ export class DirectoryClient implements AutomationDirectory {
   }
 
   /**
-   * The directory compiles the filter the way it will run it (its property types, groups,
+   * The audience unit compiles the filter the way it will run it (its property types, groups,
    * engagement terms): a one-contact page of ListContacts is the cheapest call that does.
    */
   async filterError(workspaceId: string, filter: Record<string, unknown>): Promise<string | undefined> {
     try {
-      await this.directory.listContacts({ workspaceId, filter: JSON.stringify(filter), page: { limit: 1 } }, RPC);
+      await this.contacts.listContacts({ workspaceId, filter: JSON.stringify(filter), page: { limit: 1 } }, RPC);
       return undefined;
     } catch (err) {
       const info = errorInfoOf(err);

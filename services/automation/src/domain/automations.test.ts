@@ -115,7 +115,7 @@ describe("Automations: validation names the path", () => {
     expect(JSON.parse(filter.details.extra!.path)).toBe("trigger.filter.properties.shoeSize");
   });
 
-  it("reports the first fault in definition order and asks the directory once per name", async () => {
+  it("reports the first fault in definition order and asks the accounts and audience units once per name", async () => {
     const w = await buildCatalogWorld();
     const steps = [
       { id: "a", type: "send", template: "welcome" },
@@ -128,7 +128,7 @@ describe("Automations: validation names the path", () => {
     expect(w.directory.calls.filter((c) => c === "template:welcome")).toHaveLength(1);
   });
 
-  it("refuses a malformed definition or name with invalid_automation before asking the directory", async () => {
+  it("refuses a malformed definition or name with invalid_automation before asking the accounts and audience units", async () => {
     const w = await buildCatalogWorld();
     const noTimeout = await refusal(w.automations.create(WS, {
       name: "x", trigger: { type: "contact_created" }, steps: [{ id: "w", type: "wait_for_event", event: "paid", then: [{ id: "t", type: "exit" }] }],

@@ -1,8 +1,8 @@
 /**
  * The automation catalog's use cases (DESIGN §9.6): create, read, list, new versions, delete,
  * activate, pause, and the run listings and per-step stats the API shows. Definitions are
- * parsed by definition.ts; what only the directory knows (templates, groups, properties,
- * filters) is confirmed through `AutomationDirectory`; runs are the run engine's, reached
+ * parsed by definition.ts; what only the accounts unit (templates) and the audience unit
+ * (groups, properties, filters) know is confirmed through `AutomationDirectory`; runs are the run engine's, reached
  * through `RunControl`.
  */
 import { badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
@@ -45,7 +45,7 @@ export interface AutomationRepository {
   definitionAt(workspaceId: string, id: string, version: number): Promise<Definition | null>;
 }
 
-/** What the directory (and, for a broadcast, the broadcast unit) confirms about a definition's references. */
+/** What the accounts and audience units (and, for a broadcast, the broadcast unit) confirm about a definition's references. */
 export interface AutomationDirectory {
   /** The kind of the workspace's template of that name ("template", "layout" or "snippet"); undefined when there is none. */
   templateKind(workspaceId: string, name: string): Promise<string | undefined>;
@@ -55,7 +55,7 @@ export interface AutomationDirectory {
   propertySlugs(workspaceId: string): Promise<string[]>;
   /** Whether the workspace has this broadcast (an email_opened / email_clicked trigger naming one). */
   broadcastExists(workspaceId: string, broadcastId: string): Promise<boolean>;
-  /** Undefined when the directory accepts the filter, else its `invalid_filter` message (a path starting with `filter`, a colon, what is wrong). */
+  /** Undefined when the audience unit accepts the filter, else its `invalid_filter` message (a path starting with `filter`, a colon, what is wrong). */
   filterError(workspaceId: string, filter: Record<string, unknown>): Promise<string | undefined>;
 }
 
@@ -242,7 +242,7 @@ export class Automations {
     throw automationState(`Cannot ${action} automation ${id}: it is ${current.status} (only ${allowed} can be)`);
   }
 
-  /** Parses, then confirms every reference with the directory; group publicIds become stored ids. */
+  /** Parses, then confirms every reference with the accounts and audience units; group publicIds become stored ids. */
   private async checkDefinition(workspaceId: string, input: DefinitionInput): Promise<Definition> {
     const parsed = parseDefinition(input);
     if (!parsed.ok) throw invalidAutomation(parsed.error.path, parsed.error.message);
@@ -253,7 +253,7 @@ export class Automations {
   }
 
   /**
-   * Every reference checked (at once; one directory call per distinct name), the first
+   * Every reference checked (at once; one call per distinct name), the first
    * fault in definition order reported. Answers the groups found, with their stored ids.
    */
   private async checkReferences(workspaceId: string, definition: Definition): Promise<Array<{ path: string; given: string; id: string }>> {
@@ -287,7 +287,7 @@ export class Automations {
         case "filter": {
           const message = await once(`f:${JSON.stringify(ref.filter)}`, () => dir.filterError(workspaceId, ref.filter));
           if (message === undefined) return undefined;
-          // The directory names the fault from `filter` on (`filter.$and[1].properties.plan: …`):
+          // The audience unit names the fault from `filter` on (`filter.$and[1].properties.plan: …`):
           // the same place under this filter's own path.
           const m = /^filter((?:[.[][^:]*)?): (.*)$/s.exec(message);
           return m ? { path: `${ref.path}${m[1]}`, fault: m[2] } : { path: ref.path, fault: message };

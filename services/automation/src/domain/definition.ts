@@ -1,6 +1,6 @@
 /**
  * Parsing and validating an automation definition (DESIGN §9.6). Pure: the shape is checked
- * here; what only the directory knows (templates, groups, properties, filters) is listed by
+ * here; what only the accounts and audience units know (templates; groups, properties, filters) is listed by
  * `references` with the path of each, for the caller to check and report.
  *
  * Errors come one at a time, the first in document order: the trigger, then the steps (each
@@ -31,7 +31,7 @@ export const MAX_STEPS = 100;
 /** Branches inside branches: a step may sit inside at most this many. */
 export const MAX_DEPTH = 10;
 const STEP_ID = /^[A-Za-z0-9_-]{1,64}$/;
-/** As POST /v1/events names them (the directory's rule): dots separate non-empty parts. */
+/** As POST /v1/events names them (the audience unit's rule): dots separate non-empty parts. */
 const EVENT_NAME = /^[A-Za-z0-9_\-:]+(?:\.[A-Za-z0-9_\-:]+)*$/;
 const EVENT_NAME_MAX = 200;
 /** Template names, group ids, property slugs, broadcast ids: generous, but bounded. */
@@ -340,7 +340,7 @@ export function parseDefinition(input: { trigger: unknown; steps: unknown; reent
   return { ok: true, value: { trigger: trigger.value, steps: steps.value, reentry: reentry.value } };
 }
 
-/** Something a definition names that the directory must confirm, with where it is named. */
+/** Something a definition names that the accounts or audience unit must confirm, with where it is named. */
 export type Reference =
   | { kind: "template"; name: string; path: string }
   | { kind: "group"; id: string; path: string }

@@ -22,7 +22,7 @@ export interface EventContact {
 
 /** An event that may start runs. */
 export interface TriggerEvent {
-  /** The event's own id (a directory event's, a contact event's, a mail event's). */
+  /** The event's own id (a DIRECTORY_EVENTS event's, a contact event's, a mail event's). */
   eventId: string;
   workspaceId: string;
   type: TriggerType;

@@ -21,7 +21,7 @@ export type StepType = (typeof STEP_TYPES)[number];
 export const TRIGGER_TYPES = ["contact_created", "event", "group_joined", "property_changed", "email_opened", "email_clicked"] as const;
 export type TriggerType = (typeof TRIGGER_TYPES)[number];
 
-/** A JSON filter in the §9.4 grammar, as given (the directory evaluates it). */
+/** A JSON filter in the §9.4 grammar, as given (the audience unit evaluates it). */
 export type FilterJson = Record<string, unknown>;
 
 export type Trigger = (

@@ -16,7 +16,7 @@ async function automation(def: { trigger?: unknown; steps: unknown; reentry?: un
   return a;
 }
 
-/** A contact created (the directory's CONTACT_CREATED), enrolled. */
+/** A contact created (the audience unit's CONTACT_CREATED), enrolled. */
 async function created(c: RunContact, eventId = `dev_${++seq}`) {
   return w.enrolment.trigger({ eventId, workspaceId: TEST_WS, type: "contact_created", contact: { id: c.id, email: c.email, status: c.status }, matches: () => true });
 }
@@ -96,7 +96,7 @@ describe("runs through their steps", () => {
     expect(w.mailer.sent.map((s) => s.to)).toEqual(["ny@example.test", "tk@example.test"]);
   });
 
-  it("update_contact, add_to_group and remove_from_group call the directory; exit ends the run as exited", async () => {
+  it("update_contact, add_to_group and remove_from_group call the audience unit; exit ends the run as exited", async () => {
     const a = await automation({
       steps: [
         { id: "u", type: "update_contact", properties: { plan: "trial" } },

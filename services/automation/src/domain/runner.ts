@@ -29,7 +29,7 @@ export interface RunContact {
   properties: Record<string, unknown>;
 }
 
-/** The directory, as runs need it (implementations batch and cache). */
+/** Contacts and groups (the audience unit) and workspace timezones (the accounts unit), as runs need them (implementations batch and cache). */
 export interface ContactDirectory {
   /** The workspace's contact with this address; null when there is none. */
   contactByEmail(workspaceId: string, email: string): Promise<RunContact | null>;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createClient } from "@connectrpc/connect";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { AudienceService } from "@mailroom/proto/audience/v1/audiences_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
@@ -18,14 +18,25 @@ const contacts = Array.from({ length: 7 }, (_, i) => ({
   properties: { plan: "pro" },
 }));
 
+/** The adapter over one in-memory transport serving the accounts and audience services (AudienceService when `withAudiences`). */
+function clientsOf(transport: Transport, withAudiences = false) {
+  return {
+    accounts: createClient(AccountsService, transport),
+    contacts: createClient(ContactService, transport),
+    ...(withAudiences ? { audiences: createClient(AudienceService, transport) } : {}),
+  };
+}
+
 function directory() {
   const calls: string[] = [];
   const transport = memoryTransport(({ service }) => {
-    service(DirectoryService, {
+    service(AccountsService, {
       getWorkspace(req) {
         calls.push("getWorkspace");
         return { workspace: { id: req.workspaceId, timezone: "Europe/Paris", flags: { broadcastEarlyAccess: true, emailApiAddon: false, verified: true }, sendingAccountNew: true } };
       },
+    });
+    service(ContactService, {
       async *streamContacts(req) {
         calls.push(`stream subscribedOnly=${req.subscribedOnly}`);
         for (let i = 0; i < contacts.length; i += 3) yield { contacts: contacts.slice(i, i + 3) };
@@ -45,10 +56,10 @@ function directory() {
       },
     });
   });
-  return { dir: new DirectoryClient(createClient(DirectoryService, transport), 60_000), calls };
+  return { dir: new DirectoryClient(clientsOf(transport), 60_000), calls };
 }
 
-describe("directory adapter", () => {
+describe("directory adapter (accounts and audience)", () => {
   it("reads workspace flags once per cache period", async () => {
     const { dir, calls } = directory();
     expect(await dir.workspace("ws")).toEqual({ id: "ws", timezone: "Europe/Paris", broadcastEarlyAccess: true, emailApiAddon: false, verified: true, sendingAccountNew: true, sendingPaused: false, banned: false, holdReason: "" });
@@ -82,7 +93,7 @@ describe("directory adapter", () => {
     expect(calls).toEqual(["list subscribedOnly=true count=true limit=1"]);
   });
 
-  it("asks the AudienceService for every audience: the form as given, resumed by the directory after the cursor; its refusals as domain errors", async () => {
+  it("asks the AudienceService for every audience: the form as given, resumed by the audience unit after the cursor; its refusals as domain errors", async () => {
     const requests: unknown[] = [];
     const transport = memoryTransport(({ service }) => {
       service(AudienceService, {
@@ -98,7 +109,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(clientsOf(transport, true), 60_000);
     const audience = { groups: ["vip"], exclude: { filterJson: '{"properties.plan":"free"}' }, topicId: "top_1" };
     expect(await dir.audienceCount("ws", audience)).toBe(2);
     const streamed: Contact[] = [];
@@ -114,7 +125,7 @@ describe("directory adapter", () => {
     await expect(dir.audienceCount("ws", { segmentId: "seg_gone" })).rejects.toMatchObject({ code: "audience_not_found", httpStatus: 400 });
   });
 
-  it("reads whole contacts from a directory that answers StreamAudience without members (one from before members_only)", async () => {
+  it("reads whole contacts from an AudienceService that answers StreamAudience without members (one from before members_only)", async () => {
     const transport = memoryTransport(({ service }) => {
       service(AudienceService, {
         async *streamAudience() {
@@ -122,7 +133,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(clientsOf(transport, true), 60_000);
     const streamed: Contact[] = [];
     for await (const batch of dir.subscribedContacts("ws", { groups: ["vip"] })) streamed.push(...batch);
     expect(streamed.map((c) => [c.id, c.properties])).toEqual([["ctc_0", { plan: "pro" }], ["ctc_1", { plan: "pro" }]]);
@@ -140,7 +151,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(clientsOf(transport, true), 60_000);
     const start = new Date("2030-01-15T08:00:00.123Z");
     const many = Array.from({ length: 6_001 }, (_, i) => ({ id: `ctc_${i}`, timezone: i % 2 ? "Asia/Tokyo" : "" }));
     const plans = await dir.bestHours("ws", start, "Europe/Paris", many);
@@ -152,11 +163,11 @@ describe("directory adapter", () => {
     expect(plans[6_000]).toBe(start.getTime() + 3_600_000);
   });
 
-  it("a directory without PlanBestHours plans nobody (everyone as SMART); other failures are thrown for a retry", async () => {
+  it("an AudienceService without PlanBestHours plans nobody (everyone as SMART); other failures are thrown for a retry", async () => {
     const transport = memoryTransport(({ service }) => {
       service(AudienceService, {});
     });
-    const dir = new DirectoryClient(createClient(DirectoryService, transport), 60_000, createClient(AudienceService, transport));
+    const dir = new DirectoryClient(clientsOf(transport, true), 60_000);
     expect(await dir.bestHours("ws", new Date(), "UTC", [{ id: "ctc_1", timezone: "" }])).toEqual([undefined]);
     const failing = memoryTransport(({ service }) => {
       service(AudienceService, {
@@ -165,7 +176,7 @@ describe("directory adapter", () => {
         },
       });
     });
-    const dir2 = new DirectoryClient(createClient(DirectoryService, failing), 60_000, createClient(AudienceService, failing));
+    const dir2 = new DirectoryClient(clientsOf(failing, true), 60_000);
     await expect(dir2.bestHours("ws", new Date(), "UTC", [{ id: "ctc_1", timezone: "" }])).rejects.toThrow();
   });
 });

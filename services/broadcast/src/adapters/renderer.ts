@@ -33,7 +33,7 @@ export class RendererClient implements Renderer {
       const res = await this.client.render(
         {
           source: { case: "content", value: { ...input, kind: ContentKind.BROADCAST } },
-          // Contact properties are JSON values already (they come from the directory as such).
+          // Contact properties are JSON values already (they come from the audience unit as such).
           variables: recipient.variables as JsonObject,
           recipientEmail: recipient.email,
           contactId: recipient.contactId,

@@ -87,7 +87,7 @@ describe("create", () => {
 });
 
 describe("audiences", () => {
-  it("stores the audience as given, has the directory count it on create, update and get, and keeps it when an update names none", async () => {
+  it("stores the audience as given, has the audience unit count it on create, update and get, and keeps it when an update names none", async () => {
     const w = await buildTestWorld();
     w.directory.addContacts(3);
     const audience = { groups: ["vip", "grp_1"], exclude: { segmentId: "seg_free", filterJson: '{"properties.plan":"free"}' }, topicId: "top_news" };
@@ -101,7 +101,7 @@ describe("audiences", () => {
     const everyone = await w.service.update(WS, created.broadcast.id, draft({ audience: { all: true } }));
     expect(everyone.broadcast.audience).toEqual({ all: true });
     expect(await w.service.getCounted(WS, created.broadcast.id)).toMatchObject({ audienceCount: 3 });
-    // A count the directory refuses leaves it out of a read, not the broadcast.
+    // A count the audience unit refuses leaves it out of a read, not the broadcast.
     const seg = await w.service.create(WS, draft({ audience: { segmentId: "seg_x" } }));
     w.directory.goneSegments.add("seg_x");
     expect(await w.service.getCounted(WS, seg.broadcast.id)).toEqual({ broadcast: expect.objectContaining({ id: seg.broadcast.id }) });
@@ -110,7 +110,7 @@ describe("audiences", () => {
     expect(await w.service.topicOf(WS, (await w.service.create(WS, draft({ audience: { all: true, topicId: "top_1" } }))).broadcast.id)).toBe("top_1");
   });
 
-  it("takes exactly one of all, groups, segmentId, filter; refuses malformed parts before asking the directory", async () => {
+  it("takes exactly one of all, groups, segmentId, filter; refuses malformed parts before asking the audience unit", async () => {
     const w = await buildTestWorld();
     for (const audience of [
       undefined, {}, { all: false }, { all: true, groups: ["a"] }, { groups: [] }, { segmentId: "seg_1", filterJson: "{}" }, { groups: ["ok", ""] },

@@ -117,7 +117,7 @@ export class Broadcasts {
     await this.gate(workspaceId);
     const { fields, variables, abTest } = await this.checkContent(workspaceId, input);
     const audience = validateAudience(input.audience);
-    // The directory checks the audience's names and filters as it counts (400 when it refuses).
+    // The audience unit checks the audience's names and filters as it counts (400 when it refuses).
     const audienceCount = await this.deps.directory.audienceCount(workspaceId, audience);
     const now = this.deps.clock.now();
     const broadcast: Broadcast = {
@@ -204,7 +204,7 @@ export class Broadcasts {
   }
 
   /**
-   * The broadcast with its audience counted now. A count the directory refuses (a segment or
+   * The broadcast with its audience counted now. A count the audience unit refuses (a segment or
    * topic deleted since) or cannot give leaves it out: the broadcast itself is still readable.
    */
   async getCounted(workspaceId: string, id: string): Promise<{ broadcast: Broadcast; audienceCount?: number }> {
@@ -324,7 +324,7 @@ export class Broadcasts {
     }
     const method = chooseMethod(input.deliveryMethod, ws.sendingAccountNew);
     await this.assertSender(workspaceId, broadcast.fromEmail);
-    // The directory counts the audience from its indexes: the audience is streamed once, when sending starts.
+    // The audience unit counts the audience from its indexes: the audience is streamed once, when sending starts.
     const [audience, left] = await Promise.all([
       this.deps.directory.audienceCount(workspaceId, broadcast.audience),
       this.deps.directory.usageLeft(workspaceId),
@@ -583,7 +583,7 @@ function audienceFilter(value: unknown, field: string): string | undefined {
 /**
  * The audience's shape: exactly one of all (true), groups, segmentId, filter; exclude and
  * topicId optional. Whether its groups, segment and topic exist and its filters are valid is
- * the directory's to say (it counts the audience on every write).
+ * the audience unit's to say (it counts the audience on every write).
  */
 export function validateAudience(input: AudienceInput | undefined): BroadcastAudience {
   if (!input || typeof input !== "object") throw invalidPayload("audience is required: { all: true }, { groups }, { segmentId } or { filter }");

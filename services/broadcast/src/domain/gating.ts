@@ -18,7 +18,7 @@ export function assertBroadcastAccess(ws: WorkspaceInfo): void {
 }
 
 /**
- * An operator's pause or ban (the directory's workspace state, DESIGN §9.2) stops the
+ * An operator's pause or ban (the accounts unit's workspace state, DESIGN §9.2) stops the
  * workspace's sends: scheduling and test sends are refused with its code; a broadcast
  * already sending holds (sending.ts) until sending is resumed.
  */

@@ -86,9 +86,9 @@ export interface SendingState {
 /**
  * Who a broadcast goes to (DESIGN §9.4): exactly one of `all`, `groups` (ids or publicIds, their
  * union), `segmentId`, `filterJson`; optionally `exclude` and `topicId`. Always only SUBSCRIBED
- * contacts minus suppressions; the directory resolves it when sending starts. Filters are kept
+ * contacts minus suppressions; the audience unit resolves it when sending starts. Filters are kept
  * as the JSON text given (a stored document cannot hold their `$` operators as field names);
- * only the directory reads them.
+ * only the audience unit reads them.
  */
 export interface BroadcastAudience {
   all?: true;

@@ -3,9 +3,9 @@ import { buildTestWorld, draft, ManualClock, type TestWorld } from "../testing.j
 import { optimalDueAt } from "./pacing.js";
 
 /**
- * OPTIMAL (DESIGN §10.5) under a fake clock: the directory's plan (each contact's best hour,
- * faked here as the directory's PlanBestHours answers it; the plan itself is tested in
- * services/directory/src/domain/best-hour.test.ts) decides when each recipient is released.
+ * OPTIMAL (DESIGN §10.5) under a fake clock: the audience unit's plan (each contact's best hour,
+ * faked here as its PlanBestHours answers it; the plan itself is tested in
+ * services/audience/src/domain/best-hour.test.ts) decides when each recipient is released.
  */
 
 const WS = "ws_acme";

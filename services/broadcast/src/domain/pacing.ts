@@ -123,7 +123,7 @@ export function smartDueAt(sendAt: Date, workspaceTimeZone: string, contactTimeZ
 // ---- OPTIMAL: each contact at its own best hour ------------------------------------------
 
 /**
- * When a contact gets an OPTIMAL broadcast: the best hour the directory planned from its
+ * When a contact gets an OPTIMAL broadcast: the best hour the audience unit planned from its
  * opens and clicks (within 24 h of sendAt), or, without one (too little history), as SMART.
  * A planned time outside [sendAt, sendAt + 24 h) is not trusted: nobody goes later than that.
  */

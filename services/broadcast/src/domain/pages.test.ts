@@ -165,7 +165,7 @@ describe("content store entry over a broadcast's life", () => {
 });
 
 describe("the audience is streamed once", () => {
-  it("counts it at schedule with the directory's count, and streams it only to resolve it", async () => {
+  it("counts it at schedule with the audience unit's count, and streams it only to resolve it", async () => {
     const w = await buildTestWorld();
     w.directory.addContacts(1_200);
     const id = await scheduled(w, "ASAP");

@@ -241,6 +241,10 @@ export interface UsageReservation {
   period: string;
 }
 
+/**
+ * Workspaces, senders, members and usage (the accounts unit); contacts, suppressions, audiences
+ * and engagement (the audience unit). One port: the adapter (adapters/directory.ts) asks both.
+ */
 export interface Directory {
   /** Cached briefly: gating reads it on every call. */
   workspace(workspaceId: string): Promise<WorkspaceInfo>;
@@ -259,8 +263,8 @@ export interface Directory {
   /** Lowercased suppressed addresses among `emails`. */
   suppressed(workspaceId: string, emails: string[]): Promise<Set<string>>;
   /**
-   * How many contacts are in the audience now (the directory counts with its indexes; no
-   * contact is streamed). Throws the directory's refusal of the audience (400
+   * How many contacts are in the audience now (the audience unit counts with its indexes; no
+   * contact is streamed). Throws the audience unit's refusal of the audience (400
    * `audience_not_found`, `invalid_filter`, `invalid_audience`).
    */
   audienceCount(workspaceId: string, audience: BroadcastAudience): Promise<number>;
@@ -271,7 +275,7 @@ export interface Directory {
   releaseUsage(workspaceId: string, count: number, period: string): Promise<void>;
   /**
    * OPTIMAL: each contact's best hour within 24 hours of `windowStart` (epoch ms, in the order
-   * given), from its opens and clicks of the last 90 days (the directory's engagement records);
+   * given), from its opens and clicks of the last 90 days (the audience unit's engagement records);
    * undefined for a contact with too little history (sent as SMART).
    */
   bestHours(workspaceId: string, windowStart: Date, defaultTimeZone: string, contacts: { id: string; timezone: string }[]): Promise<(number | undefined)[]>;

@@ -442,7 +442,7 @@ export class Sender {
   /**
    * When each contact may be released (epoch ms, in their order): SMART and OPTIMAL spread them
    * over the 24 hours after `sendAt` (the wall-clock time of sendAt in each zone; each contact's
-   * best hour, planned by the directory from its engagement, else as SMART), the others go from
+   * best hour, planned by the audience unit from its engagement, else as SMART), the others go from
    * `startedAt`.
    */
   private async dueTimes(broadcast: Broadcast, sendAt: Date, startedAt: number, workspaceTimezone: string, contacts: { id: string; timezone: string }[]): Promise<number[]> {

@@ -1,18 +1,20 @@
 import type { Client } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import type { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { DirectoryClient } from "./sender-directory.js";
+import type { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { DirectoryClient, type SenderDirectoryClients } from "./sender-directory.js";
 
-/** A directory client answering checkSender after `delayMs`, counting calls. */
+/** An accounts client answering checkSender after `delayMs`, counting calls (no contacts client: never asked here). */
 function fakeDirectory(delayMs = 0) {
   const counter = { calls: 0 };
-  const client = {
+  const accounts = {
     async checkSender(req: { workspaceId: string; from: string }) {
       counter.calls += 1;
       await new Promise((r) => setTimeout(r, delayMs));
       return { allowed: true, address: req.from, name: "", dkim: undefined };
     },
-  } as unknown as Client<typeof DirectoryService>;
+  } as unknown as Client<typeof AccountsService>;
+  const client: SenderDirectoryClients = { accounts, contacts: {} as Client<typeof ContactService> };
   return { client, counter };
 }
 

@@ -1,20 +1,29 @@
 import type { Client } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { SuppressionReason, type ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { asPermanentWhenFinal } from "./content-source.js";
 import type { SenderCheck, SenderDirectory } from "../domain/ports.js";
 
+/** The neighbours the `SenderDirectory` port is made of. */
+export interface SenderDirectoryClients {
+  /** The accounts unit's AccountsService: sender checks (allowed? DKIM key?). */
+  accounts: Client<typeof AccountsService>;
+  /** The audience unit's ContactService: the suppressions of other addresses' hard bounces. */
+  contacts: Client<typeof ContactService>;
+}
+
 /**
- * The directory's answer for a sender (allowed? DKIM key?) is cached briefly per
+ * The accounts unit's answer for a sender (allowed? DKIM key?) is cached briefly per
  * workspace and from: a broadcast asks the same question for every recipient, and
- * concurrent misses for one key ask once (the cache's fetchMethod).
+ * concurrent misses for one key ask once (the cache's fetchMethod). Suppressions go to the
+ * audience unit.
  */
 export class DirectoryClient implements SenderDirectory {
   private readonly cache?: LRUCache<string, SenderCheck, { workspaceId: string; from: string }>;
 
   constructor(
-    private readonly directory: Client<typeof DirectoryService>,
+    private readonly clients: SenderDirectoryClients,
     /** 0: no caching (lru-cache would read a ttl of 0 as "forever"). */
     ttlMs: number,
     maxEntries = 10_000,
@@ -37,7 +46,7 @@ export class DirectoryClient implements SenderDirectory {
 
   private async fetch(workspaceId: string, from: string): Promise<SenderCheck> {
     try {
-      const res = await this.directory.checkSender({ workspaceId, from });
+      const res = await this.clients.accounts.checkSender({ workspaceId, from });
       return {
         allowed: res.allowed,
         address: res.address,
@@ -52,6 +61,6 @@ export class DirectoryClient implements SenderDirectory {
   }
 
   async suppressOther(workspaceId: string, email: string, detail: string): Promise<void> {
-    await this.directory.addSuppression({ workspaceId, email, reason: SuppressionReason.HARD_BOUNCE, detail });
+    await this.clients.contacts.addSuppression({ workspaceId, email, reason: SuppressionReason.HARD_BOUNCE, detail });
   }
 }

@@ -107,7 +107,7 @@ describe("Deliverer", () => {
     const job = testJob();
     expect(await t.run(job)).toEqual({ kind: "ack" });
     // A hard bounce: readers record `bounceType: "hard"` and count it as hardBounced from this flag;
-    // the directory's consumer of the event suppresses the address (delivery does not call it).
+    // the audience unit's consumer of the event suppresses the address (delivery does not call it).
     expect(t.events.events).toMatchObject([{ type: "bounced", smtpCode: 550, permanent: true, recipient: job.recipient.email, detail: "550 rejected" }]);
     expect(t.directory.suppressed).toEqual([]);
   });
@@ -121,7 +121,7 @@ describe("Deliverer", () => {
     expect(t.events.events[0].permanent).toBeUndefined();
   });
 
-  it("bounces without the directory: a redelivery after a failed publish sends the BOUNCED event, never the mail again", async () => {
+  it("bounces without the audience unit: a redelivery after a failed publish sends the BOUNCED event, never the mail again", async () => {
     const t = await setup();
     t.transport.script = [{ kind: "reject", code: 550 }];
     t.directory.failSuppression = true;

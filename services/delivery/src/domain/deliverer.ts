@@ -270,7 +270,7 @@ export class Deliverer {
         await this.fail(job, clip(err.message));
         return ACK;
       }
-      // Directory or content store unreachable: nothing was sent, try again later.
+      // Accounts unit (sender check) or content store unreachable: nothing was sent, try again later.
       const delayMs = retryDelayMs(ctx.deliveryCount, Math.min(1_000, this.opts.retryBaseMs), this.opts.retryMaxMs);
       this.deps.logger.warn({ err, deliveryId: job.deliveryId, delayMs }, "could not prepare message; retrying");
       return { kind: "retry", delayMs };
@@ -353,7 +353,7 @@ export class Deliverer {
 
   /**
    * Cc and bcc addresses refused at RCPT TO while the message went to `to`: a 5xx is a hard
-   * bounce of that address, suppressed in the directory directly (no event of the email names
+   * bounce of that address, suppressed in the audience unit directly (no event of the email names
    * it: the email's events follow `to`); a 4xx is logged, not retried (the message was
    * accepted, and a retry would send it to `to` again).
    */
@@ -449,7 +449,7 @@ export class Deliverer {
 
   /**
    * Records a final outcome, then tells the world. A bounce's address is suppressed by the
-   * directory's consumer of the BOUNCED event (the one path for a hard bounce).
+   * audience unit's consumer of the BOUNCED event (the one path for a hard bounce).
    */
   private async finish(job: Job, outcome: Outcome): Promise<void> {
     const now = new Date(this.now());

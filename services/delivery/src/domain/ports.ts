@@ -137,7 +137,7 @@ export interface ContentMerger {
   merge(compiled: CompiledContent, recipient: MergeRecipient, ctx: { secret: string; publicUrl: string }): MergedContent;
 }
 
-// ---------- directory ----------
+// ---------- senders (accounts unit) and suppressions (audience unit) ----------
 
 export interface DkimKey {
   domain: string;
@@ -156,7 +156,7 @@ export interface SenderDirectory {
   checkSender(workspaceId: string, from: string): Promise<SenderCheck>;
   /**
    * A cc or bcc address refused for good: suppressed directly, as no event names it (the
-   * recipient's own hard bounce is suppressed by the directory from the BOUNCED event).
+   * recipient's own hard bounce is suppressed by the audience unit from the BOUNCED event).
    */
   suppressOther(workspaceId: string, email: string, detail: string): Promise<void>;
 }

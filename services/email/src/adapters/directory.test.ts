@@ -1,29 +1,43 @@
 import { memoryTransport } from "@mailroom/kit/connect.js";
 import { describe, expect, it } from "vitest";
-import { Code, ConnectError, createClient} from "@connectrpc/connect";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { AppError, badRequest } from "@mailroom/kit/errors.js";
 import { DirectoryClient } from "./directory.js";
+
+/** The accounts and audience clients of the adapter, all served by one in-memory transport. */
+function clientsOf(transport: Transport) {
+  return {
+    accounts: createClient(AccountsService, transport),
+    templates: createClient(TemplateService, transport),
+    contacts: createClient(ContactService, transport),
+  };
+}
 
 function directory() {
   const calls: string[] = [];
   /** While set, checkSender waits for it, so lookups overlap. */
   let gate: Promise<void> | undefined;
   const transport = memoryTransport(({ service }) => {
-    service(DirectoryService, {
+    service(AccountsService, {
       async checkSender(req) {
         calls.push(`checkSender ${req.from}`);
         await gate;
-        if (req.from === "down@acme.test") throw new ConnectError("directory restarting", Code.Unavailable);
+        if (req.from === "down@acme.test") throw new ConnectError("accounts restarting", Code.Unavailable);
         if (req.from === "bad") throw badRequest("invalid_from", "not an address", { allowedEmails: ["a@x.test"], allowedDomains: ["x.test"] });
         const allowed = req.from.endsWith("@acme.test");
         return { allowed, address: req.from, name: "", allowedEmails: allowed ? [] : ["a@x.test"], allowedDomains: allowed ? [] : ["x.test"] };
       },
+    });
+    service(TemplateService, {
       getTemplate(req) {
         if (req.name !== "welcome") throw new ConnectError("no such template", Code.NotFound);
         return { template: { name: "welcome", subject: "Hi", html: "<p>Hi</p>", text: "", previewText: "" } };
       },
+    });
+    service(ContactService, {
       reserveSendable(req) {
         calls.push(`reserveSendable ${req.recipients.join(",")}`);
         const gone = [...new Set(req.recipients.filter((e) => e.startsWith("gone")))];
@@ -43,11 +57,11 @@ function directory() {
       },
     });
   });
-  const repo = new DirectoryClient(createClient(DirectoryService, transport), 60_000);
+  const repo = new DirectoryClient(clientsOf(transport), 60_000);
   return { repo, calls, hold: (p: Promise<void> | undefined) => void (gate = p) };
 }
 
-describe("directory adapter", () => {
+describe("directory adapter (accounts and audience)", () => {
   it("remembers allowed senders briefly and never remembers refusals", async () => {
     const { repo, calls } = directory();
     expect((await repo.checkSender("ws", "team@acme.test")).allowed).toBe(true);
@@ -74,14 +88,14 @@ describe("directory adapter", () => {
     expect(calls).toHaveLength(3);
   });
 
-  it("turns the directory's 4xx ErrorInfo into the same AppError with the allowed lists", async () => {
+  it("turns the accounts unit's 4xx ErrorInfo into the same AppError with the allowed lists", async () => {
     const { repo } = directory();
     const err = await repo.checkSender("ws", "bad").catch((e) => e);
     expect(err).toBeInstanceOf(AppError);
     expect(err).toMatchObject({ code: "invalid_from", httpStatus: 400, details: { allowedEmails: ["a@x.test"], allowedDomains: ["x.test"] } });
   });
 
-  it("turns an unavailable directory into a 503 AppError, keeping the RPC error as its cause", async () => {
+  it("turns an unavailable accounts unit into a 503 AppError, keeping the RPC error as its cause", async () => {
     const { repo } = directory();
     const err = await repo.checkSender("ws", "down@acme.test").catch((e) => e);
     expect(err).toBeInstanceOf(AppError);
@@ -109,14 +123,14 @@ describe("directory adapter", () => {
 });
 
 describe("directory adapter: reservations of concurrent requests", () => {
-  /** A directory whose usage has `limit` sends a month; each call waits for `release`. */
+  /** An audience unit whose ReserveSendable grants `limit` sends a month; each call waits for `release`. */
   function limited(limit: number) {
     const calls: string[][] = [];
     let used = 0;
     let release!: () => void;
     let gate = new Promise<void>((r) => (release = r));
     const transport = memoryTransport(({ service }) => {
-      service(DirectoryService, {
+      service(ContactService, {
         async reserveSendable(req) {
           calls.push(req.recipients);
           await gate;
@@ -135,7 +149,7 @@ describe("directory adapter: reservations of concurrent requests", () => {
         },
       });
     });
-    const repo = new DirectoryClient(createClient(DirectoryService, transport), 0);
+    const repo = new DirectoryClient(clientsOf(transport), 0);
     return {
       repo,
       calls,

@@ -1,8 +1,9 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { LRUCache } from "lru-cache";
-import { ContactSource } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactSource, type ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import type { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import type { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import type { Directory, SendableReservation, SenderCheck, TemplateContent } from "../domain/ports.js";
 import { Coalescer } from "@mailroom/kit/coalesce.js";
 import { fromRpcError, rpc } from "./rpc-errors.js";
@@ -21,8 +22,19 @@ class SenderRefused extends Error {
   }
 }
 
+/** The neighbours the email service's `Directory` port is made of. */
+export interface DirectoryClients {
+  /** The accounts unit's AccountsService: sender checks, verified senders, usage released. */
+  accounts: Client<typeof AccountsService>;
+  /** The accounts unit's TemplateService: templates with their layout and snippets. */
+  templates: Client<typeof TemplateService>;
+  /** The audience unit's ContactService: suppressions checked with usage reserved (ReserveSendable), contacts upserted. */
+  contacts: Client<typeof ContactService>;
+}
+
 /**
- * The directory service over Connect. Allowed sender checks are remembered briefly
+ * The `Directory` port over Connect: the accounts unit (senders, templates, usage) and the
+ * audience unit (suppressions, contacts). Allowed sender checks are remembered briefly
  * (`senderCacheMs`, like the gateway's key cache) so a burst of sends from one address
  * costs one lookup, and concurrent first sends share that lookup; refusals are never
  * cached, so a newly verified sender works at once.
@@ -35,7 +47,7 @@ export class DirectoryClient implements Directory {
   );
 
   constructor(
-    private readonly client: Client<typeof DirectoryService>,
+    private readonly clients: DirectoryClients,
     senderCacheMs = 5_000,
   ) {
     if (senderCacheMs > 0) {
@@ -63,7 +75,7 @@ export class DirectoryClient implements Directory {
   }
 
   private async lookUpSender(workspaceId: string, from: string): Promise<SenderCheck> {
-    const res = await rpc(() => this.client.checkSender({ workspaceId, from }, RPC));
+    const res = await rpc(() => this.clients.accounts.checkSender({ workspaceId, from }, RPC));
     return {
       allowed: res.allowed,
       address: res.address,
@@ -74,7 +86,7 @@ export class DirectoryClient implements Directory {
   }
 
   async verifiedSenders(workspaceId: string): Promise<{ emails: string[]; domains: string[] }> {
-    const res = await rpc(() => this.client.listSenders({ workspaceId }, RPC));
+    const res = await rpc(() => this.clients.accounts.listSenders({ workspaceId }, RPC));
     return {
       emails: res.emails.filter((e) => e.verified).map((e) => e.email),
       domains: res.domains.filter((d) => d.verified).map((d) => d.domain),
@@ -83,7 +95,7 @@ export class DirectoryClient implements Directory {
 
   async getTemplate(workspaceId: string, name: string): Promise<TemplateContent | null> {
     try {
-      const { template, includes, timeZone } = await this.client.getTemplate({ workspaceId, name, withIncludes: true }, RPC);
+      const { template, includes, timeZone } = await this.clients.templates.getTemplate({ workspaceId, name, withIncludes: true }, RPC);
       if (!template) return null;
       const content: TemplateContent = {
         name: template.name,
@@ -135,7 +147,7 @@ export class DirectoryClient implements Directory {
   }
 
   private async reserveOnce(workspaceId: string, recipients: string[]): Promise<SendableReservation> {
-    const res = await rpc(() => this.client.reserveSendable({ workspaceId, recipients }, RPC));
+    const res = await rpc(() => this.clients.contacts.reserveSendable({ workspaceId, recipients }, RPC));
     const suppressed = new Map<string, string>();
     // A whole domain's suppression names the domain: the record shows why an address never seen was left out.
     for (const s of res.suppressed) suppressed.set(s.email.toLowerCase(), reasonText(s.reason) + (s.domain ? ` (domain ${s.domain})` : "") + (s.detail ? `: ${s.detail}` : ""));
@@ -150,14 +162,14 @@ export class DirectoryClient implements Directory {
   }
 
   async releaseUsage(workspaceId: string, count: number, period: string): Promise<void> {
-    await rpc(() => this.client.releaseUsage({ workspaceId, count: BigInt(count), period }, RPC));
+    await rpc(() => this.clients.accounts.releaseUsage({ workspaceId, count: BigInt(count), period }, RPC));
   }
 
   /** firstName/lastName are built-in fields; everything else is a custom property. */
   async upsertContact(workspaceId: string, email: string, properties: Record<string, unknown>): Promise<void> {
     const { firstName, lastName, email: _ignored, ...custom } = properties;
     await rpc(() =>
-      this.client.upsertContact(
+      this.clients.contacts.upsertContact(
         {
           workspaceId,
           createMissingProperties: true,

@@ -123,7 +123,10 @@ export interface SendableReservation {
   limit?: number;
 }
 
-/** The directory service: senders, templates, suppressions, usage, contacts. */
+/**
+ * Senders, templates and usage (the accounts unit); suppressions and contacts (the audience
+ * unit). One port: the send path asks both, and their adapter batches and caches.
+ */
 export interface Directory {
   checkSender(workspaceId: string, from: string): Promise<SenderCheck>;
   /** Verified addresses and domains of the workspace. */

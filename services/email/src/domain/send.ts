@@ -177,7 +177,7 @@ export class EmailSender {
       await this.resolveTemplates(workspaceId, lookups);
       await this.resolveSenders(workspaceId, pending(lookups));
 
-      // Suppression check and usage reservation are one directory call, in parallel with
+      // Suppression check and usage reservation are one call (the audience unit's ReserveSendable), in parallel with
       // compilation. Suppressed recipients are rare, so compiling them too (and dropping
       // the result) is cheaper than waiting for the suppression list before compiling.
       const checked = pending(items);
@@ -378,7 +378,7 @@ export class EmailSender {
 
   /**
    * Looks the recipients up on the suppression list and reserves usage for the others,
-   * all or nothing (403 `monthly_limit_reached`), in one directory call.
+   * all or nothing (403 `monthly_limit_reached`), in one call (ReserveSendable).
    */
   private async reserveSendable(workspaceId: string, items: Item[]): Promise<Reservation | undefined> {
     if (!items.length) return undefined;

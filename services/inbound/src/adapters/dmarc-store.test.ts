@@ -87,7 +87,7 @@ describe.each(["memory", "lmdb"] as const)("DMARC reports kept and summarised (%
     expect(withOld.days?.[0]).toMatchObject({ day: "2026-10-01", messages: 1n });
   });
 
-  it("refuses a request without a workspace or with a bad domain (400s), and names a domain as the directory does", async () => {
+  it("refuses a request without a workspace or with a bad domain (400s), and names a domain as the accounts unit does", async () => {
     const code = (p: Promise<unknown>) => p.then(() => "ok", (e) => errorInfoOf(e)?.code);
     expect(await code(summary({ workspaceId: "", domain: "acme.example" } as Parameters<typeof summary>[0]))).toBe("invalid_request");
     expect(await code(ask("not a domain"))).toBe("invalid_domain");

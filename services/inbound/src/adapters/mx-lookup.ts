@@ -6,7 +6,7 @@ const NO_RECORD = new Set(["ENOTFOUND", "ENODATA"]);
 
 /**
  * MX lookups with node:dns, through MAILROOM_DNS_SERVERS ("127.0.0.1:5353,…") when set, else
- * the system's resolvers (as the directory checks sending domains).
+ * the system's resolvers (as the accounts unit checks sending domains).
  */
 export class DnsMxLookup implements MxLookup {
   private readonly resolver: Resolver;

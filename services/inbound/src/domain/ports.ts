@@ -15,9 +15,9 @@ export interface SentDeliveries {
   findByMessageId(messageId: string): Promise<SentDelivery | null>;
 }
 
-/** The directory: the suppression list and contacts. */
+/** The audience unit: the suppression list and contacts. */
 export interface Suppressions {
-  /** Idempotent; a stronger reason replaces a weaker one (the directory decides). */
+  /** Idempotent; a stronger reason replaces a weaker one (the audience unit decides). */
   suppress(workspaceId: string, email: string, reason: SuppressionReason, detail: string): Promise<void>;
   /** Marks the contact (when there is one) unsubscribed, as the unsubscribe page does. */
   markUnsubscribed(workspaceId: string, email: string): Promise<void>;
@@ -116,7 +116,7 @@ export interface SpamScorer {
 }
 
 /**
- * The workspace's verified sending domains (the directory's): an inbound domain is claimed
+ * The workspace's verified sending domains (the accounts unit's): an inbound domain is claimed
  * only by a workspace that proved it controls the domain, or a parent of it, by its DKIM
  * record. An MX record naming our host proves the domain sends mail here, not to whom.
  */

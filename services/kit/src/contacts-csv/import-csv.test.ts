@@ -2,10 +2,10 @@ import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { BatchUpsertContactsResponseSchema, ListContactPropertiesResponseSchema, PropertyType, type BatchUpsertContactsRequest } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { importContactsCsv, type DirectoryClient } from "./import-csv.js";
+import { importContactsCsv, type ContactsClient } from "./import-csv.js";
 
-/** A directory that accepts every row; `gate` lets a test hold its answers back. */
-function fakeDirectory(gate?: () => Promise<void>) {
+/** An audience unit that accepts every row; `gate` lets a test hold its answers back. */
+function fakeContacts(gate?: () => Promise<void>) {
   const batches: BatchUpsertContactsRequest[] = [];
   const client = {
     async listContactProperties() {
@@ -16,7 +16,7 @@ function fakeDirectory(gate?: () => Promise<void>) {
       await gate?.();
       return create(BatchUpsertContactsResponseSchema, { results: req.contacts.map((_, index) => ({ index, ok: true, created: true })) });
     },
-  } as unknown as DirectoryClient;
+  } as unknown as ContactsClient;
   return { client, batches };
 }
 
@@ -39,7 +39,7 @@ function generatedCsv(head: string, rows: number, row: (i: number) => string) {
 
 describe("importContactsCsv", () => {
   it("stops at a quote that is never closed, without reading the rest of a large file", async () => {
-    const { client, batches } = fakeDirectory();
+    const { client, batches } = fakeContacts();
     // ~20 MB of rows after the bad quote on line 3.
     const { stream, counted } = generatedCsv('email,plan\nfirst@example.test,pro\n"second@example.test,pro\n', 700_000, (i) => `row${i}@example.test,free\n`);
     const heapBefore = process.memoryUsage().heapUsed;
@@ -53,10 +53,10 @@ describe("importContactsCsv", () => {
     expect(stream.destroyed).toBe(true);
   });
 
-  it("reads no more than a few batches ahead of the directory's answers", async () => {
+  it("reads no more than a few batches ahead of the audience unit's answers", async () => {
     let release!: () => void;
     let held = new Promise<void>((r) => (release = r));
-    const { client, batches } = fakeDirectory(() => held);
+    const { client, batches } = fakeContacts(() => held);
     const rowBytes = "row000000@example.test,free\n".length;
     const { stream, counted } = generatedCsv("email,plan\n", 100_000, (i) => `row${String(i).padStart(6, "0")}@example.test,free\n`);
     const done = importContactsCsv({ client, workspaceId: "ws", input: stream, batchSize: 1000, maxInFlight: 2 });
@@ -74,8 +74,8 @@ describe("importContactsCsv", () => {
     expect(batches).toHaveLength(100);
   });
 
-  it("sends typed columns as text for the directory to convert, and skips empty cells", async () => {
-    const { client, batches } = fakeDirectory();
+  it("sends typed columns as text for the audience unit to convert, and skips empty cells", async () => {
+    const { client, batches } = fakeContacts();
     await importContactsCsv({ client, workspaceId: "ws", input: Readable.from(["Email,First Name,PLAN,subscribed\nann@x.test, Ann ,pro,no\nbob@x.test,,,\n"]) });
     expect(batches[0].contacts.map((c) => ({ email: c.email, firstName: c.firstName, text: c.textProperties }))).toEqual([
       { email: "ann@x.test", firstName: "Ann", text: { plan: "pro", subscribed: "no" } },

@@ -2,17 +2,20 @@ import type { Readable } from "node:stream";
 import { Transform } from "node:stream";
 import { parse, type CsvError, type InfoRecord } from "csv-parse";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { ContactSource, type ContactInputSchema } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { type DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactSource, type ContactInputSchema, type ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import type { Client } from "@connectrpc/connect";
 import { FirstSeen } from "./first-seen.js";
 
 /**
  * Shared by the CLI (`mailroom contacts import`) and the gateway's console import: the
- * mapping of a CSV to contacts is one rule, whoever uploads the file. Only the two directory
- * calls it makes are needed, so either side passes its own Connect client.
+ * mapping of a CSV to contacts is one rule, whoever uploads the file. Only the two
+ * ContactService calls it makes (the audience unit) are needed, so either side passes its
+ * own Connect client.
  */
-export type DirectoryClient = Pick<Client<typeof DirectoryService>, "listContactProperties" | "batchUpsertContacts">;
+export type ContactsClient = Pick<Client<typeof ContactService>, "listContactProperties" | "batchUpsertContacts">;
+
+/** @deprecated The name from before the directory was split: use ContactsClient. */
+export type DirectoryClient = ContactsClient;
 
 export interface RejectedRow {
   /** 1-based line in the file where the row starts. */
@@ -39,7 +42,7 @@ export interface ImportProgress {
 }
 
 export interface ImportOptions {
-  client: DirectoryClient;
+  client: ContactsClient;
   workspaceId: string;
   input: Readable;
   /** Rows per BatchUpsertContacts call (1-1000). */
@@ -61,7 +64,7 @@ export const MAX_REJECTED_KEPT = 10_000;
 
 type ContactInit = MessageInitShape<typeof ContactInputSchema> & { email: string; textProperties: Record<string, string> };
 
-/** Where a cell goes: a text field of the contact, or a text value the directory types. */
+/** Where a cell goes: a text field of the contact, or a text value the audience unit types. */
 type Column =
   | { kind: "email" | "firstName" | "lastName" | "timezone" }
   | { kind: "text"; key: string }
@@ -72,7 +75,7 @@ const BUILT_IN_HEADERS: Record<string, Column> = {
   firstname: { kind: "firstName" }, first_name: { kind: "firstName" }, "first name": { kind: "firstName" },
   lastname: { kind: "lastName" }, last_name: { kind: "lastName" }, "last name": { kind: "lastName" },
   timezone: { kind: "timezone" }, time_zone: { kind: "timezone" }, tz: { kind: "timezone" },
-  // `status` (SUBSCRIBED, UNSUBSCRIBED, …) and the older yes/no `subscribed`; the directory reads both.
+  // `status` (SUBSCRIBED, UNSUBSCRIBED, …) and the older yes/no `subscribed`; the audience unit reads both.
   status: { kind: "text", key: "status" },
   subscribed: { kind: "text", key: "subscribed" },
 };
@@ -108,7 +111,7 @@ function mapHeader(header: string[], slugs: string[]): Column[] {
   return columns;
 }
 
-/** One CSV row → a contact input. Typed values stay text: the directory converts them. */
+/** One CSV row → a contact input. Typed values stay text: the audience unit converts them. */
 function rowToContact(cells: string[], columns: Column[]): ContactInit {
   const contact: ContactInit = { email: "", textProperties: {} };
   columns.forEach((col, i) => {
@@ -136,7 +139,7 @@ function byteCounter(onBytes: (n: number) => void): Transform {
  * (at most `maxInFlight` batches ahead), duplicates are found through compact
  * fingerprints, and a record larger than `maxRecordSize` (typically a quote that is never
  * closed, which would otherwise swallow the rest of the file) stops the import there.
- * Rows that cannot be parsed or are refused by the directory are reported with their line
+ * Rows that cannot be parsed or are refused by the audience unit are reported with their line
  * and reason; every other row is imported. A header naming unknown columns aborts before
  * anything is written.
  */

@@ -72,8 +72,8 @@ export async function dispatchWebhookEvent(deps: DispatchDeps, event: WebhookEve
 }
 
 /**
- * A directory event (CONTACT_*, WORKSPACE_*), which is already the webhook body: the
- * directory derives its id from the write, so a redelivered or republished event adds nothing.
+ * A DIRECTORY_EVENTS event (CONTACT_*, WORKSPACE_*), which is already the webhook body: the
+ * unit that wrote it (audience or accounts) derives its id from the write, so a redelivered or republished event adds nothing.
  */
 export function dispatchDirectoryEvent(deps: DispatchDeps, event: WebhookPayload): Promise<number> {
   return fanOut(deps, event);

@@ -14,13 +14,14 @@ import type { MailEventData, MailEventKind, MailSource, WebhookEventName, Webhoo
  * - `suppressed` means nothing was sent because the address is on the suppression list:
  *   reported as EMAIL_FAILED (detail says why), as the email's own status does.
  * - Broadcast test sends (`broadcast_test`) are previews: no webhooks.
- * - CONTACT_TAG_ADDED / CONTACT_TAG_REMOVED: the directory, when a contact joins / leaves a
+ * - CONTACT_TAG_ADDED / CONTACT_TAG_REMOVED: the audience unit, when a contact joins / leaves a
  *   group (the group is the tag; deleting a group sends none); TESTING_CONNECTION comes from
  *   SendTestEvent. A name nothing produces would be refused (EVENTS_NOT_AVAILABLE, 400
  *   event_not_available); none is today.
- * - WORKSPACE_SENDING_EMAILS_PAUSED / WORKSPACE_BANNED: the directory (an operator's pause or ban).
- * - CONTACT_CREATED / UPDATED / DELETED / UNSUBSCRIBED / RESUBSCRIBED / PROPERTY_UPDATED and
- *   WORKSPACE_TEAM_MEMBER_JOINED: the directory (DIRECTORY_EVENTS, ../consumers.ts).
+ * - WORKSPACE_SENDING_EMAILS_PAUSED / WORKSPACE_BANNED: the accounts unit (an operator's pause or ban).
+ * - CONTACT_CREATED / UPDATED / DELETED / UNSUBSCRIBED / RESUBSCRIBED / PROPERTY_UPDATED: the
+ *   audience unit; WORKSPACE_TEAM_MEMBER_JOINED: the accounts unit (both on DIRECTORY_EVENTS,
+ *   ../consumers.ts).
  */
 const EMAIL_EVENT_OF: Record<MailEventKind, WebhookEventName> = {
   sent: "EMAIL_DELIVERED",

@@ -35,7 +35,7 @@ export const EMAIL_EVENTS = [
   "EMAIL_RECEIVED",
 ] as const;
 
-/** The suppression list's changes (DESIGN §10.3), from the directory: `data` `{ suppression: { email | domain, reason, createdAt, source? } }`. */
+/** The suppression list's changes (DESIGN §10.3), from the audience unit: `data` `{ suppression: { email | domain, reason, createdAt, source? } }`. */
 export const SUPPRESSION_EVENTS = ["SUPPRESSION_CREATED", "SUPPRESSION_DELETED"] as const;
 
 export const WEBHOOK_EVENTS: readonly string[] = [...CLIENT_EVENTS, ...EMAIL_EVENTS, ...SUPPRESSION_EVENTS];

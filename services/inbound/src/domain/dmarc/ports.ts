@@ -25,7 +25,7 @@ export interface StoredDmarcReport {
  * DOMAIN NAME, not by workspace: a report names the domain the mail claimed to be from
  * (identifiers/header_from, else policy_published/domain), and the inbound unit does not
  * know which workspace sends from it. The gateway checks that the domain is the caller's
- * (the directory's GetDomain for the caller's workspace) before it asks for a summary.
+ * (the accounts unit's GetDomain for the caller's workspace) before it asks for a summary.
  */
 export interface DmarcReportStore {
   /**

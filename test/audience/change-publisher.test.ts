@@ -1,5 +1,5 @@
 /**
- * The directory's change publisher (publish-after-commit with a recovery path): events are
+ * The change publisher of the accounts and audience units (publish-after-commit with a recovery path): events are
  * recorded while NATS is away and published, once each, when it comes; records left behind
  * by a process that stopped are published by the next one's sweep.
  */
@@ -10,16 +10,30 @@ import { openMemoryStore } from "@mailroom/store/open.js";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { DIRECTORY_EVENTS_STREAM } from "@mailroom/pipeline/subjects.js";
 import { startNats, type NatsHandle } from "../harness/nats.js";
-import { CHANGE_INTENTS_COLLECTION, CHANGE_OUTBOX_COLLECTION, ChangePublisher } from "../../services/directory/src/adapters/change-publisher.js";
-import { openStoreRepositories } from "../../services/directory/src/adapters/store.js";
-import { storeDirectory, TEST_SECRETS, type TestDirectory } from "../../services/directory/src/testing.js";
-import type { DirectoryEvent } from "../../services/directory/src/domain/changes.js";
+import { CHANGE_INTENTS_COLLECTION, CHANGE_OUTBOX_COLLECTION, ChangePublisher } from "@mailroom/records/change-publisher.js";
+import type { ChangeIntent, DirectoryEvent } from "@mailroom/records/change-events.js";
+import type { Store } from "@mailroom/store/port.js";
+import { openAccountsStores } from "../../services/accounts/src/adapters/store.js";
+import { eventsOfIntent as accountsEventsOfIntent } from "../../services/accounts/src/domain/changes.js";
+import { openAudienceStores } from "../../services/audience/src/adapters/store.js";
+import { eventsOfIntent as audienceEventsOfIntent } from "../../services/audience/src/domain/changes.js";
+import { storeDirectory, TEST_SECRETS, type TestDirectory } from "../../services/audience/src/testing.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const logger = createLogger("directory", "warn");
+const logger = createLogger("change-publisher-test", "warn");
+
+/**
+ * Both units' recovery over one store (the test directory keeps both in one): each unit's
+ * main.ts rebuilds its own kinds of intent; the other's come back empty.
+ */
+async function rebuilderOver(store: Store): Promise<(intent: ChangeIntent) => Promise<DirectoryEvent[]>> {
+  const accounts = await openAccountsStores(store, TEST_SECRETS);
+  const audience = await openAudienceStores(store);
+  return async (intent) => [...(await accountsEventsOfIntent(intent, accounts)), ...(await audienceEventsOfIntent(intent, audience))];
+}
 const event = (id: string): DirectoryEvent => ({ id, type: "CONTACT_CREATED", createdAt: new Date().toISOString(), workspaceId: "ws_a", data: { contact: { id } } });
 
-describe("directory change publisher", () => {
+describe("change publisher", () => {
   let nats: NatsHandle;
   let nc: NatsConnection;
   beforeAll(async () => {
@@ -67,7 +81,7 @@ describe("directory change publisher", () => {
  * below runs once announcing normally and once "killed" (its events never recorded), and the
  * recovered events must be the ones announced, id for id.
  */
-describe("directory write intents", () => {
+describe("write intents", () => {
   type Step = [string, (dir: TestDirectory) => Promise<unknown>];
   const steps: Step[] = [
     ["create", (d) => d.contacts.create("ws_a", { email: "ada@example.test", firstName: "Ada" })],
@@ -114,7 +128,7 @@ describe("directory write intents", () => {
     const dir = await storeDirectory(store, { publishChanges: () => {}, intendChanges: publisher.intend, now: clock() });
     await dir.workspaces.create({ id: "ws_a", name: "A" });
     const outbox = store.collection<{ _id: string; body: string }>(CHANGE_OUTBOX_COLLECTION);
-    const repositories = await openStoreRepositories(store, TEST_SECRETS);
+    const rebuild = await rebuilderOver(store);
     const seen = new Set<string>();
     for (const [name, run] of steps) {
       await run(dir);
@@ -123,7 +137,7 @@ describe("directory write intents", () => {
       const intents = await store.collection(CHANGE_INTENTS_COLLECTION).countDocuments({});
       if (name === "no-op") expect(intents, name).toBe(0);
       else expect(intents, name).toBeGreaterThanOrEqual(1);
-      await publisher.recover(repositories);
+      await publisher.recover(rebuild);
       expect(await store.collection(CHANGE_INTENTS_COLLECTION).countDocuments({}), name).toBe(0);
       const recovered = (await outbox.find({}, { sort: { seq: 1 } })).filter((r) => !seen.has(r._id));
       recovered.forEach((r) => seen.add(r._id));
@@ -136,12 +150,12 @@ describe("directory write intents", () => {
     // Recovering a write whose events did go out rebuilds the same ids: the outbox keeps one record each.
     const before = await outbox.countDocuments({});
     await dir.contacts.update("ws_a", { email: "new@example.test", firstName: "Nu" });
-    await publisher.recover(repositories);
+    await publisher.recover(rebuild);
     const last = await outbox.countDocuments({});
     expect(last).toBe(before + 1);
     const intent = { id: "again", at: new Date().toISOString(), workspaceId: "ws_a", kind: "contacts" as const, contacts: [] };
     await publisher.intend(intent);
-    await publisher.recover(repositories);
+    await publisher.recover(rebuild);
     expect(await outbox.countDocuments({})).toBe(last);
     await Promise.race([publisher.stop(), sleep(200)]);
   });

@@ -1,7 +1,7 @@
 /**
  * Operator actions on a workspace (DESIGN §9.2): `mailroom workspace pause-sending`,
- * `resume-sending`, `ban` and `unban` against the real directory, email, webhooks and
- * gateway processes over a real nats-server. A pause refuses the workspace's sends (403
+ * `resume-sending`, `ban` and `unban` against the real accounts, audience, email, webhooks
+ * and gateway processes over a real nats-server. A pause refuses the workspace's sends (403
  * `sending_paused`) and sends WORKSPACE_SENDING_EMAILS_PAUSED to its webhook once; resume lets
  * sends through again; a ban refuses its API keys (403 `workspace_banned`) and sends
  * WORKSPACE_BANNED. Deliveries are received on 127.0.0.1 and their signatures checked.
@@ -20,7 +20,7 @@ const BYSTANDER_KEY = `mr_test_${BYSTANDER}_1`;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe("workspace pause and ban (CLI → directory → API and webhooks)", () => {
+describe("workspace pause and ban (CLI → accounts → API and webhooks)", () => {
   let sys: TestSystem;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let token = "";
@@ -32,7 +32,7 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
     const out: string[] = [];
     const err: string[] = [];
     const code = await runCli(args, {
-      env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}` },
+      env: { MAILROOM_ACCOUNTS_URL: `http://127.0.0.1:${sys.ports.accounts}`, MAILROOM_AUDIENCE_URL: `http://127.0.0.1:${sys.ports.audience}` },
       interactive: false,
       output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
     });
@@ -44,7 +44,7 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
     for (;;) {
       const hit = got().find(pick);
       if (hit) return hit;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got().map((g) => g.event.type).join(", ")}\n${await sys.log("directory", 30)}\n${await sys.log("webhooks", 30)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got().map((g) => g.event.type).join(", ")}\n${await sys.log("accounts", 30)}\n${await sys.log("webhooks", 30)}`);
       await sleep(25);
     }
   }
@@ -61,7 +61,7 @@ describe("workspace pause and ban (CLI → directory → API and webhooks)", () 
     const workspace = (id: string, key: string) => ({ id, name: id, timezone: "UTC", apiKeys: [{ key, scopes: ["api_user"] }], verifiedDomains: ["operator.test"] });
     sys = await useSystem({
       smtp: false,
-      units: ["directory", "email", "webhooks", "gateway"],
+      units: ["accounts", "audience", "email", "webhooks", "gateway"],
       // Keys are re-checked at once, so a ban shows on the next request.
       bootstrap: { workspaces: [workspace(WS, KEY), workspace(BYSTANDER, BYSTANDER_KEY)] },
     });

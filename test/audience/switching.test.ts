@@ -1,6 +1,6 @@
 /**
  * Switching from another provider (issue 48, DESIGN §10.3): `mailroom import postmark|sendgrid|
- * mailchimp|resend <files>` against a real directory process. Each importer turns its fixture
+ * mailchimp|resend <files>` against the real accounts and audience processes. Each importer turns its fixture
  * (test/fixtures/switching, written from the provider's documented export columns) into the
  * expected contacts, groups and suppressions; a second run changes nothing; `--dry-run` changes
  * nothing; a malformed file is a clear error with exit code 1 and writes nothing. Each provider
@@ -14,8 +14,7 @@ import path from "node:path";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import yazl from "yazl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ContactStatus, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, ContactStatus, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { GroupService } from "@mailroom/proto/audience/v1/groups_pb.js";
 import { connectClient } from "@mailroom/kit";
 import { runCli } from "../../cli/program.js";
@@ -30,14 +29,14 @@ const WS = { postmark: "ws_switch_postmark", sendgrid: "ws_switch_sendgrid", mai
 describe("mailroom import <provider> (switching to Mailroom)", () => {
   let sys: TestSystem;
   let tmp: string;
-  let directory: ReturnType<typeof connectClient<typeof DirectoryService>>;
+  let audience: ReturnType<typeof connectClient<typeof ContactService>>;
   let groups: ReturnType<typeof connectClient<typeof GroupService>>;
 
   async function cli(...args: string[]) {
     const out: string[] = [];
     const err: string[] = [];
     const code = await runCli(args, {
-      env: { MAILROOM_DIRECTORY_URL: `http://127.0.0.1:${sys.ports.directory}` },
+      env: { MAILROOM_ACCOUNTS_URL: `http://127.0.0.1:${sys.ports.accounts}`, MAILROOM_AUDIENCE_URL: `http://127.0.0.1:${sys.ports.audience}` },
       interactive: false,
       output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
     });
@@ -51,11 +50,11 @@ describe("mailroom import <provider> (switching to Mailroom)", () => {
   }
 
   async function contactsOf(ws: string) {
-    const res = await directory.listContacts({ workspaceId: ws, page: { limit: 500, cursor: "" } });
+    const res = await audience.listContacts({ workspaceId: ws, page: { limit: 500, cursor: "" } });
     return new Map(res.contacts.map((c) => [c.email, c]));
   }
   async function suppressionsOf(ws: string) {
-    const res = await directory.listSuppressions({ workspaceId: ws, page: { limit: 500, cursor: "" } });
+    const res = await audience.listSuppressions({ workspaceId: ws, page: { limit: 500, cursor: "" } });
     return Object.fromEntries(res.suppressions.map((s) => [s.email || `@${s.domain}`, (SuppressionReason[s.reason] ?? "").toLowerCase()]));
   }
   /** Group publicId → its members' addresses, sorted. */
@@ -73,18 +72,18 @@ describe("mailroom import <provider> (switching to Mailroom)", () => {
     contacts: [...(await contactsOf(ws)).values()].map((c) => [c.email, c.firstName, c.status, c.properties, `${c.updatedAt?.seconds}.${c.updatedAt?.nanos}`]),
     suppressions: await suppressionsOf(ws),
     groups: await groupsOf(ws),
-    properties: (await directory.listContactProperties({ workspaceId: ws })).properties.map((p) => p.slug),
+    properties: (await audience.listContactProperties({ workspaceId: ws })).properties.map((p) => p.slug),
   });
 
   beforeAll(async () => {
     tmp = await mkdtemp(path.join(os.tmpdir(), "mailroom-switch-"));
     sys = await useSystem({
       smtp: false,
-      units: ["directory"],
+      units: ["accounts", "audience"],
       bootstrap: { workspaces: Object.values(WS).map((id) => ({ id, name: id, timezone: "UTC", apiKeys: [{ key: `mr_test_${id}_1`, scopes: ["api_user"] }] })) },
     });
-    const url = `http://127.0.0.1:${sys.ports.directory}`;
-    directory = connectClient(DirectoryService, url);
+    const url = `http://127.0.0.1:${sys.ports.audience}`;
+    audience = connectClient(ContactService, url);
     groups = connectClient(GroupService, url);
   }, 120_000);
 
@@ -106,7 +105,7 @@ describe("mailroom import <provider> (switching to Mailroom)", () => {
       "ann.bounce@postmark.test": "hard_bounce", "bob.spam@postmark.test": "complaint", "cat.unsub@postmark.test": "unsubscribed",
       "dan.manual@postmark.test": "manual", "eve.gone@postmark.test": "hard_bounce",
     });
-    const listed = (await directory.listSuppressions({ workspaceId: WS.postmark, page: { limit: 10, cursor: "" } })).suppressions;
+    const listed = (await audience.listSuppressions({ workspaceId: WS.postmark, page: { limit: 10, cursor: "" } })).suppressions;
     const ann = listed.find((s) => s.email === "ann.bounce@postmark.test")!;
     expect(ann.source).toBe("postmark-suppressions.json");
     expect(timestampDate(ann.createdAt!).toISOString()).toBe("2025-03-02T13:58:33.000Z");

@@ -1,6 +1,6 @@
 /**
  * Topics and the preference centre (DESIGN §9.4) through the public API: the gateway and the
- * directory as real processes over the embedded store. Topic CRUD, a contact's choices with the
+ * accounts and audience units as real processes over the embedded store. Topic CRUD, a contact's choices with the
  * topics' defaults, the refusals, workspace isolation, and the manage page ({{manageUrl}}) that
  * lists the topics with the recipient's state and saves its choices, reached with a real
  * signed recipient token.
@@ -23,7 +23,7 @@ describe("topics and the preference centre (real processes)", () => {
   beforeAll(async () => {
     sys = await useSystem({
       smtp: false,
-      units: ["directory", "email", "automation", "gateway"], // email, automation: the contact export lists the emails to the address and the runs
+      units: ["accounts", "audience", "email", "automation", "gateway"], // email, automation: the contact export lists the emails to the address and the runs
       bootstrap: {
         workspaces: [
           { id: A, name: "A", timezone: "UTC", apiKeys: [{ key: KEY_A, scopes: ["api_user"] }] },

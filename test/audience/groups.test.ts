@@ -1,6 +1,6 @@
 /**
  * Groups (DESIGN §9.4) through the public API, as the official client's `groups` module sends
- * and reads them (its headers on every method, ids unencoded in paths), against real directory,
+ * and reads them (its headers on every method, ids unencoded in paths), against real accounts, audience,
  * webhooks and gateway processes over a real nats-server: every route and shape, publicId as
  * id, memberships, deleting a group, another workspace's key, and CONTACT_TAG_ADDED /
  * CONTACT_TAG_REMOVED delivered to a loopback receiver.
@@ -20,7 +20,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ISO = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
 const GRP = expect.stringMatching(/^grp_[0-9a-z]{26}$/);
 
-describe("groups through the public API (real directory, webhooks and gateway)", () => {
+describe("groups through the public API (real audience, webhooks and gateway)", () => {
   let sys: TestSystem;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
 
@@ -44,7 +44,7 @@ describe("groups through the public API (real directory, webhooks and gateway)",
     for (;;) {
       const hit = receiver.received.find(pick);
       if (hit) return hit;
-      if (Date.now() > until) throw new Error(`no ${what} within ${timeoutMs} ms; got ${receiver.received.map((r) => r.event.type).join(", ")}\n${await sys.log("directory", 40)}`);
+      if (Date.now() > until) throw new Error(`no ${what} within ${timeoutMs} ms; got ${receiver.received.map((r) => r.event.type).join(", ")}\n${await sys.log("audience", 40)}`);
       await sleep(25);
     }
   }
@@ -53,7 +53,7 @@ describe("groups through the public API (real directory, webhooks and gateway)",
     receiver = await startReceiver();
     sys = await useSystem({
       smtp: false,
-      units: ["directory", "webhooks", "gateway"],
+      units: ["accounts", "audience", "webhooks", "gateway"],
       bootstrap: {
         workspaces: [
           { id: WS, name: WS, timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }, { key: VIEWER, scopes: ["api_read"] }] },
@@ -93,7 +93,7 @@ describe("groups through the public API (real directory, webhooks and gateway)",
       const res = await sdk("POST", "/groups", { body });
       expect([res.status, res.body.code], JSON.stringify(body).slice(0, 60)).toEqual([400, "invalid_group"]);
     }
-    // Nested past what the directory takes (5 levels) but decodable: its own answer; nested past
+    // Nested past what the audience unit takes (5 levels) but decodable: its own answer; nested past
     // protobuf's recursion limit (a 500 once): refused at the gateway.
     const nest = (levels: number): Record<string, unknown> => (levels ? { a: [nest(levels - 1)] } : { leaf: 1 });
     const deep = await sdk("POST", "/groups", { body: { publicId: "deep", traits: nest(4) } });

@@ -1,6 +1,6 @@
 /**
- * The directory's contact events reach webhooks (DESIGN §9.2): the gateway, the directory and
- * the webhooks unit as real processes over a real nats-server, and a real HTTP receiver on
+ * The audience unit's contact events reach webhooks (DESIGN §9.2): the gateway, the accounts
+ * and audience units and the webhooks unit as real processes over a real nats-server, and a real HTTP receiver on
  * 127.0.0.1 that checks the client's signature (`X-SMASHSEND-SIGNATURE`) and the Standard
  * Webhooks one. Each change arrives once, even when its JetStream message is redelivered.
  */
@@ -34,7 +34,7 @@ describe("contact events → webhooks (real processes)", () => {
     for (;;) {
       const hit = got().find(pick);
       if (hit) return hit;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got().map((g) => g.event.type).join(", ")}\n${await sys.log("directory", 30)}\n${await sys.log("webhooks", 30)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${got().map((g) => g.event.type).join(", ")}\n${await sys.log("audience", 30)}\n${await sys.log("webhooks", 30)}`);
       await sleep(25);
     }
   }
@@ -44,7 +44,7 @@ describe("contact events → webhooks (real processes)", () => {
     url = receiver.url;
     sys = await useSystem({
       smtp: false,
-      units: ["directory", "webhooks", "gateway"],
+      units: ["accounts", "audience", "webhooks", "gateway"],
       bootstrap: { workspaces: [{ id: WS, name: WS, timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }] }] },
     });
     nc = await connectNats(sys.nats.url, "contact-webhooks-test");
@@ -132,7 +132,7 @@ describe("contact events → webhooks (real processes)", () => {
   });
 
   it("one delivery per change, even when the event is redelivered", async () => {
-    // Replay every stored directory event (a redelivery / a republish after a crash): new msgIDs get past the stream's dedupe.
+    // Replay every event stored in DIRECTORY_EVENTS (a redelivery / a republish after a crash): new msgIDs get past the stream's dedupe.
     const jsm = await jetstreamManager(nc);
     const js = jetstream(nc);
     const info = await jsm.streams.info(DIRECTORY_EVENTS_STREAM);
@@ -152,7 +152,7 @@ describe("contact events → webhooks (real processes)", () => {
     const ids = got().map((g) => g.event.id);
     expect(new Set(ids).size).toBe(ids.length);
     const perType = (t: string) => got().filter((g) => g.event.type === t).length;
-    // Exactly one delivery per change the directory announced (a write the tests above did not
+    // Exactly one delivery per change the audience unit announced (a write the tests above did not
     // make themselves, e.g. the unsubscribe consumer's own status write, is a change too).
     const announced = (t: string) => [...originals.values()].filter((type) => type === t).length;
     for (const type of EVENTS) expect(perType(type), type).toBe(announced(type));

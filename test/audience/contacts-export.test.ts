@@ -1,19 +1,18 @@
 /**
- * GET /v1/contacts/export (DESIGN §9.3) against the real gateway and directory processes:
- * 30,000 contacts with a 250-character note each (loaded through the directory's
+ * GET /v1/contacts/export (DESIGN §9.3) against the real gateway, accounts and audience processes:
+ * 30,000 contacts with a 250-character note each (loaded through the audience unit's
  * BatchUpsertContacts, as the broadcast benchmark loads them; an export of 11 MB, twice what
- * the sockets between client, gateway and directory buffer) come back as CSV whose every row
+ * the sockets between client, gateway and audience unit buffer) come back as CSV whose every row
  * parses and matches; values with
  * commas, quotes, line breaks and formula triggers round-trip; `status` filters; a `filter`
- * that is not JSON is refused; another workspace's contacts never appear; the gateway's and the directory's
+ * that is not JSON is refused; another workspace's contacts never appear; the gateway's and the audience unit's
  * resident memory stay bounded while the export streams.
  */
 import { readFile } from "node:fs/promises";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "csv-parse/sync";
-import { ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService, ContactStatus } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient } from "@mailroom/kit/connect.js";
 import { startSystem, type TestSystem } from "../harness/system.js";
 
@@ -25,7 +24,7 @@ const N = 30_000;
 /** Each contact's note (a STRING holds 255 characters): fat rows, so the export outgrows what the sockets buffer (~5 MB). */
 const noteOf = (i: number) => `${"n".repeat(245)}${i}`;
 const BATCH = 1_000;
-/** The fixed columns, then the custom properties in the directory's order (by slug). */
+/** The fixed columns, then the custom properties in the audience unit's order (by slug). */
 const HEADER = ["id", "email", "firstName", "lastName", "status", "createdAt", "updatedAt", "note", "plan", "seats"];
 
 async function rssMb(pid: number | undefined): Promise<number> {
@@ -39,12 +38,12 @@ describe("GET /v1/contacts/export (real processes)", () => {
   let sys: TestSystem;
   const api = (method: string, path: string, body?: unknown, key = KEY) => sys.api(method, path, { key, body });
 
-  /** The whole export as text, and the peak RSS of the directory and the gateway while it streamed. */
+  /** The whole export as text, and the peak RSS of the audience unit and the gateway while it streamed. */
   async function exportCsv(query = "", key = KEY): Promise<{ status: number; type: string; text: string; peaks: Record<string, number> }> {
     const pids = Object.fromEntries(sys.processes.units.map((u) => [u.name, u.child.pid]));
-    const peaks: Record<string, number> = { directory: 0, gateway: 0 };
+    const peaks: Record<string, number> = { audience: 0, gateway: 0 };
     const sample = async () => {
-      for (const name of ["directory", "gateway"]) peaks[name] = Math.max(peaks[name], await rssMb(pids[name]));
+      for (const name of ["audience", "gateway"]) peaks[name] = Math.max(peaks[name], await rssMb(pids[name]));
     };
     const timer = setInterval(() => void sample(), 100);
     try {
@@ -60,7 +59,7 @@ describe("GET /v1/contacts/export (real processes)", () => {
   beforeAll(async () => {
     sys = await startSystem({
       smtp: false,
-      units: ["directory", "gateway"],
+      units: ["accounts", "audience", "gateway"],
       bootstrap: {
         workspaces: [
           { id: WS, name: WS, timezone: "UTC", apiKeys: [{ key: KEY, scopes: ["api_user"] }] },
@@ -72,7 +71,7 @@ describe("GET /v1/contacts/export (real processes)", () => {
       const res = await api("POST", "/v1/contact-properties", { displayName, type, typeConfig: {} });
       expect(res.status, JSON.stringify(res.body)).toBe(201);
     }
-    const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
+    const audience = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
     let next = 0;
     const worker = async () => {
       for (let from = (next += BATCH) - BATCH; from < N; from = (next += BATCH) - BATCH) {
@@ -85,7 +84,7 @@ describe("GET /v1/contacts/export (real processes)", () => {
             properties: { plan: i % 3 ? "pro" : "free", seats: i % 50, note: noteOf(i) },
           };
         });
-        const res = await directory.batchUpsertContacts({ workspaceId: WS, contacts }, { timeoutMs: 120_000 });
+        const res = await audience.batchUpsertContacts({ workspaceId: WS, contacts }, { timeoutMs: 120_000 });
         const failed = res.results.find((r) => !r.ok);
         if (failed) throw new Error(`contact ${from + failed.index} refused: ${failed.error?.message}`);
       }
@@ -101,7 +100,7 @@ describe("GET /v1/contacts/export (real processes)", () => {
   });
 
   it("streams all 30,000 contacts as CSV whose every row parses, with the header", async () => {
-    const before = { directory: 0, gateway: 0 };
+    const before = { audience: 0, gateway: 0 };
     for (const u of sys.processes.units) if (u.name in before) before[u.name as keyof typeof before] = await rssMb(u.child.pid);
     const res = await exportCsv();
     expect(res.status, res.text.slice(0, 500)).toBe(200);
@@ -127,10 +126,10 @@ describe("GET /v1/contacts/export (real processes)", () => {
     console.log(`contacts export: ${res.text.length} bytes; RSS before ${JSON.stringify(before)} MB, peak ${JSON.stringify(res.peaks)} MB`);
   }, 300_000);
 
-  it("pages the directory only as fast as the client reads", async () => {
-    // The directory's own count of ListContacts calls it served.
+  it("pages the audience unit only as fast as the client reads", async () => {
+    // The audience unit's own count of ListContacts calls it served.
     const served = async () => {
-      const text = await fetch(`http://127.0.0.1:${sys.ports.directory}/metrics`).then((r) => r.text());
+      const text = await fetch(`http://127.0.0.1:${sys.ports.audience}/metrics`).then((r) => r.text());
       return [...text.matchAll(/^mailroom_rpc_server_handled_total\{[^}]*method="ListContacts"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
     };
     const start = await served();
@@ -205,7 +204,7 @@ describe("GET /v1/contacts/export (real processes)", () => {
   }, 60_000);
 
   it("refuses a filter that is not JSON (400 invalid_filter) and a bad status (400 invalid_request); needs a key", async () => {
-    // Filters themselves: test/directory/contact-filter.test.ts.
+    // Filters themselves: test/audience/contact-filter.test.ts.
     const filtered = await api("GET", "/v1/contacts/export?filter=plan%3Dpro");
     expect(filtered.status).toBe(400);
     expect(filtered.body.code).toBe("invalid_filter");

@@ -1,17 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import { TeamService } from "@mailroom/proto/accounts/v1/team_pb.js";
 import { EmailService, type SendEmailRequest } from "@mailroom/proto/email/v1/email_pb.js";
 import { memoryTransport } from "@mailroom/kit/connect.js";
-import { memoryDirectory, storeTeam } from "../../services/directory/src/testing.js";
-import { directoryService } from "../../services/directory/src/routes.js";
-import { teamService } from "../../services/directory/src/team-routes.js";
-import type { Team } from "../../services/directory/src/domain/team.js";
+import { directoryRoutes, memoryDirectory, storeTeam } from "../../services/audience/src/testing.js";
+import { teamService } from "../../services/accounts/src/team-routes.js";
+import type { Team } from "../../services/accounts/src/domain/team.js";
 import { SESSION_COOKIE } from "./session.js";
 import { askForLink, consoleGateway, Jar, redeem, type ConsoleBrowser } from "./sign-in-testing.js";
 
 /**
- * Magic-link sign-in through the console against the directory's own TeamService (its domain
+ * Magic-link sign-in through the console against the accounts unit's own TeamService (its domain
  * and Connect mapping, in memory, on a clock the test moves): a link expires after 15 minutes,
  * works once, and an altered one is refused; the session token rotates after an hour and the
  * cookie follows; a removed member is signed out on the next request.
@@ -21,7 +19,7 @@ let now = new Date(Math.floor(Date.now() / 1000) * 1000);
 const clock = () => new Date(now);
 const sent: SendEmailRequest[] = [];
 
-describe("console magic links against the directory's TeamService", () => {
+describe("console magic links against the accounts unit's TeamService", () => {
   let browser: ConsoleBrowser;
   let team: Team;
 
@@ -32,18 +30,18 @@ describe("console magic links against the directory's TeamService", () => {
     }));
     const wired = await storeTeam(dir, { now: clock });
     team = wired.team;
-    const transport = memoryTransport(({ service }) => {
-      service(DirectoryService, directoryService(dir, undefined, team));
-      service(TeamService, teamService(team, wired.auditLog));
-      service(EmailService, {
+    const transport = memoryTransport((router) => {
+      directoryRoutes(dir, undefined, team)(router);
+      router.service(TeamService, teamService(team, wired.auditLog));
+      router.service(EmailService, {
         sendEmail(req) {
           sent.push(req);
           return {};
         },
       });
     });
-    // Every request asks the directory: removal must show at once here.
-    browser = await consoleGateway(transport, { secret: "console-magic-directory-secret-0123456789", name: "console-magic-test", authCacheMs: 0 });
+    // Every request asks the team: removal must show at once here.
+    browser = await consoleGateway(transport, { secret: "console-magic-accounts-secret-0123456789", name: "console-magic-test", authCacheMs: 0 });
   });
   afterAll(async () => browser?.app.close());
 
@@ -80,7 +78,7 @@ describe("console magic links against the directory's TeamService", () => {
     expect(expired.jar.cookies.has(SESSION_COOKIE)).toBe(false);
   });
 
-  it("follows the directory's rotation of the session token, and signs a removed member out at once", async () => {
+  it("follows the team's rotation of the session token, and signs a removed member out at once", async () => {
     const { jar } = await redeem(browser, await mailedLink("ed@magic.test"));
     const first = jar.cookies.get(SESSION_COOKIE);
     now = new Date(now.getTime() + 61 * MINUTE);

@@ -6,7 +6,7 @@ import { useSystem } from "../harness/shared-system.js";
 
 /**
  * The filter language (DESIGN §9.4) through the public API, against the real gateway,
- * directory, renderer, delivery and broadcast processes, nats-server and an SMTP sink:
+ * accounts, audience, renderer, delivery and broadcast processes, nats-server and an SMTP sink:
  * GET /v1/contacts?filter= (with includeCount), the contacts export with a filter, 400
  * invalid_filter naming the path, one workspace never reaching another's contacts, and
  * `$engagement` after a real broadcast: delivered to every subscribed contact, opened by the
@@ -56,7 +56,7 @@ describe("contact filters through the public API (real processes)", () => {
     const deadline = Date.now() + timeoutMs;
     let last = await read();
     while (!done(last)) {
-      if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(last).slice(0, 600)}\n${await sys.log("directory")}`);
+      if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(last).slice(0, 600)}\n${await sys.log("audience")}`);
       await sleep(200);
       last = await read();
     }
@@ -64,7 +64,7 @@ describe("contact filters through the public API (real processes)", () => {
   }
 
   beforeAll(async () => {
-    sys = await useSystem({ bootstrap, units: ["directory", "renderer", "delivery", "broadcast", "gateway"] });
+    sys = await useSystem({ bootstrap, units: ["accounts", "audience", "renderer", "delivery", "broadcast", "gateway"] });
   }, 120_000);
   afterAll(async () => sys?.stop());
 

@@ -5,29 +5,30 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient, createLogger, startConnectServer, type ConnectServer } from "@mailroom/kit";
-import { directoryRoutes } from "../../services/directory/src/routes.js";
-import { memoryDirectory, storeTeam } from "../../services/directory/src/testing.js";
-import { teamRoutes } from "../../services/directory/src/team-routes.js";
-import type { Team } from "../../services/directory/src/domain/team.js";
-import type { Directory } from "../../services/directory/src/domain/directory.js";
+import { directoryRoutes, memoryDirectory, storeTeam, type TestDirectory } from "../../services/audience/src/testing.js";
+import { teamRoutes } from "../../services/accounts/src/team-routes.js";
+import type { Team } from "../../services/accounts/src/domain/team.js";
 import { runCli } from "../../cli/program.js";
 import { importContactsCsv } from "@mailroom/kit/contacts-csv/import-csv.js";
 
 describe("admin CLI", () => {
   let server: ConnectServer;
-  let dir: Directory;
+  let dir: TestDirectory;
   let team: Team;
   let tmp: string;
-  const client = () => connectClient(DirectoryService, server.url);
+  // One server serves the accounts and the audience units' services (directoryRoutes).
+  const client = () => connectClient(AccountsService, server.url);
+  const contacts = () => connectClient(ContactService, server.url);
 
-  /** Runs `mailroom <args>` in-process against the test directory. */
+  /** Runs `mailroom <args>` in-process against the test accounts and audience services. */
   async function cli(...args: string[]) {
     const out: string[] = [];
     const err: string[] = [];
     const code = await runCli(args, {
-      env: { MAILROOM_DIRECTORY_URL: server.url, MAILROOM_WORKSPACE: "ws_cli", MAILROOM_PUBLIC_URL: "https://mail.cli.test" },
+      env: { MAILROOM_ACCOUNTS_URL: server.url, MAILROOM_AUDIENCE_URL: server.url, MAILROOM_WORKSPACE: "ws_cli", MAILROOM_PUBLIC_URL: "https://mail.cli.test" },
       interactive: false,
       output: (json) => ({ out: (l) => out.push(l), err: (l) => err.push(l), json }),
     });
@@ -191,7 +192,7 @@ describe("admin CLI", () => {
     const rows = Array.from({ length: 1200 }, (_, i) => `bulk${i}@example.test,${i % 2 ? "pro" : "free"}`);
     const progress: number[] = [];
     const summary = await importContactsCsv({
-      client: client(),
+      client: contacts(),
       workspaceId: "ws_cli",
       input: Readable.from([`email,plan\n${rows.join("\n")}\n`]),
       batchSize: 500,
@@ -229,19 +230,19 @@ describe("admin CLI", () => {
 
   it("runs as `npx mailroom` through the bin shim", async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [path.resolve("bin/mailroom.js"), "--json", "workspace", "list"], {
-      env: { ...process.env, MAILROOM_DIRECTORY_URL: server.url },
+      env: { ...process.env, MAILROOM_ACCOUNTS_URL: server.url, MAILROOM_AUDIENCE_URL: server.url },
     });
     expect(JSON.parse(stdout).workspaces.map((w: { id: string }) => w.id)).toContain("ws_cli");
   }, 30_000);
 
-  it("says clearly when the directory cannot be reached", async () => {
+  it("says clearly when the accounts unit cannot be reached", async () => {
     const out: string[] = [];
     const code = await runCli(["workspace", "list"], {
-      env: { MAILROOM_DIRECTORY_URL: "http://127.0.0.1:9" },
+      env: { MAILROOM_ACCOUNTS_URL: "http://127.0.0.1:9", MAILROOM_AUDIENCE_URL: "http://127.0.0.1:9" },
       interactive: false,
       output: (json) => ({ out: (l) => out.push(l), err: (l) => out.push(l), json }),
     });
     expect(code).toBe(1);
-    expect(out.join("\n")).toMatch(/cannot reach the directory service at http:\/\/127.0.0.1:9/);
+    expect(out.join("\n")).toMatch(/cannot reach the accounts service at http:\/\/127.0.0.1:9/);
   });
 });

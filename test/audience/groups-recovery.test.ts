@@ -1,18 +1,19 @@
 /**
  * CONTACT_TAG_* survive a process killed between a membership write and its events' record:
- * the write's intent (directory_change_intents) is recovered by the real ChangePublisher from
+ * the write's intent (directory_change_intents, in the audience unit's store) is recovered by the real ChangePublisher from
  * the store, rebuilding the event a normal run announces (the domain test checks the ids are the
  * live ones), none for a write that changed nothing.
  */
 import { describe, expect, it } from "vitest";
 import { createLogger, type NatsConnection } from "@mailroom/kit";
 import { openMemoryStore } from "@mailroom/store/open.js";
-import { CHANGE_INTENTS_COLLECTION, CHANGE_OUTBOX_COLLECTION, ChangePublisher } from "../../services/directory/src/adapters/change-publisher.js";
-import { openStoreRepositories } from "../../services/directory/src/adapters/store.js";
-import { GroupMembershipStore, GroupStore } from "../../services/directory/src/adapters/group-store.js";
-import { storeDirectory, TEST_SECRETS } from "../../services/directory/src/testing.js";
-import { EmittingGroupMembershipStore, type DirectoryEvent } from "../../services/directory/src/domain/changes.js";
-import { Groups } from "../../services/directory/src/domain/groups.js";
+import { CHANGE_INTENTS_COLLECTION, CHANGE_OUTBOX_COLLECTION, ChangePublisher } from "@mailroom/records/change-publisher.js";
+import type { DirectoryEvent } from "@mailroom/records/change-events.js";
+import { openAudienceStores } from "../../services/audience/src/adapters/store.js";
+import { GroupMembershipStore, GroupStore } from "../../services/audience/src/adapters/group-store.js";
+import { storeDirectory } from "../../services/audience/src/testing.js";
+import { EmittingGroupMembershipStore, eventsOfIntent } from "../../services/audience/src/domain/changes.js";
+import { Groups } from "../../services/audience/src/domain/groups.js";
 import type { Store } from "@mailroom/store/port.js";
 
 const logger = createLogger("groups-recovery-test", "silent");
@@ -49,7 +50,8 @@ describe("group membership events across a crash", () => {
     const { dir, groups } = await groupsOver(store, () => {}, publisher.intend);
     const g = await groups.create("ws_a", { publicId: "vip" });
     const c = await dir.contacts.create("ws_a", { email: "a@x.test" });
-    const repositories = await openStoreRepositories(store, TEST_SECRETS);
+    const repositories = await openAudienceStores(store);
+    const rebuild = (intent: Parameters<typeof eventsOfIntent>[0]) => eventsOfIntent(intent, repositories);
     const outbox = store.collection<{ _id: string; body: string }>(CHANGE_OUTBOX_COLLECTION);
     const intents = store.collection(CHANGE_INTENTS_COLLECTION);
     const steps = [() => groups.addContact("ws_a", g._id, c._id), () => groups.addContact("ws_a", g._id, c._id), () => groups.removeContact("ws_a", g._id, c._id), () => groups.removeContact("ws_a", g._id, c._id)];
@@ -58,7 +60,7 @@ describe("group membership events across a crash", () => {
       await step();
       // A remove of a non-member writes nothing it would announce: no intent.
       expect(await intents.countDocuments({}), `step ${i}`).toBe(i === 3 ? 0 : 1);
-      await publisher.recover(repositories);
+      await publisher.recover(rebuild);
       expect(await intents.countDocuments({})).toBe(0);
       const recovered = (await outbox.find({}, { sort: { seq: 1 } })).filter((r) => !seen.has(r._id)).map((r) => JSON.parse(r.body) as DirectoryEvent);
       recovered.forEach((e) => seen.add(e.id));
@@ -69,7 +71,7 @@ describe("group membership events across a crash", () => {
     const count = await outbox.countDocuments({});
     const again = new Groups(await GroupStore.open(store), new EmittingGroupMembershipStore(await GroupMembershipStore.open(store), publisher.publish, publisher.intend), dir.workspaces);
     await again.addContact("ws_a", g._id, c._id);
-    await publisher.recover(repositories);
+    await publisher.recover(rebuild);
     expect(await outbox.countDocuments({})).toBe(count + 1);
     await Promise.race([publisher.stop(), new Promise((r) => setTimeout(r, 200))]);
   });

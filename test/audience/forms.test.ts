@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import PostalMime from "postal-mime";
 import { connectClient } from "@mailroom/kit/connect.js";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
-import { SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
+import { ContactService, SuppressionReason } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { type TestSystem } from "../harness/system.js";
 import { useSystem } from "../harness/shared-system.js";
 import type { ReceivedMessage } from "../harness/smtp-sink.js";
 
 /**
  * Signup forms with double opt-in (issue 27, DESIGN §9.4) through the public HTTP API against
- * the real processes (directory, renderer, email, delivery, gateway), nats-server and an SMTP
+ * the real processes (accounts, audience, renderer, email, delivery, gateway), nats-server and an SMTP
  * sink: forms CRUD and validation, the hosted page, signups with and without double opt-in,
  * the confirmation email and its signed link, CORS, the honeypot and the rate limits.
  */
@@ -80,7 +79,7 @@ describe("signup forms with double opt-in over the public API", () => {
   beforeAll(async () => {
     sys = await useSystem({
       bootstrap,
-      units: ["directory", "renderer", "email", "delivery", "gateway"],
+      units: ["accounts", "audience", "renderer", "email", "delivery", "gateway"],
       env: { MAILROOM_FORM_SUBMITS_PER_MINUTE: String(PER_IP) },
     });
     const group = await api("POST", "/v1/groups", { publicId: "newsletter", displayName: "Newsletter" });
@@ -251,8 +250,8 @@ describe("signup forms with double opt-in over the public API", () => {
   });
 
   it("answers a suppressed address's double opt-in signup like any other, sending nothing (a refusal of the email service is the workspace's business)", async () => {
-    const directory = connectClient(DirectoryService, `http://127.0.0.1:${sys.ports.directory}`);
-    await directory.addSuppression({ workspaceId: "ws_forms", email: "gil@example.test", reason: SuppressionReason.UNSUBSCRIBED });
+    const contacts = connectClient(ContactService, `http://127.0.0.1:${sys.ports.audience}`);
+    await contacts.addSuppression({ workspaceId: "ws_forms", email: "gil@example.test", reason: SuppressionReason.UNSUBSCRIBED });
     const form = (await api("POST", "/v1/forms", { name: "Suppressed", doubleOptIn: true })).body.form;
     const res = await postJson(form.id, { email: "gil@example.test" });
     expect([res.status, await res.json()]).toEqual([200, { ok: true, doubleOptIn: true, message: "Check your inbox: we sent you a link to confirm your subscription." }]);
