@@ -29,7 +29,7 @@ async function failure(p: Promise<unknown>): Promise<ConnectError> {
 describe("accounts, templates and contacts over Connect (real server on a free port)", () => {
   let server: ConnectServer;
   let client: Client<typeof AccountsService>;
-  let contacts: Client<typeof ContactService>;
+  let audience: Client<typeof ContactService>;
   let templates: Client<typeof TemplateService>;
 
   beforeAll(async () => {
@@ -37,7 +37,7 @@ describe("accounts, templates and contacts over Connect (real server on a free p
     // AccountsService, TemplateService and ContactService on one server (directoryRoutes).
     server = await startConnectServer({ routes: directoryRoutes(dir), port: 0, logger: createLogger("connect-test", "silent") });
     client = connectClient(AccountsService, server.url);
-    contacts = connectClient(ContactService, server.url);
+    audience = connectClient(ContactService, server.url);
     templates = connectClient(TemplateService, server.url);
     const loaded = await client.loadBootstrap({ json: JSON.stringify(BOOTSTRAP) });
     expect(loaded.workspaceIds).toEqual(["ws_a", "ws_b"]);
@@ -70,47 +70,47 @@ describe("accounts, templates and contacts over Connect (real server on a free p
       expect(err.code).toBe(Code.NotFound);
       return errorInfoOf(err)?.code;
     };
-    expect(await notFound(contacts.getContact({ workspaceId: "ws_b", email: "ann@a.test" }))).toBe("contact_not_found");
-    const ann = await contacts.getContact({ workspaceId: "ws_a", email: "ANN@a.test" });
+    expect(await notFound(audience.getContact({ workspaceId: "ws_b", email: "ann@a.test" }))).toBe("contact_not_found");
+    const ann = await audience.getContact({ workspaceId: "ws_a", email: "ANN@a.test" });
     expect(ann.contact).toMatchObject({ email: "ann@a.test", firstName: "Ann", properties: { plan: "pro" } });
-    expect(await notFound(contacts.getContact({ workspaceId: "ws_b", contactId: ann.contact!.id }))).toBe("contact_not_found");
-    expect(await notFound(contacts.updateContact({ workspaceId: "ws_b", contact: { email: "ann@a.test", firstName: "Evil" } }))).toBe("contact_not_found");
-    expect(await notFound(contacts.deleteContact({ workspaceId: "ws_b", email: "ann@a.test" }))).toBe("contact_not_found");
-    expect((await contacts.listContacts({ workspaceId: "ws_b", page: { cursor: "ctc_00000000000000000000000000" } })).contacts).toEqual([]);
+    expect(await notFound(audience.getContact({ workspaceId: "ws_b", contactId: ann.contact!.id }))).toBe("contact_not_found");
+    expect(await notFound(audience.updateContact({ workspaceId: "ws_b", contact: { email: "ann@a.test", firstName: "Evil" } }))).toBe("contact_not_found");
+    expect(await notFound(audience.deleteContact({ workspaceId: "ws_b", email: "ann@a.test" }))).toBe("contact_not_found");
+    expect((await audience.listContacts({ workspaceId: "ws_b", page: { cursor: "ctc_00000000000000000000000000" } })).contacts).toEqual([]);
     const streamedB: string[] = [];
-    for await (const page of contacts.streamContacts({ workspaceId: "ws_b" })) streamedB.push(...page.contacts.map((c) => c.email));
+    for await (const page of audience.streamContacts({ workspaceId: "ws_b" })) streamedB.push(...page.contacts.map((c) => c.email));
     expect(streamedB).toEqual([]);
     expect(await notFound(templates.getTemplate({ workspaceId: "ws_b", name: "welcome" }))).toBe("template_not_found");
     expect(await notFound(templates.updateTemplate({ workspaceId: "ws_b", template: { name: "welcome", subject: "x", html: "x" } }))).toBe("template_not_found");
     expect(await notFound(templates.deleteTemplate({ workspaceId: "ws_b", name: "welcome" }))).toBe("template_not_found");
     expect((await templates.listTemplates({ workspaceId: "ws_b" })).templates).toEqual([]);
     expect((await client.checkSender({ workspaceId: "ws_b", from: "x@a.test" })).allowed).toBe(false);
-    expect((await contacts.getContact({ workspaceId: "ws_a", email: "ann@a.test" })).contact?.firstName).toBe("Ann");
+    expect((await audience.getContact({ workspaceId: "ws_a", email: "ann@a.test" })).contact?.firstName).toBe("Ann");
     expect((await templates.getTemplate({ workspaceId: "ws_a", name: "welcome" })).template?.variables).toEqual(["firstName", "plan"]);
   });
 
   it("streams contacts in pages of batch_size", async () => {
     const contacts = Array.from({ length: 12 }, (_, i) => ({ email: `s${String(i).padStart(2, "0")}@b.test` }));
-    const res = await contacts.batchUpsertContacts({ workspaceId: "ws_b", contacts });
+    const res = await audience.batchUpsertContacts({ workspaceId: "ws_b", contacts });
     expect(res.results.every((r) => r.ok && r.created)).toBe(true);
     const sizes: number[] = [];
-    for await (const page of contacts.streamContacts({ workspaceId: "ws_b", batchSize: 5 })) sizes.push(page.contacts.length);
+    for await (const page of audience.streamContacts({ workspaceId: "ws_b", batchSize: 5 })) sizes.push(page.contacts.length);
     expect(sizes).toEqual([5, 5, 2]);
   });
 
   it("maps domain errors to codes with ErrorInfo and never leaves half-written state", async () => {
-    const bad = await failure(contacts.createContact({ workspaceId: "ws_a", contact: { email: "nope" } }));
+    const bad = await failure(audience.createContact({ workspaceId: "ws_a", contact: { email: "nope" } }));
     expect(bad.code).toBe(Code.InvalidArgument);
     expect(errorInfoOf(bad)).toMatchObject({ code: "invalid_email", httpStatus: 400 });
-    const dup = await failure(contacts.createContact({ workspaceId: "ws_a", contact: { email: "Ann@A.test" } }));
+    const dup = await failure(audience.createContact({ workspaceId: "ws_a", contact: { email: "Ann@A.test" } }));
     expect(dup.code).toBe(Code.AlreadyExists);
     expect(errorInfoOf(dup)?.code).toBe("contact_exists");
-    const type = await failure(contacts.createContactProperty({ workspaceId: "ws_a", slug: "score", type: PropertyType.UNSPECIFIED }));
+    const type = await failure(audience.createContactProperty({ workspaceId: "ws_a", slug: "score", type: PropertyType.UNSPECIFIED }));
     expect(errorInfoOf(type)?.code).toBe("invalid_property_type");
-    const unknownProp = await failure(contacts.upsertContact({ workspaceId: "ws_a", contact: { email: "new@a.test", properties: { colour: "red" } } }));
+    const unknownProp = await failure(audience.upsertContact({ workspaceId: "ws_a", contact: { email: "new@a.test", properties: { colour: "red" } } }));
     expect(errorInfoOf(unknownProp)?.code).toBe("unknown_contact_property");
-    expect(await failure(contacts.getContact({ workspaceId: "ws_a", email: "new@a.test" })).then((e) => e.code)).toBe(Code.NotFound);
-    const props = await contacts.listContactProperties({ workspaceId: "ws_a" });
+    expect(await failure(audience.getContact({ workspaceId: "ws_a", email: "new@a.test" })).then((e) => e.code)).toBe(Code.NotFound);
+    const props = await audience.listContactProperties({ workspaceId: "ws_a" });
     expect(props.properties.map((p) => p.slug)).toEqual([
       "firstName", "lastName", "email", "avatarUrl", "city", "language", "phone", "birthday", "countryCode", "status", "timezone", "plan",
     ]);
@@ -119,13 +119,13 @@ describe("accounts, templates and contacts over Connect (real server on a free p
   });
 
   it("upserts transactional contactProperties, creating missing properties", async () => {
-    const res = await contacts.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "buyer@x.test", properties: { orders: 2, firstName: "Bo" } } });
+    const res = await audience.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "buyer@x.test", properties: { orders: 2, firstName: "Bo" } } });
     expect(res.created).toBe(true);
     expect(res.contact).toMatchObject({ firstName: "Bo", status: ContactStatus.SUBSCRIBED, subscribed: true, properties: { orders: 2 } });
     // From a transactional send: kept out of audiences until subscribed.
-    const sent = await contacts.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "tx@x.test", source: ContactSource.TRANSACTIONAL_EMAIL } });
+    const sent = await audience.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "tx@x.test", source: ContactSource.TRANSACTIONAL_EMAIL } });
     expect(sent.contact).toMatchObject({ status: ContactStatus.OPT_IN_PENDING, source: ContactSource.TRANSACTIONAL_EMAIL, subscribed: false });
-    const again = await contacts.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "buyer@x.test", properties: { orders: 3 } } });
+    const again = await audience.upsertContact({ workspaceId: "ws_a", createMissingProperties: true, contact: { email: "buyer@x.test", properties: { orders: 3 } } });
     expect(again).toMatchObject({ created: false, contact: { properties: { orders: 3 } } });
   });
 
@@ -144,10 +144,10 @@ describe("accounts, templates and contacts over Connect (real server on a free p
     const refused = await client.checkSender({ workspaceId: "ws_a", from: "x@other.test" });
     expect(refused).toMatchObject({ allowed: false, allowedEmails: [], allowedDomains: ["a.test"] });
     expect(refused.dkim).toBeUndefined();
-    await contacts.addSuppression({ workspaceId: "ws_a", email: "b@x.test", reason: SuppressionReason.HARD_BOUNCE, detail: "550" });
-    const check = await contacts.checkSuppression({ workspaceId: "ws_a", emails: ["B@x.test", "fine@x.test"] });
+    await audience.addSuppression({ workspaceId: "ws_a", email: "b@x.test", reason: SuppressionReason.HARD_BOUNCE, detail: "550" });
+    const check = await audience.checkSuppression({ workspaceId: "ws_a", emails: ["B@x.test", "fine@x.test"] });
     expect(check.suppressed.map((s) => [s.email, s.reason])).toEqual([["b@x.test", SuppressionReason.HARD_BOUNCE]]);
-    expect((await contacts.checkSuppression({ workspaceId: "ws_b", emails: ["b@x.test"] })).suppressed).toEqual([]);
+    expect((await audience.checkSuppression({ workspaceId: "ws_b", emails: ["b@x.test"] })).suppressed).toEqual([]);
   });
 
   it("loading the bootstrap again changes nothing visible", async () => {

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FastifyInstance } from "fastify";
-import { DirectoryService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
+import { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
+import { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
 import { connectClient, createLogger, loadConfig, startConnectServer, type ConnectServer } from "@mailroom/kit";
-import { directoryRoutes } from "../../services/directory/src/routes.js";
-import { memoryDirectory, snapshot, type TestDirectory } from "../../services/directory/src/testing.js";
+import { directoryRoutes, memoryDirectory, snapshot, type TestDirectory } from "../../services/audience/src/testing.js";
 import { buildGateway } from "../../gateway/src/app.js";
 import type { ServiceClients } from "@mailroom/http/deps.js";
 import { registerContacts } from "../../gateway/src/routes/contacts.js";
@@ -14,8 +15,8 @@ import { registerTemplateItem } from "../../gateway/src/routes/templates-item.js
 const A = { authorization: "Bearer mr_test_public_a_1" };
 const B = { authorization: "Bearer mr_test_public_b_1" };
 
-describe("public /v1/contacts and /v1/templates (gateway over the real directory)", () => {
-  let directoryServer: ConnectServer;
+describe("public /v1/contacts and /v1/templates (gateway over the real accounts and audience services)", () => {
+  let server: ConnectServer;
   let dir: TestDirectory;
   let app: FastifyInstance;
 
@@ -27,12 +28,17 @@ describe("public /v1/contacts and /v1/templates (gateway over the real directory
         { id: "ws_pb", name: "B", apiKeys: [{ key: "mr_test_public_b_1" }, { key: "mr_test_public_b_admin", scopes: ["admin"] }] },
       ],
     });
-    directoryServer = await startConnectServer({ routes: directoryRoutes(dir), port: 0, logger: createLogger("directory-test", "silent") });
+    // AccountsService, TemplateService and ContactService on one server (directoryRoutes).
+    server = await startConnectServer({ routes: directoryRoutes(dir), port: 0, logger: createLogger("public-api-test", "silent") });
     app = await buildGateway(
       {
         config: loadConfig({}),
         logger: createLogger("gateway-test", "silent"),
-        clients: { directory: connectClient(DirectoryService, directoryServer.url) } as unknown as ServiceClients,
+        clients: {
+          accounts: connectClient(AccountsService, server.url),
+          contacts: connectClient(ContactService, server.url),
+          templates: connectClient(TemplateService, server.url),
+        } as unknown as ServiceClients,
         rateLimitPerMinute: 0,
         authCacheMs: 1_000,
       },
@@ -41,7 +47,7 @@ describe("public /v1/contacts and /v1/templates (gateway over the real directory
   });
   afterAll(async () => {
     await app?.close();
-    await directoryServer?.close();
+    await server?.close();
   });
 
   const call = (method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE", url: string, headers: Record<string, string>, body?: unknown) =>

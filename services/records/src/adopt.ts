@@ -4,8 +4,9 @@ import { DuplicateKeyError, type Doc, type Store } from "@mailroom/store/port.js
  * Before the accounts and audience units there was one unit, the directory, with one store
  * (<dataDir>/directory/, schema or database `mailroom_directory`). On its first start each new
  * unit copies its own collections out of that store into its own, so a data dir or database
- * written before the split keeps working; the old store is read, never changed (an operator
- * can go back to the previous release, or delete it once satisfied).
+ * written before the split keeps working. The old store's records are read, never changed (an
+ * operator can go back to the previous release, or delete it once satisfied; reading an
+ * embedded store may leave it an empty collection it was asked for).
  *
  * Copying is idempotent (each document is upserted by _id, in _id order, in batches), so a
  * start cut short copies again from the beginning; a marker in the unit's own store, written
