@@ -17,7 +17,7 @@ import { PropertyStore } from "../services/audience/src/adapters/property-store.
 import { ContactFilters } from "../services/audience/src/adapters/contact-filter.js";
 import { DAY_MIN_EVENTS, HISTORY_DAYS } from "../services/audience/src/domain/best-hour.js";
 import { AudienceStore } from "../services/audience/src/adapters/audience-store.js";
-import type { ResolvedAudience } from "../services/audience/src/domain/audience-ports.js";
+import type { ResolvedAudience } from "@mailroom/records/audience-ports.js";
 import { scopedId, type Contact } from "@mailroom/records/model.js";
 import type { PostgresStore } from "@mailroom/store/postgres.js";
 

@@ -14,9 +14,7 @@ const TEST_CODE = /(\.(test|spec)\.tsx?|testing\.ts|test-(support|helpers)\.ts)$
 const FILE_LINES = 800;
 const UNIT_LINES = 6_000;
 /** Units still over the bound, with the work that brings them under it (the test fails once they are, so the entry goes). */
-const KNOWN_OVER: Record<string, string> = {
-  "services/directory": "issue 43: split into services/accounts and services/audience",
-};
+const KNOWN_OVER: Record<string, string> = {};
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];

@@ -5,7 +5,7 @@ import { AudienceService, BestHourBasis, type AudienceMemberSchema, type Segment
 import type { Audience as PbAudience } from "@mailroom/proto/common/v1/common_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import { contactToPb } from "./contact-routes.js";
-import type { Segment } from "./domain/audience-ports.js";
+import type { Segment } from "@mailroom/records/audience-ports.js";
 import type { Contact } from "@mailroom/records/model.js";
 import type { Segments } from "./domain/segments.js";
 import type { Audiences, AudienceSpec } from "./domain/audiences.js";

@@ -6,7 +6,7 @@ import { badRequest } from "@mailroom/kit/errors.js";
 import { FormService, SignupOutcome, type FormInput as PbFormInput, type FormSchema } from "@mailroom/proto/audience/v1/forms_pb.js";
 import { Forms, type FormsDeps, type FormFieldView, type FormInput, type SignupForm } from "./domain/forms.js";
 import type { Audience } from "./domain/audience.js";
-import type { SenderLookup, TemplateLookup } from "./domain/account-ports.js";
+import type { SenderLookup, TemplateLookup } from "@mailroom/records/account-ports.js";
 
 /** What a form reads: the audience's contacts, properties and workspaces, and the accounts unit's senders and templates. */
 export type FormDirectory = Pick<Audience, "contacts" | "properties" | "workspaces"> & { senders: SenderLookup; templates: TemplateLookup };

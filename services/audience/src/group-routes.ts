@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { GroupService, type GroupSchema } from "@mailroom/proto/audience/v1/groups_pb.js";
 import type { Groups } from "./domain/groups.js";
-import type { Group } from "./domain/group-ports.js";
+import type { Group } from "@mailroom/records/group-ports.js";
 
 /** Proto ⇄ domain mapping of GroupService; every rule lives in domain/groups.ts. */
 

@@ -4,7 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { DefaultSubscription, TopicService, type ContactRef as PbContactRef, type ContactTopicSchema, type TopicSchema } from "@mailroom/proto/audience/v1/topics_pb.js";
 import { badRequest } from "@mailroom/kit/errors.js";
 import type { ContactRef, ContactTopicsView, Topics } from "./domain/topics.js";
-import type { Topic } from "./domain/topic-ports.js";
+import type { Topic } from "@mailroom/records/topic-ports.js";
 
 /** Proto ⇄ domain mapping of TopicService; every rule lives in domain/topics.ts. */
 

@@ -1,5 +1,8 @@
 import { hash, randomUUID } from "node:crypto";
-import type { Contact, Group, Member, Suppression, Workspace } from "./model.js";
+import { contactStatus, type Contact, type ContactProperty, type Group, type Member, type Suppression, type Workspace } from "./model.js";
+
+/** Keys of erased addresses' suppressions start so (the audience unit's suppression list). */
+export const ERASED_KEY_PREFIX = "sha256:";
 
 /**
  * The webhook-facing events of the accounts and audience units (DESIGN §9.2), produced where
@@ -105,5 +108,144 @@ export class Announcer {
     if (events.length || this.intend) await this.publish(events, this.intend ? intent : undefined);
     return result;
   }
+}
+
+/** The events' payloads: each record as webhooks (and the official client) read it. */
+
+const TEXT_BUILT_INS = ["firstName", "lastName", "avatarUrl", "city", "language", "phone", "birthday", "countryCode", "timezone"] as const;
+
+/** A contact as the official client reads it (what GET /v1/contacts/:id answers; the gateway's contactJson). */
+export function clientContact(c: Contact): Record<string, unknown> {
+  const builtIns: Record<string, string> = {};
+  for (const key of TEXT_BUILT_INS) {
+    const value = (c as unknown as Record<string, string | undefined>)[key];
+    if (value) builtIns[key] = value;
+  }
+  return {
+    id: c._id,
+    createdAt: new Date(c.createdAt).toISOString(),
+    ...(c.updatedAt ? { updatedAt: new Date(c.updatedAt).toISOString() } : {}),
+    workspaceId: c.workspaceId,
+    source: c.source ?? "PUBLIC_API",
+    properties: { ...(c.properties ?? {}), email: c.email, ...builtIns, status: contactStatus(c) },
+  };
+}
+
+/** A property definition as the client reads it (the gateway's propertyJson). */
+export function clientProperty(p: ContactProperty): Record<string, unknown> {
+  const type = p.type.toUpperCase();
+  return {
+    id: p.publicId || p.slug,
+    apiSlug: p.slug,
+    displayName: p.displayName || p.slug,
+    ...(p.description ? { description: p.description } : {}),
+    type,
+    isInternal: false,
+    typeConfig: {
+      ...(p.options?.length ? { options: p.options } : {}),
+      ...(type === "SELECT" || type === "MULTI_SELECT" ? { multiple: type === "MULTI_SELECT" } : {}),
+    },
+    createdAt: new Date(p.createdAt).toISOString(),
+    ...(p.updatedAt ? { updatedAt: new Date(p.updatedAt).toISOString() } : {}),
+    workspaceId: p.workspaceId,
+  };
+}
+
+/** The fields a change touched, by the client's names (properties by slug). */
+export function changedFields(before: Contact, after: Contact): string[] {
+  const fields = new Set<string>();
+  for (const key of [...TEXT_BUILT_INS, "status"] as const) {
+    const a = key === "status" ? contactStatus(before) : ((before as unknown as Record<string, unknown>)[key] ?? "");
+    const b = key === "status" ? contactStatus(after) : ((after as unknown as Record<string, unknown>)[key] ?? "");
+    if (a !== b) fields.add(key);
+  }
+  const slugs = new Set([...Object.keys(before.properties ?? {}), ...Object.keys(after.properties ?? {})]);
+  for (const slug of slugs) {
+    if (JSON.stringify(before.properties?.[slug]) !== JSON.stringify(after.properties?.[slug])) fields.add(slug);
+  }
+  return [...fields];
+}
+
+export function createdEvents(c: Contact): DirectoryEvent[] {
+  return [event("CONTACT_CREATED", c.workspaceId, new Date(c.createdAt), [c._id, "created"], { contact: clientContact(c) })];
+}
+
+/** CONTACT_UPDATED for any change, plus UNSUBSCRIBED / RESUBSCRIBED when the status left / returned to SUBSCRIBED. */
+export function updatedEvents(before: Contact, after: Contact, reason: StatusReason = "status_changed"): DirectoryEvent[] {
+  const changes = changedFields(before, after);
+  if (!changes.length) return [];
+  const at = after.updatedAt ? new Date(after.updatedAt) : new Date();
+  const version = [after._id, time(after.updatedAt), JSON.stringify(changes)];
+  const contact = clientContact(after);
+  const events = [event("CONTACT_UPDATED", after.workspaceId, at, version, { contact, changes })];
+  const was = contactStatus(before) === "SUBSCRIBED";
+  const is = contactStatus(after) === "SUBSCRIBED";
+  if (was && !is) events.push(event("CONTACT_UNSUBSCRIBED", after.workspaceId, at, version, { contact, reason }));
+  if (!was && is) events.push(event("CONTACT_RESUBSCRIBED", after.workspaceId, at, version, { contact, reason }));
+  return events;
+}
+
+export function deletedEvents(c: Contact, at: Date): DirectoryEvent[] {
+  // A contact id is deleted once (ids are never reused), so the id alone names the deletion.
+  return [event("CONTACT_DELETED", c.workspaceId, at, [c._id, "deleted"], { contact: clientContact(c) })];
+}
+
+export function propertyEvents(p: ContactProperty): DirectoryEvent[] {
+  return [event("CONTACT_PROPERTY_UPDATED", p.workspaceId, new Date(p.updatedAt ?? p.createdAt), [p._id, time(p.updatedAt ?? p.createdAt)], { property: clientProperty(p) })];
+}
+
+/**
+ * CONTACT_TAG_ADDED: a contact joined a group (the group is the client's "tag"). Its id names
+ * the membership (contact, group, when it joined), so one joining is one event.
+ */
+export function tagAddedEvents(c: Contact, group: Group, addedAt: Date): DirectoryEvent[] {
+  const data = { contactId: c._id, groupId: group._id, publicId: group.publicId, contact: clientContact(c), group: clientGroup(group), addedAt: addedAt.toISOString() };
+  return [event("CONTACT_TAG_ADDED", c.workspaceId, addedAt, [c._id, group._id, time(addedAt)], data)];
+}
+
+/** CONTACT_TAG_REMOVED: a contact left a group; `addedAt` (when it had joined) names the membership that ended. */
+export function tagRemovedEvents(c: Contact, group: Group, addedAt: Date | undefined, at: Date): DirectoryEvent[] {
+  const data = { contactId: c._id, groupId: group._id, publicId: group.publicId, contact: clientContact(c), group: clientGroup(group), ...(addedAt ? { addedAt: addedAt.toISOString() } : {}), removedAt: at.toISOString() };
+  return [event("CONTACT_TAG_REMOVED", c.workspaceId, at, [c._id, group._id, time(addedAt), "removed"], data)];
+}
+
+/** A suppression as the public API and webhooks show it: `{ email | domain, reason, createdAt, source? }`. */
+export function clientSuppression(s: Suppression): Record<string, unknown> {
+  // Built field by field (no spreads): an import's events build thousands a batch.
+  const out: Record<string, unknown> = s.domain ? { domain: s.domain } : { email: s.emailLower };
+  out.reason = s.reason;
+  out.createdAt = new Date(s.createdAt).toISOString();
+  if (s.source) out.source = s.source;
+  return out;
+}
+
+/** A group as the official client reads it (`Group`): what every route answers and the TAG events carry. */
+export function clientGroup(g: Group): Record<string, unknown> {
+  return {
+    id: g._id,
+    publicId: g.publicId,
+    ...(g.displayName ? { displayName: g.displayName } : {}),
+    ...(g.traits ? { traits: g.traits } : {}),
+    createdAt: new Date(g.createdAt).toISOString(),
+    ...(g.updatedAt ? { updatedAt: new Date(g.updatedAt).toISOString() } : {}),
+    workspaceId: g.workspaceId,
+  };
+}
+
+/**
+ * SUPPRESSION_CREATED / SUPPRESSION_DELETED of suppressions a write added or removed. Erased
+ * (hashed) entries are never announced: they name no address. Ids come from the entry and its
+ * creation time, so announcing (or recovering) one write twice is one event.
+ */
+export function suppressionEvents(type: "SUPPRESSION_CREATED" | "SUPPRESSION_DELETED", suppressions: Suppression[], at: Date): DirectoryEvent[] {
+  // One loop, the write's time formatted once: an import's batch announces thousands.
+  const createdAt = at.toISOString();
+  const events: DirectoryEvent[] = [];
+  for (const s of suppressions) {
+    if (s.emailLower.startsWith(ERASED_KEY_PREFIX)) continue;
+    const id = eventId(type, s.workspaceId, s.emailLower, String(new Date(s.createdAt).getTime()));
+    events.push({ id, type, createdAt, workspaceId: s.workspaceId, data: { suppression: clientSuppression(s) } });
+  }
+  return events;
 }
 

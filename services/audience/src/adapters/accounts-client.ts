@@ -5,7 +5,7 @@ import type { AccountsService, Workspace as PbWorkspace } from "@mailroom/proto/
 import type { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
 import { appErrorFromInfo, errorInfoOf, isNeighbourDown, unavailable } from "@mailroom/kit/errors.js";
 import type { TemplateKind, Workspace } from "@mailroom/records/model.js";
-import type { SenderLookup, TemplateLookup, UsageReserver, WorkspaceLookup } from "../domain/account-ports.js";
+import type { SenderLookup, TemplateLookup, UsageReserver, WorkspaceLookup } from "@mailroom/records/account-ports.js";
 
 const CALL = { timeoutMs: 10_000 };
 /** Workspaces remembered at once; least recently used go first. */

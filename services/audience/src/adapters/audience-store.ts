@@ -1,6 +1,6 @@
 import type { Collection, Filter, Store } from "@mailroom/store/port.js";
 import type { Contact, Suppression } from "@mailroom/records/model.js";
-import type { AudienceLookups, AudienceQueries, ResolvedAudience, TopicDefault } from "../domain/audience-ports.js";
+import type { AudienceLookups, AudienceQueries, ResolvedAudience, TopicDefault } from "@mailroom/records/audience-ports.js";
 import type { Stored } from "@mailroom/records/documents.js";
 import type { ContactFilterCompiler } from "./contact-filter.js";
 

@@ -1,5 +1,5 @@
 import type { Collection, Store, Update } from "@mailroom/store/port.js";
-import type { Group, GroupMembershipRepository, GroupRepository, MemberContact } from "../domain/group-ports.js";
+import type { Group, GroupMembershipRepository, GroupRepository, MemberContact } from "@mailroom/records/group-ports.js";
 import { asDoc, insertUnique, type Stored } from "@mailroom/records/documents.js";
 
 export const GROUPS_COLLECTION = "groups";

@@ -1,5 +1,5 @@
 import type { Collection, Store } from "@mailroom/store/port.js";
-import type { Segment, SegmentRepository } from "../domain/audience-ports.js";
+import type { Segment, SegmentRepository } from "@mailroom/records/audience-ports.js";
 import { asDoc, type Stored } from "@mailroom/records/documents.js";
 
 /**

@@ -1,5 +1,5 @@
 import { DuplicateKeyError, type Collection, type Doc, type Filter, type Store, type Update } from "@mailroom/store/port.js";
-import { TopicNameTaken, type ContactChoices, type Topic, type TopicRepository } from "../domain/topic-ports.js";
+import { TopicNameTaken, type ContactChoices, type Topic, type TopicRepository } from "@mailroom/records/topic-ports.js";
 import { asDoc, insertUnique, type Stored } from "@mailroom/records/documents.js";
 
 /** The part of a contact document topics read: `topics` holds its explicit choices only. */

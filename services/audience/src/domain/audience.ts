@@ -10,7 +10,7 @@ import { systemClock, type Clock } from "@mailroom/records/validation.js";
 import type { ChangeIntentRecorder, DirectoryEventPublisher } from "@mailroom/records/change-events.js";
 import { EmittingSuppressionStore } from "./suppression-events.js";
 import { EmittingContactStore, EmittingPropertyStore } from "./changes.js";
-import type { UsageReserver, WorkspaceLookup } from "./account-ports.js";
+import type { UsageReserver, WorkspaceLookup } from "@mailroom/records/account-ports.js";
 
 export interface AudienceDeps {
   repositories: AudienceRepositories;

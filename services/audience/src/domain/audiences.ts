@@ -1,10 +1,10 @@
 import { AppError, badRequest } from "@mailroom/kit/errors.js";
 import { checkListLimit } from "./contacts.js";
 import type { Contact } from "@mailroom/records/model.js";
-import type { AudienceLookups, AudienceQueries, ResolvedAudience } from "./audience-ports.js";
+import type { AudienceLookups, AudienceQueries, ResolvedAudience } from "@mailroom/records/audience-ports.js";
 import type { Segments } from "./segments.js";
 import { requireWorkspaceId } from "@mailroom/records/validation.js";
-import type { WorkspaceLookup } from "./account-ports.js";
+import type { WorkspaceLookup } from "@mailroom/records/account-ports.js";
 
 /** A broadcast audience as asked (DESIGN §9.4). Filters are parsed JSON. */
 export interface AudienceSpec {

@@ -3,7 +3,7 @@ import type { BootstrapDocument } from "@mailroom/records/bootstrap-document.js"
 import type { Workspace } from "@mailroom/records/model.js";
 import type { Contacts } from "./contacts.js";
 import { checkSlug, parsePropertyType, type ContactProperties, type PropertyDef } from "./properties.js";
-import type { WorkspaceLookup } from "./account-ports.js";
+import type { WorkspaceLookup } from "@mailroom/records/account-ports.js";
 
 /** The use cases a bootstrap writes through, over a given workspace lookup. */
 export type BootstrapUseCases = (workspaces: WorkspaceLookup) => { properties: ContactProperties; contacts: Contacts };

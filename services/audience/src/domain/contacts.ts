@@ -3,69 +3,21 @@ import { newId } from "@mailroom/kit/ids.js";
 import { parseMailbox } from "@mailroom/records/address.js";
 import { checkSlug, coercePropertyText, inferPropertyType, validatePropertyValue, type ContactProperties, type PropertyDef } from "./properties.js";
 import {
-  CONTACT_SOURCES, CONTACT_STATUSES, EXTRA_BUILT_INS, contactStatus, scopedId,
-  type Contact, type ContactSource, type ContactStatus, type ExtraBuiltIn, type Page, type PropertyValue,
+  EXTRA_BUILT_INS, contactStatus, scopedId,
+  type Contact, type ExtraBuiltIn, type Page, type PropertyValue,
 } from "@mailroom/records/model.js";
 import type { ContactChange, ContactQuery, ContactRepository, ContactWrite, SuppressionRepository } from "@mailroom/records/ports.js";
-import type { WorkspaceLookup } from "./account-ports.js";
+import type { WorkspaceLookup } from "@mailroom/records/account-ports.js";
 import { checkListLimit, requireTimeZone, requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 export { checkListLimit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from "@mailroom/records/validation.js";
 
-export interface ContactInput {
-  email: string;
-  firstName?: string;
-  lastName?: string;
-  timezone?: string;
-  status?: ContactStatus | string;
-  /** Deprecated alias of status (true: SUBSCRIBED, false: UNSUBSCRIBED); status wins. */
-  subscribed?: boolean;
-  /** Source of a contact this call creates (default PUBLIC_API). */
-  source?: ContactSource;
-  /** Creation time of a contact this call creates (migrations). */
-  createdAt?: Date;
-  /**
-   * Custom properties by slug, and the built-ins by API slug (firstName, lastName,
-   * avatarUrl, city, language, phone, birthday, countryCode, status, timezone); null
-   * removes one. A multi-select takes an array (replaces) or { add, remove } (edits).
-   */
-  properties?: Record<string, unknown>;
-  /**
-   * Values given as text (a CSV cell, a command-line argument) by slug, converted to each
-   * property's type here (numbers, true/false/yes/no/1/0, ISO dates, comma lists); empty
-   * text means no value. Also takes the built-ins, "status" and "subscribed" (yes/no).
-   */
-  textProperties?: Record<string, string>;
-}
-
 export type { Page };
-
-export interface BatchItemResult {
-  index: number;
-  ok: boolean;
-  created: boolean;
-  contact?: Contact;
-  error?: AppErrorInit;
-}
-
-export interface ContactListOptions extends ContactQuery {
-  limit?: number;
-  cursor?: string;
-  newestFirst?: boolean;
-  /** Only SUBSCRIBED contacts (broadcast audiences). */
-  subscribedOnly?: boolean;
-}
-
-export const STREAM_DEFAULT_BATCH = 500;
-export const STREAM_MAX_BATCH = 5_000;
-export const BATCH_MAX_ITEMS = 1_000;
-const CONTACT_CURSOR = /^ctc_[0-9a-z]{26}$/;
-const NAME_MAX = 200;
-const URL_MAX = 2_048;
-const TEXT_MAX = 255;
-const SEARCH_MAX = 200;
-/** A stored contact that only a transactional send made: not in any audience yet. */
-const isTransactionalPending = (c: Contact) => contactStatus(c) === "OPT_IN_PENDING" && c.source === "TRANSACTIONAL_EMAIL";
+export * from "@mailroom/records/contacts.js";
+import {
+  BATCH_MAX_ITEMS, builtInValue, checkContactText, CONTACT_CURSOR, isTransactionalPending, NAME_MAX, parseContactStatus, SEARCH_MAX, STREAM_DEFAULT_BATCH, STREAM_MAX_BATCH,
+  type BatchItemResult, type ContactInput, type ContactListOptions,
+} from "@mailroom/records/contacts.js";
 
 type Fields = Partial<Pick<Contact, "firstName" | "lastName" | "timezone" | "status" | ExtraBuiltIn>>;
 
@@ -81,44 +33,6 @@ interface Normalized {
   /** Properties to create first (only with createMissingProperties). */
   newTypes: Map<string, PropertyDef>;
 }
-
-function checkText(field: string, value: unknown, max: number): string {
-  if (typeof value !== "string") throw badRequest("invalid_contact", `${field} must be a string`);
-  if (value.length > max || /[\u0000-\u001f\u007f]/.test(value)) {
-    throw badRequest("invalid_contact", `${field} must be at most ${max} characters without control characters`);
-  }
-  return value.trim();
-}
-
-export function parseContactStatus(raw: unknown): ContactStatus {
-  const name = typeof raw === "string" ? raw.trim().toUpperCase() : raw;
-  if (typeof name === "string" && (CONTACT_STATUSES as readonly string[]).includes(name)) return name as ContactStatus;
-  throw badRequest("invalid_contact", `status ${JSON.stringify(raw)} is not one of ${CONTACT_STATUSES.join(", ")}`);
-}
-
-export function parseContactSource(raw: unknown): ContactSource {
-  if (typeof raw === "string" && (CONTACT_SOURCES as readonly string[]).includes(raw)) return raw as ContactSource;
-  throw badRequest("invalid_contact", `source ${JSON.stringify(raw)} is not one of ${CONTACT_SOURCES.join(", ")}`);
-}
-
-/** A built-in text property's value ("" clears it). */
-function builtInValue(key: ExtraBuiltIn, value: unknown): string {
-  const text = checkText(key, value, key === "avatarUrl" ? URL_MAX : TEXT_MAX);
-  if (!text) return "";
-  if (key === "countryCode") {
-    if (!/^[A-Za-z]{2}$/.test(text)) throw badRequest("invalid_contact", `countryCode ${JSON.stringify(text)} must be a two-letter ISO 3166-1 code`);
-    return text.toUpperCase();
-  }
-  if (key === "birthday") {
-    const day = /^(\d{4}-\d{2}-\d{2})(?:[T ].*)?$/.exec(text)?.[1];
-    if (!day || Number.isNaN(new Date(`${day}T00:00:00Z`).getTime()) || new Date(`${day}T00:00:00Z`).toISOString().slice(0, 10) !== day) {
-      throw badRequest("invalid_contact", `birthday ${JSON.stringify(text)} must be an ISO date (YYYY-MM-DD)`);
-    }
-    return day;
-  }
-  return text;
-}
-
 
 /**
  * Contacts: one per email per workspace (unique index on workspaceId + lower-cased email).
@@ -144,8 +58,8 @@ export class Contacts {
     if (typeof given !== "object" || given === null || Array.isArray(given)) throw badRequest("invalid_contact", "properties must be an object");
     // Text conversions first: a CSV row's first complaint is about the value it typed wrong.
     const props = { ...given, ...this.typedTexts(input, given, types, fields) };
-    if (input.firstName !== undefined) fields.firstName = checkText("firstName", input.firstName, NAME_MAX);
-    if (input.lastName !== undefined) fields.lastName = checkText("lastName", input.lastName, NAME_MAX);
+    if (input.firstName !== undefined) fields.firstName = checkContactText("firstName", input.firstName, NAME_MAX);
+    if (input.lastName !== undefined) fields.lastName = checkContactText("lastName", input.lastName, NAME_MAX);
     if (input.timezone !== undefined) fields.timezone = input.timezone === "" ? "" : requireTimeZone(input.timezone);
     if (input.status !== undefined) fields.status = parseContactStatus(input.status);
     else if (input.subscribed !== undefined && fields.status === undefined) {
@@ -159,7 +73,7 @@ export class Contacts {
     const unknown: string[] = [];
     for (const [key, value] of Object.entries(props)) {
       if (key === "firstName" || key === "lastName") {
-        if (fields[key] === undefined) fields[key] = value === null ? "" : checkText(key, value, NAME_MAX);
+        if (fields[key] === undefined) fields[key] = value === null ? "" : checkContactText(key, value, NAME_MAX);
         continue;
       }
       if ((EXTRA_BUILT_INS as readonly string[]).includes(key)) {

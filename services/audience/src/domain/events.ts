@@ -4,7 +4,7 @@ import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit, type Contacts } from "./contacts.js";
 import type { ContactEvent, Page } from "@mailroom/records/model.js";
 import type { ContactEventPublisher, ContactEventRepository } from "@mailroom/records/ports.js";
-import type { WorkspaceLookup } from "./account-ports.js";
+import type { WorkspaceLookup } from "@mailroom/records/account-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 /**

@@ -4,7 +4,7 @@ import { normalizeEmail } from "@mailroom/records/address.js";
 import { checkListLimit, type Contacts, type ContactInput } from "./contacts.js";
 import { contactStatus, type Contact, type Page, type PropertyType } from "@mailroom/records/model.js";
 import type { ContactProperties, PropertyDef } from "./properties.js";
-import type { SenderLookup, TemplateLookup, WorkspaceLookup } from "./account-ports.js";
+import type { SenderLookup, TemplateLookup, WorkspaceLookup } from "@mailroom/records/account-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 /**

@@ -2,8 +2,8 @@ import { badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit } from "./contacts.js";
 import type { Page } from "@mailroom/records/model.js";
-import type { Group, GroupMembershipRepository, GroupRepository, GroupTraits } from "./group-ports.js";
-import type { WorkspaceLookup } from "./account-ports.js";
+import type { Group, GroupMembershipRepository, GroupRepository, GroupTraits } from "@mailroom/records/group-ports.js";
+import type { WorkspaceLookup } from "@mailroom/records/account-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 /**
@@ -99,18 +99,6 @@ export function checkTraits(raw: unknown): GroupTraits | undefined {
   return raw as GroupTraits;
 }
 
-/** A group as the official client reads it (`Group`): what every route answers and the TAG events carry. */
-export function clientGroup(g: Group): Record<string, unknown> {
-  return {
-    id: g._id,
-    publicId: g.publicId,
-    ...(g.displayName ? { displayName: g.displayName } : {}),
-    ...(g.traits ? { traits: g.traits } : {}),
-    createdAt: new Date(g.createdAt).toISOString(),
-    ...(g.updatedAt ? { updatedAt: new Date(g.updatedAt).toISOString() } : {}),
-    workspaceId: g.workspaceId,
-  };
-}
 
 export class Groups {
   constructor(

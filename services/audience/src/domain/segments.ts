@@ -2,9 +2,9 @@ import { newId } from "@mailroom/kit/ids.js";
 import { badRequest, notFound } from "@mailroom/kit/errors.js";
 import { checkListLimit } from "./contacts.js";
 import type { Contact, Page } from "@mailroom/records/model.js";
-import type { AudienceQueries, Segment, SegmentRepository } from "./audience-ports.js";
+import type { AudienceQueries, Segment, SegmentRepository } from "@mailroom/records/audience-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
-import type { WorkspaceLookup } from "./account-ports.js";
+import type { WorkspaceLookup } from "@mailroom/records/account-ports.js";
 
 export const SEGMENT_CURSOR = /^seg_[0-9a-z]{26}$/;
 const CONTACT_CURSOR = /^ctc_[0-9a-z]{26}$/;

@@ -1,6 +1,6 @@
 import type { Suppression } from "@mailroom/records/model.js";
 import type { Suppressions } from "./suppression.js";
-import type { UsageReserver } from "./account-ports.js";
+import type { UsageReserver } from "@mailroom/records/account-ports.js";
 
 export interface SendableReservation {
   /** The suppressed addresses among the recipients, each once; never counted. */

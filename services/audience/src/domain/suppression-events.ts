@@ -1,5 +1,4 @@
-import { suppressionEvents } from "./changes.js";
-import { Announcer, type ChangeIntentRecorder, type DirectoryEventPublisher } from "@mailroom/records/change-events.js";
+import { Announcer, suppressionEvents, type ChangeIntentRecorder, type DirectoryEventPublisher } from "@mailroom/records/change-events.js";
 import type { Suppression, SuppressionReason } from "@mailroom/records/model.js";
 import type { SuppressionPageQuery, SuppressionRepository } from "@mailroom/records/ports.js";
 import type { Clock } from "@mailroom/records/validation.js";

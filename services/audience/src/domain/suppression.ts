@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { ERASED_KEY_PREFIX } from "@mailroom/records/change-events.js";
 import { AppError, badRequest, conflict, notFound } from "@mailroom/kit/errors.js";
 import { normalizeDomain, normalizeEmail } from "@mailroom/records/address.js";
 import { checkListLimit } from "./contacts.js";
@@ -18,7 +19,7 @@ const FUTURE_SLACK_MS = 5 * 60_000;
 const STRONG_REASONS: SuppressionReason[] = ["hard_bounce", "complaint"];
 export const ERASED_DETAIL = "address erased at the contact's request";
 /** Keys of erased addresses start with this; no address can (a colon needs quoting). */
-export const ERASED_KEY_PREFIX = "sha256:";
+export { ERASED_KEY_PREFIX };
 /** Keys of whole-domain suppressions: `@example.com`. */
 export const DOMAIN_KEY_PREFIX = "@";
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -96,15 +97,6 @@ function checkSource(source: string | undefined): string | undefined {
 
 const isReason = (r: unknown): r is SuppressionReason => (SUPPRESSION_REASONS as readonly unknown[]).includes(r);
 
-/** A suppression as the public API and webhooks show it: `{ email | domain, reason, createdAt, source? }`. */
-export function clientSuppression(s: Suppression): Record<string, unknown> {
-  // Built field by field (no spreads): an import's events build thousands a batch.
-  const out: Record<string, unknown> = s.domain ? { domain: s.domain } : { email: s.emailLower };
-  out.reason = s.reason;
-  out.createdAt = new Date(s.createdAt).toISOString();
-  if (s.source) out.source = s.source;
-  return out;
-}
 
 /**
  * Addresses and whole domains no mail may go to: unsubscribed, hard-bounced, complained,

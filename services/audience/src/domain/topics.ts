@@ -3,7 +3,7 @@ import { newId } from "@mailroom/kit/ids.js";
 import { checkListLimit } from "./contacts.js";
 import { normalizeEmail } from "@mailroom/records/address.js";
 import type { Page } from "@mailroom/records/model.js";
-import { TOPIC_DEFAULTS, TopicNameTaken, type ContactChoices, type Topic, type TopicDefault, type TopicRepository } from "./topic-ports.js";
+import { TOPIC_DEFAULTS, TopicNameTaken, type ContactChoices, type Topic, type TopicDefault, type TopicRepository } from "@mailroom/records/topic-ports.js";
 import { requireWorkspaceId, systemClock, type Clock } from "@mailroom/records/validation.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { Contact, Group, GroupTraits } from "@mailroom/records/model.js";
+import type { Contact, Group, GroupTraits } from "./model.js";
 
 export type { Group, GroupTraits };
 

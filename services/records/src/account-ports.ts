@@ -1,4 +1,4 @@
-import type { Template, Workspace } from "@mailroom/records/model.js";
+import type { Template, Workspace } from "./model.js";
 
 /**
  * What the audience unit asks the accounts unit (adapters/accounts-client.ts answers over

@@ -1,4 +1,4 @@
-import type { Contact } from "@mailroom/records/model.js";
+import type { Contact } from "./model.js";
 
 /**
  * What segments and audiences (DESIGN §9.4) need from the outside world. The store adapters
