@@ -57,7 +57,7 @@ export function auditBatchWriter(auditLog: AuditLog, maxBatch = AUDIT_CONSUMER_C
 }
 
 /**
- * The AUDIT stream into the audit_log collection: one durable shared by every directory
+ * The AUDIT stream into the audit_log collection: one durable shared by every accounts
  * process; an entry is stored once by its id, so a redelivery changes nothing.
  *
  * Entries are stored in batches (auditBatchWriter), each acked only once the write holding it

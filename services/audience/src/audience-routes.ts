@@ -88,7 +88,7 @@ function segmentToPb(s: Segment): MessageInitShape<typeof SegmentSchema> {
 export function audienceService(segments: Segments, audiences: Audiences, engagement?: ContactEngagementReader): ServiceImpl<typeof AudienceService> {
   return {
     async listContactEngagement(req) {
-      if (!engagement) throw new ConnectError("engagement records are not kept by this directory", Code.Unimplemented);
+      if (!engagement) throw new ConnectError("engagement records are not kept here", Code.Unimplemented);
       const requested = req.page?.limit ?? 0;
       if (requested < 0) throw badRequest("invalid_request", "limit must be positive");
       const limit = Math.min(requested || ENGAGEMENT_PAGE.default, ENGAGEMENT_PAGE.max);

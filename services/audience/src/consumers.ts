@@ -38,7 +38,7 @@ export function mailOutcomeOf(event: MailEvent): MailOutcome | undefined {
 }
 
 /**
- * JetStream transport: durable consumers shared by every directory process turn bounces,
+ * JetStream transport: durable consumers shared by every audience process turn bounces,
  * complaints and unsubscribes into suppressions and contact status. On the first start after
  * an upgrade the per-kind durables begin where the single durable of earlier releases had
  * acknowledged up to (nothing is replayed, nothing skipped), and that durable is removed.

@@ -88,13 +88,13 @@ export class ChangePublisher {
     await this.intents.insertOne({ _id: intent.id, intent: JSON.stringify(intent), createdAt: new Date(intent.at) });
   };
 
-  /** For the directory's use cases: never throws, keeps the order of the writes. */
+  /** For the units' use cases: never throws, keeps the order of the writes. */
   readonly publish: DirectoryEventPublisher = (events: DirectoryEvent[], settles?: ChangeIntent) => {
     const pending = this.pendingOf(events);
     const recorded = this.recording
       .then(() => this.record(pending))
       .catch((err) => {
-        this.logger.warn({ err, events: pending.map((p) => p._id) }, "directory events not recorded");
+        this.logger.warn({ err, events: pending.map((p) => p._id) }, "change events not recorded");
         throw err;
       });
     this.recording = recorded.catch(() => undefined);
@@ -143,7 +143,7 @@ export class ChangePublisher {
           while ((await this.sweep()) > 0 && !this.stopped);
         } while (this.flushAgain && !this.stopped);
       } catch (err) {
-        this.logger.warn({ err }, "directory events not announced yet; the sweep retries");
+        this.logger.warn({ err }, "change events not announced yet; the sweep retries");
       } finally {
         this.flushing = undefined;
       }

@@ -1,5 +1,5 @@
 /**
- * The directory's records. Ids are strings; things unique per workspace carry a compound
+ * The accounts and audience units' records. Ids are strings; things unique per workspace carry a compound
  * natural id ("<workspaceId>:<key>", see scopedId) so uniqueness holds on every store, and
  * every lookup names its workspace so no tenant can reach another's records.
  */

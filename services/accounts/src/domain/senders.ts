@@ -108,7 +108,7 @@ export class Senders {
     const doc = await this.requireDomain(workspaceId, domainInput);
     if (!isIP(address)) throw badRequest("invalid_request", `address ${JSON.stringify(address.slice(0, 100))} is not an IP address (MAILROOM_DELIVERY_LOCAL_ADDRESS)`);
     if (ehloName && !/^[a-z0-9.-]{1,253}$/i.test(ehloName)) throw badRequest("invalid_request", "ehlo_name is not a host name");
-    if (!this.sendingDns) throw new Error("the directory was built without the direct-sending DNS check");
+    if (!this.sendingDns) throw new Error("the accounts unit was built without the direct-sending DNS check");
     return checkDirectSending(this.sendingDns, this.policy, { domain: doc.domain, address, ehloName });
   }
 

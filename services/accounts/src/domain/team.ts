@@ -64,7 +64,7 @@ export interface TeamDeps {
   /** MAILROOM_SECRET (and _PREVIOUS): invitation and magic-link tokens are signed with it. */
   secrets: SecretKeys;
   now?: Clock;
-  /** Announces directory events (WORKSPACE_TEAM_MEMBER_JOINED when an invitation is accepted; webhooks). */
+  /** Announces team events (WORKSPACE_TEAM_MEMBER_JOINED when an invitation is accepted; webhooks). */
   publishChanges?: DirectoryEventPublisher;
 }
 

@@ -39,7 +39,7 @@ interface GroupDoc {
 const invalid = (message: string) => badRequest("invalid_filter", message);
 
 /**
- * The directory's one filter compiler: loads the workspace's custom properties (their types)
+ * The one filter compiler: loads the workspace's custom properties (their types)
  * and the groups the filter names, parses with @mailroom/filter, resolves each `$engagement`
  * term to its contact ids from the engagement records, and compiles.
  */

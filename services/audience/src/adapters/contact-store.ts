@@ -41,7 +41,7 @@ export class ContactStore implements ContactRepository {
     ]);
     // Documents written before statuses carried `subscribed`: give them their status once. Each
     // pass is a scan of every contact (no index holds a missing status), so a marker records that
-    // it ran: a directory with 1,000,000 contacts would otherwise scan them twice at every start.
+    // it ran: an audience with 1,000,000 contacts would otherwise scan them twice at every start.
     const migrations = store.collection<{ _id: string; doneAt: Date }>("directory_migrations");
     if (!(await migrations.findOne({ _id: STATUS_BACKFILL }))) {
       await contacts.updateMany({ status: { $exists: false }, subscribed: false }, { $set: { status: "UNSUBSCRIBED", source: "PUBLIC_API" }, $unset: { subscribed: "" } });

@@ -127,7 +127,7 @@ export class EngagementStore {
 
   /**
    * Records events together, as record() does one: answers, per event, whether it was new. A
-   * broadcast's deliveries come by the thousand a second, so the directory's share of each
+   * broadcast's deliveries come by the thousand a second, so the audience unit's share of each
    * message is the writes, not the round trips: one bulk upsert of the records (the upserted
    * ones are the new ones), one that makes the totals missing, one that counts them (one write
    * a total: $inc, $max, $min), and one push of recent times — each a single transaction on the

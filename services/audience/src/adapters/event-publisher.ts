@@ -12,7 +12,7 @@ import type { ContactEventPublisher } from "@mailroom/records/ports.js";
 
 /**
  * Announces accepted contact events on CONTACT_EVENTS (contact.events.<name>), deduplicated
- * by the stream on (workspace, messageId). The directory's contact_events collection is the
+ * by the stream on (workspace, messageId). The audience unit's contact_events collection is the
  * record; the announcement is best effort: it waits for NATS without holding up the request,
  * and a failure is logged.
  */

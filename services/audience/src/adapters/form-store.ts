@@ -4,7 +4,7 @@ import type { ConfirmationThrottle, FormAudiences, FormRepository, SignupForm } 
 import { scopedId } from "@mailroom/records/model.js";
 import { asDoc, type Stored } from "@mailroom/records/documents.js";
 
-/** The collections signup forms keep (tests snapshot them with the directory's). */
+/** The collections signup forms keep (tests snapshot them with the audience unit's). */
 export const FORM_COLLECTIONS = ["forms", "form_confirmations"] as const;
 /** A confirmation's record only throttles resends: it goes after a day. */
 const CONFIRMATION_TTL_SECONDS = 86_400;
@@ -60,7 +60,7 @@ interface ContactMembership {
 }
 
 /**
- * Groups and topics as the directory keeps them (collections `groups` and `topics`; a contact's
+ * Groups and topics as the audience unit keeps them (collections `groups` and `topics`; a contact's
  * `groups`, `groupsAddedAt.<id>` and `topics.<id>`: the shared layout of DESIGN §9.4).
  */
 export class FormAudienceStore implements FormAudiences {

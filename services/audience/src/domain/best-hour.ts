@@ -2,7 +2,7 @@
  * Send-time optimisation (DESIGN §10.5, OPTIMAL broadcasts): when a contact gets a broadcast,
  * from its opens and clicks of the last 90 days. Each event's time goes into a histogram of the
  * contact's local hours of the week (pure functions below); planBestHours does that for a page
- * of contacts over the engagement store's port (services/directory: PlanBestHours).
+ * of contacts over the engagement store's port (the audience unit's PlanBestHours).
  *
  * - At least WEEK_MIN_EVENTS events: the hour of the week with the most events among the hours
  *   the 24-hour window after the scheduled time covers (those that hold no event at all fall

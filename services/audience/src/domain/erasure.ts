@@ -4,7 +4,7 @@ import type { ContactEventRepository } from "@mailroom/records/ports.js";
 import type { Suppressions } from "./suppression.js";
 
 /**
- * A contact's erasure (DELETE /v1/contacts/:id?erase=true, DESIGN §9.3): what the directory
+ * A contact's erasure (DELETE /v1/contacts/:id?erase=true, DESIGN §9.3): what the audience unit
  * holds about the person goes, except a hashed suppression of the address, so a later send to
  * it is still suppressed while the address is no longer kept. The steps run in an order that a
  * retry can finish: the hashed suppression first (mail stays blocked whatever happens next),

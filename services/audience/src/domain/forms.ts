@@ -89,7 +89,7 @@ export interface FormRepository {
   page(workspaceId: string, opts: { after?: string; limit: number }): Promise<SignupForm[]>;
 }
 
-/** The groups and topics of a workspace, as other parts of the directory keep them. */
+/** The groups and topics of a workspace, as other parts of the audience unit keep them. */
 export interface FormAudiences {
   /** Each given id or public id that names a group of the workspace → the group's id. */
   resolveGroups(workspaceId: string, idsOrPublicIds: string[]): Promise<Map<string, string>>;
