@@ -49,8 +49,8 @@ export const SHARED = [
   "test/email/route-recorded.test.ts",
   "test/broadcast/public-api.test.ts",
   "test/broadcast/audiences.test.ts",
-  "test/directory/contact-filter.test.ts",
-  "test/directory/groups.test.ts",
+  "test/audience/contact-filter.test.ts",
+  "test/audience/groups.test.ts",
   "test/webhooks/console-events.test.ts",
   "test/outcomes/outcomes.test.ts",
   "test/webhooks/producers.test.ts",
@@ -58,7 +58,7 @@ export const SHARED = [
   "test/browser/pages.test.ts",
   "test/roles/roles-system.test.ts",
   "test/sdk/wire-contract.test.ts",
-  "test/directory/topics.test.ts",
+  "test/audience/topics.test.ts",
   "test/broadcast/ab-test.test.ts",
   "test/browser/console-automations.test.ts",
   "test/browser/console-email-attachments.test.ts",
@@ -66,8 +66,8 @@ export const SHARED = [
   "test/browser/console-first-hour.test.ts",
   "test/browser/console-team.test.ts",
   "test/browser/console-templates.test.ts",
-  "test/directory/forms.test.ts",
-  "test/directory/workspace-actions.test.ts",
+  "test/audience/forms.test.ts",
+  "test/accounts/workspace-actions.test.ts",
   "test/inbound/provider-webhooks.test.ts",
   "test/inbound/dmarc.test.ts",
   "test/inbound/replies.test.ts",
@@ -77,13 +77,13 @@ export const SHARED = [
   "test/automation/unsubscribe.test.ts",
   "test/suppressions/suppressions.test.ts",
   "test/email/templates-liquid.test.ts",
-  "test/directory/switching.test.ts",
+  "test/audience/switching.test.ts",
   "test/broadcast/pre-send-check.test.ts",
   "test/browser/console-pre-send-check.test.ts",
 ];
 
 // Not shared, though they use useSystem (and so get a system of their own):
-// - test/directory/contact-webhooks.test.ts replays the whole contact event stream and counts it:
+// - test/audience/contact-webhooks.test.ts replays the whole contact event stream and counts it:
 //   it needs a stream that holds only its own events.
 // - test/browser/console-audiences.test.ts: its check that another workspace's segment builder counts
 //   that workspace's one contact failed in three of four runs on a shared system under load (and,
@@ -116,16 +116,16 @@ export const POSTGRES_SYSTEM_TESTS = [
   "test/broadcast/public-api.test.ts",
   "test/broadcast/ab-test.test.ts",
   "test/broadcast/audiences.test.ts",
-  "test/directory/contact-filter.test.ts",
-  "test/directory/groups.test.ts",
-  "test/directory/contacts-export.test.ts",
+  "test/audience/contact-filter.test.ts",
+  "test/audience/groups.test.ts",
+  "test/audience/contacts-export.test.ts",
   "test/automation/flows.test.ts",
   "test/webhooks/producers.test.ts",
   "test/roles/roles-system.test.ts",
   "test/audit/audit-log.test.ts",
   "test/suppressions/suppressions.test.ts",
   "test/email/templates-liquid.test.ts",
-  "test/directory/switching.test.ts",
+  "test/audience/switching.test.ts",
   // Receiving (DESIGN §10.4): received emails, reply matching and DMARC reports in the inbound unit's store.
   "test/inbound/replies.test.ts",
   "test/inbound/dmarc.test.ts",

@@ -114,3 +114,20 @@ export function isNeighbourDown(err: ConnectError): boolean {
   }
   return false;
 }
+
+/**
+ * A call to a neighbour unit: its refusals come back as the same AppError (code, status,
+ * message), so the caller answers them as its own; a neighbour that is down or too slow is
+ * 503 service_unavailable naming it.
+ */
+export async function callNeighbour<T>(unit: string, what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!(err instanceof ConnectError)) throw err;
+    const info = errorInfoOf(err);
+    if (info) throw appErrorFromInfo(info);
+    if (isNeighbourDown(err)) throw unavailable("service_unavailable", `the ${unit} unit did not answer (${what}); try again`);
+    throw err;
+  }
+}

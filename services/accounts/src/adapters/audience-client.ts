@@ -1,7 +1,7 @@
-import { ConnectError, type Client } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { ContactStatus as PbContactStatus, type ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { appErrorFromInfo, errorInfoOf, isNeighbourDown, unavailable } from "@mailroom/kit/errors.js";
+import { callNeighbour } from "@mailroom/kit/errors.js";
 import { EXTRA_BUILT_INS, type Contact, type ContactStatus, type PropertyValue, type Workspace } from "@mailroom/records/model.js";
 import { workspaceToPb } from "../routes.js";
 import type { BootstrapDocument } from "@mailroom/records/bootstrap-document.js";
@@ -10,18 +10,7 @@ import type { ContactReader } from "../domain/template-previews.js";
 
 const CALL = { timeoutMs: 30_000 };
 
-/** A call to the audience unit: its refusals come back as the same AppError; a unit that is down is 503. */
-async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (!(err instanceof ConnectError)) throw err;
-    const info = errorInfoOf(err);
-    if (info) throw appErrorFromInfo(info);
-    if (isNeighbourDown(err)) throw unavailable("service_unavailable", `the audience unit did not answer (${what}); try again`);
-    throw err;
-  }
-}
+const call = <T>(what: string, run: () => Promise<T>) => callNeighbour("audience", what, run);
 
 /**
  * What the accounts unit asks the audience unit, over Connect: a contact's values for a

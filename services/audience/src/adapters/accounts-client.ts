@@ -1,9 +1,9 @@
-import { ConnectError, type Client } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { LRUCache } from "lru-cache";
 import type { AccountsService, Workspace as PbWorkspace } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { TemplateService } from "@mailroom/proto/accounts/v1/templates_pb.js";
-import { appErrorFromInfo, errorInfoOf, isNeighbourDown, unavailable } from "@mailroom/kit/errors.js";
+import { callNeighbour } from "@mailroom/kit/errors.js";
 import type { TemplateKind, Workspace } from "@mailroom/records/model.js";
 import type { SenderLookup, TemplateLookup, UsageReserver, WorkspaceLookup } from "@mailroom/records/account-ports.js";
 
@@ -11,22 +11,7 @@ const CALL = { timeoutMs: 10_000 };
 /** Workspaces remembered at once; least recently used go first. */
 const WORKSPACE_CACHE_MAX = 10_000;
 
-/**
- * A call to the accounts unit: its refusals come back as the same AppError (code, status,
- * message), so the audience unit answers them as its own; an accounts unit that is down is
- * 503 service_unavailable.
- */
-async function call<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    if (!(err instanceof ConnectError)) throw err;
-    const info = errorInfoOf(err);
-    if (info) throw appErrorFromInfo(info);
-    if (isNeighbourDown(err)) throw unavailable("service_unavailable", `the accounts unit did not answer (${what}); try again`);
-    throw err;
-  }
-}
+const call = <T>(what: string, run: () => Promise<T>) => callNeighbour("accounts", what, run);
 
 const dateOf = (t: Timestamp | undefined) => (t ? timestampDate(t) : new Date(0));
 
