@@ -21,6 +21,13 @@ describe("loadConfig (what every process shares)", () => {
     expect(keys).not.toContain("inbound");
   });
 
+  it("points the two units of the split at their own ports, and refuses the directory's old setting", () => {
+    const c = loadConfig({});
+    expect(c.urls.accounts).toBe("http://127.0.0.1:7101");
+    expect(c.urls.audience).toBe("http://127.0.0.1:7109");
+    expect(() => loadConfig({ MAILROOM_DIRECTORY_URL: "http://10.0.0.5:7101" })).toThrow(/MAILROOM_DIRECTORY_URL: .*MAILROOM_ACCOUNTS_URL .*MAILROOM_AUDIENCE_URL/);
+  });
+
   it("refuses a bad shared value with a message naming the variable", () => {
     expect(() => loadConfig({ MAILROOM_NATS_REPLICAS: "7" })).toThrow(ConfigError);
     expect(() => loadConfig({ MAILROOM_NATS_REPLICAS: "7" })).toThrow(/^invalid configuration:\n {2}MAILROOM_NATS_REPLICAS: /);

@@ -135,6 +135,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }]);
   }
 
+  // The directory unit became the accounts and audience units: an old setting must not be ignored in silence.
+  if (env.MAILROOM_DIRECTORY_URL) {
+    throw configError([{
+      variable: "MAILROOM_DIRECTORY_URL",
+      message: "the directory unit is now two units: set MAILROOM_ACCOUNTS_URL (workspaces, keys, senders, templates, the team) and MAILROOM_AUDIENCE_URL (contacts, suppressions, groups, segments) instead",
+    }]);
+  }
+
   if (c.MAILROOM_POSTGRES_URL && c.MAILROOM_MONGODB_URL) {
     const message = "MAILROOM_POSTGRES_URL and MAILROOM_MONGODB_URL are both set: the records live in one store, set only one of them";
     throw configError([
