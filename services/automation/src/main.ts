@@ -15,8 +15,8 @@ import { WebhookEventPublisher } from "@mailroom/pipeline/webhook-events.js";
 import { openStore } from "@mailroom/store/open.js";
 import { systemClock } from "@mailroom/kit/clock.js";
 import { StoreCatalog } from "./adapters/catalog-store.js";
-import { DirectoryContactsClient } from "./adapters/contacts.js";
-import { DirectoryClient } from "./adapters/directory.js";
+import { ContactDirectoryClient } from "./adapters/contacts.js";
+import { AutomationDirectoryClient } from "./adapters/directory.js";
 import { EmailClient } from "./adapters/email.js";
 import { CollectionRunStore } from "./adapters/run-store.js";
 import { RunWebhookEvents } from "./adapters/webhook-events.js";
@@ -45,14 +45,14 @@ await ensureMailStreams(nc);
 // Contacts and groups from the audience unit; workspaces and templates from the accounts unit.
 const contactClient = connectClient(ContactService, config.urls.audience);
 const groupClient = connectClient(GroupService, config.urls.audience);
-const contacts = new DirectoryContactsClient(connectClient(AccountsService, config.urls.accounts), contactClient, groupClient);
+const contacts = new ContactDirectoryClient(connectClient(AccountsService, config.urls.accounts), contactClient, groupClient);
 const mailer = new EmailClient(connectClient(EmailService, config.urls.email), settings.sendBatch);
 const events = new RunWebhookEvents(new WebhookEventPublisher(jetstream(nc)));
 const exits = new Exits(runStore, events, systemClock, logger);
 const runs = new Runs(runStore, exits, systemClock);
 const automations = new Automations({
   repo: catalog,
-  directory: new DirectoryClient(
+  directory: new AutomationDirectoryClient(
     connectClient(TemplateService, config.urls.accounts),
     contactClient,
     groupClient,

@@ -31,7 +31,7 @@ import { OutcomeEventPublisher } from "./adapters/events.js";
 import { JetStreamRetryQueue } from "./adapters/retry-queue.js";
 import { RendererMerger } from "./adapters/merger.js";
 import { KvPacingStore } from "./adapters/pacing-kv.js";
-import { DirectoryClient } from "./adapters/sender-directory.js";
+import { SenderDirectoryClient } from "./adapters/sender-directory.js";
 import { createDirectTransport, effectiveEhlo } from "./adapters/direct/index.js";
 import { buildRoutes } from "./adapters/routes/build-routes.js";
 import { RouteStats } from "./adapters/routes/route-stats.js";
@@ -137,7 +137,7 @@ export async function startDelivery(deps: DeliveryDependencies): Promise<Deliver
       // Sender checks from the accounts unit; other addresses' hard bounces suppressed in the audience unit.
       directory:
         o.directory ??
-        new DirectoryClient(
+        new SenderDirectoryClient(
           { accounts: connectClient(AccountsService, config.urls.accounts), contacts: connectClient(ContactService, config.urls.audience) },
           settings.senderCacheMs,
         ),

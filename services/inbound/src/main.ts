@@ -16,8 +16,8 @@ import {
 } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { openStore } from "@mailroom/store/open.js";
-import { AccountsDomainsClient } from "./adapters/sending-domains.js";
-import { AudienceSuppressionsClient } from "./adapters/suppressions.js";
+import { AccountsClient } from "./adapters/accounts-client.js";
+import { AudienceClient } from "./adapters/audience-client.js";
 import { JetStreamMailEvents } from "./adapters/mail-events.js";
 import { StoreSentDeliveries } from "./adapters/sent-deliveries.js";
 import { tokenSecretsOf } from "@mailroom/content/tokens.js";
@@ -70,7 +70,7 @@ const inboundConfig = new InboundConfig({
   routing,
   mx: new DnsMxLookup(settings.dnsServers),
   // A workspace claims an inbound domain it verified for sending (the accounts unit).
-  sendingDomains: new AccountsDomainsClient(connectClient(AccountsService, config.urls.accounts)),
+  sendingDomains: new AccountsClient(connectClient(AccountsService, config.urls.accounts)),
   clock,
   logger,
   mxHost: settings.inboundMxHost,
@@ -99,7 +99,7 @@ const receiver = new Receiver({
 const inbound = new InboundMail({
   sent,
   // Hard bounces, complaints and unsubscribes go to the audience unit's suppression list and contacts.
-  suppressions: new AudienceSuppressionsClient(connectClient(ContactService, config.urls.audience)),
+  suppressions: new AudienceClient(connectClient(ContactService, config.urls.audience)),
   events,
   clock,
   logger,

@@ -40,7 +40,7 @@ function refusal(err: unknown): unknown {
   return info ? appErrorFromInfo(info) : err;
 }
 
-export class DirectoryContactsClient implements ContactDirectory {
+export class ContactDirectoryClient implements ContactDirectory {
   private readonly byEmail = new Coalescer<string, RunContact | null>((ws, emails) => this.readContacts(ws, emails), PAGE);
   private readonly filtered = new Coalescer<string, boolean>((key, emails) => this.readMatches(key, emails), PAGE);
   private readonly timezones = new LRUCache<string, { tz: string | undefined }>({ max: 10_000, ttl: 60_000 });

@@ -12,12 +12,12 @@ import { directoryRoutes, memoryDirectory } from "../../../audience/src/testing.
 import { BroadcastService } from "@mailroom/proto/broadcast/v1/broadcast_pb.js";
 import { broadcastRoutes } from "../../../broadcast/src/routes.js";
 import { buildTestWorld, draft } from "../../../broadcast/src/testing.js";
-import { DirectoryClient } from "./directory.js";
+import { AutomationDirectoryClient } from "./directory.js";
 
 const WS = "ws_auto";
 
 /** The adapter against the real accounts and audience units (in memory): what each answer means for a definition. */
-describe("DirectoryClient", () => {
+describe("AutomationDirectoryClient", () => {
   it("confirms templates, groups (by id or publicId), properties and filters the way the accounts and audience units run them", async () => {
     const dir = await memoryDirectory();
     await dir.bootstrap.load({ workspaces: [{ id: WS, name: "Auto" }] });
@@ -31,7 +31,7 @@ describe("DirectoryClient", () => {
     const { broadcast } = await broadcasts.service.create("ws_acme", draft());
     // directoryRoutes serves AccountsService, ContactService and TemplateService on one router.
     const units = memoryTransport(directoryRoutes(dir, filters.compileContactFilter));
-    const adapter = new DirectoryClient(
+    const adapter = new AutomationDirectoryClient(
       createClient(TemplateService, units),
       createClient(ContactService, units),
       createClient(GroupService, memoryTransport(groupRoutes(groups))),

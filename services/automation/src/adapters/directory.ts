@@ -22,7 +22,7 @@ function asDomainError(err: unknown): unknown {
  * and GroupService), broadcasts (the broadcast unit). Nothing is cached: these run at create,
  * update and activate only.
  */
-export class DirectoryClient implements AutomationDirectory {
+export class AutomationDirectoryClient implements AutomationDirectory {
   constructor(
     private readonly templates: Client<typeof TemplateService>,
     private readonly contacts: Client<typeof ContactService>,

@@ -2,7 +2,7 @@ import type { Client } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import type { AccountsService } from "@mailroom/proto/accounts/v1/accounts_pb.js";
 import type { ContactService } from "@mailroom/proto/audience/v1/contacts_pb.js";
-import { DirectoryClient, type SenderDirectoryClients } from "./sender-directory.js";
+import { SenderDirectoryClient, type SenderDirectoryClients } from "./sender-directory.js";
 
 /** An accounts client answering checkSender after `delayMs`, counting calls (no contacts client: never asked here). */
 function fakeDirectory(delayMs = 0) {
@@ -18,10 +18,10 @@ function fakeDirectory(delayMs = 0) {
   return { client, counter };
 }
 
-describe("DirectoryClient", () => {
+describe("SenderDirectoryClient", () => {
   it("asks once for concurrent checks of one sender, then answers from the cache until the TTL ends", async () => {
     const { client, counter } = fakeDirectory(20);
-    const directory = new DirectoryClient(client, 150);
+    const directory = new SenderDirectoryClient(client, 150);
     const answers = await Promise.all(Array.from({ length: 10 }, () => directory.checkSender("ws_1", "News@Acme.test")));
     expect(answers.every((a) => a.allowed)).toBe(true);
     expect(counter.calls).toBe(1);
@@ -35,7 +35,7 @@ describe("DirectoryClient", () => {
 
   it("does not cache at all with a TTL of 0", async () => {
     const { client, counter } = fakeDirectory();
-    const directory = new DirectoryClient(client, 0);
+    const directory = new SenderDirectoryClient(client, 0);
     await directory.checkSender("ws_1", "a@acme.test");
     await directory.checkSender("ws_1", "a@acme.test");
     expect(counter.calls).toBe(2);

@@ -19,7 +19,7 @@ export interface SenderDirectoryClients {
  * concurrent misses for one key ask once (the cache's fetchMethod). Suppressions go to the
  * audience unit.
  */
-export class DirectoryClient implements SenderDirectory {
+export class SenderDirectoryClient implements SenderDirectory {
   private readonly cache?: LRUCache<string, SenderCheck, { workspaceId: string; from: string }>;
 
   constructor(

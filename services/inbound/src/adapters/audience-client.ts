@@ -12,7 +12,7 @@ const REASON: Record<Reason, SuppressionReason> = {
 };
 
 /** The audience unit's suppression list and contacts over Connect (ContactService). */
-export class AudienceSuppressionsClient implements Suppressions {
+export class AudienceClient implements Suppressions {
   constructor(private readonly client: Client<typeof ContactService>) {}
 
   async suppress(workspaceId: string, email: string, reason: Reason, detail: string): Promise<void> {

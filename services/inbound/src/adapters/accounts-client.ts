@@ -5,7 +5,7 @@ import type { SendingDomains } from "../domain/ports.js";
 const RPC = { timeoutMs: 15_000 };
 
 /** The accounts unit's sending domains over Connect (AccountsService): the domain itself, then each parent with two labels or more. */
-export class AccountsDomainsClient implements SendingDomains {
+export class AccountsClient implements SendingDomains {
   constructor(private readonly client: Client<typeof AccountsService>) {}
 
   async verifiedFor(workspaceId: string, domain: string): Promise<boolean> {
