@@ -14,6 +14,9 @@ import { FirstSeen } from "./first-seen.js";
  */
 export type ContactsClient = Pick<Client<typeof ContactService>, "listContactProperties" | "batchUpsertContacts">;
 
+/** @deprecated The name from before the directory was split: use ContactsClient. */
+export type DirectoryClient = ContactsClient;
+
 export interface RejectedRow {
   /** 1-based line in the file where the row starts. */
   line: number;
