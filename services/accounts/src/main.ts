@@ -1,6 +1,5 @@
 import { startTracing } from "@mailroom/kit/tracing.js";
 import { readFile } from "node:fs/promises";
-import type { Interceptor } from "@connectrpc/connect";
 import { connectClient, connectNats, createLogger, defaultServicePort, loadConfig, onShutdown, startConnectServer } from "@mailroom/kit";
 import { ensureMailStreams } from "@mailroom/pipeline/streams.js";
 import { AuditPublisher } from "@mailroom/pipeline/audit.js";
@@ -83,37 +82,28 @@ const auditEntries = nats.then(async (nc) => {
 });
 auditEntries.catch((err) => logger.warn({ err }, "audit log consumer not started"));
 
-// The bootstrap document: its contacts go to the audience unit, which may start after this one
-// (each try checks the whole document first, so a refusal writes nothing). The server listens
-// at once, but every call waits until the document is loaded, so no caller meets a key it names
-// as unknown; /readyz says not ready until then.
-let bootstrapped = false;
-const bootstrap = settings.bootstrapFile ? loadBootstrap(settings.bootstrapFile) : Promise.resolve();
-bootstrap.then(() => (bootstrapped = true));
-const afterBootstrap: Interceptor = (next) => async (req) => {
-  if (!bootstrapped) await bootstrap;
-  return next(req);
-};
-
-async function loadBootstrap(file: string): Promise<void> {
-  const json = await readFile(file, "utf8").catch((err: Error) => {
-    logger.fatal({ file, reason: err.message }, "cannot read MAILROOM_BOOTSTRAP");
+// The bootstrap document, before serving (a caller never meets a key it names unknown): its
+// contacts go to the audience unit, which may start after this one (each try checks the whole
+// document first, so a refusal writes nothing).
+if (settings.bootstrapFile) {
+  const json = await readFile(settings.bootstrapFile, "utf8").catch((err: Error) => {
+    logger.fatal({ file: settings.bootstrapFile, reason: err.message }, "cannot read MAILROOM_BOOTSTRAP");
     process.exit(1);
   });
   const deadline = Date.now() + 90_000;
   for (let attempt = 1; ; attempt++) {
     try {
       const ids = await accounts.bootstrap.loadJson(json);
-      logger.info({ workspaces: ids, file }, "bootstrap loaded");
-      return;
+      logger.info({ workspaces: ids, file: settings.bootstrapFile }, "bootstrap loaded");
+      break;
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === "service_unavailable" && Date.now() < deadline) {
         if (attempt === 1) logger.info("bootstrap waits for the audience unit");
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await new Promise((resolve) => setTimeout(resolve, 250));
         continue;
       }
-      logger.fatal({ file, reason: (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
+      logger.fatal({ file: settings.bootstrapFile, reason: (err as Error).message }, "cannot load MAILROOM_BOOTSTRAP");
       process.exit(1);
     }
   }
@@ -130,8 +120,6 @@ const server = await startConnectServer({
   host: config.serviceHost,
   // Changes made for the API, the console and the CLI go to the audit log (AUDIT stream).
   audit: bufferedAuditSink(nats.then((nc) => new AuditPublisher(nc, logger)), logger),
-  interceptors: [afterBootstrap],
-  ready: [{ name: "bootstrap", check: () => bootstrapped }],
   logger,
 });
 logger.info({ url: server.url, store: store.kind }, "accounts listening");

@@ -97,8 +97,6 @@ export interface ConnectServerOptions {
    * name an actor, rows of audit-table.ts). Every unit serving a client-facing RPC passes one.
    */
   audit?: AuditSink;
-  /** Run innermost, next to the handlers (e.g. holding calls until the unit has loaded its bootstrap document). */
-  interceptors?: Interceptor[];
 }
 
 /** Connect codes that are the server's failure (OpenTelemetry's RPC conventions); the rest are the caller's. */
@@ -171,7 +169,7 @@ export async function startConnectServer(opts: ConnectServerOptions): Promise<Co
   };
   // Audit inside the error mapping: only a call that succeeded is recorded.
   const audit = opts.audit ? [auditInterceptor({ sink: opts.audit, table: AUDIT_TABLE, requestIdOf: (values) => values.get(requestIdKey) })] : [];
-  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [rpcSpan(SpanKind.SERVER), logging, rpcMetricsInterceptor, ...audit, appErrorInterceptor, ...(opts.interceptors ?? [])] });
+  const handler = connectNodeAdapter({ routes: opts.routes, interceptors: [rpcSpan(SpanKind.SERVER), logging, rpcMetricsInterceptor, ...audit, appErrorInterceptor] });
   const json = (res: http.ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify(body));
